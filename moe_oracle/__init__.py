@@ -1,0 +1,44 @@
+"""moe_oracle: choose the fused MoE kernel for a model layer on a given machine, and say why.
+
+>>> from moe_oracle import MoEConfig, Device, Oracle
+>>> cfg = MoEConfig(num_experts=128, top_k=8, hidden_size=2048, intermediate_size=768,
+...                 device=Device("cuda", capability=90))
+>>> Oracle.default().select(cfg).kernel is not None
+True
+"""
+
+from .config import Device, MoEConfig, ParallelConfig, Provenance
+from .decision import Decision
+from .environment import Environment, probe_environment
+from .errors import ConfigError, MoEOracleError, NoEligibleKernelError, TableError
+from .oracle import Oracle, default_catalog, select
+from .quant import QuantScheme, scheme_by_name
+from .vocab import Activation, All2AllBackend, DType, Interface, Platform, ReasonCode, RoutingMethod
+
+__all__ = [
+    "Activation",
+    "All2AllBackend",
+    "ConfigError",
+    "DType",
+    "Decision",
+    "Device",
+    "Environment",
+    "Interface",
+    "MoEConfig",
+    "MoEOracleError",
+    "NoEligibleKernelError",
+    "Oracle",
+    "ParallelConfig",
+    "Platform",
+    "Provenance",
+    "QuantScheme",
+    "ReasonCode",
+    "RoutingMethod",
+    "TableError",
+    "default_catalog",
+    "probe_environment",
+    "scheme_by_name",
+    "select",
+]
+
+__version__ = "0.1.0"

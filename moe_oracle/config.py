@@ -1,0 +1,277 @@
+"""The frozen input record: one MoE layer on one device under one deployment.
+
+:class:`MoEConfig` holds every dimension selection depends on. Values are
+validated and coerced in ``__post_init__`` (strings to enums), so a bad value
+fails at construction with a :class:`~moe_oracle.errors.ConfigError` naming the
+field, the value and what is allowed. Derived quantities (EP size, intermediate
+size per partition, activation format) are computed by
+:mod:`moe_oracle.normalize`, never stored twice.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Iterable
+
+from .errors import ConfigError, InputIssue
+from .quant import UNQUANTIZED, QuantScheme
+from .vocab import Activation, All2AllBackend, DType, Platform, RoutingMethod, Source
+
+__all__ = ["Device", "MoEConfig", "ParallelConfig", "Provenance"]
+
+
+def _coerce_enum(owner: object, name: str, enum_cls: type[enum.Enum], *, optional: bool = False, path: str = "") -> None:
+    value = getattr(owner, name)
+    if value is None and optional:
+        return
+    if isinstance(value, enum_cls):
+        return
+    allowed = [m.value for m in enum_cls]
+    if isinstance(value, str):
+        try:
+            object.__setattr__(owner, name, enum_cls(value))
+            return
+        except ValueError:
+            pass
+    raise ConfigError([InputIssue(f"$.{path}{name}", f"not a valid {enum_cls.__name__}", value, allowed)])
+
+
+def _check_int(owner: object, name: str, *, minimum: int, optional: bool = False, path: str = "") -> None:
+    value = getattr(owner, name)
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError([InputIssue(f"$.{path}{name}", "must be an integer", value, {"type": "integer", "minimum": minimum})])
+    if value < minimum:
+        raise ConfigError([InputIssue(f"$.{path}{name}", f"must be >= {minimum}", value, {"minimum": minimum})])
+    if value > 2**40:
+        raise ConfigError([InputIssue(f"$.{path}{name}", "is implausibly large (> 2**40)", value, {"maximum": 2**40})])
+
+
+def _check_bool(owner: object, name: str, path: str = "") -> None:
+    value = getattr(owner, name)
+    if not isinstance(value, bool):
+        raise ConfigError([InputIssue(f"$.{path}{name}", "must be true or false", value, [True, False])])
+
+
+def _check_float(owner: object, name: str, *, optional: bool = True) -> None:
+    value = getattr(owner, name)
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError([InputIssue(f"$.{name}", "must be a finite number", value, {"type": "number"})])
+    object.__setattr__(owner, name, float(value))
+
+
+@dataclass(frozen=True)
+class Device:
+    """The accelerator (or CPU) a layer runs on.
+
+    Attributes:
+        platform: execution platform.
+        capability: CUDA compute capability as major*10+minor (90 = SM 9.0); ``None`` when
+            unknown or not CUDA. Exact values, never families.
+        arch: ROCm gfx target (``"gfx942"``), XPU generation (``"xe2"``) or CPU
+            architecture (``"x86_64"``, ``"aarch64"``, ``"ppc64le"``); ``None`` when unknown.
+        cpu_amx: x86 AMX tile support (CPU only); ``None`` when unknown.
+        name: hardware catalog name (``"H200"``), informational.
+    """
+
+    platform: Platform
+    capability: int | None = None
+    arch: str | None = None
+    cpu_amx: bool | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        _coerce_enum(self, "platform", Platform, path="device.")
+        _check_int(self, "capability", minimum=10, optional=True, path="device.")
+        if self.capability is not None and self.platform is not Platform.CUDA:
+            raise ConfigError([InputIssue("$.device.capability", "a CUDA compute capability is only meaningful on platform cuda", self.capability, None)])
+        if self.capability is not None and self.capability > 200:
+            raise ConfigError([InputIssue("$.device.capability", "compute capability is major*10+minor, e.g. 90 for SM 9.0", self.capability, {"maximum": 200})])
+        if self.arch is not None and not isinstance(self.arch, str):
+            raise ConfigError([InputIssue("$.device.arch", "must be a string", self.arch, None)])
+        if self.cpu_amx is not None and not isinstance(self.cpu_amx, bool):
+            raise ConfigError([InputIssue("$.device.cpu_amx", "must be true, false or null", self.cpu_amx, [True, False, None])])
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    """Deployment parallelism of one MoE layer (vLLM ``FusedMoEParallelConfig`` inputs).
+
+    Attributes:
+        tp_size: tensor-parallel size.
+        dp_size: data-parallel size.
+        use_ep: expert parallelism requested (``--enable-expert-parallel``).
+        all2all_backend: dispatch/combine backend used when all2all kernels are active.
+        enable_eplb: expert-parallel load balancer.
+        num_redundant_experts: extra physical experts per EP group (EPLB).
+
+    Derived (see :mod:`moe_oracle.normalize`): with EP, ``ep_size = tp_size * dp_size``
+    and the MoE TP size is 1; without EP the MoE TP size is ``tp_size * dp_size``.
+    """
+
+    tp_size: int = 1
+    dp_size: int = 1
+    use_ep: bool = False
+    all2all_backend: All2AllBackend = All2AllBackend.ALLGATHER_REDUCESCATTER
+    enable_eplb: bool = False
+    num_redundant_experts: int = 0
+
+    def __post_init__(self) -> None:
+        _check_int(self, "tp_size", minimum=1, path="parallel.")
+        _check_int(self, "dp_size", minimum=1, path="parallel.")
+        _check_bool(self, "use_ep", "parallel.")
+        _coerce_enum(self, "all2all_backend", All2AllBackend, path="parallel.")
+        _check_bool(self, "enable_eplb", "parallel.")
+        _check_int(self, "num_redundant_experts", minimum=0, path="parallel.")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where one input field's value came from, with the evidence for inferred values."""
+
+    field: str
+    source: Source
+    evidence: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"field": self.field, "source": self.source.value, "evidence": self.evidence}
+
+
+@dataclass(frozen=True)
+class MoEConfig:
+    """Everything selection needs to know about one MoE layer and its deployment.
+
+    Shapes are per layer, in elements: ``hidden_size`` is the model width,
+    ``intermediate_size`` the full (unsharded) expert MLP width, so w13 is
+    ``[num_experts, 2 * intermediate_size, hidden_size]`` for gated activations.
+
+    Attributes:
+        num_experts: global routed experts (logical, before redundancy).
+        top_k: experts per token.
+        hidden_size: model hidden size.
+        intermediate_size: expert intermediate size before TP sharding.
+        device: where it runs.
+        activation: expert activation.
+        routing_method: router algorithm.
+        quant: (weight key, activation key).
+        quant_method: checkpoint quantization format (``"fp8"``, ``"compressed-tensors"``,
+            ``"modelopt"``, ``"mxfp4"`` ...); ``None`` when unquantized or unknown.
+        in_dtype: model activation dtype.
+        router_logits_dtype: dtype of router logits; ``None`` means ``in_dtype``.
+        has_bias: experts carry biases (gpt-oss).
+        swiglu_alpha, swiglu_limit, swiglu_beta: SwiGLU-OAI scale and clamp; ``swiglu_limit``
+            set means kernels must apply the clamp.
+        num_expert_group, topk_group, routed_scaling_factor, has_correction_bias:
+            grouped top-k routing parameters (DeepSeek-V3 style).
+        parallel: deployment parallelism.
+        lora: LoRA adapters on the experts.
+        batch_invariant: batch-invariant kernels requested (``VLLM_BATCH_INVARIANT``).
+        moe_backend: requested backend name or ``"auto"``.
+        max_num_tokens: largest number of tokens per call (``max_num_batched_tokens``), ``None`` unknown.
+        provenance: source of each input field, with evidence for inferred ones.
+
+    Raises:
+        ConfigError: a field of the wrong type, out of range, or not in its vocabulary.
+    """
+
+    num_experts: int
+    top_k: int
+    hidden_size: int
+    intermediate_size: int
+    device: Device
+    activation: Activation = Activation.SILU
+    routing_method: RoutingMethod = RoutingMethod.RENORMALIZE_NAIVE
+    quant: QuantScheme = UNQUANTIZED
+    quant_method: str | None = None
+    in_dtype: DType = DType.BFLOAT16
+    router_logits_dtype: DType | None = None
+    has_bias: bool = False
+    swiglu_alpha: float | None = None
+    swiglu_limit: float | None = None
+    swiglu_beta: float | None = None
+    num_expert_group: int | None = None
+    topk_group: int | None = None
+    routed_scaling_factor: float = 1.0
+    has_correction_bias: bool = False
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    lora: bool = False
+    batch_invariant: bool = False
+    moe_backend: str = "auto"
+    max_num_tokens: int | None = None
+    provenance: tuple[Provenance, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("num_experts", "top_k", "hidden_size", "intermediate_size"):
+            _check_int(self, name, minimum=1)
+        if not isinstance(self.device, Device):
+            raise ConfigError([InputIssue("$.device", "must be a Device", self.device, None)])
+        _coerce_enum(self, "activation", Activation)
+        _coerce_enum(self, "routing_method", RoutingMethod)
+        _coerce_enum(self, "in_dtype", DType)
+        _coerce_enum(self, "router_logits_dtype", DType, optional=True)
+        if not isinstance(self.quant, QuantScheme):
+            raise ConfigError([InputIssue("$.quant", "must be a QuantScheme", self.quant, None)])
+        if self.quant_method is not None and not isinstance(self.quant_method, str):
+            raise ConfigError([InputIssue("$.quant_method", "must be a string", self.quant_method, None)])
+        if not isinstance(self.parallel, ParallelConfig):
+            raise ConfigError([InputIssue("$.parallel", "must be a ParallelConfig", self.parallel, None)])
+        for name in ("has_bias", "has_correction_bias", "lora", "batch_invariant"):
+            _check_bool(self, name)
+        for name in ("swiglu_alpha", "swiglu_limit", "swiglu_beta"):
+            _check_float(self, name)
+        _check_float(self, "routed_scaling_factor", optional=False)
+        _check_int(self, "num_expert_group", minimum=0, optional=True)
+        _check_int(self, "topk_group", minimum=0, optional=True)
+        _check_int(self, "max_num_tokens", minimum=1, optional=True)
+        if self.top_k > self.num_experts:
+            raise ConfigError([InputIssue("$.top_k", f"top_k must not exceed num_experts ({self.num_experts})", self.top_k, {"maximum": self.num_experts})])
+        if not isinstance(self.moe_backend, str) or not self.moe_backend:
+            raise ConfigError([InputIssue("$.moe_backend", "must be a backend name or 'auto'", self.moe_backend, None)])
+        object.__setattr__(self, "moe_backend", self.moe_backend.strip().lower().replace("-", "_"))
+        if not isinstance(self.provenance, tuple) or not all(isinstance(p, Provenance) for p in self.provenance):
+            raise ConfigError([InputIssue("$.provenance", "must be a tuple of Provenance", self.provenance, None)])
+
+    def __hash__(self) -> int:
+        # Cached: the memo in Oracle.select hashes the config on every call.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict[str, Any]:
+        # str hashes differ between processes: never ship the cached hash.
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    def source_of(self, name: str) -> Provenance | None:
+        """Provenance record of input field ``name`` (dotted for nested: ``"parallel.tp_size"``)."""
+        for record in self.provenance:
+            if record.field == name:
+                return record
+        return None
+
+    def with_changes(self, **changes: Any) -> "MoEConfig":
+        """Copy with top-level fields replaced; ``parallel__tp_size=2`` style keys reach nested records."""
+        nested: dict[str, dict[str, Any]] = {}
+        flat: dict[str, Any] = {}
+        for key, value in changes.items():
+            if "__" in key:
+                outer, inner = key.split("__", 1)
+                nested.setdefault(outer, {})[inner] = value
+            else:
+                flat[key] = value
+        for outer, inner in nested.items():
+            flat[outer] = replace(flat.get(outer, getattr(self, outer)), **inner)
+        return replace(self, **flat)
+
+
+def provenance_of(pairs: Iterable[tuple[str, Source, str]]) -> tuple[Provenance, ...]:
+    """Build a provenance tuple, last record per field wins, sorted by field."""
+    by_field: dict[str, Provenance] = {}
+    for name, source, evidence in pairs:
+        by_field[name] = Provenance(name, source, evidence)
+    return tuple(by_field[k] for k in sorted(by_field))

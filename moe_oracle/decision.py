@@ -1,0 +1,312 @@
+"""The Decision: one frozen record of a selection, with several views.
+
+``to_dict()`` follows ``schemas/decision.schema.json`` (its key names are the
+artifact format); ``render_text()`` is the ``explain`` view, ``describe()`` a
+one-line log message, ``summary()`` counts reason codes. Failure records are
+materialized lazily from the compiled checks, so ``select`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from .checks import Check
+from .config import MoEConfig
+from .environment import Environment
+from .normalize import Normalized
+from .records import Assumption, CandidateResult, Demotion, Failure, Status, jsonable
+from .vocab import ReasonCode, Source
+
+if TYPE_CHECKING:
+    from .catalog import ExpertsEntry, PrepareFinalizeEntry
+
+__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Row"]
+
+DECISION_FORMAT_VERSION = 1
+
+# Codes that say "this kernel is for another problem", not "this deployment is wrong";
+# explain folds candidates that fail any of these (shown with --all).
+_IRRELEVANT = frozenset({ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED, ReasonCode.NOT_REQUESTED})
+
+
+@dataclass(frozen=True)
+class Row:
+    """One candidate as the engine left it: entry, paired P/F, failing and abstaining checks."""
+
+    index: int
+    entry: "ExpertsEntry"
+    pf: "PrepareFinalizeEntry | None"
+    failures: tuple[Check, ...]
+    abstentions: tuple[Check, ...]
+
+
+def _failure(chk: Check, norm: Normalized) -> Failure:
+    first = chk.fields_read[0] if chk.deny else chk.field
+    return Failure(
+        code=chk.code,
+        field=chk.field,
+        observed=chk.observed(norm.values),
+        allowed=chk.allowed(),
+        rule=chk.rule,
+        source=norm.sources.get(first, Source.DERIVED),
+        hint=chk.hint,
+        reference=chk.reference,
+    )
+
+
+def _assumption(chk: Check) -> Assumption:
+    unknown_field = chk.field
+    return Assumption(field=unknown_field, assumed=chk.allowed(), rule=chk.rule, hint=f"unknown input; assumed to satisfy: {chk.hint}")
+
+
+@dataclass(frozen=True, eq=False)
+class Decision:
+    """The outcome of one selection.
+
+    Attributes:
+        config: the input record.
+        environment: packages and env vars it was evaluated under.
+        normalized: every field value with its source.
+        tables_hash: sha256 prefix of the table set.
+        order_rule: id of the priority order that applied.
+        backend_order: backends in the order they were tried.
+        demotions: priority adjustments that fired.
+        requested: backend ids the user (or an env override) requested, else ``None``.
+        requested_by: ``"moe_backend"`` or the override rule id.
+        rows: candidates in rank order (engine output).
+        winner: index into ``rows`` of the selected candidate, or ``None``.
+        notes: warnings (alias rewrites, unmatched priority orders ...).
+    """
+
+    config: MoEConfig
+    environment: Environment
+    normalized: Normalized
+    tables_hash: str
+    order_rule: str | None
+    backend_order: tuple[str, ...]
+    demotions: tuple[Demotion, ...]
+    requested: tuple[str, ...] | None
+    requested_by: str | None
+    rows: tuple[Row, ...] = field(repr=False)
+    winner: int | None
+    notes: tuple[str, ...] = ()
+
+    # ------------------------------------------------------------------ views of the record
+
+    @cached_property
+    def candidates(self) -> tuple[CandidateResult, ...]:
+        """Every candidate, in rank order, with all of its failures and assumptions."""
+        out = []
+        winner_id = self.rows[self.winner].entry.id if self.winner is not None else None
+        for rank, row in enumerate(self.rows, start=1):
+            if row.failures:
+                status = Status.REJECTED
+            elif rank - 1 == self.winner:
+                status = Status.SELECTED
+            else:
+                status = Status.ELIGIBLE
+            out.append(
+                CandidateResult(
+                    kernel=row.entry.id,
+                    backend=row.entry.backend,
+                    interface=row.entry.interface,
+                    activation_format=row.entry.activation_format,
+                    prepare_finalize=row.pf.id if row.pf is not None else None,
+                    status=status,
+                    failures=tuple(_failure(c, self.normalized) for c in row.failures),
+                    assumptions=tuple(_assumption(c) for c in row.abstentions),
+                    rank=rank,
+                    outranked_by=winner_id if status is Status.ELIGIBLE else None,
+                )
+            )
+        return tuple(out)
+
+    @property
+    def selected(self) -> CandidateResult | None:
+        """The winning candidate, or ``None`` when nothing is eligible."""
+        return self.candidates[self.winner] if self.winner is not None else None
+
+    @property
+    def ok(self) -> bool:
+        return self.winner is not None
+
+    @property
+    def kernel(self) -> str | None:
+        """Id of the selected experts kernel (cheap: no failure records built)."""
+        return self.rows[self.winner].entry.id if self.winner is not None else None
+
+    @property
+    def prepare_finalize(self) -> str | None:
+        """Id of the selected prepare/finalize."""
+        if self.winner is None:
+            return None
+        pf = self.rows[self.winner].pf
+        return pf.id if pf is not None else None
+
+    @property
+    def assumptions(self) -> tuple[Assumption, ...]:
+        """What the winner's eligibility rests on (unknown inputs)."""
+        return self.selected.assumptions if self.selected is not None else ()
+
+    def candidate(self, kernel: str) -> CandidateResult:
+        """The result for kernel id ``kernel``.
+
+        Raises:
+            KeyError: no such candidate.
+        """
+        for cand in self.candidates:
+            if cand.kernel == kernel:
+                return cand
+        raise KeyError(kernel)
+
+    def for_backend(self, backend: str) -> tuple[CandidateResult, ...]:
+        return tuple(c for c in self.candidates if c.backend == backend)
+
+    def fingerprint(self) -> str:
+        """Hash of what a rank would run: kernel, P/F, tables, environment. Equal on ranks that agree."""
+        payload = json.dumps([self.kernel, self.prepare_finalize, self.tables_hash, self.environment.fingerprint, self.config.moe_backend])
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def summary(self) -> str:
+        """Count of candidates and of the reason codes that rejected them.
+
+        Each rejected candidate counts once, under its primary failure's code.
+        """
+        rejected = [c for c in self.candidates if c.status is Status.REJECTED]
+        counts = Counter(primary_failure(c).code.value for c in rejected)
+        parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        eligible = len(self.candidates) - len(rejected)
+        return f"{len(self.candidates)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" ({parts})" if parts else "")
+
+    def describe(self) -> str:
+        """One sentence for a log line."""
+        if self.winner is None:
+            return f"no MoE kernel is eligible; {self.summary()}"
+        sel = self.selected
+        assert sel is not None
+        how = f"requested by {self.requested_by}" if self.requested else f"priority {self.order_rule}"
+        return f"selected {sel.kernel} ({sel.backend}, {sel.interface.value}) with {sel.prepare_finalize} by {how}; {self.summary()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Decision record (validates against ``schemas/decision.schema.json``)."""
+        sel = self.selected
+        return {
+            "format_version": DECISION_FORMAT_VERSION,
+            "selected": None
+            if sel is None
+            else {
+                "kernel": sel.kernel,
+                "backend": sel.backend,
+                "interface": sel.interface.value,
+                "activation_format": sel.activation_format.value,
+                "prepare_finalize": sel.prepare_finalize,
+                "adapter": self.rows[self.winner].entry.adapter,  # type: ignore[index]
+                "runtime": self.rows[self.winner].entry.runtime,  # type: ignore[index]
+            },
+            "selected_by": ("requested" if self.requested else "priority") if sel is not None else "none",
+            "requested": {"backends": list(self.requested), "by": self.requested_by} if self.requested else None,
+            "summary": self.summary(),
+            "candidates": [c.to_dict() for c in self.candidates],
+            "assumptions": [a.to_dict() for a in self.assumptions],
+            "demotions": [d.to_dict() for d in self.demotions],
+            "priority": {"order": self.order_rule, "backends": list(self.backend_order)},
+            "inputs": self.normalized.to_dict(),
+            "provenance": [p.to_dict() for p in self.config.provenance],
+            "environment": self.environment.to_dict(),
+            "tables_hash": self.tables_hash,
+            "fingerprint": self.fingerprint(),
+            "notes": list(self.notes),
+        }
+
+    # ------------------------------------------------------------------ text views
+
+    def render_text(self, *, show_all: bool = False) -> str:
+        """The ``explain`` view: inputs, winner, demotions, assumptions, ordered candidates."""
+        v = self.normalized.values
+        lines = [
+            "MoE layer: {e} experts top-{k}, hidden {h}, intermediate {i} ({ipp} per partition), {q} ({fam}), {act}, routing {r}, logits {ld}".format(
+                e=v["num_experts"], k=v["top_k"], h=v["hidden_size"], i=v["intermediate_size"], ipp=v["intermediate_size_per_partition"],
+                q=v["quant_scheme"], fam=v["quant_family"], act=v["activation"], r=v["routing_method"], ld=v["router_logits_dtype"],
+            ),
+            "Device: {dev}; tp={tp} dp={dp} ep={ep} dispatch={d} format={fmt}{eplb}{lora}".format(
+                dev=_device_text(self.config), tp=v["tp_size"], dp=v["dp_size"], ep=v["ep_size"], d=v["dispatch"], fmt=v["activation_format"],
+                eplb=" eplb" if v["enable_eplb"] else "", lora=" lora" if v["lora"] else "",
+            ),
+            f"Environment: {'probed' if self.environment.probed else 'declared'} (fingerprint {self.environment.fingerprint}); tables {self.tables_hash}",
+        ]
+        for note in self.notes:
+            lines.append(f"Note: {note}")
+        sel = self.selected
+        if sel is None:
+            lines.append("")
+            lines.append("Selected: NONE - " + self.summary())
+        else:
+            how = f"requested ({self.requested_by})" if self.requested else f"priority order {self.order_rule}"
+            lines.append("")
+            lines.append(f"Selected: {sel.kernel} [backend {sel.backend}, {sel.interface.value}, {sel.activation_format.value}] + prepare/finalize {sel.prepare_finalize}, by {how}")
+        if self.requested:
+            lines.append(f"Requested backends: {', '.join(self.requested)} (strict: no fallback)")
+        lines.append("Backend order: " + " > ".join(self.backend_order))
+        for d in self.demotions:
+            lines.append(f"Adjustment {d.rule}: {d.backend} moved to the {d.position} - {d.reason}")
+        if sel is not None and sel.assumptions:
+            lines.append(f"Assumptions behind the winner ({len(sel.assumptions)}):")
+            for a in sel.assumptions:
+                lines.append(f"  - {a.field}: {a.rule} ({_short(a.assumed)})")
+        lines.append("")
+        lines.append(f"Candidates ({self.summary()}):")
+        folded = 0
+        for cand in self.candidates:
+            codes = {f.code for f in cand.failures}
+            if not show_all and cand.status is Status.REJECTED and codes & _IRRELEVANT:
+                folded += 1
+                continue
+            lines.append(f"  {cand.rank:>2}. {cand.kernel} [{cand.backend}, {cand.interface.value}] {cand.status.value.upper()}")
+            if cand.status is Status.ELIGIBLE:
+                lines.append(f"        eligible, outranked by {cand.outranked_by}")
+            for f in cand.failures:
+                lines.append(f"        - {f.code.value}: {f.field} = {_short(f.observed)}; allowed {_short(f.allowed)} [{f.rule}]")
+        if folded:
+            lines.append(f"  ... {folded} more rejected for another quant scheme, platform or backend request (--all lists them)")
+        return "\n".join(lines)
+
+    def render_failure(self) -> str:
+        """Error text when nothing is eligible: every candidate with every reason."""
+        lines = [f"No MoE kernel is eligible: {self.summary()}."]
+        if self.requested:
+            lines[0] = f"Requested backend {', '.join(self.requested)} ({self.requested_by}) is not eligible: {self.summary()}."
+        for cand in self.candidates:
+            if self.requested and cand.backend not in self.requested:
+                continue
+            reasons = "; ".join(f"{f.code.value}: {f.field}={_short(f.observed)} (allowed {_short(f.allowed)}) [{f.rule}]" for f in cand.failures)
+            lines.append(f"  - {cand.kernel} [{cand.backend}]: {reasons}")
+        return "\n".join(lines)
+
+
+def primary_failure(candidate: CandidateResult) -> Failure:
+    """The failure a one-line log shows: the first by reason-code declaration order.
+
+    The key may change between releases; the full list is always ``candidate.failures``.
+    """
+    order = {code: i for i, code in enumerate(ReasonCode)}
+    return min(candidate.failures, key=lambda f: order[f.code])
+
+
+def _device_text(config: MoEConfig) -> str:
+    d = config.device
+    name = f"{d.name} " if d.name else ""
+    if d.capability is not None:
+        return f"{name}({d.platform.value} SM {d.capability})"
+    if d.arch:
+        return f"{name}({d.platform.value} {d.arch})"
+    return f"{name}({d.platform.value})"
+
+
+def _short(value: Any, limit: int = 90) -> str:
+    text = json.dumps(jsonable(value), default=str) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[: limit - 3] + "..."

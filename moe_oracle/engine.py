@@ -1,0 +1,169 @@
+"""The rule engine: one pure function from (catalog, config, environment) to a Decision.
+
+1. Resolve the requested backend (``moe_backend``, or an environment override);
+   an unknown name raises before anything is evaluated.
+2. Normalize the config (:mod:`moe_oracle.normalize`).
+3. Evaluate *every* check of *every* experts kernel and prepare/finalize
+   (:class:`~moe_oracle.checks.CheckIndex`); unknown inputs abstain.
+4. Order backends by the first matching priority order, then apply the
+   adjustments that fire (each recorded); within a backend, monolithic before
+   modular, then table order. Backends outside the order are rejected with
+   ``path_not_enabled`` unless requested.
+5. The first eligible candidate wins.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .catalog import Catalog, PriorityOrder
+from .checks import Check
+from .config import MoEConfig
+from .decision import Decision, Row
+from .environment import Environment
+from .errors import ConfigError, InputIssue
+from .normalize import Normalized, normalize
+from .predicates import Predicate
+from .records import Demotion
+from .vocab import Interface, Source
+
+__all__ = ["evaluate", "resolve_request"]
+
+
+def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | None:
+    """Backend ids a ``moe_backend`` name selects; ``None`` for ``auto``.
+
+    Raises:
+        ConfigError: unknown name (with did-you-mean and every accepted name).
+    """
+    name = moe_backend.strip().lower().replace("-", "_")
+    if name == "auto":
+        return None
+    if name not in catalog.backend_names:
+        raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(catalog.backend_names)])])
+    return catalog.backend_names[name]
+
+
+def _holds(preds: tuple[Predicate, ...], values: Mapping[str, Any]) -> bool | None:
+    """All predicates hold (True), one fails (False), or one input is unknown (None)."""
+    unknown = False
+    for p in preds:
+        v = values.get(p.field)
+        if v is None:
+            unknown = True
+        elif not p.test(v):
+            return False
+    return None if unknown else True
+
+
+def _override(catalog: Catalog, values: Mapping[str, Any], sources: Mapping[str, Source]) -> tuple[str, str] | None:
+    for ov in catalog.overrides:
+        if any(sources.get(f"env.{var}") is Source.ENV_VAR for var in ov.explicit) and _holds(ov.when, values):
+            return ov.request, ov.id
+    return None
+
+
+def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder | None, list[str], list[Demotion], list[str]]:
+    notes: list[str] = []
+    order = next((o for o in catalog.orders if _holds(o.when, values)), None)
+    if order is None:
+        notes.append("no priority order matches this platform and quant family; backends are tried in name order")
+        backends = sorted(catalog.backends)
+    else:
+        backends = list(order.backends)
+    demotions: list[Demotion] = []
+    for adj in catalog.adjustments:
+        held = _holds(adj.when, values)
+        if held is None:
+            notes.append(f"priority adjustment {adj.id} not applied: an input it reads is unknown")
+        if not held:
+            continue
+        present = [b for b in adj.move if b in backends]
+        if not present:
+            continue
+        rest = [b for b in backends if b not in present]
+        backends = present + rest if adj.to == "front" else rest + present
+        demotions += [Demotion(adj.id, b, adj.to, adj.reason, adj.reference) for b in present]
+    for b in catalog.fallback:
+        if b not in backends:
+            backends.append(b)
+    backends += sorted(set(catalog.backends) - set(backends))
+    return order, backends, demotions, notes
+
+
+def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:
+    """Select an experts kernel and prepare/finalize for ``config`` under ``env``.
+
+    Never raises for "nothing eligible": the Decision then has no winner.
+
+    Raises:
+        ConfigError: ``config.moe_backend`` names no known backend.
+    """
+    requested = resolve_request(catalog, config.moe_backend)
+    norm = normalize(config, env, catalog.package_names, catalog.env_vars)
+    values, sources = norm.values, norm.sources
+    requested_by = "moe_backend" if requested is not None else None
+    if requested is None:
+        ov = _override(catalog, values, sources)
+        if ov is not None:
+            requested, requested_by = (ov[0],), ov[1]
+            values = dict(values)
+            sources = dict(sources)
+            values["moe_backend"] = ov[0]
+            sources["moe_backend"] = Source.ENV_VAR
+            norm = Normalized(values, sources)
+
+    fails, abstains = catalog.experts_index.evaluate(values)
+    pf_fails, pf_abstains = catalog.pf_index.evaluate(values)
+    order, backends, demotions, notes = _order(catalog, values)
+    position = {b: i for i, b in enumerate(backends)}
+    dispatch = values["dispatch"]
+    is_auto = values["moe_backend"] == "auto"
+
+    rows: list[Row] = []
+    for i, entry in enumerate(catalog.experts):
+        f: list[Check] = fails[i]
+        a: list[Check] = abstains[i]
+        pf_idx = catalog.pf_choice[i].get(dispatch)
+        pf = None
+        if pf_idx is not None:
+            pf = catalog.prepare_finalize[pf_idx]
+            f = f + pf_fails[pf_idx]
+            a = a + pf_abstains[pf_idx]
+        if is_auto and order is not None and entry.backend in order.excluded:
+            f = f + [order.excluded[entry.backend]]
+        if is_auto:
+            for opt in catalog.opt_in:
+                if opt.backend != entry.backend or opt.check is None:
+                    continue
+                held = _holds(opt.when, values)
+                if held:
+                    f = f + [opt.check]
+                elif held is None:
+                    a = a + [opt.check]
+        f.sort(key=_seq_key)
+        rows.append(Row(i, entry, pf, tuple(f), tuple(a)))
+    rows.sort(key=lambda r: (position[r.entry.backend], r.entry.interface is not Interface.MONOLITHIC, r.index))
+    winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+    return Decision(
+        config=config,
+        environment=env,
+        normalized=norm,
+        tables_hash=catalog.tables_hash,
+        order_rule=order.id if order is not None else None,
+        backend_order=tuple(backends),
+        demotions=tuple(demotions),
+        requested=requested,
+        requested_by=requested_by,
+        rows=tuple(rows),
+        winner=winner,
+        notes=tuple(notes) + _config_warnings(config),
+    )
+
+
+def _seq_key(chk: Check) -> tuple[int, str]:
+    return (chk.seq, chk.rule)
+
+
+def _config_warnings(config: MoEConfig) -> tuple[str, ...]:
+    return tuple(f"{p.field}: {p.evidence}" for p in config.provenance if p.evidence.startswith("warning:"))

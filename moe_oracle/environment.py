@@ -1,0 +1,228 @@
+"""The software environment selection may read: installed packages and a closed list of env vars.
+
+An :class:`Environment` is either *declared* (offline explanation: packages
+given on the command line; any other package is unknown, so predicates on it
+abstain and are recorded as assumptions) or *probed* from the running machine
+(:func:`probe_environment`: every package the tables name is looked up, so a
+package not found is known to be absent). It is frozen and carries a sha256
+fingerprint that every Decision echoes.
+
+Only :func:`probe_environment` touches the host. Checks never read ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+import platform as _platform
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from .config import Device
+from .errors import ConfigError, InputIssue
+from .vocab import Platform
+
+__all__ = ["ABSENT", "Environment", "parse_package_spec", "probe_device", "probe_environment"]
+
+
+class _Absent(enum.Enum):
+    """Sentinel type: the package is known not to be installed."""
+
+    ABSENT = "absent"
+
+    def __repr__(self) -> str:
+        return "absent"
+
+
+ABSENT = _Absent.ABSENT
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Installed packages and the environment variables the oracle reads.
+
+    Attributes:
+        packages: canonical package name -> installed version string.
+        absent: canonical names known not to be installed.
+        complete: every package not in ``packages`` is absent (probed environments).
+        env: environment variable -> raw string value, only for variables that are set.
+        probed: built by :func:`probe_environment`.
+        notes: what the probe could not determine.
+    """
+
+    packages: tuple[tuple[str, str], ...] = ()
+    absent: frozenset[str] = frozenset()
+    complete: bool = False
+    env: tuple[tuple[str, str], ...] = ()
+    probed: bool = False
+    notes: tuple[str, ...] = ()
+    fingerprint: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        packages = tuple(sorted((canonicalize_name(n), v) for n, v in self.packages))
+        object.__setattr__(self, "packages", packages)
+        object.__setattr__(self, "absent", frozenset(canonicalize_name(n) for n in self.absent))
+        object.__setattr__(self, "env", tuple(sorted(self.env)))
+        clash = {n for n, _ in packages} & self.absent
+        if clash:
+            raise ConfigError([InputIssue("--package", "package declared both installed and absent", sorted(clash), None)])
+        for name, version in packages:
+            try:
+                Version(version)
+            except InvalidVersion:
+                raise ConfigError([InputIssue(f"--package {name}", "not a PEP 440 version", version, None)]) from None
+        object.__setattr__(self, "fingerprint", self._fingerprint())
+
+    def _fingerprint(self) -> str:
+        payload = json.dumps(
+            {
+                "packages": self.packages,
+                "absent": sorted(self.absent),
+                "complete": self.complete,
+                "env": self.env,
+                "probed": self.probed,
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def package(self, name: str) -> str | _Absent | None:
+        """Installed version of ``name``, :data:`ABSENT`, or ``None`` when unknown."""
+        key = canonicalize_name(name)
+        for pkg, version in self.packages:
+            if pkg == key:
+                return version
+        if key in self.absent or self.complete:
+            return ABSENT
+        return None
+
+    def env_value(self, name: str) -> str | None:
+        """Raw value of environment variable ``name``, ``None`` when unset."""
+        for var, value in self.env:
+            if var == name:
+                return value
+        return None
+
+    def with_package(self, name: str, version: str | None) -> "Environment":
+        """Copy with ``name`` installed at ``version`` (``None``: removed, i.e. absent)."""
+        key = canonicalize_name(name)
+        packages = tuple((n, v) for n, v in self.packages if n != key)
+        absent = self.absent - {key}
+        if version is None:
+            absent = absent | {key}
+        else:
+            packages = packages + ((key, version),)
+        return Environment(packages, absent, self.complete, self.env, self.probed, self.notes)
+
+    def with_env(self, name: str, value: str | None) -> "Environment":
+        """Copy with environment variable ``name`` set to ``value`` (``None``: unset)."""
+        env = tuple((n, v) for n, v in self.env if n != name)
+        if value is not None:
+            env = env + ((name, value),)
+        return Environment(self.packages, self.absent, self.complete, env, self.probed, self.notes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "packages": dict(self.packages),
+            "absent": sorted(self.absent),
+            "complete": self.complete,
+            "env": dict(self.env),
+            "probed": self.probed,
+            "notes": list(self.notes),
+            "fingerprint": self.fingerprint,
+        }
+
+    @classmethod
+    def declared(cls, packages: Iterable[str] = (), absent: Iterable[str] = (), env: Mapping[str, str] | None = None) -> "Environment":
+        """Offline environment from ``NAME==VERSION`` strings and absent names.
+
+        >>> Environment.declared(["flashinfer-python==0.7.2"]).package("flashinfer_python")
+        '0.7.2'
+
+        Raises:
+            ConfigError: a spec that is not ``NAME==VERSION``.
+        """
+        pairs = [parse_package_spec(spec) for spec in packages]
+        return cls(tuple(pairs), frozenset(absent), False, tuple((env or {}).items()))
+
+
+def parse_package_spec(spec: str) -> tuple[str, str]:
+    """Split ``"NAME==VERSION"``.
+
+    >>> parse_package_spec("deep-gemm==2.1.0")
+    ('deep-gemm', '2.1.0')
+
+    Raises:
+        ConfigError: not of that form, or an invalid version.
+    """
+    if not isinstance(spec, str) or "==" not in spec:
+        raise ConfigError([InputIssue("--package", "expected NAME==VERSION", spec, None)])
+    name, version = (part.strip() for part in spec.split("==", 1))
+    if not name or not version:
+        raise ConfigError([InputIssue("--package", "expected NAME==VERSION", spec, None)])
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise ConfigError([InputIssue("--package", "not a PEP 440 version", version, None)]) from None
+    return canonicalize_name(name), version
+
+
+def probe_environment(package_names: Iterable[str], env_var_names: Iterable[str]) -> Environment:
+    """Read installed versions of ``package_names`` and the values of ``env_var_names``.
+
+    Never raises for a failed probe: the package counts as absent and a note says why.
+    The result is ``complete``: packages not found are known absent.
+    """
+    from importlib import metadata
+
+    packages: list[tuple[str, str]] = []
+    notes: list[str] = []
+    for name in sorted({canonicalize_name(n) for n in package_names}):
+        try:
+            packages.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            continue
+        except Exception as exc:  # a broken dist-info must not break selection
+            notes.append(f"package {name}: probe failed ({type(exc).__name__}: {exc}); treated as absent")
+    env = tuple((var, os.environ[var]) for var in sorted(set(env_var_names)) if var in os.environ)
+    return Environment(tuple(packages), frozenset(), True, env, True, tuple(notes))
+
+
+def probe_device() -> tuple[Device, tuple[str, ...]]:
+    """The device this process would run on: the first CUDA/ROCm GPU via torch, else the CPU.
+
+    Returns:
+        (device, notes). Without torch, or with torch but no GPU, the CPU of this host.
+    """
+    notes: list[str] = []
+    try:
+        import torch  # noqa: PLC0415 - optional, probes only
+
+        if torch.cuda.is_available():
+            props = torch.cuda.get_device_properties(0)
+            if getattr(torch.version, "hip", None):
+                arch = getattr(props, "gcnArchName", "") or None
+                return Device(Platform.ROCM, arch=arch.split(":")[0] if arch else None, name=props.name), tuple(notes)
+            major, minor = torch.cuda.get_device_capability(0)
+            return Device(Platform.CUDA, capability=major * 10 + minor, name=props.name), tuple(notes)
+        amx = None
+        cpu_mod = getattr(torch, "cpu", None)
+        if cpu_mod is not None and hasattr(cpu_mod, "_is_amx_tile_supported"):
+            try:
+                amx = bool(cpu_mod._is_amx_tile_supported())
+            except Exception as exc:  # noqa: BLE001 - probe failures become notes
+                notes.append(f"AMX probe failed: {exc}")
+        return Device(Platform.CPU, arch=_machine(), cpu_amx=amx, name="this host"), tuple(notes)
+    except ImportError:
+        notes.append("torch not installed: device probed as this host's CPU, AMX unknown")
+        return Device(Platform.CPU, arch=_machine(), name="this host"), tuple(notes)
+
+
+def _machine() -> str:
+    machine = _platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)

@@ -1,0 +1,148 @@
+"""The project's typed errors. Each carries its problems as data; ``str()`` only formats.
+
+Every error raised for bad input names the file (when there is one), the JSON
+path of the field, the value seen and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+if TYPE_CHECKING:
+    from .decision import Decision
+
+__all__ = [
+    "ConfigError",
+    "InputIssue",
+    "MoEOracleError",
+    "NoEligibleKernelError",
+    "TableError",
+    "did_you_mean",
+]
+
+
+def did_you_mean(value: Any, allowed: Iterable[Any]) -> str | None:
+    """Closest allowed spelling of ``value``, or ``None``.
+
+    >>> did_you_mean("deepep_low_latncy", ["deepep_low_latency", "nixl_ep"])
+    'deepep_low_latency'
+    """
+    if not isinstance(value, str):
+        return None
+    options = [str(a) for a in allowed]
+    lowered = {o.lower().replace("-", "_"): o for o in options}
+    key = value.lower().replace("-", "_")
+    if key in lowered and lowered[key] != value:
+        return lowered[key]
+    match = difflib.get_close_matches(key, list(lowered), n=1, cutoff=0.6)
+    return lowered[match[0]] if match else None
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class InputIssue:
+    """One problem in an input document (config file, table, model config, flag).
+
+    Attributes:
+        path: JSON path of the offending field (``"$.parallel.tp_size"``) or flag name.
+        message: what is wrong, one sentence.
+        value: the value seen (may be ``None`` for a missing field).
+        allowed: what would be accepted, as data, or ``None`` if not enumerable.
+        file: the file, when the input came from one.
+        entry: the table entry id, when the input is a table.
+        keyword: the JSON Schema keyword or semantic check that failed.
+    """
+
+    path: str
+    message: str
+    value: Any = None
+    allowed: Any = None
+    file: str | None = None
+    entry: str | None = None
+    keyword: str | None = None
+
+    def suggestion(self) -> str | None:
+        if isinstance(self.allowed, (list, tuple)):
+            return did_you_mean(self.value, self.allowed)
+        return None
+
+    def format(self) -> str:
+        where = ":".join(p for p in (self.file, self.entry) if p)
+        head = f"{where}: {self.path}" if where else self.path
+        text = f"{head}: {self.message}"
+        if self.value is not None and _short(self.value) not in text:
+            text += f" (got {_short(self.value)})"
+        if isinstance(self.allowed, (list, tuple)) and self.allowed:
+            shown = ", ".join(str(a) for a in list(self.allowed)[:24])
+            more = f", ... ({len(self.allowed)} in all)" if len(self.allowed) > 24 else ""
+            text += f"; allowed: {shown}{more}"
+        suggestion = self.suggestion()
+        if suggestion:
+            text += f"; did you mean {suggestion!r}?"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        from .records import jsonable
+
+        return {
+            "file": self.file,
+            "entry": self.entry,
+            "path": self.path,
+            "keyword": self.keyword,
+            "value": jsonable(self.value) if _json_safe(self.value) else repr(self.value),
+            "allowed": jsonable(self.allowed),
+            "message": self.message,
+            "did_you_mean": self.suggestion(),
+        }
+
+
+def _json_safe(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool, type(None), list, tuple, dict, frozenset, set))
+
+
+class MoEOracleError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class _IssuesError(MoEOracleError):
+    headline = "invalid input"
+
+    def __init__(self, issues: Sequence[InputIssue], headline: str | None = None) -> None:
+        self.issues: tuple[InputIssue, ...] = tuple(issues)
+        if headline:
+            self.headline = headline
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        lines = [f"{self.headline} ({len(self.issues)} problem{'s' if len(self.issues) != 1 else ''}):"]
+        lines += [f"  - {issue.format()}" for issue in self.issues]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": type(self).__name__, "message": self.headline, "issues": [i.to_dict() for i in self.issues]}
+
+
+class ConfigError(_IssuesError, ValueError):
+    """A MoEConfig, model config, environment declaration or CLI flag is invalid."""
+
+    headline = "invalid MoE configuration"
+
+
+class TableError(_IssuesError):
+    """A capability table set failed schema or semantic validation; nothing was loaded."""
+
+    headline = "invalid capability tables"
+
+
+class NoEligibleKernelError(MoEOracleError):
+    """No candidate is eligible (or the requested backend is not); carries the full Decision."""
+
+    def __init__(self, decision: "Decision") -> None:
+        self.decision = decision
+        super().__init__(decision.render_failure())

@@ -1,0 +1,123 @@
+"""The closed namespace of normalized fields that table predicates may read.
+
+Each :class:`FieldSpec` says the field's type, its finite domain when it has one
+(used by the schema generator, the compiler's lookup index, lint and the
+property-test strategies), which input fields it derives from, and the default
+reason code for a ``supports`` predicate on it. Two open families exist:
+``packages.<canonical-name>`` (installed version) and ``env.<VAR>`` (the closed
+list of environment variables declared in ``rules/environment.yaml``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .quant import QUANT_KEYS, SCHEMES, QuantFamily
+from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Platform, ReasonCode, RoutingMethod, enum_values
+
+__all__ = ["FIELDS", "FieldSpec", "NONE", "field_spec", "is_known_field"]
+
+NONE = "none"
+"""Value of ``all2all``/``dispatch`` when no all2all kernel runs, and of a quant side that is unquantized."""
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One normalized field.
+
+    Attributes:
+        name: field name as tables write it.
+        kind: ``enum`` (finite string domain), ``bool``, ``int``, ``float``, ``str`` (open), ``version``.
+        domain: finite domain for ``enum``/``bool`` fields, else ``None``.
+        category: ``checkpoint`` | ``deployment`` | ``hardware`` | ``environment`` | ``derived``.
+        inputs: MoEConfig/Environment paths a derived field is computed from.
+        code: default reason code of a ``supports`` predicate on this field.
+        doc: one line for ``--help``, lint and the matrix.
+    """
+
+    name: str
+    kind: str
+    domain: tuple[Any, ...] | None
+    category: str
+    inputs: tuple[str, ...]
+    code: ReasonCode
+    doc: str
+
+
+def _f(name: str, kind: str, domain: tuple[Any, ...] | None, category: str, code: ReasonCode, doc: str, inputs: tuple[str, ...] = ()) -> FieldSpec:
+    return FieldSpec(name, kind, domain, category, inputs or (name,), code, doc)
+
+
+R = ReasonCode
+_BOOL = (False, True)
+_QUANT_SIDES = (NONE, *QUANT_KEYS)
+_A2A = (NONE, *enum_values(All2AllBackend))
+
+_FIELDS = (
+    _f("platform", "enum", enum_values(Platform), "hardware", R.PLATFORM_UNSUPPORTED, "execution platform", ("device.platform",)),
+    _f("device_capability", "int", None, "hardware", R.SM_UNSUPPORTED, "CUDA compute capability, major*10+minor (exact)", ("device.capability",)),
+    _f("gpu_arch", "str", None, "hardware", R.SM_UNSUPPORTED, "ROCm gfx target or XPU generation", ("device.arch",)),
+    _f("cpu_arch", "str", None, "hardware", R.SM_UNSUPPORTED, "CPU architecture (x86_64, aarch64, ppc64le)", ("device.arch",)),
+    _f("cpu_amx", "bool", _BOOL, "hardware", R.SM_UNSUPPORTED, "x86 AMX tile support", ("device.cpu_amx",)),
+    _f("quant_scheme", "enum", tuple(SCHEMES), "checkpoint", R.QUANT_UNSUPPORTED, "named (weight, activation) quant pair", ("quant",)),
+    _f("weight_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "weight quant key ('none' = model dtype)", ("quant",)),
+    _f("activation_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "activation quant key ('none' = model dtype)", ("quant",)),
+    _f("quant_family", "enum", enum_values(QuantFamily), "derived", R.QUANT_UNSUPPORTED, "vLLM oracle family of the quant scheme", ("quant",)),
+    _f("quant_method", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "checkpoint quantization format (fp8, compressed-tensors, modelopt, mxfp4 ...)"),
+    _f("activation", "enum", enum_values(Activation), "checkpoint", R.ACTIVATION_UNSUPPORTED, "expert activation"),
+    _f("is_gated", "bool", _BOOL, "derived", R.ACTIVATION_UNSUPPORTED, "gated activation (act(gate) * up)", ("activation",)),
+    _f("swiglu_clamp", "bool", _BOOL, "derived", R.FEATURE_UNSUPPORTED, "model sets swiglu_limit: the kernel must apply the clamp", ("swiglu_limit",)),
+    _f("routing_method", "enum", enum_values(RoutingMethod), "checkpoint", R.ROUTING_UNSUPPORTED, "router algorithm"),
+    _f("router_logits_dtype", "enum", enum_values(DType), "checkpoint", R.ROUTER_DTYPE_UNSUPPORTED, "router logits dtype", ("router_logits_dtype", "in_dtype")),
+    _f("in_dtype", "enum", enum_values(DType), "checkpoint", R.DTYPE_UNSUPPORTED, "model activation dtype"),
+    _f("has_bias", "bool", _BOOL, "checkpoint", R.BIAS_UNSUPPORTED, "experts carry biases"),
+    _f("num_experts", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "global routed experts"),
+    _f("num_local_experts", "int", None, "derived", R.SHAPE_UNSUPPORTED, "experts per EP rank, redundant included", ("num_experts", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "parallel.num_redundant_experts")),
+    _f("top_k", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "experts per token"),
+    _f("hidden_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "model hidden size"),
+    _f("intermediate_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "expert intermediate size before sharding"),
+    _f("intermediate_size_per_partition", "int", None, "derived", R.SHAPE_UNALIGNED, "intermediate size / MoE TP size", ("intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("tp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "tensor-parallel size", ("parallel.tp_size",)),
+    _f("dp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "data-parallel size", ("parallel.dp_size",)),
+    _f("moe_tp_size", "int", None, "derived", R.PARALLEL_UNSUPPORTED, "TP size of the experts (tp*dp without EP, 1 with EP)", ("parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("ep_size", "int", None, "derived", R.PARALLEL_UNSUPPORTED, "expert-parallel size (tp*dp with EP, else 1)", ("parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("use_ep", "bool", _BOOL, "deployment", R.PARALLEL_UNSUPPORTED, "expert parallelism enabled", ("parallel.use_ep",)),
+    _f("all2all_backend", "enum", enum_values(All2AllBackend), "deployment", R.PARALLEL_UNSUPPORTED, "configured all2all backend", ("parallel.all2all_backend",)),
+    _f("all2all", "enum", _A2A, "derived", R.PARALLEL_UNSUPPORTED, "all2all kernels in use ('none' unless EP with dp>1)", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
+    _f("dispatch", "enum", _A2A, "derived", R.PARALLEL_UNSUPPORTED, "prepare/finalize kind: all2all, or allgather_reducescatter for DP without all2all, or none", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
+    _f("activation_format", "enum", enum_values(ActivationFormat), "derived", R.PAIRING_INCOMPATIBLE, "format the prepare/finalize produces", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
+    _f("enable_eplb", "bool", _BOOL, "deployment", R.EPLB_UNSUPPORTED, "EPLB enabled", ("parallel.enable_eplb",)),
+    _f("num_redundant_experts", "int", None, "deployment", R.EPLB_UNSUPPORTED, "redundant experts (EPLB)", ("parallel.num_redundant_experts",)),
+    _f("lora", "bool", _BOOL, "deployment", R.LORA_UNSUPPORTED, "LoRA on experts"),
+    _f("batch_invariant", "bool", _BOOL, "deployment", R.BATCH_INVARIANCE_UNSUPPORTED, "batch-invariant kernels requested"),
+    _f("max_num_tokens", "int", None, "deployment", R.SHAPE_UNSUPPORTED, "largest tokens per call"),
+    _f("moe_backend", "str", None, "deployment", R.NOT_REQUESTED, "requested backend ('auto' = priority order)"),
+)
+del R
+
+FIELDS: Mapping[str, FieldSpec] = MappingProxyType({f.name: f for f in _FIELDS})
+
+_PACKAGE_SPEC = FieldSpec("packages.*", "version", None, "environment", ReasonCode.PACKAGE_MISSING, "installed package version", ())
+_ENV_SPEC = FieldSpec("env.*", "str", None, "environment", ReasonCode.ENV_DISABLED, "environment variable", ())
+
+
+def is_known_field(name: str) -> bool:
+    """``True`` for a declared field, ``packages.<name>`` or ``env.<VAR>``."""
+    return name in FIELDS or (name.startswith("packages.") and len(name) > 9) or (name.startswith("env.") and len(name) > 4)
+
+
+def field_spec(name: str) -> FieldSpec:
+    """Spec of ``name``; package and env fields share one generic spec each.
+
+    Raises:
+        KeyError: not a known field.
+    """
+    if name in FIELDS:
+        return FIELDS[name]
+    if name.startswith("packages."):
+        return _PACKAGE_SPEC
+    if name.startswith("env."):
+        return _ENV_SPEC
+    raise KeyError(name)

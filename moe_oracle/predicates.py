@@ -1,0 +1,180 @@
+"""Predicate keywords: pure tests on one normalized field value.
+
+Like jsonschema keywords, each keyword is a small function of one signature,
+``keyword(spec) -> test``, where ``test(value) -> bool`` says whether the value
+passes. A :class:`Predicate` combines the keywords of one value spec (``in``,
+``not_in``, ``min``, ``max``, ``multiple_of``, ``version``, ``present``) and
+knows how to describe what it allows. The engine adds the context: rule id,
+candidate, field, source tag, reason code. Nothing here reads the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from .environment import ABSENT
+
+__all__ = ["KEYWORDS", "Predicate", "compile_value_spec", "value_spec_keywords"]
+
+Test = Callable[[Any], bool]
+
+
+def _kw_in(spec: Any) -> Test:
+    allowed = frozenset(spec)
+    return lambda v: v in allowed
+
+
+def _kw_not_in(spec: Any) -> Test:
+    forbidden = frozenset(spec)
+    return lambda v: v not in forbidden
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _kw_min(spec: Any) -> Test:
+    return lambda v: _number(v) and v >= spec
+
+
+def _kw_max(spec: Any) -> Test:
+    return lambda v: _number(v) and v <= spec
+
+
+def _kw_multiple_of(spec: Any) -> Test:
+    return lambda v: _number(v) and v % spec == 0
+
+
+def _kw_present(spec: Any) -> Test:
+    # Package predicate: the value is a version string (installed) or ABSENT.
+    want = bool(spec)
+    return lambda v: (v is not ABSENT) is want
+
+
+def _kw_version(spec: Any) -> Test:
+    specifier = SpecifierSet(spec)
+
+    def test(v: Any) -> bool:
+        if v is ABSENT:
+            return True  # absence is the `present` predicate's failure, not this one's
+        try:
+            return Version(v) in specifier
+        except (InvalidVersion, TypeError):
+            return False
+
+    return test
+
+
+KEYWORDS: Mapping[str, Callable[[Any], Test]] = {
+    "in": _kw_in,
+    "not_in": _kw_not_in,
+    "min": _kw_min,
+    "max": _kw_max,
+    "multiple_of": _kw_multiple_of,
+    "present": _kw_present,
+    "version": _kw_version,
+}
+"""Keyword name -> compiler. The closed set a value spec may use."""
+
+
+def value_spec_keywords() -> tuple[str, ...]:
+    """Keywords a value spec may use, in evaluation order."""
+    return tuple(KEYWORDS)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """A conjunction of keywords on one field; equal specs compile to equal predicates.
+
+    Attributes:
+        field: normalized field name.
+        spec: keyword -> argument, e.g. ``(("in", (90, 100)),)`` (frozen, sorted).
+        test: compiled ``value -> bool``.
+    """
+
+    field: str
+    spec: tuple[tuple[str, Any], ...]
+    test: Test
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Predicate) and (self.field, self.spec) == (other.field, other.spec)
+
+    def __hash__(self) -> int:
+        return hash((self.field, self.spec))
+
+    def allowed(self) -> Any:
+        """What passes, as data: a list for a lone ``in``, else a keyword mapping.
+
+        >>> compile_value_spec("num_experts", {"max": 2048}).allowed()
+        {'max': 2048}
+        """
+        if len(self.spec) == 1 and self.spec[0][0] == "in":
+            return list(self.spec[0][1])
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.spec}
+
+    def describe(self) -> str:
+        """Short human text of what passes (``"one of 90, 100"``, ``">= 2"``)."""
+        parts = []
+        for key, arg in self.spec:
+            if key == "in":
+                parts.append("one of " + ", ".join(str(a) for a in arg))
+            elif key == "not_in":
+                parts.append("none of " + ", ".join(str(a) for a in arg))
+            elif key == "min":
+                parts.append(f">= {arg}")
+            elif key == "max":
+                parts.append(f"<= {arg}")
+            elif key == "multiple_of":
+                parts.append(f"a multiple of {arg}")
+            elif key == "present":
+                parts.append("installed" if arg else "not installed")
+            elif key == "version":
+                parts.append(f"version {arg}")
+        return " and ".join(parts)
+
+
+def compile_value_spec(field: str, spec: Any) -> Predicate:
+    """Compile a table value spec (a list means ``in``) into a :class:`Predicate`.
+
+    >>> p = compile_value_spec("device_capability", [90, 100])
+    >>> p.test(90), p.test(120)
+    (True, False)
+
+    Raises:
+        ValueError: an unknown keyword, an empty spec, or an invalid PEP 440 specifier.
+    """
+    if isinstance(spec, list):
+        spec = {"in": spec}
+    if not isinstance(spec, dict) or not spec:
+        raise ValueError(f"value spec for {field!r} must be a non-empty list or mapping, got {spec!r}")
+    tests: list[Test] = []
+    for key, arg in spec.items():
+        if key not in KEYWORDS:
+            raise ValueError(f"unknown predicate keyword {key!r} for {field!r}; allowed: {sorted(KEYWORDS)}")
+        if key == "version":
+            try:
+                SpecifierSet(arg)
+            except InvalidSpecifier as exc:
+                raise ValueError(f"invalid PEP 440 specifier {arg!r} for {field!r}: {exc}") from None
+        tests.append(KEYWORDS[key](arg))
+    if len(tests) == 1:
+        test = tests[0]
+    else:
+        frozen_tests = tuple(tests)
+
+        def test(v: Any) -> bool:
+            return all(t(v) for t in frozen_tests)
+
+    return Predicate(field, tuple(sorted((k, _freeze(v)) for k, v in spec.items())), test)

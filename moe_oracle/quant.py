@@ -1,0 +1,239 @@
+"""Quantization keys and schemes: what the weights and activations of experts hold.
+
+A :class:`QuantKey` describes one tensor's quantization: storage dtype, scale
+dtype, scale granularity, static or dynamic scales. A :class:`QuantScheme` is the
+pair (weight key, activation key) that kernels accept; ``None`` on a side means
+that side stays in the model dtype (bf16/fp16).
+
+Source: vLLM main 00f7f258 ``Q/utils/quant_utils.py`` (``kFp8StaticTensorSym`` ...)
+and the scheme aliases of the reference catalog §0. Names here are the
+snake_case of vLLM's constants (``kFp8Static128BlockSym`` -> ``fp8_static_block128``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+__all__ = [
+    "Granularity",
+    "QuantFamily",
+    "QuantKey",
+    "QuantScheme",
+    "QUANT_KEYS",
+    "SCHEMES",
+    "UNQUANTIZED",
+    "scheme_by_name",
+]
+
+
+class Granularity(str, enum.Enum):
+    """Scale granularity (vLLM ``GroupShape``)."""
+
+    PER_TENSOR = "per_tensor"  # (-1, -1)
+    PER_TOKEN = "per_token"  # (1, -1)
+    PER_CHANNEL = "per_channel"  # (-1, 1)
+    BLOCK_128X128 = "block_128x128"  # DeepSeek weight blocks
+    GROUP_128 = "group_128"  # 1x128 activation groups
+    GROUP_64 = "group_64"
+    GROUP_32 = "group_32"  # MX formats, GPTQ g32
+    GROUP_16 = "group_16"  # NVFP4
+    GROUP = "group"  # GPTQ/AWQ group size carried outside the key (vLLM (1,-1) TODO)
+
+
+class QuantFamily(str, enum.Enum):
+    """Which vLLM oracle owns a scheme; priority rules are declared per family."""
+
+    UNQUANTIZED = "unquantized"
+    FP8 = "fp8"
+    MXFP8 = "mxfp8"
+    NVFP4 = "nvfp4"
+    MXFP4 = "mxfp4"
+    INT8 = "int8"
+    WNA16 = "wna16"
+    W4A8_FP8 = "w4a8_fp8"
+    W4A8_INT8 = "w4a8_int8"
+
+
+@dataclass(frozen=True)
+class QuantKey:
+    """Quantization of one tensor.
+
+    Attributes:
+        name: vocabulary name, e.g. ``"fp8_static_block128"``.
+        dtype: storage dtype name (``float8_e4m3fn``, ``fp4_e2m1`` stored as uint8, ``int8``, ``uint4b8`` ...).
+        scale_dtype: dtype of the scales (``float32``, ``float8_e4m3fn``, ``e8m0``, ``float16``, ``bfloat16``).
+        granularity: scale granularity.
+        static: scales fixed at load time (``True``) or computed per call.
+        symmetric: no zero point.
+    """
+
+    name: str
+    dtype: str
+    scale_dtype: str
+    granularity: Granularity
+    static: bool
+    symmetric: bool = True
+
+
+def _k(name: str, dtype: str, scale_dtype: str, gran: Granularity, static: bool, symmetric: bool = True) -> QuantKey:
+    return QuantKey(name, dtype, scale_dtype, gran, static, symmetric)
+
+
+G = Granularity
+_KEYS = (
+    _k("fp8_static_tensor", "float8_e4m3fn", "float32", G.PER_TENSOR, True),
+    _k("fp8_dynamic_tensor", "float8_e4m3fn", "float32", G.PER_TENSOR, False),
+    _k("fp8_static_token", "float8_e4m3fn", "float32", G.PER_TOKEN, True),
+    _k("fp8_static_channel", "float8_e4m3fn", "float32", G.PER_CHANNEL, True),
+    _k("fp8_dynamic_token", "float8_e4m3fn", "float32", G.PER_TOKEN, False),
+    _k("fp8_dynamic_group128", "float8_e4m3fn", "float32", G.GROUP_128, False),
+    _k("fp8_static_block128", "float8_e4m3fn", "float32", G.BLOCK_128X128, True),
+    _k("fp8_dynamic_group64", "float8_e4m3fn", "float32", G.GROUP_64, False),
+    _k("nvfp4_static", "fp4_e2m1", "float8_e4m3fn", G.GROUP_16, True),
+    _k("nvfp4_dynamic", "fp4_e2m1", "float8_e4m3fn", G.GROUP_16, False),
+    _k("mxfp8_static", "float8_e4m3fn", "e8m0", G.GROUP_32, True),
+    _k("mxfp8_dynamic", "float8_e4m3fn", "e8m0", G.GROUP_32, False),
+    _k("mxfp4_static", "fp4_e2m1", "e8m0", G.GROUP_32, True),
+    _k("mxfp4_dynamic", "fp4_e2m1", "e8m0", G.GROUP_32, False),
+    _k("int4_static", "uint4b8", "float16", G.GROUP, True),
+    _k("int8_static", "uint8b128", "float16", G.GROUP, True),
+    _k("int4_static_g32", "uint4b8", "float16", G.GROUP_32, True),
+    _k("int4_static_asym", "uint4", "float16", G.GROUP, True, symmetric=False),
+    _k("int4_static_g32_asym", "uint4", "float16", G.GROUP_32, True, symmetric=False),
+    _k("int8_static_channel", "int8", "float32", G.PER_CHANNEL, True),
+    _k("int8_dynamic_token", "int8", "float32", G.PER_TOKEN, False),
+    _k("int8_static_tensor", "int8", "float32", G.PER_TENSOR, True),
+    _k("int8_dynamic_tensor", "int8", "float32", G.PER_TENSOR, False),
+    _k("int4_w4a8_static_channel", "int8", "float32", G.PER_CHANNEL, True),
+    _k("int4_w4a8_static_group128", "int8", "bfloat16", G.GROUP_128, True),
+    _k("int4_w4a8_static_group64", "int8", "bfloat16", G.GROUP_64, True),
+    _k("int4_w4a8_static_group32", "int8", "bfloat16", G.GROUP_32, True),
+)
+del G
+
+QUANT_KEYS: Mapping[str, QuantKey] = MappingProxyType({k.name: k for k in _KEYS})
+
+
+@dataclass(frozen=True)
+class QuantScheme:
+    """A (weight key, activation key) pair.
+
+    Attributes:
+        weight: name of the weight :class:`QuantKey`, or ``None`` (model dtype).
+        activation: name of the activation key, or ``None`` (weight-only / unquantized).
+
+    Raises:
+        ValueError: a key name that is not in :data:`QUANT_KEYS`, or an
+            activation key without a weight key.
+    """
+
+    weight: str | None = None
+    activation: str | None = None
+
+    def __post_init__(self) -> None:
+        for side, key in (("weight", self.weight), ("activation", self.activation)):
+            if key is not None and key not in QUANT_KEYS:
+                raise ValueError(f"quant.{side}: unknown quant key {key!r}; allowed: {sorted(QUANT_KEYS)}")
+        if self.weight is None and self.activation is not None:
+            raise ValueError("quant.activation is set but quant.weight is not: activation-only quantization is not a MoE scheme")
+
+    @property
+    def name(self) -> str:
+        """Vocabulary name of the pair (``"fp8_block"``), or ``"<weight>+<activation>"`` if unnamed.
+
+        >>> QuantScheme("fp8_static_block128", "fp8_dynamic_group128").name
+        'fp8_block'
+        """
+        return _NAME_BY_PAIR.get((self.weight, self.activation)) or f"{self.weight}+{self.activation}"
+
+    @property
+    def family(self) -> QuantFamily:
+        """The vLLM oracle family of this pair (priority rules are per family)."""
+        named = _FAMILY_BY_PAIR.get((self.weight, self.activation))
+        if named is not None:
+            return named
+        return _family_of_weight(self.weight)
+
+
+def _family_of_weight(weight: str | None) -> QuantFamily:
+    if weight is None:
+        return QuantFamily.UNQUANTIZED
+    for prefix, fam in (
+        ("fp8", QuantFamily.FP8),
+        ("nvfp4", QuantFamily.NVFP4),
+        ("mxfp8", QuantFamily.MXFP8),
+        ("mxfp4", QuantFamily.MXFP4),
+        ("int4_w4a8", QuantFamily.W4A8_INT8),
+        ("int8_static_channel", QuantFamily.INT8),
+        ("int8_static_tensor", QuantFamily.INT8),
+    ):
+        if weight.startswith(prefix):
+            return fam
+    return QuantFamily.WNA16
+
+
+F = QuantFamily
+# name -> (weight key, activation key, family, reference alias)
+_SCHEMES: tuple[tuple[str, str | None, str | None, QuantFamily, str], ...] = (
+    ("unquantized", None, None, F.UNQUANTIZED, "BF16"),
+    ("fp8_tensor_static", "fp8_static_tensor", "fp8_static_tensor", F.FP8, "FP8-T-S"),
+    ("fp8_tensor_dynamic", "fp8_static_tensor", "fp8_dynamic_tensor", F.FP8, "FP8-T-DT"),
+    ("fp8_tensor_token", "fp8_static_tensor", "fp8_dynamic_token", F.FP8, "FP8-T-Tok"),
+    ("fp8_channel_token", "fp8_static_channel", "fp8_dynamic_token", F.FP8, "FP8-Ch-Tok"),
+    ("fp8_block", "fp8_static_block128", "fp8_dynamic_group128", F.FP8, "FP8-Blk"),
+    ("fp8_w16", "fp8_static_tensor", None, F.FP8, "FP8-T-W16"),
+    ("fp8_channel_w16", "fp8_static_channel", None, F.FP8, "FP8-Ch-W16"),
+    ("fp8_block_w16", "fp8_static_block128", None, F.FP8, "FP8-Blk-W16"),
+    ("mxfp8", "mxfp8_static", "mxfp8_dynamic", F.MXFP8, "MXFP8"),
+    ("mxfp8_w16", "mxfp8_static", None, F.MXFP8, "MXFP8-W16"),
+    ("nvfp4", "nvfp4_static", "nvfp4_dynamic", F.NVFP4, "NVFP4"),
+    ("nvfp4_w16", "nvfp4_static", None, F.NVFP4, "NVFP4-W16"),
+    ("mxfp4_w16", "mxfp4_static", None, F.MXFP4, "MXFP4-W16"),
+    ("mxfp4_mxfp8", "mxfp4_static", "mxfp8_dynamic", F.MXFP4, "MXFP4-A8mx"),
+    ("mxfp4_mxfp4", "mxfp4_static", "mxfp4_dynamic", F.MXFP4, "MXFP4-A4"),
+    ("mxfp4_fp8_tensor", "mxfp4_static", "fp8_static_tensor", F.MXFP4, "MXFP4-Afp8T"),
+    ("mxfp4_fp8_block", "mxfp4_static", "fp8_dynamic_group128", F.MXFP4, "MXFP4-Afp8Blk"),
+    ("int8_channel_token", "int8_static_channel", "int8_dynamic_token", F.INT8, "INT8-Ch-Tok"),
+    ("int8_tensor_dynamic", "int8_static_tensor", "int8_dynamic_tensor", F.INT8, "INT8-T-DT"),
+    ("w4a8_fp8", "int4_static", "fp8_dynamic_token", F.W4A8_FP8, "W4A8-FP8"),
+    ("int4_w16", "int4_static", None, F.WNA16, "kInt4Static"),
+    ("int4_g32_w16", "int4_static_g32", None, F.WNA16, "kInt4Static32"),
+    ("int4_asym_w16", "int4_static_asym", None, F.WNA16, "kInt4StaticAsym"),
+    ("int4_g32_asym_w16", "int4_static_g32_asym", None, F.WNA16, "kInt4Static32Asym"),
+    ("int8_w16", "int8_static", None, F.WNA16, "kInt8Static"),
+    ("w4a8_int8_channel", "int4_w4a8_static_channel", None, F.W4A8_INT8, "kInt4W4A8StaticChannelSym"),
+    ("w4a8_int8_group128", "int4_w4a8_static_group128", None, F.W4A8_INT8, "kInt4W4A8StaticGroup128Sym"),
+    ("w4a8_int8_group64", "int4_w4a8_static_group64", None, F.W4A8_INT8, "kInt4W4A8StaticGroup64Sym"),
+    ("w4a8_int8_group32", "int4_w4a8_static_group32", None, F.W4A8_INT8, "kInt4W4A8StaticGroup32Sym"),
+)
+del F
+
+_NAME_BY_PAIR = {(w, a): name for name, w, a, _, _ in _SCHEMES}
+_FAMILY_BY_PAIR = {(w, a): fam for _, w, a, fam, _ in _SCHEMES}
+
+SCHEMES: Mapping[str, QuantScheme] = MappingProxyType({name: QuantScheme(w, a) for name, w, a, _, _ in _SCHEMES})
+"""Named schemes, in declaration order; tables list accepted schemes by these names."""
+
+SCHEME_ALIASES: Mapping[str, str] = MappingProxyType({alias: name for name, _, _, _, alias in _SCHEMES})
+"""Reference-catalog alias (``"FP8-Blk"``) -> scheme name (``"fp8_block"``)."""
+
+UNQUANTIZED = SCHEMES["unquantized"]
+
+
+def scheme_by_name(name: str) -> QuantScheme:
+    """Look up a named scheme; reference aliases (``FP8-Blk``) are accepted too.
+
+    >>> scheme_by_name("FP8-Blk").name
+    'fp8_block'
+
+    Raises:
+        KeyError: ``name`` is neither a scheme name nor an alias.
+    """
+    if name in SCHEMES:
+        return SCHEMES[name]
+    if name in SCHEME_ALIASES:
+        return SCHEMES[SCHEME_ALIASES[name]]
+    raise KeyError(name)

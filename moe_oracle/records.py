@@ -1,0 +1,159 @@
+"""Frozen records of a selection: failures, assumptions, demotions, candidate verdicts.
+
+Each record's ``to_dict()`` keys are part of the Decision artifact format
+(``schemas/decision.schema.json``); renaming one is a format change.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from .vocab import ActivationFormat, Interface, ReasonCode, Source
+
+__all__ = ["Assumption", "CandidateResult", "Demotion", "Failure", "Status", "jsonable"]
+
+
+def jsonable(value: Any) -> Any:
+    """Turn enums, tuples and frozensets into JSON values (sets sorted).
+
+    >>> jsonable((Interface.MODULAR, frozenset({2, 1})))
+    ['modular', [1, 2]]
+    """
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (tuple, list)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((jsonable(v) for v in value), key=lambda v: (str(type(v)), v))
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One predicate that fails for one candidate.
+
+    Attributes:
+        code: closed reason code.
+        field: normalized config field the predicate read (``"device_capability"``,
+            ``"packages.flashinfer-python"``, ``"env.VLLM_ROCM_USE_AITER"``).
+        observed: the value seen (``None`` never: unknown values abstain).
+        allowed: what would pass, as data (a list of values, ``{"min": 2}``, a PEP 440 range ...).
+        rule: stable rule id from the tables.
+        source: provenance of the observed value.
+        hint: human text; never parsed.
+        reference: upstream source of the fact (file, commit, issue).
+    """
+
+    code: ReasonCode
+    field: str
+    observed: Any
+    allowed: Any
+    rule: str
+    source: Source
+    hint: str
+    reference: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code.value,
+            "field": self.field,
+            "observed": jsonable(self.observed),
+            "allowed": jsonable(self.allowed),
+            "rule": self.rule,
+            "source": self.source.value,
+            "hint": self.hint,
+            "reference": self.reference,
+        }
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A predicate that abstained because its input is unknown.
+
+    The candidate stays eligible on the assumption that the predicate holds.
+    """
+
+    field: str
+    assumed: Any
+    rule: str
+    hint: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "assumed": jsonable(self.assumed), "rule": self.rule, "hint": self.hint}
+
+
+@dataclass(frozen=True)
+class Demotion:
+    """A priority adjustment that fired: ``backend`` moved to ``position``."""
+
+    rule: str
+    backend: str
+    position: str  # "front" | "back"
+    reason: str
+    reference: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "backend": self.backend,
+            "position": self.position,
+            "reason": self.reason,
+            "reference": self.reference,
+        }
+
+
+class Status(str, enum.Enum):
+    """Candidate status in a Decision. ``eligible`` means eligible but outranked."""
+
+    SELECTED = "selected"
+    ELIGIBLE = "eligible"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    """Verdict for one experts kernel paired with its prepare/finalize.
+
+    Raises:
+        ValueError: a rejected candidate without failures, or a selected or
+            eligible one with failures.
+    """
+
+    kernel: str
+    backend: str
+    interface: Interface
+    activation_format: ActivationFormat
+    prepare_finalize: str | None
+    status: Status
+    failures: tuple[Failure, ...]
+    assumptions: tuple[Assumption, ...]
+    rank: int
+    outranked_by: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status is Status.REJECTED and not self.failures:
+            raise ValueError(f"candidate {self.kernel}: rejected without a failure")
+        if self.status is not Status.REJECTED and self.failures:
+            raise ValueError(f"candidate {self.kernel}: {self.status.value} with failures")
+
+    @property
+    def eligible(self) -> bool:
+        return self.status is not Status.REJECTED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "kernel": self.kernel,
+            "backend": self.backend,
+            "interface": self.interface.value,
+            "activation_format": self.activation_format.value,
+            "prepare_finalize": self.prepare_finalize,
+            "status": self.status.value,
+            "outranked_by": self.outranked_by,
+            "failures": [f.to_dict() for f in self.failures],
+            "assumptions": [a.to_dict() for a in self.assumptions],
+        }

@@ -1,0 +1,197 @@
+"""Reading capability tables: YAML through ``yaml.safe_load``, validated against ``schemas/``.
+
+Every problem in every file is collected (file, entry id, JSON path, keyword,
+value) and raised once as a :class:`~moe_oracle.errors.TableError`; a table set
+with any problem is rejected whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import jsonschema
+import yaml
+from referencing import Registry, Resource
+
+from ._resources import schema_dir
+from .errors import InputIssue
+
+__all__ = ["KIND_DIRS", "TableFile", "load_schemas", "read_tables", "validate_document", "yaml_error_issue"]
+
+TABLE_KINDS = ("experts", "prepare_finalize", "priority", "known_bad", "constraints", "aliases", "environment", "overrides")
+KIND_DIRS: Mapping[str, tuple[str, ...]] = {
+    "kernels": ("experts",),
+    "prepare_finalize": ("prepare_finalize",),
+    "rules": ("priority", "known_bad", "constraints", "aliases", "environment", "overrides"),
+}
+MAX_TABLE_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TableFile:
+    """One parsed, schema-valid table document.
+
+    Attributes:
+        path: display path (``kernels/triton.yaml``).
+        kind: the document's ``kind``.
+        data: the parsed document (plain dicts and lists).
+        sha256: hash of the raw bytes.
+    """
+
+    path: str
+    kind: str
+    data: Any
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Schemas:
+    """Compiled validators for every table kind plus MoEConfig and Decision."""
+
+    validators: Mapping[str, jsonschema.protocols.Validator]
+
+    def for_kind(self, kind: str) -> jsonschema.protocols.Validator:
+        return self.validators[kind]
+
+
+def load_schemas(directory: Path | None = None) -> Schemas:
+    """Load every ``*.schema.json`` and build one validator per document kind.
+
+    Raises:
+        FileNotFoundError: the schema directory is missing (broken installation).
+    """
+    directory = directory or schema_dir()
+    resources = []
+    documents: dict[str, dict[str, Any]] = {}
+    for path in sorted(directory.glob("*.schema.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        documents[path.name[: -len(".schema.json")]] = doc
+        resources.append((doc["$id"], Resource.from_contents(doc)))
+    registry = Registry().with_resources(resources)
+    validators = {}
+    for name, doc in documents.items():
+        cls = jsonschema.validators.validator_for(doc)
+        validators[name] = cls(doc, registry=registry, format_checker=cls.FORMAT_CHECKER)
+    return Schemas(validators)
+
+
+def yaml_error_issue(path: str, exc: BaseException) -> InputIssue:
+    """An :class:`InputIssue` for a YAML/encoding failure, with line and column when known."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "document"
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    return InputIssue(path=f"$ ({where})", message=f"not valid YAML: {problem}", file=path, keyword="yaml")
+
+
+def parse_yaml_bytes(display: str, raw: bytes) -> tuple[Any, list[InputIssue]]:
+    """``yaml.safe_load`` of ``raw`` with every failure turned into an issue (never raises)."""
+    if len(raw) > MAX_TABLE_BYTES:
+        return None, [InputIssue("$", f"file is larger than {MAX_TABLE_BYTES} bytes", len(raw), None, display, keyword="size")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [InputIssue("$", f"not UTF-8: byte {exc.start} ({raw[exc.start:exc.start + 1]!r}) is invalid", None, None, display, keyword="encoding")]
+    try:
+        return yaml.safe_load(text), []
+    except yaml.YAMLError as exc:
+        return None, [yaml_error_issue(display, exc)]
+    except RecursionError:
+        return None, [InputIssue("$", "YAML nesting is too deep", None, None, display, keyword="yaml")]
+
+
+def _entry_id(doc: Any, error_path: Sequence[Any]) -> str | None:
+    if len(error_path) >= 2 and error_path[0] in ("entries", "orders", "adjustments", "opt_in_only", "overrides", "constraints", "variables"):
+        try:
+            item = doc[error_path[0]][error_path[1]]
+        except (KeyError, IndexError, TypeError):
+            return None
+        if isinstance(item, dict):
+            value = item.get("id", item.get("name"))
+            return value if isinstance(value, str) else None
+    if len(error_path) >= 1 and error_path[0] in ("backends", "all2all") and len(error_path) >= 2:
+        return str(error_path[1])
+    return None
+
+
+def _json_path(error_path: Iterable[Any]) -> str:
+    out = "$"
+    for part in error_path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def validate_document(validator: jsonschema.protocols.Validator, doc: Any, display: str | None) -> list[InputIssue]:
+    """All schema errors of ``doc`` as issues, deepest first (``iter_errors``, never ``validate``)."""
+    issues = []
+    errors = sorted(validator.iter_errors(doc), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    for err in errors:
+        # For oneOf/anyOf, the most relevant sub-error names the actual problem.
+        best = jsonschema.exceptions.best_match([err]) if err.context else err
+        allowed = best.validator_value if best.validator in ("enum", "const", "required", "type") else None
+        if best.validator == "enum":
+            allowed = list(best.validator_value)
+        issues.append(
+            InputIssue(
+                path=_json_path(best.absolute_path),
+                message=best.message if len(best.message) < 300 else best.message[:297] + "...",
+                value=best.instance if isinstance(best.instance, (str, int, float, bool)) else None,
+                allowed=allowed,
+                file=display,
+                entry=_entry_id(doc, list(best.absolute_path)),
+                keyword=str(best.validator),
+            )
+        )
+    return issues
+
+
+def read_tables(directories: Sequence[Path], schemas: Schemas, root: Path | None = None) -> tuple[list[TableFile], list[InputIssue]]:
+    """Read and schema-validate every ``*.yaml`` under the table directories.
+
+    Files are read in sorted path order, so the result is independent of the
+    order the file system lists them in.
+
+    Returns:
+        (valid files, issues). A file with any issue is not returned.
+    """
+    files: list[TableFile] = []
+    issues: list[InputIssue] = []
+    paths: list[tuple[Path, str]] = []
+    for directory in directories:
+        if not directory.is_dir():
+            issues.append(InputIssue("$", "table directory does not exist", str(directory), None, str(directory), keyword="io"))
+            continue
+        for path in directory.rglob("*"):
+            if path.suffix in (".yaml", ".yml") and path.is_file():
+                paths.append((path, directory.name))
+    for path, dir_name in sorted(paths, key=lambda p: str(p[0])):
+        display = str(path.relative_to(root)) if root and path.is_relative_to(root) else f"{dir_name}/{path.name}"
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            issues.append(InputIssue("$", f"cannot read: {exc}", None, None, display, keyword="io"))
+            continue
+        doc, problems = parse_yaml_bytes(display, raw)
+        if problems:
+            issues += problems
+            continue
+        file_issues = check_document(doc, display, dir_name, schemas)
+        if file_issues:
+            issues += file_issues
+            continue
+        files.append(TableFile(display, doc["kind"], doc, hashlib.sha256(raw).hexdigest()))
+    return files, issues
+
+
+def check_document(doc: Any, display: str, dir_name: str | None, schemas: Schemas) -> list[InputIssue]:
+    """Kind and schema checks of one parsed document."""
+    if not isinstance(doc, dict):
+        return [InputIssue("$", "a table must be a mapping with a `kind`", type(doc).__name__ if doc is not None else "empty file", None, display, keyword="type")]
+    kind = doc.get("kind")
+    allowed_kinds = KIND_DIRS.get(dir_name, TABLE_KINDS) if dir_name else TABLE_KINDS
+    if kind not in allowed_kinds:
+        return [InputIssue("$.kind", f"unknown or misplaced table kind for directory {dir_name!r}", kind, list(allowed_kinds), display, keyword="kind")]
+    return validate_document(schemas.for_kind(kind), doc, display)
