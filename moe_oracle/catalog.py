@@ -577,7 +577,7 @@ def compile_tables(files: Sequence[TableFile]) -> Catalog:
     # backend request, and exclusion from an automatic priority order.
     names_for = {b: tuple(sorted(n for n, bs in backend_names.items() if b in bs)) for b in backends}
     request_checks = {
-        b: Check("request.moe_backend", "moe_backend", compile_value_spec("moe_backend", ["auto", *names_for[b]]), (), False, ReasonCode.NOT_REQUESTED, f"another backend was requested; this one answers to moe_backend={'|'.join(names_for[b])}", "rules/aliases.yaml")
+        b: Check(f"request.{b}", "moe_backend", compile_value_spec("moe_backend", ["auto", *names_for[b]]), (), False, ReasonCode.NOT_REQUESTED, f"another backend was requested; this one answers to moe_backend={'|'.join(names_for[b])}", "rules/aliases.yaml")
         for b in backends
     }
     pf_choice: list[dict[str, int]] = []

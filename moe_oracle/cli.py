@@ -1,0 +1,379 @@
+"""``moe-oracle``: explain, select, why-not, matrix, lint and run from the command line.
+
+Exit codes: 0 a kernel was selected (or the command succeeded), 1 nothing is
+eligible (the full record is printed), 2 bad input (config, flags or tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import __version__
+
+__all__ = ["build_parser", "main"]
+
+EXIT_OK, EXIT_NONE, EXIT_BAD_INPUT = 0, 1, 2
+
+_EPILOG_INPUT = """\
+inputs:
+  Describe the layer with --config FILE (YAML/JSON, schemas/moe_config.schema.json) or with
+  --model (a Hugging Face config.json, or a shipped example name: see `moe-oracle examples`)
+  plus the device and deployment flags. Flags given with --config override the file.
+
+environment:
+  Without --probe the environment is declared: packages you do not name are unknown, so
+  predicates on them abstain and the Decision lists them as assumptions. --package NAME==VER
+  declares an installed package, --without NAME an absent one, --env VAR=VALUE an environment
+  variable from the closed list (rules/environment.yaml). --probe reads this machine instead.
+
+exit codes: 0 selected, 1 nothing eligible (record printed), 2 bad input.
+"""
+
+
+def _add_input_args(p: argparse.ArgumentParser) -> None:
+    src = p.add_argument_group("layer")
+    src.add_argument("--config", metavar="FILE", help="MoEConfig YAML/JSON file")
+    src.add_argument("--model", metavar="CONFIG_JSON", help="Hugging Face config.json path or shipped example name")
+    src.add_argument("--hf-quant-config", metavar="FILE", help="ModelOpt hf_quant_config.json (overrides the model's quantization_config)")
+    src.add_argument("--quant", metavar="NAME", help="override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk)")
+    dev = p.add_argument_group("device")
+    dev.add_argument("--gpu", metavar="NAME", help="hardware catalog name: H100, H200, B200, GB200, B300, RTX_PRO_6000, RTX_5090, DGX_SPARK, A100, L40S, MI300X, MI355X, CPU_X86_64, CPU_AARCH64")
+    dev.add_argument("--platform", choices=["cuda", "rocm", "cpu", "xpu", "tpu"], help="platform, when no --gpu")
+    dev.add_argument("--sm", type=int, metavar="N", help="CUDA compute capability as major*10+minor (90 = SM 9.0), with --platform cuda")
+    dev.add_argument("--arch", metavar="ARCH", help="ROCm gfx target (gfx942), XPU generation (xe2) or CPU arch (x86_64)")
+    dep = p.add_argument_group("deployment")
+    dep.add_argument("--tp", type=int, metavar="N", help="tensor-parallel size")
+    dep.add_argument("--dp", type=int, metavar="N", help="data-parallel size")
+    dep.add_argument("--ep", action="store_true", default=None, help="enable expert parallelism")
+    dep.add_argument("--all2all", metavar="NAME", help="all2all backend (deepep_low_latency, deepep_high_throughput, allgather_reducescatter, ...)")
+    dep.add_argument("--eplb", action="store_true", default=None, help="enable the expert-parallel load balancer")
+    dep.add_argument("--redundant-experts", type=int, metavar="N", help="redundant experts per EP group (EPLB)")
+    dep.add_argument("--moe-backend", metavar="NAME", help="request a backend (strict: no fallback); 'auto' = priority order")
+    dep.add_argument("--lora", action="store_true", default=None, help="LoRA adapters on the experts")
+    dep.add_argument("--batch-invariant", action="store_true", default=None, help="require batch-invariant kernels")
+    dep.add_argument("--max-tokens", type=int, metavar="N", help="largest number of tokens per call")
+    env = p.add_argument_group("environment")
+    env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable)")
+    env.add_argument("--without", action="append", default=[], metavar="NAME", help="declare a package absent (repeatable)")
+    env.add_argument("--env", action="append", default=[], metavar="VAR=VALUE", help="declare an environment variable (repeatable)")
+    env.add_argument("--probe", action="store_true", help="probe this machine's packages, env vars (and device, without --gpu)")
+    p.add_argument("--tables", metavar="DIR", help="use the tables under DIR (kernels/, prepare_finalize/, rules/) instead of the shipped ones")
+    p.add_argument("--json", action="store_true", help="print the machine-readable record")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree (exposed for tests and docs)."""
+    parser = argparse.ArgumentParser(
+        prog="moe-oracle",
+        description="Choose the fused MoE kernel for a model layer on a given machine, and say why.",
+        epilog="Try: moe-oracle explain --model deepseek-r1 --gpu H200 --tp 8",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"moe-oracle {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    p = sub.add_parser("explain", help="the ordered candidates with status and every reason", description="Explain which MoE kernel would run and why every other candidate lost.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle explain --model deepseek-r1 --gpu B200 --dp 8 --ep --all2all deepep_low_latency", formatter_class=fmt)
+    _add_input_args(p)
+    p.add_argument("--all", action="store_true", help="also list candidates rejected only for quant/platform/request reasons")
+    p = sub.add_parser("select", help="the winner in one line", description="Print the selected experts kernel and prepare/finalize in one line.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle select --model qwen3-30b-a3b --gpu H200 --tp 2", formatter_class=fmt)
+    _add_input_args(p)
+    p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest change to the config or environment that makes BACKEND eligible.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8", formatter_class=fmt)
+    p.add_argument("--backend", required=True, metavar="NAME", help="backend id or moe_backend alias")
+    _add_input_args(p)
+    p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device capability x quant scheme, from the tables (Markdown on stdout, or a self-contained HTML page).", formatter_class=fmt)
+    p.add_argument("--html", metavar="FILE", help="write a static HTML page instead of Markdown")
+    p.add_argument("--tables", metavar="DIR", help="tables directory (default: shipped)")
+    p = sub.add_parser("lint", help="schema and semantic checks of the tables", description="Validate the tables against their schemas and check them semantically: unknown values, duplicate ids, rules naming unknown backends, candidates that can never win, rules that never fire.", formatter_class=fmt)
+    p.add_argument("--tables", metavar="DIR", help="tables directory (default: shipped)")
+    p.add_argument("--json", action="store_true", help="print findings as JSON")
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select, build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=_EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
+    _add_input_args(p)
+    p.add_argument("--tokens", type=int, default=32, metavar="N", help="tokens per call (default 32)")
+    p.add_argument("--layers", type=int, default=1, metavar="K", help="layers to run (default 1)")
+    p.add_argument("--max-experts", type=int, metavar="N", help="cap the experts allocated (memory); routing still covers the model's experts")
+    p.add_argument("--seed", type=int, default=0)
+    sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
+    return parser
+
+
+def _load_catalog(tables: str | None):
+    from .catalog import load_catalog
+    from .oracle import default_catalog
+
+    if tables is None:
+        return default_catalog()
+    root = Path(tables)
+    return load_catalog([root / "kernels", root / "prepare_finalize", root / "rules"])
+
+
+def _device_from_args(args: argparse.Namespace):
+    from .config import Device
+    from .errors import ConfigError, InputIssue
+    from .hardware import lookup_hardware
+
+    if args.gpu:
+        if args.platform or args.sm or args.arch:
+            raise ConfigError([InputIssue("--gpu", "give either --gpu or --platform/--sm/--arch, not both", args.gpu, None)])
+        return lookup_hardware(args.gpu).device
+    if args.platform:
+        return Device(args.platform, capability=args.sm, arch=args.arch)
+    if args.sm or args.arch:
+        raise ConfigError([InputIssue("--sm/--arch", "needs --platform", args.sm or args.arch, ["cuda", "rocm", "cpu", "xpu"])])
+    return None
+
+
+def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_default: bool = False):
+    """(config, environment) from the parsed flags."""
+    from .config import MoEConfig, ParallelConfig, Provenance
+    from .environment import Environment, probe_device, probe_environment
+    from .errors import ConfigError, InputIssue
+    from .hf import from_hf_config, load_hf_config
+    from .inputs import load_config_file, parse_quant, resolve_all2all, resolve_model_path
+    from .vocab import Source
+
+    flag = Source.USER_FLAG
+    file_env = None
+    file_probe = False
+    if args.config and args.model:
+        raise ConfigError([InputIssue("--config/--model", "give either --config or --model, not both", None, None)])
+    device = _device_from_args(args)
+    probing = args.probe or (probe_device_default and device is None)
+    probe_notes: tuple[str, ...] = ()
+    if device is None and probing and not args.config:
+        device, probe_notes = probe_device()
+    prov: list[Provenance] = []
+    if args.config:
+        loaded = load_config_file(args.config, catalog)
+        config, file_env, file_probe = loaded.config, loaded.environment, loaded.probe
+        changes: dict[str, Any] = {}
+        if device is not None:
+            changes["device"] = device
+    elif args.model:
+        path = resolve_model_path(args.model)
+        quant_cfg = load_hf_config(args.hf_quant_config) if args.hf_quant_config else None
+        ck = from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg)
+        if device is None:
+            raise ConfigError([InputIssue("--gpu", "the device is required with --model: give --gpu NAME, --platform (with --sm/--arch), or --probe", None, None)])
+        config = MoEConfig(device=device, provenance=tuple(ck.provenance) + (Provenance("device", Source.HARDWARE, f"--gpu {args.gpu}" if args.gpu else "--platform"),), **ck.kwargs)
+        changes = {}
+    else:
+        raise ConfigError([InputIssue("--model", "describe the layer with --model CONFIG_JSON (or an example name) or --config FILE; `moe-oracle examples` lists the shipped models", None, None)])
+
+    par: dict[str, Any] = {}
+    if args.tp is not None:
+        par["tp_size"] = args.tp
+    if args.dp is not None:
+        par["dp_size"] = args.dp
+    if args.ep:
+        par["use_ep"] = True
+    if args.eplb:
+        par["enable_eplb"] = True
+    if args.redundant_experts is not None:
+        par["num_redundant_experts"] = args.redundant_experts
+    if args.all2all:
+        backend, warning = resolve_all2all(catalog, args.all2all)
+        par["all2all_backend"] = backend
+        prov.append(Provenance("parallel.all2all_backend", flag, warning or f"--all2all {args.all2all}"))
+    if par:
+        changes["parallel"] = ParallelConfig(**{**_parallel_dict(config.parallel), **par})
+        prov.append(Provenance("parallel", flag, "deployment flags"))
+    if args.quant:
+        changes["quant"] = parse_quant(args.quant)
+        prov.append(Provenance("quant", flag, f"--quant {args.quant}"))
+    for attr, key in (("lora", "lora"), ("batch_invariant", "batch_invariant")):
+        if getattr(args, attr):
+            changes[key] = True
+            prov.append(Provenance(key, flag, f"--{attr.replace('_', '-')}"))
+    if args.moe_backend:
+        changes["moe_backend"] = args.moe_backend
+        prov.append(Provenance("moe_backend", flag, f"--moe-backend {args.moe_backend}"))
+    if args.max_tokens is not None:
+        changes["max_num_tokens"] = args.max_tokens
+        prov.append(Provenance("max_num_tokens", flag, f"--max-tokens {args.max_tokens}"))
+    if changes or prov:
+        merged = {p.field: p for p in config.provenance}
+        merged.update({p.field: p for p in prov})
+        changes["provenance"] = tuple(merged[k] for k in sorted(merged))
+        config = replace(config, **changes)
+
+    env_vars = [v.name for v in catalog.env_vars]
+    declared_env = {}
+    for item in args.env:
+        if "=" not in item:
+            raise ConfigError([InputIssue("--env", "expected VAR=VALUE", item, None)])
+        var, value = item.split("=", 1)
+        if var not in env_vars:
+            raise ConfigError([InputIssue("--env", "the oracle does not read this variable", var, env_vars)])
+        declared_env[var] = value
+    if probing or file_probe:
+        if args.package or args.without or args.env:
+            raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env", None, None)])
+        env = probe_environment(catalog.package_names, env_vars)
+        if probe_notes:
+            env = Environment(env.packages, env.absent, env.complete, env.env, env.probed, env.notes + probe_notes)
+    elif args.package or args.without or declared_env:
+        env = Environment.declared(args.package, args.without, declared_env)
+        if file_env is not None:
+            env = Environment(file_env.packages + env.packages, file_env.absent | env.absent, False, tuple({**dict(file_env.env), **dict(env.env)}.items()))
+    else:
+        env = file_env or Environment()
+    return config, env
+
+
+def _parallel_dict(p: Any) -> dict[str, Any]:
+    return {"tp_size": p.tp_size, "dp_size": p.dp_size, "use_ep": p.use_ep, "all2all_backend": p.all2all_backend, "enable_eplb": p.enable_eplb, "num_redundant_experts": p.num_redundant_experts}
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
+    from .engine import evaluate
+
+    config, env = _build_inputs(args, catalog)
+    decision = evaluate(catalog, config, env)
+    if args.json:
+        _print_json(decision.to_dict())
+    elif args.command == "select":
+        if decision.winner is None:
+            print(decision.render_failure())
+        else:
+            sel = decision.selected
+            assert sel is not None
+            extra = f" ({len(sel.assumptions)} assumption{'s' if len(sel.assumptions) != 1 else ''}; see explain)" if sel.assumptions else ""
+            print(f"{sel.kernel} [{sel.backend}, {sel.interface.value}] + {sel.prepare_finalize}{extra}")
+    else:
+        print(decision.render_text(show_all=args.all))
+    return EXIT_OK if decision.winner is not None else EXIT_NONE
+
+
+def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
+    from .oracle import Oracle
+
+    config, env = _build_inputs(args, catalog)
+    result = Oracle(catalog, env).why_not(config, args.backend)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(result.render_text())
+    return EXIT_OK if (result.found or result.already_eligible) else EXIT_NONE
+
+
+def _cmd_matrix(args: argparse.Namespace, catalog: Any) -> int:
+    from .matrix import render_html, render_markdown
+
+    if args.html:
+        Path(args.html).write_text(render_html(catalog), encoding="utf-8")
+        print(f"wrote {args.html}", file=sys.stderr)
+    else:
+        print(render_markdown(catalog))
+    return EXIT_OK
+
+
+def _cmd_lint(args: argparse.Namespace) -> int:
+    from .errors import TableError
+    from .lint import lint
+
+    try:
+        catalog = _load_catalog(args.tables)
+    except TableError as exc:
+        if args.json:
+            _print_json({"ok": False, "errors": [i.to_dict() for i in exc.issues], "findings": []})
+        else:
+            print(str(exc))
+        return EXIT_BAD_INPUT
+    findings = lint(catalog)
+    errors = [f for f in findings if f.severity == "error"]
+    warnings = [f for f in findings if f.severity == "warning"]
+    if args.json:
+        _print_json({"ok": not errors, "errors": [], "findings": [f.to_dict() for f in findings]})
+    else:
+        print(f"tables {catalog.tables_hash}: {len(catalog.experts)} experts kernels, {len(catalog.prepare_finalize)} prepare/finalize, {len(catalog.orders)} priority orders; schema OK")
+        for f in findings:
+            print(f.format())
+        print(f"{len(errors)} error(s), {len(warnings)} warning(s), {len(findings) - len(errors) - len(warnings)} note(s)")
+    if errors or (args.strict and warnings):
+        return EXIT_NONE
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
+    from .engine import evaluate
+    from .errors import ConfigError, InputIssue
+
+    try:
+        from .runtime.runner import run_layer
+    except ImportError as exc:
+        raise ConfigError([InputIssue("run", f"the runtime needs torch: pip install 'moe-oracle[runtime]' ({exc})", None, None)]) from None
+    if not args.probe and not (args.package or args.without or args.env):
+        args.probe = True
+    config, env = _build_inputs(args, catalog, probe_device_default=True)
+    decision = evaluate(catalog, config, env)
+    if decision.winner is None:
+        print(decision.render_failure())
+        return EXIT_NONE
+    report = run_layer(config, decision, tokens=args.tokens, layers=args.layers, seed=args.seed, max_experts=args.max_experts, progress=not args.json)
+    if args.json:
+        _print_json({"decision": decision.to_dict(), "run": report.to_dict()})
+    else:
+        print(report.render_text())
+    return EXIT_OK
+
+
+def _cmd_examples() -> int:
+    from .hardware import GPU_CATALOG
+    from .inputs import example_names
+
+    print("Example models (--model NAME):")
+    for name in example_names():
+        print(f"  {name}")
+    print("Hardware (--gpu NAME):")
+    for name, hw in GPU_CATALOG.items():
+        d = hw.device
+        arch = f"SM {d.capability}" if d.capability else (d.arch or "")
+        print(f"  {name:<16} {d.platform.value:<5} {arch:<8} {hw.description}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``moe-oracle`` script; returns the exit code."""
+    from .errors import ConfigError, TableError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "lint":
+            return _cmd_lint(args)
+        if args.command == "examples":
+            return _cmd_examples()
+        catalog = _load_catalog(getattr(args, "tables", None))
+        if args.command in ("explain", "select"):
+            return _cmd_explain(args, catalog)
+        if args.command == "why-not":
+            return _cmd_why_not(args, catalog)
+        if args.command == "matrix":
+            return _cmd_matrix(args, catalog)
+        if args.command == "run":
+            return _cmd_run(args, catalog)
+    except (ConfigError, TableError) as exc:
+        if getattr(args, "json", False):
+            _print_json(exc.to_dict())
+        else:
+            print(f"moe-oracle: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+    parser.error(f"unknown command {args.command!r}")
+    return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

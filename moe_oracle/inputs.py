@@ -1,0 +1,255 @@
+"""The untrusted doors: MoEConfig files, Hugging Face configs plus deployment flags.
+
+Everything a user types arrives here and leaves as a frozen :class:`MoEConfig`
+(and, when declared, an :class:`Environment`), or as one
+:class:`~moe_oracle.errors.ConfigError` listing every problem with its JSON path,
+the value and what is allowed. Files go through ``yaml.safe_load`` (JSON is YAML)
+and ``schemas/moe_config.schema.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from ._resources import examples_dir
+from .catalog import Catalog
+from .config import Device, MoEConfig, ParallelConfig, Provenance
+from .environment import Environment
+from .errors import ConfigError, InputIssue
+from .hardware import lookup_hardware
+from .hf import from_hf_config, load_hf_config
+from .quant import SCHEMES, QuantScheme, scheme_by_name
+from .tables import Schemas, load_schemas, parse_yaml_bytes, validate_document
+from .vocab import All2AllBackend, Source
+
+__all__ = [
+    "LoadedConfig",
+    "config_document",
+    "example_names",
+    "load_config_file",
+    "parse_quant",
+    "resolve_all2all",
+    "resolve_model_path",
+]
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A config file's content: the layer, and the environment it declares (if any)."""
+
+    config: MoEConfig
+    environment: Environment | None
+    probe: bool
+
+
+def example_names() -> tuple[str, ...]:
+    """Names of the shipped example model configs (file stems)."""
+    return tuple(sorted(p.name[:-5] for p in examples_dir().glob("*.json") if not p.name.endswith(".hf_quant_config.json")))
+
+
+def resolve_model_path(ref: str, base: Path | None = None) -> Path:
+    """A model reference: a path (relative to ``base``) or the name of a shipped example.
+
+    Raises:
+        ConfigError: neither an existing file nor an example name (lists the examples).
+    """
+    candidate = Path(ref)
+    if base is not None and not candidate.is_absolute():
+        candidate = base / candidate
+    if candidate.is_file():
+        return candidate
+    example = examples_dir() / f"{ref}.json"
+    if example.is_file():
+        return example
+    raise ConfigError([InputIssue("--model", "no such file, and not the name of a shipped example", ref, list(example_names()))])
+
+
+def resolve_all2all(catalog: Catalog, name: str) -> tuple[All2AllBackend, str | None]:
+    """An all2all backend name, with removed/renamed aliases rewritten (and a warning).
+
+    Raises:
+        ConfigError: neither a backend nor an alias.
+    """
+    key = name.strip().lower().replace("-", "_")
+    try:
+        return All2AllBackend(key), None
+    except ValueError:
+        pass
+    alias = catalog.all2all_aliases.get(key)
+    if alias is None:
+        allowed = [b.value for b in All2AllBackend] + sorted(catalog.all2all_aliases)
+        raise ConfigError([InputIssue("$.parallel.all2all_backend", "unknown all2all backend", name, allowed)])
+    warning = f"warning: all2all backend {name!r} is {alias.status} upstream and was rewritten to {alias.to!r} ({alias.note or alias.reference})"
+    return All2AllBackend(alias.to), warning
+
+
+def parse_quant(value: Any, path: str = "--quant") -> QuantScheme:
+    """A scheme name (or reference alias such as ``FP8-Blk``), or ``{weight, activation}``.
+
+    Raises:
+        ConfigError: unknown name or key.
+    """
+    if isinstance(value, QuantScheme):
+        return value
+    if isinstance(value, str):
+        try:
+            return scheme_by_name(value)
+        except KeyError:
+            raise ConfigError([InputIssue(path, "unknown quant scheme", value, list(SCHEMES))]) from None
+    if isinstance(value, Mapping):
+        try:
+            return QuantScheme(value.get("weight"), value.get("activation"))
+        except ValueError as exc:
+            raise ConfigError([InputIssue(path, str(exc), dict(value), None)]) from None
+    raise ConfigError([InputIssue(path, "must be a scheme name or {weight, activation}", value, list(SCHEMES))])
+
+
+def _device(doc: Mapping[str, Any]) -> Device:
+    if "gpu" in doc:
+        return lookup_hardware(doc["gpu"]).device
+    return Device(doc["platform"], capability=doc.get("capability"), arch=doc.get("arch"), cpu_amx=doc.get("cpu_amx"), name=doc.get("name"))
+
+
+def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None = None) -> LoadedConfig:
+    """Load and validate a MoEConfig YAML/JSON file.
+
+    Raises:
+        ConfigError: unreadable, malformed, schema-invalid or semantically invalid; every
+            problem names the file and the JSON path.
+    """
+    path = Path(path)
+    display = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError([InputIssue("--config", f"cannot read: {exc.strerror or exc}", display, None, display)]) from None
+    doc, problems = parse_yaml_bytes(display, raw)
+    if problems:
+        raise ConfigError(problems)
+    return config_from_document(doc, catalog, file=display, base=path.parent, schemas=schemas)
+
+
+def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None, base: Path | None = None, schemas: Schemas | None = None) -> LoadedConfig:
+    """Build a config from a parsed document (see ``schemas/moe_config.schema.json``).
+
+    Raises:
+        ConfigError: every schema problem at once, then the first semantic one.
+    """
+    schemas = schemas or load_schemas()
+    if not isinstance(doc, dict):
+        raise ConfigError([InputIssue("$", "a MoE config file must be a mapping", type(doc).__name__ if doc is not None else "empty file", None, file, keyword="type")])
+    issues = validate_document(schemas.for_kind("moe_config"), doc, file)
+    if issues:
+        raise ConfigError(issues)
+    src = Source.CONFIG_FILE
+    model = doc["model"]
+    prov: list[Provenance] = []
+    if "hf_config" in model:
+        hf_path = resolve_model_path(model["hf_config"], base)
+        quant_cfg = load_hf_config(resolve_model_path(model["hf_quant_config"], base)) if "hf_quant_config" in model else None
+        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg)
+        kwargs = dict(ck.kwargs)
+        prov += list(ck.provenance)
+        if "quant" in model:
+            kwargs["quant"] = parse_quant(model["quant"], "$.model.quant")
+            prov.append(Provenance("quant", src, "config file overrides the checkpoint's quantization"))
+    else:
+        kwargs = {k: v for k, v in model.items() if k != "quant"}
+        if "quant" in model:
+            kwargs["quant"] = parse_quant(model["quant"], "$.model.quant")
+        prov += [Provenance(k, src, "") for k in model]
+    try:
+        device = _device(doc["device"])
+    except ConfigError as exc:
+        raise ConfigError([InputIssue(f"$.device.{i.path.lstrip('$.').replace('--gpu', 'gpu')}", i.message, i.value, i.allowed, file) for i in exc.issues]) from None
+    prov.append(Provenance("device", Source.HARDWARE if "gpu" in doc["device"] else src, f"device {doc['device']}"))
+    par = dict(doc.get("parallel") or {})
+    if "all2all_backend" in par:
+        backend, warning = resolve_all2all(catalog, par["all2all_backend"])
+        par["all2all_backend"] = backend
+        prov.append(Provenance("parallel.all2all_backend", src, warning or ""))
+    if par:
+        prov.append(Provenance("parallel", src, ""))
+    for key in ("lora", "batch_invariant", "moe_backend", "max_num_tokens"):
+        if key in doc:
+            kwargs[key] = doc[key]
+            prov.append(Provenance(key, src, ""))
+    try:
+        config = MoEConfig(device=device, parallel=ParallelConfig(**par), provenance=_dedupe(prov), **kwargs)
+    except ConfigError as exc:
+        raise ConfigError([InputIssue(i.path, i.message, i.value, i.allowed, file, i.entry, i.keyword) for i in exc.issues]) from None
+    env_doc = doc.get("environment")
+    environment = None
+    probe = False
+    if env_doc is not None:
+        probe = bool(env_doc.get("probe", False))
+        if not probe:
+            pkgs = tuple((name, version) for name, version in (env_doc.get("packages") or {}).items())
+            environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()))
+    return LoadedConfig(config, environment, probe)
+
+
+def _dedupe(prov: list[Provenance]) -> tuple[Provenance, ...]:
+    by_field: dict[str, Provenance] = {}
+    for p in prov:
+        if p.field in by_field and not p.evidence:
+            continue
+        by_field[p.field] = p
+    return tuple(by_field[k] for k in sorted(by_field))
+
+
+def config_document(config: MoEConfig, env: Environment | None = None) -> dict[str, Any]:
+    """A document that :func:`config_from_document` turns back into an equal config (provenance aside).
+
+    Used to print replayable failing examples (``moe-oracle explain --config``).
+    """
+    d = config.device
+    model: dict[str, Any] = {
+        "num_experts": config.num_experts,
+        "top_k": config.top_k,
+        "hidden_size": config.hidden_size,
+        "intermediate_size": config.intermediate_size,
+        "activation": config.activation.value,
+        "routing_method": config.routing_method.value,
+        "quant": config.quant.name if config.quant.name in SCHEMES else {"weight": config.quant.weight, "activation": config.quant.activation},
+        "quant_method": config.quant_method,
+        "in_dtype": config.in_dtype.value,
+        "router_logits_dtype": config.router_logits_dtype.value if config.router_logits_dtype else None,
+        "has_bias": config.has_bias,
+        "swiglu_alpha": config.swiglu_alpha,
+        "swiglu_limit": config.swiglu_limit,
+        "swiglu_beta": config.swiglu_beta,
+        "num_expert_group": config.num_expert_group,
+        "topk_group": config.topk_group,
+        "routed_scaling_factor": config.routed_scaling_factor,
+        "has_correction_bias": config.has_correction_bias,
+    }
+    p = config.parallel
+    doc: dict[str, Any] = {
+        "model": model,
+        "device": {"platform": d.platform.value, "capability": d.capability, "arch": d.arch, "cpu_amx": d.cpu_amx, "name": d.name},
+        "parallel": {
+            "tp_size": p.tp_size,
+            "dp_size": p.dp_size,
+            "use_ep": p.use_ep,
+            "all2all_backend": p.all2all_backend.value,
+            "enable_eplb": p.enable_eplb,
+            "num_redundant_experts": p.num_redundant_experts,
+        },
+        "lora": config.lora,
+        "batch_invariant": config.batch_invariant,
+        "moe_backend": config.moe_backend,
+        "max_num_tokens": config.max_num_tokens,
+    }
+    if env is not None:
+        doc["environment"] = {"probe": False, "packages": dict(env.packages), "absent": sorted(env.absent), "env": dict(env.env)}
+    return doc
+
+
+def dump_document(doc: Mapping[str, Any]) -> str:
+    """YAML text of a config document (``yaml.safe_dump``)."""
+    return yaml.safe_dump(dict(doc), sort_keys=False)

@@ -1,0 +1,198 @@
+"""Semantic lint of a loaded catalog, beyond what the JSON Schemas and the loader enforce.
+
+The loader already rejects schema errors, unknown values, duplicate ids, rules
+naming unknown backends or kernels, and kernels that no prepare/finalize pairs
+with. Lint adds what only the whole table set shows:
+
+* ``unsatisfiable``: a check whose allowed set has no value in its field's domain
+  (the kernel can never be eligible);
+* ``request_only``: a backend in no priority order (reachable only with moe_backend);
+* ``never_selected``: a kernel that no config of a seeded sample selects, even when
+  requested (shadowed by a sibling or never eligible);
+* ``order_shadowed``: a priority order that an earlier order always pre-empts;
+* ``adjustment_inert``: an adjustment that moves backends absent from every order it can meet;
+* ``constraint_id_reused``: one rule id with different content in two places;
+* ``alias_expired``: a deprecated alias still accepted after its removal date;
+* ``no_order``: a (platform, quant family) with no priority order;
+* ``uncovered``: a (platform, quant scheme) that no kernel other than the reference supports.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import Catalog
+from .checks import Check
+from .engine import evaluate
+from .fields import FIELDS
+from .predicates import Predicate
+from .quant import SCHEMES, QuantFamily
+from .sampling import sample_configs
+from .vocab import Platform
+
+__all__ = ["Finding", "lint"]
+
+SAMPLE_SIZE = 2000
+SAMPLE_SEED = 20261130
+TARGETED_STARTS = 5
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One lint result. ``severity``: ``error`` (the tables are wrong), ``warning`` (probably wrong), ``note``."""
+
+    severity: str
+    code: str
+    subject: str
+    message: str
+
+    def format(self) -> str:
+        return f"{self.severity:<7} {self.code:<22} {self.subject}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"severity": self.severity, "code": self.code, "subject": self.subject, "message": self.message}
+
+
+def _domain(field: str) -> tuple[Any, ...] | None:
+    spec = FIELDS.get(field)
+    return spec.domain if spec is not None else None
+
+
+def _satisfiable(pred: Predicate) -> bool:
+    domain = _domain(pred.field)
+    if domain is None:
+        return True
+    return any(pred.test(v) for v in domain)
+
+
+def _unsatisfiable(catalog: Catalog) -> list[Finding]:
+    out = []
+    for entry in catalog.experts:
+        for chk in entry.checks:
+            preds = ([chk.predicate] if chk.predicate is not None else []) + list(chk.condition)
+            if chk.predicate is not None and not chk.condition and not _satisfiable(chk.predicate):
+                out.append(Finding("error", "unsatisfiable", f"{entry.id}:{chk.rule}", f"no value of {chk.field} passes ({chk.predicate.describe()}); the kernel can never be eligible"))
+            elif chk.deny and all(_satisfiable(p) for p in preds) is False:
+                out.append(Finding("warning", "unsatisfiable", f"{entry.id}:{chk.rule}", "the known-bad condition can never hold; the entry never fires"))
+    return out
+
+
+def _request_only(catalog: Catalog) -> list[Finding]:
+    ordered = {b for o in catalog.orders for b in o.backends} | set(catalog.fallback)
+    return [Finding("note", "request_only", b, "in no priority order: selected only with moe_backend") for b in catalog.backends if b not in ordered]
+
+
+def _never_selected(catalog: Catalog) -> list[Finding]:
+    """Kernels no config selects: a seeded sample first, then a targeted search per remaining kernel.
+
+    The targeted search starts from sampled configs, requests the kernel's backend and
+    repairs inputs until the kernel itself is eligible (``whynot.repair``); a kernel
+    that is then still not selected is outranked inside its own backend.
+    """
+    from .whynot import repair
+
+    won: set[str] = set()
+    samples = list(sample_configs(SAMPLE_SIZE, SAMPLE_SEED, catalog))
+    for config, env in samples:
+        d = evaluate(catalog, config, env)
+        if d.kernel:
+            won.add(d.kernel)
+    out = []
+    for entry in catalog.experts:
+        if entry.id in won:
+            continue
+        eligible_once = False
+        for config, env in samples[:TARGETED_STARTS]:
+            start = config.with_changes(moe_backend=entry.backend)
+            result = repair(catalog, start, env, lambda row, k=entry.id: row.entry.id == k)
+            if not result.found:
+                continue
+            eligible_once = True
+            if result.decision is not None and result.decision.kernel == entry.id:
+                won.add(entry.id)
+                break
+        if entry.id in won:
+            continue
+        why = "eligible, but always outranked by a sibling of its backend" if eligible_once else "never made eligible"
+        out.append(Finding("warning", "never_selected", entry.id, f"not selected in {SAMPLE_SIZE} sampled configs nor by a targeted search from {TARGETED_STARTS} starts ({why})"))
+    return out
+
+
+def _implies(later: tuple[Predicate, ...], earlier: tuple[Predicate, ...]) -> bool:
+    """Every config matching ``later`` also matches ``earlier`` (finite domains only)."""
+    by_field = {p.field: p for p in later}
+    for p in earlier:
+        q = by_field.get(p.field)
+        domain = _domain(p.field)
+        if q is None or domain is None:
+            return False
+        if not all(p.test(v) for v in domain if q.test(v)):
+            return False
+    return True
+
+
+def _orders(catalog: Catalog) -> list[Finding]:
+    out = []
+    for j, later in enumerate(catalog.orders):
+        for earlier in catalog.orders[:j]:
+            if _implies(later.when, earlier.when):
+                out.append(Finding("warning", "order_shadowed", later.id, f"never applies: every config it matches is matched first by {earlier.id}"))
+                break
+    in_orders = {b for o in catalog.orders for b in o.backends}
+    for adj in catalog.adjustments:
+        if not any(b in in_orders for b in adj.move):
+            out.append(Finding("warning", "adjustment_inert", adj.id, f"moves {', '.join(adj.move)}, which no priority order lists"))
+    for opt in catalog.opt_in:
+        if opt.backend not in in_orders:
+            out.append(Finding("note", "opt_in_redundant", opt.id, f"{opt.backend} is in no priority order anyway"))
+    for platform in Platform:
+        for family in QuantFamily:
+            values = {"platform": platform.value, "quant_family": family.value}
+            if not any(all(p.field not in values or p.test(values[p.field]) for p in o.when) for o in catalog.orders):
+                out.append(Finding("note", "no_order", f"{platform.value}/{family.value}", "no priority order; only the fallback and requested backends are tried"))
+    return out
+
+
+def _constraint_ids(catalog: Catalog) -> list[Finding]:
+    seen: dict[str, tuple[Check, str]] = {}
+    out = []
+    for entry in catalog.experts:
+        for chk in entry.checks:
+            prev = seen.get(chk.rule)
+            key = (chk.field, chk.predicate, chk.condition, chk.deny, chk.code, chk.hint)
+            if prev is None:
+                seen[chk.rule] = (chk, entry.id)
+            elif (prev[0].field, prev[0].predicate, prev[0].condition, prev[0].deny, prev[0].code, prev[0].hint) != key:
+                out.append(Finding("error", "constraint_id_reused", chk.rule, f"different content in {prev[1]} and {entry.id}"))
+    return out
+
+
+def _aliases(catalog: Catalog, today: _dt.date) -> list[Finding]:
+    out = []
+    for alias in catalog.all2all_aliases.values():
+        if alias.remove_after and _dt.date.fromisoformat(alias.remove_after) < today:
+            out.append(Finding("warning", "alias_expired", f"all2all:{alias.name}", f"{alias.status} alias past its removal date {alias.remove_after}; remove it"))
+    return out
+
+
+def _coverage(catalog: Catalog) -> list[Finding]:
+    from .matrix import MATRIX_DEVICES, cell
+
+    out = []
+    for platform in (Platform.CUDA, Platform.ROCM, Platform.CPU):
+        devices = [d for d in MATRIX_DEVICES if d.startswith("CPU") == (platform is Platform.CPU) and (d.startswith("MI") == (platform is Platform.ROCM))]
+        missing = [s for s in SCHEMES if not any(cell(e, d, s).status != "no" for e in catalog.experts if e.backend != "reference" for d in devices)]
+        if missing:
+            out.append(Finding("note", "uncovered", platform.value, f"no kernel other than the reference supports {len(missing)} scheme(s): {', '.join(missing)}"))
+    return out
+
+
+def lint(catalog: Catalog, *, today: _dt.date | None = None, sample: bool = True) -> list[Finding]:
+    """Every finding for ``catalog``, errors first."""
+    findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog)
+    if sample:
+        findings += _never_selected(catalog)
+    order = {"error": 0, "warning": 1, "note": 2}
+    return sorted(findings, key=lambda f: (order[f.severity], f.code, f.subject))

@@ -1,0 +1,128 @@
+"""The moe-oracle command line: commands, --help, --json, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from moe_oracle.cli import build_parser, main
+from moe_oracle.tables import load_schemas
+from tests.tables_fixture import write_tables
+
+
+@pytest.fixture()
+def tables(tmp_path):
+    write_tables(tmp_path)
+    return str(tmp_path)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def layer_args(tables, *extra):
+    return ["--tables", tables, "--model", "qwen3-30b-a3b", *extra]
+
+
+@pytest.mark.parametrize("command", ["explain", "select", "why-not", "matrix", "lint", "run", "examples"])
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: moe-oracle " + command in out
+
+
+def test_top_level_help_lists_commands():
+    text = build_parser().format_help()
+    for command in ("explain", "select", "why-not", "matrix", "lint", "run", "examples"):
+        assert command in text
+
+
+def test_select_prints_one_line_and_exit_0(tables, capsys):
+    code, out, _ = run(capsys, "select", *layer_args(tables, "--gpu", "B200"))
+    assert code == 0
+    assert out.count("\n") == 1 and out.startswith("fast_monolithic [fast, monolithic] + local_monolithic")
+
+
+def test_explain_json_validates_against_the_decision_schema(tables, capsys):
+    code, out, _ = run(capsys, "explain", *layer_args(tables, "--gpu", "A100", "--json"))
+    assert code == 0
+    record = json.loads(out)
+    errors = list(load_schemas().for_kind("decision").iter_errors(record))
+    assert errors == []
+    assert record["selected"]["kernel"] == "slow" and record["demotions"][0]["backend"] == "slow"
+
+
+def test_nothing_eligible_exits_1_with_the_full_record(tables, capsys):
+    code, out, _ = run(capsys, "explain", *layer_args(tables, "--gpu", "B200", "--moe-backend", "slow", "--max-tokens", "8", "--quant", "nvfp4"))
+    assert code == 1
+    assert "Selected: NONE" in out and "quant_unsupported" in out
+
+
+def test_bad_input_exits_2_with_a_did_you_mean(tables, capsys):
+    code, _, err = run(capsys, "explain", *layer_args(tables, "--gpu", "H2000"))
+    assert code == 2 and "did you mean 'H200'" in err
+    code, _, err = run(capsys, "explain", *layer_args(tables, "--gpu", "B200", "--all2all", "deepep_ll"))
+    assert code == 2 and "all2all" in err
+    code, out, _ = run(capsys, "select", *layer_args(tables, "--gpu", "B200", "--moe-backend", "slwo", "--json"))
+    assert code == 2 and json.loads(out)["issues"][0]["did_you_mean"] == "slow"
+    code, _, err = run(capsys, "explain", "--tables", tables, "--gpu", "B200")
+    assert code == 2 and "--model" in err
+
+
+def test_model_without_device_is_an_error(tables, capsys):
+    code, _, err = run(capsys, "explain", *layer_args(tables))
+    assert code == 2 and "--gpu" in err
+
+
+def test_declared_packages_and_env(tables, capsys):
+    code, out, _ = run(capsys, "select", *layer_args(tables, "--gpu", "B200", "--without", "fastpkg"))
+    assert code == 0 and out.startswith("slow ")
+    code, out, _ = run(capsys, "explain", *layer_args(tables, "--gpu", "B200", "--env", "VLLM_BATCH_INVARIANT=1", "--json"))
+    record = json.loads(out)
+    assert record["inputs"]["batch_invariant"] == {"value": True, "source": "env_var"}
+    code, _, err = run(capsys, "explain", *layer_args(tables, "--gpu", "B200", "--env", "NOT_READ=1"))
+    assert code == 2 and "does not read" in err
+
+
+def test_why_not_finds_the_smallest_change(tables, capsys):
+    code, out, _ = run(capsys, "why-not", "--backend", "fast", *layer_args(tables, "--gpu", "H200", "--json"))
+    assert code == 0
+    result = json.loads(out)
+    assert result["found"] and [e["target"] for e in result["edits"]] == ["device"]
+    assert result["kernel"] in ("fast", "fast_monolithic")
+
+
+def test_matrix_markdown_and_html(tables, tmp_path, capsys):
+    code, out, _ = run(capsys, "matrix", "--tables", tables)
+    assert code == 0 and "| `fast_monolithic` |" in out
+    page = tmp_path / "m.html"
+    code, _, _ = run(capsys, "matrix", "--tables", tables, "--html", str(page))
+    html = page.read_text()
+    assert code == 0 and html.startswith("<!doctype html>") and "id='rule-fast.platforms.cuda.device_capability'" in html
+    assert "<script" not in html and "http" not in html.split("<body>")[1]
+
+
+def test_lint_reports_and_json(tables, capsys):
+    code, out, _ = run(capsys, "lint", "--tables", tables, "--json")
+    report = json.loads(out)
+    assert report["ok"] is True
+    assert any(f["code"] == "never_selected" for f in report["findings"]) or all(f["severity"] != "error" for f in report["findings"])
+
+
+def test_lint_on_broken_tables_exits_2(tmp_path, capsys):
+    write_tables(tmp_path)
+    (tmp_path / "kernels" / "fast.yaml").write_text("kind: experts\nfamily: fast\n")
+    code, out, _ = run(capsys, "lint", "--tables", str(tmp_path))
+    assert code == 2 and "kernels/fast.yaml" in out
+
+
+def test_console_script_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "moe_oracle.cli", "--version"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and proc.stdout.startswith("moe-oracle ")

@@ -1,0 +1,83 @@
+"""MoEConfig files: schema validation, aliases, replayable documents."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from moe_oracle.errors import ConfigError
+from moe_oracle.inputs import config_document, config_from_document, load_config_file
+
+GOOD = {
+    "model": {"num_experts": 64, "top_k": 4, "hidden_size": 1024, "intermediate_size": 512, "activation": "silu", "quant": "fp8_block"},
+    "device": {"gpu": "B200"},
+    "parallel": {"tp_size": 2, "all2all_backend": "naive"},
+    "max_num_tokens": 4096,
+    "environment": {"packages": {"fastpkg": "1.3"}, "absent": ["deep-ep"], "env": {"VLLM_BATCH_INVARIANT": "0"}},
+}
+
+
+def write(tmp_path, doc, name="cfg.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc) if not isinstance(doc, str) else doc, encoding="utf-8")
+    return path
+
+
+def test_good_file_loads_with_alias_warning_and_environment(tmp_path, small_catalog):
+    loaded = load_config_file(write(tmp_path, GOOD), small_catalog)
+    c = loaded.config
+    assert (c.device.capability, c.parallel.tp_size, c.parallel.all2all_backend.value, c.quant.name, c.max_num_tokens) == (100, 2, "allgather_reducescatter", "fp8_block", 4096)
+    warning = c.source_of("parallel.all2all_backend")
+    assert warning is not None and warning.evidence.startswith("warning:") and "removed" in warning.evidence
+    assert loaded.environment.package("fastpkg") == "1.3"
+
+
+def test_schema_errors_name_the_file_and_path(tmp_path, small_catalog):
+    doc = {**GOOD, "model": {**GOOD["model"], "activation": "slu", "top_k": "4"}, "extra": 1}
+    with pytest.raises(ConfigError) as info:
+        load_config_file(write(tmp_path, doc), small_catalog)
+    paths = {i.path for i in info.value.issues}
+    assert "$" in paths or "$.model" in paths
+    assert all(i.file.endswith("cfg.yaml") for i in info.value.issues)
+
+
+def test_unknown_all2all_backend_has_did_you_mean(tmp_path, small_catalog):
+    doc = {**GOOD, "parallel": {"all2all_backend": "deepep_low_latncy"}}
+    with pytest.raises(ConfigError) as info:
+        load_config_file(write(tmp_path, doc), small_catalog)
+    assert info.value.issues[0].suggestion() == "deepep_low_latency"
+
+
+def test_malformed_empty_and_hostile_files(tmp_path, small_catalog):
+    for text, keyword in (("model: [\n", "yaml"), ("", "type"), ("!!python/object/apply:os.system ['echo hi']\n", "yaml"), ("- 1\n- 2\n", "type")):
+        with pytest.raises(ConfigError) as info:
+            load_config_file(write(tmp_path, text), small_catalog)
+        assert info.value.issues[0].keyword == keyword
+    deep = "a: " + "[" * 5000 + "]" * 5000 + "\n"
+    with pytest.raises(ConfigError):
+        load_config_file(write(tmp_path, deep), small_catalog)
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"model: \xff\n")
+    with pytest.raises(ConfigError) as info:
+        load_config_file(binary, small_catalog)
+    assert info.value.issues[0].keyword == "encoding"
+
+
+def test_hf_config_reference_and_semantic_errors(tmp_path, small_catalog):
+    loaded = config_from_document({"model": {"hf_config": "qwen3-30b-a3b"}, "device": {"gpu": "H200"}}, small_catalog)
+    assert loaded.config.num_experts == 128 and loaded.config.routing_method.value == "renormalize_naive"
+    with pytest.raises(ConfigError) as info:
+        config_from_document({"model": {**GOOD["model"], "top_k": 100}, "device": {"gpu": "B200"}}, small_catalog, file="x.yaml")
+    assert info.value.issues[0].path == "$.top_k" and info.value.issues[0].file == "x.yaml"
+    with pytest.raises(ConfigError) as info:
+        config_from_document({"model": GOOD["model"], "device": {"gpu": "B2000"}}, small_catalog)
+    assert info.value.issues[0].suggestion() == "B200"
+
+
+def test_document_round_trip(tmp_path, small_catalog):
+    loaded = load_config_file(write(tmp_path, GOOD), small_catalog)
+    doc = config_document(loaded.config, loaded.environment)
+    again = config_from_document(yaml.safe_load(yaml.safe_dump(doc)), small_catalog)
+    strip = lambda c: c.with_changes(provenance=())  # noqa: E731
+    assert strip(again.config) == strip(loaded.config)
+    assert again.environment.fingerprint == loaded.environment.fingerprint

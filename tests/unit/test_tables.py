@@ -1,0 +1,123 @@
+"""Loader and compiler errors: every problem named with file, entry id and JSON path."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from moe_oracle.catalog import load_catalog
+from moe_oracle.errors import TableError
+from tests.tables_fixture import base_tables, write_tables
+
+
+def issues_for(tmp_path, mutate=None, raw: dict[str, bytes] | None = None):
+    tables = base_tables()
+    if mutate:
+        mutate(tables)
+    dirs = write_tables(tmp_path, tables)
+    for rel, data in (raw or {}).items():
+        (tmp_path / rel).write_bytes(data)
+    with pytest.raises(TableError) as info:
+        load_catalog(dirs)
+    return info.value.issues
+
+
+def test_malformed_yaml_names_file_line_and_column(tmp_path):
+    issues = issues_for(tmp_path, raw={"kernels/fast.yaml": b"kind: experts\nentries: [\n  - id: x\n"})
+    assert len(issues) == 1
+    issue = issues[0]
+    assert issue.file == "kernels/fast.yaml" and issue.keyword == "yaml"
+    assert "line" in issue.path
+
+
+def test_yaml_tags_that_would_construct_objects_are_rejected(tmp_path):
+    issues = issues_for(tmp_path, raw={"kernels/fast.yaml": b"kind: !!python/object/apply:os.system ['true']\n"})
+    assert issues[0].keyword == "yaml" and "python/object" in issues[0].message
+
+
+def test_non_utf8_and_empty_files(tmp_path):
+    issues = issues_for(tmp_path, raw={"kernels/fast.yaml": b"kind: \xff\xfe\n", "kernels/slow.yaml": b""})
+    by_file = {i.file: i for i in issues}
+    assert by_file["kernels/fast.yaml"].keyword == "encoding"
+    assert by_file["kernels/slow.yaml"].keyword == "type" and by_file["kernels/slow.yaml"].value == "empty file"
+
+
+def test_unknown_enum_value_has_path_entry_and_did_you_mean(tmp_path):
+    def mutate(t):
+        t["kernels/fast.yaml"]["entries"][1]["supports"]["activation"] = ["slu"]
+
+    issues = issues_for(tmp_path, mutate)
+    (issue,) = issues
+    assert (issue.file, issue.entry, issue.path) == ("kernels/fast.yaml", "fast", "$.entries[1].supports.activation")
+    assert issue.value == "slu" and issue.suggestion() == "silu"
+    assert "silu" in issue.allowed
+
+
+def test_schema_errors_are_all_reported_at_once_with_json_paths(tmp_path):
+    def mutate(t):
+        del t["kernels/fast.yaml"]["entries"][0]["features"]
+        t["kernels/slow.yaml"]["entries"][0]["interface"] = "monolitic"
+
+    issues = issues_for(tmp_path, mutate)
+    found = {(i.file, i.entry, i.path, i.keyword) for i in issues}
+    assert ("kernels/fast.yaml", "fast_monolithic", "$.entries[0]", "required") in found
+    assert ("kernels/slow.yaml", "slow", "$.entries[0].interface", "enum") in found
+    slow = next(i for i in issues if i.entry == "slow")
+    assert slow.suggestion() == "monolithic"
+
+
+def test_duplicate_ids_name_both_files(tmp_path):
+    def mutate(t):
+        t["kernels/slow.yaml"]["entries"][0]["id"] = "fast"
+
+    issues = issues_for(tmp_path, mutate)
+    assert any("duplicate id" in i.message and "kernels/fast.yaml" in i.message and i.file == "kernels/slow.yaml" for i in issues)
+
+
+def test_rule_naming_an_unknown_backend_or_kernel(tmp_path):
+    def mutate(t):
+        t["rules/priority.yaml"]["orders"][0]["backends"].append("fats")
+        t["rules/known_bad.yaml"]["entries"][0]["kernels"] = ["no_such_kernel"]
+
+    issues = issues_for(tmp_path, mutate)
+    unknown_backend = next(i for i in issues if i.value == "fats")
+    assert unknown_backend.path == "$.orders[0].backends[3]" and unknown_backend.suggestion() == "fast"
+    assert any(i.value == "no_such_kernel" and i.file == "rules/known_bad.yaml" for i in issues)
+
+
+def test_misplaced_table_kind(tmp_path):
+    def mutate(t):
+        t["kernels/rules_here.yaml"] = copy.deepcopy(t["rules/aliases.yaml"])
+
+    issues = issues_for(tmp_path, mutate)
+    assert any(i.file == "kernels/rules_here.yaml" and i.path == "$.kind" and i.allowed == ["experts"] for i in issues)
+
+
+def test_numeric_keyword_on_an_enum_field_and_undeclared_env_var(tmp_path):
+    def mutate(t):
+        t["kernels/slow.yaml"]["entries"][0]["constraints"].append({"id": "slow.bad", "field": "activation", "min": 3, "reason": "shape_unsupported", "hint": "x"})
+        t["kernels/fast.yaml"]["entries"][1]["env"] = {"VLLM_NOT_DECLARED": [True]}
+
+    issues = issues_for(tmp_path, mutate)
+    messages = " | ".join(i.message for i in issues)
+    assert "min only applies to numeric fields" in messages
+    assert "not declared in rules/environment.yaml" in messages
+
+
+def test_kernel_with_no_matching_prepare_finalize_is_an_error(tmp_path):
+    def mutate(t):
+        t["prepare_finalize/pf.yaml"]["entries"] = [e for e in t["prepare_finalize/pf.yaml"]["entries"] if e["interface"] != "monolithic"]
+
+    issues = issues_for(tmp_path, mutate)
+    assert any(i.entry == "fast_monolithic" and "no prepare/finalize pairs" in i.message for i in issues)
+
+
+def test_valid_tables_load_and_hash_is_content_based(tmp_path):
+    a = load_catalog(write_tables(tmp_path / "a"))
+    b = load_catalog(write_tables(tmp_path / "b"))
+    assert a.tables_hash == b.tables_hash
+    t = base_tables()
+    t["kernels/slow.yaml"]["entries"][0]["constraints"][0]["max"] = 256
+    c = load_catalog(write_tables(tmp_path / "c", t))
+    assert c.tables_hash != a.tables_hash
