@@ -4,6 +4,7 @@ Sources: NVIDIA CUDA GPU compute capability table (developer.nvidia.com/cuda-gpu
 A100 8.0, L40S 8.9, H100/H200 9.0, B200/GB200 10.0, B300/GB300 10.3,
 RTX PRO 6000 Blackwell / RTX 5090 12.0, DGX Spark (GB10) 12.1.
 AMD ROCm GPU support matrix: MI300X gfx942 (CDNA3), MI355X gfx950 (CDNA4).
+Intel: Arc B580 / Arc Pro B60 are Battlemage (Xe2) GPUs.
 """
 
 from __future__ import annotations
@@ -58,8 +59,11 @@ _ENTRIES = {
     "DGX_SPARK": _cuda("DGX_SPARK", 121, "NVIDIA DGX Spark, GB10 (SM 12.1)", None, 273.0),
     "MI300X": _rocm("MI300X", "gfx942", "AMD Instinct MI300X (CDNA3, gfx942)", 1307.4, 5300.0),
     "MI355X": _rocm("MI355X", "gfx950", "AMD Instinct MI355X (CDNA4, gfx950)", 2516.6, 8000.0),
+    "ARC_B580": HardwareEntry(Device(Platform.XPU, arch="xe2", name="ARC_B580"), "Intel Arc B580 (Battlemage, Xe2)"),
+    "ARC_PRO_B60": HardwareEntry(Device(Platform.XPU, arch="xe2", name="ARC_PRO_B60"), "Intel Arc Pro B60 (Battlemage, Xe2)"),
     "CPU_X86_64": HardwareEntry(Device(Platform.CPU, arch="x86_64", name="CPU_X86_64"), "x86-64 CPU (AMX unknown)"),
     "CPU_X86_64_AMX": HardwareEntry(Device(Platform.CPU, arch="x86_64", cpu_amx=True, name="CPU_X86_64_AMX"), "x86-64 CPU with AMX tiles (Sapphire Rapids+)"),
+    "CPU_PPC64LE": HardwareEntry(Device(Platform.CPU, arch="ppc64le", cpu_amx=False, name="CPU_PPC64LE"), "IBM Power CPU (VSX)"),
     "CPU_AARCH64": HardwareEntry(Device(Platform.CPU, arch="aarch64", cpu_amx=False, name="CPU_AARCH64"), "AArch64 CPU"),
 }
 

@@ -150,6 +150,14 @@ def _sizes(current: int) -> list[int]:
 def _parallel_edits(config: MoEConfig) -> Iterator[tuple[str, Callable[[MoEConfig], MoEConfig], Any, Any, int]]:
     p = config.parallel
     world = p.tp_size * p.dp_size
+    # Whole deployments first: TP only, and DP + EP over each all2all backend, same GPU count.
+    ep_world = world if world > 1 else 8
+    presets = [ParallelConfig(tp_size=world)] + [ParallelConfig(dp_size=ep_world, use_ep=True, all2all_backend=b) for b in All2AllBackend]
+    for preset in presets:
+        if preset != p:
+            after = f"tp={preset.tp_size} dp={preset.dp_size}" + (f" ep all2all={preset.all2all_backend.value}" if preset.use_ep else "")
+            before = f"tp={p.tp_size} dp={p.dp_size}" + (f" ep all2all={p.all2all_backend.value}" if p.use_ep else "")
+            yield "parallel", lambda c, pre=preset: c.with_changes(parallel__tp_size=pre.tp_size, parallel__dp_size=pre.dp_size, parallel__use_ep=pre.use_ep, parallel__all2all_backend=pre.all2all_backend), before, after, 1 if preset.tp_size * preset.dp_size == world else 2
     for tp in _sizes(p.tp_size):
         if tp != p.tp_size:
             yield "parallel.tp_size", lambda c, tp=tp: c.with_changes(parallel__tp_size=tp), p.tp_size, tp, 1 if tp * p.dp_size == world else 2
@@ -213,7 +221,6 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
         return
     simple = {
         "lora": (lambda c, v: replace(c, lora=v), [True, False], 1),
-        "batch_invariant": (lambda c, v: replace(c, batch_invariant=v), [True, False], 1),
         "enable_eplb": (lambda c, v: c.with_changes(parallel__enable_eplb=v), [True, False], 1),
         "moe_backend": (lambda c, v: replace(c, moe_backend=v), _allowed_values(chk, field) or [], 1),
         "quant_method": (lambda c, v: replace(c, quant_method=v), _allowed_values(chk, field) or [], 3),
@@ -225,6 +232,12 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
         "has_bias": (lambda c, v: replace(c, has_bias=v), [True, False], 5),
         "swiglu_clamp": (lambda c, v: replace(c, swiglu_limit=None if not v else 7.0), [True, False], 5),
     }
+    if field == "batch_invariant":
+        # The flag and VLLM_BATCH_INVARIANT both turn it on: one edit sets both.
+        for value in (True, False):
+            raw = "1" if value else None
+            yield "batch_invariant", (lambda s, v=value, r=raw: (replace(s[0], batch_invariant=v), s[1].with_env("VLLM_BATCH_INVARIANT", r))), config.batch_invariant, value, 1
+        return
     if field in simple:
         setter, options, cost = simple[field]
         attr = {"enable_eplb": None, "is_gated": "activation", "swiglu_clamp": "swiglu_limit"}.get(field, field)
@@ -353,12 +366,14 @@ def search_eligible(catalog: "Catalog", config: MoEConfig, env: Environment, tar
 def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Callable[["Row"], bool], *, max_rounds: int = 16) -> SearchResult:
     """Greedy repair: fix the target's first failing check with its cheapest working edit, repeat.
 
-    Not minimal (that is :func:`search_eligible`'s job) but reaches far-away configs in few
-    evaluations; lint uses it to show that a kernel can be eligible at all.
+    Among the edits that fix the check, the one leaving the fewest failures wins. Not minimal
+    (that is :func:`search_eligible`'s job) but reaches far-away configs in few rounds; lint
+    uses it to show that a kernel can be eligible at all.
     """
     state: State = (config, env)
     edits: tuple[Edit, ...] = ()
     explored = 0
+    visited = {(config, env.fingerprint)}
     for _ in range(max_rounds):
         decision = evaluate(catalog, state[0], state[1])
         explored += 1
@@ -368,20 +383,26 @@ def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Call
         if not failing:
             break
         chk = failing[0]
-        options = sorted(_candidate_edits(chk, state, dict(decision.normalized.values)), key=lambda o: o[4])
-        for name, apply, before, after, edit_cost in options:
+        best: tuple[int, int, State, Edit] | None = None
+        for name, apply, before, after, edit_cost in _candidate_edits(chk, state, dict(decision.normalized.values)):
             try:
                 new_state = apply(state)
+                if (new_state[0], new_state[1].fingerprint) in visited:
+                    continue  # never undo an earlier repair: that oscillates
                 trial = evaluate(catalog, new_state[0], new_state[1])
             except Exception:  # noqa: BLE001 - an edit produced an invalid config; try the next
                 continue
             explored += 1
             still, _ = _target_failures(trial, target)
-            if still is None or all(c.rule != chk.rule for c in still):
-                state, edits = new_state, edits + (Edit(name, before, after, edit_cost),)
-                break
-        else:
+            remaining = 0 if still is None else len(still)
+            if still is not None and any(c.rule == chk.rule for c in still):
+                continue
+            if best is None or (remaining, edit_cost) < best[:2]:
+                best = (remaining, edit_cost, new_state, Edit(name, before, after, edit_cost))
+        if best is None:
             return SearchResult(False, None, edits, state[0], state[1], None, (f"{chk.code.value}: {chk.field} [{chk.rule}]",), explored)
+        state, edits = best[2], edits + (best[3],)
+        visited.add((state[0], state[1].fingerprint))
     return SearchResult(False, None, edits, state[0], state[1], None, (), explored)
 
 

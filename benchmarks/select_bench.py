@@ -1,0 +1,108 @@
+"""Selection speed over the full shipped catalog: prints figures, asserts nothing.
+
+    python benchmarks/select_bench.py [--configs N] [--repeat R] [--no-cli]
+
+Figures:
+* table load: read + schema-validate + compile every shipped table (median of --repeat);
+* cold select: a config the oracle has not seen (memo empty), over N distinct sampled configs;
+* warm select: the same config again (the oracle's memo);
+* explain: selection plus the full record (``to_dict``) and the text view;
+* CLI start to answer: ``moe-oracle select --model deepseek-r1 --gpu H200 --tp 8`` as a subprocess.
+Targets (issue 2): warm <= 5 us, cold <= 200 us, CLI <= 0.5 s on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from moe_oracle import Oracle  # noqa: E402
+from moe_oracle.catalog import load_catalog  # noqa: E402
+from moe_oracle.engine import evaluate  # noqa: E402
+from moe_oracle.sampling import sample_configs  # noqa: E402
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:9.1f} us"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", type=int, default=2000, help="distinct configs for cold/explain timing")
+    ap.add_argument("--repeat", type=int, default=5, help="repeats of the table load and CLI runs")
+    ap.add_argument("--no-cli", action="store_true", help="skip the subprocess CLI timing")
+    args = ap.parse_args(argv)
+
+    loads = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        catalog = load_catalog()
+        loads.append(time.perf_counter() - t0)
+    n_checks = sum(len(e.checks) for e in catalog.experts) + sum(len(p.checks) for p in catalog.prepare_finalize)
+    print(f"catalog: {len(catalog.experts)} experts kernels in {len(catalog.backends)} backends, {len(catalog.prepare_finalize)} prepare/finalize, "
+          f"{len(catalog.orders)} priority orders, {len(catalog.adjustments)} adjustments, {n_checks} compiled checks, {len(catalog.files)} table files")
+    print(f"table load (read + validate + compile): median {statistics.median(loads) * 1e3:.1f} ms over {args.repeat}")
+
+    samples = list(sample_configs(args.configs, 7, catalog))
+    first_cfg, first_env = samples[0]
+    t0 = time.perf_counter()
+    evaluate(catalog, first_cfg, first_env)
+    print(f"first select after load:     {_us(time.perf_counter() - t0)}")
+
+    cold = []
+    for cfg, env in samples:
+        oracle = Oracle(catalog, env)
+        t0 = time.perf_counter()
+        oracle.select(cfg, strict=False)
+        cold.append(time.perf_counter() - t0)
+    cold.sort()
+    print(f"cold select (memo miss):     median {_us(statistics.median(cold))}, p90 {_us(cold[int(len(cold) * 0.9)])}, max {_us(cold[-1])} over {len(cold)} configs")
+
+    oracle = Oracle(catalog, first_env)
+    oracle.select(first_cfg, strict=False)
+    n = 200_000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        oracle.select(first_cfg, strict=False)
+    print(f"warm select (same config):   {_us((time.perf_counter() - t0) / n)} per call over {n}")
+
+    twin = first_cfg.with_changes()  # equal but a different object: hashes and compares fields
+    hash(twin)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        oracle.select(twin, strict=False)
+    print(f"warm select (equal copy):    {_us((time.perf_counter() - t0) / n)} per call over {n}")
+
+    explain = []
+    for cfg, env in samples[:500]:
+        t0 = time.perf_counter()
+        d = evaluate(catalog, cfg, env)
+        d.to_dict()
+        d.render_text()
+        explain.append(time.perf_counter() - t0)
+    print(f"explain (select + record + text): median {_us(statistics.median(explain))} over {len(explain)} configs")
+
+    if not args.no_cli:
+        exe = shutil.which("moe-oracle")
+        cmd = [exe] if exe else [sys.executable, "-m", "moe_oracle.cli"]
+        cmd += ["select", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8"]
+        runs = []
+        out = ""
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            runs.append(time.perf_counter() - t0)
+            out = proc.stdout.strip()
+        print(f"CLI start to answer:         median {statistics.median(runs):.3f} s over {args.repeat} ({' '.join(cmd[-7:])} -> {out})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
