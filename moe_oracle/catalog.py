@@ -26,7 +26,7 @@ from .errors import InputIssue, TableError, did_you_mean
 from .fields import FIELDS, field_spec, is_known_field
 from .normalize import EnvVarSpec
 from .predicates import Predicate, compile_value_spec
-from .tables import Schemas, TableFile, load_schemas, read_tables
+from .tables import Schemas, TableFile, load_schemas, read_tables_cached
 from .vocab import ActivationFormat, Interface, Platform, ReasonCode
 
 __all__ = [
@@ -172,6 +172,7 @@ class Catalog:
     experts_index: CheckIndex = field(repr=False, compare=False)
     pf_index: CheckIndex = field(repr=False, compare=False)
     pf_choice: tuple[Mapping[str, int], ...] = field(repr=False, compare=False, default=())
+    rank_key: tuple[tuple[int, int], ...] = field(repr=False, compare=False, default=())
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -658,6 +659,8 @@ def compile_tables(files: Sequence[TableFile]) -> Catalog:
         experts_index=build_index([e.id for e in final_experts], [e.checks for e in final_experts], env_types),
         pf_index=build_index([p.id for p in final_pfs], [p.checks for p in final_pfs], env_types),
         pf_choice=tuple(MappingProxyType(c) for c in pf_choice),
+        # Within a backend: monolithic first, then table order.
+        rank_key=tuple((0 if e.interface is Interface.MONOLITHIC else 1, i) for i, e in enumerate(final_experts)),
     )
 
 
@@ -678,7 +681,7 @@ def load_catalog(directories: Sequence[Path] | None = None, schemas: Schemas | N
     dirs = list(directories) if directories is not None else list(table_dirs())
     schemas = schemas or load_schemas()
     root = package_dir() if directories is None else None
-    files, issues = read_tables(dirs, schemas, root)
+    files, issues = read_tables_cached(dirs, schemas, root)
     if issues:
         raise TableError(issues)
     return compile_tables(files)

@@ -11,7 +11,7 @@ open fields are evaluated once per distinct predicate.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .fields import FIELDS, field_spec
@@ -106,6 +106,7 @@ class CheckIndex:
     field_members: Mapping[str, tuple[Member, ...]]
     generic: tuple[tuple[Predicate, tuple[Member, ...]], ...]
     special: tuple[Member, ...]
+    gated: Mapping[str, tuple[Mapping[Any, tuple[Member, ...]], tuple[Member, ...]]] = field(default_factory=dict)
 
     def evaluate(self, values: Mapping[str, Any]) -> tuple[list[list[Check]], list[list[Check]]]:
         """Failing and abstaining checks per owner, each list in table order.
@@ -142,6 +143,21 @@ class CheckIndex:
             elif not pred.test(v):
                 for i, chk in members:
                     fails[i].append(chk)
+        for field, (by_gate, members) in self.gated.items():
+            v = get(field)
+            if v is None:
+                candidates = members
+            else:
+                try:
+                    candidates = by_gate.get(v, members)
+                except TypeError:
+                    candidates = members
+            for i, chk in candidates:
+                outcome = chk.evaluate(values)
+                if outcome is Outcome.FAIL:
+                    fails[i].append(chk)
+                elif outcome is Outcome.ABSTAIN:
+                    abstains[i].append(chk)
         for i, chk in self.special:
             outcome = chk.evaluate(values)
             if outcome is Outcome.FAIL:
@@ -172,10 +188,22 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
     field_members: dict[str, list[Member]] = {}
     generic: dict[Predicate, list[Member]] = {}
     special: list[Member] = []
+    gated: dict[str, tuple[dict[Any, list[Member]], list[Member]]] = {}
     for i, owner_checks in enumerate(checks):
         for chk in owner_checks:
             if chk.deny or chk.condition:
-                special.append((i, chk))
+                # Gate on the first condition over a finite domain: for each value of that field,
+                # only the checks whose gate holds need evaluating (the others pass or, for deny
+                # checks, do not fire).
+                gate = next((p for p in chk.condition if _domain(p.field, env_types) is not None), None)
+                if gate is None:
+                    special.append((i, chk))
+                    continue
+                by_gate, members = gated.setdefault(gate.field, ({d: [] for d in _domain(gate.field, env_types) or ()}, []))
+                members.append((i, chk))
+                for d, bucket in by_gate.items():
+                    if gate.test(d):
+                        bucket.append((i, chk))
                 continue
             assert chk.predicate is not None
             domain = _domain(chk.predicate.field, env_types)
@@ -194,4 +222,5 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
         field_members={f: tuple(m) for f, m in field_members.items()},
         generic=tuple((p, tuple(m)) for p, m in generic.items()),
         special=tuple(special),
+        gated={f: ({d: tuple(m) for d, m in by_gate.items()}, tuple(members)) for f, (by_gate, members) in gated.items()},
     )

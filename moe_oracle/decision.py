@@ -13,7 +13,8 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .checks import Check
 from .config import MoEConfig
@@ -34,9 +35,17 @@ DECISION_FORMAT_VERSION = 1
 _IRRELEVANT = frozenset({ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED, ReasonCode.NOT_REQUESTED})
 
 
-@dataclass(frozen=True)
-class Row:
-    """One candidate as the engine left it: entry, paired P/F, failing and abstaining checks."""
+_TABLE_ORDER = attrgetter("seq", "rule")
+
+
+class Row(NamedTuple):
+    """One candidate as the engine left it: entry, paired P/F, failing and abstaining checks.
+
+    Checks are in evaluation order; views sort them into table order (``Check.seq``).
+
+    A NamedTuple (immutable) rather than a dataclass: the engine builds one per kernel per
+    selection, and this is the cheapest immutable record.
+    """
 
     index: int
     entry: "ExpertsEntry"
@@ -118,7 +127,7 @@ class Decision:
                     activation_format=row.entry.activation_format,
                     prepare_finalize=row.pf.id if row.pf is not None else None,
                     status=status,
-                    failures=tuple(_failure(c, self.normalized) for c in row.failures),
+                    failures=tuple(_failure(c, self.normalized) for c in sorted(row.failures, key=_TABLE_ORDER)),
                     assumptions=tuple(_assumption(c) for c in row.abstentions),
                     rank=rank,
                     outranked_by=winner_id if status is Status.ELIGIBLE else None,

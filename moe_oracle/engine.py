@@ -121,29 +121,32 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:
     is_auto = values["moe_backend"] == "auto"
 
     rows: list[Row] = []
+    excluded = order.excluded if (is_auto and order is not None) else {}
+    opt_in = catalog.opt_in if is_auto else ()
+    pf_choice = catalog.pf_choice
+    pfs = catalog.prepare_finalize
     for i, entry in enumerate(catalog.experts):
         f: list[Check] = fails[i]
         a: list[Check] = abstains[i]
-        pf_idx = catalog.pf_choice[i].get(dispatch)
+        pf_idx = pf_choice[i].get(dispatch)
         pf = None
         if pf_idx is not None:
-            pf = catalog.prepare_finalize[pf_idx]
-            f = f + pf_fails[pf_idx]
-            a = a + pf_abstains[pf_idx]
-        if is_auto and order is not None and entry.backend in order.excluded:
-            f = f + [order.excluded[entry.backend]]
-        if is_auto:
-            for opt in catalog.opt_in:
-                if opt.backend != entry.backend or opt.check is None:
-                    continue
-                held = _holds(opt.when, values)
-                if held:
-                    f = f + [opt.check]
-                elif held is None:
-                    a = a + [opt.check]
-        f.sort(key=_seq_key)
+            pf = pfs[pf_idx]
+            f += pf_fails[pf_idx]
+            a += pf_abstains[pf_idx]
+        if entry.backend in excluded:
+            f.append(excluded[entry.backend])
+        for opt in opt_in:
+            if opt.backend != entry.backend or opt.check is None:
+                continue
+            held = _holds(opt.when, values)
+            if held:
+                f.append(opt.check)
+            elif held is None:
+                a.append(opt.check)
         rows.append(Row(i, entry, pf, tuple(f), tuple(a)))
-    rows.sort(key=lambda r: (position[r.entry.backend], r.entry.interface is not Interface.MONOLITHIC, r.index))
+    rank = catalog.rank_key
+    rows.sort(key=lambda r: (position[r.entry.backend], rank[r.index]))
     winner = next((k for k, r in enumerate(rows) if not r.failures), None)
     return Decision(
         config=config,
@@ -159,10 +162,6 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:
         winner=winner,
         notes=tuple(notes) + _config_warnings(config),
     )
-
-
-def _seq_key(chk: Check) -> tuple[int, str]:
-    return (chk.seq, chk.rule)
 
 
 def _config_warnings(config: MoEConfig) -> tuple[str, ...]:

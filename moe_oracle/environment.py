@@ -77,6 +77,7 @@ class Environment:
             except InvalidVersion:
                 raise ConfigError([InputIssue(f"--package {name}", "not a PEP 440 version", version, None)]) from None
         object.__setattr__(self, "fingerprint", self._fingerprint())
+        object.__setattr__(self, "_versions", dict(packages))
 
     def _fingerprint(self) -> str:
         payload = json.dumps(
@@ -93,10 +94,13 @@ class Environment:
 
     def package(self, name: str) -> str | _Absent | None:
         """Installed version of ``name``, :data:`ABSENT`, or ``None`` when unknown."""
-        key = canonicalize_name(name)
-        for pkg, version in self.packages:
-            if pkg == key:
-                return version
+        return self.package_canonical(canonicalize_name(name))
+
+    def package_canonical(self, key: str) -> str | _Absent | None:
+        """:meth:`package` for a name already in PEP 503 canonical form (the selection hot path)."""
+        version = self._versions.get(key)  # type: ignore[attr-defined]
+        if version is not None:
+            return version
         if key in self.absent or self.complete:
             return ABSENT
         return None

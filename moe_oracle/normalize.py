@@ -75,11 +75,6 @@ class Normalized:
         return {k: {"value": jsonable(v), "source": self.sources[k].value} for k, v in sorted(self.values.items(), key=lambda kv: kv[0])}
 
 
-def _source(config: MoEConfig, name: str, default: Source) -> Source:
-    record = config.source_of(name)
-    return record.source if record is not None else default
-
-
 def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...]) -> Normalized:
     """Flatten ``config`` and ``env`` into the field namespace of :mod:`moe_oracle.fields`.
 
@@ -92,6 +87,11 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     dev = config.device
     par = config.parallel
     given = Source.USER_FLAG
+    recorded = {p.field: p.source for p in config.provenance}
+
+    def _source(_: MoEConfig, name: str, default: Source) -> Source:
+        return recorded.get(name, default)
+
     values: dict[str, Any] = {}
     sources: dict[str, Source] = {}
 
@@ -169,7 +169,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("moe_backend", config.moe_backend, _source(config, "moe_backend", Source.DEFAULT if config.moe_backend == "auto" else given))
 
     for name in package_names:
-        put(f"packages.{name}", env.package(name), Source.PACKAGE)
+        put(f"packages.{name}", env.package_canonical(name), Source.PACKAGE)
     for spec in env_vars:
         raw = env.env_value(spec.name)
         if raw is None:

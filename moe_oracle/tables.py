@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -20,7 +22,7 @@ from referencing import Registry, Resource
 from ._resources import schema_dir
 from .errors import InputIssue
 
-__all__ = ["KIND_DIRS", "TableFile", "load_schemas", "read_tables", "validate_document", "yaml_error_issue"]
+__all__ = ["KIND_DIRS", "TableFile", "cache_dir", "load_schemas", "read_tables", "read_tables_cached", "validate_document", "yaml_error_issue"]
 
 TABLE_KINDS = ("experts", "prepare_finalize", "priority", "known_bad", "constraints", "aliases", "environment", "overrides")
 KIND_DIRS: Mapping[str, tuple[str, ...]] = {
@@ -195,3 +197,75 @@ def check_document(doc: Any, display: str, dir_name: str | None, schemas: Schema
     if kind not in allowed_kinds:
         return [InputIssue("$.kind", f"unknown or misplaced table kind for directory {dir_name!r}", kind, list(allowed_kinds), display, keyword="kind")]
     return validate_document(schemas.for_kind(kind), doc, display)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validated-table cache. Parsing YAML in pure Python and validating every document costs about
+# 0.3 s, most of a CLI call. A table set whose bytes (and schemas) were validated once is stored
+# as JSON keyed by the sha256 of those bytes; a later load with identical bytes reads the JSON
+# (stdlib json) and skips YAML parsing and schema validation. Any change to a table or schema
+# changes the key. The cache is an optimization only: when it cannot be read or written the
+# full path runs, and MOE_ORACLE_NO_CACHE=1 disables it.
+
+_CACHE_FORMAT = 1
+
+
+def cache_dir() -> Path | None:
+    """``$MOE_ORACLE_CACHE_DIR``, else ``$XDG_CACHE_HOME/moe-oracle``, else ``~/.cache/moe-oracle``; ``None`` if disabled."""
+    if os.environ.get("MOE_ORACLE_NO_CACHE") == "1":
+        return None
+    explicit = os.environ.get("MOE_ORACLE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "moe-oracle"
+
+
+def _table_paths(directories: Sequence[Path]) -> list[tuple[Path, str]]:
+    paths = []
+    for directory in directories:
+        if directory.is_dir():
+            paths += [(p, directory.name) for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()]
+    return sorted(paths, key=lambda p: str(p[0]))
+
+
+def _cache_key(directories: Sequence[Path], schema_directory: Path, root: Path | None) -> str | None:
+    digest = hashlib.sha256(f"moe-oracle-tables-cache-{_CACHE_FORMAT}".encode())
+    try:
+        for path in sorted(schema_directory.glob("*.schema.json")):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+        for path, dir_name in _table_paths(directories):
+            display = str(path.relative_to(root)) if root and path.is_relative_to(root) else f"{dir_name}/{path.name}"
+            digest.update(display.encode())
+            digest.update(path.read_bytes())
+    except OSError:
+        return None
+    for directory in directories:
+        digest.update(b"dir:" + directory.name.encode() + (b"+" if directory.is_dir() else b"-"))
+    return digest.hexdigest()
+
+
+def read_tables_cached(directories: Sequence[Path], schemas: Schemas, root: Path | None = None, schema_directory: Path | None = None) -> tuple[list[TableFile], list[InputIssue]]:
+    """:func:`read_tables`, answered from the validated-table cache when the bytes are unchanged."""
+    location = cache_dir()
+    key = _cache_key(directories, schema_directory or schema_dir(), root) if location is not None else None
+    if location is not None and key is not None:
+        cached = location / f"tables-{key}.json"
+        try:
+            payload = json.loads(cached.read_text(encoding="utf-8"))
+            return [TableFile(f["path"], f["kind"], f["data"], f["sha256"]) for f in payload["files"]], []
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # no usable cache entry: validate from the YAML below
+    files, issues = read_tables(directories, schemas, root)
+    if location is not None and key is not None and not issues:
+        try:
+            location.mkdir(parents=True, exist_ok=True)
+            payload = json.dumps({"format": _CACHE_FORMAT, "files": [{"path": f.path, "kind": f.kind, "sha256": f.sha256, "data": f.data} for f in files]})
+            fd, tmp = tempfile.mkstemp(dir=location, prefix=".tables-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(payload)
+            os.replace(tmp, location / f"tables-{key}.json")
+        except OSError:
+            pass  # a read-only or full cache directory only costs speed
+    return files, issues

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+# Keep the validated-table cache of test runs out of the user's ~/.cache.
+os.environ.setdefault("MOE_ORACLE_CACHE_DIR", tempfile.mkdtemp(prefix="moe-oracle-test-cache-"))
 
 from moe_oracle.oracle import default_catalog
 from tests.tables_fixture import load

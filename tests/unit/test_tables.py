@@ -121,3 +121,25 @@ def test_valid_tables_load_and_hash_is_content_based(tmp_path):
     t["kernels/slow.yaml"]["entries"][0]["constraints"][0]["max"] = 256
     c = load_catalog(write_tables(tmp_path / "c", t))
     assert c.tables_hash != a.tables_hash
+
+
+def test_validated_table_cache_hit_miss_and_corruption(tmp_path, monkeypatch):
+    from moe_oracle import tables
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(cache))
+    dirs = write_tables(tmp_path / "t")
+    first = load_catalog(dirs)
+    entries = list(cache.glob("tables-*.json"))
+    assert len(entries) == 1
+    calls = []
+    monkeypatch.setattr(tables, "read_tables", lambda *a, **k: calls.append(a) or ([], []))
+    second = load_catalog(dirs)  # answered from the cache: read_tables is not called
+    assert calls == [] and second.tables_hash == first.tables_hash
+    monkeypatch.undo()
+    monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(cache))
+    entries[0].write_text("{not json")
+    assert load_catalog(dirs).tables_hash == first.tables_hash  # corrupt entry: full path
+    (tmp_path / "t" / "kernels" / "fast.yaml").write_text("kind: experts\n")
+    with pytest.raises(TableError):
+        load_catalog(dirs)  # changed bytes miss the cache and are validated
