@@ -69,8 +69,8 @@ def _failure(chk: Check, norm: Normalized) -> Failure:
 
 
 def _assumption(chk: Check) -> Assumption:
-    unknown_field = chk.field
-    return Assumption(field=unknown_field, assumed=chk.allowed(), rule=chk.rule, hint=f"unknown input; assumed to satisfy: {chk.hint}")
+    assumed = chk.predicate.describe() if chk.predicate is not None else "the known-bad condition does not hold"
+    return Assumption(field=chk.field, assumed=chk.allowed(), rule=chk.rule, hint=f"{chk.field} is unknown; assumed {assumed} ({chk.hint})")
 
 
 @dataclass(frozen=True, eq=False)
@@ -266,7 +266,7 @@ class Decision:
         if sel is not None and sel.assumptions:
             lines.append(f"Assumptions behind the winner ({len(sel.assumptions)}):")
             for a in sel.assumptions:
-                lines.append(f"  - {a.field}: {a.rule} ({_short(a.assumed)})")
+                lines.append(f"  - {a.hint.split(' (')[0]} [{a.rule}]")
         lines.append("")
         lines.append(f"Candidates ({self.summary()}):")
         folded = 0
