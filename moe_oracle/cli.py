@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tables", metavar="DIR", help="tables directory (default: shipped)")
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    p.add_argument("--drift", action=argparse.BooleanOptionalAction, default=None, help="compare the FlashInfer kernels' SM sets with the installed flashinfer-python (default: when it imports; --drift makes a missing flashinfer an error)")
     p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select, build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=_EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
     _add_input_args(p)
     p.add_argument("--tokens", type=int, default=32, metavar="N", help="tokens per call (default 32)")
@@ -290,7 +291,7 @@ def _cmd_lint(args: argparse.Namespace) -> int:
         else:
             print(str(exc))
         return EXIT_BAD_INPUT
-    findings = lint(catalog)
+    findings = lint(catalog, drift=args.drift)
     errors = [f for f in findings if f.severity == "error"]
     warnings = [f for f in findings if f.severity == "warning"]
     if args.json:

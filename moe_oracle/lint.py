@@ -14,7 +14,9 @@ with. Lint adds what only the whole table set shows:
 * ``constraint_id_reused``: one rule id with different content in two places;
 * ``alias_expired``: a deprecated alias still accepted after its removal date;
 * ``no_order``: a (platform, quant family) with no priority order;
-* ``uncovered``: a (platform, quant scheme) that no kernel other than the reference supports.
+* ``uncovered``: a (platform, quant scheme) that no kernel other than the reference supports;
+* ``drift``: a FlashInfer kernel whose SM set differs from what the installed FlashInfer
+  declares (``drift.py``; only with ``drift=True``, or ``drift=None`` and flashinfer importable).
 """
 
 from __future__ import annotations
@@ -189,10 +191,19 @@ def _coverage(catalog: Catalog) -> list[Finding]:
     return out
 
 
-def lint(catalog: Catalog, *, today: _dt.date | None = None, sample: bool = True) -> list[Finding]:
-    """Every finding for ``catalog``, errors first."""
+def lint(catalog: Catalog, *, today: _dt.date | None = None, sample: bool = True, drift: bool | None = False) -> list[Finding]:
+    """Every finding for ``catalog``, errors first.
+
+    ``drift``: compare the FlashInfer kernels with the installed FlashInfer (``moe_oracle.drift``).
+    ``False`` skips it; ``None`` runs it when flashinfer imports and otherwise adds a note that it
+    was skipped; ``True`` requires it (an unimportable flashinfer is an error).
+    """
     findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog)
     if sample:
         findings += _never_selected(catalog)
+    if drift is not False:
+        from .drift import drift_findings
+
+        findings += drift_findings(catalog, required=drift is True)
     order = {"error": 0, "warning": 1, "note": 2}
     return sorted(findings, key=lambda f: (order[f.severity], f.code, f.subject))

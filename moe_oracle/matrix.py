@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from .catalog import Catalog, ExpertsEntry
 from .checks import Check, Outcome
@@ -21,7 +21,7 @@ from .hardware import GPU_CATALOG
 from .quant import SCHEMES
 from .vocab import Platform
 
-__all__ = ["Cell", "MATRIX_DEVICES", "cell", "render_html", "render_markdown"]
+__all__ = ["Cell", "MATRIX_DEVICES", "cell", "cell_for_values", "cuda_values", "render_html", "render_markdown"]
 
 MATRIX_DEVICES = ("A100", "L40S", "H200", "B200", "B300", "RTX_PRO_6000", "DGX_SPARK", "MI300X", "MI355X", "CPU_X86_64_AMX", "CPU_AARCH64")
 _DEVICE_FIELDS = frozenset({"platform", "device_capability", "gpu_arch", "cpu_arch", "cpu_amx"})
@@ -37,20 +37,31 @@ class Cell:
     rules: tuple[str, ...]
 
 
+def _scheme_values(scheme_name: str) -> dict[str, Any]:
+    scheme = SCHEMES[scheme_name]
+    return {
+        "quant_scheme": scheme_name,
+        "weight_quant": scheme.weight or NONE,
+        "activation_quant": scheme.activation or NONE,
+        "quant_family": scheme.family.value,
+    }
+
+
 def _values(device_name: str, scheme_name: str) -> dict[str, Any]:
     dev = GPU_CATALOG[device_name].device
-    scheme = SCHEMES[scheme_name]
     return {
         "platform": dev.platform.value,
         "device_capability": dev.capability if dev.platform is Platform.CUDA else NONE,
         "gpu_arch": dev.arch if dev.platform in (Platform.ROCM, Platform.XPU) else NONE,
         "cpu_arch": dev.arch if dev.platform is Platform.CPU else NONE,
         "cpu_amx": dev.cpu_amx if dev.platform is Platform.CPU else False,
-        "quant_scheme": scheme_name,
-        "weight_quant": scheme.weight or NONE,
-        "activation_quant": scheme.activation or NONE,
-        "quant_family": scheme.family.value,
+        **_scheme_values(scheme_name),
     }
+
+
+def cuda_values(capability: int, scheme_name: str) -> dict[str, Any]:
+    """Device and quant values of a CUDA device of ``capability`` (major*10+minor) running ``scheme_name``."""
+    return {"platform": Platform.CUDA.value, "device_capability": capability, "gpu_arch": NONE, "cpu_arch": NONE, "cpu_amx": False, **_scheme_values(scheme_name)}
 
 
 def _relevant(chk: Check) -> bool:
@@ -59,7 +70,11 @@ def _relevant(chk: Check) -> bool:
 
 def cell(entry: ExpertsEntry, device_name: str, scheme_name: str) -> Cell:
     """Support of ``entry`` for ``scheme_name`` on ``device_name`` (see module doc)."""
-    values = _values(device_name, scheme_name)
+    return cell_for_values(entry, _values(device_name, scheme_name))
+
+
+def cell_for_values(entry: ExpertsEntry, values: Mapping[str, Any]) -> Cell:
+    """Support of ``entry`` for device/quant ``values`` (e.g. from :func:`cuda_values`); other checks are ignored."""
     failed: list[str] = []
     conditional: list[str] = []
     for chk in entry.checks:
@@ -111,22 +126,57 @@ def render_markdown(catalog: Catalog) -> str:
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:1.5rem;color:#1b1f24}
-h1{font-size:1.4rem} h2{font-size:1.1rem;margin-top:2rem}
-table{border-collapse:collapse;font-size:.8rem}
-th,td{border:1px solid #c9d1d9;padding:.25rem .4rem;text-align:center;vertical-align:middle}
-th{background:#f0f3f6;position:sticky;top:0}
-td.k{text-align:left;font-family:ui-monospace,monospace;white-space:nowrap}
-td.yes{background:#d3f5dc} td.no{background:#fbe1e1;color:#8a2a2a} td.conditional{background:#fff3c4}
-td a{color:inherit;text-decoration:none} td a:hover{text-decoration:underline}
-.legend span{display:inline-block;padding:.1rem .5rem;margin-right:.5rem;border:1px solid #c9d1d9}
-dl.rules dt{font-family:ui-monospace,monospace;margin-top:.5rem} dl.rules dd{margin-left:1rem;color:#444}
+:root{--line:#c9d1d9;--head:#eef1f4;--yes:#cdf3d6;--no:#fbdede;--cond:#fff0b8}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5rem;color:#1b1f24;line-height:1.4}
+h1{font-size:1.4rem;margin:0 0 .5rem} h1 small{font-weight:normal;color:#57606a;font-size:.9rem}
+h2{font-size:1.1rem;margin:2rem 0 .5rem} h2 small{font-weight:normal;color:#57606a}
+h2 a.up{font-size:.8rem;font-weight:normal;margin-left:.5rem;text-decoration:none}
+p.intro{max-width:70rem}
+.legend{position:sticky;top:0;z-index:5;box-sizing:border-box;height:2.4rem;min-width:81rem;white-space:nowrap;overflow:hidden;background:#fff;padding:.35rem 0;margin:0;border-bottom:1px solid var(--line)}
+h2,dt{scroll-margin-top:3rem}
+.legend span.key{display:inline-block;padding:.1rem .6rem;margin-right:.5rem;border:1px solid var(--line);border-radius:3px}
+.legend .yes{background:var(--yes)} .legend .conditional{background:var(--cond)} .legend .no{background:var(--no);color:#8a2a2a}
+.legend small{color:#57606a}
+nav{margin:.75rem 0;max-width:80rem} nav a{white-space:nowrap}
+table.matrix{border-collapse:separate;border-spacing:0;table-layout:fixed;width:81rem;font-size:.8rem}
+table.matrix col.k{width:20rem} table.matrix col.b{width:8.5rem} table.matrix col.d{width:4.75rem}
+table.matrix th,table.matrix td{border-right:1px solid var(--line);border-bottom:1px solid var(--line);padding:.2rem .35rem;text-align:center;vertical-align:middle}
+table.matrix tr>:first-child{border-left:1px solid var(--line)}
+table.matrix thead th{position:sticky;top:2.4rem;z-index:2;background:var(--head);border-top:1px solid var(--line);line-height:1.15}
+table.matrix thead th small{display:block;font-weight:normal;color:#57606a}
+table.matrix td.k,table.matrix th.k{text-align:left;font-family:ui-monospace,SFMono-Regular,Menlo,monospace;position:sticky;left:0;z-index:1;background:#fff;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+table.matrix thead th.k{z-index:4;background:var(--head)}
+table.matrix th.b{text-align:left}
+table.matrix td.b{text-align:left;color:#57606a;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+table.matrix tbody tr:hover td{filter:brightness(.95)}
+td.yes{background:var(--yes);color:#116329} td.no{background:var(--no);color:#8a2a2a} td.conditional{background:var(--cond);color:#6b5200}
+td a{color:inherit;text-decoration:none;display:block} td a:hover{text-decoration:underline}
+dl.rules{max-width:80rem} dl.rules dt{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;margin-top:.6rem;font-weight:600}
+dl.rules dd{margin-left:1.2rem;color:#3d444d} dl.rules dd small{color:#57606a}
+dl.rules dt:target,dl.rules dt:target+dd{background:var(--cond)}
 """
+
+_MARK = {"yes": "&#10003;", "no": "&#10007;", "conditional": "~"}
+
+
+def _device_label(device_name: str) -> str:
+    dev = GPU_CATALOG[device_name].device
+    if dev.platform is Platform.CUDA:
+        return f"SM {dev.capability}"
+    if dev.platform is Platform.CPU:
+        return (dev.arch or "cpu") + (" AMX" if dev.cpu_amx else "")
+    return dev.arch or dev.platform.value
 
 
 def render_html(catalog: Catalog) -> str:
-    """A static, self-contained page: per quant scheme, kernels x devices; cells link to rules."""
+    """A static, self-contained page: per quant scheme, kernels x devices; cells link to rules.
+
+    No scripts and no external resources. Every unsupported or conditional cell links to
+    the first rule that decides it (the tooltip lists all of them); the rules are listed,
+    with id ``rule-<rule id>``, at the end of the page.
+    """
     esc = html.escape
+    grid = {(e.id, d, s): cell(e, d, s) for e in catalog.experts for d in MATRIX_DEVICES for s in SCHEMES}
     rules: dict[str, Check] = {}
     for entry in catalog.experts:
         for chk in entry.checks:
@@ -134,39 +184,43 @@ def render_html(catalog: Catalog) -> str:
                 rules.setdefault(chk.rule, chk)
     out = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>MoE kernel support matrix ({esc(catalog.tables_hash)})</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>MoE kernel support matrix <small>tables {esc(catalog.tables_hash)}</small></h1>",
-        "<p>Generated by <code>moe-oracle matrix --html</code> from the capability tables. Each cell evaluates the device and "
-        "quantization rules of one kernel; other dimensions (activation, routing, parallel config, packages) are decided by "
-        "<code>moe-oracle explain</code>.</p>",
-        "<p class='legend'><span class='yes' style='background:#d3f5dc'>&#10003; supported</span>"
-        "<span style='background:#fff3c4'>~ conditional</span><span style='background:#fbe1e1'>&#10007; unsupported</span></p>",
+        f"<h1 id='top'>MoE kernel support matrix <small>tables {esc(catalog.tables_hash)}</small></h1>",
+        "<p class='intro'>Generated by <code>moe-oracle matrix --html</code> from the capability tables. Each cell evaluates the "
+        "device and quantization rules of one kernel; other dimensions (activation, routing, parallel config, packages) are "
+        "decided by <code>moe-oracle explain</code>. Click an unsupported or conditional cell for the rule that decides it.</p>",
+        "<p class='legend'><span class='key yes'>&#10003; supported</span><span class='key conditional'>~ conditional</span>"
+        "<span class='key no'>&#10007; unsupported</span> <small>conditional: a coupled rule reads another field "
+        "(e.g. the all2all backend)</small></p>",
         "<nav><strong>Schemes:</strong> ",
     ]
-    schemes = [s for s in SCHEMES if any(cell(e, d, s).status != "no" for e in catalog.experts for d in MATRIX_DEVICES)]
+    schemes = [s for s in SCHEMES if any(grid[e.id, d, s].status != "no" for e in catalog.experts for d in MATRIX_DEVICES)]
     out.append(" &middot; ".join(f"<a href='#scheme-{esc(s)}'>{esc(s)}</a>" for s in schemes))
-    out.append("</nav>")
+    out.append(" &middot; <a href='#rules'>rules</a></nav>")
+    cols = "<colgroup><col class='k'><col class='b'>" + "<col class='d'>" * len(MATRIX_DEVICES) + "</colgroup>"
+    head = "<thead><tr><th class='k'>kernel</th><th class='b'>backend</th>" + "".join(f"<th title='{esc(GPU_CATALOG[d].description)}'>{'_<wbr>'.join(esc(part) for part in d.split('_'))}<small>{esc(_device_label(d))}</small></th>" for d in MATRIX_DEVICES) + "</tr></thead>"
     for s in schemes:
-        entries = [e for e in catalog.experts if any(cell(e, d, s).status != "no" for d in MATRIX_DEVICES)]
-        out.append(f"<h2 id='scheme-{esc(s)}'>{esc(s)} <small>({esc(SCHEMES[s].family.value)})</small></h2>")
-        out.append("<table><thead><tr><th>kernel</th><th>backend</th>" + "".join(f"<th>{esc(d)}</th>" for d in MATRIX_DEVICES) + "</tr></thead><tbody>")
+        entries = [e for e in catalog.experts if any(grid[e.id, d, s].status != "no" for d in MATRIX_DEVICES)]
+        out.append(f"<h2 id='scheme-{esc(s)}'>{esc(s)} <small>({esc(SCHEMES[s].family.value)}, {len(entries)} kernels)</small><a class='up' href='#top'>&uarr; top</a></h2>")
+        out.append(f"<table class='matrix' data-scheme='{esc(s)}'>{cols}{head}<tbody>")
         for e in entries:
-            row = [f"<tr><td class='k'>{esc(e.id)}</td><td>{esc(e.backend)}</td>"]
+            row = [f"<tr><td class='k' title='{esc(e.id)}'>{esc(e.id)}</td><td class='b'>{esc(e.backend)}</td>"]
             for d in MATRIX_DEVICES:
-                c = cell(e, d, s)
-                mark = {"yes": "&#10003;", "no": "&#10007;", "conditional": "~"}[c.status]
+                c = grid[e.id, d, s]
+                mark = _MARK[c.status]
                 if c.rules:
-                    links = " ".join(f"<a href='#rule-{esc(r)}' title='{esc(r)}'>{mark}</a>" for r in c.rules[:1])
-                    row.append(f"<td class='{c.status}' title='{esc(', '.join(c.rules))}'>{links}</td>")
+                    row.append(f"<td class='{c.status}' title='{esc(', '.join(c.rules))}'><a href='#rule-{esc(c.rules[0])}'>{mark}</a></td>")
                 else:
                     row.append(f"<td class='{c.status}'>{mark}</td>")
             row.append("</tr>")
             out.append("".join(row))
         out.append("</tbody></table>")
-    out.append("<h2 id='rules'>Rules</h2><dl class='rules'>")
+    out.append("<h2 id='rules'>Rules <a class='up' href='#top'>&uarr; top</a></h2><dl class='rules'>")
     for rule_id in sorted(rules):
         chk = rules[rule_id]
-        out.append(f"<dt id='rule-{esc(rule_id)}'>{esc(rule_id)}</dt><dd>{esc(chk.code.value)}: {esc(chk.hint)}<br><small>{esc(chk.reference)}</small></dd>")
+        ref = f"<br><small>{esc(chk.reference)}</small>" if chk.reference else ""
+        out.append(f"<dt id='rule-{esc(rule_id)}'>{esc(rule_id)}</dt><dd>{esc(chk.code.value)}: {esc(chk.hint)}{ref}</dd>")
     out.append("</dl></body></html>")
     return "\n".join(out) + "\n"
