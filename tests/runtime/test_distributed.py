@@ -1,0 +1,100 @@
+"""Prepare/finalize over torch.distributed with gloo on CPU: 2 and 4 spawned ranks vs the single-process reference.
+
+One spawn per world size runs every scenario of dist_worker.py (spawning costs more than the
+scenarios); the tests below assert on the recorded results. Ranks hold 5, 0, 3, 7 tokens (unequal,
+one idle). Tolerances: FP32_ATOL for float32 layers (same sums, other order, partial sums added
+across ranks); BF16_REL_TOL (normwise) for the bf16 torch_grouped_mm layer (helpers.py).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+import torch.multiprocessing as mp
+
+import dist_worker
+from helpers import BF16_REL_TOL, FP32_ATOL
+
+pytestmark = pytest.mark.multiprocess
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module", params=[2, 4], ids=lambda w: f"{w}ranks")
+def world(request, tmp_path_factory) -> tuple[int, dict]:
+    size = request.param
+    out = tmp_path_factory.mktemp(f"gloo{size}")
+    mp.spawn(dist_worker.run, args=(size, _free_port(), str(out)), nprocs=size, join=True)
+    results = {r: json.loads((out / f"rank{r}.json").read_text()) for r in range(size)}
+    return size, results
+
+
+def _each_rank(world, scenario: str) -> list[dict]:
+    size, results = world
+    out = []
+    for rank in range(size):
+        res = results[rank][scenario]
+        assert res["ok"], f"rank {rank}: {res.get('error')}\n{res.get('trace', '')}"
+        out.append(res)
+    return out
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "naive_dp_ep_modular",
+        "naive_dp_ep_monolithic",
+        "naive_dp_tensor_parallel",
+        "all_to_all_standard",
+        "all_to_all_batched",
+        "all_to_all_batched_fixed_capacity",
+        "all_to_all_fp8_block",
+    ],
+)
+def test_distributed_layer_equals_single_process_reference(world, scenario):
+    for rank, res in enumerate(_each_rank(world, scenario)):
+        assert res["max_abs"] <= FP32_ATOL, (rank, res)
+        if "batched_max_abs" in res:
+            assert res["batched_max_abs"] <= FP32_ATOL, (rank, res)
+
+
+def test_every_rank_gets_its_own_tokens_back(world):
+    size, _ = world
+    for scenario in ("naive_dp_ep_modular", "all_to_all_standard", "all_to_all_batched"):
+        rows = [r["rows"] for r in _each_rank(world, scenario)]
+        assert rows == dist_worker.TOKENS[size], scenario  # includes an idle rank (0 tokens) with 4 ranks
+
+
+def test_bf16_grouped_mm_over_all_to_all(world):
+    for rank, res in enumerate(_each_rank(world, "all_to_all_bf16_grouped_mm")):
+        assert res["dtype"] == "torch.bfloat16"
+        assert res["normwise"] <= BF16_REL_TOL, (rank, res)
+
+
+def test_decisions_build_working_distributed_kernels(world):
+    for rank, res in enumerate(_each_rank(world, "decisions_build_distributed_kernels")):
+        names = {k for k in res if k != "ok"}
+        assert names == {
+            "deepep_high_throughput: reference+deepep_high_throughput",
+            "deepep_low_latency: reference_batched+deepep_low_latency",
+            "allgather_reducescatter: reference_monolithic+naive_dp_ep_monolithic",
+            "allgather_reducescatter (no EP): reference_monolithic+naive_dp_ep_monolithic",
+        }, names
+        for name in names:
+            assert res[name] <= FP32_ATOL, (rank, name, res[name])
+
+
+def test_ranks_agree_and_a_dissenting_rank_is_named(world):
+    size, _ = world
+    for rank, res in enumerate(_each_rank(world, "agreement")):
+        assert res["agreed"], rank
+        assert res["raised"], f"rank {rank} did not detect the disagreement"
+        kernels = {r: k for r, k, _ in res["ranks"]}
+        assert kernels[1] == "torch_grouped_mm" and all(kernels[r] == "reference" for r in range(size) if r != 1)
+        assert "ranks [1] selected torch_grouped_mm" in res["message"]
