@@ -145,9 +145,8 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     if args.config and args.model:
         raise ConfigError([InputIssue("--config/--model", "give either --config or --model, not both", None, None)])
     device = _device_from_args(args)
-    probing = args.probe or (probe_device_default and device is None)
     probe_notes: tuple[str, ...] = ()
-    if device is None and probing and not args.config:
+    if device is None and (args.probe or probe_device_default) and not args.config:
         device, probe_notes = probe_device()
     prov: list[Provenance] = []
     if args.config:
@@ -213,7 +212,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         if var not in env_vars:
             raise ConfigError([InputIssue("--env", "the oracle does not read this variable", var, env_vars)])
         declared_env[var] = value
-    if probing or file_probe:
+    if args.probe or file_probe:
         if args.package or args.without or args.env:
             raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env", None, None)])
         env = probe_environment(catalog.package_names, env_vars)
@@ -321,12 +320,43 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
     if decision.winner is None:
         print(decision.render_failure())
         return EXIT_NONE
-    report = run_layer(config, decision, tokens=args.tokens, layers=args.layers, seed=args.seed, max_experts=args.max_experts, progress=not args.json)
+    _check_run_memory(config, args)
+    from .runtime.errors import AdapterContractError, AdapterImportError, CompositionError, UnsupportedConfigError
+
+    try:
+        report = run_layer(config, decision, tokens=args.tokens, layers=args.layers, seed=args.seed, max_experts=args.max_experts, progress=not args.json)
+    except (AdapterImportError, AdapterContractError, CompositionError, UnsupportedConfigError) as exc:
+        sel = decision.selected
+        print(f"moe-oracle: selected {sel.kernel if sel else None} [{sel.backend if sel else ''}], which this runtime cannot build: {exc}\n"
+              "Run it inside its own engine, or benchmark one of ours with --moe-backend torch_grouped_mm or --moe-backend reference.", file=sys.stderr)
+        return EXIT_NONE
     if args.json:
         _print_json({"decision": decision.to_dict(), "run": report.to_dict()})
     else:
-        print(report.render_text())
+        print(report.describe())
     return EXIT_OK
+
+
+def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
+    """Refuse a `run` whose weights cannot fit in this machine's memory, naming the fix."""
+    import os
+
+    from .errors import ConfigError, InputIssue
+
+    experts = min(config.num_experts, args.max_experts or config.num_experts)
+    rows = (2 if config.activation.is_gated else 1) * config.intermediate_size
+    per_expert = (rows + config.intermediate_size) * config.hidden_size
+    storage = 4 if config.in_dtype.value == "float32" else (1 if config.quant.weight is not None else 2)
+    # Stored weights of every layer, plus the float32 w13 that random initialization draws first.
+    needed = args.layers * experts * per_expert * storage + experts * rows * config.hidden_size * 4
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if needed > 0.6 * available:
+        per = args.layers * per_expert * storage + rows * config.hidden_size * 4
+        fit = max(1, int(0.6 * available / per))
+        raise ConfigError([InputIssue("--max-experts", f"the layer's weights need {needed / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free; cap the experts allocated, e.g. --max-experts {min(fit, config.num_experts)}", experts, {"maximum": fit})])
 
 
 def _cmd_examples() -> int:

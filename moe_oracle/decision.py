@@ -176,6 +176,24 @@ class Decision:
     def for_backend(self, backend: str) -> tuple[CandidateResult, ...]:
         return tuple(c for c in self.candidates if c.backend == backend)
 
+    def make_kernel(self, **kwargs: Any) -> Any:
+        """Build the selected experts + prepare/finalize as a ``FusedMoEKernel`` (needs torch).
+
+        Keyword arguments go to :func:`moe_oracle.runtime.build.make_kernel` (``weights``,
+        ``process_group``, ...). Imported lazily: the selection core never imports torch.
+
+        Raises:
+            NoEligibleKernelError: nothing was selected.
+            AdapterImportError: the winner's adapter lives in a package that is not installed.
+        """
+        if self.winner is None:
+            from .errors import NoEligibleKernelError
+
+            raise NoEligibleKernelError(self)
+        from .runtime.build import make_kernel
+
+        return make_kernel(self, **kwargs)
+
     def fingerprint(self) -> str:
         """Hash of what a rank would run: kernel, P/F, tables, environment. Equal on ranks that agree."""
         payload = json.dumps([self.kernel, self.prepare_finalize, self.tables_hash, self.environment.fingerprint, self.config.moe_backend])
