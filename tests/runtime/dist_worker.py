@@ -31,6 +31,7 @@ from moe_oracle.runtime.kernel import FusedMoEKernel
 from moe_oracle.runtime.weights import make_random_weights, shard_experts, shard_intermediate
 
 TOKENS = {2: [5, 3], 4: [5, 0, 3, 7]}  # tokens per rank: unequal; with 4 ranks one is idle
+DEVICE = torch.device("cpu")  # cuda:<rank> under NCCL (set by run)
 
 
 def _my_tokens(rank: int, world: int) -> slice:
@@ -45,7 +46,8 @@ def _setup(rank: int, world: int, **spec_kw):  # noqa: ANN003, ANN202
     x, logits = inputs(full, sum(TOKENS[world]), seed=12)
     ref = reference_moe(x, logits, w, full)
     mine = _my_tokens(rank, world)
-    return full, w, x, logits, ref, mine
+    # The float32 reference stays on the CPU; the distributed layer runs on this rank's device.
+    return full, w.to(DEVICE), x.to(DEVICE), logits.to(DEVICE), ref, mine
 
 
 def _ep(full, w, rank, world, experts_cls, pf_cls, **pf_kw):  # noqa: ANN001, ANN003, ANN202
@@ -56,7 +58,7 @@ def _ep(full, w, rank, world, experts_cls, pf_cls, **pf_kw):  # noqa: ANN001, AN
 def _err(out: torch.Tensor, ref: torch.Tensor) -> dict:
     if out.shape != ref.shape:
         return {"max_abs": float("inf"), "shape": list(out.shape)}
-    return {"max_abs": float((out.float() - ref).abs().max()) if out.numel() else 0.0, "rows": out.shape[0]}
+    return {"max_abs": float((out.float().cpu() - ref).abs().max()) if out.numel() else 0.0, "rows": out.shape[0]}
 
 
 def naive_dp_ep_modular(rank: int, world: int) -> dict:
@@ -111,7 +113,7 @@ def all_to_all_bf16_grouped_mm(rank: int, world: int) -> dict:
     full, w, x, logits, ref, mine = _setup(rank, world, dtype="bfloat16", hidden=64, intermediate=32)
     k = _ep(full, w, rank, world, TorchGroupedMMExperts, AllToAllModular)
     out = k(x[mine], logits[mine])
-    return {"normwise": normwise_error(out, ref[mine]) if out.numel() else 0.0, "dtype": str(out.dtype)}
+    return {"normwise": normwise_error(out.cpu(), ref[mine]) if out.numel() else 0.0, "dtype": str(out.dtype)}
 
 
 def _config(world: int, backend: str, all2all: str, use_ep: bool = True, in_dtype: str = "float32") -> MoEConfig:
@@ -172,9 +174,13 @@ SCENARIOS = [
 ]
 
 
-def run(rank: int, world: int, port: int, out_dir: str) -> None:
+def run(rank: int, world: int, port: int, out_dir: str, backend: str = "gloo") -> None:
+    global DEVICE
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+        DEVICE = torch.device("cuda", rank)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120))
     results = {}
     try:
         for scenario in SCENARIOS:

@@ -1,4 +1,5 @@
-"""Prepare/finalize over torch.distributed with gloo on CPU: 2 and 4 spawned ranks vs the single-process reference.
+"""Prepare/finalize over torch.distributed vs the single-process reference: gloo on CPU with 2 and
+4 spawned ranks, and NCCL with 2 ranks when two CUDA devices exist (``gpu`` marker).
 
 One spawn per world size runs every scenario of dist_worker.py (spawning costs more than the
 scenarios); the tests below assert on the recorded results. Ranks hold 5, 0, 3, 7 tokens (unequal,
@@ -26,11 +27,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module", params=[2, 4], ids=lambda w: f"{w}ranks")
+def _nccl_ranks() -> int:
+    import torch
+
+    return 2 if torch.cuda.is_available() and torch.cuda.device_count() >= 2 else 0
+
+
+WORLDS = [
+    pytest.param(("gloo", 2), id="gloo-2ranks"),
+    pytest.param(("gloo", 4), id="gloo-4ranks"),
+    pytest.param(("nccl", 2), id="nccl-2ranks", marks=[pytest.mark.gpu, pytest.mark.skipif(_nccl_ranks() < 2, reason="NCCL needs 2 CUDA devices")]),
+]
+
+
+@pytest.fixture(scope="module", params=WORLDS)
 def world(request, tmp_path_factory) -> tuple[int, dict]:
-    size = request.param
-    out = tmp_path_factory.mktemp(f"gloo{size}")
-    mp.spawn(dist_worker.run, args=(size, _free_port(), str(out)), nprocs=size, join=True)
+    backend, size = request.param
+    out = tmp_path_factory.mktemp(f"{backend}{size}")
+    mp.spawn(dist_worker.run, args=(size, _free_port(), str(out), backend), nprocs=size, join=True)
     results = {r: json.loads((out / f"rank{r}.json").read_text()) for r in range(size)}
     return size, results
 
