@@ -44,10 +44,12 @@ def _setup(rank: int, world: int, **spec_kw):  # noqa: ANN003, ANN202
     full = small_spec(**spec_kw)
     w = make_random_weights(full, seed=11)
     x, logits = inputs(full, sum(TOKENS[world]), seed=12)
-    ref = reference_moe(x, logits, w, full)
+    w, x, logits = w.to(DEVICE), x.to(DEVICE), logits.to(DEVICE)
+    # The single-process reference runs on the same device as the distributed layer, so the
+    # comparison isolates dispatch/combine (CPU vs CUDA fp8 rounding is test_gpu.py's business).
+    ref = reference_moe(x, logits, w, full).cpu()
     mine = _my_tokens(rank, world)
-    # The float32 reference stays on the CPU; the distributed layer runs on this rank's device.
-    return full, w.to(DEVICE), x.to(DEVICE), logits.to(DEVICE), ref, mine
+    return full, w, x, logits, ref, mine
 
 
 def _ep(full, w, rank, world, experts_cls, pf_cls, **pf_kw):  # noqa: ANN001, ANN003, ANN202
