@@ -13,6 +13,7 @@ of its tables.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -236,6 +237,10 @@ def _check_values(ctx: _Ctx, fieldname: str, spec: Any, path: str) -> bool:
         elif key in ("min", "max", "multiple_of"):
             if fs.kind not in ("int", "float"):
                 ctx.issue(f"{path}.{key}", f"{key} only applies to numeric fields, and {fieldname!r} is {fs.kind}", arg, None)
+                ok = False
+            elif (isinstance(arg, float) and not math.isfinite(arg)) or abs(arg) > 2**53:
+                # A NaN bound fails every comparison and would silently reject every config.
+                ctx.issue(f"{path}.{key}", f"{key} must be a finite number of magnitude at most 2**53", arg, None)
                 ok = False
     return ok
 

@@ -271,7 +271,12 @@ def _cmd_matrix(args: argparse.Namespace, catalog: Any) -> int:
     from .matrix import render_html, render_markdown
 
     if args.html:
-        Path(args.html).write_text(render_html(catalog), encoding="utf-8")
+        from .errors import ConfigError, InputIssue
+
+        try:
+            Path(args.html).write_text(render_html(catalog), encoding="utf-8")
+        except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable character in the path
+            raise ConfigError([InputIssue("--html", f"cannot write: {getattr(exc, 'strerror', None) or exc}", args.html, None)]) from None
         print(f"wrote {args.html}", file=sys.stderr)
     else:
         print(render_markdown(catalog))
@@ -374,10 +379,19 @@ def _cmd_examples() -> int:
     return EXIT_OK
 
 
+def _escape_unencodable_output() -> None:
+    # Arguments that are not valid UTF-8 reach Python as lone surrogates (PEP 383) and are echoed
+    # in messages (a --tables path, an --arch); a strict stdout would raise UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``moe-oracle`` script; returns the exit code."""
     from .errors import ConfigError, TableError
 
+    _escape_unencodable_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -40,6 +40,9 @@ class CheckpointFields:
     name: str | None
 
 
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
 def load_hf_config(path: str | Path) -> dict[str, Any]:
     """Read a ``config.json`` (or ``hf_quant_config.json``).
 
@@ -48,9 +51,12 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError([InputIssue("--model", f"cannot read model config: {exc.strerror or exc}", str(path), None, str(path))]) from None
+        with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable character in the path
+        raise ConfigError([InputIssue("--model", f"cannot read model config: {getattr(exc, 'strerror', None) or exc}", str(path), None, str(path))]) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError([InputIssue("$", f"file is larger than {MAX_CONFIG_BYTES} bytes", None, None, str(path), keyword="size")])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -61,6 +67,8 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError([InputIssue(f"$ (line {exc.lineno}, column {exc.colno})", f"not valid JSON: {exc.msg}", None, None, str(path), keyword="json")]) from None
     except RecursionError:
         raise ConfigError([InputIssue("$", "JSON nesting is too deep", None, None, str(path), keyword="json")]) from None
+    except ValueError as exc:  # not a JSONDecodeError: an integer literal past Python's 4300-digit limit
+        raise ConfigError([InputIssue("$", f"not valid JSON: {exc}", None, None, str(path), keyword="json")]) from None
     if not isinstance(data, dict):
         raise ConfigError([InputIssue("$", "a model config must be a JSON object", type(data).__name__, None, str(path), keyword="type")])
     return data
@@ -112,10 +120,18 @@ def _first(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, A
     return None, None
 
 
-def _int(rec: _Recorder, key: str, value: Any) -> int:
+def _int(rec: _Recorder, key: str, value: Any, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         rec.fail(f"$.{key}", "must be an integer", value)
+    if not minimum <= value <= 2**40:
+        rec.fail(f"$.{key}", f"must be an integer from {minimum} to 2**40", value, {"minimum": minimum, "maximum": 2**40})
     return value
+
+
+def _float(rec: _Recorder, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
+        rec.fail(f"$.{key}", "must be a finite number", value, {"type": "number"})
+    return float(value)
 
 
 _NUM_EXPERTS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
@@ -136,14 +152,14 @@ def _activation(rec: _Recorder, cfg: Mapping[str, Any], model_type: str | None) 
         rec.put("activation", Activation.SWIGLUOAI, Source.INFERRED, "model_type gpt_oss: vLLM uses swigluoai with gate/up interleaved in w13 (alpha 1.702)")
         rec.put("swiglu_alpha", 1.702, Source.INFERRED, "gpt-oss SwiGLU alpha (vLLM GptOssForCausalLM)")
         if "swiglu_limit" in cfg:
-            rec.put("swiglu_limit", float(cfg["swiglu_limit"]), Source.CHECKPOINT, "config.swiglu_limit")
+            rec.put("swiglu_limit", _float(rec, "swiglu_limit", cfg["swiglu_limit"]), Source.CHECKPOINT, "config.swiglu_limit")
         rec.put("has_bias", True, Source.INFERRED, "model_type gpt_oss: experts carry gate_up_proj_bias and down_proj_bias")
         return
     key, act = _first(cfg, ("mlp_hidden_act", "hidden_act", "hidden_activation", "activation_function"))
     if act is None:
         rec.put("activation", Activation.SILU, Source.DEFAULT, "no hidden_act in the config; assumed silu")
         return
-    if act not in _ACTS:
+    if not isinstance(act, str) or act not in _ACTS:
         rec.fail(f"$.{key}", "activation not in the MoE vocabulary", act, sorted(_ACTS))
     base = _ACTS[act]
     if model_type in _NON_GATED_MODELS:
@@ -179,6 +195,8 @@ def _routing(rec: _Recorder, cfg: Mapping[str, Any], model_type: str | None) -> 
     groups = cfg.get("n_group")
     topk_group = cfg.get("topk_group")
     if groups is not None:
+        # Checked before get_routing_method_type compares it with 0.
+        groups = _int(rec, "n_group", groups, minimum=0)
         evidence.append(f"n_group={groups}")
     bias = False
     if cfg.get("topk_method") == "noaux_tc":
@@ -199,11 +217,11 @@ def _routing(rec: _Recorder, cfg: Mapping[str, Any], model_type: str | None) -> 
     if bias:
         rec.put("has_correction_bias", True, Source.INFERRED, evidence[-1])
     if groups is not None:
-        rec.put("num_expert_group", _int(rec, "n_group", groups), Source.CHECKPOINT, "config.n_group")
+        rec.put("num_expert_group", groups, Source.CHECKPOINT, "config.n_group")
     if topk_group is not None:
-        rec.put("topk_group", _int(rec, "topk_group", topk_group), Source.CHECKPOINT, "config.topk_group")
+        rec.put("topk_group", _int(rec, "topk_group", topk_group, minimum=0), Source.CHECKPOINT, "config.topk_group")
     if rsf is not None:
-        rec.put("routed_scaling_factor", float(rsf), Source.CHECKPOINT, "config.routed_scaling_factor")
+        rec.put("routed_scaling_factor", _float(rec, "routed_scaling_factor", rsf), Source.CHECKPOINT, "config.routed_scaling_factor")
 
 
 def _experts_excluded(patterns: Any) -> str | None:
@@ -227,7 +245,10 @@ def _quant(rec: _Recorder, cfg: Mapping[str, Any], quant_cfg: Mapping[str, Any] 
     if not isinstance(q, dict):
         rec.fail("$.quantization_config", "must be an object", q)
     method = q.get("quant_method")
-    excluded = _experts_excluded(q.get("modules_to_not_convert") or q.get("ignore") or q.get("exclude_modules"))
+    patterns = q.get("modules_to_not_convert") or q.get("ignore") or q.get("exclude_modules")
+    if patterns is not None and not isinstance(patterns, list):
+        rec.fail("$.quantization_config.modules_to_not_convert", "the modules left unquantized must be a list of names", patterns)
+    excluded = _experts_excluded(patterns)
     if excluded:
         rec.put("quant", SCHEMES["unquantized"], Source.INFERRED, f"{source_desc} excludes the experts ({excluded!r})")
         return
@@ -241,7 +262,7 @@ def _scheme(rec: _Recorder, method: Any, q: Mapping[str, Any]) -> tuple[QuantSch
         block = q.get("weight_block_size")
         static = q.get("activation_scheme", "dynamic") == "static"
         if block is not None:
-            if list(block) != [128, 128]:
+            if not isinstance(block, list) or block != [128, 128]:
                 rec.fail("$.quantization_config.weight_block_size", "only 128x128 weight blocks are in the vocabulary", block, [[128, 128]])
             return SCHEMES["fp8_block"], "fp8 with weight_block_size [128, 128] (Fp8MoEMethod: FP8-Blk)"
         return (SCHEMES["fp8_tensor_static"], "fp8 per-tensor, static activations") if static else (SCHEMES["fp8_tensor_dynamic"], "fp8 per-tensor, dynamic activations (FP8-T-DT)")
@@ -272,10 +293,17 @@ def _compressed_tensors(rec: _Recorder, q: Mapping[str, Any]) -> tuple[QuantSche
     if not isinstance(groups, dict) or not groups:
         rec.fail("$.quantization_config.config_groups", "compressed-tensors config has no config_groups", groups)
     name, group = next(iter(groups.items()))
+    where = f"$.quantization_config.config_groups.{name}"
+    if not isinstance(group, dict):
+        rec.fail(where, "must be an object", group)
     w = group.get("weights") or {}
     a = group.get("input_activations")
+    for part, value in (("weights", w), ("input_activations", a)):
+        if value is not None and not isinstance(value, dict):
+            rec.fail(f"{where}.{part}", "must be an object", value)
     if w.get("type") == "float" and w.get("num_bits") == 8:
-        wkey = {"channel": "fp8_static_channel", "tensor": "fp8_static_tensor", "block": "fp8_static_block128"}.get(w.get("strategy"))
+        strategy = w.get("strategy")
+        wkey = {"channel": "fp8_static_channel", "tensor": "fp8_static_tensor", "block": "fp8_static_block128"}.get(strategy) if isinstance(strategy, str) else None
         if wkey is None:
             rec.fail(f"$.quantization_config.config_groups.{name}.weights.strategy", "fp8 weight strategy not in the vocabulary", w.get("strategy"), ["channel", "tensor", "block"])
         akey = None
@@ -326,6 +354,8 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
     if top_k is None:
         rec.fail(f"$.{prefix}num_experts_per_tok", "MoE config without a top-k (num_experts_per_tok)", None, None)
     rec.put("top_k", _int(rec, prefix + key, top_k), Source.CHECKPOINT, f"config.{prefix}{key}")
+    if top_k > rec.kwargs["num_experts"]:
+        rec.fail(f"$.{prefix}{key}", "experts per token exceed the number of experts", top_k, {"maximum": rec.kwargs["num_experts"]})
     if "hidden_size" not in layer_cfg:
         rec.fail(f"$.{prefix}hidden_size", "missing hidden_size", None, None)
     rec.put("hidden_size", _int(rec, prefix + "hidden_size", layer_cfg["hidden_size"]), Source.CHECKPOINT, f"config.{prefix}hidden_size")
@@ -343,5 +373,6 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
     _activation(rec, layer_cfg, model_type)
     _routing(rec, layer_cfg, model_type)
     _quant(rec, cfg, quant_cfg)
-    name = cfg.get("_name_or_path") or (cfg.get("architectures") or [None])[0]
+    architectures = cfg.get("architectures")
+    name = cfg.get("_name_or_path") or (architectures[0] if isinstance(architectures, list) and architectures else None)
     return CheckpointFields(rec.kwargs, tuple(rec.prov), model_type, name if isinstance(name, str) else None)

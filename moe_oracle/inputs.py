@@ -9,7 +9,7 @@ and ``schemas/moe_config.schema.json``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -23,7 +23,7 @@ from .errors import ConfigError, InputIssue
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
 from .quant import SCHEMES, QuantScheme, scheme_by_name
-from .tables import Schemas, load_schemas, parse_yaml_bytes, validate_document
+from .tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
 from .vocab import All2AllBackend, Source
 
 __all__ = [
@@ -60,12 +60,20 @@ def resolve_model_path(ref: str, base: Path | None = None) -> Path:
     candidate = Path(ref)
     if base is not None and not candidate.is_absolute():
         candidate = base / candidate
-    if candidate.is_file():
+    if _is_file(candidate):
         return candidate
     example = examples_dir() / f"{ref}.json"
-    if example.is_file():
+    if _is_file(example):
         return example
     raise ConfigError([InputIssue("--model", "no such file, and not the name of a shipped example", ref, list(example_names()))])
+
+
+def _is_file(path: Path) -> bool:
+    # Path.is_file() raises for some unusable names (ENAMETOOLONG, EACCES); those are no file either.
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def resolve_all2all(catalog: Catalog, name: str) -> tuple[All2AllBackend, str | None]:
@@ -124,9 +132,10 @@ def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None
     path = Path(path)
     display = str(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError([InputIssue("--config", f"cannot read: {exc.strerror or exc}", display, None, display)]) from None
+        with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
+            raw = handle.read(MAX_TABLE_BYTES + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise ConfigError([InputIssue("--config", f"cannot read: {getattr(exc, 'strerror', None) or exc}", display, None, display)]) from None
     doc, problems = parse_yaml_bytes(display, raw)
     if problems:
         raise ConfigError(problems)
@@ -149,8 +158,8 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     model = doc["model"]
     prov: list[Provenance] = []
     if "hf_config" in model:
-        hf_path = resolve_model_path(model["hf_config"], base)
-        quant_cfg = load_hf_config(resolve_model_path(model["hf_quant_config"], base)) if "hf_quant_config" in model else None
+        hf_path = _model_reference(model, "hf_config", base, file)
+        quant_cfg = load_hf_config(_model_reference(model, "hf_quant_config", base, file)) if "hf_quant_config" in model else None
         ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg)
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)
@@ -169,11 +178,21 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     prov.append(Provenance("device", Source.HARDWARE if "gpu" in doc["device"] else src, f"device {doc['device']}"))
     par = dict(doc.get("parallel") or {})
     if "all2all_backend" in par:
-        backend, warning = resolve_all2all(catalog, par["all2all_backend"])
+        try:
+            backend, warning = resolve_all2all(catalog, par["all2all_backend"])
+        except ConfigError as exc:
+            raise ConfigError([replace(i, file=file) for i in exc.issues]) from None
         par["all2all_backend"] = backend
         prov.append(Provenance("parallel.all2all_backend", src, warning or ""))
     if par:
         prov.append(Provenance("parallel", src, ""))
+    if "moe_backend" in doc:
+        from .engine import resolve_request
+
+        try:
+            resolve_request(catalog, doc["moe_backend"])
+        except ConfigError as exc:
+            raise ConfigError([replace(i, file=file) for i in exc.issues]) from None
     for key in ("lora", "batch_invariant", "moe_backend", "max_num_tokens"):
         if key in doc:
             kwargs[key] = doc[key]
@@ -189,8 +208,20 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         probe = bool(env_doc.get("probe", False))
         if not probe:
             pkgs = tuple((name, version) for name, version in (env_doc.get("packages") or {}).items())
-            environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()))
+            try:
+                environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()))
+            except ConfigError as exc:
+                # Environment names command-line flags (--package NAME); here the input is this file.
+                raise ConfigError([replace(i, path="$.environment.packages" + (f".{i.path[10:]}" if i.path.startswith("--package ") else ""), file=file) for i in exc.issues]) from None
     return LoadedConfig(config, environment, probe)
+
+
+def _model_reference(model: Mapping[str, Any], key: str, base: Path | None, file: str | None) -> Path:
+    """``resolve_model_path`` for ``model.<key>`` of a config file; its error names the file and key."""
+    try:
+        return resolve_model_path(model[key], base)
+    except ConfigError as exc:
+        raise ConfigError([replace(i, path=f"$.model.{key}", file=file) for i in exc.issues]) from None
 
 
 def _dedupe(prov: list[Provenance]) -> tuple[Provenance, ...]:

@@ -103,6 +103,12 @@ def parse_yaml_bytes(display: str, raw: bytes) -> tuple[Any, list[InputIssue]]:
         return None, [yaml_error_issue(display, exc)]
     except RecursionError:
         return None, [InputIssue("$", "YAML nesting is too deep", None, None, display, keyword="yaml")]
+    except (ValueError, AttributeError) as exc:
+        # PyYAML's scalar constructors raise these, not YAMLError, for a scalar that looks like an
+        # int, float or timestamp but cannot be built: over 4300 digits, month 13, `!!int abc`,
+        # `!!timestamp abc` (AttributeError from its regex match).
+        detail = f": {exc}" if isinstance(exc, ValueError) else ""
+        return None, [InputIssue("$", f"not valid YAML: a number or date cannot be constructed{detail}", None, None, display, keyword="yaml")]
 
 
 def _entry_id(doc: Any, error_path: Sequence[Any]) -> str | None:
@@ -207,7 +213,7 @@ def check_document(doc: Any, display: str, dir_name: str | None, schemas: Schema
 # changes the key. The cache is an optimization only: when it cannot be read or written the
 # full path runs, and MOE_ORACLE_NO_CACHE=1 disables it.
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 
 def cache_dir() -> Path | None:
@@ -253,7 +259,11 @@ def read_tables_cached(directories: Sequence[Path], schemas: Schemas, root: Path
     if location is not None and key is not None:
         cached = location / f"tables-{key}.json"
         try:
-            payload = json.loads(cached.read_text(encoding="utf-8"))
+            # First line: sha256 of the JSON body, so a damaged entry is never trusted.
+            digest, _, body = cached.read_text(encoding="utf-8").partition("\n")
+            if digest != hashlib.sha256(body.encode("utf-8")).hexdigest():
+                raise ValueError("cache entry does not match its digest")
+            payload = json.loads(body)
             return [TableFile(f["path"], f["kind"], f["data"], f["sha256"]) for f in payload["files"]], []
         except (OSError, ValueError, KeyError, TypeError):
             pass  # no usable cache entry: validate from the YAML below
@@ -264,7 +274,7 @@ def read_tables_cached(directories: Sequence[Path], schemas: Schemas, root: Path
             payload = json.dumps({"format": _CACHE_FORMAT, "files": [{"path": f.path, "kind": f.kind, "sha256": f.sha256, "data": f.data} for f in files]})
             fd, tmp = tempfile.mkstemp(dir=location, prefix=".tables-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(payload)
+                handle.write(hashlib.sha256(payload.encode("utf-8")).hexdigest() + "\n" + payload)
             os.replace(tmp, location / f"tables-{key}.json")
         except OSError:
             pass  # a read-only or full cache directory only costs speed

@@ -16,17 +16,19 @@ Because every answer is re-evaluated before it is returned, applying
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, replace
 from itertools import count
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from .checks import Check
 from .config import Device, MoEConfig, ParallelConfig
 from .decision import Decision
 from .engine import evaluate, resolve_request
+from .errors import ConfigError
 from .environment import ABSENT, Environment
 from .hardware import GPU_CATALOG
 from .quant import SCHEMES
@@ -152,7 +154,14 @@ def _parallel_edits(config: MoEConfig) -> Iterator[tuple[str, Callable[[MoEConfi
     world = p.tp_size * p.dp_size
     # Whole deployments first: TP only, and DP + EP over each all2all backend, same GPU count.
     ep_world = world if world > 1 else 8
-    presets = [ParallelConfig(tp_size=world)] + [ParallelConfig(dp_size=ep_world, use_ep=True, all2all_backend=b) for b in All2AllBackend]
+
+    def valid(**kwargs: Any) -> ParallelConfig | None:
+        try:
+            return ParallelConfig(**kwargs)
+        except ConfigError:  # tp * dp past the validator's limit after earlier edits: no such preset
+            return None
+
+    presets = [q for q in [valid(tp_size=world)] + [valid(dp_size=ep_world, use_ep=True, all2all_backend=b) for b in All2AllBackend] if q is not None]
     for preset in presets:
         if preset != p:
             after = f"tp={preset.tp_size} dp={preset.dp_size}" + (f" ep all2all={preset.all2all_backend.value}" if preset.use_ep else "")
@@ -270,10 +279,10 @@ def _numeric_candidates(chk: Check, field: str, current: Any) -> list[int]:
         if pred.field != field:
             continue
         spec = dict(pred.spec)
-        if "max" in spec:
-            out.add(int(spec["max"]))
-        if "min" in spec:
-            out.add(int(spec["min"]))
+        for bound in ("max", "min"):
+            # A table may say `max: .nan` or `.inf` (no candidate); an int bound is always finite.
+            if bound in spec and (isinstance(spec[bound], int) or math.isfinite(spec[bound])):
+                out.add(int(spec[bound]))
         if "multiple_of" in spec and isinstance(current, int):
             m = int(spec["multiple_of"])
             out.add(max(m, (current // m) * m))
@@ -290,7 +299,10 @@ def _versions_for(spec: str | None) -> list[str]:
     sset = SpecifierSet(spec)
     candidates = []
     for s in sset:
-        v = Version(s.version.replace(".*", ""))
+        try:
+            v = Version(s.version.replace(".*", ""))
+        except InvalidVersion:  # arbitrary equality (===abc) names no PEP 440 version
+            continue
         candidates += [str(v), f"{v.major}.{v.minor}.{v.micro + 1}", f"{v.major}.{v.minor + 1}.0", f"{v.major + 1}.0.0"]
     good = [c for c in dict.fromkeys(candidates) if Version(c) in sset]
     return good[:3] or ["99.0.0"]
@@ -349,17 +361,24 @@ def search_eligible(catalog: "Catalog", config: MoEConfig, env: Environment, tar
             continue
         values = dict(decision.normalized.values)
         for name, apply, before, after, edit_cost in _candidate_edits(failing[0], state, values):
-            if any(e.target == name for e in edits):
+            earlier = next((e for e in edits if e.target == name), None)
+            # A package edit may be revised: installing it can satisfy a presence check and then
+            # fail its version range (installed 1.0.0, needs >=2.9). Other targets are edited once.
+            if earlier is not None and not name.startswith("packages."):
                 continue
             try:
                 new_state = apply(state)
             except Exception:  # noqa: BLE001 - e.g. a ParallelConfig the edit made invalid
                 continue
-            key = tuple(sorted(f"{e.target}={_text(e.after)}" for e in edits) + [f"{name}={_text(after)}"])
+            kept = tuple(e for e in edits if e is not earlier)
+            if earlier is not None:
+                before = earlier.before
+            key = tuple(sorted(f"{e.target}={_text(e.after)}" for e in kept) + [f"{name}={_text(after)}"])
             if key in seen:
                 continue
             seen.add(key)
-            heapq.heappush(frontier, (cost + edit_cost, next(tie), edits + (Edit(name, before, after, edit_cost),), new_state))
+            base = cost - (earlier.cost if earlier is not None else 0)
+            heapq.heappush(frontier, (base + edit_cost, next(tie), kept + (Edit(name, before, after, edit_cost),), new_state))
     return SearchResult(False, None, (), config, env, None, blocking, explored)
 
 

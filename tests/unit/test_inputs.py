@@ -81,3 +81,10 @@ def test_document_round_trip(tmp_path, small_catalog):
     strip = lambda c: c.with_changes(provenance=())  # noqa: E731
     assert strip(again.config) == strip(loaded.config)
     assert again.environment.fingerprint == loaded.environment.fingerprint
+
+
+def test_unknown_moe_backend_in_a_file_names_the_file(tmp_path, small_catalog):
+    with pytest.raises(ConfigError) as info:
+        load_config_file(write(tmp_path, {**GOOD, "moe_backend": "slwo"}), small_catalog)
+    issue = info.value.issues[0]
+    assert issue.file.endswith("cfg.yaml") and issue.path == "$.moe_backend" and issue.suggestion() == "slow"

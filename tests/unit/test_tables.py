@@ -143,3 +143,11 @@ def test_validated_table_cache_hit_miss_and_corruption(tmp_path, monkeypatch):
     (tmp_path / "t" / "kernels" / "fast.yaml").write_text("kind: experts\n")
     with pytest.raises(TableError):
         load_catalog(dirs)  # changed bytes miss the cache and are validated
+
+
+def test_non_finite_bounds_are_rejected(tmp_path):
+    def mutate(t):
+        t["kernels/slow.yaml"]["entries"][0]["constraints"][0]["max"] = float("nan")
+
+    issues = issues_for(tmp_path, mutate)
+    assert any("finite" in i.message and i.entry == "slow" for i in issues)

@@ -1,0 +1,415 @@
+"""The invariants, as plain functions of generated inputs; each raises AssertionError when broken.
+
+``tests/property/test_*.py`` state one invariant per ``@given`` test by calling one of these;
+``benchmarks/property_bench.py`` times them. Engine invariants run over the real shipped
+catalog (``default_catalog()``); the table invariants over recompiled mutations of its files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections import Counter
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import yaml
+
+from moe_oracle import cli
+from moe_oracle.catalog import Catalog, compile_tables
+from moe_oracle.decision import Decision
+from moe_oracle.engine import evaluate
+from moe_oracle.environment import Environment
+from moe_oracle.errors import ConfigError, NoEligibleKernelError
+from moe_oracle.fields import FIELDS
+from moe_oracle.inputs import config_from_document, load_config_file
+from moe_oracle.oracle import Oracle, select
+from moe_oracle.records import Status
+from moe_oracle.tables import TableFile, load_schemas
+from moe_oracle.vocab import Interface
+from tests.property.reference_model import Outcome, load_model
+from tests.property.strategies import CATALOG, LEAF_PATHS, Case
+from tests.property.table_mutations import shipped_files
+
+SCHEMAS = load_schemas()
+MODEL = load_model()
+
+
+def decide(case: Case, catalog: Catalog = CATALOG) -> Decision:
+    return evaluate(catalog, case.config, case.env)
+
+
+def verdict(d: Decision) -> dict[str, Any]:
+    """What a selection decided, without the echo of its inputs (provenance, sources, notes)."""
+    return {
+        "kernel": d.kernel,
+        "prepare_finalize": d.prepare_finalize,
+        "order": d.order_rule,
+        "backends": list(d.backend_order),
+        "demotions": [x.to_dict() for x in d.demotions],
+        "requested": d.requested,
+        "requested_by": d.requested_by,
+        "candidates": [
+            (
+                c.kernel,
+                c.status.value,
+                c.prepare_finalize,
+                c.outranked_by,
+                [(f.rule, f.code.value, f.field, repr(f.observed), repr(f.allowed)) for f in c.failures],
+                [(a.rule, a.field) for a in c.assumptions],
+            )
+            for c in d.candidates
+        ],
+    }
+
+
+def eligible(d: Decision) -> set[str]:
+    return {c.kernel for c in d.candidates if c.status is not Status.REJECTED}
+
+
+# ---------------------------------------------------------------------------------- engine
+
+
+def check_deterministic(case: Case) -> None:
+    """Same inputs twice (and through a fresh Oracle, twice: memo) -> identical records."""
+    first = decide(case).to_dict()
+    assert decide(case).to_dict() == first
+    oracle = Oracle(CATALOG, case.env)
+    assert oracle.explain(case.config).to_dict() == first
+    assert oracle.explain(case.config).to_dict() == first  # answered from the memo
+
+
+def check_file_order(case: Case, order: Sequence[int]) -> None:
+    """compile_tables on the table files in any order -> identical decisions."""
+    files = shipped_files()
+    shuffled = compile_tables([files[i] for i in order])
+    assert shuffled.tables_hash == CATALOG.tables_hash
+    assert decide(case, shuffled).to_dict() == decide(case).to_dict()
+
+
+def check_winner_is_first_eligible(case: Case) -> None:
+    d = decide(case)
+    ranked = d.candidates
+    first = next((i for i, c in enumerate(ranked) if not c.failures), None)
+    assert d.winner == first, f"winner {d.kernel}, first eligible {ranked[first].kernel if first is not None else None}"
+    if first is not None:
+        assert ranked[first].status is Status.SELECTED and d.kernel == ranked[first].kernel
+        assert all(c.status is Status.REJECTED for c in ranked[:first])
+
+
+def check_backend_blocks(case: Case) -> None:
+    """Candidates come in backend blocks (in backend order); inside one, monolithic first, then table order."""
+    d = decide(case)
+    table_index = {e.id: i for i, e in enumerate(CATALOG.experts)}
+    backends = [c.backend for c in d.candidates]
+    blocks = [b for i, b in enumerate(backends) if i == 0 or backends[i - 1] != b]
+    assert len(blocks) == len(set(blocks)), f"a backend's candidates are split: {blocks}"
+    assert blocks == [b for b in d.backend_order if b in set(blocks)]
+    for backend in blocks:
+        mine = [c for c in d.candidates if c.backend == backend]
+        keys = [(0 if c.interface is Interface.MONOLITHIC else 1, table_index[c.kernel]) for c in mine]
+        assert keys == sorted(keys), f"{backend}: {[c.kernel for c in mine]} not monolithic-first in table order"
+
+
+def check_non_winners_explained(case: Case) -> None:
+    """Every non-winner is eligible-but-outranked by the winner, or rejected with >= 1 failure."""
+    d = decide(case)
+    for rank, c in enumerate(d.candidates):
+        if rank == d.winner:
+            assert c.status is Status.SELECTED and not c.failures and c.outranked_by is None
+        elif c.status is Status.ELIGIBLE:
+            assert not c.failures and d.winner is not None and c.outranked_by == d.kernel
+        else:
+            assert c.status is Status.REJECTED and len(c.failures) >= 1 and c.outranked_by is None
+
+
+def _model_view(case: Case) -> tuple[Decision, dict[str, Any]]:
+    return decide(case), MODEL.values(case.config, case.env)
+
+
+def check_normalized_values(case: Case) -> None:
+    """Every normalized field equals its re-derivation from the config (vLLM's rules)."""
+    d, values = _model_view(case)
+    got = d.normalized.values
+    for name, value in values.items():
+        assert name in got, f"field {name} missing from the normalized values"
+        assert got[name] == value and type(got[name]) is type(value), f"{name}: engine {got[name]!r}, re-derived {value!r}"
+
+
+def check_failures_sound(case: Case) -> None:
+    """Every failure names a rule that the declared tables contain and that really fails, with its code, field and observed value."""
+    d, values = _model_view(case)
+    for c in d.candidates:
+        rules = {r.rule: r for r in MODEL.rules(c.kernel, values)}
+        for f in c.failures:
+            assert f.rule in rules, f"{c.kernel}: failure {f.rule} is no rule the tables declare for it"
+            rule = rules[f.rule]
+            assert rule.outcome(values) is Outcome.FAIL, f"{c.kernel}: {f.rule} reported failing, but it {rule.outcome(values).value}s for {rule.observed(values)!r}"
+            assert (f.code.value, f.field) == (rule.code, rule.field), f"{c.kernel}: {f.rule} reported as {f.code.value} on {f.field}, declared {rule.code} on {rule.field}"
+            assert f.observed == rule.observed(values), f"{c.kernel}: {f.rule} observed {f.observed!r}, the config has {rule.observed(values)!r}"
+
+
+def check_failures_complete(case: Case) -> None:
+    """No short-circuit: every declared rule that fails is reported (once)."""
+    d, values = _model_view(case)
+    for c in d.candidates:
+        expected = Counter(r.rule for r in MODEL.rules(c.kernel, values) if r.outcome(values) is Outcome.FAIL)
+        got = Counter(f.rule for f in c.failures)
+        assert got == expected, f"{c.kernel}: reported {sorted(got)}, declared failing {sorted(expected)}"
+
+
+def check_assumptions_are_unknown_inputs(case: Case) -> None:
+    """A candidate's assumptions are exactly the rules that abstain because an input is unknown."""
+    d, values = _model_view(case)
+    for c in d.candidates:
+        expected = Counter(r.rule for r in MODEL.rules(c.kernel, values) if r.outcome(values) is Outcome.ABSTAIN)
+        got = Counter(a.rule for a in c.assumptions)
+        assert got == expected, f"{c.kernel}: assumptions {sorted(got)}, declared abstaining {sorted(expected)}"
+
+
+def check_ranking_follows_priority(case: Case) -> None:
+    """Backend order and candidate ranking follow the declared priority rules."""
+    d, values = _model_view(case)
+    assert list(d.backend_order) == MODEL.backend_order(values)
+    assert [c.kernel for c in d.candidates] == MODEL.ranking(values)
+
+
+def check_requested(case: Case) -> None:
+    """A requested backend is the winner, or Oracle.select raises NoEligibleKernelError naming it with its failures."""
+    d, values = _model_view(case)
+    expected = MODEL.resolve(values["moe_backend"])
+    assert d.requested == expected
+    if expected is None:
+        return
+    if d.winner is not None:
+        assert d.selected is not None and d.selected.backend in expected
+        return
+    try:
+        Oracle(CATALOG, case.env).select(case.config)
+    except NoEligibleKernelError as exc:
+        assert exc.decision.requested == expected
+        text = str(exc)
+        assert all(b in text for b in expected), text
+        for c in d.candidates:
+            if c.backend in expected:
+                assert c.failures and c.kernel in text
+                assert all(f.rule in text for f in c.failures), f"{c.kernel}: not every failure in {text!r}"
+    else:
+        raise AssertionError("Oracle.select did not raise although the requested backend is not eligible")
+
+
+ENGINE_READS = frozenset({"dispatch", "moe_backend"})
+"""Fields engine.evaluate reads itself: the P/F pairing (dispatch) and the request (moe_backend)."""
+
+
+@lru_cache(maxsize=1)
+def read_fields() -> frozenset[str]:
+    """Every normalized field any check, order, adjustment, opt-in or override of the catalog reads."""
+    out: set[str] = set(ENGINE_READS)
+    for owner in (*CATALOG.experts, *CATALOG.prepare_finalize):
+        for chk in owner.checks:
+            out.update(chk.fields_read)
+    for order in CATALOG.orders:
+        out.update(p.field for p in order.when)
+        for chk in order.excluded.values():
+            out.update(chk.fields_read)
+    for group in (CATALOG.adjustments, CATALOG.opt_in, CATALOG.overrides):
+        for rule in group:
+            out.update(p.field for p in rule.when)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=1)
+def unread_leaves() -> tuple[str, ...]:
+    """MoEConfig leaves that feed no field the catalog reads (FIELDS[f].inputs)."""
+    read_inputs = {i for f in read_fields() if f in FIELDS for i in FIELDS[f].inputs}
+
+    def is_read(path: str) -> bool:
+        return any(path == i or path.startswith(i + ".") or i.startswith(path + ".") for i in read_inputs)
+
+    return tuple(p for p in LEAF_PATHS if not is_read(p))
+
+
+def check_unread_change(case: Case, changed: Case) -> None:
+    """Changing inputs no predicate reads leaves the decision as it was."""
+    assert verdict(decide(changed)) == verdict(decide(case))
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def check_cli_agrees(case: Case, directory: Path) -> None:
+    """`explain --json`, `select --json`, `select` and the Python API agree on a config file."""
+    path = directory / "case.yaml"
+    path.write_text(case.replay(), encoding="utf-8")
+    code_e, out_e, err_e = run_cli(["explain", "--config", str(path), "--json"])
+    assert code_e in (0, 1), f"explain rejected the replay file: {err_e or out_e}"
+    code_s, out_s, _ = run_cli(["select", "--config", str(path), "--json"])
+    code_t, out_t, _ = run_cli(["select", "--config", str(path)])
+    loaded = load_config_file(path, CATALOG)
+    api = Oracle(CATALOG, loaded.environment or Environment()).explain(loaded.config)
+    plain = select(loaded.config, env=loaded.environment or Environment(), strict=False)
+    record = json.loads(json.dumps(api.to_dict(), default=str))
+    assert json.loads(out_e) == record == json.loads(out_s) == json.loads(json.dumps(plain.to_dict(), default=str))
+    assert code_e == code_s == code_t == (0 if api.winner is not None else 1)
+    if api.selected is not None:
+        s = api.selected
+        assert out_t.startswith(f"{s.kernel} [{s.backend}, {s.interface.value}] + {s.prepare_finalize}"), out_t
+    else:
+        assert out_t.startswith(("No MoE kernel is eligible", "Requested backend")), out_t
+    assert verdict(api) == verdict(decide(case)), "the config file door changed the selection"
+
+
+def check_decision_schema(case: Case) -> None:
+    """Decision.to_dict() is plain JSON and validates against schemas/decision.schema.json."""
+    record = decide(case).to_dict()
+    assert json.loads(json.dumps(record, allow_nan=False)) == record
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in SCHEMAS.for_kind("decision").iter_errors(record)]
+    assert not errors, errors[:5]
+
+
+def check_why_not(case: Case, backend_name: str) -> None:
+    """Applying the why-not answer (result.config, result.environment) makes the backend eligible."""
+    result = Oracle(CATALOG, case.env).why_not(case.config, backend_name)
+    if not (result.found or result.already_eligible):
+        assert result.blocking or result.explored, "no answer and no blocking reason"
+        return
+    d = evaluate(CATALOG, result.config, result.environment)
+    cand = d.candidate(result.kernel)
+    assert cand.backend in result.backend and not cand.failures, f"{result.kernel} still fails: {[f.rule for f in cand.failures]}"
+    if result.already_eligible:
+        assert not result.edits and result.config == case.config and result.environment == case.env
+    else:
+        assert result.edits
+
+
+def _satisfying(specs: Sequence[str]) -> str | None:
+    """A PEP 440 version inside every range of ``specs`` (tried from their own bounds), if one is found."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    sets = [SpecifierSet(s) for s in specs]
+    candidates = ["1.0.0", "99.0.0"]
+    for sset in sets:
+        for spec in sset:
+            try:
+                v = Version(spec.version.replace(".*", ""))
+            except InvalidVersion:
+                continue
+            candidates += [str(v), f"{v.major}.{v.minor}.{v.micro + 1}", f"{v.major}.{v.minor + 1}.0", f"{v.major + 1}.0.0"]
+    return next((c for c in candidates if all(Version(c) in s for s in sets)), None)
+
+
+def check_why_not_finds_package_fixes(case: Case, backend_name: str) -> None:
+    """When installing packages (at most MAX_EDITS, at versions the tables accept) is all a
+    candidate of the backend lacks, why-not finds an answer."""
+    from moe_oracle.whynot import MAX_EDITS
+
+    backends = CATALOG.backend_names[backend_name.strip().lower().replace("-", "_")]
+    values = MODEL.values(case.config, case.env)
+    for entry in CATALOG.experts:
+        if entry.backend not in backends:
+            continue
+        failing = [r for r in MODEL.rules(entry.id, values) if r.outcome(values) is Outcome.FAIL]
+        packages = {r.field[9:] for r in failing}
+        if not failing or not all(r.field.startswith("packages.") for r in failing) or len(packages) > MAX_EDITS:
+            continue
+        env = case.env
+        for name in sorted(packages):
+            specs = [r.spec["version"] for r in MODEL.rules(entry.id, values) if r.field == f"packages.{name}" and "version" in (r.spec or {})]
+            version = _satisfying(specs)
+            if version is None:
+                break
+            env = env.with_package(name, version)
+        else:
+            if not evaluate(CATALOG, case.config, env).candidate(entry.id).failures:
+                result = Oracle(CATALOG, case.env).why_not(case.config, backend_name)
+                assert result.found or result.already_eligible, f"installing {sorted(packages)} makes {entry.id} eligible, but why-not found nothing: {result.render_text()}"
+                return
+
+
+def check_replay_round_trip(case: Case) -> None:
+    """The printed replay file turns back into the same config and environment."""
+    doc = yaml.safe_load(case.replay())
+    loaded = config_from_document(doc, CATALOG, schemas=SCHEMAS)
+    assert replace(loaded.config, provenance=()) == replace(case.config, provenance=())
+    assert not loaded.probe and loaded.environment == case.env
+
+
+def check_unknown_backend_rejected(case: Case, name: str) -> None:
+    """An unknown moe_backend name raises ConfigError listing every accepted name, before evaluation."""
+    config = replace(case.config, moe_backend=name)
+    try:
+        evaluate(CATALOG, config, case.env)
+    except ConfigError as exc:
+        (issue,) = exc.issues
+        assert issue.path == "$.moe_backend" and set(issue.allowed) == {"auto", *CATALOG.backend_names}
+    else:
+        raise AssertionError(f"moe_backend={name!r} was accepted")
+
+
+# ---------------------------------------------------------------------------------- tables
+
+
+def eligible_under(catalog: Catalog, cases: Sequence[Case]) -> list[set[str]]:
+    return [eligible(decide(c, catalog)) for c in cases]
+
+
+def check_widening(cases: Sequence[Case], files: Sequence[TableFile]) -> None:
+    """Widening a kernel's supported set never removes a candidate from the eligible list."""
+    widened = compile_tables(files)
+    for case, before, after in zip(cases, eligible_under(CATALOG, cases), eligible_under(widened, cases)):
+        assert before <= after, f"no longer eligible after widening: {sorted(before - after)}"
+
+
+def check_narrowing(cases: Sequence[Case], files: Sequence[TableFile]) -> None:
+    """Narrowing a kernel's supported set never adds a candidate to the eligible list."""
+    narrowed = compile_tables(files)
+    for case, before, after in zip(cases, eligible_under(CATALOG, cases), eligible_under(narrowed, cases)):
+        assert after <= before, f"eligible only after narrowing: {sorted(after - before)}"
+
+
+def check_added_kernel_keeps_order(cases: Sequence[Case], files: Sequence[TableFile], new_id: str) -> None:
+    """Adding a kernel never changes the relative order of the others."""
+    grown = compile_tables(files)
+    for case in cases:
+        before = [c.kernel for c in decide(case).candidates]
+        after = [c.kernel for c in decide(case, grown).candidates if c.kernel != new_id]
+        assert after == before
+
+
+def check_added_kernel_keeps_verdicts(cases: Sequence[Case], files: Sequence[TableFile], new_id: str) -> None:
+    """Adding a kernel never changes another candidate's failures or assumptions."""
+    grown = compile_tables(files)
+
+    def per_kernel(d: Decision) -> dict[str, Any]:
+        return {c.kernel: ([f.rule for f in c.failures], [a.rule for a in c.assumptions]) for c in d.candidates if c.kernel != new_id}
+
+    for case in cases:
+        assert per_kernel(decide(case, grown)) == per_kernel(decide(case))
+
+
+ENGINE_INVARIANTS: dict[str, Callable[[Case], None]] = {
+    "deterministic": check_deterministic,
+    "winner_is_first_eligible": check_winner_is_first_eligible,
+    "backend_blocks": check_backend_blocks,
+    "non_winners_explained": check_non_winners_explained,
+    "normalized_values": check_normalized_values,
+    "failures_sound": check_failures_sound,
+    "failures_complete": check_failures_complete,
+    "assumptions_are_unknown_inputs": check_assumptions_are_unknown_inputs,
+    "ranking_follows_priority": check_ranking_follows_priority,
+    "requested": check_requested,
+    "decision_schema": check_decision_schema,
+    "replay_round_trip": check_replay_round_trip,
+}
+"""Invariants that take one case and nothing else (the benchmark runs each over every config)."""
+
+__all__ = [name for name in dir() if name.startswith("check_")] + ["ENGINE_INVARIANTS", "shipped_files", "unread_leaves", "verdict"]

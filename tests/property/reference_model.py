@@ -1,0 +1,360 @@
+"""A second, plain-Python reading of the shipped tables, for the failure invariants.
+
+It shares no code with the compiler (``moe_oracle.catalog``, ``checks``, ``predicates``) nor
+with ``moe_oracle.normalize``: the tables are read with ``yaml.safe_load`` from the package
+directories, every rule a candidate is subject to is rebuilt from the YAML as documented in
+``docs/architecture.md`` and the table schemas' descriptions, and the normalized values are
+re-derived from ``MoEConfig`` as vLLM's ``FusedMoEParallelConfig.make`` defines them. What it
+borrows from the package is vocabulary only: enums, ``QuantScheme.name``/``.family``,
+``Activation.is_gated``, ``fields.field_spec(...).code`` (the documented default reason code of a
+``supports`` predicate) and the ``ABSENT`` sentinel.
+
+Semantics (the YAML contract):
+
+* a value spec is a list (one of) or a mapping of ``in``, ``not_in``, ``min``, ``max``,
+  ``multiple_of`` (numbers only), ``present`` and ``version`` (PEP 440, packages only);
+* a rule applies when every field of its ``if``/``when`` holds; an unknown (``None``) input
+  makes it abstain, never pass silently; a known-bad rule fails when its condition holds;
+* rule ids: ``<owner>.platform``, ``<owner>.platforms.<platform>.<field>``,
+  ``<owner>.packages.<name>[.version]``, ``<owner>.env.<VAR>``, ``<id>.supports.<field>``,
+  ``<id>.features.<feature>``, ``<id>.pairing``, ``request.<backend>``, constraint ids,
+  known-bad ids, and priority order / opt-in ids for ``path_not_enabled``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import yaml
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from moe_oracle._resources import table_dirs
+from moe_oracle.config import MoEConfig
+from moe_oracle.environment import ABSENT, Environment
+from moe_oracle.fields import field_spec
+from moe_oracle.vocab import Platform
+
+__all__ = ["Model", "Outcome", "Rule", "load_model"]
+
+
+class Outcome(enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    ABSTAIN = "abstain"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule as the YAML states it."""
+
+    rule: str
+    code: str
+    field: str
+    spec: Any  # value spec on ``field``; None for a known-bad (deny) rule
+    when: tuple[tuple[str, Any], ...] = ()
+    deny: bool = False
+
+    def outcome(self, values: Mapping[str, Any]) -> Outcome:
+        unknown = False
+        for name, spec in self.when:
+            value = values.get(name)
+            if value is None:
+                unknown = True
+            elif not spec_holds(spec, value):
+                return Outcome.PASS
+        if self.deny:
+            return Outcome.ABSTAIN if unknown else Outcome.FAIL
+        value = values.get(self.field)
+        if value is None:
+            return Outcome.ABSTAIN
+        if spec_holds(self.spec, value):
+            return Outcome.PASS
+        return Outcome.ABSTAIN if unknown else Outcome.FAIL
+
+    def observed(self, values: Mapping[str, Any]) -> Any:
+        if self.deny:
+            return {name: values.get(name) for name, _ in self.when}
+        return values.get(self.field)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def spec_holds(spec: Any, value: Any) -> bool:
+    """Whether ``value`` satisfies a YAML value spec."""
+    if isinstance(spec, list):
+        spec = {"in": spec}
+    for key, arg in spec.items():
+        if key == "in" and value not in list(arg):
+            return False
+        if key == "not_in" and value in list(arg):
+            return False
+        if key == "min" and not (_number(value) and value >= arg):
+            return False
+        if key == "max" and not (_number(value) and value <= arg):
+            return False
+        if key == "multiple_of" and not (_number(value) and value % arg == 0):
+            return False
+        if key == "present" and (value is not ABSENT) != bool(arg):
+            return False
+        if key == "version" and value is not ABSENT:
+            try:
+                if Version(value) not in SpecifierSet(arg):
+                    return False
+            except InvalidVersion:
+                return False
+    return True
+
+
+_FEATURE_FIELD = {"lora": "lora", "batch_invariant": "batch_invariant", "eplb": "enable_eplb"}
+# vLLM FusedMoEParallelConfig.use_batched_activation_format: DeepEP low-latency and NIXL-EP.
+_BATCHED_DISPATCH = ("deepep_low_latency", "nixl_ep")
+
+
+def _code(field: str) -> str:
+    return field_spec(field).code.value
+
+
+@dataclass
+class Model:
+    """The shipped tables as plain data, with the rules and values derived from them."""
+
+    experts: list[dict[str, Any]]  # in table order (sorted file path, then entry order)
+    pfs: list[dict[str, Any]]
+    priority: dict[str, Any]
+    known_bad: list[dict[str, Any]]
+    constraints: list[dict[str, Any]]
+    aliases: dict[str, Any]
+    env_vars: list[dict[str, Any]]
+    overrides: list[dict[str, Any]]
+
+    def __post_init__(self) -> None:
+        self.by_id = {e["id"]: e for e in self.experts}
+        self.backends = sorted({e["backend"] for e in self.experts})
+        self.packages = sorted(self._package_names())
+
+    # ------------------------------------------------------------------ names and packages
+
+    def names_for(self, backend: str) -> list[str]:
+        """Every ``moe_backend`` name that selects ``backend``: its id and its aliases."""
+        return sorted({backend} | {alias for alias, raw in self.aliases["backends"].items() if backend in raw["backends"]})
+
+    def resolve(self, moe_backend: str) -> tuple[str, ...] | None:
+        """Backends a (normalized) ``moe_backend`` name requests; ``None`` for auto."""
+        if moe_backend == "auto":
+            return None
+        if moe_backend in self.backends:
+            return (moe_backend,)
+        return tuple(self.aliases["backends"][moe_backend]["backends"])
+
+    def _package_names(self) -> set[str]:
+        names: set[str] = set()
+        for raw in (*self.experts, *self.pfs, *self.known_bad):
+            names |= set(raw.get("packages") or {})
+        return names
+
+    # ------------------------------------------------------------------ values
+
+    def values(self, config: MoEConfig, env: Environment) -> dict[str, Any]:
+        """Normalized field values, re-derived from the config (vLLM FusedMoEParallelConfig.make)."""
+        dev, par, q = config.device, config.parallel, config.quant
+        cuda, cpu = dev.platform is Platform.CUDA, dev.platform is Platform.CPU
+        gpu = dev.platform in (Platform.ROCM, Platform.XPU)
+        world = par.tp_size * par.dp_size
+        use_ep = par.use_ep and world > 1
+        all2all_on = use_ep and par.dp_size > 1
+        all2all = par.all2all_backend.value if all2all_on else "none"
+        dispatch = all2all if all2all_on else ("allgather_reducescatter" if par.dp_size > 1 else "none")
+        moe_tp = 1 if use_ep else world
+        ep = world if use_ep else 1
+        v: dict[str, Any] = {
+            "platform": dev.platform.value,
+            "device_capability": dev.capability if cuda else "none",
+            "gpu_arch": dev.arch if gpu else "none",
+            "cpu_arch": dev.arch if cpu else "none",
+            "cpu_amx": dev.cpu_amx if cpu else False,
+            "quant_scheme": q.name,
+            "weight_quant": q.weight or "none",
+            "activation_quant": q.activation or "none",
+            "quant_family": q.family.value,
+            "quant_method": config.quant_method if config.quant_method is not None else ("none" if q.weight is None else None),
+            "activation": config.activation.value,
+            "is_gated": config.activation.is_gated,
+            "swiglu_clamp": config.swiglu_limit is not None,
+            "routing_method": config.routing_method.value,
+            "router_logits_dtype": (config.router_logits_dtype or config.in_dtype).value,
+            "in_dtype": config.in_dtype.value,
+            "has_bias": config.has_bias,
+            "num_experts": config.num_experts,
+            "num_local_experts": -(-config.num_experts // ep) + (par.num_redundant_experts if use_ep else 0),
+            "top_k": config.top_k,
+            "hidden_size": config.hidden_size,
+            "intermediate_size": config.intermediate_size,
+            "intermediate_size_per_partition": config.intermediate_size // moe_tp,
+            "tp_size": par.tp_size,
+            "dp_size": par.dp_size,
+            "moe_tp_size": moe_tp,
+            "ep_size": ep,
+            "use_ep": use_ep,
+            "all2all_backend": par.all2all_backend.value,
+            "all2all": all2all,
+            "dispatch": dispatch,
+            "activation_format": "batched_experts" if dispatch in _BATCHED_DISPATCH else "standard",
+            "enable_eplb": par.enable_eplb,
+            "num_redundant_experts": par.num_redundant_experts,
+            "lora": config.lora,
+            "max_num_tokens": config.max_num_tokens,
+            "moe_backend": config.moe_backend,
+        }
+        raw_env = dict(env.env)
+        for var in self.env_vars:
+            raw = raw_env.get(var["name"])
+            if raw is None:
+                v[f"env.{var['name']}"] = var["default"]
+            elif var["type"] == "bool":
+                v[f"env.{var['name']}"] = raw.strip().lower() in ("1", "true", "yes", "on")
+            else:
+                v[f"env.{var['name']}"] = raw
+        declared_bi = any(var["name"] == "VLLM_BATCH_INVARIANT" for var in self.env_vars)
+        v["batch_invariant"] = config.batch_invariant or (declared_bi and "VLLM_BATCH_INVARIANT" in raw_env and v["env.VLLM_BATCH_INVARIANT"])
+        installed = {canonicalize_name(n): ver for n, ver in env.packages}
+        absent = {canonicalize_name(n) for n in env.absent}
+        for name in self.packages:
+            v[f"packages.{name}"] = installed.get(name, ABSENT if (name in absent or env.complete) else None)
+        # An explicitly set override variable requests a backend as moe_backend would.
+        if v["moe_backend"] == "auto":
+            for ov in self.overrides:
+                if any(var in raw_env for var in ov["explicit"]) and self._holds(ov["when"], v) is True:
+                    v["moe_backend"] = ov["request"]
+                    break
+        return v
+
+    @staticmethod
+    def _holds(when: Mapping[str, Any], values: Mapping[str, Any]) -> bool | None:
+        unknown = False
+        for name, spec in when.items():
+            value = values.get(name)
+            if value is None:
+                unknown = True
+            elif not spec_holds(spec, value):
+                return False
+        return None if unknown else True
+
+    # ------------------------------------------------------------------ rules
+
+    @staticmethod
+    def _requirements(owner: str, raw: Mapping[str, Any]) -> Iterator[Rule]:
+        yield Rule(f"{owner}.platform", "platform_unsupported", "platform", sorted(raw["platforms"]))
+        for plat, reqs in raw["platforms"].items():
+            for name, spec in (reqs or {}).items():
+                yield Rule(f"{owner}.platforms.{plat}.{name}", "sm_unsupported", name, spec, (("platform", [plat]),))
+        for name, spec in (raw.get("packages") or {}).items():
+            yield Rule(f"{owner}.packages.{name}", "package_missing", f"packages.{name}", {"present": True})
+            if spec:
+                yield Rule(f"{owner}.packages.{name}.version", "package_version_unsupported", f"packages.{name}", {"version": spec})
+        for var, allowed in (raw.get("env") or {}).items():
+            yield Rule(f"{owner}.env.{var}", "env_disabled", f"env.{var}", list(allowed))
+
+    @staticmethod
+    def _constraint(raw: Mapping[str, Any]) -> Rule:
+        spec = {k: raw[k] for k in ("in", "not_in", "min", "max", "multiple_of") if k in raw}
+        return Rule(raw["id"], raw["reason"], raw["field"], spec, tuple((raw.get("if") or {}).items()))
+
+    def pf_for(self, entry: Mapping[str, Any], dispatch: str) -> dict[str, Any] | None:
+        """The prepare/finalize with the kernel's interface and format that serves ``dispatch``."""
+        for pf in self.pfs:
+            if pf["interface"] == entry["interface"] and pf["activation_format"] == entry["activation_format"] and dispatch in pf["dispatch"]:
+                return pf
+        return None
+
+    def rules(self, kernel: str, values: Mapping[str, Any]) -> list[Rule]:
+        """Every rule candidate ``kernel`` is subject to under ``values`` (its P/F's included)."""
+        e = self.by_id[kernel]
+        out = list(self._requirements(kernel, e))
+        out += [Rule(f"{kernel}.supports.{name}", _code(name), name, spec) for name, spec in e["supports"].items()]
+        for feature, supported in e["features"].items():
+            if not supported:
+                name = _FEATURE_FIELD[feature]
+                out.append(Rule(f"{kernel}.features.{feature}", _code(name), name, [False]))
+        out += [self._constraint(c) for c in e.get("constraints") or ()]
+        paired = sorted({d for pf in self.pfs if pf["interface"] == e["interface"] and pf["activation_format"] == e["activation_format"] for d in pf["dispatch"]})
+        out.append(Rule(f"{kernel}.pairing", "pairing_incompatible", "dispatch", paired))
+        out.append(Rule(f"request.{e['backend']}", "not_requested", "moe_backend", ["auto", *self.names_for(e["backend"])]))
+        for c in self.constraints:
+            applies = c.get("applies_to") or {}
+            if applies.get("backends") and e["backend"] not in applies["backends"]:
+                continue
+            if e["backend"] in applies.get("except_backends", []):
+                continue
+            out.append(self._constraint(c))
+        for kb in self.known_bad:
+            if kernel in kb["kernels"]:
+                when = tuple(kb["when"].items()) + tuple((f"packages.{n}", {"present": True, "version": s}) for n, s in (kb.get("packages") or {}).items())
+                out.append(Rule(kb["id"], "known_bad", ",".join(n for n, _ in when), None, when, deny=True))
+        pf = self.pf_for(e, values["dispatch"])
+        if pf is not None:
+            out += list(self._requirements(pf["id"], pf))
+            out += [self._constraint(c) for c in pf.get("constraints") or ()]
+        if values["moe_backend"] == "auto":
+            order = self.order(values)
+            if order is not None and e["backend"] not in set(order["backends"]) | set(self.priority["fallback"]):
+                out.append(Rule(order["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"])))
+            for opt in self.priority.get("opt_in_only") or ():
+                if opt["backend"] == e["backend"]:
+                    out.append(Rule(opt["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"]), tuple((opt.get("when") or {}).items())))
+        return out
+
+    # ------------------------------------------------------------------ priority
+
+    def order(self, values: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The first priority order whose ``when`` holds."""
+        return next((o for o in self.priority["orders"] if self._holds(o["when"], values) is True), None)
+
+    def backend_order(self, values: Mapping[str, Any]) -> list[str]:
+        """Backends in the order they are tried: matched order, adjustments, fallback, the rest by name."""
+        order = self.order(values)
+        backends = list(order["backends"]) if order is not None else list(self.backends)
+        for adj in self.priority.get("adjustments") or ():
+            if self._holds(adj["when"], values) is not True:
+                continue
+            moved = [b for b in adj["move"] if b in backends]
+            if moved:
+                rest = [b for b in backends if b not in moved]
+                backends = moved + rest if adj["to"] == "front" else rest + moved
+        backends += [b for b in self.priority["fallback"] if b not in backends]
+        return backends + sorted(set(self.backends) - set(backends))
+
+    def ranking(self, values: Mapping[str, Any]) -> list[str]:
+        """Kernel ids in rank order: backend order, then monolithic before modular, then table order."""
+        position = {b: i for i, b in enumerate(self.backend_order(values))}
+        indexed = list(enumerate(self.experts))
+        indexed.sort(key=lambda ie: (position[ie[1]["backend"]], 0 if ie[1]["interface"] == "monolithic" else 1, ie[0]))
+        return [e["id"] for _, e in indexed]
+
+
+def load_model(directories: tuple[Path, ...] | None = None) -> Model:
+    """Read the tables (default: shipped) with ``yaml.safe_load``, in sorted display-path order."""
+    docs: list[tuple[str, dict[str, Any]]] = []
+    for directory in directories or table_dirs():
+        for path in directory.glob("*.yaml"):
+            docs.append((f"{directory.name}/{path.name}", yaml.safe_load(path.read_text(encoding="utf-8"))))
+    docs.sort(key=lambda d: d[0])
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for _, doc in docs:
+        by_kind.setdefault(doc["kind"], []).append(doc)
+    return Model(
+        experts=[e for doc in by_kind.get("experts", []) for e in doc["entries"]],
+        pfs=[e for doc in by_kind.get("prepare_finalize", []) for e in doc["entries"]],
+        priority=by_kind["priority"][0],
+        known_bad=[e for doc in by_kind.get("known_bad", []) for e in doc["entries"]],
+        constraints=[c for doc in by_kind.get("constraints", []) for c in doc["constraints"]],
+        aliases=by_kind["aliases"][0],
+        env_vars=by_kind["environment"][0]["variables"],
+        overrides=[o for doc in by_kind.get("overrides", []) for o in doc["overrides"]],
+    )

@@ -1,0 +1,680 @@
+"""Hypothesis strategies over the whole MoE selection vocabulary: the only source of configs.
+
+Everything is derived from the vocabulary and the shipped catalog, so that a new enum member,
+quant key or scheme, hardware entry, backend name, environment variable or table value is
+fuzzed without touching this file:
+
+* enums: :mod:`moe_oracle.vocab` (platform, activation, routing method, dtype, all2all backend, source);
+* quantization: every named scheme of ``quant.SCHEMES`` and every (weight, activation) pair of
+  ``quant.QUANT_KEYS`` (most of them unnamed: values no kernel supports);
+* devices: ``hardware.GPU_CATALOG``, every capability and arch a table names, arbitrary
+  capabilities (10..200), unknown (``None``) capabilities and arches, junk arch strings;
+* shapes: the bounds and alignments the tables declare on a field or on a derived field it feeds
+  (``fields.FIELDS[f].inputs``), one either side of each bound, and arbitrary sizes up to the
+  limits of ``schemas/moe_config.schema.json`` (so that every example replays from a file);
+* backends: ``catalog.backend_names`` (ids and aliases) in case and dash variants, and ``auto``;
+  all2all backends with the removed/renamed aliases of ``rules/aliases.yaml``;
+* environment: ``catalog.package_names`` (installed at a version, absent, or unknown) plus
+  packages no table reads, ``catalog.env_vars`` (unset, typed values, junk) plus variables the
+  oracle does not read.
+
+Two generators, as pypa/packaging's suite has a narrow one beside a rich one:
+:func:`plausible_cases` (catalog hardware, named schemes, realistic shapes, packages installed:
+most configs have a winner) and :func:`wild_cases` (the whole vocabulary, including values no
+kernel supports). :func:`cases` mixes both. Every leaf of :class:`MoEConfig` has one value
+strategy in :data:`LEAVES`; a test fails when a new MoEConfig field has none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Mapping
+
+from hypothesis import note
+from hypothesis import strategies as st
+from packaging.specifiers import SpecifierSet
+
+from moe_oracle.config import Device, MoEConfig, ParallelConfig, Provenance
+from moe_oracle.environment import Environment
+from moe_oracle.fields import FIELDS
+from moe_oracle.hardware import GPU_CATALOG
+from moe_oracle.inputs import config_document, dump_document, resolve_all2all
+from moe_oracle.oracle import default_catalog
+from moe_oracle.quant import QUANT_KEYS, SCHEMES, QuantScheme
+from moe_oracle.vocab import Activation, All2AllBackend, DType, Platform, RoutingMethod, Source
+from tests.property import tally
+
+__all__ = [
+    "CATALOG",
+    "Case",
+    "LEAVES",
+    "LEAF_PATHS",
+    "backend_names",
+    "build_config",
+    "cases",
+    "changed_inputs",
+    "environments",
+    "flatten",
+    "leaf_values",
+    "note_case",
+    "pinned",
+    "plausible_cases",
+    "REGRESSIONS",
+    "requested_backends",
+    "targeted_cases",
+    "spellings",
+    "table_values",
+    "text_values",
+    "unread_env_vars",
+    "unread_packages",
+    "wild_cases",
+    "with_leaf",
+]
+
+CATALOG = default_catalog()
+
+# Limits of schemas/moe_config.schema.json: generated configs stay inside them so that every
+# example can be written to a config file and replayed with `moe-oracle explain --config`.
+MAX_SIZE = 2**40
+MAX_PARALLEL = 2**20
+
+
+# ------------------------------------------------------------------------------ catalog harvest
+
+
+def _all_predicates(catalog: Any) -> Iterable[Any]:
+    for owner in (*catalog.experts, *catalog.prepare_finalize):
+        for chk in owner.checks:
+            if chk.predicate is not None:
+                yield chk.predicate
+            yield from chk.condition
+    for group in (catalog.orders, catalog.adjustments, catalog.opt_in, catalog.overrides):
+        for rule in group:
+            yield from rule.when
+
+
+def _harvest(catalog: Any) -> tuple[dict[str, set[Any]], dict[str, set[Any]], dict[str, set[int]], dict[str, set[str]]]:
+    values: dict[str, set[Any]] = {}
+    bounds: dict[str, set[Any]] = {}
+    multiples: dict[str, set[int]] = {}
+    specs: dict[str, set[str]] = {}
+    for pred in _all_predicates(catalog):
+        for key, arg in pred.spec:
+            if key in ("in", "not_in"):
+                values.setdefault(pred.field, set()).update(arg)
+            elif key in ("min", "max"):
+                bounds.setdefault(pred.field, set()).add(arg)
+            elif key == "multiple_of":
+                multiples.setdefault(pred.field, set()).add(arg)
+            elif key == "version":
+                specs.setdefault(pred.field, set()).add(arg)
+    return values, bounds, multiples, specs
+
+
+_VALUES, _BOUNDS, _MULTIPLES, _VERSION_SPECS = _harvest(CATALOG)
+
+
+def table_values(field: str, kind: type | tuple[type, ...] = object) -> tuple[Any, ...]:
+    """Values the shipped tables name for ``field`` (in ``in``/``not_in`` lists), of type ``kind``."""
+    found = [v for v in _VALUES.get(field, ()) if isinstance(v, kind) and not (kind is int and isinstance(v, bool))]
+    return tuple(sorted(found, key=repr))
+
+
+def _numeric_hints(path: str) -> tuple[set[int], set[int]]:
+    """Bounds and alignments the tables declare on fields that ``path`` feeds."""
+    bounds: set[int] = set()
+    multiples: set[int] = set()
+    for name, spec in FIELDS.items():
+        if path in spec.inputs:
+            bounds |= {int(b) for b in _BOUNDS.get(name, ()) if isinstance(b, (int, float)) and abs(b) < MAX_SIZE}
+            multiples |= _MULTIPLES.get(name, set())
+    return bounds, multiples
+
+
+# ------------------------------------------------------------------------------ scalar strategies
+
+_AWKWARD_TEXT = ("", " ", "null", "~", "yes", "No", "on", "1", "0", "1e3", "0x1F", ".inf", "- x", ": y", "#c", "!t", "&a", "*a", "'", '"', "\\", "\t", "é", "日本", "gfx000", "sm_90a")
+
+
+@lru_cache(maxsize=None)
+def text_values(max_size: int = 12) -> st.SearchStrategy[str]:
+    """Strings, including YAML-awkward ones; no lone surrogates (a config file is UTF-8)."""
+    return st.one_of(st.sampled_from(_AWKWARD_TEXT), st.text(st.characters(blacklist_categories=("Cs",)), max_size=max_size))
+
+
+@lru_cache(maxsize=None)
+def _floats() -> st.SearchStrategy[float]:
+    return st.one_of(st.sampled_from((0.0, 1.0, 1.702, 2.5, 7.0, -1.0)), st.floats(allow_nan=False, allow_infinity=False))
+
+
+@lru_cache(maxsize=None)
+def _sizes(path: str, typical: tuple[int, ...], hi: int) -> st.SearchStrategy[int]:
+    bounds, multiples = _numeric_hints(path)
+    special = sorted({v for v in (*typical, *(b + d for b in bounds for d in (-1, 0, 1))) if 1 <= v <= hi})
+    options = [st.sampled_from(special), st.integers(1, min(hi, 1 << 14)), st.integers(1, hi)]
+    if multiples:
+        aligned = st.builds(lambda m, k, off: m * k + off, st.sampled_from(sorted(multiples)), st.integers(1, 256), st.sampled_from((0, 0, 0, -1, 1, 32, -32)))
+        options.append(aligned.filter(lambda v: 1 <= v <= hi))
+    return st.one_of(*options)
+
+
+_EXPERTS = (1, 2, 8, 16, 32, 60, 64, 128, 160, 256, 384, 512, 1024, 2048, 4096)
+_HIDDEN = (1024, 2048, 2688, 2880, 3072, 4096, 5120, 7168, 8192)
+_INTERMEDIATE = (96, 192, 256, 384, 512, 768, 1408, 1536, 1856, 2048, 2880, 8192, 14336)
+_PARALLEL = (1, 2, 4, 8, 16)
+
+CATALOG_DEVICES: tuple[Device, ...] = tuple(hw.device for hw in GPU_CATALOG.values())
+CAPABILITIES: tuple[int, ...] = tuple(sorted({d.capability for d in CATALOG_DEVICES if d.capability is not None} | set(table_values("device_capability", int))))
+ARCHES: tuple[str, ...] = tuple(sorted({d.arch for d in CATALOG_DEVICES if d.arch} | set(table_values("gpu_arch", str)) | set(table_values("cpu_arch", str))))
+QUANT_METHODS: tuple[str, ...] = tuple(v for v in table_values("quant_method", str) if v != "none")
+
+
+@lru_cache(maxsize=None)
+def quant_schemes() -> st.SearchStrategy[QuantScheme]:
+    """Named schemes and every (weight, activation) pair of quant keys, most of them unnamed."""
+    keys = sorted(QUANT_KEYS)
+    pairs = st.builds(QuantScheme, st.sampled_from(keys), st.one_of(st.none(), st.sampled_from(keys)))
+    return st.one_of(st.sampled_from(list(SCHEMES.values())), pairs)
+
+
+@lru_cache(maxsize=None)
+def spellings(name: str) -> st.SearchStrategy[str]:
+    """``name`` as a user may type it: case, dashes and surrounding spaces vary."""
+    return st.sampled_from(tuple(dict.fromkeys((name, name.upper(), name.replace("_", "-"), name.title(), f" {name} ", name.upper().replace("_", "-")))))
+
+
+BACKEND_NAMES: tuple[str, ...] = tuple(sorted(CATALOG.backend_names))
+
+
+@lru_cache(maxsize=None)
+def backend_names() -> st.SearchStrategy[str]:
+    """Every name ``moe_backend`` accepts (backend ids and aliases), in spelling variants."""
+    return st.sampled_from(BACKEND_NAMES).flatmap(spellings)
+
+
+@lru_cache(maxsize=None)
+def requested_backends(auto: int = 1) -> st.SearchStrategy[str]:
+    """``auto`` (``auto`` times as often as one named backend) or any backend name."""
+    return st.integers(0, auto).flatmap(lambda i: backend_names() if i == 0 else spellings("auto"))
+
+
+_A2A_NAMES = tuple(sorted({b.value for b in All2AllBackend} | set(CATALOG.all2all_aliases)))
+
+
+@lru_cache(maxsize=None)
+def all2all_spellings() -> st.SearchStrategy[str]:
+    """All2all backends and their removed/renamed aliases, in spelling variants."""
+    return st.sampled_from(_A2A_NAMES).flatmap(spellings)
+
+
+def _resolve_all2all(spelling: str) -> tuple[All2AllBackend, str | None]:
+    return resolve_all2all(CATALOG, spelling)
+
+
+# ------------------------------------------------------------------------------ leaves of MoEConfig
+
+
+def _config_leaf_paths() -> tuple[str, ...]:
+    out: list[str] = []
+    for f in dataclasses.fields(MoEConfig):
+        if f.name == "device":
+            out += [f"device.{g.name}" for g in dataclasses.fields(Device)]
+        elif f.name == "parallel":
+            out += [f"parallel.{g.name}" for g in dataclasses.fields(ParallelConfig)]
+        else:
+            out.append(f.name)
+    return tuple(out)
+
+
+LEAF_PATHS: tuple[str, ...] = _config_leaf_paths()
+"""Every leaf of a MoEConfig (nested records flattened as ``device.arch``), in drawing order."""
+
+Ctx = Mapping[str, Any]
+Leaf = Callable[[Ctx], st.SearchStrategy[Any]]
+
+# Strategies are built once and reused: hypothesis validates every new strategy object, and
+# building them per draw costs more than the draw.
+_NONE = st.none()
+_CUDA_CAPABILITY = st.one_of(st.none(), st.sampled_from(CAPABILITIES), st.integers(10, 200))
+
+
+@lru_cache(maxsize=4096)
+def _top_k(num_experts: int) -> st.SearchStrategy[int]:
+    return st.one_of(st.integers(1, min(num_experts, 16)), st.integers(1, num_experts))
+
+
+@lru_cache(maxsize=4096)
+def _small_top_k(num_experts: int) -> st.SearchStrategy[int]:
+    return st.integers(1, min(num_experts, 8))
+
+
+def _const(strategy: st.SearchStrategy[Any]) -> Leaf:
+    return lambda ctx: strategy
+
+
+@lru_cache(maxsize=None)
+def _provenance_records() -> st.SearchStrategy[list[Provenance]]:
+    record = st.builds(
+        Provenance,
+        st.one_of(st.sampled_from(LEAF_PATHS), text_values()),
+        st.sampled_from(list(Source)),
+        st.one_of(st.just(""), text_values(), text_values().map(lambda t: "warning: " + t)),
+    )
+    return st.lists(record, max_size=3)
+
+
+@lru_cache(maxsize=64)
+def _provenance_with(warning: str | None) -> st.SearchStrategy[tuple[Provenance, ...]]:
+    extra = (Provenance("parallel.all2all_backend", Source.USER_FLAG, warning),) if warning else ()
+    return _provenance_records().map(lambda rs: tuple(rs) + extra)
+
+
+def _provenance(ctx: Ctx) -> st.SearchStrategy[tuple[Provenance, ...]]:
+    return _provenance_with(ctx.get("_all2all_warning"))
+
+
+LEAVES: Mapping[str, Leaf] = {
+    "num_experts": _const(_sizes("num_experts", _EXPERTS, MAX_SIZE)),
+    "top_k": lambda ctx: _top_k(ctx["num_experts"]),
+    "hidden_size": _const(_sizes("hidden_size", _HIDDEN, MAX_SIZE)),
+    "intermediate_size": _const(_sizes("intermediate_size", _INTERMEDIATE, MAX_SIZE)),
+    "device.platform": _const(st.sampled_from(list(Platform))),
+    "device.capability": lambda ctx: _CUDA_CAPABILITY if ctx["device.platform"] is Platform.CUDA else _NONE,
+    "device.arch": _const(st.one_of(st.none(), st.sampled_from(ARCHES), text_values())),
+    "device.cpu_amx": _const(st.one_of(st.none(), st.booleans())),
+    "device.name": _const(st.one_of(st.none(), st.sampled_from(sorted(GPU_CATALOG)), text_values())),
+    "activation": _const(st.sampled_from(list(Activation))),
+    "routing_method": _const(st.sampled_from(list(RoutingMethod))),
+    "quant": _const(quant_schemes()),
+    "quant_method": _const(st.one_of(st.none(), st.sampled_from(QUANT_METHODS), text_values())),
+    "in_dtype": _const(st.sampled_from(list(DType))),
+    "router_logits_dtype": _const(st.one_of(st.none(), st.sampled_from(list(DType)))),
+    "has_bias": _const(st.booleans()),
+    "swiglu_alpha": _const(st.one_of(st.none(), _floats())),
+    "swiglu_limit": _const(st.one_of(st.none(), _floats())),
+    "swiglu_beta": _const(st.one_of(st.none(), _floats())),
+    "num_expert_group": _const(st.one_of(st.none(), st.integers(0, 64), st.integers(0, MAX_SIZE))),
+    "topk_group": _const(st.one_of(st.none(), st.integers(0, 64), st.integers(0, MAX_SIZE))),
+    "routed_scaling_factor": _const(_floats()),
+    "has_correction_bias": _const(st.booleans()),
+    "parallel.tp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
+    "parallel.dp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
+    "parallel.use_ep": _const(st.booleans()),
+    "parallel.all2all_backend": _const(all2all_spellings()),  # resolved by build_config, as the door does
+    "parallel.enable_eplb": _const(st.booleans()),
+    "parallel.num_redundant_experts": _const(st.one_of(st.just(0), st.integers(0, 64), st.integers(0, MAX_PARALLEL))),
+    "lora": _const(st.booleans()),
+    "batch_invariant": _const(st.booleans()),
+    "moe_backend": _const(requested_backends()),
+    "max_num_tokens": _const(st.one_of(st.none(), _sizes("max_num_tokens", (1, 256, 8192), MAX_SIZE))),
+    "provenance": _provenance,
+}
+"""Value strategy per MoEConfig leaf, given the leaves drawn before it (``top_k <= num_experts``)."""
+
+_PLAUSIBLE: Mapping[str, Leaf] = {
+    "num_experts": _const(st.sampled_from((8, 16, 60, 64, 128, 160, 256, 384, 512))),
+    "top_k": lambda ctx: _small_top_k(ctx["num_experts"]),
+    "hidden_size": _const(st.sampled_from(_HIDDEN)),
+    "intermediate_size": _const(st.sampled_from(_INTERMEDIATE)),
+    # Unquantized bf16 is the most common deployment; every named scheme still comes up.
+    "quant": _const(st.one_of(st.just(SCHEMES["unquantized"]), st.sampled_from(list(SCHEMES.values())))),
+    "in_dtype": _const(st.one_of(st.just(DType.BFLOAT16), st.sampled_from(list(DType)))),
+    "quant_method": _const(st.one_of(st.none(), st.none(), st.sampled_from(QUANT_METHODS))),
+    "activation": _const(st.one_of(st.just(Activation.SILU), st.sampled_from(list(Activation)))),
+    "routing_method": _const(st.one_of(st.sampled_from((RoutingMethod.RENORMALIZE_NAIVE, RoutingMethod.RENORMALIZE, RoutingMethod.DEEPSEEK_V3)), st.sampled_from(list(RoutingMethod)))),
+    "has_bias": _const(st.sampled_from((False, False, False, True))),
+    "swiglu_alpha": _const(st.one_of(st.none(), st.just(1.702))),
+    "swiglu_limit": _const(st.one_of(st.none(), st.just(7.0))),
+    "swiglu_beta": _const(st.none()),
+    "num_expert_group": _const(st.one_of(st.none(), st.sampled_from((1, 8)))),
+    "topk_group": _const(st.one_of(st.none(), st.sampled_from((1, 4)))),
+    "routed_scaling_factor": _const(st.sampled_from((1.0, 2.5))),
+    "parallel.tp_size": _const(st.sampled_from((1, 2, 4, 8))),
+    "parallel.dp_size": _const(st.sampled_from((1, 1, 2, 4, 8))),
+    "parallel.all2all_backend": _const(st.sampled_from([b.value for b in All2AllBackend])),
+    "parallel.enable_eplb": _const(st.sampled_from((False,) * 7 + (True,))),
+    "parallel.num_redundant_experts": _const(st.just(0)),
+    "lora": _const(st.sampled_from((False,) * 7 + (True,))),
+    "batch_invariant": _const(st.sampled_from((False,) * 7 + (True,))),
+    "moe_backend": _const(requested_backends(auto=4)),
+    "max_num_tokens": _const(st.one_of(st.none(), st.sampled_from((256, 8192)))),
+    "provenance": _const(st.just(())),
+}
+
+
+def flatten(config: MoEConfig) -> dict[str, Any]:
+    """Leaf path -> value of ``config`` (``device.arch``, ``parallel.tp_size`` ...)."""
+    out: dict[str, Any] = {}
+    for path in LEAF_PATHS:
+        obj: Any = config
+        for part in path.split("."):
+            obj = getattr(obj, part)
+        out[path] = obj
+    return out
+
+
+def build_config(ctx: Ctx) -> MoEConfig:
+    """The MoEConfig with the leaves of ``ctx``; an all2all spelling is resolved as the config-file door does."""
+    a2a = ctx["parallel.all2all_backend"]
+    if isinstance(a2a, str) and not isinstance(a2a, All2AllBackend):
+        a2a, _ = _resolve_all2all(a2a)
+    device = Device(*(ctx[f"device.{f.name}"] for f in dataclasses.fields(Device)))
+    parallel = ParallelConfig(**{f.name: (a2a if f.name == "all2all_backend" else ctx[f"parallel.{f.name}"]) for f in dataclasses.fields(ParallelConfig)})
+    top = {f.name: ctx[f.name] for f in dataclasses.fields(MoEConfig) if f.name not in ("device", "parallel")}
+    return MoEConfig(device=device, parallel=parallel, **top)
+
+
+def with_leaf(config: MoEConfig, path: str, value: Any) -> MoEConfig:
+    """``config`` with one leaf replaced."""
+    ctx = flatten(config)
+    ctx[path] = value
+    return build_config(ctx)
+
+
+def leaf_values(path: str, config: MoEConfig) -> st.SearchStrategy[Any]:
+    """Valid values of leaf ``path`` given the rest of ``config``."""
+    return LEAVES[path](flatten(config))
+
+
+_CATALOG_DEVICE = st.sampled_from(CATALOG_DEVICES)
+
+
+@st.composite
+def _configs(draw: st.DrawFn, overrides: Mapping[str, Leaf], catalog_device: st.SearchStrategy[bool], backend: st.SearchStrategy[str] | None) -> MoEConfig:
+    ctx: dict[str, Any] = {}
+    device = draw(_CATALOG_DEVICE) if draw(catalog_device) else None
+    for path in LEAF_PATHS:
+        if device is not None and path.startswith("device."):
+            ctx[path] = getattr(device, path[7:])
+            continue
+        if path == "moe_backend" and backend is not None:
+            ctx[path] = draw(backend)
+            continue
+        ctx[path] = draw(overrides.get(path, LEAVES[path])(ctx))
+        if path == "parallel.all2all_backend":
+            ctx[path], ctx["_all2all_warning"] = _resolve_all2all(ctx[path])
+    return build_config(ctx)
+
+
+# ------------------------------------------------------------------------------ environments
+
+
+def _version_hints(package: str) -> tuple[str, ...]:
+    hints: set[str] = set()
+    for spec in _VERSION_SPECS.get(f"packages.{package}", ()):
+        for s in SpecifierSet(spec):
+            base = s.version.replace(".*", "")
+            parts = [int(p) for p in base.split(".") if p.isdigit()] or [0]
+            major, minor = parts[0], parts[1] if len(parts) > 1 else 0
+            hints |= {base, f"{major}.{minor}.1", f"{major}.{max(minor - 1, 0)}.9", f"{major + 1}.0"}
+    return tuple(sorted(hints))
+
+
+@lru_cache(maxsize=None)
+def versions(package: str = "") -> st.SearchStrategy[str]:
+    """PEP 440 versions: the boundaries of the tables' ranges for ``package``, then arbitrary ones."""
+    suffix = st.sampled_from(("", "", "rc1", ".post1", ".dev0", "+cu130", "a2"))
+    generic = st.builds(lambda a, b, c, s: f"{a}.{b}.{c}{s}", st.integers(0, 12), st.integers(0, 20), st.integers(0, 9), suffix)
+    hints = _version_hints(package)
+    return st.one_of(st.sampled_from(hints), generic) if hints else generic
+
+
+def _satisfying_version(package: str) -> str:
+    from packaging.version import Version
+
+    specs = [SpecifierSet(s) for s in _VERSION_SPECS.get(f"packages.{package}", ())]
+    for candidate in (*_version_hints(package), "1.0.0", "2.9.0", "99.0.0"):
+        if all(Version(candidate) in s for s in specs):
+            return candidate
+    return "99.0.0"
+
+
+_CATALOG_ENV = {v.name for v in CATALOG.env_vars}
+_BOOL_TEXT = ("0", "1", "true", "false", "True", "FALSE", "yes", "no", "on", "off", " 1 ", "")
+
+
+@lru_cache(maxsize=None)
+def unread_packages() -> st.SearchStrategy[str]:
+    """Canonical package names that no table reads."""
+    return st.from_regex(r"[a-z][a-z0-9]{0,8}(-[a-z0-9]{1,4})?", fullmatch=True).filter(lambda n: n not in CATALOG.package_names)
+
+
+@lru_cache(maxsize=None)
+def unread_env_vars() -> st.SearchStrategy[str]:
+    """Environment variable names outside the closed list the oracle reads."""
+    return st.from_regex(r"[A-Z][A-Z0-9_]{0,14}", fullmatch=True).filter(lambda n: n not in _CATALOG_ENV)
+
+
+@lru_cache(maxsize=None)
+def _env_value(spec: Any) -> st.SearchStrategy[str]:
+    if spec.type == "bool":
+        return st.one_of(st.sampled_from(_BOOL_TEXT), text_values())
+    named = tuple(str(v) for v in (spec.default, *table_values(f"env.{spec.name}")))
+    return st.one_of(st.sampled_from(named), text_values())
+
+
+_ZERO_TO_THREE = st.integers(0, 3)
+_BOOL = st.booleans()
+_PACKAGE_STATE = st.sampled_from(("unknown", "absent", "version"))
+_EXTRA_PACKAGES = st.lists(unread_packages(), max_size=2, unique=True)
+_EXTRA_VARS = st.lists(unread_env_vars(), max_size=2, unique=True)
+
+
+@st.composite
+def environments(draw: st.DrawFn, *, installed: bool = False, extras: bool = True) -> Environment:
+    """A declared environment over the catalog's packages and environment variables.
+
+    Each package the tables read is installed at some version, known absent, or unknown
+    (``installed=True``: installed at a version every table range accepts, or unknown).
+    Each declared environment variable is unset, set to a typed value, or set to junk.
+    With ``extras``, packages and variables the oracle never reads are added too.
+    """
+    packages: list[tuple[str, str]] = []
+    absent: set[str] = set()
+    for name in CATALOG.package_names:
+        if installed:
+            if draw(_ZERO_TO_THREE):
+                packages.append((name, _satisfying_version(name)))
+            continue
+        kind = draw(_PACKAGE_STATE)
+        if kind == "absent":
+            absent.add(name)
+        elif kind == "version":
+            packages.append((name, draw(versions(name))))
+    env: dict[str, str] = {}
+    for spec in CATALOG.env_vars:
+        if draw(_ZERO_TO_THREE if installed else _BOOL) in (0, False):
+            env[spec.name] = draw(_env_value(spec))
+    if extras:
+        for name in draw(_EXTRA_PACKAGES):
+            if draw(_BOOL):
+                packages.append((name, draw(versions())))
+            else:
+                absent.add(name)
+        for var in draw(_EXTRA_VARS):
+            env[var] = draw(text_values())
+    return Environment(tuple(packages), frozenset(absent), False, tuple(env.items()))
+
+
+# ------------------------------------------------------------------------------ cases
+
+
+@dataclass(frozen=True)
+class Case:
+    """One generated input: a layer + deployment and the environment to select under."""
+
+    config: MoEConfig
+    env: Environment
+
+    def document(self) -> dict[str, Any]:
+        """The config file of this case (``moe_oracle.inputs.config_document``)."""
+        return config_document(self.config, self.env)
+
+    def replay(self) -> str:
+        """YAML text that ``moe-oracle explain --config FILE`` accepts, with a header saying so."""
+        return "# replay: save as case.yaml, then run  moe-oracle explain --config case.yaml\n" + dump_document(self.document())
+
+
+def note_case(case: Case, label: str = "config") -> None:
+    """Print ``case`` as a replayable config file when the example fails."""
+    note(f"--- {label} ---\n{case.replay()}")
+
+
+def _cases(configs: st.SearchStrategy[MoEConfig], envs: st.SearchStrategy[Environment]) -> st.SearchStrategy[Case]:
+    def make(config: MoEConfig, env: Environment) -> Case:
+        tally.bump("configs")
+        return Case(config, env)
+
+    return st.builds(make, configs, envs)
+
+
+def plausible_cases(*, backend: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Case]:
+    """Catalog hardware, named schemes, realistic shapes and parallelism, packages installed."""
+    return _cases(_configs(_PLAUSIBLE, st.just(True), backend), environments(installed=True, extras=False))
+
+
+def wild_cases(*, backend: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Case]:
+    """The whole vocabulary: odd devices, unnamed quant pairs, odd and huge shapes, junk env values."""
+    return _cases(_configs({}, st.booleans(), backend), environments())
+
+
+@st.composite
+def changed_inputs(draw: st.DrawFn, case: Case, leaves: tuple[str, ...]) -> Case:
+    """``case`` with some of ``leaves`` redrawn, packages the tables never read added or removed,
+    and environment variables outside the closed list set or unset."""
+    config = case.config
+    for path in draw(st.lists(st.sampled_from(leaves), min_size=1, unique=True), label="leaves"):
+        config = with_leaf(config, path, draw(leaf_values(path, config), label=path))
+    env = case.env
+    for name in draw(st.lists(unread_packages(), max_size=2, unique=True), label="packages"):
+        env = env.with_package(name, draw(st.one_of(st.none(), versions()), label=name))
+    for var in draw(st.lists(unread_env_vars(), max_size=2, unique=True), label="env vars"):
+        env = env.with_env(var, draw(st.one_of(st.none(), text_values()), label=var))
+    return Case(config, env)
+
+
+def _allowed(spec: Any) -> list[Any] | None:
+    """The values a declared ``in`` list allows (``None``: not a list spec)."""
+    if isinstance(spec, list):
+        return spec
+    if isinstance(spec, dict) and "in" in spec:
+        return [v for v in spec["in"] if v not in spec.get("not_in", ())]
+    return None
+
+
+def _pick(draw: st.DrawFn, spec: Any, default: st.SearchStrategy[Any]) -> Any:
+    allowed = _allowed(spec)
+    return draw(st.sampled_from(allowed)) if allowed else draw(default)
+
+
+def _pairing(entry: Any) -> list[str]:
+    return sorted({d for pf in CATALOG.prepare_finalize if pf.interface is entry.interface and pf.activation_format is entry.activation_format for d in pf.dispatch})
+
+
+@st.composite
+def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: tuple[str, ...] | None) -> Case:
+    entry = draw(st.sampled_from([e for e in CATALOG.experts if kernels is None or e.id in kernels]))
+    declared = entry.declared
+    supports = declared["supports"]
+    ctx: dict[str, Any] = {}
+    for path in LEAF_PATHS:
+        if not path.startswith("device.") and path not in ("parallel.all2all_backend",):
+            ctx[path] = draw(_PLAUSIBLE.get(path, LEAVES[path])(ctx))
+    # Device: a catalog device of one of the kernel's platforms that meets its requirements, if any.
+    platform = draw(st.sampled_from(sorted(declared["platforms"])))
+    reqs = declared["platforms"][platform] or {}
+    fitting = [d for d in CATALOG_DEVICES if d.platform.value == platform and all(
+        (_allowed(spec) is None or value in _allowed(spec)) for spec, value in (
+            (reqs.get("device_capability"), d.capability), (reqs.get("gpu_arch"), d.arch), (reqs.get("cpu_arch"), d.arch), (reqs.get("cpu_amx"), d.cpu_amx)) if spec is not None)]
+    if fitting:
+        device = draw(st.sampled_from(fitting))
+    else:
+        cap = _pick(draw, reqs.get("device_capability"), st.sampled_from(CAPABILITIES)) if platform == "cuda" else None
+        arch = _pick(draw, reqs.get("gpu_arch") or reqs.get("cpu_arch"), st.sampled_from(ARCHES))
+        device = Device(platform, cap, arch, _pick(draw, reqs.get("cpu_amx"), st.booleans()) if platform == "cpu" else None)
+    for f in dataclasses.fields(Device):
+        ctx[f"device.{f.name}"] = getattr(device, f.name)
+    # Checkpoint fields from the kernel's supports lists.
+    if "quant_scheme" in supports:
+        ctx["quant"] = SCHEMES[_pick(draw, supports["quant_scheme"], st.sampled_from(list(SCHEMES)))]
+    elif "weight_quant" in supports:
+        weights = [w for w in (_allowed(supports["weight_quant"]) or list(QUANT_KEYS)) if w != "none"] or [None]
+        acts = [a if a != "none" else None for a in (_allowed(supports.get("activation_quant")) or ["none"])]
+        ctx["quant"] = QuantScheme(draw(st.sampled_from(weights)), draw(st.sampled_from(acts)) if weights != [None] else None)
+    for path, field in (("activation", "activation"), ("routing_method", "routing_method"), ("router_logits_dtype", "router_logits_dtype"), ("in_dtype", "in_dtype"), ("has_bias", "has_bias"), ("lora", "lora"), ("batch_invariant", "batch_invariant")):
+        if field in supports and _allowed(supports[field]):
+            ctx[path] = draw(st.sampled_from(_allowed(supports[field])))
+    for feature, path in (("lora", "lora"), ("batch_invariant", "batch_invariant"), ("eplb", "parallel.enable_eplb")):
+        if not declared["features"][feature]:
+            ctx[path] = False
+    # Parallelism from the dispatch kinds a prepare/finalize pairs it with (and its all2all list).
+    a2a = set(_allowed(supports.get("all2all")) or ("none", *(b.value for b in All2AllBackend)))
+    dispatch = draw(st.sampled_from([d for d in _pairing(entry) if d in a2a or d in ("none", "allgather_reducescatter") and "none" in a2a] or _pairing(entry)))
+    ctx["parallel.num_redundant_experts"] = 0
+    if dispatch == "none":
+        ctx["parallel.dp_size"], ctx["parallel.use_ep"] = 1, draw(st.booleans())
+        ctx["parallel.all2all_backend"] = All2AllBackend.ALLGATHER_REDUCESCATTER
+    elif dispatch == "allgather_reducescatter" and "allgather_reducescatter" not in a2a:
+        ctx["parallel.dp_size"], ctx["parallel.use_ep"], ctx["parallel.all2all_backend"] = draw(st.sampled_from((2, 4, 8))), False, All2AllBackend.ALLGATHER_REDUCESCATTER
+    else:
+        ctx["parallel.dp_size"], ctx["parallel.use_ep"], ctx["parallel.all2all_backend"] = draw(st.sampled_from((2, 4, 8))), True, All2AllBackend(dispatch)
+    if backend is not None:
+        ctx["moe_backend"] = draw(backend)
+    else:
+        ctx["moe_backend"] = draw(st.sampled_from(("auto", "auto", entry.backend)))
+    config = build_config(ctx)
+    # Environment: every package at a version the tables accept; the kernel's env requirements met.
+    env_vars = {}
+    for var, allowed in (declared.get("env") or {}).items():
+        value = draw(st.sampled_from(list(allowed)))
+        env_vars[var] = ("1" if value else "0") if isinstance(value, bool) else str(value)
+    packages = tuple((name, _satisfying_version(name)) for name in CATALOG.package_names)
+    tally.bump("configs")
+    return Case(config, Environment(packages, frozenset(), False, tuple(env_vars.items())))
+
+
+def targeted_cases(*, backend: st.SearchStrategy[str] | None = None, kernels: tuple[str, ...] | None = None) -> st.SearchStrategy[Case]:
+    """Configs drawn from one kernel's declared support (platform, device, quant, activation, routing,
+    dtypes, pairing, env), so that rarely selected kernels are often eligible too.
+
+    ``kernels``: draw only for these kernel ids (default: every kernel of the catalog).
+    """
+    return _targeted(backend, kernels)
+
+
+def cases(*, backend: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Case]:
+    """:func:`plausible_cases`, :func:`targeted_cases` or :func:`wild_cases`; ``backend`` fixes the ``moe_backend`` strategy."""
+    return st.one_of(plausible_cases(backend=backend), targeted_cases(backend=backend), wild_cases(backend=backend))
+
+
+# ------------------------------------------------------------------------------ fixed sample pool
+
+
+def pinned(env: Environment | None = None, **leaves: Any) -> Case:
+    """A fixed case: a 64-expert bf16 layer on an H200 with ``leaves`` overridden
+    (``parallel__tp_size=8`` for the leaf ``parallel.tp_size``)."""
+    ctx = flatten(MoEConfig(num_experts=64, top_k=4, hidden_size=2048, intermediate_size=768, device=GPU_CATALOG["H200"].device))
+    for key, value in leaves.items():
+        path = key.replace("__", ".")
+        if path == "device":
+            ctx.update({f"device.{f.name}": getattr(value, f.name) for f in dataclasses.fields(Device)})
+            continue
+        assert path in ctx, path
+        ctx[path] = value
+    return Case(build_config(ctx), env if env is not None else Environment())
+
+
+REGRESSIONS: Mapping[str, tuple[Case, str]] = {
+    # why-not installed torch 1.0.0 for the presence check, then could not move it into >=2.9.
+    "why_not_installs_inside_the_version_range": (pinned(Environment.declared(absent=["torch"])), "torch_grouped_mm"),
+    # why-not's "TP only" preset of tp*dp ranks passed the validator's 2**40 limit after a dp edit.
+    "why_not_world_past_the_validator_limit": (
+        pinned(device=GPU_CATALOG["GB300"].device, quant=SCHEMES["fp8_w16"], routing_method=RoutingMethod.MINIMAX2, in_dtype=DType.FLOAT32, lora=True,
+               parallel__tp_size=87085, parallel__dp_size=MAX_PARALLEL, parallel__use_ep=True, parallel__all2all_backend=All2AllBackend.MORI_HIGH_THROUGHPUT,
+               parallel__enable_eplb=True, parallel__num_redundant_experts=691774),
+        "flashinfer_trtllm",
+    ),
+}
+"""Cases (with a backend name) that once broke an invariant; tests/property/test_regressions.py runs them every time."""
