@@ -46,11 +46,10 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class ExpertsEntry:
-    """One experts kernel variant as declared in ``kernels/<family>.yaml``."""
+class _Entry:
+    """What experts and prepare/finalize entries share: identity, adapter, provenance, checks."""
 
     id: str
-    backend: str
     interface: Interface
     activation_format: ActivationFormat
     adapter: str
@@ -59,28 +58,24 @@ class ExpertsEntry:
     upstream: str
     reference: str
     file: str
-    notes: str
     declared: Mapping[str, Any] = field(repr=False, compare=False)
     checks: tuple[Check, ...] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ExpertsEntry(_Entry):
+    """One experts kernel variant as declared in ``kernels/<family>.yaml``."""
+
+    backend: str = ""
+    notes: str = ""
 
 
 @dataclass(frozen=True)
-class PrepareFinalizeEntry:
+class PrepareFinalizeEntry(_Entry):
     """One prepare/finalize implementation (``prepare_finalize/<kind>.yaml``)."""
 
-    id: str
-    dispatch: frozenset[str]
-    interface: Interface
-    activation_format: ActivationFormat
-    carries_router_logits: bool
-    adapter: str
-    provider: str
-    runtime: str
-    upstream: str
-    reference: str
-    file: str
-    declared: Mapping[str, Any] = field(repr=False, compare=False)
-    checks: tuple[Check, ...] = field(repr=False)
+    dispatch: frozenset[str] = frozenset()
+    carries_router_logits: bool = False
 
 
 @dataclass(frozen=True)

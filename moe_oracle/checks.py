@@ -118,10 +118,10 @@ class CheckIndex:
         fails: list[list[Check]] = [[] for _ in range(n)]
         abstains: list[list[Check]] = [[] for _ in range(n)]
         get = values.get
-        for field, table in self.by_value.items():
-            v = get(field)
+        for name, table in self.by_value.items():
+            v = get(name)
             if v is None:
-                for i, chk in self.field_members[field]:
+                for i, chk in self.field_members[name]:
                     abstains[i].append(chk)
                 continue
             try:
@@ -129,7 +129,7 @@ class CheckIndex:
             except TypeError:  # unhashable value: evaluate directly below
                 failing = None
             if failing is None:
-                for i, chk in self.field_members[field]:
+                for i, chk in self.field_members[name]:
                     if not chk.predicate.test(v):  # type: ignore[union-attr]
                         fails[i].append(chk)
             else:
@@ -143,8 +143,8 @@ class CheckIndex:
             elif not pred.test(v):
                 for i, chk in members:
                     fails[i].append(chk)
-        for field, (by_gate, members) in self.gated.items():
-            v = get(field)
+        for name, (by_gate, members) in self.gated.items():
+            v = get(name)
             if v is None:
                 candidates = members
             else:

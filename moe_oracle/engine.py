@@ -25,7 +25,7 @@ from .errors import ConfigError, InputIssue
 from .normalize import Normalized, normalize
 from .predicates import Predicate
 from .records import Demotion
-from .vocab import Interface, Source
+from .vocab import Source
 
 __all__ = ["evaluate", "resolve_request"]
 

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import torch
 
-from ..quant import UNQUANTIZED
 from ..runtime.activations import GPT_OSS_SWIGLU_ALPHA, GPT_OSS_SWIGLU_LIMIT
 from ..runtime.errors import UnsupportedConfigError
-from ..runtime.interfaces import ModularExperts
+from ..runtime.interfaces import ModularExperts, require_unquantized_bf16
 from ..runtime.spec import LayerSpec
 from ..runtime.weights import MoEWeights
-from ..vocab import Activation, DType
+from ..vocab import Activation
 from ._flashinfer_call import activation_type, flashinfer_fused_moe, require_cuda_capability
 from ._flashinfer_layout import swap_w13_to_w31
 
@@ -60,12 +59,7 @@ class FlashInferCutlassBf16(ModularExperts):
     def __init__(self, spec: LayerSpec, weights: MoEWeights) -> None:
         super().__init__(spec, weights)
         name = type(self).__name__
-        if spec.quant != UNQUANTIZED:
-            raise UnsupportedConfigError(name, "quant", spec.quant.name, ["unquantized"])
-        if spec.dtype is not DType.BFLOAT16:
-            raise UnsupportedConfigError(name, "in_dtype", spec.dtype.value, ["bfloat16"])
-        if spec.activation not in _ACTIVATIONS:
-            raise UnsupportedConfigError(name, "activation", spec.activation.value, sorted(a.value for a in _ACTIVATIONS))
+        require_unquantized_bf16(name, spec, _ACTIVATIONS)
         if spec.num_experts % spec.ep_size:
             raise UnsupportedConfigError(name, "num_experts", spec.num_experts, f"a multiple of ep_size ({spec.ep_size})")
         w13 = weights.w13.to(torch.bfloat16)

@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import torch
 
-from ..quant import UNQUANTIZED
 from ..runtime.activations import IMPLEMENTED_ACTIVATIONS, apply_activation
 from ..runtime.errors import UnsupportedConfigError
-from ..runtime.interfaces import ModularExperts
+from ..runtime.interfaces import ModularExperts, require_unquantized_bf16
 from ..runtime.spec import LayerSpec
 from ..runtime.weights import MoEWeights
-from ..vocab import DType
 
 __all__ = ["TorchGroupedMMExperts", "grouped_layout"]
 
@@ -81,12 +79,7 @@ class TorchGroupedMMExperts(ModularExperts):
     def __init__(self, spec: LayerSpec, weights: MoEWeights) -> None:
         super().__init__(spec, weights)
         name = type(self).__name__
-        if spec.quant != UNQUANTIZED:
-            raise UnsupportedConfigError(name, "quant", spec.quant.name, ["unquantized"])
-        if spec.dtype is not DType.BFLOAT16:
-            raise UnsupportedConfigError(name, "in_dtype", spec.dtype.value, ["bfloat16"])
-        if spec.activation not in IMPLEMENTED_ACTIVATIONS:
-            raise UnsupportedConfigError(name, "activation", spec.activation.value, sorted(a.value for a in IMPLEMENTED_ACTIVATIONS))
+        require_unquantized_bf16(name, spec, IMPLEMENTED_ACTIVATIONS)
         if not hasattr(torch, "_grouped_mm"):
             raise UnsupportedConfigError(name, "torch", torch.__version__, ">=2.9 (torch._grouped_mm)")
         self._w13_t = weights.w13.to(torch.bfloat16).transpose(-2, -1)  # [E, hidden, w13_rows], column-major view

@@ -36,13 +36,16 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..vocab import ActivationFormat, Interface
+from ..quant import UNQUANTIZED
+from ..vocab import Activation, ActivationFormat, DType, Interface
 from . import fp8
+from .errors import UnsupportedConfigError
 from .spec import LayerSpec
 from .weights import MoEWeights
 
 __all__ = [
     "ExpertsBase",
+    "require_unquantized_bf16",
     "InputQuant",
     "ModularExperts",
     "ModularPrepareFinalize",
@@ -210,3 +213,17 @@ class MonolithicPrepareFinalize(PrepareFinalizeBase):
 
     def finalize(self, expert_output: torch.Tensor, prep: PrepareResult) -> torch.Tensor:
         raise NotImplementedError
+
+
+def require_unquantized_bf16(adapter: str, spec: LayerSpec, activations: "frozenset[Activation] | set[Activation]") -> None:
+    """Raise unless ``spec`` is an unquantized bf16 layer with one of ``activations`` (bf16-only kernels).
+
+    Raises:
+        UnsupportedConfigError: naming ``adapter``, the field, the value and what is allowed.
+    """
+    if spec.quant != UNQUANTIZED:
+        raise UnsupportedConfigError(adapter, "quant", spec.quant.name, ["unquantized"])
+    if spec.dtype is not DType.BFLOAT16:
+        raise UnsupportedConfigError(adapter, "in_dtype", spec.dtype.value, ["bfloat16"])
+    if spec.activation not in activations:
+        raise UnsupportedConfigError(adapter, "activation", spec.activation.value, sorted(a.value for a in activations))
