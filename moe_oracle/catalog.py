@@ -159,6 +159,7 @@ class Catalog:
     known_bad: tuple[KnownBad, ...]
     global_constraints: tuple[Check, ...]
     backend_names: Mapping[str, tuple[str, ...]]
+    implied_quant: Mapping[str, str]
     all2all_aliases: Mapping[str, All2AllAlias]
     env_vars: tuple[EnvVarSpec, ...]
     overrides: tuple[Override, ...]
@@ -537,6 +538,7 @@ def compile_tables(files: Sequence[TableFile]) -> Catalog:
     al = by_kind["aliases"][0]
     ctx.file = al.path
     backend_names: dict[str, tuple[str, ...]] = {b: (b,) for b in sorted(backends)}
+    implied_quant: dict[str, str] = {}
     for name, raw in al.data["backends"].items():
         ctx.entry = name
         for j, b in enumerate(raw["backends"]):
@@ -544,6 +546,8 @@ def compile_tables(files: Sequence[TableFile]) -> Catalog:
         if name in backends and tuple(raw["backends"]) != (name,):
             ctx.issue(f"$.backends.{name}", "an alias may not redefine a backend id", name)
         backend_names[name] = tuple(raw["backends"])
+        if "quant_scheme" in raw:
+            implied_quant[name] = raw["quant_scheme"]
     if "auto" in backend_names:
         ctx.issue("$.backends.auto", "'auto' is reserved", "auto")
     all2all_aliases = {
@@ -576,7 +580,8 @@ def compile_tables(files: Sequence[TableFile]) -> Catalog:
 
     # Checks that depend on the whole table set: pairing with a prepare/finalize, the
     # backend request, and exclusion from an automatic priority order.
-    names_for = {b: tuple(sorted(n for n, bs in backend_names.items() if b in bs)) for b in backends}
+    # The backend's own id first: hints and why-not suggest the canonical name.
+    names_for = {b: (b, *sorted(n for n, bs in backend_names.items() if b in bs and n != b)) for b in backends}
     request_checks = {
         b: Check(f"request.{b}", "moe_backend", compile_value_spec("moe_backend", ["auto", *names_for[b]]), (), False, ReasonCode.NOT_REQUESTED, f"another backend was requested; this one answers to moe_backend={'|'.join(names_for[b])}", "rules/aliases.yaml")
         for b in backends
@@ -650,6 +655,7 @@ def compile_tables(files: Sequence[TableFile]) -> Catalog:
         known_bad=tuple(known_bad),
         global_constraints=tuple(c for c, _ in global_checks),
         backend_names=MappingProxyType(backend_names),
+        implied_quant=MappingProxyType(implied_quant),
         all2all_aliases=MappingProxyType(all2all_aliases),
         env_vars=tuple(env_vars),
         overrides=tuple(overrides),

@@ -35,14 +35,38 @@ exit codes: 0 selected, 1 nothing eligible (record printed), 2 bad input.
 """
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (argparse reports the flag, the value and exits 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _name(text: str) -> str:
+    """argparse type: a non-empty name."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a non-empty name")
+    return text
+
+
+def _gpu_help() -> str:
+    from .hardware import GPU_CATALOG
+
+    return "hardware catalog name: " + ", ".join(GPU_CATALOG) + " (moe-oracle examples describes them)"
+
+
 def _add_input_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("layer")
     src.add_argument("--config", metavar="FILE", help="MoEConfig YAML/JSON file")
-    src.add_argument("--model", metavar="CONFIG_JSON", help="Hugging Face config.json path or shipped example name")
+    src.add_argument("--model", type=_name, metavar="CONFIG_JSON", help="Hugging Face config.json path or shipped example name")
     src.add_argument("--hf-quant-config", metavar="FILE", help="ModelOpt hf_quant_config.json (overrides the model's quantization_config)")
-    src.add_argument("--quant", metavar="NAME", help="override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk)")
+    src.add_argument("--quant", type=_name, metavar="NAME", help="override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk)")
     dev = p.add_argument_group("device")
-    dev.add_argument("--gpu", metavar="NAME", help="hardware catalog name: H100, H200, B200, GB200, B300, RTX_PRO_6000, RTX_5090, DGX_SPARK, A100, L40S, MI300X, MI355X, CPU_X86_64, CPU_AARCH64")
+    dev.add_argument("--gpu", type=_name, metavar="NAME", help=_gpu_help())
     dev.add_argument("--platform", choices=["cuda", "rocm", "cpu", "xpu", "tpu"], help="platform, when no --gpu")
     dev.add_argument("--sm", type=int, metavar="N", help="CUDA compute capability as major*10+minor (90 = SM 9.0), with --platform cuda")
     dev.add_argument("--arch", metavar="ARCH", help="ROCm gfx target (gfx942), XPU generation (xe2) or CPU arch (x86_64)")
@@ -53,10 +77,10 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
     dep.add_argument("--all2all", metavar="NAME", help="all2all backend (deepep_low_latency, deepep_high_throughput, allgather_reducescatter, ...)")
     dep.add_argument("--eplb", action="store_true", default=None, help="enable the expert-parallel load balancer")
     dep.add_argument("--redundant-experts", type=int, metavar="N", help="redundant experts per EP group (EPLB)")
-    dep.add_argument("--moe-backend", metavar="NAME", help="request a backend (strict: no fallback); 'auto' = priority order")
+    dep.add_argument("--moe-backend", type=_name, metavar="NAME", help="request a backend (strict: no fallback); 'auto' = priority order")
     dep.add_argument("--lora", action="store_true", default=None, help="LoRA adapters on the experts")
     dep.add_argument("--batch-invariant", action="store_true", default=None, help="require batch-invariant kernels")
-    dep.add_argument("--max-tokens", type=int, metavar="N", help="largest number of tokens per call")
+    dep.add_argument("--max-tokens", type=_positive_int, metavar="N", help="largest number of tokens per call")
     env = p.add_argument_group("environment")
     env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable)")
     env.add_argument("--without", action="append", default=[], metavar="NAME", help="declare a package absent (repeatable)")
@@ -84,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("select", help="the winner in one line", description="Print the selected experts kernel and prepare/finalize in one line.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle select --model qwen3-30b-a3b --gpu H200 --tp 2", formatter_class=fmt)
     _add_input_args(p)
     p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest change to the config or environment that makes BACKEND eligible.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8", formatter_class=fmt)
-    p.add_argument("--backend", required=True, metavar="NAME", help="backend id or moe_backend alias")
+    p.add_argument("--backend", required=True, type=_name, metavar="NAME", help="backend id or moe_backend alias")
     _add_input_args(p)
     p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device capability x quant scheme, from the tables (Markdown on stdout, or a self-contained HTML page).", formatter_class=fmt)
     p.add_argument("--html", metavar="FILE", help="write a static HTML page instead of Markdown")
@@ -96,9 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drift", action=argparse.BooleanOptionalAction, default=None, help="compare the FlashInfer kernels' SM sets with the installed flashinfer-python (default: when it imports; --drift makes a missing flashinfer an error)")
     p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select, build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=_EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
     _add_input_args(p)
-    p.add_argument("--tokens", type=int, default=32, metavar="N", help="tokens per call (default 32)")
-    p.add_argument("--layers", type=int, default=1, metavar="K", help="layers to run (default 1)")
-    p.add_argument("--max-experts", type=int, metavar="N", help="cap the experts allocated (memory); routing still covers the model's experts")
+    p.add_argument("--tokens", type=_positive_int, default=32, metavar="N", help="tokens per call (default 32)")
+    p.add_argument("--layers", type=_positive_int, default=1, metavar="K", help="layers to run (default 1)")
+    p.add_argument("--max-experts", type=_positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
     return parser
@@ -157,7 +181,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
             changes["device"] = device
     elif args.model:
         path = resolve_model_path(args.model)
-        quant_cfg = load_hf_config(args.hf_quant_config) if args.hf_quant_config else None
+        quant_cfg = load_hf_config(args.hf_quant_config, "--hf-quant-config") if args.hf_quant_config else None
         ck = from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg)
         if device is None:
             raise ConfigError([InputIssue("--gpu", "the device is required with --model: give --gpu NAME, --platform (with --sm/--arch), or --probe", None, None)])
@@ -220,11 +244,21 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
             env = Environment(env.packages, env.absent, env.complete, env.env, env.probed, env.notes + probe_notes)
     elif args.package or args.without or declared_env:
         env = Environment.declared(args.package, args.without, declared_env)
+        _check_package_names(catalog, [n for n, _ in env.packages] + sorted(env.absent), "--package/--without")
         if file_env is not None:
             env = Environment(file_env.packages + env.packages, file_env.absent | env.absent, False, tuple({**dict(file_env.env), **dict(env.env)}.items()))
     else:
         env = file_env or Environment()
     return config, env
+
+
+def _check_package_names(catalog: Any, names: list[str], flag: str) -> None:
+    """A declared package the tables never read is almost always a misspelling (flashinfer vs flashinfer-python)."""
+    from .errors import ConfigError, InputIssue
+
+    unknown = [n for n in names if n not in catalog.package_names]
+    if unknown:
+        raise ConfigError([InputIssue(flag, "the tables read no package of this name", n, list(catalog.package_names)) for n in unknown])
 
 
 def _parallel_dict(p: Any) -> dict[str, Any]:
@@ -318,6 +352,8 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
         from .runtime.runner import run_layer
     except ImportError as exc:
         raise ConfigError([InputIssue("run", f"the runtime needs torch: pip install 'moe-oracle[runtime]' ({exc})", None, None)]) from None
+    if args.gpu or args.platform or args.sm or args.arch:
+        raise ConfigError([InputIssue("--gpu", "run executes on this machine, whose device is probed; drop --gpu/--platform/--sm/--arch (explain or select describe other machines)", args.gpu or args.platform, None)])
     if not args.probe and not (args.package or args.without or args.env):
         args.probe = True
     config, env = _build_inputs(args, catalog, probe_device_default=True)
@@ -332,8 +368,10 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
         report = run_layer(config, decision, tokens=args.tokens, layers=args.layers, seed=args.seed, max_experts=args.max_experts, progress=not args.json)
     except (AdapterImportError, AdapterContractError, CompositionError, UnsupportedConfigError) as exc:
         sel = decision.selected
+        ours = [b for b in ("torch_grouped_mm", "reference") if sel is None or b != sel.backend]
+        advice = "Run it inside its own engine" if sel is not None and catalog.experts_by_id(sel.kernel).provider != "moe_oracle" else "Its adapter refuses this layer"
         print(f"moe-oracle: selected {sel.kernel if sel else None} [{sel.backend if sel else ''}], which this runtime cannot build: {exc}\n"
-              "Run it inside its own engine, or benchmark one of ours with --moe-backend torch_grouped_mm or --moe-backend reference.", file=sys.stderr)
+              f"{advice}; or try one of ours with " + " or ".join(f"--moe-backend {b}" for b in ours) + ".", file=sys.stderr)
         return EXIT_NONE
     if args.json:
         _print_json({"decision": decision.to_dict(), "run": report.to_dict()})
@@ -352,15 +390,21 @@ def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
     rows = (2 if config.activation.is_gated else 1) * config.intermediate_size
     per_expert = (rows + config.intermediate_size) * config.hidden_size
     storage = 4 if config.in_dtype.value == "float32" else (1 if config.quant.weight is not None else 2)
-    # Stored weights of every layer, plus the float32 w13 that random initialization draws first.
-    needed = args.layers * experts * per_expert * storage + experts * rows * config.hidden_size * 4
+    # Stored weights of every layer, plus the float32 w13 that random initialization draws first,
+    # plus float32 activations of the kernel and of the reference (tokens x top-k x (w13 rows + hidden)).
+    activations = 2 * args.tokens * config.top_k * (rows + config.hidden_size) * 4 + args.tokens * (config.hidden_size + config.num_experts) * 4
+    needed = args.layers * experts * per_expert * storage + experts * rows * config.hidden_size * 4 + activations
     try:
         available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return
     if needed > 0.6 * available:
+        if activations > 0.3 * available:
+            raise ConfigError([InputIssue("--tokens", f"{args.tokens} tokens need {activations / 2**30:.1f} GiB of activations and {available / 2**30:.1f} GiB is free; use fewer tokens", args.tokens, None)])
         per = args.layers * per_expert * storage + rows * config.hidden_size * 4
-        fit = max(1, int(0.6 * available / per))
+        fit = int((0.6 * available - activations) / per)
+        if fit < 1:
+            raise ConfigError([InputIssue("--max-experts", f"one expert of this layer needs {per / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free: it cannot run on this machine", experts, None)])
         raise ConfigError([InputIssue("--max-experts", f"the layer's weights need {needed / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free; cap the experts allocated, e.g. --max-experts {min(fit, config.num_experts)}", experts, {"maximum": fit})])
 
 

@@ -93,6 +93,8 @@ class Device:
             raise ConfigError([InputIssue("$.device.capability", "compute capability is major*10+minor, e.g. 90 for SM 9.0", self.capability, {"maximum": 200})])
         if self.arch is not None and not isinstance(self.arch, str):
             raise ConfigError([InputIssue("$.device.arch", "must be a string", self.arch, None)])
+        if self.arch is not None:
+            object.__setattr__(self, "arch", self.arch.strip().lower())  # gfx942, xe2, x86_64: one spelling
         if self.cpu_amx is not None and not isinstance(self.cpu_amx, bool):
             raise ConfigError([InputIssue("$.device.cpu_amx", "must be true, false or null", self.cpu_amx, [True, False, None])])
 

@@ -14,16 +14,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 from .catalog import Catalog, PriorityOrder
 from .checks import Check
-from .config import MoEConfig
+from .config import MoEConfig, Provenance
 from .decision import Decision, Row
 from .environment import Environment
 from .errors import ConfigError, InputIssue
 from .normalize import Normalized, normalize
 from .predicates import Predicate
+from .quant import SCHEMES
 from .records import Demotion
 from .vocab import Source
 
@@ -42,6 +44,23 @@ def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | Non
     if name not in catalog.backend_names:
         raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(catalog.backend_names)])])
     return catalog.backend_names[name]
+
+
+def _apply_implied_quant(catalog: Catalog, config: MoEConfig) -> tuple[MoEConfig, str | None]:
+    """A backend name that also names an activation key (vLLM's ``*_afp8``) sets the quant scheme.
+
+    It applies only to layers whose weight key is the one the name is for; otherwise the name
+    requests its backend alone, and the returned note says why (vLLM raises instead).
+    """
+    scheme_name = catalog.implied_quant.get(config.moe_backend)
+    if scheme_name is None or config.quant.name == scheme_name:
+        return config, None
+    scheme = SCHEMES[scheme_name]
+    if config.quant.weight != scheme.weight:
+        return config, f"moe_backend={config.moe_backend} selects the {scheme_name} scheme for {scheme.weight} weights; this layer's weights are {config.quant.weight or 'unquantized'}, so it requests {', '.join(catalog.backend_names[config.moe_backend])} with the layer's own scheme"
+    note = Provenance("quant", Source.USER_FLAG, f"moe_backend={config.moe_backend} selects activation key {scheme.activation} ({scheme_name})")
+    kept = tuple(p for p in config.provenance if p.field != "quant")
+    return replace(config, quant=scheme, provenance=tuple(sorted(kept + (note,), key=lambda p: p.field))), None
 
 
 def _holds(preds: tuple[Predicate, ...], values: Mapping[str, Any]) -> bool | None:
@@ -91,6 +110,24 @@ def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder |
     return order, backends, demotions, notes
 
 
+def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any], catalog: Catalog) -> tuple[str, ...]:
+    """Inputs that have no effect, or that are read in a way the user may not expect."""
+    notes = []
+    par = config.parallel
+    if values["all2all"] == "none" and par.all2all_backend.value != "allgather_reducescatter":
+        notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1")
+    if par.num_redundant_experts and not (par.enable_eplb and values["use_ep"]):
+        notes.append(f"{par.num_redundant_experts} redundant experts have no effect without EPLB and expert parallelism")
+    for spec in catalog.env_vars:
+        raw = env.env_value(spec.name)
+        if spec.type == "bool" and raw is not None and raw.strip().lower() not in _BOOL_SPELLINGS:
+            notes.append(f"{spec.name}={raw!r} is read as false (true is 1/true/yes/on), as vLLM reads it")
+    return tuple(notes)
+
+
+_BOOL_SPELLINGS = frozenset({"1", "true", "yes", "on", "0", "false", "no", "off", ""})
+
+
 def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:
     """Select an experts kernel and prepare/finalize for ``config`` under ``env``.
 
@@ -100,6 +137,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:
         ConfigError: ``config.moe_backend`` names no known backend.
     """
     requested = resolve_request(catalog, config.moe_backend)
+    config, implied_note = _apply_implied_quant(catalog, config)
     norm = normalize(config, env, catalog.package_names, catalog.env_vars)
     values, sources = norm.values, norm.sources
     requested_by = "moe_backend" if requested is not None else None
@@ -160,7 +198,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:
         requested_by=requested_by,
         rows=tuple(rows),
         winner=winner,
-        notes=tuple(notes) + _config_warnings(config),
+        notes=tuple(notes) + ((implied_note,) if implied_note else ()) + _config_warnings(config) + _input_notes(config, env, values, catalog),
     )
 
 

@@ -79,6 +79,7 @@ _FIELDS = (
     _f("hidden_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "model hidden size"),
     _f("intermediate_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "expert intermediate size before sharding"),
     _f("intermediate_size_per_partition", "int", None, "derived", R.SHAPE_UNALIGNED, "intermediate size / MoE TP size", ("intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("intermediate_divisible", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "intermediate_size is a multiple of the MoE TP size (weights shard evenly)", ("intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
     _f("tp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "tensor-parallel size", ("parallel.tp_size",)),
     _f("dp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "data-parallel size", ("parallel.dp_size",)),
     _f("moe_tp_size", "int", None, "derived", R.PARALLEL_UNSUPPORTED, "TP size of the experts (tp*dp without EP, 1 with EP)", ("parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),

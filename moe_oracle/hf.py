@@ -43,7 +43,7 @@ class CheckpointFields:
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
-def load_hf_config(path: str | Path) -> dict[str, Any]:
+def load_hf_config(path: str | Path, flag: str = "--model") -> dict[str, Any]:
     """Read a ``config.json`` (or ``hf_quant_config.json``).
 
     Raises:
@@ -54,7 +54,7 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
         with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
             raw = handle.read(MAX_CONFIG_BYTES + 1)
     except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable character in the path
-        raise ConfigError([InputIssue("--model", f"cannot read model config: {getattr(exc, 'strerror', None) or exc}", str(path), None, str(path))]) from None
+        raise ConfigError([InputIssue(flag, f"cannot read model config: {getattr(exc, 'strerror', None) or exc}", str(path), None, str(path))]) from None
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError([InputIssue("$", f"file is larger than {MAX_CONFIG_BYTES} bytes", None, None, str(path), keyword="size")])
     try:

@@ -200,12 +200,14 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     try:
         config = MoEConfig(device=device, parallel=ParallelConfig(**par), provenance=_dedupe(prov), **kwargs)
     except ConfigError as exc:
-        raise ConfigError([InputIssue(i.path, i.message, i.value, i.allowed, file, i.entry, i.keyword) for i in exc.issues]) from None
+        raise ConfigError([InputIssue(_document_path(i.path, "hf_config" in model), i.message, i.value, i.allowed, file, i.entry, i.keyword) for i in exc.issues]) from None
     env_doc = doc.get("environment")
     environment = None
     probe = False
     if env_doc is not None:
         probe = bool(env_doc.get("probe", False))
+        if probe and any(env_doc.get(k) for k in ("packages", "absent", "env")):
+            raise ConfigError([InputIssue("$.environment.probe", "probe reads this machine; do not also declare packages, absent or env", True, None, file)])
         if not probe:
             pkgs = tuple((name, version) for name, version in (env_doc.get("packages") or {}).items())
             try:
@@ -222,6 +224,16 @@ def _model_reference(model: Mapping[str, Any], key: str, base: Path | None, file
         return resolve_model_path(model[key], base)
     except ConfigError as exc:
         raise ConfigError([replace(i, path=f"$.model.{key}", file=file) for i in exc.issues]) from None
+
+
+_TOP_LEVEL = ("$.lora", "$.batch_invariant", "$.moe_backend", "$.max_num_tokens", "$.device", "$.parallel")
+
+
+def _document_path(path: str, from_checkpoint: bool) -> str:
+    """A MoEConfig field path (``$.top_k``) as the path of this document (``$.model.top_k``)."""
+    if not path.startswith("$.") or path.startswith(_TOP_LEVEL):
+        return path
+    return ("$.model.hf_config -> " if from_checkpoint else "$.model.") + path[2:]
 
 
 def _dedupe(prov: list[Provenance]) -> tuple[Provenance, ...]:

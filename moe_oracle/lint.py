@@ -63,6 +63,9 @@ def _domain(field: str) -> tuple[Any, ...] | None:
 
 
 def _satisfiable(pred: Predicate) -> bool:
+    spec = dict(pred.spec)
+    if "min" in spec and "max" in spec and spec["min"] > spec["max"]:
+        return False
     domain = _domain(pred.field)
     if domain is None:
         return True
@@ -74,8 +77,9 @@ def _unsatisfiable(catalog: Catalog) -> list[Finding]:
     for entry in catalog.experts:
         for chk in entry.checks:
             preds = ([chk.predicate] if chk.predicate is not None else []) + list(chk.condition)
-            if chk.predicate is not None and not chk.condition and not _satisfiable(chk.predicate):
-                out.append(Finding("error", "unsatisfiable", f"{entry.id}:{chk.rule}", f"no value of {chk.field} passes ({chk.predicate.describe()}); the kernel can never be eligible"))
+            if chk.predicate is not None and not _satisfiable(chk.predicate):
+                where = "the kernel can never be eligible" if not chk.condition else "the kernel is never eligible when its condition holds"
+                out.append(Finding("error", "unsatisfiable", f"{entry.id}:{chk.rule}", f"no value of {chk.field} passes ({chk.predicate.describe()}); {where}"))
             elif chk.deny and all(_satisfiable(p) for p in preds) is False:
                 out.append(Finding("warning", "unsatisfiable", f"{entry.id}:{chk.rule}", "the known-bad condition can never hold; the entry never fires"))
     return out
@@ -135,6 +139,16 @@ def _implies(later: tuple[Predicate, ...], earlier: tuple[Predicate, ...]) -> bo
     return True
 
 
+def _compatible(a: tuple[Predicate, ...], b: tuple[Predicate, ...]) -> bool:
+    """Some config may satisfy both conditions (checked per shared finite-domain field)."""
+    for p in a:
+        for q in b:
+            domain = _domain(p.field)
+            if p.field == q.field and domain is not None and not any(p.test(v) and q.test(v) for v in domain):
+                return False
+    return True
+
+
 def _orders(catalog: Catalog) -> list[Finding]:
     out = []
     for j, later in enumerate(catalog.orders):
@@ -144,8 +158,10 @@ def _orders(catalog: Catalog) -> list[Finding]:
                 break
     in_orders = {b for o in catalog.orders for b in o.backends}
     for adj in catalog.adjustments:
-        if not any(b in in_orders for b in adj.move):
-            out.append(Finding("warning", "adjustment_inert", adj.id, f"moves {', '.join(adj.move)}, which no priority order lists"))
+        # Only orders that can apply together with the adjustment count.
+        reachable = {b for o in catalog.orders if _compatible(o.when, adj.when) for b in o.backends}
+        if not any(b in reachable for b in adj.move):
+            out.append(Finding("warning", "adjustment_inert", adj.id, f"moves {', '.join(adj.move)}, which no priority order that can apply with it lists"))
     for opt in catalog.opt_in:
         if opt.backend not in in_orders:
             out.append(Finding("note", "opt_in_redundant", opt.id, f"{opt.backend} is in no priority order anyway"))

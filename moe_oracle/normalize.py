@@ -9,7 +9,8 @@ Derived fields follow vLLM ``FusedMoEParallelConfig.make`` and ``FusedMoEConfig`
   runs, ``allgather_reducescatter`` for DP without all2all (naive DP/EP), else ``none``;
 * the activation format is ``batched_experts`` iff dispatch is DeepEP low-latency
   or NIXL-EP (``use_batched_activation_format``);
-* ``intermediate_size_per_partition = intermediate_size // moe_tp_size``.
+* ``intermediate_size_per_partition = intermediate_size // moe_tp_size``, and
+  ``intermediate_divisible`` says whether that division is exact.
 
 Unknown inputs stay ``None`` so that predicates on them abstain.
 """
@@ -142,6 +143,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     local = -(-config.num_experts // ep_size) + (par.num_redundant_experts if use_ep else 0)
     put("num_local_experts", local, Source.DERIVED)
     put("intermediate_size_per_partition", config.intermediate_size // moe_tp, Source.DERIVED)
+    put("intermediate_divisible", config.intermediate_size % moe_tp == 0, Source.DERIVED)
 
     psrc = _source(config, "parallel", given)
     put("tp_size", par.tp_size, psrc)

@@ -140,13 +140,23 @@ def validate_document(validator: jsonschema.protocols.Validator, doc: Any, displ
         # For oneOf/anyOf, the most relevant sub-error names the actual problem.
         best = jsonschema.exceptions.best_match([err]) if err.context else err
         allowed = best.validator_value if best.validator in ("enum", "const", "required", "type") else None
+        message = best.message if len(best.message) < 300 else best.message[:297] + "..."
+        value = best.instance if isinstance(best.instance, (str, int, float, bool)) else None
+        path = _json_path(best.absolute_path)
         if best.validator == "enum":
             allowed = list(best.validator_value)
+            message = "not one of the allowed values"  # the list itself is `allowed`
+        elif best.validator == "additionalProperties" and isinstance(best.instance, dict):
+            known = sorted((best.schema.get("properties") or {}))
+            unexpected = [k for k in best.instance if k not in known]
+            if len(unexpected) == 1 and known:
+                # Name the key itself, so that the did-you-mean can offer the right spelling.
+                path, value, allowed, message = f"{path}.{unexpected[0]}", unexpected[0], known, "unknown key"
         issues.append(
             InputIssue(
-                path=_json_path(best.absolute_path),
-                message=best.message if len(best.message) < 300 else best.message[:297] + "...",
-                value=best.instance if isinstance(best.instance, (str, int, float, bool)) else None,
+                path=path,
+                message=message,
+                value=value,
                 allowed=allowed,
                 file=display,
                 entry=_entry_id(doc, list(best.absolute_path)),

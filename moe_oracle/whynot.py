@@ -28,7 +28,7 @@ from .checks import Check
 from .config import Device, MoEConfig, ParallelConfig
 from .decision import Decision
 from .engine import evaluate, resolve_request
-from .errors import ConfigError
+from .errors import ConfigError, InputIssue
 from .environment import ABSENT, Environment
 from .hardware import GPU_CATALOG
 from .quant import SCHEMES
@@ -208,7 +208,8 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
         if chk.predicate is not None and chk.predicate.field == field:
             spec = dict(chk.predicate.spec).get("version")
         for version in _versions_for(spec):
-            yield field, (lambda s, v=version: (s[0], s[1].with_package(name, v))), current, version, 1
+            shown = version if spec else "installed (any version)"
+            yield field, (lambda s, v=version: (s[0], s[1].with_package(name, v))), current, shown, 1
         if current not in (None, ABSENT):
             yield field, (lambda s: (s[0], s[1].with_package(name, None))), current, ABSENT, 1
         return
@@ -433,7 +434,8 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     """
     catalog = oracle.catalog
     backend = resolve_request(catalog, backend_name)
-    assert backend is not None, "why-not needs a backend name, not 'auto'"
+    if backend is None:
+        raise ConfigError([InputIssue("--backend", "why-not asks about one backend; 'auto' is the priority order itself (use explain)", backend_name, sorted(catalog.backend_names))])
     target = lambda row: row.entry.backend in backend  # noqa: E731
     start = evaluate(catalog, config, env)
     failing, kernel = _target_failures(start, target)

@@ -35,6 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from moe_oracle._resources import table_dirs
 from moe_oracle.config import MoEConfig
+from moe_oracle.quant import SCHEMES
 from moe_oracle.environment import ABSENT, Environment
 from moe_oracle.fields import field_spec
 from moe_oracle.vocab import Platform
@@ -164,6 +165,11 @@ class Model:
     def values(self, config: MoEConfig, env: Environment) -> dict[str, Any]:
         """Normalized field values, re-derived from the config (vLLM FusedMoEParallelConfig.make)."""
         dev, par, q = config.device, config.parallel, config.quant
+        # A backend name that names an activation key (vLLM's *_afp8) sets the scheme, when the
+        # layer's weights are the ones it applies to (rules/aliases.yaml quant_scheme).
+        implied = (self.aliases["backends"].get(config.moe_backend) or {}).get("quant_scheme")
+        if implied is not None and SCHEMES[implied].weight == q.weight:
+            q = SCHEMES[implied]
         cuda, cpu = dev.platform is Platform.CUDA, dev.platform is Platform.CPU
         gpu = dev.platform in (Platform.ROCM, Platform.XPU)
         world = par.tp_size * par.dp_size
@@ -197,6 +203,7 @@ class Model:
             "hidden_size": config.hidden_size,
             "intermediate_size": config.intermediate_size,
             "intermediate_size_per_partition": config.intermediate_size // moe_tp,
+            "intermediate_divisible": config.intermediate_size % moe_tp == 0,
             "tp_size": par.tp_size,
             "dp_size": par.dp_size,
             "moe_tp_size": moe_tp,

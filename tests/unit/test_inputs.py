@@ -37,7 +37,9 @@ def test_schema_errors_name_the_file_and_path(tmp_path, small_catalog):
     with pytest.raises(ConfigError) as info:
         load_config_file(write(tmp_path, doc), small_catalog)
     paths = {i.path for i in info.value.issues}
-    assert "$" in paths or "$.model" in paths
+    assert paths == {"$.extra", "$.model.activation", "$.model.top_k"}
+    by_path = {i.path: i for i in info.value.issues}
+    assert by_path["$.model.activation"].suggestion() == "silu" and by_path["$.extra"].keyword == "additionalProperties"
     assert all(i.file.endswith("cfg.yaml") for i in info.value.issues)
 
 
@@ -68,7 +70,7 @@ def test_hf_config_reference_and_semantic_errors(tmp_path, small_catalog):
     assert loaded.config.num_experts == 128 and loaded.config.routing_method.value == "renormalize_naive"
     with pytest.raises(ConfigError) as info:
         config_from_document({"model": {**GOOD["model"], "top_k": 100}, "device": {"gpu": "B200"}}, small_catalog, file="x.yaml")
-    assert info.value.issues[0].path == "$.top_k" and info.value.issues[0].file == "x.yaml"
+    assert info.value.issues[0].path == "$.model.top_k" and info.value.issues[0].file == "x.yaml"
     with pytest.raises(ConfigError) as info:
         config_from_document({"model": GOOD["model"], "device": {"gpu": "B2000"}}, small_catalog)
     assert info.value.issues[0].suggestion() == "B200"

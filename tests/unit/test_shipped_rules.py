@@ -1,0 +1,91 @@
+"""Behaviours of the shipped tables and doors that a first user tripped over (each was once wrong)."""
+
+from __future__ import annotations
+
+import pytest
+
+from moe_oracle import Device, Environment, MoEConfig, ParallelConfig
+from moe_oracle.cli import main
+from moe_oracle.engine import evaluate
+from moe_oracle.lint import lint
+from moe_oracle.quant import scheme_by_name
+from moe_oracle.vocab import ReasonCode
+from tests.tables_fixture import base_tables, load
+
+B200 = Device("cuda", capability=100)
+
+
+def gpt_oss(**kw):
+    base = dict(num_experts=128, top_k=4, hidden_size=2880, intermediate_size=2880, device=B200, activation="swigluoai",
+                quant=scheme_by_name("mxfp4_w16"), quant_method="mxfp4", swiglu_limit=7.0, has_bias=True, parallel=ParallelConfig(tp_size=8))
+    base.update(kw)
+    return MoEConfig(**base)
+
+
+def test_afp8_backend_names_select_mxfp8_activations(catalog):
+    d = evaluate(catalog, gpt_oss(moe_backend="flashinfer_cutlass_afp8"), Environment())
+    assert d.normalized.values["quant_scheme"] == "mxfp4_mxfp8"
+    assert d.kernel == "flashinfer_cutlass"  # CUTLASS MXFP4 x MXFP8 runs on SM 100; MXFP4 x BF16 needs SM 90
+    assert any(p.field == "quant" and "flashinfer_cutlass_afp8" in p.evidence for p in d.config.provenance)
+
+
+def test_afp8_name_on_other_weights_requests_the_backend_and_says_so(catalog):
+    cfg = MoEConfig(num_experts=256, top_k=8, hidden_size=7168, intermediate_size=2048, device=B200, routing_method="deepseek_v3",
+                    quant=scheme_by_name("fp8_block"), quant_method="fp8", parallel=ParallelConfig(tp_size=8), moe_backend="flashinfer_trtllm_afp8")
+    d = evaluate(catalog, cfg, Environment())
+    assert d.normalized.values["quant_scheme"] == "fp8_block" and d.requested == ("flashinfer_trtllm",)
+    assert any("flashinfer_trtllm_afp8" in n and "fp8_static_block128" in n for n in d.notes)
+
+
+def test_eplb_without_expert_parallel_is_rejected_with_a_reason(catalog):
+    d = evaluate(catalog, gpt_oss(parallel=ParallelConfig(tp_size=8, enable_eplb=True)), Environment())
+    assert d.kernel is None
+    assert all(any(f.rule == "constraint.eplb_needs_expert_parallel" for f in c.failures) for c in d.candidates)
+
+
+def test_intermediate_size_must_shard_evenly(catalog):
+    d = evaluate(catalog, gpt_oss(quant=scheme_by_name("unquantized"), quant_method=None, activation="silu", parallel=ParallelConfig(tp_size=7)), Environment())
+    assert d.normalized.values["intermediate_divisible"] is False
+    assert d.kernel is None and {f.code for c in d.candidates for f in c.failures} >= {ReasonCode.SHAPE_UNALIGNED}
+
+
+def test_ignored_inputs_are_noted(catalog):
+    d = evaluate(catalog, gpt_oss(parallel=ParallelConfig(tp_size=8, all2all_backend="deepep_low_latency")), Environment(env=(("VLLM_USE_DEEP_GEMM", "ture"),)))
+    assert any("deepep_low_latency has no effect" in n for n in d.notes)
+    assert any("VLLM_USE_DEEP_GEMM='ture' is read as false" in n for n in d.notes)
+
+
+def test_arch_spellings_are_one(catalog):
+    assert Device("rocm", arch="GFX942") == Device("rocm", arch="gfx942")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--model", "qwen3-30b-a3b", "--tokens", "0"], "--tokens"),
+        (["why-not", "--backend", "auto", "--model", "qwen3-30b-a3b", "--gpu", "H200"], "'auto' is the priority order"),
+        (["run", "--model", "qwen3-30b-a3b", "--gpu", "H200"], "run executes on this machine"),
+        (["select", "--model", "qwen3-30b-a3b", "--gpu", "B200", "--without", "flashinfer"], "did you mean 'flashinfer-python'"),
+        (["select", "--model", "qwen3-30b-a3b", "--gpu", "B200", "--moe-backend", ""], "non-empty"),
+    ],
+)
+def test_bad_cli_input_exits_2_with_a_clear_message(argv, message, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse type errors
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and message in err
+
+
+def test_lint_flags_contradictory_conditional_bounds_and_inert_adjustments(tmp_path):
+    t = base_tables()
+    t["kernels/slow.yaml"]["entries"][0]["constraints"].append(
+        {"id": "slow.contradiction", "if": {"quant_scheme": ["fp8_block"]}, "field": "hidden_size", "min": 100, "max": 90, "reason": "shape_unsupported", "hint": "x"}
+    )
+    t["rules/priority.yaml"]["adjustments"].append(
+        {"id": "adjust.optin_on_rocm", "when": {"platform": ["rocm"]}, "move": ["optin"], "to": "front", "kind": "performance", "reason": "x", "reference": "x"}
+    )
+    findings = {(f.code, f.subject) for f in lint(load(tmp_path, t), sample=False)}
+    assert ("unsatisfiable", "slow:slow.contradiction") in findings
+    assert ("adjustment_inert", "adjust.optin_on_rocm") in findings
