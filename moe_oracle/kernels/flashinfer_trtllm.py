@@ -110,6 +110,15 @@ class _TrtLlm(ExpertsBase):
         return out[0] if isinstance(out, (list, tuple)) else out
 
 
+class _RoutesInside:
+    """Monolithic TRT-LLM kernels route inside: the routing method must be one they implement."""
+
+    def __init__(self, spec: LayerSpec, weights: MoEWeights) -> None:
+        super().__init__(spec, weights)  # type: ignore[call-arg]
+        if spec.routing.method not in _ROUTING:
+            raise UnsupportedConfigError(type(self).__name__, "routing_method", spec.routing.method.value, sorted(m.value for m in _ROUTING))
+
+
 class _Bf16(_TrtLlm):
     _sm = _BF16_SM
 
@@ -122,7 +131,7 @@ class _Bf16(_TrtLlm):
         self.gemm1_weights, self.gemm2_weights = trtllm_bf16_layout(w13, w2, gated=spec.is_gated)
 
 
-class TrtLlmBf16Monolithic(_Bf16, MonolithicExperts):
+class TrtLlmBf16Monolithic(_RoutesInside, _Bf16, MonolithicExperts):
     """TRT-LLM bf16 MoE with routing inside (``trtllm_bf16_moe``). GPU call path untested (needs SM 100).
 
     Attributes:
@@ -134,11 +143,6 @@ class TrtLlmBf16Monolithic(_Bf16, MonolithicExperts):
         UnsupportedConfigError: activation other than silu/relu2_no_mul, hidden not a multiple of 128,
             biases, > 2048 experts, a routing method TRT-LLM does not implement, a quantized scheme.
     """
-
-    def __init__(self, spec: LayerSpec, weights: MoEWeights) -> None:
-        super().__init__(spec, weights)
-        if spec.routing.method not in _ROUTING:
-            raise UnsupportedConfigError(type(self).__name__, "routing_method", spec.routing.method.value, sorted(m.value for m in _ROUTING))
 
     def apply_monolithic(self, hidden_states, router_logits, *, a1_scale=None):  # noqa: ANN001, ANN201 - untested on GPU
         name = "moe_oracle.kernels.flashinfer_trtllm:TrtLlmBf16Monolithic"
@@ -186,7 +190,7 @@ class _Fp8Block(_TrtLlm):
         return xq, scale.t().contiguous()  # [hidden/128, T]
 
 
-class TrtLlmFp8BlockMonolithic(_Fp8Block, MonolithicExperts):
+class TrtLlmFp8BlockMonolithic(_RoutesInside, _Fp8Block, MonolithicExperts):
     """TRT-LLM fp8 block-scale (DeepSeek 128x128) MoE with routing inside. GPU call path untested (needs SM 100/103).
 
     Attributes:
@@ -198,11 +202,6 @@ class TrtLlmFp8BlockMonolithic(_Fp8Block, MonolithicExperts):
         UnsupportedConfigError: scheme other than fp8_block, intermediate not a multiple of 128, and
             the checks of the bf16 variant.
     """
-
-    def __init__(self, spec: LayerSpec, weights: MoEWeights) -> None:
-        super().__init__(spec, weights)
-        if spec.routing.method not in _ROUTING:
-            raise UnsupportedConfigError(type(self).__name__, "routing_method", spec.routing.method.value, sorted(m.value for m in _ROUTING))
 
     def apply_monolithic(self, hidden_states, router_logits, *, a1_scale=None):  # noqa: ANN001, ANN201 - untested on GPU
         name = "moe_oracle.kernels.flashinfer_trtllm:TrtLlmFp8BlockMonolithic"

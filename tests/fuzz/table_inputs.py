@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 from hypothesis import strategies as st
 
@@ -14,6 +16,18 @@ __all__ = ["FOCUS", "PATHS", "SHIPPED", "bad_tables"]
 SHIPPED: dict[str, bytes] = {f"{d.name}/{p.name}": p.read_bytes() for d in table_dirs() for p in sorted(d.glob("*.yaml"))}
 PARSED = {path: yaml.safe_load(raw) for path, raw in SHIPPED.items()}
 PATHS = sorted(SHIPPED)
+
+
+def write_shipped(root: Path) -> list[Path]:
+    """Copy the shipped tables under ``root``; returns the three table directories."""
+    for path, raw in SHIPPED.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(raw)
+    return table_dirs_under(root)
+
+
+def table_dirs_under(root: Path) -> list[Path]:
+    return [root / "kernels", root / "prepare_finalize", root / "rules"]
 # Keys the compiler reads from table documents: the tree edits set them to wrong values too.
 FOCUS = ("kind", "id", "backend", "interface", "activation_format", "platforms", "packages", "env", "supports", "features", "constraints", "field", "if",
          "reason", "when", "kernels", "backends", "move", "to", "fallback", "orders", "dispatch", "variables", "type", "default", "explicit", "request", "applies_to")

@@ -18,7 +18,7 @@ from moe_oracle.engine import evaluate
 from moe_oracle.errors import TableError
 from moe_oracle.oracle import Oracle
 from tests.fuzz.hostile import assert_typed_error
-from tests.fuzz.table_inputs import PATHS, SHIPPED, bad_tables
+from tests.fuzz.table_inputs import table_dirs_under, write_shipped, PATHS, SHIPPED, bad_tables
 from tests.property import tally
 from tests.property.profiles import budget
 from tests.property.strategies import CATALOG, Case, cases, note_case, plausible_cases
@@ -28,14 +28,11 @@ from tests.property.strategies import CATALOG, Case, cases, note_case, plausible
 def good(tmp_path_factory):
     """A copy of the shipped tables, and an oracle that loaded it."""
     root = tmp_path_factory.mktemp("good")
-    for path, raw in SHIPPED.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_bytes(raw)
+    write_shipped(root)
     return root
 
 
-def _dirs(root: Path) -> list[Path]:
-    return [root / "kernels", root / "prepare_finalize", root / "rules"]
+_dirs = table_dirs_under
 
 
 def _copy_with(root: Path, changes: dict[str, bytes]) -> Path:

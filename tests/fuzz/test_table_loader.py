@@ -20,7 +20,7 @@ from moe_oracle.errors import TableError
 from moe_oracle.oracle import Oracle
 from moe_oracle.tables import load_schemas, read_tables
 from tests.fuzz.hostile import SNIPPETS, Bad, assert_typed_error, byte_edits, tree_edits
-from tests.fuzz.table_inputs import PATHS, SHIPPED, bad_tables
+from tests.fuzz.table_inputs import table_dirs_under, write_shipped, PATHS, SHIPPED, bad_tables
 from tests.property import tally
 from tests.property.profiles import budget
 from tests.property.strategies import plausible_cases, targeted_cases
@@ -64,14 +64,11 @@ def test_an_edited_table_file_compiles_or_raises_a_table_error(edit, data):
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
     root = tmp_path_factory.mktemp("tables")
-    for path, raw in SHIPPED.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_bytes(raw)
+    write_shipped(root)
     return root
 
 
-def _dirs(root: Path) -> list[Path]:
-    return [root / "kernels", root / "prepare_finalize", root / "rules"]
+_dirs = table_dirs_under
 
 
 @st.composite
