@@ -132,14 +132,14 @@ h1{font-size:1.4rem;margin:0 0 .5rem} h1 small{font-weight:normal;color:#57606a;
 h2{font-size:1.1rem;margin:2rem 0 .5rem} h2 small{font-weight:normal;color:#57606a}
 h2 a.up{font-size:.8rem;font-weight:normal;margin-left:.5rem;text-decoration:none}
 p.intro{max-width:70rem}
-.legend{position:sticky;top:0;z-index:5;box-sizing:border-box;height:2.4rem;min-width:78.5rem;white-space:nowrap;overflow:hidden;background:#fff;padding:.35rem 0;margin:0;border-bottom:1px solid var(--line)}
+.legend{position:sticky;top:0;z-index:5;box-sizing:border-box;height:2.4rem;min-width:81.75rem;white-space:nowrap;overflow:hidden;background:#fff;padding:.35rem 0;margin:0;border-bottom:1px solid var(--line)}
 h2,dt{scroll-margin-top:3rem}
 .legend span.key{display:inline-block;padding:.1rem .6rem;margin-right:.5rem;border:1px solid var(--line);border-radius:3px}
 .legend .yes{background:var(--yes)} .legend .conditional{background:var(--cond)} .legend .no{background:var(--no);color:#8a2a2a}
 .legend small{color:#57606a}
 nav{margin:.75rem 0;max-width:80rem} nav a{white-space:nowrap}
-table.matrix{border-collapse:separate;border-spacing:0;table-layout:fixed;width:78.5rem;font-size:.8rem}
-table.matrix col.k{width:16rem} table.matrix col.b{width:7.25rem} table.matrix col.d{width:4.25rem}
+table.matrix{border-collapse:separate;border-spacing:0;table-layout:fixed;width:81.75rem;font-size:.8rem}
+table.matrix col.k{width:16rem} table.matrix col.b{width:7.25rem} table.matrix col.d{width:4.5rem}
 table.matrix th,table.matrix td{border-right:1px solid var(--line);border-bottom:1px solid var(--line);padding:.2rem .35rem;text-align:center;vertical-align:middle}
 table.matrix tr>:first-child{border-left:1px solid var(--line)}
 table.matrix thead th{position:sticky;top:2.4rem;z-index:2;background:var(--head);border-top:1px solid var(--line);line-height:1.15}
