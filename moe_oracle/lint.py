@@ -12,6 +12,9 @@ with. Lint adds what only the whole table set shows:
 * ``order_shadowed``: a priority order that an earlier order always pre-empts;
 * ``adjustment_inert``: an adjustment that moves backends absent from every order it can meet;
 * ``constraint_id_reused``: one rule id with different content in two places;
+* ``duplicate_rule``: two rules of one kernel that test the same predicate under the same condition;
+* ``contradictory_adjustments``: two adjustments that can fire together and move a backend to
+  opposite ends;
 * ``alias_expired``: a deprecated alias still accepted after its removal date;
 * ``no_order``: a (platform, quant family) with no priority order;
 * ``uncovered``: a (platform, quant scheme) that no kernel other than the reference supports;
@@ -139,13 +142,28 @@ def _implies(later: tuple[Predicate, ...], earlier: tuple[Predicate, ...]) -> bo
     return True
 
 
+_QUANT_FIELDS = ("quant_scheme", "weight_quant", "activation_quant", "quant_family")
+
+
+def _scheme_values(name: str) -> dict[str, Any]:
+    scheme = SCHEMES[name]
+    return {"quant_scheme": name, "weight_quant": scheme.weight or "none", "activation_quant": scheme.activation or "none", "quant_family": scheme.family.value}
+
+
 def _compatible(a: tuple[Predicate, ...], b: tuple[Predicate, ...]) -> bool:
-    """Some config may satisfy both conditions (checked per shared finite-domain field)."""
+    """Some config may satisfy both conditions.
+
+    Checked per shared finite-domain field, and jointly over the quantization fields, which one
+    scheme determines together (``quant_scheme: [fp8_block]`` excludes ``quant_family: [unquantized]``).
+    """
     for p in a:
         for q in b:
             domain = _domain(p.field)
             if p.field == q.field and domain is not None and not any(p.test(v) and q.test(v) for v in domain):
                 return False
+    quant = [p for p in (*a, *b) if p.field in _QUANT_FIELDS]
+    if quant and not any(all(p.test(_scheme_values(name)[p.field]) for p in quant) for name in SCHEMES):
+        return False
     return True
 
 
@@ -187,6 +205,25 @@ def _constraint_ids(catalog: Catalog) -> list[Finding]:
     return out
 
 
+def _duplicates_and_contradictions(catalog: Catalog) -> list[Finding]:
+    """Two rules of one kernel that test the same thing, and adjustments that pull one backend both ways."""
+    out = []
+    for entry in catalog.experts:
+        seen: dict[tuple[Any, ...], str] = {}
+        for chk in entry.checks:
+            key = (chk.field, chk.predicate, chk.condition, chk.deny)
+            if key in seen and seen[key] != chk.rule:
+                out.append(Finding("warning", "duplicate_rule", f"{entry.id}:{chk.rule}", f"tests exactly what {seen[key]} tests"))
+            seen.setdefault(key, chk.rule)
+    adjustments = list(catalog.adjustments)
+    for i, a in enumerate(adjustments):
+        for b in adjustments[i + 1 :]:
+            clash = set(a.move) & set(b.move)
+            if clash and a.to != b.to and _compatible(a.when, b.when):
+                out.append(Finding("warning", "contradictory_adjustments", f"{a.id}/{b.id}", f"both can fire for one config and move {', '.join(sorted(clash))} to opposite ends; the later one wins"))
+    return out
+
+
 def _aliases(catalog: Catalog, today: _dt.date) -> list[Finding]:
     out = []
     for alias in catalog.all2all_aliases.values():
@@ -214,7 +251,7 @@ def lint(catalog: Catalog, *, today: _dt.date | None = None, sample: bool = True
     ``False`` skips it; ``None`` runs it when flashinfer imports and otherwise adds a note that it
     was skipped; ``True`` requires it (an unimportable flashinfer is an error).
     """
-    findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog)
+    findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _duplicates_and_contradictions(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog)
     if sample:
         findings += _never_selected(catalog)
     if drift is not False:

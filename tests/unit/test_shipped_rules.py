@@ -89,3 +89,16 @@ def test_lint_flags_contradictory_conditional_bounds_and_inert_adjustments(tmp_p
     findings = {(f.code, f.subject) for f in lint(load(tmp_path, t), sample=False)}
     assert ("unsatisfiable", "slow:slow.contradiction") in findings
     assert ("adjustment_inert", "adjust.optin_on_rocm") in findings
+
+
+def test_lint_flags_duplicate_rules_and_contradictory_adjustments(tmp_path):
+    t = base_tables()
+    slow = t["kernels/slow.yaml"]["entries"][0]
+    slow["constraints"].append({**slow["constraints"][0], "id": "slow.max_experts_again"})
+    t["rules/priority.yaml"]["adjustments"].append(
+        {"id": "adjust.slow_last_on_cuda", "when": {"platform": ["cuda"]}, "move": ["slow"], "to": "back", "kind": "performance", "reason": "x", "reference": "x"}
+    )
+    findings = {(f.code, f.subject) for f in lint(load(tmp_path, t), sample=False)}
+    assert ("duplicate_rule", "slow:slow.max_experts_again") in findings
+    assert ("contradictory_adjustments", "adjust.slow_first_on_ampere/adjust.slow_last_on_cuda") in findings
+    assert not any(code in ("duplicate_rule", "contradictory_adjustments") for code, _ in {(f.code, f.subject) for f in lint(load(tmp_path / "clean"), sample=False)})
