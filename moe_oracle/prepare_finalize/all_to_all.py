@@ -50,6 +50,25 @@ def _check_group(name: str, spec: LayerSpec, group: Any) -> int:
     return world
 
 
+def _send_hidden(hidden_states: torch.Tensor, send_tokens: torch.Tensor, send_counts: list[int], group: Any, input_quant: InputQuant) -> tuple[torch.Tensor, torch.Tensor | None, list[int]]:
+    """All-to-all rows ``send_tokens`` of ``hidden_states`` ``[T, hidden]``.
+
+    Quantized before the exchange when the scheme's scales are row-local (the scales travel with
+    their rows), after it otherwise (per-tensor scales need the received rows).
+
+    Returns:
+        (received rows, their scales or ``None``, received row count per source rank).
+    """
+    x, scale = input_quant.apply(hidden_states) if input_quant.row_local else (hidden_states, None)
+    recv_x, recv_counts = all_to_all_varlen(x[send_tokens], send_counts, group)
+    recv_scale = None
+    if scale is not None:
+        recv_scale, _ = all_to_all_varlen(scale[send_tokens], send_counts, group, recv_counts=recv_counts)
+    elif input_quant.key is not None:
+        recv_x, recv_scale = input_quant.apply(recv_x)
+    return recv_x, recv_scale, recv_counts
+
+
 @dataclass(frozen=True, eq=False)
 class _StandardHandle:
     send_tokens: torch.Tensor  # [S] token index of each sent row, ordered by destination rank
@@ -80,16 +99,9 @@ class AllToAllModular(ModularPrepareFinalize):
         wants = (owners.unsqueeze(-1) == ranks).any(dim=1)  # [T, world]
         dest, send_tokens = wants.T.nonzero(as_tuple=True)  # ordered by destination, then token
         send_counts = torch.bincount(dest, minlength=world).tolist()
-        early = input_quant.row_local
-        x, scale = input_quant.apply(hidden_states) if early else (hidden_states, None)
-        recv_x, recv_counts = all_to_all_varlen(x[send_tokens], send_counts, g)
+        recv_x, recv_scale, recv_counts = _send_hidden(hidden_states, send_tokens, send_counts, g, input_quant)
         recv_w, _ = all_to_all_varlen(topk_weights[send_tokens], send_counts, g, recv_counts=recv_counts)
         recv_ids, _ = all_to_all_varlen(topk_ids[send_tokens], send_counts, g, recv_counts=recv_counts)
-        recv_scale = None
-        if scale is not None:
-            recv_scale, _ = all_to_all_varlen(scale[send_tokens], send_counts, g, recv_counts=recv_counts)
-        elif input_quant.key is not None:
-            recv_x, recv_scale = input_quant.apply(recv_x)
         handle = _StandardHandle(send_tokens, send_counts, recv_counts, tokens)
         return PrepareResult(recv_x, recv_scale, recv_w, recv_ids, handle=handle)
 
@@ -144,15 +156,8 @@ class BatchedAllToAllModular(ModularPrepareFinalize):
         send_pairs = torch.argsort(owners, stable=True)
         send_counts = torch.bincount(owners, minlength=world).tolist()
         send_tokens = torch.div(send_pairs, top_k, rounding_mode="floor")
-        early = input_quant.row_local
-        x, scale = input_quant.apply(hidden_states) if early else (hidden_states, None)
-        recv_x, recv_counts = all_to_all_varlen(x[send_tokens], send_counts, g)
+        recv_x, recv_scale, recv_counts = _send_hidden(hidden_states, send_tokens, send_counts, g, input_quant)
         recv_ids, _ = all_to_all_varlen(flat_ids[send_pairs], send_counts, g, recv_counts=recv_counts)
-        recv_scale = None
-        if scale is not None:
-            recv_scale, _ = all_to_all_varlen(scale[send_tokens], send_counts, g, recv_counts=recv_counts)
-        elif input_quant.key is not None:
-            recv_x, recv_scale = input_quant.apply(recv_x)
 
         local_n = spec.num_local_experts
         local = recv_ids - spec.first_local_expert
