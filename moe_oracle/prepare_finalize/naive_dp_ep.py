@@ -34,7 +34,21 @@ def _check_group(name: str, spec: LayerSpec, group: Any) -> None:
         raise ValueError(f"{name}: the layer spec has ep_size={spec.ep_size} but the process group has {world} ranks")
 
 
-class NaiveDPEPModular(ModularPrepareFinalize):
+class _GatherScatter:
+    """What both variants share: the group-size check and the reduce-scatter finalize.
+
+    ``finalize``: ``[sum T, hidden]`` partial -> ``[T_r, hidden]`` summed over ranks.
+    """
+
+    def __init__(self, spec: LayerSpec, *, process_group: Any = None, max_tokens_per_expert: int | None = None) -> None:
+        super().__init__(spec, process_group=process_group, max_tokens_per_expert=max_tokens_per_expert)  # type: ignore[call-arg]
+        _check_group(type(self).__name__, spec, process_group)
+
+    def finalize(self, expert_output: torch.Tensor, prep: PrepareResult) -> torch.Tensor:
+        return reduce_scatter_varlen(expert_output, prep.handle, self.process_group)  # type: ignore[attr-defined]
+
+
+class NaiveDPEPModular(_GatherScatter, ModularPrepareFinalize):
     """All-gather / reduce-scatter for modular experts.
 
     ``prepare``: ``[T_r, hidden]``, ``[T_r, K]`` x2 -> ``[sum T, hidden]``, ``[sum T, K]`` x2.
@@ -44,10 +58,6 @@ class NaiveDPEPModular(ModularPrepareFinalize):
         ValueError: ``spec.ep_size`` is neither 1 nor the group size.
     """
 
-    def __init__(self, spec: LayerSpec, *, process_group: Any = None, max_tokens_per_expert: int | None = None) -> None:
-        super().__init__(spec, process_group=process_group, max_tokens_per_expert=max_tokens_per_expert)
-        _check_group(type(self).__name__, spec, process_group)
-
     def prepare(self, hidden_states: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor, *, input_quant: InputQuant) -> PrepareResult:
         g = self.process_group
         x, sizes = all_gather_varlen(hidden_states, g)
@@ -56,11 +66,8 @@ class NaiveDPEPModular(ModularPrepareFinalize):
         xq, scale = input_quant.apply(x)
         return PrepareResult(xq, scale, w, ids, handle=sizes)
 
-    def finalize(self, expert_output: torch.Tensor, prep: PrepareResult) -> torch.Tensor:
-        return reduce_scatter_varlen(expert_output, prep.handle, self.process_group)
 
-
-class NaiveDPEPMonolithic(MonolithicPrepareFinalize):
+class NaiveDPEPMonolithic(_GatherScatter, MonolithicPrepareFinalize):
     """All-gather / reduce-scatter for monolithic experts; router logits are gathered too.
 
     ``prepare``: ``[T_r, hidden]``, ``[T_r, num_experts]`` -> ``[sum T, hidden]``, ``[sum T, num_experts]``.
@@ -70,16 +77,9 @@ class NaiveDPEPMonolithic(MonolithicPrepareFinalize):
         ValueError: ``spec.ep_size`` is neither 1 nor the group size.
     """
 
-    def __init__(self, spec: LayerSpec, *, process_group: Any = None, max_tokens_per_expert: int | None = None) -> None:
-        super().__init__(spec, process_group=process_group, max_tokens_per_expert=max_tokens_per_expert)
-        _check_group(type(self).__name__, spec, process_group)
-
     def prepare(self, hidden_states: torch.Tensor, router_logits: torch.Tensor, *, input_quant: InputQuant) -> PrepareResult:
         g = self.process_group
         x, sizes = all_gather_varlen(hidden_states, g)
         logits, _ = all_gather_varlen(router_logits, g)
         xq, scale = input_quant.apply(x)
         return PrepareResult(xq, scale, router_logits=logits, handle=sizes)
-
-    def finalize(self, expert_output: torch.Tensor, prep: PrepareResult) -> torch.Tensor:
-        return reduce_scatter_varlen(expert_output, prep.handle, self.process_group)
