@@ -64,6 +64,18 @@ def _check_float(owner: object, name: str, *, optional: bool = True) -> None:
     object.__setattr__(owner, name, float(value))
 
 
+def _check_block(owner: object) -> None:
+    value = getattr(owner, "weight_block_size")
+    if value is None:
+        return
+    if isinstance(value, list):
+        value = tuple(value)
+    ok = isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2**20 for v in value)
+    if not ok:
+        raise ConfigError([InputIssue("$.weight_block_size", "must be [block_n, block_k], two positive integers", getattr(owner, "weight_block_size"), {"type": "array", "items": "integer >= 1", "length": 2})])
+    object.__setattr__(owner, "weight_block_size", value)
+
+
 @dataclass(frozen=True)
 class Device:
     """The accelerator (or CPU) a layer runs on.
@@ -169,6 +181,18 @@ class MoEConfig:
             set means kernels must apply the clamp.
         num_expert_group, topk_group, routed_scaling_factor, has_correction_bias:
             grouped top-k routing parameters (DeepSeek-V3 style).
+        situ_beta, situ_linear_beta: SiTU activation parameters (Kimi-K3: 4.0 and 25.0); some
+            kernels accept SiTU only for specific values (vLLM 0.33.0 P/b12x.py).
+        model_type: Hugging Face ``model_type`` of the text model (``"deepseek_v3"``); vLLM 0.33.0
+            keys a few rules on it (P/oracle/fp8.py DeepGEMM auto-disable). ``None``: unknown.
+        architecture: Hugging Face ``architectures[0]`` (``"DeepseekV4ForCausalLM"``); vLLM 0.33.0
+            restricts the FlashInfer MoE-EP megakernels to some (vllm/config/kernel.py). ``None``: unknown.
+        has_hash_routing: the layer routes by a token-hash table (DeepSeek-V4 first layers,
+            ``num_hash_layers``); vLLM 0.31+ rejects monolithic kernels that do not implement it.
+        require_decomposed: the layer's routes are adjusted after routing (expert substitution of
+            MoNE-pruned checkpoints, routing simulator); vLLM 0.33.0 then rejects monolithic kernels.
+        weight_block_size: ``[block_n, block_k]`` of a block-quantized checkpoint
+            (``quantization_config.weight_block_size``); ``None`` when not block-quantized or unknown.
         parallel: deployment parallelism.
         lora: LoRA adapters on the experts.
         batch_invariant: batch-invariant kernels requested (``VLLM_BATCH_INVARIANT``).
@@ -199,6 +223,13 @@ class MoEConfig:
     topk_group: int | None = None
     routed_scaling_factor: float = 1.0
     has_correction_bias: bool = False
+    situ_beta: float | None = None
+    situ_linear_beta: float | None = None
+    model_type: str | None = None
+    architecture: str | None = None
+    has_hash_routing: bool = False
+    require_decomposed: bool = False
+    weight_block_size: tuple[int, int] | None = None
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     lora: bool = False
     batch_invariant: bool = False
@@ -221,10 +252,15 @@ class MoEConfig:
             raise ConfigError([InputIssue("$.quant_method", "must be a string", self.quant_method, None)])
         if not isinstance(self.parallel, ParallelConfig):
             raise ConfigError([InputIssue("$.parallel", "must be a ParallelConfig", self.parallel, None)])
-        for name in ("has_bias", "has_correction_bias", "lora", "batch_invariant"):
+        for name in ("has_bias", "has_correction_bias", "lora", "batch_invariant", "has_hash_routing", "require_decomposed"):
             _check_bool(self, name)
-        for name in ("swiglu_alpha", "swiglu_limit", "swiglu_beta"):
+        for name in ("swiglu_alpha", "swiglu_limit", "swiglu_beta", "situ_beta", "situ_linear_beta"):
             _check_float(self, name)
+        for name in ("model_type", "architecture"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ConfigError([InputIssue(f"$.{name}", "must be a non-empty string or null", value, None)])
+        _check_block(self)
         _check_float(self, "routed_scaling_factor", optional=False)
         _check_int(self, "num_expert_group", minimum=0, optional=True)
         _check_int(self, "topk_group", minimum=0, optional=True)

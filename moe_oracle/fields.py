@@ -95,6 +95,10 @@ _FIELDS = (
     _f("batch_invariant", "bool", _BOOL, "deployment", R.BATCH_INVARIANCE_UNSUPPORTED, "batch-invariant kernels requested"),
     _f("max_num_tokens", "int", None, "deployment", R.SHAPE_UNSUPPORTED, "largest tokens per call"),
     _f("moe_backend", "str", None, "deployment", R.NOT_REQUESTED, "requested backend ('auto' = priority order)"),
+    _f("model_type", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face model_type of the text model"),
+    _f("architecture", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face architectures[0]"),
+    _f("has_hash_routing", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "the layer routes by a token-hash table (DeepSeek-V4 first layers)"),
+    _f("require_decomposed", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "routes adjusted after routing (expert substitution, routing simulator)"),
 )
 del R
 

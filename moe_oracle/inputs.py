@@ -270,6 +270,13 @@ def config_document(config: MoEConfig, env: Environment | None = None) -> dict[s
         "topk_group": config.topk_group,
         "routed_scaling_factor": config.routed_scaling_factor,
         "has_correction_bias": config.has_correction_bias,
+        "situ_beta": config.situ_beta,
+        "situ_linear_beta": config.situ_linear_beta,
+        "model_type": config.model_type,
+        "architecture": config.architecture,
+        "has_hash_routing": config.has_hash_routing,
+        "require_decomposed": config.require_decomposed,
+        "weight_block_size": list(config.weight_block_size) if config.weight_block_size else None,
     }
     p = config.parallel
     doc: dict[str, Any] = {

@@ -158,6 +158,10 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("enable_eplb", par.enable_eplb, psrc)
     put("num_redundant_experts", par.num_redundant_experts, psrc)
 
+    put("model_type", config.model_type, _source(config, "model_type", given))
+    put("architecture", config.architecture, _source(config, "architecture", given))
+    put("has_hash_routing", config.has_hash_routing, _source(config, "has_hash_routing", Source.DEFAULT))
+    put("require_decomposed", config.require_decomposed, _source(config, "require_decomposed", Source.DEFAULT))
     put("lora", config.lora, _source(config, "lora", given))
     env_by_name = {spec.name: spec for spec in env_vars}
     bi_raw = env.env_value("VLLM_BATCH_INVARIANT")
