@@ -17,6 +17,8 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
+from .frontends import FRONT_ENDS as _REGISTRY
+
 __all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer"]
 
 PACKAGES: tuple[str, ...] = (
@@ -37,14 +39,7 @@ PACKAGES: tuple[str, ...] = (
 )
 """Optional packages a deployment may declare present (short names)."""
 
-FRONT_ENDS: tuple[str, ...] = (
-    "direct",  # call the family's select_*_moe_backend with the given keys
-    "unquantized",  # UnquantizedFusedMoEMethod
-    "fp8",  # Fp8Config + Fp8MoEMethod (block refinement / padding under TP)
-    "compressed-tensors",  # CompressedTensors*MoEMethod
-    "modelopt",  # ModelOpt*MoE methods
-    "mxfp4",  # Mxfp4MoEMethod (gpt-oss, DeepSeek-V4)
-)
+FRONT_ENDS: tuple[str, ...] = tuple(_REGISTRY)
 """Quantization front ends the harness can drive (each release's own classes)."""
 
 

@@ -16,6 +16,7 @@ from ..errors import ConfigError, NoEligibleKernelError
 from ..oracle import Oracle
 from ..quant import QuantScheme
 from .cases import Answer, Deployment
+from .frontends import QUANT_METHOD
 
 __all__ = ["OurSide", "PACKAGE_NAMES", "FLASHINFER_PINS", "FRONT_END_QUANT_METHOD"]
 
@@ -46,14 +47,7 @@ FLASHINFER_PINS: Mapping[str, str] = {
 }
 """flashinfer-python version each vLLM release pins (its wheel METADATA ``Requires-Dist``)."""
 
-FRONT_END_QUANT_METHOD: Mapping[str, str | None] = {
-    "direct": None,
-    "unquantized": None,
-    "fp8": "fp8",
-    "compressed-tensors": "compressed-tensors",
-    "modelopt": "modelopt",
-    "mxfp4": "mxfp4",
-}
+FRONT_END_QUANT_METHOD: Mapping[str, str | None] = QUANT_METHOD
 """Front end -> the checkpoint ``quant_method`` it stands for (``None``: not known)."""
 
 

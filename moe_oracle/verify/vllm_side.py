@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import inspect
 import types
 from typing import Any, Callable
 
 from .cases import Answer, Deployment
+from .frontends import NotDriven
 from .vllm_sim import Simulation
 
 __all__ = ["VllmSide", "QUANT_KEY_NAMES"]
@@ -67,19 +67,6 @@ QUANT_KEY_NAMES: dict[str, str] = {
 
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
-# Family -> (oracle module, selector function).
-_SELECTORS: dict[str, tuple[str, str]] = {
-    "unquantized": ("unquantized", "select_unquantized_moe_backend"),
-    "fp8": ("fp8", "select_fp8_moe_backend"),
-    "mxfp8": ("mxfp8", "select_mxfp8_moe_backend"),
-    "nvfp4": ("nvfp4", "select_nvfp4_moe_backend"),
-    "mxfp4": ("mxfp4", "select_mxfp4_moe_backend"),
-    "int8": ("int8", "select_int8_moe_backend"),
-    "wna16": ("int_wna16", "select_wna16_moe_backend"),
-    "w4a8_fp8": ("w4a8", "select_w4a8_moe_backend"),
-    "w4a8_int8": ("w4a8_int8", "select_w4a8_int8_moe_backend"),
-}
-
 
 class VllmSide:
     """Answers deployments with one release's selection code.
@@ -99,11 +86,7 @@ class VllmSide:
         self.qu = importlib.import_module(f"{Q}.utils.quant_utils")
         self.moe_fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEConfig) if f.init}
         self.routing = {m.value[0] if isinstance(m.value, tuple) else m.value: m for m in self.cfg_mod.RoutingMethodType}
-        self.front_ends: dict[str, Callable[[Deployment, Any], tuple[Any, Any]]] = {
-            "direct": self._direct,
-            "unquantized": self._unquantized,
-            "fp8": self._fp8_method,
-        }
+        self._front_ends: dict[str, Callable[..., tuple[Any, Any]]] = {}
 
     # ------------------------------------------------------------------ translation
 
@@ -191,15 +174,24 @@ class VllmSide:
         return self.routing[RoutingMethod(name).flashinfer_id]
 
     def _model_config(self, dep: Deployment) -> None:
-        """Set (or clear) the current VllmConfig's model config to carry ``model_type``."""
+        """Make the current VllmConfig carry a model config for ``dep`` (vLLM serving always has one).
+
+        Only what selection reads is set: the text model's ``model_type`` and architectures,
+        the dtype, and no user ``quantization_config`` override.
+        """
         from vllm.config import get_current_vllm_config
 
         cfg = get_current_vllm_config()
-        if dep.model_type is None and dep.architecture is None:
-            object.__setattr__(cfg, "model_config", None) if dataclasses.is_dataclass(cfg) else setattr(cfg, "model_config", None)
-            return
         text = types.SimpleNamespace(model_type=dep.model_type, architectures=[dep.architecture] if dep.architecture else [])
-        fake = types.SimpleNamespace(hf_text_config=text, hf_config=text, architectures=text.architectures, architecture=dep.architecture, dtype=getattr(self.torch, dep.in_dtype))
+        fake = types.SimpleNamespace(
+            hf_text_config=text,
+            hf_config=text,
+            architectures=text.architectures,
+            architecture=dep.architecture,
+            dtype=getattr(self.torch, dep.in_dtype),
+            quantization_config=None,
+            quantization=None,
+        )
         try:
             cfg.model_config = fake
         except Exception:  # noqa: BLE001 - pydantic dataclasses may refuse; bypass validation
@@ -207,42 +199,22 @@ class VllmSide:
 
     # ------------------------------------------------------------------ front ends
 
-    def _selector(self, family: str) -> Callable[..., Any]:
-        mod_name, fn_name = _SELECTORS[family]
-        mod = importlib.import_module(f"{P}.oracle.{mod_name}")
-        return getattr(mod, fn_name)
+    def front_end(self, name: str) -> Callable[..., tuple[Any, Any]]:
+        """The front-end function registered as ``name`` (see :mod:`.frontends`).
 
-    def _direct(self, dep: Deployment, moe: Any) -> tuple[Any, Any]:
-        fn = self._selector(dep.family)
-        params = inspect.signature(fn).parameters
-        kwargs: dict[str, Any] = {}
-        if "weight_key" in params:
-            kwargs["weight_key"] = self.quant_key(dep.weight_key)
-        if "activation_key" in params:
-            kwargs["activation_key"] = self.quant_key(dep.activation_key)
-        first = next(iter(params))
-        return fn(**{first: moe}, **kwargs)
+        Raises:
+            KeyError: no such front end.
+        """
+        fn = self._front_ends.get(name)
+        if fn is None:
+            from .frontends import FRONT_ENDS
 
-    def _unquantized(self, dep: Deployment, moe: Any) -> tuple[Any, Any]:
-        cls = importlib.import_module(f"{P}.unquantized_fused_moe_method").UnquantizedFusedMoEMethod
-        method = cls(moe)
-        self._check_eplb(dep, method)
-        return method.unquantized_backend, method.experts_cls
+            module, func = FRONT_ENDS[name].split(":")
+            fn = getattr(importlib.import_module(f"{__package__}.frontends.{module}"), func)
+            self._front_ends[name] = fn
+        return fn
 
-    def _fp8_method(self, dep: Deployment, moe: Any) -> tuple[Any, Any]:
-        fp8 = importlib.import_module(f"{Q}.fp8")
-        static = dep.activation_key == "fp8_static_tensor"
-        config = fp8.Fp8Config(
-            is_checkpoint_fp8_serialized=True,
-            activation_scheme="static" if static else "dynamic",
-            weight_block_size=list(dep.block) if dep.block is not None else None,
-        )
-        layer = types.SimpleNamespace(moe_config=moe, moe=moe)
-        method = fp8.Fp8MoEMethod(config, layer)
-        self._check_eplb(dep, method)
-        return method.fp8_backend, method.experts_cls
-
-    def _check_eplb(self, dep: Deployment, method: Any) -> None:
+    def check_eplb(self, dep: Deployment, method: Any) -> None:
         # P/routed_experts.py: EPLB with a method that does not support it raises.
         if dep.enable_eplb and not getattr(method, "supports_eplb", True):
             raise NotImplementedError(f"EPLB is not supported {type(method).__name__}.")
@@ -257,13 +229,11 @@ class VllmSide:
         except ValueError as exc:
             return Answer("unsupported", detail=str(exc))
         try:
+            front = self.front_end(dep.front_end)
             moe = self.moe_config(dep)
-            front = self.front_ends.get(dep.front_end)
-            if front is None:
-                return Answer("unsupported", detail=f"front end {dep.front_end!r} is not driven for vLLM {self.sim.release}")
-            backend, experts = front(dep, moe)
-        except KeyError as exc:
-            return Answer("unsupported", detail=str(exc))
+            backend, experts = front(self, dep, moe)
+        except (KeyError, NotDriven) as exc:
+            return Answer("unsupported", detail=f"not driven: {exc}")
         except Exception as exc:  # noqa: BLE001 - any exception is vLLM refusing the deployment
             return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300])
         backend_name = getattr(backend, "name", str(backend))

@@ -34,6 +34,8 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import importlib.abc
+import importlib.machinery
 import os
 import sys
 import types
@@ -91,17 +93,72 @@ _CUDA_QUERIES: dict[str, Callable[[int], bool]] = {
 }
 
 
+class _StubValue:
+    """An attribute of a stand-in package: a distinct, memoized object per dotted path.
+
+    Attribute access yields further stand-ins (so enum members compare by identity);
+    calling one raises, because what the real package would answer is unknown.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._children: dict[str, "_StubValue"] = {}
+
+    def __getattr__(self, name: str) -> "_StubValue":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        child = self._children.get(name)
+        if child is None:
+            child = self._children[name] = _StubValue(f"{self._path}.{name}")
+        return child
+
+    def __call__(self, *_a: Any, **_k: Any) -> Any:
+        raise RuntimeError(f"{self._path} is a stand-in in the differential harness")
+
+    def __repr__(self) -> str:
+        return f"<stand-in {self._path}>"
+
+
 class _StubModule(types.ModuleType):
-    """A module whose every attribute is a function that raises when called."""
+    """A stand-in module: every attribute is a :class:`_StubValue`."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        value = _StubValue(f"{self.__name__}.{name}")
+        setattr(self, name, value)
+        return value
 
-        def _stub(*_a: Any, **_k: Any) -> Any:
-            raise RuntimeError(f"{self.__name__}.{name} is a stand-in in the differential harness")
 
-        return _stub
+_STUB_TOPS: dict[str, str] = {name: pkg for name, pkg in MODULE_PACKAGES.items() if "." not in name and name != "flashinfer"}
+
+
+class _StubLoader(importlib.abc.Loader):
+    def __init__(self, created: set[str]) -> None:
+        self.created = created
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        self.created.add(spec.name)
+        module = _StubModule(spec.name)
+        module.__path__ = []  # a package: its submodules are stubs too
+        module.__is_stand_in__ = True
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+class _StubFinder(importlib.abc.MetaPathFinder):
+    """Stand-in modules for optional packages the deployment declares present (none is installed here)."""
+
+    def __init__(self, sim: "Simulation") -> None:
+        self.sim = sim
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        pkg = _STUB_TOPS.get(fullname.split(".")[0])
+        if pkg is None or pkg not in self.sim._packages:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _StubLoader(self.sim._stubs), is_package=True)
 
 
 class Simulation:
@@ -126,6 +183,8 @@ class Simulation:
         self._capability = 90
         self._cpu_arch = "x86_64"
         self._install_standins()
+        self._stubs: set[str] = set()
+        sys.meta_path.insert(0, _StubFinder(self))
         import torch
 
         self.torch = torch
@@ -340,7 +399,7 @@ class Simulation:
     def _rebind(self) -> None:
         """Point every reference to an original probe (in any ``vllm.*`` module) at its replacement."""
         mods = [m for name, m in list(sys.modules.items()) if name.startswith("vllm") and isinstance(m, types.ModuleType)]
-        self._modules_seen = len(sys.modules)
+        self._modules_seen = self._vllm_module_count()
         caches = []
         for mod in mods:
             namespace = vars(mod)
@@ -357,6 +416,11 @@ class Simulation:
                         if isinstance(func, _CACHED):
                             caches.append(func)
         self._caches = caches
+        self._aiter_found_modules = [m for m in mods if "IS_AITER_FOUND" in vars(m)]
+
+    def _vllm_module_count(self) -> int:
+        # Modules other than our stand-ins: a new one may have bound a probe or a cache.
+        return len(sys.modules) - len(self._stubs)
 
     # ------------------------------------------------------------------ per deployment
 
@@ -381,7 +445,7 @@ class Simulation:
             ValueError: a platform this release cannot be simulated on.
         """
         state = dep.state_key()
-        if len(sys.modules) != self._modules_seen:
+        if self._vllm_module_count() != self._modules_seen:
             self._rebind()
         if state == self._state:
             return
@@ -400,6 +464,9 @@ class Simulation:
             amx = bool(dep.cpu_amx)
             self.torch.cpu._is_amx_tile_supported = lambda: amx  # type: ignore[attr-defined]
         self.shim.__class__ = cls
+        for name in self._stubs:
+            sys.modules.pop(name, None)
+        self._stubs.clear()
         for key in [k for k in os.environ if k.startswith("VLLM_")]:
             del os.environ[key]
         os.environ.update(dep.env_map)
@@ -416,9 +483,8 @@ class Simulation:
         if mod is None:
             return
         found = "aiter" in self._packages
-        for m in list(sys.modules.values()):
-            if isinstance(m, types.ModuleType) and getattr(m, "__name__", "").startswith("vllm") and "IS_AITER_FOUND" in vars(m):
-                m.IS_AITER_FOUND = found
+        for m in self._aiter_found_modules:
+            m.IS_AITER_FOUND = found
         ops = getattr(mod, "rocm_aiter_ops", None)
         if ops is not None and hasattr(ops, "refresh_env_variables"):
             try:
