@@ -25,7 +25,7 @@ from ._resources import package_dir, table_dirs
 from .checks import Check, CheckIndex, build_index
 from .errors import InputIssue, TableError, did_you_mean
 from .fields import FIELDS, field_spec, is_known_field
-from .normalize import EnvVarSpec
+from .envvars import EnvVarSpec, RemovedEnvVar, removed_from_tables
 from .predicates import Predicate, compile_value_spec
 from .tables import Schemas, TableFile, load_schemas, read_tables_cached
 from .vocab import ActivationFormat, Interface, Platform, ReasonCode
@@ -170,6 +170,7 @@ class Catalog:
     pf_index: CheckIndex = field(repr=False, compare=False)
     pf_choice: tuple[Mapping[str, int], ...] = field(repr=False, compare=False, default=())
     rank_key: tuple[tuple[int, int], ...] = field(repr=False, compare=False, default=())
+    removed_env_vars: tuple[RemovedEnvVar, ...] = ()
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -424,7 +425,13 @@ def compile_tables(files: Sequence[TableFile]) -> Catalog:
         if not isinstance(var["default"], expected):
             ctx.issue(f"$.variables[{i}].default", f"default must be a {var['type']}", var["default"])
         ctx.env_types[var["name"]] = var["type"]
-        env_vars.append(EnvVarSpec(var["name"], var["type"], var["default"], var["doc"]))
+        env_vars.append(EnvVarSpec(var["name"], var["type"], var["default"], var["doc"], var["parse"]))
+        if var["type"] == "str" and var["parse"] != "str" or var["type"] == "bool" and var["parse"] == "str":
+            ctx.issue(f"$.variables[{i}].parse", f"a {var['type']} variable cannot be parsed as {var['parse']}", var["parse"])
+    removed_env_vars = removed_from_tables(env_doc.data.get("removed") or ())
+    for i, gone in enumerate(removed_env_vars):
+        if gone.name in ctx.env_types:
+            ctx.issue(f"$.removed[{i}].name", "a removed variable cannot also be read", gone.name)
 
     ids: dict[str, str] = {}
 
@@ -667,6 +674,7 @@ def compile_tables(files: Sequence[TableFile]) -> Catalog:
         pf_choice=tuple(MappingProxyType(c) for c in pf_choice),
         # Within a backend: monolithic first, then table order.
         rank_key=tuple((0 if e.interface is Interface.MONOLITHIC else 1, i) for i, e in enumerate(final_experts)),
+        removed_env_vars=removed_env_vars,
     )
 
 

@@ -266,6 +266,7 @@ class Decision:
             ),
             f"Environment: {'probed' if self.environment.probed else 'declared'} (fingerprint {self.environment.fingerprint}); tables {self.tables_hash}",
         ]
+        lines += [f"Environment: {note}" for note in self.environment.notes]
         for note in self.notes:
             lines.append(f"Note: {note}")
         sel = self.selected

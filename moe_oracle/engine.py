@@ -22,6 +22,7 @@ from .checks import Check
 from .config import MoEConfig, Provenance
 from .decision import Decision, Row
 from .environment import Environment
+from .envvars import env_notes
 from .errors import ConfigError, InputIssue
 from .normalize import Normalized, normalize
 from .predicates import Predicate
@@ -118,14 +119,8 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
         notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1")
     if par.num_redundant_experts and not (par.enable_eplb and values["use_ep"]):
         notes.append(f"{par.num_redundant_experts} redundant experts have no effect without EPLB and expert parallelism")
-    for spec in catalog.env_vars:
-        raw = env.env_value(spec.name)
-        if spec.type == "bool" and raw is not None and raw.strip().lower() not in _BOOL_SPELLINGS:
-            notes.append(f"{spec.name}={raw!r} is read as false (true is 1/true/yes/on), as vLLM reads it")
+    notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars)
     return tuple(notes)
-
-
-_BOOL_SPELLINGS = frozenset({"1", "true", "yes", "on", "0", "false", "no", "off", ""})
 
 
 def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:

@@ -23,40 +23,13 @@ from typing import Any, Mapping
 
 from .config import MoEConfig
 from .environment import Environment
+from .envvars import EnvVarSpec, parse_env_value
 from .fields import NONE
 from .vocab import ActivationFormat, All2AllBackend, Platform, Source
 
 __all__ = ["EnvVarSpec", "Normalized", "normalize", "parse_env_value"]
 
 _BATCHED_DISPATCH = frozenset({All2AllBackend.DEEPEP_LOW_LATENCY.value, All2AllBackend.NIXL_EP.value})
-
-
-@dataclass(frozen=True)
-class EnvVarSpec:
-    """One environment variable the oracle reads (``rules/environment.yaml``).
-
-    Attributes:
-        name: variable name.
-        type: ``bool`` or ``str``.
-        default: value when unset (upstream default).
-        doc: what it does, with the upstream source.
-    """
-
-    name: str
-    type: str
-    default: Any
-    doc: str
-
-
-def parse_env_value(spec: EnvVarSpec, raw: str) -> Any:
-    """Typed value of ``raw`` for ``spec`` (vLLM's bool parsing: 1/true/yes/on).
-
-    >>> parse_env_value(EnvVarSpec("X", "bool", False, ""), "1")
-    True
-    """
-    if spec.type == "bool":
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    return raw
 
 
 @dataclass(frozen=True)

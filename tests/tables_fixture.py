@@ -109,7 +109,7 @@ def base_tables() -> dict[str, dict[str, Any]]:
         },
         "rules/environment.yaml": {
             "kind": "environment",
-            "variables": [{"name": "VLLM_BATCH_INVARIANT", "type": "bool", "default": False, "doc": "test", "reference": "test"}],
+            "variables": [{"name": "VLLM_BATCH_INVARIANT", "type": "bool", "parse": "int", "default": False, "doc": "test", "reference": "test"}],
         },
         "rules/known_bad.yaml": {
             "kind": "known_bad",

@@ -87,8 +87,9 @@ def test_declared_packages_and_env(tables, capsys):
     code, out, _ = run(capsys, "explain", *layer_args(tables, "--gpu", "B200", "--env", "VLLM_BATCH_INVARIANT=1", "--json"))
     record = json.loads(out)
     assert record["inputs"]["batch_invariant"] == {"value": True, "source": "env_var"}
-    code, _, err = run(capsys, "explain", *layer_args(tables, "--gpu", "B200", "--env", "NOT_READ=1"))
-    assert code == 2 and "does not read" in err
+    # A variable selection does not read changes nothing: accepted, and a note says so (issue 9).
+    code, out, _ = run(capsys, "explain", *layer_args(tables, "--gpu", "B200", "--env", "NOT_READ=1", "--json"))
+    assert code == 0 and any(n.startswith("--env: NOT_READ") for n in json.loads(out)["notes"])
 
 
 def test_why_not_finds_the_smallest_change(tables, capsys):
