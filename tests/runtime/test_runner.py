@@ -17,7 +17,7 @@ from moe_oracle.runtime.runner import RunReport, run_layer
 
 @pytest.fixture(scope="module")
 def oracle() -> Oracle:
-    return Oracle.default()
+    return Oracle.default(view="runtime")
 
 
 def _config(**kw) -> MoEConfig:  # noqa: ANN003
