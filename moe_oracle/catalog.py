@@ -314,6 +314,7 @@ class Catalog:
 
     ``known_bad_index`` evaluates the known-bad rules of the kernels in ``known_bad_owner``
     (indices into ``experts``); the engine adds them to the failures only under the safe policy.
+    ``known_bad_checks[i]`` are kernel ``i``'s (the faithful policy evaluates the winner's alone).
     """
 
     experts: tuple[ExpertsEntry, ...]
@@ -339,6 +340,7 @@ class Catalog:
     shortcuts: tuple[Shortcut, ...] = ()
     known_bad_index: CheckIndex | None = field(default=None, repr=False, compare=False)
     known_bad_owner: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    known_bad_checks: tuple[tuple[Check, ...], ...] = field(default=(), repr=False, compare=False)
     view_name: str = "engine"
     engine: EngineSpec | None = field(default=None, compare=False)
     source: CompiledTables | None = field(default=None, repr=False, compare=False)

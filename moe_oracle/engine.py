@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from .catalog import Catalog, PriorityOrder, Shortcut
-from .checks import Check
+from .checks import Check, Outcome
 from .config import MoEConfig, Provenance
 from .decision import Decision, Row, make_failure
 from .environment import Environment
@@ -178,14 +178,11 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
 
     fails, abstains = view.experts_index.evaluate(values)
     pf_fails, pf_abstains = view.pf_index.evaluate(values)
-    kb_fails: list[list[Check]] = []
-    kb_abstains: list[list[Check]] = []
-    if view.known_bad_index is not None:
+    if policy is Policy.SAFE and view.known_bad_index is not None:
         kb_fails, kb_abstains = view.known_bad_index.evaluate(values)
-        if policy is Policy.SAFE:
-            for j, i in enumerate(view.known_bad_owner):
-                fails[i] += kb_fails[j]
-                abstains[i] += kb_abstains[j]
+        for j, i in enumerate(view.known_bad_owner):
+            fails[i] += kb_fails[j]
+            abstains[i] += kb_abstains[j]
     order, backends, demotions, notes = _order(view, values)
     position = {b: i for i, b in enumerate(backends)}
     dispatch = values["dispatch"]
@@ -230,7 +227,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     else:
         winner = next((k for k, r in enumerate(rows) if not r.failures), None)
 
-    warnings = _warnings(view, original, env, norm, rows, winner, release, policy, shortcut, waived, kb_fails, kb_abstains, notes)
+    warnings = _warnings(view, original, env, norm, rows, winner, release, policy, shortcut, waived, notes)
     if shortcut is not None and requested is not None:
         notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {rows[winner].entry.upstream} {shortcut.label} before reading it ({shortcut.id})")  # type: ignore[index]
     return Decision(
@@ -275,17 +272,19 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
 
 def _warnings(
     view: Catalog, config: MoEConfig, env: Environment, norm: Normalized, rows: list[Row], winner: int | None, release: EngineRelease | None,
-    policy: Policy, shortcut: Shortcut | None, waived: tuple[Check, ...], kb_fails: list[list[Check]], kb_abstains: list[list[Check]], notes: list[str],
+    policy: Policy, shortcut: Shortcut | None, waived: tuple[Check, ...], notes: list[str],
 ) -> tuple[DecisionWarning, ...]:
     out = [DecisionWarning("engine_release", w) for w in (release.warnings if release is not None else ())]
     if policy is not Policy.FAITHFUL or winner is None:
         return tuple(out)
     row = rows[winner]
     hits: list[Check] = []
-    if view.known_bad_index is not None and row.index in view.known_bad_owner:
-        j = view.known_bad_owner.index(row.index)
-        hits = kb_fails[j]
-        for chk in kb_abstains[j]:
+    # Under the faithful policy only the winner's known-bad rules matter: evaluated for it alone.
+    for chk in view.known_bad_checks[row.index] if view.known_bad_checks else ():
+        outcome = chk.evaluate(norm.values)
+        if outcome is Outcome.FAIL:
+            hits.append(chk)
+        elif outcome is Outcome.ABSTAIN:
             notes.append(f"the selected {row.entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
     unchecked = [c for c in waived if c.code not in _BEFORE_REQUEST] if shortcut is not None else []
     if not hits and not unchecked:

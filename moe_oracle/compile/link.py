@@ -191,6 +191,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         shortcuts=shortcuts,
         known_bad_index=build_index([final_experts[i].id for i in kb_owner], kb_checks, env_types) if kb_owner else None,
         known_bad_owner=tuple(kb_owner),
+        known_bad_checks=tuple(kb_checks[kb_owner.index(i)] if i in kb_owner else () for i in range(len(final_experts))),
         view_name=compiled.view_name,
         engine=compiled.engine,
         source=compiled,
