@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-experts", type=_positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
+    from .verify.cli import add_parser as _add_verify
+
+    _add_verify(sub)
     return parser
 
 
@@ -462,6 +465,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_lint(args)
         if args.command == "examples":
             return _cmd_examples()
+        if args.command == "verify":
+            from .verify.cli import run as _verify
+
+            return _verify(args)
         view = "runtime" if args.command == "run" else getattr(args, "view", "engine")
         catalog = _load_catalog(getattr(args, "tables", None), view)
         if args.command in ("explain", "select"):
