@@ -30,7 +30,7 @@ from .engine import compile_engine
 from .entries import compile_experts, compile_prepare_finalize
 from .environment import compile_environment
 from .known_bad import compile_known_bad
-from .link import versioned_items
+from .link import pairing_issues, versioned_items
 from .overrides import compile_overrides
 from .priority import compile_priority
 from .shortcuts import compile_shortcuts
@@ -73,7 +73,7 @@ def _count_issues(by_kind: Mapping[str, list[TableFile]], base: CompiledTables |
 
 
 def _probe_versions(compiled: CompiledTables) -> list[Version]:
-    """Versions whose views are linked at load: every modelled release and every range boundary."""
+    """Versions whose views are checked at load: every modelled release and every range boundary."""
     versions = {r.version for r in compiled.engine.releases}
     for rng in compiled.ranges:
         for spec in rng:
@@ -142,10 +142,7 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
     compiled = _with_ranges(compiled, tuple(sorted(ranges, key=str)))
     problems: list[InputIssue] = []
     for version in _probe_versions(compiled):
-        try:
-            compiled.view(version)
-        except TableError as exc:
-            problems += [i for i in exc.issues if i not in problems]
+        problems += [i for i in pairing_issues(compiled, version) if i not in problems]
     if problems:
         raise TableError(problems)
     return compiled

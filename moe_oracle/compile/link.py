@@ -30,7 +30,7 @@ from ..predicates import compile_value_spec
 from ..versions import admits
 from ..vocab import Interface, ReasonCode
 
-__all__ = ["link"]
+__all__ = ["link", "pairing_issues"]
 
 E = TypeVar("E", bound=_Entry)
 
@@ -61,6 +61,33 @@ def _admitted_base(compiled: CompiledTables, version: Version) -> tuple[dict[str
     experts = {e.id: e for e in _entries(compiled.base.experts, version, None)}
     pfs = {e.id: e for e in _entries(compiled.base.prepare_finalize, version, None)}
     return experts, pfs  # type: ignore[return-value]
+
+
+def _pairings(experts: Sequence[ExpertsEntry], pfs: Sequence[PrepareFinalizeEntry], version: Version) -> tuple[list[dict[str, int] | None], list[InputIssue]]:
+    """Per kernel, dispatch kind -> index of the prepare/finalize serving it (``None``: none pairs), and the issues."""
+    issues: list[InputIssue] = []
+    choices: list[dict[str, int] | None] = []
+    for entry in experts:
+        choice: dict[str, int] = {}
+        for j, pf in enumerate(pfs):
+            if pf.interface is entry.interface and pf.activation_format is entry.activation_format:
+                for d in sorted(pf.dispatch):
+                    if d in choice:
+                        issues.append(InputIssue("$.dispatch", f"two prepare/finalize entries serve dispatch {d!r} for {entry.interface.value} {entry.activation_format.value} experts: {pfs[choice[d]].id} and {pf.id} (engine release {version})", d, None, entry.file, entry.id, "semantic"))
+                    choice[d] = j
+        if not choice:
+            issues.append(InputIssue("$.interface", f"no prepare/finalize pairs with this kernel's interface and activation format (engine release {version})", f"{entry.interface.value}/{entry.activation_format.value}", None, entry.file, entry.id, "semantic"))
+        choices.append(choice or None)
+    return choices, issues
+
+
+def pairing_issues(compiled: CompiledTables, version: Version) -> list[InputIssue]:
+    """What would stop the view of ``version`` from linking (checked at load for every release a
+    range names, without building the view)."""
+    base_experts, base_pfs = _admitted_base(compiled, version)
+    experts = _entries(compiled.experts, version, base_experts)
+    pfs = _entries(compiled.prepare_finalize, version, base_pfs)
+    return _pairings(experts, pfs, version)[1]
 
 
 def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> Catalog:
@@ -104,28 +131,21 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
             implied_quant[alias.name] = alias.quant_scheme
     all2all_aliases = {a.name: a for a in compiled.all2all_aliases if ok(a.engine)}
 
-    issues: list[InputIssue] = []
     # The backend's own id first: hints and why-not suggest the canonical name.
     names_for = {b: (b, *sorted(n for n, bs in backend_names.items() if b in bs and n != b)) for b in backends}
     request_checks = {
         b: Check(f"request.{b}", "moe_backend", compile_value_spec("moe_backend", ["auto", *names_for[b]]), (), False, ReasonCode.NOT_REQUESTED, f"another backend was requested; this one answers to moe_backend={'|'.join(names_for[b])}", "rules/aliases.yaml")
         for b in backends
     }
+    choices, issues = _pairings(experts, pfs, version)
+    if issues:
+        raise TableError(issues)
     pf_choice: list[dict[str, int]] = []
     final_experts: list[ExpertsEntry] = []
     kb_owner: list[int] = []
     kb_checks: list[tuple[Check, ...]] = []
-    for entry in experts:
-        choice: dict[str, int] = {}
-        for j, pf in enumerate(pfs):
-            if pf.interface is entry.interface and pf.activation_format is entry.activation_format:
-                for d in sorted(pf.dispatch):
-                    if d in choice:
-                        issues.append(InputIssue("$.dispatch", f"two prepare/finalize entries serve dispatch {d!r} for {entry.interface.value} {entry.activation_format.value} experts: {pfs[choice[d]].id} and {pf.id} (engine release {version})", d, None, entry.file, entry.id, "semantic"))
-                    choice[d] = j
-        if not choice:
-            issues.append(InputIssue("$.interface", f"no prepare/finalize pairs with this kernel's interface and activation format (engine release {version})", f"{entry.interface.value}/{entry.activation_format.value}", None, entry.file, entry.id, "semantic"))
-            continue
+    for entry, choice in zip(experts, choices):
+        assert choice is not None
         pf_choice.append(choice)
         allowed = sorted(choice)
         pairing = Check(
@@ -140,8 +160,6 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
             kb_owner.append(len(final_experts) - 1)
             kb_checks.append(_sequenced(bad, start=len(own)))
     final_pfs = [replace(pf, checks=_sequenced(pf.checks)) for pf in pfs]
-    if issues:
-        raise TableError(issues)
 
     listed = lambda o: set(o.backends) | set(fallback)  # noqa: E731
     orders = [
