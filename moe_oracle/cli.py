@@ -395,8 +395,13 @@ def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
     activations = 2 * args.tokens * config.top_k * (rows + config.hidden_size) * 4 + args.tokens * (config.hidden_size + config.num_experts) * 4
     needed = args.layers * experts * per_expert * storage + experts * rows * config.hidden_size * 4 + activations
     try:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
+        import torch
+
+        if torch.cuda.is_available():  # run_layer allocates on the GPU then: its free memory is what counts
+            available = torch.cuda.mem_get_info()[0]
+        else:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError, RuntimeError):
         return
     if needed > 0.6 * available:
         if activations > 0.3 * available:
