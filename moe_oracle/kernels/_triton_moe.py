@@ -626,23 +626,24 @@ class BlockConfig:
     group_m: int = 8
 
 
-BLOCK_CONFIGS = (
-    (16, BlockConfig(16, 4, 4)),
-    (48, BlockConfig(32, 4, 4)),
-    (192, BlockConfig(64, 4, 4)),
-    (None, BlockConfig(64, 4, 3)),
-)
-"""(largest mean rows per expert, config) in order; ``None``: any larger load. Picked on the H200
-(benchmarks/results/h200_fp8_block_tuning.log)."""
+BLOCK_CONFIGS = {
+    "gated": ((16, BlockConfig(16, 4, 4)), (48, BlockConfig(64, 4, 4)), (None, BlockConfig(64, 8, 3))),
+    "plain": ((16, BlockConfig(16, 4, 4)), (None, BlockConfig(64, 4, 4))),
+}
+"""GEMM1 with the fused gated activation (``gated``) and GEMM2 (``plain``): (largest mean rows per
+expert, config) in order, ``None`` for any larger load. The fastest of six tile shapes on the H200
+for a DeepSeek-V3 EP8 shard and Qwen3-30B-A3B-FP8 at 16 to 8,192 tokens
+(benchmarks/results/h200_fp8_block_tuning.log; BLOCK_M 128 won GEMM1 for Qwen3 above 64 rows per
+expert by 6-12 % and lost for DeepSeek by 12 %: one table for both keeps BLOCK_M 64)."""
 
 
-def block_config(rows: int, num_local: int) -> BlockConfig:
+def block_config(rows: int, num_local: int, gated: bool = False) -> BlockConfig:
     """The :data:`BLOCK_CONFIGS` entry for ``rows`` routed rows over ``num_local`` experts."""
     mean = rows / max(num_local, 1)
-    for limit, cfg in BLOCK_CONFIGS:
+    for limit, cfg in BLOCK_CONFIGS["gated" if gated else "plain"]:
         if limit is None or mean <= limit:
             return cfg
-    raise AssertionError("BLOCK_CONFIGS ends with a catch-all")
+    raise AssertionError("BLOCK_CONFIGS tables end with a catch-all")
 
 
 def fp8_block_gemm(
@@ -676,7 +677,7 @@ def fp8_block_gemm(
             ``[gate; up]`` halves of each expert's rows, output ``[rows, n]``; a ``*_no_mul`` one:
             applied to ``[rows, N_w]``.
         quant_out: store the output as fp8 with one scale per row and 128 columns.
-        config: tile shape (default :func:`block_config`).
+        config: tile shape (default :func:`block_config` for this load and GEMM).
 
     Returns:
         ``(out, scale)``: ``scale`` ``[rows, n // 128]`` when ``quant_out``, else ``None``.
@@ -699,7 +700,7 @@ def fp8_block_gemm(
     scale = torch.empty(rows, n_out // _GROUP, dtype=torch.float32, device=dev) if quant_out else None
     if rows == 0 or num_local == 0:
         return out, scale
-    cfg = config or block_config(rows, num_local)
+    cfg = config or block_config(rows, num_local, gated)
     max_tiles_m = triton.cdiv(rows, cfg.block_m) + num_local
     grid = (max_tiles_m * (n_out // 128),)
     _fp8_block_gemm_kernel[grid](
