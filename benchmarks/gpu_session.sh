@@ -7,12 +7,16 @@
 # Stages, in order (each writes one file under $OUT, default /tmp/moe-oracle-gpu):
 #   probe  gpus.txt         devices, versions; what torch's grouped GEMMs accept (benchmarks/gpu_probe.py)
 #   tests  gpu_tests.log    pytest -m gpu: compiled Triton paths, fp8 experts, graphs, NCCL with 1 rank
-#   dist   dist.log         the distributed scenarios over gloo (2 and 4 ranks) and NCCL (1 rank here)
+#   dist   dist.log         the distributed scenarios over gloo (2 and 4 ranks) and NCCL (1 rank; 2 with two GPUs)
 #   tune   tune.log         tile shapes of the fp8 block GEMM (benchmarks/fp8_block_tune.py)
 #   bench  bench.log/.json  our experts vs their own grouped GEMMs (benchmarks/runtime_bench.py)
 #   run    run.log          moe-oracle explain/run with the environment probed here (DeepSeek-R1 fp8)
 #   suite  suite.log        the unit, golden and runtime suites on this machine
 # The PNGs are drawn afterwards from bench.json (benchmarks/plot_runtime.py; no GPU needed).
+# benchmarks/results/ (2026-12-01, one H200): STAGES="probe tests tune bench" gave
+# h200_fp8_block_tuning.log (the tile table in kernels/_triton_moe.py came from it); then
+# STAGES="probe tests dist bench run" gave h200_probe.txt, h200_gpu_tests.log, h200_dist_tests.log,
+# h200_runtime_bench.{log,json} and h200_run.log, each copied from $OUT.
 # Needs the image's torch and Triton; jsonschema and its dependencies come as wheels in .whl/ when
 # the image lacks them.
 set -u
@@ -36,7 +40,7 @@ if has tests; then
     { stamp "pytest -m gpu (NCCL tests: stage dist)"; timeout 420 python3 -m pytest -m gpu tests/runtime --ignore=tests/runtime/test_distributed.py -q -p no:cacheprovider -rA 2>&1; } | tee "$OUT/gpu_tests.log" | tail -40
 fi
 if has dist; then
-    { stamp "distributed scenarios (gloo 2 and 4 ranks, NCCL 1 rank)"; timeout 300 python3 -m pytest tests/runtime/test_distributed.py -q -p no:cacheprovider -rA 2>&1; } | tee "$OUT/dist.log" | tail -30
+    { stamp "distributed scenarios (gloo 2 and 4 ranks, NCCL 1 rank, NCCL 2 ranks if two GPUs)"; timeout 300 python3 -m pytest tests/runtime/test_distributed.py -q -p no:cacheprovider -rA 2>&1; } | tee "$OUT/dist.log" | tail -30
 fi
 if has tune; then
     { stamp "fp8 block GEMM tile shapes"; timeout 300 python3 benchmarks/fp8_block_tune.py 2>&1; } | tee "$OUT/tune.log" | grep -E "^#|best|bf16 grouped"

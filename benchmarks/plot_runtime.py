@@ -41,6 +41,7 @@ def plot_model(model: dict, limits: dict, device: str, out: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
     fig, (ax_t, ax_f, ax_b) = plt.subplots(1, 3, figsize=(17, 5.2))
     kernels = [k for k in STYLE if any(r["kernel"] == k for r in model["rows"])]
@@ -57,9 +58,13 @@ def plot_model(model: dict, limits: dict, device: str, out: Path) -> Path:
     if model["fp8"]:
         ax_f.axhline(limits["fp8_tflops"], color="black", lw=1, ls=":", label=f"measured fp8 dense matmul {limits['fp8_tflops']:.0f}")
     ax_b.axhline(limits["copy_gbs"], color="black", lw=1, ls="-.", label=f"measured copy bandwidth {limits['copy_gbs']:.0f}")
+    ticks = sorted({r["tokens"] for r in model["rows"]})
     for ax, title, unit in ((ax_t, "time per call", "ms"), (ax_f, "compute rate (real rows)", "TFLOP/s"), (ax_b, "memory rate (least bytes)", "GB/s")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("tokens per call")
         ax.set_ylabel(unit)
         ax.set_title(title)
@@ -72,7 +77,7 @@ def plot_model(model: dict, limits: dict, device: str, out: Path) -> Path:
     fig.suptitle(f"{model['label']} [{model['scheme']}, {model['activation']}] on {device} (CUDA graphs){err}", fontsize=11)
     fig.tight_layout()
     path = out / f"h200_runtime_{model['model']}.png"
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
 
