@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-experts", type=_positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
+    from .verify.cli import add_parser as _add_verify
+
+    _add_verify(sub)
     return parser
 
 
@@ -448,6 +451,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_lint(args)
         if args.command == "examples":
             return _cmd_examples()
+        if args.command == "verify":
+            from .verify.cli import run as _verify
+
+            return _verify(args)
         catalog = _load_catalog(getattr(args, "tables", None))
         if args.command in ("explain", "select"):
             return _cmd_explain(args, catalog)
