@@ -461,8 +461,6 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
 
 def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
     """Refuse a `run` whose weights cannot fit in this machine's memory, naming the fix."""
-    import os
-
     from .errors import ConfigError, InputIssue
 
     experts = min(config.num_experts, args.max_experts or config.num_experts)
@@ -473,9 +471,10 @@ def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
     # plus float32 activations of the kernel and of the reference (tokens x top-k x (w13 rows + hidden)).
     activations = 2 * args.tokens * config.top_k * (rows + config.hidden_size) * 4 + args.tokens * (config.hidden_size + config.num_experts) * 4
     needed = args.layers * experts * per_expert * storage + experts * rows * config.hidden_size * 4 + activations
-    try:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
+    from .runtime.runner import available_memory_bytes
+
+    available = available_memory_bytes()
+    if available is None:
         return
     if needed > 0.6 * available:
         if activations > 0.3 * available:
