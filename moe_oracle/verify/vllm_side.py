@@ -68,6 +68,10 @@ QUANT_KEY_NAMES: dict[str, str] = {
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
 
+def _no_weight_loader(*_args: Any, **_kwargs: Any) -> None:
+    """Stands in for RoutedExperts.weight_loader: the harness loads no weights."""
+
+
 class VllmSide:
     """Answers deployments with one release's selection code.
 
@@ -84,6 +88,8 @@ class VllmSide:
         self.act_mod = importlib.import_module(f"{P}.activation")
         self.mk = importlib.import_module(f"{P}.modular_kernel")
         self.qu = importlib.import_module(f"{Q}.utils.quant_utils")
+        self.parallel_cls = importlib.import_module("vllm.config.parallel").ParallelConfig
+        self.kernel_cls = importlib.import_module("vllm.config.kernel").KernelConfig
         self.moe_fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEConfig) if f.init}
         self.routing = {m.value[0] if isinstance(m.value, tuple) else m.value: m for m in self.cfg_mod.RoutingMethodType}
         self._front_ends: dict[str, Callable[..., tuple[Any, Any]]] = {}
@@ -105,7 +111,26 @@ class VllmSide:
             raise KeyError(f"vLLM {self.sim.release} has no QuantKey {const} (our {name})") from None
 
     def parallel_config(self, dep: Deployment) -> Any:
-        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups)."""
+        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups).
+
+        First the release's own ``ParallelConfig`` validates the flags as ``vllm serve`` does
+        (``vllm/config/parallel.py``: the all2all backend literal, EPLB needing expert parallelism,
+        more than one rank and a CUDA-alike or XPU platform, redundant experts needing EPLB),
+        with ``distributed_executor_backend="mp"`` (one node's multiprocessing executor, the default
+        when the world fits the node: the GPU count of a CPU box is not asked).
+
+        Raises:
+            ValueError: what ``ParallelConfig`` refuses (pydantic's ValidationError is one).
+        """
+        pc = self.parallel_cls(
+            tensor_parallel_size=dep.tp_size,
+            data_parallel_size=dep.dp_size,
+            enable_expert_parallel=dep.use_ep,
+            enable_eplb=dep.enable_eplb,
+            all2all_backend=dep.all2all_backend,
+            eplb_config={"num_redundant_experts": dep.num_redundant_experts},
+            distributed_executor_backend="mp",
+        )
         flat = dep.tp_size * dep.dp_size
         use_ep = dep.use_ep and flat > 1
         kwargs = dict(
@@ -119,7 +144,7 @@ class VllmSide:
             ep_rank=0,
             sp_size=1,
             use_ep=use_ep,
-            all2all_backend=dep.all2all_backend,
+            all2all_backend=pc.all2all_backend,
             enable_eplb=dep.enable_eplb,
         )
         fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEParallelConfig)}
@@ -130,9 +155,13 @@ class VllmSide:
 
         Raises:
             ValueError, AssertionError: what the layer factory raises (EPLB with uneven
-                experts, redundant experts without EPLB, an intermediate size TP cannot split).
+                experts, redundant experts without EPLB, an intermediate size TP cannot split),
+                and what ``KernelConfig`` refuses (a ``moe_backend`` outside the release's
+                ``MoEBackend`` literal).
         """
         par = self.parallel_config(dep)
+        # KernelConfig validates and normalizes --moe-backend (lower case, "_" for "-") at start.
+        moe_backend = self.kernel_cls(moe_backend=dep.moe_backend).moe_backend
         global_experts = dep.num_experts + dep.num_redundant_experts
         if dep.enable_eplb:
             if par.use_ep and global_experts % par.ep_size != 0:
@@ -155,7 +184,7 @@ class VllmSide:
             moe_parallel_config=par,
             in_dtype=getattr(torch, _DTYPES[dep.in_dtype]),
             router_logits_dtype=getattr(torch, _DTYPES[dep.router_logits_dtype]) if dep.router_logits_dtype else None,
-            moe_backend=dep.moe_backend,
+            moe_backend=moe_backend,
             has_bias=dep.has_bias,
             is_lora_enabled=dep.lora,
             has_hash_routing=dep.has_hash_routing,
@@ -218,6 +247,33 @@ class VllmSide:
         # P/routed_experts.py: EPLB with a method that does not support it raises.
         if dep.enable_eplb and not getattr(method, "supports_eplb", True):
             raise NotImplementedError(f"EPLB is not supported {type(method).__name__}.")
+
+    def load(self, dep: Deployment, moe: Any, method: Any) -> None:
+        """What the layer does with the quantization method after it selected (vLLM 0.29-0.33
+        P/routed_experts.py ``RoutedExperts.__init__``): refuse EPLB when the method does not
+        support it, then ``create_weights`` (here on the meta device, so nothing is allocated),
+        whose shape checks refuse deployments too (e.g. FP8 weight blocks that do not divide
+        the TP shard, Q/utils/fp8_utils.py validate_fp8_block_shape_moe). The TP group is the
+        attention TP group of rank 0 (``tp_size`` ranks). ``maybe_roundup_sizes`` only pads the
+        hidden size for some all2all backends, which no create_weights check reads; it is not run.
+
+        Raises:
+            whatever the release raises (vLLM refusing the deployment).
+        """
+        self.check_eplb(dep, method)
+        self.sim.set_tp_world(dep.tp_size)
+        torch = self.torch
+        layer = torch.nn.Module()
+        with torch.device("meta"):
+            method.create_weights(
+                layer=layer,
+                num_experts=moe.num_local_experts,
+                hidden_size=moe.hidden_dim,
+                intermediate_size_per_partition=moe.intermediate_size_per_partition,
+                params_dtype=moe.in_dtype,
+                weight_loader=_no_weight_loader,
+                global_num_experts=moe.num_experts,
+            )
 
     # ------------------------------------------------------------------ answer
 

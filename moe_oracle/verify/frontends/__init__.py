@@ -26,6 +26,7 @@ FRONT_ENDS: dict[str, str] = {
     "direct": "generic:direct",
     "unquantized": "generic:unquantized",
     "fp8": "fp8:fp8_method",
+    "compressed-tensors-fp8": "fp8:compressed_tensors",
 }
 """Front-end name -> ``module:function`` in ``moe_oracle.verify.frontends``."""
 
@@ -33,5 +34,6 @@ QUANT_METHOD: dict[str, str | None] = {
     "direct": None,
     "unquantized": None,
     "fp8": "fp8",
+    "compressed-tensors-fp8": "compressed-tensors",
 }
 """Front-end name -> the checkpoint ``quant_method`` our side is told (``None``: unknown)."""
