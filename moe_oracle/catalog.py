@@ -166,15 +166,27 @@ class KnownBad:
 
 @dataclass(frozen=True)
 class GlobalConstraint:
-    """A constraint that binds every kernel (``backends``: only these; ``except_backends``: not these)."""
+    """A constraint that binds every kernel (``backends``: only these; ``except_backends``: not these;
+    ``interfaces``: only kernels of these interfaces; ``except_kernels``: not these kernels)."""
 
     check: Check
     backends: tuple[str, ...] = ()
     except_backends: tuple[str, ...] = ()
     engine: Range = field(default=None, compare=False)
+    interfaces: tuple[str, ...] = ()
+    except_kernels: tuple[str, ...] = ()
 
-    def applies(self, backend: str) -> bool:
+    @property
+    def binds_every_kernel(self) -> bool:
+        """No ``applies_to``: a fact of the layer, checked before any oracle runs."""
+        return not (self.backends or self.except_backends or self.interfaces or self.except_kernels)
+
+    def applies(self, backend: str, interface: str | None = None, kernel: str | None = None) -> bool:
         if self.backends and backend not in self.backends:
+            return False
+        if self.interfaces and interface is not None and interface not in self.interfaces:
+            return False
+        if kernel is not None and kernel in self.except_kernels:
             return False
         return backend not in self.except_backends
 

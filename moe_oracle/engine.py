@@ -245,6 +245,8 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             values = {**values, **changed}
             sources = {**sources, **{k: Source.USER_FLAG if k == "moe_backend" else Source.DERIVED for k in changed}}
             norm = Normalized(values, sources)
+    # The FP8 front end pads the TP shard only for an explicit moe_backend, not for an env override.
+    explicit = requested
     if requested is None:
         ov = _override(view, values, sources)
         if ov is not None:
@@ -255,7 +257,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             sources["moe_backend"] = Source.ENV_VAR
             norm = Normalized(values, sources)
     if view.block_rules:
-        norm = apply_block_rules(norm, view.block_rules, requested)
+        norm = apply_block_rules(norm, view.block_rules, explicit)
         values, sources = norm.values, norm.sources
 
     fails, abstains = view.experts_index.evaluate(values)

@@ -92,6 +92,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("gpu_arch", dev.arch if dev.platform in (Platform.ROCM, Platform.XPU) else NONE, hw)
     put("cpu_arch", dev.arch if dev.platform is Platform.CPU else NONE, hw)
     put("cpu_amx", dev.cpu_amx if dev.platform is Platform.CPU else False, hw)
+    # No CPU of the hardware catalog has native AMX-FP8 (vLLM's torch.ops._C.cpu_has_amx_fp8).
+    put("cpu_amx_fp8", False, Source.DEFAULT)
 
     q = config.quant
     qsrc = _source(config, "quant", given)
@@ -104,6 +106,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("activation", config.activation.value, _source(config, "activation", given))
     put("is_gated", config.activation.is_gated, Source.DERIVED)
     put("swiglu_clamp", config.swiglu_limit is not None, _source(config, "swiglu_limit", Source.DERIVED))
+    put("swiglu_params", any(v is not None for v in (config.swiglu_alpha, config.swiglu_beta, config.swiglu_limit)), Source.DERIVED)
     put("routing_method", config.routing_method.value, _source(config, "routing_method", given))
     logits = config.router_logits_dtype or config.in_dtype
     put("router_logits_dtype", logits.value, _source(config, "router_logits_dtype", Source.DEFAULT if config.router_logits_dtype is None else given))

@@ -161,7 +161,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
             f"{fmt}-format experts; the all2all backend (or the request) makes the oracle expect another format", entry.reference,
         )
         construction.add(pairing.rule)
-        extra = [peek, pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend)]
+        extra = [peek, pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend, entry.interface.value, entry.implements or entry.id)]
         own = _sequenced(entry.checks + tuple(extra))
         final_experts.append(replace(entry, checks=own))
         bad = [kb.check for kb in known_bad if entry.id in kb.kernels or (entry.implements is not None and entry.implements in kb.kernels)]
@@ -238,7 +238,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         request_checks=MappingProxyType(request_checks),
         accepted_names=next((names for names, rng in compiled.engine_names if ok(rng)), None),
         construction=frozenset(construction),
-        layer_rules=frozenset(g.check.rule for g in global_checks if not g.backends and not g.except_backends),
+        layer_rules=frozenset(g.check.rule for g in global_checks if g.binds_every_kernel),
     )
 
 
