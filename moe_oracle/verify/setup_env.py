@@ -1,0 +1,147 @@
+"""Build the environment the differential harness runs vLLM releases in (CPU only).
+
+    python -m moe_oracle.verify.setup_env --dir DIR [--releases 0.31.0 0.33.0] [--pip-arg=--index-url=URL]
+
+Lays out what :class:`moe_oracle.verify.run.VllmEnv` expects::
+
+    DIR/venv/                  a virtual environment: CPU torch 2.13.0 and the pinned closure
+                               (moe_oracle/verify/requirements-vllm.txt, installed --no-deps)
+    DIR/src/<release>/         each vLLM release's wheel, unzipped without its compiled parts
+                               (Python sources, JSON/YAML/template data, dist-info)
+    DIR/fi/<version>/          each flashinfer-python version a release pins, installed --target --no-deps
+
+Each step is skipped when its result is already there, so the command can be re-run to add a
+release. vLLM itself is never installed into the venv: the worker puts the release's tree first
+on ``PYTHONPATH`` (see :mod:`moe_oracle.verify.run`). About 1 GB of downloads per release (the
+wheel is deleted after unzipping unless ``--keep-wheels``); about 1 GB on disk for the venv and
+roughly 60 MB per release tree.
+
+Exit codes: 0 done, 2 bad arguments, 1 a pip or venv step failed (its output is shown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+from typing import Sequence
+
+from .._resources import package_dir
+from .ours import FLASHINFER_PINS
+from .run import RELEASES
+
+__all__ = ["main", "extract_release", "REQUIREMENTS"]
+
+REQUIREMENTS = package_dir() / "verify" / "requirements-vllm.txt"
+"""The pinned closure vLLM's selection code imports (``pip freeze`` of the validated environment)."""
+
+TORCH = "torch==2.13.0"
+"""CPU torch: vLLM 0.33.0 pins 2.14.0, but no compiled vLLM op is ever loaded, so the 2.13 CPU build serves."""
+
+# What a release tree keeps from the wheel: sources and the data files imports read. Compiled
+# extensions (*.so), the Rust sidecar and C/C++/CUDA headers are left out.
+_KEEP_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".jinja", ".txt", ".typed")
+
+
+class SetupError(RuntimeError):
+    """A venv or pip step failed."""
+
+
+def _run(cmd: Sequence[str], what: str) -> None:
+    print(f"setup_env: {what}", file=sys.stderr, flush=True)
+    proc = subprocess.run(list(cmd), capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
+        raise SetupError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
+
+
+def _venv(directory: Path, pip_args: Sequence[str]) -> Path:
+    python = directory / "venv" / "bin" / "python"
+    marker = directory / "venv" / ".moe-oracle-closure"
+    wanted = REQUIREMENTS.read_text(encoding="utf-8")
+    if python.exists() and marker.exists() and marker.read_text(encoding="utf-8") == wanted:
+        return python
+    if not python.exists():
+        print(f"setup_env: creating {directory / 'venv'}", file=sys.stderr, flush=True)
+        venv.EnvBuilder(with_pip=True, clear=False).create(directory / "venv")
+    pip = [str(python), "-m", "pip", "install", "-q", *pip_args]
+    _run([*pip, TORCH], f"installing {TORCH} (CPU build)")
+    _run([*pip, "--no-deps", "-r", str(REQUIREMENTS)], f"installing the pinned closure ({REQUIREMENTS.name})")
+    marker.write_text(wanted, encoding="utf-8")
+    return python
+
+
+def extract_release(wheel: Path, target: Path) -> int:
+    """Unzip a vLLM wheel's sources, data and dist-info (no compiled parts) into ``target``.
+
+    Returns:
+        the number of files written.
+    """
+    count = 0
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            name = info.filename
+            if info.is_dir():
+                continue
+            top = name.split("/", 1)[0]
+            keep = top.endswith(".dist-info") or (top == "vllm" and name.endswith(_KEEP_SUFFIXES))
+            if keep:
+                zf.extract(info, target)
+                count += 1
+    return count
+
+
+def _release(directory: Path, release: str, python: Path, pip_args: Sequence[str], keep_wheels: bool) -> None:
+    tree = directory / "src" / release
+    if (tree / "vllm" / "__init__.py").exists():
+        return
+    wheels = directory / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    _run([str(python), "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", *pip_args, "-d", str(wheels), f"vllm=={release}"], f"downloading vllm=={release}")
+    matches = sorted(wheels.glob(f"vllm-{release}-*.whl"))
+    if not matches:
+        raise SetupError(f"pip downloaded no vllm-{release} wheel into {wheels}")
+    partial = tree.with_name(tree.name + ".partial")
+    n = extract_release(matches[-1], partial)
+    partial.rename(tree)
+    print(f"setup_env: vLLM {release}: {n} files in {tree}", file=sys.stderr, flush=True)
+    if not keep_wheels:
+        matches[-1].unlink()
+
+
+def _flashinfer(directory: Path, version: str, python: Path, pip_args: Sequence[str]) -> None:
+    target = directory / "fi" / version
+    if (target / "flashinfer" / "__init__.py").exists():
+        return
+    _run([str(python), "-m", "pip", "install", "-q", "--no-deps", *pip_args, "--target", str(target), f"flashinfer-python=={version}"], f"installing flashinfer-python=={version} into {target}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.setup_env", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", type=Path, required=True, help="where to build the environment (MOE_ORACLE_VLLM_ENV then points here)")
+    parser.add_argument("--releases", nargs="+", choices=RELEASES, default=list(RELEASES), metavar="X.Y.Z", help=f"vLLM releases to unpack (default: all of {', '.join(RELEASES)})")
+    parser.add_argument("--pip-arg", action="append", default=[], metavar="ARG", help="extra argument for every pip call (repeatable), e.g. --pip-arg=--index-url=URL")
+    parser.add_argument("--keep-wheels", action="store_true", help="keep the downloaded vLLM wheels in DIR/wheels")
+    args = parser.parse_args(argv)
+    directory = args.dir.resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        python = _venv(directory, args.pip_arg)
+        for release in args.releases:
+            _release(directory, release, python, args.pip_arg, args.keep_wheels)
+        for version in sorted({FLASHINFER_PINS[r] for r in args.releases}):
+            _flashinfer(directory, version, python, args.pip_arg)
+    except SetupError as exc:
+        print(f"setup_env: error: {exc}", file=sys.stderr)
+        return 1
+    (directory / "setup.json").write_text(json.dumps({"releases": sorted(args.releases), "flashinfer": sorted({FLASHINFER_PINS[r] for r in args.releases}), "torch": TORCH}, indent=1) + "\n", encoding="utf-8")
+    print(f"setup_env: done; export MOE_ORACLE_VLLM_ENV={directory}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

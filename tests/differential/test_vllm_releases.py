@@ -1,0 +1,73 @@
+"""The differential CI tier: our tables against every vLLM release's own selection code.
+
+Runs :func:`moe_oracle.verify.run.verify` for each release 0.29.0-0.33.0 over seeded random
+deployments of every quant family (``moe_oracle.verify.space``), in the environment
+``$MOE_ORACLE_VLLM_ENV`` names (built by ``python -m moe_oracle.verify.setup_env --dir DIR``).
+Fails on any disagreement the reviewed list (``moe_oracle/verify/divergences.yaml``) does not
+explain, on agreement below 99.5 % in any release, and when a family or front end was not
+driven at all (the self-check that each release's own front ends ran).
+
+Deselected by default (marker ``differential``): ``pytest -m differential tests/differential``.
+Sizes: ``MOE_ORACLE_DIFF_CASES`` (default 20000 for 0.33.0, a quarter of it for each older
+release); disagreements are written as replayable JSON under ``MOE_ORACLE_DIFF_OUT`` when set.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from moe_oracle.verify.run import RELEASES, VllmEnv, verify, write_disagreements
+from moe_oracle.verify.space import FAMILY_SCHEMES, FRONT_ENDS_BY_FAMILY, random_deployments
+
+pytestmark = pytest.mark.differential
+
+MIN_AGREEMENT = 0.995
+NEWEST = RELEASES[-1]
+
+
+def _cases(release: str) -> int:
+    total = int(os.environ.get("MOE_ORACLE_DIFF_CASES", "20000"))
+    return total if release == NEWEST else max(1, total // 4)
+
+
+@pytest.fixture(scope="module")
+def vllm_env() -> VllmEnv:
+    directory = os.environ.get("MOE_ORACLE_VLLM_ENV")
+    if not directory:
+        pytest.skip("MOE_ORACLE_VLLM_ENV is not set: build the vLLM environment with `python -m moe_oracle.verify.setup_env --dir DIR` and export MOE_ORACLE_VLLM_ENV=DIR")
+    try:
+        return VllmEnv.from_dir(Path(directory))
+    except FileNotFoundError as exc:
+        pytest.fail(f"MOE_ORACLE_VLLM_ENV={directory} is not a vLLM environment: {exc}")
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_release_agrees_with_its_own_selection_code(vllm_env, release):
+    n = _cases(release)
+    # One seed per release, so the releases see different deployments; the same every run.
+    cases = random_deployments(n, seed=RELEASES.index(release) + 1)
+    report = verify(vllm_env, [release], cases, jobs=max(1, os.cpu_count() or 1))
+    rel = report.releases[0]
+    summary = rel.summary()
+    out = os.environ.get("MOE_ORACLE_DIFF_OUT")
+    if out and rel.unexplained:
+        write_disagreements(report, Path(out))
+    print(f"vLLM {release}: {summary['agree']}/{summary['compared']} agree ({100 * summary['agreement']:.2f} %), "
+          f"{summary['unexplained']} unexplained, {summary['not_driven']} not driven, {summary['timings']}")
+    for fam, f in summary["by_family"].items():
+        print(f"  {fam:12s} {f['agree']}/{f['compared']} ({100 * f['agreement']:.2f} %)")
+    # Self-check: every family was compared through its own front ends in this release.
+    driven = {(r.case.family, r.case.front_end) for r in rel.compared}
+    expected = {(fam, fe) for fam in FAMILY_SCHEMES for fe in FRONT_ENDS_BY_FAMILY.get(fam, ("direct",))}
+    assert expected <= driven, f"vLLM {release}: never driven: {sorted(expected - driven)}"
+    assert summary["not_driven"] <= 0.05 * summary["cases"], f"vLLM {release}: {summary['not_driven']} of {summary['cases']} deployments not driven"
+    shown = "\n".join(
+        f"  {r.case.key()} {r.case.family}/{r.case.front_end} {r.case.platform} {r.case.capability or r.case.arch or ''}: "
+        f"vLLM {r.vllm.status} {r.vllm.experts or r.vllm.detail[:80]} | ours {r.ours.status} {r.ours.experts or r.ours.detail[:80]}"
+        for r in rel.unexplained[:20]
+    )
+    assert not rel.unexplained, f"vLLM {release}: {len(rel.unexplained)} disagreements no reviewed divergence explains:\n{shown}"
+    assert rel.agreement >= MIN_AGREEMENT, f"vLLM {release}: agreement {100 * rel.agreement:.2f} % < {100 * MIN_AGREEMENT} %"
