@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-experts", type=_positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
+    from .cli_plan import add_plan_parser
+
+    add_plan_parser(sub, _add_input_args)
     return parser
 
 
@@ -160,7 +163,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     from .environment import Environment, probe_device, probe_environment
     from .errors import ConfigError, InputIssue
     from .hf import from_hf_config, load_hf_config
-    from .inputs import load_config_file, parse_quant, resolve_all2all, resolve_model_path
+    from .inputs import load_config_file, parse_quant, quant_config_beside, resolve_all2all, resolve_model_path
     from .vocab import Source
 
     flag = Source.USER_FLAG
@@ -182,7 +185,8 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     elif args.model:
         path = resolve_model_path(args.model)
         quant_cfg = load_hf_config(args.hf_quant_config, "--hf-quant-config") if args.hf_quant_config else None
-        ck = from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg)
+        beside = quant_config_beside(path)
+        ck = from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None)
         if device is None:
             raise ConfigError([InputIssue("--gpu", "the device is required with --model: give --gpu NAME, --platform (with --sm/--arch), or --probe", None, None)])
         config = MoEConfig(device=device, provenance=tuple(ck.provenance) + (Provenance("device", Source.HARDWARE, f"--gpu {args.gpu}" if args.gpu else "--platform"),), **ck.kwargs)
@@ -452,6 +456,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_matrix(args, catalog)
         if args.command == "run":
             return _cmd_run(args, catalog)
+        if args.command == "plan":
+            from .cli_plan import cmd_plan
+
+            return cmd_plan(args, catalog)
     except (ConfigError, TableError) as exc:
         if getattr(args, "json", False):
             _print_json(exc.to_dict())

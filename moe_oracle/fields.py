@@ -74,7 +74,7 @@ _FIELDS = (
     _f("in_dtype", "enum", enum_values(DType), "checkpoint", R.DTYPE_UNSUPPORTED, "model activation dtype"),
     _f("has_bias", "bool", _BOOL, "checkpoint", R.BIAS_UNSUPPORTED, "experts carry biases"),
     _f("num_experts", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "global routed experts"),
-    _f("num_local_experts", "int", None, "derived", R.SHAPE_UNSUPPORTED, "experts per EP rank, redundant included", ("num_experts", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "parallel.num_redundant_experts")),
+    _f("num_local_experts", "int", None, "derived", R.SHAPE_UNSUPPORTED, "experts per EP rank, redundant included", ("num_experts", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "parallel.num_redundant_experts", "parallel.ep_rank")),
     _f("top_k", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "experts per token"),
     _f("hidden_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "model hidden size"),
     _f("intermediate_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "expert intermediate size before sharding"),
@@ -98,6 +98,7 @@ _FIELDS = (
     _f("model_type", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face model_type of the text model"),
     _f("architecture", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face architectures[0]"),
     _f("has_hash_routing", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "the layer routes by a token-hash table (DeepSeek-V4 first layers)"),
+    _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)"),
     _f("require_decomposed", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "routes adjusted after routing (expert substitution, routing simulator)"),
 )
 del R

@@ -140,7 +140,13 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
 
     for name in ("num_experts", "top_k", "hidden_size", "intermediate_size"):
         put(name, getattr(config, name), _source(config, name, given))
-    local = -(-config.num_experts // ep_size) + (par.num_redundant_experts if use_ep else 0)
+    # vLLM determine_expert_map over the physical experts (logical + EPLB redundant): the
+    # first (physical % ep) ranks hold one more; without a rank, the largest share.
+    physical = config.num_experts + (par.num_redundant_experts if use_ep else 0)
+    if use_ep and par.ep_rank is not None:
+        local = physical // ep_size + (1 if par.ep_rank < physical % ep_size else 0)
+    else:
+        local = -(-physical // ep_size)
     put("num_local_experts", local, Source.DERIVED)
     put("intermediate_size_per_partition", config.intermediate_size // moe_tp, Source.DERIVED)
     put("intermediate_divisible", config.intermediate_size % moe_tp == 0, Source.DERIVED)
@@ -161,6 +167,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("model_type", config.model_type, _source(config, "model_type", given))
     put("architecture", config.architecture, _source(config, "architecture", given))
     put("has_hash_routing", config.has_hash_routing, _source(config, "has_hash_routing", Source.DEFAULT))
+    put("weight_group_size", config.weight_group_size, _source(config, "weight_group_size", given))
     put("require_decomposed", config.require_decomposed, _source(config, "require_decomposed", Source.DEFAULT))
     put("lora", config.lora, _source(config, "lora", given))
     env_by_name = {spec.name: spec for spec in env_vars}

@@ -83,6 +83,16 @@ class Rule:
         return values.get(self.field)
 
 
+def _local_experts(physical: int, ep: int, rank: int | None) -> int:
+    """Experts on one EP rank (vLLM determine_expert_map: the first ``physical % ep`` ranks hold
+    one more); without a rank, the largest share."""
+    counts = [0] * ep
+    base, extra = divmod(physical, ep)
+    for r in range(ep):
+        counts[r] = base + (1 if r < extra else 0)
+    return counts[rank] if rank is not None else max(counts)
+
+
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -198,7 +208,7 @@ class Model:
             "in_dtype": config.in_dtype.value,
             "has_bias": config.has_bias,
             "num_experts": config.num_experts,
-            "num_local_experts": -(-config.num_experts // ep) + (par.num_redundant_experts if use_ep else 0),
+            "num_local_experts": _local_experts(config.num_experts + (par.num_redundant_experts if use_ep else 0), ep, par.ep_rank if use_ep else None),
             "top_k": config.top_k,
             "hidden_size": config.hidden_size,
             "intermediate_size": config.intermediate_size,
