@@ -342,17 +342,22 @@ def build_plan(
     layers = [layer for layer in checkpoint.layers if include_draft or layer.spec.role == "target"]
     groups: dict[tuple[Any, ...], list[CheckpointLayer]] = {}
     decisions: dict[tuple[Any, ...], Decision | None] = {}
+    # Layers whose inputs differ only in provenance (evidence naming the layer) share a decision.
+    by_inputs: dict[MoEConfig, Decision] = {}
     for layer in layers:
         decision = None
         if layer.kwargs is not None:
             backend = draft_backend if layer.spec.role == "draft" else moe_backend
             prov = _merge(layer.provenance, base_prov, (Provenance("moe_backend", Source.USER_FLAG, f"{'draft: ' + draft_source if layer.spec.role == 'draft' else 'target'} moe_backend {backend}"),) if backend != "auto" else ())
             config = MoEConfig(device=device, parallel=parallel, moe_backend=backend, lora=lora, batch_invariant=batch_invariant, max_num_tokens=max_num_tokens, provenance=prov, **layer.kwargs)
-            decision = oracle.select(config, env, strict=False)
+            bare = replace(config, provenance=())
+            decision = by_inputs.get(bare)
+            if decision is None:
+                decision = by_inputs[bare] = oracle.select(config, env, strict=False)
         q = layer.quant
         # Exclusion lists often name every layer; layers excluded by different entries of the
         # same list still group together (the group lists every entry that decided).
-        key = (layer.spec.role, layer.spec.kind, decision.config if decision else None,
+        key = (layer.spec.role, layer.spec.kind, replace(decision.config, provenance=()) if decision else None,
                q.excluded_by is not None if q else None, layer.shared_excluded_by is not None, layer.spec.kind == "none" and layer.spec.why.split("=")[-1])
         groups.setdefault(key, []).append(layer)
         decisions[key] = decision

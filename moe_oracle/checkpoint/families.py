@@ -50,6 +50,7 @@ class Family:
         activation: activation the class passes to ``FusedMoE`` whatever config.json says.
         routing: routing method the class fixes (custom routers), else ``None``.
         router_fp32: the class computes router logits in float32 (``GateLinear(out_dtype=float32)``).
+        shared_always: every MoE layer has a shared expert whatever config.json says (Llama-4).
         defaults: field defaults of the transformers (or vLLM) config class.
         source: where these facts come from.
         notes: facts the plan repeats for every layer of the family.
@@ -68,6 +69,7 @@ class Family:
     activation: str | None = None
     routing: str | None = None
     router_fp32: bool = False
+    shared_always: bool = False
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     source: str = ""
     notes: tuple[str, ...] = ()
@@ -95,7 +97,7 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0 qwen3_moe.py Qwen3MoeDecoderLayer; transformers 5.20.2 Qwen3MoeConfig"),
     Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
            defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True)"),
-    Family("llama4", ("llama4_text", "llama4"), "interleave", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4",
+    Family("llama4", ("llama4_text", "llama4"), "interleave", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4", shared_always=True,
            defaults=_d(interleave_moe_layer_step=1), source="vLLM 0.33.0 llama4.py Llama4DecoderLayer (MoE when (i + 1) % interleave_moe_layer_step == 0), Llama4MoE.custom_routing_function"),
     Family("mixtral", ("mixtral",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), scoring="softmax", renormalize=True,
            source="vLLM 0.33.0 mixtral.py MixtralMoE (renormalize=True)"),

@@ -96,7 +96,7 @@ def layer_layout(family: Family, cfg: Mapping[str, Any], prefix: str, *, file: s
             raise _fail(file, f"{path}num_hidden_layers", "missing num_hidden_layers: the plan needs the number of decoder layers", None, None)
         notes.append("no num_hidden_layers: one MoE layer described")
         return (_spec(family, prefix, 0, "0", "moe", "target", "num_hidden_layers absent: one MoE layer described", _has_shared(cfg)),), tuple(notes)
-    shared = _has_shared(cfg)
+    shared = family.shared_always or _has_shared(cfg)
     kinds = _target_kinds(family, cfg, n, file, path, notes)
     layers = [_spec(family, prefix, i, str(i), kind, "target", why, shared) for i, (kind, why) in enumerate(kinds)]
     layers += _draft_layers(family, cfg, n, prefix, shared, file, path, notes)
