@@ -103,16 +103,20 @@ def ct_find_target(layer_name: str, module_class: str, targets: Iterable[str]) -
     return None
 
 
-def _modelopt_mapped(patterns: Iterable[str]) -> list[str]:
-    """``apply_vllm_mapper``: ``path*`` (not ``path.*``) becomes ``path`` and ``path.*``."""
-    out: list[str] = []
+def _modelopt_mapped(patterns: Iterable[str]) -> dict[str, str]:
+    """``apply_vllm_mapper``: ``path*`` (not ``path.*``) becomes ``path`` and ``path.*``.
+
+    Returns rewritten pattern -> the entry as the checkpoint wrote it.
+    """
+    out: dict[str, str] = {}
     for p in patterns:
         if not isinstance(p, str):
             continue
         if len(p) >= 2 and p[-1] == "*" and p[-2] != ".":
-            out += [p[:-1], p[:-1] + ".*"]
+            out.setdefault(p[:-1], p)
+            out.setdefault(p[:-1] + ".*", p)
         else:
-            out.append(p)
+            out.setdefault(p, p)
     return out
 
 
@@ -120,23 +124,25 @@ def modelopt_excluded(prefix: str, exclude: Iterable[str]) -> str | None:
     """``ModelOptQuantConfigBase.is_layer_excluded`` after ``apply_vllm_mapper``.
 
     Three passes, as the engine runs them: ``is_layer_skipped`` (exact), substring of the
-    prefix (also with a leading ``language_model.`` removed), then ``fnmatch``.
+    prefix (also with a leading ``language_model.`` removed), then ``fnmatch``. Returns the
+    entry as the checkpoint wrote it (``mtp*``, which the engine matched as ``mtp``).
 
     >>> modelopt_excluded("mtp.layers.0.mlp.experts", ["mtp*"])
-    'mtp'
+    'mtp*'
     >>> modelopt_excluded("model.layers.0.mlp.experts", ["model.layers.0.mlp.shared_expert*"]) is None
     True
     """
-    patterns = _modelopt_mapped(exclude)
-    if not patterns:
+    mapped = _modelopt_mapped(exclude)
+    if not mapped:
         return None
+    patterns = list(mapped)
     hit = vllm_is_layer_skipped(prefix, patterns)
     if hit is not None:
-        return hit
+        return mapped[hit]
     for p in patterns:
         if p != prefix and (p in prefix or (prefix.startswith("language_model.") and p in prefix.removeprefix("language_model."))):
-            return p
-    return next((p for p in patterns if fnmatch(prefix, p)), None)
+            return mapped[p]
+    return next((mapped[p] for p in patterns if fnmatch(prefix, p)), None)
 
 
 def quark_should_ignore(prefix: str, exclude: Iterable[str]) -> str | None:

@@ -203,6 +203,9 @@ def read_quant_format(
         else:
             notes.append("hf_quant_config.json beside config.json is not read: config.json carries the quantization document (vllm/transformers_utils/config.py)")
     declared = _normalized_method(doc, file, source)
+    if not declared:
+        # _verify_quantization: an empty quant_method means no quantization.
+        return QuantFormat(None, None, f"{source} without quant_method (unquantized)", MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes))
     method = _detect_method(doc, declared, user_quantization, model_type, file)
     scale_fmt = doc.get("scale_fmt")
     if scale_fmt == "ue8m0":
