@@ -9,6 +9,7 @@ enter here; :mod:`moe_oracle.plan` adds device and parallelism and asks the orac
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -48,7 +49,8 @@ class Checkpoint:
     """A model checkpoint as vLLM 0.33.0 builds it, before deployment.
 
     Attributes:
-        name: ``_name_or_path`` or ``architectures[0]``.
+        name: ``_name_or_path``, else the file's name (the directory of a ``config.json``),
+            else ``architectures[0]``.
         file: config.json path (for messages).
         model_type: text-model ``model_type``; top_model_type: the top-level one.
         architecture: ``architectures[0]``.
@@ -130,7 +132,7 @@ def read_checkpoint(
     filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
     archs = cfg.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
-    name = cfg.get("_name_or_path") or arch
+    name = cfg.get("_name_or_path") or _file_name(file) or arch
     fields = read_moe_fields(text_cfg, family, file=file, path=path, model_type=text_mt, architecture=arch)
     expert_dtype = text_cfg.get("expert_dtype")
     if expert_dtype is not None and expert_dtype not in ("fp4", "fp8"):
@@ -182,6 +184,14 @@ def read_checkpoint(
     if not any(layer.spec.is_moe for layer in layers):
         raise ConfigError([InputIssue(f"{path}num_hidden_layers", "the layout has no MoE layer (check first_k_dense_replace, moe_layer_freq, mlp_only_layers, decoder_sparse_step)", text_cfg.get("num_hidden_layers"), None, file)])
     return Checkpoint(name if isinstance(name, str) else None, file, text_mt, top_mt, arch, family, quant, tuple(layers), tuple(dict.fromkeys(notes)))
+
+
+def _file_name(file: str | None) -> str | None:
+    """``DIR`` for ``DIR/config.json``, the stem otherwise (the shipped examples' names)."""
+    if not file:
+        return None
+    path = PurePath(file)
+    return path.parent.name or None if path.name == "config.json" else path.stem
 
 
 def _dedupe(prov: list[Provenance]) -> tuple[Provenance, ...]:
