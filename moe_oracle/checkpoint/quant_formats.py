@@ -109,7 +109,13 @@ class QuantFormat:
         """
         if self.method is None:
             return ExpertsQuant(UNQUANTIZED, None, evidence=f"{self.source}: unquantized")
-        return _RESOLVERS[self.method](self, module, proj_names)
+        out = _RESOLVERS[self.method](self, module, proj_names)
+        block, group = out.weight_block_size, out.weight_group_size
+        if block is not None and not all(isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= 2**20 for b in block):
+            raise self.fail(".weight_block_size", "block sizes must be integers from 1 to 2**20", list(block), {"minimum": 1, "maximum": 2**20})
+        if group is not None and (isinstance(group, bool) or not isinstance(group, int) or not (group == -1 or 1 <= group <= 2**40)):
+            raise self.fail(".group_size", "a weight group size must be -1 (per channel) or an integer from 1 to 2**40", group, {"minimum": -1, "maximum": 2**40})
+        return out
 
     def shared_excluded_by(self, module: str) -> str | None:
         """The pattern that leaves a shared expert (linear layers) unquantized, if any.
