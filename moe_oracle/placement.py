@@ -23,6 +23,8 @@ PLACEMENTS = ("linear", "round_robin")
 # All2all backends whose routing tables support round-robin placement (vLLM 0.33.0
 # FusedMoEParallelConfig.needs_round_robin_routing_tables: DeepEP low-latency, NIXL EP).
 _ROUND_ROBIN_A2A = ("deepep_low_latency", "nixl_ep")
+_MAX_EP = 1 << 16
+_MAX_EXPERTS = 1 << 20
 
 
 def _ranges(ids: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
@@ -138,7 +140,7 @@ def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: st
         num_expert_group: the layer's expert groups (round-robin needs more than one).
 
     Raises:
-        ConfigError: an unknown strategy.
+        ConfigError: an unknown strategy, or more than 65536 EP ranks or 2**20 physical experts.
     """
     if strategy not in PLACEMENTS:
         raise ConfigError([InputIssue("--expert-placement", "unknown expert placement strategy", strategy, list(PLACEMENTS))])
@@ -147,6 +149,8 @@ def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: st
         return None
     redundant = parallel.num_redundant_experts
     physical = num_experts + redundant
+    if ep > _MAX_EP or physical > _MAX_EXPERTS:
+        raise ConfigError([InputIssue("--tp/--dp" if ep > _MAX_EP else "$.num_experts", f"per-rank placement lists every rank and expert: at most {_MAX_EP} EP ranks and {_MAX_EXPERTS} physical experts", ep if ep > _MAX_EP else physical, {"maximum": _MAX_EP if ep > _MAX_EP else _MAX_EXPERTS})])
     used, fallback = strategy, None
     if strategy == "round_robin":
         if not ((num_expert_group or 0) > 1 and redundant == 0 and not parallel.enable_eplb):

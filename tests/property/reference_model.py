@@ -86,11 +86,10 @@ class Rule:
 def _local_experts(physical: int, ep: int, rank: int | None) -> int:
     """Experts on one EP rank (vLLM determine_expert_map: the first ``physical % ep`` ranks hold
     one more); without a rank, the largest share."""
-    counts = [0] * ep
     base, extra = divmod(physical, ep)
-    for r in range(ep):
-        counts[r] = base + (1 if r < extra else 0)
-    return counts[rank] if rank is not None else max(counts)
+    if rank is None:
+        return base + (1 if extra else 0)
+    return base + (1 if rank < extra else 0)
 
 
 def _number(v: Any) -> bool:
