@@ -25,11 +25,30 @@ inputs:
   --model (a Hugging Face config.json, or a shipped example name: see `moe-oracle examples`)
   plus the device and deployment flags. Flags given with --config override the file.
 
+  --serve "vllm serve MODEL -tp 8 --enable-expert-parallel ..." reads a vLLM 0.33.0 command line
+  instead (model, TP/DP/EP, all2all, EPLB, LoRA, --moe-backend, --quantization, --dtype, ...);
+  flags that do not affect MoE selection are ignored with a note.
+
 environment:
   Without --probe the environment is declared: packages you do not name are unknown, so
-  predicates on them abstain and the Decision lists them as assumptions. --package NAME==VER
-  declares an installed package, --without NAME an absent one, --env VAR=VALUE an environment
-  variable from the closed list (rules/environment.yaml). --probe reads this machine instead.
+  predicates on them abstain and the Decision lists them as assumptions. --environment FILE
+  reads `pip freeze`, `pip list --format=json`, `uv pip list` or `vllm collect-env` output
+  (collect-env also names the GPU). --package NAME==VER (or NAME @ URL) declares an installed
+  package, --without NAME an absent one, --env VAR=VALUE an environment variable, parsed as
+  vLLM 0.33.0 parses it (VLLM_USE_DEEP_GEMM=true makes vLLM fail at start: exit 2).
+  Names no table reads are accepted and listed in a note. --probe reads this machine instead
+  and says which interpreter and site-packages it read.
+
+engine release:
+  Answers are for one vLLM release: --package vllm==0.31.0 declares it (and the FlashInfer version
+  it pins, unless you declare flashinfer-python), --probe reads the installed one, and otherwise the
+  newest release the tables model is assumed. Every answer names its release and how it was known;
+  a release the tables do not model gets an answer and a warning.
+
+policy:
+  --policy faithful (default) answers what vLLM does, including kernels with known bugs and kernels
+  an engine path returns without checking them (each with a warning naming the safe alternative).
+  --policy safe rejects known-bad kernels (reason known_bad) and applies every check everywhere.
 
 exit codes: 0 selected, 1 nothing eligible (record printed), 2 bad input.
 """
@@ -63,6 +82,7 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("layer")
     src.add_argument("--config", metavar="FILE", help="MoEConfig YAML/JSON file")
     src.add_argument("--model", type=_name, metavar="CONFIG_JSON", help="Hugging Face config.json path or shipped example name")
+    src.add_argument("--serve", type=_name, metavar="'vllm serve MODEL ...'", help="a vLLM 0.33.0 serve command line (one quoted string): model and deployment flags as vLLM reads them")
     src.add_argument("--hf-quant-config", metavar="FILE", help="ModelOpt hf_quant_config.json (overrides the model's quantization_config)")
     src.add_argument("--quant", type=_name, metavar="NAME", help="override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk)")
     dev = p.add_argument_group("device")
@@ -82,12 +102,18 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
     dep.add_argument("--batch-invariant", action="store_true", default=None, help="require batch-invariant kernels")
     dep.add_argument("--max-tokens", type=_positive_int, metavar="N", help="largest number of tokens per call")
     env = p.add_argument_group("environment")
-    env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable)")
+    env.add_argument("--environment", metavar="FILE", help="read installed packages (and, from vllm collect-env, the GPU and env vars) from pip freeze / pip list --format=json / uv pip list / vllm collect-env output")
+    env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable; NAME @ URL and local versions such as +cu130 accepted)")
     env.add_argument("--without", action="append", default=[], metavar="NAME", help="declare a package absent (repeatable)")
     env.add_argument("--env", action="append", default=[], metavar="VAR=VALUE", help="declare an environment variable (repeatable)")
-    env.add_argument("--probe", action="store_true", help="probe this machine's packages, env vars (and device, without --gpu)")
+    env.add_argument("--probe", action="store_true", help="probe this interpreter's packages and this process's env vars (and the device, without --gpu); says which interpreter and site-packages it read")
+    p.add_argument("--policy", choices=["faithful", "safe"], default="faithful", help="faithful (default): what vLLM does, known bugs included, with warnings; safe: reject known-bad kernels and unchecked early returns")
     p.add_argument("--tables", metavar="DIR", help="use the tables under DIR (kernels/, prepare_finalize/, rules/) instead of the shipped ones")
     p.add_argument("--json", action="store_true", help="print the machine-readable record")
+
+
+def _add_view_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--view", choices=["engine", "runtime"], default="engine", help="engine (default): what vLLM runs; runtime: what this package's runtime can build (moe-oracle run)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="moe-oracle",
         description="Choose the fused MoE kernel for a model layer on a given machine, and say why.",
-        epilog="Try: moe-oracle explain --model deepseek-r1 --gpu H200 --tp 8",
+        epilog="Try: moe-oracle explain --model deepseek-r1 --gpu H200 --tp 8\n     moe-oracle codes   (what every reason code means)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"moe-oracle {__version__}")
@@ -104,41 +130,55 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("explain", help="the ordered candidates with status and every reason", description="Explain which MoE kernel would run and why every other candidate lost.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle explain --model deepseek-r1 --gpu B200 --dp 8 --ep --all2all deepep_low_latency", formatter_class=fmt)
     _add_input_args(p)
+    _add_view_arg(p)
     p.add_argument("--all", action="store_true", help="also list candidates rejected only for quant/platform/request reasons")
     p = sub.add_parser("select", help="the winner in one line", description="Print the selected experts kernel and prepare/finalize in one line.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle select --model qwen3-30b-a3b --gpu H200 --tp 2", formatter_class=fmt)
     _add_input_args(p)
+    _add_view_arg(p)
     p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest change to the config or environment that makes BACKEND eligible.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8", formatter_class=fmt)
     p.add_argument("--backend", required=True, type=_name, metavar="NAME", help="backend id or moe_backend alias")
     _add_input_args(p)
-    p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device capability x quant scheme, from the tables (Markdown on stdout, or a self-contained HTML page).", formatter_class=fmt)
-    p.add_argument("--html", metavar="FILE", help="write a static HTML page instead of Markdown")
+    _add_view_arg(p)
+    p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device x quant scheme, from the tables: a table that fits the terminal (default), Markdown (--markdown), or a self-contained HTML page (--html FILE).", epilog="example:\n  moe-oracle matrix --gpu H200,B200 --quant fp8_block --backend deep_gemm,triton", formatter_class=fmt)
+    p.add_argument("--gpu", action="append", default=[], metavar="NAME[,NAME]", help="device columns, one per name (hardware catalog or nvidia-smi names; repeatable)")
+    p.add_argument("--quant", action="append", default=[], metavar="SCHEME[,SCHEME]", help="only these quant schemes (repeatable)")
+    p.add_argument("--backend", action="append", default=[], metavar="NAME[,NAME]", help="only these backends (ids or --moe-backend names; repeatable)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--markdown", action="store_true", help="print the Markdown page (a cell lists the schemes a kernel runs on that device)")
+    out.add_argument("--html", metavar="FILE", help="write a static HTML page")
+    p.add_argument("--width", type=_positive_int, metavar="COLUMNS", help="text table width (default: the terminal's, 100 when not a terminal)")
     p.add_argument("--tables", metavar="DIR", help="tables directory (default: shipped)")
     p = sub.add_parser("lint", help="schema and semantic checks of the tables", description="Validate the tables against their schemas and check them semantically: unknown values, duplicate ids, rules naming unknown backends, candidates that can never win, rules that never fire.", formatter_class=fmt)
     p.add_argument("--tables", metavar="DIR", help="tables directory (default: shipped)")
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     p.add_argument("--drift", action=argparse.BooleanOptionalAction, default=None, help="compare the FlashInfer kernels' SM sets with the installed flashinfer-python (default: when it imports; --drift makes a missing flashinfer an error)")
-    p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select, build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=_EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
+    p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select among what this package's runtime can build (the runtime view), build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=_EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
     _add_input_args(p)
     p.add_argument("--tokens", type=_positive_int, default=32, metavar="N", help="tokens per call (default 32)")
     p.add_argument("--layers", type=_positive_int, default=1, metavar="K", help="layers to run (default 1)")
     p.add_argument("--max-experts", type=_positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
+    sub.add_parser("codes", help="every reason code: what it means and what to change", description="Explain every reason code a failure can carry (the closed set in moe_oracle.vocab.ReasonCode).")
+    from .verify.cli import add_parser as _add_verify
+
+    _add_verify(sub)
     from .cli_plan import add_plan_parser
 
     add_plan_parser(sub, _add_input_args)
     return parser
 
 
-def _load_catalog(tables: str | None):
-    from .catalog import load_catalog
-    from .oracle import default_catalog
+def _load_catalog(tables: str | None, view: str = "engine"):
+    from .catalog import load_catalog, load_runtime_catalog
+    from .oracle import catalog_for_view
 
     if tables is None:
-        return default_catalog()
+        return catalog_for_view(view)
     root = Path(tables)
-    return load_catalog([root / "kernels", root / "prepare_finalize", root / "rules"])
+    engine = load_catalog([root / "kernels", root / "prepare_finalize", root / "rules"])
+    return load_runtime_catalog(engine) if view == "runtime" else engine
 
 
 def _device_from_args(args: argparse.Namespace):
@@ -158,21 +198,43 @@ def _device_from_args(args: argparse.Namespace):
 
 
 def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_default: bool = False):
-    """(config, environment) from the parsed flags."""
+    """(config, environment, notes) from the parsed flags; notes are about inputs with no effect."""
     from .config import MoEConfig, ParallelConfig, Provenance
+    from .deployment import apply_serve, declare_environment, load_serve_checkpoint, serve_model_path
     from .environment import Environment, probe_device, probe_environment
+    from .envvars import env_issues
     from .errors import ConfigError, InputIssue
     from .hf import from_hf_config, load_hf_config
     from .inputs import load_config_file, parse_quant, quant_config_beside, resolve_all2all, resolve_model_path
-    from .vocab import Source
+    from .serve import parse_serve
+    from .vocab import DType, Source
 
     flag = Source.USER_FLAG
+    notes: list[str] = []
+    serve = None
+    if getattr(args, "serve", None):
+        serve = parse_serve(args.serve)
+        apply_serve(args, serve)
+        notes += [f"--serve: {n}" for n in serve.notes]
     file_env = None
     file_probe = False
     if args.config and args.model:
         raise ConfigError([InputIssue("--config/--model", "give either --config or --model, not both", None, None)])
+    if args.probe and args.environment:
+        raise ConfigError([InputIssue("--probe", "--probe reads this machine; --environment FILE declares another one: give one of them", args.environment, None)], headline="bad --probe")
     device = _device_from_args(args)
     probe_notes: tuple[str, ...] = ()
+    declared = None
+    if not args.probe:
+        declared = declare_environment(catalog, packages=args.package, without=args.without, env=args.env, env_file=args.environment, serve_env=serve.env if serve else ())
+        if device is None and declared.gpu is not None and not args.config:
+            from .hardware import lookup_hardware
+
+            try:
+                device = lookup_hardware(declared.gpu).device
+            except ConfigError as exc:
+                raise ConfigError([InputIssue(declared.gpu_source or "--environment", f"the GPU {declared.gpu!r} is not in the hardware catalog; give --gpu NAME or --platform cuda --sm N", declared.gpu, exc.issues[0].allowed)], headline="bad --environment") from None
+            notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
     if device is None and (args.probe or probe_device_default) and not args.config:
         device, probe_notes = probe_device()
     prov: list[Provenance] = []
@@ -182,18 +244,30 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         changes: dict[str, Any] = {}
         if device is not None:
             changes["device"] = device
-    elif args.model:
-        path = resolve_model_path(args.model)
+    elif args.model or serve is not None:
         quant_cfg = load_hf_config(args.hf_quant_config, "--hf-quant-config") if args.hf_quant_config else None
+        if serve is not None:
+            path = serve_model_path(serve)
+            hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
+            notes += [f"--serve: {n}" for n in serve_notes]
+        else:
+            path = resolve_model_path(args.model)
+            hf_cfg = load_hf_config(path)
         beside = quant_config_beside(path)
-        ck = from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None)
+        ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None)
         if device is None:
-            raise ConfigError([InputIssue("--gpu", "the device is required with --model: give --gpu NAME, --platform (with --sm/--arch), or --probe", None, None)])
-        config = MoEConfig(device=device, provenance=tuple(ck.provenance) + (Provenance("device", Source.HARDWARE, f"--gpu {args.gpu}" if args.gpu else "--platform"),), **ck.kwargs)
+            raise ConfigError([InputIssue("--gpu", "the device is required with --model: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
+        kwargs = dict(ck.kwargs)
+        ck_prov = tuple(ck.provenance)
+        if serve is not None and serve.dtype not in (None, "auto"):
+            kwargs["in_dtype"] = DType({"half": "float16", "float": "float32"}.get(serve.dtype, serve.dtype))
+            ck_prov = tuple(p for p in ck_prov if p.field != "in_dtype") + (Provenance("in_dtype", flag, f"--serve --dtype {serve.dtype}"),)
+        config = MoEConfig(device=device, provenance=ck_prov + (Provenance("device", Source.HARDWARE, f"--gpu {args.gpu}" if args.gpu else "--platform" if args.platform else "device"),), **kwargs)
         changes = {}
     else:
-        raise ConfigError([InputIssue("--model", "describe the layer with --model CONFIG_JSON (or an example name) or --config FILE; `moe-oracle examples` lists the shipped models", None, None)])
+        raise ConfigError([InputIssue("--model", "describe the layer with --model CONFIG_JSON (or an example name), --serve 'vllm serve MODEL ...' or --config FILE; `moe-oracle examples` lists the shipped models", None, None)])
 
+    where = "--serve" if serve is not None else "flags"
     par: dict[str, Any] = {}
     if args.tp is not None:
         par["tp_size"] = args.tp
@@ -211,7 +285,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         prov.append(Provenance("parallel.all2all_backend", flag, warning or f"--all2all {args.all2all}"))
     if par:
         changes["parallel"] = ParallelConfig(**{**_parallel_dict(config.parallel), **par})
-        prov.append(Provenance("parallel", flag, "deployment flags"))
+        prov.append(Provenance("parallel", flag, f"deployment {where}"))
     if args.quant:
         changes["quant"] = parse_quant(args.quant)
         prov.append(Provenance("quant", flag, f"--quant {args.quant}"))
@@ -224,45 +298,31 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         prov.append(Provenance("moe_backend", flag, f"--moe-backend {args.moe_backend}"))
     if args.max_tokens is not None:
         changes["max_num_tokens"] = args.max_tokens
-        prov.append(Provenance("max_num_tokens", flag, f"--max-tokens {args.max_tokens}"))
+        prov.append(Provenance("max_num_tokens", flag, f"--max-tokens {args.max_tokens}" if serve is None or serve.max_num_batched_tokens is None else f"--serve --max-num-batched-tokens {args.max_tokens}"))
     if changes or prov:
         merged = {p.field: p for p in config.provenance}
         merged.update({p.field: p for p in prov})
         changes["provenance"] = tuple(merged[k] for k in sorted(merged))
         config = replace(config, **changes)
 
-    env_vars = [v.name for v in catalog.env_vars]
-    declared_env = {}
-    for item in args.env:
-        if "=" not in item:
-            raise ConfigError([InputIssue("--env", "expected VAR=VALUE", item, None)])
-        var, value = item.split("=", 1)
-        if var not in env_vars:
-            raise ConfigError([InputIssue("--env", "the oracle does not read this variable", var, env_vars)])
-        declared_env[var] = value
     if args.probe or file_probe:
-        if args.package or args.without or args.env:
-            raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env", None, None)])
-        env = probe_environment(catalog.package_names, env_vars)
+        if args.package or args.without or args.env or args.environment:
+            raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--environment", None, None)], headline="bad --probe")
+        env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
+        issues = env_issues(env.env, catalog.env_vars, path="this process's environment:")
+        if issues:
+            raise ConfigError(issues, headline="bad environment variable")
         if probe_notes:
             env = Environment(env.packages, env.absent, env.complete, env.env, env.probed, env.notes + probe_notes)
-    elif args.package or args.without or declared_env:
-        env = Environment.declared(args.package, args.without, declared_env)
-        _check_package_names(catalog, [n for n, _ in env.packages] + sorted(env.absent), "--package/--without")
-        if file_env is not None:
-            env = Environment(file_env.packages + env.packages, file_env.absent | env.absent, False, tuple({**dict(file_env.env), **dict(env.env)}.items()))
+    elif file_env is not None and not (args.package or args.without or args.env or args.environment or (serve and serve.env)):
+        env = file_env
     else:
-        env = file_env or Environment()
-    return config, env
-
-
-def _check_package_names(catalog: Any, names: list[str], flag: str) -> None:
-    """A declared package the tables never read is almost always a misspelling (flashinfer vs flashinfer-python)."""
-    from .errors import ConfigError, InputIssue
-
-    unknown = [n for n in names if n not in catalog.package_names]
-    if unknown:
-        raise ConfigError([InputIssue(flag, "the tables read no package of this name", n, list(catalog.package_names)) for n in unknown])
+        if file_env is not None:
+            declared = declare_environment(catalog, packages=args.package, without=args.without, env=args.env, env_file=args.environment, serve_env=serve.env if serve else (), base=file_env)
+        assert declared is not None
+        env = declared.environment
+        notes += list(declared.notes)
+    return config, env, tuple(notes)
 
 
 def _parallel_dict(p: Any) -> dict[str, Any]:
@@ -276,18 +336,19 @@ def _print_json(obj: Any) -> None:
 def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
     from .engine import evaluate
 
-    config, env = _build_inputs(args, catalog)
-    decision = evaluate(catalog, config, env)
+    config, env, notes = _build_inputs(args, catalog)
+    decision = evaluate(catalog, config, env, policy=args.policy)
+    if notes:
+        decision = replace(decision, notes=decision.notes + notes)
     if args.json:
         _print_json(decision.to_dict())
     elif args.command == "select":
         if decision.winner is None:
             print(decision.render_failure())
         else:
-            sel = decision.selected
-            assert sel is not None
-            extra = f" ({len(sel.assumptions)} assumption{'s' if len(sel.assumptions) != 1 else ''}; see explain)" if sel.assumptions else ""
-            print(f"{sel.kernel} [{sel.backend}, {sel.interface.value}] + {sel.prepare_finalize}{extra}")
+            print(decision.select_line())
+            for warning in decision.warnings:
+                print(f"warning: {warning.message}", file=sys.stderr)
     else:
         print(decision.render_text(show_all=args.all))
     return EXIT_OK if decision.winner is not None else EXIT_NONE
@@ -296,28 +357,43 @@ def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
 def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
     from .oracle import Oracle
 
-    config, env = _build_inputs(args, catalog)
-    result = Oracle(catalog, env).why_not(config, args.backend)
+    config, env, notes = _build_inputs(args, catalog)
+    result = Oracle(catalog, env, policy=args.policy).why_not(config, args.backend)
     if args.json:
         _print_json(result.to_dict())
     else:
+        for note in notes:
+            print(f"Note: {note}")
         print(result.render_text())
     return EXIT_OK if (result.found or result.already_eligible) else EXIT_NONE
 
 
 def _cmd_matrix(args: argparse.Namespace, catalog: Any) -> int:
-    from .matrix import render_html, render_markdown
+    import shutil
 
+    from .matrix import matrix_view, render_html, render_markdown, render_text
+
+    view = matrix_view(catalog, tuple(args.gpu), tuple(args.quant), tuple(args.backend))
     if args.html:
         from .errors import ConfigError, InputIssue
 
         try:
-            Path(args.html).write_text(render_html(catalog), encoding="utf-8")
+            Path(args.html).write_text(render_html(catalog, view), encoding="utf-8")
         except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable character in the path
-            raise ConfigError([InputIssue("--html", f"cannot write: {getattr(exc, 'strerror', None) or exc}", args.html, None)]) from None
+            raise ConfigError([InputIssue("--html", f"cannot write: {getattr(exc, 'strerror', None) or exc}", args.html, None)], headline="cannot write --html") from None
         print(f"wrote {args.html}", file=sys.stderr)
+    elif args.markdown:
+        print(render_markdown(catalog, view))
     else:
-        print(render_markdown(catalog))
+        width = args.width or (shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100)
+        print(render_text(catalog, view, width=width), end="")
+    return EXIT_OK
+
+
+def _cmd_codes() -> int:
+    from .codes import render_codes
+
+    print(render_codes(), end="")
     return EXIT_OK
 
 
@@ -358,10 +434,12 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
         raise ConfigError([InputIssue("run", f"the runtime needs torch: pip install 'moe-oracle[runtime]' ({exc})", None, None)]) from None
     if args.gpu or args.platform or args.sm or args.arch:
         raise ConfigError([InputIssue("--gpu", "run executes on this machine, whose device is probed; drop --gpu/--platform/--sm/--arch (explain or select describe other machines)", args.gpu or args.platform, None)])
-    if not args.probe and not (args.package or args.without or args.env):
+    if not args.probe and not (args.package or args.without or args.env or args.environment):
         args.probe = True
-    config, env = _build_inputs(args, catalog, probe_device_default=True)
-    decision = evaluate(catalog, config, env)
+    config, env, notes = _build_inputs(args, catalog, probe_device_default=True)
+    decision = evaluate(catalog, config, env, policy=args.policy)
+    if notes:
+        decision = replace(decision, notes=decision.notes + notes)
     if decision.winner is None:
         print(decision.render_failure())
         return EXIT_NONE
@@ -369,13 +447,14 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
     from .runtime.errors import AdapterContractError, AdapterImportError, CompositionError, UnsupportedConfigError
 
     try:
-        report = run_layer(config, decision, tokens=args.tokens, layers=args.layers, seed=args.seed, max_experts=args.max_experts, progress=not args.json)
+        # Progress bars only on a terminal: a log or a pipe gets the report alone.
+        report = run_layer(config, decision, tokens=args.tokens, layers=args.layers, seed=args.seed, max_experts=args.max_experts, progress=not args.json and sys.stderr.isatty())
     except (AdapterImportError, AdapterContractError, CompositionError, UnsupportedConfigError) as exc:
         sel = decision.selected
-        ours = [b for b in ("torch_grouped_mm", "reference") if sel is None or b != sel.backend]
+        ours = [b for b in ("torch_grouped_mm", "reference") if b in catalog.backend_names and (sel is None or b != sel.backend)]
         advice = "Run it inside its own engine" if sel is not None and catalog.experts_by_id(sel.kernel).provider != "moe_oracle" else "Its adapter refuses this layer"
         print(f"moe-oracle: selected {sel.kernel if sel else None} [{sel.backend if sel else ''}], which this runtime cannot build: {exc}\n"
-              f"{advice}; or try one of ours with " + " or ".join(f"--moe-backend {b}" for b in ours) + ".", file=sys.stderr)
+              f"{advice}; or try another of ours with " + " or ".join(f"--moe-backend {b}" for b in ours) + ".", file=sys.stderr)
         return EXIT_NONE
     if args.json:
         _print_json({"decision": decision.to_dict(), "run": report.to_dict()})
@@ -447,7 +526,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_lint(args)
         if args.command == "examples":
             return _cmd_examples()
-        catalog = _load_catalog(getattr(args, "tables", None))
+        if args.command == "codes":
+            return _cmd_codes()
+        if args.command == "verify":
+            from .verify.cli import run as _verify
+
+            return _verify(args)
+        view = "runtime" if args.command == "run" else getattr(args, "view", "engine")
+        catalog = _load_catalog(getattr(args, "tables", None), view)
         if args.command in ("explain", "select"):
             return _cmd_explain(args, catalog)
         if args.command == "why-not":

@@ -42,30 +42,25 @@ def add_plan_parser(sub: Any, add_input_args: Any) -> None:
     plan.add_argument("--quantization", metavar="METHOD", choices=["moe_wna16"], help="vLLM --quantization override for the checkpoint (moe_wna16 over a GPTQ/AWQ checkpoint)")
 
 
-def _environment(args: argparse.Namespace, catalog: Any, probe_notes: tuple[str, ...]):
-    from .cli import _check_package_names
+def _environment(args: argparse.Namespace, catalog: Any, serve: Any, probe_notes: tuple[str, ...]) -> tuple[Any, tuple[str, ...], Any]:
+    """(Environment, notes, declared) from --probe or --environment/--package/--without/--env and the serve line."""
+    from .deployment import declare_environment
     from .environment import Environment, probe_environment
+    from .envvars import env_issues
     from .errors import ConfigError, InputIssue
 
-    env_vars = [v.name for v in catalog.env_vars]
-    declared: dict[str, str] = {}
-    for item in args.env:
-        if "=" not in item:
-            raise ConfigError([InputIssue("--env", "expected VAR=VALUE", item, None)])
-        var, value = item.split("=", 1)
-        if var not in env_vars:
-            raise ConfigError([InputIssue("--env", "the oracle does not read this variable", var, env_vars)])
-        declared[var] = value
     if args.probe:
-        if args.package or args.without or args.env:
-            raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env", None, None)])
-        env = probe_environment(catalog.package_names, env_vars)
-        return Environment(env.packages, env.absent, env.complete, env.env, env.probed, env.notes + probe_notes) if probe_notes else env
-    if args.package or args.without or declared:
-        env = Environment.declared(args.package, args.without, declared)
-        _check_package_names(catalog, [n for n, _ in env.packages] + sorted(env.absent), "--package/--without")
-        return env
-    return Environment()
+        if args.package or args.without or args.env or args.environment:
+            raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--environment", None, None)], headline="bad --probe")
+        env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
+        issues = env_issues(env.env, catalog.env_vars, path="this process's environment:")
+        if issues:
+            raise ConfigError(issues, headline="bad environment variable")
+        if probe_notes:
+            env = Environment(env.packages, env.absent, env.complete, env.env, env.probed, env.notes + probe_notes)
+        return env, (), None
+    declared = declare_environment(catalog, packages=args.package, without=args.without, env=args.env, env_file=args.environment, serve_env=serve.env if serve else ())
+    return declared.environment, tuple(declared.notes), declared
 
 
 def cmd_plan(args: argparse.Namespace, catalog: Any) -> int:
@@ -73,6 +68,7 @@ def cmd_plan(args: argparse.Namespace, catalog: Any) -> int:
     from .checkpoint import read_checkpoint
     from .cli import EXIT_NONE, EXIT_OK, _device_from_args
     from .config import ParallelConfig, Provenance
+    from .deployment import apply_serve, load_serve_checkpoint, serve_model_path
     from .engine import resolve_request
     from .environment import probe_device
     from .errors import ConfigError, InputIssue
@@ -80,25 +76,48 @@ def cmd_plan(args: argparse.Namespace, catalog: Any) -> int:
     from .inputs import quant_config_beside, resolve_all2all, resolve_model_path
     from .oracle import Oracle
     from .plan import build_plan
+    from .serve import parse_serve
     from .vocab import Source
 
     if args.config:
         raise ConfigError([InputIssue("--config", "plan reads a whole model: give --model CONFIG_JSON, a checkpoint directory or an example name (--config describes one layer; use explain)", args.config, None)])
     if args.quant:
         raise ConfigError([InputIssue("--quant", "plan takes each layer's quantization from the checkpoint and its exclusion lists; --quant overrides one layer (use explain)", args.quant, None)])
-    if not args.model:
-        raise ConfigError([InputIssue("--model", "describe the model with --model CONFIG_JSON, a checkpoint directory, or an example name (`moe-oracle examples`)", None, None)])
+    notes: list[str] = []
+    serve = None
+    if args.serve:
+        serve = parse_serve(args.serve)
+        apply_serve(args, serve)
+        notes += [f"--serve: {n}" for n in serve.notes]
+    if not args.model and serve is None:
+        raise ConfigError([InputIssue("--model", "describe the model with --model CONFIG_JSON, a checkpoint directory, an example name (`moe-oracle examples`), or --serve 'vllm serve MODEL ...'", None, None)])
+    if args.probe and args.environment:
+        raise ConfigError([InputIssue("--probe", "--probe reads this machine; --environment FILE declares another one: give one of them", args.environment, None)], headline="bad --probe")
     device = _device_from_args(args)
     probe_notes: tuple[str, ...] = ()
     if device is None and args.probe:
         device, probe_notes = probe_device()
+    env, env_notes, declared = _environment(args, catalog, serve, probe_notes)
+    notes += env_notes
+    if device is None and declared is not None and declared.gpu is not None:
+        from .hardware import lookup_hardware
+
+        device = lookup_hardware(declared.gpu).device
+        notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
     if device is None:
-        raise ConfigError([InputIssue("--gpu", "the device is required: give --gpu NAME, --platform (with --sm/--arch), or --probe", None, None)])
-    path = resolve_model_path(args.model)
+        raise ConfigError([InputIssue("--gpu", "the device is required: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
+    if serve is not None:
+        path = serve_model_path(serve)
+        hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
+        notes += [f"--serve: {n}" for n in serve_notes]
+    else:
+        path = resolve_model_path(args.model)
+        hf_cfg = load_hf_config(path)
+    user_quantization = args.quantization or (serve.quantization if serve is not None and serve.quantization == "moe_wna16" else None)
     override = load_hf_config(args.hf_quant_config, "--hf-quant-config") if args.hf_quant_config else None
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
-    checkpoint = read_checkpoint(load_hf_config(path), file=str(path), beside=beside, override=override, user_quantization=args.quantization)
+    checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_quantization)
     prov: list[Provenance] = []
     par: dict[str, Any] = {}
     for flag, key in (("tp", "tp_size"), ("dp", "dp_size"), ("redundant_experts", "num_redundant_experts")):
@@ -122,17 +141,16 @@ def cmd_plan(args: argparse.Namespace, catalog: Any) -> int:
                 resolve_request(catalog, value)
             except ConfigError as exc:
                 raise ConfigError([InputIssue(name, i.message, i.value, i.allowed) for i in exc.issues]) from None
-    env = _environment(args, catalog, probe_notes)
     for flag, key in (("lora", "lora"), ("batch_invariant", "batch_invariant")):
         if getattr(args, flag):
             prov.append(Provenance(key, Source.USER_FLAG, f"--{flag.replace('_', '-')}"))
     if args.max_tokens is not None:
         prov.append(Provenance("max_num_tokens", Source.USER_FLAG, f"--max-tokens {args.max_tokens}"))
     plan = build_plan(
-        checkpoint, Oracle(catalog, env), device=device, parallel=parallel,
+        checkpoint, Oracle(catalog, env, policy=args.policy), device=device, parallel=parallel,
         moe_backend=args.moe_backend or "auto", draft_moe_backend=args.draft_moe_backend, include_draft=not args.no_draft,
         lora=bool(args.lora), batch_invariant=bool(args.batch_invariant), max_num_tokens=args.max_tokens,
-        expert_placement_strategy=args.expert_placement, environment=env, provenance=prov,
+        expert_placement_strategy=args.expert_placement, environment=env, provenance=prov, notes=notes,
     )
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2, default=str))

@@ -17,13 +17,15 @@ import hashlib
 import json
 import os
 import platform as _platform
+from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NoReturn
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .config import Device
+from .envfile import parse_requirement
 from .errors import ConfigError, InputIssue
 from .vocab import Platform
 
@@ -52,7 +54,10 @@ class Environment:
         complete: every package not in ``packages`` is absent (probed environments).
         env: environment variable -> raw string value, only for variables that are set.
         probed: built by :func:`probe_environment`.
-        notes: what the probe could not determine.
+        notes: what the probe could not determine, and where the packages were read.
+        unversioned: canonical names installed at a version nobody declared (a direct
+            reference such as ``deep_gemm @ git+...``): neither absent nor known, so
+            predicates on them abstain even in a complete environment.
     """
 
     packages: tuple[tuple[str, str], ...] = ()
@@ -61,6 +66,7 @@ class Environment:
     env: tuple[tuple[str, str], ...] = ()
     probed: bool = False
     notes: tuple[str, ...] = ()
+    unversioned: frozenset[str] = frozenset()
     fingerprint: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -68,7 +74,8 @@ class Environment:
         object.__setattr__(self, "packages", packages)
         object.__setattr__(self, "absent", frozenset(canonicalize_name(n) for n in self.absent))
         object.__setattr__(self, "env", tuple(sorted(self.env)))
-        clash = {n for n, _ in packages} & self.absent
+        object.__setattr__(self, "unversioned", frozenset(canonicalize_name(n) for n in self.unversioned) - {n for n, _ in packages})
+        clash = ({n for n, _ in packages} | self.unversioned) & self.absent
         if clash:
             raise ConfigError([InputIssue("--package", "package declared both installed and absent", sorted(clash), None)])
         for name, version in packages:
@@ -87,6 +94,7 @@ class Environment:
                 "complete": self.complete,
                 "env": self.env,
                 "probed": self.probed,
+                **({"unversioned": sorted(self.unversioned)} if self.unversioned else {}),
             },
             sort_keys=True,
         )
@@ -101,6 +109,8 @@ class Environment:
         version = self._versions.get(key)  # type: ignore[attr-defined]
         if version is not None:
             return version
+        if key in self.unversioned:
+            return None
         if key in self.absent or self.complete:
             return ABSENT
         return None
@@ -121,14 +131,14 @@ class Environment:
             absent = absent | {key}
         else:
             packages = packages + ((key, version),)
-        return Environment(packages, absent, self.complete, self.env, self.probed, self.notes)
+        return Environment(packages, absent, self.complete, self.env, self.probed, self.notes, self.unversioned - {key})
 
     def with_env(self, name: str, value: str | None) -> "Environment":
         """Copy with environment variable ``name`` set to ``value`` (``None``: unset)."""
         env = tuple((n, v) for n, v in self.env if n != name)
         if value is not None:
             env = env + ((name, value),)
-        return Environment(self.packages, self.absent, self.complete, env, self.probed, self.notes)
+        return Environment(self.packages, self.absent, self.complete, env, self.probed, self.notes, self.unversioned)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -138,42 +148,49 @@ class Environment:
             "env": dict(self.env),
             "probed": self.probed,
             "notes": list(self.notes),
+            **({"unversioned": sorted(self.unversioned)} if self.unversioned else {}),
             "fingerprint": self.fingerprint,
         }
 
     @classmethod
     def declared(cls, packages: Iterable[str] = (), absent: Iterable[str] = (), env: Mapping[str, str] | None = None) -> "Environment":
-        """Offline environment from ``NAME==VERSION`` strings and absent names.
+        """Offline environment from requirement strings (``NAME==VERSION``, ``NAME @ URL``) and absent names.
 
         >>> Environment.declared(["flashinfer-python==0.7.2"]).package("flashinfer_python")
         '0.7.2'
+        >>> Environment.declared(["deep_gemm @ git+https://github.com/deepseek-ai/DeepGEMM"]).unversioned
+        frozenset({'deep-gemm'})
 
         Raises:
-            ConfigError: a spec that is not ``NAME==VERSION``.
+            ConfigError: a spec that is not a requirement pinning one version, or a URL.
         """
-        pairs = [parse_package_spec(spec) for spec in packages]
-        return cls(tuple(pairs), frozenset(absent), False, tuple((env or {}).items()))
+        specs = [parse_requirement(spec) if isinstance(spec, str) else _not_a_spec(spec) for spec in packages]
+        pairs = tuple((s.name, s.version) for s in specs if s.version is not None)
+        unversioned = frozenset(s.name for s in specs if s.version is None)
+        return cls(pairs, frozenset(absent), False, tuple((env or {}).items()), unversioned=unversioned)
+
+
+def _not_a_spec(spec: object) -> "NoReturn":
+    raise ConfigError([InputIssue("--package", "expected NAME==VERSION", spec, None)], headline="bad --package")
 
 
 def parse_package_spec(spec: str) -> tuple[str, str]:
-    """Split ``"NAME==VERSION"``.
+    """Split ``"NAME==VERSION"`` (a requirement pinning one version; local versions allowed).
 
     >>> parse_package_spec("deep-gemm==2.1.0")
     ('deep-gemm', '2.1.0')
+    >>> parse_package_spec("torch==2.14.0+cu130")
+    ('torch', '2.14.0+cu130')
 
     Raises:
         ConfigError: not of that form, or an invalid version.
     """
-    if not isinstance(spec, str) or "==" not in spec:
-        raise ConfigError([InputIssue("--package", "expected NAME==VERSION", spec, None)])
-    name, version = (part.strip() for part in spec.split("==", 1))
-    if not name or not version:
-        raise ConfigError([InputIssue("--package", "expected NAME==VERSION", spec, None)])
-    try:
-        Version(version)
-    except InvalidVersion:
-        raise ConfigError([InputIssue("--package", "not a PEP 440 version", version, None)]) from None
-    return canonicalize_name(name), version
+    if not isinstance(spec, str):
+        _not_a_spec(spec)
+    parsed = parse_requirement(spec)
+    if parsed.version is None:
+        raise ConfigError([InputIssue("--package", "expected NAME==VERSION", spec, None)], headline="bad --package")
+    return parsed.name, parsed.version
 
 
 def probe_environment(package_names: Iterable[str], env_var_names: Iterable[str]) -> Environment:
@@ -186,15 +203,41 @@ def probe_environment(package_names: Iterable[str], env_var_names: Iterable[str]
 
     packages: list[tuple[str, str]] = []
     notes: list[str] = []
+    locations: dict[str, None] = {}
     for name in sorted({canonicalize_name(n) for n in package_names}):
         try:
-            packages.append((name, metadata.version(name)))
+            dist = metadata.distribution(name)
+            packages.append((name, dist.version))
+            locations[_site_of(dist)] = None
         except metadata.PackageNotFoundError:
             continue
         except Exception as exc:  # a broken dist-info must not break selection
             notes.append(f"package {name}: probe failed ({type(exc).__name__}: {exc}); treated as absent")
+    notes.insert(0, probe_source(tuple(locations)))
     env = tuple((var, os.environ[var]) for var in sorted(set(env_var_names)) if var in os.environ)
     return Environment(tuple(packages), frozenset(), True, env, True, tuple(notes))
+
+
+def _site_of(dist: Any) -> str:
+    """The directory a distribution was found in (its site-packages), or ``"?"``."""
+    try:
+        return str(Path(str(dist.locate_file(""))).resolve())
+    except Exception:  # noqa: BLE001 - only used in a note
+        return "?"
+
+
+def probe_source(found_in: tuple[str, ...] = ()) -> str:
+    """Which interpreter the probe ran in and which site-packages it read, one sentence.
+
+    ``found_in``: directories where probed packages were found; the interpreter's own
+    ``purelib``/``platlib`` are always named.
+    """
+    import sys
+    import sysconfig
+
+    paths = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *found_in])
+    paths.pop("?", None)
+    return f"probed packages of {sys.executable} (Python {_platform.python_version()}, prefix {sys.prefix}); site-packages: {', '.join(paths)}"
 
 
 def probe_device() -> tuple[Device, tuple[str, ...]]:

@@ -106,6 +106,13 @@ def _json_safe(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool, type(None), list, tuple, dict, frozenset, set))
 
 
+def _flag_of(path: str) -> str | None:
+    """The command-line flag an issue path names (``--gpu``, ``--serve MODEL`` -> ``--serve``), else ``None``."""
+    if path.startswith("--"):
+        return path.split()[0].split("/")[0]
+    return None
+
+
 class MoEOracleError(Exception):
     """Base class of every error this package raises on purpose."""
 
@@ -120,12 +127,22 @@ class _IssuesError(MoEOracleError):
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
-        lines = [f"{self.headline} ({len(self.issues)} problem{'s' if len(self.issues) != 1 else ''}):"]
+        lines = [f"{self.title()} ({len(self.issues)} problem{'s' if len(self.issues) != 1 else ''}):"]
         lines += [f"  - {issue.format()}" for issue in self.issues]
         return "\n".join(lines)
 
+    def title(self) -> str:
+        """What failed, first: the headline given, else ``bad <input>`` when every issue names
+        the same file or flag (``bad --gpu``, ``bad model.json``), else the class headline."""
+        if "headline" in self.__dict__:
+            return self.headline
+        wheres = {issue.file or _flag_of(issue.path) for issue in self.issues}
+        if len(wheres) == 1 and None not in wheres:
+            return f"bad {wheres.pop()}"
+        return self.headline
+
     def to_dict(self) -> dict[str, Any]:
-        return {"error": type(self).__name__, "message": self.headline, "issues": [i.to_dict() for i in self.issues]}
+        return {"error": type(self).__name__, "message": self.title(), "issues": [i.to_dict() for i in self.issues]}
 
 
 class ConfigError(_IssuesError, ValueError):

@@ -19,6 +19,7 @@ from ._resources import examples_dir
 from .catalog import Catalog
 from .config import Device, MoEConfig, ParallelConfig, Provenance
 from .environment import Environment
+from .envvars import env_issues
 from .errors import ConfigError, InputIssue
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
@@ -220,7 +221,8 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     try:
         device = _device(doc["device"])
     except ConfigError as exc:
-        raise ConfigError([InputIssue(f"$.device.{i.path.lstrip('$.').replace('--gpu', 'gpu')}", i.message, i.value, i.allowed, file) for i in exc.issues]) from None
+        # replace() keeps the issue's class (a hardware name's did-you-mean never crosses architectures).
+        raise ConfigError([replace(i, path=f"$.device.{i.path.lstrip('$.').replace('--gpu', 'gpu')}", file=file) for i in exc.issues]) from None
     prov.append(Provenance("device", Source.HARDWARE if "gpu" in doc["device"] else src, f"device {doc['device']}"))
     par = dict(doc.get("parallel") or {})
     if "all2all_backend" in par:
@@ -261,6 +263,9 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             except ConfigError as exc:
                 # Environment names command-line flags (--package NAME); here the input is this file.
                 raise ConfigError([replace(i, path="$.environment.packages" + (f".{i.path[10:]}" if i.path.startswith("--package ") else ""), file=file) for i in exc.issues]) from None
+            issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file)
+            if issues:
+                raise ConfigError(issues)
     return LoadedConfig(config, environment, probe)
 
 

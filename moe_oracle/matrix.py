@@ -21,7 +21,7 @@ from .hardware import GPU_CATALOG
 from .quant import SCHEMES
 from .vocab import Platform
 
-__all__ = ["Cell", "MATRIX_DEVICES", "cell", "cell_for_values", "cuda_values", "render_html", "render_markdown"]
+__all__ = ["Cell", "MATRIX_DEVICES", "MatrixView", "cell", "cell_for_values", "cuda_values", "matrix_view", "render_html", "render_markdown", "render_text"]
 
 MATRIX_DEVICES = ("A100", "L40S", "H200", "B200", "B300", "RTX_PRO_6000", "DGX_SPARK", "MI300X", "MI355X", "ARC_B580", "CPU_X86_64_AMX", "CPU_AARCH64", "CPU_PPC64LE")
 _DEVICE_FIELDS = frozenset({"platform", "device_capability", "gpu_arch", "cpu_arch", "cpu_amx"})
@@ -92,12 +92,110 @@ def cell_for_values(entry: ExpertsEntry, values: Mapping[str, Any]) -> Cell:
     return Cell("yes", ())
 
 
-def _schemes_for(entry: ExpertsEntry) -> list[str]:
-    return [s for s in SCHEMES if any(cell(entry, d, s).status != "no" for d in MATRIX_DEVICES)]
+@dataclass(frozen=True)
+class MatrixView:
+    """Which part of the matrix to show: device columns (catalog names), schemes and kernels.
+
+    Built by :func:`matrix_view` from the ``matrix --gpu/--quant/--backend`` filters.
+    """
+
+    devices: tuple[str, ...] = MATRIX_DEVICES
+    schemes: tuple[str, ...] = tuple(SCHEMES)
+    entries: tuple[ExpertsEntry, ...] | None = None
+
+    def kernels(self, catalog: Catalog) -> tuple[ExpertsEntry, ...]:
+        return self.entries if self.entries is not None else catalog.experts
 
 
-def render_markdown(catalog: Catalog) -> str:
+def matrix_view(catalog: Catalog, gpus: tuple[str, ...] = (), quants: tuple[str, ...] = (), backends: tuple[str, ...] = ()) -> MatrixView:
+    """The view for the given filters; each may list several names (comma-separated or repeated).
+
+    ``gpus``: hardware catalog or ``nvidia-smi`` names, one column each, in the order given;
+    ``quants``: scheme names or reference aliases; ``backends``: backend ids or ``moe_backend``
+    names.
+
+    Raises:
+        ConfigError: an unknown name (with a did-you-mean).
+    """
+    from .engine import resolve_request
+    from .errors import ConfigError, InputIssue
+    from .hardware import lookup_hardware
+    from .quant import scheme_by_name
+
+    def split(values: tuple[str, ...]) -> list[str]:
+        return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+    devices: list[str] = []
+    for name in split(gpus):
+        key = next(k for k, hw in GPU_CATALOG.items() if hw is lookup_hardware(name))
+        if key not in devices:
+            devices.append(key)
+    schemes: list[str] = []
+    for name in split(quants):
+        try:
+            scheme = scheme_by_name(name)
+        except KeyError:
+            raise ConfigError([InputIssue("--quant", "unknown quant scheme", name, list(SCHEMES))]) from None
+        schemes.append(next(k for k, v in SCHEMES.items() if v == scheme))
+    entries = None
+    if backends:
+        wanted: set[str] = set()
+        for name in split(backends):
+            wanted.update(resolve_request(catalog, name) or ())
+        entries = tuple(e for e in catalog.experts if e.backend in wanted)
+    return MatrixView(tuple(devices) or MATRIX_DEVICES, tuple(dict.fromkeys(schemes)) or tuple(SCHEMES), entries)
+
+
+def _schemes_for(entry: ExpertsEntry, view: MatrixView | None = None) -> list[str]:
+    view = view or MatrixView()
+    return [s for s in view.schemes if any(cell(entry, d, s).status != "no" for d in view.devices)]
+
+
+_TEXT_MARK = {"yes": "Y", "no": ".", "conditional": "~"}
+
+
+def render_text(catalog: Catalog, view: MatrixView | None = None, width: int = 100) -> str:
+    """A terminal table no wider than ``width`` columns: per scheme, kernels x device names.
+
+    Marks: ``Y`` supported, ``~`` conditional (a coupled rule reads another field), ``.``
+    unsupported. When the device columns do not fit, they continue in further blocks that
+    repeat the kernel names.
+    """
+    view = view or MatrixView()
+    rows = [(s, e) for s in view.schemes for e in view.kernels(catalog) if any(cell(e, d, s).status != "no" for d in view.devices)]
+    label = max([len(e.id) for _, e in rows] + [len(s) for s, _ in rows]) + 4
+    cols = [max(len(d), 3) + 1 for d in view.devices]
+    chunks: list[list[int]] = [[]]
+    used = label
+    for i, w in enumerate(cols):
+        if chunks[-1] and used + w > width:
+            chunks.append([])
+            used = label
+        chunks[-1].append(i)
+        used += w
+    head = [f"MoE kernel support (tables {catalog.tables_hash}): Y supported, ~ conditional, . unsupported.",
+            "Device and quantization rules only; `moe-oracle explain` decides the rest."]
+    if not rows:
+        return "\n".join(head + ["No kernel supports the selected schemes on the selected devices."]) + "\n"
+    out = head
+    for chunk in chunks:
+        scheme = None
+        for s, e in rows:
+            marks = [cell(e, view.devices[i], s).status for i in chunk]
+            if all(m == "no" for m in marks):
+                continue  # this block's devices run none of it; another block shows the row
+            if s != scheme:
+                scheme = s
+                out.append("")
+                out.append(s.ljust(label) + "".join(view.devices[i].ljust(cols[i]) for i in chunk).rstrip())
+            out.append(f"  {e.id}".ljust(label) + "".join(_TEXT_MARK[m].ljust(cols[i]) for m, i in zip(marks, chunk)).rstrip())
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(catalog: Catalog, view: MatrixView | None = None) -> str:
     """Markdown: one row per kernel, one column per device; a cell lists the schemes it runs there."""
+    view = view or MatrixView()
+    devices = view.devices
     lines = [
         f"# MoE kernel support matrix (tables {catalog.tables_hash})",
         "",
@@ -105,13 +203,15 @@ def render_markdown(catalog: Catalog) -> str:
         "`*` marks a scheme that a coupled rule (e.g. SM-specific quantization) makes conditional. Activation,",
         "routing, parallel and package rules are in `moe-oracle explain`.",
         "",
-        "| kernel | backend | interface | " + " | ".join(MATRIX_DEVICES) + " |",
-        "|---|---|---|" + "---|" * len(MATRIX_DEVICES),
+        "| kernel | backend | interface | " + " | ".join(devices) + " |",
+        "|---|---|---|" + "---|" * len(devices),
     ]
-    for entry in catalog.experts:
-        schemes = _schemes_for(entry)
+    for entry in view.kernels(catalog):
+        schemes = _schemes_for(entry, view)
+        if not schemes:
+            continue
         cells = []
-        for dev in MATRIX_DEVICES:
+        for dev in devices:
             parts = []
             for s in schemes:
                 c = cell(entry, dev, s)
@@ -159,6 +259,14 @@ dl.rules dt:target,dl.rules dt:target+dd{background:var(--cond)}
 _MARK = {"yes": "&#10003;", "no": "&#10007;", "conditional": "~"}
 
 
+def _width_css(n_devices: int) -> str:
+    """Table and legend width for ``n_devices`` device columns (the CSS above is sized for the default 13)."""
+    if n_devices == len(MATRIX_DEVICES):
+        return ""
+    rem = 16 + 7.25 + 4.5 * n_devices
+    return f"\ntable.matrix{{width:{rem:g}rem}} .legend{{min-width:{rem:g}rem}}\n"
+
+
 def _device_label(device_name: str) -> str:
     dev = GPU_CATALOG[device_name].device
     if dev.platform is Platform.CUDA:
@@ -168,7 +276,7 @@ def _device_label(device_name: str) -> str:
     return dev.arch or dev.platform.value
 
 
-def render_html(catalog: Catalog) -> str:
+def render_html(catalog: Catalog, view: MatrixView | None = None) -> str:
     """A static, self-contained page: per quant scheme, kernels x devices; cells link to rules.
 
     No scripts and no external resources. Every unsupported or conditional cell links to
@@ -176,9 +284,12 @@ def render_html(catalog: Catalog) -> str:
     with id ``rule-<rule id>``, at the end of the page.
     """
     esc = html.escape
-    grid = {(e.id, d, s): cell(e, d, s) for e in catalog.experts for d in MATRIX_DEVICES for s in SCHEMES}
+    view = view or MatrixView()
+    devices = view.devices
+    kernels = view.kernels(catalog)
+    grid = {(e.id, d, s): cell(e, d, s) for e in kernels for d in devices for s in view.schemes}
     rules: dict[str, Check] = {}
-    for entry in catalog.experts:
+    for entry in kernels:
         for chk in entry.checks:
             if _relevant(chk):
                 rules.setdefault(chk.rule, chk)
@@ -186,7 +297,7 @@ def render_html(catalog: Catalog) -> str:
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>MoE kernel support matrix ({esc(catalog.tables_hash)})</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{_CSS}{_width_css(len(devices))}</style></head><body>",
         f"<h1 id='top'>MoE kernel support matrix <small>tables {esc(catalog.tables_hash)}</small></h1>",
         "<p class='intro'>Generated by <code>moe-oracle matrix --html</code> from the capability tables. Each cell evaluates the "
         "device and quantization rules of one kernel; other dimensions (activation, routing, parallel config, packages) are "
@@ -196,18 +307,18 @@ def render_html(catalog: Catalog) -> str:
         "(e.g. the all2all backend)</small></p>",
         "<nav><strong>Schemes:</strong> ",
     ]
-    schemes = [s for s in SCHEMES if any(grid[e.id, d, s].status != "no" for e in catalog.experts for d in MATRIX_DEVICES)]
+    schemes = [s for s in view.schemes if any(grid[e.id, d, s].status != "no" for e in kernels for d in devices)]
     out.append(" &middot; ".join(f"<a href='#scheme-{esc(s)}'>{esc(s)}</a>" for s in schemes))
     out.append(" &middot; <a href='#rules'>rules</a></nav>")
-    cols = "<colgroup><col class='k'><col class='b'>" + "<col class='d'>" * len(MATRIX_DEVICES) + "</colgroup>"
-    head = "<thead><tr><th class='k'>kernel</th><th class='b'>backend</th>" + "".join(f"<th title='{esc(GPU_CATALOG[d].description)}'>{'_<wbr>'.join(esc(part) for part in d.split('_'))}<small>{esc(_device_label(d))}</small></th>" for d in MATRIX_DEVICES) + "</tr></thead>"
+    cols = "<colgroup><col class='k'><col class='b'>" + "<col class='d'>" * len(devices) + "</colgroup>"
+    head = "<thead><tr><th class='k'>kernel</th><th class='b'>backend</th>" + "".join(f"<th title='{esc(GPU_CATALOG[d].description)}'>{'_<wbr>'.join(esc(part) for part in d.split('_'))}<small>{esc(_device_label(d))}</small></th>" for d in devices) + "</tr></thead>"
     for s in schemes:
-        entries = [e for e in catalog.experts if any(grid[e.id, d, s].status != "no" for d in MATRIX_DEVICES)]
+        entries = [e for e in kernels if any(grid[e.id, d, s].status != "no" for d in devices)]
         out.append(f"<h2 id='scheme-{esc(s)}'>{esc(s)} <small>({esc(SCHEMES[s].family.value)}, {len(entries)} kernels)</small><a class='up' href='#top'>&uarr; top</a></h2>")
         out.append(f"<table class='matrix' data-scheme='{esc(s)}'>{cols}{head}<tbody>")
         for e in entries:
             row = [f"<tr><td class='k' title='{esc(e.id)}'>{esc(e.id)}</td><td class='b'>{esc(e.backend)}</td>"]
-            for d in MATRIX_DEVICES:
+            for d in devices:
                 c = grid[e.id, d, s]
                 mark = _MARK[c.status]
                 if c.rules:

@@ -17,46 +17,19 @@ Unknown inputs stay ``None`` so that predicates on them abstain.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
 from .config import MoEConfig
 from .environment import Environment
+from .envvars import EnvVarSpec, parse_env_value
 from .fields import NONE
 from .vocab import ActivationFormat, All2AllBackend, Platform, Source
 
 __all__ = ["EnvVarSpec", "Normalized", "normalize", "parse_env_value"]
 
 _BATCHED_DISPATCH = frozenset({All2AllBackend.DEEPEP_LOW_LATENCY.value, All2AllBackend.NIXL_EP.value})
-
-
-@dataclass(frozen=True)
-class EnvVarSpec:
-    """One environment variable the oracle reads (``rules/environment.yaml``).
-
-    Attributes:
-        name: variable name.
-        type: ``bool`` or ``str``.
-        default: value when unset (upstream default).
-        doc: what it does, with the upstream source.
-    """
-
-    name: str
-    type: str
-    default: Any
-    doc: str
-
-
-def parse_env_value(spec: EnvVarSpec, raw: str) -> Any:
-    """Typed value of ``raw`` for ``spec`` (vLLM's bool parsing: 1/true/yes/on).
-
-    >>> parse_env_value(EnvVarSpec("X", "bool", False, ""), "1")
-    True
-    """
-    if spec.type == "bool":
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    return raw
 
 
 @dataclass(frozen=True)
@@ -76,7 +49,7 @@ class Normalized:
         return {k: {"value": jsonable(v), "source": self.sources[k].value} for k, v in sorted(self.values.items(), key=lambda kv: kv[0])}
 
 
-def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...]) -> Normalized:
+def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...], assumed: Mapping[str, str] | None = None) -> Normalized:
     """Flatten ``config`` and ``env`` into the field namespace of :mod:`moe_oracle.fields`.
 
     Args:
@@ -84,6 +57,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
         env: packages and environment variables.
         package_names: canonical package names the catalog's predicates read.
         env_vars: the closed list of environment variables the catalog reads.
+        assumed: package -> version to assume where ``env`` does not know the package (the
+            versions a known engine release pins; source ``engine_pin``).
     """
     dev = config.device
     par = config.parallel
@@ -182,7 +157,11 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("moe_backend", config.moe_backend, _source(config, "moe_backend", Source.DEFAULT if config.moe_backend == "auto" else given))
 
     for name in package_names:
-        put(f"packages.{name}", env.package_canonical(name), Source.PACKAGE)
+        version = env.package_canonical(name)
+        if version is None and assumed and name in assumed:
+            put(f"packages.{name}", assumed[name], Source.ENGINE_PIN)
+        else:
+            put(f"packages.{name}", version, Source.PACKAGE)
     for spec in env_vars:
         raw = env.env_value(spec.name)
         if raw is None:

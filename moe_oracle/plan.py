@@ -314,6 +314,7 @@ def build_plan(
     expert_placement_strategy: str = "linear",
     environment: Environment | None = None,
     provenance: Sequence[Provenance] = (),
+    notes: Sequence[str] = (),
 ) -> Plan:
     """Plan every layer of ``checkpoint`` on ``device`` under ``parallel``.
 
@@ -329,6 +330,7 @@ def build_plan(
         expert_placement_strategy: ``linear`` or ``round_robin``.
         environment: environment for every selection (default: the oracle's).
         provenance: records for deployment fields (the CLI passes its flags).
+        notes: deployment notes to carry (inputs with no effect, serve-line remarks).
 
     Raises:
         ConfigError: a layer's MoEConfig is invalid (the message names the field), or an
@@ -371,7 +373,7 @@ def build_plan(
                 classes = tuple(_rank_classes(oracle, decision, placement, env))
         out.append(PlanGroup(tuple(members), decision, placement, classes))
     out.sort(key=lambda g: (g.role != "target", g.layers[0].spec.index))
-    notes = list(checkpoint.notes)
+    notes = list(checkpoint.notes) + list(notes)
     if any(layer.spec.role == "draft" for layer in layers):
         notes.append("draft (MTP) layers are built only when serving with speculative decoding (--speculative-config method=mtp); their moe_backend is " + ("the speculative config's" if draft_moe_backend is not None else "inherited from the target (vLLM 0.33.0 SpeculativeConfig.moe_backend unset)"))
     return Plan(checkpoint, device, parallel, moe_backend, draft_backend, draft_source, tuple(out), tuple(notes), env, expert_placement_strategy)

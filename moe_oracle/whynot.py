@@ -32,7 +32,7 @@ from .errors import ConfigError, InputIssue
 from .environment import ABSENT, Environment
 from .hardware import GPU_CATALOG
 from .quant import SCHEMES
-from .vocab import Activation, All2AllBackend, DType, RoutingMethod
+from .vocab import Activation, All2AllBackend, DType, Policy, RoutingMethod
 
 if TYPE_CHECKING:
     from .catalog import Catalog
@@ -339,8 +339,8 @@ class SearchResult:
     explored: int
 
 
-def search_eligible(catalog: "Catalog", config: MoEConfig, env: Environment, target: Callable[["Row"], bool], *, max_expansions: int = MAX_EXPANSIONS) -> SearchResult:
-    """Cheapest edit set (at most :data:`MAX_EDITS`) after which a row matching ``target`` has no failure."""
+def search_eligible(catalog: "Catalog", config: MoEConfig, env: Environment, target: Callable[["Row"], bool], *, max_expansions: int = MAX_EXPANSIONS, policy: Policy = Policy.FAITHFUL) -> SearchResult:
+    """Cheapest edit set (at most :data:`MAX_EDITS`) after which a row matching ``target`` has no failure (under ``policy``)."""
     tie = count()
     frontier: list[tuple[int, int, tuple[Edit, ...], State]] = [(0, next(tie), (), (config, env))]
     seen: set[tuple[str, ...]] = set()
@@ -350,7 +350,7 @@ def search_eligible(catalog: "Catalog", config: MoEConfig, env: Environment, tar
         cost, _, edits, state = heapq.heappop(frontier)
         explored += 1
         try:
-            decision = evaluate(catalog, state[0], state[1])
+            decision = evaluate(catalog, state[0], state[1], policy=policy)
         except Exception:  # noqa: BLE001 - an edit produced an invalid config; skip it
             continue
         failing, kernel = _target_failures(decision, target)
@@ -383,7 +383,7 @@ def search_eligible(catalog: "Catalog", config: MoEConfig, env: Environment, tar
     return SearchResult(False, None, (), config, env, None, blocking, explored)
 
 
-def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Callable[["Row"], bool], *, max_rounds: int = 16) -> SearchResult:
+def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Callable[["Row"], bool], *, max_rounds: int = 16, policy: Policy = Policy.FAITHFUL) -> SearchResult:
     """Greedy repair: fix the target's first failing check with its cheapest working edit, repeat.
 
     Among the edits that fix the check, the one leaving the fewest failures wins. Not minimal
@@ -395,7 +395,7 @@ def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Call
     explored = 0
     visited = {(config, env.fingerprint)}
     for _ in range(max_rounds):
-        decision = evaluate(catalog, state[0], state[1])
+        decision = evaluate(catalog, state[0], state[1], policy=policy)
         explored += 1
         failing, kernel = _target_failures(decision, target)
         if failing is None:
@@ -409,7 +409,7 @@ def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Call
                 new_state = apply(state)
                 if (new_state[0], new_state[1].fingerprint) in visited:
                     continue  # never undo an earlier repair: that oscillates
-                trial = evaluate(catalog, new_state[0], new_state[1])
+                trial = evaluate(catalog, new_state[0], new_state[1], policy=policy)
             except Exception:  # noqa: BLE001 - an edit produced an invalid config; try the next
                 continue
             explored += 1
@@ -426,8 +426,8 @@ def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Call
     return SearchResult(False, None, edits, state[0], state[1], None, (), explored)
 
 
-def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment) -> WhyNot:
-    """Smallest change that makes ``backend_name`` eligible.
+def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment, *, policy: Policy = Policy.FAITHFUL) -> WhyNot:
+    """Smallest change that makes ``backend_name`` eligible under ``policy``.
 
     Raises:
         ConfigError: ``backend_name`` is not a known backend or alias.
@@ -437,9 +437,9 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     if backend is None:
         raise ConfigError([InputIssue("--backend", "why-not asks about one backend; 'auto' is the priority order itself (use explain)", backend_name, sorted(catalog.backend_names))])
     target = lambda row: row.entry.backend in backend  # noqa: E731
-    start = evaluate(catalog, config, env)
+    start = evaluate(catalog, config, env, policy=policy)
     failing, kernel = _target_failures(start, target)
     if failing is None:
         return WhyNot(backend, True, kernel, (), config, env, start, True)
-    r = search_eligible(catalog, config, env, target)
+    r = search_eligible(catalog, config, env, target, policy=policy)
     return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored)

@@ -87,8 +87,9 @@ def test_declared_packages_and_env(tables, capsys):
     code, out, _ = run(capsys, "explain", *layer_args(tables, "--gpu", "B200", "--env", "VLLM_BATCH_INVARIANT=1", "--json"))
     record = json.loads(out)
     assert record["inputs"]["batch_invariant"] == {"value": True, "source": "env_var"}
-    code, _, err = run(capsys, "explain", *layer_args(tables, "--gpu", "B200", "--env", "NOT_READ=1"))
-    assert code == 2 and "does not read" in err
+    # A variable selection does not read changes nothing: accepted, and a note says so (issue 9).
+    code, out, _ = run(capsys, "explain", *layer_args(tables, "--gpu", "B200", "--env", "NOT_READ=1", "--json"))
+    assert code == 0 and any(n.startswith("--env: NOT_READ") for n in json.loads(out)["notes"])
 
 
 def test_why_not_finds_the_smallest_change(tables, capsys):
@@ -100,7 +101,7 @@ def test_why_not_finds_the_smallest_change(tables, capsys):
 
 
 def test_matrix_markdown_and_html(tables, tmp_path, capsys):
-    code, out, _ = run(capsys, "matrix", "--tables", tables)
+    code, out, _ = run(capsys, "matrix", "--markdown", "--tables", tables)
     assert code == 0 and "| `fast_monolithic` |" in out
     page = tmp_path / "m.html"
     code, _, _ = run(capsys, "matrix", "--tables", tables, "--html", str(page))
@@ -126,3 +127,13 @@ def test_lint_on_broken_tables_exits_2(tmp_path, capsys):
 def test_console_script_entry_point():
     proc = subprocess.run([sys.executable, "-m", "moe_oracle.cli", "--version"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and proc.stdout.startswith("moe-oracle ")
+
+
+def test_answers_name_the_release_and_the_view(capsys):
+    code, out, _ = run(capsys, "select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--package", "vllm==0.31.0")
+    assert code == 0 and out.rstrip().endswith("for vLLM 0.31.0 (declared)")
+    code, out, _ = run(capsys, "explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--view", "runtime", "--json")
+    record = json.loads(out)
+    assert code == 0 and record["view"] == "runtime" and record["selected"]["kernel"] == "torch_grouped_mm" and record["engine"]["known"] == "assumed"
+    code, out, _ = run(capsys, "explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--package", "vllm==0.34.0")
+    assert code == 0 and "WARNING: answers are for vLLM 0.29.0\u20130.33.0; you declared 0.34.0" in out

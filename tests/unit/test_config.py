@@ -133,7 +133,7 @@ def test_hardware_catalog_exact_capabilities():
     assert [lookup_hardware(n).device.capability for n in ("H200", "B200", "B300", "RTX PRO 6000", "gb10")] == [90, 100, 103, 120, 121]
     assert lookup_hardware("mi355x").device.arch == "gfx950"
     with pytest.raises(ConfigError) as info:
-        lookup_hardware("H20O")
+        lookup_hardware("H200X")
     assert info.value.issues[0].suggestion() == "H200"
 
 

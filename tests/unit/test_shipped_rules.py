@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+
+from moe_oracle.errors import ConfigError
 
 from moe_oracle import Device, Environment, MoEConfig, ParallelConfig
 from moe_oracle.cli import main
@@ -50,9 +54,20 @@ def test_intermediate_size_must_shard_evenly(catalog):
 
 
 def test_ignored_inputs_are_noted(catalog):
-    d = evaluate(catalog, gpt_oss(parallel=ParallelConfig(tp_size=8, all2all_backend="deepep_low_latency")), Environment(env=(("VLLM_USE_DEEP_GEMM", "ture"),)))
+    d = evaluate(catalog, gpt_oss(parallel=ParallelConfig(tp_size=8, all2all_backend="deepep_low_latency")), Environment(env=(("VLLM_ROCM_USE_AITER", "yes"),)))
     assert any("deepep_low_latency has no effect" in n for n in d.notes)
-    assert any("VLLM_USE_DEEP_GEMM='ture' is read as false" in n for n in d.notes)
+    # vLLM 0.33.0 envs.py: VLLM_ROCM_USE_AITER is on only for "1"/"true" (any case).
+    assert any("VLLM_ROCM_USE_AITER='yes' is read as false" in n for n in d.notes)
+
+
+def test_an_int_variable_the_engine_cannot_parse_is_bad_input(catalog):
+    """vLLM 0.33.0 reads VLLM_USE_DEEP_GEMM with bool(int(...)): 'ture' makes it fail at start.
+
+    Before issue 9 it was read as false with a note (a value vLLM never runs with).
+    """
+    with pytest.raises(ConfigError) as info:
+        evaluate(catalog, gpt_oss(), Environment(env=(("VLLM_USE_DEEP_GEMM", "ture"),)))
+    assert info.value.issues[0].allowed == ["0", "1"]
 
 
 def test_arch_spellings_are_one(catalog):
@@ -65,7 +80,6 @@ def test_arch_spellings_are_one(catalog):
         (["run", "--model", "qwen3-30b-a3b", "--tokens", "0"], "--tokens"),
         (["why-not", "--backend", "auto", "--model", "qwen3-30b-a3b", "--gpu", "H200"], "'auto' is the priority order"),
         (["run", "--model", "qwen3-30b-a3b", "--gpu", "H200"], "run executes on this machine"),
-        (["select", "--model", "qwen3-30b-a3b", "--gpu", "B200", "--without", "flashinfer"], "did you mean 'flashinfer-python'"),
         (["select", "--model", "qwen3-30b-a3b", "--gpu", "B200", "--moe-backend", ""], "non-empty"),
     ],
 )
@@ -76,6 +90,14 @@ def test_bad_cli_input_exits_2_with_a_clear_message(argv, message, capsys):
         code = exc.code
     err = capsys.readouterr().err
     assert code == 2 and message in err
+
+
+def test_a_package_no_table_reads_is_a_note_with_a_did_you_mean(capsys):
+    """Issue 9: any package may be declared; before, an unread name was an error (exit 2)."""
+    code = main(["explain", "--model", "qwen3-30b-a3b", "--gpu", "B200", "--without", "flashinfer", "--package", "numpy==2.4.6", "--json"])
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert code == 0
+    assert any("flashinfer (did you mean 'flashinfer-python'?)" in n and "numpy" in n for n in notes)
 
 
 def test_lint_flags_contradictory_conditional_bounds_and_inert_adjustments(tmp_path):

@@ -1,0 +1,252 @@
+"""What an operator already has, turned into oracle inputs: a ``vllm serve`` line, an
+environment file, package and environment-variable declarations.
+
+The command-line front end (:mod:`moe_oracle.cli`) calls these; each returns its result
+plus *notes*: one sentence per input that has no effect or is read in a way the operator
+may not expect. Nothing here is fatal unless the engine itself would refuse the input
+(then :class:`~moe_oracle.errors.ConfigError`, exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from packaging.utils import canonicalize_name
+
+from .envfile import PackageSpec, parse_requirement, read_environment_file
+from .environment import Environment
+from .envvars import env_issues, env_notes
+from .errors import ConfigError, InputIssue, did_you_mean
+from .serve import ServeArgs, engine_facts
+
+__all__ = ["DeclaredEnvironment", "apply_serve", "declare_environment", "load_serve_checkpoint", "serve_model_path"]
+
+# ServeArgs attribute -> (argparse dest, flag as the user types it for moe-oracle)
+_SERVE_TO_ARGS = {
+    "tp": ("tp", "--tp"),
+    "dp": ("dp", "--dp"),
+    "ep": ("ep", "--ep"),
+    "all2all": ("all2all", "--all2all"),
+    "eplb": ("eplb", "--eplb"),
+    "redundant_experts": ("redundant_experts", "--redundant-experts"),
+    "lora": ("lora", "--lora"),
+    "moe_backend": ("moe_backend", "--moe-backend"),
+    "max_num_batched_tokens": ("max_tokens", "--max-tokens"),
+}
+
+
+def apply_serve(args: argparse.Namespace, serve: ServeArgs) -> None:
+    """Fill the deployment flags of ``args`` from a parsed ``vllm serve`` line.
+
+    A flag given both ways must agree. Boolean vLLM flags given as off (``--no-enable-eplb``)
+    leave the oracle's flag unset, which means off.
+
+    Raises:
+        ConfigError: ``--model``/``--config`` together with ``--serve``, or a flag given both
+            ways with different values.
+    """
+    if getattr(args, "model", None) or getattr(args, "config", None):
+        raise ConfigError([InputIssue("--serve", "the vllm serve line names the model; drop --model/--config", args.model or args.config, None)], headline="bad --serve")
+    issues = []
+    for attr, (dest, flag) in _SERVE_TO_ARGS.items():
+        value = getattr(serve, attr)
+        if value is None or value is False:
+            continue
+        current = getattr(args, dest, None)
+        if current is not None and current != value:
+            issues.append(InputIssue(flag, f"given as {flag} {current} and in --serve as {serve.flag_for(attr)} {value}", current, None))
+            continue
+        setattr(args, dest, value)
+    if issues:
+        raise ConfigError(issues, headline="bad --serve")
+
+
+def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
+    """The ``config.json`` a serve line's model resolves to.
+
+    ``--hf-config-path`` wins when given. A local path or a shipped example name resolves
+    through :func:`moe_oracle.inputs.resolve_model_path`; a Hugging Face id
+    (``Qwen/Qwen3-30B-A3B-FP8``) resolves by its last component when that is a shipped example.
+
+    Raises:
+        ConfigError: nothing on this machine or among the examples matches.
+    """
+    from .inputs import resolve_model_path
+
+    ref = serve.hf_config_path or serve.model
+    assert ref is not None
+    try:
+        return resolve_model_path(ref, base)
+    except ConfigError as first:
+        tail = ref.rstrip("/").rsplit("/", 1)[-1]
+        for candidate in dict.fromkeys([tail, tail.lower()]):
+            if candidate and candidate != ref:
+                try:
+                    return resolve_model_path(candidate, base)
+                except ConfigError:
+                    continue
+        issue = first.issues[0]
+        raise ConfigError([InputIssue("--serve MODEL", f"{ref!r} is not a local checkpoint or config.json, and {tail!r} is not a shipped example (this tool does not download models; pass the checkpoint directory or its config.json)", ref, issue.allowed)], headline="bad --serve") from None
+
+
+def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Apply the serve line's ``--hf-overrides`` and ``--quantization`` to a parsed config.json.
+
+    vLLM 0.33.0 vllm/config/model.py: ``hf_overrides`` (a dict) updates the HF config;
+    ``_verify_quantization`` keeps a ``--quantization`` equal to the checkpoint's method and
+    refuses a different one (apart from its override methods, not modelled); on an
+    unquantized checkpoint ``-q fp8`` quantizes online (Q/fp8.py: static per-tensor weights,
+    dynamic per-tensor activations).
+
+    Returns:
+        (the config to read, notes).
+
+    Raises:
+        ConfigError: ``--quantization`` differs from the checkpoint's method.
+    """
+    notes = []
+    cfg = dict(hf_cfg)
+    if serve.hf_overrides:
+        for key, value in serve.hf_overrides.items():
+            if isinstance(value, Mapping) and isinstance(cfg.get(key), Mapping):
+                cfg[key] = {**cfg[key], **value}
+            else:
+                cfg[key] = value
+        notes.append(f"--hf-overrides applied to {path}: {', '.join(sorted(serve.hf_overrides))}")
+    q = serve.quantization
+    if q:
+        current = cfg.get("quantization_config")
+        method = current.get("quant_method") if isinstance(current, Mapping) else None
+        if method is None:
+            if q == "fp8":
+                cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+                notes.append("--quantization fp8 on an unquantized checkpoint: vLLM quantizes the experts online (static per-tensor FP8 weights, dynamic per-tensor activations)")
+            else:
+                notes.append(f"--quantization {q} on an unquantized checkpoint is not modelled: the answer is for the unquantized layer")
+        elif q == method:
+            notes.append(f"--quantization {q} matches the checkpoint's quant_method: no effect")
+        else:
+            notes.append(f"--quantization {q} on a {method} checkpoint: vLLM either takes it as an override method or refuses the checkpoint; not modelled, the answer uses the checkpoint's {method}")
+    return cfg, notes
+
+
+@dataclass(frozen=True)
+class DeclaredEnvironment:
+    """The environment built from the flags, plus where the device may come from."""
+
+    environment: Environment
+    notes: tuple[str, ...]
+    gpu: str | None = None
+    gpu_source: str | None = None
+
+
+def declare_environment(
+    catalog: Any,
+    *,
+    packages: Sequence[str] = (),
+    without: Sequence[str] = (),
+    env: Sequence[str] = (),
+    env_file: str | None = None,
+    serve_env: Iterable[tuple[str, str]] = (),
+    base: Environment | None = None,
+    version: str = "0.33.0",
+) -> DeclaredEnvironment:
+    """An :class:`Environment` from ``--environment FILE``, ``--package``, ``--without`` and ``--env``.
+
+    Later sources win: the file (or ``base``, a config file's environment), then the serve
+    line's ``NAME=VALUE`` words, then the flags. Only packages and variables the tables read
+    are kept in the record; the others are accepted and listed in a note.
+
+    Raises:
+        ConfigError: a malformed declaration, or a value the engine refuses at start
+            (``VLLM_USE_DEEP_GEMM=true``).
+    """
+    notes: list[str] = []
+    read = set(catalog.package_names)
+    specs: dict[str, PackageSpec] = {}
+    absent: set[str] = set(base.absent) if base is not None else set()
+    complete = bool(base.complete) if base is not None else False
+    variables: dict[str, str] = dict(base.env) if base is not None else {}
+    gpu = gpu_source = None
+    if base is not None:
+        specs.update({n: PackageSpec(n, v) for n, v in base.packages})
+        specs.update({n: PackageSpec(n, None) for n in base.unversioned})
+    if env_file is not None:
+        doc = read_environment_file(env_file)
+        specs.update({p.name: p for p in doc.packages})
+        complete = doc.complete
+        notes += [f"--environment {env_file}: {n}" for n in doc.notes]
+        unread = sorted({p.name for p in doc.packages} - read)
+        kept = sorted({p.name for p in doc.packages} & read)
+        notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} packages, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} others do not affect selection" if unread else "") + ("; every unlisted package is absent" if doc.complete else ""))
+        file_vars = dict(doc.env)
+        _collect_vars(catalog, file_vars, variables, notes, f"--environment {env_file}", version, quiet_unread=True)
+        if doc.gpus:
+            gpu, gpu_source = doc.gpus[0], f"--environment {env_file}"
+    for word, value in serve_env:
+        variables[word] = value
+    serve_vars = dict(serve_env)
+    if serve_vars:
+        _collect_vars(catalog, serve_vars, variables, notes, "--serve", version, quiet_unread=False)
+    declared_packages = []
+    for spec_text in packages:
+        spec = parse_requirement(spec_text, "--package")
+        specs[spec.name] = spec
+        absent.discard(spec.name)
+        declared_packages.append(spec.name)
+    for name in without:
+        key = canonicalize_name(name)
+        if key in {canonicalize_name(p) for p in declared_packages}:
+            raise ConfigError([InputIssue("--without", "package declared both installed (--package) and absent (--without)", name, None)], headline="bad --without")
+        specs.pop(key, None)
+        absent.add(key)
+    unread = [n for n in sorted({canonicalize_name(p) for p in declared_packages} | {canonicalize_name(n) for n in without}) if n not in read]
+    if unread:
+        shown = []
+        for name in unread:
+            guess = did_you_mean(name, sorted(read))
+            shown.append(name + (f" (did you mean {guess!r}?)" if guess else ""))
+        notes.append(f"packages no table reads (accepted; they do not change the answer): {', '.join(shown)}")
+    flag_vars: dict[str, str] = {}
+    for item in env:
+        if "=" not in item:
+            raise ConfigError([InputIssue("--env", "expected VAR=VALUE", item, None)], headline="bad --env")
+        name, value = item.split("=", 1)
+        flag_vars[name] = value
+    _collect_vars(catalog, flag_vars, variables, notes, "--env", version, quiet_unread=False)
+    issues = env_issues(sorted(variables.items()), catalog.env_vars)
+    if issues:
+        raise ConfigError(issues, headline="bad environment variable")
+    kept_specs = [s for n, s in specs.items() if n in read]
+    environment = Environment(
+        tuple((s.name, s.version) for s in kept_specs if s.version is not None),
+        frozenset(n for n in absent if n in read),
+        complete,
+        tuple(sorted(variables.items())),
+        unversioned=frozenset(s.name for s in kept_specs if s.version is None),
+    )
+    for s in kept_specs:
+        if s.version is None:
+            notes.append(f"{s.name} is installed from {s.reference or 'an undeclared version'}: its version is unknown, so version rules on it abstain (pip list --format=json reports it)")
+    return DeclaredEnvironment(environment, tuple(notes), gpu, gpu_source)
+
+
+def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], notes: list[str], where: str, version: str, *, quiet_unread: bool) -> None:
+    """Keep the variables the tables read; note removed, irrelevant and unknown ones."""
+    read = {s.name for s in catalog.env_vars}
+    removed = {r.name for r in catalog.removed_env_vars}
+    facts = engine_facts(version)
+    other = []
+    for name, value in given.items():
+        if name in read:
+            into[name] = value
+        elif name not in removed:
+            other.append(name)
+    shown = [(n, v) for n, v in given.items() if n in read or n in removed or not quiet_unread]
+    for note in env_notes(shown, catalog.env_vars, catalog.removed_env_vars, facts["env_vars"]):
+        notes.append(f"{where}: {note}")
+    if quiet_unread and other:
+        notes.append(f"{where}: {len(other)} other environment variables do not affect MoE kernel selection")

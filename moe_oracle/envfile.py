@@ -1,0 +1,282 @@
+"""Read the environment an operator already has on file: pip, uv and vLLM's own reports.
+
+Four formats are recognised from their content:
+
+* ``pip freeze`` / ``uv pip freeze``: one requirement per line (``name==1.2``,
+  ``name @ git+https://...``, ``-e git+...#egg=name``), parsed with
+  ``packaging.requirements.Requirement``. It lists every installed distribution (pip leaves
+  out its own pip, setuptools, wheel and distribute), so any other package is absent.
+* ``pip list --format=json`` / ``uv pip list --format=json``: a JSON array of
+  ``{"name", "version"}`` objects; complete, like ``pip freeze``.
+* ``pip list`` / ``uv pip list`` (columns): a ``Package Version`` header, a dashed rule,
+  then one ``name version [location]`` row per distribution; complete.
+* ``vllm collect-env`` (vLLM 0.33.0 vllm/collect_env.py): ``[pip3] name==version`` lines of
+  the packages its name filter keeps (torch, numpy, triton, nvidia*, flashinfer-python, ...),
+  ``vLLM Version : X``, the GPU list (``GPU 0: NVIDIA H200`` from ``nvidia-smi -L``, or
+  ``AMD Instinct MI300X (gfx942...)`` from torch on ROCm) and the ``VAR=value`` lines of its
+  Environment Variables section. Packages it does not list are *unknown*, not absent: the
+  filter also hides names spelled another way.
+
+Local versions (``2.14.0+cu130``) are PEP 440 versions. A direct reference without a
+version (``deep_gemm @ git+...``) is installed at an unknown version: predicates on its
+version abstain (``pip list --format=json`` reports the version and is the better input).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from .errors import ConfigError, InputIssue
+
+__all__ = ["EnvironmentFile", "PackageSpec", "parse_environment_text", "parse_requirement", "read_environment_file"]
+
+MAX_ENV_FILE_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PackageSpec:
+    """One installed distribution as declared: canonical name and version (``None``: unknown)."""
+
+    name: str
+    version: str | None
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
+class EnvironmentFile:
+    """What an environment file says.
+
+    Attributes:
+        path: the file as given.
+        format: ``pip freeze``, ``pip list --format=json``, ``pip list`` or ``vllm collect-env``.
+        packages: every distribution listed, in file order.
+        complete: the file lists every installed distribution (so an unlisted one is absent).
+        env: ``(name, value)`` of the environment variables the file records.
+        gpus: device names as the file prints them (``NVIDIA H200``), in order.
+        notes: what the reader could not take at face value.
+    """
+
+    path: str
+    format: str
+    packages: tuple[PackageSpec, ...]
+    complete: bool
+    env: tuple[tuple[str, str], ...] = ()
+    gpus: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
+    """One ``pip freeze`` line or ``--package`` value.
+
+    Accepts ``name==version`` (also ``===``), ``name @ url`` (version unknown unless the
+    same line pins one), ``-e URL#egg=name`` and a bare ``name`` (installed, version
+    unknown); extras and markers are allowed and ignored.
+
+    >>> parse_requirement("torch==2.14.0+cu130")
+    PackageSpec(name='torch', version='2.14.0+cu130', reference=None)
+    >>> parse_requirement("deep_gemm @ git+https://github.com/deepseek-ai/DeepGEMM@v2.1.1").version is None
+    True
+
+    Raises:
+        ConfigError: not a requirement, a range instead of one version, or an invalid version.
+    """
+    line = text.strip()
+    if line.startswith(("-e ", "--editable ")):
+        egg = re.search(r"[#&]egg=([A-Za-z0-9._-]+)", line)
+        if not egg:
+            raise ConfigError([InputIssue(where, "an editable requirement needs #egg=NAME to name the package", text, None)], headline=f"bad {where}")
+        return PackageSpec(canonicalize_name(egg.group(1)), None, line.split(None, 1)[1])
+    try:
+        req = Requirement(line)
+    except InvalidRequirement as exc:
+        raise ConfigError([InputIssue(where, f"not a requirement NAME==VERSION or NAME @ URL ({exc})", text, None)], headline=f"bad {where}") from None
+    name = canonicalize_name(req.name)
+    pins = [s for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
+    if req.url:
+        return PackageSpec(name, pins[0].version if pins else None, req.url)
+    if not req.specifier:
+        return PackageSpec(name, None)  # a bare name: installed, version unknown
+    if len(pins) != 1 or len(req.specifier) != 1:
+        raise ConfigError([InputIssue(where, "declare the installed version exactly: NAME==VERSION (or NAME @ URL)", text, None)], headline=f"bad {where}")
+    version = pins[0].version
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise ConfigError([InputIssue(where, "not a PEP 440 version", version, None)], headline=f"bad {where}") from None
+    return PackageSpec(name, version)
+
+
+def read_environment_file(path: str | Path) -> EnvironmentFile:
+    """Read and parse an environment file (see the module doc for the formats).
+
+    Raises:
+        ConfigError: unreadable, not UTF-8, too large, or in none of the formats; problems name
+            the file and line.
+    """
+    display = str(path)
+    try:
+        with Path(path).open("rb") as handle:  # bounded: a device such as /dev/zero never ends
+            raw = handle.read(MAX_ENV_FILE_BYTES + 1)
+    except (OSError, ValueError) as exc:
+        raise ConfigError([InputIssue("--environment", f"cannot read: {getattr(exc, 'strerror', None) or exc}", display, None, display)], headline="bad --environment") from None
+    if len(raw) > MAX_ENV_FILE_BYTES:
+        raise ConfigError([InputIssue("--environment", f"larger than {MAX_ENV_FILE_BYTES} bytes", display, None, display)], headline="bad --environment")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([InputIssue("--environment", f"not UTF-8 (invalid byte at offset {exc.start})", display, None, display)], headline="bad --environment") from None
+    return parse_environment_text(text, display)
+
+
+_COLLECT_ENV_MARKERS = ("Versions of relevant libraries", "vLLM Version", "Collecting environment information", "PyTorch version")
+_GPU_LINE = re.compile(r"^\s*GPU \d+: (.+?)\s*$")
+
+
+def parse_environment_text(text: str, path: str = "<text>") -> EnvironmentFile:
+    """Parse the content of an environment file; ``path`` is used in messages.
+
+    Raises:
+        ConfigError: in none of the formats, or a line that does not parse.
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise ConfigError([InputIssue("--environment", "the file is empty", path, None, path)], headline="bad --environment")
+    if stripped.startswith("["):
+        return _pip_json(stripped, path)
+    if any(marker in text for marker in _COLLECT_ENV_MARKERS):
+        return _collect_env(text, path)
+    lines = text.splitlines()
+    first = next((ln for ln in lines if ln.strip()), "")
+    if re.match(r"^\s*Package\s+Version\b", first):
+        return _pip_columns(lines, path)
+    return _pip_freeze(lines, path)
+
+
+def _line_error(path: str, number: int, line: str, message: str) -> ConfigError:
+    return ConfigError([InputIssue(f"line {number}", message, line.strip(), None, path)], headline="bad --environment")
+
+
+def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
+    packages = []
+    for number, line in enumerate(lines, start=1):
+        body = line.split(" #", 1)[0].strip() if not line.lstrip().startswith("#") else ""
+        if not body or body.startswith(("-i ", "--index-url", "--extra-index-url", "-f ", "--find-links")):
+            continue
+        try:
+            packages.append(parse_requirement(body, "--environment"))
+        except ConfigError as exc:
+            raise _line_error(path, number, line, exc.issues[0].message + "; expected the output of pip freeze, pip list (--format=json), uv pip list or vllm collect-env") from None
+    if not packages:
+        raise ConfigError([InputIssue("--environment", "no package found; expected the output of pip freeze, pip list (--format=json), uv pip list or vllm collect-env", path, None, path)], headline="bad --environment")
+    return EnvironmentFile(path, "pip freeze", tuple(packages), True)
+
+
+def _pip_json(text: str, path: str) -> EnvironmentFile:
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise ConfigError([InputIssue("--environment", f"looks like pip list --format=json but is not valid JSON: {exc}", path, None, path)], headline="bad --environment") from None
+    if not isinstance(data, list):
+        raise ConfigError([InputIssue("$", "pip list --format=json is an array of {name, version}", type(data).__name__, None, path)], headline="bad --environment")
+    packages = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not isinstance(item.get("version"), str):
+            raise ConfigError([InputIssue(f"$[{i}]", "each entry needs a string name and version", item, None, path)], headline="bad --environment")
+        try:
+            Version(item["version"])
+        except InvalidVersion:
+            raise ConfigError([InputIssue(f"$[{i}].version", "not a PEP 440 version", item["version"], None, path)], headline="bad --environment") from None
+        packages.append(PackageSpec(canonicalize_name(item["name"]), item["version"]))
+    return EnvironmentFile(path, "pip list --format=json", tuple(packages), True)
+
+
+def _pip_columns(lines: list[str], path: str) -> EnvironmentFile:
+    packages = []
+    for number, line in enumerate(lines, start=1):
+        cols = line.split()
+        if not cols or number == 1 or set(line.strip()) <= {"-", " "}:
+            continue
+        if len(cols) < 2:
+            raise _line_error(path, number, line, "expected NAME VERSION (pip list / uv pip list columns)")
+        try:
+            Version(cols[1])
+        except InvalidVersion:
+            raise _line_error(path, number, line, f"not a PEP 440 version: {cols[1]!r}") from None
+        packages.append(PackageSpec(canonicalize_name(cols[0]), cols[1]))
+    return EnvironmentFile(path, "pip list", tuple(packages), True)
+
+
+def _collect_env(text: str, path: str) -> EnvironmentFile:
+    packages: dict[str, PackageSpec] = {}
+    env: list[tuple[str, str]] = []
+    gpus: list[str] = []
+    notes: list[str] = []
+    lines = text.splitlines()
+    in_env = False
+    in_gpus = False
+    vllm_version = None
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if stripped == "Environment Variables":
+            in_env = True
+            continue
+        if in_env:
+            if stripped.startswith("=") or not stripped:
+                continue
+            if "=" in stripped and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", stripped):
+                name, value = stripped.split("=", 1)
+                env.append((name, value))
+            continue
+        if stripped.startswith(("[pip3] ", "[pip] ")):
+            body = stripped.split("] ", 1)[1].strip()
+            if body in ("No relevant packages", "Could not collect"):
+                continue
+            try:
+                spec = parse_requirement(body, "--environment")
+            except ConfigError as exc:
+                raise _line_error(path, number, line, exc.issues[0].message) from None
+            packages[spec.name] = spec
+            continue
+        if stripped.startswith("[conda] "):
+            cols = stripped.split()[1:]
+            if len(cols) >= 2 and cols[0] not in ("No", "Could"):
+                try:
+                    Version(cols[1])
+                except InvalidVersion:
+                    continue
+                packages.setdefault(canonicalize_name(cols[0]), PackageSpec(canonicalize_name(cols[0]), cols[1]))
+            continue
+        key, sep, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if sep and key == "vLLM Version" and value:
+            vllm_version = value.split()[0]
+            continue
+        if sep and key == "GPU models and configuration":
+            in_gpus = True
+            if value and value not in ("Could not collect", "No CUDA"):
+                gpus.append(value)
+            continue
+        if in_gpus:
+            match = _GPU_LINE.match(line)
+            if match:
+                gpus.append(match.group(1))
+                continue
+            if stripped:
+                in_gpus = False
+    if vllm_version is not None and "vllm" not in packages:
+        try:
+            Version(vllm_version)
+            packages["vllm"] = PackageSpec("vllm", vllm_version)
+        except InvalidVersion:
+            notes.append(f"vLLM Version {vllm_version!r} is not a PEP 440 version: vllm's version is unknown")
+    notes.append("vllm collect-env lists only the packages its name filter keeps (torch, numpy, triton, nvidia*, flashinfer-python, ...): packages it does not list are unknown, not absent")
+    if len(set(gpus)) > 1:
+        notes.append(f"the file lists different GPUs ({', '.join(dict.fromkeys(gpus))}); the first one is used")
+    return EnvironmentFile(path, "vllm collect-env", tuple(packages.values()), False, tuple(env), tuple(gpus), tuple(notes))

@@ -1,0 +1,187 @@
+"""Environment variables exactly as the engine reads each one.
+
+vLLM 0.33.0 ``vllm/envs.py`` parses its variables in three ways that matter for MoE
+selection, and the closed list in ``rules/environment.yaml`` names the way per variable
+(``parse:``):
+
+* ``int``: ``bool(int(os.getenv(NAME, default)))`` (``VLLM_USE_DEEP_GEMM``,
+  ``VLLM_MOE_USE_DEEP_GEMM``, ``VLLM_BATCH_INVARIANT``, ``VLLM_USE_FLASHINFER_MOE_INT4``).
+  ``int()`` is Python's: ``" 1 "``, ``"+1"``, ``"01"`` and ``"-1"`` are accepted (``-1`` is
+  true); ``"true"``, ``"yes"`` or an empty value raise ``ValueError`` the first time vLLM
+  reads the variable, i.e. vLLM fails at start. We answer such a value as bad input.
+* ``true_or_1``: ``os.getenv(NAME, default).lower() in ("true", "1")``
+  (``VLLM_ROCM_USE_AITER``, ``VLLM_ROCM_USE_AITER_MOE``): any other value, ``"yes"``
+  and ``" 1"`` included, is false, silently.
+* ``str``: the raw string.
+
+Variables vLLM removed (``removed:`` in the same file) are not read at all; vLLM 0.33.0
+warns ``Unknown vLLM environment variable detected`` (vllm/platforms/interface.py
+``validate_environ``). We say so and name the replacement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from .errors import ConfigError, InputIssue, did_you_mean
+
+__all__ = [
+    "PARSE_KINDS",
+    "EnvVarSpec",
+    "RemovedEnvVar",
+    "env_issues",
+    "env_notes",
+    "parse_env_value",
+]
+
+PARSE_KINDS = ("int", "true_or_1", "str")
+
+
+@dataclass(frozen=True)
+class EnvVarSpec:
+    """One environment variable the oracle reads (``rules/environment.yaml``).
+
+    Attributes:
+        name: variable name.
+        type: ``bool`` or ``str`` (the type of the parsed value).
+        default: value when unset (upstream default).
+        doc: what it does, with the upstream source.
+        parse: how the engine turns the raw string into the value, one of :data:`PARSE_KINDS`;
+            ``None`` means ``int`` for a bool and ``str`` for a str.
+        engine: engine releases the variable exists in (``None``: every release).
+    """
+
+    name: str
+    type: str
+    default: Any
+    doc: str
+    parse: str | None = None
+    engine: Any = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.parse is None:
+            object.__setattr__(self, "parse", "int" if self.type == "bool" else "str")
+        if self.parse not in PARSE_KINDS:
+            raise ValueError(f"{self.name}: parse must be one of {PARSE_KINDS}, got {self.parse!r}")
+
+
+@dataclass(frozen=True)
+class RemovedEnvVar:
+    """A variable an older engine release read and this one does not.
+
+    Attributes:
+        name: variable name.
+        removed_in: the first release that no longer reads it (``"0.29.0"`` or a commit).
+        replacement: what to use instead, as the operator would type it.
+        reference: where the fact comes from.
+    """
+
+    name: str
+    removed_in: str
+    replacement: str
+    reference: str
+
+
+def _int_value(raw: str) -> bool | None:
+    try:
+        return bool(int(raw))
+    except ValueError:
+        return None
+
+
+def parse_env_value(spec: EnvVarSpec, raw: str) -> Any:
+    """Typed value of ``raw`` for ``spec``, as vLLM 0.33.0 ``vllm/envs.py`` computes it.
+
+    >>> parse_env_value(EnvVarSpec("VLLM_USE_DEEP_GEMM", "bool", True, ""), " 0 ")
+    False
+    >>> parse_env_value(EnvVarSpec("VLLM_ROCM_USE_AITER", "bool", False, "", "true_or_1"), "yes")
+    False
+
+    Raises:
+        ConfigError: an ``int`` variable whose value ``int()`` refuses (vLLM fails at start).
+    """
+    if spec.parse == "int":
+        value = _int_value(raw)
+        if value is None:
+            raise ConfigError([_int_issue(spec, raw, f"--env {spec.name}")], headline=f"bad --env {spec.name}")
+        return value
+    if spec.parse == "true_or_1":
+        return raw.lower() in ("true", "1")
+    return raw
+
+
+def _int_issue(spec: EnvVarSpec, raw: str, path: str) -> InputIssue:
+    return InputIssue(
+        path,
+        f"vLLM 0.33.0 reads {spec.name} with bool(int(...)) (vllm/envs.py), so {raw!r} makes vLLM raise ValueError at start; use 1 or 0",
+        raw,
+        ["0", "1"],
+        keyword="env_value",
+    )
+
+
+def env_issues(env: Iterable[tuple[str, str]], specs: Iterable[EnvVarSpec], path: str = "--env", file: str | None = None) -> list[InputIssue]:
+    """Every value the engine would refuse at start (``int`` variables that are not integers).
+
+    ``path``: a flag (``--env``: issues name ``--env VAR``) or a JSON path
+    (``$.environment.env``: issues name ``$.environment.env.VAR``); ``file``: the file it is in.
+    """
+    by_name = {s.name: s for s in specs}
+    issues = []
+    for name, raw in env:
+        spec = by_name.get(name)
+        if spec is not None and spec.parse == "int" and _int_value(raw) is None:
+            where = f"{path}.{name}" if path.startswith("$") else f"{path} {name}"
+            issue = _int_issue(spec, raw, where)
+            issues.append(InputIssue(issue.path, issue.message, issue.value, issue.allowed, file, keyword=issue.keyword))
+    return issues
+
+
+def env_notes(
+    env: Iterable[tuple[str, str]],
+    specs: Iterable[EnvVarSpec],
+    removed: Iterable[RemovedEnvVar] = (),
+    engine_names: Iterable[str] | None = None,
+) -> tuple[str, ...]:
+    """What the user may not expect about the declared variables, one sentence each.
+
+    * a ``true_or_1`` variable whose value is neither ``1`` nor ``true`` (any case) is false;
+    * a removed variable is not read; its replacement is named;
+    * a variable the engine knows but selection does not read has no effect;
+    * a ``VLLM_*`` name the engine does not know is a likely typo (with a did-you-mean).
+
+    ``engine_names``: every variable the engine release declares (``None``: not known, and
+    the last two notes are not given).
+    """
+    by_name = {s.name: s for s in specs}
+    gone = {r.name: r for r in removed}
+    known = frozenset(engine_names) if engine_names is not None else None
+    notes = []
+    for name, raw in env:
+        spec = by_name.get(name)
+        if spec is not None:
+            if spec.parse == "true_or_1" and raw.lower() not in ("true", "1", "false", "0"):
+                notes.append(f"{name}={raw!r} is read as false: vLLM 0.33.0 turns it on only for 1 or true (any case), vllm/envs.py")
+            elif spec.parse == "int" and raw.strip() not in ("0", "1") and _int_value(raw) is not None:
+                notes.append(f"{name}={raw!r} is read as {bool(int(raw))} (vLLM 0.33.0 reads it with bool(int(...)))")
+            continue
+        if name in gone:
+            r = gone[name]
+            notes.append(f"{name} has no effect: the engine stopped reading it in {r.removed_in} (vLLM 0.33.0 only warns 'Unknown vLLM environment variable'); use {r.replacement}")
+            continue
+        if known is None:
+            continue
+        if name in known:
+            notes.append(f"{name} is read by vLLM but not by MoE kernel selection: ignored")
+        elif name.startswith("VLLM_"):
+            guess = did_you_mean(name, sorted(set(by_name) | known))
+            notes.append(f"{name} is not a vLLM 0.33.0 variable (vLLM warns and ignores it)" + (f"; did you mean {guess}?" if guess else ""))
+        else:
+            notes.append(f"{name} is not read by vLLM 0.33.0: ignored")
+    return tuple(notes)
+
+
+def removed_from_tables(docs: Iterable[Mapping[str, Any]]) -> tuple[RemovedEnvVar, ...]:
+    """:class:`RemovedEnvVar` records of ``removed:`` entries (already schema-valid)."""
+    return tuple(RemovedEnvVar(d["name"], str(d["removed_in"]), d["replacement"], d["reference"]) for d in docs)

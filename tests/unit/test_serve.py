@@ -1,0 +1,94 @@
+"""``--serve "vllm serve ..."``: a vLLM 0.33.0 command line read with vLLM's own flags (issue 9).
+
+``--serve`` did not exist before issue 9, so every CLI test here fails on the parent commit.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from moe_oracle.cli import main
+from moe_oracle.errors import ConfigError
+from moe_oracle.serve import SELECTION_FLAGS, UNMODELLED_FLAGS, engine_facts, parse_serve
+
+
+def test_every_classified_flag_is_a_real_vllm_flag():
+    dests = {f["dest"] for f in engine_facts()["serve_flags"]} | {"model_tag"}
+    assert set(SELECTION_FLAGS) <= dests and set(UNMODELLED_FLAGS) <= dests
+    assert not set(SELECTION_FLAGS) & set(UNMODELLED_FLAGS)
+
+
+def test_the_facts_file_is_vllm_0_33_0():
+    facts = engine_facts()
+    assert facts["version"] == "0.33.0" and len(facts["serve_flags"]) > 300
+    assert "VLLM_USE_DEEP_GEMM" in facts["env_vars"]
+
+
+def test_vllm_spellings_are_rewritten_as_vllm_does():
+    s = parse_serve("vllm serve --model=openai/gpt-oss-120b --tensor_parallel_size=4 -dp 2 -ep --all2all-backend deepep_low_latency --no-enable-eplb -O3")
+    assert (s.model, s.tp, s.dp, s.ep, s.all2all, s.eplb) == ("openai/gpt-oss-120b", 4, 2, True, "deepep_low_latency", False)
+    assert "--optimization-level" in s.notes[0]
+
+
+def test_json_dot_notation_and_kernel_config():
+    s = parse_serve("vllm serve m --enable-expert-parallel -tp 8 --enable-eplb --eplb-config.num_redundant_experts 32 --kernel-config '{\"moe_backend\": \"FlashInfer-TRTLLM\"}'")
+    assert (s.redundant_experts, s.moe_backend) == (32, "flashinfer_trtllm")
+
+
+def test_config_file_is_spliced_in_after_the_model(tmp_path):
+    (tmp_path / "serve.yaml").write_text("tensor-parallel-size: 8\nenable-expert-parallel: true\nport: 8000\nmax-num-batched-tokens: 8K\n")
+    s = parse_serve("vllm serve m --config serve.yaml -tp 4", base=tmp_path)
+    assert (s.tp, s.ep, s.max_num_batched_tokens) == (4, True, 8192)  # the command line wins over the file, as in vLLM
+
+
+def test_environment_words_before_the_command_are_kept():
+    s = parse_serve("VLLM_USE_DEEP_GEMM=0 VLLM_ROCM_USE_AITER=1 vllm serve m")
+    assert s.env == (("VLLM_USE_DEEP_GEMM", "0"), ("VLLM_ROCM_USE_AITER", "1"))
+
+
+def test_flags_are_classified_in_notes():
+    s = parse_serve("vllm serve m --port 8000 --gpu-memory-utilization 0.9 --speculative-config '{\"method\": \"mtp\"}' -pcp 2")
+    assert s.notes[0] == "ignored (no effect on MoE kernel selection): --gpu-memory-utilization, --port"
+    assert any(n.startswith("--speculative-config: a draft model") for n in s.notes)
+    assert any(n.startswith("--prefill-context-parallel-size: PCP > 1") for n in s.notes)
+
+
+@pytest.mark.parametrize(("command", "fragment"), [
+    ("vllm serve m --tensor-paralel-size 8", "did you mean --tensor-parallel-size?"),
+    ("vllm serve m --moe-backend cutlas", "refuses this MoE backend"),
+    ("vllm serve m --all2all-backend deepep", "refuses this all2all backend"),
+    ("vllm serve -tp 8", "names no model"),
+    ("vllm serve m -tp eight", "expected an integer"),
+    ("vllm run m", "expected a `vllm serve ...` command line"),
+])
+def test_what_vllm_refuses_is_bad_input(command, fragment):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(command)
+    assert fragment in str(info.value) and str(info.value).startswith("bad --serve")
+
+
+def test_cli_minimax_m2_tp8_with_expert_parallel(capsys):
+    code = main(["explain", "--gpu", "H200", "--serve", "vllm serve MiniMaxAI/MiniMax-M2 --tensor-parallel-size 8 --enable-expert-parallel --port 8000", "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert code in (0, 1)
+    assert record["inputs"]["ep_size"]["value"] == 8 and record["inputs"]["use_ep"]["source"] == "user_flag"
+    assert any("ignored (no effect on MoE kernel selection): --port" in n for n in record["notes"])
+
+
+def test_cli_serve_dtype_and_online_fp8(capsys):
+    code = main(["explain", "--gpu", "H200", "--serve", "vllm serve Qwen/Qwen3-30B-A3B -q fp8 --dtype half", "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert code in (0, 1)
+    assert record["inputs"]["quant_scheme"]["value"] == "fp8_tensor_dynamic" and record["inputs"]["in_dtype"]["value"] == "float16"
+
+
+def test_cli_serve_conflicts_with_a_different_flag(capsys):
+    assert main(["select", "--gpu", "H200", "--tp", "4", "--serve", "vllm serve qwen3-30b-a3b -tp 8"]) == 2
+    assert "given as --tp 4 and in --serve as --tensor-parallel-size 8" in capsys.readouterr().err
+
+
+def test_cli_serve_model_that_is_not_here(capsys):
+    assert main(["select", "--gpu", "H200", "--serve", "vllm serve someorg/NoSuchModel -tp 8"]) == 2
+    assert "does not download models" in capsys.readouterr().err
