@@ -665,11 +665,12 @@ def _quark(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQuant:
         static_in = a.get("qscheme") == "per_tensor" and not a.get("is_dynamic")
         dynamic_in = a.get("qscheme") == "per_channel" and a.get("is_dynamic") is True
         if (static_in and not w.get("is_dynamic")) or dynamic_in:
-            if a.get("symmetric") is not True:
-                raise q.fail(f".{label}.input_tensors.symmetric", "asymmetric INT8 activations (kInt8*Asym, vLLM 0.33.0) have no quant key in our vocabulary yet", a.get("symmetric"), [True])
             wkey = "int8_static_channel" if wq == "per_channel" else "int8_static_tensor"
             akey = "int8_static_tensor" if static_in else ("int8_dynamic_token" if wq == "per_channel" else "int8_dynamic_tensor")
-            return ExpertsQuant(QuantScheme(wkey, akey), _fam(q), evidence=f"{src}: INT8 W8A8 (QuarkW8A8Int8MoEMethod)")
+            asym = a.get("symmetric") is not True
+            if asym:  # kInt8StaticTensorAsym / kInt8DynamicTokenAsym / kInt8DynamicTensorAsym
+                akey += "_asym"
+            return ExpertsQuant(QuantScheme(wkey, akey), _fam(q), evidence=f"{src}: INT8 W8A8{', asymmetric activations' if asym else ''} (QuarkW8A8Int8MoEMethod)")
     if wd in ("int4", "uint4") and a is None:
         gs, sym = w.get("group_size"), w.get("symmetric")
         if not isinstance(gs, int) or gs <= 0 or not isinstance(sym, bool):

@@ -200,6 +200,14 @@ def test_quark_fp8_channel_weights_dynamic_token_inputs():
     assert quant(quark(w, a))[0] == "fp8_channel_token"
 
 
+@pytest.mark.parametrize(("symmetric", "act"), [(True, "int8_dynamic_token"), (False, "int8_dynamic_token_asym")])
+def test_quark_int8_w8a8_symmetric_and_asymmetric_activations(symmetric, act):
+    w = {"dtype": "int8", "qscheme": "per_channel", "is_dynamic": False, "symmetric": True}
+    a = {"dtype": "int8", "qscheme": "per_channel", "is_dynamic": True, "symmetric": symmetric}
+    layer = quant(quark(w, a))[2]
+    assert (layer.quant.scheme.weight, layer.quant.scheme.activation) == ("int8_static_channel", act)
+
+
 def test_quark_e8m0_block_fp8_is_refused_for_moe():
     w = {"dtype": "fp8_e4m3", "qscheme": "per_block", "block_size": [128, 128], "symmetric": True, "is_dynamic": False, "scale_type": "float8_e8m0fnu"}
     a = {"dtype": "fp8_e4m3", "qscheme": "per_group", "group_size": 128, "is_dynamic": True, "symmetric": True}
