@@ -145,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
     sub.add_parser("codes", help="every reason code: what it means and what to change", description="Explain every reason code a failure can carry (the closed set in moe_oracle.vocab.ReasonCode).")
+    from .verify.cli import add_parser as _add_verify
+
+    _add_verify(sub)
     return parser
 
 
@@ -540,6 +543,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_examples()
         if args.command == "codes":
             return _cmd_codes()
+        if args.command == "verify":
+            from .verify.cli import run as _verify
+
+            return _verify(args)
         catalog = _load_catalog(getattr(args, "tables", None))
         if args.command in ("explain", "select"):
             return _cmd_explain(args, catalog)

@@ -111,6 +111,14 @@ _KEYS = (
     _k("int4_w4a8_static_group128", "int8", "bfloat16", G.GROUP_128, True),
     _k("int4_w4a8_static_group64", "int8", "bfloat16", G.GROUP_64, True),
     _k("int4_w4a8_static_group32", "int8", "bfloat16", G.GROUP_32, True),
+    # vLLM 0.30-0.33 Q/utils/quant_utils.py additions.
+    _k("nvfp4_dynamic_token", "fp4_e2m1", "float8_e4m3fn", G.GROUP_16, False),  # kNvfp4DynamicToken (second-level scale per token)
+    _k("fp8_static_block128_e8m0", "float8_e4m3fn", "e8m0", G.BLOCK_128X128, True),  # kFp8Static128BlockE8M0Sym
+    _k("int8_dynamic_token_asym", "int8", "float32", G.PER_TOKEN, False, symmetric=False),  # kInt8DynamicTokenAsym
+    _k("int8_static_tensor_asym", "int8", "float32", G.PER_TENSOR, True, symmetric=False),  # kInt8StaticTensorAsym
+    _k("int8_dynamic_tensor_asym", "int8", "float32", G.PER_TENSOR, False, symmetric=False),  # kInt8DynamicTensorAsym
+    _k("int8_dynamic_group32", "int8", "float32", G.GROUP_32, False),  # kInt8Dynamic32Sym
+    _k("int4_w4a8_static_group", "int8", "bfloat16", G.GROUP, True),  # kInt4W4A8StaticGroupSym (group size outside the key)
 )
 del G
 

@@ -1,0 +1,199 @@
+"""One deployment, described neutrally so that vLLM and our tables can both be asked about it.
+
+A :class:`Deployment` holds only JSON values (strings, numbers, booleans, lists,
+``None``), so a disagreement can be written to a file and replayed with
+``moe-oracle verify --replay FILE``. Fields use our vocabulary (``moe_oracle.vocab``,
+``moe_oracle.quant`` key names); each side translates them into its own objects.
+
+Packages are the optional packages vLLM probes at selection time, by our short
+names (:data:`PACKAGES`); any package not listed is absent. Environment variables
+are the raw strings vLLM would read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping
+
+from .frontends import FRONT_ENDS as _REGISTRY
+
+__all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer"]
+
+PACKAGES: tuple[str, ...] = (
+    "flashinfer",  # flashinfer-python at the version the release pins (with cubins)
+    "deep_gemm",  # DeepGEMM (vLLM also vendors it as vllm.third_party.deep_gemm)
+    "deep_ep",  # DeepEP (high-throughput / low-latency / v2 all2all)
+    "triton_kernels",  # OpenAI triton_kernels (gpt-oss MXFP4)
+    "aiter",  # ROCm AITER
+    "mori",  # ROCm MoRI all2all
+    "nixl_ep",  # NIXL EP all2all
+    "moonep",  # MoonEP all2all
+    "humming",  # Humming kernels
+    "b12x",  # native b12x MoE (SM12x)
+    "flydsl",  # ROCm FlyDSL
+    "cutlass",  # NVIDIA CUTLASS DSL (cutedsl)
+    "zentorch",  # AMD Zen CPU ops
+    "quark",  # AMD Quark
+)
+"""Optional packages a deployment may declare present (short names)."""
+
+FRONT_ENDS: tuple[str, ...] = tuple(_REGISTRY)
+"""Quantization front ends the harness can drive (each release's own classes)."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One MoE layer on one machine under one deployment, as both sides are asked.
+
+    Attributes:
+        platform: ``cuda`` | ``rocm`` | ``cpu`` | ``xpu`` | ``tpu``.
+        capability: CUDA compute capability, major*10+minor (``None`` off CUDA).
+        arch: ROCm gfx target, CPU architecture (``x86_64``, ``aarch64``, ``ppc64le``), or ``None``.
+        cpu_amx: x86 AMX support (``None`` off CPU).
+        family: our quant family (``moe_oracle.quant.QuantFamily`` value).
+        front_end: which vLLM front end selects (:data:`FRONT_ENDS`).
+        weight_key, activation_key: our quant key names (``None``: model dtype).
+        block: ``[block_n, block_k]`` of a block-quantized checkpoint, else ``None``.
+        num_experts, top_k, hidden_size, intermediate_size: layer shape (elements, unsharded).
+        in_dtype, router_logits_dtype: model dtype and router-logits dtype (``None``: in_dtype).
+        has_bias: experts carry biases.
+        activation, routing_method: our vocabulary values.
+        swiglu_alpha, swiglu_beta, swiglu_limit, situ_beta, situ_linear_beta: activation parameters.
+        tp_size, dp_size, use_ep, all2all_backend, enable_eplb, num_redundant_experts: parallelism.
+        lora: LoRA enabled.
+        moe_backend: requested backend (vLLM ``--moe-backend`` value) or ``auto``.
+        env: environment variables (name -> raw string).
+        packages: optional packages present (:data:`PACKAGES`), sorted.
+        model_type, architecture: Hugging Face identifiers (``None``: no model config).
+        has_hash_routing, require_decomposed: routing features of the layer.
+    """
+
+    platform: str
+    capability: int | None = None
+    arch: str | None = None
+    cpu_amx: bool | None = None
+    family: str = "unquantized"
+    front_end: str = "direct"
+    weight_key: str | None = None
+    activation_key: str | None = None
+    block: tuple[int, int] | None = None
+    num_experts: int = 128
+    top_k: int = 8
+    hidden_size: int = 2048
+    intermediate_size: int = 768
+    in_dtype: str = "bfloat16"
+    router_logits_dtype: str | None = None
+    has_bias: bool = False
+    activation: str = "silu"
+    routing_method: str = "renormalize"
+    swiglu_alpha: float | None = None
+    swiglu_beta: float | None = None
+    swiglu_limit: float | None = None
+    situ_beta: float | None = None
+    situ_linear_beta: float | None = None
+    tp_size: int = 1
+    dp_size: int = 1
+    use_ep: bool = False
+    all2all_backend: str = "allgather_reducescatter"
+    enable_eplb: bool = False
+    num_redundant_experts: int = 0
+    lora: bool = False
+    moe_backend: str = "auto"
+    env: tuple[tuple[str, str], ...] = ()
+    packages: tuple[str, ...] = ()
+    model_type: str | None = None
+    architecture: str | None = None
+    has_hash_routing: bool = False
+    require_decomposed: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.packages) - set(PACKAGES))
+        if unknown:
+            raise ValueError(f"packages: unknown {unknown}; allowed {list(PACKAGES)}")
+        if self.front_end not in FRONT_ENDS:
+            raise ValueError(f"front_end: {self.front_end!r}; allowed {list(FRONT_ENDS)}")
+        object.__setattr__(self, "packages", tuple(sorted(set(self.packages))))
+        object.__setattr__(self, "env", tuple(sorted((str(k), str(v)) for k, v in dict(self.env).items())))
+        if self.block is not None:
+            object.__setattr__(self, "block", tuple(self.block))
+
+    @property
+    def env_map(self) -> dict[str, str]:
+        return dict(self.env)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping (tuples as lists, ``env`` as an object)."""
+        out = asdict(self)
+        out["env"] = dict(self.env)
+        out["packages"] = list(self.packages)
+        out["block"] = list(self.block) if self.block is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Deployment":
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ValueError: an unknown key, package or front end.
+        """
+        names = {f.name for f in fields(cls)}
+        extra = sorted(set(data) - names)
+        if extra:
+            raise ValueError(f"unknown deployment fields {extra}; allowed {sorted(names)}")
+        kwargs = dict(data)
+        if "env" in kwargs:
+            kwargs["env"] = tuple(dict(kwargs["env"]).items())
+        if "packages" in kwargs:
+            kwargs["packages"] = tuple(kwargs["packages"])
+        if kwargs.get("block") is not None:
+            kwargs["block"] = tuple(kwargs["block"])
+        return cls(**kwargs)
+
+    def key(self) -> str:
+        """Stable short id (sha256 of the canonical JSON)."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
+
+    def state_key(self) -> tuple[Any, ...]:
+        """What the vLLM side must re-simulate when it changes (platform, packages, env)."""
+        return (self.platform, self.capability, self.arch, self.cpu_amx, self.packages, self.env)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one side selected for a deployment.
+
+    Attributes:
+        status: ``ok`` (a kernel), ``error`` (the engine refuses the deployment: vLLM raises,
+            or we find nothing eligible / reject the input), or ``platform`` (the platform runs
+            MoE itself: vLLM TPU / out-of-tree).
+        experts: experts class name (vLLM ``__name__``; ours: the winner's ``upstream``).
+        activation_format: ``standard`` | ``batched_experts`` (``None`` unless ok).
+        backend: vLLM backend enum name or our backend id (informational).
+        detail: error text, or our kernel id.
+    """
+
+    status: str
+    experts: str | None = None
+    activation_format: str | None = None
+    backend: str | None = None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Answer":
+        return cls(**dict(data))
+
+    def agrees(self, other: "Answer") -> bool:
+        """Same outcome: both refuse, or both select the same experts class in the same format."""
+        if self.status != other.status:
+            return False
+        if self.status == "ok":
+            return (self.experts, self.activation_format) == (other.experts, other.activation_format)
+        return True
+
+
+DEFAULTS: Mapping[str, Any] = {f.name: f.default for f in fields(Deployment) if f.name != "platform"}

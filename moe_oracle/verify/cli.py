@@ -1,0 +1,110 @@
+"""``moe-oracle verify``: compare our answers with real vLLM releases' selection code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .cases import Deployment
+from .run import RELEASES, Report, VllmEnv, verify, write_disagreements
+from .space import FAMILY_SCHEMES, exhaustive_deployments, random_deployments
+
+__all__ = ["add_parser", "run"]
+
+_EPILOG = """\
+The vLLM environment (--vllm-env DIR, or $MOE_ORACLE_VLLM_ENV) is made once with
+  python -m moe_oracle.verify.setup_env --dir DIR        (about 2 GB; CPU only)
+It holds an interpreter with CPU torch, and each release's source tree.
+
+examples:
+  moe-oracle verify --vllm-env ~/.cache/moe-oracle/vllm --release 0.33.0 --cases 20000
+  moe-oracle verify --all-releases --cases 5000 --family fp8 --out /tmp/disagreements
+  moe-oracle verify --replay /tmp/disagreements/0.33.0-fp8-0a1b2c3d4e5f.json
+
+exit codes: 0 every disagreement is a reviewed divergence (and agreement >= --min-agreement),
+1 otherwise, 2 bad input or no vLLM environment."""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="compare our answers with real vLLM releases (differential testing)",
+        description="Run vLLM's own selection code (its quantization front ends, oracles and experts classes) on simulated machines and compare with our tables. Every disagreement not listed in the reviewed divergences is reported.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--vllm-env", type=Path, metavar="DIR", help="the vLLM environment (default: $MOE_ORACLE_VLLM_ENV)")
+    p.add_argument("--release", action="append", choices=RELEASES, metavar="X.Y.Z", help=f"vLLM release to compare with (repeatable; one of {', '.join(RELEASES)}; default {RELEASES[-1]})")
+    p.add_argument("--all-releases", action="store_true", help="every release the tables model")
+    p.add_argument("--cases", type=int, default=2000, metavar="N", help="random deployments to sample (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
+    p.add_argument("--family", action="append", choices=sorted(FAMILY_SCHEMES), metavar="F", help=f"restrict to quant families (repeatable): {', '.join(sorted(FAMILY_SCHEMES))}")
+    p.add_argument("--exhaustive", action="store_true", help="also the product of the discrete axes for three real shapes")
+    p.add_argument("--replay", type=Path, action="append", metavar="FILE", help="replay disagreement files instead of sampling")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write each unexplained disagreement as a JSON file here")
+    p.add_argument("--jobs", type=int, default=max(1, os.cpu_count() or 1), metavar="N", help="worker processes per release (default: CPU count)")
+    p.add_argument("--min-agreement", type=float, default=0.0, metavar="X", help="also fail when a release agrees on less than this fraction (e.g. 0.995)")
+    p.add_argument("--divergences", type=Path, metavar="FILE", help="reviewed divergences (default: the shipped list)")
+    p.add_argument("--tables", type=Path, action="append", metavar="DIR", help="table directories (default: shipped)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _cases(args: argparse.Namespace) -> list[Deployment]:
+    if args.replay:
+        out = []
+        for path in args.replay:
+            doc = json.loads(path.read_text())
+            out.append(Deployment.from_dict(doc.get("case", doc)))
+        return out
+    cases = random_deployments(args.cases, args.seed, args.family)
+    if args.exhaustive:
+        cases += list(exhaustive_deployments(families=args.family))
+    return cases
+
+
+def _print_text(report: Report, replay: bool) -> None:
+    for rel in report.releases:
+        s = rel.summary()
+        print(f"vLLM {rel.release}: {s['agree']}/{s['compared']} agree ({100 * s['agreement']:.2f} %); {sum(s['reviewed_divergences'].values())} reviewed divergences, {s['unexplained']} unexplained; {s['not_driven']} not driven")
+        for fam, f in s["by_family"].items():
+            print(f"  {fam:12s} {f['agree']:6d}/{f['compared']:<6d} {100 * f['agreement']:6.2f} %")
+        t = s["timings"]
+        print(f"  time: {t.get('wall_s')} s wall (import {t.get('import_s')} s, vLLM {t.get('vllm_s')} s, ours {t.get('ours_s')} s, summed over workers)")
+        shown = rel.unexplained if replay else rel.unexplained[:10]
+        for rec in shown:
+            v, o = rec.vllm, rec.ours
+            print(f"  - {rec.case.key()} {rec.case.family}/{rec.case.front_end} {rec.case.platform} {rec.case.capability or rec.case.arch or ''}: vLLM {v.status} {v.experts or v.detail[:80]} | ours {o.status} {o.experts or o.detail[:80]}")
+            if replay:
+                print(json.dumps(rec.case.to_dict()))
+                for w in rec.why:
+                    print(f"      ours on {w['kernel']} (rank {w['rank']}, {w['status']}): " + ("; ".join(w["failures"]) or "no failure"))
+        if len(rel.unexplained) > len(shown):
+            print(f"  ... {len(rel.unexplained) - len(shown)} more (--out DIR writes each as a file)")
+
+
+def run(args: argparse.Namespace) -> int:
+    directory = args.vllm_env or (Path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
+    if directory is None:
+        print("moe-oracle: error: no vLLM environment: pass --vllm-env DIR or set MOE_ORACLE_VLLM_ENV (see --help)", file=sys.stderr)
+        return 2
+    try:
+        env = VllmEnv.from_dir(directory)
+    except FileNotFoundError as exc:
+        print(f"moe-oracle: error: bad --vllm-env: {exc}", file=sys.stderr)
+        return 2
+    releases = list(RELEASES) if args.all_releases else (args.release or [RELEASES[-1]])
+    cases = _cases(args)
+    progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    report = verify(env, releases, cases, divergences_path=args.divergences, jobs=args.jobs, tables=args.tables, progress=progress)
+    if args.out:
+        write_disagreements(report, args.out)
+    if args.json:
+        print(json.dumps(report.summary(), indent=1))
+    else:
+        _print_text(report, bool(args.replay))
+    failed = any(r.unexplained or r.agreement < args.min_agreement for r in report.releases)
+    return 1 if failed else 0

@@ -1,0 +1,37 @@
+"""The vLLM quantization front ends the harness drives, one module per quant family.
+
+A front end is ``fn(side, dep, moe) -> (backend, experts_cls)``: it receives the
+:class:`~moe_oracle.verify.vllm_side.VllmSide` (which holds the simulated release),
+the :class:`~moe_oracle.verify.cases.Deployment` and the release's ``FusedMoEConfig``,
+constructs what that release's own code constructs, and returns the backend enum and
+experts class vLLM selected (``experts_cls`` may be ``None`` where vLLM returns none,
+e.g. TPU). Whatever it raises is vLLM refusing the deployment; raise
+:class:`NotDriven` when the harness cannot build the case for this release (the case
+is then counted as not driven, never as agreement).
+
+Modules import vLLM lazily inside the functions, so this registry is importable
+without vLLM. ``FRONT_ENDS`` maps each name to ``"module:function"`` in this package.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FRONT_ENDS", "NotDriven", "QUANT_METHOD"]
+
+
+class NotDriven(Exception):
+    """The harness cannot build this case for this release (not a vLLM refusal)."""
+
+
+FRONT_ENDS: dict[str, str] = {
+    "direct": "generic:direct",
+    "unquantized": "generic:unquantized",
+    "fp8": "fp8:fp8_method",
+}
+"""Front-end name -> ``module:function`` in ``moe_oracle.verify.frontends``."""
+
+QUANT_METHOD: dict[str, str | None] = {
+    "direct": None,
+    "unquantized": None,
+    "fp8": "fp8",
+}
+"""Front-end name -> the checkpoint ``quant_method`` our side is told (``None``: unknown)."""

@@ -1,0 +1,234 @@
+"""Drive worker processes (one vLLM release each) and tally agreement.
+
+A *vLLM environment* is a directory laid out by :mod:`moe_oracle.verify.setup_env`::
+
+    DIR/venv/bin/python        an interpreter with CPU torch and what vLLM's import chain needs
+    DIR/src/<release>/vllm/    each release's Python source, unzipped from its wheel
+    DIR/fi/<version>/          each FlashInfer version a release pins (installed --target)
+
+For each release the cases are split into chunks; each chunk runs in
+``python -m moe_oracle.verify.worker`` with ``PYTHONPATH=<release tree>:<flashinfer>:<our
+source>``, at most ``jobs`` at a time. The result is a :class:`Report`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import tempfile
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .._resources import package_dir
+from .cases import Answer, Deployment
+from .divergences import Divergence, load_divergences, match_divergence
+from .ours import FLASHINFER_PINS
+
+__all__ = ["Record", "ReleaseReport", "Report", "VllmEnv", "run_release", "verify"]
+
+RELEASES: tuple[str, ...] = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+"""The vLLM releases the tables model and the harness verifies."""
+
+
+@dataclass(frozen=True)
+class VllmEnv:
+    """Where the interpreter, the release trees and the FlashInfer versions are.
+
+    Raises (``from_dir``):
+        FileNotFoundError: the directory does not have the expected layout.
+    """
+
+    python: Path
+    trees: Path
+    flashinfer: Path
+
+    @classmethod
+    def from_dir(cls, directory: Path) -> "VllmEnv":
+        python = directory / "venv" / "bin" / "python"
+        env = cls(python, directory / "src", directory / "fi")
+        if not python.exists():
+            raise FileNotFoundError(f"{python} not found: create the environment with `python -m moe_oracle.verify.setup_env --dir {directory}`")
+        return env
+
+    def tree(self, release: str) -> Path:
+        path = self.trees / release
+        if not (path / "vllm").is_dir():
+            raise FileNotFoundError(f"vLLM {release} source tree not found at {path}/vllm")
+        return path
+
+    def pythonpath(self, release: str) -> str:
+        parts = [str(self.tree(release))]
+        pin = FLASHINFER_PINS.get(release)
+        if pin and (self.flashinfer / pin).is_dir():
+            parts.append(str(self.flashinfer / pin))
+        parts.append(str(package_dir().parent))
+        return os.pathsep.join(parts)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One deployment answered by both sides."""
+
+    case: Deployment
+    vllm: Answer
+    ours: Answer
+    agree: bool
+    why: tuple[Any, ...] = ()
+    divergence: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case": self.case.to_dict(),
+            "vllm": self.vllm.to_dict(),
+            "ours": self.ours.to_dict(),
+            "agree": self.agree,
+            "divergence": self.divergence,
+            "why": list(self.why),
+        }
+
+
+@dataclass
+class ReleaseReport:
+    """Agreement of one release."""
+
+    release: str
+    records: list[Record] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    import_errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def compared(self) -> list[Record]:
+        """Records both sides could answer (``unsupported``: the harness cannot drive that case)."""
+        return [r for r in self.records if r.vllm.status != "unsupported"]
+
+    @property
+    def agreement(self) -> float:
+        rows = self.compared
+        return sum(r.agree for r in rows) / len(rows) if rows else 1.0
+
+    @property
+    def unexplained(self) -> list[Record]:
+        return [r for r in self.compared if not r.agree and r.divergence is None]
+
+    def by_family(self) -> dict[str, tuple[int, int]]:
+        """family -> (agreeing, compared)."""
+        out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for r in self.compared:
+            out[r.case.family][0] += r.agree
+            out[r.case.family][1] += 1
+        return {k: (v[0], v[1]) for k, v in sorted(out.items())}
+
+    def summary(self) -> dict[str, Any]:
+        rows = self.compared
+        return {
+            "release": self.release,
+            "cases": len(self.records),
+            "compared": len(rows),
+            "agree": sum(r.agree for r in rows),
+            "agreement": round(self.agreement, 5),
+            "reviewed_divergences": dict(Counter(r.divergence for r in rows if r.divergence)),
+            "unexplained": len(self.unexplained),
+            "not_driven": len(self.records) - len(rows),
+            "by_family": {k: {"agree": a, "compared": n, "agreement": round(a / n, 5) if n else 1.0} for k, (a, n) in self.by_family().items()},
+            "timings": self.timings,
+        }
+
+
+@dataclass
+class Report:
+    releases: list[ReleaseReport]
+
+    def summary(self) -> dict[str, Any]:
+        return {"releases": [r.summary() for r in self.releases]}
+
+
+def _run_chunk(env: VllmEnv, release: str, cases: Sequence[Deployment], tables: Sequence[Path] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="moe-oracle-verify-") as tmp:
+        inp = Path(tmp) / "cases.jsonl"
+        out = Path(tmp) / "out.jsonl"
+        inp.write_text("".join(json.dumps(c.to_dict()) + "\n" for c in cases))
+        cmd = [str(env.python), "-m", "moe_oracle.verify.worker", "--release", release, "--tree", str(env.tree(release)), "--cases", str(inp), "--out", str(out)]
+        for t in tables or ():
+            cmd += ["--tables", str(t)]
+        child_env = dict(os.environ, PYTHONPATH=env.pythonpath(release), PYTHONHASHSEED="0")
+        for key in [k for k in child_env if k.startswith("VLLM_")]:
+            del child_env[key]
+        proc = subprocess.run(cmd, env=child_env, capture_output=True, text=True)
+        if proc.returncode != 0 or not out.exists():
+            tail = "\n".join(proc.stderr.strip().splitlines()[-25:])
+            raise RuntimeError(f"worker for vLLM {release} failed (exit {proc.returncode}):\n{tail}")
+        lines = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    return [x for x in lines if "case" in x], next(x["summary"] for x in lines if "summary" in x)
+
+
+def run_release(
+    env: VllmEnv,
+    release: str,
+    cases: Sequence[Deployment],
+    *,
+    divergences: Sequence[Divergence] = (),
+    jobs: int = 2,
+    tables: Sequence[Path] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ReleaseReport:
+    """Answer ``cases`` with vLLM ``release`` and our tables.
+
+    Raises:
+        RuntimeError: a worker failed (its stderr tail is in the message).
+        FileNotFoundError: the release tree is missing.
+    """
+    t0 = time.perf_counter()
+    n = max(1, min(jobs, len(cases) // 500 or 1))
+    chunks = [list(cases[i::n]) for i in range(n)]
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        parts = list(pool.map(lambda c: _run_chunk(env, release, c, tables), chunks))
+    report = ReleaseReport(release)
+    for raw, summary in parts:
+        for x in raw:
+            dep = Deployment.from_dict(x["case"])
+            theirs, mine = Answer.from_dict(x["vllm"]), Answer.from_dict(x["ours"])
+            div = None if x["agree"] else match_divergence(divergences, release, dep, theirs, mine)
+            report.records.append(Record(dep, theirs, mine, x["agree"], tuple(x.get("why", ())), div.id if div else None))
+        for key in ("import_s", "vllm_s", "ours_s"):
+            report.timings[key] = round(report.timings.get(key, 0.0) + summary[key], 3)
+        report.import_errors.update(summary.get("import_errors", {}))
+    report.timings["wall_s"] = round(time.perf_counter() - t0, 2)
+    if progress:
+        s = report.summary()
+        progress(f"vLLM {release}: {s['agree']}/{s['compared']} agree ({100 * s['agreement']:.2f} %), {s['unexplained']} unexplained, {report.timings['wall_s']} s")
+    return report
+
+
+def verify(
+    env: VllmEnv,
+    releases: Sequence[str],
+    cases: Sequence[Deployment],
+    *,
+    divergences_path: Path | None = None,
+    jobs: int = 2,
+    tables: Sequence[Path] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Run every release over the same cases."""
+    divergences = load_divergences(divergences_path)
+    return Report([run_release(env, r, cases, divergences=divergences, jobs=jobs, tables=tables, progress=progress) for r in releases])
+
+
+def write_disagreements(report: Report, directory: Path, limit: int = 200) -> list[Path]:
+    """Write each unexplained disagreement as a small replayable JSON file (at most ``limit`` per release)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for rel in report.releases:
+        for rec in rel.unexplained[:limit]:
+            path = directory / f"{rel.release}-{rec.case.family}-{rec.case.key()}.json"
+            path.write_text(json.dumps({"release": rel.release, **rec.to_dict()}, indent=1) + "\n")
+            paths.append(path)
+    return paths
+
+

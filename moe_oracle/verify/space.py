@@ -1,0 +1,267 @@
+"""The space of deployments the harness samples: the discrete vocabulary and real shapes.
+
+Two samplers, both deterministic for a seed:
+
+* :func:`random_deployments` draws each axis independently over the whole vocabulary
+  (weighted towards what deployments use, never excluding the rest);
+* :func:`exhaustive_deployments` takes the product of the discrete axes for a few
+  real shapes (optionally filtered by family or platform).
+
+Nothing here imports vLLM: the same cases are put to both sides.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import replace
+from typing import Iterable, Iterator, Sequence
+
+from ..vocab import Activation, RoutingMethod
+from .cases import PACKAGES, Deployment
+
+__all__ = [
+    "DEVICES",
+    "FAMILY_SCHEMES",
+    "SHAPES",
+    "exhaustive_deployments",
+    "random_deployments",
+]
+
+DEVICES: tuple[tuple[str, int | None, str | None, bool | None], ...] = (
+    ("cuda", 75, None, None),
+    ("cuda", 80, None, None),
+    ("cuda", 86, None, None),
+    ("cuda", 89, None, None),
+    ("cuda", 90, None, None),
+    ("cuda", 100, None, None),
+    ("cuda", 103, None, None),
+    ("cuda", 110, None, None),
+    ("cuda", 120, None, None),
+    ("cuda", 121, None, None),
+    ("rocm", None, "gfx90a", None),
+    ("rocm", None, "gfx942", None),
+    ("rocm", None, "gfx950", None),
+    ("rocm", None, "gfx1100", None),
+    ("rocm", None, "gfx1201", None),
+    ("rocm", None, "gfx1250", None),
+    ("cpu", None, "x86_64", False),
+    ("cpu", None, "x86_64", True),
+    ("cpu", None, "aarch64", False),
+    ("cpu", None, "ppc64le", False),
+    ("xpu", None, None, None),
+    ("tpu", None, None, None),
+)
+"""(platform, CUDA capability, arch, AMX): every device of our hardware catalog's kinds, SM 7.5-12.1."""
+
+_DEVICE_WEIGHTS = (1, 3, 1, 2, 6, 6, 3, 1, 3, 2, 1, 4, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1)
+
+SHAPES: tuple[tuple[int, int, int, int], ...] = (
+    (256, 8, 7168, 2048),  # DeepSeek-V3/R1
+    (128, 8, 2048, 768),  # Qwen3-30B-A3B
+    (128, 8, 4096, 1536),  # Qwen3-235B-A22B
+    (8, 2, 4096, 14336),  # Mixtral-8x7B
+    (128, 4, 2880, 2880),  # gpt-oss-120b
+    (32, 4, 2880, 2880),  # gpt-oss-20b
+    (384, 8, 7168, 2048),  # Kimi-K2
+    (16, 1, 5120, 8192),  # Llama-4-Scout
+    (256, 8, 3072, 1536),  # MiniMax-M2
+    (128, 6, 2688, 1856),  # Nemotron-3-Nano
+    (512, 10, 4096, 160),  # Qwen3.8-style fine experts
+    (60, 4, 2048, 1408),  # Qwen1.5-MoE style
+    (64, 6, 2048, 1408),  # DeepSeek-V2-Lite
+    (128, 8, 2048, 512),  # Qwen3.5-style small experts
+    (256, 8, 4096, 1024),  # GLM / DeepSeek-V4-Flash style
+    (40, 8, 1536, 512),  # odd
+    (8, 2, 1000, 3000),  # unaligned hidden
+    (2048, 8, 1024, 256),  # many experts
+    (4096, 8, 512, 128),  # too many experts for some kernels
+)
+"""(experts, top-k, hidden, intermediate): real models first, then edge shapes."""
+
+_SHAPE_WEIGHTS = (5, 5, 3, 3, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 1, 1, 1, 1)
+
+FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
+    "unquantized": ((None, None),),
+    "fp8": (
+        ("fp8_static_block128", "fp8_dynamic_group128"),
+        ("fp8_static_tensor", "fp8_static_tensor"),
+        ("fp8_static_tensor", "fp8_dynamic_tensor"),
+        ("fp8_static_tensor", "fp8_dynamic_token"),
+        ("fp8_static_channel", "fp8_dynamic_token"),
+        ("fp8_static_tensor", None),
+        ("fp8_static_channel", None),
+        ("fp8_static_block128", None),
+    ),
+    "mxfp8": (("mxfp8_static", "mxfp8_dynamic"), ("mxfp8_static", None)),
+    "nvfp4": (("nvfp4_static", "nvfp4_dynamic"), ("nvfp4_static", None), ("nvfp4_static", "nvfp4_dynamic_token")),
+    "mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp8_dynamic"), ("mxfp4_static", "mxfp4_dynamic"), ("mxfp4_static", "fp8_dynamic_group128")),
+    "int8": (("int8_static_channel", "int8_dynamic_token"), ("int8_static_tensor", "int8_dynamic_tensor")),
+    "wna16": (("int4_static", None), ("int4_static_g32", None), ("int4_static_asym", None), ("int8_static", None)),
+    "w4a8_fp8": (("int4_static", "fp8_dynamic_token"),),
+    "w4a8_int8": (("int4_w4a8_static_channel", None), ("int4_w4a8_static_group128", None), ("int4_w4a8_static_group64", None), ("int4_w4a8_static_group32", None)),
+}
+"""(weight key, activation key) pairs each family's front ends produce."""
+
+_FAMILY_WEIGHTS = {"unquantized": 5, "fp8": 5, "mxfp8": 2, "nvfp4": 3, "mxfp4": 3, "int8": 2, "wna16": 2, "w4a8_fp8": 1, "w4a8_int8": 1}
+
+FRONT_ENDS_BY_FAMILY: dict[str, tuple[str, ...]] = {
+    "unquantized": ("unquantized", "direct"),
+    "fp8": ("fp8", "direct"),
+}
+"""Front ends the harness drives per family; families not listed use ``direct``."""
+
+ALL2ALL = (
+    "allgather_reducescatter",
+    "deepep_high_throughput",
+    "deepep_low_latency",
+    "deepep_v2",
+    "mori_high_throughput",
+    "mori_low_latency",
+    "nixl_ep",
+    "flashinfer_nvlink_two_sided",
+    "flashinfer_nvlink_one_sided",
+    "moonep",
+)
+
+MOE_BACKENDS = (
+    "triton",
+    "batched_triton",
+    "deep_gemm",
+    "cutlass",
+    "flashinfer_trtllm",
+    "flashinfer_cutlass",
+    "flashinfer_cutedsl",
+    "flashinfer_trtllm_afp8",
+    "flashinfer_cutlass_afp8",
+    "marlin",
+    "humming",
+    "aiter",
+    "xpu",
+    "cpu",
+    "hpc",
+    "emulation",
+    "b12x",
+    "flashinfer_b12x",
+    "triton_unfused",
+    "aiter_mxfp4_bf16",
+    "aiter_mxfp4_fp8",
+)
+"""vLLM ``--moe-backend`` names the sampler requests (valid or not for a family)."""
+
+ENV_VARS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("VLLM_USE_DEEP_GEMM", ("0", "1")),
+    ("VLLM_MOE_USE_DEEP_GEMM", ("0", "1")),
+    ("VLLM_ROCM_USE_AITER", ("0", "1")),
+    ("VLLM_ROCM_USE_AITER_MOE", ("0", "1")),
+    ("VLLM_BATCH_INVARIANT", ("1",)),
+)
+
+_PACKAGE_WEIGHTS = {"flashinfer": 0.7, "deep_gemm": 0.6, "deep_ep": 0.4, "triton_kernels": 0.5, "aiter": 0.6, "humming": 0.3}
+
+_TP_DP = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8), (2, 4), (4, 2), (16, 1))
+
+
+def _pick(rng: random.Random, values: Sequence, weights: Sequence[float] | None = None):  # noqa: ANN202
+    return rng.choices(values, weights=weights, k=1)[0]
+
+
+def random_deployment(rng: random.Random, families: Sequence[str] | None = None) -> Deployment:
+    """One deployment, every axis drawn independently (weighted, never exclusive)."""
+    fams = list(families or _FAMILY_WEIGHTS)
+    family = _pick(rng, fams, [_FAMILY_WEIGHTS.get(f, 1) for f in fams])
+    weight, act = _pick(rng, FAMILY_SCHEMES[family])
+    front = _pick(rng, FRONT_ENDS_BY_FAMILY.get(family, ("direct",)))
+    platform, cap, arch, amx = _pick(rng, DEVICES, _DEVICE_WEIGHTS)
+    e, k, h, i = _pick(rng, SHAPES, _SHAPE_WEIGHTS)
+    tp, dp = _pick(rng, _TP_DP, (4, 3, 3, 6, 1, 2, 3, 2, 1, 1))
+    use_ep = rng.random() < 0.45
+    a2a = _pick(rng, ALL2ALL, (6, 3, 3, 2, 1, 1, 1, 1, 1, 1)) if use_ep and dp > 1 else _pick(rng, ALL2ALL, (20, 1, 1, 1, 1, 1, 1, 1, 1, 1))
+    eplb = use_ep and rng.random() < 0.15
+    block = None
+    if weight in ("fp8_static_block128", "fp8_static_block128_e8m0"):
+        block = _pick(rng, ((128, 128), (128, 128), (128, 128), (64, 64), (32, 32)))
+    activation = _pick(rng, [a.value for a in Activation], [8, 1, 2, 1, 3, 1, 1, 1, 1, 1, 1, 2])
+    routing = _pick(rng, [r.value for r in RoutingMethod], [2, 6, 4, 1, 3, 1, 1, 2, 1, 1, 1, 1, 1])
+    swiglu_limit = 7.0 if activation in ("swigluoai", "swigluoai_uninterleave") and rng.random() < 0.8 else (7.0 if rng.random() < 0.05 else None)
+    swiglu_alpha = 1.702 if swiglu_limit is not None and rng.random() < 0.8 else None
+    swiglu_beta = 1.0 if swiglu_alpha is not None else None
+    situ = (4.0, 25.0) if activation == "situ" and rng.random() < 0.8 else (None, None)
+    env: dict[str, str] = {}
+    for name, values in ENV_VARS:
+        if rng.random() < 0.08:
+            env[name] = _pick(rng, values)
+    packages = tuple(p for p in PACKAGES if rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
+    backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS)
+    dtype = "bfloat16" if rng.random() < 0.85 else "float16"
+    return Deployment(
+        platform=platform,
+        capability=cap,
+        arch=arch,
+        cpu_amx=amx,
+        family=family,
+        front_end=front,
+        weight_key=weight,
+        activation_key=act,
+        block=block,
+        num_experts=e,
+        top_k=k,
+        hidden_size=h,
+        intermediate_size=i,
+        in_dtype=dtype,
+        router_logits_dtype=_pick(rng, (None, None, None, "float32", "bfloat16")),
+        has_bias=rng.random() < 0.1,
+        activation=activation,
+        routing_method=routing,
+        swiglu_alpha=swiglu_alpha,
+        swiglu_beta=swiglu_beta,
+        swiglu_limit=swiglu_limit,
+        situ_beta=situ[0],
+        situ_linear_beta=situ[1],
+        tp_size=tp,
+        dp_size=dp,
+        use_ep=use_ep,
+        all2all_backend=a2a,
+        enable_eplb=eplb,
+        num_redundant_experts=_pick(rng, (0, 0, 0, 8, 32)) if eplb else 0,
+        lora=rng.random() < 0.08,
+        moe_backend=backend,
+        env=tuple(env.items()),
+        packages=packages,
+        model_type=_pick(rng, (None, None, None, "deepseek_v3", "qwen3_moe", "qwen3_5_moe_text", "kolibri1", "gpt_oss", "deepseek_v4")),
+        has_hash_routing=rng.random() < 0.04,
+        require_decomposed=rng.random() < 0.04,
+    )
+
+
+def random_deployments(n: int, seed: int, families: Sequence[str] | None = None) -> list[Deployment]:
+    """``n`` deployments from ``seed`` (the same list on every machine and run)."""
+    rng = random.Random(seed)
+    return [random_deployment(rng, families) for _ in range(n)]
+
+
+def exhaustive_deployments(
+    shapes: Iterable[tuple[int, int, int, int]] = SHAPES[:3],
+    families: Sequence[str] | None = None,
+    platforms: Sequence[str] | None = None,
+) -> Iterator[Deployment]:
+    """The product of the discrete axes (device x scheme x front end x activation x routing x
+    parallel shape x all2all x LoRA x request) for each shape, with FlashInfer, DeepGEMM,
+    triton_kernels and AITER present."""
+    fams = list(families or FAMILY_SCHEMES)
+    parallel = ((1, 1, False, "allgather_reducescatter"), (8, 1, False, "allgather_reducescatter"), (8, 1, True, "allgather_reducescatter"),
+                (1, 8, True, "deepep_low_latency"), (1, 8, True, "deepep_high_throughput"), (2, 4, True, "flashinfer_nvlink_one_sided"))
+    for shape in shapes:
+        e, k, h, i = shape
+        for (platform, cap, arch, amx), family in itertools.product(DEVICES, fams):
+            if platforms and platform not in platforms:
+                continue
+            for (weight, act), front in itertools.product(FAMILY_SCHEMES[family], FRONT_ENDS_BY_FAMILY.get(family, ("direct",))):
+                block = (128, 128) if weight and "block" in weight else None
+                base = Deployment(platform=platform, capability=cap, arch=arch, cpu_amx=amx, family=family, front_end=front, weight_key=weight, activation_key=act,
+                                  block=block, num_experts=e, top_k=k, hidden_size=h, intermediate_size=i,
+                                  packages=("aiter", "deep_gemm", "flashinfer", "triton_kernels"))
+                for activation, routing in itertools.product(("silu", "swigluoai", "relu2_no_mul"), ("renormalize", "deepseek_v3", "default")):
+                    for tp, dp, ep, a2a in parallel:
+                        for lora, backend in ((False, "auto"), (True, "auto"), (False, "triton")):
+                            yield replace(base, activation=activation, routing_method=routing, tp_size=tp, dp_size=dp, use_ep=ep, all2all_backend=a2a, lora=lora, moe_backend=backend)

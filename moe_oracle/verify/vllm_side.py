@@ -1,0 +1,244 @@
+"""Ask one vLLM release which experts kernel it selects for a deployment (worker side only).
+
+Builds the release's own ``FusedMoEParallelConfig`` and ``FusedMoEConfig`` the way its
+layer factory does (``P/layer.py``: global experts = routed + redundant; the EPLB and
+redundant-expert refusals), then runs the requested quantization front end of that
+release: ``direct`` calls the family's ``select_*_moe_backend`` with the deployment's
+quant keys; named front ends construct the release's quantization-method class,
+whose constructor builds the keys (e.g. FP8 block refinement under TP) and selects.
+Whatever that code raises is vLLM refusing the deployment.
+
+Imports vLLM and torch: only the verification worker imports this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import types
+from typing import Any, Callable
+
+from .cases import Answer, Deployment
+from .frontends import NotDriven
+from .vllm_sim import Simulation
+
+__all__ = ["VllmSide", "QUANT_KEY_NAMES"]
+
+P = "vllm.model_executor.layers.fused_moe"
+Q = "vllm.model_executor.layers.quantization"
+
+QUANT_KEY_NAMES: dict[str, str] = {
+    "fp8_static_tensor": "kFp8StaticTensorSym",
+    "fp8_dynamic_tensor": "kFp8DynamicTensorSym",
+    "fp8_static_token": "kFp8StaticTokenSym",
+    "fp8_static_channel": "kFp8StaticChannelSym",
+    "fp8_dynamic_token": "kFp8DynamicTokenSym",
+    "fp8_dynamic_group128": "kFp8Dynamic128Sym",
+    "fp8_static_block128": "kFp8Static128BlockSym",
+    "fp8_static_block128_e8m0": "kFp8Static128BlockE8M0Sym",
+    "fp8_dynamic_group64": "kFp8Dynamic64Sym",
+    "nvfp4_static": "kNvfp4Static",
+    "nvfp4_dynamic": "kNvfp4Dynamic",
+    "nvfp4_dynamic_token": "kNvfp4DynamicToken",
+    "mxfp8_static": "kMxfp8Static",
+    "mxfp8_dynamic": "kMxfp8Dynamic",
+    "mxfp4_static": "kMxfp4Static",
+    "mxfp4_dynamic": "kMxfp4Dynamic",
+    "int4_static": "kInt4Static",
+    "int8_static": "kInt8Static",
+    "int4_static_g32": "kInt4Static32",
+    "int4_static_asym": "kInt4StaticAsym",
+    "int4_static_g32_asym": "kInt4Static32Asym",
+    "int8_static_channel": "kInt8StaticChannelSym",
+    "int8_dynamic_token": "kInt8DynamicTokenSym",
+    "int8_static_tensor": "kInt8StaticTensorSym",
+    "int8_dynamic_tensor": "kInt8DynamicTensorSym",
+    "int8_dynamic_token_asym": "kInt8DynamicTokenAsym",
+    "int8_static_tensor_asym": "kInt8StaticTensorAsym",
+    "int8_dynamic_tensor_asym": "kInt8DynamicTensorAsym",
+    "int8_dynamic_group32": "kInt8Dynamic32Sym",
+    "int4_w4a8_static_channel": "kInt4W4A8StaticChannelSym",
+    "int4_w4a8_static_group128": "kInt4W4A8StaticGroup128Sym",
+    "int4_w4a8_static_group64": "kInt4W4A8StaticGroup64Sym",
+    "int4_w4a8_static_group32": "kInt4W4A8StaticGroup32Sym",
+    "int4_w4a8_static_group": "kInt4W4A8StaticGroupSym",
+}
+"""Our quant key name -> the vLLM ``quant_utils`` constant (``Q/utils/quant_utils.py``)."""
+
+_DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
+
+
+class VllmSide:
+    """Answers deployments with one release's selection code.
+
+    Args:
+        sim: the simulated machine (owns the vLLM import).
+    """
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        import torch
+
+        self.torch = torch
+        self.cfg_mod = importlib.import_module(f"{P}.config")
+        self.act_mod = importlib.import_module(f"{P}.activation")
+        self.mk = importlib.import_module(f"{P}.modular_kernel")
+        self.qu = importlib.import_module(f"{Q}.utils.quant_utils")
+        self.moe_fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEConfig) if f.init}
+        self.routing = {m.value[0] if isinstance(m.value, tuple) else m.value: m for m in self.cfg_mod.RoutingMethodType}
+        self._front_ends: dict[str, Callable[..., tuple[Any, Any]]] = {}
+
+    # ------------------------------------------------------------------ translation
+
+    def quant_key(self, name: str | None) -> Any:
+        """The vLLM QuantKey for our key name (``None`` stays ``None``).
+
+        Raises:
+            KeyError: a key this release does not define.
+        """
+        if name is None:
+            return None
+        const = QUANT_KEY_NAMES[name]
+        try:
+            return getattr(self.qu, const)
+        except AttributeError:
+            raise KeyError(f"vLLM {self.sim.release} has no QuantKey {const} (our {name})") from None
+
+    def parallel_config(self, dep: Deployment) -> Any:
+        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups)."""
+        flat = dep.tp_size * dep.dp_size
+        use_ep = dep.use_ep and flat > 1
+        kwargs = dict(
+            tp_size=1 if use_ep else flat,
+            pcp_size=1,
+            dp_size=dep.dp_size,
+            ep_size=flat if use_ep else 1,
+            tp_rank=0,
+            pcp_rank=0,
+            dp_rank=0,
+            ep_rank=0,
+            sp_size=1,
+            use_ep=use_ep,
+            all2all_backend=dep.all2all_backend,
+            enable_eplb=dep.enable_eplb,
+        )
+        fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEParallelConfig)}
+        return self.cfg_mod.FusedMoEParallelConfig(**{k: v for k, v in kwargs.items() if k in fields})
+
+    def moe_config(self, dep: Deployment) -> Any:
+        """``FusedMoEConfig`` as the release's layer factory builds it.
+
+        Raises:
+            ValueError, AssertionError: what the layer factory raises (EPLB with uneven
+                experts, redundant experts without EPLB, an intermediate size TP cannot split).
+        """
+        par = self.parallel_config(dep)
+        global_experts = dep.num_experts + dep.num_redundant_experts
+        if dep.enable_eplb:
+            if par.use_ep and global_experts % par.ep_size != 0:
+                raise ValueError(f"EPLB currently only supports even distribution of experts across ranks. Got {global_experts} experts and {par.ep_size} EP ranks.")
+        elif dep.num_redundant_experts:
+            raise AssertionError("Redundant experts are only supported with EPLB.")
+        torch = self.torch
+        act = self.act_mod.MoEActivation(dep.activation)
+        routing = self._routing(dep.routing_method)
+        values: dict[str, Any] = dict(
+            num_experts=global_experts,
+            experts_per_token=dep.top_k,
+            hidden_dim=dep.hidden_size,
+            intermediate_size=dep.intermediate_size,
+            num_local_experts=-(-global_experts // par.ep_size),
+            num_logical_experts=dep.num_experts,
+            activation=act,
+            device="cpu" if dep.platform == "cpu" else dep.platform,
+            routing_method=routing,
+            moe_parallel_config=par,
+            in_dtype=getattr(torch, _DTYPES[dep.in_dtype]),
+            router_logits_dtype=getattr(torch, _DTYPES[dep.router_logits_dtype]) if dep.router_logits_dtype else None,
+            moe_backend=dep.moe_backend,
+            has_bias=dep.has_bias,
+            is_lora_enabled=dep.lora,
+            has_hash_routing=dep.has_hash_routing,
+            require_decomposed_backend=dep.require_decomposed,
+            swiglu_limit=dep.swiglu_limit,
+            swiglu_alpha=dep.swiglu_alpha,
+            swiglu_beta=dep.swiglu_beta,
+            activation_situ_beta=dep.situ_beta,
+            activation_situ_linear_beta=dep.situ_linear_beta,
+        )
+        return self.cfg_mod.FusedMoEConfig(**{k: v for k, v in values.items() if k in self.moe_fields})
+
+    def _routing(self, name: str) -> Any:
+        from ..vocab import RoutingMethod
+
+        return self.routing[RoutingMethod(name).flashinfer_id]
+
+    def _model_config(self, dep: Deployment) -> None:
+        """Make the current VllmConfig carry a model config for ``dep`` (vLLM serving always has one).
+
+        Only what selection reads is set: the text model's ``model_type`` and architectures,
+        the dtype, and no user ``quantization_config`` override.
+        """
+        from vllm.config import get_current_vllm_config
+
+        cfg = get_current_vllm_config()
+        text = types.SimpleNamespace(model_type=dep.model_type, architectures=[dep.architecture] if dep.architecture else [])
+        fake = types.SimpleNamespace(
+            hf_text_config=text,
+            hf_config=text,
+            architectures=text.architectures,
+            architecture=dep.architecture,
+            dtype=getattr(self.torch, dep.in_dtype),
+            quantization_config=None,
+            quantization=None,
+        )
+        try:
+            cfg.model_config = fake
+        except Exception:  # noqa: BLE001 - pydantic dataclasses may refuse; bypass validation
+            object.__setattr__(cfg, "model_config", fake)
+
+    # ------------------------------------------------------------------ front ends
+
+    def front_end(self, name: str) -> Callable[..., tuple[Any, Any]]:
+        """The front-end function registered as ``name`` (see :mod:`.frontends`).
+
+        Raises:
+            KeyError: no such front end.
+        """
+        fn = self._front_ends.get(name)
+        if fn is None:
+            from .frontends import FRONT_ENDS
+
+            module, func = FRONT_ENDS[name].split(":")
+            fn = getattr(importlib.import_module(f"{__package__}.frontends.{module}"), func)
+            self._front_ends[name] = fn
+        return fn
+
+    def check_eplb(self, dep: Deployment, method: Any) -> None:
+        # P/routed_experts.py: EPLB with a method that does not support it raises.
+        if dep.enable_eplb and not getattr(method, "supports_eplb", True):
+            raise NotImplementedError(f"EPLB is not supported {type(method).__name__}.")
+
+    # ------------------------------------------------------------------ answer
+
+    def answer(self, dep: Deployment) -> Answer:
+        """Run the release's front end for ``dep``; an exception is the engine refusing it."""
+        try:
+            self.sim.apply(dep)
+            self._model_config(dep)
+        except ValueError as exc:
+            return Answer("unsupported", detail=str(exc))
+        try:
+            front = self.front_end(dep.front_end)
+            moe = self.moe_config(dep)
+            backend, experts = front(self, dep, moe)
+        except (KeyError, NotDriven) as exc:
+            return Answer("unsupported", detail=f"not driven: {exc}")
+        except Exception as exc:  # noqa: BLE001 - any exception is vLLM refusing the deployment
+            return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300])
+        backend_name = getattr(backend, "name", str(backend))
+        if experts is None:
+            return Answer("platform", backend=backend_name, detail=f"vLLM returns {backend_name} with no experts class")
+        fmt = experts.activation_format()
+        value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value
+        return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name)

@@ -1,0 +1,496 @@
+"""Make a vLLM release's selection code believe it runs on a given machine (worker side only).
+
+Imports vLLM and torch: only the verification worker imports this module.
+
+What is simulated, and nothing else (vLLM's own capability methods always run):
+
+* **Platform.** One platform object is installed as ``vllm.platforms.current_platform``
+  before any vLLM module binds it. Per deployment its class is swapped to a subclass of
+  vLLM's own ``CudaPlatform`` / ``RocmPlatform`` / ``CpuPlatform`` / ``XPUPlatform`` /
+  ``TpuPlatform`` that pins only the device capability (CUDA), the GPU arch (ROCm: the
+  module-level arch flags of ``vllm.platforms.rocm`` are recomputed by re-running that
+  module's own assignments) or the CPU architecture and AMX support (CPU).
+* **Compiled capability queries** (``torch.ops._C.*``), answered from the capability as
+  the vLLM 0.33.0 binary answers them (``/work/shared/reference/differential_testing.md``):
+  ``cutlass_scaled_mm_supports_fp8``: cap > 88; ``..._block_fp8``: cap > 89;
+  ``cutlass_group_gemm_supported``: 90 <= cap <= 119; ``mxfp4_experts_quant_supported``:
+  100 <= cap <= 119; ``cutlass_scaled_mm_supports_fp4``: 100 <= cap <= 129. They exist
+  only on CUDA (elsewhere they raise ``AttributeError`` as on a build without them).
+* **Extension modules** that only register custom ops (``vllm._C_stable_libtorch`` ...)
+  are empty stand-ins; ``vllm.vllm_flash_attn`` (attention only) is a stub.
+* **Optional packages**: ``vllm.utils.import_utils._has_module`` / ``_has_module_spec``
+  answer from the deployment for the modules in :data:`MODULE_PACKAGES`; every
+  ``has_flashinfer*`` probe returns False when FlashInfer is absent and runs for real
+  (against the FlashInfer the release pins, on ``sys.path``) when it is present, with
+  the cubin probe true. References bound into other modules are rebound.
+* **Environment variables**: ``os.environ`` per deployment (vLLM reads ``vllm.envs``
+  lazily); AITER's cached flags are refreshed with vLLM's own ``refresh_env_variables``.
+* **Caches**: every ``functools`` cache inside ``vllm.*`` is cleared when the platform,
+  the packages or the environment change.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .cases import Deployment
+
+__all__ = ["Simulation", "MODULE_PACKAGES"]
+
+_CACHED = functools._lru_cache_wrapper  # what functools.cache / lru_cache return
+
+MODULE_PACKAGES: dict[str, str] = {
+    "deep_gemm": "deep_gemm",
+    "vllm.third_party.deep_gemm": "deep_gemm",
+    "deep_ep": "deep_ep",
+    "triton_kernels": "triton_kernels",
+    "vllm.third_party.triton_kernels": "triton_kernels",
+    "aiter": "aiter",
+    "mori": "mori",
+    "nixl_ep": "nixl_ep",
+    "moonep": "moonep",
+    "humming": "humming",
+    "b12x": "b12x",
+    "flydsl": "flydsl",
+    "cutlass": "cutlass",
+    "zentorch": "zentorch",
+    "quark": "quark",
+    "flashinfer": "flashinfer",
+}
+"""Module name vLLM probes -> the deployment package that makes it present."""
+
+_EXTENSION_STANDINS = (
+    "vllm._C",
+    "vllm._C_stable_libtorch",
+    "vllm._moe_C",
+    "vllm._moe_C_stable_libtorch",
+    "vllm._qutlass_C",
+    "vllm._rocm_C",
+    "vllm._flashmla_C",
+    "vllm._flashmla_extension_C",
+    "vllm.cumem_allocator",
+    "vllm_xpu_kernels",
+    "vllm_xpu_kernels._C",
+    "vllm_xpu_kernels._moe_C",
+    "vllm_xpu_kernels._xpu_C",
+)
+
+_CUDA_QUERIES: dict[str, Callable[[int], bool]] = {
+    "cutlass_scaled_mm_supports_fp8": lambda cap: cap > 88,
+    "cutlass_scaled_mm_supports_block_fp8": lambda cap: cap > 89,
+    "cutlass_group_gemm_supported": lambda cap: 90 <= cap <= 119,
+    "mxfp4_experts_quant_supported": lambda cap: 100 <= cap <= 119,
+    "cutlass_scaled_mm_supports_fp4": lambda cap: 100 <= cap <= 129,
+}
+
+
+class _StubValue:
+    """An attribute of a stand-in package: a distinct, memoized object per dotted path.
+
+    Attribute access yields further stand-ins (so enum members compare by identity);
+    calling one raises, because what the real package would answer is unknown.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._children: dict[str, "_StubValue"] = {}
+
+    def __getattr__(self, name: str) -> "_StubValue":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        child = self._children.get(name)
+        if child is None:
+            child = self._children[name] = _StubValue(f"{self._path}.{name}")
+        return child
+
+    def __call__(self, *_a: Any, **_k: Any) -> Any:
+        raise RuntimeError(f"{self._path} is a stand-in in the differential harness")
+
+    def __repr__(self) -> str:
+        return f"<stand-in {self._path}>"
+
+
+class _StubModule(types.ModuleType):
+    """A stand-in module: every attribute is a :class:`_StubValue`."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = _StubValue(f"{self.__name__}.{name}")
+        setattr(self, name, value)
+        return value
+
+
+_STUB_TOPS: dict[str, str] = {name: pkg for name, pkg in MODULE_PACKAGES.items() if "." not in name and name != "flashinfer"}
+
+
+class _StubLoader(importlib.abc.Loader):
+    def __init__(self, created: set[str]) -> None:
+        self.created = created
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        self.created.add(spec.name)
+        module = _StubModule(spec.name)
+        module.__path__ = []  # a package: its submodules are stubs too
+        module.__is_stand_in__ = True
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+class _StubFinder(importlib.abc.MetaPathFinder):
+    """Stand-in modules for optional packages the deployment declares present (none is installed here)."""
+
+    def __init__(self, sim: "Simulation") -> None:
+        self.sim = sim
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        pkg = _STUB_TOPS.get(fullname.split(".")[0])
+        if pkg is None or pkg not in self.sim._packages:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _StubLoader(self.sim._stubs), is_package=True)
+
+
+class Simulation:
+    """One process-wide simulated machine for one vLLM release.
+
+    Args:
+        release: the version string the release tree declares (checked against
+            ``vllm.__version__``; the self-check that the right release is exercised).
+        tree: the release's source tree (``<tree>/vllm``), expected first on ``sys.path``.
+
+    Raises:
+        RuntimeError: the imported vLLM is not ``release`` from ``tree``.
+    """
+
+    def __init__(self, release: str, tree: Path | None = None) -> None:
+        self.release = release
+        self.tree = tree
+        self._state: tuple[Any, ...] | None = None
+        self._packages: frozenset[str] = frozenset()
+        # Modules are imported as on an H100 (some compute capability flags at import).
+        self._platform = "cuda"
+        self._capability = 90
+        self._cpu_arch = "x86_64"
+        self._install_standins()
+        self._stubs: set[str] = set()
+        sys.meta_path.insert(0, _StubFinder(self))
+        import torch
+
+        self.torch = torch
+        import vllm
+        import vllm.platforms as platforms
+        from vllm.platforms import interface
+
+        self._check_release(vllm)
+        # One object, installed before any module binds `current_platform`; its class
+        # changes per deployment.
+        self.shim = object.__new__(interface.UnspecifiedPlatform)
+        platforms._current_platform = self.shim
+        self.interface = interface
+        self._classes = self._platform_classes()
+        self.shim.__class__ = self._classes["cuda"]
+        self._set_cuda(90)
+        self._import_selection_modules()
+        from vllm.config import VllmConfig, set_current_vllm_config
+
+        self._vllm_config_ctx = set_current_vllm_config(VllmConfig())
+        self._vllm_config_ctx.__enter__()
+        self._probe_originals: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+        self._install_probes()
+        self._caches: list[Any] = []
+        self._modules_seen = 0
+        self._rebind()
+
+    # ------------------------------------------------------------------ set-up
+
+    def _check_release(self, vllm: types.ModuleType) -> None:
+        version = getattr(vllm, "__version__", None)
+        if version is None:
+            try:
+                from vllm._version import __version__ as version  # type: ignore[no-redef]
+            except ImportError:
+                version = None
+        if version != self.release:
+            raise RuntimeError(f"self-check: expected vLLM {self.release}, imported {version!r} from {vllm.__file__}")
+        if self.tree is not None and not Path(vllm.__file__).resolve().is_relative_to(self.tree.resolve()):
+            raise RuntimeError(f"self-check: vLLM {self.release} should come from {self.tree}, imported {vllm.__file__}")
+
+    def _install_standins(self) -> None:
+        for name in _EXTENSION_STANDINS:
+            sys.modules.setdefault(name, types.ModuleType(name))
+        sys.modules.setdefault("vllm.vllm_flash_attn", _StubModule("vllm.vllm_flash_attn"))
+        import torch
+
+        sim = self
+
+        def query(name: str, fn: Callable[[int], bool]) -> Callable[[int], bool]:
+            def answer(capability: int) -> bool:
+                if sim._platform != "cuda":
+                    raise AttributeError(f"'_OpNamespace' '_C' object has no attribute {name!r}")
+                return fn(capability)
+
+            answer.__name__ = name
+            return answer
+
+        for name, fn in _CUDA_QUERIES.items():
+            setattr(torch.ops._C, name, query(name, fn))
+
+    def _platform_classes(self) -> dict[str, type]:
+        classes: dict[str, type] = {}
+        interface = self.interface
+        sim = self
+
+        import vllm.platforms.cuda as cuda_mod
+
+        class SimCuda(cuda_mod.CudaPlatform):  # type: ignore[misc, valid-type]
+            @classmethod
+            def get_device_capability(cls, device_id: int = 0) -> Any:
+                cap = sim._capability
+                return interface.DeviceCapability(major=cap // 10, minor=cap % 10)
+
+            @classmethod
+            def get_device_name(cls, device_id: int = 0) -> str:
+                return f"simulated SM {sim._capability}"
+
+        classes["cuda"] = SimCuda
+        self._rocm = self._import_rocm()
+        if self._rocm is not None:
+            rocm = self._rocm
+
+            class SimRocm(rocm.RocmPlatform):  # type: ignore[misc, name-defined]
+                @classmethod
+                def get_device_capability(cls, device_id: int = 0) -> Any:
+                    cap = rocm._capability_from_gcn_arch(rocm._GCN_ARCH)
+                    return interface.DeviceCapability(major=cap[0], minor=cap[1]) if cap else None
+
+                @classmethod
+                def get_device_name(cls, device_id: int = 0) -> str:
+                    return f"simulated {rocm._GCN_ARCH}"
+
+            classes["rocm"] = SimRocm
+        import vllm.platforms.cpu as cpu_mod
+
+        class SimCpu(cpu_mod.CpuPlatform):  # type: ignore[misc, name-defined]
+            @classmethod
+            def get_cpu_architecture(cls) -> Any:
+                return sim._cpu_arch_enum()
+
+        classes["cpu"] = SimCpu
+        try:
+            import vllm.platforms.xpu as xpu_mod
+
+            class SimXpu(xpu_mod.XPUPlatform):  # type: ignore[misc, name-defined]
+                @classmethod
+                def get_device_capability(cls, device_id: int = 0) -> Any:
+                    return None
+
+                @classmethod
+                def get_device_name(cls, device_id: int = 0) -> str:
+                    return "simulated XPU"
+
+            classes["xpu"] = SimXpu
+        except Exception:  # noqa: BLE001 - a release whose XPU platform cannot load here
+            pass
+
+        class SimTpu(interface.Platform):  # type: ignore[misc, name-defined]
+            _enum = interface.PlatformEnum.TPU
+            device_name = "tpu"
+            device_type = "tpu"
+
+        classes["tpu"] = SimTpu
+        return classes
+
+    def _import_rocm(self) -> types.ModuleType | None:
+        torch = self.torch
+        original = torch.cuda.get_device_properties
+        torch.cuda.get_device_properties = lambda *a, **k: types.SimpleNamespace(gcnArchName="gfx942")  # type: ignore[assignment]
+        try:
+            rocm = importlib.import_module("vllm.platforms.rocm")
+        except Exception:  # noqa: BLE001
+            return None
+        finally:
+            torch.cuda.get_device_properties = original  # type: ignore[assignment]
+        # The module's own arch-flag assignments, re-run whenever the arch changes.
+        source = Path(rocm.__file__).read_text()
+        tree = ast.parse(source)
+        stmts = [n for n in tree.body if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id.startswith("_ON_") for t in n.targets)]
+        self._rocm_flags = compile(ast.Module(body=stmts, type_ignores=[]), rocm.__file__, "exec")
+        return rocm
+
+    def _import_selection_modules(self) -> None:
+        """Import every module of the fused-MoE and quantization packages that imports here."""
+        self.import_errors: dict[str, str] = {}
+        import pkgutil
+
+        for pkg_name in ("vllm.model_executor.layers.fused_moe", "vllm.model_executor.layers.quantization"):
+            pkg = importlib.import_module(pkg_name)
+            for info in pkgutil.walk_packages(pkg.__path__, pkg_name + "."):
+                try:
+                    importlib.import_module(info.name)
+                except Exception as exc:  # noqa: BLE001 - recorded; vLLM imports lazily too
+                    self.import_errors[info.name] = f"{type(exc).__name__}: {exc}"[:200]
+
+    def _install_probes(self) -> None:
+        """Replace the optional-package probes with ones that answer from the deployment."""
+        import vllm.utils.import_utils as iu
+
+        sim = self
+        orig_has_module = iu._has_module
+        orig_has_spec = getattr(iu, "_has_module_spec", None)
+
+        def has_module(module_name: str) -> bool:
+            pkg = MODULE_PACKAGES.get(module_name)
+            if pkg is not None:
+                return pkg in sim._packages
+            return orig_has_module(module_name)
+
+        self._register(orig_has_module, has_module)
+        if orig_has_spec is not None:
+
+            def has_module_spec(module_name: str) -> bool:
+                pkg = MODULE_PACKAGES.get(module_name)
+                if pkg is not None:
+                    return pkg in sim._packages
+                return orig_has_spec(module_name)
+
+            self._register(orig_has_spec, has_module_spec)
+        try:
+            fi = importlib.import_module("vllm.utils.flashinfer")
+        except Exception:  # noqa: BLE001
+            fi = None
+        if fi is not None:
+            for name, value in list(vars(fi).items()):
+                if not name.startswith("has_flashinfer") or not callable(value):
+                    continue
+                if name == "has_flashinfer_cubin":
+                    self._register(value, lambda: "flashinfer" in sim._packages)
+                    continue
+                self._register(value, self._flashinfer_probe(value))
+
+    def _flashinfer_probe(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        sim = self
+        real = getattr(original, "__wrapped__", original)
+
+        @functools.wraps(real)
+        def probe(*args: Any, **kwargs: Any) -> Any:
+            if "flashinfer" not in sim._packages:
+                return False
+            return real(*args, **kwargs)
+
+        return probe
+
+    def _register(self, original: Callable[..., Any], replacement: Callable[..., Any]) -> None:
+        self._probe_originals[id(original)] = (original, replacement)
+        cached = getattr(original, "__wrapped__", None)
+        if cached is not None:
+            self._probe_originals[id(cached)] = (cached, replacement)
+
+    def _rebind(self) -> None:
+        """Point every reference to an original probe (in any ``vllm.*`` module) at its replacement."""
+        mods = [m for name, m in list(sys.modules.items()) if name.startswith("vllm") and isinstance(m, types.ModuleType)]
+        self._modules_seen = self._vllm_module_count()
+        caches = []
+        for mod in mods:
+            namespace = vars(mod)
+            for attr, value in list(namespace.items()):
+                hit = self._probe_originals.get(id(value))
+                if hit is not None and hit[0] is value:
+                    namespace[attr] = hit[1]
+                    continue
+                if isinstance(value, _CACHED) and str(getattr(value, "__module__", "")).startswith("vllm"):
+                    caches.append(value)
+                elif isinstance(value, type) and value.__module__ == mod.__name__:
+                    for member in list(vars(value).values()):
+                        func = getattr(member, "__func__", member)
+                        if isinstance(func, _CACHED):
+                            caches.append(func)
+        self._caches = caches
+        self._aiter_found_modules = [m for m in mods if "IS_AITER_FOUND" in vars(m)]
+
+    def _vllm_module_count(self) -> int:
+        # Modules other than our stand-ins: a new one may have bound a probe or a cache.
+        return len(sys.modules) - len(self._stubs)
+
+    # ------------------------------------------------------------------ per deployment
+
+    def _cpu_arch_enum(self) -> Any:
+        enum = self.interface.CpuArchEnum
+        arch = self._cpu_arch
+        if arch in ("x86_64", "amd64"):
+            return enum.X86
+        if arch in ("aarch64", "arm64"):
+            return enum.ARM
+        if arch in ("ppc64le", "ppc64"):
+            return enum.POWERPC
+        return getattr(enum, "UNKNOWN", enum.X86)
+
+    def _set_cuda(self, capability: int) -> None:
+        self._capability = capability
+
+    def apply(self, dep: Deployment) -> None:
+        """Make vLLM see ``dep``'s platform, packages and environment (cheap when unchanged).
+
+        Raises:
+            ValueError: a platform this release cannot be simulated on.
+        """
+        state = dep.state_key()
+        if self._vllm_module_count() != self._modules_seen:
+            self._rebind()
+        if state == self._state:
+            return
+        cls = self._classes.get(dep.platform)
+        if cls is None:
+            raise ValueError(f"platform {dep.platform!r} cannot be simulated for vLLM {self.release}")
+        self._platform = dep.platform
+        self._packages = frozenset(dep.packages)
+        if dep.platform == "cuda":
+            self._capability = int(dep.capability or 90)
+        elif dep.platform == "rocm" and self._rocm is not None:
+            self._rocm._GCN_ARCH = dep.arch or "gfx942"
+            exec(self._rocm_flags, vars(self._rocm))  # noqa: S102 - the module's own statements
+        elif dep.platform == "cpu":
+            self._cpu_arch = dep.arch or "x86_64"
+            amx = bool(dep.cpu_amx)
+            self.torch.cpu._is_amx_tile_supported = lambda: amx  # type: ignore[attr-defined]
+        self.shim.__class__ = cls
+        for name in self._stubs:
+            sys.modules.pop(name, None)
+        self._stubs.clear()
+        for key in [k for k in os.environ if k.startswith("VLLM_")]:
+            del os.environ[key]
+        os.environ.update(dep.env_map)
+        self._refresh_aiter()
+        for cache in self._caches:
+            try:
+                cache.cache_clear()
+            except Exception:  # noqa: BLE001 - a cache that cannot be cleared is recorded nowhere; skip
+                pass
+        self._state = state
+
+    def _refresh_aiter(self) -> None:
+        mod = sys.modules.get("vllm._aiter_ops")
+        if mod is None:
+            return
+        found = "aiter" in self._packages
+        for m in self._aiter_found_modules:
+            m.IS_AITER_FOUND = found
+        ops = getattr(mod, "rocm_aiter_ops", None)
+        if ops is not None and hasattr(ops, "refresh_env_variables"):
+            try:
+                ops.refresh_env_variables()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def modules_loaded(self) -> Iterable[str]:
+        return sorted(n for n in sys.modules if n.startswith("vllm"))
