@@ -319,9 +319,9 @@ def _decide(args: argparse.Namespace, catalog: Any):
     Raises:
         ConfigError: bad input, or a deployment vLLM refuses at start (``--eplb`` without ``--ep``).
     """
-    from .deployment import no_effect_notes, refusals
     from .engine import evaluate
     from .errors import ConfigError
+    from .refusals import refusals
     from .whynot import fixes as find_fixes
 
     config, env, notes = _build_inputs(args, catalog)
@@ -329,7 +329,6 @@ def _decide(args: argparse.Namespace, catalog: Any):
     if issues:
         raise ConfigError(issues)
     decision = evaluate(catalog, config, env)
-    notes = notes + no_effect_notes(config, decision.normalized.values, catalog)
     if notes:
         decision = replace(decision, notes=decision.notes + notes)
     found = None
@@ -358,9 +357,9 @@ def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
 
 
 def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
-    from .deployment import refusals
     from .errors import ConfigError
     from .oracle import Oracle
+    from .refusals import refusals
 
     config, env, notes = _build_inputs(args, catalog)
     issues = refusals(config)
@@ -447,7 +446,7 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
     if not args.probe and not (args.package or args.without or args.env or args.environment):
         args.probe = True
     config, env, notes = _build_inputs(args, catalog, probe_device_default=True)
-    from .deployment import refusals
+    from .refusals import refusals
 
     issues = refusals(config)
     if issues:

@@ -255,10 +255,10 @@ class Decision:
         return render_explain(self, show_all=show_all)
 
     def render_failure(self) -> str:
-        """The short answer when nothing is eligible (:func:`moe_oracle.render.render_dead_end`)."""
-        from .render import render_dead_end
+        """The full trail when nothing is eligible (:func:`moe_oracle.render.render_failure`)."""
+        from .render import render_failure
 
-        return render_dead_end(self)
+        return render_failure(self)
 
     def __str__(self) -> str:
         return self.describe()

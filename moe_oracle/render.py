@@ -24,7 +24,7 @@ from .vocab import ReasonCode
 if TYPE_CHECKING:
     from .decision import Decision
 
-__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "render_dead_end", "render_explain", "short_value"]
+__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "render_dead_end", "render_explain", "render_failure", "short_value"]
 
 # Codes that say "this kernel is for another problem", not "this deployment is wrong";
 # explain folds candidates that fail any of these (shown with --all).
@@ -54,21 +54,26 @@ class Blocker:
     rules: tuple[str, ...]
 
 
-def _relevant(decision: "Decision") -> tuple[list[CandidateResult], str]:
-    """The rejected candidates a dead end is about, and how to name them.
+def _relevant(decision: "Decision") -> tuple[list[CandidateResult], str, str]:
+    """The rejected candidates a dead end is about, and how to name one and several of them.
 
-    A strict request: the requested backends' candidates. Otherwise those not rejected for
-    another quant scheme, platform or request; when that leaves none, every candidate.
+    A strict request: the requested backends' candidates (those for this device and
+    quantization, when any are). Otherwise those not rejected for another quant scheme,
+    platform or request; when that leaves none, every candidate.
     """
     rejected = [c for c in decision.candidates if c.status is Status.REJECTED]
+    other_problem = {ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED}
     if decision.requested:
         asked = [c for c in rejected if c.backend in decision.requested]
         if asked:
-            return asked, "candidate of the requested backend"
+            meant = [c for c in asked if not {f.code for f in c.failures} & other_problem]
+            if meant:
+                return meant, "candidate of the requested backend for this device and quantization", "candidates of the requested backend for this device and quantization"
+            return asked, "candidate of the requested backend", "candidates of the requested backend"
     meant = [c for c in rejected if not {f.code for f in c.failures} & IRRELEVANT]
     if meant:
-        return meant, "candidate for this device and quantization"
-    return rejected, "candidate"
+        return meant, "candidate for this device and quantization", "candidates for this device and quantization"
+    return rejected, "candidate", "candidates"
 
 
 def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
@@ -79,7 +84,7 @@ def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
     reject at least :data:`NEARLY_EVERY` of them are returned, most first (ties: reason-code
     order); when none reaches that share, the most frequent pair is returned alone.
     """
-    pool, _ = _relevant(decision)
+    pool = _relevant(decision)[0]
     if not pool:
         return ()
     groups: dict[tuple[ReasonCode, str], list[Failure]] = {}
@@ -220,11 +225,11 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
     found = blockers(decision)
     if not found:
         return []
-    _, noun = _relevant(decision)
+    _, one, several = _relevant(decision)
     lines = ["Blocking:"]
     for b in found:
         f = b.failure
-        whom = f"every {noun}" if b.rejected == b.of else f"{b.rejected} of {b.of} {noun}s"
+        whom = f"every {one}" if b.rejected == b.of else f"{b.rejected} of {b.of} {several}"
         more = f" (+{len(b.rules) - 1} more rules)" if len(b.rules) > 1 else ""
         what = f"{f.field} = {short_value(f.observed)}, allowed {_allowed_text(f)}"
         lines.append(f"  {what}: rejects {whom} ({b.code.value}) [{b.rules[0]}{more}]")
@@ -257,6 +262,18 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
         head = f"No MoE kernel is eligible ({len(decision.candidates)} candidates)."
     lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes)
     lines.append(f"Every candidate and reason: moe-oracle {command} ... --all")
+    return "\n".join(lines)
+
+
+def render_failure(decision: "Decision") -> str:
+    """The full trail for an exception or a log: the dead-end summary, then every candidate
+    (every requested one, for a strict request) with every reason."""
+    lines = [render_dead_end(decision).rsplit("\n", 1)[0], "Candidates:"]
+    for cand in decision.candidates:
+        if decision.requested and cand.backend not in decision.requested:
+            continue
+        reasons = "; ".join(f"{f.code.value}: {f.field}={short_value(f.observed)} (allowed {_allowed_text(f)}) [{f.rule}]" for f in cand.failures)
+        lines.append(f"  - {cand.kernel} [{cand.backend}]: {reasons}")
     return "\n".join(lines)
 
 
@@ -293,7 +310,7 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
     if show_all:
         shown = list(decision.candidates)
     elif sel is None:
-        pool, _ = _relevant(decision)
+        pool = _relevant(decision)[0]
         shown = sorted(pool, key=lambda c: (len(c.failures), c.rank))[:closest]
     else:
         shown = [c for c in decision.candidates if not (c.status is Status.REJECTED and {f.code for f in c.failures} & IRRELEVANT)]

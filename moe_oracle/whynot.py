@@ -157,7 +157,8 @@ class Alternative:
         winner = self.decision.kernel
         if winner == self.kernel:
             return f"{self.kernel} selected"
-        return f"{self.kernel} eligible, outranked by {winner} (add --moe-backend to run it)"
+        backend = next((r.entry.backend for r in self.decision.rows if r.entry.id == self.kernel), self.kernel)
+        return f"{self.kernel} eligible, outranked by {winner} (add --moe-backend {backend} to run it)"
 
     def to_dict(self) -> dict[str, Any]:
         return {"flags": self.flags(), "cost": self.cost, "kernel": self.kernel, "winner_after": self.decision.kernel, "edits": [e.to_dict() for e in self.edits]}
@@ -629,7 +630,7 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     failing, kernel = _target_failures(start, target)
     if failing is None:
         return WhyNot(backend, True, kernel, (), config, env, start, True, keep=kept)
-    r = search_eligible(catalog, config, env, target, n=n, keep=kept, max_expansions=MAX_EXPANSIONS * max(1, n))
+    r = search_eligible(catalog, config, env, target, n=n, keep=kept)
     return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored, r.alternatives, kept)
 
 
@@ -642,5 +643,5 @@ def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3
     """
     wanted = frozenset(backends) if backends is not None else None
     target = (lambda row: True) if wanted is None else (lambda row: row.entry.backend in wanted)
-    r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep), max_expansions=MAX_EXPANSIONS * max(1, n))
+    r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep))
     return r.alternatives
