@@ -63,3 +63,17 @@ def test_provenance_says_default_for_defaults(capsys):
     assert inputs["lora"]["source"] == inputs["batch_invariant"]["source"] == "default"
     _, record = _record(capsys)
     assert record["inputs"]["tp_size"]["source"] == "default"
+
+
+@pytest.mark.parametrize(("argv", "head"), [
+    (["--tp", "0"], "bad --tp"),
+    (["--all2all", "foo"], "bad --all2all"),
+    (["--moe-backend", "foo"], "bad --moe-backend"),
+    (["--quant", "foo"], "bad --quant"),
+    (["--package", "torch>=2"], "bad --package"),
+    (["--environment", "/no/such/freeze.txt"], "bad --environment"),
+])
+def test_errors_start_with_what_failed(argv, head, capsys):
+    """Before issue 9 every one of these began "invalid MoE configuration"."""
+    assert main(["select", *QWEN, *argv]) == 2
+    assert capsys.readouterr().err.startswith(f"moe-oracle: error: {head} ")
