@@ -13,7 +13,7 @@ from .environment import Environment, probe_environment
 from .errors import ConfigError, MoEOracleError, NoEligibleKernelError, TableError
 from .oracle import Oracle, default_catalog, select
 from .quant import QuantScheme, scheme_by_name
-from .vocab import Activation, All2AllBackend, DType, Interface, Platform, ReasonCode, RoutingMethod
+from .vocab import Activation, All2AllBackend, DType, Interface, Platform, Policy, ReasonCode, RoutingMethod
 
 __all__ = [
     "Activation",
@@ -30,6 +30,7 @@ __all__ = [
     "Oracle",
     "ParallelConfig",
     "Platform",
+    "Policy",
     "Provenance",
     "QuantScheme",
     "ReasonCode",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["examples_dir", "package_dir", "schema_dir", "table_dirs"]
+__all__ = ["examples_dir", "package_dir", "runtime_table_dirs", "schema_dir", "table_dirs"]
 
 
 def package_dir() -> Path:
@@ -36,4 +36,10 @@ def examples_dir() -> Path:
 def table_dirs() -> tuple[Path, Path, Path]:
     """(kernels, prepare_finalize, rules) directories of the embedded catalog."""
     base = package_dir()
+    return base / "kernels", base / "prepare_finalize", base / "rules"
+
+
+def runtime_table_dirs() -> tuple[Path, Path, Path]:
+    """(kernels, prepare_finalize, rules) directories of the runtime table set (what our runtime builds)."""
+    base = package_dir() / "runtime_tables"
     return base / "kernels", base / "prepare_finalize", base / "rules"

@@ -39,6 +39,17 @@ environment:
   Names no table reads are accepted and listed in a note. --probe reads this machine instead
   and says which interpreter and site-packages it read.
 
+engine release:
+  Answers are for one vLLM release: --package vllm==0.31.0 declares it (and the FlashInfer version
+  it pins, unless you declare flashinfer-python), --probe reads the installed one, and otherwise the
+  newest release the tables model is assumed. Every answer names its release and how it was known;
+  a release the tables do not model gets an answer and a warning.
+
+policy:
+  --policy faithful (default) answers what vLLM does, including kernels with known bugs and kernels
+  an engine path returns without checking them (each with a warning naming the safe alternative).
+  --policy safe rejects known-bad kernels (reason known_bad) and applies every check everywhere.
+
 exit codes: 0 selected, 1 nothing eligible (record printed), 2 bad input.
 """
 
@@ -96,8 +107,13 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
     env.add_argument("--without", action="append", default=[], metavar="NAME", help="declare a package absent (repeatable)")
     env.add_argument("--env", action="append", default=[], metavar="VAR=VALUE", help="declare an environment variable (repeatable)")
     env.add_argument("--probe", action="store_true", help="probe this interpreter's packages and this process's env vars (and the device, without --gpu); says which interpreter and site-packages it read")
+    p.add_argument("--policy", choices=["faithful", "safe"], default="faithful", help="faithful (default): what vLLM does, known bugs included, with warnings; safe: reject known-bad kernels and unchecked early returns")
     p.add_argument("--tables", metavar="DIR", help="use the tables under DIR (kernels/, prepare_finalize/, rules/) instead of the shipped ones")
     p.add_argument("--json", action="store_true", help="print the machine-readable record")
+
+
+def _add_view_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--view", choices=["engine", "runtime"], default="engine", help="engine (default): what vLLM runs; runtime: what this package's runtime can build (moe-oracle run)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,15 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("explain", help="the ordered candidates with status and every reason", description="Explain which MoE kernel would run and why every other candidate lost.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle explain --model deepseek-r1 --gpu B200 --dp 8 --ep --all2all deepep_low_latency", formatter_class=fmt)
     _add_input_args(p)
+    _add_view_arg(p)
     p.add_argument("--all", action="store_true", help="also list candidates rejected only for quant/platform/request reasons")
     p = sub.add_parser("select", help="the winner in one line", description="Print the selected experts kernel and prepare/finalize in one line; when nothing is eligible, what blocks and the ranked fixes in a few lines.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle select --model qwen3-30b-a3b --gpu H200 --tp 2", formatter_class=fmt)
     _add_input_args(p)
+    _add_view_arg(p)
     p.add_argument("--full", action="store_true", help="with --json: the whole Decision record (as explain --json) instead of the compact one")
     p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device", formatter_class=fmt)
     p.add_argument("--backend", required=True, type=_name, metavar="NAME", help="backend id or moe_backend alias")
     p.add_argument("--alternatives", type=_positive_int, default=3, metavar="N", help="show up to N ranked alternatives (default 3; equal costs are marked as ties)")
     p.add_argument("--keep", action="append", default=[], metavar="CATEGORY[,CATEGORY]", help="inputs that must not change: device, parallel, quant, packages, env, flags, model (default: model)")
     _add_input_args(p)
+    _add_view_arg(p)
     p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device x quant scheme, from the tables: a table that fits the terminal (default), Markdown (--markdown), or a self-contained HTML page (--html FILE).", epilog="example:\n  moe-oracle matrix --gpu H200,B200 --quant fp8_block --backend deep_gemm,triton", formatter_class=fmt)
     p.add_argument("--gpu", action="append", default=[], metavar="NAME[,NAME]", help="device columns, one per name (hardware catalog or nvidia-smi names; repeatable)")
     p.add_argument("--quant", action="append", default=[], metavar="SCHEME[,SCHEME]", help="only these quant schemes (repeatable)")
@@ -137,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     p.add_argument("--drift", action=argparse.BooleanOptionalAction, default=None, help="compare the FlashInfer kernels' SM sets with the installed flashinfer-python (default: when it imports; --drift makes a missing flashinfer an error)")
-    p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select, build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=_EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
+    p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select among what this package's runtime can build (the runtime view), build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=_EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
     _add_input_args(p)
     p.add_argument("--tokens", type=_positive_int, default=32, metavar="N", help="tokens per call (default 32)")
     p.add_argument("--layers", type=_positive_int, default=1, metavar="K", help="layers to run (default 1)")
@@ -151,14 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_catalog(tables: str | None):
-    from .catalog import load_catalog
-    from .oracle import default_catalog
+def _load_catalog(tables: str | None, view: str = "engine"):
+    from .catalog import load_catalog, load_runtime_catalog
+    from .oracle import catalog_for_view
 
     if tables is None:
-        return default_catalog()
+        return catalog_for_view(view)
     root = Path(tables)
-    return load_catalog([root / "kernels", root / "prepare_finalize", root / "rules"])
+    engine = load_catalog([root / "kernels", root / "prepare_finalize", root / "rules"])
+    return load_runtime_catalog(engine) if view == "runtime" else engine
 
 
 def _device_from_args(args: argparse.Namespace):
@@ -328,12 +348,12 @@ def _decide(args: argparse.Namespace, catalog: Any):
     issues = refusals(config)
     if issues:
         raise ConfigError(issues)
-    decision = evaluate(catalog, config, env)
+    decision = evaluate(catalog, config, env, policy=args.policy)
     if notes:
         decision = replace(decision, notes=decision.notes + notes)
     found = None
     if decision.winner is None:
-        found = find_fixes(catalog, config, env, backends=decision.requested)
+        found = find_fixes(catalog, config, env, backends=decision.requested, policy=args.policy)
     return decision, found
 
 
@@ -347,10 +367,9 @@ def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
         if decision.winner is None:
             print(render_dead_end(decision, found, command="explain"))
         else:
-            sel = decision.selected
-            assert sel is not None
-            extra = f" ({len(sel.assumptions)} assumption{'s' if len(sel.assumptions) != 1 else ''}; see explain)" if sel.assumptions else ""
-            print(f"{sel.kernel} [{sel.backend}, {sel.interface.value}] + {sel.prepare_finalize}{extra}")
+            print(decision.select_line())
+            for warning in decision.warnings:
+                print(f"warning: {warning.message}", file=sys.stderr)
     else:
         print(render_explain(decision, show_all=args.all, fixes=found))
     return EXIT_OK if decision.winner is not None else EXIT_NONE
@@ -367,7 +386,7 @@ def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
         raise ConfigError(issues)
     keep = [k.strip() for part in args.keep for k in part.split(",") if k.strip()]
     # The model itself is always kept on the command line: an operator cannot change its activation.
-    result = Oracle(catalog, env).why_not(config, args.backend, n=args.alternatives, keep={*keep, "model"})
+    result = Oracle(catalog, env, policy=args.policy).why_not(config, args.backend, n=args.alternatives, keep={*keep, "model"})
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -451,7 +470,7 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
     issues = refusals(config)
     if issues:
         raise ConfigError(issues)
-    decision = evaluate(catalog, config, env)
+    decision = evaluate(catalog, config, env, policy=args.policy)
     if notes:
         decision = replace(decision, notes=decision.notes + notes)
     if decision.winner is None:
@@ -465,10 +484,10 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
         report = run_layer(config, decision, tokens=args.tokens, layers=args.layers, seed=args.seed, max_experts=args.max_experts, progress=not args.json and sys.stderr.isatty())
     except (AdapterImportError, AdapterContractError, CompositionError, UnsupportedConfigError) as exc:
         sel = decision.selected
-        ours = [b for b in ("torch_grouped_mm", "reference") if sel is None or b != sel.backend]
+        ours = [b for b in ("torch_grouped_mm", "reference") if b in catalog.backend_names and (sel is None or b != sel.backend)]
         advice = "Run it inside its own engine" if sel is not None and catalog.experts_by_id(sel.kernel).provider != "moe_oracle" else "Its adapter refuses this layer"
         print(f"moe-oracle: selected {sel.kernel if sel else None} [{sel.backend if sel else ''}], which this runtime cannot build: {exc}\n"
-              f"{advice}; or try one of ours with " + " or ".join(f"--moe-backend {b}" for b in ours) + ".", file=sys.stderr)
+              f"{advice}; or try another of ours with " + " or ".join(f"--moe-backend {b}" for b in ours) + ".", file=sys.stderr)
         return EXIT_NONE
     if args.json:
         _print_json({"decision": decision.to_dict(), "run": report.to_dict()})
@@ -546,7 +565,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .verify.cli import run as _verify
 
             return _verify(args)
-        catalog = _load_catalog(getattr(args, "tables", None))
+        view = "runtime" if args.command == "run" else getattr(args, "view", "engine")
+        catalog = _load_catalog(getattr(args, "tables", None), view)
         if args.command in ("explain", "select"):
             return _cmd_explain(args, catalog)
         if args.command == "why-not":

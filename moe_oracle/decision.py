@@ -21,15 +21,16 @@ from .checks import Check
 from .config import MoEConfig
 from .environment import Environment
 from .normalize import Normalized
-from .records import Assumption, CandidateResult, Demotion, Failure, Status
+from .records import Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status
 from .vocab import ReasonCode, Source
 
 if TYPE_CHECKING:
     from .catalog import ExpertsEntry, PrepareFinalizeEntry
+    from .versions import EngineRelease
 
-__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Row"]
+__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Row", "make_failure"]
 
-DECISION_FORMAT_VERSION = 1
+DECISION_FORMAT_VERSION = 2
 
 _TABLE_ORDER = attrgetter("seq", "rule")
 
@@ -50,7 +51,8 @@ class Row(NamedTuple):
     abstentions: tuple[Check, ...]
 
 
-def _failure(chk: Check, norm: Normalized) -> Failure:
+def make_failure(chk: Check, norm: Normalized) -> Failure:
+    """The :class:`Failure` record of a failing check under ``norm``."""
     first = chk.fields_read[0] if chk.deny else chk.field
     return Failure(
         code=chk.code,
@@ -85,7 +87,14 @@ class Decision:
         requested_by: ``"moe_backend"`` or the override rule id.
         rows: candidates in rank order (engine output).
         winner: index into ``rows`` of the selected candidate, or ``None``.
-        notes: warnings (alias rewrites, unmatched priority orders ...).
+        notes: what the reader should know (alias rewrites, unmatched priority orders, inputs with no effect ...).
+        release: the engine release the answer is for, and how it was known (``None`` only for
+            catalogs built without an engine table).
+        view: ``engine`` (what the engine runs) or ``runtime`` (what our runtime builds).
+        policy: ``faithful`` or ``safe`` (:class:`~moe_oracle.vocab.Policy`).
+        warnings: what the answer holds despite (known bugs, unchecked early returns, unmodelled
+            releases), each with its reference and the safe alternative.
+        shortcut: the shortcut rule that selected the winner (faithful policy), else ``None``.
     """
 
     config: MoEConfig
@@ -100,6 +109,11 @@ class Decision:
     rows: tuple[Row, ...] = field(repr=False)
     winner: int | None
     notes: tuple[str, ...] = ()
+    release: "EngineRelease | None" = None
+    view: str = "engine"
+    policy: str = "faithful"
+    warnings: tuple[DecisionWarning, ...] = ()
+    shortcut: str | None = None
 
     # ------------------------------------------------------------------ views of the record
 
@@ -123,7 +137,7 @@ class Decision:
                     activation_format=row.entry.activation_format,
                     prepare_finalize=row.pf.id if row.pf is not None else None,
                     status=status,
-                    failures=tuple(_failure(c, self.normalized) for c in sorted(row.failures, key=_TABLE_ORDER)),
+                    failures=tuple(make_failure(c, self.normalized) for c in sorted(row.failures, key=_TABLE_ORDER)),
                     assumptions=tuple(_assumption(c) for c in row.abstentions),
                     rank=rank,
                     outranked_by=winner_id if status is Status.ELIGIBLE else None,
@@ -172,27 +186,9 @@ class Decision:
     def for_backend(self, backend: str) -> tuple[CandidateResult, ...]:
         return tuple(c for c in self.candidates if c.backend == backend)
 
-    def make_kernel(self, **kwargs: Any) -> Any:
-        """Build the selected experts + prepare/finalize as a ``FusedMoEKernel`` (needs torch).
-
-        Keyword arguments go to :func:`moe_oracle.runtime.build.make_kernel` (``weights``,
-        ``process_group``, ...). Imported lazily: the selection core never imports torch.
-
-        Raises:
-            NoEligibleKernelError: nothing was selected.
-            AdapterImportError: the winner's adapter lives in a package that is not installed.
-        """
-        if self.winner is None:
-            from .errors import NoEligibleKernelError
-
-            raise NoEligibleKernelError(self)
-        from .runtime.build import make_kernel
-
-        return make_kernel(self, **kwargs)
-
     def fingerprint(self) -> str:
         """Hash of what a rank would run: kernel, P/F, tables, environment. Equal on ranks that agree."""
-        payload = json.dumps([self.kernel, self.prepare_finalize, self.tables_hash, self.environment.fingerprint, self.config.moe_backend])
+        payload = json.dumps([self.kernel, self.prepare_finalize, self.tables_hash, self.environment.fingerprint, self.config.moe_backend, self.view, self.policy])
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def summary(self) -> str:
@@ -206,14 +202,43 @@ class Decision:
         eligible = len(self.candidates) - len(rejected)
         return f"{len(self.candidates)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" (by first reason: {parts})" if parts else "")
 
+    @property
+    def answered_for(self) -> str:
+        """What the answer is for: ``vLLM 0.33.0 (assumed: newest modelled)``, plus the view and policy when not the defaults."""
+        head = self.release.label() if self.release is not None else "engine release unknown"
+        extra = [x for x in (f"{self.view} view" if self.view != "engine" else "", f"{self.policy} policy" if self.policy != "faithful" else "") if x]
+        return head + (f"; {', '.join(extra)}" if extra else "")
+
     def describe(self) -> str:
         """One sentence for a log line."""
         if self.winner is None:
-            return f"no MoE kernel is eligible; {self.summary()}"
+            return f"no MoE kernel is eligible for {self.answered_for}; {self.summary()}"
         sel = self.selected
         assert sel is not None
-        how = f"requested by {self.requested_by}" if self.requested else f"priority {self.order_rule}"
-        return f"selected {sel.kernel} ({sel.backend}, {sel.interface.value}) with {sel.prepare_finalize} by {how}; {self.summary()}"
+        how = self._how()
+        return f"selected {sel.kernel} ({sel.backend}, {sel.interface.value}) with {sel.prepare_finalize} by {how} for {self.answered_for}; {self.summary()}"
+
+    def select_line(self) -> str:
+        """The ``select`` view: winner, prepare/finalize, the release it is for, counts of assumptions and warnings.
+
+        ``triton [triton, modular] + no_dp_ep_modular for vLLM 0.31.0 (declared)``
+        """
+        if self.winner is None:
+            return f"none for {self.answered_for}: {self.summary()}"
+        sel = self.selected
+        assert sel is not None
+        extra = []
+        if sel.assumptions:
+            extra.append(f"{len(sel.assumptions)} assumption{'s' if len(sel.assumptions) != 1 else ''}")
+        if self.warnings:
+            extra.append(f"{len(self.warnings)} warning{'s' if len(self.warnings) != 1 else ''}")
+        tail = f" [{', '.join(extra)}; see explain]" if extra else ""
+        return f"{sel.kernel} [{sel.backend}, {sel.interface.value}] + {sel.prepare_finalize} for {self.answered_for}{tail}"
+
+    def _how(self) -> str:
+        if self.shortcut:
+            return f"shortcut {self.shortcut}"
+        return f"requested by {self.requested_by}" if self.requested else f"priority {self.order_rule}"
 
     def to_dict(self) -> dict[str, Any]:
         """The Decision record (validates against ``schemas/decision.schema.json``)."""
@@ -231,7 +256,12 @@ class Decision:
                 "adapter": self.rows[self.winner].entry.adapter,  # type: ignore[index]
                 "runtime": self.rows[self.winner].entry.runtime,  # type: ignore[index]
             },
-            "selected_by": ("requested" if self.requested else "priority") if sel is not None else "none",
+            "selected_by": ("shortcut" if self.shortcut else "requested" if self.requested else "priority") if sel is not None else "none",
+            "shortcut": self.shortcut,
+            "engine": self.release.to_dict() if self.release is not None else None,
+            "view": self.view,
+            "policy": self.policy,
+            "warnings": [w.to_dict() for w in self.warnings],
             "requested": {"backends": list(self.requested), "by": self.requested_by} if self.requested else None,
             "summary": self.summary(),
             "candidates": [c.to_dict() for c in self.candidates],

@@ -113,11 +113,11 @@ DRIFT_PROBES: tuple[Probe, ...] = (
     Probe("flashinfer_trtllm_bf16_monolithic", (_cfg("TrtllmBf16Config"),), why="trtllm_bf16_moe"),
     Probe("flashinfer_trtllm_bf16", (_cfg("TrtllmBf16Config"),), why="trtllm_bf16_routed_moe"),
     Probe("flashinfer_trtllm_bf16_lora", (_cfg("TrtllmBf16Config"),), why="trtllm_bf16_routed_moe + LoRA deltas"),
-    Probe("flashinfer_trtllm_fp8_block_monolithic", (_cfg("TrtllmFp8BlockConfig"),), why="trtllm_fp8_block_scale_moe"),
-    Probe("flashinfer_trtllm_fp8_block", (_cfg("TrtllmFp8BlockConfig"),), why="trtllm_fp8_block_scale_routed_moe"),
+    Probe("flashinfer_trtllm_fp8_monolithic", (_cfg("TrtllmFp8BlockConfig"),), scheme="fp8_block", why="trtllm_fp8_block_scale_moe"),
+    Probe("flashinfer_trtllm_fp8", (_cfg("TrtllmFp8BlockConfig"),), scheme="fp8_block", why="trtllm_fp8_block_scale_routed_moe"),
     Probe("flashinfer_trtllm_fp8_monolithic", (_cfg("TrtllmFp8PerTensorConfig"),), scheme="fp8_tensor_static", why="trtllm_fp8_per_tensor_scale_moe"),
     Probe("flashinfer_trtllm_fp8_monolithic", (_cfg("TrtllmFp8BlockConfig"),), scheme="mxfp8", why="trtllm_fp8_block_scale_moe, MXFP8 x MXFP8"),
-    Probe("flashinfer_trtllm_fp8", (_cfg("TrtllmFp8BlockConfig"),), why="trtllm_fp8_block_scale_routed_moe, MXFP8 x MXFP8"),
+    Probe("flashinfer_trtllm_fp8", (_cfg("TrtllmFp8BlockConfig"),), scheme="mxfp8", why="trtllm_fp8_block_scale_routed_moe, MXFP8 x MXFP8"),
     Probe("flashinfer_trtllm_nvfp4_monolithic", (_cfg("TrtllmFp4Config"),), why="trtllm_fp4_block_scale_moe"),
     Probe("flashinfer_trtllm_nvfp4", (_cfg("TrtllmFp4Config"),), why="trtllm_fp4_block_scale_routed_moe"),
     # TrtllmFp4Config.supported covers the FP4 family; FlashInfer drops MXFP4 x BF16 (W4A16)
@@ -127,7 +127,7 @@ DRIFT_PROBES: tuple[Probe, ...] = (
     Probe("flashinfer_trtllm_mxfp4", (_cfg("TrtllmFp4Config"),), why="trtllm_fp4_block_scale_routed_moe, MXFP4 (union of W4A16 and W4A8)"),
     Probe("flashinfer_trtllm_mxint4_monolithic", (_cfg("TrtllmMxInt4Config"),), why="trtllm_mxint4_block_scale_moe"),
     # --- flashinfer_cutlass: cutlass_fused_moe; the unified API's Cutlass*Config allow-lists per scheme
-    Probe("flashinfer_cutlass_bf16", (_cfg("CutlassBf16Config"),), why="cutlass_fused_moe, BF16"),
+    Probe("flashinfer_cutlass", (_cfg("CutlassBf16Config"),), scheme="unquantized", why="cutlass_fused_moe, BF16"),
     Probe("flashinfer_cutlass", (_cfg("CutlassFp8PerTensorConfig"),), scheme="fp8_tensor_static", why="cutlass_fused_moe, FP8 per-tensor"),
     Probe("flashinfer_cutlass", (_cfg("CutlassFp8BlockConfig"),), scheme="fp8_block", why="cutlass_fused_moe(use_deepseek_fp8_block_scale=True)"),
     Probe("flashinfer_cutlass", (_cfg("CutlassW4A16Config"),), scheme="mxfp4_w16", why="cutlass_fused_moe, MXFP4 x BF16 (CUTLASS W4A16)"),

@@ -1,15 +1,22 @@
-"""The rule engine: one pure function from (catalog, config, environment) to a Decision.
+"""The rule engine: one pure function from (catalog, config, environment, policy) to a Decision.
 
+0. Resolve the engine release the environment declares, probes or leaves to assume, and take
+   the catalog's view for it (memoized: a dictionary lookup per call).
 1. Resolve the requested backend (``moe_backend``, or an environment override);
    an unknown name raises before anything is evaluated.
-2. Normalize the config (:mod:`moe_oracle.normalize`).
+2. Normalize the config (:mod:`moe_oracle.normalize`); a known release's pinned package
+   versions stand in for undeclared ones.
 3. Evaluate *every* check of *every* experts kernel and prepare/finalize
-   (:class:`~moe_oracle.checks.CheckIndex`); unknown inputs abstain.
+   (:class:`~moe_oracle.checks.CheckIndex`); unknown inputs abstain. Known-bad rules are
+   evaluated too; they reject only under the safe policy.
 4. Order backends by the first matching priority order, then apply the
    adjustments that fire (each recorded); within a backend, monolithic before
    modular, then table order. Backends outside the order are rejected with
    ``path_not_enabled`` unless requested.
-5. The first eligible candidate wins.
+5. Under the faithful policy, a shortcut whose condition holds picks the winner as the
+   engine's early return does (its unchecked failures become warnings). Otherwise the first
+   eligible candidate wins. A faithful winner that matches a known-bad rule, or that a shortcut
+   returned unchecked, gets a warning naming the safe alternative (the safe policy's winner).
 """
 
 from __future__ import annotations
@@ -17,10 +24,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from .catalog import Catalog, PriorityOrder
-from .checks import Check
+from .catalog import Catalog, PriorityOrder, Shortcut
+from .checks import Check, Outcome
 from .config import MoEConfig, Provenance
-from .decision import Decision, Row
+from .decision import Decision, Row, make_failure
 from .environment import Environment
 from .envvars import env_notes
 from .refusals import no_effect_notes
@@ -28,8 +35,9 @@ from .errors import ConfigError, InputIssue
 from .normalize import Normalized, normalize
 from .predicates import Predicate
 from .quant import SCHEMES
-from .records import Demotion
-from .vocab import Source
+from .records import DecisionWarning, Demotion
+from .versions import EngineRelease
+from .vocab import Policy, ReasonCode, Source
 
 __all__ = ["evaluate", "resolve_request"]
 
@@ -125,21 +133,39 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
     return tuple(notes)
 
 
-def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:
+
+# A shortcut returns before moe_backend is read and before the priority order: these checks do not stop it.
+_BEFORE_REQUEST = frozenset({ReasonCode.NOT_REQUESTED, ReasonCode.PATH_NOT_ENABLED})
+
+
+def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: Policy | str = Policy.FAITHFUL) -> Decision:
     """Select an experts kernel and prepare/finalize for ``config`` under ``env``.
+
+    Args:
+        catalog: any view of a table set; the view of the release ``env`` is for is used.
+        config: the layer and deployment.
+        env: packages (the engine release among them) and environment variables.
+        policy: ``faithful`` (default: what the engine does) or ``safe``.
 
     Never raises for "nothing eligible": the Decision then has no winner.
 
     Raises:
-        ConfigError: ``config.moe_backend`` names no known backend.
+        ConfigError: ``config.moe_backend`` names no known backend, or ``policy`` is unknown.
     """
-    requested = resolve_request(catalog, config.moe_backend)
-    config, implied_note = _apply_implied_quant(catalog, config)
-    norm = normalize(config, env, catalog.package_names, catalog.env_vars)
+    try:
+        policy = Policy(policy)
+    except ValueError:
+        raise ConfigError([InputIssue("policy", "unknown policy", policy, [p.value for p in Policy])]) from None
+    release = catalog.release(env) if catalog.source is not None else None
+    view = catalog.for_release(release) if release is not None else catalog
+    original = config
+    requested = resolve_request(view, config.moe_backend)
+    config, implied_note = _apply_implied_quant(view, config)
+    norm = normalize(config, env, view.package_names, view.env_vars, release.assumed_packages if release is not None else None)
     values, sources = norm.values, norm.sources
     requested_by = "moe_backend" if requested is not None else None
     if requested is None:
-        ov = _override(catalog, values, sources)
+        ov = _override(view, values, sources)
         if ov is not None:
             requested, requested_by = (ov[0],), ov[1]
             values = dict(values)
@@ -148,19 +174,24 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:
             sources["moe_backend"] = Source.ENV_VAR
             norm = Normalized(values, sources)
 
-    fails, abstains = catalog.experts_index.evaluate(values)
-    pf_fails, pf_abstains = catalog.pf_index.evaluate(values)
-    order, backends, demotions, notes = _order(catalog, values)
+    fails, abstains = view.experts_index.evaluate(values)
+    pf_fails, pf_abstains = view.pf_index.evaluate(values)
+    if policy is Policy.SAFE and view.known_bad_index is not None:
+        kb_fails, kb_abstains = view.known_bad_index.evaluate(values)
+        for j, i in enumerate(view.known_bad_owner):
+            fails[i] += kb_fails[j]
+            abstains[i] += kb_abstains[j]
+    order, backends, demotions, notes = _order(view, values)
     position = {b: i for i, b in enumerate(backends)}
     dispatch = values["dispatch"]
     is_auto = values["moe_backend"] == "auto"
 
     rows: list[Row] = []
     excluded = order.excluded if (is_auto and order is not None) else {}
-    opt_in = catalog.opt_in if is_auto else ()
-    pf_choice = catalog.pf_choice
-    pfs = catalog.prepare_finalize
-    for i, entry in enumerate(catalog.experts):
+    opt_in = view.opt_in if is_auto else ()
+    pf_choice = view.pf_choice
+    pfs = view.prepare_finalize
+    for i, entry in enumerate(view.experts):
         f: list[Check] = fails[i]
         a: list[Check] = abstains[i]
         pf_idx = pf_choice[i].get(dispatch)
@@ -180,14 +211,28 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:
             elif held is None:
                 a.append(opt.check)
         rows.append(Row(i, entry, pf, tuple(f), tuple(a)))
-    rank = catalog.rank_key
+    rank = view.rank_key
     rows.sort(key=lambda r: (position[r.entry.backend], rank[r.index]))
-    winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+
+    shortcut: Shortcut | None = None
+    waived: tuple[Check, ...] = ()
+    if policy is Policy.FAITHFUL and view.shortcuts:
+        taken = _shortcut(view, values, rows, notes)
+        if taken is not None:
+            shortcut, rows, winner, waived = taken
+        else:
+            winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+    else:
+        winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+
+    warnings = _warnings(view, original, env, norm, rows, winner, release, policy, shortcut, waived, notes)
+    if shortcut is not None and requested is not None:
+        notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {rows[winner].entry.upstream} {shortcut.label} before reading it ({shortcut.id})")  # type: ignore[index]
     return Decision(
         config=config,
         environment=env,
         normalized=norm,
-        tables_hash=catalog.tables_hash,
+        tables_hash=view.tables_hash,
         order_rule=order.id if order is not None else None,
         backend_order=tuple(backends),
         demotions=tuple(demotions),
@@ -195,8 +240,67 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment) -> Decision:
         requested_by=requested_by,
         rows=tuple(rows),
         winner=winner,
-        notes=tuple(notes) + ((implied_note,) if implied_note else ()) + _config_warnings(config) + _input_notes(config, env, values, catalog),
+        notes=tuple(notes) + ((implied_note,) if implied_note else ()) + _config_warnings(config) + _input_notes(config, env, values, view),
+        release=release,
+        view=view.view_name,
+        policy=policy.value,
+        warnings=warnings,
+        shortcut=shortcut.id if shortcut is not None else None,
     )
+
+
+def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str]) -> tuple[Shortcut, list[Row], int, tuple[Check, ...]] | None:
+    """The first shortcut whose condition holds: (shortcut, rows with its kernels first, winner, waived checks)."""
+    for sc in view.shortcuts:
+        held = _holds(sc.when, values)
+        if held is None:
+            notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
+            continue
+        if not held:
+            continue
+        by_id = {r.entry.id: r for r in rows}
+        front = [by_id[k] for k in sc.try_kernels] + [by_id[sc.otherwise]]
+        chosen = next((r for r in front[:-1] if not any(c.code not in _BEFORE_REQUEST for c in r.failures)), front[-1])
+        waived = chosen.failures
+        cleared = chosen._replace(failures=())
+        ordered = [cleared if r is chosen else r for r in front] + [r for r in rows if r not in front]
+        return sc, ordered, ordered.index(cleared), waived
+    return None
+
+
+def _warnings(
+    view: Catalog, config: MoEConfig, env: Environment, norm: Normalized, rows: list[Row], winner: int | None, release: EngineRelease | None,
+    policy: Policy, shortcut: Shortcut | None, waived: tuple[Check, ...], notes: list[str],
+) -> tuple[DecisionWarning, ...]:
+    out = [DecisionWarning("engine_release", w) for w in (release.warnings if release is not None else ())]
+    if policy is not Policy.FAITHFUL or winner is None:
+        return tuple(out)
+    row = rows[winner]
+    hits: list[Check] = []
+    # Under the faithful policy only the winner's known-bad rules matter: evaluated for it alone.
+    for chk in view.known_bad_checks[row.index] if view.known_bad_checks else ():
+        outcome = chk.evaluate(norm.values)
+        if outcome is Outcome.FAIL:
+            hits.append(chk)
+        elif outcome is Outcome.ABSTAIN:
+            notes.append(f"the selected {row.entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
+    unchecked = [c for c in waived if c.code not in _BEFORE_REQUEST] if shortcut is not None else []
+    if not hits and not unchecked:
+        return tuple(out)
+    safe = evaluate(view, config, env, policy=Policy.SAFE)
+    alternative = safe.kernel
+    instead = f"the safe policy selects {alternative}" if alternative else "nothing is eligible under the safe policy"
+    for chk in sorted(hits, key=lambda c: c.rule):
+        kb = next((k for k in view.known_bad if k.id == chk.rule), None)
+        effect = f" ({kb.effect})" if kb is not None and kb.effect else ""
+        out.append(DecisionWarning("known_bad", f"{row.entry.id} is known bad here{effect}: {chk.hint}; {instead}", chk.rule, chk.reference, alternative))
+    display = release.display if release is not None else "the engine"
+    assert shortcut is not None or not unchecked
+    for chk in sorted(unchecked, key=lambda c: (c.seq, c.rule)):
+        failure = make_failure(chk, norm)
+        text = f"{display} returns {row.entry.upstream} {shortcut.label} before checking it: {failure.code.value}: {failure.field} = {failure.observed!r}, allowed {failure.allowed!r} [{failure.rule}]; {instead}"  # type: ignore[union-attr]
+        out.append(DecisionWarning("unchecked", text, shortcut.id, shortcut.reference, alternative, failure))  # type: ignore[union-attr]
+    return tuple(out)
 
 
 def _config_warnings(config: MoEConfig) -> tuple[str, ...]:

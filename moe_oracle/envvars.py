@@ -21,7 +21,7 @@ warns ``Unknown vLLM environment variable detected`` (vllm/platforms/interface.p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from .errors import ConfigError, InputIssue, did_you_mean
@@ -49,6 +49,7 @@ class EnvVarSpec:
         doc: what it does, with the upstream source.
         parse: how the engine turns the raw string into the value, one of :data:`PARSE_KINDS`;
             ``None`` means ``int`` for a bool and ``str`` for a str.
+        engine: engine releases the variable exists in (``None``: every release).
     """
 
     name: str
@@ -56,6 +57,7 @@ class EnvVarSpec:
     default: Any
     doc: str
     parse: str | None = None
+    engine: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.parse is None:

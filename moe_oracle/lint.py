@@ -17,9 +17,12 @@ with. Lint adds what only the whole table set shows:
   opposite ends;
 * ``alias_expired``: a deprecated alias still accepted after its removal date;
 * ``no_order``: a (platform, quant family) with no priority order;
-* ``uncovered``: a (platform, quant scheme) that no kernel other than the reference supports;
+* ``uncovered``: a (platform, quant scheme) that no kernel supports;
 * ``drift``: a FlashInfer kernel whose SM set differs from what the installed FlashInfer
   declares (``drift.py``; only with ``drift=True``, or ``drift=None`` and flashinfer importable).
+
+:func:`ranged_items` lists every item with the engine releases it holds for: the hook for rules
+on version ranges (e.g. facts open-ended past the newest verified release).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from .quant import SCHEMES, QuantFamily
 from .sampling import sample_configs
 from .vocab import Platform
 
-__all__ = ["Finding", "lint"]
+__all__ = ["Finding", "lint", "ranged_items"]
 
 SAMPLE_SIZE = 2000
 SAMPLE_SEED = 20261130
@@ -77,8 +80,9 @@ def _satisfiable(pred: Predicate) -> bool:
 
 def _unsatisfiable(catalog: Catalog) -> list[Finding]:
     out = []
+    known_bad = {k: [kb.check for kb in catalog.known_bad if k in kb.kernels] for k in {k for kb in catalog.known_bad for k in kb.kernels}}
     for entry in catalog.experts:
-        for chk in entry.checks:
+        for chk in entry.checks + tuple(known_bad.get(entry.id, ())):
             preds = ([chk.predicate] if chk.predicate is not None else []) + list(chk.condition)
             if chk.predicate is not None and not _satisfiable(chk.predicate):
                 where = "the kernel can never be eligible" if not chk.condition else "the kernel is never eligible when its condition holds"
@@ -187,7 +191,8 @@ def _orders(catalog: Catalog) -> list[Finding]:
         for family in QuantFamily:
             values = {"platform": platform.value, "quant_family": family.value}
             if not any(all(p.field not in values or p.test(values[p.field]) for p in o.when) for o in catalog.orders):
-                out.append(Finding("note", "no_order", f"{platform.value}/{family.value}", "no priority order; only the fallback and requested backends are tried"))
+                tried = "only the fallback and requested backends are tried" if catalog.fallback else "only requested backends are tried (the engine raises otherwise)"
+                out.append(Finding("note", "no_order", f"{platform.value}/{family.value}", f"no priority order; {tried}"))
     return out
 
 
@@ -238,10 +243,23 @@ def _coverage(catalog: Catalog) -> list[Finding]:
     out = []
     for platform in (Platform.CUDA, Platform.ROCM, Platform.CPU):
         devices = [d for d in MATRIX_DEVICES if d.startswith("CPU") == (platform is Platform.CPU) and (d.startswith("MI") == (platform is Platform.ROCM))]
-        missing = [s for s in SCHEMES if not any(cell(e, d, s).status != "no" for e in catalog.experts if e.backend != "reference" for d in devices)]
+        missing = [s for s in SCHEMES if not any(cell(e, d, s).status != "no" for e in catalog.experts for d in devices)]
         if missing:
-            out.append(Finding("note", "uncovered", platform.value, f"no kernel other than the reference supports {len(missing)} scheme(s): {', '.join(missing)}"))
+            out.append(Finding("note", "uncovered", platform.value, f"no kernel supports {len(missing)} scheme(s): {', '.join(missing)}"))
     return out
+
+
+def ranged_items(catalog: Catalog) -> list[tuple[str, str, Any]]:
+    """Every item of ``catalog``'s table set with its engine range: ``(kind, id, SpecifierSet | None)``.
+
+    ``kind`` is experts, prepare_finalize, constraint (``entry:rule``), global_constraint,
+    priority_order, adjustment, opt_in, known_bad, override, backend_alias, all2all_alias,
+    environment or shortcut; ``None`` means every release.
+    """
+    from .compile import versioned_items
+
+    assert catalog.source is not None
+    return versioned_items(catalog.source)
 
 
 def lint(catalog: Catalog, *, today: _dt.date | None = None, sample: bool = True, drift: bool | None = False) -> list[Finding]:

@@ -50,7 +50,7 @@ class Normalized:
         return {k: {"value": jsonable(v), "source": self.sources[k].value} for k, v in sorted(self.values.items(), key=lambda kv: kv[0])}
 
 
-def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...]) -> Normalized:
+def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...], assumed: Mapping[str, str] | None = None) -> Normalized:
     """Flatten ``config`` and ``env`` into the field namespace of :mod:`moe_oracle.fields`.
 
     Args:
@@ -58,6 +58,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
         env: packages and environment variables.
         package_names: canonical package names the catalog's predicates read.
         env_vars: the closed list of environment variables the catalog reads.
+        assumed: package -> version to assume where ``env`` does not know the package (the
+            versions a known engine release pins; source ``engine_pin``).
     """
     dev = config.device
     par = config.parallel
@@ -162,7 +164,11 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("moe_backend", config.moe_backend, _source(config, "moe_backend", Source.DEFAULT if config.moe_backend == "auto" else given))
 
     for name in package_names:
-        put(f"packages.{name}", env.package_canonical(name), Source.PACKAGE)
+        version = env.package_canonical(name)
+        if version is None and assumed and name in assumed:
+            put(f"packages.{name}", assumed[name], Source.ENGINE_PIN)
+        else:
+            put(f"packages.{name}", version, Source.PACKAGE)
     for spec in env_vars:
         raw = env.env_value(spec.name)
         if raw is None:

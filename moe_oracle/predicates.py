@@ -3,7 +3,7 @@
 Like jsonschema keywords, each keyword is a small function of one signature,
 ``keyword(spec) -> test``, where ``test(value) -> bool`` says whether the value
 passes. A :class:`Predicate` combines the keywords of one value spec (``in``,
-``not_in``, ``min``, ``max``, ``multiple_of``, ``version``, ``present``) and
+``not_in``, ``min``, ``max``, ``multiple_of``, ``not_multiple_of``, ``version``, ``present``) and
 knows how to describe what it allows. The engine adds the context: rule id,
 candidate, field, source tag, reason code. Nothing here reads the host.
 """
@@ -49,6 +49,11 @@ def _kw_multiple_of(spec: Any) -> Test:
     return lambda v: _number(v) and v % spec == 0
 
 
+def _kw_not_multiple_of(spec: Any) -> Test:
+    # Known-bad conditions need the negation ("intermediate size not a multiple of 128").
+    return lambda v: _number(v) and v % spec != 0
+
+
 def _kw_present(spec: Any) -> Test:
     # Package predicate: the value is a version string (installed) or ABSENT.
     want = bool(spec)
@@ -75,6 +80,7 @@ KEYWORDS: Mapping[str, Callable[[Any], Test]] = {
     "min": _kw_min,
     "max": _kw_max,
     "multiple_of": _kw_multiple_of,
+    "not_multiple_of": _kw_not_multiple_of,
     "present": _kw_present,
     "version": _kw_version,
 }
@@ -138,6 +144,8 @@ class Predicate:
                 parts.append(f"<= {arg}")
             elif key == "multiple_of":
                 parts.append(f"a multiple of {arg}")
+            elif key == "not_multiple_of":
+                parts.append(f"not a multiple of {arg}")
             elif key == "present":
                 parts.append("installed" if arg else "not installed")
             elif key == "version":

@@ -12,7 +12,7 @@ from typing import Any
 
 from .vocab import ActivationFormat, Interface, ReasonCode, Source
 
-__all__ = ["Assumption", "CandidateResult", "Demotion", "Failure", "Status", "jsonable"]
+__all__ = ["Assumption", "CandidateResult", "DecisionWarning", "Demotion", "Failure", "Status", "jsonable"]
 
 
 def jsonable(value: Any) -> Any:
@@ -103,6 +103,40 @@ class Demotion:
             "position": self.position,
             "reason": self.reason,
             "reference": self.reference,
+        }
+
+
+@dataclass(frozen=True)
+class DecisionWarning:
+    """Something the answer holds despite: a known bug, an unchecked early return, an unmodelled release.
+
+    Attributes:
+        code: ``known_bad`` (the winner matches a known-bad rule), ``unchecked`` (the engine
+            returns the winner without this check, which fails), ``engine_release`` (the release
+            or a pinned package is outside what the tables model).
+        message: human text; never parsed.
+        rule: the known-bad or shortcut rule id, when there is one.
+        reference: upstream source of the fact.
+        safe_alternative: the winner under the safe policy (``None`` when nothing is eligible
+            there, or for ``engine_release``).
+        failure: for ``unchecked``, the check that fails.
+    """
+
+    code: str
+    message: str
+    rule: str | None = None
+    reference: str = ""
+    safe_alternative: str | None = None
+    failure: Failure | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "rule": self.rule,
+            "reference": self.reference,
+            "safe_alternative": self.safe_alternative,
+            "failure": self.failure.to_dict() if self.failure is not None else None,
         }
 
 

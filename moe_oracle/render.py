@@ -215,8 +215,13 @@ def _header(decision: "Decision") -> list[str]:
             eplb=" eplb" if v["enable_eplb"] else "", lora=" lora" if v["lora"] else "",
         ),
         f"Environment: {'probed' if decision.environment.probed else 'declared'} (fingerprint {decision.environment.fingerprint}); tables {decision.tables_hash}",
+        f"Answer for: {decision.release.label() if decision.release is not None else 'engine release unknown'}; {decision.view} view, {decision.policy} policy",
     ]
     lines += [f"Environment: {note}" for note in decision.environment.notes]
+    if decision.release is not None:
+        lines += [f"Assumed: {text}" for text in decision.release.package_notes()]
+    for warning in decision.warnings:
+        lines.append(f"WARNING: {warning.message}" + (f" [{warning.rule}]" if warning.rule else "") + (f" ({warning.reference})" if warning.reference else ""))
     lines += [f"Note: {note}" for note in decision.notes]
     return lines
 
@@ -257,9 +262,9 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
     ``fixes``: alternatives from :func:`moe_oracle.whynot.fixes` (``None``: not searched).
     """
     if decision.requested:
-        head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible ({len(decision.candidates)} candidates)."
+        head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for} ({len(decision.candidates)} candidates)."
     else:
-        head = f"No MoE kernel is eligible ({len(decision.candidates)} candidates)."
+        head = f"No MoE kernel is eligible for {decision.answered_for} ({len(decision.candidates)} candidates)."
     lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes)
     lines.append(f"Every candidate and reason: moe-oracle {command} ... --all")
     return "\n".join(lines)
@@ -293,7 +298,7 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
         dead = render_dead_end(decision, fixes, said=said).rsplit("\n", 1)[0]
         lines.append("Selected: NONE - " + dead[0].lower() + dead[1:])
     else:
-        how = f"requested ({decision.requested_by})" if decision.requested else f"priority order {decision.order_rule}"
+        how = f"shortcut {decision.shortcut} (the engine returns it before its priority order)" if decision.shortcut else f"requested ({decision.requested_by})" if decision.requested else f"priority order {decision.order_rule}"
         lines.append(f"Selected: {sel.kernel} [backend {sel.backend}, {sel.interface.value}, {sel.activation_format.value}] + prepare/finalize {sel.prepare_finalize}, by {how}")
     if decision.requested:
         lines.append(f"Requested backends: {', '.join(decision.requested)} (strict: no fallback)")
@@ -334,7 +339,7 @@ def compact_dict(decision: "Decision", fixes: Sequence[Any] | None = None) -> di
     (and ``fixes``, when searched) are present when nothing is eligible.
     """
     full = decision.to_dict()
-    out = {k: full[k] for k in ("format_version", "selected", "selected_by", "requested", "summary", "assumptions", "notes", "tables_hash", "fingerprint")}
+    out = {k: full[k] for k in ("format_version", "selected", "selected_by", "shortcut", "requested", "engine", "view", "policy", "warnings", "summary", "assumptions", "notes", "tables_hash", "fingerprint")}
     if decision.selected is None:
         out["blocking"] = [
             {"code": b.code.value, "field": b.field, "observed": jsonable(b.failure.observed), "allowed": jsonable(b.failure.allowed), "rejected": b.rejected, "of": b.of, "rules": list(b.rules), "hint": b.failure.hint}

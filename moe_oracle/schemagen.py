@@ -19,7 +19,7 @@ from typing import Any
 
 from .fields import FIELDS, NONE
 from .quant import QUANT_KEYS, SCHEMES, QuantFamily
-from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Interface, Platform, ReasonCode, RoutingMethod, Source, enum_values
+from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Interface, Platform, Policy, ReasonCode, RoutingMethod, Source, enum_values
 
 __all__ = ["VOCABULARY_ID", "bundle", "bundled_schemas", "main", "vocabulary_schema"]
 
@@ -43,6 +43,7 @@ def vocabulary_schema() -> dict[str, Any]:
         "interface": _enum(enum_values(Interface), "experts interface"),
         "reason_code": _enum(enum_values(ReasonCode), "closed reason code of a failure"),
         "source": _enum(enum_values(Source), "provenance tag of a value"),
+        "policy": _enum(enum_values(Policy), "faithful: the engine's own answer; safe: known bugs and unchecked paths rejected"),
         "quant_scheme": _enum(tuple(SCHEMES), "named (weight key, activation key) pair"),
         "quant_key": _enum(tuple(QUANT_KEYS), "quantization key of one tensor"),
         "quant_family": _enum(enum_values(QuantFamily), "quant family (vLLM oracle)"),
@@ -69,9 +70,18 @@ def vocabulary_schema() -> dict[str, Any]:
                         "min": {"type": "number"},
                         "max": {"type": "number"},
                         "multiple_of": {"type": "integer", "minimum": 1},
+                        "not_multiple_of": {"type": "integer", "minimum": 1},
                     },
                 },
             ],
+        },
+        "engine_range": {
+            "description": "engine releases a fact holds for: {<engine package>: <PEP 440 specifier set>} (absent: every release)",
+            "type": "object",
+            "minProperties": 1,
+            "maxProperties": 1,
+            "propertyNames": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]*$"},
+            "additionalProperties": {"type": "string", "minLength": 1},
         },
         "condition": {
             "description": "every listed field must match its value spec",

@@ -24,11 +24,11 @@ from .errors import InputIssue
 
 __all__ = ["KIND_DIRS", "TableFile", "cache_dir", "load_schemas", "read_tables", "read_tables_cached", "validate_document", "yaml_error_issue"]
 
-TABLE_KINDS = ("experts", "prepare_finalize", "priority", "known_bad", "constraints", "aliases", "environment", "overrides")
+TABLE_KINDS = ("experts", "prepare_finalize", "priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine")
 KIND_DIRS: Mapping[str, tuple[str, ...]] = {
     "kernels": ("experts",),
     "prepare_finalize": ("prepare_finalize",),
-    "rules": ("priority", "known_bad", "constraints", "aliases", "environment", "overrides"),
+    "rules": ("priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine"),
 }
 MAX_TABLE_BYTES = 4 * 1024 * 1024
 
@@ -112,13 +112,13 @@ def parse_yaml_bytes(display: str, raw: bytes) -> tuple[Any, list[InputIssue]]:
 
 
 def _entry_id(doc: Any, error_path: Sequence[Any]) -> str | None:
-    if len(error_path) >= 2 and error_path[0] in ("entries", "orders", "adjustments", "opt_in_only", "overrides", "constraints", "variables"):
+    if len(error_path) >= 2 and error_path[0] in ("entries", "orders", "adjustments", "opt_in_only", "overrides", "constraints", "variables", "shortcuts", "releases"):
         try:
             item = doc[error_path[0]][error_path[1]]
         except (KeyError, IndexError, TypeError):
             return None
         if isinstance(item, dict):
-            value = item.get("id", item.get("name"))
+            value = item.get("id", item.get("name", item.get("version")))
             return value if isinstance(value, str) else None
     if len(error_path) >= 1 and error_path[0] in ("backends", "all2all") and len(error_path) >= 2:
         return str(error_path[1])

@@ -20,6 +20,7 @@ __all__ = [
     "DType",
     "Interface",
     "Platform",
+    "Policy",
     "ReasonCode",
     "RoutingMethod",
     "Source",
@@ -169,6 +170,7 @@ class Source(str, enum.Enum):
     CONFIG_FILE = "config_file"  # a MoEConfig YAML/JSON file
     HARDWARE = "hardware"  # hardware catalog or probed device
     PACKAGE = "package"  # installed-package set (declared or probed)
+    ENGINE_PIN = "engine_pin"  # not declared: the version the engine release pins (rules/engine.yaml)
     ENV_VAR = "env_var"  # one of the closed list of environment variables
     DEFAULT = "default"  # the documented default
     DERIVED = "derived"  # computed from other fields during normalization
@@ -225,6 +227,18 @@ class ReasonCode(str, enum.Enum):
     PATH_NOT_ENABLED = "path_not_enabled"
     # The user requested a different backend.
     NOT_REQUESTED = "not_requested"
+
+
+class Policy(str, enum.Enum):
+    """What an answer is: what the engine does, or what is safe to run.
+
+    ``faithful`` (default): the engine's own answer, known bugs and unchecked early returns
+    included, each with a warning. ``safe``: known-bad rules reject (``known_bad``) and every
+    check applies, also where the engine returns a kernel without checking it.
+    """
+
+    FAITHFUL = "faithful"
+    SAFE = "safe"
 
 
 def enum_values(enum_cls: type[enum.Enum]) -> tuple[str, ...]:

@@ -36,7 +36,7 @@ from .errors import ConfigError, InputIssue
 from .environment import ABSENT, Environment
 from .hardware import GPU_CATALOG
 from .quant import SCHEMES
-from .vocab import Activation, All2AllBackend, DType, RoutingMethod
+from .vocab import Activation, All2AllBackend, DType, Policy, RoutingMethod
 
 if TYPE_CHECKING:
     from .catalog import Catalog
@@ -502,10 +502,11 @@ def search_eligible(
     max_expansions: int = MAX_EXPANSIONS,
     n: int = 1,
     keep: frozenset[str] = frozenset(),
+    policy: Policy = Policy.FAITHFUL,
 ) -> SearchResult:
     """Up to ``n`` cheapest edit sets (each at most :data:`MAX_EDITS` edits, none in a ``keep``
     category, none a superset of a cheaper one) after which a row matching ``target`` has no
-    failure, cheapest first (ties in the order found)."""
+    failure under ``policy``, cheapest first (ties in the order found)."""
     tie = count()
     frontier: list[tuple[int, int, int, tuple[Edit, ...], State]] = [(0, 0, next(tie), (), (config, env))]
     seen: set[frozenset[str]] = set()
@@ -518,7 +519,7 @@ def search_eligible(
             continue  # contains a cheaper answer: not a different way
         explored += 1
         try:
-            decision = evaluate(catalog, state[0], state[1])
+            decision = evaluate(catalog, state[0], state[1], policy=policy)
         except Exception:  # noqa: BLE001 - an edit produced an invalid config; skip it
             continue
         failing, kernel = _target_failures(decision, target)
@@ -559,7 +560,7 @@ def search_eligible(
     return SearchResult(False, None, (), config, env, None, blocking, explored)
 
 
-def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Callable[["Row"], bool], *, max_rounds: int = 16) -> SearchResult:
+def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Callable[["Row"], bool], *, max_rounds: int = 16, policy: Policy = Policy.FAITHFUL) -> SearchResult:
     """Greedy repair: fix the target's first failing check with its cheapest working edit, repeat.
 
     Among the edits that fix the check, the one leaving the fewest failures wins. Not minimal
@@ -571,7 +572,7 @@ def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Call
     explored = 0
     visited = {(config, env.fingerprint)}
     for _ in range(max_rounds):
-        decision = evaluate(catalog, state[0], state[1])
+        decision = evaluate(catalog, state[0], state[1], policy=policy)
         explored += 1
         failing, kernel = _target_failures(decision, target)
         if failing is None:
@@ -585,7 +586,7 @@ def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Call
                 new_state = apply(state)
                 if (new_state[0], new_state[1].fingerprint) in visited:
                     continue  # never undo an earlier repair: that oscillates
-                trial = evaluate(catalog, new_state[0], new_state[1])
+                trial = evaluate(catalog, new_state[0], new_state[1], policy=policy)
             except Exception:  # noqa: BLE001 - an edit produced an invalid config; try the next
                 continue
             explored += 1
@@ -610,8 +611,8 @@ def _check_keep(keep: Iterable[str]) -> frozenset[str]:
     return wanted
 
 
-def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP) -> WhyNot:
-    """Up to ``n`` smallest, least disruptive changes that make ``backend_name`` eligible.
+def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, policy: Policy = Policy.FAITHFUL) -> WhyNot:
+    """Up to ``n`` smallest, least disruptive changes that make ``backend_name`` eligible under ``policy``.
 
     Args:
         keep: input categories (:data:`CATEGORIES`) that must not change; default: the model.
@@ -626,16 +627,16 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     if backend is None:
         raise ConfigError([InputIssue("--backend", "why-not asks about one backend; 'auto' is the priority order itself (use explain)", backend_name, sorted(catalog.backend_names))])
     target = lambda row: row.entry.backend in backend  # noqa: E731
-    start = evaluate(catalog, config, env)
+    start = evaluate(catalog, config, env, policy=policy)
     failing, kernel = _target_failures(start, target)
     if failing is None:
         return WhyNot(backend, True, kernel, (), config, env, start, True, keep=kept)
-    r = search_eligible(catalog, config, env, target, n=n, keep=kept)
+    r = search_eligible(catalog, config, env, target, n=n, keep=kept, policy=policy)
     return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored, r.alternatives, kept)
 
 
-def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, backends: Iterable[str] | None = None) -> tuple[Alternative, ...]:
-    """For a dead end: up to ``n`` edit sets after which *some* kernel is eligible, cheapest first.
+def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, backends: Iterable[str] | None = None, policy: Policy = Policy.FAITHFUL) -> tuple[Alternative, ...]:
+    """For a dead end: up to ``n`` edit sets after which *some* kernel is eligible under ``policy``, cheapest first.
 
     Why-not without naming a backend (``backends``: only candidates of these, e.g. a strict
     request); the first alternatives are usually one flag (``--ep``). Returns ``()`` when
@@ -643,5 +644,5 @@ def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3
     """
     wanted = frozenset(backends) if backends is not None else None
     target = (lambda row: True) if wanted is None else (lambda row: row.entry.backend in wanted)
-    r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep))
+    r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep), policy=policy)
     return r.alternatives

@@ -107,6 +107,17 @@ def base_tables() -> dict[str, dict[str, Any]]:
             "backends": {"quick": {"backends": ["fast"]}},
             "all2all": {"naive": {"to": "allgather_reducescatter", "status": "removed", "reference": "test"}},
         },
+        "rules/engine.yaml": {
+            "kind": "engine",
+            "name": "vllm",
+            "display": "vLLM",
+            "reference": "test",
+            "releases": [
+                {"version": "0.31.0", "verified": True, "pins": {"fastpkg": "1.0"}},
+                {"version": "0.33.0", "verified": True, "pins": {"fastpkg": "1.2"}},
+            ],
+            "packages": {"fastpkg": {"newest": "1.3"}},
+        },
         "rules/environment.yaml": {
             "kind": "environment",
             "variables": [{"name": "VLLM_BATCH_INVARIANT", "type": "bool", "parse": "int", "default": False, "doc": "test", "reference": "test"}],

@@ -1,5 +1,10 @@
 """Build the kernel a Decision chose, by the ``adapter`` strings its tables declare.
 
+The selection core never builds anything (it imports neither torch nor this package); this
+module is the one place a Decision becomes a kernel. Decisions of the runtime view
+(``Oracle.default(view="runtime")``) name our adapters; an engine-view Decision names vLLM's
+classes, which :func:`make_kernel` refuses with the package to install or the class's owner.
+
 No per-backend code: the winner row's experts entry and prepare/finalize entry each
 name a ``module:Class``; :func:`resolve_adapter` imports it and the uniform
 constructors of :mod:`moe_oracle.runtime.interfaces` build it. An adapter whose

@@ -14,11 +14,13 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from moe_oracle._resources import package_dir, runtime_table_dirs
 from moe_oracle.catalog import Catalog, compile_tables, load_catalog
+from moe_oracle.oracle import default_catalog, default_runtime_catalog
 from moe_oracle.engine import evaluate
 from moe_oracle.errors import TableError
 from moe_oracle.oracle import Oracle
-from moe_oracle.tables import load_schemas, read_tables
+from moe_oracle.tables import load_schemas, read_tables, read_tables_cached
 from tests.fuzz.hostile import SNIPPETS, Bad, assert_typed_error, byte_edits, tree_edits
 from tests.fuzz.table_inputs import table_dirs_under, write_shipped, PATHS, SHIPPED, bad_tables
 from tests.property import tally
@@ -123,8 +125,8 @@ def test_load_catalog_on_an_edited_copy_loads_or_raises_a_table_error(pristine, 
 # scalar of a kernel table, a list of a rule table, and a value inside a kernel entry.
 _PLACES = (
     ("kernels/triton.yaml", b"family: triton"),
-    ("rules/priority.yaml", b"fallback: [reference]"),
-    ("kernels/reference.yaml", b"runtime: tested"),
+    ("rules/priority.yaml", b"move: [flashinfer_trtllm, flashinfer_cutlass]"),
+    ("kernels/marlin.yaml", b"runtime: external"),
 )
 
 
@@ -205,12 +207,26 @@ _REJECTED_BOUNDS = {f"hidden_size {b}" for b in ("max: .nan", "max: .inf", "min:
                                                  "min: 9999999999999999999999", "min: " + "9" * 400, "max: -" + "9" * 400)}
 
 
+_RUNTIME_GROUPED_MM = runtime_table_dirs()[0] / "torch_grouped_mm.yaml"
+
+
 @lru_cache(maxsize=None)
 def _odd_catalog(name: str) -> Catalog:
+    """The runtime tables (where torch_grouped_mm lives) with its table edited, on the shipped engine tables."""
     old, new = _ODD_EDITS[name]
-    raw = SHIPPED["kernels/torch_grouped_mm.yaml"]
+    raw = _RUNTIME_GROUPED_MM.read_bytes()
     assert old in raw
-    return _load_with_one_file_replaced("kernels/torch_grouped_mm.yaml", raw.replace(old, new, 1))
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "kernels"
+        target.mkdir()
+        (target / "torch_grouped_mm.yaml").write_bytes(raw.replace(old, new, 1))
+        files, issues = read_tables([target], SCHEMAS)
+    if issues:
+        raise TableError(issues)
+    shipped, problems = read_tables_cached(list(runtime_table_dirs()), SCHEMAS, package_dir())
+    assert not problems
+    kept = [f for f in shipped if not f.path.endswith("kernels/torch_grouped_mm.yaml")]
+    return compile_tables(kept + files, base=default_catalog().source)
 
 
 @pytest.mark.parametrize("name", sorted(_REJECTED_BOUNDS))
@@ -224,7 +240,7 @@ def test_non_finite_or_huge_bounds_are_rejected_by_name(name):
 
 @pytest.mark.parametrize("name", sorted(set(_ODD_EDITS) - _REJECTED_BOUNDS))
 @budget(0.05)
-@given(case=targeted_cases(kernels=("torch_grouped_mm",)), absent=st.booleans())
+@given(case=targeted_cases(kernels=("torch_grouped_mm",), catalog=default_runtime_catalog()), absent=st.booleans())
 def test_odd_but_legal_table_values_select_and_answer_why_not(name, case, absent):
     tally.bump("bad inputs: tables")
     catalog = _odd_catalog(name)

@@ -103,6 +103,7 @@ def snapshot(decision) -> dict:
         "priority": decision.to_dict()["priority"],
         "demotions": [d.rule + ":" + d.backend for d in decision.demotions],
         "assumptions": sorted(a.rule for a in decision.assumptions),
+        "warnings": sorted(f"{w.code}:{w.rule}" for w in decision.warnings),
         "candidates": {c.kernel: [c.status.value, sorted({f.rule for f in c.failures})] for c in decision.candidates},
     }
 

@@ -18,7 +18,13 @@ Semantics (the YAML contract):
 * rule ids: ``<owner>.platform``, ``<owner>.platforms.<platform>.<field>``,
   ``<owner>.packages.<name>[.version]``, ``<owner>.env.<VAR>``, ``<id>.supports.<field>``,
   ``<id>.features.<feature>``, ``<id>.pairing``, ``request.<backend>``, constraint ids,
-  known-bad ids, and priority order / opt-in ids for ``path_not_enabled``.
+  known-bad ids, and priority order / opt-in ids for ``path_not_enabled``;
+* an item with ``engine: {vllm: <specifier>}`` exists only for the releases in it; the release is
+  the declared ``vllm`` package, else the newest release ``rules/engine.yaml`` lists;
+* known-bad rules are rules only under the safe policy; under the faithful policy a shortcut
+  (``rules/shortcuts.yaml``) whose ``when`` holds puts its kernels first and returns the first
+  ``try`` kernel whose rules (other than not_requested/path_not_enabled) pass, else ``otherwise``,
+  whose failing rules are then not failures.
 """
 
 from __future__ import annotations
@@ -134,17 +140,47 @@ class Model:
     aliases: dict[str, Any]
     env_vars: list[dict[str, Any]]
     overrides: list[dict[str, Any]]
+    engine: dict[str, Any]
+    shortcuts: list[dict[str, Any]]
 
     def __post_init__(self) -> None:
+        self.all_experts = self.experts
         self.by_id = {e["id"]: e for e in self.experts}
         self.backends = sorted({e["backend"] for e in self.experts})
-        self.packages = sorted(self._package_names())
+        self.packages = sorted(self._package_names() | {self.engine["name"]})
+
+    # ------------------------------------------------------------------ engine releases
+
+    def release(self, env: Environment) -> Version:
+        """The declared or probed engine version, else the newest modelled release."""
+        declared = dict((canonicalize_name(n), v) for n, v in env.packages).get(self.engine["name"])
+        return Version(declared) if declared else max(Version(r["version"]) for r in self.engine["releases"])
+
+    def holds_for(self, raw: Mapping[str, Any], env: Environment) -> bool:
+        spec = (raw.get("engine") or {}).get(self.engine["name"])
+        return spec is None or SpecifierSet(spec).contains(self.release(env), prereleases=True)
+
+    def for_release(self, env: Environment) -> "Model":
+        """The model with only the items that hold for ``env``'s engine release (memoized per release)."""
+        release = self.release(env)
+        cache = self.__dict__.setdefault("_releases", {})
+        if release not in cache:
+            cache[release] = self._for_release(env)
+        return cache[release]
+
+    def _for_release(self, env: Environment) -> "Model":
+        keep = lambda items: [i for i in items if self.holds_for(i, env)]  # noqa: E731
+        experts = [dict(e, constraints=keep(e.get("constraints") or ())) for e in keep(self.experts)]
+        pfs = [dict(p, constraints=keep(p.get("constraints") or ())) for p in keep(self.pfs)]
+        priority = dict(self.priority, orders=keep(self.priority["orders"]), adjustments=keep(self.priority.get("adjustments") or ()), opt_in_only=keep(self.priority.get("opt_in_only") or ()))
+        aliases = dict(self.aliases, backends={n: a for n, a in self.aliases["backends"].items() if self.holds_for(a, env)})
+        return Model(experts, pfs, priority, keep(self.known_bad), keep(self.constraints), aliases, keep(self.env_vars), keep(self.overrides), self.engine, keep(self.shortcuts))
 
     # ------------------------------------------------------------------ names and packages
 
     def names_for(self, backend: str) -> list[str]:
         """Every ``moe_backend`` name that selects ``backend``: its id and its aliases."""
-        return sorted({backend} | {alias for alias, raw in self.aliases["backends"].items() if backend in raw["backends"]})
+        return sorted({backend} | {alias for alias, raw in self.aliases["backends"].items() if backend in raw["backends"] and alias not in self.backends})
 
     def resolve(self, moe_backend: str) -> tuple[str, ...] | None:
         """Backends a (normalized) ``moe_backend`` name requests; ``None`` for auto."""
@@ -236,6 +272,13 @@ class Model:
         absent = {canonicalize_name(n) for n in env.absent}
         for name in self.packages:
             v[f"packages.{name}"] = installed.get(name, ABSENT if (name in absent or env.complete) else None)
+        # A declared or probed modelled release fixes the versions it pins (when they are unknown).
+        engine = installed.get(self.engine["name"])
+        if engine is not None:
+            rel = next((r for r in self.engine["releases"] if Version(r["version"]) == Version(Version(engine).public)), None)
+            for name, pinned in ((rel or {}).get("pins") or {}).items():
+                if f"packages.{name}" in v and v[f"packages.{name}"] is None:
+                    v[f"packages.{name}"] = pinned
         # An explicitly set override variable requests a backend as moe_backend would.
         if v["moe_backend"] == "auto":
             for ov in self.overrides:
@@ -282,7 +325,7 @@ class Model:
                 return pf
         return None
 
-    def rules(self, kernel: str, values: Mapping[str, Any]) -> list[Rule]:
+    def rules(self, kernel: str, values: Mapping[str, Any], policy: str = "faithful") -> list[Rule]:
         """Every rule candidate ``kernel`` is subject to under ``values`` (its P/F's included)."""
         e = self.by_id[kernel]
         out = list(self._requirements(kernel, e))
@@ -302,7 +345,7 @@ class Model:
             if e["backend"] in applies.get("except_backends", []):
                 continue
             out.append(self._constraint(c))
-        for kb in self.known_bad:
+        for kb in self.known_bad if policy == "safe" else ():
             if kernel in kb["kernels"]:
                 when = tuple(kb["when"].items()) + tuple((f"packages.{n}", {"present": True, "version": s}) for n, s in (kb.get("packages") or {}).items())
                 out.append(Rule(kb["id"], "known_bad", ",".join(n for n, _ in when), None, when, deny=True))
@@ -312,7 +355,7 @@ class Model:
             out += [self._constraint(c) for c in pf.get("constraints") or ()]
         if values["moe_backend"] == "auto":
             order = self.order(values)
-            if order is not None and e["backend"] not in set(order["backends"]) | set(self.priority["fallback"]):
+            if order is not None and e["backend"] not in set(order["backends"]) | set(self.priority.get("fallback") or ()):
                 out.append(Rule(order["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"])))
             for opt in self.priority.get("opt_in_only") or ():
                 if opt["backend"] == e["backend"]:
@@ -336,15 +379,37 @@ class Model:
             if moved:
                 rest = [b for b in backends if b not in moved]
                 backends = moved + rest if adj["to"] == "front" else rest + moved
-        backends += [b for b in self.priority["fallback"] if b not in backends]
+        backends += [b for b in self.priority.get("fallback") or () if b not in backends]
         return backends + sorted(set(self.backends) - set(backends))
 
-    def ranking(self, values: Mapping[str, Any]) -> list[str]:
-        """Kernel ids in rank order: backend order, then monolithic before modular, then table order."""
+    def ranking(self, values: Mapping[str, Any], policy: str = "faithful") -> list[str]:
+        """Kernel ids in rank order: a firing shortcut's kernels first, then backend order, monolithic before modular, table order."""
         position = {b: i for i, b in enumerate(self.backend_order(values))}
         indexed = list(enumerate(self.experts))
         indexed.sort(key=lambda ie: (position[ie[1]["backend"]], 0 if ie[1]["interface"] == "monolithic" else 1, ie[0]))
-        return [e["id"] for _, e in indexed]
+        ranked = [e["id"] for _, e in indexed]
+        taken = self.shortcut(values) if policy == "faithful" else None
+        if taken is None:
+            return ranked
+        front = [k for k in taken["try"] if k in self.by_id] + [taken["otherwise"]]
+        return front + [k for k in ranked if k not in front]
+
+    def shortcut(self, values: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The first shortcut whose ``when`` holds (and whose kernels exist), else ``None``."""
+        for sc in self.shortcuts:
+            if sc["otherwise"] in self.by_id and self._holds(sc["when"], values) is True:
+                return sc
+        return None
+
+    def shortcut_winner(self, values: Mapping[str, Any]) -> str | None:
+        """The kernel a firing shortcut returns (faithful policy)."""
+        sc = self.shortcut(values)
+        if sc is None:
+            return None
+        for k in sc["try"]:
+            if k in self.by_id and not [r for r in self.rules(k, values) if r.outcome(values) is Outcome.FAIL and r.code not in ("not_requested", "path_not_enabled")]:
+                return k
+        return sc["otherwise"]
 
 
 def load_model(directories: tuple[Path, ...] | None = None) -> Model:
@@ -366,4 +431,6 @@ def load_model(directories: tuple[Path, ...] | None = None) -> Model:
         aliases=by_kind["aliases"][0],
         env_vars=by_kind["environment"][0]["variables"],
         overrides=[o for doc in by_kind.get("overrides", []) for o in doc["overrides"]],
+        engine=by_kind["engine"][0],
+        shortcuts=[x for doc in by_kind.get("shortcuts", []) for x in doc["shortcuts"]],
     )

@@ -62,6 +62,7 @@ __all__ = [
     "pinned",
     "plausible_cases",
     "REGRESSIONS",
+    "RUNTIME_REGRESSIONS",
     "requested_backends",
     "targeted_cases",
     "spellings",
@@ -589,13 +590,14 @@ def _pick(draw: st.DrawFn, spec: Any, default: st.SearchStrategy[Any]) -> Any:
     return draw(st.sampled_from(allowed)) if allowed else draw(default)
 
 
-def _pairing(entry: Any) -> list[str]:
-    return sorted({d for pf in CATALOG.prepare_finalize if pf.interface is entry.interface and pf.activation_format is entry.activation_format for d in pf.dispatch})
+def _pairing(entry: Any, catalog: Any) -> list[str]:
+    return sorted({d for pf in catalog.prepare_finalize if pf.interface is entry.interface and pf.activation_format is entry.activation_format for d in pf.dispatch})
 
 
 @st.composite
-def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: tuple[str, ...] | None) -> Case:
-    entry = draw(st.sampled_from([e for e in CATALOG.experts if kernels is None or e.id in kernels]))
+def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: tuple[str, ...] | None, catalog: Any = None) -> Case:
+    catalog = catalog if catalog is not None else CATALOG
+    entry = draw(st.sampled_from([e for e in catalog.experts if (kernels is None or e.id in kernels) and e.implements is None]))
     declared = entry.declared
     supports = declared["supports"]
     ctx: dict[str, Any] = {}
@@ -631,7 +633,7 @@ def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: 
             ctx[path] = False
     # Parallelism from the dispatch kinds a prepare/finalize pairs it with (and its all2all list).
     a2a = set(_allowed(supports.get("all2all")) or ("none", *(b.value for b in All2AllBackend)))
-    dispatch = draw(st.sampled_from([d for d in _pairing(entry) if d in a2a or d in ("none", "allgather_reducescatter") and "none" in a2a] or _pairing(entry)))
+    dispatch = draw(st.sampled_from([d for d in _pairing(entry, catalog) if d in a2a or d in ("none", "allgather_reducescatter") and "none" in a2a] or _pairing(entry, catalog)))
     ctx["parallel.num_redundant_experts"] = 0
     if dispatch == "none":
         ctx["parallel.dp_size"], ctx["parallel.use_ep"] = 1, draw(st.booleans())
@@ -650,18 +652,19 @@ def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: 
     for var, allowed in (declared.get("env") or {}).items():
         value = draw(st.sampled_from(list(allowed)))
         env_vars[var] = ("1" if value else "0") if isinstance(value, bool) else str(value)
-    packages = tuple((name, _satisfying_version(name)) for name in CATALOG.package_names)
+    packages = tuple((name, _satisfying_version(name)) for name in catalog.package_names if name != catalog.engine.name)
     tally.bump("configs")
     return Case(config, Environment(packages, frozenset(), False, tuple(env_vars.items())))
 
 
-def targeted_cases(*, backend: st.SearchStrategy[str] | None = None, kernels: tuple[str, ...] | None = None) -> st.SearchStrategy[Case]:
+def targeted_cases(*, backend: st.SearchStrategy[str] | None = None, kernels: tuple[str, ...] | None = None, catalog: Any = None) -> st.SearchStrategy[Case]:
     """Configs drawn from one kernel's declared support (platform, device, quant, activation, routing,
     dtypes, pairing, env), so that rarely selected kernels are often eligible too.
 
-    ``kernels``: draw only for these kernel ids (default: every kernel of the catalog).
+    ``kernels``: draw only for these kernel ids (default: every standalone kernel of the catalog).
+    ``catalog``: the shipped engine catalog by default (the runtime catalog for our kernels).
     """
-    return _targeted(backend, kernels)
+    return _targeted(backend, kernels, catalog)
 
 
 def cases(*, backend: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Case]:
@@ -687,8 +690,6 @@ def pinned(env: Environment | None = None, **leaves: Any) -> Case:
 
 
 REGRESSIONS: Mapping[str, tuple[Case, str]] = {
-    # why-not installed torch 1.0.0 for the presence check, then could not move it into >=2.9.
-    "why_not_installs_inside_the_version_range": (pinned(Environment.declared(absent=["torch"])), "torch_grouped_mm"),
     # why-not's "TP only" preset of tp*dp ranks passed the validator's 2**40 limit after a dp edit.
     "why_not_world_past_the_validator_limit": (
         pinned(device=GPU_CATALOG["GB300"].device, quant=SCHEMES["fp8_w16"], routing_method=RoutingMethod.MINIMAX2, in_dtype=DType.FLOAT32, lora=True,
@@ -698,3 +699,10 @@ REGRESSIONS: Mapping[str, tuple[Case, str]] = {
     ),
 }
 """Cases (with a backend name) that once broke an invariant; tests/property/test_regressions.py runs them every time."""
+
+RUNTIME_REGRESSIONS: Mapping[str, tuple[Case, str]] = {
+    # why-not installed torch 1.0.0 for the presence check, then could not move it into >=2.9.
+    # torch_grouped_mm is our runtime's kernel: the case runs against the runtime tables.
+    "why_not_installs_inside_the_version_range": (pinned(Environment.declared(absent=["torch"])), "torch_grouped_mm"),
+}
+"""The same, for backends of the runtime tables (``Oracle.default(view="runtime")``)."""

@@ -128,7 +128,7 @@ def _config(world: int, backend: str, all2all: str, use_ep: bool = True, in_dtyp
 
 def decisions_build_distributed_kernels(rank: int, world: int) -> dict:
     """Real Decisions (tables) -> make_kernel with this rank's spec from the decision -> run."""
-    oracle = Oracle.default()
+    oracle = Oracle.default(view="runtime")
     full, w, x, logits, ref, mine = _setup(rank, world)
     result = {}
     for all2all, use_ep in (("deepep_high_throughput", True), ("deepep_low_latency", True), ("allgather_reducescatter", True), ("allgather_reducescatter", False)):
@@ -145,7 +145,7 @@ def decisions_build_distributed_kernels(rank: int, world: int) -> dict:
 
 
 def agreement(rank: int, world: int) -> dict:
-    oracle = Oracle.default()
+    oracle = Oracle.default(view="runtime")
     same = oracle.select(_config(world, "reference", "deepep_high_throughput", in_dtype="bfloat16"))
     fp = check_ranks_agree(same)
     # rank 1 selects another backend: every rank must raise, naming the ranks and kernels

@@ -95,10 +95,10 @@ def test_decisions_build_working_distributed_kernels(world):
     for rank, res in enumerate(_each_rank(world, "decisions_build_distributed_kernels")):
         names = {k for k in res if k != "ok"}
         assert names == {
-            "deepep_high_throughput: reference+deepep_high_throughput",
-            "deepep_low_latency: reference_batched+deepep_low_latency",
-            "allgather_reducescatter: reference_monolithic+naive_dp_ep_monolithic",
-            "allgather_reducescatter (no EP): reference_monolithic+naive_dp_ep_monolithic",
+            "deepep_high_throughput: reference+all_to_all_modular_torch",
+            "deepep_low_latency: reference_batched+all_to_all_batched_torch",
+            "allgather_reducescatter: reference_monolithic+naive_dp_ep_monolithic_torch",
+            "allgather_reducescatter (no EP): reference_monolithic+naive_dp_ep_monolithic_torch",
         }, names
         for name in names:
             assert res[name] <= FP32_ATOL, (rank, name, res[name])

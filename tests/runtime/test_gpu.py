@@ -77,7 +77,7 @@ def test_run_layer_on_cuda_with_the_oracles_choice():
         num_experts=128, top_k=8, hidden_size=2048, intermediate_size=768, device=Device("cuda", capability=90),
         routing_method="renormalize_naive", in_dtype="bfloat16", moe_backend="torch_grouped_mm",
     )
-    decision = Oracle.default().select(config)
+    decision = Oracle.default(view="runtime").select(config)
     report = run_layer(config, decision, tokens=512, layers=2, device="cuda", progress=False)
     print(report.describe())
     assert report.kernel == "torch_grouped_mm" and report.device.startswith("cuda")

@@ -24,7 +24,7 @@ from moe_oracle.vocab import ActivationFormat, Interface
 
 @pytest.fixture(scope="module")
 def oracle() -> Oracle:
-    return Oracle.default()
+    return Oracle.default(view="runtime")
 
 
 @pytest.fixture
@@ -158,14 +158,14 @@ def test_spec_for_decision_follows_the_deployment(oracle):
     assert spec_for_decision(tp).intermediate_size == 8  # no EP: intermediate split over dp * tp
 
 
-def test_make_kernel_names_the_missing_package_of_a_vllm_adapter(oracle):
-    decision = oracle.select(_config(moe_backend="auto", in_dtype="bfloat16"))
+def test_an_engine_answer_names_vllm_classes_that_the_runtime_refuses_to_build():
+    """The engine view answers with vLLM's classes: building one names the package (vllm) to install."""
+    decision = Oracle.default().select(_config(device=Device("cuda", capability=90), moe_backend="auto", in_dtype="bfloat16"))
     row = decision.rows[decision.winner]
-    if row.entry.provider == "moe_oracle":
-        pytest.skip(f"the auto winner on CPU is now {row.entry.id}, an own adapter")
+    assert decision.view == "engine" and row.entry.provider == "vllm", row.entry.id
     with pytest.raises(AdapterImportError) as err:
         make_kernel(decision, weights=make_random_weights(spec_for_decision(decision)))
-    assert err.value.adapter == row.entry.adapter and err.value.packages
+    assert err.value.adapter == row.entry.adapter and err.value.packages == ("vllm",)
 
 
 def test_make_kernel_without_a_winner_raises():

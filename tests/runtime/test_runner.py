@@ -17,7 +17,7 @@ from moe_oracle.runtime.runner import RunReport, run_layer
 
 @pytest.fixture(scope="module")
 def oracle() -> Oracle:
-    return Oracle.default()
+    return Oracle.default(view="runtime")
 
 
 def _config(**kw) -> MoEConfig:  # noqa: ANN003
@@ -72,3 +72,14 @@ def test_run_layer_rejects_bad_requests(oracle):
     assert empty.winner is None
     with pytest.raises(ValueError, match="no kernel"):
         run_layer(config, empty, tokens=4, device="cpu")
+
+
+def test_cli_run_selects_among_what_our_runtime_builds(capsys):
+    import json
+
+    from moe_oracle.cli import main
+
+    code = main(["run", "--model", "qwen3-30b-a3b", "--package", "torch==2.13.0", "--max-experts", "2", "--tokens", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["decision"]["view"] == "runtime" and out["decision"]["engine"]["label"] == "vLLM 0.33.0 (assumed: newest modelled)"
+    assert out["decision"]["selected"]["adapter"].startswith("moe_oracle.") and out["run"]["kernel"] == out["decision"]["selected"]["kernel"]

@@ -129,3 +129,13 @@ def test_lint_on_broken_tables_exits_2(tmp_path, capsys):
 def test_console_script_entry_point():
     proc = subprocess.run([sys.executable, "-m", "moe_oracle.cli", "--version"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and proc.stdout.startswith("moe-oracle ")
+
+
+def test_answers_name_the_release_and_the_view(capsys):
+    code, out, _ = run(capsys, "select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--package", "vllm==0.31.0")
+    assert code == 0 and out.rstrip().endswith("for vLLM 0.31.0 (declared)")
+    code, out, _ = run(capsys, "explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--view", "runtime", "--json")
+    record = json.loads(out)
+    assert code == 0 and record["view"] == "runtime" and record["selected"]["kernel"] == "torch_grouped_mm" and record["engine"]["known"] == "assumed"
+    code, out, _ = run(capsys, "explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--package", "vllm==0.34.0")
+    assert code == 0 and "WARNING: answers are for vLLM 0.29.0\u20130.33.0; you declared 0.34.0" in out

@@ -72,12 +72,20 @@ def test_adjustment_on_unknown_input_is_not_applied_and_is_noted(small_catalog):
     assert any("adjust.slow_first_on_ampere" in n for n in d.notes)
 
 
-def test_known_bad_rejects_the_variant_not_its_sibling(small_catalog):
-    d = evaluate(small_catalog, cfg(num_experts=400, routing_method="deepseek_v3"), Environment())
-    bad = d.candidate("fast_monolithic")
+def test_known_bad_warns_by_default_and_rejects_the_variant_not_its_sibling_under_the_safe_policy(small_catalog):
+    config = cfg(num_experts=400, routing_method="deepseek_v3")
+    faithful = evaluate(small_catalog, config, Environment())
+    assert faithful.kernel == "fast_monolithic" and faithful.policy == "faithful"
+    [warning] = [w for w in faithful.warnings if w.code == "known_bad"]
+    assert (warning.rule, warning.reference, warning.safe_alternative) == ("bad.fast_monolithic_gelu", "test", "fast")
+    assert faithful.to_dict()["warnings"][0]["safe_alternative"] == "fast"
+    safe = evaluate(small_catalog, config, Environment(), policy="safe")
+    bad = safe.candidate("fast_monolithic")
     assert [f.code for f in bad.failures] == [ReasonCode.KNOWN_BAD]
     assert bad.failures[0].observed == {"routing_method": "deepseek_v3", "num_experts": 400}
-    assert d.kernel == "fast"  # the modular sibling stays eligible
+    assert safe.kernel == "fast" and safe.warnings == ()  # the modular sibling stays eligible
+    clean = evaluate(small_catalog, cfg(num_experts=200, routing_method="deepseek_v3"), Environment())
+    assert clean.kernel == "fast_monolithic" and clean.warnings == ()
 
 
 def test_requested_backend_is_strict_with_the_full_trail(small_catalog):

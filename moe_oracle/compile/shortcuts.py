@@ -1,0 +1,31 @@
+"""``kind: shortcuts`` (``rules/shortcuts.yaml``): engine paths that return a kernel before checking it."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..catalog import Shortcut
+from ..tables import TableFile
+from .context import INVALID, CompileContext
+from .values import condition
+
+__all__ = ["compile_shortcuts"]
+
+
+def compile_shortcuts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Shortcut, ...]:
+    out: list[Shortcut] = []
+    for tf in files:
+        for i, raw in enumerate(tf.data["shortcuts"]):
+            ctx.at(tf.path, raw["id"])
+            ctx.claim(raw["id"])
+            path = f"$.shortcuts[{i}]"
+            when = condition(ctx, raw["when"], f"{path}.when")
+            ok = all([ctx.known_kernel(k, f"{path}.try[{j}]", "shortcut") for j, k in enumerate(raw["try"])])
+            ok = ctx.known_kernel(raw["otherwise"], f"{path}.otherwise", "shortcut") and ok
+            if raw["otherwise"] in raw["try"]:
+                ctx.issue(f"{path}.otherwise", "the unchecked kernel is also tried with checks", raw["otherwise"])
+                ok = False
+            rng = ctx.engine_range(raw, path)
+            if when is not None and ok and rng is not INVALID:
+                out.append(Shortcut(raw["id"], when, tuple(raw["try"]), raw["otherwise"], raw["label"], raw["reason"], raw["reference"], rng))  # type: ignore[arg-type]
+    return tuple(out)
