@@ -262,9 +262,9 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
     ``fixes``: alternatives from :func:`moe_oracle.whynot.fixes` (``None``: not searched).
     """
     if decision.requested:
-        head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for} ({len(decision.candidates)} candidates)."
+        head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {len(decision.candidates)} candidates."
     else:
-        head = f"No MoE kernel is eligible for {decision.answered_for} ({len(decision.candidates)} candidates)."
+        head = f"No MoE kernel is eligible for {decision.answered_for}: {len(decision.candidates)} candidates."
     lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes)
     lines.append(f"Every candidate and reason: moe-oracle {command} ... --all")
     return "\n".join(lines)
