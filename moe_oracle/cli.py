@@ -161,8 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
     sub.add_parser("codes", help="every reason code: what it means and what to change", description="Explain every reason code a failure can carry (the closed set in moe_oracle.vocab.ReasonCode).")
+    from .cli_diff import add_parser as _add_diff
     from .verify.cli import add_parser as _add_verify
 
+    _add_diff(sub, lambda q: (_add_input_args(q), _add_view_arg(q)))
     _add_verify(sub)
     return parser
 
@@ -531,6 +533,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         catalog = _load_catalog(getattr(args, "tables", None), view)
         if args.command in ("explain", "select"):
             return _cmd_explain(args, catalog)
+        if args.command == "diff":
+            from .cli_diff import run as _diff
+
+            return _diff(args, catalog, _build_inputs, _print_json)
         if args.command == "why-not":
             return _cmd_why_not(args, catalog)
         if args.command == "matrix":
