@@ -164,8 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
     sub.add_parser("codes", help="every reason code: what it means and what to change", description="Explain every reason code a failure can carry (the closed set in moe_oracle.vocab.ReasonCode).")
+    from .cli_diff import add_parser as _add_diff
     from .verify.cli import add_parser as _add_verify
 
+    _add_diff(sub, lambda q: (_add_input_args(q), _add_view_arg(q)))
     _add_verify(sub)
     return parser
 
@@ -498,8 +500,6 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
 
 def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
     """Refuse a `run` whose weights cannot fit in this machine's memory, naming the fix."""
-    import os
-
     from .errors import ConfigError, InputIssue
 
     experts = min(config.num_experts, args.max_experts or config.num_experts)
@@ -510,9 +510,10 @@ def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
     # plus float32 activations of the kernel and of the reference (tokens x top-k x (w13 rows + hidden)).
     activations = 2 * args.tokens * config.top_k * (rows + config.hidden_size) * 4 + args.tokens * (config.hidden_size + config.num_experts) * 4
     needed = args.layers * experts * per_expert * storage + experts * rows * config.hidden_size * 4 + activations
-    try:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
+    from .runtime.runner import available_memory_bytes
+
+    available = available_memory_bytes()
+    if available is None:
         return
     if needed > 0.6 * available:
         if activations > 0.3 * available:
@@ -569,6 +570,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         catalog = _load_catalog(getattr(args, "tables", None), view)
         if args.command in ("explain", "select"):
             return _cmd_explain(args, catalog)
+        if args.command == "diff":
+            from .cli_diff import run as _diff
+
+            return _diff(args, catalog, _build_inputs, _print_json)
         if args.command == "why-not":
             return _cmd_why_not(args, catalog)
         if args.command == "matrix":
