@@ -55,12 +55,15 @@ def _input_fp32(hidden_states: torch.Tensor, a1_scale: torch.Tensor | None, spec
     return hidden_states.float()
 
 
-def _run_grouped(xs: torch.Tensor, counts: list[int], weights: MoEWeights, spec: LayerSpec, activation_quant: bool) -> torch.Tensor:
+def _run_grouped(
+    xs: torch.Tensor, counts: list[int], weights: MoEWeights, spec: LayerSpec, activation_quant: bool, gemm1_dtype: torch.dtype | None = None
+) -> torch.Tensor:
     """Unweighted expert outputs for rows grouped by local expert.
 
     Args:
         xs: ``[N, hidden]`` float32 rows, sorted so that expert ``l`` owns ``counts[l]`` consecutive rows.
         counts: rows per local expert.
+        gemm1_dtype: round GEMM1's output (before the bias) to this dtype, as kernels that store it do.
 
     Returns:
         ``[N, hidden]`` float32.
@@ -74,6 +77,8 @@ def _run_grouped(xs: torch.Tensor, counts: list[int], weights: MoEWeights, spec:
             w13, w2 = weights.expert_fp32(expert)
             cache[expert] = w2
             h = xs[start : start + count] @ w13.T
+            if gemm1_dtype is not None:
+                h = h.to(gemm1_dtype).float()
             if weights.w13_bias is not None:
                 h = h + weights.w13_bias[expert].float()
             acts[start : start + count] = apply_activation(h, spec.activation, swiglu_alpha=spec.swiglu_alpha, swiglu_limit=spec.swiglu_limit)
@@ -100,6 +105,7 @@ def reference_experts(
     spec: LayerSpec,
     *,
     activation_quant: bool = True,
+    gemm1_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """Float32 top-k-weighted sum over the experts this rank holds.
 
@@ -109,6 +115,9 @@ def reference_experts(
         topk_ids: ``[T, K]`` global expert ids; ids outside ``spec``'s local range are skipped.
         weights, spec: this rank's experts.
         activation_quant: simulate GEMM2-input quantization when the scheme has an activation key.
+        gemm1_dtype: ``None`` (GEMM1's output stays float32) or a dtype GEMM1's output is rounded to
+            before the bias and activation (``torch.bfloat16``: kernels whose GEMM1 writes bf16 and
+            requantizes it to fp8, e.g. ``torch._scaled_grouped_mm`` experts).
 
     Returns:
         ``[T, hidden]`` float32.
@@ -121,7 +130,7 @@ def reference_experts(
     order = torch.argsort(experts, stable=True)
     tok, kk, experts = tok[order], kk[order], experts[order]
     counts = torch.bincount(experts, minlength=local_n).tolist() if experts.numel() else [0] * local_n
-    ys = _run_grouped(x[tok], counts, weights, spec, activation_quant)
+    ys = _run_grouped(x[tok], counts, weights, spec, activation_quant, gemm1_dtype)
     ys = ys * topk_weights[tok, kk].float().unsqueeze(-1)
     out = torch.zeros(x.shape[0], spec.hidden_size, dtype=torch.float32, device=x.device)
     return out.index_add_(0, tok, ys)
@@ -134,6 +143,7 @@ def reference_moe(
     spec: LayerSpec,
     *,
     activation_quant: bool = True,
+    gemm1_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """The whole MoE layer in float32: route, run the experts, weighted sum.
 
@@ -144,6 +154,7 @@ def reference_moe(
         spec: the layer.
         activation_quant: simulate activation quantization of w8a8 schemes (``False``:
             the float32 result of the dequantized weights alone).
+        gemm1_dtype: round GEMM1's output to this dtype (see :func:`reference_experts`).
 
     Returns:
         ``[T, hidden]`` float32.
@@ -151,7 +162,7 @@ def reference_moe(
     _check_supported("reference_moe", spec)
     topk_weights, topk_ids = route(router_logits, spec.routing, correction_bias=weights.correction_bias)
     x = _input_fp32(hidden_states, None, spec, weights, activation_quant)
-    return reference_experts(x, topk_weights, topk_ids, weights, spec, activation_quant=activation_quant)
+    return reference_experts(x, topk_weights, topk_ids, weights, spec, activation_quant=activation_quant, gemm1_dtype=gemm1_dtype)
 
 
 class ReferenceExperts(ModularExperts):

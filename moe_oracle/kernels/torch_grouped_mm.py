@@ -1,42 +1,66 @@
-"""Experts on PyTorch's grouped GEMM (``torch._grouped_mm``), bf16, standard format.
+"""Experts on PyTorch's grouped GEMMs: bf16 (``torch._grouped_mm``) and fp8 per-channel
+(``torch._scaled_grouped_mm``), standard format.
 
-Per call: the (token, k) pairs are sorted by local expert (pairs of other ranks'
-experts last); each expert's rows are padded to a multiple of 16 (``_GROUP_ALIGN``;
-padding rows are zero and their outputs dropped) and gathered into one bf16 buffer
-of static size ``T*K + E_local*15`` rows (no host synchronization, so a call can be
-captured in a CUDA graph); one grouped GEMM with ``w13`` (``[E, 2I, hidden]``, passed as the
-transposed view ``[E, hidden, 2I]``) and per-expert end offsets ``offs`` (int32,
-cumulative padded rows), the activation in float32 (cast to bf16), one grouped
-GEMM with ``w2``; expert biases (gpt-oss), when present, are added in float32 after
-each GEMM; then the rows are weighted by ``topk_weights`` and summed per
-token in float32, and the result is cast to bf16.
+Two implementations of the same math:
 
-Numerics: bf16 inputs, fp32 accumulation inside each GEMM, bf16 GEMM outputs.
-On CUDA SM 90/100 the CUTLASS grouped GEMM runs; elsewhere (including torch >= 2.13
-on CPU) PyTorch falls back to a per-group loop, so the numerics are testable on CPU.
+* **Triton path** (CUDA with Triton installed; the CPU tests run it under Triton's interpreter): the glue around the two
+  grouped GEMMs is four small Triton kernels of :mod:`moe_oracle.kernels._triton_moe` -- an
+  atomic count and a placement pass that sort the (token, k) pairs by local expert and copy each
+  token's row into the expert-sorted buffer (no padding: ``offs`` are the true group ends), the
+  activation (expert bias added first, float32 math, one bf16 rounding), and a combine that sums
+  each token's ``K`` rows with their routing weights in float32 and writes bf16 once. Pairs of
+  other ranks' experts are neither copied nor computed nor read. Nothing reads a device value on
+  the host, so a call can be captured in a CUDA graph.
+* **Portable path** (any other device; torch >= 2.13 runs ``_grouped_mm`` on CPU through a
+  per-group loop): plain torch ops -- sort, per-expert rows padded to 16 (``_GROUP_ALIGN``), one
+  bf16 buffer of static size ``T*K + E_local*15`` rows, the activation in float32, an
+  ``index_add`` over the rows in float32.
 
-Source: PyTorch ``aten/src/ATen/native/cuda/GroupedBlas.cpp`` (bf16 fast path for
-device major 9/10; 16-byte alignment of strides), ``torch._grouped_mm(mat_a, mat_b,
-offs=...)`` 2-D x 3-D form; padding to 16 rows as torchtitan does for its MoE.
+Numerics (both paths): bf16 inputs, fp32 accumulation inside each GEMM, bf16 GEMM outputs, the
+activation and the weighted sum in float32; four bf16 roundings in all (GEMM1 out, activation
+out, GEMM2 out, final sum). The fp8 per-channel experts quantize the input per token
+(``fp8_dynamic_token``) and the GEMM2 input per row, as :mod:`moe_oracle.runtime.fp8` does.
+
+Source: PyTorch ``aten/src/ATen/native/cuda/GroupedBlas.cpp`` (bf16 CUTLASS fast path for device
+major 9/10; 16-byte alignment of strides; ``_scaled_grouped_mm``: fp8 e4m3 with float32 row-wise
+scales, ``scale_a [M]`` and ``scale_b [G, N]``, ``mat_b`` column-major, K and N multiples of 16,
+bf16 output, SM 9.0 / 10.0) and ``GroupMMCommon.cuh`` (2d x 3d with row-major ``mat_a``: no
+alignment required of the group sizes); ``torch._grouped_mm(mat_a, mat_b, offs=...)`` 2-D x 3-D
+form.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import torch
 
-from ..runtime.activations import IMPLEMENTED_ACTIVATIONS, apply_activation
+from ..quant import SCHEMES
+from ..runtime.activations import GPT_OSS_SWIGLU_ALPHA, GPT_OSS_SWIGLU_LIMIT, IMPLEMENTED_ACTIVATIONS, apply_activation
 from ..runtime.errors import UnsupportedConfigError
 from ..runtime.interfaces import ModularExperts, require_unquantized_bf16
 from ..runtime.spec import LayerSpec
 from ..runtime.weights import MoEWeights
+from ..vocab import DType
 
-__all__ = ["TorchGroupedMMExperts", "grouped_layout"]
+__all__ = ["TorchGroupedMMExperts", "TorchScaledGroupedMMExperts", "grouped_layout", "triton_ops"]
 
 _GROUP_ALIGN = 16
 
 
+def triton_ops(device: torch.device) -> ModuleType | None:
+    """:mod:`moe_oracle.kernels._triton_moe` when its kernels run on ``device`` (CUDA with Triton), else ``None``."""
+    if device.type != "cuda":
+        return None
+    try:
+        from . import _triton_moe
+    except ImportError:
+        return None
+    return _triton_moe if _triton_moe.available(device) else None
+
+
 def grouped_layout(keys: torch.Tensor, num_groups: int, align: int = _GROUP_ALIGN) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Where each (token, k) pair lands in the padded grouped buffer, computed without a host sync.
+    """Where each (token, k) pair lands in the padded grouped buffer of the portable path, without a host sync.
 
     Args:
         keys: ``[N]`` int64 local expert of each pair; ``num_groups`` marks "not on this rank"
@@ -69,14 +93,15 @@ class TorchGroupedMMExperts(ModularExperts):
     """Modular standard-format experts on ``torch._grouped_mm`` (bf16, unquantized).
 
     ``apply(hidden [T, hidden] bf16, topk_weights [T, K] fp32, topk_ids [T, K] int64) -> [T, hidden] bf16``:
-    the weighted sum over this rank's experts.
+    the weighted sum over this rank's experts. On CUDA with Triton installed the Triton path runs
+    (module docstring); ``use_triton=False`` forces the portable path (benchmarks compare them).
 
     Raises:
         UnsupportedConfigError: a quantized scheme, a model dtype other than bf16, or an activation
             without reference math.
     """
 
-    def __init__(self, spec: LayerSpec, weights: MoEWeights) -> None:
+    def __init__(self, spec: LayerSpec, weights: MoEWeights, *, use_triton: bool = True) -> None:
         super().__init__(spec, weights)
         name = type(self).__name__
         require_unquantized_bf16(name, spec, IMPLEMENTED_ACTIVATIONS)
@@ -84,19 +109,37 @@ class TorchGroupedMMExperts(ModularExperts):
             raise UnsupportedConfigError(name, "torch", torch.__version__, ">=2.9 (torch._grouped_mm)")
         self._w13_t = weights.w13.to(torch.bfloat16).transpose(-2, -1)  # [E, hidden, w13_rows], column-major view
         self._w2_t = weights.w2.to(torch.bfloat16).transpose(-2, -1)  # [E, intermediate, hidden]
+        self._bias13 = None if weights.w13_bias is None else weights.w13_bias.float().contiguous()
+        self._bias2 = None if weights.w2_bias is None else weights.w2_bias.float().contiguous()
         # Bias tables with one extra zero row for buffer rows no expert owns (padding, other ranks' pairs).
-        self._b13 = None if weights.w13_bias is None else torch.cat([weights.w13_bias.float(), weights.w13_bias.new_zeros(1, spec.w13_rows).float()])
-        self._b2 = None if weights.w2_bias is None else torch.cat([weights.w2_bias.float(), weights.w2_bias.new_zeros(1, spec.hidden_size).float()])
+        self._b13 = None if self._bias13 is None else torch.cat([self._bias13, self._bias13.new_zeros(1, spec.w13_rows)])
+        self._b2 = None if self._bias2 is None else torch.cat([self._bias2, self._bias2.new_zeros(1, spec.hidden_size)])
+        self._ops = triton_ops(weights.device) if use_triton else None
 
     def apply(self, hidden_states, topk_weights, topk_ids, *, a1_scale=None, expert_num_tokens=None):  # noqa: ANN001, ANN201 - see ModularExperts.apply
         if a1_scale is not None:
-            raise ValueError("TorchGroupedMMExperts takes unquantized bf16 inputs")
+            raise ValueError(f"{type(self).__name__} takes unquantized bf16 inputs")
+        tokens = topk_ids.shape[0]
+        if self.spec.num_local_experts == 0 or tokens == 0:
+            return torch.zeros(tokens, self.spec.hidden_size, dtype=torch.bfloat16, device=hidden_states.device)
+        if self._ops is not None:
+            return self._apply_triton(hidden_states, topk_weights, topk_ids)
+        return self._apply_portable(hidden_states, topk_weights, topk_ids)
+
+    def _apply_triton(self, hidden_states: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor) -> torch.Tensor:
+        ops, spec = self._ops, self.spec
+        x = hidden_states.to(torch.bfloat16).contiguous()
+        layout = ops.route_layout(topk_ids, spec.first_local_expert, spec.num_local_experts, x=x)
+        h = torch._grouped_mm(layout.buf, self._w13_t, offs=layout.offs)  # [rows, w13_rows]; rows past offs[-1] not computed
+        a, _ = ops.activation(h, spec.activation, layout.offs, bias=self._bias13, swiglu_alpha=_alpha(spec), swiglu_limit=_limit(spec))
+        y = torch._grouped_mm(a, self._w2_t, offs=layout.offs)  # [rows, hidden]
+        return ops.combine(y, layout, topk_weights, topk_ids, spec.first_local_expert, bias=self._bias2)
+
+    def _apply_portable(self, hidden_states: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor) -> torch.Tensor:
         spec = self.spec
         tokens, top_k = topk_ids.shape
         local_n = spec.num_local_experts
         out = torch.zeros(tokens, spec.hidden_size, dtype=torch.float32, device=hidden_states.device)
-        if local_n == 0 or tokens == 0:
-            return out.to(torch.bfloat16)
         # No host synchronization below (static buffer sizes), so the call can be captured in a CUDA graph.
         local = topk_ids.reshape(-1).to(torch.int64) - spec.first_local_expert
         valid = (local >= 0) & (local < local_n)
@@ -117,3 +160,75 @@ class TorchGroupedMMExperts(ModularExperts):
         weighted = y * topk_weights.reshape(-1)[order].float().unsqueeze(-1)
         out.index_add_(0, tok, torch.where(valid[order].unsqueeze(-1), weighted, 0.0))  # where, not *0: unused rows may hold NaN
         return out.to(torch.bfloat16)
+
+
+def _alpha(spec: LayerSpec) -> float:
+    return GPT_OSS_SWIGLU_ALPHA if spec.swiglu_alpha is None else spec.swiglu_alpha
+
+
+def _limit(spec: LayerSpec) -> float:
+    return GPT_OSS_SWIGLU_LIMIT if spec.swiglu_limit is None else spec.swiglu_limit
+
+
+def _scaled_grouped_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """``torch._scaled_grouped_mm`` (row-wise float32 scales, bf16 out); one name the CPU tests can replace."""
+    return torch._scaled_grouped_mm(a, b, scale_a, scale_b, offs=offs, out_dtype=torch.bfloat16)
+
+
+FP8_CHANNEL_SCHEME = SCHEMES["fp8_channel_token"]
+
+
+class TorchScaledGroupedMMExperts(ModularExperts):
+    """Modular standard-format fp8 experts on ``torch._scaled_grouped_mm``: per-channel fp8 weights
+    (``fp8_static_channel``) x per-token dynamic fp8 activations (``fp8_dynamic_token``), bf16 model.
+
+    Per call: quantize the input per token (Triton), sort and copy the fp8 rows and their scales
+    into the expert-sorted buffer, GEMM1 with ``scale_a`` = row scales and ``scale_b`` =
+    ``w13_scale [E, w13_rows]``, the activation with per-row fp8 quantization of its output, GEMM2
+    with ``w2_scale [E, hidden]``, the weighted combine. Same layout kernels as
+    :class:`TorchGroupedMMExperts`. ``apply`` as there; it quantizes itself
+    (``expects_unquantized_inputs``).
+
+    Raises:
+        UnsupportedConfigError: a scheme other than ``fp8_channel_token``, a model dtype other than
+            bf16, an activation the Triton activation kernel lacks, weights on a device where the
+            Triton kernels cannot run (not CUDA), or torch without ``_scaled_grouped_mm``.
+    """
+
+    def __init__(self, spec: LayerSpec, weights: MoEWeights) -> None:
+        super().__init__(spec, weights)
+        name = type(self).__name__
+        if spec.quant != FP8_CHANNEL_SCHEME:
+            raise UnsupportedConfigError(name, "quant", spec.quant.name, [FP8_CHANNEL_SCHEME.name])
+        if spec.dtype is not DType.BFLOAT16:
+            raise UnsupportedConfigError(name, "in_dtype", spec.dtype.value, ["bfloat16"])
+        self._ops = triton_ops(weights.device)
+        if self._ops is None:
+            raise UnsupportedConfigError(name, "device", weights.device.type, ["cuda (with triton)"])
+        if spec.activation not in self._ops.SUPPORTED_ACTIVATIONS:
+            raise UnsupportedConfigError(name, "activation", spec.activation.value, sorted(a.value for a in self._ops.SUPPORTED_ACTIVATIONS))
+        if not hasattr(torch, "_scaled_grouped_mm"):
+            raise UnsupportedConfigError(name, "torch", torch.__version__, ">=2.9 (torch._scaled_grouped_mm)")
+        for field, size in (("hidden_size", spec.hidden_size), ("w13_rows", spec.w13_rows)):
+            if size % 16:
+                raise UnsupportedConfigError(name, field, size, "a multiple of 16 (torch._scaled_grouped_mm)")
+        self._w13_t = weights.w13.transpose(-2, -1)  # [E, hidden, w13_rows] column-major view
+        self._w2_t = weights.w2.transpose(-2, -1)  # [E, intermediate, hidden]
+        self._s13 = weights.w13_scale.float().contiguous()  # [E, w13_rows]
+        self._s2 = weights.w2_scale.float().contiguous()  # [E, hidden]
+        self._bias13 = None if weights.w13_bias is None else weights.w13_bias.float().contiguous()
+        self._bias2 = None if weights.w2_bias is None else weights.w2_bias.float().contiguous()
+
+    def apply(self, hidden_states, topk_weights, topk_ids, *, a1_scale=None, expert_num_tokens=None):  # noqa: ANN001, ANN201 - see ModularExperts.apply
+        if a1_scale is not None:
+            raise ValueError(f"{type(self).__name__} quantizes its own input: pass bf16 hidden states")
+        ops, spec = self._ops, self.spec
+        tokens = topk_ids.shape[0]
+        if spec.num_local_experts == 0 or tokens == 0:
+            return torch.zeros(tokens, spec.hidden_size, dtype=torch.bfloat16, device=hidden_states.device)
+        xq, xs = ops.quantize_rows(hidden_states.to(torch.bfloat16).contiguous(), None)  # [T, H] fp8, [T, 1]
+        layout = ops.route_layout(topk_ids, spec.first_local_expert, spec.num_local_experts, x=xq, x_scale=xs)
+        h = _scaled_grouped_mm(layout.buf, self._w13_t, layout.buf_scale.view(-1), self._s13, layout.offs)
+        a, a_scale = ops.activation(h, spec.activation, layout.offs, bias=self._bias13, swiglu_alpha=_alpha(spec), swiglu_limit=_limit(spec), quant="token")
+        y = _scaled_grouped_mm(a, self._w2_t, a_scale, self._s2, layout.offs)
+        return ops.combine(y, layout, topk_weights, topk_ids, spec.first_local_expert, bias=self._bias2)

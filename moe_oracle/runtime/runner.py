@@ -36,7 +36,7 @@ from .weights import make_random_weights
 if TYPE_CHECKING:
     from ..decision import Decision
 
-__all__ = ["RunReport", "layer_bytes", "layer_flops", "run_layer"]
+__all__ = ["RunReport", "available_memory_bytes", "layer_bytes", "layer_flops", "run_layer"]
 
 
 @dataclass(frozen=True)
@@ -271,3 +271,18 @@ def run_layer(
         max_rel_error=max_rel,
         notes=tuple(notes),
     )
+
+
+def available_memory_bytes() -> int | None:
+    """Free memory where :func:`run_layer` allocates: the GPU's when CUDA is available, else the host's.
+
+    Returns ``None`` when it cannot be read.
+    """
+    import os
+
+    try:
+        if torch.cuda.is_available():
+            return int(torch.cuda.mem_get_info()[0])
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError, RuntimeError):
+        return None

@@ -206,10 +206,10 @@ def make_random_weights(
     dtype = spec.torch_dtype
     # Draw in float32, scale, and store each tensor before drawing the next (peak memory ~ one float32 tensor).
     w13 = (torch.randn(e, rows, h, generator=gen, device=gdev) / math.sqrt(h))
-    w13_store, w13_scale = (w13.to(dtype), None) if spec.quant.weight is None else fp8.quantize_weight(w13, spec.quant.weight)
+    w13_store, w13_scale = (w13.to(dtype), None) if spec.quant.weight is None else _quantize_by_experts(w13, spec.quant.weight)
     del w13
     w2 = torch.randn(e, h, inter, generator=gen, device=gdev) / math.sqrt(inter)
-    w2_store, w2_scale = (w2.to(dtype), None) if spec.quant.weight is None else fp8.quantize_weight(w2, spec.quant.weight)
+    w2_store, w2_scale = (w2.to(dtype), None) if spec.quant.weight is None else _quantize_by_experts(w2, spec.quant.weight)
     del w2
     b13 = torch.randn(e, rows, generator=gen, device=gdev) * 0.1 if spec.has_bias else None
     b2 = torch.randn(e, h, generator=gen, device=gdev) * 0.1 if spec.has_bias else None
@@ -223,6 +223,15 @@ def make_random_weights(
     if spec.quant.activation == "fp8_static_tensor":
         weights = replace(weights, a13_scale=torch.tensor([8.0 / fp8.FP8_MAX], device=gdev), a2_scale=_calibrate_a2(weights, spec, gen))
     return weights.to(device)
+
+
+def _quantize_by_experts(w: torch.Tensor, key: str, chunk: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`fp8.quantize_weight` a few experts at a time (scales are per expert, so the result is
+    the same); bounds the float32 temporaries to ``chunk`` experts for DeepSeek-sized layers."""
+    if w.shape[0] <= chunk:
+        return fp8.quantize_weight(w, key)
+    parts = [fp8.quantize_weight(w[i : i + chunk], key) for i in range(0, w.shape[0], chunk)]
+    return torch.cat([q for q, _ in parts]), torch.cat([s for _, s in parts])
 
 
 def _calibrate_a2(weights: MoEWeights, spec: LayerSpec, gen: torch.Generator) -> torch.Tensor:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 torch = pytest.importorskip("torch")
+
+if not torch.cuda.is_available():
+    # Triton decides at import whether its kernels (its own library's too) are interpreted: set the
+    # switch before anything imports it, so test_triton_kernels.py can run our kernels on CPU.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def pytest_configure(config: pytest.Config) -> None:

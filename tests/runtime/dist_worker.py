@@ -1,4 +1,4 @@
-"""Worker of test_distributed.py: runs every distributed scenario on one gloo rank.
+"""Worker of test_distributed.py: runs every distributed scenario on one rank (gloo, or NCCL on GPU ``rank``).
 
 Each scenario builds the whole layer from a fixed seed on every rank (so every rank can
 compute the single-process float32 reference), takes its own tokens and its own share of the
@@ -30,7 +30,7 @@ from moe_oracle.runtime.errors import RankDisagreementError
 from moe_oracle.runtime.kernel import FusedMoEKernel
 from moe_oracle.runtime.weights import make_random_weights, shard_experts, shard_intermediate
 
-TOKENS = {2: [5, 3], 4: [5, 0, 3, 7]}  # tokens per rank: unequal; with 4 ranks one is idle
+TOKENS = {1: [8], 2: [5, 3], 4: [5, 0, 3, 7]}  # tokens per rank: unequal; with 4 ranks one is idle
 DEVICE = torch.device("cpu")  # cuda:<rank> under NCCL (set by run)
 
 
@@ -144,6 +144,49 @@ def decisions_build_distributed_kernels(rank: int, world: int) -> dict:
     return result
 
 
+def raw_collectives(rank: int, world: int) -> dict:
+    """The torch.distributed calls comm.py makes, with its dtypes and shapes, called directly.
+
+    comm.py skips communication at world size 1; this calls the collectives themselves, so a single
+    NCCL rank exercises them too: int64 counts (all_gather, all_to_all_single), fp8 rows as uint8
+    bytes (all_gather), float32/bf16 sums (reduce_scatter), uneven splits (all_to_all_single), max
+    (all_reduce). Each result is compared with what every rank sent.
+    """
+    dev, checks = DEVICE, {}
+    mine = torch.tensor([rank + 1], dtype=torch.int64, device=dev)
+    got = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(got, mine)
+    checks["all_gather_int64"] = [int(g) for g in got] == list(range(1, world + 1))
+
+    def fp8_rows(r: int) -> torch.Tensor:
+        return ((torch.arange(12, dtype=torch.float32, device=dev).view(3, 4) - 5) * (r + 1)).to(torch.float8_e4m3fn)
+
+    parts = [torch.empty(3, 4, dtype=torch.uint8, device=dev) for _ in range(world)]
+    dist.all_gather(parts, fp8_rows(rank).view(torch.uint8))
+    checks["all_gather_fp8_as_uint8"] = all(torch.equal(p.view(torch.float8_e4m3fn).float(), fp8_rows(r).float()) for r, p in enumerate(parts))
+    for dtype in (torch.float32, torch.bfloat16):
+        chunks = [torch.full((2, 4), float(rank + 1 + 10 * r), dtype=dtype, device=dev) for r in range(world)]
+        out = torch.empty(2, 4, dtype=dtype, device=dev)
+        dist.reduce_scatter(out, chunks, op=dist.ReduceOp.SUM)
+        want = float(sum(s + 1 + 10 * rank for s in range(world)))
+        checks[f"reduce_scatter_{str(dtype).split('.')[-1]}"] = bool((out.float() == want).all())
+    send = [1 + (rank + r) % 2 for r in range(world)]  # rows for each destination: uneven
+    recv = [1 + (r + rank) % 2 for r in range(world)]
+    rows = torch.cat([torch.full((n, 3), float(1000 * rank + r), dtype=torch.bfloat16, device=dev) for r, n in enumerate(send)])
+    out = torch.empty(sum(recv), 3, dtype=torch.bfloat16, device=dev)
+    dist.all_to_all_single(out, rows, output_split_sizes=recv, input_split_sizes=send)
+    want = torch.cat([torch.full((n, 3), float(1000 * s + rank), dtype=torch.bfloat16, device=dev) for s, n in enumerate(recv)])
+    checks["all_to_all_single_uneven_bf16"] = torch.equal(out, want)
+    counts = torch.tensor(send, dtype=torch.int64, device=dev)
+    got_counts = torch.empty_like(counts)
+    dist.all_to_all_single(got_counts, counts)
+    checks["all_to_all_single_int64"] = got_counts.tolist() == recv
+    v = torch.tensor([rank * 7], dtype=torch.int64, device=dev)
+    dist.all_reduce(v, op=dist.ReduceOp.MAX)
+    checks["all_reduce_max"] = int(v) == 7 * (world - 1)
+    return {"checks": checks, "backend": dist.get_backend(), "device": str(dev)}
+
+
 def agreement(rank: int, world: int) -> dict:
     oracle = Oracle.default(view="runtime")
     same = oracle.select(_config(world, "reference", "deepep_high_throughput", in_dtype="bfloat16"))
@@ -172,6 +215,7 @@ SCENARIOS = [
     all_to_all_fp8_block,
     all_to_all_bf16_grouped_mm,
     decisions_build_distributed_kernels,
+    raw_collectives,
     agreement,
 ]
 
