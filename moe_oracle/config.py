@@ -121,7 +121,12 @@ class ParallelConfig:
         use_ep: expert parallelism requested (``--enable-expert-parallel``).
         all2all_backend: dispatch/combine backend used when all2all kernels are active.
         enable_eplb: expert-parallel load balancer.
-        num_redundant_experts: extra physical experts per EP group (EPLB).
+        num_redundant_experts: extra physical experts per EP group (EPLB; vLLM
+            ``EPLBConfig.num_redundant_experts``, a total over the group, not per rank).
+        ep_rank: the expert-parallel rank this layer instance runs on, when one rank is
+            described (``moe-oracle plan`` evaluates every rank); ``None`` describes the largest
+            rank. It changes ``num_local_experts`` (vLLM 0.33.0 P/expert_map_manager.py
+            ``determine_expert_map``: the first ``(E + R) % ep`` ranks hold one more expert).
 
     Derived (see :mod:`moe_oracle.normalize`): with EP, ``ep_size = tp_size * dp_size``
     and the MoE TP size is 1; without EP the MoE TP size is ``tp_size * dp_size``.
@@ -133,6 +138,7 @@ class ParallelConfig:
     all2all_backend: All2AllBackend = All2AllBackend.ALLGATHER_REDUCESCATTER
     enable_eplb: bool = False
     num_redundant_experts: int = 0
+    ep_rank: int | None = None
 
     def __post_init__(self) -> None:
         _check_int(self, "tp_size", minimum=1, path="parallel.")
@@ -141,6 +147,9 @@ class ParallelConfig:
         _coerce_enum(self, "all2all_backend", All2AllBackend, path="parallel.")
         _check_bool(self, "enable_eplb", "parallel.")
         _check_int(self, "num_redundant_experts", minimum=0, path="parallel.")
+        _check_int(self, "ep_rank", minimum=0, optional=True, path="parallel.")
+        if self.ep_rank is not None and self.ep_rank >= self.tp_size * self.dp_size:
+            raise ConfigError([InputIssue("$.parallel.ep_rank", f"must be below tp_size * dp_size ({self.tp_size * self.dp_size})", self.ep_rank, {"maximum": self.tp_size * self.dp_size - 1})])
 
 
 @dataclass(frozen=True)
@@ -193,6 +202,10 @@ class MoEConfig:
             MoNE-pruned checkpoints, routing simulator); vLLM 0.33.0 then rejects monolithic kernels.
         weight_block_size: ``[block_n, block_k]`` of a block-quantized checkpoint
             (``quantization_config.weight_block_size``); ``None`` when not block-quantized or unknown.
+        weight_group_size: elements per weight scale along K of a group-quantized checkpoint
+            (GPTQ/AWQ ``group_size``, compressed-tensors ``weights.group_size``; ``-1`` = one group per
+            output channel); the Marlin and WNA16 kernels check it against the partition (vLLM 0.33.0
+            Q/utils/marlin_utils.py check_moe_marlin_supports_config). ``None``: not group-quantized or unknown.
         parallel: deployment parallelism.
         lora: LoRA adapters on the experts.
         batch_invariant: batch-invariant kernels requested (``VLLM_BATCH_INVARIANT``).
@@ -230,6 +243,7 @@ class MoEConfig:
     has_hash_routing: bool = False
     require_decomposed: bool = False
     weight_block_size: tuple[int, int] | None = None
+    weight_group_size: int | None = None
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     lora: bool = False
     batch_invariant: bool = False
@@ -261,6 +275,9 @@ class MoEConfig:
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ConfigError([InputIssue(f"$.{name}", "must be a non-empty string or null", value, None)])
         _check_block(self)
+        _check_int(self, "weight_group_size", minimum=-1, optional=True)
+        if self.weight_group_size == 0:
+            raise ConfigError([InputIssue("$.weight_group_size", "must be -1 (per channel) or a positive group size", 0, {"minimum": -1, "not": 0})])
         _check_float(self, "routed_scaling_factor", optional=False)
         _check_int(self, "num_expert_group", minimum=0, optional=True)
         _check_int(self, "topk_group", minimum=0, optional=True)

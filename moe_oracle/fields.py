@@ -67,6 +67,7 @@ _FIELDS = (
     _f("activation_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "activation quant key ('none' = model dtype)", ("quant",)),
     _f("quant_family", "enum", enum_values(QuantFamily), "derived", R.QUANT_UNSUPPORTED, "vLLM oracle family of the quant scheme", ("quant",)),
     _f("quant_method", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "checkpoint quantization format (fp8, compressed-tensors, modelopt, mxfp4 ...)"),
+    _f("weight_block_size", "str", None, "checkpoint", R.QUANT_UNSUPPORTED, "the checkpoint's FP8 weight block, 'NxK' ('none' without block weights; '128x128' when a block key does not say)", ("weight_block_size", "quant")),
     _f("weight_block", "str", None, "derived", R.QUANT_UNSUPPORTED, "weight block the oracle selects with, 'NxK' ('none' without block weights): the checkpoint's, refined to the TP shard or fixed by the front end (rules/frontends.yaml)", ("weight_block_size", "quant", "quant_method", "parallel", "hidden_size", "intermediate_size", "moe_backend")),
     _f("weight_block_aligned", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "the checkpoint's weight blocks divide the TP shard as create_weights requires (true when refined, or without block weights)", ("weight_block_size", "quant", "quant_method", "parallel", "intermediate_size", "moe_backend")),
     _f("weight_block_pad_refused", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "the front end would pad the TP shard to whole weight blocks but the layer does not allow it (block-unaligned global dims, EP, LoRA or bias)", ("weight_block_size", "quant", "quant_method", "parallel", "hidden_size", "intermediate_size", "lora", "has_bias", "moe_backend")),
@@ -79,7 +80,7 @@ _FIELDS = (
     _f("in_dtype", "enum", enum_values(DType), "checkpoint", R.DTYPE_UNSUPPORTED, "model activation dtype"),
     _f("has_bias", "bool", _BOOL, "checkpoint", R.BIAS_UNSUPPORTED, "experts carry biases"),
     _f("num_experts", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "global routed experts"),
-    _f("num_local_experts", "int", None, "derived", R.SHAPE_UNSUPPORTED, "experts per EP rank, redundant included", ("num_experts", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "parallel.num_redundant_experts")),
+    _f("num_local_experts", "int", None, "derived", R.SHAPE_UNSUPPORTED, "experts per EP rank, redundant included", ("num_experts", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "parallel.num_redundant_experts", "parallel.ep_rank")),
     _f("top_k", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "experts per token"),
     _f("hidden_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "model hidden size"),
     _f("intermediate_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "expert intermediate size before sharding"),
@@ -104,6 +105,7 @@ _FIELDS = (
     _f("model_type", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face model_type of the text model"),
     _f("architecture", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face architectures[0]"),
     _f("has_hash_routing", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "the layer routes by a token-hash table (DeepSeek-V4 first layers)"),
+    _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)"),
     _f("require_decomposed", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "routes adjusted after routing (expert substitution, routing simulator)"),
 )
 del R

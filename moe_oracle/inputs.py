@@ -33,6 +33,7 @@ __all__ = [
     "example_names",
     "load_config_file",
     "parse_quant",
+    "quant_config_beside",
     "resolve_all2all",
     "resolve_model_path",
 ]
@@ -52,21 +53,49 @@ def example_names() -> tuple[str, ...]:
     return tuple(sorted(p.name[:-5] for p in examples_dir().glob("*.json") if not p.name.endswith(".hf_quant_config.json")))
 
 
+def _example_key(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
 def resolve_model_path(ref: str, base: Path | None = None) -> Path:
-    """A model reference: a path (relative to ``base``) or the name of a shipped example.
+    """A model reference: a config.json path, a checkpoint directory holding ``config.json``
+    (relative to ``base``), or a shipped example name (matched case- and ``_``/``-``-insensitively).
 
     Raises:
-        ConfigError: neither an existing file nor an example name (lists the examples).
+        ConfigError: none of these (lists the examples), or a directory without config.json.
     """
     candidate = Path(ref)
     if base is not None and not candidate.is_absolute():
         candidate = base / candidate
     if _is_file(candidate):
         return candidate
+    if _is_dir(candidate):
+        inside = candidate / "config.json"
+        if _is_file(inside):
+            return inside
+        raise ConfigError([InputIssue("--model", "the directory has no config.json (a Hugging Face checkpoint directory holds config.json and, for ModelOpt exports, hf_quant_config.json)", ref, None)])
     example = examples_dir() / f"{ref}.json"
     if _is_file(example):
         return example
-    raise ConfigError([InputIssue("--model", "no such file, and not the name of a shipped example", ref, list(example_names()))])
+    wanted = _example_key(ref)
+    for name in example_names():
+        if _example_key(name) == wanted:
+            return examples_dir() / f"{name}.json"
+    raise ConfigError([InputIssue("--model", "no such file or checkpoint directory, and not the name of a shipped example", ref, list(example_names()))])
+
+
+def quant_config_beside(model_path: Path) -> Path | None:
+    """The ``hf_quant_config.json`` beside a model config, if there is one.
+
+    ``DIR/config.json`` -> ``DIR/hf_quant_config.json`` (a checkpoint directory);
+    ``NAME.json`` -> ``NAME.hf_quant_config.json`` (the shipped examples' naming).
+    vLLM reads it only when config.json carries no quantization document.
+    """
+    if model_path.name == "config.json":
+        beside = model_path.with_name("hf_quant_config.json")
+    else:
+        beside = model_path.with_name(model_path.name[: -len(".json")] + ".hf_quant_config.json") if model_path.name.endswith(".json") else None
+    return beside if beside is not None and _is_file(beside) else None
 
 
 def _is_file(path: Path) -> bool:
@@ -75,6 +104,20 @@ def _is_file(path: Path) -> bool:
         return path.is_file()
     except OSError:
         return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+_HF_KEYS = ("architectures", "model_type", "num_hidden_layers", "hidden_size", "quantization_config", "text_config")
+
+
+def _looks_like_hf_config(doc: Mapping[str, Any]) -> bool:
+    return "model" not in doc and sum(1 for k in _HF_KEYS if k in doc) >= 2
 
 
 def resolve_all2all(catalog: Catalog, name: str) -> tuple[All2AllBackend, str | None]:
@@ -152,6 +195,8 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     schemas = schemas or load_schemas()
     if not isinstance(doc, dict):
         raise ConfigError([InputIssue("$", "a MoE config file must be a mapping", type(doc).__name__ if doc is not None else "empty file", None, file, keyword="type")])
+    if _looks_like_hf_config(doc):
+        raise ConfigError([InputIssue("--config", "this is a Hugging Face config.json, not a MoEConfig file: use --model " + (file or "PATH") + " (with --gpu and the deployment flags); --config takes the schemas/moe_config.schema.json format", file, None, file, keyword="format")])
     issues = validate_document(schemas.for_kind("moe_config"), doc, file)
     if issues:
         raise ConfigError(issues)
@@ -161,7 +206,8 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     if "hf_config" in model:
         hf_path = _model_reference(model, "hf_config", base, file)
         quant_cfg = load_hf_config(_model_reference(model, "hf_quant_config", base, file)) if "hf_quant_config" in model else None
-        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg)
+        beside_path = quant_config_beside(hf_path)
+        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None)
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)
         if "quant" in model:
@@ -188,6 +234,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         prov.append(Provenance("parallel.all2all_backend", src, warning or ""))
     if par:
         prov.append(Provenance("parallel", src, ""))
+        prov += [Provenance(f"parallel.{k}", src, "") for k in par if k != "all2all_backend"]
     if "moe_backend" in doc:
         from .engine import resolve_request
 
@@ -282,6 +329,7 @@ def config_document(config: MoEConfig, env: Environment | None = None) -> dict[s
         "has_hash_routing": config.has_hash_routing,
         "require_decomposed": config.require_decomposed,
         "weight_block_size": list(config.weight_block_size) if config.weight_block_size else None,
+        "weight_group_size": config.weight_group_size,
     }
     p = config.parallel
     doc: dict[str, Any] = {
@@ -294,6 +342,7 @@ def config_document(config: MoEConfig, env: Environment | None = None) -> dict[s
             "all2all_backend": p.all2all_backend.value,
             "enable_eplb": p.enable_eplb,
             "num_redundant_experts": p.num_redundant_experts,
+            "ep_rank": p.ep_rank,
         },
         "lora": config.lora,
         "batch_invariant": config.batch_invariant,

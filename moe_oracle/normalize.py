@@ -23,7 +23,8 @@ Unknown inputs stay ``None`` so that predicates on them abstain.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -76,8 +77,22 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     given = Source.USER_FLAG
     recorded = {p.field: p.source for p in config.provenance}
 
+    defaults = {f.name: f.default for f in dataclass_fields(type(config))}
+    par_defaults = {f.name: f.default for f in dataclass_fields(type(par))}
+
     def _source(_: MoEConfig, name: str, default: Source) -> Source:
+        # A field nobody recorded that still holds its dataclass default is a default, not a user's value.
+        if name not in recorded and name in defaults and getattr(config, name) == defaults[name]:
+            return Source.DEFAULT
         return recorded.get(name, default)
+
+    def _par_source(name: str) -> Source:
+        """Per-field provenance (``parallel.tp_size``), else the block's, unless the field holds its default."""
+        if f"parallel.{name}" in recorded:
+            return recorded[f"parallel.{name}"]
+        if getattr(par, name) == par_defaults[name]:
+            return Source.DEFAULT
+        return recorded.get("parallel", given)
 
     values: dict[str, Any] = {}
     sources: dict[str, Source] = {}
@@ -129,37 +144,46 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
 
     for name in ("num_experts", "top_k", "hidden_size", "intermediate_size"):
         put(name, getattr(config, name), _source(config, name, given))
-    local = -(-config.num_experts // ep_size) + (par.num_redundant_experts if use_ep else 0)
+    # vLLM determine_expert_map over the physical experts (logical + EPLB redundant): the
+    # first (physical % ep) ranks hold one more; without a rank, the largest share.
+    physical = config.num_experts + (par.num_redundant_experts if use_ep else 0)
+    if use_ep and par.ep_rank is not None:
+        local = physical // ep_size + (1 if par.ep_rank < physical % ep_size else 0)
+    else:
+        local = -(-physical // ep_size)
     put("num_local_experts", local, Source.DERIVED)
     ispp = config.intermediate_size // moe_tp
     put("intermediate_size_per_partition", ispp, Source.DERIVED)
     put("intermediate_divisible", config.intermediate_size % moe_tp == 0, Source.DERIVED)
     if q.weight in _BLOCK_KEYS:
         bn, bk = config.weight_block_size or (128, 128)
-        put("weight_block", f"{bn}x{bk}", _source(config, "weight_block_size", given if config.weight_block_size else Source.DEFAULT))
+        block_source = _source(config, "weight_block_size", given if config.weight_block_size else Source.DEFAULT)
+        put("weight_block_size", f"{bn}x{bk}", block_source)
+        put("weight_block", f"{bn}x{bk}", block_source)
         put("weight_block_aligned", _block_aligned(ispp, bn, bk, par.tp_size), Source.DERIVED)
     else:
+        put("weight_block_size", NONE, Source.DERIVED)
         put("weight_block", NONE, Source.DERIVED)
         put("weight_block_aligned", True, Source.DERIVED)
     put("weight_block_pad_refused", False, Source.DERIVED)
 
-    psrc = _source(config, "parallel", given)
-    put("tp_size", par.tp_size, psrc)
-    put("dp_size", par.dp_size, psrc)
+    put("tp_size", par.tp_size, _par_source("tp_size"))
+    put("dp_size", par.dp_size, _par_source("dp_size"))
     put("moe_tp_size", moe_tp, Source.DERIVED)
     put("ep_size", ep_size, Source.DERIVED)
-    put("use_ep", use_ep, psrc)
-    put("all2all_backend", par.all2all_backend.value, psrc)
+    put("use_ep", use_ep, _par_source("use_ep"))
+    put("all2all_backend", par.all2all_backend.value, _par_source("all2all_backend"))
     put("all2all", all2all, Source.DERIVED)
     put("dispatch", dispatch, Source.DERIVED)
     put("activation_format", fmt.value, Source.DERIVED)
-    put("enable_eplb", par.enable_eplb, psrc)
-    put("num_redundant_experts", par.num_redundant_experts, psrc)
+    put("enable_eplb", par.enable_eplb, _par_source("enable_eplb"))
+    put("num_redundant_experts", par.num_redundant_experts, _par_source("num_redundant_experts"))
     put("experts_even_across_ep", not use_ep or (config.num_experts + par.num_redundant_experts) % ep_size == 0, Source.DERIVED)
 
     put("model_type", config.model_type, _source(config, "model_type", given))
     put("architecture", config.architecture, _source(config, "architecture", given))
     put("has_hash_routing", config.has_hash_routing, _source(config, "has_hash_routing", Source.DEFAULT))
+    put("weight_group_size", config.weight_group_size, _source(config, "weight_group_size", given))
     put("require_decomposed", config.require_decomposed, _source(config, "require_decomposed", Source.DEFAULT))
     put("lora", config.lora, _source(config, "lora", given))
     env_by_name = {spec.name: spec for spec in env_vars}

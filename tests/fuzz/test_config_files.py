@@ -14,12 +14,15 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from moe_oracle._resources import examples_dir
-from moe_oracle.config import Device, MoEConfig
+from moe_oracle.checkpoint import read_checkpoint
+from moe_oracle.config import Device, MoEConfig, ParallelConfig
 from moe_oracle.engine import evaluate
 from moe_oracle.environment import Environment
 from moe_oracle.errors import ConfigError
 from moe_oracle.hf import from_hf_config, load_hf_config
 from moe_oracle.inputs import dump_document, example_names, load_config_file
+from moe_oracle.oracle import Oracle
+from moe_oracle.plan import build_plan
 from moe_oracle.vocab import Platform
 from tests.fuzz.hostile import SNIPPETS, Bad, assert_typed_error, byte_edits, serialize, tree_edits
 from tests.property import tally
@@ -147,8 +150,17 @@ HF_KEYS = ("text_config", "model_type", "n_routed_experts", "num_local_experts",
            "hidden_activation", "activation_function", "swiglu_limit", "scoring_func", "norm_topk_prob", "n_group", "topk_group", "topk_method",
            "use_routing_bias", "moe_router_enable_expert_bias", "routed_scaling_factor", "quantization_config", "quantization", "quant_method",
            "quant_algo", "modules_to_not_convert", "ignore", "exclude_modules", "weight_block_size", "activation_scheme", "config_groups", "weights",
-           "input_activations", "type", "num_bits", "strategy", "dynamic", "group_size", "symmetric", "bits", "w_bit", "sym", "_name_or_path", "architectures")
+           "input_activations", "type", "num_bits", "strategy", "dynamic", "group_size", "symmetric", "bits", "w_bit", "sym", "_name_or_path", "architectures",
+           # the whole-model reader (moe_oracle.checkpoint): layouts, MTP, aliases, formats
+           "num_hidden_layers", "first_k_dense_replace", "moe_layer_freq", "mlp_only_layers", "decoder_sparse_step", "interleave_moe_layer_step",
+           "hybrid_override_pattern", "mtp_hybrid_override_pattern", "num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules", "num_hash_layers",
+           "mlp_layer_types", "expert_dtype", "moe_quant_algo", "quantized_layers", "targets", "format", "ignored_layers", "scale_fmt", "store_dtype",
+           "num_experts_per_token", "top_k_experts", "moe_router_activation_func", "router_score_function", "router_scoring_func", "use_grouped_topk",
+           "num_expert_group", "moe_renormalize", "router_scaling_factor", "route_scale", "routed_expert_hidden_size", "moe_latent_size",
+           "activation_situ_beta", "swiglu_alpha", "swiglu_beta", "n_shared_experts", "shared_expert_intermediate_size", "approximate_experts",
+           "compression_config", "producer", "block_structure", "actorder", "scale_dtype", "desc_act", "zero_point")
 H200 = Device(Platform.CUDA, capability=90, name="H200")
+PLAN_ORACLE = Oracle(CATALOG, Environment())
 
 
 @st.composite
@@ -182,6 +194,25 @@ def test_a_bad_hf_config_is_read_or_raises_a_config_error(edit):
             _hf_door(examples_dir() / "nvidia-nemotron-3-nano-30b-a3b-bf16.json", path)
         else:
             _hf_door(path, None)
+    except ConfigError as exc:
+        assert_typed_error(exc, ConfigError)
+        assert all(i.file is not None for i in exc.issues), f"an issue names no file: {[i.format() for i in exc.issues if i.file is None]}"
+
+
+@budget(2.0)
+@given(bad_hf_files())
+def test_a_bad_hf_config_is_planned_or_raises_a_config_error(edit):
+    """The whole-model door (`moe-oracle plan --model`): every layer, with EP so placement runs too."""
+    name, bad = edit
+    note(f"{name}: {bad.description}")
+    path = WORKDIR / "plan_config.json"
+    path.write_bytes(bad.raw)
+    try:
+        if name == QUANT_CONFIG:
+            ck = read_checkpoint(load_hf_config(examples_dir() / "nvidia-nemotron-3-nano-30b-a3b-bf16.json"), file="bf16.json", override=load_hf_config(path))
+        else:
+            ck = read_checkpoint(load_hf_config(path), file=str(path))
+        build_plan(ck, PLAN_ORACLE, device=H200, parallel=ParallelConfig(tp_size=4, use_ep=True))
     except ConfigError as exc:
         assert_typed_error(exc, ConfigError)
         assert all(i.file is not None for i in exc.issues), f"an issue names no file: {[i.format() for i in exc.issues if i.file is None]}"

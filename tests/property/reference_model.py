@@ -89,6 +89,15 @@ class Rule:
         return values.get(self.field)
 
 
+def _local_experts(physical: int, ep: int, rank: int | None) -> int:
+    """Experts on one EP rank (vLLM determine_expert_map: the first ``physical % ep`` ranks hold
+    one more); without a rank, the largest share."""
+    base, extra = divmod(physical, ep)
+    if rank is None:
+        return base + (1 if extra else 0)
+    return base + (1 if rank < extra else 0)
+
+
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -234,7 +243,7 @@ class Model:
             "in_dtype": config.in_dtype.value,
             "has_bias": config.has_bias,
             "num_experts": config.num_experts,
-            "num_local_experts": -(-config.num_experts // ep) + (par.num_redundant_experts if use_ep else 0),
+            "num_local_experts": _local_experts(config.num_experts + (par.num_redundant_experts if use_ep else 0), ep, par.ep_rank if use_ep else None),
             "top_k": config.top_k,
             "hidden_size": config.hidden_size,
             "intermediate_size": config.intermediate_size,
@@ -260,8 +269,10 @@ class Model:
             raw = raw_env.get(var["name"])
             if raw is None:
                 v[f"env.{var['name']}"] = var["default"]
+            elif var["type"] == "bool" and var["parse"] == "int":
+                v[f"env.{var['name']}"] = bool(int(raw))  # vLLM 0.33.0 envs.py; other values fail at start
             elif var["type"] == "bool":
-                v[f"env.{var['name']}"] = raw.strip().lower() in ("1", "true", "yes", "on")
+                v[f"env.{var['name']}"] = raw.lower() in ("true", "1")  # parse: true_or_1
             else:
                 v[f"env.{var['name']}"] = raw
         declared_bi = any(var["name"] == "VLLM_BATCH_INVARIANT" for var in self.env_vars)

@@ -251,6 +251,11 @@ def _small_top_k(num_experts: int) -> st.SearchStrategy[int]:
     return st.integers(1, min(num_experts, 8))
 
 
+@lru_cache(maxsize=4096)
+def _ep_rank(world: int) -> st.SearchStrategy[int | None]:
+    return st.one_of(st.none(), st.integers(0, world - 1))
+
+
 def _const(strategy: st.SearchStrategy[Any]) -> Leaf:
     return lambda ctx: strategy
 
@@ -306,6 +311,7 @@ LEAVES: Mapping[str, Leaf] = {
     "architecture": _const(st.one_of(st.none(), st.sampled_from(("DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM", "Qwen3MoeForCausalLM")), text_values().filter(str.strip))),
     "has_hash_routing": _const(st.booleans()),
     "require_decomposed": _const(st.booleans()),
+    "weight_group_size": _const(st.one_of(st.none(), st.sampled_from((-1, 32, 64, 128, 16)), st.integers(1, 4096))),
     "weight_block_size": _const(st.one_of(st.none(), st.sampled_from(((128, 128), (64, 64), (32, 32), (128, 64))))),
     "parallel.tp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
     "parallel.dp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
@@ -313,6 +319,7 @@ LEAVES: Mapping[str, Leaf] = {
     "parallel.all2all_backend": _const(all2all_spellings()),  # resolved by build_config, as the door does
     "parallel.enable_eplb": _const(st.booleans()),
     "parallel.num_redundant_experts": _const(st.one_of(st.just(0), st.integers(0, 64), st.integers(0, MAX_PARALLEL))),
+    "parallel.ep_rank": lambda ctx: _ep_rank(ctx["parallel.tp_size"] * ctx["parallel.dp_size"]),
     "lora": _const(st.booleans()),
     "batch_invariant": _const(st.booleans()),
     "moe_backend": _const(requested_backends()),
@@ -344,6 +351,7 @@ _PLAUSIBLE: Mapping[str, Leaf] = {
     "parallel.all2all_backend": _const(st.sampled_from([b.value for b in All2AllBackend])),
     "parallel.enable_eplb": _const(st.sampled_from((False,) * 7 + (True,))),
     "parallel.num_redundant_experts": _const(st.just(0)),
+    "parallel.ep_rank": _const(st.none()),
     "lora": _const(st.sampled_from((False,) * 7 + (True,))),
     "batch_invariant": _const(st.sampled_from((False,) * 7 + (True,))),
     "moe_backend": _const(requested_backends(auto=4)),
@@ -456,7 +464,20 @@ def unread_env_vars() -> st.SearchStrategy[str]:
 
 
 @lru_cache(maxsize=None)
+def _int_text(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _env_value(spec: Any) -> st.SearchStrategy[str]:
+    """A value the engine starts with. vLLM 0.33.0 reads ``parse: int`` variables with
+    bool(int(...)) and fails at start on anything else (bad input, tested in test_envvars), so
+    those get integer spellings only; ``true_or_1`` variables take any text."""
+    if spec.type == "bool" and spec.parse == "int":
+        return st.one_of(st.sampled_from([t for t in _BOOL_TEXT if _int_text(t)] + ["+1", "01", "-1", "\u0661", " 0\t"]), st.integers(-3, 3).map(str))
     if spec.type == "bool":
         return st.one_of(st.sampled_from(_BOOL_TEXT), text_values())
     named = tuple(str(v) for v in (spec.default, *table_values(f"env.{spec.name}")))
@@ -629,6 +650,8 @@ def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: 
         ctx["parallel.dp_size"], ctx["parallel.use_ep"], ctx["parallel.all2all_backend"] = draw(st.sampled_from((2, 4, 8))), False, All2AllBackend.ALLGATHER_REDUCESCATTER
     else:
         ctx["parallel.dp_size"], ctx["parallel.use_ep"], ctx["parallel.all2all_backend"] = draw(st.sampled_from((2, 4, 8))), True, All2AllBackend(dispatch)
+    if ctx["parallel.ep_rank"] is not None and ctx["parallel.ep_rank"] >= ctx["parallel.tp_size"] * ctx["parallel.dp_size"]:
+        ctx["parallel.ep_rank"] = None
     if backend is not None:
         ctx["moe_backend"] = draw(backend)
     else:

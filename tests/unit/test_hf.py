@@ -72,19 +72,20 @@ def test_minimax_without_torch_dtype_defaults_with_a_recorded_source():
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("softmax", False, None, False, None), "default"),
-        (("softmax", True, None, False, None), "renormalize_naive"),
-        (("sigmoid", False, None, False, None), "sigmoid"),
-        (("sigmoid", True, None, False, None), "sigmoid_renorm"),
-        (("sigmoid", True, 8, True, 2.5), "deepseek_v3"),
-        (("sigmoid", True, 0, True, None), "minimax2"),
-        (("sigmoid", True, 0, True, 2.5), "unspecified"),
-        (("sigmoid", False, 8, True, None), "unspecified"),
-        (("sqrtsoftplus", True, None, True, None), "deepseek_v4"),
-        (("sqrtsoftplus", False, None, True, None), "unspecified"),
+        (("softmax", False, None, False), "default"),
+        (("softmax", True, None, False), "renormalize_naive"),
+        (("sigmoid", False, None, False), "sigmoid"),
+        (("sigmoid", True, None, False), "sigmoid_renorm"),
+        (("sigmoid", True, 8, True), "deepseek_v3"),
+        (("sigmoid", True, 0, True), "minimax2"),
+        (("sigmoid", False, 8, True), "unspecified"),
+        (("softmax", True, 8, True), "unspecified"),
+        (("sqrtsoftplus", True, None, True), "deepseek_v4"),
+        (("sqrtsoftplus", False, None, True), "unspecified"),
     ],
 )
 def test_routing_method_type_table(args, expected):
+    # vLLM 0.33.0 P/config.py get_routing_method_type: no routed_scaling_factor argument any more.
     assert routing_method_type(*args).value == expected
 
 
@@ -122,7 +123,14 @@ def test_unknown_activation_and_quant_method_name_the_field():
     assert info.value.issues[0].path == "$.quantization_config.quant_method" and info.value.issues[0].suggestion() == "fp8"
 
 
-def test_experts_excluded_from_quantization_stay_unquantized():
+def test_fp8_exclusions_match_as_vllm_matches_them():
+    """Fp8Config matches modules_to_not_convert exactly (is_layer_skipped, exact mode): a glob is
+    not expanded, and an entry naming a shared expert does not unquantize the routed experts."""
     base = {"num_local_experts": 8, "num_experts_per_tok": 2, "hidden_size": 64, "intermediate_size": 128}
-    ck = from_hf_config({**base, "quantization_config": {"quant_method": "fp8", "modules_to_not_convert": ["model.layers.*.mlp.experts"]}})
-    assert ck.kwargs["quant"].name == "unquantized"
+    glob = from_hf_config({**base, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic", "modules_to_not_convert": ["model.layers.*.mlp.experts"]}})
+    assert glob.kwargs["quant"].name == "fp8_tensor_dynamic"
+    shared = from_hf_config({**base, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic", "modules_to_not_convert": ["model.layers.0.mlp.shared_experts"]}})
+    assert shared.kwargs["quant"].name == "fp8_tensor_dynamic"
+    exact = from_hf_config({**base, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic", "modules_to_not_convert": ["model.layers.0.mlp.experts.3.w1"]}})
+    assert exact.kwargs["quant"].name == "unquantized"
+    assert "model.layers.0.mlp.experts.3.w1" in next(p.evidence for p in exact.provenance if p.field == "quant")

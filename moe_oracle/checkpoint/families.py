@@ -1,0 +1,155 @@
+"""What vLLM 0.33.0 hard-codes per model family: layer layout, module names, routing inputs.
+
+A :class:`Family` records, for one group of Hugging Face ``model_type`` values, how the
+engine's model class decides which decoder layers carry routed experts, what the experts
+module is called in the checkpoint (exclusion lists are written in those names), which
+routing and activation inputs the class passes to ``FusedMoE`` regardless of config.json,
+how its MTP (next-n) draft layers are laid out, and the defaults the transformers config
+class supplies when config.json omits a field. A ``model_type`` not listed falls back to
+:data:`GENERIC`, and the plan says which generic fields its answer rests on.
+
+Sources: vLLM 0.33.0 ``vllm/model_executor/models/{deepseek_v2,qwen3_moe,qwen3_5,qwen3_next,
+llama4,mixtral,gpt_oss,minimax_m2,nemotron_h,nemotron_h_mtp,gemma4}.py`` and
+``vllm/models/{deepseek_v4,kimi_k3,minimax_m3}/nvidia/{model,mtp}.py``, ``vllm/config/
+speculative.py hf_config_override``; defaults from transformers 5.20.2 config classes and
+``vllm/transformers_utils/configs/minimax_m3.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+__all__ = ["FAMILIES", "GENERIC", "Family", "family_for", "layer_prefix"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """Engine knowledge about one model family.
+
+    Attributes:
+        name: short name (``deepseek_v3``).
+        model_types: text-model ``model_type`` values it covers.
+        layout: how MoE layers are chosen: ``first_k_dense`` (``first_k_dense_replace`` and
+            ``moe_layer_freq``, int or per-layer list), ``sparse_step`` (``mlp_only_layers``
+            and ``decoder_sparse_step``), ``interleave`` (``interleave_moe_layer_step``),
+            ``hybrid_pattern`` (``hybrid_override_pattern`` letter ``E``), ``hash_then_moe``
+            (DeepSeek-V4 ``mlp_layer_types`` / ``num_hash_layers``), ``all``.
+        experts: experts module under a decoder layer (``mlp.experts``).
+        shared: shared-expert module under a decoder layer, ``None`` if the family has none.
+        proj: checkpoint projection names of one expert (gate, up, down; non-gated: up, down).
+        mtp: MTP layout: ``deepseek`` (layers ``N..N+k-1``), ``deepseek_v4`` (``mtp.{k}``),
+            ``qwen3_5`` (``mtp.layers.{k}``), ``nemotron_h`` (``mtp_hybrid_override_pattern``),
+            ``minimax_m3`` (``num_mtp_modules``), ``dropped`` (vLLM drops the MTP weights),
+            ``None`` (no MTP).
+        scoring: router scoring the class uses whatever config.json says, else ``None``.
+        renormalize: renormalization the class hard-codes, else ``None`` (read from config).
+        bias: the class always builds ``e_score_correction_bias`` (``True``), never (``False``)
+            or follows config.json (``None``).
+        activation: activation the class passes to ``FusedMoE`` whatever config.json says.
+        routing: routing method the class fixes (custom routers), else ``None``.
+        router_fp32: the class computes router logits in float32 (``GateLinear(out_dtype=float32)``).
+        shared_always: every MoE layer has a shared expert whatever config.json says (Llama-4).
+        defaults: field defaults of the transformers (or vLLM) config class.
+        source: where these facts come from.
+        notes: facts the plan repeats for every layer of the family.
+    """
+
+    name: str
+    model_types: tuple[str, ...]
+    layout: str
+    experts: str = "mlp.experts"
+    shared: str | None = None
+    proj: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
+    mtp: str | None = None
+    scoring: str | None = None
+    renormalize: bool | None = None
+    bias: bool | None = None
+    activation: str | None = None
+    routing: str | None = None
+    router_fp32: bool = False
+    shared_always: bool = False
+    defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+
+def _d(**kw: Any) -> Mapping[str, Any]:
+    return MappingProxyType(kw)
+
+
+_DSV3 = _d(n_group=8, topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="softmax")
+
+FAMILIES: tuple[Family, ...] = (
+    Family("deepseek_v3", ("deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_v2"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek",
+           defaults=_DSV3, source="vLLM 0.33.0 deepseek_v2.py DeepseekV2DecoderLayer / DeepseekV2MoE; transformers 5.20.2 DeepseekV3Config"),
+    Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True,
+           defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="sigmoid"),
+           source="vLLM 0.33.0 vllm/models/deepseek_v32 (GlmMoeDsaForCausalLM = DeepseekV32ForCausalLM); transformers 5.20.2 GlmMoeDsaConfig"),
+    Family("deepseek_v4", ("deepseek_v4", "deepseek_v41"), "hash_then_moe", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), mtp="deepseek_v4", router_fp32=True,
+           scoring=None, defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0, num_hash_layers=3),
+           source="vLLM 0.33.0 vllm/models/deepseek_v4/nvidia/{model,mtp}.py DeepseekV4MoE; transformers 5.20.2 DeepseekV4Config"),
+    Family("kimi_k3", ("kimi_linear", "kimi_k3"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", bias=True,
+           defaults=_d(num_expert_group=1, topk_group=1, moe_renormalize=True, routed_scaling_factor=2.446, moe_layer_freq=1),
+           source="vLLM 0.33.0 vllm/models/kimi_k3/nvidia/model.py KimiK3MoE; transformers 5.20.2 KimiLinearConfig"),
+    Family("qwen3_moe", ("qwen3_moe",), "sparse_step", defaults=_d(norm_topk_prob=False, decoder_sparse_step=1),
+           source="vLLM 0.33.0 qwen3_moe.py Qwen3MoeDecoderLayer; transformers 5.20.2 Qwen3MoeConfig"),
+    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
+           defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True)"),
+    Family("llama4", ("llama4_text", "llama4"), "interleave", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4", shared_always=True,
+           defaults=_d(interleave_moe_layer_step=1), source="vLLM 0.33.0 llama4.py Llama4DecoderLayer (MoE when (i + 1) % interleave_moe_layer_step == 0), Llama4MoE.custom_routing_function"),
+    Family("mixtral", ("mixtral",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), scoring="softmax", renormalize=True,
+           source="vLLM 0.33.0 mixtral.py MixtralMoE (renormalize=True)"),
+    Family("gpt_oss", ("gpt_oss",), "all", renormalize=True, scoring="softmax", activation="swigluoai",
+           defaults=_d(swiglu_limit=7.0, swiglu_alpha=1.702), source="vLLM 0.33.0 gpt_oss.py MLPBlock (renormalize=True, activation swigluoai)"),
+    Family("minimax_m2", ("minimax_m2",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), mtp="dropped", renormalize=True, router_fp32=True,
+           source="vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE (renormalize=True; MTP layers dropped at load)"),
+    Family("minimax_m3", ("minimax_m3", "minimax_m3_text", "minimax_m3_vl"), "first_k_dense", experts="block_sparse_moe.experts", shared="block_sparse_moe.shared_experts",
+           proj=("w1", "w3", "w2"), mtp="minimax_m3", renormalize=True, router_fp32=True, activation="swigluoai_uninterleave",
+           defaults=_d(scoring_func="sigmoid", use_routing_bias=True, routed_scaling_factor=2.0, swiglu_alpha=1.702, swiglu_beta=1.0, swiglu_limit=7.0, num_mtp_modules=1, moe_layer_freq=[0] * 3 + [1] * 57),
+           source="vLLM 0.33.0 vllm/models/minimax_m3/nvidia/{model,mtp}.py MiniMaxM3MoE (renormalize=True, swigluoai_uninterleave, fp32 router logits, experts sized by intermediate_size); vllm/transformers_utils/configs/minimax_m3.py defaults",
+           notes=("MiniMax-M3 experts use intermediate_size; dense layers use dense_intermediate_size",)),
+    Family("nemotron_h", ("nemotron_h",), "hybrid_pattern", experts="mixer.experts", shared="mixer.shared_experts", proj=("up_proj", "down_proj"), mtp="nemotron_h",
+           scoring="sigmoid", bias=True, router_fp32=True, defaults=_d(norm_topk_prob=True, n_group=1, topk_group=1, routed_scaling_factor=1.0),
+           source="vLLM 0.33.0 nemotron_h.py NemotronHMoE (sigmoid, e_score_correction_bias, non-gated experts, latent MoE), nemotron_h_mtp.py; transformers 5.20.2 NemotronHConfig"),
+    Family("gemma4", ("gemma4_text", "gemma4"), "all", experts="experts", renormalize=True, activation="gelu_tanh", routing="custom",
+           source="vLLM 0.33.0 gemma4.py Gemma4DecoderLayer (MoE block beside the dense MLP when num_experts is set; Gemma4Router custom routing, activation gelu_tanh)",
+           notes=("each Gemma-4 MoE layer also runs a dense MLP in parallel",)),
+)
+
+GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
+
+_BY_TYPE = {mt: fam for fam in FAMILIES for mt in fam.model_types}
+
+# Module path of the decoder layers in the checkpoint, by the top-level model_type of a
+# multimodal wrapper (exclusion lists are written against these names).
+_WRAPPER_PREFIX = {
+    "kimi_k25": "language_model.model.layers",
+    "kimi_k3": "language_model.model.layers",
+    "llama4": "language_model.model.layers",
+    "qwen3_5_moe": "model.language_model.layers",
+    "qwen3_5": "model.language_model.layers",
+    "gemma4": "model.language_model.layers",
+    "minimax_m3_vl": "language_model.model.layers",
+}
+_PREFIX_BY_FAMILY = {"deepseek_v4": "layers", "nemotron_h": "backbone.layers"}
+
+
+def family_for(text_model_type: str | None, top_model_type: str | None) -> Family:
+    """The family of a text model (``kimi_linear`` inside ``kimi_k3`` ...), else :data:`GENERIC`."""
+    for mt in (text_model_type, top_model_type):
+        if mt in _BY_TYPE:
+            return _BY_TYPE[mt]
+    return GENERIC
+
+
+def layer_prefix(family: Family, top_model_type: str | None, wrapped: bool) -> tuple[str, bool]:
+    """Checkpoint path of the decoder layers, and whether it is inferred rather than known."""
+    if family.name in _PREFIX_BY_FAMILY:
+        return _PREFIX_BY_FAMILY[family.name], False
+    if wrapped:
+        if top_model_type in _WRAPPER_PREFIX:
+            return _WRAPPER_PREFIX[top_model_type], False
+        return "model.language_model.layers", True
+    return "model.layers", family is GENERIC

@@ -1,0 +1,159 @@
+"""``moe-oracle plan``: every MoE layer of a checkpoint, target and draft, on every rank.
+
+Registered by :mod:`moe_oracle.cli` (one subcommand); reuses its device, deployment and
+environment flags. Exit codes as the rest of the CLI: 0 every MoE layer got a kernel,
+1 some layer got none (the plan is printed), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["add_plan_parser", "cmd_plan"]
+
+_EPILOG = """\
+The plan reads the whole config.json (and hf_quant_config.json beside it, when config.json has no
+quantization document, as vLLM does): dense layers, routed MoE layers, hash-routed layers,
+MTP draft layers, and each MoE layer's quantization after the checkpoint's exclusion lists.
+Layers with identical decisions are grouped. With --ep every rank's experts are placed and
+every rank's selection is checked; a plan whose ranks would build different kernels says so.
+
+The draft (MTP) layers inherit --moe-backend unless --draft-moe-backend is given
+(vLLM 0.33.0 --speculative-config '{"moe_backend": ...}').
+
+examples:
+  moe-oracle plan --model nvidia-qwen3.5-122b-a10b-nvfp4 --gpu B200 --tp 4
+  moe-oracle plan --model /path/to/checkpoint --gpu H200 --dp 8 --ep --all2all deepep_low_latency --json
+"""
+
+
+def add_plan_parser(sub: Any, add_input_args: Any) -> None:
+    """Register ``plan`` on the CLI's subparsers, with the shared input flags."""
+    p = sub.add_parser("plan", help="every layer of a model: kinds, quantization, kernel per layer group and per rank",
+                       description="Plan a whole model: every decoder layer (dense, MoE, hash-routed, MTP draft), each MoE layer's quantization, the kernel each group of identical layers gets, and each rank's experts.",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_input_args(p)
+    plan = p.add_argument_group("plan")
+    plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers; default: inherit --moe-backend")
+    plan.add_argument("--no-draft", action="store_true", help="leave out the MTP draft layers (no speculative decoding)")
+    plan.add_argument("--expert-placement", choices=["linear", "round_robin"], default="linear", help="EP expert placement (vLLM --expert-placement-strategy; default linear)")
+    plan.add_argument("--quantization", metavar="METHOD", choices=["moe_wna16"], help="vLLM --quantization override for the checkpoint (moe_wna16 over a GPTQ/AWQ checkpoint)")
+
+
+def _environment(args: argparse.Namespace, catalog: Any, serve: Any, probe_notes: tuple[str, ...]) -> tuple[Any, tuple[str, ...], Any]:
+    """(Environment, notes, declared) from --probe or --environment/--package/--without/--env and the serve line."""
+    from .deployment import declare_environment
+    from .environment import Environment, probe_environment
+    from .envvars import env_issues
+    from .errors import ConfigError, InputIssue
+
+    if args.probe:
+        if args.package or args.without or args.env or args.environment:
+            raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--environment", None, None)], headline="bad --probe")
+        env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
+        issues = env_issues(env.env, catalog.env_vars, path="this process's environment:")
+        if issues:
+            raise ConfigError(issues, headline="bad environment variable")
+        if probe_notes:
+            env = Environment(env.packages, env.absent, env.complete, env.env, env.probed, env.notes + probe_notes)
+        return env, (), None
+    declared = declare_environment(catalog, packages=args.package, without=args.without, env=args.env, env_file=args.environment, serve_env=serve.env if serve else ())
+    return declared.environment, tuple(declared.notes), declared
+
+
+def cmd_plan(args: argparse.Namespace, catalog: Any) -> int:
+    """Run ``moe-oracle plan``; returns the exit code (0 all layers selected, 1 some not)."""
+    from .checkpoint import read_checkpoint
+    from .cli import EXIT_NONE, EXIT_OK, _device_from_args
+    from .config import ParallelConfig, Provenance
+    from .deployment import apply_serve, load_serve_checkpoint, serve_model_path
+    from .engine import resolve_request
+    from .environment import probe_device
+    from .errors import ConfigError, InputIssue
+    from .hf import load_hf_config
+    from .inputs import quant_config_beside, resolve_all2all, resolve_model_path
+    from .oracle import Oracle
+    from .plan import build_plan
+    from .serve import parse_serve
+    from .vocab import Source
+
+    if args.config:
+        raise ConfigError([InputIssue("--config", "plan reads a whole model: give --model CONFIG_JSON, a checkpoint directory or an example name (--config describes one layer; use explain)", args.config, None)])
+    if args.quant:
+        raise ConfigError([InputIssue("--quant", "plan takes each layer's quantization from the checkpoint and its exclusion lists; --quant overrides one layer (use explain)", args.quant, None)])
+    notes: list[str] = []
+    serve = None
+    if args.serve:
+        serve = parse_serve(args.serve)
+        apply_serve(args, serve)
+        notes += [f"--serve: {n}" for n in serve.notes]
+    if not args.model and serve is None:
+        raise ConfigError([InputIssue("--model", "describe the model with --model CONFIG_JSON, a checkpoint directory, an example name (`moe-oracle examples`), or --serve 'vllm serve MODEL ...'", None, None)])
+    if args.probe and args.environment:
+        raise ConfigError([InputIssue("--probe", "--probe reads this machine; --environment FILE declares another one: give one of them", args.environment, None)], headline="bad --probe")
+    device = _device_from_args(args)
+    probe_notes: tuple[str, ...] = ()
+    if device is None and args.probe:
+        device, probe_notes = probe_device()
+    env, env_notes, declared = _environment(args, catalog, serve, probe_notes)
+    notes += env_notes
+    if device is None and declared is not None and declared.gpu is not None:
+        from .hardware import lookup_hardware
+
+        device = lookup_hardware(declared.gpu).device
+        notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
+    if device is None:
+        raise ConfigError([InputIssue("--gpu", "the device is required: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
+    if serve is not None:
+        path = serve_model_path(serve)
+        hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
+        notes += [f"--serve: {n}" for n in serve_notes]
+    else:
+        path = resolve_model_path(args.model)
+        hf_cfg = load_hf_config(path)
+    user_quantization = args.quantization or (serve.quantization if serve is not None and serve.quantization == "moe_wna16" else None)
+    override = load_hf_config(args.hf_quant_config, "--hf-quant-config") if args.hf_quant_config else None
+    beside_path = quant_config_beside(path)
+    beside = load_hf_config(beside_path, "--model") if beside_path else None
+    checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_quantization)
+    prov: list[Provenance] = []
+    par: dict[str, Any] = {}
+    for flag, key in (("tp", "tp_size"), ("dp", "dp_size"), ("redundant_experts", "num_redundant_experts")):
+        if getattr(args, flag) is not None:
+            par[key] = getattr(args, flag)
+    if args.ep:
+        par["use_ep"] = True
+    if args.eplb:
+        par["enable_eplb"] = True
+    if args.all2all:
+        backend, warning = resolve_all2all(catalog, args.all2all)
+        par["all2all_backend"] = backend
+        prov.append(Provenance("parallel.all2all_backend", Source.USER_FLAG, warning or f"--all2all {args.all2all}"))
+    if par:
+        prov.append(Provenance("parallel", Source.USER_FLAG, "deployment flags"))
+    parallel = ParallelConfig(**par)
+    for flag, name in (("moe_backend", "--moe-backend"), ("draft_moe_backend", "--draft-moe-backend")):
+        value = getattr(args, flag)
+        if value:
+            try:
+                resolve_request(catalog, value)
+            except ConfigError as exc:
+                raise ConfigError([InputIssue(name, i.message, i.value, i.allowed) for i in exc.issues]) from None
+    for flag, key in (("lora", "lora"), ("batch_invariant", "batch_invariant")):
+        if getattr(args, flag):
+            prov.append(Provenance(key, Source.USER_FLAG, f"--{flag.replace('_', '-')}"))
+    if args.max_tokens is not None:
+        prov.append(Provenance("max_num_tokens", Source.USER_FLAG, f"--max-tokens {args.max_tokens}"))
+    plan = build_plan(
+        checkpoint, Oracle(catalog, env, policy=args.policy), device=device, parallel=parallel,
+        moe_backend=args.moe_backend or "auto", draft_moe_backend=args.draft_moe_backend, include_draft=not args.no_draft,
+        lora=bool(args.lora), batch_invariant=bool(args.batch_invariant), max_num_tokens=args.max_tokens,
+        expert_placement_strategy=args.expert_placement, environment=env, provenance=prov, notes=notes,
+    )
+    if args.json:
+        print(json.dumps(plan.to_dict(), indent=2, default=str))
+    else:
+        print(plan.render_text())
+    return EXIT_OK if plan.ok else EXIT_NONE

@@ -1,0 +1,172 @@
+"""Which experts each expert-parallel rank holds (vLLM 0.33.0 ``determine_expert_map``).
+
+Pure arithmetic over the physical experts of one MoE layer: the logical experts plus EPLB
+redundant ones, whose initial physical-to-logical map is ``[0..E-1] + [i % E for the R
+redundant]`` (``EplbState.build_initial_global_physical_to_logical_map``). Ranks get
+``P // ep`` experts and the first ``P % ep`` ranks one more; ``linear`` placement gives each
+rank a contiguous run, ``round_robin`` every ``ep``-th expert, and falls back to ``linear``
+where vLLM does (``determine_expert_placement_strategy``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .config import ParallelConfig
+from .errors import ConfigError, InputIssue
+
+__all__ = ["PLACEMENTS", "Placement", "RankExperts", "expert_placement", "ranges_text"]
+
+PLACEMENTS = ("linear", "round_robin")
+
+# All2all backends whose routing tables support round-robin placement (vLLM 0.33.0
+# FusedMoEParallelConfig.needs_round_robin_routing_tables: DeepEP low-latency, NIXL EP).
+_ROUND_ROBIN_A2A = ("deepep_low_latency", "nixl_ep")
+_MAX_EP = 1 << 16
+_MAX_EXPERTS = 1 << 20
+
+
+def _ranges(ids: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """Inclusive runs of consecutive ids (with stride 1)."""
+    out: list[tuple[int, int]] = []
+    for i in ids:
+        if out and i == out[-1][1] + 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return tuple(out)
+
+
+def ranges_text(ids: tuple[int, ...] | list[int], limit: int = 6) -> str:
+    """``0-31``, ``0, 8, 16, ...`` style text for a list of ids.
+
+    >>> ranges_text((0, 1, 2, 5))
+    '0-2, 5'
+    """
+    runs = _ranges(tuple(ids))
+    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs]
+    if len(parts) > limit:
+        parts = parts[: limit - 1] + [f"... ({len(ids)} in all)"]
+    return ", ".join(parts) if parts else "none"
+
+
+@dataclass(frozen=True)
+class RankExperts:
+    """One EP rank's experts.
+
+    Attributes:
+        rank: EP rank.
+        physical: physical expert ids on this rank (in local order).
+        logical: the logical expert each physical one serves (initial EPLB map).
+        num_logical: logical experts of the layer (ids at or above it are redundant copies).
+    """
+
+    rank: int
+    physical: tuple[int, ...]
+    logical: tuple[int, ...]
+    num_logical: int
+
+    @property
+    def count(self) -> int:
+        return len(self.physical)
+
+    @property
+    def redundant(self) -> int:
+        """Redundant (EPLB) physical experts on this rank."""
+        return sum(1 for p in self.physical if p >= self.num_logical)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "num_experts": self.count,
+            "redundant": self.redundant,
+            "physical": [list(r) for r in _ranges(self.physical)],
+            "logical": [list(r) for r in _ranges(tuple(sorted(set(self.logical))))],
+        }
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Experts of one MoE layer across the EP group.
+
+    Attributes:
+        num_logical: logical (routed) experts; num_physical: with redundant copies.
+        ep_size: EP group size.
+        strategy: placement vLLM uses; requested: the one asked for.
+        fallback: why a requested ``round_robin`` became ``linear``, else ``None``.
+        ranks: every rank's experts.
+    """
+
+    num_logical: int
+    num_physical: int
+    ep_size: int
+    strategy: str
+    requested: str
+    fallback: str | None
+    ranks: tuple[RankExperts, ...]
+
+    def empty_ranks(self) -> tuple[int, ...]:
+        """Ranks that hold no expert of this layer."""
+        return tuple(r.rank for r in self.ranks if r.count == 0)
+
+    def classes(self) -> dict[int, tuple[int, ...]]:
+        """Local expert count -> ranks with that count."""
+        out: dict[int, list[int]] = {}
+        for r in self.ranks:
+            out.setdefault(r.count, []).append(r.rank)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_logical": self.num_logical,
+            "num_physical": self.num_physical,
+            "ep_size": self.ep_size,
+            "strategy": self.strategy,
+            "requested": self.requested,
+            "fallback": self.fallback,
+            "empty_ranks": list(self.empty_ranks()),
+            "ranks": [r.to_dict() for r in self.ranks],
+        }
+
+
+def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: str = "linear", num_expert_group: int | None = None) -> Placement | None:
+    """Per-rank experts of a layer with ``num_experts`` logical experts, or ``None`` without EP.
+
+    Args:
+        num_experts: logical routed experts of the layer.
+        parallel: deployment (EP is effective when ``use_ep`` and ``tp * dp > 1``).
+        strategy: ``linear`` (vLLM default) or ``round_robin`` (``--expert-placement-strategy``).
+        num_expert_group: the layer's expert groups (round-robin needs more than one).
+
+    Raises:
+        ConfigError: an unknown strategy, or more than 65536 EP ranks or 2**20 physical experts.
+    """
+    if strategy not in PLACEMENTS:
+        raise ConfigError([InputIssue("--expert-placement", "unknown expert placement strategy", strategy, list(PLACEMENTS))])
+    ep = parallel.tp_size * parallel.dp_size
+    if not parallel.use_ep or ep <= 1:
+        return None
+    redundant = parallel.num_redundant_experts
+    physical = num_experts + redundant
+    if ep > _MAX_EP or physical > _MAX_EXPERTS:
+        raise ConfigError([InputIssue("--tp/--dp" if ep > _MAX_EP else "$.num_experts", f"per-rank placement lists every rank and expert: at most {_MAX_EP} EP ranks and {_MAX_EXPERTS} physical experts", ep if ep > _MAX_EP else physical, {"maximum": _MAX_EP if ep > _MAX_EP else _MAX_EXPERTS})])
+    used, fallback = strategy, None
+    if strategy == "round_robin":
+        if not ((num_expert_group or 0) > 1 and redundant == 0 and not parallel.enable_eplb):
+            used, fallback = "linear", "round-robin placement needs more than one expert group and no redundant experts or EPLB"
+        elif parallel.dp_size > 1 and parallel.all2all_backend.value not in _ROUND_ROBIN_A2A:
+            used, fallback = "linear", f"round-robin placement supports only the DeepEP low-latency or NIXL EP all2all, not {parallel.all2all_backend.value}"
+    base, extra = divmod(physical, ep)
+    to_logical = list(range(num_experts)) + [i % num_experts for i in range(redundant)]
+    ranks = []
+    start = 0
+    for rank in range(ep):
+        count = base + (1 if rank < extra else 0)
+        if used == "linear":
+            ids = tuple(range(start, start + count))
+            start += count
+        else:
+            ids = tuple(range(rank, physical, ep))
+        ranks.append(RankExperts(rank, ids, tuple(to_logical[i] for i in ids), num_experts))
+    return Placement(num_experts, physical, ep, used, strategy, fallback, tuple(ranks))

@@ -1,0 +1,209 @@
+"""Whole-model plans: grouping, the draft-backend rule, per-rank placement and agreement, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from moe_oracle.checkpoint import read_checkpoint
+from moe_oracle.cli import main
+from moe_oracle.config import Device, ParallelConfig
+from moe_oracle.environment import Environment
+from moe_oracle.errors import ConfigError
+from moe_oracle.hardware import lookup_hardware
+from moe_oracle.inputs import resolve_model_path
+from moe_oracle.oracle import Oracle
+from moe_oracle.placement import expert_placement
+from moe_oracle.plan import build_plan, layer_ranges
+from moe_oracle.tables import load_schemas
+from tests.tables_fixture import base_tables, load
+
+H200 = lookup_hardware("H200").device
+MIXTRAL_LIKE = {"model_type": "mixtral", "num_hidden_layers": 4, "hidden_size": 256, "intermediate_size": 128, "num_local_experts": 8, "num_experts_per_tok": 2}
+FP8 = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
+QWEN35_FP8_BF16_MTP = {"model_type": "qwen3_5_moe", "architectures": ["Qwen3_5MoeForConditionalGeneration"], "text_config": {
+    "model_type": "qwen3_5_moe_text", "num_hidden_layers": 3, "hidden_size": 256, "moe_intermediate_size": 128, "num_experts": 16, "num_experts_per_tok": 2, "mtp_num_hidden_layers": 1},
+    "quantization_config": {**FP8, "modules_to_not_convert": ["mtp.layers.0.mlp.experts.0.gate_proj"]}}
+
+
+def test_layer_ranges_text():
+    assert layer_ranges([0, 1, 2, 5, 7, 8]) == "0–2, 5, 7–8"
+    assert layer_ranges(list(range(1, 48, 2))) == "1, 3, …, 47 (every 2)"
+
+
+def test_identical_layers_form_one_group_and_every_layer_appears_once(catalog):
+    ck = read_checkpoint({**MIXTRAL_LIKE, "model_type": "deepseek_v3", "n_routed_experts": 8, "first_k_dense_replace": 1, "num_nextn_predict_layers": 1, "quantization_config": FP8})
+    plan = build_plan(ck, Oracle(catalog), device=H200, parallel=ParallelConfig(tp_size=8))
+    assert [(g.indices, g.kind, g.role) for g in plan.groups] == [((0,), "dense", "target"), ((1, 2, 3), "moe", "target"), ((4,), "moe", "draft")]
+    assert plan.groups[1].decision.config.quant.name == "fp8_block" and plan.groups[0].decision is None
+
+
+def test_the_draft_inherits_the_target_moe_backend(catalog):
+    ck = read_checkpoint(QWEN35_FP8_BF16_MTP)
+    plan = build_plan(ck, Oracle(catalog), device=H200, moe_backend="triton")
+    draft = next(g for g in plan.groups if g.role == "draft")
+    assert draft.first.quant.label == "bf16" and draft.decision.config.moe_backend == "triton"
+    assert plan.draft_backend_source == "inherited from the target"
+
+
+def test_the_speculative_config_backend_overrides_the_draft_only(catalog):
+    ck = read_checkpoint(QWEN35_FP8_BF16_MTP)
+    plan = build_plan(ck, Oracle(catalog), device=H200, moe_backend="triton", draft_moe_backend="flashinfer_cutlass")
+    target = next(g for g in plan.groups if g.role == "target")
+    draft = next(g for g in plan.groups if g.role == "draft")
+    assert (target.decision.config.moe_backend, draft.decision.config.moe_backend) == ("triton", "flashinfer_cutlass")
+    assert plan.to_dict()["deployment"]["draft_backend_source"] == "speculative config"
+
+
+def test_a_quantization_only_backend_reaches_the_oracle_unchanged_for_an_unquantized_draft(catalog):
+    # vLLM 0.33.0 treats marlin/humming as auto for unquantized layers in P/oracle/unquantized.py;
+    # that is a table rule, so the plan hands "marlin" on as requested.
+    ck = read_checkpoint(QWEN35_FP8_BF16_MTP)
+    plan = build_plan(ck, Oracle(catalog), device=H200, moe_backend="marlin")
+    draft = next(g for g in plan.groups if g.role == "draft")
+    assert draft.decision.config.moe_backend == "marlin" and draft.decision.config.quant.weight is None
+
+
+def test_no_draft_leaves_the_mtp_layers_out(catalog):
+    plan = build_plan(read_checkpoint(QWEN35_FP8_BF16_MTP), Oracle(catalog), device=H200, include_draft=False)
+    assert all(g.role == "target" for g in plan.groups)
+
+
+# ------------------------------------------------------------------ placement
+
+
+def test_linear_placement_spreads_the_remainder_over_the_first_ranks():
+    pl = expert_placement(10, ParallelConfig(tp_size=4, use_ep=True))
+    assert [r.physical for r in pl.ranks] == [(0, 1, 2), (3, 4, 5), (6, 7), (8, 9)]
+
+
+def test_eplb_redundant_experts_are_copies_of_the_first_logical_experts():
+    pl = expert_placement(6, ParallelConfig(tp_size=4, use_ep=True, enable_eplb=True, num_redundant_experts=2))
+    assert [r.physical for r in pl.ranks] == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    assert pl.ranks[3].logical == (0, 1) and pl.ranks[3].redundant == 2
+
+
+def test_ranks_with_no_experts_are_named():
+    pl = expert_placement(2, ParallelConfig(dp_size=4, use_ep=True))
+    assert pl.empty_ranks() == (2, 3)
+
+
+def test_no_placement_without_expert_parallelism():
+    assert expert_placement(8, ParallelConfig(tp_size=8)) is None
+    assert expert_placement(8, ParallelConfig(tp_size=1, use_ep=True)) is None
+
+
+@pytest.mark.parametrize(("groups", "par", "fallback"), [
+    (8, ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency"), None),
+    (1, ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency"), "expert group"),
+    (8, ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_high_throughput"), "not deepep_high_throughput"),
+    (8, ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency", enable_eplb=True), "EPLB"),
+])
+def test_round_robin_and_where_vllm_falls_back_to_linear(groups, par, fallback):
+    pl = expert_placement(16, par, strategy="round_robin", num_expert_group=groups)
+    if fallback is None:
+        assert pl.strategy == "round_robin" and pl.ranks[1].physical == (1, 5, 9, 13)
+    else:
+        assert pl.strategy == "linear" and fallback in pl.fallback
+
+
+def test_the_rank_changes_only_its_local_expert_count(catalog):
+    from moe_oracle.normalize import normalize
+
+    par = ParallelConfig(tp_size=3, use_ep=True)
+    ck = read_checkpoint(MIXTRAL_LIKE)
+    from moe_oracle.config import MoEConfig
+
+    cfg = MoEConfig(device=H200, parallel=par, **ck.layers[0].kwargs)
+    counts = [normalize(cfg.with_changes(parallel__ep_rank=r), Environment(), (), ()).values["num_local_experts"] for r in range(3)]
+    assert counts == [3, 3, 2]
+    assert normalize(cfg, Environment(), (), ()).values["num_local_experts"] == 3
+    with pytest.raises(ConfigError) as info:
+        ParallelConfig(tp_size=2, use_ep=True, ep_rank=2)
+    assert info.value.issues[0].path == "$.parallel.ep_rank"
+
+
+def test_ranks_that_would_build_different_kernels_are_reported(tmp_path):
+    # A table in which the preferred kernel needs at least one local expert: ranks that hold
+    # none (8 experts over 16 EP ranks) fall to another kernel.
+    tables = base_tables()
+    slow = tables["kernels/slow.yaml"]["entries"][0]
+    slow["constraints"].append({"id": "slow.needs_local_experts", "field": "num_local_experts", "min": 1, "reason": "shape_unsupported", "hint": "a rank with no experts"})
+    oracle = Oracle(load(tmp_path, tables), Environment())
+    plan = build_plan(read_checkpoint(MIXTRAL_LIKE), oracle, device=Device("cuda", capability=90), parallel=ParallelConfig(tp_size=16, use_ep=True))
+    g = plan.moe_groups()[0]
+    assert not g.ranks_agree and not plan.ranks_agree
+    by_count = {c.local_experts: (c.ranks, c.decision.kernel) for c in g.rank_classes}
+    assert by_count == {1: (tuple(range(8)), "slow"), 0: (tuple(range(8, 16)), "ref")}
+    assert "RANKS DIVERGE" in plan.render_text()
+    same = build_plan(read_checkpoint(MIXTRAL_LIKE), oracle, device=Device("cuda", capability=90), parallel=ParallelConfig(tp_size=8, use_ep=True))
+    assert same.ranks_agree and "Every rank builds the same kernels" in same.render_text()
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_cli_plan_text_groups_layers(capsys):
+    assert main(["plan", "--model", "nvidia-qwen3.5-122b-a10b-nvfp4", "--gpu", "B200", "--tp", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "layers 0–47 (48): MoE nvfp4 ->" in out
+    assert "layer 48 (MTP mtp.0): MoE bf16 ->" in out and "excluded by 'mtp.layers.0*'" in out
+    assert "shared experts stay unquantized" in out
+
+
+def test_cli_plan_json_validates_against_the_schema(capsys):
+    assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--dp", "8", "--ep", "--all2all", "deepep_low_latency", "--eplb", "--redundant-experts", "8", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert list(load_schemas().for_kind("plan").iter_errors(record)) == []
+    groups = record["groups"]
+    assert [g["layers"] for g in groups] == [[0, 1, 2], list(range(3, 61)), [61]]
+    assert groups[1]["selected"]["kernel"] and groups[1]["rank_classes"][0]["local_experts"] == 33
+    assert record["placement"]["256"]["ranks"][7]["redundant"] == 8
+
+
+def test_cli_plan_exit_code_1_when_a_layer_gets_no_kernel(capsys):
+    assert main(["plan", "--model", "gpt-oss-20b", "--gpu", "H200", "--moe-backend", "aiter"]) == 1
+    assert "NO KERNEL" in capsys.readouterr().out
+
+
+def test_cli_plan_refuses_single_layer_inputs(capsys):
+    assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--quant", "nvfp4"]) == 2
+    assert "--quant" in capsys.readouterr().err
+
+
+def test_cli_plan_unknown_draft_backend_names_the_flag(capsys):
+    assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--draft-moe-backend", "trtion"]) == 2
+    assert "--draft-moe-backend" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ model references (issue 9)
+
+
+def test_model_directory_reads_config_json_and_the_hf_quant_config_beside_it(tmp_path, capsys):
+    ckpt = tmp_path / "Nemotron-NVFP4"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text(resolve_model_path("nvidia-nemotron-3-nano-30b-a3b-bf16").read_text())
+    (ckpt / "hf_quant_config.json").write_text(resolve_model_path("nvidia-nemotron-3-nano-30b-a3b-nvfp4.hf_quant_config").read_text())
+    assert main(["plan", "--model", str(ckpt), "--gpu", "B200", "--tp", "2", "--json"]) in (0, 1)
+    record = json.loads(capsys.readouterr().out)
+    assert record["model"]["quantization"]["method"] == "modelopt_fp4"
+    assert {g["quant"]["scheme"] for g in record["groups"] if g["quant"]} == {"nvfp4"}
+    assert main(["select", "--model", str(ckpt), "--gpu", "B200"]) in (0, 1)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError) as info:
+        resolve_model_path(str(empty))
+    assert "no config.json" in info.value.issues[0].message
+
+
+def test_example_names_match_case_and_separator_insensitively():
+    assert resolve_model_path("DeepSeek_R1").name == "deepseek-r1.json"
+    assert resolve_model_path("NVIDIA_Qwen3.5-122B-A10B-NVFP4").name == "nvidia-qwen3.5-122b-a10b-nvfp4.json"
+
+
+def test_config_given_a_hugging_face_config_says_to_use_model(capsys):
+    path = resolve_model_path("mixtral-8x7b-instruct-v0.1")
+    assert main(["explain", "--config", str(path), "--gpu", "H200"]) == 2
+    err = capsys.readouterr().err
+    assert "Hugging Face config.json" in err and "--model" in err
