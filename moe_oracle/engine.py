@@ -39,7 +39,7 @@ from .records import DecisionWarning, Demotion
 from .versions import EngineRelease
 from .vocab import Policy, ReasonCode, Source
 
-__all__ = ["evaluate", "resolve_request"]
+__all__ = ["evaluate", "request_name", "resolve_request"]
 
 
 def _known_names(catalog: Catalog) -> set[str]:
@@ -68,6 +68,15 @@ def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | Non
             raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(known)])])
         return tuple(sorted({b for rm in catalog.request_maps for b in rm.names.get(name, ())}))
     return catalog.backend_names[name]
+
+
+def request_name(catalog: Catalog, backend: str) -> str:
+    """A ``moe_backend`` value the engine accepts that requests ``backend`` (``"auto"`` when none
+    does: vLLM reaches some backends, e.g. the CPU and XPU kernels, only through its priority lists)."""
+    accepted = catalog.accepted_names if catalog.view_name == "engine" else None
+    names = sorted(n for n, bs in catalog.backend_names.items() if backend in bs)
+    names += sorted(n for rm in catalog.request_maps for n, bs in rm.names.items() if backend in bs)
+    return next((n for n in names if accepted is None or n in accepted), "auto")
 
 
 def _engine_request(view: Catalog, moe_backend: str, release: EngineRelease | None) -> tuple[str, ...] | None:

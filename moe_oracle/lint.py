@@ -113,6 +113,7 @@ def _never_selected(catalog: Catalog) -> list[Finding]:
     repairs inputs until the kernel itself is eligible (``whynot.repair``); a kernel
     that is then still not selected is outranked inside its own backend.
     """
+    from .engine import request_name
     from .whynot import repair
 
     won: set[str] = set()
@@ -127,7 +128,7 @@ def _never_selected(catalog: Catalog) -> list[Finding]:
             continue
         eligible_once = False
         for config, env in samples[:TARGETED_STARTS]:
-            start = config.with_changes(moe_backend=entry.backend)
+            start = config.with_changes(moe_backend=request_name(catalog, entry.backend))
             result = repair(catalog, start, env, lambda row, k=entry.id: row.entry.id == k)
             if not result.found:
                 continue

@@ -186,7 +186,10 @@ def spellings(name: str) -> st.SearchStrategy[str]:
     return st.sampled_from(tuple(dict.fromkeys((name, name.upper(), name.replace("_", "-"), name.title(), f" {name} ", name.upper().replace("_", "-")))))
 
 
-BACKEND_NAMES: tuple[str, ...] = tuple(sorted(CATALOG.backend_names))
+# The names the default release's KernelConfig accepts; a name it refuses raises ConfigError
+# (tests/unit/test_frontends_and_requests.py), which would mask every other property.
+BACKEND_NAMES: tuple[str, ...] = tuple(sorted(
+    n for n in CATALOG.backend_names if CATALOG.accepted_names is None or n in CATALOG.accepted_names))
 
 
 @lru_cache(maxsize=None)

@@ -216,3 +216,12 @@ def test_the_platform_runs_moe_itself(catalog):
     # ... but raises for an explicit request, and on CUDA.
     assert evaluate(catalog, qwen3_30b(device=Device("cpu", arch="aarch64"), moe_backend="triton"), env()).kernel is None
     assert evaluate(catalog, qwen3_30b(device=Device("cuda", capability=75), moe_backend="deep_gemm"), env()).kernel is None
+
+
+def test_request_name_is_a_name_the_engine_accepts(catalog):
+    from moe_oracle.engine import request_name
+
+    assert request_name(catalog, "vllm_cutlass") == "cutlass"
+    assert request_name(catalog, "batched_deep_gemm") == "deep_gemm"
+    # vLLM reaches its CPU and XPU kernels only through the priority lists.
+    assert request_name(catalog, "cpu") == "auto" and request_name(catalog, "xpu") == "auto"
