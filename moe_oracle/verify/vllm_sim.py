@@ -32,6 +32,7 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
 from __future__ import annotations
 
 import ast
+import enum
 import functools
 import importlib
 import importlib.abc
@@ -132,6 +133,17 @@ class _StubModule(types.ModuleType):
 
 _STUB_TOPS: dict[str, str] = {name: pkg for name, pkg in MODULE_PACKAGES.items() if "." not in name and name != "flashinfer"}
 
+# Attributes a stand-in module must really have because vLLM's selection code computes with
+# them (not just compares identities). humming.config.GemmType: vLLM 0.33.0
+# P/experts/fused_humming_moe.py compares ``cls.humming_gemm_type().value.lower()`` with the
+# names get_humming_moe_gemm_type() derives ("indexed", "grouped_contiguous", "grouped_masked"),
+# so each member's value is that name.
+_STANDIN_ATTRS: dict[str, dict[str, Any]] = {
+    "humming.config": {
+        "GemmType": enum.Enum("GemmType", {"INDEXED": "indexed", "GROUPED_CONTIGUOUS": "grouped_contiguous", "GROUPED_MASKED": "grouped_masked"}),
+    },
+}
+
 
 class _StubLoader(importlib.abc.Loader):
     def __init__(self, created: set[str]) -> None:
@@ -145,7 +157,8 @@ class _StubLoader(importlib.abc.Loader):
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        return None
+        for name, value in _STANDIN_ATTRS.get(module.__name__, {}).items():
+            setattr(module, name, value)
 
 
 class _StubFinder(importlib.abc.MetaPathFinder):
@@ -159,6 +172,21 @@ class _StubFinder(importlib.abc.MetaPathFinder):
         if pkg is None or pkg not in self.sim._packages:
             return None
         return importlib.machinery.ModuleSpec(fullname, _StubLoader(self.sim._stubs), is_package=True)
+
+
+class _GroupStandIn:
+    """The tensor-parallel group as rank 0 of a ``world_size`` group sees it (no process group).
+
+    Quantization methods read only ``world_size`` while creating weights (vLLM 0.29-0.33
+    Q/utils/fp8_utils.py validate_fp8_block_shape_moe); anything else raises.
+    """
+
+    def __init__(self, world_size: int) -> None:
+        self.world_size = world_size
+        self.rank_in_group = 0
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the differential harness simulates no process group: GroupCoordinator.{name} was read")
 
 
 class Simulation:
@@ -193,6 +221,14 @@ class Simulation:
         from vllm.platforms import interface
 
         self._check_release(vllm)
+        # FlashInfer (the real package the release pins) is imported once here, while no
+        # stand-in exists: with a stand-in `cutlass` present, FlashInfer's own import would
+        # take the stand-in for the CUTLASS DSL and fail. Its presence per deployment is
+        # simulated by the has_flashinfer* probes below.
+        try:
+            importlib.import_module("flashinfer")
+        except Exception:  # noqa: BLE001 - a release whose pinned FlashInfer is not on sys.path
+            pass
         # One object, installed before any module binds `current_platform`; its class
         # changes per deployment.
         self.shim = object.__new__(interface.UnspecifiedPlatform)
@@ -471,12 +507,35 @@ class Simulation:
             del os.environ[key]
         os.environ.update(dep.env_map)
         self._refresh_aiter()
+        self._refresh_b12x()
         for cache in self._caches:
             try:
                 cache.cache_clear()
             except Exception:  # noqa: BLE001 - a cache that cannot be cleared is recorded nowhere; skip
                 pass
         self._state = state
+
+    def _refresh_b12x(self) -> None:
+        """``vllm.utils.b12x`` probes the package once, at import (``importlib.util.find_spec``),
+        not through ``_has_module``: its module-level answer and submodules follow the deployment.
+
+        The fused-MoE submodule's ``is_supported()`` is b12x 1.5.1's ``default_is_supported``:
+        SM 12.0/12.1, nvidia-cutlass-dsl >= 4.6.0 and triton. b12x pins nvidia-cutlass-dsl==4.8.0
+        and CUDA torch ships triton, so wherever b12x is installed only the device decides.
+        """
+        mod = sys.modules.get("vllm.utils.b12x")
+        if mod is None or not hasattr(mod, "_B12X_SUBMODULES"):
+            return
+        present = "b12x" in self._packages
+        mod._HAS_B12X = present
+        sim = self
+        subs = {}
+        for name in list(mod._B12X_SUBMODULES):
+            stub = _StubModule(name) if present else None
+            if stub is not None and name == "b12x.moe.fused_moe":
+                stub.is_supported = lambda device=None: sim._platform == "cuda" and sim._capability in (120, 121)
+            subs[name] = stub
+        mod._B12X_SUBMODULES = subs
 
     def _refresh_aiter(self) -> None:
         mod = sys.modules.get("vllm._aiter_ops")
@@ -491,6 +550,12 @@ class Simulation:
                 ops.refresh_env_variables()
             except Exception:  # noqa: BLE001
                 pass
+
+    def set_tp_world(self, tp_size: int) -> None:
+        """Make ``get_tensor_model_parallel_world_size()`` answer ``tp_size`` (rank 0's view)."""
+        import vllm.distributed.parallel_state as ps
+
+        ps._TP = _GroupStandIn(tp_size)
 
     def modules_loaded(self) -> Iterable[str]:
         return sorted(n for n in sys.modules if n.startswith("vllm"))
