@@ -163,27 +163,36 @@ class KnownBad:
 
 @dataclass(frozen=True)
 class GlobalConstraint:
-    """A constraint that binds every kernel (``backends``: only these; ``except_backends``: not these)."""
+    """A constraint that binds every kernel (``backends``: only these; ``except_backends``: not these;
+    ``interfaces``: only kernels of these interfaces; ``except_kernels``: not these kernel ids)."""
 
     check: Check
     backends: tuple[str, ...] = ()
     except_backends: tuple[str, ...] = ()
     engine: Range = field(default=None, compare=False)
+    interfaces: tuple[str, ...] = ()
+    except_kernels: tuple[str, ...] = ()
 
-    def applies(self, backend: str) -> bool:
+    def applies(self, backend: str, interface: str | None = None, kernel: str | None = None) -> bool:
         if self.backends and backend not in self.backends:
+            return False
+        if self.interfaces and interface not in self.interfaces:
+            return False
+        if kernel is not None and kernel in self.except_kernels:
             return False
         return backend not in self.except_backends
 
 
 @dataclass(frozen=True)
 class BackendAlias:
-    """A user-facing ``moe_backend`` name for backend ids; ``quant_scheme`` also sets the scheme (``*_afp8``)."""
+    """A user-facing ``moe_backend`` name for backend ids; ``quant_scheme`` also sets the scheme (``*_afp8``);
+    ``all2all`` is the all2all backend the name binds (a MoE backend that dispatches and combines itself)."""
 
     name: str
     backends: tuple[str, ...]
     quant_scheme: str | None = None
     engine: Range = field(default=None, compare=False)
+    all2all: str | None = None
 
 
 @dataclass(frozen=True)
@@ -347,6 +356,7 @@ class Catalog:
     source: CompiledTables | None = field(default=None, repr=False, compare=False)
     key: tuple[bool, ...] = field(default=(), repr=False, compare=False)
     removed_env_vars: tuple[RemovedEnvVar, ...] = ()
+    bound_all2all: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def backends(self) -> tuple[str, ...]:

@@ -122,6 +122,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
 
     backend_names: dict[str, tuple[str, ...]] = {b: (b,) for b in sorted(backends)}
     implied_quant: dict[str, str] = {}
+    bound_all2all: dict[str, str] = {}
     for alias in compiled.backend_aliases:
         targets = present(alias.backends)
         if not ok(alias.engine) or not targets or (alias.name in backends and targets != (alias.name,)):
@@ -129,6 +130,8 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         backend_names[alias.name] = targets
         if alias.quant_scheme:
             implied_quant[alias.name] = alias.quant_scheme
+        if alias.all2all:
+            bound_all2all[alias.name] = alias.all2all
     all2all_aliases = {a.name: a for a in compiled.all2all_aliases if ok(a.engine)}
 
     # The backend's own id first: hints and why-not suggest the canonical name.
@@ -152,7 +155,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
             f"{entry.id}.pairing", "dispatch", compile_value_spec("dispatch", allowed), (), False, ReasonCode.PAIRING_INCOMPATIBLE,
             f"{entry.interface.value} {entry.activation_format.value}-format experts pair only with a prepare/finalize for dispatch {', '.join(allowed)}", entry.reference,
         )
-        extra = [pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend)]
+        extra = [pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend, entry.interface.value, entry.id)]
         own = _sequenced(entry.checks + tuple(extra))
         final_experts.append(replace(entry, checks=own))
         bad = [kb.check for kb in known_bad if entry.id in kb.kernels or (entry.implements is not None and entry.implements in kb.kernels)]
@@ -195,6 +198,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         global_constraints=tuple(g.check for g in global_checks),
         backend_names=MappingProxyType(backend_names),
         implied_quant=MappingProxyType(implied_quant),
+        bound_all2all=MappingProxyType(bound_all2all),
         all2all_aliases=MappingProxyType(all2all_aliases),
         env_vars=env_vars,
         removed_env_vars=compiled.removed_env_vars,

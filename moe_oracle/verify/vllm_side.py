@@ -154,6 +154,8 @@ class VllmSide:
           FlashInfer MoE-EP backends that are DeepSeek-V4-only in this release) and, from
           0.32.0, ``bind_passthrough_all2all_backend`` (a MoE-EP backend turns the default
           all2all backend into ``passthrough``; any other pairing with ``passthrough`` raises).
+        * ``VllmConfig.__post_init__``'s moonep checks (0.31.0+; transcribed): unquantized BF16
+          models only, no EPLB.
 
         Raises:
             ValueError: what the release raises at start.
@@ -181,6 +183,15 @@ class VllmSide:
         architectures = [dep.architecture] if dep.architecture else []
         if hasattr(kernel, "validate_flashinfer_moe_ep_model"):
             kernel.validate_flashinfer_moe_ep_model(dep.moe_backend, architectures)
+        if cfg.all2all_backend == "moonep":
+            # VllmConfig.__post_init__ (vllm/config/vllm.py, 0.31.0+), transcribed: the whole
+            # VllmConfig cannot be built here. The harness's model is quantized iff it has a weight key.
+            if dep.weight_key is not None:
+                raise ValueError("The moonep all2all backend currently supports unquantized BF16 models only")
+            if dep.in_dtype != "bfloat16":
+                raise ValueError("The moonep all2all backend currently supports BF16 models only")
+            if dep.enable_eplb:
+                raise ValueError("The moonep all2all backend does not support EPLB yet")
         if hasattr(kernel, "bind_passthrough_all2all_backend"):
             kernel.bind_passthrough_all2all_backend(dep.moe_backend, cfg)
         return dataclasses.replace(dep, all2all_backend=cfg.all2all_backend) if cfg.all2all_backend != dep.all2all_backend else dep
