@@ -69,6 +69,7 @@ _FIELDS = (
     _f("activation", "enum", enum_values(Activation), "checkpoint", R.ACTIVATION_UNSUPPORTED, "expert activation"),
     _f("is_gated", "bool", _BOOL, "derived", R.ACTIVATION_UNSUPPORTED, "gated activation (act(gate) * up)", ("activation",)),
     _f("swiglu_clamp", "bool", _BOOL, "derived", R.FEATURE_UNSUPPORTED, "model sets swiglu_limit: the kernel must apply the clamp", ("swiglu_limit",)),
+    _f("swiglu_params", "bool", _BOOL, "derived", R.FEATURE_UNSUPPORTED, "model sets any SwiGLU parameter (swiglu_limit, swiglu_alpha or swiglu_beta)", ("swiglu_limit", "swiglu_alpha", "swiglu_beta")),
     _f("swiglu_alpha", "float", None, "checkpoint", R.FEATURE_UNSUPPORTED, "SwiGLU alpha the model sets ('none' when it sets none)"),
     _f("swiglu_beta", "float", None, "checkpoint", R.FEATURE_UNSUPPORTED, "SwiGLU beta the model sets ('none' when it sets none)"),
     _f("situ_beta", "float", None, "checkpoint", R.FEATURE_UNSUPPORTED, "SiTU beta the model sets ('none' when it sets none)"),

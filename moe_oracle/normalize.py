@@ -95,6 +95,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("activation", config.activation.value, _source(config, "activation", given))
     put("is_gated", config.activation.is_gated, Source.DERIVED)
     put("swiglu_clamp", config.swiglu_limit is not None, _source(config, "swiglu_limit", Source.DERIVED))
+    swiglu_set = any(getattr(config, n) is not None for n in ("swiglu_limit", "swiglu_alpha", "swiglu_beta"))
+    put("swiglu_params", swiglu_set, Source.DERIVED)
     # Activation parameters are inputs a kernel may accept only at given values; a model that
     # sets none is the value 'none' (known), not an unknown input.
     for name in ("swiglu_alpha", "swiglu_beta", "situ_beta", "situ_linear_beta"):

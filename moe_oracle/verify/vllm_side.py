@@ -307,6 +307,10 @@ class VllmSide:
         self.sim.set_tp_world(dep.tp_size)
         torch = self.torch
         layer = torch.nn.Module()
+        # What RoutedExperts has set when it calls create_weights (P/routed_experts.py).
+        layer.hidden_size = moe.hidden_dim
+        layer.intermediate_size_per_partition = moe.intermediate_size_per_partition
+        layer.moe_config = moe
         with torch.device("meta"):
             method.create_weights(
                 layer=layer,

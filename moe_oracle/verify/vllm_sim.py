@@ -141,10 +141,17 @@ _STUB_TOPS: dict[str, str] = {name: pkg for name, pkg in MODULE_PACKAGES.items()
 # P/experts/fused_humming_moe.py compares ``cls.humming_gemm_type().value.lower()`` with the
 # names get_humming_moe_gemm_type() derives ("indexed", "grouped_contiguous", "grouped_masked"),
 # so each member's value is that name.
+def _aiter_fused_moe(*args: Any, gate_mode: Any = None, **kwargs: Any) -> Any:
+    """Stands in for ``aiter.fused_moe.fused_moe`` of an AITER >= 0.1.14 (ROCm/aiter#3123 added
+    ``gate_mode``); vLLM 0.33.0 ``rocm_aiter_ops.fused_moe_supports_gate_mode`` reads its signature."""
+    raise RuntimeError("aiter.fused_moe.fused_moe is a stand-in in the differential harness")
+
+
 _STANDIN_ATTRS: dict[str, dict[str, Any]] = {
     "humming.config": {
         "GemmType": enum.Enum("GemmType", {"INDEXED": "indexed", "GROUPED_CONTIGUOUS": "grouped_contiguous", "GROUPED_MASKED": "grouped_masked"}),
     },
+    "aiter.fused_moe": {"fused_moe": _aiter_fused_moe},
 }
 
 
