@@ -41,6 +41,9 @@ from .vocab import ActivationFormat, Interface
 __all__ = [
     "Adjustment",
     "All2AllAlias",
+    "BlockRule",
+    "KeyRewrite",
+    "RequestMap",
     "BackendAlias",
     "Catalog",
     "CompiledTables",
@@ -173,6 +176,11 @@ class GlobalConstraint:
     interfaces: tuple[str, ...] = ()
     except_kernels: tuple[str, ...] = ()
 
+    @property
+    def binds_every_kernel(self) -> bool:
+        """No ``applies_to``: a fact of the layer, checked before any oracle runs."""
+        return not (self.backends or self.except_backends or self.interfaces or self.except_kernels)
+
     def applies(self, backend: str, interface: str | None = None, kernel: str | None = None) -> bool:
         if self.backends and backend not in self.backends:
             return False
@@ -218,19 +226,78 @@ class Override:
 
 
 @dataclass(frozen=True)
+class RequestMap:
+    """How one quant family's oracle reads ``moe_backend`` (vLLM's ``map_<family>_backend``).
+
+    Where ``when`` holds, ``names`` maps each accepted name to the backends it requests (the
+    batched remap included: ``triton`` -> Triton and batched Triton, the activation format
+    picks one); ``auto`` names are read as ``auto``; ``formats`` names force the activation
+    format the oracle peeks (unquantized ``batched_triton``). Any other name is refused, as
+    vLLM raises ``ValueError`` for it.
+    """
+
+    id: str
+    when: tuple[Predicate, ...]
+    names: Mapping[str, tuple[str, ...]]
+    auto: tuple[str, ...]
+    formats: Mapping[str, str]
+    reference: str
+    engine: Range = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class KeyRewrite:
+    """A quantization front end giving the oracle other keys than the checkpoint's (``rules/frontends.yaml``).
+
+    Where ``when`` holds, the weight and/or activation key become ``weight`` / ``activation``
+    (``None``: unchanged).
+    """
+
+    id: str
+    when: tuple[Predicate, ...]
+    weight: str | None
+    activation: str | None
+    reason: str
+    reference: str
+    engine: Range = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class BlockRule:
+    """How a quantization front end turns the checkpoint's weight block into the block it selects with.
+
+    ``refine``: refine the block to ``gcd(block, shard, hidden)`` when the TP shard cuts a block
+    (vLLM ``refine_fp8_moe_block_shape``; at least ``min_block``). ``pad``: with an explicit
+    backend none of whose kernels takes the refined block (``refinable`` lists the backends that
+    do), pad the shard to whole blocks instead (``pad_tp_shard_to_weight_blocks``). ``key_block``:
+    the weight key always carries this block, whatever the checkpoint's.
+    """
+
+    id: str
+    when: tuple[Predicate, ...]
+    refine: bool
+    min_block: int
+    pad: bool
+    refinable: tuple[str, ...]
+    key_block: tuple[int, int] | None
+    reference: str
+    engine: Range = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Shortcut:
     """An engine path that returns a kernel before checking it (``rules/shortcuts.yaml``).
 
     Where ``when`` holds, the engine returns the first of ``try_kernels`` whose checks pass,
-    else ``otherwise`` without checking it, before the priority order and before reading
-    ``moe_backend``. Under the faithful policy the answer follows it; under the safe policy
-    it is ignored and every check applies.
+    else ``otherwise`` without checking it (no ``otherwise``: the engine raises), before the
+    priority order and before reading ``moe_backend``. Under the faithful policy the answer
+    follows it; under the safe policy it is ignored and every check applies.
     """
 
     id: str
     when: tuple[Predicate, ...]
     try_kernels: tuple[str, ...]
-    otherwise: str
+    otherwise: str | None
     label: str
     reason: str
     reference: str
@@ -272,6 +339,10 @@ class CompiledTables:
     files: tuple[str, ...]
     tables_hash: str
     base: "CompiledTables | None" = None
+    request_maps: tuple[RequestMap, ...] = ()
+    rewrites: tuple[KeyRewrite, ...] = ()
+    block_rules: tuple[BlockRule, ...] = ()
+    engine_names: tuple[tuple[frozenset[str], Range], ...] = ()
     ranges: tuple[SpecifierSet, ...] = ()
     _views: dict[Any, "Catalog"] = field(default_factory=dict, repr=False)
     _keys: dict[Version, tuple[bool, ...]] = field(default_factory=dict, repr=False)
@@ -325,6 +396,12 @@ class Catalog:
     ``known_bad_index`` evaluates the known-bad rules of the kernels in ``known_bad_owner``
     (indices into ``experts``); the engine adds them to the failures only under the safe policy.
     ``known_bad_checks[i]`` are kernel ``i``'s (the faithful policy evaluates the winner's alone).
+    ``construction`` holds the rule ids vLLM checks only when it builds the selected kernel (the
+    pairing with a prepare/finalize and the prepare/finalize's own requirements), after selection;
+    ``layer_rules`` those of the constraints that bind every kernel (vLLM refuses the layer before
+    any oracle runs); ``request_checks`` the ``request.<backend>`` check of each backend;
+    ``accepted_names`` the ``moe_backend`` values the release's configuration accepts (``None``:
+    not declared for this release).
     """
 
     experts: tuple[ExpertsEntry, ...]
@@ -357,6 +434,13 @@ class Catalog:
     key: tuple[bool, ...] = field(default=(), repr=False, compare=False)
     removed_env_vars: tuple[RemovedEnvVar, ...] = ()
     bound_all2all: Mapping[str, str] = field(default_factory=dict, compare=False)
+    request_maps: tuple[RequestMap, ...] = ()
+    rewrites: tuple[KeyRewrite, ...] = ()
+    block_rules: tuple[BlockRule, ...] = ()
+    request_checks: Mapping[str, Check] = field(default_factory=dict, repr=False, compare=False)
+    accepted_names: frozenset[str] | None = None
+    construction: frozenset[str] = frozenset()
+    layer_rules: frozenset[str] = frozenset()
 
     @property
     def backends(self) -> tuple[str, ...]:

@@ -24,16 +24,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from .catalog import Catalog, PriorityOrder, Shortcut
+from .catalog import Catalog, KeyRewrite, PriorityOrder, RequestMap, Shortcut
 from .checks import Check, Outcome
 from .config import MoEConfig, Provenance
 from .decision import Decision, Row, make_failure
 from .environment import Environment
 from .envvars import env_notes
 from .errors import ConfigError, InputIssue
-from .normalize import Normalized, normalize
-from .predicates import Predicate
-from .quant import SCHEMES
+from .normalize import Normalized, apply_block_rules, normalize
+from .predicates import Predicate, compile_value_spec
+from .quant import SCHEMES, QuantScheme
 from .records import DecisionWarning, Demotion
 from .versions import EngineRelease
 from .vocab import All2AllBackend, Policy, ReasonCode, Source
@@ -41,8 +41,19 @@ from .vocab import All2AllBackend, Policy, ReasonCode, Source
 __all__ = ["evaluate", "resolve_request"]
 
 
+def _known_names(catalog: Catalog) -> set[str]:
+    names = set(catalog.backend_names)
+    for rm in catalog.request_maps:
+        names.update(rm.names)
+        names.update(rm.auto)
+    return names
+
+
 def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | None:
-    """Backend ids a ``moe_backend`` name selects; ``None`` for ``auto``.
+    """Backend ids a ``moe_backend`` name selects, whatever the family; ``None`` for ``auto``.
+
+    A family's request map (``rules/aliases.yaml`` ``requests``) may read the name otherwise
+    (:func:`_family_request`); this is the family-independent reading.
 
     Raises:
         ConfigError: unknown name (with did-you-mean and every accepted name).
@@ -51,8 +62,44 @@ def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | Non
     if name == "auto":
         return None
     if name not in catalog.backend_names:
-        raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(catalog.backend_names)])])
+        known = _known_names(catalog)
+        if name not in known:
+            raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(known)])])
+        return tuple(sorted({b for rm in catalog.request_maps for b in rm.names.get(name, ())}))
     return catalog.backend_names[name]
+
+
+def _engine_request(view: Catalog, moe_backend: str, release: EngineRelease | None) -> tuple[str, ...] | None:
+    """The family-independent reading of ``moe_backend``; in the engine view, a value the release's
+    configuration does not accept is refused (vLLM validates ``KernelConfig.moe_backend`` at start),
+    and an accepted value no backend of ours answers to requests nothing.
+
+    Raises:
+        ConfigError: a value the engine refuses, or an unknown name.
+    """
+    name = moe_backend.strip().lower().replace("-", "_")
+    accepted = view.accepted_names if view.view_name == "engine" else None
+    if accepted is not None and name not in accepted:
+        who = f"{release.display} {release.version}" if release is not None else "the engine"
+        raise ConfigError([InputIssue("$.moe_backend", f"{who} does not accept this moe_backend (KernelConfig.moe_backend)", moe_backend, sorted(accepted))])
+    try:
+        return resolve_request(view, moe_backend)
+    except ConfigError:
+        if accepted is not None:
+            return ()
+        raise
+
+
+def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> tuple[RequestMap | None, tuple[str, ...] | None, str | None]:
+    """(the family's request map, the backends ``name`` requests (``None``: auto; ``()``: refused), a forced activation format)."""
+    rm = next((r for r in catalog.request_maps if _holds(r.when, values)), None)
+    if rm is None:
+        return None, None, None
+    if name == "auto" or name in rm.auto:
+        return rm, None, None
+    if name not in rm.names:
+        return rm, (), None
+    return rm, rm.names[name], rm.formats.get(name)
 
 
 def _apply_implied_quant(catalog: Catalog, config: MoEConfig) -> tuple[MoEConfig, str | None]:
@@ -137,7 +184,17 @@ def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder |
         if not present:
             continue
         rest = [b for b in backends if b not in present]
-        backends = present + rest if adj.to == "front" else rest + present
+        if adj.to == "front":
+            backends = present + rest
+        elif adj.to == "back":
+            backends = rest + present
+        else:
+            # before:<backend>: directly ahead of it, unless already ahead (vLLM prioritize_humming).
+            target = adj.to.split(":", 1)[1]
+            if target not in rest or all(backends.index(b) < backends.index(target) for b in present):
+                continue
+            at = rest.index(target)
+            backends = rest[:at] + present + rest[at:]
         demotions += [Demotion(adj.id, b, adj.to, adj.reason, adj.reference) for b in present]
     for b in catalog.fallback:
         if b not in backends:
@@ -184,21 +241,50 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     release = catalog.release(env) if catalog.source is not None else None
     view = catalog.for_release(release) if release is not None else catalog
     original = config
-    requested = resolve_request(view, config.moe_backend)
+    requested = _engine_request(view, config.moe_backend, release)
     config, implied_note = _apply_implied_quant(view, config)
     config, bound_note = _bind_all2all(view, config)
-    norm = normalize(config, env, view.package_names, view.env_vars, release.assumed_packages if release is not None else None)
+    assumed = release.assumed_packages if release is not None else None
+    norm = normalize(config, env, view.package_names, view.env_vars, assumed)
+    notes: list[str] = []
+    if view.rewrites:
+        rewritten = _rewrite(view.rewrites, config, norm.values)
+        if rewritten is not None:
+            config, note = rewritten
+            notes.append(note)
+            norm = normalize(config, env, view.package_names, view.env_vars, assumed)
     values, sources = norm.values, norm.sources
     requested_by = "moe_backend" if requested is not None else None
+    name = config.moe_backend.strip().lower().replace("-", "_")
+    family_map, family_request, forced_format = _family_request(view, name, values)
+    if family_map is not None:
+        requested = family_request
+        requested_by = "moe_backend" if requested is not None else None
+        changed: dict[str, Any] = {}
+        if requested is None and name != "auto":
+            changed["moe_backend"] = "auto"
+            notes.append(f"moe_backend={config.moe_backend} is read as auto for this layer ({family_map.id}: {family_map.reference})")
+        if forced_format is not None and forced_format != values["activation_format"]:
+            changed["activation_format"] = forced_format
+            notes.append(f"moe_backend={config.moe_backend} makes the oracle expect {forced_format}-format experts ({family_map.id})")
+        if requested == ():
+            notes.append(f"moe_backend={config.moe_backend} is not a backend this layer's oracle accepts ({family_map.id}: {', '.join(sorted(family_map.names))}); the engine raises")
+        if changed:
+            values = {**values, **changed}
+            sources = {**sources, **{k: Source.USER_FLAG if k == "moe_backend" else Source.DERIVED for k in changed}}
+            norm = Normalized(values, sources)
     if requested is None:
         ov = _override(view, values, sources)
         if ov is not None:
-            requested, requested_by = (ov[0],), ov[1]
+            requested, requested_by = ((ov[0],) if family_map is None else family_map.names.get(ov[0], (ov[0],))), ov[1]
             values = dict(values)
             sources = dict(sources)
             values["moe_backend"] = ov[0]
             sources["moe_backend"] = Source.ENV_VAR
             norm = Normalized(values, sources)
+    if view.block_rules:
+        norm = apply_block_rules(norm, view.block_rules, requested)
+        values, sources = norm.values, norm.sources
 
     fails, abstains = view.experts_index.evaluate(values)
     pf_fails, pf_abstains = view.pf_index.evaluate(values)
@@ -207,7 +293,8 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         for j, i in enumerate(view.known_bad_owner):
             fails[i] += kb_fails[j]
             abstains[i] += kb_abstains[j]
-    order, backends, demotions, notes = _order(view, values)
+    order, backends, demotions, order_notes = _order(view, values)
+    notes += order_notes
     position = {b: i for i, b in enumerate(backends)}
     dispatch = values["dispatch"]
     is_auto = values["moe_backend"] == "auto"
@@ -217,9 +304,17 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     opt_in = view.opt_in if is_auto else ()
     pf_choice = view.pf_choice
     pfs = view.prepare_finalize
+    family_checks = _request_checks(family_map, requested) if (family_map is not None and requested is not None) else None
     for i, entry in enumerate(view.experts):
         f: list[Check] = fails[i]
         a: list[Check] = abstains[i]
+        if family_checks is not None:
+            # The family's oracle reads moe_backend itself (vLLM map_<family>_backend).
+            static = f"request.{entry.backend}"
+            f = [c for c in f if c.rule != static]
+            chk = family_checks.get(entry.backend, family_checks["*"])
+            if not chk.predicate.test(values["moe_backend"]):  # type: ignore[union-attr]
+                f.append(chk)
         pf_idx = pf_choice[i].get(dispatch)
         pf = None
         if pf_idx is not None:
@@ -242,17 +337,21 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
 
     shortcut: Shortcut | None = None
     waived: tuple[Check, ...] = ()
-    if policy is Policy.FAITHFUL and view.shortcuts:
-        taken = _shortcut(view, values, rows, notes)
-        if taken is not None:
-            shortcut, rows, winner, waived = taken
-        else:
-            winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+    # vLLM selects experts without building their prepare/finalize: under the faithful policy the
+    # pairing and the prepare/finalize's own requirements do not stop a selection (they become
+    # warnings); the safe policy and the runtime view (which builds what it selects) keep them.
+    deferred = view.construction if (policy is Policy.FAITHFUL and view.view_name == "engine") else frozenset()
+    taken = _shortcut(view, values, rows, notes, deferred) if (policy is Policy.FAITHFUL and view.shortcuts) else None
+    if taken is not None:
+        shortcut, rows, winner, waived = taken
     else:
-        winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+        winner = next((k for k, r in enumerate(rows) if all(c.rule in deferred for c in r.failures)), None)
+        if winner is not None and rows[winner].failures:
+            waived = rows[winner].failures
+            rows[winner] = rows[winner]._replace(failures=())
 
     warnings = _warnings(view, original, env, norm, rows, winner, release, policy, shortcut, waived, notes)
-    if shortcut is not None and requested is not None:
+    if shortcut is not None and requested is not None and winner is not None:
         notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {rows[winner].entry.upstream} {shortcut.label} before reading it ({shortcut.id})")  # type: ignore[index]
     return Decision(
         config=config,
@@ -275,8 +374,15 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     )
 
 
-def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str]) -> tuple[Shortcut, list[Row], int, tuple[Check, ...]] | None:
-    """The first shortcut whose condition holds: (shortcut, rows with its kernels first, winner, waived checks)."""
+def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str], deferred: frozenset[str]) -> tuple[Shortcut, list[Row], int | None, tuple[Check, ...]] | None:
+    """The first shortcut whose condition holds: (shortcut, rows with its kernels first, winner, waived checks).
+
+    A ``try`` kernel is taken when every check it fails is one the early return does not read:
+    the request and priority checks, the checks vLLM makes only when it builds the kernel
+    (``deferred``) and the activation-format peek (the early return asks for standard-format
+    experts). The ``otherwise`` kernel is returned unchecked, except that a constraint binding
+    every kernel (the layer itself is refused before any oracle runs) leaves no winner.
+    """
     for sc in view.shortcuts:
         held = _holds(sc.when, values)
         if held is None:
@@ -285,12 +391,44 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
         if not held:
             continue
         by_id = {r.entry.id: r for r in rows}
-        front = [by_id[k] for k in sc.try_kernels] + [by_id[sc.otherwise]]
-        chosen = next((r for r in front[:-1] if not any(c.code not in _BEFORE_REQUEST for c in r.failures)), front[-1])
+        tried = [by_id[k] for k in sc.try_kernels]
+        front = tried + ([by_id[sc.otherwise]] if sc.otherwise is not None else [])
+
+        def unread(r: Row, c: Check) -> bool:
+            return c.code in _BEFORE_REQUEST or c.rule in deferred or c.rule == f"{r.entry.id}.activation_format"
+
+        chosen = next((r for r in tried if all(unread(r, c) for c in r.failures)), by_id.get(sc.otherwise) if sc.otherwise is not None else None)  # type: ignore[arg-type]
+        if chosen is None or any(c.rule in view.layer_rules for c in chosen.failures):
+            ordered = front + [r for r in rows if r not in front]
+            return sc, ordered, None, ()
         waived = chosen.failures
         cleared = chosen._replace(failures=())
         ordered = [cleared if r is chosen else r for r in front] + [r for r in rows if r not in front]
         return sc, ordered, ordered.index(cleared), waived
+    return None
+
+
+def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> dict[str, Check]:
+    """Per backend, the check that rejects it under an explicit request read through ``rm``."""
+    out: dict[str, Check] = {}
+    backends = {b for bs in rm.names.values() for b in bs}
+    for b in backends | {"*"}:
+        names = sorted(n for n, bs in rm.names.items() if b in bs)
+        out[b] = Check(rm.id, "moe_backend", compile_value_spec("moe_backend", names or ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
+                       f"this layer's oracle requests {b} only with moe_backend={'|'.join(names)}" if names else "this layer's oracle never requests this backend", rm.reference, 10_000)
+    return out
+
+
+def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mapping[str, Any]) -> tuple[MoEConfig, str] | None:
+    """The config with the quant keys the first matching front-end rewrite gives the oracle, and a note."""
+    for rw in rewrites:
+        if _holds(rw.when, values):
+            q = config.quant
+            scheme = QuantScheme(rw.weight or q.weight, rw.activation or q.activation)
+            note = Provenance("quant", Source.DERIVED, f"{rw.id}: {rw.reason}")
+            kept = tuple(p for p in config.provenance if p.field != "quant")
+            new = replace(config, quant=scheme, provenance=tuple(sorted(kept + (note,), key=lambda p: p.field)))
+            return new, f"the quantization front end selects with keys ({scheme.weight}, {scheme.activation}) instead of the checkpoint's ({q.weight}, {q.activation}): {rw.reason} ({rw.id}; {rw.reference})"
     return None
 
 
@@ -310,7 +448,7 @@ def _warnings(
             hits.append(chk)
         elif outcome is Outcome.ABSTAIN:
             notes.append(f"the selected {row.entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
-    unchecked = [c for c in waived if c.code not in _BEFORE_REQUEST] if shortcut is not None else []
+    unchecked = [c for c in waived if c.code not in _BEFORE_REQUEST]
     if not hits and not unchecked:
         return tuple(out)
     safe = evaluate(view, config, env, policy=Policy.SAFE)
@@ -321,11 +459,16 @@ def _warnings(
         effect = f" ({kb.effect})" if kb is not None and kb.effect else ""
         out.append(DecisionWarning("known_bad", f"{row.entry.id} is known bad here{effect}: {chk.hint}; {instead}", chk.rule, chk.reference, alternative))
     display = release.display if release is not None else "the engine"
-    assert shortcut is not None or not unchecked
     for chk in sorted(unchecked, key=lambda c: (c.seq, c.rule)):
         failure = make_failure(chk, norm)
-        text = f"{display} returns {row.entry.upstream} {shortcut.label} before checking it: {failure.code.value}: {failure.field} = {failure.observed!r}, allowed {failure.allowed!r} [{failure.rule}]; {instead}"  # type: ignore[union-attr]
-        out.append(DecisionWarning("unchecked", text, shortcut.id, shortcut.reference, alternative, failure))  # type: ignore[union-attr]
+        what = f"{failure.code.value}: {failure.field} = {failure.observed!r}, allowed {failure.allowed!r} [{failure.rule}]; {instead}"
+        if shortcut is not None:
+            text = f"{display} returns {row.entry.upstream} {shortcut.label} before checking it: {what}"
+            out.append(DecisionWarning("unchecked", text, shortcut.id, shortcut.reference, alternative, failure))
+        else:
+            # A check vLLM makes only when it builds the selected kernel (prepare/finalize pairing).
+            text = f"{display} selects {row.entry.upstream} without checking its prepare/finalize, which fails when the kernel is built: {what}"
+            out.append(DecisionWarning("unchecked", text, failure.rule, failure.reference, alternative, failure))
     return tuple(out)
 
 

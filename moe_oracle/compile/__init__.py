@@ -29,6 +29,7 @@ from .context import CompileContext
 from .engine import compile_engine
 from .entries import compile_experts, compile_prepare_finalize
 from .environment import compile_environment
+from .frontends import compile_frontends
 from .known_bad import compile_known_bad
 from .link import pairing_issues, versioned_items
 from .overrides import compile_overrides
@@ -50,6 +51,7 @@ COMPILERS: Mapping[str, Compiler] = MappingProxyType({
     "aliases": compile_aliases,
     "overrides": compile_overrides,
     "shortcuts": compile_shortcuts,
+    "frontends": compile_frontends,
 })
 """Table kind -> compiler, in the order they run."""
 
@@ -117,7 +119,8 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
     for tf in files:
         digest.update(tf.path.encode())
         digest.update(tf.sha256.encode())
-    backend_aliases, all2all_aliases = results["aliases"]
+    backend_aliases, all2all_aliases, request_maps, engine_names = results["aliases"]
+    rewrites, block_rules = results["frontends"]
     compiled = CompiledTables(
         view_name="engine" if base is None else "runtime",
         engine=ctx.engine,
@@ -136,6 +139,10 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
         files=((base.files if base is not None else ()) + tuple(tf.path for tf in files)),
         tables_hash=digest.hexdigest()[:16],
         base=base,
+        request_maps=request_maps,
+        engine_names=engine_names,
+        rewrites=rewrites,
+        block_rules=block_rules,
     )
     ranges = {rng for _, _, rng in versioned_items(compiled) if rng is not None}
     if base is not None:

@@ -49,6 +49,10 @@ def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> 
                 elif fs.kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
                     ctx.issue(path, f"field {fieldname!r} takes integers", value, None)
                     ok = False
+        elif key == "present":
+            if not fieldname.startswith("packages."):
+                ctx.issue(f"{path}.{key}", "present only applies to packages.<name> fields", fieldname, None)
+                ok = False
         elif key in _NUMERIC:
             if fs.kind not in ("int", "float"):
                 ctx.issue(f"{path}.{key}", f"{key} only applies to numeric fields, and {fieldname!r} is {fs.kind}", arg, None)

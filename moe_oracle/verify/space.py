@@ -23,6 +23,7 @@ from .cases import PACKAGES, Deployment
 __all__ = [
     "DEVICES",
     "FAMILY_SCHEMES",
+    "FRONT_END_SCHEMES",
     "SHAPES",
     "exhaustive_deployments",
     "random_deployments",
@@ -89,9 +90,7 @@ FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
         ("fp8_static_tensor", "fp8_dynamic_tensor"),
         ("fp8_static_tensor", "fp8_dynamic_token"),
         ("fp8_static_channel", "fp8_dynamic_token"),
-        ("fp8_static_tensor", None),
-        ("fp8_static_channel", None),
-        ("fp8_static_block128", None),
+        ("fp8_static_channel", "fp8_static_token"),
     ),
     # MXFP8 MoE is W8A8 in every release: select_mxfp8_moe_backend takes no quant keys and asks
     # each class about (kMxfp8Static, kMxfp8Dynamic), and every MXFP8 method is W8A8.
@@ -109,7 +108,7 @@ _FAMILY_WEIGHTS = {"unquantized": 5, "fp8": 5, "mxfp8": 2, "nvfp4": 3, "mxfp4": 
 
 FRONT_ENDS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "unquantized": ("unquantized", "direct"),
-    "fp8": ("fp8", "direct"),
+    "fp8": ("fp8", "compressed-tensors-fp8"),
 }
 """Front ends the harness drives per family; families not listed use ``direct``."""
 
@@ -127,6 +126,31 @@ FRONT_ENDS_BY_SCHEME: dict[tuple[str | None, str | None], tuple[str, ...]] = {
 def front_ends_for(family: str, weight: str | None, activation: str | None) -> tuple[str, ...]:
     """The front ends the harness drives for one family and scheme."""
     return FRONT_ENDS_BY_SCHEME.get((weight, activation)) or FRONT_ENDS_BY_FAMILY.get(family, ("direct",))
+
+
+FRONT_END_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
+    # Fp8MoEMethod: per-tensor or block weights; static or dynamic activations (Q/fp8.py).
+    "fp8": (
+        ("fp8_static_block128", "fp8_dynamic_group128"),
+        ("fp8_static_block128", "fp8_dynamic_group128"),
+        ("fp8_static_tensor", "fp8_static_tensor"),
+        ("fp8_static_tensor", "fp8_dynamic_tensor"),
+    ),
+    # CompressedTensorsW8A8Fp8MoEMethod: tensor / channel / block weights with tensor or token
+    # inputs; the last two are schemes the method refuses (static per-token input, per-tensor
+    # weight with per-token input).
+    "compressed-tensors-fp8": (
+        ("fp8_static_block128", "fp8_dynamic_group128"),
+        ("fp8_static_tensor", "fp8_static_tensor"),
+        ("fp8_static_tensor", "fp8_dynamic_tensor"),
+        ("fp8_static_channel", "fp8_dynamic_token"),
+        ("fp8_static_channel", "fp8_dynamic_token"),
+        ("fp8_static_block128", "fp8_dynamic_group128"),
+        ("fp8_static_tensor", "fp8_dynamic_token"),
+        ("fp8_static_channel", "fp8_static_token"),
+    ),
+}
+"""(weight key, activation key) pairs a front end's checkpoints have, where narrower than its family's."""
 
 ALL2ALL = (
     "allgather_reducescatter",
@@ -227,6 +251,8 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     family = _pick(rng, fams, [_FAMILY_WEIGHTS.get(f, 1) for f in fams])
     weight, act = _pick(rng, FAMILY_SCHEMES[family])
     front = _pick(rng, front_ends_for(family, weight, act))
+    if front in FRONT_END_SCHEMES:
+        weight, act = _pick(rng, FRONT_END_SCHEMES[front])
     platform, cap, arch, amx = _pick(rng, DEVICES, _DEVICE_WEIGHTS)
     e, k, h, i = _pick(rng, SHAPES, _SHAPE_WEIGHTS)
     tp, dp = _pick(rng, _TP_DP, (4, 3, 3, 6, 1, 2, 3, 2, 1, 1))
@@ -311,7 +337,9 @@ def exhaustive_deployments(
         for (platform, cap, arch, amx), family in itertools.product(DEVICES, fams):
             if platforms and platform not in platforms:
                 continue
-            for (weight, act), front in ((wa, f) for wa in FAMILY_SCHEMES[family] for f in front_ends_for(family, *wa)):
+            pairs = [(wa, front) for wa in FAMILY_SCHEMES[family] for front in front_ends_for(family, *wa)]
+            pairs = [(scheme, front) for (wa, front) in pairs for scheme in (dict.fromkeys(FRONT_END_SCHEMES[front]) if front in FRONT_END_SCHEMES else (wa,))]
+            for (weight, act), front in dict.fromkeys(pairs):
                 block = (128, 128) if weight and "block" in weight else None
                 base = Deployment(platform=platform, capability=cap, arch=arch, cpu_amx=amx, family=family, front_end=front, weight_key=weight, activation_key=act,
                                   block=block, num_experts=e, top_k=k, hidden_size=h, intermediate_size=i,

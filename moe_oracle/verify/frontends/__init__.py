@@ -32,6 +32,7 @@ FRONT_ENDS: dict[str, str] = {
     "modelopt_mxfp8": "mxfp8:modelopt_mxfp8",
     "ct_mxfp8": "mxfp8:ct_mxfp8",
     "online_mxfp8": "mxfp8:online_mxfp8",
+    "compressed-tensors-fp8": "fp8:compressed_tensors",
 }
 """Front-end name -> ``module:function`` in ``moe_oracle.verify.frontends``."""
 
@@ -45,5 +46,6 @@ QUANT_METHOD: dict[str, str | None] = {
     "modelopt_mxfp8": "modelopt",
     "ct_mxfp8": "compressed-tensors",
     "online_mxfp8": "mxfp8",
+    "compressed-tensors-fp8": "compressed-tensors",
 }
 """Front-end name -> the checkpoint ``quant_method`` our side is told (``None``: unknown)."""
