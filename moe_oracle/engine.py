@@ -31,6 +31,7 @@ from .decision import Decision, Row, make_failure
 from .environment import Environment
 from .envvars import env_notes
 from .errors import ConfigError, InputIssue
+from .fields import NONE
 from .normalize import Normalized, apply_block_rules, normalize
 from .predicates import Predicate, compile_value_spec
 from .quant import SCHEMES, QuantScheme
@@ -424,7 +425,8 @@ def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mappin
     for rw in rewrites:
         if _holds(rw.when, values):
             q = config.quant
-            scheme = QuantScheme(rw.weight or q.weight, rw.activation or q.activation)
+            activation = q.activation if rw.activation is None else (None if rw.activation == NONE else rw.activation)
+            scheme = QuantScheme(rw.weight or q.weight, activation)
             note = Provenance("quant", Source.DERIVED, f"{rw.id}: {rw.reason}")
             kept = tuple(p for p in config.provenance if p.field != "quant")
             new = replace(config, quant=scheme, provenance=tuple(sorted(kept + (note,), key=lambda p: p.field)))

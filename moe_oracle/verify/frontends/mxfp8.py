@@ -23,6 +23,7 @@ from typing import Any
 
 from ..cases import Deployment
 from . import NotDriven
+from .nvfp4 import online_kwargs
 
 Q = "vllm.model_executor.layers.quantization"
 
@@ -57,4 +58,5 @@ def online_mxfp8(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
     """``Mxfp8OnlineMoEMethod``: ``--quantization mxfp8`` on an unquantized checkpoint."""
     _scheme(dep)
     mod = importlib.import_module(f"{Q}.online.mxfp8")
-    return _finish(side, dep, moe, mod.Mxfp8OnlineMoEMethod(moe=moe))
+    cls = mod.Mxfp8OnlineMoEMethod
+    return _finish(side, dep, moe, cls(**online_kwargs(cls, moe)))

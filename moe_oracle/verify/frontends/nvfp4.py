@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import types
 from typing import Any
 
 from ..cases import Deployment
@@ -36,6 +37,13 @@ _PER_TOKEN = "nvfp4_dynamic_token"
 def _weights(dep: Deployment) -> None:
     if dep.weight_key != "nvfp4_static":
         raise NotDriven(f"NVFP4 front ends take nvfp4_static weights, not {dep.weight_key}")
+
+
+def online_kwargs(cls: type, moe: Any) -> dict[str, Any]:
+    """Constructor arguments of an online MoE method: ``moe=`` from vLLM 0.30.0, the layer (which
+    carries ``moe_config``) in 0.29.0."""
+    params = inspect.signature(cls.__init__).parameters
+    return {"moe": moe} if "moe" in params else {"layer": types.SimpleNamespace(moe_config=moe)}
 
 
 def _finish(side: Any, dep: Deployment, moe: Any, method: Any) -> tuple[Any, Any]:
@@ -101,4 +109,4 @@ def online_nvfp4(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
     own = _online_activation_key(side, cls)
     if dep.activation_key != own:
         raise NotDriven(f"vLLM {side.sim.release} online NVFP4 selects with activation key {own}, not {dep.activation_key}")
-    return _finish(side, dep, moe, cls(moe=moe))
+    return _finish(side, dep, moe, cls(**online_kwargs(cls, moe)))
