@@ -167,7 +167,7 @@ class KnownBad:
 @dataclass(frozen=True)
 class GlobalConstraint:
     """A constraint that binds every kernel (``backends``: only these; ``except_backends``: not these;
-    ``interfaces``: only kernels of these interfaces; ``except_kernels``: not these kernels)."""
+    ``interfaces``: only kernels of these interfaces; ``except_kernels``: not these kernel ids)."""
 
     check: Check
     backends: tuple[str, ...] = ()
@@ -193,12 +193,14 @@ class GlobalConstraint:
 
 @dataclass(frozen=True)
 class BackendAlias:
-    """A user-facing ``moe_backend`` name for backend ids; ``quant_scheme`` also sets the scheme (``*_afp8``)."""
+    """A user-facing ``moe_backend`` name for backend ids; ``quant_scheme`` also sets the scheme (``*_afp8``);
+    ``all2all`` is the all2all backend the name binds (a MoE backend that dispatches and combines itself)."""
 
     name: str
     backends: tuple[str, ...]
     quant_scheme: str | None = None
     engine: Range = field(default=None, compare=False)
+    all2all: str | None = None
 
 
 @dataclass(frozen=True)
@@ -431,6 +433,7 @@ class Catalog:
     source: CompiledTables | None = field(default=None, repr=False, compare=False)
     key: tuple[bool, ...] = field(default=(), repr=False, compare=False)
     removed_env_vars: tuple[RemovedEnvVar, ...] = ()
+    bound_all2all: Mapping[str, str] = field(default_factory=dict, compare=False)
     request_maps: tuple[RequestMap, ...] = ()
     rewrites: tuple[KeyRewrite, ...] = ()
     block_rules: tuple[BlockRule, ...] = ()

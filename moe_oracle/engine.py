@@ -32,12 +32,13 @@ from .environment import Environment
 from .envvars import env_notes
 from .refusals import no_effect_notes
 from .errors import ConfigError, InputIssue
+from .fields import NONE
 from .normalize import Normalized, apply_block_rules, normalize
 from .predicates import Predicate, compile_value_spec
 from .quant import SCHEMES, QuantScheme
 from .records import DecisionWarning, Demotion
 from .versions import EngineRelease
-from .vocab import Policy, ReasonCode, Source
+from .vocab import All2AllBackend, Policy, ReasonCode, Source
 
 __all__ = ["evaluate", "request_name", "resolve_request"]
 
@@ -127,6 +128,33 @@ def _apply_implied_quant(catalog: Catalog, config: MoEConfig) -> tuple[MoEConfig
     note = Provenance("quant", Source.USER_FLAG, f"moe_backend={config.moe_backend} selects activation key {scheme.activation} ({scheme_name})")
     kept = tuple(p for p in config.provenance if p.field != "quant")
     return replace(config, quant=scheme, provenance=tuple(sorted(kept + (note,), key=lambda p: p.field))), None
+
+
+def _bind_all2all(catalog: Catalog, config: MoEConfig) -> tuple[MoEConfig, str | None]:
+    """A ``moe_backend`` name that dispatches and combines itself binds its all2all backend.
+
+    vLLM 0.32-0.33 ``bind_passthrough_all2all_backend`` (vllm/config/kernel.py): with such a name
+    the all2all backend left at its default becomes the bound one, any other explicit choice is a
+    ValueError at start, and the bound backend with any other ``moe_backend`` is a ValueError too.
+
+    Raises:
+        ConfigError: the refused pairings (vLLM refuses them before any layer is built).
+    """
+    par = config.parallel
+    current = par.all2all_backend.value
+    bound = catalog.bound_all2all.get(config.moe_backend)
+    if bound is None:
+        owners = sorted(n for n, b in catalog.bound_all2all.items() if b == current)
+        if owners:
+            raise ConfigError([InputIssue("$.parallel.all2all_backend", f"all2all backend {current} is bound to the MoE backends that dispatch and combine themselves; it cannot be used with moe_backend={config.moe_backend}", current, owners)])
+        return config, None
+    if current == bound:
+        return config, None
+    default = All2AllBackend.ALLGATHER_REDUCESCATTER.value
+    if current != default:
+        raise ConfigError([InputIssue("$.parallel.all2all_backend", f"moe_backend={config.moe_backend} dispatches and combines itself and cannot be paired with all2all backend {current}; leave the all2all backend at its default", current, [default, bound])])
+    note = f"moe_backend={config.moe_backend} dispatches and combines itself: the all2all backend is {bound}, not {default}"
+    return replace(config, parallel=replace(par, all2all_backend=All2AllBackend(bound))), note
 
 
 def _holds(preds: tuple[Predicate, ...], values: Mapping[str, Any]) -> bool | None:
@@ -227,6 +255,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     original = config
     requested = _engine_request(view, config.moe_backend, release)
     config, implied_note = _apply_implied_quant(view, config)
+    config, bound_note = _bind_all2all(view, config)
     assumed = release.assumed_packages if release is not None else None
     norm = normalize(config, env, view.package_names, view.env_vars, assumed)
     notes: list[str] = []
@@ -350,7 +379,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         requested_by=requested_by,
         rows=tuple(rows),
         winner=winner,
-        notes=tuple(notes) + ((implied_note,) if implied_note else ()) + _config_warnings(config) + _input_notes(config, env, values, view),
+        notes=tuple(notes) + ((implied_note,) if implied_note else ()) + ((bound_note,) if bound_note else ()) + _config_warnings(config) + _input_notes(config, env, values, view),
         release=release,
         view=view.view_name,
         policy=policy.value,
@@ -409,7 +438,8 @@ def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mappin
     for rw in rewrites:
         if _holds(rw.when, values):
             q = config.quant
-            scheme = QuantScheme(rw.weight or q.weight, rw.activation or q.activation)
+            activation = q.activation if rw.activation is None else (None if rw.activation == NONE else rw.activation)
+            scheme = QuantScheme(rw.weight or q.weight, activation)
             note = Provenance("quant", Source.DERIVED, f"{rw.id}: {rw.reason}")
             kept = tuple(p for p in config.provenance if p.field != "quant")
             new = replace(config, quant=scheme, provenance=tuple(sorted(kept + (note,), key=lambda p: p.field)))

@@ -7,6 +7,8 @@ Derived fields follow vLLM ``FusedMoEParallelConfig.make`` and ``FusedMoEConfig`
 * all2all kernels run iff ``use_ep and dp_size > 1`` (``use_all2all_kernels``);
 * the prepare/finalize kind (``dispatch``) is the all2all backend when all2all
   runs, ``allgather_reducescatter`` for DP without all2all (naive DP/EP), else ``none``;
+  ``passthrough`` (bound to MoE backends that dispatch and combine themselves) is its own
+  dispatch in every topology;
 * the activation format is ``batched_experts`` iff dispatch is DeepEP low-latency
   or NIXL-EP (``use_batched_activation_format``);
 * ``intermediate_size_per_partition = intermediate_size // moe_tp_size``, and
@@ -121,7 +123,13 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("activation", config.activation.value, _source(config, "activation", given))
     put("is_gated", config.activation.is_gated, Source.DERIVED)
     put("swiglu_clamp", config.swiglu_limit is not None, _source(config, "swiglu_limit", Source.DERIVED))
-    put("swiglu_params", any(v is not None for v in (config.swiglu_alpha, config.swiglu_beta, config.swiglu_limit)), Source.DERIVED)
+    swiglu_set = any(getattr(config, n) is not None for n in ("swiglu_limit", "swiglu_alpha", "swiglu_beta"))
+    put("swiglu_params", swiglu_set, Source.DERIVED)
+    # Activation parameters are inputs a kernel may accept only at given values; a model that
+    # sets none is the value 'none' (known), not an unknown input.
+    for name in ("swiglu_alpha", "swiglu_beta", "situ_beta", "situ_linear_beta"):
+        value = getattr(config, name)
+        put(name, NONE if value is None else value, _source(config, name, Source.DEFAULT if value is None else given))
     put("routing_method", config.routing_method.value, _source(config, "routing_method", given))
     logits = config.router_logits_dtype or config.in_dtype
     put("router_logits_dtype", logits.value, _source(config, "router_logits_dtype", Source.DEFAULT if config.router_logits_dtype is None else given))
@@ -134,7 +142,11 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     moe_tp = 1 if use_ep else flat_tp
     use_all2all = use_ep and par.dp_size > 1
     all2all = par.all2all_backend.value if use_all2all else NONE
-    if use_all2all:
+    if par.all2all_backend is All2AllBackend.PASSTHROUGH:
+        # vLLM 0.32-0.33 use_passthrough_all2all: not gated on the all2all kernels; the experts
+        # dispatch and combine themselves in every topology, TP-only included.
+        dispatch = All2AllBackend.PASSTHROUGH.value
+    elif use_all2all:
         dispatch = all2all
     elif par.dp_size > 1:
         dispatch = All2AllBackend.ALLGATHER_REDUCESCATTER.value

@@ -199,6 +199,7 @@ _SCHEMES: tuple[tuple[str, str | None, str | None, QuantFamily, str], ...] = (
     ("mxfp8_w16", "mxfp8_static", None, F.MXFP8, "MXFP8-W16"),
     ("nvfp4", "nvfp4_static", "nvfp4_dynamic", F.NVFP4, "NVFP4"),
     ("nvfp4_w16", "nvfp4_static", None, F.NVFP4, "NVFP4-W16"),
+    ("nvfp4_token", "nvfp4_static", "nvfp4_dynamic_token", F.NVFP4, "NVFP4-Tok"),  # vLLM 0.31+ kNvfp4DynamicToken
     ("mxfp4_w16", "mxfp4_static", None, F.MXFP4, "MXFP4-W16"),
     ("mxfp4_mxfp8", "mxfp4_static", "mxfp8_dynamic", F.MXFP4, "MXFP4-A8mx"),
     ("mxfp4_mxfp4", "mxfp4_static", "mxfp4_dynamic", F.MXFP4, "MXFP4-A4"),

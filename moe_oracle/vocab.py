@@ -138,6 +138,7 @@ class All2AllBackend(str, enum.Enum):
     NIXL_EP = "nixl_ep"
     FLASHINFER_NVLINK_TWO_SIDED = "flashinfer_nvlink_two_sided"
     FLASHINFER_NVLINK_ONE_SIDED = "flashinfer_nvlink_one_sided"
+    PASSTHROUGH = "passthrough"  # vLLM 0.32.0+: bound to MoE backends that dispatch and combine themselves
 
 
 class ActivationFormat(str, enum.Enum):

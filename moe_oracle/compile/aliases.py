@@ -30,7 +30,7 @@ def compile_aliases(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[tu
             ctx.issue(path, "an alias may not redefine a backend id", name)
         rng = ctx.engine_range(raw, path)
         if rng is not INVALID:
-            backends.append(BackendAlias(name, tuple(raw["backends"]), raw.get("quant_scheme"), rng))  # type: ignore[arg-type]
+            backends.append(BackendAlias(name, tuple(raw["backends"]), raw.get("quant_scheme"), rng, raw.get("all2all")))  # type: ignore[arg-type]
     ctx.at(tf.path)
     if "auto" in tf.data["backends"]:
         ctx.issue("$.backends.auto", "'auto' is reserved", "auto")

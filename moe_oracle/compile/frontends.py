@@ -3,7 +3,7 @@
 Two item kinds, each with an ``engine:`` range:
 
 * ``rewrites``: where ``when`` holds, the oracle is asked with another weight and/or activation
-  key than the checkpoint's (vLLM's quantization-method constructors map checkpoint schemes to
+  key than the checkpoint's (activation ``none``: the oracle gets no activation key, W4A16) (vLLM's quantization-method constructors map checkpoint schemes to
   ``QuantKey`` constants, e.g. compressed-tensors' dynamic per-tensor input -> ``kFp8Dynamic128Sym``);
 * ``blocks``: how the weight block the oracle sees follows from the checkpoint block, the TP shard
   and the request (``BlockRule``; computed in :func:`moe_oracle.normalize.apply_block_rules`).
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..catalog import BlockRule, KeyRewrite
+from ..fields import NONE
 from ..quant import QUANT_KEYS
 from ..tables import TableFile
 from .context import INVALID, CompileContext
@@ -36,8 +37,9 @@ def compile_frontends(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[
             when = condition(ctx, raw["when"], f"{path}.when")
             for side in ("weight", "activation"):
                 key = raw.get(side)
-                if key is not None and key not in QUANT_KEYS:
-                    ctx.issue(f"{path}.{side}", "unknown quant key", key, sorted(QUANT_KEYS))
+                allowed = set(QUANT_KEYS) | ({NONE} if side == "activation" else set())
+                if key is not None and key not in allowed:
+                    ctx.issue(f"{path}.{side}", "unknown quant key", key, sorted(allowed))
             rng = ctx.engine_range(raw, path)
             if when is not None and rng is not INVALID:
                 rewrites.append(KeyRewrite(raw["id"], when, raw.get("weight"), raw.get("activation"), raw["reason"], raw["reference"], rng))  # type: ignore[arg-type]

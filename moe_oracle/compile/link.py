@@ -122,6 +122,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
 
     backend_names: dict[str, tuple[str, ...]] = {b: (b,) for b in sorted(backends)}
     implied_quant: dict[str, str] = {}
+    bound_all2all: dict[str, str] = {}
     for alias in compiled.backend_aliases:
         targets = present(alias.backends)
         if not ok(alias.engine) or not targets or (alias.name in backends and targets != (alias.name,)):
@@ -129,6 +130,8 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         backend_names[alias.name] = targets
         if alias.quant_scheme:
             implied_quant[alias.name] = alias.quant_scheme
+        if alias.all2all:
+            bound_all2all[alias.name] = alias.all2all
     all2all_aliases = {a.name: a for a in compiled.all2all_aliases if ok(a.engine)}
 
     # The backend's own id first: hints and why-not suggest the canonical name.
@@ -212,6 +215,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         global_constraints=tuple(g.check for g in global_checks),
         backend_names=MappingProxyType(backend_names),
         implied_quant=MappingProxyType(implied_quant),
+        bound_all2all=MappingProxyType(bound_all2all),
         all2all_aliases=MappingProxyType(all2all_aliases),
         env_vars=env_vars,
         removed_env_vars=compiled.removed_env_vars,

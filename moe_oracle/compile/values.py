@@ -22,7 +22,8 @@ from .context import INVALID, CompileContext
 
 __all__ = ["CONSTRAINT_KEYWORDS", "condition", "constraint", "predicate", "requirement_checks"]
 
-CONSTRAINT_KEYWORDS = ("in", "not_in", "min", "max", "multiple_of", "not_multiple_of", "present")
+CONSTRAINT_KEYWORDS = ("in", "not_in", "min", "max", "multiple_of", "not_multiple_of", "present", "version")
+_PACKAGE_KEYWORDS = ("present", "version")
 _NUMERIC = ("min", "max", "multiple_of", "not_multiple_of")
 
 
@@ -88,6 +89,10 @@ def condition(ctx: CompileContext, cond: Mapping[str, Any] | None, path: str) ->
 def constraint(ctx: CompileContext, raw: Mapping[str, Any], path: str, default_ref: str) -> Check | None:
     """A constraint (``field`` + keywords, optionally under ``if``) as a Check."""
     spec = {k: raw[k] for k in CONSTRAINT_KEYWORDS if k in raw}
+    misplaced = [k for k in _PACKAGE_KEYWORDS if k in spec] if not raw["field"].startswith("packages.") else []
+    if misplaced:
+        ctx.issue(f"{path}.{misplaced[0]}", f"{misplaced[0]} applies only to packages.<name> fields", raw["field"], ["packages.<name>"])
+        return None
     pred = predicate(ctx, raw["field"], spec, f"{path}.{raw['field']}")
     cond = condition(ctx, raw.get("if"), f"{path}.if")
     if pred is None or cond is None:

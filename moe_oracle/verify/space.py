@@ -92,7 +92,9 @@ FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
         ("fp8_static_channel", "fp8_dynamic_token"),
         ("fp8_static_channel", "fp8_static_token"),
     ),
-    "mxfp8": (("mxfp8_static", "mxfp8_dynamic"), ("mxfp8_static", None)),
+    # MXFP8 MoE is W8A8 in every release: select_mxfp8_moe_backend takes no quant keys and asks
+    # each class about (kMxfp8Static, kMxfp8Dynamic), and every MXFP8 method is W8A8.
+    "mxfp8": (("mxfp8_static", "mxfp8_dynamic"),),
     "nvfp4": (("nvfp4_static", "nvfp4_dynamic"), ("nvfp4_static", None), ("nvfp4_static", "nvfp4_dynamic_token")),
     "mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp8_dynamic"), ("mxfp4_static", "mxfp4_dynamic"), ("mxfp4_static", "fp8_dynamic_group128")),
     "int8": (("int8_static_channel", "int8_dynamic_token"), ("int8_static_tensor", "int8_dynamic_tensor")),
@@ -109,6 +111,22 @@ FRONT_ENDS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "fp8": ("fp8", "compressed-tensors-fp8"),
 }
 """Front ends the harness drives per family; families not listed use ``direct``."""
+
+FRONT_ENDS_BY_SCHEME: dict[tuple[str | None, str | None], tuple[str, ...]] = {
+    # ModelOpt NVFP4 / W4A16_NVFP4, compressed-tensors NVFP4 / NVFP4A16; the online method is W4A4
+    # in 0.29.0-0.30.0 and per-token from 0.31.0 (ModelOpt's per-token override is 0.32.0+).
+    ("nvfp4_static", "nvfp4_dynamic"): ("modelopt_nvfp4", "ct_nvfp4", "online_nvfp4", "direct"),
+    ("nvfp4_static", None): ("modelopt_nvfp4", "ct_nvfp4", "direct"),
+    ("nvfp4_static", "nvfp4_dynamic_token"): ("modelopt_nvfp4", "online_nvfp4", "direct"),
+    ("mxfp8_static", "mxfp8_dynamic"): ("modelopt_mxfp8", "ct_mxfp8", "online_mxfp8", "direct"),
+}
+"""Front ends per (weight, activation) pair, where they depend on it (before ``FRONT_ENDS_BY_FAMILY``)."""
+
+
+def front_ends_for(family: str, weight: str | None, activation: str | None) -> tuple[str, ...]:
+    """The front ends the harness drives for one family and scheme."""
+    return FRONT_ENDS_BY_SCHEME.get((weight, activation)) or FRONT_ENDS_BY_FAMILY.get(family, ("direct",))
+
 
 FRONT_END_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
     # Fp8MoEMethod: per-tensor or block weights; static or dynamic activations (Q/fp8.py).
@@ -180,6 +198,25 @@ ENV_VARS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("VLLM_BATCH_INVARIANT", ("1",)),
 )
 
+FAMILY_AXES: dict[str, dict[str, tuple[float, tuple[str, ...]]]] = {
+    "nvfp4": {
+        "moe_backend": (0.08, ("flashinfer_moe_ep_cutedsl", "flashinfer_moe_ep_mega_cutedsl", "flashinfer_moe_ep_mega_deep_gemm")),
+        "all2all_backend": (0.03, ("passthrough",)),
+        "architecture": (0.1, ("DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM", "Qwen3MoeForCausalLM")),
+        "env.VLLM_B12X_MOE_FP4_FORCE_A16": (0.1, ("0", "1")),
+        "env.VLLM_HUMMING_MOE_GEMM_TYPE": (0.05, ("indexed", "grouped", "grouped_contiguous", "auto")),
+    },
+    "mxfp8": {
+        "moe_backend": (0.04, ("flashinfer_moe_ep_cutedsl", "flashinfer_moe_ep_mega_deep_gemm")),
+        "all2all_backend": (0.03, ("passthrough",)),
+        "env.VLLM_HUMMING_MOE_GEMM_TYPE": (0.05, ("indexed", "grouped", "grouped_contiguous", "auto")),
+    },
+}
+"""Family-specific axes: field -> (probability of overriding the common draw, values).
+
+Drawn from a generator seeded by the deployment's own common draws (``_family_axes``), so
+adding a family's axes leaves every other family's sequence unchanged."""
+
 _PACKAGE_WEIGHTS = {"flashinfer": 0.7, "deep_gemm": 0.6, "deep_ep": 0.4, "triton_kernels": 0.5, "aiter": 0.6, "humming": 0.3}
 
 _TP_DP = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8), (2, 4), (4, 2), (16, 1))
@@ -189,12 +226,31 @@ def _pick(rng: random.Random, values: Sequence, weights: Sequence[float] | None 
     return rng.choices(values, weights=weights, k=1)[0]
 
 
+def _family_axes(dep: Deployment) -> Deployment:
+    """``dep`` with its family's own axes (:data:`FAMILY_AXES`) drawn."""
+    axes = FAMILY_AXES.get(dep.family)
+    if not axes:
+        return dep
+    sub = random.Random(dep.key())
+    changes: dict[str, object] = {}
+    env = dict(dep.env)
+    for name, (p, values) in axes.items():
+        if sub.random() >= p:
+            continue
+        value = _pick(sub, values)
+        if name.startswith("env."):
+            env[name[4:]] = value
+        else:
+            changes[name] = value
+    return replace(dep, env=tuple(env.items()), **changes) if changes or env != dict(dep.env) else dep
+
+
 def random_deployment(rng: random.Random, families: Sequence[str] | None = None) -> Deployment:
     """One deployment, every axis drawn independently (weighted, never exclusive)."""
     fams = list(families or _FAMILY_WEIGHTS)
     family = _pick(rng, fams, [_FAMILY_WEIGHTS.get(f, 1) for f in fams])
     weight, act = _pick(rng, FAMILY_SCHEMES[family])
-    front = _pick(rng, FRONT_ENDS_BY_FAMILY.get(family, ("direct",)))
+    front = _pick(rng, front_ends_for(family, weight, act))
     if front in FRONT_END_SCHEMES:
         weight, act = _pick(rng, FRONT_END_SCHEMES[front])
     platform, cap, arch, amx = _pick(rng, DEVICES, _DEVICE_WEIGHTS)
@@ -219,7 +275,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     packages = tuple(p for p in PACKAGES if rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS)
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
-    return Deployment(
+    return _family_axes(Deployment(
         platform=platform,
         capability=cap,
         arch=arch,
@@ -256,7 +312,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         model_type=_pick(rng, (None, None, None, "deepseek_v3", "qwen3_moe", "qwen3_5_moe_text", "kolibri1", "gpt_oss", "deepseek_v4")),
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
-    )
+    ))
 
 
 def random_deployments(n: int, seed: int, families: Sequence[str] | None = None) -> list[Deployment]:
@@ -281,9 +337,9 @@ def exhaustive_deployments(
         for (platform, cap, arch, amx), family in itertools.product(DEVICES, fams):
             if platforms and platform not in platforms:
                 continue
-            fronts = FRONT_ENDS_BY_FAMILY.get(family, ("direct",))
-            pairs = [(scheme, front) for front in fronts for scheme in dict.fromkeys(FRONT_END_SCHEMES.get(front, FAMILY_SCHEMES[family]))]
-            for (weight, act), front in pairs:
+            pairs = [(wa, front) for wa in FAMILY_SCHEMES[family] for front in front_ends_for(family, *wa)]
+            pairs = [(scheme, front) for (wa, front) in pairs for scheme in (dict.fromkeys(FRONT_END_SCHEMES[front]) if front in FRONT_END_SCHEMES else (wa,))]
+            for (weight, act), front in dict.fromkeys(pairs):
                 block = (128, 128) if weight and "block" in weight else None
                 base = Deployment(platform=platform, capability=cap, arch=arch, cpu_amx=amx, family=family, front_end=front, weight_key=weight, activation_key=act,
                                   block=block, num_experts=e, top_k=k, hidden_size=h, intermediate_size=i,

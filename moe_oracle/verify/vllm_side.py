@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import types
+import typing
 from typing import Any, Callable
 
 from .cases import Answer, Deployment
@@ -150,8 +151,43 @@ class VllmSide:
         fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEParallelConfig)}
         return self.cfg_mod.FusedMoEParallelConfig(**{k: v for k, v in kwargs.items() if k in fields})
 
+    def start_checks(self, dep: Deployment) -> Deployment:
+        """What vLLM checks of the deployment's flags at start, before any layer is built;
+        returns ``dep`` with the all2all backend the release's config ends with.
+
+        (``ParallelConfig`` and ``KernelConfig`` themselves validate in :meth:`parallel_config`
+        and :meth:`moe_config`.)
+
+        * ``KernelConfig.set_platform_defaults``: ``validate_flashinfer_moe_ep_model`` (the
+          FlashInfer MoE-EP backends that are DeepSeek-V4-only in this release) and, from
+          0.32.0, ``bind_passthrough_all2all_backend`` (a MoE-EP backend turns the default
+          all2all backend into ``passthrough``; any other pairing with ``passthrough`` raises).
+        * ``VllmConfig.__post_init__``'s moonep checks (0.31.0+; transcribed): unquantized BF16
+          models only, no EPLB.
+
+        Raises:
+            ValueError: what the release raises at start.
+        """
+        kernel = importlib.import_module("vllm.config.kernel")
+        cfg = types.SimpleNamespace(all2all_backend=dep.all2all_backend)
+        architectures = [dep.architecture] if dep.architecture else []
+        if hasattr(kernel, "validate_flashinfer_moe_ep_model"):
+            kernel.validate_flashinfer_moe_ep_model(dep.moe_backend, architectures)
+        if cfg.all2all_backend == "moonep":
+            # VllmConfig.__post_init__ (vllm/config/vllm.py, 0.31.0+), transcribed: the whole
+            # VllmConfig cannot be built here. The harness's model is quantized iff it has a weight key.
+            if dep.weight_key is not None:
+                raise ValueError("The moonep all2all backend currently supports unquantized BF16 models only")
+            if dep.in_dtype != "bfloat16":
+                raise ValueError("The moonep all2all backend currently supports BF16 models only")
+            if dep.enable_eplb:
+                raise ValueError("The moonep all2all backend does not support EPLB yet")
+        if hasattr(kernel, "bind_passthrough_all2all_backend"):
+            kernel.bind_passthrough_all2all_backend(dep.moe_backend, cfg)
+        return dataclasses.replace(dep, all2all_backend=cfg.all2all_backend) if cfg.all2all_backend != dep.all2all_backend else dep
+
     def moe_config(self, dep: Deployment) -> Any:
-        """``FusedMoEConfig`` as the release's layer factory builds it.
+        """``FusedMoEConfig`` as the release's layer factory builds it (after :meth:`start_checks`).
 
         Raises:
             ValueError, AssertionError: what the layer factory raises (EPLB with uneven
@@ -159,6 +195,7 @@ class VllmSide:
                 and what ``KernelConfig`` refuses (a ``moe_backend`` outside the release's
                 ``MoEBackend`` literal).
         """
+        dep = self.start_checks(dep)
         par = self.parallel_config(dep)
         # KernelConfig validates and normalizes --moe-backend (lower case, "_" for "-") at start.
         moe_backend = self.kernel_cls(moe_backend=dep.moe_backend).moe_backend
@@ -264,6 +301,10 @@ class VllmSide:
         self.sim.set_tp_world(dep.tp_size)
         torch = self.torch
         layer = torch.nn.Module()
+        # What RoutedExperts has set when it calls create_weights (P/routed_experts.py).
+        layer.hidden_size = moe.hidden_dim
+        layer.intermediate_size_per_partition = moe.intermediate_size_per_partition
+        layer.moe_config = moe
         with torch.device("meta"):
             method.create_weights(
                 layer=layer,

@@ -22,7 +22,10 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
   answer from the deployment for the modules in :data:`MODULE_PACKAGES`; every
   ``has_flashinfer*`` probe returns False when FlashInfer is absent and runs for real
   (against the FlashInfer the release pins, on ``sys.path``) when it is present, with
-  the cubin probe true. References bound into other modules are rebound.
+  the cubin probe true. References bound into other modules are rebound. FlashInfer's
+  CuTe-DSL modules need nvidia-cutlass-dsl (a dependency of flashinfer-python this environment
+  lacks): the probes see the names their source defines (``_ModuleView``). b12x is probed once
+  at import by ``vllm.utils.b12x``; its answer follows the deployment (``_refresh_b12x``).
 * **Environment variables**: ``os.environ`` per deployment (vLLM reads ``vllm.envs``
   lazily); AITER's cached flags are refreshed with vLLM's own ``refresh_env_variables``.
 * **Caches**: every ``functools`` cache inside ``vllm.*`` is cleared when the platform,
@@ -138,10 +141,17 @@ _STUB_TOPS: dict[str, str] = {name: pkg for name, pkg in MODULE_PACKAGES.items()
 # P/experts/fused_humming_moe.py compares ``cls.humming_gemm_type().value.lower()`` with the
 # names get_humming_moe_gemm_type() derives ("indexed", "grouped_contiguous", "grouped_masked"),
 # so each member's value is that name.
+def _aiter_fused_moe(*args: Any, gate_mode: Any = None, **kwargs: Any) -> Any:
+    """Stands in for ``aiter.fused_moe.fused_moe`` of an AITER >= 0.1.14 (ROCm/aiter#3123 added
+    ``gate_mode``); vLLM 0.33.0 ``rocm_aiter_ops.fused_moe_supports_gate_mode`` reads its signature."""
+    raise RuntimeError("aiter.fused_moe.fused_moe is a stand-in in the differential harness")
+
+
 _STANDIN_ATTRS: dict[str, dict[str, Any]] = {
     "humming.config": {
         "GemmType": enum.Enum("GemmType", {"INDEXED": "indexed", "GROUPED_CONTIGUOUS": "grouped_contiguous", "GROUPED_MASKED": "grouped_masked"}),
     },
+    "aiter.fused_moe": {"fused_moe": _aiter_fused_moe},
 }
 
 
@@ -168,6 +178,8 @@ class _StubFinder(importlib.abc.MetaPathFinder):
         self.sim = sim
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if self.sim._hide_stubs:
+            return None
         pkg = _STUB_TOPS.get(fullname.split(".")[0])
         if pkg is None or pkg not in self.sim._packages:
             return None
@@ -187,6 +199,56 @@ class _GroupStandIn:
 
     def __getattr__(self, name: str) -> Any:
         raise RuntimeError(f"the differential harness simulates no process group: GroupCoordinator.{name} was read")
+
+
+@functools.cache
+def _flashinfer_source(module_name: str) -> Path | None:
+    """The source file of a FlashInfer module (package ``__init__.py`` or ``.py``), found without importing it."""
+    top = sys.modules.get("flashinfer")
+    if top is None or getattr(top, "__file__", None) is None or not module_name.startswith("flashinfer"):
+        return None
+    base = Path(top.__file__).parent.joinpath(*module_name.split(".")[1:])
+    for candidate in (base / "__init__.py", base.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@functools.cache
+def _defined_names(path: Path) -> frozenset[str]:
+    """Names a module's source binds at top level, including under ``try``/``with``/``if``."""
+    names: set[str] = set()
+    stack = list(ast.parse(path.read_text()).body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Try, ast.With, ast.If)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []):
+                    stack.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return frozenset(names)
+
+
+class _ModuleView:
+    """A FlashInfer module as vLLM's probes see it where its CuTe DSL is installed (see
+    :meth:`Simulation._flashinfer_submodule`): the imported module's attributes, else a stand-in
+    for any name its source defines."""
+
+    def __init__(self, name: str, real: types.ModuleType | None, names: frozenset[str]) -> None:
+        self._name, self._real, self._names = name, real, names
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._real is not None and hasattr(self._real, attr):
+            return getattr(self._real, attr)
+        if attr in self._names:
+            return _StubValue(f"{self._name}.{attr}")
+        raise AttributeError(attr)
 
 
 class Simulation:
@@ -212,6 +274,8 @@ class Simulation:
         self._cpu_arch = "x86_64"
         self._install_standins()
         self._stubs: set[str] = set()
+        self._hide_stubs = False
+        self._fi_unimportable: set[str] = set()
         sys.meta_path.insert(0, _StubFinder(self))
         import torch
 
@@ -473,6 +537,35 @@ class Simulation:
                     self._register(value, lambda: "flashinfer" in sim._packages)
                     continue
                 self._register(value, self._flashinfer_probe(value))
+            if hasattr(fi, "_get_submodule"):
+                fi._get_submodule = self._flashinfer_submodule
+
+    def _flashinfer_submodule(self, module_name: str) -> Any:
+        """``vllm.utils.flashinfer._get_submodule`` for a FlashInfer that has its CuTe DSL.
+
+        flashinfer-python requires nvidia-cutlass-dsl (``Requires-Dist: nvidia-cutlass-dsl>=4.6.2a0``
+        in 0.6.18 ... 0.7.2.post1), which this environment does not install: FlashInfer's CuTe-DSL
+        modules fail to import here, and FlashInfer's own ``__init__`` silently skips the names it
+        imports from them. vLLM's probes only ask whether a module has a name, so they get a
+        :class:`_ModuleView`: the module as it imports here, plus every name its source defines at
+        any nesting (read with ``ast``, never executed). A ``cutlass`` stand-in is never what
+        FlashInfer imports (the stand-ins are hidden while FlashInfer modules import).
+        """
+        if "flashinfer" not in self._packages:
+            return None
+        path = _flashinfer_source(module_name)
+        if path is None:
+            return None
+        real = sys.modules.get(module_name)
+        if real is None and module_name not in self._fi_unimportable:
+            self._hide_stubs = True
+            try:
+                real = importlib.import_module(module_name)
+            except Exception:  # noqa: BLE001 - the CuTe DSL (or a GPU library) is missing here
+                self._fi_unimportable.add(module_name)
+            finally:
+                self._hide_stubs = False
+        return _ModuleView(module_name, real, _defined_names(path))
 
     def _flashinfer_probe(self, original: Callable[..., Any]) -> Callable[..., Any]:
         sim = self
@@ -567,12 +660,35 @@ class Simulation:
             del os.environ[key]
         os.environ.update(dep.env_map)
         self._refresh_aiter()
+        self._refresh_b12x()
         for cache in self._caches:
             try:
                 cache.cache_clear()
             except Exception:  # noqa: BLE001 - a cache that cannot be cleared is recorded nowhere; skip
                 pass
         self._state = state
+
+    def _refresh_b12x(self) -> None:
+        """``vllm.utils.b12x`` probes the package once, at import (``importlib.util.find_spec``),
+        not through ``_has_module``: its module-level answer and submodules follow the deployment.
+
+        The fused-MoE submodule's ``is_supported()`` is b12x 1.5.1's ``default_is_supported``:
+        SM 12.0/12.1, nvidia-cutlass-dsl >= 4.6.0 and triton. b12x pins nvidia-cutlass-dsl==4.8.0
+        and CUDA torch ships triton, so wherever b12x is installed only the device decides.
+        """
+        mod = sys.modules.get("vllm.utils.b12x")
+        if mod is None or not hasattr(mod, "_B12X_SUBMODULES"):
+            return
+        present = "b12x" in self._packages
+        mod._HAS_B12X = present
+        sim = self
+        subs = {}
+        for name in list(mod._B12X_SUBMODULES):
+            stub = _StubModule(name) if present else None
+            if stub is not None and name == "b12x.moe.fused_moe":
+                stub.is_supported = lambda device=None: sim._platform == "cuda" and sim._capability in (120, 121)
+            subs[name] = stub
+        mod._B12X_SUBMODULES = subs
 
     def _refresh_aiter(self) -> None:
         mod = sys.modules.get("vllm._aiter_ops")

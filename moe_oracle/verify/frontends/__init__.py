@@ -26,6 +26,12 @@ FRONT_ENDS: dict[str, str] = {
     "direct": "generic:direct",
     "unquantized": "generic:unquantized",
     "fp8": "fp8:fp8_method",
+    "modelopt_nvfp4": "nvfp4:modelopt_nvfp4",
+    "ct_nvfp4": "nvfp4:ct_nvfp4",
+    "online_nvfp4": "nvfp4:online_nvfp4",
+    "modelopt_mxfp8": "mxfp8:modelopt_mxfp8",
+    "ct_mxfp8": "mxfp8:ct_mxfp8",
+    "online_mxfp8": "mxfp8:online_mxfp8",
     "compressed-tensors-fp8": "fp8:compressed_tensors",
 }
 """Front-end name -> ``module:function`` in ``moe_oracle.verify.frontends``."""
@@ -34,6 +40,12 @@ QUANT_METHOD: dict[str, str | None] = {
     "direct": None,
     "unquantized": None,
     "fp8": "fp8",
+    "modelopt_nvfp4": "modelopt",
+    "ct_nvfp4": "compressed-tensors",
+    "online_nvfp4": "nvfp4_per_token",
+    "modelopt_mxfp8": "modelopt",
+    "ct_mxfp8": "compressed-tensors",
+    "online_mxfp8": "mxfp8",
     "compressed-tensors-fp8": "compressed-tensors",
 }
 """Front-end name -> the checkpoint ``quant_method`` our side is told (``None``: unknown)."""
