@@ -120,7 +120,8 @@ class PriorityOrder:
 
 @dataclass(frozen=True)
 class Adjustment:
-    """Moves backends to the front or back of the order where ``when`` holds (vLLM's ``_move_to_*``)."""
+    """Moves backends to the front or back of the order, or directly before or after ``anchor``,
+    where ``when`` holds (vLLM's ``_move_to_*``, ``prioritize_humming``)."""
 
     id: str
     when: tuple[Predicate, ...]
@@ -130,6 +131,12 @@ class Adjustment:
     reason: str
     reference: str
     engine: Range = field(default=None, compare=False)
+    anchor: str | None = None
+
+    @property
+    def position(self) -> str:
+        """Where the moved backends go, in words: ``front``, ``back``, ``position before marlin``."""
+        return self.to if self.anchor is None else f"position {self.to} {self.anchor}"
 
 
 @dataclass(frozen=True)

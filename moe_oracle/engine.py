@@ -9,10 +9,10 @@
 3. Evaluate *every* check of *every* experts kernel and prepare/finalize
    (:class:`~moe_oracle.checks.CheckIndex`); unknown inputs abstain. Known-bad rules are
    evaluated too; they reject only under the safe policy.
-4. Order backends by the first matching priority order, then apply the
-   adjustments that fire (each recorded); within a backend, monolithic before
-   modular, then table order. Backends outside the order are rejected with
-   ``path_not_enabled`` unless requested.
+4. Order backends by the first matching priority order (requested backends first, in the
+   order their name maps them), then apply the adjustments that fire (each recorded); within
+   a backend, monolithic before modular, then table order. Backends outside the order are
+   rejected with ``path_not_enabled`` unless requested.
 5. Under the faithful policy, a shortcut whose condition holds picks the winner as the
    engine's early return does (its unchecked failures become warnings). Otherwise the first
    eligible candidate wins. A faithful winner that matches a known-bad rule, or that a shortcut
@@ -91,7 +91,7 @@ def _override(catalog: Catalog, values: Mapping[str, Any], sources: Mapping[str,
     return None
 
 
-def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder | None, list[str], list[Demotion], list[str]]:
+def _order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ...] | None = None) -> tuple[PriorityOrder | None, list[str], list[Demotion], list[str]]:
     notes: list[str] = []
     order = next((o for o in catalog.orders if _holds(o.when, values)), None)
     if order is None:
@@ -99,6 +99,10 @@ def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder |
         backends = sorted(catalog.backends)
     else:
         backends = list(order.backends)
+    if requested:
+        # An explicit request tries the backends its name maps to in the mapping's order
+        # (vLLM's map_*_backend lists), ahead of everything else, which it rejects anyway.
+        backends = list(requested) + [b for b in backends if b not in requested]
     demotions: list[Demotion] = []
     for adj in catalog.adjustments:
         held = _holds(adj.when, values)
@@ -110,8 +114,14 @@ def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder |
         if not present:
             continue
         rest = [b for b in backends if b not in present]
-        backends = present + rest if adj.to == "front" else rest + present
-        demotions += [Demotion(adj.id, b, adj.to, adj.reason, adj.reference) for b in present]
+        if adj.anchor is not None:
+            if adj.anchor not in rest:
+                continue
+            at = rest.index(adj.anchor) + (1 if adj.to == "after" else 0)
+            backends = rest[:at] + present + rest[at:]
+        else:
+            backends = present + rest if adj.to == "front" else rest + present
+        demotions += [Demotion(adj.id, b, adj.position, adj.reason, adj.reference) for b in present]
     for b in catalog.fallback:
         if b not in backends:
             backends.append(b)
@@ -179,7 +189,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         for j, i in enumerate(view.known_bad_owner):
             fails[i] += kb_fails[j]
             abstains[i] += kb_abstains[j]
-    order, backends, demotions, notes = _order(view, values)
+    order, backends, demotions, notes = _order(view, values, requested)
     position = {b: i for i, b in enumerate(backends)}
     dispatch = values["dispatch"]
     is_auto = values["moe_backend"] == "auto"

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from .quant import QUANT_KEYS, SCHEMES, QuantFamily
 from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Platform, ReasonCode, RoutingMethod, enum_values
 
-__all__ = ["FIELDS", "FieldSpec", "NONE", "field_spec", "is_known_field"]
+__all__ = ["FIELDS", "FieldSpec", "MXFP4_SELECTORS", "NONE", "field_spec", "is_known_field"]
 
 NONE = "none"
 """Value of ``all2all``/``dispatch`` when no all2all kernel runs, and of a quant side that is unquantized."""
@@ -52,6 +52,8 @@ def _f(name: str, kind: str, domain: tuple[Any, ...] | None, category: str, code
 
 R = ReasonCode
 _BOOL = (False, True)
+MXFP4_SELECTORS = (NONE, "generic", "deepseek_v4", "compressed_tensors")
+"""Domain of ``mxfp4_selector`` (see :func:`moe_oracle.normalize.mxfp4_selector`)."""
 _QUANT_SIDES = (NONE, *QUANT_KEYS)
 _A2A = (NONE, *enum_values(All2AllBackend))
 
@@ -66,9 +68,12 @@ _FIELDS = (
     _f("activation_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "activation quant key ('none' = model dtype)", ("quant",)),
     _f("quant_family", "enum", enum_values(QuantFamily), "derived", R.QUANT_UNSUPPORTED, "vLLM oracle family of the quant scheme", ("quant",)),
     _f("quant_method", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "checkpoint quantization format (fp8, compressed-tensors, modelopt, mxfp4 ...)"),
+    _f("mxfp4_selector", "enum", MXFP4_SELECTORS, "derived", R.PATH_NOT_ENABLED, "which vLLM MXFP4 entry point selects: generic (select_mxfp4_moe_backend), deepseek_v4 (Mxfp4MoEMethod), compressed_tensors (its fixed choice), none", ("quant", "quant_method", "model_type")),
+    _f("selector_activation_quant", "enum", _QUANT_SIDES, "derived", R.QUANT_UNSUPPORTED, "activation quant key the family's selector is asked for ('none' where the quant method passes none)", ("quant", "quant_method", "model_type")),
     _f("activation", "enum", enum_values(Activation), "checkpoint", R.ACTIVATION_UNSUPPORTED, "expert activation"),
     _f("is_gated", "bool", _BOOL, "derived", R.ACTIVATION_UNSUPPORTED, "gated activation (act(gate) * up)", ("activation",)),
     _f("swiglu_clamp", "bool", _BOOL, "derived", R.FEATURE_UNSUPPORTED, "model sets swiglu_limit: the kernel must apply the clamp", ("swiglu_limit",)),
+    _f("swiglu_alpha_beta", "bool", _BOOL, "derived", R.FEATURE_UNSUPPORTED, "model sets swiglu_alpha or swiglu_beta: the kernel must take a custom SwiGLU", ("swiglu_alpha", "swiglu_beta")),
     _f("routing_method", "enum", enum_values(RoutingMethod), "checkpoint", R.ROUTING_UNSUPPORTED, "router algorithm"),
     _f("router_logits_dtype", "enum", enum_values(DType), "checkpoint", R.ROUTER_DTYPE_UNSUPPORTED, "router logits dtype", ("router_logits_dtype", "in_dtype")),
     _f("in_dtype", "enum", enum_values(DType), "checkpoint", R.DTYPE_UNSUPPORTED, "model activation dtype"),

@@ -27,7 +27,7 @@ from .envvars import EnvVarSpec, parse_env_value
 from .fields import NONE
 from .vocab import ActivationFormat, All2AllBackend, Platform, Source
 
-__all__ = ["EnvVarSpec", "Normalized", "normalize", "parse_env_value"]
+__all__ = ["EnvVarSpec", "Normalized", "mxfp4_selector", "normalize", "parse_env_value"]
 
 _BATCHED_DISPATCH = frozenset({All2AllBackend.DEEPEP_LOW_LATENCY.value, All2AllBackend.NIXL_EP.value})
 
@@ -47,6 +47,43 @@ class Normalized:
         from .records import jsonable
 
         return {k: {"value": jsonable(v), "source": self.sources[k].value} for k, v in sorted(self.values.items(), key=lambda kv: kv[0])}
+
+
+# Quant methods whose MoE layer is vLLM's Mxfp4MoEMethod for MXFP4 experts (DeepSeek-V4 selector):
+# Fp8Config with MXFP4-stored experts and the DeepSeek-V4/V4.1 checkpoint configs.
+_MXFP4_DSV4_METHODS = frozenset({"fp8", "deepseek_v4_fp8", "deepseek_v41_fp8"})
+# Quant methods that call the generic selector without the checkpoint's activation key.
+_MXFP4_UNKEYED_METHODS = frozenset({"mxfp4", "gpt_oss_mxfp4", "compressed-tensors"})
+
+
+def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str | None) -> str | None:
+    """Which vLLM MXFP4 entry point selects the experts of a layer with ``weight`` weights.
+
+    vLLM 0.29.0-0.33.0: ``quant_method: mxfp4`` resolves to ``GptOssMxfp4Config`` only for
+    ``model_type: gpt_oss`` (``Q/mxfp4.py GptOssMxfp4Config.override_quantization_method``), whose
+    ``GptOssMxfp4MoEMethod`` calls ``select_mxfp4_moe_backend`` (``generic``); any other model
+    gets ``Mxfp4Config`` and ``Mxfp4MoEMethod``, which calls
+    ``select_deepseek_v4_mxfp4_moe_backend`` (``deepseek_v4``), as do FP8 configs with
+    MXFP4-stored experts. compressed-tensors MXFP4 is ``CompressedTensorsW4A4Mxfp4MoEMethod``
+    (``compressed_tensors``: a fixed choice, the generic selector only for a b12x or MoE-EP
+    request). Every other quant method (Quark OCP-MX, online MXFP4, INC) calls the generic
+    selector; an unknown quant method is taken as the generic selector too (the ``direct``
+    question). ``None`` when the answer depends on an unknown model type.
+
+    Returns:
+        ``none`` (weights are not MXFP4), ``generic``, ``deepseek_v4``, ``compressed_tensors``, or ``None``.
+    """
+    if weight != "mxfp4_static":
+        return NONE
+    if quant_method == "mxfp4":
+        if model_type is None:
+            return None
+        return "generic" if model_type == "gpt_oss" else "deepseek_v4"
+    if quant_method == "compressed-tensors":
+        return "compressed_tensors"
+    if quant_method in _MXFP4_DSV4_METHODS:
+        return "deepseek_v4"
+    return "generic"
 
 
 def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...], assumed: Mapping[str, str] | None = None) -> Normalized:
@@ -89,10 +126,16 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("activation_quant", q.activation or NONE, qsrc)
     put("quant_family", q.family.value, Source.DERIVED)
     put("quant_method", config.quant_method if config.quant_method is not None else (NONE if q.weight is None else None), _source(config, "quant_method", given))
+    selector = mxfp4_selector(q.weight, config.quant_method, config.model_type)
+    put("mxfp4_selector", selector, Source.DERIVED if config.quant_method is not None or selector == NONE else Source.DEFAULT)
+    unkeyed = q.weight == "mxfp4_static" and config.quant_method in _MXFP4_UNKEYED_METHODS
+    put("selector_activation_quant", NONE if unkeyed else (q.activation or NONE), Source.DERIVED)
 
     put("activation", config.activation.value, _source(config, "activation", given))
     put("is_gated", config.activation.is_gated, Source.DERIVED)
     put("swiglu_clamp", config.swiglu_limit is not None, _source(config, "swiglu_limit", Source.DERIVED))
+    custom = config.swiglu_alpha is not None or config.swiglu_beta is not None
+    put("swiglu_alpha_beta", custom, _source(config, "swiglu_alpha", Source.DERIVED))
     put("routing_method", config.routing_method.value, _source(config, "routing_method", given))
     logits = config.router_logits_dtype or config.in_dtype
     put("router_logits_dtype", logits.value, _source(config, "router_logits_dtype", Source.DEFAULT if config.router_logits_dtype is None else given))

@@ -124,7 +124,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
     implied_quant: dict[str, str] = {}
     for alias in compiled.backend_aliases:
         targets = present(alias.backends)
-        if not ok(alias.engine) or not targets or (alias.name in backends and targets != (alias.name,)):
+        if not ok(alias.engine) or not targets or (alias.name in backends and targets[0] != alias.name):
             continue
         backend_names[alias.name] = targets
         if alias.quant_scheme:

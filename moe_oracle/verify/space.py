@@ -95,7 +95,7 @@ FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
     ),
     "mxfp8": (("mxfp8_static", "mxfp8_dynamic"), ("mxfp8_static", None)),
     "nvfp4": (("nvfp4_static", "nvfp4_dynamic"), ("nvfp4_static", None), ("nvfp4_static", "nvfp4_dynamic_token")),
-    "mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp8_dynamic"), ("mxfp4_static", "mxfp4_dynamic"), ("mxfp4_static", "fp8_dynamic_group128")),
+    "mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp8_dynamic"), ("mxfp4_static", "mxfp4_dynamic"), ("mxfp4_static", "fp8_dynamic_group128"), ("mxfp4_static", "fp8_static_tensor")),
     "int8": (("int8_static_channel", "int8_dynamic_token"), ("int8_static_tensor", "int8_dynamic_tensor")),
     "wna16": (("int4_static", None), ("int4_static_g32", None), ("int4_static_asym", None), ("int8_static", None)),
     "w4a8_fp8": (("int4_static", "fp8_dynamic_token"),),
@@ -108,8 +108,27 @@ _FAMILY_WEIGHTS = {"unquantized": 5, "fp8": 5, "mxfp8": 2, "nvfp4": 3, "mxfp4": 
 FRONT_ENDS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "unquantized": ("unquantized", "direct"),
     "fp8": ("fp8", "direct"),
+    "mxfp4": ("mxfp4", "compressed_tensors_mxfp4", "quark_mxfp4", "direct"),
 }
 """Front ends the harness drives per family; families not listed use ``direct``."""
+
+FRONT_END_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
+    # quant_method mxfp4: GPT-OSS (no activation quant) and DeepSeek-V4-style (MXFP8 activations declared).
+    "mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp8_dynamic")),
+    "compressed_tensors_mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp4_dynamic")),
+    "quark_mxfp4": (("mxfp4_static", None), ("mxfp4_static", "fp8_static_tensor"), ("mxfp4_static", "mxfp4_dynamic")),
+}
+"""(weight, activation) pairs a front end's checkpoints carry, where it is narrower than its family's."""
+
+FRONT_END_MODEL_TYPES: dict[str, tuple[str, ...]] = {
+    # quant_method mxfp4 resolves by model type (GptOssMxfp4Config claims gpt_oss only); a real
+    # checkpoint always has one.
+    "mxfp4": ("gpt_oss", "gpt_oss", "deepseek_v4", "deepseek_v4", "kimi_k3", "qwen3_moe"),
+}
+"""Model types a front end's checkpoints carry, where the front end needs one."""
+
+_EXHAUSTIVE_MODEL_TYPES: dict[str, tuple[str, ...]] = {"mxfp4": ("gpt_oss", "deepseek_v4")}
+"""The model types the exhaustive product takes per front end (one per entry point they select)."""
 
 ALL2ALL = (
     "allgather_reducescatter",
@@ -174,6 +193,9 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     front = _pick(rng, FRONT_ENDS_BY_FAMILY.get(family, ("direct",)))
     platform, cap, arch, amx = _pick(rng, DEVICES, _DEVICE_WEIGHTS)
     e, k, h, i = _pick(rng, SHAPES, _SHAPE_WEIGHTS)
+    schemes = FRONT_END_SCHEMES.get(front)
+    if schemes is not None and (weight, act) not in schemes:
+        weight, act = _pick(rng, schemes)
     tp, dp = _pick(rng, _TP_DP, (4, 3, 3, 6, 1, 2, 3, 2, 1, 1))
     use_ep = rng.random() < 0.45
     a2a = _pick(rng, ALL2ALL, (6, 3, 3, 2, 1, 1, 1, 1, 1, 1)) if use_ep and dp > 1 else _pick(rng, ALL2ALL, (20, 1, 1, 1, 1, 1, 1, 1, 1, 1))
@@ -194,6 +216,9 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     packages = tuple(p for p in PACKAGES if rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS)
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
+    model_type = _pick(rng, (None, None, None, "deepseek_v3", "qwen3_moe", "qwen3_5_moe_text", "kolibri1", "gpt_oss", "deepseek_v4"))
+    if model_type is None and front in FRONT_END_MODEL_TYPES:
+        model_type = _pick(rng, FRONT_END_MODEL_TYPES[front])
     return Deployment(
         platform=platform,
         capability=cap,
@@ -228,7 +253,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         moe_backend=backend,
         env=tuple(env.items()),
         packages=packages,
-        model_type=_pick(rng, (None, None, None, "deepseek_v3", "qwen3_moe", "qwen3_5_moe_text", "kolibri1", "gpt_oss", "deepseek_v4")),
+        model_type=model_type,
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
     )
@@ -257,11 +282,14 @@ def exhaustive_deployments(
             if platforms and platform not in platforms:
                 continue
             for (weight, act), front in itertools.product(FAMILY_SCHEMES[family], FRONT_ENDS_BY_FAMILY.get(family, ("direct",))):
+                if front in FRONT_END_SCHEMES and (weight, act) not in FRONT_END_SCHEMES[front]:
+                    continue
                 block = (128, 128) if weight and "block" in weight else None
-                base = Deployment(platform=platform, capability=cap, arch=arch, cpu_amx=amx, family=family, front_end=front, weight_key=weight, activation_key=act,
-                                  block=block, num_experts=e, top_k=k, hidden_size=h, intermediate_size=i,
-                                  packages=("aiter", "deep_gemm", "flashinfer", "triton_kernels"))
-                for activation, routing in itertools.product(("silu", "swigluoai", "relu2_no_mul"), ("renormalize", "deepseek_v3", "default")):
-                    for tp, dp, ep, a2a in parallel:
-                        for lora, backend in ((False, "auto"), (True, "auto"), (False, "triton")):
-                            yield replace(base, activation=activation, routing_method=routing, tp_size=tp, dp_size=dp, use_ep=ep, all2all_backend=a2a, lora=lora, moe_backend=backend)
+                for model_type in _EXHAUSTIVE_MODEL_TYPES.get(front, (None,)):
+                    base = Deployment(platform=platform, capability=cap, arch=arch, cpu_amx=amx, family=family, front_end=front, weight_key=weight, activation_key=act,
+                                      block=block, num_experts=e, top_k=k, hidden_size=h, intermediate_size=i, model_type=model_type,
+                                      packages=("aiter", "deep_gemm", "flashinfer", "triton_kernels"))
+                    for activation, routing in itertools.product(("silu", "swigluoai", "relu2_no_mul"), ("renormalize", "deepseek_v3", "default")):
+                        for tp, dp, ep, a2a in parallel:
+                            for lora, backend in ((False, "auto"), (True, "auto"), (False, "triton")):
+                                yield replace(base, activation=activation, routing_method=routing, tp_size=tp, dp_size=dp, use_ep=ep, all2all_backend=a2a, lora=lora, moe_backend=backend)

@@ -108,6 +108,7 @@ class VllmSide:
         """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups)."""
         flat = dep.tp_size * dep.dp_size
         use_ep = dep.use_ep and flat > 1
+        all2all = self._bound_all2all(dep)
         kwargs = dict(
             tp_size=1 if use_ep else flat,
             pcp_size=1,
@@ -119,11 +120,32 @@ class VllmSide:
             ep_rank=0,
             sp_size=1,
             use_ep=use_ep,
-            all2all_backend=dep.all2all_backend,
+            all2all_backend=all2all,
             enable_eplb=dep.enable_eplb,
         )
         fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEParallelConfig)}
         return self.cfg_mod.FusedMoEParallelConfig(**{k: v for k, v in kwargs.items() if k in fields})
+
+    def _bound_all2all(self, dep: Deployment) -> str:
+        """The all2all backend after the release's config layer binds it to the MoE backend.
+
+        vLLM 0.32+ ``vllm/config/kernel.py bind_passthrough_all2all_backend``: a FlashInfer MoE-EP
+        backend gets ``passthrough`` when the all2all backend is left at its default and refuses any
+        other (ValueError); ``passthrough`` with another MoE backend is refused too.
+
+        Raises:
+            ValueError: what the release's config layer raises.
+        """
+        try:
+            kernel = importlib.import_module("vllm.config.kernel")
+        except ImportError:
+            return dep.all2all_backend
+        bind = getattr(kernel, "bind_passthrough_all2all_backend", None)
+        if bind is None:
+            return dep.all2all_backend
+        holder = types.SimpleNamespace(all2all_backend=dep.all2all_backend)
+        bind(dep.moe_backend, holder)
+        return holder.all2all_backend
 
     def moe_config(self, dep: Deployment) -> Any:
         """``FusedMoEConfig`` as the release's layer factory builds it.
@@ -196,6 +218,14 @@ class VllmSide:
             cfg.model_config = fake
         except Exception:  # noqa: BLE001 - pydantic dataclasses may refuse; bypass validation
             object.__setattr__(cfg, "model_config", fake)
+        # Selection code also reads the global parallel config (FlashInfer MoE-EP's EPLB check),
+        # which vLLM fills from the same flags as the MoE layer's.
+        parallel = getattr(cfg, "parallel_config", None)
+        if parallel is not None and hasattr(parallel, "enable_eplb"):
+            try:
+                parallel.enable_eplb = dep.enable_eplb
+            except Exception:  # noqa: BLE001 - pydantic validation on assignment; bypass it
+                object.__setattr__(parallel, "enable_eplb", dep.enable_eplb)
 
     # ------------------------------------------------------------------ front ends
 

@@ -23,6 +23,8 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
   ``has_flashinfer*`` probe returns False when FlashInfer is absent and runs for real
   (against the FlashInfer the release pins, on ``sys.path``) when it is present, with
   the cubin probe true. References bound into other modules are rebound.
+* **b12x**: ``vllm.utils.b12x`` probes the package once at import; its flag and submodules are
+  set per deployment, the fused-MoE ``is_supported()`` answering as b12x 1.5.1 does (SM 12.x).
 * **Environment variables**: ``os.environ`` per deployment (vLLM reads ``vllm.envs``
   lazily); AITER's cached flags are refreshed with vLLM's own ``refresh_env_variables``.
 * **Caches**: every ``functools`` cache inside ``vllm.*`` is cleared when the platform,
@@ -133,6 +135,29 @@ class _StubModule(types.ModuleType):
 _STUB_TOPS: dict[str, str] = {name: pkg for name, pkg in MODULE_PACKAGES.items() if "." not in name and name != "flashinfer"}
 
 
+def _standin_values() -> dict[str, dict[str, Any]]:
+    """Real values a stand-in module must hold because selection code reads them.
+
+    Only plain data the package defines: ``humming.config.GemmType`` is the enum of
+    humming-kernels 0.1.19 ``humming/config/enum.py``; every Humming experts class's
+    ``is_supported_config`` compares ``cls.humming_gemm_type().value.lower()`` with the
+    GEMM type vLLM prefers (``P/experts/fused_humming_moe.py``, vLLM 0.29.0-0.33.0).
+    """
+    import enum
+
+    class GemmType(enum.Enum):
+        DENSE = "dense"
+        INDEXED = "indexed"
+        GROUPED_CONTIGUOUS = "grouped_contiguous"
+        GROUPED_MASKED = "grouped_masked"
+
+    GemmType.__module__ = "humming.config"
+    return {"humming.config": {"GemmType": GemmType}}
+
+
+_STANDIN_VALUES = _standin_values()
+
+
 class _StubLoader(importlib.abc.Loader):
     def __init__(self, created: set[str]) -> None:
         self.created = created
@@ -145,7 +170,8 @@ class _StubLoader(importlib.abc.Loader):
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        return None
+        for name, value in _STANDIN_VALUES.get(module.__name__, {}).items():
+            setattr(module, name, value)
 
 
 class _StubFinder(importlib.abc.MetaPathFinder):
@@ -208,6 +234,7 @@ class Simulation:
         self._vllm_config_ctx.__enter__()
         self._probe_originals: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
         self._install_probes()
+        self._import_flashinfer()
         self._caches: list[Any] = []
         self._modules_seen = 0
         self._rebind()
@@ -341,6 +368,21 @@ class Simulation:
                 except Exception as exc:  # noqa: BLE001 - recorded; vLLM imports lazily too
                     self.import_errors[info.name] = f"{type(exc).__name__}: {exc}"[:200]
 
+    def _import_flashinfer(self) -> None:
+        """Import the pinned FlashInfer once, before any deployment's stand-ins exist.
+
+        FlashInfer imports ``cutlass`` (the CUTLASS DSL) itself; with a deployment that
+        declares ``cutlass`` present, a stand-in would answer that import and FlashInfer's
+        import would fail, and whether it did would depend on which deployment first
+        triggered it. Importing it here fixes its module state to what this environment
+        installs (no CUTLASS DSL), the same for every deployment; its presence is still
+        answered per deployment by the probes.
+        """
+        try:
+            importlib.import_module("flashinfer")
+        except Exception as exc:  # noqa: BLE001 - recorded; FlashInfer may be absent from the environment
+            self.import_errors["flashinfer"] = f"{type(exc).__name__}: {exc}"[:200]
+
     def _install_probes(self) -> None:
         """Replace the optional-package probes with ones that answer from the deployment."""
         import vllm.utils.import_utils as iu
@@ -471,6 +513,7 @@ class Simulation:
             del os.environ[key]
         os.environ.update(dep.env_map)
         self._refresh_aiter()
+        self._refresh_b12x()
         for cache in self._caches:
             try:
                 cache.cache_clear()
@@ -491,6 +534,28 @@ class Simulation:
                 ops.refresh_env_variables()
             except Exception:  # noqa: BLE001
                 pass
+
+    def _refresh_b12x(self) -> None:
+        """``vllm.utils.b12x`` decides at import whether b12x is installed and imports its submodules
+        once; make both follow the deployment. The fused-MoE submodule's ``is_supported()`` answers as
+        b12x 1.5.1 does (``b12x/_lib/gating.py default_is_supported``): SM 12.0/12.1, with its
+        dependencies nvidia-cutlass-dsl 4.8.0 (pinned by the package) and triton installed."""
+        mod = sys.modules.get("vllm.utils.b12x")
+        if mod is None or not hasattr(mod, "_B12X_SUBMODULES"):
+            return
+        present = "b12x" in self._packages
+        mod._HAS_B12X = present
+        sim = self
+        subs = {}
+        for name in mod._B12X_SUBMODULES:
+            if not present:
+                subs[name] = None
+                continue
+            stand_in = _StubModule(name)
+            if name == "b12x.moe.fused_moe":
+                stand_in.is_supported = lambda device=None: sim._platform == "cuda" and sim._capability in (120, 121)
+            subs[name] = stand_in
+        mod._B12X_SUBMODULES = subs
 
     def modules_loaded(self) -> Iterable[str]:
         return sorted(n for n in sys.modules if n.startswith("vllm"))

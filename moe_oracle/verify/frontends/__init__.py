@@ -26,6 +26,9 @@ FRONT_ENDS: dict[str, str] = {
     "direct": "generic:direct",
     "unquantized": "generic:unquantized",
     "fp8": "fp8:fp8_method",
+    "mxfp4": "mxfp4:mxfp4_method",
+    "compressed_tensors_mxfp4": "mxfp4:compressed_tensors_mxfp4",
+    "quark_mxfp4": "mxfp4:quark_mxfp4",
 }
 """Front-end name -> ``module:function`` in ``moe_oracle.verify.frontends``."""
 
@@ -33,5 +36,8 @@ QUANT_METHOD: dict[str, str | None] = {
     "direct": None,
     "unquantized": None,
     "fp8": "fp8",
+    "mxfp4": "mxfp4",
+    "compressed_tensors_mxfp4": "compressed-tensors",
+    "quark_mxfp4": "quark",
 }
 """Front-end name -> the checkpoint ``quant_method`` our side is told (``None``: unknown)."""
