@@ -120,8 +120,8 @@ class PriorityOrder:
 
 @dataclass(frozen=True)
 class Adjustment:
-    """Moves backends to the front or back of the order, or directly before or after ``anchor``,
-    where ``when`` holds (vLLM's ``_move_to_*``, ``prioritize_humming``)."""
+    """Moves backends to the front or back of the order, or directly before / after another backend
+    (``to: before:<backend>``), where ``when`` holds (vLLM's ``_move_to_*``, ``prioritize_humming``)."""
 
     id: str
     when: tuple[Predicate, ...]
@@ -131,12 +131,6 @@ class Adjustment:
     reason: str
     reference: str
     engine: Range = field(default=None, compare=False)
-    anchor: str | None = None
-
-    @property
-    def position(self) -> str:
-        """Where the moved backends go, in words: ``front``, ``back``, ``position before marlin``."""
-        return self.to if self.anchor is None else f"position {self.to} {self.anchor}"
 
 
 @dataclass(frozen=True)
@@ -323,6 +317,8 @@ class Catalog:
     ``known_bad_index`` evaluates the known-bad rules of the kernels in ``known_bad_owner``
     (indices into ``experts``); the engine adds them to the failures only under the safe policy.
     ``known_bad_checks[i]`` are kernel ``i``'s (the faithful policy evaluates the winner's alone).
+    ``layer_rules`` are the rule ids of the constraints that bind every kernel (vLLM refuses the
+    layer before any oracle runs, so not even a shortcut returns a kernel past them).
     """
 
     experts: tuple[ExpertsEntry, ...]
@@ -354,6 +350,7 @@ class Catalog:
     source: CompiledTables | None = field(default=None, repr=False, compare=False)
     key: tuple[bool, ...] = field(default=(), repr=False, compare=False)
     removed_env_vars: tuple[RemovedEnvVar, ...] = ()
+    layer_rules: frozenset[str] = frozenset()
 
     @property
     def backends(self) -> tuple[str, ...]:

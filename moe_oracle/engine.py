@@ -110,18 +110,22 @@ def _order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ..
             notes.append(f"priority adjustment {adj.id} not applied: an input it reads is unknown")
         if not held:
             continue
-        present = [b for b in adj.move if b in backends]
+        present = [b for b in backends if b in adj.move]  # moved backends keep their relative order
         if not present:
             continue
         rest = [b for b in backends if b not in present]
-        if adj.anchor is not None:
-            if adj.anchor not in rest:
-                continue
-            at = rest.index(adj.anchor) + (1 if adj.to == "after" else 0)
-            backends = rest[:at] + present + rest[at:]
+        if adj.to == "front":
+            backends = present + rest
+        elif adj.to == "back":
+            backends = rest + present
         else:
-            backends = present + rest if adj.to == "front" else rest + present
-        demotions += [Demotion(adj.id, b, adj.position, adj.reason, adj.reference) for b in present]
+            # before:<backend> / after:<backend>: directly next to it, where it is in the order.
+            where, anchor = adj.to.split(":", 1)
+            if anchor not in rest:
+                continue
+            at = rest.index(anchor) + (1 if where == "after" else 0)
+            backends = rest[:at] + present + rest[at:]
+        demotions += [Demotion(adj.id, b, adj.to, adj.reason, adj.reference) for b in present]
     for b in catalog.fallback:
         if b not in backends:
             backends.append(b)
@@ -234,7 +238,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         winner = next((k for k, r in enumerate(rows) if not r.failures), None)
 
     warnings = _warnings(view, original, env, norm, rows, winner, release, policy, shortcut, waived, notes)
-    if shortcut is not None and requested is not None:
+    if shortcut is not None and requested is not None and winner is not None:
         notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {rows[winner].entry.upstream} {shortcut.label} before reading it ({shortcut.id})")  # type: ignore[index]
     return Decision(
         config=config,
@@ -257,8 +261,12 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     )
 
 
-def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str]) -> tuple[Shortcut, list[Row], int, tuple[Check, ...]] | None:
-    """The first shortcut whose condition holds: (shortcut, rows with its kernels first, winner, waived checks)."""
+def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str]) -> tuple[Shortcut, list[Row], int | None, tuple[Check, ...]] | None:
+    """The first shortcut whose condition holds: (shortcut, rows with its kernels first, winner, waived checks).
+
+    The ``otherwise`` kernel is returned unchecked, except that a constraint binding every kernel
+    (the layer itself is refused before any oracle runs) leaves no winner.
+    """
     for sc in view.shortcuts:
         held = _holds(sc.when, values)
         if held is None:
@@ -269,6 +277,10 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
         by_id = {r.entry.id: r for r in rows}
         front = [by_id[k] for k in sc.try_kernels] + [by_id[sc.otherwise]]
         chosen = next((r for r in front[:-1] if not any(c.code not in _BEFORE_REQUEST for c in r.failures)), front[-1])
+        if any(c.rule in view.layer_rules for c in chosen.failures):
+            # A constraint binding every kernel refuses the layer before any oracle runs.
+            ordered = front + [r for r in rows if r not in front]
+            return sc, ordered, None, ()
         waived = chosen.failures
         cleared = chosen._replace(failures=())
         ordered = [cleared if r is chosen else r for r in front] + [r for r in rows if r not in front]

@@ -92,7 +92,7 @@ class Demotion:
 
     rule: str
     backend: str
-    position: str  # "front" | "back" | "position before <backend>" | "position after <backend>"
+    position: str  # "front" | "back" | "before:<backend>" | "after:<backend>"
     reason: str
     reference: str
 

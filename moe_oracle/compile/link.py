@@ -215,6 +215,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         engine=compiled.engine,
         source=compiled,
         key=key,
+        layer_rules=frozenset(g.check.rule for g in global_checks if not g.backends and not g.except_backends),
     )
 
 

@@ -93,7 +93,9 @@ FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
         ("fp8_static_channel", None),
         ("fp8_static_block128", None),
     ),
-    "mxfp8": (("mxfp8_static", "mxfp8_dynamic"), ("mxfp8_static", None)),
+    # MXFP8 MoE is W8A8 in every release: select_mxfp8_moe_backend takes no quant keys and asks
+    # each class about (kMxfp8Static, kMxfp8Dynamic), and every MXFP8 method is W8A8.
+    "mxfp8": (("mxfp8_static", "mxfp8_dynamic"),),
     "nvfp4": (("nvfp4_static", "nvfp4_dynamic"), ("nvfp4_static", None), ("nvfp4_static", "nvfp4_dynamic_token")),
     "mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp8_dynamic"), ("mxfp4_static", "mxfp4_dynamic"), ("mxfp4_static", "fp8_dynamic_group128"), ("mxfp4_static", "fp8_static_tensor")),
     "int8": (("int8_static_channel", "int8_dynamic_token"), ("int8_static_tensor", "int8_dynamic_tensor")),
@@ -108,27 +110,31 @@ _FAMILY_WEIGHTS = {"unquantized": 5, "fp8": 5, "mxfp8": 2, "nvfp4": 3, "mxfp4": 
 FRONT_ENDS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "unquantized": ("unquantized", "direct"),
     "fp8": ("fp8", "direct"),
-    "mxfp4": ("mxfp4", "compressed_tensors_mxfp4", "quark_mxfp4", "direct"),
 }
 """Front ends the harness drives per family; families not listed use ``direct``."""
 
-FRONT_END_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
-    # quant_method mxfp4: GPT-OSS (no activation quant) and DeepSeek-V4-style (MXFP8 activations declared).
-    "mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp8_dynamic")),
-    "compressed_tensors_mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp4_dynamic")),
-    "quark_mxfp4": (("mxfp4_static", None), ("mxfp4_static", "fp8_static_tensor"), ("mxfp4_static", "mxfp4_dynamic")),
+FRONT_ENDS_BY_SCHEME: dict[tuple[str | None, str | None], tuple[str, ...]] = {
+    # ModelOpt NVFP4 / W4A16_NVFP4, compressed-tensors NVFP4 / NVFP4A16; the online method is W4A4
+    # in 0.29.0-0.30.0 and per-token from 0.31.0 (ModelOpt's per-token override is 0.32.0+).
+    ("nvfp4_static", "nvfp4_dynamic"): ("modelopt_nvfp4", "ct_nvfp4", "online_nvfp4", "direct"),
+    ("nvfp4_static", None): ("modelopt_nvfp4", "ct_nvfp4", "direct"),
+    ("nvfp4_static", "nvfp4_dynamic_token"): ("modelopt_nvfp4", "online_nvfp4", "direct"),
+    ("mxfp8_static", "mxfp8_dynamic"): ("modelopt_mxfp8", "ct_mxfp8", "online_mxfp8", "direct"),
+    # quant_method mxfp4 (GPT-OSS: no activation quant; DeepSeek-V4: MXFP8 activations declared),
+    # compressed-tensors W4A16 / W4A4 MXFP4, Quark OCP-MX W4A16 / W4A8 (static FP8) / W4A4; `direct`
+    # asks select_mxfp4_moe_backend with every key, including ones no checkpoint declares.
+    ("mxfp4_static", None): ("mxfp4", "compressed_tensors_mxfp4", "quark_mxfp4", "direct"),
+    ("mxfp4_static", "mxfp8_dynamic"): ("mxfp4", "direct"),
+    ("mxfp4_static", "mxfp4_dynamic"): ("compressed_tensors_mxfp4", "quark_mxfp4", "direct"),
+    ("mxfp4_static", "fp8_static_tensor"): ("quark_mxfp4", "direct"),
+    ("mxfp4_static", "fp8_dynamic_group128"): ("direct",),
 }
-"""(weight, activation) pairs a front end's checkpoints carry, where it is narrower than its family's."""
+"""Front ends per (weight, activation) pair, where they depend on it (before ``FRONT_ENDS_BY_FAMILY``)."""
 
-FRONT_END_MODEL_TYPES: dict[str, tuple[str, ...]] = {
-    # quant_method mxfp4 resolves by model type (GptOssMxfp4Config claims gpt_oss only); a real
-    # checkpoint always has one.
-    "mxfp4": ("gpt_oss", "gpt_oss", "deepseek_v4", "deepseek_v4", "kimi_k3", "qwen3_moe"),
-}
-"""Model types a front end's checkpoints carry, where the front end needs one."""
 
-_EXHAUSTIVE_MODEL_TYPES: dict[str, tuple[str, ...]] = {"mxfp4": ("gpt_oss", "deepseek_v4")}
-"""The model types the exhaustive product takes per front end (one per entry point they select)."""
+def front_ends_for(family: str, weight: str | None, activation: str | None) -> tuple[str, ...]:
+    """The front ends the harness drives for one family and scheme."""
+    return FRONT_ENDS_BY_SCHEME.get((weight, activation)) or FRONT_ENDS_BY_FAMILY.get(family, ("direct",))
 
 ALL2ALL = (
     "allgather_reducescatter",
@@ -176,6 +182,37 @@ ENV_VARS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("VLLM_BATCH_INVARIANT", ("1",)),
 )
 
+FAMILY_AXES: dict[str, dict[str, tuple[float, tuple[str, ...]]]] = {
+    "nvfp4": {
+        "moe_backend": (0.08, ("flashinfer_moe_ep_cutedsl", "flashinfer_moe_ep_mega_cutedsl", "flashinfer_moe_ep_mega_deep_gemm")),
+        "all2all_backend": (0.03, ("passthrough",)),
+        "architecture": (0.1, ("DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM", "Qwen3MoeForCausalLM")),
+        "env.VLLM_B12X_MOE_FP4_FORCE_A16": (0.1, ("0", "1")),
+        "env.VLLM_HUMMING_MOE_GEMM_TYPE": (0.05, ("indexed", "grouped", "grouped_contiguous", "auto")),
+    },
+    "mxfp4": {
+        # quant_method mxfp4 resolves by model type (GptOssMxfp4Config claims gpt_oss only): an MXFP4
+        # checkpoint always has one.
+        "model_type": (1.0, ("gpt_oss", "gpt_oss", "deepseek_v4", "deepseek_v4", "kimi_k3", "qwen3_moe")),
+        "moe_backend": (0.08, ("flashinfer_moe_ep_cutedsl", "flashinfer_moe_ep_mega_deep_gemm", "aiter_triton_mxfp4_bf16", "aiter_triton_mxfp4_mxfp4", "aiter_mxfp4_mxfp4", "b12x", "deep_gemm", "triton_unfused")),
+        "architecture": (0.1, ("DeepseekV4ForCausalLM", "GptOssForCausalLM")),
+        "env.VLLM_B12X_MOE_FP4_FORCE_A16": (0.1, ("0", "1")),
+        "env.VLLM_HUMMING_MOE_GEMM_TYPE": (0.05, ("indexed", "grouped", "grouped_contiguous", "auto")),
+    },
+    "mxfp8": {
+        "moe_backend": (0.04, ("flashinfer_moe_ep_cutedsl", "flashinfer_moe_ep_mega_deep_gemm")),
+        "all2all_backend": (0.03, ("passthrough",)),
+        "env.VLLM_HUMMING_MOE_GEMM_TYPE": (0.05, ("indexed", "grouped", "grouped_contiguous", "auto")),
+    },
+}
+"""Family-specific axes: field -> (probability of overriding the common draw, values).
+
+Drawn from a generator seeded by the deployment's own common draws (``_family_axes``), so
+adding a family's axes leaves every other family's sequence unchanged."""
+
+_EXHAUSTIVE_MODEL_TYPES: dict[str, tuple[str, ...]] = {"mxfp4": ("gpt_oss", "deepseek_v4")}
+"""Model types the exhaustive product takes for a front end that resolves by model type (one per entry point)."""
+
 _PACKAGE_WEIGHTS = {"flashinfer": 0.7, "deep_gemm": 0.6, "deep_ep": 0.4, "triton_kernels": 0.5, "aiter": 0.6, "humming": 0.3}
 
 _TP_DP = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8), (2, 4), (4, 2), (16, 1))
@@ -185,17 +222,33 @@ def _pick(rng: random.Random, values: Sequence, weights: Sequence[float] | None 
     return rng.choices(values, weights=weights, k=1)[0]
 
 
+def _family_axes(dep: Deployment) -> Deployment:
+    """``dep`` with its family's own axes (:data:`FAMILY_AXES`) drawn."""
+    axes = FAMILY_AXES.get(dep.family)
+    if not axes:
+        return dep
+    sub = random.Random(dep.key())
+    changes: dict[str, object] = {}
+    env = dict(dep.env)
+    for name, (p, values) in axes.items():
+        if sub.random() >= p:
+            continue
+        value = _pick(sub, values)
+        if name.startswith("env."):
+            env[name[4:]] = value
+        else:
+            changes[name] = value
+    return replace(dep, env=tuple(env.items()), **changes) if changes or env != dict(dep.env) else dep
+
+
 def random_deployment(rng: random.Random, families: Sequence[str] | None = None) -> Deployment:
     """One deployment, every axis drawn independently (weighted, never exclusive)."""
     fams = list(families or _FAMILY_WEIGHTS)
     family = _pick(rng, fams, [_FAMILY_WEIGHTS.get(f, 1) for f in fams])
     weight, act = _pick(rng, FAMILY_SCHEMES[family])
-    front = _pick(rng, FRONT_ENDS_BY_FAMILY.get(family, ("direct",)))
+    front = _pick(rng, front_ends_for(family, weight, act))
     platform, cap, arch, amx = _pick(rng, DEVICES, _DEVICE_WEIGHTS)
     e, k, h, i = _pick(rng, SHAPES, _SHAPE_WEIGHTS)
-    schemes = FRONT_END_SCHEMES.get(front)
-    if schemes is not None and (weight, act) not in schemes:
-        weight, act = _pick(rng, schemes)
     tp, dp = _pick(rng, _TP_DP, (4, 3, 3, 6, 1, 2, 3, 2, 1, 1))
     use_ep = rng.random() < 0.45
     a2a = _pick(rng, ALL2ALL, (6, 3, 3, 2, 1, 1, 1, 1, 1, 1)) if use_ep and dp > 1 else _pick(rng, ALL2ALL, (20, 1, 1, 1, 1, 1, 1, 1, 1, 1))
@@ -216,10 +269,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     packages = tuple(p for p in PACKAGES if rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS)
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
-    model_type = _pick(rng, (None, None, None, "deepseek_v3", "qwen3_moe", "qwen3_5_moe_text", "kolibri1", "gpt_oss", "deepseek_v4"))
-    if model_type is None and front in FRONT_END_MODEL_TYPES:
-        model_type = _pick(rng, FRONT_END_MODEL_TYPES[front])
-    return Deployment(
+    return _family_axes(Deployment(
         platform=platform,
         capability=cap,
         arch=arch,
@@ -253,10 +303,10 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         moe_backend=backend,
         env=tuple(env.items()),
         packages=packages,
-        model_type=model_type,
+        model_type=_pick(rng, (None, None, None, "deepseek_v3", "qwen3_moe", "qwen3_5_moe_text", "kolibri1", "gpt_oss", "deepseek_v4")),
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
-    )
+    ))
 
 
 def random_deployments(n: int, seed: int, families: Sequence[str] | None = None) -> list[Deployment]:
@@ -281,9 +331,7 @@ def exhaustive_deployments(
         for (platform, cap, arch, amx), family in itertools.product(DEVICES, fams):
             if platforms and platform not in platforms:
                 continue
-            for (weight, act), front in itertools.product(FAMILY_SCHEMES[family], FRONT_ENDS_BY_FAMILY.get(family, ("direct",))):
-                if front in FRONT_END_SCHEMES and (weight, act) not in FRONT_END_SCHEMES[front]:
-                    continue
+            for (weight, act), front in ((wa, f) for wa in FAMILY_SCHEMES[family] for f in front_ends_for(family, *wa)):
                 block = (128, 128) if weight and "block" in weight else None
                 for model_type in _EXHAUSTIVE_MODEL_TYPES.get(front, (None,)):
                     base = Deployment(platform=platform, capability=cap, arch=arch, cpu_amx=amx, family=family, front_end=front, weight_key=weight, activation_key=act,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import types
+import typing
 from typing import Any, Callable
 
 from .cases import Answer, Deployment
@@ -68,6 +69,10 @@ QUANT_KEY_NAMES: dict[str, str] = {
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
 
+def _no_weight_loader(*_args: Any, **_kwargs: Any) -> None:
+    """Stands in for RoutedExperts.weight_loader: the harness loads no weights."""
+
+
 class VllmSide:
     """Answers deployments with one release's selection code.
 
@@ -84,6 +89,7 @@ class VllmSide:
         self.act_mod = importlib.import_module(f"{P}.activation")
         self.mk = importlib.import_module(f"{P}.modular_kernel")
         self.qu = importlib.import_module(f"{Q}.utils.quant_utils")
+        self.all2all_literal = importlib.import_module("vllm.config.parallel").All2AllBackend
         self.moe_fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEConfig) if f.init}
         self.routing = {m.value[0] if isinstance(m.value, tuple) else m.value: m for m in self.cfg_mod.RoutingMethodType}
         self._front_ends: dict[str, Callable[..., tuple[Any, Any]]] = {}
@@ -105,10 +111,18 @@ class VllmSide:
             raise KeyError(f"vLLM {self.sim.release} has no QuantKey {const} (our {name})") from None
 
     def parallel_config(self, dep: Deployment) -> Any:
-        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups)."""
+        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups).
+
+        Raises:
+            ValueError: an all2all backend the release's ``ParallelConfig`` does not accept
+                (its ``All2AllBackend`` literal, ``vllm/config/parallel.py``; ``moonep`` is new
+                in 0.31.0): vLLM refuses the flag at start.
+        """
+        allowed = typing.get_args(self.all2all_literal)
+        if dep.all2all_backend not in allowed:
+            raise ValueError(f"all2all_backend={dep.all2all_backend!r} is not one of {list(allowed)} (vLLM {self.sim.release} ParallelConfig)")
         flat = dep.tp_size * dep.dp_size
         use_ep = dep.use_ep and flat > 1
-        all2all = self._bound_all2all(dep)
         kwargs = dict(
             tp_size=1 if use_ep else flat,
             pcp_size=1,
@@ -120,40 +134,65 @@ class VllmSide:
             ep_rank=0,
             sp_size=1,
             use_ep=use_ep,
-            all2all_backend=all2all,
+            all2all_backend=dep.all2all_backend,
             enable_eplb=dep.enable_eplb,
         )
         fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEParallelConfig)}
         return self.cfg_mod.FusedMoEParallelConfig(**{k: v for k, v in kwargs.items() if k in fields})
 
-    def _bound_all2all(self, dep: Deployment) -> str:
-        """The all2all backend after the release's config layer binds it to the MoE backend.
+    def start_checks(self, dep: Deployment) -> Deployment:
+        """What vLLM checks of the deployment's flags at start, before any layer is built;
+        returns ``dep`` with the all2all backend the release's config ends with.
 
-        vLLM 0.32+ ``vllm/config/kernel.py bind_passthrough_all2all_backend``: a FlashInfer MoE-EP
-        backend gets ``passthrough`` when the all2all backend is left at its default and refuses any
-        other (ValueError); ``passthrough`` with another MoE backend is refused too.
+        * ``KernelConfig.moe_backend`` is the release's ``MoEBackend`` literal
+          (``vllm/config/kernel.py``; ``--moe-backend`` choices, pydantic at the API).
+        * ``ParallelConfig._validate_parallel_config`` (``vllm/config/parallel.py``), the
+          release's own validator run on a config holding the deployment's parallel flags
+          (EPLB needs expert parallelism, more than one rank and a CUDA/ROCm (0.31.0+: or XPU)
+          platform; removed all2all names are rewritten).
+        * ``KernelConfig.set_platform_defaults``: ``validate_flashinfer_moe_ep_model`` (the
+          FlashInfer MoE-EP backends that are DeepSeek-V4-only in this release) and, from
+          0.32.0, ``bind_passthrough_all2all_backend`` (a MoE-EP backend turns the default
+          all2all backend into ``passthrough``; any other pairing with ``passthrough`` raises).
 
         Raises:
-            ValueError: what the release's config layer raises.
+            ValueError: what the release raises at start.
         """
-        try:
-            kernel = importlib.import_module("vllm.config.kernel")
-        except ImportError:
-            return dep.all2all_backend
-        bind = getattr(kernel, "bind_passthrough_all2all_backend", None)
-        if bind is None:
-            return dep.all2all_backend
-        holder = types.SimpleNamespace(all2all_backend=dep.all2all_backend)
-        bind(dep.moe_backend, holder)
-        return holder.all2all_backend
+        kernel = importlib.import_module("vllm.config.kernel")
+        allowed = typing.get_args(kernel.MoEBackend)
+        if dep.moe_backend not in allowed:
+            raise ValueError(f"moe_backend={dep.moe_backend!r} is not one of {list(allowed)} (vLLM {self.sim.release} KernelConfig)")
+        pc = importlib.import_module("vllm.config.parallel").ParallelConfig
+        cfg = object.__new__(pc)
+        for f in dataclasses.fields(pc):
+            value = f.default
+            if value is dataclasses.MISSING:
+                if f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+                    continue
+                value = f.default_factory()  # type: ignore[misc]
+            if type(value).__name__ == "FieldInfo":  # pydantic Field(default=...) on a private field
+                value = value.default_factory() if value.default_factory is not None else value.default
+            object.__setattr__(cfg, f.name, value)
+        flags = dict(tensor_parallel_size=dep.tp_size, data_parallel_size=dep.dp_size, enable_expert_parallel=dep.use_ep,
+                     enable_eplb=dep.enable_eplb, all2all_backend=dep.all2all_backend)
+        for name, value in flags.items():
+            object.__setattr__(cfg, name, value)
+        pc._validate_parallel_config(cfg)
+        architectures = [dep.architecture] if dep.architecture else []
+        if hasattr(kernel, "validate_flashinfer_moe_ep_model"):
+            kernel.validate_flashinfer_moe_ep_model(dep.moe_backend, architectures)
+        if hasattr(kernel, "bind_passthrough_all2all_backend"):
+            kernel.bind_passthrough_all2all_backend(dep.moe_backend, cfg)
+        return dataclasses.replace(dep, all2all_backend=cfg.all2all_backend) if cfg.all2all_backend != dep.all2all_backend else dep
 
     def moe_config(self, dep: Deployment) -> Any:
-        """``FusedMoEConfig`` as the release's layer factory builds it.
+        """``FusedMoEConfig`` as the release's layer factory builds it (after :meth:`start_checks`).
 
         Raises:
             ValueError, AssertionError: what the layer factory raises (EPLB with uneven
                 experts, redundant experts without EPLB, an intermediate size TP cannot split).
         """
+        dep = self.start_checks(dep)
         par = self.parallel_config(dep)
         global_experts = dep.num_experts + dep.num_redundant_experts
         if dep.enable_eplb:
@@ -218,14 +257,12 @@ class VllmSide:
             cfg.model_config = fake
         except Exception:  # noqa: BLE001 - pydantic dataclasses may refuse; bypass validation
             object.__setattr__(cfg, "model_config", fake)
-        # Selection code also reads the global parallel config (FlashInfer MoE-EP's EPLB check),
-        # which vLLM fills from the same flags as the MoE layer's.
+        # Selection code also reads the global parallel config (vLLM 0.32+ P/flashinfer_moe_ep.py
+        # flashinfer_moe_ep_unsupported_reasons: "EPLB" for the DeepGEMM MoE-EP kernel), which vLLM
+        # fills from the same flags as the MoE layer's.
         parallel = getattr(cfg, "parallel_config", None)
         if parallel is not None and hasattr(parallel, "enable_eplb"):
-            try:
-                parallel.enable_eplb = dep.enable_eplb
-            except Exception:  # noqa: BLE001 - pydantic validation on assignment; bypass it
-                object.__setattr__(parallel, "enable_eplb", dep.enable_eplb)
+            object.__setattr__(parallel, "enable_eplb", dep.enable_eplb)
 
     # ------------------------------------------------------------------ front ends
 
@@ -248,6 +285,33 @@ class VllmSide:
         # P/routed_experts.py: EPLB with a method that does not support it raises.
         if dep.enable_eplb and not getattr(method, "supports_eplb", True):
             raise NotImplementedError(f"EPLB is not supported {type(method).__name__}.")
+
+    def load(self, dep: Deployment, moe: Any, method: Any) -> None:
+        """What the layer does with the quantization method after it selected (vLLM 0.29-0.33
+        P/routed_experts.py ``RoutedExperts.__init__``): refuse EPLB when the method does not
+        support it, then ``create_weights`` (here on the meta device, so nothing is allocated),
+        whose shape checks refuse deployments too (e.g. FP8 weight blocks that do not divide
+        the TP shard, Q/utils/fp8_utils.py validate_fp8_block_shape_moe). The TP group is the
+        attention TP group of rank 0 (``tp_size`` ranks). ``maybe_roundup_sizes`` only pads the
+        hidden size for some all2all backends, which no create_weights check reads; it is not run.
+
+        Raises:
+            whatever the release raises (vLLM refusing the deployment).
+        """
+        self.check_eplb(dep, method)
+        self.sim.set_tp_world(dep.tp_size)
+        torch = self.torch
+        layer = torch.nn.Module()
+        with torch.device("meta"):
+            method.create_weights(
+                layer=layer,
+                num_experts=moe.num_local_experts,
+                hidden_size=moe.hidden_dim,
+                intermediate_size_per_partition=moe.intermediate_size_per_partition,
+                params_dtype=moe.in_dtype,
+                weight_loader=_no_weight_loader,
+                global_num_experts=moe.num_experts,
+            )
 
     # ------------------------------------------------------------------ answer
 

@@ -23,8 +23,6 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
   ``has_flashinfer*`` probe returns False when FlashInfer is absent and runs for real
   (against the FlashInfer the release pins, on ``sys.path``) when it is present, with
   the cubin probe true. References bound into other modules are rebound.
-* **b12x**: ``vllm.utils.b12x`` probes the package once at import; its flag and submodules are
-  set per deployment, the fused-MoE ``is_supported()`` answering as b12x 1.5.1 does (SM 12.x).
 * **Environment variables**: ``os.environ`` per deployment (vLLM reads ``vllm.envs``
   lazily); AITER's cached flags are refreshed with vLLM's own ``refresh_env_variables``.
 * **Caches**: every ``functools`` cache inside ``vllm.*`` is cleared when the platform,
@@ -34,6 +32,7 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
 from __future__ import annotations
 
 import ast
+import enum
 import functools
 import importlib
 import importlib.abc
@@ -134,28 +133,16 @@ class _StubModule(types.ModuleType):
 
 _STUB_TOPS: dict[str, str] = {name: pkg for name, pkg in MODULE_PACKAGES.items() if "." not in name and name != "flashinfer"}
 
-
-def _standin_values() -> dict[str, dict[str, Any]]:
-    """Real values a stand-in module must hold because selection code reads them.
-
-    Only plain data the package defines: ``humming.config.GemmType`` is the enum of
-    humming-kernels 0.1.19 ``humming/config/enum.py``; every Humming experts class's
-    ``is_supported_config`` compares ``cls.humming_gemm_type().value.lower()`` with the
-    GEMM type vLLM prefers (``P/experts/fused_humming_moe.py``, vLLM 0.29.0-0.33.0).
-    """
-    import enum
-
-    class GemmType(enum.Enum):
-        DENSE = "dense"
-        INDEXED = "indexed"
-        GROUPED_CONTIGUOUS = "grouped_contiguous"
-        GROUPED_MASKED = "grouped_masked"
-
-    GemmType.__module__ = "humming.config"
-    return {"humming.config": {"GemmType": GemmType}}
-
-
-_STANDIN_VALUES = _standin_values()
+# Attributes a stand-in module must really have because vLLM's selection code computes with
+# them (not just compares identities). humming.config.GemmType: vLLM 0.33.0
+# P/experts/fused_humming_moe.py compares ``cls.humming_gemm_type().value.lower()`` with the
+# names get_humming_moe_gemm_type() derives ("indexed", "grouped_contiguous", "grouped_masked"),
+# so each member's value is that name.
+_STANDIN_ATTRS: dict[str, dict[str, Any]] = {
+    "humming.config": {
+        "GemmType": enum.Enum("GemmType", {"INDEXED": "indexed", "GROUPED_CONTIGUOUS": "grouped_contiguous", "GROUPED_MASKED": "grouped_masked"}),
+    },
+}
 
 
 class _StubLoader(importlib.abc.Loader):
@@ -170,7 +157,7 @@ class _StubLoader(importlib.abc.Loader):
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        for name, value in _STANDIN_VALUES.get(module.__name__, {}).items():
+        for name, value in _STANDIN_ATTRS.get(module.__name__, {}).items():
             setattr(module, name, value)
 
 
@@ -185,6 +172,21 @@ class _StubFinder(importlib.abc.MetaPathFinder):
         if pkg is None or pkg not in self.sim._packages:
             return None
         return importlib.machinery.ModuleSpec(fullname, _StubLoader(self.sim._stubs), is_package=True)
+
+
+class _GroupStandIn:
+    """The tensor-parallel group as rank 0 of a ``world_size`` group sees it (no process group).
+
+    Quantization methods read only ``world_size`` while creating weights (vLLM 0.29-0.33
+    Q/utils/fp8_utils.py validate_fp8_block_shape_moe); anything else raises.
+    """
+
+    def __init__(self, world_size: int) -> None:
+        self.world_size = world_size
+        self.rank_in_group = 0
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the differential harness simulates no process group: GroupCoordinator.{name} was read")
 
 
 class Simulation:
@@ -219,6 +221,14 @@ class Simulation:
         from vllm.platforms import interface
 
         self._check_release(vllm)
+        # FlashInfer (the real package the release pins) is imported once here, while no
+        # stand-in exists: with a stand-in `cutlass` present, FlashInfer's own import would
+        # take the stand-in for the CUTLASS DSL and fail. Its presence per deployment is
+        # simulated by the has_flashinfer* probes below.
+        try:
+            importlib.import_module("flashinfer")
+        except Exception:  # noqa: BLE001 - a release whose pinned FlashInfer is not on sys.path
+            pass
         # One object, installed before any module binds `current_platform`; its class
         # changes per deployment.
         self.shim = object.__new__(interface.UnspecifiedPlatform)
@@ -234,7 +244,6 @@ class Simulation:
         self._vllm_config_ctx.__enter__()
         self._probe_originals: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
         self._install_probes()
-        self._import_flashinfer()
         self._caches: list[Any] = []
         self._modules_seen = 0
         self._rebind()
@@ -367,21 +376,6 @@ class Simulation:
                     importlib.import_module(info.name)
                 except Exception as exc:  # noqa: BLE001 - recorded; vLLM imports lazily too
                     self.import_errors[info.name] = f"{type(exc).__name__}: {exc}"[:200]
-
-    def _import_flashinfer(self) -> None:
-        """Import the pinned FlashInfer once, before any deployment's stand-ins exist.
-
-        FlashInfer imports ``cutlass`` (the CUTLASS DSL) itself; with a deployment that
-        declares ``cutlass`` present, a stand-in would answer that import and FlashInfer's
-        import would fail, and whether it did would depend on which deployment first
-        triggered it. Importing it here fixes its module state to what this environment
-        installs (no CUTLASS DSL), the same for every deployment; its presence is still
-        answered per deployment by the probes.
-        """
-        try:
-            importlib.import_module("flashinfer")
-        except Exception as exc:  # noqa: BLE001 - recorded; FlashInfer may be absent from the environment
-            self.import_errors["flashinfer"] = f"{type(exc).__name__}: {exc}"[:200]
 
     def _install_probes(self) -> None:
         """Replace the optional-package probes with ones that answer from the deployment."""
@@ -521,6 +515,28 @@ class Simulation:
                 pass
         self._state = state
 
+    def _refresh_b12x(self) -> None:
+        """``vllm.utils.b12x`` probes the package once, at import (``importlib.util.find_spec``),
+        not through ``_has_module``: its module-level answer and submodules follow the deployment.
+
+        The fused-MoE submodule's ``is_supported()`` is b12x 1.5.1's ``default_is_supported``:
+        SM 12.0/12.1, nvidia-cutlass-dsl >= 4.6.0 and triton. b12x pins nvidia-cutlass-dsl==4.8.0
+        and CUDA torch ships triton, so wherever b12x is installed only the device decides.
+        """
+        mod = sys.modules.get("vllm.utils.b12x")
+        if mod is None or not hasattr(mod, "_B12X_SUBMODULES"):
+            return
+        present = "b12x" in self._packages
+        mod._HAS_B12X = present
+        sim = self
+        subs = {}
+        for name in list(mod._B12X_SUBMODULES):
+            stub = _StubModule(name) if present else None
+            if stub is not None and name == "b12x.moe.fused_moe":
+                stub.is_supported = lambda device=None: sim._platform == "cuda" and sim._capability in (120, 121)
+            subs[name] = stub
+        mod._B12X_SUBMODULES = subs
+
     def _refresh_aiter(self) -> None:
         mod = sys.modules.get("vllm._aiter_ops")
         if mod is None:
@@ -535,27 +551,11 @@ class Simulation:
             except Exception:  # noqa: BLE001
                 pass
 
-    def _refresh_b12x(self) -> None:
-        """``vllm.utils.b12x`` decides at import whether b12x is installed and imports its submodules
-        once; make both follow the deployment. The fused-MoE submodule's ``is_supported()`` answers as
-        b12x 1.5.1 does (``b12x/_lib/gating.py default_is_supported``): SM 12.0/12.1, with its
-        dependencies nvidia-cutlass-dsl 4.8.0 (pinned by the package) and triton installed."""
-        mod = sys.modules.get("vllm.utils.b12x")
-        if mod is None or not hasattr(mod, "_B12X_SUBMODULES"):
-            return
-        present = "b12x" in self._packages
-        mod._HAS_B12X = present
-        sim = self
-        subs = {}
-        for name in mod._B12X_SUBMODULES:
-            if not present:
-                subs[name] = None
-                continue
-            stand_in = _StubModule(name)
-            if name == "b12x.moe.fused_moe":
-                stand_in.is_supported = lambda device=None: sim._platform == "cuda" and sim._capability in (120, 121)
-            subs[name] = stand_in
-        mod._B12X_SUBMODULES = subs
+    def set_tp_world(self, tp_size: int) -> None:
+        """Make ``get_tensor_model_parallel_world_size()`` answer ``tp_size`` (rank 0's view)."""
+        import vllm.distributed.parallel_state as ps
+
+        ps._TP = _GroupStandIn(tp_size)
 
     def modules_loaded(self) -> Iterable[str]:
         return sorted(n for n in sys.modules if n.startswith("vllm"))
