@@ -216,7 +216,10 @@ class Shortcut:
     Where ``when`` holds, the engine returns the first of ``try_kernels`` whose checks pass,
     else ``otherwise`` without checking it, before the priority order and before reading
     ``moe_backend``. Under the faithful policy the answer follows it; under the safe policy
-    it is ignored and every check applies.
+    it is ignored and every check applies. With ``selected``, the path runs after selection
+    instead: where ``when`` holds and the winner is one of ``selected``, the engine returns
+    ``otherwise`` unchecked in its place (a quantization method that takes another class of the
+    backend the oracle chose).
     """
 
     id: str
@@ -227,6 +230,7 @@ class Shortcut:
     reason: str
     reference: str
     engine: Range = field(default=None, compare=False)
+    selected: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

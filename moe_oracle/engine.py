@@ -234,6 +234,9 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             shortcut, rows, winner, waived = taken
         else:
             winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+            after = _after_selection(view, values, rows, winner, notes) if winner is not None else None
+            if after is not None:
+                shortcut, winner, waived = after
     else:
         winner = next((k for k, r in enumerate(rows) if not r.failures), None)
 
@@ -268,6 +271,8 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
     (the layer itself is refused before any oracle runs) leaves no winner.
     """
     for sc in view.shortcuts:
+        if sc.selected:
+            continue
         held = _holds(sc.when, values)
         if held is None:
             notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
@@ -285,6 +290,29 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
         cleared = chosen._replace(failures=())
         ordered = [cleared if r is chosen else r for r in front] + [r for r in rows if r not in front]
         return sc, ordered, ordered.index(cleared), waived
+    return None
+
+
+def _after_selection(view: Catalog, values: Mapping[str, Any], rows: list[Row], winner: int, notes: list[str]) -> tuple[Shortcut, int, tuple[Check, ...]] | None:
+    """A shortcut after selection that replaces the winner: (shortcut, the new winner, its waived checks).
+
+    The replacement is returned unchecked (its row's failures are cleared and become warnings).
+    """
+    chosen = rows[winner].entry.id
+    for sc in view.shortcuts:
+        if chosen not in sc.selected:
+            continue
+        held = _holds(sc.when, values)
+        if held is None:
+            notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
+            continue
+        if not held:
+            continue
+        k = next(i for i, r in enumerate(rows) if r.entry.id == sc.otherwise)
+        waived = rows[k].failures
+        rows[k] = rows[k]._replace(failures=())
+        notes.append(f"the engine checked {rows[winner].entry.upstream} ({chosen}) but returns {rows[k].entry.upstream} ({sc.otherwise}) {sc.label} ({sc.id})")
+        return sc, k, waived
     return None
 
 
