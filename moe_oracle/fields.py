@@ -68,7 +68,7 @@ _FIELDS = (
     _f("activation_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "activation quant key ('none' = model dtype)", ("quant",)),
     _f("quant_family", "enum", enum_values(QuantFamily), "derived", R.QUANT_UNSUPPORTED, "vLLM oracle family of the quant scheme", ("quant",)),
     _f("quant_method", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "checkpoint quantization format (fp8, compressed-tensors, modelopt, mxfp4 ...)"),
-    _f("mxfp4_selector", "enum", MXFP4_SELECTORS, "derived", R.PATH_NOT_ENABLED, "which vLLM MXFP4 entry point selects: generic (select_mxfp4_moe_backend), deepseek_v4 (Mxfp4MoEMethod), compressed_tensors (its fixed choice), none", ("quant", "quant_method", "model_type")),
+    _f("mxfp4_selector", "enum", MXFP4_SELECTORS, "derived", R.PATH_NOT_ENABLED, "which vLLM MXFP4 entry point selects: generic (select_mxfp4_moe_backend), deepseek_v4 (Mxfp4MoEMethod), compressed_tensors (its fixed choice), none (not MXFP4)", ("quant", "quant_method", "model_type")),
     _f("selector_activation_quant", "enum", _QUANT_SIDES, "derived", R.QUANT_UNSUPPORTED, "activation quant key the family's selector is asked for ('none' where the quant method passes none)", ("quant", "quant_method", "model_type")),
     _f("activation", "enum", enum_values(Activation), "checkpoint", R.ACTIVATION_UNSUPPORTED, "expert activation"),
     _f("is_gated", "bool", _BOOL, "derived", R.ACTIVATION_UNSUPPORTED, "gated activation (act(gate) * up)", ("activation",)),

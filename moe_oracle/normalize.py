@@ -56,7 +56,7 @@ _MXFP4_DSV4_METHODS = frozenset({"fp8", "deepseek_v4_fp8", "deepseek_v41_fp8"})
 _MXFP4_UNKEYED_METHODS = frozenset({"mxfp4", "gpt_oss_mxfp4", "compressed-tensors"})
 
 
-def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str | None) -> str | None:
+def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str | None) -> str:
     """Which vLLM MXFP4 entry point selects the experts of a layer with ``weight`` weights.
 
     vLLM 0.29.0-0.33.0: ``quant_method: mxfp4`` resolves to ``GptOssMxfp4Config`` only for
@@ -68,17 +68,18 @@ def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str
     (``compressed_tensors``: a fixed choice, the generic selector only for a b12x or MoE-EP
     request). Every other quant method (Quark OCP-MX, online MXFP4, INC) calls the generic
     selector; an unknown quant method is taken as the generic selector too (the ``direct``
-    question). ``None`` when the answer depends on an unknown model type.
+    question). With ``quant_method: mxfp4`` and an unknown model type the checkpoint is taken as
+    GPT-OSS (``generic``): the published checkpoints that declare ``mxfp4`` are GPT-OSS, other MXFP4
+    models reach ``Mxfp4MoEMethod`` through another quant method (DeepSeek-V4's ``fp8``) or vLLM's
+    rewrite at load (Kimi-K3's compressed-tensors).
 
     Returns:
-        ``none`` (weights are not MXFP4), ``generic``, ``deepseek_v4``, ``compressed_tensors``, or ``None``.
+        ``none`` (weights are not MXFP4), ``generic``, ``deepseek_v4`` or ``compressed_tensors``.
     """
     if weight != "mxfp4_static":
         return NONE
     if quant_method == "mxfp4":
-        if model_type is None:
-            return None
-        return "generic" if model_type == "gpt_oss" else "deepseek_v4"
+        return "deepseek_v4" if model_type not in (None, "gpt_oss") else "generic"
     if quant_method == "compressed-tensors":
         return "compressed_tensors"
     if quant_method in _MXFP4_DSV4_METHODS:
@@ -127,7 +128,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("quant_family", q.family.value, Source.DERIVED)
     put("quant_method", config.quant_method if config.quant_method is not None else (NONE if q.weight is None else None), _source(config, "quant_method", given))
     selector = mxfp4_selector(q.weight, config.quant_method, config.model_type)
-    put("mxfp4_selector", selector, Source.DERIVED if config.quant_method is not None or selector == NONE else Source.DEFAULT)
+    guessed = selector != NONE and (config.quant_method is None or (config.quant_method == "mxfp4" and config.model_type is None))
+    put("mxfp4_selector", selector, Source.DEFAULT if guessed else Source.DERIVED)
     unkeyed = q.weight == "mxfp4_static" and config.quant_method in _MXFP4_UNKEYED_METHODS
     put("selector_activation_quant", NONE if unkeyed else (q.activation or NONE), Source.DERIVED)
 
