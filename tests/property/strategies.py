@@ -456,7 +456,20 @@ def unread_env_vars() -> st.SearchStrategy[str]:
 
 
 @lru_cache(maxsize=None)
+def _int_text(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _env_value(spec: Any) -> st.SearchStrategy[str]:
+    """A value the engine starts with. vLLM 0.33.0 reads ``parse: int`` variables with
+    bool(int(...)) and fails at start on anything else (bad input, tested in test_envvars), so
+    those get integer spellings only; ``true_or_1`` variables take any text."""
+    if spec.type == "bool" and spec.parse == "int":
+        return st.one_of(st.sampled_from([t for t in _BOOL_TEXT if _int_text(t)] + ["+1", "01", "-1", "\u0661", " 0\t"]), st.integers(-3, 3).map(str))
     if spec.type == "bool":
         return st.one_of(st.sampled_from(_BOOL_TEXT), text_values())
     named = tuple(str(v) for v in (spec.default, *table_values(f"env.{spec.name}")))
