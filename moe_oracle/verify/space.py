@@ -195,7 +195,9 @@ FAMILY_AXES: dict[str, dict[str, tuple[float, tuple[str, ...]]]] = {
         # checkpoint always has one.
         "model_type": (1.0, ("gpt_oss", "gpt_oss", "deepseek_v4", "deepseek_v4", "kimi_k3", "qwen3_moe")),
         "moe_backend": (0.08, ("flashinfer_moe_ep_cutedsl", "flashinfer_moe_ep_mega_deep_gemm", "aiter_triton_mxfp4_bf16", "aiter_triton_mxfp4_mxfp4", "aiter_mxfp4_mxfp4", "b12x", "deep_gemm", "triton_unfused")),
-        "architecture": (0.1, ("DeepseekV4ForCausalLM", "GptOssForCausalLM")),
+        # A checkpoint always has an architecture (vLLM reads it for the FlashInfer MoE-EP DeepGEMM
+        # backend); the harness's "none" would be an empty list, which no real model has.
+        "architecture": (1.0, ("DeepseekV4ForCausalLM", "GptOssForCausalLM", "Qwen3MoeForCausalLM")),
         "env.VLLM_B12X_MOE_FP4_FORCE_A16": (0.1, ("0", "1")),
         "env.VLLM_HUMMING_MOE_GEMM_TYPE": (0.05, ("indexed", "grouped", "grouped_contiguous", "auto")),
     },
