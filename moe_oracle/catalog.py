@@ -123,7 +123,8 @@ class PriorityOrder:
 
 @dataclass(frozen=True)
 class Adjustment:
-    """Moves backends to the front or back of the order where ``when`` holds (vLLM's ``_move_to_*``)."""
+    """Moves backends to the front or back of the order, or directly before / after another backend
+    (``to: before:<backend>``), where ``when`` holds (vLLM's ``_move_to_*``, ``prioritize_humming``)."""
 
     id: str
     when: tuple[Predicate, ...]
@@ -291,7 +292,10 @@ class Shortcut:
     Where ``when`` holds, the engine returns the first of ``try_kernels`` whose checks pass,
     else ``otherwise`` without checking it (no ``otherwise``: the engine raises), before the
     priority order and before reading ``moe_backend``. Under the faithful policy the answer
-    follows it; under the safe policy it is ignored and every check applies.
+    follows it; under the safe policy it is ignored and every check applies. With ``selected``,
+    the path runs after selection instead: where ``when`` holds and the winner is one of
+    ``selected``, the engine returns ``otherwise`` unchecked in its place (a quantization method
+    that takes another class of the backend the oracle chose).
     """
 
     id: str
@@ -302,6 +306,7 @@ class Shortcut:
     reason: str
     reference: str
     engine: Range = field(default=None, compare=False)
+    selected: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -123,15 +123,18 @@ DRIFT_PROBES: tuple[Probe, ...] = (
     # TrtllmFp4Config.supported covers the FP4 family; FlashInfer drops MXFP4 x BF16 (W4A16)
     # on SM103 only in TrtllmFp4RoutedRunner.check_support (needs a device), so these
     # probes compare the union over the kernel's schemes.
-    Probe("flashinfer_trtllm_mxfp4_monolithic", (_cfg("TrtllmFp4Config"),), why="trtllm_fp4_block_scale_moe, MXFP4 (union of W4A16 and W4A8)"),
-    Probe("flashinfer_trtllm_mxfp4", (_cfg("TrtllmFp4Config"),), why="trtllm_fp4_block_scale_routed_moe, MXFP4 (union of W4A16 and W4A8)"),
+    Probe("flashinfer_trtllm_mxfp4_monolithic", (_cfg("TrtllmFp4Config"),), why="trtllm_fp4_block_scale_moe, MXFP4 x BF16 (the config covers W4A16 and W4A8)"),
+    Probe("flashinfer_trtllm_mxfp4", (_cfg("TrtllmFp4Config"),), why="trtllm_fp4_block_scale_routed_moe, MXFP4 x BF16 (the config covers W4A16 and W4A8)"),
+    Probe("flashinfer_trtllm_mxfp4_mxfp8_monolithic", (_cfg("TrtllmFp4Config"),), why="trtllm_fp4_block_scale_moe, MXFP4 x MXFP8"),
+    Probe("flashinfer_trtllm_mxfp4_mxfp8", (_cfg("TrtllmFp4Config"),), why="trtllm_fp4_block_scale_routed_moe, MXFP4 x MXFP8"),
+    Probe("flashinfer_trtllm_mxfp4_lora", (_cfg("TrtllmFp4Config"),), why="trtllm_fp4_block_scale_routed_moe + LoRA deltas, MXFP4 x BF16"),
     Probe("flashinfer_trtllm_mxint4_monolithic", (_cfg("TrtllmMxInt4Config"),), why="trtllm_mxint4_block_scale_moe"),
     # --- flashinfer_cutlass: cutlass_fused_moe; the unified API's Cutlass*Config allow-lists per scheme
     Probe("flashinfer_cutlass", (_cfg("CutlassBf16Config"),), scheme="unquantized", why="cutlass_fused_moe, BF16"),
     Probe("flashinfer_cutlass", (_cfg("CutlassFp8PerTensorConfig"),), scheme="fp8_tensor_static", why="cutlass_fused_moe, FP8 per-tensor"),
     Probe("flashinfer_cutlass", (_cfg("CutlassFp8BlockConfig"),), scheme="fp8_block", why="cutlass_fused_moe(use_deepseek_fp8_block_scale=True)"),
-    Probe("flashinfer_cutlass", (_cfg("CutlassW4A16Config"),), scheme="mxfp4_w16", why="cutlass_fused_moe, MXFP4 x BF16 (CUTLASS W4A16)"),
-    Probe("flashinfer_cutlass", (_cfg("CutlassMxfp8Mxfp4Config"),), scheme="mxfp4_mxfp8", why="cutlass_fused_moe, MXFP4 x MXFP8"),
+    Probe("flashinfer_cutlass_mxfp4", (_cfg("CutlassW4A16Config"),), why="cutlass_fused_moe, MXFP4 x BF16 (CUTLASS W4A16)"),
+    Probe("flashinfer_cutlass_mxfp4_mxfp8", (_cfg("CutlassMxfp8Mxfp4Config"),), why="cutlass_fused_moe, MXFP4 x MXFP8"),
     Probe("flashinfer_cutlass", (_cfg("CutlassNvfp4Config"),), scheme="nvfp4", why="cutlass_fused_moe, NVFP4"),
     # --- flashinfer_cutedsl: cute_dsl_fused_moe_nvfp4 (needs nvidia-cutlass-dsl to import), else the unified CuteDslConfig
     Probe("flashinfer_cutedsl", (Query("flashinfer.fused_moe.cute_dsl.fused_moe:cute_dsl_fused_moe_nvfp4.is_compute_capability_supported"), _cfg("CuteDslConfig")), why="cute_dsl_fused_moe_nvfp4 / CuteDslMoEWrapper"),

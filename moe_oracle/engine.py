@@ -9,10 +9,10 @@
 3. Evaluate *every* check of *every* experts kernel and prepare/finalize
    (:class:`~moe_oracle.checks.CheckIndex`); unknown inputs abstain. Known-bad rules are
    evaluated too; they reject only under the safe policy.
-4. Order backends by the first matching priority order, then apply the
-   adjustments that fire (each recorded); within a backend, monolithic before
-   modular, then table order. Backends outside the order are rejected with
-   ``path_not_enabled`` unless requested.
+4. Order backends by the first matching priority order (requested backends first, in the
+   order their name maps them), then apply the adjustments that fire (each recorded); within
+   a backend, monolithic before modular, then table order. Backends outside the order are
+   rejected with ``path_not_enabled`` unless requested.
 5. Under the faithful policy, a shortcut whose condition holds picks the winner as the
    engine's early return does (its unchecked failures become warnings). Otherwise the first
    eligible candidate wins. A faithful winner that matches a known-bad rule, or that a shortcut
@@ -176,7 +176,7 @@ def _override(catalog: Catalog, values: Mapping[str, Any], sources: Mapping[str,
     return None
 
 
-def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder | None, list[str], list[Demotion], list[str]]:
+def _order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ...] | None = None) -> tuple[PriorityOrder | None, list[str], list[Demotion], list[str]]:
     notes: list[str] = []
     order = next((o for o in catalog.orders if _holds(o.when, values)), None)
     if order is None:
@@ -184,6 +184,10 @@ def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder |
         backends = sorted(catalog.backends)
     else:
         backends = list(order.backends)
+    if requested:
+        # An explicit request tries the backends its name maps to in the mapping's order
+        # (vLLM's map_*_backend lists), ahead of everything else, which it rejects anyway.
+        backends = list(requested) + [b for b in backends if b not in requested]
     demotions: list[Demotion] = []
     for adj in catalog.adjustments:
         held = _holds(adj.when, values)
@@ -191,7 +195,7 @@ def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder |
             notes.append(f"priority adjustment {adj.id} not applied: an input it reads is unknown")
         if not held:
             continue
-        present = [b for b in adj.move if b in backends]
+        present = [b for b in backends if b in adj.move]  # moved backends keep their relative order
         if not present:
             continue
         rest = [b for b in backends if b not in present]
@@ -200,11 +204,14 @@ def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder |
         elif adj.to == "back":
             backends = rest + present
         else:
-            # before:<backend>: directly ahead of it, unless already ahead (vLLM prioritize_humming).
-            target = adj.to.split(":", 1)[1]
-            if target not in rest or all(backends.index(b) < backends.index(target) for b in present):
+            # before:<backend> / after:<backend>: directly next to it. A backend already ahead of
+            # its before-anchor stays where it is (vLLM prioritize_humming).
+            where, anchor = adj.to.split(":", 1)
+            if anchor not in rest:
                 continue
-            at = rest.index(target)
+            if where == "before" and all(backends.index(b) < backends.index(anchor) for b in present):
+                continue
+            at = rest.index(anchor) + (1 if where == "after" else 0)
             backends = rest[:at] + present + rest[at:]
         demotions += [Demotion(adj.id, b, adj.to, adj.reason, adj.reference) for b in present]
     for b in catalog.fallback:
@@ -307,7 +314,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         for j, i in enumerate(view.known_bad_owner):
             fails[i] += kb_fails[j]
             abstains[i] += kb_abstains[j]
-    order, backends, demotions, order_notes = _order(view, values)
+    order, backends, demotions, order_notes = _order(view, values, requested)
     notes += order_notes
     position = {b: i for i, b in enumerate(backends)}
     dispatch = values["dispatch"]
@@ -363,6 +370,12 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         if winner is not None and rows[winner].failures:
             waived = rows[winner].failures
             rows[winner] = rows[winner]._replace(failures=())
+        after = _after_selection(view, values, rows, winner, notes) if (winner is not None and policy is Policy.FAITHFUL and view.shortcuts) else None
+        if after is not None:
+            # The engine checked this winner but returns another class in its place.
+            if waived:
+                rows[winner] = rows[winner]._replace(failures=waived)
+            shortcut, winner, waived = after
 
     warnings = _warnings(view, original, env, norm, rows, winner, release, policy, shortcut, waived, notes)
     if shortcut is not None and requested is not None and winner is not None:
@@ -398,6 +411,8 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
     every kernel (the layer itself is refused before any oracle runs) leaves no winner.
     """
     for sc in view.shortcuts:
+        if sc.selected:
+            continue
         held = _holds(sc.when, values)
         if held is None:
             notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
@@ -444,6 +459,29 @@ def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mappin
             kept = tuple(p for p in config.provenance if p.field != "quant")
             new = replace(config, quant=scheme, provenance=tuple(sorted(kept + (note,), key=lambda p: p.field)))
             return new, f"the quantization front end selects with keys ({scheme.weight}, {scheme.activation}) instead of the checkpoint's ({q.weight}, {q.activation}): {rw.reason} ({rw.id}; {rw.reference})"
+    return None
+
+
+def _after_selection(view: Catalog, values: Mapping[str, Any], rows: list[Row], winner: int, notes: list[str]) -> tuple[Shortcut, int, tuple[Check, ...]] | None:
+    """A shortcut after selection that replaces the winner: (shortcut, the new winner, its waived checks).
+
+    The replacement is returned unchecked (its row's failures are cleared and become warnings).
+    """
+    chosen = rows[winner].entry.id
+    for sc in view.shortcuts:
+        if chosen not in sc.selected:
+            continue
+        held = _holds(sc.when, values)
+        if held is None:
+            notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
+            continue
+        if not held:
+            continue
+        k = next(i for i, r in enumerate(rows) if r.entry.id == sc.otherwise)
+        waived = rows[k].failures
+        rows[k] = rows[k]._replace(failures=())
+        notes.append(f"the engine checked {rows[winner].entry.upstream} ({chosen}) but returns {rows[k].entry.upstream} ({sc.otherwise}) {sc.label} ({sc.id})")
+        return sc, k, waived
     return None
 
 

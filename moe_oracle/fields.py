@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from .quant import QUANT_KEYS, SCHEMES, QuantFamily
 from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Platform, ReasonCode, RoutingMethod, enum_values
 
-__all__ = ["FIELDS", "FieldSpec", "NONE", "field_spec", "is_known_field"]
+__all__ = ["FIELDS", "FieldSpec", "MXFP4_SELECTORS", "NONE", "field_spec", "is_known_field"]
 
 NONE = "none"
 """Value of ``all2all``/``dispatch`` when no all2all kernel runs, and of a quant side that is unquantized."""
@@ -52,6 +52,8 @@ def _f(name: str, kind: str, domain: tuple[Any, ...] | None, category: str, code
 
 R = ReasonCode
 _BOOL = (False, True)
+MXFP4_SELECTORS = (NONE, "generic", "deepseek_v4", "compressed_tensors")
+"""Domain of ``mxfp4_selector`` (see :func:`moe_oracle.normalize.mxfp4_selector`)."""
 _QUANT_SIDES = (NONE, *QUANT_KEYS)
 _A2A = (NONE, *enum_values(All2AllBackend))
 
@@ -67,6 +69,8 @@ _FIELDS = (
     _f("activation_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "activation quant key ('none' = model dtype)", ("quant",)),
     _f("quant_family", "enum", enum_values(QuantFamily), "derived", R.QUANT_UNSUPPORTED, "vLLM oracle family of the quant scheme", ("quant",)),
     _f("quant_method", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "checkpoint quantization format (fp8, compressed-tensors, modelopt, mxfp4 ...)"),
+    _f("mxfp4_selector", "enum", MXFP4_SELECTORS, "derived", R.PATH_NOT_ENABLED, "which vLLM MXFP4 entry point selects: generic (select_mxfp4_moe_backend), deepseek_v4 (Mxfp4MoEMethod), compressed_tensors (its fixed choice), none (not MXFP4)", ("quant", "quant_method", "model_type")),
+    _f("selector_activation_quant", "enum", _QUANT_SIDES, "derived", R.QUANT_UNSUPPORTED, "activation quant key the family's selector is asked for ('none' where the quant method passes none)", ("quant", "quant_method", "model_type")),
     _f("weight_block_size", "str", None, "checkpoint", R.QUANT_UNSUPPORTED, "the checkpoint's FP8 weight block, 'NxK' ('none' without block weights; '128x128' when a block key does not say)", ("weight_block_size", "quant")),
     _f("weight_block", "str", None, "derived", R.QUANT_UNSUPPORTED, "weight block the oracle selects with, 'NxK' ('none' without block weights): the checkpoint's, refined to the TP shard or fixed by the front end (rules/frontends.yaml)", ("weight_block_size", "quant", "quant_method", "parallel", "hidden_size", "intermediate_size", "moe_backend")),
     _f("weight_block_aligned", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "the checkpoint's weight blocks divide the TP shard as create_weights requires (true when refined, or without block weights)", ("weight_block_size", "quant", "quant_method", "parallel", "intermediate_size", "moe_backend")),

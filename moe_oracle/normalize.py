@@ -39,7 +39,7 @@ from .vocab import ActivationFormat, All2AllBackend, Platform, Source
 if TYPE_CHECKING:
     from .catalog import BlockRule
 
-__all__ = ["EnvVarSpec", "Normalized", "apply_block_rules", "normalize", "parse_env_value"]
+__all__ = ["EnvVarSpec", "Normalized", "apply_block_rules", "mxfp4_selector", "normalize", "parse_env_value"]
 
 _BLOCK_KEYS = frozenset({"fp8_static_block128", "fp8_static_block128_e8m0"})
 
@@ -61,6 +61,44 @@ class Normalized:
         from .records import jsonable
 
         return {k: {"value": jsonable(v), "source": self.sources[k].value} for k, v in sorted(self.values.items(), key=lambda kv: kv[0])}
+
+
+# Quant methods whose MoE layer is vLLM's Mxfp4MoEMethod for MXFP4 experts (DeepSeek-V4 selector):
+# Fp8Config with MXFP4-stored experts and the DeepSeek-V4/V4.1 checkpoint configs.
+_MXFP4_DSV4_METHODS = frozenset({"fp8", "deepseek_v4_fp8", "deepseek_v41_fp8"})
+# Quant methods that call the generic selector without the checkpoint's activation key.
+_MXFP4_UNKEYED_METHODS = frozenset({"mxfp4", "gpt_oss_mxfp4", "compressed-tensors"})
+
+
+def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str | None) -> str:
+    """Which vLLM MXFP4 entry point selects the experts of a layer with ``weight`` weights.
+
+    vLLM 0.29.0-0.33.0: ``quant_method: mxfp4`` resolves to ``GptOssMxfp4Config`` only for
+    ``model_type: gpt_oss`` (``Q/mxfp4.py GptOssMxfp4Config.override_quantization_method``), whose
+    ``GptOssMxfp4MoEMethod`` calls ``select_mxfp4_moe_backend`` (``generic``); any other model
+    gets ``Mxfp4Config`` and ``Mxfp4MoEMethod``, which calls
+    ``select_deepseek_v4_mxfp4_moe_backend`` (``deepseek_v4``), as do FP8 configs with
+    MXFP4-stored experts. compressed-tensors MXFP4 is ``CompressedTensorsW4A4Mxfp4MoEMethod``
+    (``compressed_tensors``: a fixed choice, the generic selector only for a b12x or MoE-EP
+    request). Every other quant method (Quark OCP-MX, online MXFP4, INC) calls the generic
+    selector; an unknown quant method is taken as the generic selector too (the ``direct``
+    question). With ``quant_method: mxfp4`` and an unknown model type the checkpoint is taken as
+    GPT-OSS (``generic``): the published checkpoints that declare ``mxfp4`` are GPT-OSS, other MXFP4
+    models reach ``Mxfp4MoEMethod`` through another quant method (DeepSeek-V4's ``fp8``) or vLLM's
+    rewrite at load (Kimi-K3's compressed-tensors).
+
+    Returns:
+        ``none`` (weights are not MXFP4), ``generic``, ``deepseek_v4`` or ``compressed_tensors``.
+    """
+    if weight != "mxfp4_static":
+        return NONE
+    if quant_method == "mxfp4":
+        return "deepseek_v4" if model_type not in (None, "gpt_oss") else "generic"
+    if quant_method == "compressed-tensors":
+        return "compressed_tensors"
+    if quant_method in _MXFP4_DSV4_METHODS:
+        return "deepseek_v4"
+    return "generic"
 
 
 def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...], assumed: Mapping[str, str] | None = None) -> Normalized:
@@ -119,6 +157,11 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("activation_quant", q.activation or NONE, qsrc)
     put("quant_family", q.family.value, Source.DERIVED)
     put("quant_method", config.quant_method if config.quant_method is not None else (NONE if q.weight is None else None), _source(config, "quant_method", given))
+    selector = mxfp4_selector(q.weight, config.quant_method, config.model_type)
+    guessed = selector != NONE and (config.quant_method is None or (config.quant_method == "mxfp4" and config.model_type is None))
+    put("mxfp4_selector", selector, Source.DEFAULT if guessed else Source.DERIVED)
+    unkeyed = q.weight == "mxfp4_static" and config.quant_method in _MXFP4_UNKEYED_METHODS
+    put("selector_activation_quant", NONE if unkeyed else (q.activation or NONE), Source.DERIVED)
 
     put("activation", config.activation.value, _source(config, "activation", given))
     put("is_gated", config.activation.is_gated, Source.DERIVED)

@@ -92,7 +92,7 @@ class Demotion:
 
     rule: str
     backend: str
-    position: str  # "front" | "back"
+    position: str  # "front" | "back" | "before:<backend>" | "after:<backend>"
     reason: str
     reference: str
 

@@ -32,6 +32,8 @@ def sample_configs(n: int, seed: int, catalog: Catalog) -> Iterator[tuple[MoECon
     """
     rng = random.Random(seed)
     devices = [hw.device for hw in GPU_CATALOG.values()]
+    # An all2all backend bound to a moe_backend name is refused at start with any other name.
+    all2all = [b for b in All2AllBackend if b.value not in set(catalog.bound_all2all.values())]
     schemes = list(SCHEMES.values())
     for _ in range(n):
         experts = rng.choice(_EXPERTS)
@@ -40,7 +42,7 @@ def sample_configs(n: int, seed: int, catalog: Catalog) -> Iterator[tuple[MoECon
             tp_size=rng.choice(_SIZES),
             dp_size=dp,
             use_ep=rng.random() < 0.5,
-            all2all_backend=rng.choice(list(All2AllBackend)),
+            all2all_backend=rng.choice(all2all),
             enable_eplb=rng.random() < 0.1,
         )
         activation = rng.choice(list(Activation))

@@ -26,8 +26,10 @@ def compile_aliases(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[tu
         path = f"$.backends.{name}"
         for j, b in enumerate(raw["backends"]):
             ctx.known_backend(b, f"{path}.backends[{j}]")
-        if name in ctx.backends and tuple(raw["backends"]) != (name,):
-            ctx.issue(path, "an alias may not redefine a backend id", name)
+        if name in ctx.backends and raw["backends"][0] != name:
+            # A backend id's own name may select more backends after it (vLLM maps one
+            # name to several variant backends, e.g. MXFP4 flashinfer_trtllm), never others instead.
+            ctx.issue(path, "an alias named after a backend id must select that backend first", name)
         rng = ctx.engine_range(raw, path)
         if rng is not INVALID:
             backends.append(BackendAlias(name, tuple(raw["backends"]), raw.get("quant_scheme"), rng, raw.get("all2all")))  # type: ignore[arg-type]

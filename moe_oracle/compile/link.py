@@ -113,9 +113,9 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
     overrides = tuple(o for o in compiled.overrides if ok(o.engine) and o.request in backends)
     kernel_ids = {e.id for e in experts}
     shortcuts = tuple(
-        replace(s, try_kernels=tuple(k for k in s.try_kernels if k in kernel_ids))
+        replace(s, try_kernels=tuple(k for k in s.try_kernels if k in kernel_ids), selected=tuple(k for k in s.selected if k in kernel_ids))
         for s in compiled.shortcuts
-        if ok(s.engine) and (s.otherwise in kernel_ids if s.otherwise is not None else any(k in kernel_ids for k in s.try_kernels))
+        if ok(s.engine) and (s.otherwise in kernel_ids if s.otherwise is not None else any(k in kernel_ids for k in s.try_kernels)) and (not s.selected or any(k in kernel_ids for k in s.selected))
     )
     global_checks = [g for g in compiled.constraints if ok(g.engine)]
     known_bad: list[KnownBad] = [kb for kb in compiled.known_bad if ok(kb.engine)]
@@ -125,7 +125,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
     bound_all2all: dict[str, str] = {}
     for alias in compiled.backend_aliases:
         targets = present(alias.backends)
-        if not ok(alias.engine) or not targets or (alias.name in backends and targets != (alias.name,)):
+        if not ok(alias.engine) or not targets or (alias.name in backends and targets[0] != alias.name):
             continue
         backend_names[alias.name] = targets
         if alias.quant_scheme:

@@ -30,7 +30,18 @@ def compile_shortcuts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[
             if otherwise is not None and otherwise in raw["try"]:
                 ctx.issue(f"{path}.otherwise", "the unchecked kernel is also tried with checks", raw["otherwise"])
                 ok = False
+            selected = tuple(raw.get("selected", ()))
+            ok = all([ctx.known_kernel(k, f"{path}.selected[{j}]", "shortcut") for j, k in enumerate(selected)]) and ok
+            if selected and otherwise is None:
+                ctx.issue(f"{path}.otherwise", "a shortcut after selection (selected) needs the kernel it returns", None)
+                ok = False
+            if selected and raw["try"]:
+                ctx.issue(f"{path}.try", "a shortcut after selection (selected) tries no kernel", raw["try"])
+                ok = False
+            if otherwise is not None and otherwise in selected:
+                ctx.issue(f"{path}.otherwise", "a kernel cannot stand in for itself", otherwise)
+                ok = False
             rng = ctx.engine_range(raw, path)
             if when is not None and ok and rng is not INVALID:
-                out.append(Shortcut(raw["id"], when, tuple(raw["try"]), otherwise, raw["label"], raw["reason"], raw["reference"], rng))  # type: ignore[arg-type]
+                out.append(Shortcut(raw["id"], when, tuple(raw["try"]), otherwise, raw["label"], raw["reason"], raw["reference"], rng, selected))  # type: ignore[arg-type]
     return tuple(out)

@@ -96,7 +96,7 @@ FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
     # each class about (kMxfp8Static, kMxfp8Dynamic), and every MXFP8 method is W8A8.
     "mxfp8": (("mxfp8_static", "mxfp8_dynamic"),),
     "nvfp4": (("nvfp4_static", "nvfp4_dynamic"), ("nvfp4_static", None), ("nvfp4_static", "nvfp4_dynamic_token")),
-    "mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp8_dynamic"), ("mxfp4_static", "mxfp4_dynamic"), ("mxfp4_static", "fp8_dynamic_group128")),
+    "mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp8_dynamic"), ("mxfp4_static", "mxfp4_dynamic"), ("mxfp4_static", "fp8_dynamic_group128"), ("mxfp4_static", "fp8_static_tensor")),
     "int8": (("int8_static_channel", "int8_dynamic_token"), ("int8_static_tensor", "int8_dynamic_tensor")),
     "wna16": (("int4_static", None), ("int4_static_g32", None), ("int4_static_asym", None), ("int8_static", None)),
     "w4a8_fp8": (("int4_static", "fp8_dynamic_token"),),
@@ -119,6 +119,14 @@ FRONT_ENDS_BY_SCHEME: dict[tuple[str | None, str | None], tuple[str, ...]] = {
     ("nvfp4_static", None): ("modelopt_nvfp4", "ct_nvfp4", "direct"),
     ("nvfp4_static", "nvfp4_dynamic_token"): ("modelopt_nvfp4", "online_nvfp4", "direct"),
     ("mxfp8_static", "mxfp8_dynamic"): ("modelopt_mxfp8", "ct_mxfp8", "online_mxfp8", "direct"),
+    # quant_method mxfp4 (GPT-OSS: no activation quant; DeepSeek-V4: MXFP8 activations declared),
+    # compressed-tensors W4A16 / W4A4 MXFP4, Quark OCP-MX W4A16 / W4A8 (static FP8) / W4A4; `direct`
+    # asks select_mxfp4_moe_backend with every key, including ones no checkpoint declares.
+    ("mxfp4_static", None): ("mxfp4", "compressed_tensors_mxfp4", "quark_mxfp4", "direct"),
+    ("mxfp4_static", "mxfp8_dynamic"): ("mxfp4", "direct"),
+    ("mxfp4_static", "mxfp4_dynamic"): ("compressed_tensors_mxfp4", "quark_mxfp4", "direct"),
+    ("mxfp4_static", "fp8_static_tensor"): ("quark_mxfp4", "direct"),
+    ("mxfp4_static", "fp8_dynamic_group128"): ("direct",),
 }
 """Front ends per (weight, activation) pair, where they depend on it (before ``FRONT_ENDS_BY_FAMILY``)."""
 
@@ -206,6 +214,17 @@ FAMILY_AXES: dict[str, dict[str, tuple[float, tuple[str, ...]]]] = {
         "env.VLLM_B12X_MOE_FP4_FORCE_A16": (0.1, ("0", "1")),
         "env.VLLM_HUMMING_MOE_GEMM_TYPE": (0.05, ("indexed", "grouped", "grouped_contiguous", "auto")),
     },
+    "mxfp4": {
+        # quant_method mxfp4 resolves by model type (GptOssMxfp4Config claims gpt_oss only): an MXFP4
+        # checkpoint always has one.
+        "model_type": (1.0, ("gpt_oss", "gpt_oss", "deepseek_v4", "deepseek_v4", "kimi_k3", "qwen3_moe")),
+        "moe_backend": (0.08, ("flashinfer_moe_ep_cutedsl", "flashinfer_moe_ep_mega_deep_gemm", "aiter_triton_mxfp4_bf16", "aiter_triton_mxfp4_mxfp4", "aiter_mxfp4_mxfp4", "b12x", "deep_gemm", "triton_unfused")),
+        # A checkpoint always has an architecture (vLLM reads it for the FlashInfer MoE-EP DeepGEMM
+        # backend); the harness's "none" would be an empty list, which no real model has.
+        "architecture": (1.0, ("DeepseekV4ForCausalLM", "GptOssForCausalLM", "Qwen3MoeForCausalLM")),
+        "env.VLLM_B12X_MOE_FP4_FORCE_A16": (0.1, ("0", "1")),
+        "env.VLLM_HUMMING_MOE_GEMM_TYPE": (0.05, ("indexed", "grouped", "grouped_contiguous", "auto")),
+    },
     "mxfp8": {
         "moe_backend": (0.04, ("flashinfer_moe_ep_cutedsl", "flashinfer_moe_ep_mega_deep_gemm")),
         "all2all_backend": (0.03, ("passthrough",)),
@@ -216,6 +235,9 @@ FAMILY_AXES: dict[str, dict[str, tuple[float, tuple[str, ...]]]] = {
 
 Drawn from a generator seeded by the deployment's own common draws (``_family_axes``), so
 adding a family's axes leaves every other family's sequence unchanged."""
+
+_EXHAUSTIVE_MODEL_TYPES: dict[str, tuple[str, ...]] = {"mxfp4": ("gpt_oss", "deepseek_v4")}
+"""Model types the exhaustive product takes for a front end that resolves by model type (one per entry point)."""
 
 _PACKAGE_WEIGHTS = {"flashinfer": 0.7, "deep_gemm": 0.6, "deep_ep": 0.4, "triton_kernels": 0.5, "aiter": 0.6, "humming": 0.3}
 
@@ -341,10 +363,11 @@ def exhaustive_deployments(
             pairs = [(scheme, front) for (wa, front) in pairs for scheme in (dict.fromkeys(FRONT_END_SCHEMES[front]) if front in FRONT_END_SCHEMES else (wa,))]
             for (weight, act), front in dict.fromkeys(pairs):
                 block = (128, 128) if weight and "block" in weight else None
-                base = Deployment(platform=platform, capability=cap, arch=arch, cpu_amx=amx, family=family, front_end=front, weight_key=weight, activation_key=act,
-                                  block=block, num_experts=e, top_k=k, hidden_size=h, intermediate_size=i,
-                                  packages=("aiter", "deep_gemm", "flashinfer", "triton_kernels"))
-                for activation, routing in itertools.product(("silu", "swigluoai", "relu2_no_mul"), ("renormalize", "deepseek_v3", "default")):
-                    for tp, dp, ep, a2a in parallel:
-                        for lora, backend in ((False, "auto"), (True, "auto"), (False, "triton")):
-                            yield replace(base, activation=activation, routing_method=routing, tp_size=tp, dp_size=dp, use_ep=ep, all2all_backend=a2a, lora=lora, moe_backend=backend)
+                for model_type in _EXHAUSTIVE_MODEL_TYPES.get(front, (None,)):
+                    base = Deployment(platform=platform, capability=cap, arch=arch, cpu_amx=amx, family=family, front_end=front, weight_key=weight, activation_key=act,
+                                      block=block, num_experts=e, top_k=k, hidden_size=h, intermediate_size=i, model_type=model_type,
+                                      packages=("aiter", "deep_gemm", "flashinfer", "triton_kernels"))
+                    for activation, routing in itertools.product(("silu", "swigluoai", "relu2_no_mul"), ("renormalize", "deepseek_v3", "default")):
+                        for tp, dp, ep, a2a in parallel:
+                            for lora, backend in ((False, "auto"), (True, "auto"), (False, "triton")):
+                                yield replace(base, activation=activation, routing_method=routing, tp_size=tp, dp_size=dp, use_ep=ep, all2all_backend=a2a, lora=lora, moe_backend=backend)

@@ -262,6 +262,12 @@ class VllmSide:
             cfg.model_config = fake
         except Exception:  # noqa: BLE001 - pydantic dataclasses may refuse; bypass validation
             object.__setattr__(cfg, "model_config", fake)
+        # Selection code also reads the global parallel config (vLLM 0.32+ P/flashinfer_moe_ep.py
+        # flashinfer_moe_ep_unsupported_reasons: "EPLB" for the DeepGEMM MoE-EP kernel), which vLLM
+        # fills from the same flags as the MoE layer's.
+        parallel = getattr(cfg, "parallel_config", None)
+        if parallel is not None and hasattr(parallel, "enable_eplb"):
+            object.__setattr__(parallel, "enable_eplb", dep.enable_eplb)
 
     # ------------------------------------------------------------------ front ends
 

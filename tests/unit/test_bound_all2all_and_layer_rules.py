@@ -89,7 +89,7 @@ def test_an_interface_scoped_layer_rule_binds_only_that_interface_and_skips_list
     d = evaluate(load(tmp_path / "b", tables), cfg(has_hash_routing=True), env())
     assert d.kernel == "fast_monolithic"
     tables["rules/constraints.yaml"]["constraints"][0]["applies_to"]["except_kernels"] = ["no_such_kernel"]
-    with pytest.raises(TableError, match="unknown kernel id"):
+    with pytest.raises(TableError, match="unknown kernel"):
         load(tmp_path / "c", tables)
 
 

@@ -116,7 +116,7 @@ def test_lora_shortcut_returns_triton_unchecked_with_one_warning_per_failing_che
 
 def test_lora_shortcut_runs_before_moe_backend_is_read(catalog):
     d = evaluate(catalog, layer(lora=True, moe_backend="flashinfer_cutlass"), Environment())
-    assert d.kernel == "flashinfer_trtllm_bf16_lora" and d.requested == ("flashinfer_cutlass",)
+    assert d.kernel == "flashinfer_trtllm_bf16_lora" and d.requested[0] == "flashinfer_cutlass"
     assert any("moe_backend=flashinfer_cutlass is not read" in n for n in d.notes)
     safe = evaluate(catalog, layer(lora=True, moe_backend="flashinfer_cutlass"), Environment(), policy="safe")
     assert safe.kernel is None and ReasonCode.LORA_UNSUPPORTED in {f.code for f in safe.candidate("flashinfer_cutlass").failures}

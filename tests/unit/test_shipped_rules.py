@@ -27,19 +27,23 @@ def gpt_oss(**kw):
     return MoEConfig(**base)
 
 
-def test_afp8_backend_names_select_mxfp8_activations(catalog):
-    # vLLM's MXFP4 oracle maps the *_afp8 names, but no release's KernelConfig.moe_backend accepts
-    # them (vLLM 0.29.0-0.33.0 vllm/config/kernel.py MoEBackend): the engine view refuses them as
-    # vLLM does at start; the alias still applies where names are not validated (the runtime view).
+def test_afp8_backend_names_are_refused_at_start(catalog):
+    # vLLM 0.33.0 map_mxfp4_backend maps flashinfer_cutlass_afp8, but KernelConfig's MoEBackend
+    # literal does not accept the name (vLLM 0.29.0-0.33.0 vllm/config/kernel.py): vLLM refuses
+    # it before any layer is built.
     with pytest.raises(ConfigError, match="KernelConfig.moe_backend"):
         evaluate(catalog, gpt_oss(moe_backend="flashinfer_cutlass_afp8"), Environment())
-    runtime_like = replace(catalog, view_name="runtime")
-    d = evaluate(runtime_like, gpt_oss(moe_backend="flashinfer_cutlass_afp8"), Environment())
-    assert d.normalized.values["quant_scheme"] == "mxfp4_mxfp8"
-    assert any(p.field == "quant" and "flashinfer_cutlass_afp8" in p.evidence for p in d.config.provenance)
 
 
-def test_afp8_name_on_other_weights_requests_the_backend_and_says_so(catalog):
+def test_mxfp8_activations_asked_for_select_the_mxfp8_variant(catalog):
+    # The generic MXFP4 selector with kMxfp8Dynamic asked for: the MXFP8 variants first (CUTLASS
+    # MXFP4 x MXFP8 runs on SM 100, MXFP4 x BF16 needs SM 90).
+    d = evaluate(catalog, gpt_oss(quant=scheme_by_name("mxfp4_mxfp8"), quant_method=None, moe_backend="flashinfer_cutlass"), Environment())
+    assert d.requested == ("flashinfer_cutlass", "flashinfer_cutlass_afp8")
+    assert d.kernel == "flashinfer_cutlass_mxfp4_mxfp8"
+
+
+def test_a_variant_name_on_other_weights_selects_nothing(catalog):
     cfg = MoEConfig(num_experts=256, top_k=8, hidden_size=7168, intermediate_size=2048, device=B200, routing_method="deepseek_v3",
                     quant=scheme_by_name("fp8_block"), quant_method="fp8", parallel=ParallelConfig(tp_size=8), moe_backend="flashinfer_trtllm_afp8")
     with pytest.raises(ConfigError, match="flashinfer_trtllm_afp8"):

@@ -33,6 +33,9 @@ FRONT_ENDS: dict[str, str] = {
     "ct_mxfp8": "mxfp8:ct_mxfp8",
     "online_mxfp8": "mxfp8:online_mxfp8",
     "compressed-tensors-fp8": "fp8:compressed_tensors",
+    "mxfp4": "mxfp4:mxfp4_method",
+    "compressed_tensors_mxfp4": "mxfp4:compressed_tensors_mxfp4",
+    "quark_mxfp4": "mxfp4:quark_mxfp4",
 }
 """Front-end name -> ``module:function`` in ``moe_oracle.verify.frontends``."""
 
@@ -47,5 +50,8 @@ QUANT_METHOD: dict[str, str | None] = {
     "ct_mxfp8": "compressed-tensors",
     "online_mxfp8": "mxfp8",
     "compressed-tensors-fp8": "compressed-tensors",
+    "mxfp4": "mxfp4",
+    "compressed_tensors_mxfp4": "compressed-tensors",
+    "quark_mxfp4": "quark",
 }
 """Front-end name -> the checkpoint ``quant_method`` our side is told (``None``: unknown)."""
