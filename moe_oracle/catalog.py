@@ -107,6 +107,13 @@ class PriorityOrder:
 
     ``excluded`` holds, per backend outside the order and the fallback, the check that
     rejects its kernels under ``moe_backend=auto`` (``path_not_enabled``).
+
+    ``requests`` is the explicit-request mapping of the oracle the order stands for (vLLM's
+    ``map_<family>_backend`` followed by ``backend_to_kernel_cls``): ``moe_backend`` name -> the
+    kernels that name tries, in order. Where it is set, a name outside it is refused and a name
+    selects only its kernels, whatever the global aliases say; ``request_checks`` holds, per kernel
+    id, the check that enforces it (built at link). ``ignores_request`` marks an oracle that never
+    reads ``moe_backend`` (the request changes nothing).
     """
 
     id: str
@@ -116,6 +123,10 @@ class PriorityOrder:
     notes: str = ""
     excluded: Mapping[str, Check] = field(default_factory=dict, repr=False, compare=False)
     engine: Range = field(default=None, compare=False)
+    requests: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False)
+    ignores_request: bool = False
+    request_reference: str = ""
+    request_checks: Mapping[str, Check] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -184,14 +184,31 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     dispatch = values["dispatch"]
     is_auto = values["moe_backend"] == "auto"
 
+    # The family's oracle may map explicit names itself (requests) or never read them.
+    request_mode = None
+    if order is not None and requested_by == "moe_backend":
+        if order.ignores_request:
+            request_mode = "ignore"
+            notes.append(f"moe_backend={values['moe_backend']} is not read: the oracle of {order.id} selects in its automatic order")
+        elif order.requests is not None:
+            request_mode = "map"
+    as_auto = is_auto or request_mode == "ignore"
     rows: list[Row] = []
-    excluded = order.excluded if (is_auto and order is not None) else {}
-    opt_in = view.opt_in if is_auto else ()
+    excluded = order.excluded if (as_auto and order is not None) else {}
+    opt_in = view.opt_in if as_auto else ()
     pf_choice = view.pf_choice
     pfs = view.prepare_finalize
     for i, entry in enumerate(view.experts):
         f: list[Check] = fails[i]
         a: list[Check] = abstains[i]
+        if request_mode is not None:
+            generic = f"request.{entry.backend}"
+            f = [c for c in f if c.rule != generic]
+            if request_mode == "map":
+                assert order is not None
+                chk = order.request_checks.get(entry.id)
+                if chk is not None and chk.evaluate(values) is Outcome.FAIL:
+                    f.append(chk)
         pf_idx = pf_choice[i].get(dispatch)
         pf = None
         if pf_idx is not None:

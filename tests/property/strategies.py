@@ -306,6 +306,9 @@ LEAVES: Mapping[str, Leaf] = {
     "architecture": _const(st.one_of(st.none(), st.sampled_from(("DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM", "Qwen3MoeForCausalLM")), text_values().filter(str.strip))),
     "has_hash_routing": _const(st.booleans()),
     "require_decomposed": _const(st.booleans()),
+    "weight_group_size": _const(st.one_of(st.none(), st.sampled_from((-1, 32, 64, 128, 16)), st.integers(1, 4096))),
+    "act_order": _const(st.one_of(st.none(), st.sampled_from(("none", "group", "weight", "static", "dynamic")))),
+    "weight_zero_point": _const(st.one_of(st.none(), st.booleans())),
     "weight_block_size": _const(st.one_of(st.none(), st.sampled_from(((128, 128), (64, 64), (32, 32), (128, 64))))),
     "parallel.tp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
     "parallel.dp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
@@ -456,11 +459,13 @@ def unread_env_vars() -> st.SearchStrategy[str]:
 
 
 @lru_cache(maxsize=None)
-def _env_value(spec: Any) -> st.SearchStrategy[str]:
+def _env_value(spec: Any, junk: bool = True) -> st.SearchStrategy[str]:
     if spec.type == "bool":
-        return st.one_of(st.sampled_from(_BOOL_TEXT), text_values())
+        if not junk and spec.parse == "int":
+            return st.sampled_from(("0", "1"))  # bool(int(...)): anything else is refused at start
+        return st.one_of(st.sampled_from(_BOOL_TEXT), text_values()) if junk else st.sampled_from(_BOOL_TEXT)
     named = tuple(str(v) for v in (spec.default, *table_values(f"env.{spec.name}")))
-    return st.one_of(st.sampled_from(named), text_values())
+    return st.one_of(st.sampled_from(named), text_values()) if junk else st.sampled_from(named)
 
 
 _ZERO_TO_THREE = st.integers(0, 3)
@@ -476,7 +481,8 @@ def environments(draw: st.DrawFn, *, installed: bool = False, extras: bool = Tru
 
     Each package the tables read is installed at some version, known absent, or unknown
     (``installed=True``: installed at a version every table range accepts, or unknown).
-    Each declared environment variable is unset, set to a typed value, or set to junk.
+    Each declared environment variable is unset, set to a typed value, or set to junk
+    (``installed=True``: never a value the engine refuses at start).
     With ``extras``, packages and variables the oracle never reads are added too.
     """
     packages: list[tuple[str, str]] = []
@@ -494,7 +500,7 @@ def environments(draw: st.DrawFn, *, installed: bool = False, extras: bool = Tru
     env: dict[str, str] = {}
     for spec in CATALOG.env_vars:
         if draw(_ZERO_TO_THREE if installed else _BOOL) in (0, False):
-            env[spec.name] = draw(_env_value(spec))
+            env[spec.name] = draw(_env_value(spec, junk=not installed))
     if extras:
         for name in draw(_EXTRA_PACKAGES):
             if draw(_BOOL):
