@@ -134,9 +134,11 @@ class All2AllBackend(str, enum.Enum):
     DEEPEP_V2 = "deepep_v2"
     MORI_HIGH_THROUGHPUT = "mori_high_throughput"
     MORI_LOW_LATENCY = "mori_low_latency"
+    MOONEP = "moonep"  # vLLM 0.31.0+ (config/parallel.py All2AllBackend)
     NIXL_EP = "nixl_ep"
     FLASHINFER_NVLINK_TWO_SIDED = "flashinfer_nvlink_two_sided"
     FLASHINFER_NVLINK_ONE_SIDED = "flashinfer_nvlink_one_sided"
+    PASSTHROUGH = "passthrough"  # vLLM 0.32.0+: bound to MoE backends that dispatch and combine themselves
 
 
 class ActivationFormat(str, enum.Enum):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import types
+import typing
 from typing import Any, Callable
 
 from .cases import Answer, Deployment
@@ -68,6 +69,10 @@ QUANT_KEY_NAMES: dict[str, str] = {
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
 
+def _no_weight_loader(*_args: Any, **_kwargs: Any) -> None:
+    """Stands in for RoutedExperts.weight_loader: the harness loads no weights."""
+
+
 class VllmSide:
     """Answers deployments with one release's selection code.
 
@@ -84,6 +89,7 @@ class VllmSide:
         self.act_mod = importlib.import_module(f"{P}.activation")
         self.mk = importlib.import_module(f"{P}.modular_kernel")
         self.qu = importlib.import_module(f"{Q}.utils.quant_utils")
+        self.all2all_literal = importlib.import_module("vllm.config.parallel").All2AllBackend
         self.moe_fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEConfig) if f.init}
         self.routing = {m.value[0] if isinstance(m.value, tuple) else m.value: m for m in self.cfg_mod.RoutingMethodType}
         self._front_ends: dict[str, Callable[..., tuple[Any, Any]]] = {}
@@ -94,18 +100,29 @@ class VllmSide:
         """The vLLM QuantKey for our key name (``None`` stays ``None``).
 
         Raises:
-            KeyError: a key this release does not define.
+            NotDriven: a key this release does not define (or that has no vLLM constant).
         """
         if name is None:
             return None
-        const = QUANT_KEY_NAMES[name]
+        const = QUANT_KEY_NAMES.get(name)
+        if const is None:
+            raise NotDriven(f"our quant key {name} has no vLLM QuantKey constant")
         try:
             return getattr(self.qu, const)
         except AttributeError:
-            raise KeyError(f"vLLM {self.sim.release} has no QuantKey {const} (our {name})") from None
+            raise NotDriven(f"vLLM {self.sim.release} has no QuantKey {const} (our {name})") from None
 
     def parallel_config(self, dep: Deployment) -> Any:
-        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups)."""
+        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups).
+
+        Raises:
+            ValueError: an all2all backend the release's ``ParallelConfig`` does not accept
+                (its ``All2AllBackend`` literal, ``vllm/config/parallel.py``; ``moonep`` is new
+                in 0.31.0): vLLM refuses the flag at start.
+        """
+        allowed = typing.get_args(self.all2all_literal)
+        if dep.all2all_backend not in allowed:
+            raise ValueError(f"all2all_backend={dep.all2all_backend!r} is not one of {list(allowed)} (vLLM {self.sim.release} ParallelConfig)")
         flat = dep.tp_size * dep.dp_size
         use_ep = dep.use_ep and flat > 1
         kwargs = dict(
@@ -125,13 +142,59 @@ class VllmSide:
         fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEParallelConfig)}
         return self.cfg_mod.FusedMoEParallelConfig(**{k: v for k, v in kwargs.items() if k in fields})
 
+    def start_checks(self, dep: Deployment) -> Deployment:
+        """What vLLM checks of the deployment's flags at start, before any layer is built;
+        returns ``dep`` with the all2all backend the release's config ends with.
+
+        * ``KernelConfig.moe_backend`` is the release's ``MoEBackend`` literal
+          (``vllm/config/kernel.py``; ``--moe-backend`` choices, pydantic at the API).
+        * ``ParallelConfig._validate_parallel_config`` (``vllm/config/parallel.py``), the
+          release's own validator run on a config holding the deployment's parallel flags
+          (EPLB needs expert parallelism, more than one rank and a CUDA/ROCm (0.31.0+: or XPU)
+          platform; removed all2all names are rewritten).
+        * ``KernelConfig.set_platform_defaults``: ``validate_flashinfer_moe_ep_model`` (the
+          FlashInfer MoE-EP backends that are DeepSeek-V4-only in this release) and, from
+          0.32.0, ``bind_passthrough_all2all_backend`` (a MoE-EP backend turns the default
+          all2all backend into ``passthrough``; any other pairing with ``passthrough`` raises).
+
+        Raises:
+            ValueError: what the release raises at start.
+        """
+        kernel = importlib.import_module("vllm.config.kernel")
+        allowed = typing.get_args(kernel.MoEBackend)
+        if dep.moe_backend not in allowed:
+            raise ValueError(f"moe_backend={dep.moe_backend!r} is not one of {list(allowed)} (vLLM {self.sim.release} KernelConfig)")
+        pc = importlib.import_module("vllm.config.parallel").ParallelConfig
+        cfg = object.__new__(pc)
+        for f in dataclasses.fields(pc):
+            value = f.default
+            if value is dataclasses.MISSING:
+                if f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+                    continue
+                value = f.default_factory()  # type: ignore[misc]
+            if type(value).__name__ == "FieldInfo":  # pydantic Field(default=...) on a private field
+                value = value.default_factory() if value.default_factory is not None else value.default
+            object.__setattr__(cfg, f.name, value)
+        flags = dict(tensor_parallel_size=dep.tp_size, data_parallel_size=dep.dp_size, enable_expert_parallel=dep.use_ep,
+                     enable_eplb=dep.enable_eplb, all2all_backend=dep.all2all_backend)
+        for name, value in flags.items():
+            object.__setattr__(cfg, name, value)
+        pc._validate_parallel_config(cfg)
+        architectures = [dep.architecture] if dep.architecture else []
+        if hasattr(kernel, "validate_flashinfer_moe_ep_model"):
+            kernel.validate_flashinfer_moe_ep_model(dep.moe_backend, architectures)
+        if hasattr(kernel, "bind_passthrough_all2all_backend"):
+            kernel.bind_passthrough_all2all_backend(dep.moe_backend, cfg)
+        return dataclasses.replace(dep, all2all_backend=cfg.all2all_backend) if cfg.all2all_backend != dep.all2all_backend else dep
+
     def moe_config(self, dep: Deployment) -> Any:
-        """``FusedMoEConfig`` as the release's layer factory builds it.
+        """``FusedMoEConfig`` as the release's layer factory builds it (after :meth:`start_checks`).
 
         Raises:
             ValueError, AssertionError: what the layer factory raises (EPLB with uneven
                 experts, redundant experts without EPLB, an intermediate size TP cannot split).
         """
+        dep = self.start_checks(dep)
         par = self.parallel_config(dep)
         global_experts = dep.num_experts + dep.num_redundant_experts
         if dep.enable_eplb:
@@ -219,6 +282,39 @@ class VllmSide:
         if dep.enable_eplb and not getattr(method, "supports_eplb", True):
             raise NotImplementedError(f"EPLB is not supported {type(method).__name__}.")
 
+    def load(self, dep: Deployment, moe: Any, method: Any) -> None:
+        """What the layer does with the quantization method after it selected (vLLM 0.29-0.33
+        P/routed_experts.py ``RoutedExperts.__init__``): refuse EPLB when the method does not
+        support it, then ``create_weights`` (here on the meta device, so nothing is allocated),
+        whose shape checks refuse deployments too (e.g. FP8 weight blocks that do not divide
+        the TP shard, Q/utils/fp8_utils.py validate_fp8_block_shape_moe). The TP group is the
+        attention TP group of rank 0 (``tp_size`` ranks). ``maybe_roundup_sizes`` only pads the
+        hidden size for some all2all backends, which no create_weights check reads; it is not run.
+
+        Raises:
+            whatever the release raises (vLLM refusing the deployment).
+        """
+        self.check_eplb(dep, method)
+        self.sim.set_tp_world(dep.tp_size)
+        torch = self.torch
+        layer = torch.nn.Module()
+        params: dict[str, Any] = dict(
+            num_experts=moe.num_local_experts,
+            hidden_size=moe.hidden_dim,
+            unpadded_hidden_size=getattr(moe, "hidden_dim_unpadded", moe.hidden_dim),
+            intermediate_size_per_partition=moe.intermediate_size_per_partition,
+            params_dtype=moe.in_dtype,
+            weight_loader=_no_weight_loader,
+            global_num_experts=moe.num_experts,
+        )
+        # vLLM 0.29.0 also passes the unsharded intermediate size to the methods its layer
+        # names (RoutedExperts._needs_intermediate_size_param, an exact class-name match).
+        needs_full = getattr(importlib.import_module(f"{P}.routed_experts").RoutedExperts, "_needs_intermediate_size_param", None)
+        if needs_full is not None and needs_full(None, method):
+            params["intermediate_size_full"] = moe.intermediate_size
+        with torch.device("meta"):
+            method.create_weights(layer=layer, **params)
+
     # ------------------------------------------------------------------ answer
 
     def answer(self, dep: Deployment) -> Answer:
@@ -232,7 +328,8 @@ class VllmSide:
             front = self.front_end(dep.front_end)
             moe = self.moe_config(dep)
             backend, experts = front(self, dep, moe)
-        except (KeyError, NotDriven) as exc:
+        except NotDriven as exc:
+            # A KeyError raised by the release's own code is the release refusing, not the harness.
             return Answer("unsupported", detail=f"not driven: {exc}")
         except Exception as exc:  # noqa: BLE001 - any exception is vLLM refusing the deployment
             return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300])

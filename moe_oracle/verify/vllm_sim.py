@@ -18,6 +18,22 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
   only on CUDA (elsewhere they raise ``AttributeError`` as on a build without them).
 * **Extension modules** that only register custom ops (``vllm._C_stable_libtorch`` ...)
   are empty stand-ins; ``vllm.vllm_flash_attn`` (attention only) is a stub.
+* **Compiled ops whose presence selection probes** (``hasattr(torch.ops..., name)``), present as
+  on the build for the deployment's platform, absent otherwise. Assumptions about the builds:
+
+  - vLLM's CPU build registers ``torch.ops._C.cpu_fused_moe_int8`` on Arm (aarch64) and POWER
+    (ppc64le): ``ArmCPUExpertsInt8`` and ``PowerCPUExpertsInt8`` (vLLM 0.29.0-0.33.0
+    P/experts/cpu_moe.py) probe it and exist to call it; no x86 class probes it.
+  - vLLM's ROCm build registers ``torch.ops._rocm_C.moe_gptq_gemm_rdna3``; the Python gate adds
+    ``on_gfx1100()`` (0.29.0 Q/compressed_tensors/compressed_tensors_moe/rocm_moe_rdna.py,
+    0.30.0+ P/experts/rdna3_moe.py).
+  - An x86_64 CPU without AMX that has the ``zentorch`` package is an AMD Zen CPU with AVX-512
+    (``_is_amd_zen_cpu``), so vLLM runs its ``ZenCpuPlatform`` (vllm/platforms/__init__.py
+    ``cpu_platform_plugin``), and zentorch registers ``torch.ops.zentorch.zentorch_fused_moe`` and
+    ``zentorch_woq_repack_weight`` (the ops vLLM's Zen MoE classes probe with ``has_zentorch_op``).
+    An x86_64 CPU with AMX is Intel: plain ``CpuPlatform`` even with zentorch installed.
+  - ``torch.ops.aten._dyn_quant_matmul_4bit`` / ``_dyn_quant_pack_4bit_weight`` (the W4A8-int8 CPU
+    class's probe) are the CPU torch's own, present in the torch that runs the harness.
 * **Optional packages**: ``vllm.utils.import_utils._has_module`` / ``_has_module_spec``
   answer from the deployment for the modules in :data:`MODULE_PACKAGES`; every
   ``has_flashinfer*`` probe returns False when FlashInfer is absent and runs for real
@@ -32,6 +48,7 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
 from __future__ import annotations
 
 import ast
+import enum
 import functools
 import importlib
 import importlib.abc
@@ -119,6 +136,19 @@ class _StubValue:
         return f"<stand-in {self._path}>"
 
 
+# Compiled ops probed with hasattr (see the module docstring for the build assumptions).
+_CPU_INT8_MOE_ARCHES = frozenset({"aarch64", "arm64", "ppc64le", "ppc64"})
+_ZENTORCH_OPS = ("zentorch_fused_moe", "zentorch_woq_repack_weight")
+
+
+def _compiled_op(name: str) -> Callable[..., Any]:
+    def op(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError(f"{name} is a stand-in for a compiled op in the differential harness")
+
+    op.__name__ = name
+    return op
+
+
 class _StubModule(types.ModuleType):
     """A stand-in module: every attribute is a :class:`_StubValue`."""
 
@@ -131,6 +161,17 @@ class _StubModule(types.ModuleType):
 
 
 _STUB_TOPS: dict[str, str] = {name: pkg for name, pkg in MODULE_PACKAGES.items() if "." not in name and name != "flashinfer"}
+
+# Attributes a stand-in module must really have because vLLM's selection code computes with
+# them (not just compares identities). humming.config.GemmType: vLLM 0.33.0
+# P/experts/fused_humming_moe.py compares ``cls.humming_gemm_type().value.lower()`` with the
+# names get_humming_moe_gemm_type() derives ("indexed", "grouped_contiguous", "grouped_masked"),
+# so each member's value is that name.
+_STANDIN_ATTRS: dict[str, dict[str, Any]] = {
+    "humming.config": {
+        "GemmType": enum.Enum("GemmType", {"INDEXED": "indexed", "GROUPED_CONTIGUOUS": "grouped_contiguous", "GROUPED_MASKED": "grouped_masked"}),
+    },
+}
 
 
 class _StubLoader(importlib.abc.Loader):
@@ -145,7 +186,8 @@ class _StubLoader(importlib.abc.Loader):
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        return None
+        for name, value in _STANDIN_ATTRS.get(module.__name__, {}).items():
+            setattr(module, name, value)
 
 
 class _StubFinder(importlib.abc.MetaPathFinder):
@@ -159,6 +201,21 @@ class _StubFinder(importlib.abc.MetaPathFinder):
         if pkg is None or pkg not in self.sim._packages:
             return None
         return importlib.machinery.ModuleSpec(fullname, _StubLoader(self.sim._stubs), is_package=True)
+
+
+class _GroupStandIn:
+    """The tensor-parallel group as rank 0 of a ``world_size`` group sees it (no process group).
+
+    Quantization methods read only ``world_size`` while creating weights (vLLM 0.29-0.33
+    Q/utils/fp8_utils.py validate_fp8_block_shape_moe); anything else raises.
+    """
+
+    def __init__(self, world_size: int) -> None:
+        self.world_size = world_size
+        self.rank_in_group = 0
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the differential harness simulates no process group: GroupCoordinator.{name} was read")
 
 
 class Simulation:
@@ -193,6 +250,14 @@ class Simulation:
         from vllm.platforms import interface
 
         self._check_release(vllm)
+        # FlashInfer (the real package the release pins) is imported once here, while no
+        # stand-in exists: with a stand-in `cutlass` present, FlashInfer's own import would
+        # take the stand-in for the CUTLASS DSL and fail. Its presence per deployment is
+        # simulated by the has_flashinfer* probes below.
+        try:
+            importlib.import_module("flashinfer")
+        except Exception:  # noqa: BLE001 - a release whose pinned FlashInfer is not on sys.path
+            pass
         # One object, installed before any module binds `current_platform`; its class
         # changes per deployment.
         self.shim = object.__new__(interface.UnspecifiedPlatform)
@@ -287,6 +352,17 @@ class Simulation:
                 return sim._cpu_arch_enum()
 
         classes["cpu"] = SimCpu
+        try:
+            import vllm.platforms.zen_cpu as zen_mod
+
+            class SimZenCpu(zen_mod.ZenCpuPlatform):  # type: ignore[misc, name-defined]
+                @classmethod
+                def get_cpu_architecture(cls) -> Any:
+                    return sim._cpu_arch_enum()
+
+            classes["zen_cpu"] = SimZenCpu
+        except Exception:  # noqa: BLE001 - a release without the Zen platform
+            pass
         try:
             import vllm.platforms.xpu as xpu_mod
 
@@ -449,7 +525,7 @@ class Simulation:
             self._rebind()
         if state == self._state:
             return
-        cls = self._classes.get(dep.platform)
+        cls = self._classes.get(self._platform_class(dep))
         if cls is None:
             raise ValueError(f"platform {dep.platform!r} cannot be simulated for vLLM {self.release}")
         self._platform = dep.platform
@@ -464,6 +540,7 @@ class Simulation:
             amx = bool(dep.cpu_amx)
             self.torch.cpu._is_amx_tile_supported = lambda: amx  # type: ignore[attr-defined]
         self.shim.__class__ = cls
+        self._set_compiled_ops(dep)
         for name in self._stubs:
             sys.modules.pop(name, None)
         self._stubs.clear()
@@ -471,12 +548,58 @@ class Simulation:
             del os.environ[key]
         os.environ.update(dep.env_map)
         self._refresh_aiter()
+        self._refresh_b12x()
         for cache in self._caches:
             try:
                 cache.cache_clear()
             except Exception:  # noqa: BLE001 - a cache that cannot be cleared is recorded nowhere; skip
                 pass
         self._state = state
+
+    @staticmethod
+    def _platform_class(dep: Deployment) -> str:
+        """Which platform class vLLM would resolve (see the module docstring for the Zen rule)."""
+        if dep.platform == "cpu" and (dep.arch or "x86_64") in ("x86_64", "amd64") and not dep.cpu_amx and "zentorch" in dep.packages:
+            return "zen_cpu"
+        return dep.platform
+
+    def _set_compiled_ops(self, dep: Deployment) -> None:
+        """Register the probed compiled ops the deployment's vLLM build has; remove the others."""
+        torch = self.torch
+        present = {
+            ("_C", "cpu_fused_moe_int8"): dep.platform == "cpu" and (dep.arch or "x86_64") in _CPU_INT8_MOE_ARCHES,
+            ("_rocm_C", "moe_gptq_gemm_rdna3"): dep.platform == "rocm",
+        }
+        zen = self._platform_class(dep) == "zen_cpu"
+        present.update({("zentorch", op): zen for op in _ZENTORCH_OPS})
+        for (ns_name, op), want in present.items():
+            ns = getattr(torch.ops, ns_name)
+            if want:
+                setattr(ns, op, _compiled_op(f"torch.ops.{ns_name}.{op}"))
+            elif op in vars(ns):
+                delattr(ns, op)
+
+    def _refresh_b12x(self) -> None:
+        """``vllm.utils.b12x`` probes the package once, at import (``importlib.util.find_spec``),
+        not through ``_has_module``: its module-level answer and submodules follow the deployment.
+
+        The fused-MoE submodule's ``is_supported()`` is b12x 1.5.1's ``default_is_supported``:
+        SM 12.0/12.1, nvidia-cutlass-dsl >= 4.6.0 and triton. b12x pins nvidia-cutlass-dsl==4.8.0
+        and CUDA torch ships triton, so wherever b12x is installed only the device decides.
+        """
+        mod = sys.modules.get("vllm.utils.b12x")
+        if mod is None or not hasattr(mod, "_B12X_SUBMODULES"):
+            return
+        present = "b12x" in self._packages
+        mod._HAS_B12X = present
+        sim = self
+        subs = {}
+        for name in list(mod._B12X_SUBMODULES):
+            stub = _StubModule(name) if present else None
+            if stub is not None and name == "b12x.moe.fused_moe":
+                stub.is_supported = lambda device=None: sim._platform == "cuda" and sim._capability in (120, 121)
+            subs[name] = stub
+        mod._B12X_SUBMODULES = subs
 
     def _refresh_aiter(self) -> None:
         mod = sys.modules.get("vllm._aiter_ops")
@@ -491,6 +614,12 @@ class Simulation:
                 ops.refresh_env_variables()
             except Exception:  # noqa: BLE001
                 pass
+
+    def set_tp_world(self, tp_size: int) -> None:
+        """Make ``get_tensor_model_parallel_world_size()`` answer ``tp_size`` (rank 0's view)."""
+        import vllm.distributed.parallel_state as ps
+
+        ps._TP = _GroupStandIn(tp_size)
 
     def modules_loaded(self) -> Iterable[str]:
         return sorted(n for n in sys.modules if n.startswith("vllm"))

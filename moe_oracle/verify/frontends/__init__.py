@@ -26,6 +26,14 @@ FRONT_ENDS: dict[str, str] = {
     "direct": "generic:direct",
     "unquantized": "generic:unquantized",
     "fp8": "fp8:fp8_method",
+    "ct_wna16": "wna16:ct_wna16",
+    "gptq": "wna16:gptq",
+    "awq": "wna16:awq",
+    "moe_wna16": "wna16:moe_wna16",
+    "ct_w8a8_int8": "int8:ct_w8a8_int8",
+    "experts_int8": "int8:experts_int8",
+    "ct_w4a8_fp8": "w4a8:ct_w4a8_fp8",
+    "ct_w4a8_int8": "w4a8:ct_w4a8_int8",
 }
 """Front-end name -> ``module:function`` in ``moe_oracle.verify.frontends``."""
 
@@ -33,5 +41,13 @@ QUANT_METHOD: dict[str, str | None] = {
     "direct": None,
     "unquantized": None,
     "fp8": "fp8",
+    "ct_wna16": "compressed-tensors",
+    "gptq": "gptq",
+    "awq": "awq",
+    "moe_wna16": "moe_wna16",
+    "ct_w8a8_int8": "compressed-tensors",
+    "experts_int8": "experts_int8",
+    "ct_w4a8_fp8": "compressed-tensors",
+    "ct_w4a8_int8": "compressed-tensors",
 }
 """Front-end name -> the checkpoint ``quant_method`` our side is told (``None``: unknown)."""
