@@ -275,6 +275,7 @@ class CompiledTables:
     tables_hash: str
     base: "CompiledTables | None" = None
     ranges: tuple[SpecifierSet, ...] = ()
+    after_selection: frozenset[str] = frozenset()
     _views: dict[Any, "Catalog"] = field(default_factory=dict, repr=False)
     _keys: dict[Version, tuple[bool, ...]] = field(default_factory=dict, repr=False)
     _releases: dict[Any, EngineRelease] = field(default_factory=dict, repr=False)
@@ -327,6 +328,9 @@ class Catalog:
     ``known_bad_index`` evaluates the known-bad rules of the kernels in ``known_bad_owner``
     (indices into ``experts``); the engine adds them to the failures only under the safe policy.
     ``known_bad_checks[i]`` are kernel ``i``'s (the faithful policy evaluates the winner's alone).
+    ``after_selection`` holds the rule ids of constraints the engine checks on the kernel it
+    selected, not while it selects (a failure refuses the layer instead of passing to the next
+    candidate).
     """
 
     experts: tuple[ExpertsEntry, ...]
@@ -358,6 +362,7 @@ class Catalog:
     source: CompiledTables | None = field(default=None, repr=False, compare=False)
     key: tuple[bool, ...] = field(default=(), repr=False, compare=False)
     removed_env_vars: tuple[RemovedEnvVar, ...] = ()
+    after_selection: frozenset[str] = frozenset()
 
     @property
     def backends(self) -> tuple[str, ...]:

@@ -236,9 +236,9 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         if taken is not None:
             shortcut, rows, winner, waived = taken
         else:
-            winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+            winner = _first_selected(view, rows, notes)
     else:
-        winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+        winner = _first_selected(view, rows, notes)
 
     warnings = _warnings(view, original, env, norm, rows, winner, release, policy, shortcut, waived, notes)
     if shortcut is not None and requested is not None:
@@ -262,6 +262,19 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         warnings=warnings,
         shortcut=shortcut.id if shortcut is not None else None,
     )
+
+
+def _first_selected(view: Catalog, rows: list[Row], notes: list[str]) -> int | None:
+    """The first candidate the engine selects; ``None`` when none, or when the selected one fails a
+    check the engine makes only after selecting (``after_selection``): the layer is refused then."""
+    post = view.after_selection
+    first = next((k for k, r in enumerate(rows) if all(c.rule in post for c in r.failures)), None)
+    if first is None or not rows[first].failures:
+        return first
+    row = rows[first]
+    rules = ", ".join(sorted({c.rule for c in row.failures}))
+    notes.append(f"the engine selects {row.entry.upstream} ({row.entry.id}), then refuses the layer: {'; '.join(c.hint for c in row.failures)} [{rules}]")
+    return None
 
 
 def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str]) -> tuple[Shortcut, list[Row], int, tuple[Check, ...]] | None:

@@ -62,6 +62,8 @@ def _marlin_moe_supported(config: MoEConfig, platform: Platform) -> bool | None:
     group_ok = group in (-1, 32, 64, 128)
     padded = hidden_ok and (group <= 0 or ipp % group == 0) and group_ok
     strict = hidden_ok and ipp % max(64, group) == 0 and group_ok
+    if group <= 0:
+        return padded  # activation ordering is a no-op per channel (GPTQ normalizes desc_act off)
     if config.act_order is None:
         return padded if padded == strict else None
     return strict if config.act_order in _ACT_ORDER_STRICT else padded

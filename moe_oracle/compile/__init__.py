@@ -136,6 +136,7 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
         files=((base.files if base is not None else ()) + tuple(tf.path for tf in files)),
         tables_hash=digest.hexdigest()[:16],
         base=base,
+        after_selection=frozenset(ctx.after_selection),
     )
     ranges = {rng for _, _, rng in versioned_items(compiled) if rng is not None}
     if base is not None:

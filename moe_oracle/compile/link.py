@@ -216,6 +216,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         known_bad_checks=tuple(kb_checks[kb_owner.index(i)] if i in kb_owner else () for i in range(len(final_experts))),
         view_name=compiled.view_name,
         engine=compiled.engine,
+        after_selection=compiled.after_selection,
         source=compiled,
         key=key,
     )

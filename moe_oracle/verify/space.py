@@ -187,6 +187,13 @@ ENV_VARS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("VLLM_BATCH_INVARIANT", ("1",)),
 )
 
+FAMILY_ENV_VARS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "wna16": (("VLLM_USE_FLASHINFER_MOE_INT4", ("0", "1")), ("VLLM_CPU_INT4_W4A8", ("0", "1")), ("VLLM_HUMMING_MOE_GEMM_TYPE", ("indexed", "grouped", "auto"))),
+    "int8": (("VLLM_HUMMING_MOE_GEMM_TYPE", ("indexed", "grouped", "auto")),),
+    "w4a8_fp8": (("VLLM_HUMMING_MOE_GEMM_TYPE", ("indexed", "grouped", "auto")),),
+}
+"""Environment variables only one family's selection reads (drawn for that family only)."""
+
 _PACKAGE_WEIGHTS = {"flashinfer": 0.7, "deep_gemm": 0.6, "deep_ep": 0.4, "triton_kernels": 0.5, "aiter": 0.6, "humming": 0.3}
 
 _TP_DP = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8), (2, 4), (4, 2), (16, 1))
@@ -256,6 +263,9 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     env: dict[str, str] = {}
     for name, values in ENV_VARS:
         if rng.random() < 0.08:
+            env[name] = _pick(rng, values)
+    for name, values in FAMILY_ENV_VARS.get(family, ()):
+        if rng.random() < 0.2:
             env[name] = _pick(rng, values)
     packages = tuple(p for p in PACKAGES if rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS + FAMILY_MOE_BACKENDS.get(family, ()))

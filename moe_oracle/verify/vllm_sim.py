@@ -136,6 +136,9 @@ class _StubValue:
         return f"<stand-in {self._path}>"
 
 
+_SIMULATED_COMPUTE_UNITS = 132
+"""SM / CU / EU count the simulated GPU reports (a device query that sizes workspaces, never selection)."""
+
 # Compiled ops probed with hasattr (see the module docstring for the build assumptions).
 _CPU_INT8_MOE_ARCHES = frozenset({"aarch64", "arm64", "ppc64le", "ppc64"})
 _ZENTORCH_OPS = ("zentorch_fused_moe", "zentorch_woq_repack_weight")
@@ -328,6 +331,12 @@ class Simulation:
             def get_device_name(cls, device_id: int = 0) -> str:
                 return f"simulated SM {sim._capability}"
 
+            @classmethod
+            def num_compute_units(cls, device_id: int = 0) -> int:
+                # Sizes the Marlin workspace that vLLM 0.29.0's GPTQ/AWQ create_weights allocate;
+                # no selection reads it.
+                return _SIMULATED_COMPUTE_UNITS
+
         classes["cuda"] = SimCuda
         self._rocm = self._import_rocm()
         if self._rocm is not None:
@@ -342,6 +351,10 @@ class Simulation:
                 @classmethod
                 def get_device_name(cls, device_id: int = 0) -> str:
                     return f"simulated {rocm._GCN_ARCH}"
+
+                @classmethod
+                def num_compute_units(cls, device_id: int = 0) -> int:
+                    return _SIMULATED_COMPUTE_UNITS
 
             classes["rocm"] = SimRocm
         import vllm.platforms.cpu as cpu_mod
@@ -374,6 +387,10 @@ class Simulation:
                 @classmethod
                 def get_device_name(cls, device_id: int = 0) -> str:
                     return "simulated XPU"
+
+                @classmethod
+                def num_compute_units(cls, device_id: int = 0) -> int:
+                    return _SIMULATED_COMPUTE_UNITS
 
             classes["xpu"] = SimXpu
         except Exception:  # noqa: BLE001 - a release whose XPU platform cannot load here
