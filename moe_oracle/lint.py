@@ -18,6 +18,13 @@ with. Lint adds what only the whole table set shows:
 * ``alias_expired``: a deprecated alias still accepted after its removal date;
 * ``no_order``: a (platform, quant family) with no priority order;
 * ``uncovered``: a (platform, quant scheme) that no kernel supports;
+* ``range_admits_no_release``: a fact whose engine range admits none of the modelled releases
+  (it never applies to an answer we can verify);
+* ``range_past_verified``: a range bounded above past the newest verified release (a claim
+  about a release nobody has read yet);
+* ``open_ended``: the facts whose range has a lower bound and no upper one (introduced in a
+  verified release and assumed to continue past the newest one): one note listing them, the
+  first to re-check when a new release ships;
 * ``drift``: a FlashInfer kernel whose SM set differs from what the installed FlashInfer
   declares (``drift.py``; only with ``drift=True``, or ``drift=None`` and flashinfer importable).
 
@@ -30,6 +37,8 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 from typing import Any
+
+from packaging.version import Version
 
 from .catalog import Catalog
 from .checks import Check
@@ -249,6 +258,34 @@ def _coverage(catalog: Catalog) -> list[Finding]:
     return out
 
 
+def _ranges(catalog: Catalog) -> list[Finding]:
+    """Findings on engine ranges against the releases ``rules/engine.yaml`` models and verifies."""
+    if catalog.source is None or catalog.engine is None:
+        return []
+    engine = catalog.engine
+    modelled = [r.version for r in engine.releases]
+    verified = [r.version for r in engine.releases if r.verified] or modelled
+    newest = max(verified)
+    out: list[Finding] = []
+    open_ended: list[str] = []
+    for kind, ident, rng in ranged_items(catalog):
+        if rng is None:
+            continue
+        subject = f"{kind}:{ident}"
+        if not any(rng.contains(v, prereleases=True) for v in modelled):
+            out.append(Finding("warning", "range_admits_no_release", subject, f"vLLM {rng} admits none of the modelled releases ({', '.join(str(v) for v in modelled)}): it never applies"))
+            continue
+        uppers = [Version(s.version) for s in rng if s.operator in ("<", "<=")]
+        lowers = [s for s in rng if s.operator in (">", ">=", "==", "~=", "===")]
+        if uppers and min(uppers) > newest:
+            out.append(Finding("warning", "range_past_verified", subject, f"vLLM {rng} is bounded past the newest verified release {newest}: nothing verifies the upper bound"))
+        if lowers and not uppers:
+            open_ended.append(f"{ident} ({rng})")
+    if open_ended:
+        out.append(Finding("note", "open_ended", f"vLLM > {newest}", f"{len(open_ended)} fact(s) introduced in a verified release hold past {newest} unverified (re-check them first at the next release): " + ", ".join(sorted(open_ended))))
+    return out
+
+
 def ranged_items(catalog: Catalog) -> list[tuple[str, str, Any]]:
     """Every item of ``catalog``'s table set with its engine range: ``(kind, id, SpecifierSet | None)``.
 
@@ -269,7 +306,7 @@ def lint(catalog: Catalog, *, today: _dt.date | None = None, sample: bool = True
     ``False`` skips it; ``None`` runs it when flashinfer imports and otherwise adds a note that it
     was skipped; ``True`` requires it (an unimportable flashinfer is an error).
     """
-    findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _duplicates_and_contradictions(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog)
+    findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _duplicates_and_contradictions(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog) + _ranges(catalog)
     if sample:
         findings += _never_selected(catalog)
     if drift is not False:

@@ -1,0 +1,96 @@
+"""``moe-oracle diff``: what changes in the kernel choice between two environments."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import ConfigError, InputIssue
+
+__all__ = ["add_parser", "run", "parse_side"]
+
+_EPILOG = """\
+A side (--from / --to) is one of:
+  NAME==VERSION[,NAME==VERSION...]   packages declared on top of the other flags (vllm==0.31.0)
+  gpu:NAME                           another device from the hardware catalog (gpu:B200)
+  FILE                               an environment file (pip freeze, pip list --format=json,
+                                     uv pip list or vllm collect-env output)
+Everything else (model, deployment, --package, --env ...) is shared by both sides.
+
+examples:
+  moe-oracle diff --model deepseek-r1 --gpu B200 --tp 8 --from vllm==0.31.0 --to vllm==0.33.0
+  moe-oracle diff --model gpt-oss-120b --tp 4 --from gpu:H200 --to gpu:B200 --json
+
+exit codes: 0 it ran (whether or not anything changed), 2 bad input."""
+
+
+def add_parser(sub: Any, add_input_args: Callable[[argparse.ArgumentParser], None]) -> None:
+    p = sub.add_parser(
+        "diff",
+        help="what changes in the kernel choice between two environments (releases, GPUs, env files)",
+        description="Select the same model and deployment under two environments and, for each layer group whose kernel changes, print the old and new kernel and the facts (rule ids, engine ranges, references) that changed it.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--from", dest="side_from", required=True, metavar="SIDE", help="the environment you run now (see below)")
+    p.add_argument("--to", dest="side_to", required=True, metavar="SIDE", help="the environment you consider (see below)")
+    add_input_args(p)
+
+
+def parse_side(text: str, flag: str) -> dict[str, Any]:
+    """``{"packages": [...]}``, ``{"gpu": NAME}`` or ``{"environment": PATH}`` for one side.
+
+    Raises:
+        ConfigError: none of the three forms.
+    """
+    text = text.strip()
+    if text.lower().startswith("gpu:") or text.lower().startswith("gpu="):
+        name = text[4:].strip()
+        if name:
+            return {"gpu": name}
+    elif "==" in text or " @ " in text:
+        return {"packages": [p.strip() for p in text.split(",") if p.strip()]}
+    elif text and Path(text).is_file():
+        return {"environment": text}
+    raise ConfigError(
+        [InputIssue(flag, "expected NAME==VERSION[,NAME==VERSION], gpu:NAME, or an existing environment file", text, ["vllm==0.31.0", "gpu:B200", "pip-freeze.txt"])],
+        headline=f"bad {flag}",
+    )
+
+
+def _side_args(args: argparse.Namespace, side: dict[str, Any]) -> argparse.Namespace:
+    out = copy.copy(args)
+    out.package = list(args.package)
+    if "packages" in side:
+        out.package += side["packages"]
+    if "gpu" in side:
+        out.gpu = side["gpu"]
+        out.platform = out.sm = out.arch = None
+    if "environment" in side:
+        if args.environment:
+            raise ConfigError([InputIssue("--environment", "a side given as an environment file replaces --environment; give one of them", args.environment, None)], headline="bad --environment")
+        out.environment = side["environment"]
+    return out
+
+
+def run(args: argparse.Namespace, catalog: Any, build_inputs: Callable[..., tuple[Any, Any, list[str]]], print_json: Callable[[Any], None]) -> int:
+    from .diff import Side, diff_groups
+
+    sides = []
+    for flag, text in (("--from", args.side_from), ("--to", args.side_to)):
+        spec = parse_side(text, flag)
+        config, env, notes = build_inputs(_side_args(args, spec), catalog)
+        sides.append((Side(text, config, env), notes))
+    (before, notes_b), (after, notes_a) = sides
+    layers = "MoE layers" if not getattr(args, "layer_label", None) else args.layer_label
+    result = diff_groups(catalog, [(layers, before, after)], policy=args.policy)
+    if args.json:
+        print_json({**result.to_dict(), "notes": sorted(set(notes_b) | set(notes_a))})
+    else:
+        for note in sorted(set(notes_b) | set(notes_a)):
+            print(f"Note: {note}")
+        print(result.render_text())
+    return 0
+

@@ -1,0 +1,76 @@
+"""``moe-oracle diff``: the kernel that changes between two sides, and the facts that change it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from moe_oracle import Device, Environment, MoEConfig
+from moe_oracle.cli import main
+from moe_oracle.diff import Side, diff_groups
+from moe_oracle.errors import ConfigError
+from moe_oracle.cli_diff import parse_side
+from tests.tables_fixture import load
+from tests.unit.test_versions import versioned_tables
+
+B200 = Device("cuda", capability=100)
+
+
+def cfg(**kw):
+    base = dict(num_experts=64, top_k=4, hidden_size=1024, intermediate_size=512, device=B200)
+    base.update(kw)
+    return MoEConfig(**base)
+
+
+def side(version: str, **kw) -> Side:
+    return Side(f"vllm=={version}", cfg(**kw), Environment.declared([f"vllm=={version}"]))
+
+
+@pytest.fixture()
+def versioned(tmp_path):
+    return load(tmp_path, versioned_tables())
+
+
+def test_a_kernel_that_appears_in_a_release_is_named_with_its_range(versioned):
+    result = diff_groups(versioned, [("layers 0-3", side("0.31.0"), side("0.33.0"))])
+    (group,) = result.groups
+    assert group.changed and group.after.kernel == "fast_monolithic" and group.before.kernel != "fast_monolithic"
+    entry = [c for c in group.causes if c.kind == "entry"]
+    assert entry and entry[0].rule == "fast_monolithic" and entry[0].range == ">=0.33.0"
+    assert result.to_dict()["changed"] == 1 and "fast_monolithic" in result.render_text()
+
+
+def test_a_check_that_only_holds_in_one_release_is_the_cause(versioned):
+    # gelu: `slow` rejects it before 0.33.0 (slow.no_gelu_before_0_33); pin the request to slow.
+    result = diff_groups(versioned, [("MoE layers", side("0.32.0", activation="gelu", moe_backend="slow"), side("0.33.0", activation="gelu", moe_backend="slow"))])
+    (group,) = result.groups
+    assert group.before.kernel is None and group.after.kernel == "slow"
+    checks = {c.rule: c for c in group.causes if c.kind == "check"}
+    assert "slow.no_gelu_before_0_33" in checks and checks["slow.no_gelu_before_0_33"].range == "<0.33.0"
+
+
+def test_an_unchanged_group_has_no_causes(versioned):
+    result = diff_groups(versioned, [("MoE layers", side("0.33.0"), side("0.33.0"))])
+    assert not result.changed and result.groups[0].causes == ()
+
+
+def test_sides_parse_and_bad_sides_are_bad_input(tmp_path):
+    assert parse_side("vllm==0.31.0, flashinfer-python==0.7.0.post1", "--from") == {"packages": ["vllm==0.31.0", "flashinfer-python==0.7.0.post1"]}
+    assert parse_side("gpu:B200", "--to") == {"gpu": "B200"}
+    f = tmp_path / "freeze.txt"
+    f.write_text("vllm==0.33.0\n")
+    assert parse_side(str(f), "--to") == {"environment": str(f)}
+    with pytest.raises(ConfigError) as err:
+        parse_side("B200", "--to")
+    assert "bad --to" in str(err.value)
+
+
+def test_cli_diff_between_two_gpus_names_the_deciding_checks(capsys):
+    code = main(["diff", "--model", "qwen3-30b-a3b", "--tp", "2", "--from", "gpu:H200", "--to", "gpu:B200", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["changed"] == 1
+    (group,) = out["groups"]
+    assert group["before"]["selected"]["kernel"] != group["after"]["selected"]["kernel"]
+    assert any(c["kind"] == "check" and c["before"] == 90 for c in group["causes"]), group["causes"]
+    assert main(["diff", "--model", "qwen3-30b-a3b", "--from", "nonsense", "--to", "gpu:B200"]) == 2
