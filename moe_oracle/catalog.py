@@ -41,6 +41,7 @@ from .vocab import ActivationFormat, Interface
 __all__ = [
     "Adjustment",
     "All2AllAlias",
+    "RequestMap",
     "BackendAlias",
     "Catalog",
     "CompiledTables",
@@ -107,13 +108,6 @@ class PriorityOrder:
 
     ``excluded`` holds, per backend outside the order and the fallback, the check that
     rejects its kernels under ``moe_backend=auto`` (``path_not_enabled``).
-
-    ``requests`` is the explicit-request mapping of the oracle the order stands for (vLLM's
-    ``map_<family>_backend`` followed by ``backend_to_kernel_cls``): ``moe_backend`` name -> the
-    kernels that name tries, in order. Where it is set, a name outside it is refused and a name
-    selects only its kernels, whatever the global aliases say; ``request_checks`` holds, per kernel
-    id, the check that enforces it (built at link). ``ignores_request`` marks an oracle that never
-    reads ``moe_backend`` (the request changes nothing).
     """
 
     id: str
@@ -123,10 +117,29 @@ class PriorityOrder:
     notes: str = ""
     excluded: Mapping[str, Check] = field(default_factory=dict, repr=False, compare=False)
     engine: Range = field(default=None, compare=False)
-    requests: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False)
-    ignores_request: bool = False
-    request_reference: str = ""
-    request_checks: Mapping[str, Check] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RequestMap:
+    """How one quant family's oracle reads ``moe_backend`` (vLLM's ``map_<family>_backend``).
+
+    Where ``when`` holds, ``names`` maps each accepted name to the backends it requests (the
+    batched remap included: ``triton`` -> Triton and batched Triton, the activation format
+    picks one); ``auto`` names are read as ``auto``; ``formats`` names force the activation
+    format the oracle peeks (unquantized ``batched_triton``). ``kernels`` names, for the names
+    that map to some kernels of a backend only (vLLM's ``backend_to_kernel_cls`` list of that
+    backend: WNA16 ``marlin`` is ``MarlinExperts``, never the batched class), the kernels they try.
+    Any other name is refused, as vLLM raises ``ValueError`` for it.
+    """
+
+    id: str
+    when: tuple[Predicate, ...]
+    names: Mapping[str, tuple[str, ...]]
+    auto: tuple[str, ...]
+    formats: Mapping[str, str]
+    reference: str
+    engine: Range = field(default=None, compare=False)
+    kernels: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -274,6 +287,7 @@ class CompiledTables:
     files: tuple[str, ...]
     tables_hash: str
     base: "CompiledTables | None" = None
+    request_maps: tuple[RequestMap, ...] = ()
     ranges: tuple[SpecifierSet, ...] = ()
     after_selection: frozenset[str] = frozenset()
     _views: dict[Any, "Catalog"] = field(default_factory=dict, repr=False)
@@ -362,6 +376,7 @@ class Catalog:
     source: CompiledTables | None = field(default=None, repr=False, compare=False)
     key: tuple[bool, ...] = field(default=(), repr=False, compare=False)
     removed_env_vars: tuple[RemovedEnvVar, ...] = ()
+    request_maps: tuple[RequestMap, ...] = ()
     after_selection: frozenset[str] = frozenset()
 
     @property

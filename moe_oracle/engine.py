@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from .catalog import Catalog, PriorityOrder, Shortcut
+from .catalog import Catalog, PriorityOrder, RequestMap, Shortcut
 from .checks import Check, Outcome
 from .config import MoEConfig, Provenance
 from .decision import Decision, Row, make_failure
@@ -33,7 +33,7 @@ from .envvars import env_notes
 from .refusals import no_effect_notes
 from .errors import ConfigError, InputIssue
 from .normalize import Normalized, normalize
-from .predicates import Predicate
+from .predicates import Predicate, compile_value_spec
 from .quant import SCHEMES
 from .records import DecisionWarning, Demotion
 from .versions import EngineRelease
@@ -42,8 +42,19 @@ from .vocab import Policy, ReasonCode, Source
 __all__ = ["evaluate", "resolve_request"]
 
 
+def _known_names(catalog: Catalog) -> set[str]:
+    names = set(catalog.backend_names)
+    for rm in catalog.request_maps:
+        names.update(rm.names)
+        names.update(rm.auto)
+    return names
+
+
 def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | None:
-    """Backend ids a ``moe_backend`` name selects; ``None`` for ``auto``.
+    """Backend ids a ``moe_backend`` name selects, whatever the family; ``None`` for ``auto``.
+
+    A family's request map (``rules/aliases.yaml`` ``requests``) may read the name otherwise
+    (:func:`_family_request`); this is the family-independent reading.
 
     Raises:
         ConfigError: unknown name (with did-you-mean and every accepted name).
@@ -52,8 +63,23 @@ def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | Non
     if name == "auto":
         return None
     if name not in catalog.backend_names:
-        raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(catalog.backend_names)])])
+        known = _known_names(catalog)
+        if name not in known:
+            raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(known)])])
+        return tuple(sorted({b for rm in catalog.request_maps for b in rm.names.get(name, ())}))
     return catalog.backend_names[name]
+
+
+def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> tuple[RequestMap | None, tuple[str, ...] | None, str | None]:
+    """(the family's request map, the backends ``name`` requests (``None``: auto; ``()``: refused), a forced activation format)."""
+    rm = next((r for r in catalog.request_maps if _holds(r.when, values)), None)
+    if rm is None:
+        return None, None, None
+    if name == "auto" or name in rm.auto:
+        return rm, None, None
+    if name not in rm.names:
+        return rm, (), None
+    return rm, rm.names[name], rm.formats.get(name)
 
 
 def _apply_implied_quant(catalog: Catalog, config: MoEConfig) -> tuple[MoEConfig, str | None]:
@@ -164,10 +190,29 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     norm = normalize(config, env, view.package_names, view.env_vars, release.assumed_packages if release is not None else None)
     values, sources = norm.values, norm.sources
     requested_by = "moe_backend" if requested is not None else None
+    notes: list[str] = []
+    name = config.moe_backend.strip().lower().replace("-", "_")
+    family_map, family_request, forced_format = _family_request(view, name, values)
+    if family_map is not None:
+        requested = family_request
+        requested_by = "moe_backend" if requested is not None else None
+        changed: dict[str, Any] = {}
+        if requested is None and name != "auto":
+            changed["moe_backend"] = "auto"
+            notes.append(f"moe_backend={config.moe_backend} is read as auto for this layer ({family_map.id}: {family_map.reference})")
+        if forced_format is not None and forced_format != values["activation_format"]:
+            changed["activation_format"] = forced_format
+            notes.append(f"moe_backend={config.moe_backend} makes the oracle expect {forced_format}-format experts ({family_map.id})")
+        if requested == ():
+            notes.append(f"moe_backend={config.moe_backend} is not a backend this layer's oracle accepts ({family_map.id}: {', '.join(sorted(family_map.names))}); the engine raises")
+        if changed:
+            values = {**values, **changed}
+            sources = {**sources, **{k: Source.USER_FLAG if k == "moe_backend" else Source.DERIVED for k in changed}}
+            norm = Normalized(values, sources)
     if requested is None:
         ov = _override(view, values, sources)
         if ov is not None:
-            requested, requested_by = (ov[0],), ov[1]
+            requested, requested_by = ((ov[0],) if family_map is None else family_map.names.get(ov[0], (ov[0],))), ov[1]
             values = dict(values)
             sources = dict(sources)
             values["moe_backend"] = ov[0]
@@ -181,36 +226,36 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         for j, i in enumerate(view.known_bad_owner):
             fails[i] += kb_fails[j]
             abstains[i] += kb_abstains[j]
-    order, backends, demotions, notes = _order(view, values)
+    order, backends, demotions, order_notes = _order(view, values)
+    notes += order_notes
     position = {b: i for i, b in enumerate(backends)}
     dispatch = values["dispatch"]
     is_auto = values["moe_backend"] == "auto"
 
-    # The family's oracle may map explicit names itself (requests) or never read them.
-    request_mode = None
-    if order is not None and requested_by == "moe_backend":
-        if order.ignores_request:
-            request_mode = "ignore"
-            notes.append(f"moe_backend={values['moe_backend']} is not read: the oracle of {order.id} selects in its automatic order")
-        elif order.requests is not None:
-            request_mode = "map"
-    as_auto = is_auto or request_mode == "ignore"
     rows: list[Row] = []
-    excluded = order.excluded if (as_auto and order is not None) else {}
-    opt_in = view.opt_in if as_auto else ()
+    excluded = order.excluded if (is_auto and order is not None) else {}
+    opt_in = view.opt_in if is_auto else ()
     pf_choice = view.pf_choice
     pfs = view.prepare_finalize
+    family_checks = _request_checks(family_map, requested) if (family_map is not None and requested is not None) else None
+    tried = family_map.kernels.get(name) if (family_checks is not None and family_map is not None and requested_by == "moe_backend") else None
+    kernel_check = None
+    if tried is not None:
+        assert family_map is not None
+        kernel_check = Check(f"{family_map.id}.kernels", "moe_backend", compile_value_spec("moe_backend", ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
+                             f"this layer's oracle tries only {', '.join(tried)} for moe_backend={name}", family_map.reference, 10_001)
     for i, entry in enumerate(view.experts):
         f: list[Check] = fails[i]
         a: list[Check] = abstains[i]
-        if request_mode is not None:
-            generic = f"request.{entry.backend}"
-            f = [c for c in f if c.rule != generic]
-            if request_mode == "map":
-                assert order is not None
-                chk = order.request_checks.get(entry.id)
-                if chk is not None and chk.evaluate(values) is Outcome.FAIL:
-                    f.append(chk)
+        if family_checks is not None:
+            # The family's oracle reads moe_backend itself (vLLM map_<family>_backend).
+            static = f"request.{entry.backend}"
+            f = [c for c in f if c.rule != static]
+            chk = family_checks.get(entry.backend, family_checks["*"])
+            if not chk.predicate.test(values["moe_backend"]):  # type: ignore[union-attr]
+                f.append(chk)
+            elif kernel_check is not None and tried is not None and entry.id not in tried:
+                f.append(kernel_check)  # a name that maps to some kernels of its backend only
         pf_idx = pf_choice[i].get(dispatch)
         pf = None
         if pf_idx is not None:
@@ -296,6 +341,17 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
         ordered = [cleared if r is chosen else r for r in front] + [r for r in rows if r not in front]
         return sc, ordered, ordered.index(cleared), waived
     return None
+
+
+def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> dict[str, Check]:
+    """Per backend, the check that rejects it under an explicit request read through ``rm``."""
+    out: dict[str, Check] = {}
+    backends = {b for bs in rm.names.values() for b in bs}
+    for b in backends | {"*"}:
+        names = sorted(n for n, bs in rm.names.items() if b in bs)
+        out[b] = Check(rm.id, "moe_backend", compile_value_spec("moe_backend", names or ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
+                       f"this layer's oracle requests {b} only with moe_backend={'|'.join(names)}" if names else "this layer's oracle never requests this backend", rm.reference, 10_000)
+    return out
 
 
 def _warnings(

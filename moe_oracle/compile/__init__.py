@@ -117,7 +117,7 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
     for tf in files:
         digest.update(tf.path.encode())
         digest.update(tf.sha256.encode())
-    backend_aliases, all2all_aliases = results["aliases"]
+    backend_aliases, all2all_aliases, request_maps = results["aliases"]
     compiled = CompiledTables(
         view_name="engine" if base is None else "runtime",
         engine=ctx.engine,
@@ -137,6 +137,7 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
         tables_hash=digest.hexdigest()[:16],
         base=base,
         after_selection=frozenset(ctx.after_selection),
+        request_maps=request_maps,
     )
     ranges = {rng for _, _, rng in versioned_items(compiled) if rng is not None}
     if base is not None:

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..catalog import All2AllAlias, BackendAlias
+from ..catalog import All2AllAlias, BackendAlias, RequestMap
 from ..tables import TableFile
+from ..vocab import ActivationFormat
 from .context import INVALID, CompileContext
+from .values import condition
 
 __all__ = ["compile_aliases"]
 
 
-def compile_aliases(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[tuple[BackendAlias, ...], tuple[All2AllAlias, ...]]:
-    """(backend aliases, all2all aliases). A runtime set keeps the engine's names of the backends it has."""
+def compile_aliases(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[tuple[BackendAlias, ...], tuple[All2AllAlias, ...], tuple[RequestMap, ...]]:
+    """(backend aliases, all2all aliases, per-family request maps). A runtime set keeps the engine's."""
     if not files:
         if ctx.base is not None:
-            return ctx.base.backend_aliases, ctx.base.all2all_aliases
-        return (), ()
+            return ctx.base.backend_aliases, ctx.base.all2all_aliases, ctx.base.request_maps
+        return (), (), ()
     tf = files[0]
     backends: list[BackendAlias] = []
     for name, raw in tf.data["backends"].items():
@@ -38,4 +40,39 @@ def compile_aliases(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[tu
         rng = ctx.engine_range(raw, f"$.all2all.{name}")
         if rng is not INVALID:
             all2all.append(All2AllAlias(name, raw["to"], raw["status"], raw.get("remove_after"), raw.get("note", ""), raw["reference"], rng))  # type: ignore[arg-type]
-    return tuple(backends), tuple(all2all)
+    return tuple(backends), tuple(all2all), _request_maps(ctx, tf)
+
+
+def _request_maps(ctx: CompileContext, tf: TableFile) -> tuple[RequestMap, ...]:
+    out: list[RequestMap] = []
+    backend_of = {e.id: e.backend for e in ctx.experts}
+    for i, raw in enumerate(tf.data.get("requests", [])):
+        ctx.at(tf.path, raw["id"])
+        ctx.claim(raw["id"])
+        path = f"$.requests[{i}]"
+        when = condition(ctx, raw["when"], f"{path}.when")
+        names: dict[str, tuple[str, ...]] = {}
+        formats: dict[str, str] = {}
+        kernels: dict[str, tuple[str, ...]] = {}
+        for name, target in raw["names"].items():
+            spec = target if isinstance(target, dict) else {"backends": target}
+            if "kernels" in spec:
+                known = [k for j, k in enumerate(spec["kernels"]) if ctx.known_kernel(k, f"{path}.names.{name}.kernels[{j}]", "request map")]
+                kernels[name] = tuple(known)
+                names[name] = tuple(dict.fromkeys(backend_of[k] for k in known if k in backend_of))
+                continue
+            for j, b in enumerate(spec["backends"]):
+                ctx.known_backend(b, f"{path}.names.{name}.backends[{j}]")
+            names[name] = tuple(spec["backends"])
+            if "activation_format" in spec:
+                formats[name] = ActivationFormat(spec["activation_format"]).value
+        auto = tuple(raw.get("auto", ()))
+        both = sorted(set(auto) & set(names))
+        if both:
+            ctx.issue(f"{path}.auto", "a name cannot both request backends and mean auto", both)
+        if "auto" in names:
+            ctx.issue(f"{path}.names.auto", "'auto' is reserved", "auto")
+        rng = ctx.engine_range(raw, path)
+        if when is not None and rng is not INVALID:
+            out.append(RequestMap(raw["id"], when, names, auto, formats, raw["reference"], rng, kernels))  # type: ignore[arg-type]
+    return tuple(out)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Iterable, Sequence, TypeVar
 
 from packaging.version import Version
 
-from ..catalog import Catalog, CompiledTables, ExpertsEntry, KnownBad, PrepareFinalizeEntry, PriorityOrder, _Entry
+from ..catalog import Catalog, CompiledTables, ExpertsEntry, KnownBad, PrepareFinalizeEntry, _Entry
 from ..checks import Check, build_index
 from ..errors import InputIssue, TableError
 from ..predicates import compile_value_spec
@@ -170,9 +170,6 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         }))
         for o in orders
     ]
-    kernel_ids_here = {e.id for e in final_experts}
-    orders = [replace(o, requests=_present_requests(o, kernel_ids_here)) for o in orders]
-    orders = [replace(o, request_checks=_request_checks(o, kernel_ids_here)) if o.requests is not None else o for o in orders]
     opt_in = [
         replace(o, check=Check(o.id, "moe_backend", compile_value_spec("moe_backend", list(names_for[o.backend])), (), False, ReasonCode.PATH_NOT_ENABLED, f"{o.reason}; request it with moe_backend={names_for[o.backend][0]}", o.reference))
         for o in opt_in
@@ -186,6 +183,14 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
             packages.add(c.field[9:])
         packages.update(p.field[9:] for p in c.condition if p.field.startswith("packages."))
 
+    for when in [r.when for r in compiled.request_maps]:
+        packages.update(p.field[9:] for p in when if p.field.startswith("packages."))
+    request_maps = tuple(
+        replace(r, names=MappingProxyType({n: present(bs) for n, bs in r.names.items()}),
+                kernels=MappingProxyType({n: tuple(k for k in ks if k in kernel_ids) for n, ks in r.kernels.items()}))
+        for r in compiled.request_maps
+        if ok(r.engine)
+    )
     env_types = dict(compiled.env_types)
     return Catalog(
         experts=tuple(final_experts),
@@ -217,30 +222,10 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         view_name=compiled.view_name,
         engine=compiled.engine,
         after_selection=compiled.after_selection,
+        request_maps=request_maps,
         source=compiled,
         key=key,
     )
-
-
-def _present_requests(order: PriorityOrder, kernel_ids: set[str]) -> Any:
-    if order.requests is None:
-        return None
-    return MappingProxyType({name: tuple(k for k in kernels if k in kernel_ids) for name, kernels in order.requests.items()})
-
-
-def _request_checks(order: PriorityOrder, kernel_ids: set[str]) -> Mapping[str, Check]:
-    """Per kernel, the check that an explicit ``moe_backend`` names it in ``order.requests``."""
-    assert order.requests is not None
-    accepted = ", ".join(order.requests)
-    out = {}
-    for kernel in sorted(kernel_ids):
-        names = [n for n, ks in order.requests.items() if kernel in ks]
-        if names:
-            hint = f"under {order.id} moe_backend={'|'.join(names)} selects this kernel; other names select other kernels and names outside [{accepted}] are refused"
-        else:
-            hint = f"under {order.id} no moe_backend name selects this kernel; the oracle maps only [{accepted}] and refuses other names"
-        out[kernel] = Check(f"{order.id}.request", "moe_backend", compile_value_spec("moe_backend", ["auto", *names]), (), False, ReasonCode.NOT_REQUESTED, hint, order.request_reference)
-    return MappingProxyType(out)
 
 
 def versioned_items(compiled: CompiledTables) -> list[tuple[str, str, Any]]:
@@ -265,4 +250,5 @@ def versioned_items(compiled: CompiledTables) -> list[tuple[str, str, Any]]:
     out += [("all2all_alias", a.name, a.engine) for a in compiled.all2all_aliases]
     out += [("environment", v.name, v.engine) for v in compiled.env_vars]
     out += [("shortcut", s.id, s.engine) for s in compiled.shortcuts]
+    out += [("request_map", r.id, r.engine) for r in compiled.request_maps]
     return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Sequence
 
 from ..catalog import Adjustment, OptIn, PriorityOrder, PriorityTables
@@ -11,22 +10,6 @@ from .context import INVALID, CompileContext
 from .values import condition
 
 __all__ = ["compile_priority"]
-
-
-def _requests(ctx: CompileContext, raw: dict, path: str) -> MappingProxyType | None:
-    """``requests``: moe_backend name -> kernel ids (names normalized as the engine reads them)."""
-    table = raw.get("requests")
-    if table is None:
-        return None
-    out: dict[str, tuple[str, ...]] = {}
-    for name, kernels in table.items():
-        key = name.strip().lower().replace("-", "_")
-        if key == "auto":
-            ctx.issue(f"{path}.requests.{name}", "'auto' is not an explicit request", name)
-        for j, k in enumerate(kernels):
-            ctx.known_kernel(k, f"{path}.requests.{name}[{j}]", "request mapping")
-        out[key] = tuple(kernels)
-    return MappingProxyType(out)
 
 
 def compile_priority(ctx: CompileContext, files: Sequence[TableFile]) -> PriorityTables:
@@ -44,12 +27,8 @@ def compile_priority(ctx: CompileContext, files: Sequence[TableFile]) -> Priorit
         for j, b in enumerate(raw["backends"]):
             ctx.known_backend(b, f"{path}.backends[{j}]")
         rng = ctx.engine_range(raw, path)
-        requests = _requests(ctx, raw, path)
-        if raw.get("ignores_request") and requests is not None:
-            ctx.issue(f"{path}.ignores_request", "an order that ignores moe_backend cannot also map it (requests)", True)
         if when is not None and rng is not INVALID:
-            orders.append(PriorityOrder(raw["id"], when, tuple(raw["backends"]), raw["reference"], raw.get("notes", ""), engine=rng,  # type: ignore[arg-type]
-                                        requests=requests, ignores_request=bool(raw.get("ignores_request", False)), request_reference=raw.get("request_reference", raw["reference"])))
+            orders.append(PriorityOrder(raw["id"], when, tuple(raw["backends"]), raw["reference"], raw.get("notes", ""), engine=rng))  # type: ignore[arg-type]
     ctx.at(tf.path)
     fallback = tuple(data.get("fallback") or ())
     for j, b in enumerate(fallback):

@@ -108,44 +108,47 @@ def test_weight_groups_aligned():
     assert values(layer())["weight_groups_aligned"] is None
 
 
-# ------------------------------------------------------------------ request maps on priority orders
+# ------------------------------------------------------------------ family request maps (rules/aliases.yaml requests)
 
 
-def _with_requests(**order_changes) -> dict:
+def _with_request_map(**names_and_auto) -> dict:
     t = copy.deepcopy(base_tables())
-    t["rules/priority.yaml"]["orders"][0].update(order_changes)
+    t["rules/aliases.yaml"]["requests"] = [{"id": "request.test", "when": {"platform": ["cuda"]}, "reference": "test", **names_and_auto}]
     return t
 
 
-def test_a_request_map_refuses_unmapped_names_and_selects_only_the_mapped_kernels(tmp_path):
-    cat = load(tmp_path, _with_requests(requests={"quick": ["fast"], "slow": ["slow_batched"]}))
-    cfg = MoEConfig(num_experts=8, top_k=2, hidden_size=1024, intermediate_size=512, device=B200)
-    e = Environment((("vllm", "0.33.0"), ("fastpkg", "1.2")), frozenset(), True, ())
-    assert evaluate(cat, cfg.with_changes(moe_backend="quick"), e).kernel == "fast"  # the modular kernel only, not fast_monolithic
-    refused = evaluate(cat, cfg.with_changes(moe_backend="ref"), e)
+def _small(cat, backend: str):
+    cfg = MoEConfig(num_experts=8, top_k=2, hidden_size=1024, intermediate_size=512, device=B200, moe_backend=backend)
+    return evaluate(cat, cfg, Environment((("vllm", "0.33.0"), ("fastpkg", "1.2")), frozenset(), True, ()))
+
+
+def test_a_request_map_refuses_unmapped_names_and_a_kernel_list_narrows_the_backend(tmp_path):
+    cat = load(tmp_path, _with_request_map(names={"quick": {"kernels": ["fast"]}, "slow": {"kernels": ["slow_batched"]}, "fast": ["fast"]}))
+    assert _small(cat, "quick").kernel == "fast"  # the modular kernel only, not fast_monolithic
+    assert _small(cat, "fast").kernel == "fast_monolithic"  # the whole backend, monolithic first
+    refused = _small(cat, "ref")
     assert refused.winner is None
-    assert all(any(f.rule == "order.cuda.request" for f in c.failures) for c in refused.candidates)
+    assert all(any(f.rule == "request.test" for f in c.failures) for c in refused.candidates)
     # slow maps to the batched kernel alone, which the standard format rejects: vLLM raises too
-    assert evaluate(cat, cfg.with_changes(moe_backend="slow"), e).winner is None
+    assert _small(cat, "slow").winner is None
+    narrowed = _small(cat, "quick").candidate("fast_monolithic")
+    assert [f.rule for f in narrowed.failures] == ["request.test.kernels"]
 
 
-def test_an_order_that_ignores_the_request_selects_as_auto(tmp_path):
-    cat = load(tmp_path, _with_requests(ignores_request=True))
-    cfg = MoEConfig(num_experts=8, top_k=2, hidden_size=1024, intermediate_size=512, device=B200)
-    e = Environment((("vllm", "0.33.0"), ("fastpkg", "1.2")), frozenset(), True, ())
-    auto = evaluate(cat, cfg, e)
-    asked = evaluate(cat, cfg.with_changes(moe_backend="ref"), e)
-    assert asked.kernel == auto.kernel == "fast_monolithic"
-    assert any("is not read" in n for n in asked.notes)
+def test_names_read_as_auto_select_as_auto(tmp_path):
+    cat = load(tmp_path, _with_request_map(names={}, auto=["ref", "slow"]))
+    asked = _small(cat, "ref")
+    assert asked.kernel == _small(cat, "auto").kernel == "fast_monolithic"
+    assert any("read as auto" in n for n in asked.notes)
 
 
 def test_request_maps_are_checked_at_load(tmp_path):
     with pytest.raises(TableError) as info:
-        load(tmp_path / "a", _with_requests(requests={"quick": ["fsat"]}))
+        load(tmp_path / "a", _with_request_map(names={"quick": {"kernels": ["fsat"]}}))
     assert info.value.issues[0].suggestion() == "fast"
     with pytest.raises(TableError) as info:
-        load(tmp_path / "b", _with_requests(requests={"quick": ["fast"]}, ignores_request=True))
-    assert "cannot also map" in info.value.issues[0].message
+        load(tmp_path / "b", _with_request_map(names={"quick": ["fast"]}, auto=["quick"]))
+    assert "cannot both" in info.value.issues[0].message
 
 
 # ------------------------------------------------------------------ constraints checked after selection
