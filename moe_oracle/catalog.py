@@ -41,6 +41,7 @@ from .vocab import ActivationFormat, Interface
 __all__ = [
     "Adjustment",
     "All2AllAlias",
+    "KeyRewrite",
     "RequestMap",
     "BackendAlias",
     "Catalog",
@@ -140,6 +141,23 @@ class RequestMap:
     reference: str
     engine: Range = field(default=None, compare=False)
     kernels: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class KeyRewrite:
+    """A quantization front end giving the oracle other keys than the checkpoint's (``rules/frontends.yaml``).
+
+    Where ``when`` holds, the weight and/or activation key become ``weight`` / ``activation``
+    (``None``: unchanged).
+    """
+
+    id: str
+    when: tuple[Predicate, ...]
+    weight: str | None
+    activation: str | None
+    reason: str
+    reference: str
+    engine: Range = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -288,6 +306,7 @@ class CompiledTables:
     tables_hash: str
     base: "CompiledTables | None" = None
     request_maps: tuple[RequestMap, ...] = ()
+    rewrites: tuple[KeyRewrite, ...] = ()
     ranges: tuple[SpecifierSet, ...] = ()
     after_selection: frozenset[str] = frozenset()
     _views: dict[Any, "Catalog"] = field(default_factory=dict, repr=False)
@@ -377,6 +396,7 @@ class Catalog:
     key: tuple[bool, ...] = field(default=(), repr=False, compare=False)
     removed_env_vars: tuple[RemovedEnvVar, ...] = ()
     request_maps: tuple[RequestMap, ...] = ()
+    rewrites: tuple[KeyRewrite, ...] = ()
     after_selection: frozenset[str] = frozenset()
 
     @property

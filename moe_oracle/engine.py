@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from .catalog import Catalog, PriorityOrder, RequestMap, Shortcut
+from .catalog import Catalog, KeyRewrite, PriorityOrder, RequestMap, Shortcut
 from .checks import Check, Outcome
 from .config import MoEConfig, Provenance
 from .decision import Decision, Row, make_failure
@@ -34,7 +34,7 @@ from .refusals import no_effect_notes
 from .errors import ConfigError, InputIssue
 from .normalize import Normalized, normalize
 from .predicates import Predicate, compile_value_spec
-from .quant import SCHEMES
+from .quant import SCHEMES, QuantScheme
 from .records import DecisionWarning, Demotion
 from .versions import EngineRelease
 from .vocab import Policy, ReasonCode, Source
@@ -187,10 +187,17 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     original = config
     requested = resolve_request(view, config.moe_backend)
     config, implied_note = _apply_implied_quant(view, config)
-    norm = normalize(config, env, view.package_names, view.env_vars, release.assumed_packages if release is not None else None)
+    assumed = release.assumed_packages if release is not None else None
+    norm = normalize(config, env, view.package_names, view.env_vars, assumed)
+    notes: list[str] = []
+    if view.rewrites:
+        rewritten = _rewrite(view.rewrites, config, norm.values)
+        if rewritten is not None:
+            config, note = rewritten
+            notes.append(note)
+            norm = normalize(config, env, view.package_names, view.env_vars, assumed)
     values, sources = norm.values, norm.sources
     requested_by = "moe_backend" if requested is not None else None
-    notes: list[str] = []
     name = config.moe_backend.strip().lower().replace("-", "_")
     family_map, family_request, forced_format = _family_request(view, name, values)
     if family_map is not None:
@@ -352,6 +359,19 @@ def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> dict[str, Che
         out[b] = Check(rm.id, "moe_backend", compile_value_spec("moe_backend", names or ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
                        f"this layer's oracle requests {b} only with moe_backend={'|'.join(names)}" if names else "this layer's oracle never requests this backend", rm.reference, 10_000)
     return out
+
+
+def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mapping[str, Any]) -> tuple[MoEConfig, str] | None:
+    """The config with the quant keys the first matching front-end rewrite gives the oracle, and a note."""
+    for rw in rewrites:
+        if _holds(rw.when, values):
+            q = config.quant
+            scheme = QuantScheme(rw.weight or q.weight, rw.activation or q.activation)
+            note = Provenance("quant", Source.DERIVED, f"{rw.id}: {rw.reason}")
+            kept = tuple(p for p in config.provenance if p.field != "quant")
+            new = replace(config, quant=scheme, provenance=tuple(sorted(kept + (note,), key=lambda p: p.field)))
+            return new, f"the quantization front end selects with keys ({scheme.weight}, {scheme.activation}) instead of the checkpoint's ({q.weight}, {q.activation}): {rw.reason} ({rw.id}; {rw.reference})"
+    return None
 
 
 def _warnings(

@@ -24,11 +24,11 @@ from .errors import InputIssue
 
 __all__ = ["KIND_DIRS", "TableFile", "cache_dir", "load_schemas", "read_tables", "read_tables_cached", "validate_document", "yaml_error_issue"]
 
-TABLE_KINDS = ("experts", "prepare_finalize", "priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine")
+TABLE_KINDS = ("experts", "prepare_finalize", "priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine", "frontends")
 KIND_DIRS: Mapping[str, tuple[str, ...]] = {
     "kernels": ("experts",),
     "prepare_finalize": ("prepare_finalize",),
-    "rules": ("priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine"),
+    "rules": ("priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine", "frontends"),
 }
 MAX_TABLE_BYTES = 4 * 1024 * 1024
 

@@ -26,6 +26,7 @@ from ..tables import TableFile
 from .aliases import compile_aliases
 from .constraints import compile_constraints
 from .context import CompileContext
+from .frontends import compile_frontends
 from .engine import compile_engine
 from .entries import compile_experts, compile_prepare_finalize
 from .environment import compile_environment
@@ -50,6 +51,7 @@ COMPILERS: Mapping[str, Compiler] = MappingProxyType({
     "aliases": compile_aliases,
     "overrides": compile_overrides,
     "shortcuts": compile_shortcuts,
+    "frontends": compile_frontends,
 })
 """Table kind -> compiler, in the order they run."""
 
@@ -138,6 +140,7 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
         base=base,
         after_selection=frozenset(ctx.after_selection),
         request_maps=request_maps,
+        rewrites=results["frontends"],
     )
     ranges = {rng for _, _, rng in versioned_items(compiled) if rng is not None}
     if base is not None:

@@ -183,7 +183,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
             packages.add(c.field[9:])
         packages.update(p.field[9:] for p in c.condition if p.field.startswith("packages."))
 
-    for when in [r.when for r in compiled.request_maps]:
+    for when in [r.when for r in compiled.request_maps] + [r.when for r in compiled.rewrites]:
         packages.update(p.field[9:] for p in when if p.field.startswith("packages."))
     request_maps = tuple(
         replace(r, names=MappingProxyType({n: present(bs) for n, bs in r.names.items()}),
@@ -223,6 +223,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         engine=compiled.engine,
         after_selection=compiled.after_selection,
         request_maps=request_maps,
+        rewrites=tuple(r for r in compiled.rewrites if ok(r.engine)),
         source=compiled,
         key=key,
     )
@@ -251,4 +252,5 @@ def versioned_items(compiled: CompiledTables) -> list[tuple[str, str, Any]]:
     out += [("environment", v.name, v.engine) for v in compiled.env_vars]
     out += [("shortcut", s.id, s.engine) for s in compiled.shortcuts]
     out += [("request_map", r.id, r.engine) for r in compiled.request_maps]
+    out += [("rewrite", r.id, r.engine) for r in compiled.rewrites]
     return out

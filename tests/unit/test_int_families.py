@@ -220,3 +220,13 @@ def test_cpu_int8_classes_in_vllm_order():
     assert select(layer(**w8a8, device=Device("cpu", arch="ppc64le")), "0.30.0").winner is None  # PowerCPUExpertsInt8 is new in 0.31.0
     assert select(layer(**w8a8, device=Device("cpu", arch="aarch64"))).kernel == "cpu_arm_int8"
     assert select(layer(**w8a8, device=Device("cpu", arch="x86_64", cpu_amx=True))).kernel == "cpu_int8"
+
+
+def test_compressed_tensors_w4a8_int8_goes_to_the_fp8_method_on_sm90_before_0_31():
+    ct = layer(("int4_w4a8_static_group128", "int8_dynamic_token"), quant_method="compressed-tensors", weight_group_size=128, hidden_size=4096, intermediate_size=2048)
+    before = select(ct, "0.30.0")
+    assert before.kernel == "vllm_cutlass_w4a8"  # _is_fp8_w4a8 has no type check before 0.31.0
+    assert any("frontend.ct_w4a8_int8_to_fp8_sm90" in n for n in before.notes)
+    assert select(ct, "0.31.0").winner is None  # CompressedTensorsW4A8Int8MoEMethod: CPU kernels only
+    assert select(ct.with_changes(device=B200), "0.30.0").winner is None
+    assert select(ct.with_changes(weight_zero_point=True), "0.30.0").winner is None
