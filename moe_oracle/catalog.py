@@ -41,6 +41,7 @@ from .vocab import ActivationFormat, Interface
 __all__ = [
     "Adjustment",
     "All2AllAlias",
+    "BlockRule",
     "KeyRewrite",
     "RequestMap",
     "BackendAlias",
@@ -205,15 +206,27 @@ class KnownBad:
 
 @dataclass(frozen=True)
 class GlobalConstraint:
-    """A constraint that binds every kernel (``backends``: only these; ``except_backends``: not these)."""
+    """A constraint that binds every kernel (``backends``: only these; ``except_backends``: not these;
+    ``interfaces``: only kernels of these interfaces; ``except_kernels``: not these kernels)."""
 
     check: Check
     backends: tuple[str, ...] = ()
     except_backends: tuple[str, ...] = ()
     engine: Range = field(default=None, compare=False)
+    interfaces: tuple[str, ...] = ()
+    except_kernels: tuple[str, ...] = ()
 
-    def applies(self, backend: str) -> bool:
+    @property
+    def binds_every_kernel(self) -> bool:
+        """No ``applies_to``: a fact of the layer, checked before any oracle runs."""
+        return not (self.backends or self.except_backends or self.interfaces or self.except_kernels)
+
+    def applies(self, backend: str, interface: str | None = None, kernel: str | None = None) -> bool:
         if self.backends and backend not in self.backends:
+            return False
+        if self.interfaces and interface is not None and interface not in self.interfaces:
+            return False
+        if kernel is not None and kernel in self.except_kernels:
             return False
         return backend not in self.except_backends
 
@@ -251,19 +264,41 @@ class Override:
 
 
 @dataclass(frozen=True)
+class BlockRule:
+    """How a quantization front end turns the checkpoint's weight block into the block it selects with.
+
+    ``refine``: refine the block to ``gcd(block, shard, hidden)`` when the TP shard cuts a block
+    (vLLM ``refine_fp8_moe_block_shape``; at least ``min_block``). ``pad``: with an explicit
+    backend none of whose kernels takes the refined block (``refinable`` lists the backends that
+    do), pad the shard to whole blocks instead (``pad_tp_shard_to_weight_blocks``). ``key_block``:
+    the weight key always carries this block, whatever the checkpoint's.
+    """
+
+    id: str
+    when: tuple[Predicate, ...]
+    refine: bool
+    min_block: int
+    pad: bool
+    refinable: tuple[str, ...]
+    key_block: tuple[int, int] | None
+    reference: str
+    engine: Range = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Shortcut:
     """An engine path that returns a kernel before checking it (``rules/shortcuts.yaml``).
 
     Where ``when`` holds, the engine returns the first of ``try_kernels`` whose checks pass,
-    else ``otherwise`` without checking it, before the priority order and before reading
-    ``moe_backend``. Under the faithful policy the answer follows it; under the safe policy
-    it is ignored and every check applies.
+    else ``otherwise`` without checking it (no ``otherwise``: the engine raises), before the
+    priority order and before reading ``moe_backend``. Under the faithful policy the answer
+    follows it; under the safe policy it is ignored and every check applies.
     """
 
     id: str
     when: tuple[Predicate, ...]
     try_kernels: tuple[str, ...]
-    otherwise: str
+    otherwise: str | None
     label: str
     reason: str
     reference: str
@@ -307,6 +342,8 @@ class CompiledTables:
     base: "CompiledTables | None" = None
     request_maps: tuple[RequestMap, ...] = ()
     rewrites: tuple[KeyRewrite, ...] = ()
+    block_rules: tuple[BlockRule, ...] = ()
+    engine_names: tuple[tuple[frozenset[str], Range], ...] = ()
     ranges: tuple[SpecifierSet, ...] = ()
     after_selection: frozenset[str] = frozenset()
     _views: dict[Any, "Catalog"] = field(default_factory=dict, repr=False)
@@ -364,6 +401,12 @@ class Catalog:
     ``after_selection`` holds the rule ids of constraints the engine checks on the kernel it
     selected, not while it selects (a failure refuses the layer instead of passing to the next
     candidate).
+    ``construction`` holds the rule ids vLLM checks only when it builds the selected kernel (the
+    pairing with a prepare/finalize and the prepare/finalize's own requirements), after selection;
+    ``layer_rules`` those of the constraints that bind every kernel (vLLM refuses the layer before
+    any oracle runs); ``request_checks`` the ``request.<backend>`` check of each backend;
+    ``accepted_names`` the ``moe_backend`` values the release's configuration accepts (``None``:
+    not declared for this release).
     """
 
     experts: tuple[ExpertsEntry, ...]
@@ -398,6 +441,11 @@ class Catalog:
     request_maps: tuple[RequestMap, ...] = ()
     rewrites: tuple[KeyRewrite, ...] = ()
     after_selection: frozenset[str] = frozenset()
+    block_rules: tuple[BlockRule, ...] = ()
+    request_checks: Mapping[str, Check] = field(default_factory=dict, repr=False, compare=False)
+    accepted_names: frozenset[str] | None = None
+    construction: frozenset[str] = frozenset()
+    layer_rules: frozenset[str] = frozenset()
 
     @property
     def backends(self) -> tuple[str, ...]:

@@ -32,7 +32,7 @@ from .environment import Environment
 from .envvars import env_notes
 from .refusals import no_effect_notes
 from .errors import ConfigError, InputIssue
-from .normalize import Normalized, normalize
+from .normalize import Normalized, apply_block_rules, normalize
 from .predicates import Predicate, compile_value_spec
 from .quant import SCHEMES, QuantScheme
 from .records import DecisionWarning, Demotion
@@ -68,6 +68,27 @@ def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | Non
             raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(known)])])
         return tuple(sorted({b for rm in catalog.request_maps for b in rm.names.get(name, ())}))
     return catalog.backend_names[name]
+
+
+def _engine_request(view: Catalog, moe_backend: str, release: EngineRelease | None) -> tuple[str, ...] | None:
+    """The family-independent reading of ``moe_backend``; in the engine view, a value the release's
+    configuration does not accept is refused (vLLM validates ``KernelConfig.moe_backend`` at start),
+    and an accepted value no backend of ours answers to requests nothing.
+
+    Raises:
+        ConfigError: a value the engine refuses, or an unknown name.
+    """
+    name = moe_backend.strip().lower().replace("-", "_")
+    accepted = view.accepted_names if view.view_name == "engine" else None
+    if accepted is not None and name not in accepted:
+        who = f"{release.display} {release.version}" if release is not None else "the engine"
+        raise ConfigError([InputIssue("$.moe_backend", f"{who} does not accept this moe_backend (KernelConfig.moe_backend)", moe_backend, sorted(accepted))])
+    try:
+        return resolve_request(view, moe_backend)
+    except ConfigError:
+        if accepted is not None:
+            return ()
+        raise
 
 
 def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> tuple[RequestMap | None, tuple[str, ...] | None, str | None]:
@@ -137,7 +158,17 @@ def _order(catalog: Catalog, values: Mapping[str, Any]) -> tuple[PriorityOrder |
         if not present:
             continue
         rest = [b for b in backends if b not in present]
-        backends = present + rest if adj.to == "front" else rest + present
+        if adj.to == "front":
+            backends = present + rest
+        elif adj.to == "back":
+            backends = rest + present
+        else:
+            # before:<backend>: directly ahead of it, unless already ahead (vLLM prioritize_humming).
+            target = adj.to.split(":", 1)[1]
+            if target not in rest or all(backends.index(b) < backends.index(target) for b in present):
+                continue
+            at = rest.index(target)
+            backends = rest[:at] + present + rest[at:]
         demotions += [Demotion(adj.id, b, adj.to, adj.reason, adj.reference) for b in present]
     for b in catalog.fallback:
         if b not in backends:
@@ -185,7 +216,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     release = catalog.release(env) if catalog.source is not None else None
     view = catalog.for_release(release) if release is not None else catalog
     original = config
-    requested = resolve_request(view, config.moe_backend)
+    requested = _engine_request(view, config.moe_backend, release)
     config, implied_note = _apply_implied_quant(view, config)
     assumed = release.assumed_packages if release is not None else None
     norm = normalize(config, env, view.package_names, view.env_vars, assumed)
@@ -216,6 +247,8 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             values = {**values, **changed}
             sources = {**sources, **{k: Source.USER_FLAG if k == "moe_backend" else Source.DERIVED for k in changed}}
             norm = Normalized(values, sources)
+    # The FP8 front end pads the TP shard only for an explicit moe_backend, not for an env override.
+    explicit = requested
     if requested is None:
         ov = _override(view, values, sources)
         if ov is not None:
@@ -225,6 +258,9 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             values["moe_backend"] = ov[0]
             sources["moe_backend"] = Source.ENV_VAR
             norm = Normalized(values, sources)
+    if view.block_rules:
+        norm = apply_block_rules(norm, view.block_rules, explicit)
+        values, sources = norm.values, norm.sources
 
     fails, abstains = view.experts_index.evaluate(values)
     pf_fails, pf_abstains = view.pf_index.evaluate(values)
@@ -285,17 +321,18 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
 
     shortcut: Shortcut | None = None
     waived: tuple[Check, ...] = ()
-    if policy is Policy.FAITHFUL and view.shortcuts:
-        taken = _shortcut(view, values, rows, notes)
-        if taken is not None:
-            shortcut, rows, winner, waived = taken
-        else:
-            winner = _first_selected(view, rows, notes)
+    # vLLM selects experts without building their prepare/finalize: under the faithful policy the
+    # pairing and the prepare/finalize's own requirements do not stop a selection (they become
+    # warnings); the safe policy and the runtime view (which builds what it selects) keep them.
+    deferred = view.construction if (policy is Policy.FAITHFUL and view.view_name == "engine") else frozenset()
+    taken = _shortcut(view, values, rows, notes, deferred) if (policy is Policy.FAITHFUL and view.shortcuts) else None
+    if taken is not None:
+        shortcut, rows, winner, waived = taken
     else:
-        winner = _first_selected(view, rows, notes)
+        winner, waived = _first_selected(view, rows, notes, deferred)
 
     warnings = _warnings(view, original, env, norm, rows, winner, release, policy, shortcut, waived, notes)
-    if shortcut is not None and requested is not None:
+    if shortcut is not None and requested is not None and winner is not None:
         notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {rows[winner].entry.upstream} {shortcut.label} before reading it ({shortcut.id})")  # type: ignore[index]
     return Decision(
         config=config,
@@ -318,21 +355,33 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     )
 
 
-def _first_selected(view: Catalog, rows: list[Row], notes: list[str]) -> int | None:
-    """The first candidate the engine selects; ``None`` when none, or when the selected one fails a
-    check the engine makes only after selecting (``after_selection``): the layer is refused then."""
+def _first_selected(view: Catalog, rows: list[Row], notes: list[str], deferred: frozenset[str]) -> tuple[int | None, tuple[Check, ...]]:
+    """The first candidate the engine selects and the checks waived for it (``deferred``: those vLLM
+    makes only when it builds the kernel). ``None`` when there is none, or when the selected one fails
+    a check the engine makes only after selecting (``after_selection``): the layer is refused then."""
     post = view.after_selection
-    first = next((k for k, r in enumerate(rows) if all(c.rule in post for c in r.failures)), None)
+    first = next((k for k, r in enumerate(rows) if all(c.rule in deferred or c.rule in post for c in r.failures)), None)
     if first is None or not rows[first].failures:
-        return first
+        return first, ()
     row = rows[first]
-    rules = ", ".join(sorted({c.rule for c in row.failures}))
-    notes.append(f"the engine selects {row.entry.upstream} ({row.entry.id}), then refuses the layer: {'; '.join(c.hint for c in row.failures)} [{rules}]")
-    return None
+    refused = [c for c in row.failures if c.rule in post and c.rule not in deferred]
+    if refused:
+        rules = ", ".join(sorted({c.rule for c in refused}))
+        notes.append(f"the engine selects {row.entry.upstream} ({row.entry.id}), then refuses the layer: {'; '.join(c.hint for c in refused)} [{rules}]")
+        return None, ()
+    rows[first] = row._replace(failures=())
+    return first, row.failures
 
 
-def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str]) -> tuple[Shortcut, list[Row], int, tuple[Check, ...]] | None:
-    """The first shortcut whose condition holds: (shortcut, rows with its kernels first, winner, waived checks)."""
+def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str], deferred: frozenset[str]) -> tuple[Shortcut, list[Row], int | None, tuple[Check, ...]] | None:
+    """The first shortcut whose condition holds: (shortcut, rows with its kernels first, winner, waived checks).
+
+    A ``try`` kernel is taken when every check it fails is one the early return does not read:
+    the request and priority checks, the checks vLLM makes only when it builds the kernel
+    (``deferred``) and the activation-format peek (the early return asks for standard-format
+    experts). The ``otherwise`` kernel is returned unchecked, except that a constraint binding
+    every kernel (the layer itself is refused before any oracle runs) leaves no winner.
+    """
     for sc in view.shortcuts:
         held = _holds(sc.when, values)
         if held is None:
@@ -341,8 +390,16 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
         if not held:
             continue
         by_id = {r.entry.id: r for r in rows}
-        front = [by_id[k] for k in sc.try_kernels] + [by_id[sc.otherwise]]
-        chosen = next((r for r in front[:-1] if not any(c.code not in _BEFORE_REQUEST for c in r.failures)), front[-1])
+        tried = [by_id[k] for k in sc.try_kernels]
+        front = tried + ([by_id[sc.otherwise]] if sc.otherwise is not None else [])
+
+        def unread(r: Row, c: Check) -> bool:
+            return c.code in _BEFORE_REQUEST or c.rule in deferred or c.rule == f"{r.entry.id}.activation_format"
+
+        chosen = next((r for r in tried if all(unread(r, c) for c in r.failures)), by_id.get(sc.otherwise) if sc.otherwise is not None else None)  # type: ignore[arg-type]
+        if chosen is None or any(c.rule in view.layer_rules for c in chosen.failures):
+            ordered = front + [r for r in rows if r not in front]
+            return sc, ordered, None, ()
         waived = chosen.failures
         cleared = chosen._replace(failures=())
         ordered = [cleared if r is chosen else r for r in front] + [r for r in rows if r not in front]
@@ -390,7 +447,7 @@ def _warnings(
             hits.append(chk)
         elif outcome is Outcome.ABSTAIN:
             notes.append(f"the selected {row.entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
-    unchecked = [c for c in waived if c.code not in _BEFORE_REQUEST] if shortcut is not None else []
+    unchecked = [c for c in waived if c.code not in _BEFORE_REQUEST]
     if not hits and not unchecked:
         return tuple(out)
     safe = evaluate(view, config, env, policy=Policy.SAFE)
@@ -401,11 +458,16 @@ def _warnings(
         effect = f" ({kb.effect})" if kb is not None and kb.effect else ""
         out.append(DecisionWarning("known_bad", f"{row.entry.id} is known bad here{effect}: {chk.hint}; {instead}", chk.rule, chk.reference, alternative))
     display = release.display if release is not None else "the engine"
-    assert shortcut is not None or not unchecked
     for chk in sorted(unchecked, key=lambda c: (c.seq, c.rule)):
         failure = make_failure(chk, norm)
-        text = f"{display} returns {row.entry.upstream} {shortcut.label} before checking it: {failure.code.value}: {failure.field} = {failure.observed!r}, allowed {failure.allowed!r} [{failure.rule}]; {instead}"  # type: ignore[union-attr]
-        out.append(DecisionWarning("unchecked", text, shortcut.id, shortcut.reference, alternative, failure))  # type: ignore[union-attr]
+        what = f"{failure.code.value}: {failure.field} = {failure.observed!r}, allowed {failure.allowed!r} [{failure.rule}]; {instead}"
+        if shortcut is not None:
+            text = f"{display} returns {row.entry.upstream} {shortcut.label} before checking it: {what}"
+            out.append(DecisionWarning("unchecked", text, shortcut.id, shortcut.reference, alternative, failure))
+        else:
+            # A check vLLM makes only when it builds the selected kernel (prepare/finalize pairing).
+            text = f"{display} selects {row.entry.upstream} without checking its prepare/finalize, which fails when the kernel is built: {what}"
+            out.append(DecisionWarning("unchecked", text, failure.rule, failure.reference, alternative, failure))
     return tuple(out)
 
 

@@ -10,17 +10,23 @@ Derived fields follow vLLM ``FusedMoEParallelConfig.make`` and ``FusedMoEConfig`
 * the activation format is ``batched_experts`` iff dispatch is DeepEP low-latency
   or NIXL-EP (``use_batched_activation_format``);
 * ``intermediate_size_per_partition = intermediate_size // moe_tp_size``, and
-  ``intermediate_divisible`` says whether that division is exact.
+  ``intermediate_divisible`` says whether that division is exact;
+* ``weight_block`` is the checkpoint's FP8 weight block (``"128x128"`` when a block key has no
+  ``weight_block_size``) and ``weight_block_aligned`` the ``create_weights`` check (vLLM 0.29-0.33
+  Q/utils/fp8_utils.py ``validate_fp8_block_shape_moe``: the shard is a multiple of ``block_n``,
+  and of ``block_k`` when the attention TP group has more than one rank); a quantization front
+  end's block rule then refines or pads (:func:`apply_block_rules`).
 
 Unknown inputs stay ``None`` so that predicates on them abstain.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .config import MoEConfig
 from .environment import Environment
@@ -29,7 +35,12 @@ from .fields import NONE
 from .quant import QUANT_KEYS, QuantScheme, method_weight_key
 from .vocab import ActivationFormat, All2AllBackend, Platform, Source
 
-__all__ = ["EnvVarSpec", "Normalized", "normalize", "parse_env_value"]
+if TYPE_CHECKING:
+    from .catalog import BlockRule
+
+__all__ = ["EnvVarSpec", "Normalized", "apply_block_rules", "normalize", "parse_env_value"]
+
+_BLOCK_KEYS = frozenset({"fp8_static_block128", "fp8_static_block128_e8m0"})
 
 _BATCHED_DISPATCH = frozenset({All2AllBackend.DEEPEP_LOW_LATENCY.value, All2AllBackend.NIXL_EP.value})
 
@@ -133,6 +144,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("gpu_arch", dev.arch if dev.platform in (Platform.ROCM, Platform.XPU) else NONE, hw)
     put("cpu_arch", dev.arch if dev.platform is Platform.CPU else NONE, hw)
     put("cpu_amx", dev.cpu_amx if dev.platform is Platform.CPU else False, hw)
+    # No CPU of the hardware catalog has native AMX-FP8 (vLLM's torch.ops._C.cpu_has_amx_fp8).
+    put("cpu_amx_fp8", False, Source.DEFAULT)
 
     q = config.quant
     qsrc = _source(config, "quant", given)
@@ -164,6 +177,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("activation", config.activation.value, _source(config, "activation", given))
     put("is_gated", config.activation.is_gated, Source.DERIVED)
     put("swiglu_clamp", config.swiglu_limit is not None, _source(config, "swiglu_limit", Source.DERIVED))
+    put("swiglu_params", any(v is not None for v in (config.swiglu_alpha, config.swiglu_beta, config.swiglu_limit)), Source.DERIVED)
     put("routing_method", config.routing_method.value, _source(config, "routing_method", given))
     logits = config.router_logits_dtype or config.in_dtype
     put("router_logits_dtype", logits.value, _source(config, "router_logits_dtype", Source.DEFAULT if config.router_logits_dtype is None else given))
@@ -188,8 +202,17 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
         put(name, getattr(config, name), _source(config, name, given))
     local = -(-config.num_experts // ep_size) + (par.num_redundant_experts if use_ep else 0)
     put("num_local_experts", local, Source.DERIVED)
-    put("intermediate_size_per_partition", config.intermediate_size // moe_tp, Source.DERIVED)
+    ispp = config.intermediate_size // moe_tp
+    put("intermediate_size_per_partition", ispp, Source.DERIVED)
     put("intermediate_divisible", config.intermediate_size % moe_tp == 0, Source.DERIVED)
+    if q.weight in _BLOCK_KEYS:
+        bn, bk = config.weight_block_size or (128, 128)
+        put("weight_block", f"{bn}x{bk}", _source(config, "weight_block_size", given if config.weight_block_size else Source.DEFAULT))
+        put("weight_block_aligned", _block_aligned(ispp, bn, bk, par.tp_size), Source.DERIVED)
+    else:
+        put("weight_block", NONE, Source.DERIVED)
+        put("weight_block_aligned", True, Source.DERIVED)
+    put("weight_block_pad_refused", False, Source.DERIVED)
 
     put("tp_size", par.tp_size, _par_source("tp_size"))
     put("dp_size", par.dp_size, _par_source("dp_size"))
@@ -202,6 +225,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("activation_format", fmt.value, Source.DERIVED)
     put("enable_eplb", par.enable_eplb, _par_source("enable_eplb"))
     put("num_redundant_experts", par.num_redundant_experts, _par_source("num_redundant_experts"))
+    put("experts_even_across_ep", not use_ep or (config.num_experts + par.num_redundant_experts) % ep_size == 0, Source.DERIVED)
 
     put("model_type", config.model_type, _source(config, "model_type", given))
     put("architecture", config.architecture, _source(config, "architecture", given))
@@ -232,4 +256,74 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
         else:
             put(f"env.{spec.name}", parse_env_value(spec, raw), Source.ENV_VAR)
 
+    return Normalized(MappingProxyType(values), MappingProxyType(sources))
+
+
+def _block_aligned(ispp: int, block_n: int, block_k: int, tp_world: int) -> bool:
+    # vLLM 0.29-0.33 Fp8MoEMethod / CompressedTensorsW8A8Fp8MoEMethod create_weights
+    # (Q/utils/fp8_utils.py validate_fp8_block_shape_moe): the TP world is the attention TP group.
+    return ispp % block_n == 0 and (tp_world == 1 or ispp % block_k == 0)
+
+
+def apply_block_rules(norm: Normalized, rules: Sequence["BlockRule"], requested: Sequence[str] | None) -> Normalized:
+    """The weight block the oracle selects with, after the first block rule whose ``when`` holds.
+
+    Follows vLLM's FP8 front end (0.29-0.33 P/oracle/fp8.py ``refine_fp8_moe_block_shape``,
+    0.31-0.33 ``resolve_fp8_moe_weight_block_shape`` and ``pad_tp_shard_to_weight_blocks``):
+
+    * refine: when the MoE TP shard cuts a checkpoint block (``ispp % block_n`` or, with MoE TP,
+      ``ispp % block_k``), the block becomes ``g x g`` with ``g = gcd(block_n, block_k, ispp,
+      hidden)`` if ``g >= min_block``; create_weights then skips its block check;
+    * pad: with an explicit backend (``requested`` not ``None``) none of which is ``refinable``,
+      a square block that the MoE TP shard cuts is kept and the shard padded to whole blocks
+      (``intermediate_size_per_partition`` rounded up), which needs block-aligned global dims,
+      no EP, no LoRA and no bias (else ``weight_block_pad_refused``: vLLM raises ValueError);
+    * key_block: the oracle sees this block whatever the checkpoint's (create_weights still
+      checks the checkpoint's).
+
+    Args:
+        norm: values from :func:`normalize`.
+        rules: the view's block rules, in table order.
+        requested: backend ids an explicit ``moe_backend`` requests (``None`` for auto).
+
+    Returns:
+        ``norm`` itself when no rule applies, else a new :class:`Normalized`.
+    """
+    v = norm.values
+    if v["weight_block"] == NONE or v["weight_block"] is None:
+        return norm
+    rule = next((r for r in rules if all(v.get(p.field) is not None and p.test(v[p.field]) for p in r.when)), None)
+    if rule is None:
+        return norm
+    bn, bk = (int(x) for x in v["weight_block"].split("x"))
+    ispp, moe_tp, hidden = v["intermediate_size_per_partition"], v["moe_tp_size"], v["hidden_size"]
+    out = dict(v)
+    if rule.key_block is not None:
+        out["weight_block"] = f"{rule.key_block[0]}x{rule.key_block[1]}"
+        return _replaced(norm, out, ("weight_block",))
+    refined = None
+    if rule.refine and not (ispp % bn == 0 and (moe_tp == 1 or ispp % bk == 0)):
+        g = math.gcd(bn, bk, ispp, hidden)
+        refined = g if g >= rule.min_block else None
+    if rule.pad and requested is not None:
+        can_refine = refined is not None and any(b in rule.refinable for b in requested)
+        if not can_refine and bn == bk and moe_tp != 1 and ispp % bn != 0:
+            blocked = v["intermediate_size"] % bn or hidden % bn or v["ep_size"] != 1 or v["lora"] or v["has_bias"]
+            if blocked:
+                out["weight_block_pad_refused"] = True
+                return _replaced(norm, out, ("weight_block_pad_refused",))
+            out["intermediate_size_per_partition"] = -(-ispp // bn) * bn
+            out["weight_block_aligned"] = _block_aligned(out["intermediate_size_per_partition"], bn, bk, v["tp_size"])
+            return _replaced(norm, out, ("intermediate_size_per_partition", "weight_block_aligned"))
+    if refined is None:
+        return norm
+    out["weight_block"] = f"{refined}x{refined}"
+    out["weight_block_aligned"] = True
+    return _replaced(norm, out, ("weight_block", "weight_block_aligned"))
+
+
+def _replaced(norm: Normalized, values: dict[str, Any], changed: tuple[str, ...]) -> Normalized:
+    sources = dict(norm.sources)
+    for name in changed:
+        sources[name] = Source.DERIVED
     return Normalized(MappingProxyType(values), MappingProxyType(sources))

@@ -71,6 +71,7 @@ def vocabulary_schema() -> dict[str, Any]:
                         "max": {"type": "number"},
                         "multiple_of": {"type": "integer", "minimum": 1},
                         "not_multiple_of": {"type": "integer", "minimum": 1},
+                        "present": {"type": "boolean", "description": "packages.<name> only: installed (true) or not (false)"},
                     },
                 },
             ],

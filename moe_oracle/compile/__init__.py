@@ -30,6 +30,7 @@ from .frontends import compile_frontends
 from .engine import compile_engine
 from .entries import compile_experts, compile_prepare_finalize
 from .environment import compile_environment
+from .frontends import compile_frontends
 from .known_bad import compile_known_bad
 from .link import pairing_issues, versioned_items
 from .overrides import compile_overrides
@@ -119,7 +120,8 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
     for tf in files:
         digest.update(tf.path.encode())
         digest.update(tf.sha256.encode())
-    backend_aliases, all2all_aliases, request_maps = results["aliases"]
+    backend_aliases, all2all_aliases, request_maps, engine_names = results["aliases"]
+    rewrites, block_rules = results["frontends"]
     compiled = CompiledTables(
         view_name="engine" if base is None else "runtime",
         engine=ctx.engine,
@@ -140,7 +142,9 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
         base=base,
         after_selection=frozenset(ctx.after_selection),
         request_maps=request_maps,
-        rewrites=results["frontends"],
+        engine_names=engine_names,
+        rewrites=rewrites,
+        block_rules=block_rules,
     )
     ranges = {rng for _, _, rng in versioned_items(compiled) if rng is not None}
     if base is not None:

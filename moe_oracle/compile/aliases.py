@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..catalog import All2AllAlias, BackendAlias, RequestMap
 from ..tables import TableFile
@@ -13,12 +13,12 @@ from .values import condition
 __all__ = ["compile_aliases"]
 
 
-def compile_aliases(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[tuple[BackendAlias, ...], tuple[All2AllAlias, ...], tuple[RequestMap, ...]]:
-    """(backend aliases, all2all aliases, per-family request maps). A runtime set keeps the engine's."""
+def compile_aliases(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[tuple[BackendAlias, ...], tuple[All2AllAlias, ...], tuple[RequestMap, ...], tuple[tuple[frozenset[str], Any], ...]]:
+    """(backend aliases, all2all aliases, per-family request maps, engine names). A runtime set keeps the engine's."""
     if not files:
         if ctx.base is not None:
-            return ctx.base.backend_aliases, ctx.base.all2all_aliases, ctx.base.request_maps
-        return (), (), ()
+            return ctx.base.backend_aliases, ctx.base.all2all_aliases, ctx.base.request_maps, ctx.base.engine_names
+        return (), (), (), ()
     tf = files[0]
     backends: list[BackendAlias] = []
     for name, raw in tf.data["backends"].items():
@@ -40,7 +40,20 @@ def compile_aliases(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[tu
         rng = ctx.engine_range(raw, f"$.all2all.{name}")
         if rng is not INVALID:
             all2all.append(All2AllAlias(name, raw["to"], raw["status"], raw.get("remove_after"), raw.get("note", ""), raw["reference"], rng))  # type: ignore[arg-type]
-    return tuple(backends), tuple(all2all), _request_maps(ctx, tf)
+    return tuple(backends), tuple(all2all), _request_maps(ctx, tf), _engine_names(ctx, tf)
+
+
+def _engine_names(ctx: CompileContext, tf: TableFile) -> tuple[tuple[frozenset[str], Any], ...]:
+    out: list[tuple[frozenset[str], Any]] = []
+    for i, raw in enumerate(tf.data.get("engine_names", [])):
+        ctx.at(tf.path, raw["id"])
+        ctx.claim(raw["id"])
+        rng = ctx.engine_range(raw, f"$.engine_names[{i}]")
+        if "auto" not in raw["names"]:
+            ctx.issue(f"$.engine_names[{i}].names", "the engine's names must include 'auto'", raw["names"])
+        if rng is not INVALID:
+            out.append((frozenset(raw["names"]), rng))
+    return tuple(out)
 
 
 def _request_maps(ctx: CompileContext, tf: TableFile) -> tuple[RequestMap, ...]:

@@ -25,8 +25,13 @@ def compile_constraints(ctx: CompileContext, files: Sequence[TableFile]) -> tupl
             for key in ("backends", "except_backends"):
                 for j, b in enumerate(applies.get(key, [])):
                     ctx.known_backend(b, f"{path}.applies_to.{key}[{j}]")
+            for j, k in enumerate(applies.get("except_kernels", [])):
+                ctx.known_kernel(k, f"{path}.applies_to.except_kernels[{j}]", "constraint")
             rng = ctx.engine_range(raw, path)
             chk = constraint(ctx, raw, path, raw.get("reference", ""))
             if chk is not None and rng is not INVALID:
-                out.append(GlobalConstraint(chk, tuple(applies.get("backends", ())), tuple(applies.get("except_backends", ())), rng))  # type: ignore[arg-type]
+                out.append(GlobalConstraint(
+                    chk, tuple(applies.get("backends", ())), tuple(applies.get("except_backends", ())), rng,  # type: ignore[arg-type]
+                    tuple(applies.get("interfaces", ())), tuple(applies.get("except_kernels", ())),
+                ))
     return tuple(out)

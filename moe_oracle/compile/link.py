@@ -115,7 +115,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
     shortcuts = tuple(
         replace(s, try_kernels=tuple(k for k in s.try_kernels if k in kernel_ids))
         for s in compiled.shortcuts
-        if ok(s.engine) and s.otherwise in kernel_ids
+        if ok(s.engine) and (s.otherwise in kernel_ids if s.otherwise is not None else any(k in kernel_ids for k in s.try_kernels))
     )
     global_checks = [g for g in compiled.constraints if ok(g.engine)]
     known_bad: list[KnownBad] = [kb for kb in compiled.known_bad if ok(kb.engine)]
@@ -141,6 +141,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
     if issues:
         raise TableError(issues)
     pf_choice: list[dict[str, int]] = []
+    construction: set[str] = {c.rule for pf in pfs for c in pf.checks}
     final_experts: list[ExpertsEntry] = []
     kb_owner: list[int] = []
     kb_checks: list[tuple[Check, ...]] = []
@@ -152,7 +153,15 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
             f"{entry.id}.pairing", "dispatch", compile_value_spec("dispatch", allowed), (), False, ReasonCode.PAIRING_INCOMPATIBLE,
             f"{entry.interface.value} {entry.activation_format.value}-format experts pair only with a prepare/finalize for dispatch {', '.join(allowed)}", entry.reference,
         )
-        extra = [pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend)]
+        fmt = entry.activation_format.value
+        # The oracle peeks the activation format before selecting (vLLM P/oracle/*.py "peak into
+        # the P/F selection"); is_supported_config rejects experts of the other format.
+        peek = Check(
+            f"{entry.id}.activation_format", "activation_format", compile_value_spec("activation_format", [fmt]), (), False, ReasonCode.PAIRING_INCOMPATIBLE,
+            f"{fmt}-format experts; the all2all backend (or the request) makes the oracle expect another format", entry.reference,
+        )
+        construction.add(pairing.rule)
+        extra = [peek, pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend, entry.interface.value, entry.implements or entry.id)]
         own = _sequenced(entry.checks + tuple(extra))
         final_experts.append(replace(entry, checks=own))
         bad = [kb.check for kb in known_bad if entry.id in kb.kernels or (entry.implements is not None and entry.implements in kb.kernels)]
@@ -182,9 +191,10 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         if c.field.startswith("packages."):
             packages.add(c.field[9:])
         packages.update(p.field[9:] for p in c.condition if p.field.startswith("packages."))
-
-    for when in [r.when for r in compiled.request_maps] + [r.when for r in compiled.rewrites]:
+    # Conditions of rules read packages too (an override that does not fire when a package is installed).
+    for when in [o.when for o in orders] + [a.when for a in adjustments] + [o.when for o in opt_in] + [o.when for o in overrides] + [s.when for s in shortcuts] + [r.when for r in compiled.request_maps] + [r.when for r in compiled.rewrites] + [r.when for r in compiled.block_rules]:
         packages.update(p.field[9:] for p in when if p.field.startswith("packages."))
+
     request_maps = tuple(
         replace(r, names=MappingProxyType({n: present(bs) for n, bs in r.names.items()}),
                 kernels=MappingProxyType({n: tuple(k for k in ks if k in kernel_ids) for n, ks in r.kernels.items()}))
@@ -222,10 +232,15 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         view_name=compiled.view_name,
         engine=compiled.engine,
         after_selection=compiled.after_selection,
-        request_maps=request_maps,
-        rewrites=tuple(r for r in compiled.rewrites if ok(r.engine)),
         source=compiled,
         key=key,
+        request_maps=request_maps,
+        rewrites=tuple(r for r in compiled.rewrites if ok(r.engine)),
+        block_rules=tuple(replace(r, refinable=present(r.refinable)) for r in compiled.block_rules if ok(r.engine)),
+        request_checks=MappingProxyType(request_checks),
+        accepted_names=next((names for names, rng in compiled.engine_names if ok(rng)), None),
+        construction=frozenset(construction),
+        layer_rules=frozenset(g.check.rule for g in global_checks if g.binds_every_kernel),
     )
 
 
@@ -252,5 +267,7 @@ def versioned_items(compiled: CompiledTables) -> list[tuple[str, str, Any]]:
     out += [("environment", v.name, v.engine) for v in compiled.env_vars]
     out += [("shortcut", s.id, s.engine) for s in compiled.shortcuts]
     out += [("request_map", r.id, r.engine) for r in compiled.request_maps]
+    out += [("engine_names", ",".join(sorted(names))[:40], rng) for names, rng in compiled.engine_names]
     out += [("rewrite", r.id, r.engine) for r in compiled.rewrites]
+    out += [("block_rule", r.id, r.engine) for r in compiled.block_rules]
     return out

@@ -41,6 +41,8 @@ def compile_priority(ctx: CompileContext, files: Sequence[TableFile]) -> Priorit
         when = condition(ctx, raw["when"], f"{path}.when")
         for j, b in enumerate(raw["move"]):
             ctx.known_backend(b, f"{path}.move[{j}]")
+        if raw["to"].startswith("before:"):
+            ctx.known_backend(raw["to"][7:], f"{path}.to")
         rng = ctx.engine_range(raw, path)
         if when is not None and rng is not INVALID:
             adjustments.append(Adjustment(raw["id"], when, tuple(raw["move"]), raw["to"], raw["kind"], raw["reason"], raw["reference"], rng))  # type: ignore[arg-type]

@@ -21,11 +21,16 @@ def compile_shortcuts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[
             path = f"$.shortcuts[{i}]"
             when = condition(ctx, raw["when"], f"{path}.when")
             ok = all([ctx.known_kernel(k, f"{path}.try[{j}]", "shortcut") for j, k in enumerate(raw["try"])])
-            ok = ctx.known_kernel(raw["otherwise"], f"{path}.otherwise", "shortcut") and ok
-            if raw["otherwise"] in raw["try"]:
+            otherwise = raw.get("otherwise")
+            if otherwise is None and not raw["try"]:
+                ctx.issue(f"{path}.try", "a shortcut without `otherwise` needs kernels to try", raw["try"])
+                ok = False
+            if otherwise is not None:
+                ok = ctx.known_kernel(otherwise, f"{path}.otherwise", "shortcut") and ok
+            if otherwise is not None and otherwise in raw["try"]:
                 ctx.issue(f"{path}.otherwise", "the unchecked kernel is also tried with checks", raw["otherwise"])
                 ok = False
             rng = ctx.engine_range(raw, path)
             if when is not None and ok and rng is not INVALID:
-                out.append(Shortcut(raw["id"], when, tuple(raw["try"]), raw["otherwise"], raw["label"], raw["reason"], raw["reference"], rng))  # type: ignore[arg-type]
+                out.append(Shortcut(raw["id"], when, tuple(raw["try"]), otherwise, raw["label"], raw["reason"], raw["reference"], rng))  # type: ignore[arg-type]
     return tuple(out)

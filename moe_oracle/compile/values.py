@@ -22,7 +22,7 @@ from .context import INVALID, CompileContext
 
 __all__ = ["CONSTRAINT_KEYWORDS", "condition", "constraint", "predicate", "requirement_checks"]
 
-CONSTRAINT_KEYWORDS = ("in", "not_in", "min", "max", "multiple_of", "not_multiple_of")
+CONSTRAINT_KEYWORDS = ("in", "not_in", "min", "max", "multiple_of", "not_multiple_of", "present")
 _NUMERIC = ("min", "max", "multiple_of", "not_multiple_of")
 
 
@@ -48,6 +48,10 @@ def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> 
                 elif fs.kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
                     ctx.issue(path, f"field {fieldname!r} takes integers", value, None)
                     ok = False
+        elif key == "present":
+            if not fieldname.startswith("packages."):
+                ctx.issue(f"{path}.{key}", "present only applies to packages.<name> fields", fieldname, None)
+                ok = False
         elif key in _NUMERIC:
             if fs.kind not in ("int", "float"):
                 ctx.issue(f"{path}.{key}", f"{key} only applies to numeric fields, and {fieldname!r} is {fs.kind}", arg, None)

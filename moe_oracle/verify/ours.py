@@ -155,6 +155,8 @@ class OurSide:
             return Answer("error", detail=f"refused: {exc}"[:300])
         row = decision.rows[decision.winner]
         entry = row.entry
+        if entry.provider == "platform":
+            return Answer("platform", backend=entry.backend, detail=entry.id)
         if entry.provider != "vllm":
             return Answer("error", experts=entry.upstream, backend=entry.backend, detail=f"only our runtime's {entry.id} is eligible")
         return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=entry.backend, detail=entry.id)

@@ -23,6 +23,7 @@ from .cases import PACKAGES, Deployment
 __all__ = [
     "DEVICES",
     "FAMILY_SCHEMES",
+    "FRONT_END_SCHEMES",
     "SHAPES",
     "exhaustive_deployments",
     "random_deployments",
@@ -89,9 +90,7 @@ FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
         ("fp8_static_tensor", "fp8_dynamic_tensor"),
         ("fp8_static_tensor", "fp8_dynamic_token"),
         ("fp8_static_channel", "fp8_dynamic_token"),
-        ("fp8_static_tensor", None),
-        ("fp8_static_channel", None),
-        ("fp8_static_block128", None),
+        ("fp8_static_channel", "fp8_static_token"),
     ),
     "mxfp8": (("mxfp8_static", "mxfp8_dynamic"), ("mxfp8_static", None)),
     "nvfp4": (("nvfp4_static", "nvfp4_dynamic"), ("nvfp4_static", None), ("nvfp4_static", "nvfp4_dynamic_token")),
@@ -121,7 +120,7 @@ _FAMILY_WEIGHTS = {"unquantized": 5, "fp8": 5, "mxfp8": 2, "nvfp4": 3, "mxfp4": 
 
 FRONT_ENDS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "unquantized": ("unquantized", "direct"),
-    "fp8": ("fp8", "direct"),
+    "fp8": ("fp8", "compressed-tensors-fp8"),
     "int8": ("direct", "ct_w8a8_int8", "experts_int8"),
     "wna16": ("ct_wna16", "gptq", "awq", "moe_wna16"),
     "w4a8_fp8": ("direct", "ct_w4a8_fp8"),
@@ -130,13 +129,33 @@ FRONT_ENDS_BY_FAMILY: dict[str, tuple[str, ...]] = {
 """Front ends the harness drives per family; families not listed use ``direct``."""
 
 FRONT_END_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
+    # Fp8MoEMethod: per-tensor or block weights; static or dynamic activations (Q/fp8.py).
+    "fp8": (
+        ("fp8_static_block128", "fp8_dynamic_group128"),
+        ("fp8_static_block128", "fp8_dynamic_group128"),
+        ("fp8_static_tensor", "fp8_static_tensor"),
+        ("fp8_static_tensor", "fp8_dynamic_tensor"),
+    ),
+    # CompressedTensorsW8A8Fp8MoEMethod: tensor / channel / block weights with tensor or token
+    # inputs; the last two are schemes the method refuses (static per-token input, per-tensor
+    # weight with per-token input).
+    "compressed-tensors-fp8": (
+        ("fp8_static_block128", "fp8_dynamic_group128"),
+        ("fp8_static_tensor", "fp8_static_tensor"),
+        ("fp8_static_tensor", "fp8_dynamic_tensor"),
+        ("fp8_static_channel", "fp8_dynamic_token"),
+        ("fp8_static_channel", "fp8_dynamic_token"),
+        ("fp8_static_block128", "fp8_dynamic_group128"),
+        ("fp8_static_tensor", "fp8_dynamic_token"),
+        ("fp8_static_channel", "fp8_static_token"),
+    ),
     # The online method quantizes weights itself: channel x token whatever the checkpoint holds.
     "experts_int8": (("int8_static_channel", "int8_dynamic_token"),),
     # compressed-tensors W8A8 int8 checkpoints: channel or tensor weights, token or tensor inputs
     # (vLLM routes only channel x token to its method and refuses the rest).
     "ct_w8a8_int8": (("int8_static_channel", "int8_dynamic_token"), ("int8_static_tensor", "int8_dynamic_token"), ("int8_static_tensor", "int8_dynamic_tensor")),
 }
-"""(weight, activation) pairs a front end can be given, where it narrows its family's schemes."""
+"""(weight key, activation key) pairs a front end's checkpoints have, where narrower than its family's."""
 
 ALL2ALL = (
     "allgather_reducescatter",
@@ -355,7 +374,9 @@ def exhaustive_deployments(
         for (platform, cap, arch, amx), family in itertools.product(DEVICES, fams):
             if platforms and platform not in platforms:
                 continue
-            for (weight, act), front in itertools.product(FAMILY_SCHEMES[family], FRONT_ENDS_BY_FAMILY.get(family, ("direct",))):
+            fronts = FRONT_ENDS_BY_FAMILY.get(family, ("direct",))
+            pairs = [(scheme, front) for front in fronts for scheme in dict.fromkeys(FRONT_END_SCHEMES.get(front, FAMILY_SCHEMES[family]))]
+            for (weight, act), front in pairs:
                 block = (128, 128) if weight and "block" in weight else None
                 if family == "wna16" and front not in _WNA16_FRONT_KEYS.get(weight or "", ()):
                     continue

@@ -89,7 +89,8 @@ class VllmSide:
         self.act_mod = importlib.import_module(f"{P}.activation")
         self.mk = importlib.import_module(f"{P}.modular_kernel")
         self.qu = importlib.import_module(f"{Q}.utils.quant_utils")
-        self.all2all_literal = importlib.import_module("vllm.config.parallel").All2AllBackend
+        self.parallel_cls = importlib.import_module("vllm.config.parallel").ParallelConfig
+        self.kernel_cls = importlib.import_module("vllm.config.kernel").KernelConfig
         self.moe_fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEConfig) if f.init}
         self.routing = {m.value[0] if isinstance(m.value, tuple) else m.value: m for m in self.cfg_mod.RoutingMethodType}
         self._front_ends: dict[str, Callable[..., tuple[Any, Any]]] = {}
@@ -115,14 +116,24 @@ class VllmSide:
     def parallel_config(self, dep: Deployment) -> Any:
         """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups).
 
+        First the release's own ``ParallelConfig`` validates the flags as ``vllm serve`` does
+        (``vllm/config/parallel.py``: the all2all backend literal, EPLB needing expert parallelism,
+        more than one rank and a CUDA-alike or XPU platform, redundant experts needing EPLB),
+        with ``distributed_executor_backend="mp"`` (one node's multiprocessing executor, the default
+        when the world fits the node: the GPU count of a CPU box is not asked).
+
         Raises:
-            ValueError: an all2all backend the release's ``ParallelConfig`` does not accept
-                (its ``All2AllBackend`` literal, ``vllm/config/parallel.py``; ``moonep`` is new
-                in 0.31.0): vLLM refuses the flag at start.
+            ValueError: what ``ParallelConfig`` refuses (pydantic's ValidationError is one).
         """
-        allowed = typing.get_args(self.all2all_literal)
-        if dep.all2all_backend not in allowed:
-            raise ValueError(f"all2all_backend={dep.all2all_backend!r} is not one of {list(allowed)} (vLLM {self.sim.release} ParallelConfig)")
+        pc = self.parallel_cls(
+            tensor_parallel_size=dep.tp_size,
+            data_parallel_size=dep.dp_size,
+            enable_expert_parallel=dep.use_ep,
+            enable_eplb=dep.enable_eplb,
+            all2all_backend=dep.all2all_backend,
+            eplb_config={"num_redundant_experts": dep.num_redundant_experts},
+            distributed_executor_backend="mp",
+        )
         flat = dep.tp_size * dep.dp_size
         use_ep = dep.use_ep and flat > 1
         kwargs = dict(
@@ -136,7 +147,7 @@ class VllmSide:
             ep_rank=0,
             sp_size=1,
             use_ep=use_ep,
-            all2all_backend=dep.all2all_backend,
+            all2all_backend=pc.all2all_backend,
             enable_eplb=dep.enable_eplb,
         )
         fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEParallelConfig)}
@@ -192,10 +203,14 @@ class VllmSide:
 
         Raises:
             ValueError, AssertionError: what the layer factory raises (EPLB with uneven
-                experts, redundant experts without EPLB, an intermediate size TP cannot split).
+                experts, redundant experts without EPLB, an intermediate size TP cannot split),
+                and what ``KernelConfig`` refuses (a ``moe_backend`` outside the release's
+                ``MoEBackend`` literal).
         """
         dep = self.start_checks(dep)
         par = self.parallel_config(dep)
+        # KernelConfig validates and normalizes --moe-backend (lower case, "_" for "-") at start.
+        moe_backend = self.kernel_cls(moe_backend=dep.moe_backend).moe_backend
         global_experts = dep.num_experts + dep.num_redundant_experts
         if dep.enable_eplb:
             if par.use_ep and global_experts % par.ep_size != 0:
@@ -218,7 +233,7 @@ class VllmSide:
             moe_parallel_config=par,
             in_dtype=getattr(torch, _DTYPES[dep.in_dtype]),
             router_logits_dtype=getattr(torch, _DTYPES[dep.router_logits_dtype]) if dep.router_logits_dtype else None,
-            moe_backend=dep.moe_backend,
+            moe_backend=moe_backend,
             has_bias=dep.has_bias,
             is_lora_enabled=dep.lora,
             has_hash_routing=dep.has_hash_routing,

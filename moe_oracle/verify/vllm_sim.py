@@ -378,6 +378,15 @@ class Simulation:
         for name, fn in _CUDA_QUERIES.items():
             setattr(torch.ops._C, name, query(name, fn))
 
+        def cpu_has_amx_fp8() -> bool:
+            # The CPU build's query (vLLM 0.31.0+ vllm/_custom_ops.py cpu_has_amx_fp8): no CPU the
+            # harness simulates (Sapphire/Emerald/Granite Rapids class AMX, Arm, POWER) has AMX-FP8.
+            if sim._platform != "cpu":
+                raise AttributeError("'_OpNamespace' '_C' object has no attribute 'cpu_has_amx_fp8'")
+            return False
+
+        torch.ops._C.cpu_has_amx_fp8 = cpu_has_amx_fp8
+
     def _platform_classes(self) -> dict[str, type]:
         classes: dict[str, type] = {}
         interface = self.interface

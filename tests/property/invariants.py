@@ -369,8 +369,19 @@ def check_why_not_finds_package_fixes(case: Case, backend_name: str) -> None:
 
 
 def check_replay_round_trip(case: Case) -> None:
-    """The printed replay file turns back into the same config and environment."""
+    """The printed replay file turns back into the same config and environment, or the file door
+    refuses the environment values the engine refuses at start (naming each)."""
+    from moe_oracle.envvars import env_issues
+
     doc = yaml.safe_load(case.replay())
+    refused = env_issues(case.env.env, CATALOG.env_vars, "$.environment.env")
+    if refused:
+        try:
+            config_from_document(doc, CATALOG, schemas=SCHEMAS)
+        except ConfigError as exc:
+            assert {i.path for i in exc.issues} == {i.path for i in refused}
+            return
+        raise AssertionError(f"the config file door accepted environment values the engine refuses: {[i.path for i in refused]}")
     loaded = config_from_document(doc, CATALOG, schemas=SCHEMAS)
     assert replace(loaded.config, provenance=()) == replace(case.config, provenance=())
     assert not loaded.probe and loaded.environment == case.env

@@ -125,17 +125,37 @@ def test_batched_format_pairs_only_with_batched_experts(small_catalog):
     ep = ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency")
     d = evaluate(small_catalog, cfg(device=A100, parallel=ep), Environment())
     assert d.kernel == "slow_batched" and d.prepare_finalize == "ll"
-    pairing = [f for f in d.candidate("slow").failures if f.code is ReasonCode.PAIRING_INCOMPATIBLE]
-    assert pairing and pairing[0].observed == "deepep_low_latency"
+    failures = {f.rule: f for f in d.candidate("slow").failures if f.code is ReasonCode.PAIRING_INCOMPATIBLE}
+    # The oracle's activation-format peek rejects it, and so does the pairing check.
+    assert failures["slow.activation_format"].observed == "batched_experts"
+    assert failures["slow.pairing"].observed == "deepep_low_latency"
     # Monolithic kernels have no P/F for all2all dispatch at all.
     assert ReasonCode.PAIRING_INCOMPATIBLE in {f.code for f in d.candidate("fast_monolithic").failures}
 
 
-def test_prepare_finalize_requirements_reject_the_pair(small_catalog):
+def test_prepare_finalize_requirements_warn_when_faithful_and_reject_when_safe(small_catalog):
+    # vLLM selects experts without building their prepare/finalize: the faithful answer is the
+    # kernel it selects, with an unchecked warning naming the P/F requirement that fails later.
     ep = ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency")
-    d = evaluate(small_catalog, cfg(device=A100, parallel=ep), Environment.declared(absent=["deep-ep"]))
-    failure = d.candidate("slow_batched").failures[0]
+    env = Environment.declared(absent=["deep-ep"])
+    d = evaluate(small_catalog, cfg(device=A100, parallel=ep), env)
+    assert d.kernel == "slow_batched"
+    unchecked = [w for w in d.warnings if w.code == "unchecked"]
+    assert [w.failure.rule for w in unchecked] == ["ll.packages.deep-ep"]
+    assert unchecked[0].failure.code is ReasonCode.PACKAGE_MISSING and "prepare/finalize" in unchecked[0].message
+    safe = evaluate(small_catalog, cfg(device=A100, parallel=ep), env, policy="safe")
+    failure = safe.candidate("slow_batched").failures[0]
     assert (failure.code, failure.rule) == (ReasonCode.PACKAGE_MISSING, "ll.packages.deep-ep")
+    assert safe.kernel != "slow_batched"
+
+
+def test_runtime_view_keeps_prepare_finalize_requirements_blocking(small_catalog):
+    from dataclasses import replace as _replace
+
+    runtime = _replace(small_catalog, view_name="runtime")
+    ep = ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency")
+    d = evaluate(runtime, cfg(device=A100, parallel=ep), Environment.declared(absent=["deep-ep"]))
+    assert d.kernel != "slow_batched" and not [w for w in d.warnings if w.code == "unchecked"]
 
 
 def test_nothing_eligible_returns_a_decision_in_non_strict_mode(small_catalog):

@@ -34,6 +34,7 @@ FRONT_ENDS: dict[str, str] = {
     "experts_int8": "int8:experts_int8",
     "ct_w4a8_fp8": "w4a8:ct_w4a8_fp8",
     "ct_w4a8_int8": "w4a8:ct_w4a8_int8",
+    "compressed-tensors-fp8": "fp8:compressed_tensors",
 }
 """Front-end name -> ``module:function`` in ``moe_oracle.verify.frontends``."""
 
@@ -49,5 +50,6 @@ QUANT_METHOD: dict[str, str | None] = {
     "experts_int8": "experts_int8",
     "ct_w4a8_fp8": "compressed-tensors",
     "ct_w4a8_int8": "compressed-tensors",
+    "compressed-tensors-fp8": "compressed-tensors",
 }
 """Front-end name -> the checkpoint ``quant_method`` our side is told (``None``: unknown)."""

@@ -1,4 +1,20 @@
-"""FP8 front ends (vLLM Q/fp8.py ``Fp8MoEMethod``; the block refinement and padding under TP run in its constructor)."""
+"""FP8 front ends: the quantization methods that call vLLM's FP8 MoE oracle (P/oracle/fp8.py).
+
+* ``fp8``: ``Fp8MoEMethod(Fp8Config(...), layer)`` (Q/fp8.py) for a serialized FP8 checkpoint
+  (``quant_method: fp8``). Its constructor builds the keys: per-tensor weights always
+  (``kFp8StaticTensorSym``), activations static per-tensor or dynamic (per-tensor, or per-token
+  under ``VLLM_BATCH_INVARIANT`` from 0.33.0); block weights refined to the TP shard (0.29.0+) or
+  the shard padded to whole blocks for an explicit backend (0.31.0+), the refined block in the
+  weight key; ``allow_vllm_cutlass=False``.
+* ``compressed-tensors``: ``CompressedTensorsW8A8Fp8MoEMethod(weight_quant, input_quant, moe)``
+  (Q/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_w8a8_fp8.py), as
+  ``CompressedTensorsMoEMethod.get_moe_method`` constructs it for ``_is_fp8_w8a8`` schemes: the
+  checkpoint's strategies map to keys as they are (a dynamic per-tensor input becomes
+  ``kFp8Dynamic128Sym``, any block weight ``kFp8Static128BlockSym``), ``allow_vllm_cutlass=True``.
+
+After selection each front end runs what the layer does next (:meth:`VllmSide.load`): the EPLB
+refusal and ``create_weights`` (whose block checks refuse a shard the checkpoint blocks do not divide).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +23,23 @@ import types
 from typing import Any
 
 from ..cases import Deployment
+from . import NotDriven
 
 Q = "vllm.model_executor.layers.quantization"
+
+# Our activation key -> the compressed-tensors input strategy and dynamic flag that produce it.
+_CT_INPUT: dict[str | None, tuple[str, bool] | None] = {
+    "fp8_static_tensor": ("tensor", False),
+    "fp8_dynamic_tensor": ("tensor", True),
+    "fp8_dynamic_token": ("token", True),
+    "fp8_static_token": ("token", False),
+    "fp8_dynamic_group128": ("group", True),
+}
+_CT_WEIGHT: dict[str | None, str] = {
+    "fp8_static_tensor": "tensor",
+    "fp8_static_channel": "channel",
+    "fp8_static_block128": "block",
+}
 
 
 def fp8_method(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
@@ -16,15 +47,53 @@ def fp8_method(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
 
     Static activations when the deployment's activation key is static per-tensor; the
     block shape from ``dep.block`` (``None``: per-tensor weights).
+
+    Raises:
+        NotDriven: a weight key an ``fp8`` checkpoint cannot have (per-channel, or none).
     """
+    if dep.weight_key not in ("fp8_static_tensor", "fp8_static_block128"):
+        raise NotDriven(f"an fp8 checkpoint has per-tensor or block weights, not {dep.weight_key}")
     fp8 = importlib.import_module(f"{Q}.fp8")
     static = dep.activation_key == "fp8_static_tensor"
+    block = list(dep.block or (128, 128)) if dep.weight_key == "fp8_static_block128" else None
     config = fp8.Fp8Config(
         is_checkpoint_fp8_serialized=True,
         activation_scheme="static" if static else "dynamic",
-        weight_block_size=list(dep.block) if dep.block is not None else None,
+        weight_block_size=block,
     )
     layer = types.SimpleNamespace(moe_config=moe, moe=moe)
     method = fp8.Fp8MoEMethod(config, layer)
-    side.check_eplb(dep, method)
+    side.load(dep, moe, method)
+    return method.fp8_backend, method.experts_cls
+
+
+def compressed_tensors(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
+    """``CompressedTensorsW8A8Fp8MoEMethod`` for a compressed-tensors W8A8 FP8 scheme.
+
+    The weight is static and symmetric with the strategy of ``dep.weight_key`` (block: the
+    ``block_structure`` of ``dep.block``); the input follows ``dep.activation_key``.
+
+    Raises:
+        NotDriven: keys no compressed-tensors W8A8 FP8 scheme has (weight-only: the MoE
+            method dispatcher raises before any FP8 method exists, which is a refusal of
+            ``get_moe_method``, not of this method).
+    """
+    try:
+        from compressed_tensors.quantization import QuantizationArgs, QuantizationStrategy, QuantizationType
+    except ImportError as exc:  # the environment lacks the compressed-tensors package
+        raise NotDriven(f"compressed-tensors is not importable: {exc}") from None
+    w = _CT_WEIGHT.get(dep.weight_key)
+    a = _CT_INPUT.get(dep.activation_key)
+    if w is None or a is None:
+        raise NotDriven(f"no compressed-tensors W8A8 FP8 scheme has keys ({dep.weight_key}, {dep.activation_key})")
+    mod = importlib.import_module(f"{Q}.compressed_tensors.compressed_tensors_moe.compressed_tensors_moe_w8a8_fp8")
+    weight_args: dict[str, Any] = dict(num_bits=8, type=QuantizationType.FLOAT, symmetric=True, dynamic=False, strategy=QuantizationStrategy(w))
+    if w == "block":
+        weight_args["block_structure"] = list(dep.block or (128, 128))
+    strategy, dynamic = a
+    input_args: dict[str, Any] = dict(num_bits=8, type=QuantizationType.FLOAT, symmetric=True, dynamic=dynamic, strategy=QuantizationStrategy(strategy))
+    if strategy == "group":
+        input_args["group_size"] = 128
+    method = mod.CompressedTensorsW8A8Fp8MoEMethod(QuantizationArgs(**weight_args), QuantizationArgs(**input_args), moe)
+    side.load(dep, moe, method)
     return method.fp8_backend, method.experts_cls

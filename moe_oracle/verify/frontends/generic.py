@@ -44,5 +44,5 @@ def unquantized(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
     """``UnquantizedFusedMoEMethod(moe)`` (P/unquantized_fused_moe_method.py)."""
     cls = importlib.import_module(f"{P}.unquantized_fused_moe_method").UnquantizedFusedMoEMethod
     method = cls(moe)
-    side.check_eplb(dep, method)
+    side.load(dep, moe, method)
     return method.unquantized_backend, method.experts_cls

@@ -1,0 +1,190 @@
+"""Our prepare/finalize pairing against the facts of vLLM's ``maybe_make_prepare_finalize``.
+
+vLLM builds the prepare/finalize (P/F) of a layer after selecting its experts, in
+``P/all2all_utils.py maybe_make_prepare_finalize`` (P/ = vllm/model_executor/layers/fused_moe/).
+It needs process groups, so the differential harness cannot run it; this test states, per
+release, which P/F class each dispatch kind gets for each experts interface and activation
+format, and which combinations get none (vLLM then fails to build the kernel:
+``FusedMoEKernel`` refuses a monolithic/modular mix, the experts constructor a format mismatch),
+and checks that our engine tables pair exactly so in that release's view.
+
+Where the release source trees are available (``$MOE_ORACLE_VLLM_ENV/src/<release>`` or
+``/work/venvs/src/<release>``), the facts are also checked against the source: each class is
+constructed (directly or through its factory) in that release's ``maybe_make_prepare_finalize``,
+and its interface and activation format are what its class body declares.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from moe_oracle.catalog import load_catalog
+
+RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+SRC = "P/all2all_utils.py maybe_make_prepare_finalize"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """In ``releases``, experts of (interface, format) under ``dispatch`` get ``upstream`` (``None``: no P/F).
+
+    ``via`` is the name the function calls (the class, or the factory that returns it);
+    ``platform``: the branch holds only there (``None``: any platform the P/F runs on).
+    """
+
+    releases: str
+    dispatch: str
+    interface: str
+    format: str
+    upstream: str | None
+    via: str | None
+    source: str
+    platform: str | None = None
+
+
+MOD, MONO, STD, BAT = "modular", "monolithic", "standard", "batched_experts"
+_ALL2ALL_MODULAR = (
+    # dispatch, class, branch, releases
+    ("deepep_high_throughput", "DeepEPHTPrepareAndFinalize", "moe.use_deepep_ht_kernels", ">=0.29.0"),
+    ("deepep_v2", "DeepEPV2PrepareAndFinalize", "moe.use_deepep_v2_kernels", ">=0.29.0"),
+    ("moonep", "MoonEPPrepareAndFinalize", "moe.use_moonep_kernels", ">=0.31.0"),
+    ("mori_high_throughput", "MoriPrepareAndFinalize", "moe.use_mori_kernels", ">=0.29.0"),
+    ("mori_low_latency", "MoriPrepareAndFinalize", "moe.use_mori_kernels", ">=0.29.0"),
+    ("flashinfer_nvlink_two_sided", "FlashInferNVLinkTwoSidedPrepareAndFinalize", "moe.use_fi_nvl_two_sided_kernels", ">=0.29.0"),
+    ("flashinfer_nvlink_one_sided", "FlashInferNVLinkOneSidedPrepareAndFinalize", "moe.use_fi_nvl_one_sided_kernels", ">=0.29.0"),
+)
+_ALL2ALL_BATCHED = (
+    ("deepep_low_latency", "DeepEPLLPrepareAndFinalize", "moe.use_deepep_ll_kernels"),
+    ("nixl_ep", "NixlEPPrepareAndFinalize", "moe.use_nixl_ep_kernels"),
+)
+
+FACTS: list[Fact] = [
+    # No all2all kernels, one DP rank: make_moe_prepare_and_finalize_no_dp_ep(use_monolithic).
+    Fact(">=0.29.0", "none", MOD, STD, "MoEPrepareAndFinalizeNoDPEPModular", "make_moe_prepare_and_finalize_no_dp_ep", f"{SRC}: not use_all2all_kernels, dp_size == 1"),
+    Fact(">=0.29.0", "none", MONO, STD, "MoEPrepareAndFinalizeNoDPEPMonolithic", "make_moe_prepare_and_finalize_no_dp_ep", f"{SRC}: not use_all2all_kernels, dp_size == 1 (use_monolithic)"),
+    # DP > 1 without expert parallelism, and the allgather_reducescatter all2all: naive DP/EP.
+    Fact(">=0.29.0", "allgather_reducescatter", MOD, STD, "MoEPrepareAndFinalizeNaiveDPEPModular", "make_moe_prepare_and_finalize_naive_dp_ep", f"{SRC}: dp_size > 1 without all2all kernels; use_ag_rs_all2all_kernels"),
+    Fact(">=0.29.0", "allgather_reducescatter", MONO, STD, "MoEPrepareAndFinalizeNaiveDPEPMonolithic", "make_moe_prepare_and_finalize_naive_dp_ep", f"{SRC}: as above (use_monolithic)"),
+    # The opt-in XPU batched path, before the DP check: moe_backend == "batched_triton" on XPU.
+    Fact(">=0.29.0", "none", MOD, BAT, "BatchedPrepareAndFinalize", "BatchedPrepareAndFinalize", f"{SRC}: is_xpu() and moe_backend == 'batched_triton'", platform="xpu"),
+    Fact(">=0.29.0", "allgather_reducescatter", MOD, BAT, "BatchedPrepareAndFinalize", "BatchedPrepareAndFinalize", f"{SRC}: is_xpu() and moe_backend == 'batched_triton' (DP without expert parallelism)", platform="xpu"),
+]
+for _dispatch, _cls, _branch, _rel in _ALL2ALL_MODULAR:
+    FACTS += [
+        Fact(_rel, _dispatch, MOD, STD, _cls, _cls, f"{SRC}: {_branch}"),
+        # The all2all branches build modular P/Fs whatever use_monolithic says: FusedMoEKernel then
+        # refuses monolithic experts (P/modular_kernel.py "must both be either monolithic or non-monolithic").
+        Fact(_rel, _dispatch, MONO, STD, None, None, f"{SRC}: {_branch} (modular only); P/modular_kernel.py FusedMoEKernel"),
+        # A standard-format P/F cannot feed batched experts (their constructor needs max_num_tokens).
+        Fact(_rel, _dispatch, MOD, BAT, None, None, f"{SRC}: {_branch} returns a standard-format P/F"),
+    ]
+for _dispatch, _cls, _branch in _ALL2ALL_BATCHED:
+    FACTS += [
+        Fact(">=0.29.0", _dispatch, MOD, BAT, _cls, _cls, f"{SRC}: {_branch}"),
+        Fact(">=0.29.0", _dispatch, MONO, STD, None, None, f"{SRC}: {_branch} (modular only)"),
+        Fact(">=0.29.0", _dispatch, MOD, STD, None, None, f"{SRC}: {_branch} returns a batched-format P/F"),
+    ]
+FACTS += [
+    Fact(">=0.29.0", d, MONO, BAT, None, None, f"{SRC}: no monolithic batched P/F exists")
+    for d in ("none", "allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency", "deepep_v2", "mori_high_throughput", "nixl_ep")
+]
+
+
+def _view(version: str):
+    return load_catalog().for_version(version)
+
+
+def _ours(view, dispatch: str, interface: str, fmt: str) -> dict[str, frozenset[str]]:
+    """P/F upstream class -> the platforms it runs on, among the view's entries serving the combination."""
+    out: dict[str, frozenset[str]] = {}
+    for pf in view.prepare_finalize:
+        if pf.interface.value == interface and pf.activation_format.value == fmt and dispatch in pf.dispatch:
+            plats = pf.declared.get("platforms") or {}
+            out[pf.upstream] = frozenset(plats)
+    return out
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_our_pairing_follows_vllm(release):
+    view = _view(release)
+    version = Version(release)
+    checked = 0
+    for fact in FACTS:
+        if version not in SpecifierSet(fact.releases):
+            continue
+        ours = _ours(view, fact.dispatch, fact.interface, fact.format)
+        where = f"vLLM {release} {fact.source}"
+        if fact.upstream is None:
+            assert not ours, f"{where}: no P/F for {fact.interface} {fact.format} experts under {fact.dispatch}, ours pairs {sorted(ours)}"
+        else:
+            assert fact.upstream in ours, f"{where}: {fact.interface} {fact.format} experts under {fact.dispatch} get {fact.upstream}; ours {sorted(ours)}"
+            if fact.platform is not None:
+                assert ours[fact.upstream] == {fact.platform}, f"{where}: {fact.upstream} only on {fact.platform}, ours on {sorted(ours[fact.upstream])}"
+        checked += 1
+    assert checked >= 30
+
+
+def test_moonep_pairs_only_from_0_31():
+    assert not _ours(_view("0.30.0"), "moonep", MOD, STD)
+    assert "MoonEPPrepareAndFinalize" in _ours(_view("0.31.0"), "moonep", MOD, STD)
+
+
+# ------------------------------------------------------------------ the facts against the release source
+
+
+def _tree(release: str) -> Path | None:
+    for base in (os.environ.get("MOE_ORACLE_VLLM_ENV"), "/work/venvs"):
+        if base and (Path(base) / "src" / release / "vllm").is_dir():
+            return Path(base) / "src" / release
+    return None
+
+
+def _function_names(path: Path, function: str) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
+
+
+def _class_shape(pf_dir: Path, cls: str) -> tuple[str, str]:
+    """(interface, activation format) a P/F class declares: its base class and activation_format()."""
+    for path in sorted(pf_dir.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == cls:
+                bases = " ".join(ast.unparse(b) for b in node.bases)
+                interface = MONO if "Monolithic" in bases else MOD
+                fmt = STD
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "activation_format":
+                        fmt = BAT if "BatchedExperts" in ast.unparse(item) else STD
+                return interface, fmt
+    raise AssertionError(f"class {cls} not found under {pf_dir}")
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_facts_hold_in_the_release_source(release):
+    tree = _tree(release)
+    if tree is None:
+        pytest.skip(f"vLLM {release} source tree not found (set MOE_ORACLE_VLLM_ENV to a differential environment)")
+    fused = tree / "vllm/model_executor/layers/fused_moe"
+    names = _function_names(fused / "all2all_utils.py", "maybe_make_prepare_finalize")
+    version = Version(release)
+    for fact in FACTS:
+        if version not in SpecifierSet(fact.releases) or fact.upstream is None:
+            continue
+        assert fact.via in names, f"vLLM {release}: {fact.via} is not called in {SRC}"
+        assert _class_shape(fused / "prepare_finalize", fact.upstream) == (fact.interface, fact.format), f"vLLM {release}: {fact.upstream}"
+    # And the release has no all2all branch the facts do not name (besides passthrough, 0.32.0+,
+    # which binds FlashInfer MoE-EP kernels and is not in our all2all vocabulary).
+    branches = {n for n in names if n.startswith("use_") and n.endswith("_kernels")} - {"use_all2all_kernels"}
+    stated = {f.source.split(": ", 1)[1].split(" ")[0].removeprefix("moe.") for f in FACTS if version in SpecifierSet(f.releases) and f.source.startswith(SRC + ": moe.")}
+    assert branches - {"use_ag_rs_all2all_kernels"} <= stated, sorted(branches - stated)
+    if version >= Version("0.32.0"):
+        assert "use_passthrough_all2all" in names
