@@ -122,6 +122,46 @@ class PriorityOrder:
 
 
 @dataclass(frozen=True)
+class RequestMap:
+    """How one quant family's oracle reads ``moe_backend`` (vLLM's ``map_<family>_backend``).
+
+    Where ``when`` holds, ``names`` maps each accepted name to the backends it requests (the
+    batched remap included: ``triton`` -> Triton and batched Triton, the activation format
+    picks one); ``auto`` names are read as ``auto``; ``formats`` names force the activation
+    format the oracle peeks (unquantized ``batched_triton``). ``kernels`` names, for the names
+    that map to some kernels of a backend only (vLLM's ``backend_to_kernel_cls`` list of that
+    backend: WNA16 ``marlin`` is ``MarlinExperts``, never the batched class), the kernels they try.
+    Any other name is refused, as vLLM raises ``ValueError`` for it.
+    """
+
+    id: str
+    when: tuple[Predicate, ...]
+    names: Mapping[str, tuple[str, ...]]
+    auto: tuple[str, ...]
+    formats: Mapping[str, str]
+    reference: str
+    engine: Range = field(default=None, compare=False)
+    kernels: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class KeyRewrite:
+    """A quantization front end giving the oracle other keys than the checkpoint's (``rules/frontends.yaml``).
+
+    Where ``when`` holds, the weight and/or activation key become ``weight`` / ``activation``
+    (``None``: unchanged).
+    """
+
+    id: str
+    when: tuple[Predicate, ...]
+    weight: str | None
+    activation: str | None
+    reason: str
+    reference: str
+    engine: Range = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Adjustment:
     """Moves backends to the front or back of the order, or directly before / after another backend
     (``to: before:<backend>``), where ``when`` holds (vLLM's ``_move_to_*``, ``prioritize_humming``)."""
@@ -227,43 +267,6 @@ class Override:
 
 
 @dataclass(frozen=True)
-class RequestMap:
-    """How one quant family's oracle reads ``moe_backend`` (vLLM's ``map_<family>_backend``).
-
-    Where ``when`` holds, ``names`` maps each accepted name to the backends it requests (the
-    batched remap included: ``triton`` -> Triton and batched Triton, the activation format
-    picks one); ``auto`` names are read as ``auto``; ``formats`` names force the activation
-    format the oracle peeks (unquantized ``batched_triton``). Any other name is refused, as
-    vLLM raises ``ValueError`` for it.
-    """
-
-    id: str
-    when: tuple[Predicate, ...]
-    names: Mapping[str, tuple[str, ...]]
-    auto: tuple[str, ...]
-    formats: Mapping[str, str]
-    reference: str
-    engine: Range = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class KeyRewrite:
-    """A quantization front end giving the oracle other keys than the checkpoint's (``rules/frontends.yaml``).
-
-    Where ``when`` holds, the weight and/or activation key become ``weight`` / ``activation``
-    (``None``: unchanged).
-    """
-
-    id: str
-    when: tuple[Predicate, ...]
-    weight: str | None
-    activation: str | None
-    reason: str
-    reference: str
-    engine: Range = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
 class BlockRule:
     """How a quantization front end turns the checkpoint's weight block into the block it selects with.
 
@@ -349,6 +352,7 @@ class CompiledTables:
     block_rules: tuple[BlockRule, ...] = ()
     engine_names: tuple[tuple[frozenset[str], Range], ...] = ()
     ranges: tuple[SpecifierSet, ...] = ()
+    after_selection: frozenset[str] = frozenset()
     _views: dict[Any, "Catalog"] = field(default_factory=dict, repr=False)
     _keys: dict[Version, tuple[bool, ...]] = field(default_factory=dict, repr=False)
     _releases: dict[Any, EngineRelease] = field(default_factory=dict, repr=False)
@@ -401,6 +405,9 @@ class Catalog:
     ``known_bad_index`` evaluates the known-bad rules of the kernels in ``known_bad_owner``
     (indices into ``experts``); the engine adds them to the failures only under the safe policy.
     ``known_bad_checks[i]`` are kernel ``i``'s (the faithful policy evaluates the winner's alone).
+    ``after_selection`` holds the rule ids of constraints the engine checks on the kernel it
+    selected, not while it selects (a failure refuses the layer instead of passing to the next
+    candidate).
     ``construction`` holds the rule ids vLLM checks only when it builds the selected kernel (the
     pairing with a prepare/finalize and the prepare/finalize's own requirements), after selection;
     ``layer_rules`` those of the constraints that bind every kernel (vLLM refuses the layer before
@@ -441,6 +448,7 @@ class Catalog:
     bound_all2all: Mapping[str, str] = field(default_factory=dict, compare=False)
     request_maps: tuple[RequestMap, ...] = ()
     rewrites: tuple[KeyRewrite, ...] = ()
+    after_selection: frozenset[str] = frozenset()
     block_rules: tuple[BlockRule, ...] = ()
     request_checks: Mapping[str, Check] = field(default_factory=dict, repr=False, compare=False)
     accepted_names: frozenset[str] | None = None

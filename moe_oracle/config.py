@@ -18,7 +18,10 @@ from .errors import ConfigError, InputIssue
 from .quant import UNQUANTIZED, QuantScheme
 from .vocab import Activation, All2AllBackend, DType, Platform, RoutingMethod, Source
 
-__all__ = ["Device", "MoEConfig", "ParallelConfig", "Provenance"]
+__all__ = ["ACT_ORDERS", "Device", "MoEConfig", "ParallelConfig", "Provenance"]
+
+ACT_ORDERS: tuple[str, ...] = ("none", "group", "weight", "static", "dynamic")
+"""Activation orderings of a GPTQ-style checkpoint (compressed-tensors ``ActivationOrdering`` and ``none``)."""
 
 
 def _coerce_enum(owner: object, name: str, enum_cls: type[enum.Enum], *, optional: bool = False, path: str = "") -> None:
@@ -206,6 +209,15 @@ class MoEConfig:
             (GPTQ/AWQ ``group_size``, compressed-tensors ``weights.group_size``; ``-1`` = one group per
             output channel); the Marlin and WNA16 kernels check it against the partition (vLLM 0.33.0
             Q/utils/marlin_utils.py check_moe_marlin_supports_config). ``None``: not group-quantized or unknown.
+        act_order: activation ordering of a GPTQ-style checkpoint (compressed-tensors
+            ``weights.actorder``: ``group``, ``weight``, ``static``, ``dynamic``; GPTQ ``desc_act: true``
+            is ``group``); ``"none"`` when the checkpoint has none, ``None`` unknown. vLLM 0.29.0
+            runs group ordering with a g_idx permutation; 0.30.0+ refuses it (Q/utils/gptq_utils.py
+            normalize_and_validate_gptq_desc_act, Q/compressed_tensors/compressed_tensors.py).
+        weight_zero_point: the weights carry zero points (asymmetric: GPTQ ``sym: false``, AWQ
+            ``zero_point: true``, compressed-tensors ``symmetric: false``); ``None`` means what the weight
+            key says (an asymmetric key has zero points). AWQ and MoeWNA16 build a symmetric key and
+            pass the zero points separately (vLLM 0.33.0 Q/auto_awq.py, Q/moe_wna16.py).
         parallel: deployment parallelism.
         lora: LoRA adapters on the experts.
         batch_invariant: batch-invariant kernels requested (``VLLM_BATCH_INVARIANT``).
@@ -244,6 +256,8 @@ class MoEConfig:
     require_decomposed: bool = False
     weight_block_size: tuple[int, int] | None = None
     weight_group_size: int | None = None
+    act_order: str | None = None
+    weight_zero_point: bool | None = None
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     lora: bool = False
     batch_invariant: bool = False
@@ -278,6 +292,10 @@ class MoEConfig:
         _check_int(self, "weight_group_size", minimum=-1, optional=True)
         if self.weight_group_size == 0:
             raise ConfigError([InputIssue("$.weight_group_size", "must be -1 (per channel) or a positive group size", 0, {"minimum": -1, "not": 0})])
+        if self.act_order is not None and self.act_order not in ACT_ORDERS:
+            raise ConfigError([InputIssue("$.act_order", "not a valid activation ordering", self.act_order, list(ACT_ORDERS))])
+        if self.weight_zero_point is not None:
+            _check_bool(self, "weight_zero_point")
         _check_float(self, "routed_scaling_factor", optional=False)
         _check_int(self, "num_expert_group", minimum=0, optional=True)
         _check_int(self, "topk_group", minimum=0, optional=True)

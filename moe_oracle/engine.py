@@ -326,6 +326,12 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     pf_choice = view.pf_choice
     pfs = view.prepare_finalize
     family_checks = _request_checks(family_map, requested) if (family_map is not None and requested is not None) else None
+    tried = family_map.kernels.get(name) if (family_checks is not None and family_map is not None and requested_by == "moe_backend") else None
+    kernel_check = None
+    if tried is not None:
+        assert family_map is not None
+        kernel_check = Check(f"{family_map.id}.kernels", "moe_backend", compile_value_spec("moe_backend", ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
+                             f"this layer's oracle tries only {', '.join(tried)} for moe_backend={name}", family_map.reference, 10_001)
     for i, entry in enumerate(view.experts):
         f: list[Check] = fails[i]
         a: list[Check] = abstains[i]
@@ -336,6 +342,8 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             chk = family_checks.get(entry.backend, family_checks["*"])
             if not chk.predicate.test(values["moe_backend"]):  # type: ignore[union-attr]
                 f.append(chk)
+            elif kernel_check is not None and tried is not None and entry.id not in tried:
+                f.append(kernel_check)  # a name that maps to some kernels of its backend only
         pf_idx = pf_choice[i].get(dispatch)
         pf = None
         if pf_idx is not None:
@@ -366,10 +374,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     if taken is not None:
         shortcut, rows, winner, waived = taken
     else:
-        winner = next((k for k, r in enumerate(rows) if all(c.rule in deferred for c in r.failures)), None)
-        if winner is not None and rows[winner].failures:
-            waived = rows[winner].failures
-            rows[winner] = rows[winner]._replace(failures=())
+        winner, waived = _first_selected(view, rows, notes, deferred)
         after = _after_selection(view, values, rows, winner, notes) if (winner is not None and policy is Policy.FAITHFUL and view.shortcuts) else None
         if after is not None:
             # The engine checked this winner but returns another class in its place.
@@ -399,6 +404,24 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         warnings=warnings,
         shortcut=shortcut.id if shortcut is not None else None,
     )
+
+
+def _first_selected(view: Catalog, rows: list[Row], notes: list[str], deferred: frozenset[str]) -> tuple[int | None, tuple[Check, ...]]:
+    """The first candidate the engine selects and the checks waived for it (``deferred``: those vLLM
+    makes only when it builds the kernel). ``None`` when there is none, or when the selected one fails
+    a check the engine makes only after selecting (``after_selection``): the layer is refused then."""
+    post = view.after_selection
+    first = next((k for k, r in enumerate(rows) if all(c.rule in deferred or c.rule in post for c in r.failures)), None)
+    if first is None or not rows[first].failures:
+        return first, ()
+    row = rows[first]
+    refused = [c for c in row.failures if c.rule in post and c.rule not in deferred]
+    if refused:
+        rules = ", ".join(sorted({c.rule for c in refused}))
+        notes.append(f"the engine selects {row.entry.upstream} ({row.entry.id}), then refuses the layer: {'; '.join(c.hint for c in refused)} [{rules}]")
+        return None, ()
+    rows[first] = row._replace(failures=())
+    return first, row.failures
 
 
 def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str], deferred: frozenset[str]) -> tuple[Shortcut, list[Row], int | None, tuple[Check, ...]] | None:

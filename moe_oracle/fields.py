@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .config import ACT_ORDERS
 from .quant import QUANT_KEYS, SCHEMES, QuantFamily
 from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Platform, ReasonCode, RoutingMethod, enum_values
 
@@ -115,6 +116,12 @@ _FIELDS = (
     _f("has_hash_routing", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "the layer routes by a token-hash table (DeepSeek-V4 first layers)"),
     _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)"),
     _f("require_decomposed", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "routes adjusted after routing (expert substitution, routing simulator)"),
+    _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)"),
+    _f("act_order", "enum", ACT_ORDERS, "checkpoint", R.QUANT_UNSUPPORTED, "activation ordering of a GPTQ-style checkpoint (none, group, weight, static, dynamic)"),
+    _f("weight_zero_point", "bool", _BOOL, "checkpoint", R.QUANT_UNSUPPORTED, "the weights carry zero points (asymmetric)", ("weight_zero_point", "quant")),
+    _f("marlin_moe_supported", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "vLLM check_moe_marlin_supports_config holds (not ROCm, hidden % 128, group in -1/32/64/128, the partition holds whole groups; tile-aligned with act-order)", ("device.platform", "hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size", "act_order")),
+    _f("weight_groups_aligned", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "the weight groups do not straddle the hidden size or the TP partition (group size divides both; per-channel: true)", ("hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size")),
+    _f("moe_quant_method", "str", None, "derived", R.PATH_NOT_ENABLED, "quantization method that serves the MoE layer: quant_method, except GPTQ/AWQ layers Marlin cannot serve fall back to moe_wna16", ("quant_method", "device.platform", "hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size", "act_order")),
 )
 del R
 

@@ -330,6 +330,8 @@ def config_document(config: MoEConfig, env: Environment | None = None) -> dict[s
         "require_decomposed": config.require_decomposed,
         "weight_block_size": list(config.weight_block_size) if config.weight_block_size else None,
         "weight_group_size": config.weight_group_size,
+        "act_order": config.act_order,
+        "weight_zero_point": config.weight_zero_point,
     }
     p = config.parallel
     doc: dict[str, Any] = {

@@ -25,7 +25,7 @@ Unknown inputs stay ``None`` so that predicates on them abstain.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -34,6 +34,7 @@ from .config import MoEConfig
 from .environment import Environment
 from .envvars import EnvVarSpec, parse_env_value
 from .fields import NONE
+from .quant import QUANT_KEYS, QuantScheme, method_weight_key
 from .vocab import ActivationFormat, All2AllBackend, Platform, Source
 
 if TYPE_CHECKING:
@@ -44,6 +45,42 @@ __all__ = ["EnvVarSpec", "Normalized", "apply_block_rules", "mxfp4_selector", "n
 _BLOCK_KEYS = frozenset({"fp8_static_block128", "fp8_static_block128_e8m0"})
 
 _BATCHED_DISPATCH = frozenset({All2AllBackend.DEEPEP_LOW_LATENCY.value, All2AllBackend.NIXL_EP.value})
+
+# Quantization methods whose MoE layer falls back to MoeWNA16 when Marlin cannot serve it
+# (vLLM 0.29.0-0.33.0 Q/auto_gptq.py and Q/auto_awq.py get_quant_method).
+_MARLIN_OR_WNA16 = frozenset({"gptq", "awq"})
+_ACT_ORDER_STRICT = frozenset({"group", "dynamic"})
+
+
+def _partition(config: MoEConfig) -> int:
+    """intermediate_size_per_partition (the MoE TP size is 1 with expert parallelism)."""
+    par = config.parallel
+    flat = par.tp_size * par.dp_size
+    return config.intermediate_size // (1 if (par.use_ep and flat > 1) else flat)
+
+
+def _marlin_moe_supported(config: MoEConfig, platform: Platform) -> bool | None:
+    """vLLM ``check_moe_marlin_supports_config`` (Q/utils/marlin_utils.py, the same in 0.29.0-0.33.0).
+
+    Callers allow tile padding except with runtime activation ordering (0.29.0 compressed-tensors
+    and GPTQ pass ``not actorder``; 0.30.0+ pass ``True`` and refuse that ordering earlier).
+    ``None`` when the group size, or an ordering that decides the answer, is unknown.
+    """
+    if platform is Platform.ROCM:
+        return False
+    group = config.weight_group_size
+    if group is None:
+        return None
+    ipp = _partition(config)
+    hidden_ok = config.hidden_size % 128 == 0
+    group_ok = group in (-1, 32, 64, 128)
+    padded = hidden_ok and (group <= 0 or ipp % group == 0) and group_ok
+    strict = hidden_ok and ipp % max(64, group) == 0 and group_ok
+    if group <= 0:
+        return padded  # activation ordering is a no-op per channel (GPTQ normalizes desc_act off)
+    if config.act_order is None:
+        return padded if padded == strict else None
+    return strict if config.act_order in _ACT_ORDER_STRICT else padded
 
 
 @dataclass(frozen=True)
@@ -152,16 +189,35 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
 
     q = config.quant
     qsrc = _source(config, "quant", given)
+    quant_method = config.quant_method if config.quant_method is not None else (NONE if q.weight is None else None)
+    marlin = _marlin_moe_supported(config, dev.platform)
+    moe_method = quant_method
+    if quant_method in _MARLIN_OR_WNA16:
+        moe_method = None if marlin is None else (quant_method if marlin else "moe_wna16")
+    weight = method_weight_key(moe_method, q.weight, config.weight_group_size)
+    if weight != q.weight:
+        q = QuantScheme(weight, q.activation)
+        qsrc = Source.DERIVED
     put("quant_scheme", q.name, qsrc)
     put("weight_quant", q.weight or NONE, qsrc)
     put("activation_quant", q.activation or NONE, qsrc)
     put("quant_family", q.family.value, Source.DERIVED)
-    put("quant_method", config.quant_method if config.quant_method is not None else (NONE if q.weight is None else None), _source(config, "quant_method", given))
+    put("quant_method", quant_method, _source(config, "quant_method", given))
     selector = mxfp4_selector(q.weight, config.quant_method, config.model_type)
     guessed = selector != NONE and (config.quant_method is None or (config.quant_method == "mxfp4" and config.model_type is None))
     put("mxfp4_selector", selector, Source.DEFAULT if guessed else Source.DERIVED)
     unkeyed = q.weight == "mxfp4_static" and config.quant_method in _MXFP4_UNKEYED_METHODS
     put("selector_activation_quant", NONE if unkeyed else (q.activation or NONE), Source.DERIVED)
+    put("moe_quant_method", moe_method, Source.DERIVED)
+    put("marlin_moe_supported", marlin, Source.DERIVED)
+    put("weight_group_size", config.weight_group_size, _source(config, "weight_group_size", given))
+    group = config.weight_group_size
+    put("weight_groups_aligned", None if group is None else (group <= 0 or (config.hidden_size % group == 0 and _partition(config) % group == 0)), Source.DERIVED)
+    put("act_order", config.act_order, _source(config, "act_order", given))
+    zero_point = config.weight_zero_point
+    if zero_point is None and config.quant.weight is not None:
+        zero_point = not QUANT_KEYS[config.quant.weight].symmetric
+    put("weight_zero_point", zero_point, _source(config, "weight_zero_point", Source.DERIVED if config.weight_zero_point is None else given))
 
     put("activation", config.activation.value, _source(config, "activation", given))
     put("is_gated", config.activation.is_gated, Source.DERIVED)

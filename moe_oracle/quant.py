@@ -25,6 +25,7 @@ __all__ = [
     "QUANT_KEYS",
     "SCHEMES",
     "UNQUANTIZED",
+    "method_weight_key",
     "scheme_by_name",
 ]
 
@@ -103,6 +104,7 @@ _KEYS = (
     _k("int4_static_g32", "uint4b8", "float16", G.GROUP_32, True),
     _k("int4_static_asym", "uint4", "float16", G.GROUP, True, symmetric=False),
     _k("int4_static_g32_asym", "uint4", "float16", G.GROUP_32, True, symmetric=False),
+    _k("int8_static_asym", "uint8", "float16", G.GROUP, True, symmetric=False),  # compressed-tensors 8-bit with zero points (no vLLM constant)
     _k("int8_static_channel", "int8", "float32", G.PER_CHANNEL, True),
     _k("int8_dynamic_token", "int8", "float32", G.PER_TOKEN, False),
     _k("int8_static_tensor", "int8", "float32", G.PER_TENSOR, True),
@@ -213,6 +215,7 @@ _SCHEMES: tuple[tuple[str, str | None, str | None, QuantFamily, str], ...] = (
     ("int4_asym_w16", "int4_static_asym", None, F.WNA16, "kInt4StaticAsym"),
     ("int4_g32_asym_w16", "int4_static_g32_asym", None, F.WNA16, "kInt4Static32Asym"),
     ("int8_w16", "int8_static", None, F.WNA16, "kInt8Static"),
+    ("int8_asym_w16", "int8_static_asym", None, F.WNA16, "kInt8StaticAsym"),
     ("w4a8_int8_channel", "int4_w4a8_static_channel", None, F.W4A8_INT8, "kInt4W4A8StaticChannelSym"),
     ("w4a8_int8_group128", "int4_w4a8_static_group128", None, F.W4A8_INT8, "kInt4W4A8StaticGroup128Sym"),
     ("w4a8_int8_group64", "int4_w4a8_static_group64", None, F.W4A8_INT8, "kInt4W4A8StaticGroup64Sym"),
@@ -246,3 +249,44 @@ def scheme_by_name(name: str) -> QuantScheme:
     if name in SCHEME_ALIASES:
         return SCHEMES[SCHEME_ALIASES[name]]
     raise KeyError(name)
+
+
+# (quantization method, bits) -> the weight key its MoE method builds when the group size is not 32
+# and when it is; compressed-tensors keeps the checkpoint's own key (group 32 and zero points included).
+_METHOD_KEYS: Mapping[tuple[str, int], tuple[str, str]] = MappingProxyType({
+    ("gptq", 4): ("int4_static", "int4_static"),  # AutoGPTQMoEMethod: QuantKey(uint4b8, kInt4StaticGroupScale)
+    ("gptq", 8): ("int8_static", "int8_static"),
+    ("awq", 4): ("int4_static", "int4_static"),  # AutoAWQMoEMethod: kInt4Static, zero points passed apart
+    ("moe_wna16", 4): ("int4_static", "int4_static_g32"),  # MoeWNA16Method: kInt4Static32GroupScale for group 32
+    ("moe_wna16", 8): ("int8_static", "int8_static"),
+})
+
+
+def method_weight_key(method: str | None, weight: str | None, group_size: int | None) -> str | None:
+    """The weight key a WNA16 quantization method passes to vLLM's oracle for a checkpoint key.
+
+    GPTQ, AWQ and MoeWNA16 build their key from the bit width alone (MoeWNA16 also from a group
+    size of 32) and pass zero points separately, so an asymmetric or group-32 checkpoint key
+    becomes the method's own; compressed-tensors and every other method pass the checkpoint's key.
+    Source: vLLM 0.29.0-0.33.0 Q/auto_gptq.py AutoGPTQMoEMethod, Q/auto_awq.py AutoAWQMoEMethod,
+    Q/moe_wna16.py MoeWNA16Method.
+
+    Args:
+        method: the quantization method serving the layer (``moe_quant_method``).
+        weight: the checkpoint's weight key name (WNA16 keys: ``uint4*`` / ``uint8*`` storage).
+        group_size: the checkpoint's group size; ``None``: read group 32 off the key.
+
+    >>> method_weight_key("gptq", "int4_static_g32", 32)
+    'int4_static'
+    >>> method_weight_key("moe_wna16", "int4_static_asym", 32)
+    'int4_static_g32'
+    """
+    if weight is None or method is None:
+        return weight
+    key = QUANT_KEYS[weight]
+    bits = 4 if key.dtype.startswith("uint4") else 8 if key.dtype.startswith("uint8") else None
+    pair = _METHOD_KEYS.get((method, bits)) if bits is not None else None
+    if pair is None:
+        return weight
+    g32 = group_size == 32 if group_size is not None else key.granularity is Granularity.GROUP_32
+    return pair[1] if g32 else pair[0]

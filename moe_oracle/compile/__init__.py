@@ -26,6 +26,7 @@ from ..tables import TableFile
 from .aliases import compile_aliases
 from .constraints import compile_constraints
 from .context import CompileContext
+from .frontends import compile_frontends
 from .engine import compile_engine
 from .entries import compile_experts, compile_prepare_finalize
 from .environment import compile_environment
@@ -139,6 +140,7 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
         files=((base.files if base is not None else ()) + tuple(tf.path for tf in files)),
         tables_hash=digest.hexdigest()[:16],
         base=base,
+        after_selection=frozenset(ctx.after_selection),
         request_maps=request_maps,
         engine_names=engine_names,
         rewrites=rewrites,

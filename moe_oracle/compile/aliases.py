@@ -60,6 +60,7 @@ def _engine_names(ctx: CompileContext, tf: TableFile) -> tuple[tuple[frozenset[s
 
 def _request_maps(ctx: CompileContext, tf: TableFile) -> tuple[RequestMap, ...]:
     out: list[RequestMap] = []
+    backend_of = {e.id: e.backend for e in ctx.experts}
     for i, raw in enumerate(tf.data.get("requests", [])):
         ctx.at(tf.path, raw["id"])
         ctx.claim(raw["id"])
@@ -67,8 +68,14 @@ def _request_maps(ctx: CompileContext, tf: TableFile) -> tuple[RequestMap, ...]:
         when = condition(ctx, raw["when"], f"{path}.when")
         names: dict[str, tuple[str, ...]] = {}
         formats: dict[str, str] = {}
+        kernels: dict[str, tuple[str, ...]] = {}
         for name, target in raw["names"].items():
             spec = target if isinstance(target, dict) else {"backends": target}
+            if "kernels" in spec:
+                known = [k for j, k in enumerate(spec["kernels"]) if ctx.known_kernel(k, f"{path}.names.{name}.kernels[{j}]", "request map")]
+                kernels[name] = tuple(known)
+                names[name] = tuple(dict.fromkeys(backend_of[k] for k in known if k in backend_of))
+                continue
             for j, b in enumerate(spec["backends"]):
                 ctx.known_backend(b, f"{path}.names.{name}.backends[{j}]")
             names[name] = tuple(spec["backends"])
@@ -82,5 +89,5 @@ def _request_maps(ctx: CompileContext, tf: TableFile) -> tuple[RequestMap, ...]:
             ctx.issue(f"{path}.names.auto", "'auto' is reserved", "auto")
         rng = ctx.engine_range(raw, path)
         if when is not None and rng is not INVALID:
-            out.append(RequestMap(raw["id"], when, names, auto, formats, raw["reference"], rng))  # type: ignore[arg-type]
+            out.append(RequestMap(raw["id"], when, names, auto, formats, raw["reference"], rng, kernels))  # type: ignore[arg-type]
     return tuple(out)

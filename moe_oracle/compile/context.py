@@ -45,6 +45,8 @@ class CompileContext:
         self.prepare_finalize: tuple["PrepareFinalizeEntry", ...] = ()
         self.backends: set[str] = set()
         self.kernel_ids: set[str] = set()
+        # Rule ids of constraints the engine checks on the selected kernel only (after_selection).
+        self.after_selection: set[str] = set(base.after_selection) if base is not None else set()
         self._ids: dict[str, str] = {}
 
     # ------------------------------------------------------------------ location and issues

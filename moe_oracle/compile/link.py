@@ -198,12 +198,13 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
     for when in [o.when for o in orders] + [a.when for a in adjustments] + [o.when for o in opt_in] + [o.when for o in overrides] + [s.when for s in shortcuts] + [r.when for r in compiled.request_maps] + [r.when for r in compiled.rewrites] + [r.when for r in compiled.block_rules]:
         packages.update(p.field[9:] for p in when if p.field.startswith("packages."))
 
-    env_types = dict(compiled.env_types)
     request_maps = tuple(
-        replace(r, names=MappingProxyType({n: present(bs) for n, bs in r.names.items()}))
+        replace(r, names=MappingProxyType({n: present(bs) for n, bs in r.names.items()}),
+                kernels=MappingProxyType({n: tuple(k for k in ks if k in kernel_ids) for n, ks in r.kernels.items()}))
         for r in compiled.request_maps
         if ok(r.engine)
     )
+    env_types = dict(compiled.env_types)
     return Catalog(
         experts=tuple(final_experts),
         prepare_finalize=tuple(final_pfs),
@@ -234,6 +235,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         known_bad_checks=tuple(kb_checks[kb_owner.index(i)] if i in kb_owner else () for i in range(len(final_experts))),
         view_name=compiled.view_name,
         engine=compiled.engine,
+        after_selection=compiled.after_selection,
         source=compiled,
         key=key,
         request_maps=request_maps,

@@ -97,6 +97,8 @@ def constraint(ctx: CompileContext, raw: Mapping[str, Any], path: str, default_r
     cond = condition(ctx, raw.get("if"), f"{path}.if")
     if pred is None or cond is None:
         return None
+    if raw.get("after_selection"):
+        ctx.after_selection.add(raw["id"])
     return Check(raw["id"], raw["field"], pred, cond, False, ReasonCode(raw["reason"]), raw["hint"], raw.get("reference", default_ref))
 
 

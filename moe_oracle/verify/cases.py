@@ -68,6 +68,11 @@ class Deployment:
         packages: optional packages present (:data:`PACKAGES`), sorted.
         model_type, architecture: Hugging Face identifiers (``None``: no model config).
         has_hash_routing, require_decomposed: routing features of the layer.
+        weight_group_size: weight quantization group size of a GPTQ/AWQ/compressed-tensors
+            checkpoint (``-1``: per channel; ``None``: not group-quantized).
+        act_order: activation ordering of that checkpoint (compressed-tensors ``actorder``; GPTQ
+            ``desc_act: true`` is ``group``); ``None``: none.
+        zero_point: the checkpoint carries weight zero points (``None``: what the weight key says).
     """
 
     platform: str
@@ -107,6 +112,9 @@ class Deployment:
     architecture: str | None = None
     has_hash_routing: bool = False
     require_decomposed: bool = False
+    weight_group_size: int | None = None
+    act_order: str | None = None
+    zero_point: bool | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.packages) - set(PACKAGES))

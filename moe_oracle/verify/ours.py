@@ -91,6 +91,9 @@ def config_for(dep: Deployment) -> MoEConfig:
         has_hash_routing=dep.has_hash_routing,
         require_decomposed=dep.require_decomposed,
         weight_block_size=dep.block,
+        weight_group_size=dep.weight_group_size,
+        act_order=dep.act_order or ("none" if dep.weight_group_size is not None else None),
+        weight_zero_point=dep.zero_point,
         parallel=ParallelConfig(
             tp_size=dep.tp_size,
             dp_size=dep.dp_size,

@@ -97,8 +97,22 @@ FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
     "mxfp8": (("mxfp8_static", "mxfp8_dynamic"),),
     "nvfp4": (("nvfp4_static", "nvfp4_dynamic"), ("nvfp4_static", None), ("nvfp4_static", "nvfp4_dynamic_token")),
     "mxfp4": (("mxfp4_static", None), ("mxfp4_static", "mxfp8_dynamic"), ("mxfp4_static", "mxfp4_dynamic"), ("mxfp4_static", "fp8_dynamic_group128"), ("mxfp4_static", "fp8_static_tensor")),
-    "int8": (("int8_static_channel", "int8_dynamic_token"), ("int8_static_tensor", "int8_dynamic_tensor")),
-    "wna16": (("int4_static", None), ("int4_static_g32", None), ("int4_static_asym", None), ("int8_static", None)),
+    "int8": (
+        ("int8_static_channel", "int8_dynamic_token"),
+        ("int8_static_tensor", "int8_dynamic_tensor"),
+        ("int8_static_tensor", "int8_dynamic_token"),
+        ("int8_static_channel", "int8_dynamic_token_asym"),
+        ("int8_static_tensor", "int8_dynamic_tensor_asym"),
+        ("int8_static_channel", "int8_dynamic_group32"),
+    ),
+    "wna16": (
+        ("int4_static", None),
+        ("int4_static_g32", None),
+        ("int4_static_asym", None),
+        ("int4_static_g32_asym", None),
+        ("int8_static", None),
+        ("int8_static_asym", None),
+    ),
     "w4a8_fp8": (("int4_static", "fp8_dynamic_token"),),
     "w4a8_int8": (("int4_w4a8_static_channel", None), ("int4_w4a8_static_group128", None), ("int4_w4a8_static_group64", None), ("int4_w4a8_static_group32", None)),
 }
@@ -109,6 +123,10 @@ _FAMILY_WEIGHTS = {"unquantized": 5, "fp8": 5, "mxfp8": 2, "nvfp4": 3, "mxfp4": 
 FRONT_ENDS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "unquantized": ("unquantized", "direct"),
     "fp8": ("fp8", "compressed-tensors-fp8"),
+    "int8": ("direct", "ct_w8a8_int8", "experts_int8"),
+    "wna16": ("ct_wna16", "gptq", "awq", "moe_wna16"),
+    "w4a8_fp8": ("direct", "ct_w4a8_fp8"),
+    "w4a8_int8": ("direct", "ct_w4a8_int8"),
 }
 """Front ends the harness drives per family; families not listed use ``direct``."""
 
@@ -157,6 +175,11 @@ FRONT_END_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
         ("fp8_static_tensor", "fp8_dynamic_token"),
         ("fp8_static_channel", "fp8_static_token"),
     ),
+    # The online method quantizes weights itself: channel x token whatever the checkpoint holds.
+    "experts_int8": (("int8_static_channel", "int8_dynamic_token"),),
+    # compressed-tensors W8A8 int8 checkpoints: channel or tensor weights, token or tensor inputs
+    # (vLLM routes only channel x token to its method and refuses the rest).
+    "ct_w8a8_int8": (("int8_static_channel", "int8_dynamic_token"), ("int8_static_tensor", "int8_dynamic_token"), ("int8_static_tensor", "int8_dynamic_tensor")),
 }
 """(weight key, activation key) pairs a front end's checkpoints have, where narrower than its family's."""
 
@@ -197,6 +220,9 @@ MOE_BACKENDS = (
     "aiter_mxfp4_fp8",
 )
 """vLLM ``--moe-backend`` names the sampler requests (valid or not for a family)."""
+
+FAMILY_MOE_BACKENDS: dict[str, tuple[str, ...]] = {"wna16": ("rdna3",)}
+"""Extra ``--moe-backend`` names only one family's oracle maps (sampled for that family too)."""
 
 ENV_VARS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("VLLM_USE_DEEP_GEMM", ("0", "1")),
@@ -239,6 +265,14 @@ adding a family's axes leaves every other family's sequence unchanged."""
 _EXHAUSTIVE_MODEL_TYPES: dict[str, tuple[str, ...]] = {"mxfp4": ("gpt_oss", "deepseek_v4")}
 """Model types the exhaustive product takes for a front end that resolves by model type (one per entry point)."""
 
+
+FAMILY_ENV_VARS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "wna16": (("VLLM_USE_FLASHINFER_MOE_INT4", ("0", "1")), ("VLLM_CPU_INT4_W4A8", ("0", "1")), ("VLLM_HUMMING_MOE_GEMM_TYPE", ("indexed", "grouped", "auto"))),
+    "int8": (("VLLM_HUMMING_MOE_GEMM_TYPE", ("indexed", "grouped", "auto")),),
+    "w4a8_fp8": (("VLLM_HUMMING_MOE_GEMM_TYPE", ("indexed", "grouped", "auto")),),
+}
+"""Environment variables only one family's selection reads (drawn for that family only)."""
+
 _PACKAGE_WEIGHTS = {"flashinfer": 0.7, "deep_gemm": 0.6, "deep_ep": 0.4, "triton_kernels": 0.5, "aiter": 0.6, "humming": 0.3}
 
 _TP_DP = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8), (2, 4), (4, 2), (16, 1))
@@ -267,6 +301,38 @@ def _family_axes(dep: Deployment) -> Deployment:
     return replace(dep, env=tuple(env.items()), **changes) if changes or env != dict(dep.env) else dep
 
 
+# Keys of a weight-only int checkpoint, by (bits, group size 32, zero points): what
+# compressed-tensors builds (CompressedTensorsWNA16MoEMethod); GPTQ/AWQ/MoeWNA16 derive theirs.
+_WNA16_KEY = {
+    (4, False, False): "int4_static", (4, True, False): "int4_static_g32",
+    (4, False, True): "int4_static_asym", (4, True, True): "int4_static_g32_asym",
+    (8, False, False): "int8_static", (8, True, False): "int8_static",
+    (8, False, True): "int8_static_asym", (8, True, True): "int8_static_asym",
+}
+_GROUPS = (128, 64, 32, -1, 256, 48)
+_ACT_ORDERS = (None, "weight", "group", "static", "dynamic")
+_W4A8_INT8_GROUP = {"int4_w4a8_static_channel": -1, "int4_w4a8_static_group128": 128, "int4_w4a8_static_group64": 64, "int4_w4a8_static_group32": 32}
+
+
+def _checkpoint(rng: random.Random, family: str, front: str, weight: str | None) -> dict:
+    """Checkpoint fields of a quantization front end that reads a checkpoint config (else none).
+
+    Every field is drawn over what the format can express, including values vLLM refuses
+    (AWQ 8-bit, GPTQ zero points, group act-order on 0.30+, W4A8 group sizes other than 128).
+    """
+    if family == "wna16" and front != "direct":
+        bits = _pick(rng, (4, 8), (4, 1) if front != "awq" else (20, 1))
+        group = _pick(rng, _GROUPS, (8, 2, 3, 2, 1, 1))
+        zero_point = rng.random() < (0.5 if front == "awq" else 0.08 if front in ("gptq", "moe_wna16") else 0.3)
+        act_order = None if front == "awq" else _pick(rng, _ACT_ORDERS, (14, 2, 3, 1, 1) if front == "ct_wna16" else (14, 0, 4, 0, 0))
+        return {"weight_key": _WNA16_KEY[(bits, group == 32, zero_point)], "weight_group_size": group, "act_order": act_order, "zero_point": zero_point}
+    if family == "w4a8_fp8" and front == "ct_w4a8_fp8":
+        return {"weight_group_size": _pick(rng, (128, 64, 32, -1), (12, 1, 1, 1)), "act_order": _pick(rng, (None, "weight", "group"), (12, 1, 1)), "zero_point": rng.random() < 0.05}
+    if family == "w4a8_int8" and front == "ct_w4a8_int8":
+        return {"weight_group_size": _W4A8_INT8_GROUP[weight or ""], "zero_point": rng.random() < 0.05}
+    return {}
+
+
 def random_deployment(rng: random.Random, families: Sequence[str] | None = None) -> Deployment:
     """One deployment, every axis drawn independently (weighted, never exclusive)."""
     fams = list(families or _FAMILY_WEIGHTS)
@@ -275,6 +341,8 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     front = _pick(rng, front_ends_for(family, weight, act))
     if front in FRONT_END_SCHEMES:
         weight, act = _pick(rng, FRONT_END_SCHEMES[front])
+    checkpoint = _checkpoint(rng, family, front, weight)
+    weight = checkpoint.pop("weight_key", weight)
     platform, cap, arch, amx = _pick(rng, DEVICES, _DEVICE_WEIGHTS)
     e, k, h, i = _pick(rng, SHAPES, _SHAPE_WEIGHTS)
     tp, dp = _pick(rng, _TP_DP, (4, 3, 3, 6, 1, 2, 3, 2, 1, 1))
@@ -294,8 +362,11 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     for name, values in ENV_VARS:
         if rng.random() < 0.08:
             env[name] = _pick(rng, values)
+    for name, values in FAMILY_ENV_VARS.get(family, ()):
+        if rng.random() < 0.2:
+            env[name] = _pick(rng, values)
     packages = tuple(p for p in PACKAGES if rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
-    backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS)
+    backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS + FAMILY_MOE_BACKENDS.get(family, ()))
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
     return _family_axes(Deployment(
         platform=platform,
@@ -334,6 +405,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         model_type=_pick(rng, (None, None, None, "deepseek_v3", "qwen3_moe", "qwen3_5_moe_text", "kolibri1", "gpt_oss", "deepseek_v4")),
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
+        **checkpoint,
     ))
 
 
@@ -341,6 +413,28 @@ def random_deployments(n: int, seed: int, families: Sequence[str] | None = None)
     """``n`` deployments from ``seed`` (the same list on every machine and run)."""
     rng = random.Random(seed)
     return [random_deployment(rng, families) for _ in range(n)]
+
+
+# The WNA16 keys each front end can produce (GPTQ and MoeWNA16 carry zero points only off-key).
+_WNA16_FRONT_KEYS = {
+    "int4_static": ("ct_wna16", "gptq", "awq", "moe_wna16"),
+    "int4_static_g32": ("ct_wna16", "gptq", "moe_wna16"),
+    "int4_static_asym": ("ct_wna16", "awq"),
+    "int4_static_g32_asym": ("ct_wna16",),
+    "int8_static": ("ct_wna16", "gptq", "moe_wna16"),
+    "int8_static_asym": ("ct_wna16",),
+}
+
+
+def _exhaustive_checkpoint(family: str, front: str, weight: str | None) -> dict:
+    """The plain checkpoint of a front end: group 128 (32 for the group-32 keys), no act-order."""
+    if family == "wna16":
+        return {"weight_group_size": 32 if weight and "g32" in weight else 128, "act_order": None, "zero_point": bool(weight and weight.endswith("_asym"))}
+    if family == "w4a8_fp8" and front == "ct_w4a8_fp8":
+        return {"weight_group_size": 128, "zero_point": False}
+    if family == "w4a8_int8" and front == "ct_w4a8_int8":
+        return {"weight_group_size": _W4A8_INT8_GROUP[weight or ""], "zero_point": False}
+    return {}
 
 
 def exhaustive_deployments(
@@ -363,10 +457,14 @@ def exhaustive_deployments(
             pairs = [(scheme, front) for (wa, front) in pairs for scheme in (dict.fromkeys(FRONT_END_SCHEMES[front]) if front in FRONT_END_SCHEMES else (wa,))]
             for (weight, act), front in dict.fromkeys(pairs):
                 block = (128, 128) if weight and "block" in weight else None
+                if family == "wna16" and front not in _WNA16_FRONT_KEYS.get(weight or "", ()):
+                    continue
+                if front in FRONT_END_SCHEMES and (weight, act) not in FRONT_END_SCHEMES[front]:
+                    continue
                 for model_type in _EXHAUSTIVE_MODEL_TYPES.get(front, (None,)):
                     base = Deployment(platform=platform, capability=cap, arch=arch, cpu_amx=amx, family=family, front_end=front, weight_key=weight, activation_key=act,
                                       block=block, num_experts=e, top_k=k, hidden_size=h, intermediate_size=i, model_type=model_type,
-                                      packages=("aiter", "deep_gemm", "flashinfer", "triton_kernels"))
+                                      packages=("aiter", "deep_gemm", "flashinfer", "triton_kernels"), **_exhaustive_checkpoint(family, front, weight))
                     for activation, routing in itertools.product(("silu", "swigluoai", "relu2_no_mul"), ("renormalize", "deepseek_v3", "default")):
                         for tp, dp, ep, a2a in parallel:
                             for lora, backend in ((False, "auto"), (True, "auto"), (False, "triton")):

@@ -101,15 +101,17 @@ class VllmSide:
         """The vLLM QuantKey for our key name (``None`` stays ``None``).
 
         Raises:
-            KeyError: a key this release does not define.
+            NotDriven: a key this release does not define (or that has no vLLM constant).
         """
         if name is None:
             return None
-        const = QUANT_KEY_NAMES[name]
+        const = QUANT_KEY_NAMES.get(name)
+        if const is None:
+            raise NotDriven(f"our quant key {name} has no vLLM QuantKey constant")
         try:
             return getattr(self.qu, const)
         except AttributeError:
-            raise KeyError(f"vLLM {self.sim.release} has no QuantKey {const} (our {name})") from None
+            raise NotDriven(f"vLLM {self.sim.release} has no QuantKey {const} (our {name})") from None
 
     def parallel_config(self, dep: Deployment) -> Any:
         """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups).
@@ -311,16 +313,22 @@ class VllmSide:
         layer.hidden_size = moe.hidden_dim
         layer.intermediate_size_per_partition = moe.intermediate_size_per_partition
         layer.moe_config = moe
+        params: dict[str, Any] = dict(
+            num_experts=moe.num_local_experts,
+            hidden_size=moe.hidden_dim,
+            unpadded_hidden_size=getattr(moe, "hidden_dim_unpadded", moe.hidden_dim),
+            intermediate_size_per_partition=moe.intermediate_size_per_partition,
+            params_dtype=moe.in_dtype,
+            weight_loader=_no_weight_loader,
+            global_num_experts=moe.num_experts,
+        )
+        # vLLM 0.29.0 also passes the unsharded intermediate size to the methods its layer
+        # names (RoutedExperts._needs_intermediate_size_param, an exact class-name match).
+        needs_full = getattr(importlib.import_module(f"{P}.routed_experts").RoutedExperts, "_needs_intermediate_size_param", None)
+        if needs_full is not None and needs_full(None, method):
+            params["intermediate_size_full"] = moe.intermediate_size
         with torch.device("meta"):
-            method.create_weights(
-                layer=layer,
-                num_experts=moe.num_local_experts,
-                hidden_size=moe.hidden_dim,
-                intermediate_size_per_partition=moe.intermediate_size_per_partition,
-                params_dtype=moe.in_dtype,
-                weight_loader=_no_weight_loader,
-                global_num_experts=moe.num_experts,
-            )
+            method.create_weights(layer=layer, **params)
 
     # ------------------------------------------------------------------ answer
 
@@ -335,7 +343,8 @@ class VllmSide:
             front = self.front_end(dep.front_end)
             moe = self.moe_config(dep)
             backend, experts = front(self, dep, moe)
-        except (KeyError, NotDriven) as exc:
+        except NotDriven as exc:
+            # A KeyError raised by the release's own code is the release refusing, not the harness.
             return Answer("unsupported", detail=f"not driven: {exc}")
         except Exception as exc:  # noqa: BLE001 - any exception is vLLM refusing the deployment
             return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300])

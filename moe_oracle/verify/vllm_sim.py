@@ -18,6 +18,22 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
   only on CUDA (elsewhere they raise ``AttributeError`` as on a build without them).
 * **Extension modules** that only register custom ops (``vllm._C_stable_libtorch`` ...)
   are empty stand-ins; ``vllm.vllm_flash_attn`` (attention only) is a stub.
+* **Compiled ops whose presence selection probes** (``hasattr(torch.ops..., name)``), present as
+  on the build for the deployment's platform, absent otherwise. Assumptions about the builds:
+
+  - vLLM's CPU build registers ``torch.ops._C.cpu_fused_moe_int8`` on Arm (aarch64) and POWER
+    (ppc64le): ``ArmCPUExpertsInt8`` and ``PowerCPUExpertsInt8`` (vLLM 0.29.0-0.33.0
+    P/experts/cpu_moe.py) probe it and exist to call it; no x86 class probes it.
+  - vLLM's ROCm build registers ``torch.ops._rocm_C.moe_gptq_gemm_rdna3``; the Python gate adds
+    ``on_gfx1100()`` (0.29.0 Q/compressed_tensors/compressed_tensors_moe/rocm_moe_rdna.py,
+    0.30.0+ P/experts/rdna3_moe.py).
+  - An x86_64 CPU without AMX that has the ``zentorch`` package is an AMD Zen CPU with AVX-512
+    (``_is_amd_zen_cpu``), so vLLM runs its ``ZenCpuPlatform`` (vllm/platforms/__init__.py
+    ``cpu_platform_plugin``), and zentorch registers ``torch.ops.zentorch.zentorch_fused_moe`` and
+    ``zentorch_woq_repack_weight`` (the ops vLLM's Zen MoE classes probe with ``has_zentorch_op``).
+    An x86_64 CPU with AMX is Intel: plain ``CpuPlatform`` even with zentorch installed.
+  - ``torch.ops.aten._dyn_quant_matmul_4bit`` / ``_dyn_quant_pack_4bit_weight`` (the W4A8-int8 CPU
+    class's probe) are the CPU torch's own, present in the torch that runs the harness.
 * **Optional packages**: ``vllm.utils.import_utils._has_module`` / ``_has_module_spec``
   answer from the deployment for the modules in :data:`MODULE_PACKAGES`; every
   ``has_flashinfer*`` probe returns False when FlashInfer is absent and runs for real
@@ -121,6 +137,22 @@ class _StubValue:
 
     def __repr__(self) -> str:
         return f"<stand-in {self._path}>"
+
+
+_SIMULATED_COMPUTE_UNITS = 132
+"""SM / CU / EU count the simulated GPU reports (a device query that sizes workspaces, never selection)."""
+
+# Compiled ops probed with hasattr (see the module docstring for the build assumptions).
+_CPU_INT8_MOE_ARCHES = frozenset({"aarch64", "arm64", "ppc64le", "ppc64"})
+_ZENTORCH_OPS = ("zentorch_fused_moe", "zentorch_woq_repack_weight")
+
+
+def _compiled_op(name: str) -> Callable[..., Any]:
+    def op(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError(f"{name} is a stand-in for a compiled op in the differential harness")
+
+    op.__name__ = name
+    return op
 
 
 class _StubModule(types.ModuleType):
@@ -356,6 +388,7 @@ class Simulation:
             for query in _CUDA_QUERIES:
                 if f"torch.ops._C.{query}(" not in source:
                     problems.append(f"vllm._custom_ops no longer calls torch.ops._C.{query}")
+        problems += self._check_compiled_ops()
         originals = [orig for orig, _ in self._probe_originals.values()]
         for mod_name, mod in list(sys.modules.items()):
             if not mod_name.startswith("vllm") or not isinstance(mod, types.ModuleType):
@@ -363,6 +396,18 @@ class Simulation:
             for attr, value in list(vars(mod).items()):
                 if any(value is o for o in originals):
                     problems.append(f"{mod_name}.{attr} still holds an original optional-package probe")
+        return problems
+
+    def _check_compiled_ops(self) -> list[str]:
+        """Every compiled op the simulation registers is still probed by the release's MoE code,
+        and the platform classes the CPU simulation resolves to still exist."""
+        import vllm
+
+        root = Path(vllm.__file__).parent / "model_executor"
+        text = "".join(f.read_text() for sub in ("layers/fused_moe", "layers/quantization", "kernels/linear") for f in (root / sub).rglob("*.py"))
+        problems = [f"no MoE module probes the compiled op {op} any more" for op in ("cpu_fused_moe_int8", "moe_gptq_gemm_rdna3", *_ZENTORCH_OPS) if op not in text]
+        if "zen_cpu" not in self._classes:
+            problems.append("vllm.platforms.zen_cpu.ZenCpuPlatform is gone")
         return problems
 
     def _check_release(self, vllm: types.ModuleType) -> None:
@@ -423,6 +468,12 @@ class Simulation:
             def get_device_name(cls, device_id: int = 0) -> str:
                 return f"simulated SM {sim._capability}"
 
+            @classmethod
+            def num_compute_units(cls, device_id: int = 0) -> int:
+                # Sizes the Marlin workspace that vLLM 0.29.0's GPTQ/AWQ create_weights allocate;
+                # no selection reads it.
+                return _SIMULATED_COMPUTE_UNITS
+
         classes["cuda"] = SimCuda
         self._rocm = self._import_rocm()
         if self._rocm is not None:
@@ -438,6 +489,10 @@ class Simulation:
                 def get_device_name(cls, device_id: int = 0) -> str:
                     return f"simulated {rocm._GCN_ARCH}"
 
+                @classmethod
+                def num_compute_units(cls, device_id: int = 0) -> int:
+                    return _SIMULATED_COMPUTE_UNITS
+
             classes["rocm"] = SimRocm
         import vllm.platforms.cpu as cpu_mod
 
@@ -447,6 +502,17 @@ class Simulation:
                 return sim._cpu_arch_enum()
 
         classes["cpu"] = SimCpu
+        try:
+            import vllm.platforms.zen_cpu as zen_mod
+
+            class SimZenCpu(zen_mod.ZenCpuPlatform):  # type: ignore[misc, name-defined]
+                @classmethod
+                def get_cpu_architecture(cls) -> Any:
+                    return sim._cpu_arch_enum()
+
+            classes["zen_cpu"] = SimZenCpu
+        except Exception:  # noqa: BLE001 - a release without the Zen platform
+            pass
         try:
             import vllm.platforms.xpu as xpu_mod
 
@@ -458,6 +524,10 @@ class Simulation:
                 @classmethod
                 def get_device_name(cls, device_id: int = 0) -> str:
                     return "simulated XPU"
+
+                @classmethod
+                def num_compute_units(cls, device_id: int = 0) -> int:
+                    return _SIMULATED_COMPUTE_UNITS
 
             classes["xpu"] = SimXpu
         except Exception:  # noqa: BLE001 - a release whose XPU platform cannot load here
@@ -638,7 +708,7 @@ class Simulation:
             self._rebind()
         if state == self._state:
             return
-        cls = self._classes.get(dep.platform)
+        cls = self._classes.get(self._platform_class(dep))
         if cls is None:
             raise ValueError(f"platform {dep.platform!r} cannot be simulated for vLLM {self.release}")
         self._platform = dep.platform
@@ -653,6 +723,7 @@ class Simulation:
             amx = bool(dep.cpu_amx)
             self.torch.cpu._is_amx_tile_supported = lambda: amx  # type: ignore[attr-defined]
         self.shim.__class__ = cls
+        self._set_compiled_ops(dep)
         for name in self._stubs:
             sys.modules.pop(name, None)
         self._stubs.clear()
@@ -667,6 +738,29 @@ class Simulation:
             except Exception:  # noqa: BLE001 - a cache that cannot be cleared is recorded nowhere; skip
                 pass
         self._state = state
+
+    @staticmethod
+    def _platform_class(dep: Deployment) -> str:
+        """Which platform class vLLM would resolve (see the module docstring for the Zen rule)."""
+        if dep.platform == "cpu" and (dep.arch or "x86_64") in ("x86_64", "amd64") and not dep.cpu_amx and "zentorch" in dep.packages:
+            return "zen_cpu"
+        return dep.platform
+
+    def _set_compiled_ops(self, dep: Deployment) -> None:
+        """Register the probed compiled ops the deployment's vLLM build has; remove the others."""
+        torch = self.torch
+        present = {
+            ("_C", "cpu_fused_moe_int8"): dep.platform == "cpu" and (dep.arch or "x86_64") in _CPU_INT8_MOE_ARCHES,
+            ("_rocm_C", "moe_gptq_gemm_rdna3"): dep.platform == "rocm",
+        }
+        zen = self._platform_class(dep) == "zen_cpu"
+        present.update({("zentorch", op): zen for op in _ZENTORCH_OPS})
+        for (ns_name, op), want in present.items():
+            ns = getattr(torch.ops, ns_name)
+            if want:
+                setattr(ns, op, _compiled_op(f"torch.ops.{ns_name}.{op}"))
+            elif op in vars(ns):
+                delattr(ns, op)
 
     def _refresh_b12x(self) -> None:
         """``vllm.utils.b12x`` probes the package once, at import (``importlib.util.find_spec``),

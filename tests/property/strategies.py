@@ -315,6 +315,8 @@ LEAVES: Mapping[str, Leaf] = {
     "has_hash_routing": _const(st.booleans()),
     "require_decomposed": _const(st.booleans()),
     "weight_group_size": _const(st.one_of(st.none(), st.sampled_from((-1, 32, 64, 128, 16)), st.integers(1, 4096))),
+    "act_order": _const(st.one_of(st.none(), st.sampled_from(("none", "group", "weight", "static", "dynamic")))),
+    "weight_zero_point": _const(st.one_of(st.none(), st.booleans())),
     "weight_block_size": _const(st.one_of(st.none(), st.sampled_from(((128, 128), (64, 64), (32, 32), (128, 64))))),
     "parallel.tp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
     "parallel.dp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
