@@ -35,7 +35,7 @@ on version ranges (e.g. facts open-ended past the newest verified release).
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from packaging.version import Version
@@ -47,7 +47,7 @@ from .fields import FIELDS
 from .predicates import Predicate
 from .quant import SCHEMES, QuantFamily
 from .sampling import sample_configs
-from .vocab import Platform
+from .vocab import All2AllBackend, Platform
 
 __all__ = ["Finding", "lint", "ranged_items"]
 
@@ -128,7 +128,11 @@ def _never_selected(catalog: Catalog) -> list[Finding]:
             continue
         eligible_once = False
         for config, env in samples[:TARGETED_STARTS]:
-            start = config.with_changes(moe_backend=request_name(catalog, entry.backend))
+            name = request_name(catalog, entry.backend)
+            start = config.with_changes(moe_backend=name)
+            if name in catalog.bound_all2all:
+                # The name binds its own all2all backend: vLLM refuses it with any other explicit one.
+                start = start.with_changes(parallel=replace(start.parallel, all2all_backend=All2AllBackend.ALLGATHER_REDUCESCATTER))
             result = repair(catalog, start, env, lambda row, k=entry.id: row.entry.id == k)
             if not result.found:
                 continue
