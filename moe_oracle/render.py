@@ -304,7 +304,9 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
         lines.append(f"Requested backends: {', '.join(decision.requested)} (strict: no fallback)")
     lines.append("Backend order: " + " > ".join(decision.backend_order))
     for d in decision.demotions:
-        lines.append(f"Adjustment {d.rule}: {d.backend} moved to the {d.position} - {d.reason}")
+        where, _, anchor = d.position.partition(":")
+        moved = f"directly {where} {anchor}" if anchor else f"to the {d.position}"
+        lines.append(f"Adjustment {d.rule}: {d.backend} moved {moved} - {d.reason}")
     if sel is not None and sel.assumptions:
         lines.append(f"Assumptions behind the winner ({len(sel.assumptions)}):")
         for a in sel.assumptions:
