@@ -315,7 +315,10 @@ class Catalog:
 
     ``known_bad_index`` evaluates the known-bad rules of the kernels in ``known_bad_owner``
     (indices into ``experts``); the engine adds them to the failures only under the safe policy.
-    ``known_bad_checks[i]`` are kernel ``i``'s (the faithful policy evaluates the winner's alone).
+    ``known_bad_checks[i]`` are kernel ``i``'s (the faithful policy evaluates the winner's alone);
+    ``known_bad_position[i]`` is kernel ``i``'s owner index in ``known_bad_index``.
+    ``by_backend`` maps each backend id (sorted) to its kernels' indices in rank order: monolithic
+    first, then table order.
     """
 
     experts: tuple[ExpertsEntry, ...]
@@ -347,11 +350,13 @@ class Catalog:
     source: CompiledTables | None = field(default=None, repr=False, compare=False)
     key: tuple[bool, ...] = field(default=(), repr=False, compare=False)
     removed_env_vars: tuple[RemovedEnvVar, ...] = ()
+    by_backend: Mapping[str, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
+    known_bad_position: Mapping[int, int] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def backends(self) -> tuple[str, ...]:
         """Every backend id, sorted."""
-        return tuple(sorted({e.backend for e in self.experts}))
+        return tuple(self.by_backend) if self.by_backend else tuple(sorted({e.backend for e in self.experts}))
 
     def experts_by_id(self, kernel_id: str) -> ExpertsEntry:
         for entry in self.experts:

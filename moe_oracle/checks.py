@@ -11,7 +11,8 @@ open fields are evaluated once per distinct predicate.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from .fields import FIELDS, field_spec
@@ -94,56 +95,63 @@ class Check:
 
 
 Member = tuple[int, Check]
+"""(bit, check): a check and its bit in the index's failure and abstention masks."""
 
 
 @dataclass(frozen=True)
 class CheckIndex:
-    """All checks of ``owners`` (parallel tuples), indexed for one-pass evaluation."""
+    """All checks of ``owners`` (parallel tuples), indexed for one-pass evaluation.
+
+    Every check has one bit; :meth:`evaluate` answers with two integers used as bit sets
+    (failing checks, abstaining checks), so evaluating every check of every owner costs one
+    dictionary lookup and one ``|`` per finite-domain field, one test per distinct predicate
+    on an open field, and one :meth:`Check.evaluate` per conditional check whose gate holds.
+    An owner's bits are contiguous (from ``start[i]``), in evaluation order: finite-domain
+    fields (in the order they first appear), then open-field predicates, then gated and
+    ungated conditional checks, each in the owner's table order. :meth:`checks_in` turns a
+    mask back into the owner's checks in that order.
+    """
 
     owners: tuple[str, ...]
     checks: tuple[tuple[Check, ...], ...]
-    by_value: Mapping[str, Mapping[Any, tuple[Member, ...]]]
-    field_members: Mapping[str, tuple[Member, ...]]
-    generic: tuple[tuple[Predicate, tuple[Member, ...]], ...]
+    ordered: tuple[tuple[Check, ...], ...]
+    start: tuple[int, ...]
+    masks: tuple[int, ...]
+    by_value: tuple[tuple[str, Mapping[Any, int], int, tuple[Member, ...]], ...]
+    generic: tuple[tuple[str, Predicate, int], ...]
+    gated: tuple[tuple[str, Mapping[Any, tuple[Member, ...]], tuple[Member, ...]], ...]
     special: tuple[Member, ...]
-    gated: Mapping[str, tuple[Mapping[Any, tuple[Member, ...]], tuple[Member, ...]]] = field(default_factory=dict)
 
-    def evaluate(self, values: Mapping[str, Any]) -> tuple[list[list[Check]], list[list[Check]]]:
-        """Failing and abstaining checks per owner, each list in table order.
+    def evaluate(self, values: Mapping[str, Any]) -> tuple[int, int]:
+        """Every check against ``values``, without short-circuit.
 
         Returns:
-            (failures, abstentions): ``failures[i]`` are the checks owner ``i`` fails.
+            (failing, abstaining): bit sets over every owner's checks (see :meth:`checks_in`).
         """
-        n = len(self.owners)
-        fails: list[list[Check]] = [[] for _ in range(n)]
-        abstains: list[list[Check]] = [[] for _ in range(n)]
+        fail = abstain = 0
         get = values.get
-        for name, table in self.by_value.items():
+        for name, table, everyone, members in self.by_value:
             v = get(name)
             if v is None:
-                for i, chk in self.field_members[name]:
-                    abstains[i].append(chk)
+                abstain |= everyone
                 continue
             try:
                 failing = table.get(v)
             except TypeError:  # unhashable value: evaluate directly below
                 failing = None
             if failing is None:
-                for i, chk in self.field_members[name]:
+                for bit, chk in members:
                     if not chk.predicate.test(v):  # type: ignore[union-attr]
-                        fails[i].append(chk)
+                        fail |= 1 << bit
             else:
-                for i, chk in failing:
-                    fails[i].append(chk)
-        for pred, members in self.generic:
-            v = get(pred.field)
+                fail |= failing
+        for name, pred, mask in self.generic:
+            v = get(name)
             if v is None:
-                for i, chk in members:
-                    abstains[i].append(chk)
+                abstain |= mask
             elif not pred.test(v):
-                for i, chk in members:
-                    fails[i].append(chk)
-        for name, (by_gate, members) in self.gated.items():
+                fail |= mask
+        for name, by_gate, members in self.gated:
             v = get(name)
             if v is None:
                 candidates = members
@@ -152,19 +160,32 @@ class CheckIndex:
                     candidates = by_gate.get(v, members)
                 except TypeError:
                     candidates = members
-            for i, chk in candidates:
+            for bit, chk in candidates:
                 outcome = chk.evaluate(values)
                 if outcome is Outcome.FAIL:
-                    fails[i].append(chk)
+                    fail |= 1 << bit
                 elif outcome is Outcome.ABSTAIN:
-                    abstains[i].append(chk)
-        for i, chk in self.special:
+                    abstain |= 1 << bit
+        for bit, chk in self.special:
             outcome = chk.evaluate(values)
             if outcome is Outcome.FAIL:
-                fails[i].append(chk)
+                fail |= 1 << bit
             elif outcome is Outcome.ABSTAIN:
-                abstains[i].append(chk)
-        return fails, abstains
+                abstain |= 1 << bit
+        return fail, abstain
+
+    def checks_in(self, i: int, mask: int) -> tuple[Check, ...]:
+        """Owner ``i``'s checks whose bits are set in ``mask``, in evaluation order."""
+        m = (mask >> self.start[i]) & ((1 << len(self.ordered[i])) - 1)
+        if not m:
+            return ()
+        ordered = self.ordered[i]
+        out = []
+        while m:
+            low = m & -m
+            out.append(ordered[low.bit_length() - 1])
+            m ^= low
+        return tuple(out)
 
 
 def _domain(field: str, env_types: Mapping[str, str]) -> tuple[Any, ...] | None:
@@ -184,43 +205,86 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
         checks: ``checks[i]`` are owner ``i``'s checks.
         env_types: declared type per environment variable (``bool`` variables get a finite domain).
     """
-    by_value: dict[str, dict[Any, list[Member]]] = {}
-    field_members: dict[str, list[Member]] = {}
-    generic: dict[Predicate, list[Member]] = {}
-    special: list[Member] = []
-    gated: dict[str, tuple[dict[Any, list[Member]], list[Member]]] = {}
+    # Slot of each check: (kind, first appearance of its field or predicate). Kinds: 0 finite-domain
+    # field, 1 open-field predicate, 2 conditional check gated on a finite-domain field, 3 other
+    # conditional checks. An owner's bits follow (slot, table order).
+    value_fields: dict[str, int] = {}
+    predicates: dict[Predicate, int] = {}
+    gates: dict[str, int] = {}
+    gate_of: dict[tuple[int, int], Predicate] = {}
+    slots: list[list[tuple[tuple[int, int], int]]] = []
     for i, owner_checks in enumerate(checks):
-        for chk in owner_checks:
+        owner_slots = []
+        for j, chk in enumerate(owner_checks):
             if chk.deny or chk.condition:
                 # Gate on the first condition over a finite domain: for each value of that field,
                 # only the checks whose gate holds need evaluating (the others pass or, for deny
                 # checks, do not fire).
                 gate = next((p for p in chk.condition if _domain(p.field, env_types) is not None), None)
                 if gate is None:
-                    special.append((i, chk))
-                    continue
-                by_gate, members = gated.setdefault(gate.field, ({d: [] for d in _domain(gate.field, env_types) or ()}, []))
-                members.append((i, chk))
-                for d, bucket in by_gate.items():
-                    if gate.test(d):
-                        bucket.append((i, chk))
-                continue
-            assert chk.predicate is not None
-            domain = _domain(chk.predicate.field, env_types)
-            if domain is None:
-                generic.setdefault(chk.predicate, []).append((i, chk))
-                continue
-            table = by_value.setdefault(chk.predicate.field, {d: [] for d in domain})
-            field_members.setdefault(chk.predicate.field, []).append((i, chk))
-            for d in domain:
-                if not chk.predicate.test(d):
-                    table[d].append((i, chk))
+                    slot = (3, 0)
+                else:
+                    gate_of[(i, j)] = gate
+                    slot = (2, gates.setdefault(gate.field, len(gates)))
+            else:
+                assert chk.predicate is not None
+                if _domain(chk.predicate.field, env_types) is None:
+                    slot = (1, predicates.setdefault(chk.predicate, len(predicates)))
+                else:
+                    slot = (0, value_fields.setdefault(chk.predicate.field, len(value_fields)))
+            owner_slots.append((slot, j))
+        slots.append(sorted(owner_slots))
+
+    starts: list[int] = []
+    masks: list[int] = []
+    ordered: list[tuple[Check, ...]] = []
+    by_value: dict[str, tuple[dict[Any, int], list[Member]]] = {f: ({d: 0 for d in _domain(f, env_types) or ()}, []) for f in value_fields}
+    generic: dict[Predicate, int] = {p: 0 for p in predicates}
+    gated: dict[str, tuple[dict[Any, list[Member]], list[Member]]] = {f: ({d: [] for d in _domain(f, env_types) or ()}, []) for f in gates}
+    special_bits: list[tuple[tuple[int, int], Member]] = []
+    gated_bits: dict[str, list[tuple[tuple[int, int], Member]]] = {f: [] for f in gates}
+    value_bits: dict[str, list[tuple[tuple[int, int], Member]]] = {f: [] for f in value_fields}
+    bit = 0
+    for i, owner_slots in enumerate(slots):
+        starts.append(bit)
+        owner_checks = checks[i]
+        ordered.append(tuple(owner_checks[j] for _, j in owner_slots))
+        for (kind, _), j in owner_slots:
+            chk = owner_checks[j]
+            # Members are listed by (owner, table order), as the unindexed evaluation would visit them.
+            if kind == 0:
+                value_bits[chk.predicate.field].append(((i, j), (bit, chk)))  # type: ignore[union-attr]
+            elif kind == 1:
+                generic[chk.predicate] |= 1 << bit  # type: ignore[index]
+            elif kind == 2:
+                gated_bits[gate_of[(i, j)].field].append(((i, j), (bit, chk)))
+            else:
+                special_bits.append(((i, j), (bit, chk)))
+            bit += 1
+        masks.append(((1 << bit) - 1) ^ ((1 << starts[-1]) - 1))
+    for f, members in value_bits.items():
+        table, listed = by_value[f]
+        for _, (b, chk) in sorted(members, key=lambda m: m[0]):
+            listed.append((b, chk))
+            for d in table:
+                if not chk.predicate.test(d):  # type: ignore[union-attr]
+                    table[d] |= 1 << b
+    for f, members in gated_bits.items():
+        by_gate, listed = gated[f]
+        for (i, j), (b, chk) in sorted(members, key=lambda m: m[0]):
+            listed.append((b, chk))
+            gate = gate_of[(i, j)]
+            for d, bucket in by_gate.items():
+                if gate.test(d):
+                    bucket.append((b, chk))
     return CheckIndex(
         owners=tuple(owners),
         checks=tuple(tuple(c) for c in checks),
-        by_value={f: {d: tuple(m) for d, m in t.items()} for f, t in by_value.items()},
-        field_members={f: tuple(m) for f, m in field_members.items()},
-        generic=tuple((p, tuple(m)) for p, m in generic.items()),
-        special=tuple(special),
-        gated={f: ({d: tuple(m) for d, m in by_gate.items()}, tuple(members)) for f, (by_gate, members) in gated.items()},
+        ordered=tuple(ordered),
+        start=tuple(starts),
+        masks=tuple(masks),
+        by_value=tuple((f, MappingProxyType(table), sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in by_value.items()),
+        generic=tuple((p.field, p, m) for p, m in generic.items()),
+        gated=tuple((f, MappingProxyType({d: tuple(m) for d, m in by_gate.items()}), tuple(listed)) for f, (by_gate, listed) in gated.items()),
+        special=tuple(m for _, m in sorted(special_bits, key=lambda m: m[0])),
     )

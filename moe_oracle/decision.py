@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from .checks import Check
 from .config import MoEConfig
@@ -24,10 +24,10 @@ from .records import Assumption, CandidateResult, DecisionWarning, Demotion, Fai
 from .vocab import ReasonCode, Source
 
 if TYPE_CHECKING:
-    from .catalog import ExpertsEntry, PrepareFinalizeEntry
+    from .catalog import Catalog, ExpertsEntry, PrepareFinalizeEntry
     from .versions import EngineRelease
 
-__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Row", "make_failure"]
+__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Ranking", "Row", "make_failure"]
 
 DECISION_FORMAT_VERSION = 2
 
@@ -53,6 +53,104 @@ class Row(NamedTuple):
     pf: "PrepareFinalizeEntry | None"
     failures: tuple[Check, ...]
     abstentions: tuple[Check, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Ranking:
+    """Every candidate in rank order, as the engine evaluated it; :attr:`rows` materializes them.
+
+    Failures and abstentions are kept as the bit sets the indices returned
+    (:meth:`~moe_oracle.checks.CheckIndex.evaluate`), so a selection does not pay for per-check
+    records; a row's checks are read back in evaluation order: the kernel's own, its known-bad
+    rules (safe policy only), its prepare/finalize's, then the checks that reject its whole
+    backend (priority exclusion, opt-in).
+
+    Attributes:
+        view: the catalog view evaluated.
+        order: kernel indices (into ``view.experts``) in rank order.
+        dispatch: the prepare/finalize kind (picks each kernel's prepare/finalize).
+        fail, abstain: bit sets over ``view.experts_index``.
+        pf_fail, pf_abstain: bit sets over ``view.pf_index``.
+        kb_fail, kb_abstain: bit sets over ``view.known_bad_index`` (``None``: known-bad rules
+            are not among the failures, the faithful policy).
+        extra_fail, extra_abstain: backend -> checks that reject (or abstain for) all its kernels.
+        fixed: rows as given, in rank order (a shortcut reordered them); overrides the rest.
+    """
+
+    view: "Catalog"
+    order: tuple[int, ...]
+    dispatch: Any
+    fail: int
+    abstain: int
+    pf_fail: int
+    pf_abstain: int
+    kb_fail: int | None
+    kb_abstain: int | None
+    extra_fail: Mapping[str, tuple[Check, ...]]
+    extra_abstain: Mapping[str, tuple[Check, ...]]
+    fixed: tuple[Row, ...] | None = None
+
+    def index(self, pos: int) -> int:
+        """Kernel index (into ``view.experts``) of the candidate at rank position ``pos``."""
+        return self.fixed[pos].index if self.fixed is not None else self.order[pos]
+
+    def entry(self, pos: int) -> "ExpertsEntry":
+        return self.view.experts[self.index(pos)]
+
+    def pf(self, pos: int) -> "PrepareFinalizeEntry | None":
+        if self.fixed is not None:
+            return self.fixed[pos].pf
+        j = self.view.pf_choice[self.order[pos]].get(self.dispatch)
+        return self.view.prepare_finalize[j] if j is not None else None
+
+    def first_eligible(self) -> int | None:
+        """Rank position of the first candidate without a failure, else ``None``."""
+        if self.fixed is not None:
+            return next((k for k, r in enumerate(self.fixed) if not r.failures), None)
+        view = self.view
+        masks = view.experts_index.masks
+        pf_masks = view.pf_index.masks
+        pf_choice = view.pf_choice
+        experts = view.experts
+        fail, pf_fail, kb_fail, extra, dispatch = self.fail, self.pf_fail, self.kb_fail, self.extra_fail, self.dispatch
+        kb_masks = view.known_bad_index.masks if kb_fail and view.known_bad_index is not None else None
+        for pos, k in enumerate(self.order):
+            if fail & masks[k] or experts[k].backend in extra:
+                continue
+            j = pf_choice[k].get(dispatch)
+            if j is not None and pf_fail & pf_masks[j]:
+                continue
+            if kb_masks is not None:
+                kb = view.known_bad_position.get(k)
+                if kb is not None and kb_fail & kb_masks[kb]:
+                    continue
+            return pos
+        return None
+
+    def _row(self, k: int) -> Row:
+        view = self.view
+        entry = view.experts[k]
+        f = view.experts_index.checks_in(k, self.fail)
+        a = view.experts_index.checks_in(k, self.abstain)
+        if self.kb_fail is not None and view.known_bad_index is not None:
+            kb = view.known_bad_position.get(k)
+            if kb is not None:
+                f += view.known_bad_index.checks_in(kb, self.kb_fail)
+                a += view.known_bad_index.checks_in(kb, self.kb_abstain or 0)
+        j = view.pf_choice[k].get(self.dispatch)
+        pf = None
+        if j is not None:
+            pf = view.prepare_finalize[j]
+            f += view.pf_index.checks_in(j, self.pf_fail)
+            a += view.pf_index.checks_in(j, self.pf_abstain)
+        return Row(k, entry, pf, f + self.extra_fail.get(entry.backend, ()), a + self.extra_abstain.get(entry.backend, ()))
+
+    @cached_property
+    def rows(self) -> tuple[Row, ...]:
+        """Every candidate as a :class:`Row`, in rank order."""
+        if self.fixed is not None:
+            return self.fixed
+        return tuple(self._row(k) for k in self.order)
 
 
 def make_failure(chk: Check, norm: Normalized) -> Failure:
@@ -89,7 +187,8 @@ class Decision:
         demotions: priority adjustments that fired.
         requested: backend ids the user (or an env override) requested, else ``None``.
         requested_by: ``"moe_backend"`` or the override rule id.
-        rows: candidates in rank order (engine output).
+        ranking: the engine's evaluation of every candidate, in rank order (:attr:`rows`
+            materializes it).
         winner: index into ``rows`` of the selected candidate, or ``None``.
         notes: what the reader should know (alias rewrites, unmatched priority orders, inputs with no effect ...).
         release: the engine release the answer is for, and how it was known (``None`` only for
@@ -110,7 +209,7 @@ class Decision:
     demotions: tuple[Demotion, ...]
     requested: tuple[str, ...] | None
     requested_by: str | None
-    rows: tuple[Row, ...] = field(repr=False)
+    ranking: Ranking = field(repr=False)
     winner: int | None
     notes: tuple[str, ...] = ()
     release: "EngineRelease | None" = None
@@ -120,6 +219,11 @@ class Decision:
     shortcut: str | None = None
 
     # ------------------------------------------------------------------ views of the record
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        """Every candidate in rank order: entry, prepare/finalize, failing and abstaining checks."""
+        return self.ranking.rows
 
     @cached_property
     def candidates(self) -> tuple[CandidateResult, ...]:
@@ -161,14 +265,14 @@ class Decision:
     @property
     def kernel(self) -> str | None:
         """Id of the selected experts kernel (cheap: no failure records built)."""
-        return self.rows[self.winner].entry.id if self.winner is not None else None
+        return self.ranking.entry(self.winner).id if self.winner is not None else None
 
     @property
     def prepare_finalize(self) -> str | None:
         """Id of the selected prepare/finalize."""
         if self.winner is None:
             return None
-        pf = self.rows[self.winner].pf
+        pf = self.ranking.pf(self.winner)
         return pf.id if pf is not None else None
 
     @property

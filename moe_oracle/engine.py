@@ -27,7 +27,7 @@ from typing import Any, Mapping
 from .catalog import Catalog, PriorityOrder, Shortcut
 from .checks import Check, Outcome
 from .config import MoEConfig, Provenance
-from .decision import Decision, Row, make_failure
+from .decision import Decision, Ranking, Row, make_failure
 from .environment import Environment
 from .envvars import env_notes
 from .errors import ConfigError, InputIssue
@@ -172,60 +172,48 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             sources["moe_backend"] = Source.ENV_VAR
             norm = Normalized(values, sources)
 
-    fails, abstains = view.experts_index.evaluate(values)
-    pf_fails, pf_abstains = view.pf_index.evaluate(values)
+    fail, abstain = view.experts_index.evaluate(values)
+    pf_fail, pf_abstain = view.pf_index.evaluate(values)
+    kb_fail = kb_abstain = None
     if policy is Policy.SAFE and view.known_bad_index is not None:
-        kb_fails, kb_abstains = view.known_bad_index.evaluate(values)
-        for j, i in enumerate(view.known_bad_owner):
-            fails[i] += kb_fails[j]
-            abstains[i] += kb_abstains[j]
+        kb_fail, kb_abstain = view.known_bad_index.evaluate(values)
     order, backends, demotions, notes = _order(view, values)
-    position = {b: i for i, b in enumerate(backends)}
-    dispatch = values["dispatch"]
     is_auto = values["moe_backend"] == "auto"
 
-    rows: list[Row] = []
-    excluded = order.excluded if (is_auto and order is not None) else {}
-    opt_in = view.opt_in if is_auto else ()
-    pf_choice = view.pf_choice
-    pfs = view.prepare_finalize
-    for i, entry in enumerate(view.experts):
-        f: list[Check] = fails[i]
-        a: list[Check] = abstains[i]
-        pf_idx = pf_choice[i].get(dispatch)
-        pf = None
-        if pf_idx is not None:
-            pf = pfs[pf_idx]
-            f += pf_fails[pf_idx]
-            a += pf_abstains[pf_idx]
-        if entry.backend in excluded:
-            f.append(excluded[entry.backend])
-        for opt in opt_in:
-            if opt.backend != entry.backend or opt.check is None:
+    # Checks that reject whole backends: outside the matched priority order, or opt-in only here.
+    extra_fail: dict[str, tuple[Check, ...]] = {}
+    extra_abstain: dict[str, tuple[Check, ...]] = {}
+    if is_auto:
+        if order is not None:
+            for backend, chk in order.excluded.items():
+                extra_fail[backend] = (chk,)
+        for opt in view.opt_in:
+            if opt.check is None:
                 continue
             held = _holds(opt.when, values)
             if held:
-                f.append(opt.check)
+                extra_fail[opt.backend] = extra_fail.get(opt.backend, ()) + (opt.check,)
             elif held is None:
-                a.append(opt.check)
-        rows.append(Row(i, entry, pf, tuple(f), tuple(a)))
-    rank = view.rank_key
-    rows.sort(key=lambda r: (position[r.entry.backend], rank[r.index]))
+                extra_abstain[opt.backend] = extra_abstain.get(opt.backend, ()) + (opt.check,)
+    by_backend = view.by_backend
+    ranked = tuple(k for b in backends for k in by_backend[b])
+    ranking = Ranking(view, ranked, values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain)
 
     shortcut: Shortcut | None = None
     waived: tuple[Check, ...] = ()
     if policy is Policy.FAITHFUL and view.shortcuts:
-        taken = _shortcut(view, values, rows, notes)
+        taken = _shortcut(view, values, ranking, notes)
         if taken is not None:
             shortcut, rows, winner, waived = taken
+            ranking = replace(ranking, fixed=tuple(rows))
         else:
-            winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+            winner = ranking.first_eligible()
     else:
-        winner = next((k for k, r in enumerate(rows) if not r.failures), None)
+        winner = ranking.first_eligible()
 
-    warnings = _warnings(view, original, env, norm, rows, winner, release, policy, shortcut, waived, notes)
+    warnings = _warnings(view, original, env, norm, ranking, winner, release, policy, shortcut, waived, notes)
     if shortcut is not None and requested is not None:
-        notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {rows[winner].entry.upstream} {shortcut.label} before reading it ({shortcut.id})")  # type: ignore[index]
+        notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {ranking.entry(winner).upstream} {shortcut.label} before reading it ({shortcut.id})")  # type: ignore[arg-type]
     return Decision(
         config=config,
         environment=env,
@@ -236,7 +224,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         demotions=tuple(demotions),
         requested=requested,
         requested_by=requested_by,
-        rows=tuple(rows),
+        ranking=ranking,
         winner=winner,
         notes=tuple(notes) + ((implied_note,) if implied_note else ()) + _config_warnings(config) + _input_notes(config, env, values, view),
         release=release,
@@ -247,7 +235,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     )
 
 
-def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str]) -> tuple[Shortcut, list[Row], int, tuple[Check, ...]] | None:
+def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes: list[str]) -> tuple[Shortcut, list[Row], int, tuple[Check, ...]] | None:
     """The first shortcut whose condition holds: (shortcut, rows with its kernels first, winner, waived checks)."""
     for sc in view.shortcuts:
         held = _holds(sc.when, values)
@@ -256,6 +244,7 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
             continue
         if not held:
             continue
+        rows = ranking.rows
         by_id = {r.entry.id: r for r in rows}
         front = [by_id[k] for k in sc.try_kernels] + [by_id[sc.otherwise]]
         chosen = next((r for r in front[:-1] if not any(c.code not in _BEFORE_REQUEST for c in r.failures)), front[-1])
@@ -267,21 +256,21 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
 
 
 def _warnings(
-    view: Catalog, config: MoEConfig, env: Environment, norm: Normalized, rows: list[Row], winner: int | None, release: EngineRelease | None,
+    view: Catalog, config: MoEConfig, env: Environment, norm: Normalized, ranking: Ranking, winner: int | None, release: EngineRelease | None,
     policy: Policy, shortcut: Shortcut | None, waived: tuple[Check, ...], notes: list[str],
 ) -> tuple[DecisionWarning, ...]:
     out = [DecisionWarning("engine_release", w) for w in (release.warnings if release is not None else ())]
     if policy is not Policy.FAITHFUL or winner is None:
         return tuple(out)
-    row = rows[winner]
+    index, entry = ranking.index(winner), ranking.entry(winner)
     hits: list[Check] = []
     # Under the faithful policy only the winner's known-bad rules matter: evaluated for it alone.
-    for chk in view.known_bad_checks[row.index] if view.known_bad_checks else ():
+    for chk in view.known_bad_checks[index] if view.known_bad_checks else ():
         outcome = chk.evaluate(norm.values)
         if outcome is Outcome.FAIL:
             hits.append(chk)
         elif outcome is Outcome.ABSTAIN:
-            notes.append(f"the selected {row.entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
+            notes.append(f"the selected {entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
     unchecked = [c for c in waived if c.code not in _BEFORE_REQUEST] if shortcut is not None else []
     if not hits and not unchecked:
         return tuple(out)
@@ -291,12 +280,12 @@ def _warnings(
     for chk in sorted(hits, key=lambda c: c.rule):
         kb = next((k for k in view.known_bad if k.id == chk.rule), None)
         effect = f" ({kb.effect})" if kb is not None and kb.effect else ""
-        out.append(DecisionWarning("known_bad", f"{row.entry.id} is known bad here{effect}: {chk.hint}; {instead}", chk.rule, chk.reference, alternative))
+        out.append(DecisionWarning("known_bad", f"{entry.id} is known bad here{effect}: {chk.hint}; {instead}", chk.rule, chk.reference, alternative))
     display = release.display if release is not None else "the engine"
     assert shortcut is not None or not unchecked
     for chk in sorted(unchecked, key=lambda c: (c.seq, c.rule)):
         failure = make_failure(chk, norm)
-        text = f"{display} returns {row.entry.upstream} {shortcut.label} before checking it: {failure.code.value}: {failure.field} = {failure.observed!r}, allowed {failure.allowed!r} [{failure.rule}]; {instead}"  # type: ignore[union-attr]
+        text = f"{display} returns {entry.upstream} {shortcut.label} before checking it: {failure.code.value}: {failure.field} = {failure.observed!r}, allowed {failure.allowed!r} [{failure.rule}]; {instead}"  # type: ignore[union-attr]
         out.append(DecisionWarning("unchecked", text, shortcut.id, shortcut.reference, alternative, failure))  # type: ignore[union-attr]
     return tuple(out)
 
