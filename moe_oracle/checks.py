@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from .fields import FIELDS, field_spec
 from .predicates import Predicate
+from .records import Assumption, jsonable
 from .vocab import ReasonCode
 
-__all__ = ["Check", "CheckIndex", "Outcome", "build_index"]
+__all__ = ["Check", "CheckIndex", "GateBucket", "Outcome", "PlainChecks", "build_index"]
 
 
 class Outcome(enum.Enum):
@@ -54,6 +56,31 @@ class Check:
     hint: str
     reference: str
     seq: int = 0
+
+    @cached_property
+    def source_field(self) -> str:
+        """The field whose source a failure reports: the first one read for a deny check."""
+        return self.fields_read[0] if self.deny else self.field
+
+    @cached_property
+    def allowed_value(self) -> Any:
+        """:meth:`allowed`, computed once per check (shared by every record of it: read-only)."""
+        return self.allowed()
+
+    @cached_property
+    def allowed_json(self) -> Any:
+        """``jsonable(allowed())``, computed once per check; copy it (``json_copy``) before handing it out."""
+        return jsonable(self.allowed_value)
+
+    @cached_property
+    def code_value(self) -> str:
+        return self.code.value
+
+    @cached_property
+    def assumption(self) -> Assumption:
+        """The record of this check abstaining (its input unknown); the same for every selection."""
+        assumed = self.predicate.describe() if self.predicate is not None else "the known-bad condition does not hold"
+        return Assumption(field=self.field, assumed=self.allowed_value, rule=self.rule, hint=f"{self.field} is unknown; assumed {assumed} ({self.hint})")
 
     @property
     def fields_read(self) -> tuple[str, ...]:
@@ -97,6 +124,58 @@ class Check:
 Member = tuple[int, Check]
 """(bit, check): a check and its bit in the index's failure and abstention masks."""
 
+ValueTable = tuple[str, Mapping[Any, int], int, tuple[tuple[int, Predicate], ...]]
+"""(field, value -> failing bits, every bit on the field, (bit, predicate) for values outside the table)."""
+OpenTest = tuple[str, Predicate, int]
+"""(field, predicate, bits of every check that is this predicate)."""
+
+
+@dataclass(frozen=True)
+class PlainChecks:
+    """Unconditional checks, indexed: per finite-domain field a value -> failing-bits table,
+    per distinct predicate on an open field one test."""
+
+    by_value: tuple[ValueTable, ...]
+    generic: tuple[OpenTest, ...]
+
+    def evaluate(self, get: Any, fail: int, abstain: int) -> tuple[int, int]:
+        for name, table, everyone, members in self.by_value:
+            v = get(name)
+            if v is None:
+                abstain |= everyone
+                continue
+            try:
+                failing = table.get(v)
+            except TypeError:  # unhashable value: evaluate directly below
+                failing = None
+            if failing is None:
+                for bit, pred in members:
+                    if not pred.test(v):
+                        fail |= 1 << bit
+            else:
+                fail |= failing
+        for name, pred, mask in self.generic:
+            v = get(name)
+            if v is None:
+                abstain |= mask
+            elif not pred.test(v):
+                fail |= mask
+        return fail, abstain
+
+
+@dataclass(frozen=True)
+class GateBucket:
+    """The conditional checks whose gate holds for one value of the gate field, resolved for it.
+
+    ``always``: deny checks (and checks on the gate field itself) that fail for this value;
+    ``plain``: checks left with no condition once the gate field's value is known;
+    ``rest``: checks with conditions on other fields (evaluated one by one).
+    """
+
+    always: int
+    plain: PlainChecks
+    rest: tuple[Member, ...]
+
 
 @dataclass(frozen=True)
 class CheckIndex:
@@ -104,8 +183,9 @@ class CheckIndex:
 
     Every check has one bit; :meth:`evaluate` answers with two integers used as bit sets
     (failing checks, abstaining checks), so evaluating every check of every owner costs one
-    dictionary lookup and one ``|`` per finite-domain field, one test per distinct predicate
-    on an open field, and one :meth:`Check.evaluate` per conditional check whose gate holds.
+    dictionary lookup and one ``|`` per finite-domain field and one test per distinct predicate
+    on an open field. A conditional check is gated on its first condition over a finite domain:
+    per value of that field, the checks whose gate holds are pre-resolved (:class:`GateBucket`).
     An owner's bits are contiguous (from ``start[i]``), in evaluation order: finite-domain
     fields (in the order they first appear), then open-field predicates, then gated and
     ungated conditional checks, each in the owner's table order. :meth:`checks_in` turns a
@@ -117,9 +197,8 @@ class CheckIndex:
     ordered: tuple[tuple[Check, ...], ...]
     start: tuple[int, ...]
     masks: tuple[int, ...]
-    by_value: tuple[tuple[str, Mapping[Any, int], int, tuple[Member, ...]], ...]
-    generic: tuple[tuple[str, Predicate, int], ...]
-    gated: tuple[tuple[str, Mapping[Any, tuple[Member, ...]], tuple[Member, ...]], ...]
+    plain: PlainChecks
+    gated: tuple[tuple[str, Mapping[Any, GateBucket], tuple[Member, ...]], ...]
     special: tuple[Member, ...]
 
     def evaluate(self, values: Mapping[str, Any]) -> tuple[int, int]:
@@ -128,38 +207,22 @@ class CheckIndex:
         Returns:
             (failing, abstaining): bit sets over every owner's checks (see :meth:`checks_in`).
         """
-        fail = abstain = 0
         get = values.get
-        for name, table, everyone, members in self.by_value:
-            v = get(name)
-            if v is None:
-                abstain |= everyone
-                continue
-            try:
-                failing = table.get(v)
-            except TypeError:  # unhashable value: evaluate directly below
-                failing = None
-            if failing is None:
-                for bit, chk in members:
-                    if not chk.predicate.test(v):  # type: ignore[union-attr]
-                        fail |= 1 << bit
-            else:
-                fail |= failing
-        for name, pred, mask in self.generic:
-            v = get(name)
-            if v is None:
-                abstain |= mask
-            elif not pred.test(v):
-                fail |= mask
+        fail, abstain = self.plain.evaluate(get, 0, 0)
         for name, by_gate, members in self.gated:
             v = get(name)
-            if v is None:
-                candidates = members
-            else:
+            bucket = None
+            if v is not None:
                 try:
-                    candidates = by_gate.get(v, members)
+                    bucket = by_gate.get(v)
                 except TypeError:
-                    candidates = members
+                    bucket = None
+            if bucket is not None:
+                fail |= bucket.always
+                fail, abstain = bucket.plain.evaluate(get, fail, abstain)
+                candidates = bucket.rest
+            else:
+                candidates = members
             for bit, chk in candidates:
                 outcome = chk.evaluate(values)
                 if outcome is Outcome.FAIL:
@@ -195,6 +258,53 @@ def _domain(field: str, env_types: Mapping[str, str]) -> tuple[Any, ...] | None:
         return (False, True)
     field_spec(field)  # KeyError for unknown fields
     return None
+
+
+def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str]) -> PlainChecks:
+    """Index unconditional checks given as (bit, predicate), in evaluation order."""
+    tables: dict[str, tuple[dict[Any, int], list[tuple[int, Predicate]]]] = {}
+    generic: dict[Predicate, int] = {}
+    for bit, pred in members:
+        domain = _domain(pred.field, env_types)
+        if domain is None:
+            generic[pred] = generic.get(pred, 0) | 1 << bit
+            continue
+        table, listed = tables.setdefault(pred.field, ({d: 0 for d in domain}, []))
+        listed.append((bit, pred))
+        for d in domain:
+            if not pred.test(d):
+                table[d] |= 1 << bit
+    return PlainChecks(
+        tuple((f, MappingProxyType(table), sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in tables.items()),
+        tuple((p.field, p, m) for p, m in generic.items()),
+    )
+
+
+def _bucket(field: str, value: Any, members: Sequence[tuple[Member, Predicate]], env_types: Mapping[str, str]) -> GateBucket:
+    """The checks gated on ``field`` whose gate holds for ``value``, resolved for that value."""
+    always = 0
+    plain: list[tuple[int, Predicate]] = []
+    rest: list[Member] = []
+    for (bit, chk), gate in members:
+        others = list(chk.condition)
+        others.remove(gate)
+        # Conditions on the gate field are decided by its value: one that fails means the check
+        # passes (it does not apply); one that holds is dropped.
+        if any(p.field == field and not p.test(value) for p in others):
+            continue
+        others = [p for p in others if p.field != field]
+        if others:
+            rest.append((bit, chk))
+        elif chk.deny:
+            always |= 1 << bit
+        else:
+            assert chk.predicate is not None
+            if chk.predicate.field == field:
+                if not chk.predicate.test(value):
+                    always |= 1 << bit
+            else:
+                plain.append((bit, chk.predicate))
+    return GateBucket(always, _plain(plain, env_types), tuple(rest))
 
 
 def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_types: Mapping[str, str]) -> CheckIndex:
@@ -238,53 +348,39 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
     starts: list[int] = []
     masks: list[int] = []
     ordered: list[tuple[Check, ...]] = []
-    by_value: dict[str, tuple[dict[Any, int], list[Member]]] = {f: ({d: 0 for d in _domain(f, env_types) or ()}, []) for f in value_fields}
-    generic: dict[Predicate, int] = {p: 0 for p in predicates}
-    gated: dict[str, tuple[dict[Any, list[Member]], list[Member]]] = {f: ({d: [] for d in _domain(f, env_types) or ()}, []) for f in gates}
-    special_bits: list[tuple[tuple[int, int], Member]] = []
+    plain: list[tuple[tuple[int, int], tuple[int, Predicate]]] = []
     gated_bits: dict[str, list[tuple[tuple[int, int], Member]]] = {f: [] for f in gates}
-    value_bits: dict[str, list[tuple[tuple[int, int], Member]]] = {f: [] for f in value_fields}
+    special: list[tuple[tuple[int, int], Member]] = []
     bit = 0
     for i, owner_slots in enumerate(slots):
         starts.append(bit)
         owner_checks = checks[i]
         ordered.append(tuple(owner_checks[j] for _, j in owner_slots))
-        for (kind, _), j in owner_slots:
+        for (kind, position), j in owner_slots:
             chk = owner_checks[j]
-            # Members are listed by (owner, table order), as the unindexed evaluation would visit them.
-            if kind == 0:
-                value_bits[chk.predicate.field].append(((i, j), (bit, chk)))  # type: ignore[union-attr]
-            elif kind == 1:
-                generic[chk.predicate] |= 1 << bit  # type: ignore[index]
+            if kind in (0, 1):
+                plain.append(((kind, position), (bit, chk.predicate)))  # type: ignore[arg-type]
             elif kind == 2:
                 gated_bits[gate_of[(i, j)].field].append(((i, j), (bit, chk)))
             else:
-                special_bits.append(((i, j), (bit, chk)))
+                special.append(((i, j), (bit, chk)))
             bit += 1
         masks.append(((1 << bit) - 1) ^ ((1 << starts[-1]) - 1))
-    for f, members in value_bits.items():
-        table, listed = by_value[f]
-        for _, (b, chk) in sorted(members, key=lambda m: m[0]):
-            listed.append((b, chk))
-            for d in table:
-                if not chk.predicate.test(d):  # type: ignore[union-attr]
-                    table[d] |= 1 << b
+    plain.sort(key=lambda m: m[0])  # stable: (field or predicate, owner, table order)
+    gated = []
     for f, members in gated_bits.items():
-        by_gate, listed = gated[f]
-        for (i, j), (b, chk) in sorted(members, key=lambda m: m[0]):
-            listed.append((b, chk))
-            gate = gate_of[(i, j)]
-            for d, bucket in by_gate.items():
-                if gate.test(d):
-                    bucket.append((b, chk))
+        members.sort(key=lambda m: m[0])
+        listed = tuple(m for _, m in members)
+        with_gate = [((b, chk), gate_of[key]) for key, (b, chk) in members]
+        by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types) for d in _domain(f, env_types) or ()}
+        gated.append((f, MappingProxyType(by_gate), listed))
     return CheckIndex(
         owners=tuple(owners),
         checks=tuple(tuple(c) for c in checks),
         ordered=tuple(ordered),
         start=tuple(starts),
         masks=tuple(masks),
-        by_value=tuple((f, MappingProxyType(table), sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in by_value.items()),
-        generic=tuple((p.field, p, m) for p, m in generic.items()),
-        gated=tuple((f, MappingProxyType({d: tuple(m) for d, m in by_gate.items()}), tuple(listed)) for f, (by_gate, listed) in gated.items()),
-        special=tuple(m for _, m in sorted(special_bits, key=lambda m: m[0])),
+        plain=_plain([m for _, m in plain], env_types),
+        gated=tuple(gated),
+        special=tuple(m for _, m in sorted(special, key=lambda m: m[0])),
     )

@@ -20,7 +20,7 @@ from .checks import Check
 from .config import MoEConfig
 from .environment import Environment
 from .normalize import Normalized
-from .records import Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status, jsonable
+from .records import Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status, json_copy, jsonable
 from .vocab import ReasonCode, Source
 
 if TYPE_CHECKING:
@@ -103,6 +103,14 @@ class Ranking:
         j = self.view.pf_choice[self.order[pos]].get(self.dispatch)
         return self.view.prepare_finalize[j] if j is not None else None
 
+    def row(self, pos: int) -> Row:
+        """The candidate at rank position ``pos`` (without materializing the others)."""
+        if self.fixed is not None:
+            return self.fixed[pos]
+        if "rows" in self.__dict__:
+            return self.rows[pos]
+        return self._row(self.order[pos])
+
     def first_eligible(self) -> int | None:
         """Rank position of the first candidate without a failure, else ``None``."""
         if self.fixed is not None:
@@ -155,22 +163,11 @@ class Ranking:
 
 def make_failure(chk: Check, norm: Normalized) -> Failure:
     """The :class:`Failure` record of a failing check under ``norm``."""
-    first = chk.fields_read[0] if chk.deny else chk.field
-    return Failure(
-        code=chk.code,
-        field=chk.field,
-        observed=chk.observed(norm.values),
-        allowed=chk.allowed(),
-        rule=chk.rule,
-        source=norm.sources.get(first, Source.DERIVED),
-        hint=chk.hint,
-        reference=chk.reference,
-    )
+    return Failure(chk.code, chk.field, chk.observed(norm.values), chk.allowed_value, chk.rule, norm.sources.get(chk.source_field, Source.DERIVED), chk.hint, chk.reference)
 
 
 def _assumption(chk: Check) -> Assumption:
-    assumed = chk.predicate.describe() if chk.predicate is not None else "the known-bad condition does not hold"
-    return Assumption(field=chk.field, assumed=chk.allowed(), rule=chk.rule, hint=f"{chk.field} is unknown; assumed {assumed} ({chk.hint})")
+    return chk.assumption
 
 
 @dataclass(frozen=True, eq=False)
@@ -225,38 +222,40 @@ class Decision:
         """Every candidate in rank order: entry, prepare/finalize, failing and abstaining checks."""
         return self.ranking.rows
 
+    def _status(self, pos: int, row: Row) -> Status:
+        if row.failures:
+            return Status.REJECTED
+        return Status.SELECTED if pos == self.winner else Status.ELIGIBLE
+
+    def _candidate(self, pos: int, row: Row) -> CandidateResult:
+        status = self._status(pos, row)
+        return CandidateResult(
+            kernel=row.entry.id,
+            backend=row.entry.backend,
+            interface=row.entry.interface,
+            activation_format=row.entry.activation_format,
+            prepare_finalize=row.pf.id if row.pf is not None else None,
+            status=status,
+            failures=tuple(make_failure(c, self.normalized) for c in sorted(row.failures, key=_TABLE_ORDER)),
+            assumptions=tuple(_assumption(c) for c in row.abstentions),
+            rank=pos + 1,
+            outranked_by=self.kernel if status is Status.ELIGIBLE else None,
+        )
+
     @cached_property
     def candidates(self) -> tuple[CandidateResult, ...]:
         """Every candidate, in rank order, with all of its failures and assumptions."""
-        out = []
-        winner_id = self.rows[self.winner].entry.id if self.winner is not None else None
-        for rank, row in enumerate(self.rows, start=1):
-            if row.failures:
-                status = Status.REJECTED
-            elif rank - 1 == self.winner:
-                status = Status.SELECTED
-            else:
-                status = Status.ELIGIBLE
-            out.append(
-                CandidateResult(
-                    kernel=row.entry.id,
-                    backend=row.entry.backend,
-                    interface=row.entry.interface,
-                    activation_format=row.entry.activation_format,
-                    prepare_finalize=row.pf.id if row.pf is not None else None,
-                    status=status,
-                    failures=tuple(make_failure(c, self.normalized) for c in sorted(row.failures, key=_TABLE_ORDER)),
-                    assumptions=tuple(_assumption(c) for c in row.abstentions),
-                    rank=rank,
-                    outranked_by=winner_id if status is Status.ELIGIBLE else None,
-                )
-            )
-        return tuple(out)
+        return tuple(self._candidate(pos, row) for pos, row in enumerate(self.rows))
 
-    @property
+    @cached_property
     def selected(self) -> CandidateResult | None:
-        """The winning candidate, or ``None`` when nothing is eligible."""
-        return self.candidates[self.winner] if self.winner is not None else None
+        """The winning candidate, or ``None`` when nothing is eligible (built alone: the other
+        candidates' records are not materialized for it)."""
+        if self.winner is None:
+            return None
+        if "candidates" in self.__dict__:
+            return self.candidates[self.winner]
+        return self._candidate(self.winner, self.ranking.row(self.winner))
 
     @property
     def ok(self) -> bool:
@@ -304,11 +303,17 @@ class Decision:
 
         Each rejected candidate counts once, under its primary failure's code.
         """
-        rejected = [c for c in self.candidates if c.status is Status.REJECTED]
-        counts = Counter(primary_failure(c).code.value for c in rejected)
+        return self._summary
+
+    @cached_property
+    def _summary(self) -> str:
+        rows = self.rows
+        rejected = [r for r in rows if r.failures]
+        # A rejected candidate's primary failure: the first by reason-code declaration order (primary_failure).
+        counts = Counter(min(r.failures, key=_code_order).code.value for r in rejected)
         parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        eligible = len(self.candidates) - len(rejected)
-        return f"{len(self.candidates)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" ({parts})" if parts else "")
+        eligible = len(rows) - len(rejected)
+        return f"{len(rows)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" ({parts})" if parts else "")
 
     @property
     def answered_for(self) -> str:
@@ -361,8 +366,8 @@ class Decision:
                 "interface": sel.interface.value,
                 "activation_format": sel.activation_format.value,
                 "prepare_finalize": sel.prepare_finalize,
-                "adapter": self.rows[self.winner].entry.adapter,  # type: ignore[index]
-                "runtime": self.rows[self.winner].entry.runtime,  # type: ignore[index]
+                "adapter": self.ranking.entry(self.winner).adapter,  # type: ignore[arg-type]
+                "runtime": self.ranking.entry(self.winner).runtime,  # type: ignore[arg-type]
             },
             "selected_by": ("shortcut" if self.shortcut else "requested" if self.requested else "priority") if sel is not None else "none",
             "shortcut": self.shortcut,
@@ -372,7 +377,7 @@ class Decision:
             "warnings": [w.to_dict() for w in self.warnings],
             "requested": {"backends": list(self.requested), "by": self.requested_by} if self.requested else None,
             "summary": self.summary(),
-            "candidates": [c.to_dict() for c in self.candidates],
+            "candidates": self._candidate_dicts(),
             "assumptions": [a.to_dict() for a in self.assumptions],
             "demotions": [d.to_dict() for d in self.demotions],
             "priority": {"order": self.order_rule, "backends": list(self.backend_order)},
@@ -383,6 +388,43 @@ class Decision:
             "fingerprint": self.fingerprint(),
             "notes": list(self.notes),
         }
+
+    def _candidate_dicts(self) -> list[dict[str, Any]]:
+        """``[c.to_dict() for c in self.candidates]``, built from the rows without the records
+        (tests/unit/test_decision_records.py holds the two equal)."""
+        if "candidates" in self.__dict__:
+            return [c.to_dict() for c in self.candidates]
+        values, sources = self.normalized.values, self.normalized.sources
+        winner_id = self.kernel
+        out = []
+        for pos, row in enumerate(self.rows):
+            entry = row.entry
+            status = self._status(pos, row)
+            out.append({
+                "rank": pos + 1,
+                "kernel": entry.id,
+                "backend": entry.backend,
+                "interface": entry.interface.value,
+                "activation_format": entry.activation_format.value,
+                "prepare_finalize": row.pf.id if row.pf is not None else None,
+                "status": status.value,
+                "outranked_by": winner_id if status is Status.ELIGIBLE else None,
+                "failures": [
+                    {
+                        "code": c.code_value,
+                        "field": c.field,
+                        "observed": jsonable(c.observed(values)),
+                        "allowed": json_copy(c.allowed_json),
+                        "rule": c.rule,
+                        "source": sources.get(c.source_field, Source.DERIVED)._value_,  # .value, without the descriptor
+                        "hint": c.hint,
+                        "reference": c.reference,
+                    }
+                    for c in sorted(row.failures, key=_TABLE_ORDER)
+                ],
+                "assumptions": [c.assumption.to_dict() for c in row.abstentions],
+            })
+        return out
 
     # ------------------------------------------------------------------ text views
 
@@ -429,16 +471,18 @@ class Decision:
         lines.append("")
         lines.append(f"Candidates ({self.summary()}):")
         folded = 0
-        for cand in self.candidates:
-            codes = {f.code for f in cand.failures}
-            if not show_all and cand.status is Status.REJECTED and codes & _IRRELEVANT:
+        values = v
+        for pos, row in enumerate(self.rows):
+            status = self._status(pos, row)
+            if not show_all and status is Status.REJECTED and any(c.code in _IRRELEVANT for c in row.failures):
                 folded += 1
                 continue
-            lines.append(f"  {cand.rank:>2}. {cand.kernel} [{cand.backend}, {cand.interface.value}] {cand.status.value.upper()}")
-            if cand.status is Status.ELIGIBLE:
-                lines.append(f"        eligible, outranked by {cand.outranked_by}")
-            for f in cand.failures:
-                lines.append(f"        - {f.code.value}: {f.field} = {_short(f.observed)}; allowed {_short(f.allowed)} [{f.rule}]")
+            entry = row.entry
+            lines.append(f"  {pos + 1:>2}. {entry.id} [{entry.backend}, {entry.interface.value}] {status.value.upper()}")
+            if status is Status.ELIGIBLE:
+                lines.append(f"        eligible, outranked by {self.kernel}")
+            for c in sorted(row.failures, key=_TABLE_ORDER):
+                lines.append(f"        - {c.code.value}: {c.field} = {_short(c.observed(values))}; allowed {_short(c.allowed_value)} [{c.rule}]")
         if folded:
             lines.append(f"  ... {folded} more rejected for another quant scheme, platform or backend request (--all lists them)")
         return "\n".join(lines)
@@ -448,11 +492,13 @@ class Decision:
         lines = [f"No MoE kernel is eligible ({self.answered_for}): {self.summary()}."]
         if self.requested:
             lines[0] = f"Requested backend {', '.join(self.requested)} ({self.requested_by}) is not eligible ({self.answered_for}): {self.summary()}."
-        for cand in self.candidates:
-            if self.requested and cand.backend not in self.requested:
+        values = self.normalized.values
+        for row in self.rows:
+            entry = row.entry
+            if self.requested and entry.backend not in self.requested:
                 continue
-            reasons = "; ".join(f"{f.code.value}: {f.field}={_short(f.observed)} (allowed {_short(f.allowed)}) [{f.rule}]" for f in cand.failures)
-            lines.append(f"  - {cand.kernel} [{cand.backend}]: {reasons}")
+            reasons = "; ".join(f"{c.code.value}: {c.field}={_short(c.observed(values))} (allowed {_short(c.allowed_value)}) [{c.rule}]" for c in sorted(row.failures, key=_TABLE_ORDER))
+            lines.append(f"  - {entry.id} [{entry.backend}]: {reasons}")
         return "\n".join(lines)
 
 
@@ -461,8 +507,14 @@ def primary_failure(candidate: CandidateResult) -> Failure:
 
     The key may change between releases; the full list is always ``candidate.failures``.
     """
-    order = {code: i for i, code in enumerate(ReasonCode)}
-    return min(candidate.failures, key=lambda f: order[f.code])
+    return min(candidate.failures, key=lambda f: _CODE_ORDER[f.code])
+
+
+_CODE_ORDER = {code: i for i, code in enumerate(ReasonCode)}
+
+
+def _code_order(chk: Check) -> int:
+    return _CODE_ORDER[chk.code]
 
 
 def _device_text(config: MoEConfig) -> str:
@@ -475,6 +527,16 @@ def _device_text(config: MoEConfig) -> str:
     return f"{name}({d.platform.value})"
 
 
+_SCALAR_TEXT = {True: "true", False: "false", None: "null"}
+
+
 def _short(value: Any, limit: int = 90) -> str:
-    text = json.dumps(jsonable(value), default=str) if not isinstance(value, str) else value
+    if isinstance(value, str):
+        text = value
+    elif value is None or type(value) is bool:
+        text = _SCALAR_TEXT[value]
+    elif type(value) is int:
+        text = str(value)  # what json.dumps writes
+    else:
+        text = json.dumps(jsonable(value), default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -196,8 +196,10 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             elif held is None:
                 extra_abstain[opt.backend] = extra_abstain.get(opt.backend, ()) + (opt.check,)
     by_backend = view.by_backend
-    ranked = tuple(k for b in backends for k in by_backend[b])
-    ranking = Ranking(view, ranked, values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain)
+    ranked: list[int] = []
+    for b in backends:
+        ranked += by_backend[b]
+    ranking = Ranking(view, tuple(ranked), values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain)
 
     shortcut: Shortcut | None = None
     waived: tuple[Check, ...] = ()

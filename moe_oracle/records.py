@@ -12,7 +12,10 @@ from typing import Any
 
 from .vocab import ActivationFormat, Interface, ReasonCode, Source
 
-__all__ = ["Assumption", "CandidateResult", "DecisionWarning", "Demotion", "Failure", "Status", "jsonable"]
+__all__ = ["Assumption", "CandidateResult", "DecisionWarning", "Demotion", "Failure", "Status", "json_copy", "jsonable"]
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def jsonable(value: Any) -> Any:
@@ -21,6 +24,8 @@ def jsonable(value: Any) -> Any:
     >>> jsonable((Interface.MODULAR, frozenset({2, 1})))
     ['modular', [1, 2]]
     """
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, (tuple, list)):
@@ -30,6 +35,19 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     return value
+
+
+def json_copy(value: Any) -> Any:
+    """A fresh copy of a JSON value (lists and dicts copied at every level, scalars shared)."""
+    t = type(value)
+    if t is list:
+        return [json_copy(v) if type(v) in _CONTAINERS else v for v in value]
+    if t is dict:
+        return {k: json_copy(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+    return value
+
+
+_CONTAINERS = frozenset({list, dict})
 
 
 @dataclass(frozen=True)
