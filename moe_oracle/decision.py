@@ -163,7 +163,7 @@ class Ranking:
 
 def make_failure(chk: Check, norm: Normalized) -> Failure:
     """The :class:`Failure` record of a failing check under ``norm``."""
-    return Failure(chk.code, chk.field, chk.observed(norm.values), chk.allowed_value, chk.rule, norm.sources.get(chk.source_field, Source.DERIVED), chk.hint, chk.reference)
+    return Failure.of(chk.code, chk.field, chk.observed(norm.values), chk.allowed_value, chk.rule, norm.sources.get(chk.source_field, Source.DERIVED), chk.hint, chk.reference)
 
 
 def _assumption(chk: Check) -> Assumption:
@@ -229,17 +229,18 @@ class Decision:
 
     def _candidate(self, pos: int, row: Row) -> CandidateResult:
         status = self._status(pos, row)
-        return CandidateResult(
-            kernel=row.entry.id,
-            backend=row.entry.backend,
-            interface=row.entry.interface,
-            activation_format=row.entry.activation_format,
-            prepare_finalize=row.pf.id if row.pf is not None else None,
-            status=status,
-            failures=tuple(make_failure(c, self.normalized) for c in sorted(row.failures, key=_TABLE_ORDER)),
-            assumptions=tuple(_assumption(c) for c in row.abstentions),
-            rank=pos + 1,
-            outranked_by=self.kernel if status is Status.ELIGIBLE else None,
+        entry, norm = row.entry, self.normalized
+        return CandidateResult.of(
+            entry.id,
+            entry.backend,
+            entry.interface,
+            entry.activation_format,
+            row.pf.id if row.pf is not None else None,
+            status,
+            tuple(make_failure(c, norm) for c in sorted(row.failures, key=_TABLE_ORDER)),
+            tuple(c.assumption for c in row.abstentions),
+            pos + 1,
+            self.kernel if status is Status.ELIGIBLE else None,
         )
 
     @cached_property
@@ -404,10 +405,10 @@ class Decision:
                 "rank": pos + 1,
                 "kernel": entry.id,
                 "backend": entry.backend,
-                "interface": entry.interface.value,
-                "activation_format": entry.activation_format.value,
+                "interface": entry.interface._value_,
+                "activation_format": entry.activation_format._value_,
                 "prepare_finalize": row.pf.id if row.pf is not None else None,
-                "status": status.value,
+                "status": status._value_,
                 "outranked_by": winner_id if status is Status.ELIGIBLE else None,
                 "failures": [
                     {

@@ -75,6 +75,15 @@ class Failure:
     hint: str
     reference: str
 
+    @classmethod
+    def of(cls, code: ReasonCode, field: str, observed: Any, allowed: Any, rule: str, source: Source, hint: str, reference: str) -> "Failure":
+        """``Failure(...)`` by position, built without the frozen ``__init__``: that sets each field
+        through ``object.__setattr__`` (4x the cost), and an explain builds hundreds of failures."""
+        record = object.__new__(cls)
+        d = record.__dict__
+        d["code"], d["field"], d["observed"], d["allowed"], d["rule"], d["source"], d["hint"], d["reference"] = code, field, observed, allowed, rule, source, hint, reference
+        return record
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "code": self.code.value,
@@ -185,6 +194,17 @@ class CandidateResult:
     assumptions: tuple[Assumption, ...]
     rank: int
     outranked_by: str | None = None
+
+    @classmethod
+    def of(cls, kernel: str, backend: str, interface: Interface, activation_format: ActivationFormat, prepare_finalize: str | None, status: Status,
+           failures: tuple[Failure, ...], assumptions: tuple[Assumption, ...], rank: int, outranked_by: str | None = None) -> "CandidateResult":
+        """``CandidateResult(...)`` by position without the frozen ``__init__`` (see :meth:`Failure.of`); validated the same way."""
+        record = object.__new__(cls)
+        d = record.__dict__
+        d["kernel"], d["backend"], d["interface"], d["activation_format"], d["prepare_finalize"] = kernel, backend, interface, activation_format, prepare_finalize
+        d["status"], d["failures"], d["assumptions"], d["rank"], d["outranked_by"] = status, failures, assumptions, rank, outranked_by
+        record.__post_init__()
+        return record
 
     def __post_init__(self) -> None:
         if self.status is Status.REJECTED and not self.failures:

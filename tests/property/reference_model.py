@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -93,14 +94,19 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+@lru_cache(maxsize=None)
+def _specifier(spec: str) -> SpecifierSet:
+    return SpecifierSet(spec)
+
+
 def spec_holds(spec: Any, value: Any) -> bool:
     """Whether ``value`` satisfies a YAML value spec."""
     if isinstance(spec, list):
-        spec = {"in": spec}
+        return value in spec
     for key, arg in spec.items():
-        if key == "in" and value not in list(arg):
+        if key == "in" and value not in arg:
             return False
-        if key == "not_in" and value in list(arg):
+        if key == "not_in" and value in arg:
             return False
         if key == "min" and not (_number(value) and value >= arg):
             return False
@@ -112,7 +118,7 @@ def spec_holds(spec: Any, value: Any) -> bool:
             return False
         if key == "version" and value is not ABSENT:
             try:
-                if Version(value) not in SpecifierSet(arg):
+                if Version(value) not in _specifier(arg):
                     return False
             except InvalidVersion:
                 return False
@@ -260,8 +266,10 @@ class Model:
             raw = raw_env.get(var["name"])
             if raw is None:
                 v[f"env.{var['name']}"] = var["default"]
-            elif var["type"] == "bool":
-                v[f"env.{var['name']}"] = raw.strip().lower() in ("1", "true", "yes", "on")
+            elif var.get("parse", "int" if var["type"] == "bool" else "str") == "int":
+                v[f"env.{var['name']}"] = bool(int(raw))  # vllm/envs.py; a refused value never gets here (test_doors)
+            elif var.get("parse") == "true_or_1":
+                v[f"env.{var['name']}"] = raw.lower() in ("true", "1")
             else:
                 v[f"env.{var['name']}"] = raw
         declared_bi = any(var["name"] == "VLLM_BATCH_INVARIANT" for var in self.env_vars)
@@ -326,6 +334,29 @@ class Model:
     def rules(self, kernel: str, values: Mapping[str, Any], policy: str = "faithful") -> list[Rule]:
         """Every rule candidate ``kernel`` is subject to under ``values`` (its P/F's included)."""
         e = self.by_id[kernel]
+        cache = self.__dict__.setdefault("_rules_memo", {})
+        static = cache.get((kernel, policy))
+        if static is None:
+            static = cache[(kernel, policy)] = self._static_rules(kernel, policy)
+        out = list(static)
+        pf = self.pf_for(e, values["dispatch"])
+        if pf is not None:
+            pf_cache = self.__dict__.setdefault("_pf_rules_memo", {})
+            if pf["id"] not in pf_cache:
+                pf_cache[pf["id"]] = list(self._requirements(pf["id"], pf)) + [self._constraint(c) for c in pf.get("constraints") or ()]
+            out += pf_cache[pf["id"]]
+        if values["moe_backend"] == "auto":
+            order = self.order(values)
+            if order is not None and e["backend"] not in set(order["backends"]) | set(self.priority.get("fallback") or ()):
+                out.append(Rule(order["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"])))
+            for opt in self.priority.get("opt_in_only") or ():
+                if opt["backend"] == e["backend"]:
+                    out.append(Rule(opt["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"]), tuple((opt.get("when") or {}).items())))
+        return out
+
+    def _static_rules(self, kernel: str, policy: str) -> list[Rule]:
+        """The rules of ``kernel`` that do not depend on the values (memoized by :meth:`rules`)."""
+        e = self.by_id[kernel]
         out = list(self._requirements(kernel, e))
         out += [Rule(f"{kernel}.supports.{name}", _code(name), name, spec) for name, spec in e["supports"].items()]
         for feature, supported in e["features"].items():
@@ -347,17 +378,6 @@ class Model:
             if kernel in kb["kernels"]:
                 when = tuple(kb["when"].items()) + tuple((f"packages.{n}", {"present": True, "version": s}) for n, s in (kb.get("packages") or {}).items())
                 out.append(Rule(kb["id"], "known_bad", ",".join(n for n, _ in when), None, when, deny=True))
-        pf = self.pf_for(e, values["dispatch"])
-        if pf is not None:
-            out += list(self._requirements(pf["id"], pf))
-            out += [self._constraint(c) for c in pf.get("constraints") or ()]
-        if values["moe_backend"] == "auto":
-            order = self.order(values)
-            if order is not None and e["backend"] not in set(order["backends"]) | set(self.priority.get("fallback") or ()):
-                out.append(Rule(order["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"])))
-            for opt in self.priority.get("opt_in_only") or ():
-                if opt["backend"] == e["backend"]:
-                    out.append(Rule(opt["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"]), tuple((opt.get("when") or {}).items())))
         return out
 
     # ------------------------------------------------------------------ priority

@@ -61,6 +61,7 @@ __all__ = [
     "note_case",
     "pinned",
     "plausible_cases",
+    "refused_env_values",
     "REGRESSIONS",
     "RUNTIME_REGRESSIONS",
     "requested_backends",
@@ -444,6 +445,21 @@ _BOOL_TEXT = ("0", "1", "true", "false", "True", "FALSE", "yes", "no", "on", "of
 
 
 @lru_cache(maxsize=None)
+def refused_env_values() -> st.SearchStrategy[tuple[str, str]]:
+    """(variable, value): an ``int``-parsed variable the catalog reads and a value ``int()`` refuses."""
+    names = sorted(v.name for v in CATALOG.env_vars if v.parse == "int")
+
+    def refused(raw: str) -> bool:
+        try:
+            int(raw)
+        except ValueError:
+            return True
+        return False
+
+    return st.tuples(st.sampled_from(names), st.one_of(st.sampled_from(_BOOL_TEXT), text_values()).filter(refused))
+
+
+@lru_cache(maxsize=None)
 def unread_packages() -> st.SearchStrategy[str]:
     """Canonical package names that no table reads."""
     return st.from_regex(r"[a-z][a-z0-9]{0,8}(-[a-z0-9]{1,4})?", fullmatch=True).filter(lambda n: n not in CATALOG.package_names)
@@ -455,8 +471,15 @@ def unread_env_vars() -> st.SearchStrategy[str]:
     return st.from_regex(r"[A-Z][A-Z0-9_]{0,14}", fullmatch=True).filter(lambda n: n not in _CATALOG_ENV)
 
 
+# What Python's int() accepts: vLLM reads `int` variables with bool(int(...)); any other value makes
+# it raise at start, which the oracle answers as bad input (test_doors: refused_env_values).
+_INT_TEXT = ("0", "1", " 1 ", "+1", "01", "-1", "2", "0 ", "\t0", "1_0")
+
+
 @lru_cache(maxsize=None)
 def _env_value(spec: Any) -> st.SearchStrategy[str]:
+    if spec.type == "bool" and spec.parse == "int":
+        return st.one_of(st.sampled_from(_INT_TEXT), st.integers(-(2**70), 2**70).map(str))
     if spec.type == "bool":
         return st.one_of(st.sampled_from(_BOOL_TEXT), text_values())
     named = tuple(str(v) for v in (spec.default, *table_values(f"env.{spec.name}")))
