@@ -260,8 +260,12 @@ def _domain(field: str, env_types: Mapping[str, str]) -> tuple[Any, ...] | None:
     return None
 
 
-def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str]) -> PlainChecks:
-    """Index unconditional checks given as (bit, predicate), in evaluation order."""
+def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str], failing: dict[Predicate, tuple[Any, ...]]) -> PlainChecks:
+    """Index unconditional checks given as (bit, predicate), in evaluation order.
+
+    ``failing``: predicate -> the domain values it rejects, filled as predicates are met (shared by
+    one :func:`build_index` call: the same predicate recurs in many owners and gate buckets).
+    """
     tables: dict[str, tuple[dict[Any, int], list[tuple[int, Predicate]]]] = {}
     generic: dict[Predicate, int] = {}
     for bit, pred in members:
@@ -271,16 +275,18 @@ def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str
             continue
         table, listed = tables.setdefault(pred.field, ({d: 0 for d in domain}, []))
         listed.append((bit, pred))
-        for d in domain:
-            if not pred.test(d):
-                table[d] |= 1 << bit
+        rejected = failing.get(pred)
+        if rejected is None:
+            rejected = failing[pred] = tuple(d for d in domain if not pred.test(d))
+        for d in rejected:
+            table[d] |= 1 << bit
     return PlainChecks(
         tuple((f, MappingProxyType(table), sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in tables.items()),
         tuple((p.field, p, m) for p, m in generic.items()),
     )
 
 
-def _bucket(field: str, value: Any, members: Sequence[tuple[Member, Predicate]], env_types: Mapping[str, str]) -> GateBucket:
+def _bucket(field: str, value: Any, members: Sequence[tuple[Member, Predicate]], env_types: Mapping[str, str], failing: dict[Predicate, tuple[Any, ...]]) -> GateBucket:
     """The checks gated on ``field`` whose gate holds for ``value``, resolved for that value."""
     always = 0
     plain: list[tuple[int, Predicate]] = []
@@ -304,7 +310,7 @@ def _bucket(field: str, value: Any, members: Sequence[tuple[Member, Predicate]],
                     always |= 1 << bit
             else:
                 plain.append((bit, chk.predicate))
-    return GateBucket(always, _plain(plain, env_types), tuple(rest))
+    return GateBucket(always, _plain(plain, env_types, failing), tuple(rest))
 
 
 def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_types: Mapping[str, str]) -> CheckIndex:
@@ -367,12 +373,13 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
             bit += 1
         masks.append(((1 << bit) - 1) ^ ((1 << starts[-1]) - 1))
     plain.sort(key=lambda m: m[0])  # stable: (field or predicate, owner, table order)
+    failing: dict[Predicate, tuple[Any, ...]] = {}
     gated = []
     for f, members in gated_bits.items():
         members.sort(key=lambda m: m[0])
         listed = tuple(m for _, m in members)
         with_gate = [((b, chk), gate_of[key]) for key, (b, chk) in members]
-        by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types) for d in _domain(f, env_types) or ()}
+        by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types, failing) for d in _domain(f, env_types) or ()}
         gated.append((f, MappingProxyType(by_gate), listed))
     return CheckIndex(
         owners=tuple(owners),
@@ -380,7 +387,7 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
         ordered=tuple(ordered),
         start=tuple(starts),
         masks=tuple(masks),
-        plain=_plain([m for _, m in plain], env_types),
+        plain=_plain([m for _, m in plain], env_types, failing),
         gated=tuple(gated),
         special=tuple(m for _, m in sorted(special, key=lambda m: m[0])),
     )
