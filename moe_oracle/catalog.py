@@ -405,7 +405,6 @@ def _read(directories: Sequence[Path] | None, defaults: Sequence[Path], schemas:
     from .errors import TableError
 
     dirs = list(directories) if directories is not None else list(defaults)
-    schemas = schemas or load_schemas()
     root = package_dir() if directories is None else None
     files, issues = read_tables_cached(dirs, schemas, root)
     if issues:
