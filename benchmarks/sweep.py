@@ -185,7 +185,16 @@ def _check(d: Any) -> None:
             assert all(r.row(pos).failures for pos in range(n) if r.entry(pos).backend in d.requested)
 
 
+def _build(key: tuple[Any, ...]) -> MoEConfig:
+    shape, dev, scheme, act, routing, plabel, lora, request = key
+    return _config(shape, Device(*dev), SCHEMES[scheme], Activation(act), RoutingMethod(routing), _PARALLEL_BY_LABEL[plabel], lora, request)
+
+
+_PARALLEL_BY_LABEL = dict(PARALLEL)
+
+
 def _work(chunk: list[tuple[Any, ...]]) -> tuple[int, list[tuple[Any, ...]], list[str]]:
+    """Evaluate and check the configs of ``chunk`` (keys: built here, in the worker)."""
     full = os.environ.get("MOE_ORACLE_SWEEP_FULL") == "1"
     if full:
         from tests.property import invariants as inv
@@ -193,7 +202,8 @@ def _work(chunk: list[tuple[Any, ...]]) -> tuple[int, list[tuple[Any, ...]], lis
     env = _ENV
     out = []
     broken = []
-    for key, config in chunk:
+    for key in chunk:
+        config = _build(key)
         try:
             d = evaluate(CATALOG, config, env)
         except ConfigError as exc:
@@ -234,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     acts = _classes(list(Activation), lambda a: replace(base, activation=a, swiglu_limit=7.0 if a in (Activation.SWIGLUOAI, Activation.SWIGLUOAI_UNINTERLEAVE) else None), base, env)
     routings = _classes(list(RoutingMethod), lambda r: replace(base, routing_method=r), base, env)
     schemes = list(SCHEMES.values())
+    assert all(SCHEMES[s.name] is s for s in schemes)  # keys carry the scheme by name
     requests = ["auto"] + (sorted(CATALOG.backends) if args.requests == "all" else [])
     print(f"vocabulary: {len(devices)} devices x {len(schemes)} quant schemes x {len(Activation)} activations ({len(acts)} classes) x {len(RoutingMethod)} routing methods ({len(routings)} classes)"
           f" x {len(PARALLEL)} parallel shapes x 2 LoRA x {len(requests)} requests x {len(shapes)} shapes")
@@ -248,14 +259,13 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if request != "auto" and not args.all_requests and (act is not silu or routing is not renorm):
             continue  # requests: every device, scheme, parallel shape and LoRA, at silu + renormalize
-        key = (shape, (device.platform.value, device.capability, device.arch, device.cpu_amx), scheme.name, act.value, routing.value, plabel, lora, request)
-        jobs.append((key, _config(shape, device, scheme, act, routing, par, lora, request)))
-    covered = sum(weight[k[3] and Activation(k[3])] * weight[RoutingMethod(k[4])] for k, _ in jobs)
+        jobs.append((shape, (device.platform.value, device.capability, device.arch, device.cpu_amx), scheme.name, act.value, routing.value, plabel, lora, request))
+    covered = sum(weight[Activation(k[3])] * weight[RoutingMethod(k[4])] for k in jobs)
     print(f"evaluating {len(jobs):,} configs standing for {covered:,} vocabulary combinations, {args.jobs} processes, set up in {time.perf_counter() - t0:.1f} s; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     t1 = time.perf_counter()
-    chunks = [jobs[i : i + 2000] for i in range(0, len(jobs), 2000)]
+    chunks = [jobs[i : i + 5000] for i in range(0, len(jobs), 5000)]
     results: list[tuple[Any, ...]] = []
     broken: list[str] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
