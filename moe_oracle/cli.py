@@ -132,11 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_args(p)
     _add_view_arg(p)
     p.add_argument("--all", action="store_true", help="also list candidates rejected only for quant/platform/request reasons")
-    p = sub.add_parser("select", help="the winner in one line", description="Print the selected experts kernel and prepare/finalize in one line.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle select --model qwen3-30b-a3b --gpu H200 --tp 2", formatter_class=fmt)
+    p = sub.add_parser("select", help="the winner in one line", description="Print the selected experts kernel and prepare/finalize in one line; when nothing is eligible, what blocks and the ranked fixes in a few lines.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle select --model qwen3-30b-a3b --gpu H200 --tp 2", formatter_class=fmt)
     _add_input_args(p)
     _add_view_arg(p)
-    p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest change to the config or environment that makes BACKEND eligible.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8", formatter_class=fmt)
+    p.add_argument("--full", action="store_true", help="with --json: the whole Decision record (as explain --json) instead of the compact one")
+    p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device", formatter_class=fmt)
     p.add_argument("--backend", required=True, type=_name, metavar="NAME", help="backend id or moe_backend alias")
+    p.add_argument("--alternatives", type=_positive_int, default=3, metavar="N", help="show up to N ranked alternatives (default 3; equal costs are marked as ties)")
+    p.add_argument("--keep", action="append", default=[], metavar="CATEGORY[,CATEGORY]", help="inputs that must not change: device, parallel, quant, packages, env, flags, model (default: model)")
     _add_input_args(p)
     _add_view_arg(p)
     p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device x quant scheme, from the tables: a table that fits the terminal (default), Markdown (--markdown), or a self-contained HTML page (--html FILE).", epilog="example:\n  moe-oracle matrix --gpu H200,B200 --quant fp8_block --backend deep_gemm,triton", formatter_class=fmt)
@@ -265,7 +268,6 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     else:
         raise ConfigError([InputIssue("--model", "describe the layer with --model CONFIG_JSON (or an example name), --serve 'vllm serve MODEL ...' or --config FILE; `moe-oracle examples` lists the shipped models", None, None)])
 
-    where = "--serve" if serve is not None else "flags"
     par: dict[str, Any] = {}
     if args.tp is not None:
         par["tp_size"] = args.tp
@@ -283,7 +285,8 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         prov.append(Provenance("parallel.all2all_backend", flag, warning or f"--all2all {args.all2all}"))
     if par:
         changes["parallel"] = ParallelConfig(**{**_parallel_dict(config.parallel), **par})
-        prov.append(Provenance("parallel", flag, f"deployment {where}"))
+        names = {"tp_size": "--tp", "dp_size": "--dp", "use_ep": "--ep", "enable_eplb": "--eplb", "num_redundant_experts": "--redundant-experts", "all2all_backend": "--all2all"}
+        prov += [Provenance(f"parallel.{k}", flag, f"{names[k]} {par[k]}" if serve is None else f"--serve ({names[k]} {par[k]})") for k in par if not (k == "all2all_backend")]
     if args.quant:
         changes["quant"] = parse_quant(args.quant)
         prov.append(Provenance("quant", flag, f"--quant {args.quant}"))
@@ -331,32 +334,61 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, default=str))
 
 
-def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
+def _decide(args: argparse.Namespace, catalog: Any):
+    """(decision, fixes): the selection with the input notes attached, and for a dead end the
+    ranked fixes (why-not for any kernel, or for the requested backend; ``None`` otherwise).
+
+    Raises:
+        ConfigError: bad input, or a deployment vLLM refuses at start (``--eplb`` without ``--ep``).
+    """
     from .engine import evaluate
+    from .errors import ConfigError
+    from .refusals import refusals
+    from .whynot import fixes as find_fixes
 
     config, env, notes = _build_inputs(args, catalog)
+    issues = refusals(config)
+    if issues:
+        raise ConfigError(issues)
     decision = evaluate(catalog, config, env, policy=args.policy)
     if notes:
         decision = replace(decision, notes=decision.notes + notes)
+    found = None
+    if decision.winner is None:
+        found = find_fixes(catalog, config, env, backends=decision.requested, policy=args.policy)
+    return decision, found
+
+
+def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
+    from .render import compact_dict, render_dead_end, render_explain
+
+    decision, found = _decide(args, catalog)
     if args.json:
-        _print_json(decision.to_dict())
+        _print_json(compact_dict(decision, found) if args.command == "select" and not args.full else decision.to_dict())
     elif args.command == "select":
         if decision.winner is None:
-            print(decision.render_failure())
+            print(render_dead_end(decision, found, command="explain"))
         else:
             print(decision.select_line())
             for warning in decision.warnings:
                 print(f"warning: {warning.message}", file=sys.stderr)
     else:
-        print(decision.render_text(show_all=args.all))
+        print(render_explain(decision, show_all=args.all, fixes=found))
     return EXIT_OK if decision.winner is not None else EXIT_NONE
 
 
 def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
+    from .errors import ConfigError
     from .oracle import Oracle
+    from .refusals import refusals
 
     config, env, notes = _build_inputs(args, catalog)
-    result = Oracle(catalog, env, policy=args.policy).why_not(config, args.backend)
+    issues = refusals(config)
+    if issues:
+        raise ConfigError(issues)
+    keep = [k.strip() for part in args.keep for k in part.split(",") if k.strip()]
+    # The model itself is always kept on the command line: an operator cannot change its activation.
+    result = Oracle(catalog, env, policy=args.policy).why_not(config, args.backend, n=args.alternatives, keep={*keep, "model"})
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -435,6 +467,11 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
     if not args.probe and not (args.package or args.without or args.env or args.environment):
         args.probe = True
     config, env, notes = _build_inputs(args, catalog, probe_device_default=True)
+    from .refusals import refusals
+
+    issues = refusals(config)
+    if issues:
+        raise ConfigError(issues)
     decision = evaluate(catalog, config, env, policy=args.policy)
     if notes:
         decision = replace(decision, notes=decision.notes + notes)

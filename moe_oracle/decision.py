@@ -1,8 +1,9 @@
 """The Decision: one frozen record of a selection, with several views.
 
 ``to_dict()`` follows ``schemas/decision.schema.json`` (its key names are the
-artifact format); ``render_text()`` is the ``explain`` view, ``describe()`` a
-one-line log message, ``summary()`` counts reason codes. Failure records are
+artifact format); the text views live in :mod:`moe_oracle.render` (``render_text()`` and
+``render_failure()`` delegate there), ``describe()`` is a one-line log message, ``summary()``
+counts each rejected candidate under its first reason code. Failure records are
 materialized lazily from the compiled checks, so ``select`` stays cheap.
 """
 
@@ -30,11 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["DECISION_FORMAT_VERSION", "Decision", "Ranking", "Row", "make_failure"]
 
 DECISION_FORMAT_VERSION = 2
-
-# Codes that say "this kernel is for another problem", not "this deployment is wrong";
-# explain folds candidates that fail any of these (shown with --all).
-_IRRELEVANT = frozenset({ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED, ReasonCode.NOT_REQUESTED})
-
 
 _TABLE_ORDER = attrgetter("seq", "rule")
 
@@ -314,7 +310,7 @@ class Decision:
         counts = Counter(min(r.failures, key=_code_order).code.value for r in rejected)
         parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         eligible = len(rows) - len(rejected)
-        return f"{len(rows)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" ({parts})" if parts else "")
+        return f"{len(rows)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" (by first reason: {parts})" if parts else "")
 
     @property
     def answered_for(self) -> str:
@@ -427,80 +423,22 @@ class Decision:
             })
         return out
 
-    # ------------------------------------------------------------------ text views
+    # ------------------------------------------------------------------ views (moe_oracle.render)
 
     def render_text(self, *, show_all: bool = False) -> str:
-        """The ``explain`` view: inputs, winner, demotions, assumptions, ordered candidates."""
-        v = self.normalized.values
-        lines = [
-            "MoE layer: {e} experts top-{k}, hidden {h}, intermediate {i} ({ipp} per partition), {q} ({fam}), {act}, routing {r}, logits {ld}".format(
-                e=v["num_experts"], k=v["top_k"], h=v["hidden_size"], i=v["intermediate_size"], ipp=v["intermediate_size_per_partition"],
-                q=v["quant_scheme"], fam=v["quant_family"], act=v["activation"], r=v["routing_method"], ld=v["router_logits_dtype"],
-            ),
-            "Device: {dev}; tp={tp} dp={dp} ep={ep} dispatch={d} format={fmt}{eplb}{lora}".format(
-                dev=_device_text(self.config), tp=v["tp_size"], dp=v["dp_size"], ep=v["ep_size"], d=v["dispatch"], fmt=v["activation_format"],
-                eplb=" eplb" if v["enable_eplb"] else "", lora=" lora" if v["lora"] else "",
-            ),
-            f"Environment: {'probed' if self.environment.probed else 'declared'} (fingerprint {self.environment.fingerprint}); tables {self.tables_hash}",
-            f"Answer for: {self.release.label() if self.release is not None else 'engine release unknown'}; {self.view} view, {self.policy} policy",
-        ]
-        lines += [f"Environment: {note}" for note in self.environment.notes]
-        if self.release is not None:
-            for text in self.release.package_notes():
-                lines.append(f"Assumed: {text}")
-        for warning in self.warnings:
-            lines.append(f"WARNING: {warning.message}" + (f" [{warning.rule}]" if warning.rule else "") + (f" ({warning.reference})" if warning.reference else ""))
-        for note in self.notes:
-            lines.append(f"Note: {note}")
-        sel = self.selected
-        if sel is None:
-            lines.append("")
-            lines.append("Selected: NONE - " + self.summary())
-        else:
-            how = f"shortcut {self.shortcut} (the engine returns it before its priority order)" if self.shortcut else f"requested ({self.requested_by})" if self.requested else f"priority order {self.order_rule}"
-            lines.append("")
-            lines.append(f"Selected: {sel.kernel} [backend {sel.backend}, {sel.interface.value}, {sel.activation_format.value}] + prepare/finalize {sel.prepare_finalize}, by {how}")
-        if self.requested:
-            lines.append(f"Requested backends: {', '.join(self.requested)} (strict: no fallback)")
-        lines.append("Backend order: " + " > ".join(self.backend_order))
-        for d in self.demotions:
-            lines.append(f"Adjustment {d.rule}: {d.backend} moved to the {d.position} - {d.reason}")
-        if sel is not None and sel.assumptions:
-            lines.append(f"Assumptions behind the winner ({len(sel.assumptions)}):")
-            for a in sel.assumptions:
-                lines.append(f"  - {a.hint.split(' (')[0]} [{a.rule}]")
-        lines.append("")
-        lines.append(f"Candidates ({self.summary()}):")
-        folded = 0
-        values = v
-        for pos, row in enumerate(self.rows):
-            status = self._status(pos, row)
-            if not show_all and status is Status.REJECTED and any(c.code in _IRRELEVANT for c in row.failures):
-                folded += 1
-                continue
-            entry = row.entry
-            lines.append(f"  {pos + 1:>2}. {entry.id} [{entry.backend}, {entry.interface.value}] {status.value.upper()}")
-            if status is Status.ELIGIBLE:
-                lines.append(f"        eligible, outranked by {self.kernel}")
-            for c in sorted(row.failures, key=_TABLE_ORDER):
-                lines.append(f"        - {c.code.value}: {c.field} = {_short(c.observed(values))}; allowed {_short(c.allowed_value)} [{c.rule}]")
-        if folded:
-            lines.append(f"  ... {folded} more rejected for another quant scheme, platform or backend request (--all lists them)")
-        return "\n".join(lines)
+        """The ``explain`` view (:func:`moe_oracle.render.render_explain`)."""
+        from .render import render_explain
+
+        return render_explain(self, show_all=show_all)
 
     def render_failure(self) -> str:
-        """Error text when nothing is eligible: every candidate with every reason."""
-        lines = [f"No MoE kernel is eligible ({self.answered_for}): {self.summary()}."]
-        if self.requested:
-            lines[0] = f"Requested backend {', '.join(self.requested)} ({self.requested_by}) is not eligible ({self.answered_for}): {self.summary()}."
-        values = self.normalized.values
-        for row in self.rows:
-            entry = row.entry
-            if self.requested and entry.backend not in self.requested:
-                continue
-            reasons = "; ".join(f"{c.code.value}: {c.field}={_short(c.observed(values))} (allowed {_short(c.allowed_value)}) [{c.rule}]" for c in sorted(row.failures, key=_TABLE_ORDER))
-            lines.append(f"  - {entry.id} [{entry.backend}]: {reasons}")
-        return "\n".join(lines)
+        """The full trail when nothing is eligible (:func:`moe_oracle.render.render_failure`)."""
+        from .render import render_failure
+
+        return render_failure(self)
+
+    def __str__(self) -> str:
+        return self.describe()
 
 
 def primary_failure(candidate: CandidateResult) -> Failure:
@@ -516,28 +454,3 @@ _CODE_ORDER = {code: i for i, code in enumerate(ReasonCode)}
 
 def _code_order(chk: Check) -> int:
     return _CODE_ORDER[chk.code]
-
-
-def _device_text(config: MoEConfig) -> str:
-    d = config.device
-    name = f"{d.name} " if d.name else ""
-    if d.capability is not None:
-        return f"{name}({d.platform.value} SM {d.capability})"
-    if d.arch:
-        return f"{name}({d.platform.value} {d.arch})"
-    return f"{name}({d.platform.value})"
-
-
-_SCALAR_TEXT = {True: "true", False: "false", None: "null"}
-
-
-def _short(value: Any, limit: int = 90) -> str:
-    if isinstance(value, str):
-        text = value
-    elif value is None or type(value) is bool:
-        text = _SCALAR_TEXT[value]
-    elif type(value) is int:
-        text = str(value)  # what json.dumps writes
-    else:
-        text = json.dumps(jsonable(value), default=str)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

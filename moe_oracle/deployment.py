@@ -81,6 +81,13 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
     try:
         return resolve_model_path(ref, base)
     except ConfigError as first:
+        local = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
+        if local.is_dir():
+            # A checkpoint directory: its config.json, never a shipped example of the same name.
+            try:
+                return resolve_model_path(str(local / "config.json"))
+            except ConfigError:
+                raise ConfigError([InputIssue("--serve MODEL", "the checkpoint directory has no config.json", str(local), None)], headline="bad --serve") from None
         tail = ref.rstrip("/").rsplit("/", 1)[-1]
         for candidate in dict.fromkeys([tail, tail.lower()]):
             if candidate and candidate != ref:
@@ -171,6 +178,7 @@ def declare_environment(
     complete = bool(base.complete) if base is not None else False
     variables: dict[str, str] = dict(base.env) if base is not None else {}
     gpu = gpu_source = None
+    file_vars: dict[str, str] = {}
     if base is not None:
         specs.update({n: PackageSpec(n, v) for n, v in base.packages})
         specs.update({n: PackageSpec(n, None) for n in base.unversioned})
@@ -186,8 +194,6 @@ def declare_environment(
         _collect_vars(catalog, file_vars, variables, notes, f"--environment {env_file}", version, quiet_unread=True)
         if doc.gpus:
             gpu, gpu_source = doc.gpus[0], f"--environment {env_file}"
-    for word, value in serve_env:
-        variables[word] = value
     serve_vars = dict(serve_env)
     if serve_vars:
         _collect_vars(catalog, serve_vars, variables, notes, "--serve", version, quiet_unread=False)
@@ -217,7 +223,9 @@ def declare_environment(
         name, value = item.split("=", 1)
         flag_vars[name] = value
     _collect_vars(catalog, flag_vars, variables, notes, "--env", version, quiet_unread=False)
-    issues = env_issues(sorted(variables.items()), catalog.env_vars)
+    # Name where each value came from: the engine refuses it, and the operator must find it.
+    origin = {**{n: f"--environment {env_file}:" for n in file_vars}, **{n: "--serve" for n in serve_vars}, **{n: "--env" for n in flag_vars}}
+    issues = [issue for name, value in sorted(variables.items()) for issue in env_issues([(name, value)], catalog.env_vars, origin.get(name, "--env"))]
     if issues:
         raise ConfigError(issues, headline="bad environment variable")
     kept_specs = [s for n, s in specs.items() if n in read]
@@ -251,3 +259,4 @@ def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], 
         notes.append(f"{where}: {note}")
     if quiet_unread and other:
         notes.append(f"{where}: {len(other)} other environment variables do not affect MoE kernel selection")
+

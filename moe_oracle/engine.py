@@ -30,6 +30,7 @@ from .config import MoEConfig, Provenance
 from .decision import Decision, Ranking, Row, make_failure
 from .environment import Environment
 from .envvars import env_notes
+from .refusals import no_effect_notes
 from .errors import ConfigError, InputIssue
 from .normalize import Normalized, normalize
 from .predicates import Predicate
@@ -128,6 +129,7 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
     if par.num_redundant_experts and not (par.enable_eplb and values["use_ep"]):
         notes.append(f"{par.num_redundant_experts} redundant experts have no effect without EPLB and expert parallelism")
     notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars)
+    notes += no_effect_notes(config, values, catalog)
     return tuple(notes)
 
 

@@ -106,10 +106,29 @@ def _json_safe(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool, type(None), list, tuple, dict, frozenset, set))
 
 
+# MoEConfig field paths the command-line flags set, for a headline that names the flag.
+_FLAG_FOR_PATH = {
+    "$.parallel.tp_size": "--tp",
+    "$.parallel.dp_size": "--dp",
+    "$.parallel.all2all_backend": "--all2all",
+    "$.parallel.num_redundant_experts": "--redundant-experts",
+    "$.device.capability": "--sm",
+    "$.device.arch": "--arch",
+    "$.device.platform": "--platform",
+    "$.moe_backend": "--moe-backend",
+    "$.max_num_tokens": "--max-tokens",
+}
+
+
 def _flag_of(path: str) -> str | None:
-    """The command-line flag an issue path names (``--gpu``, ``--serve MODEL`` -> ``--serve``), else ``None``."""
+    """The input an issue path names: a flag (``--gpu``; ``--serve MODEL`` -> ``--serve``; a field a
+    flag sets, ``$.parallel.tp_size`` -> ``--tp``), else the field (``$.top_k`` -> ``top_k``)."""
     if path.startswith("--"):
         return path.split()[0].split("/")[0]
+    if path in _FLAG_FOR_PATH:
+        return _FLAG_FOR_PATH[path]
+    if path.startswith("$.") and " " not in path:
+        return path[2:]
     return None
 
 

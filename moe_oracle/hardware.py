@@ -178,11 +178,6 @@ def suggest_hardware(name: str) -> str | None:
     return None
 
 
-def _architecture(key: str) -> tuple[object, ...]:
-    d = _ENTRIES[key].device
-    return (d.platform, d.capability, d.arch, d.cpu_amx)
-
-
 def lookup_hardware(name: str) -> HardwareEntry:
     """Catalog entry by name; case, dashes and spaces are ignored, nvidia-smi names accepted.
 

@@ -188,6 +188,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         prov.append(Provenance("parallel.all2all_backend", src, warning or ""))
     if par:
         prov.append(Provenance("parallel", src, ""))
+        prov += [Provenance(f"parallel.{k}", src, "") for k in par if k != "all2all_backend"]
     if "moe_backend" in doc:
         from .engine import resolve_request
 

@@ -17,7 +17,8 @@ Unknown inputs stay ``None`` so that predicates on them abstain.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -67,8 +68,22 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     given = Source.USER_FLAG
     recorded = {p.field: p.source for p in config.provenance}
 
+    defaults = {f.name: f.default for f in dataclass_fields(type(config))}
+    par_defaults = {f.name: f.default for f in dataclass_fields(type(par))}
+
     def _source(_: MoEConfig, name: str, default: Source) -> Source:
+        # A field nobody recorded that still holds its dataclass default is a default, not a user's value.
+        if name not in recorded and name in defaults and getattr(config, name) == defaults[name]:
+            return Source.DEFAULT
         return recorded.get(name, default)
+
+    def _par_source(name: str) -> Source:
+        """Per-field provenance (``parallel.tp_size``), else the block's, unless the field holds its default."""
+        if f"parallel.{name}" in recorded:
+            return recorded[f"parallel.{name}"]
+        if getattr(par, name) == par_defaults[name]:
+            return Source.DEFAULT
+        return recorded.get("parallel", given)
 
     values: dict[str, Any] = {}
     sources: dict[str, Source] = {}
@@ -122,18 +137,17 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("intermediate_size_per_partition", config.intermediate_size // moe_tp, Source.DERIVED)
     put("intermediate_divisible", config.intermediate_size % moe_tp == 0, Source.DERIVED)
 
-    psrc = _source(config, "parallel", given)
-    put("tp_size", par.tp_size, psrc)
-    put("dp_size", par.dp_size, psrc)
+    put("tp_size", par.tp_size, _par_source("tp_size"))
+    put("dp_size", par.dp_size, _par_source("dp_size"))
     put("moe_tp_size", moe_tp, Source.DERIVED)
     put("ep_size", ep_size, Source.DERIVED)
-    put("use_ep", use_ep, psrc)
-    put("all2all_backend", par.all2all_backend.value, psrc)
+    put("use_ep", use_ep, _par_source("use_ep"))
+    put("all2all_backend", par.all2all_backend.value, _par_source("all2all_backend"))
     put("all2all", all2all, Source.DERIVED)
     put("dispatch", dispatch, Source.DERIVED)
     put("activation_format", fmt.value, Source.DERIVED)
-    put("enable_eplb", par.enable_eplb, psrc)
-    put("num_redundant_experts", par.num_redundant_experts, psrc)
+    put("enable_eplb", par.enable_eplb, _par_source("enable_eplb"))
+    put("num_redundant_experts", par.num_redundant_experts, _par_source("num_redundant_experts"))
 
     put("model_type", config.model_type, _source(config, "model_type", given))
     put("architecture", config.architecture, _source(config, "architecture", given))

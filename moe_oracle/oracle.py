@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from .catalog import Catalog, load_catalog, load_runtime_catalog
 from .config import MoEConfig
@@ -164,12 +164,13 @@ class Oracle:
         """Same as ``select(..., strict=False)``: never raises for "nothing eligible"."""
         return self.select(config, env, strict=False, policy=policy)
 
-    def why_not(self, config: MoEConfig, backend: str, env: Environment | None = None, *, policy: Policy | str | None = None):  # noqa: ANN201 - see whynot.WhyNot
-        """Smallest change to ``config``/``env`` that makes ``backend`` eligible (see :mod:`moe_oracle.whynot`)."""
+    def why_not(self, config: MoEConfig, backend: str, env: Environment | None = None, *, policy: Policy | str | None = None, **options: Any):  # noqa: ANN201 - see whynot.WhyNot
+        """Smallest, least disruptive changes to ``config``/``env`` that make ``backend`` eligible
+        (see :mod:`moe_oracle.whynot`; ``options``: ``n`` alternatives, ``keep`` categories)."""
         from .whynot import why_not
 
         pol = self._policy if policy is None else _policy(policy)
-        return why_not(self, config, backend, env if env is not None else self._environment, policy=pol)
+        return why_not(self, config, backend, env if env is not None else self._environment, policy=pol, **options)
 
     def reload(self, directories: Sequence[Path] | None = None) -> Catalog:
         """Replace the tables with a freshly loaded set; on any error keep serving the old one.

@@ -1,22 +1,26 @@
-""""Why not X?": the smallest change to the config or environment that makes backend X eligible.
+""""Why not X?": the smallest, least disruptive changes to the config or environment that make
+backend X (or, for a dead end, any kernel) eligible.
 
-A best-first search over *input* edits. Each failing check of the backend's
-candidates proposes edits that would satisfy it (from its allowed set); an edit
-is applied to the config or environment, the whole selection is re-evaluated,
-and the search stops at the cheapest edit set that leaves one of the backend's
-candidates with no failure. Costs prefer what an operator controls:
-environment (install a package, set a variable) and deployment flags cost 1,
-the model dtype 2, the GPU 2, the checkpoint's quantization 3, properties of
-the model itself (activation, routing, shapes) 5.
+A best-first search over *input* edits. Each failing check of the target's candidates
+proposes edits that would satisfy it (from its allowed set); an edit is applied to the
+config or environment, the whole selection is re-evaluated, and the search returns up to
+``n`` edit sets that leave one targeted candidate with no failure, cheapest first, none a
+superset of a cheaper one. The cost of an edit is how disruptive it is for an operator
+(:data:`COSTS`): a flag or environment variable (``--ep``, ``--env``, ``--moe-backend``) 1, a
+package 2, a redeployment of the same GPUs (other TP/DP split, DP+EP with an all2all) 3, a
+different GPU count 4, the checkpoint's numerics (quantization, dtype) 4, other hardware 5,
+the model itself 8. Edit sets of equal cost are ties and are all shown. ``keep`` names input
+categories (:data:`CATEGORIES`) that must not change; the model is kept unless asked.
 
-Because every answer is re-evaluated before it is returned, applying
-``result.config`` and ``result.environment`` always makes the backend eligible.
+Because every answer is re-evaluated before it is returned, applying an alternative's
+``config`` and ``environment`` always makes the target eligible.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 from itertools import count
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
@@ -39,10 +43,38 @@ if TYPE_CHECKING:
     from .decision import Row
     from .oracle import Oracle
 
-__all__ = ["Edit", "SearchResult", "WhyNot", "repair", "search_eligible", "why_not"]
+__all__ = ["CATEGORIES", "COSTS", "Alternative", "Edit", "SearchResult", "WhyNot", "fixes", "repair", "search_eligible", "why_not"]
 
 MAX_EXPANSIONS = 400
 MAX_EDITS = 4
+
+# How disruptive a change is for an operator; the search minimizes the sum.
+COSTS = {"flag": 1, "package": 2, "redeploy": 3, "resize": 4, "numerics": 4, "hardware": 5, "model": 8}
+
+# --keep categories -> how to recognise their edit targets.
+CATEGORIES = ("device", "parallel", "quant", "packages", "env", "flags", "model")
+DEFAULT_KEEP = frozenset({"model"})
+
+
+def category(target: str) -> str:
+    """The --keep category of an edit target.
+
+    >>> category("parallel.use_ep"), category("packages.deep-gemm"), category("activation")
+    ('parallel', 'packages', 'model')
+    """
+    if target == "device":
+        return "device"
+    if target.startswith("parallel") or target == "enable_eplb":
+        return "parallel"
+    if target in ("quant", "quant_method", "in_dtype"):
+        return "quant"
+    if target.startswith("packages."):
+        return "packages"
+    if target.startswith("env.") or target == "batch_invariant":
+        return "env"
+    if target in ("moe_backend", "lora", "max_num_tokens"):
+        return "flags"
+    return "model"
 
 
 @dataclass(frozen=True)
@@ -59,7 +91,77 @@ class Edit:
         return f"{self.target}: {_text(self.before)} -> {_text(self.after)}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "before": _text(self.before), "after": _text(self.after), "cost": self.cost}
+        return {"target": self.target, "before": _text(self.before), "after": _text(self.after), "cost": self.cost, "flag": self.flag()}
+
+    def flag(self) -> str:
+        """The change as the operator types it (``--ep``, ``--tp 4``, ``--gpu B200``, ``--env VAR=0``)."""
+        t, after = self.target, self.after
+        if t == "device":
+            return f"--gpu {_text(after)}"
+        if t == "parallel.use_ep":
+            return "--ep" if after else "no --ep"
+        if t == "parallel.tp_size":
+            return f"--tp {after}"
+        if t == "parallel.dp_size":
+            return f"--dp {after}"
+        if t == "parallel.all2all_backend":
+            return f"--all2all {_text(after)}"
+        if t == "parallel":
+            return _preset_flag(str(after))
+        if t == "enable_eplb":
+            return "--eplb" if after else "no --eplb"
+        if t.startswith("packages."):
+            return f"--without {t[9:]}" if after is ABSENT else (f"--package {t[9:]}" if str(after).startswith("installed") else f"--package {t[9:]}=={after}")
+        if t.startswith("env."):
+            return f"--env {t[4:]}={_text(after)}"
+        if t == "batch_invariant":
+            return "--batch-invariant" if after else "no --batch-invariant (and VLLM_BATCH_INVARIANT unset)"
+        if t == "lora":
+            return "--lora" if after else "no --lora"
+        if t == "quant":
+            return f"--quant {after}"
+        if t == "in_dtype":
+            return f"--dtype {after} (vllm serve)"
+        if t == "moe_backend":
+            return f"--moe-backend {after}"
+        if t == "max_num_tokens":
+            return f"--max-tokens {after}"
+        return f"{t}: {_text(self.before)} -> {_text(after)} (the model)"
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One edit set that makes the target eligible, with the selection it leads to.
+
+    Attributes:
+        edits: the changes, cheapest first.
+        kernel: the targeted candidate that becomes eligible.
+        config, environment: the inputs with the edits applied.
+        decision: the selection under them (its winner may be another kernel).
+    """
+
+    edits: tuple[Edit, ...]
+    kernel: str
+    config: MoEConfig
+    environment: Environment
+    decision: Decision
+
+    @property
+    def cost(self) -> int:
+        return sum(e.cost for e in self.edits)
+
+    def flags(self) -> str:
+        return " ".join(e.flag() for e in self.edits)
+
+    def outcome(self) -> str:
+        winner = self.decision.kernel
+        if winner == self.kernel:
+            return f"{self.kernel} selected"
+        backend = next((r.entry.backend for r in self.decision.rows if r.entry.id == self.kernel), self.kernel)
+        return f"{self.kernel} eligible, outranked by {winner} (add --moe-backend {backend} to run it)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"flags": self.flags(), "cost": self.cost, "kernel": self.kernel, "winner_after": self.decision.kernel, "edits": [e.to_dict() for e in self.edits]}
 
 
 @dataclass(frozen=True)
@@ -69,11 +171,13 @@ class WhyNot:
     Attributes:
         backend: backend ids asked about.
         already_eligible: a candidate of the backend is eligible without change.
-        kernel: the candidate the edits make eligible (or that already is).
+        kernel: the candidate the best edits make eligible (or that already is).
         edits: the cheapest edit set found; empty when already eligible.
-        config, environment: inputs with the edits applied.
+        config, environment: inputs with the best edits applied.
         decision: the Decision under the edited inputs.
         blocking: when no edit set was found, the failures that could not be fixed.
+        alternatives: every edit set found, cheapest first (the first is ``edits``).
+        keep: the input categories the search left alone.
     """
 
     backend: tuple[str, ...]
@@ -86,6 +190,8 @@ class WhyNot:
     found: bool
     blocking: tuple[str, ...] = ()
     explored: int = 0
+    alternatives: tuple[Alternative, ...] = ()
+    keep: frozenset[str] = DEFAULT_KEEP
 
     @property
     def cost(self) -> int:
@@ -98,15 +204,17 @@ class WhyNot:
             if self.decision is not None and self.decision.rows[self.decision.winner or 0].entry.backend in self.backend:
                 return f"{name} is already selected ({self.kernel})."
             return f"{name} is already eligible ({self.kernel}) but outranked by {winner}; request it with --moe-backend {self.backend[0]}."
+        kept = f"; kept: {', '.join(sorted(self.keep))}" if self.keep else ""
         if not self.found:
-            lines = [f"No change of at most {MAX_EDITS} inputs makes {name} eligible (searched {self.explored} edit sets). Blocking:"]
+            lines = [f"No change of at most {MAX_EDITS} inputs makes {name} eligible (searched {self.explored} edit sets{kept}). Blocking:"]
             lines += [f"  - {b}" for b in self.blocking]
             return "\n".join(lines)
-        lines = [f"{name} becomes eligible ({self.kernel}) with {len(self.edits)} change{'s' if len(self.edits) != 1 else ''} (cost {self.cost}):"]
-        lines += [f"  - {e.describe()}" for e in self.edits]
-        if self.decision is not None and self.decision.kernel != self.kernel:
-            lines.append(f"It would then be eligible but outranked by {self.decision.kernel}; add --moe-backend {self.backend[0]} to run it.")
+        lines = [f"{name} becomes eligible with these changes, fewest and least disruptive first (cost: flag 1, package 2, redeployment 3, GPU count or numerics 4, hardware 5{kept}):"]
+        lines += alternative_lines(self.alternatives)
         return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render_text()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -117,9 +225,31 @@ class WhyNot:
             "cost": self.cost,
             "edits": [e.to_dict() for e in self.edits],
             "winner_after": self.decision.kernel if self.decision else None,
+            "alternatives": [a.to_dict() for a in self.alternatives],
+            "keep": sorted(self.keep),
             "blocking": list(self.blocking),
             "explored": self.explored,
         }
+
+
+def alternative_lines(alternatives: Iterable[Alternative], indent: str = "  ") -> list[str]:
+    """Numbered lines, one per alternative; equal costs are marked as ties."""
+    alts = list(alternatives)
+    costs = Counter(a.cost for a in alts)
+    return [f"{indent}{i}. {a.flags()}  [cost {a.cost}{', tie' if costs[a.cost] > 1 else ''}] -> {a.outcome()}" for i, a in enumerate(alts, start=1)]
+
+
+def _preset_flag(text: str) -> str:
+    """``tp=1 dp=8 ep all2all=deepep_low_latency`` -> ``--tp 1 --dp 8 --ep --all2all deepep_low_latency``.
+
+    >>> _preset_flag("tp=1 dp=8 ep all2all=deepep_low_latency")
+    '--tp 1 --dp 8 --ep --all2all deepep_low_latency'
+    """
+    out = []
+    for word in text.split():
+        key, _, value = word.partition("=")
+        out.append(f"--{key} {value}" if value else f"--{key}")
+    return " ".join(out)
 
 
 def _text(value: Any) -> str:
@@ -143,6 +273,7 @@ _DEVICE_FIELDS = {"platform", "device_capability", "gpu_arch", "cpu_arch", "cpu_
 _QUANT_FIELDS = {"quant_scheme", "weight_quant", "activation_quant", "quant_family"}
 
 State = tuple[MoEConfig, Environment]
+EditGen = tuple[str, Callable[[State], State], Any, Any, int]
 
 
 def _sizes(current: int) -> list[int]:
@@ -150,9 +281,15 @@ def _sizes(current: int) -> list[int]:
 
 
 def _parallel_edits(config: MoEConfig) -> Iterator[tuple[str, Callable[[MoEConfig], MoEConfig], Any, Any, int]]:
+    """Parallel edits: flags first (``--ep``, ``--all2all``, cost 1), then redeployments of the same
+    GPUs (another TP/DP split, DP+EP over an all2all backend: cost 3), then other GPU counts (4)."""
     p = config.parallel
     world = p.tp_size * p.dp_size
-    # Whole deployments first: TP only, and DP + EP over each all2all backend, same GPU count.
+    yield "parallel.use_ep", lambda c: c.with_changes(parallel__use_ep=not c.parallel.use_ep), p.use_ep, not p.use_ep, COSTS["flag"]
+    for backend in All2AllBackend:
+        if backend is not p.all2all_backend:
+            yield "parallel.all2all_backend", lambda c, b=backend: c.with_changes(parallel__all2all_backend=b), p.all2all_backend, backend, COSTS["flag"]
+    # Whole deployments: TP only, and DP + EP over each all2all backend, same GPU count.
     ep_world = world if world > 1 else 8
 
     def valid(**kwargs: Any) -> ParallelConfig | None:
@@ -166,21 +303,19 @@ def _parallel_edits(config: MoEConfig) -> Iterator[tuple[str, Callable[[MoEConfi
         if preset != p:
             after = f"tp={preset.tp_size} dp={preset.dp_size}" + (f" ep all2all={preset.all2all_backend.value}" if preset.use_ep else "")
             before = f"tp={p.tp_size} dp={p.dp_size}" + (f" ep all2all={p.all2all_backend.value}" if p.use_ep else "")
-            yield "parallel", lambda c, pre=preset: c.with_changes(parallel__tp_size=pre.tp_size, parallel__dp_size=pre.dp_size, parallel__use_ep=pre.use_ep, parallel__all2all_backend=pre.all2all_backend), before, after, 1 if preset.tp_size * preset.dp_size == world else 2
+            cost = COSTS["redeploy"] if preset.tp_size * preset.dp_size == world else COSTS["resize"]
+            yield "parallel", lambda c, pre=preset: c.with_changes(parallel__tp_size=pre.tp_size, parallel__dp_size=pre.dp_size, parallel__use_ep=pre.use_ep, parallel__all2all_backend=pre.all2all_backend), before, after, cost
     for tp in _sizes(p.tp_size):
         if tp != p.tp_size:
-            yield "parallel.tp_size", lambda c, tp=tp: c.with_changes(parallel__tp_size=tp), p.tp_size, tp, 1 if tp * p.dp_size == world else 2
+            yield "parallel.tp_size", lambda c, tp=tp: c.with_changes(parallel__tp_size=tp), p.tp_size, tp, COSTS["redeploy"] if tp * p.dp_size == world else COSTS["resize"]
     for dp in _sizes(p.dp_size):
         if dp != p.dp_size:
-            yield "parallel.dp_size", lambda c, dp=dp: c.with_changes(parallel__dp_size=dp), p.dp_size, dp, 1 if dp * p.tp_size == world else 2
-    yield "parallel.use_ep", lambda c: c.with_changes(parallel__use_ep=not c.parallel.use_ep), p.use_ep, not p.use_ep, 1
-    for backend in All2AllBackend:
-        if backend is not p.all2all_backend:
-            yield "parallel.all2all_backend", lambda c, b=backend: c.with_changes(parallel__all2all_backend=b), p.all2all_backend, backend, 1
+            yield "parallel.dp_size", lambda c, dp=dp: c.with_changes(parallel__dp_size=dp), p.dp_size, dp, COSTS["redeploy"] if dp * p.tp_size == world else COSTS["resize"]
 
 
-def _candidate_edits(chk: Check, state: State, values: dict[str, Any]) -> Iterator[tuple[str, Callable[[State], State], Any, Any, int]]:
-    """Edits that could satisfy ``chk`` (they are verified by re-evaluation, not trusted)."""
+def _candidate_edits(chk: Check, state: State, values: dict[str, Any], keep: frozenset[str] = frozenset()) -> Iterator[EditGen]:
+    """Edits that could satisfy ``chk`` (they are verified by re-evaluation, not trusted), none
+    in a kept category."""
     config, env = state
     fields: Iterable[str] = chk.fields_read if chk.deny or chk.condition else (chk.field,)
     seen: set[str] = set()
@@ -188,18 +323,31 @@ def _candidate_edits(chk: Check, state: State, values: dict[str, Any]) -> Iterat
         if field in seen:
             continue
         seen.add(field)
-        yield from _edits_for_field(field, chk, config, env)
+        for edit in _edits_for_field(field, chk, config, env):
+            if category(edit[0]) not in keep:
+                yield edit
 
 
 def _wrap_config(fn: Callable[[MoEConfig], MoEConfig]) -> Callable[[State], State]:
     return lambda s: (fn(s[0]), s[1])
 
 
-def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment) -> Iterator[tuple[str, Callable[[State], State], Any, Any, int]]:
+def _architectures() -> list[tuple[str, Device]]:
+    """One catalog device per architecture (the first name in catalog order): H100, H200, H20
+    and GH200 are one candidate, not four."""
+    seen: dict[tuple[Any, ...], tuple[str, Device]] = {}
+    for name, hw in GPU_CATALOG.items():
+        d = hw.device
+        seen.setdefault((d.platform, d.capability, d.arch, d.cpu_amx), (name, d))
+    return list(seen.values())
+
+
+def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment) -> Iterator[EditGen]:
     if field in _DEVICE_FIELDS:
-        for name, hw in GPU_CATALOG.items():
-            if hw.device != config.device:
-                yield "device", (lambda s, d=hw.device: (replace(s[0], device=d), s[1])), config.device, hw.device, 2
+        here = config.device
+        for _name, device in _architectures():
+            if (device.platform, device.capability, device.arch, device.cpu_amx) != (here.platform, here.capability, here.arch, here.cpu_amx):
+                yield "device", (lambda s, d=device: (replace(s[0], device=d), s[1])), config.device, device, COSTS["hardware"]
         return
     if field.startswith("packages."):
         name = field[9:]
@@ -209,16 +357,16 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
             spec = dict(chk.predicate.spec).get("version")
         for version in _versions_for(spec):
             shown = version if spec else "installed (any version)"
-            yield field, (lambda s, v=version: (s[0], s[1].with_package(name, v))), current, shown, 1
+            yield field, (lambda s, v=version: (s[0], s[1].with_package(name, v))), current, shown, COSTS["package"]
         if current not in (None, ABSENT):
-            yield field, (lambda s: (s[0], s[1].with_package(name, None))), current, ABSENT, 1
+            yield field, (lambda s: (s[0], s[1].with_package(name, None))), current, ABSENT, COSTS["package"]
         return
     if field.startswith("env."):
         var = field[4:]
         options = _allowed_values(chk, field) or ["1", "0"]
         for value in options:
             raw = ("1" if value else "0") if isinstance(value, bool) else str(value)
-            yield field, (lambda s, r=raw: (s[0], s[1].with_env(var, r))), env.env_value(var), raw, 1
+            yield field, (lambda s, r=raw: (s[0], s[1].with_env(var, r))), env.env_value(var), raw, COSTS["flag"]
         return
     if field in _PARALLEL_FIELDS:
         for target, fn, before, after, cost in _parallel_edits(config):
@@ -227,26 +375,27 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
     if field in _QUANT_FIELDS:
         for name, scheme in SCHEMES.items():
             if scheme != config.quant:
-                yield "quant", _wrap_config(lambda c, q=scheme: replace(c, quant=q)), config.quant.name, name, 3
+                yield "quant", _wrap_config(lambda c, q=scheme: replace(c, quant=q)), config.quant.name, name, COSTS["numerics"]
         return
+    flag, numerics, model = COSTS["flag"], COSTS["numerics"], COSTS["model"]
     simple = {
-        "lora": (lambda c, v: replace(c, lora=v), [True, False], 1),
-        "enable_eplb": (lambda c, v: c.with_changes(parallel__enable_eplb=v), [True, False], 1),
-        "moe_backend": (lambda c, v: replace(c, moe_backend=v), _allowed_values(chk, field) or [], 1),
-        "quant_method": (lambda c, v: replace(c, quant_method=v), _allowed_values(chk, field) or [], 3),
-        "in_dtype": (lambda c, v: replace(c, in_dtype=DType(v)), [d.value for d in DType], 2),
-        "router_logits_dtype": (lambda c, v: replace(c, router_logits_dtype=DType(v)), [d.value for d in DType], 2),
-        "activation": (lambda c, v: replace(c, activation=Activation(v)), [a.value for a in Activation], 5),
-        "is_gated": (lambda c, v: replace(c, activation=Activation(v)), [a.value for a in Activation], 5),
-        "routing_method": (lambda c, v: replace(c, routing_method=RoutingMethod(v)), [r.value for r in RoutingMethod], 5),
-        "has_bias": (lambda c, v: replace(c, has_bias=v), [True, False], 5),
-        "swiglu_clamp": (lambda c, v: replace(c, swiglu_limit=None if not v else 7.0), [True, False], 5),
+        "lora": (lambda c, v: replace(c, lora=v), [True, False], flag),
+        "enable_eplb": (lambda c, v: c.with_changes(parallel__enable_eplb=v), [True, False], flag),
+        "moe_backend": (lambda c, v: replace(c, moe_backend=v), _allowed_values(chk, field) or [], flag),
+        "quant_method": (lambda c, v: replace(c, quant_method=v), _allowed_values(chk, field) or [], numerics),
+        "in_dtype": (lambda c, v: replace(c, in_dtype=DType(v)), [d.value for d in DType], numerics),
+        "router_logits_dtype": (lambda c, v: replace(c, router_logits_dtype=DType(v)), [d.value for d in DType], model),
+        "activation": (lambda c, v: replace(c, activation=Activation(v)), [a.value for a in Activation], model),
+        "is_gated": (lambda c, v: replace(c, activation=Activation(v)), [a.value for a in Activation], model),
+        "routing_method": (lambda c, v: replace(c, routing_method=RoutingMethod(v)), [r.value for r in RoutingMethod], model),
+        "has_bias": (lambda c, v: replace(c, has_bias=v), [True, False], model),
+        "swiglu_clamp": (lambda c, v: replace(c, swiglu_limit=None if not v else 7.0), [True, False], model),
     }
     if field == "batch_invariant":
         # The flag and VLLM_BATCH_INVARIANT both turn it on: one edit sets both.
         for value in (True, False):
             raw = "1" if value else None
-            yield "batch_invariant", (lambda s, v=value, r=raw: (replace(s[0], batch_invariant=v), s[1].with_env("VLLM_BATCH_INVARIANT", r))), config.batch_invariant, value, 1
+            yield "batch_invariant", (lambda s, v=value, r=raw: (replace(s[0], batch_invariant=v), s[1].with_env("VLLM_BATCH_INVARIANT", r))), config.batch_invariant, value, flag
         return
     if field in simple:
         setter, options, cost = simple[field]
@@ -257,7 +406,7 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
                 continue
             yield field, _wrap_config(lambda c, v=value, f=setter: f(c, v)), before, value, cost
         return
-    numeric = {"max_num_tokens": 1, "num_experts": 5, "top_k": 5, "hidden_size": 5, "intermediate_size": 5}
+    numeric = {"max_num_tokens": flag, "num_experts": model, "top_k": model, "hidden_size": model, "intermediate_size": model}
     if field in numeric:
         current = getattr(config, field)
         for value in _numeric_candidates(chk, field, current):
@@ -327,7 +476,7 @@ def _target_failures(decision: Decision, target: Callable[["Row"], bool]) -> tup
 
 @dataclass(frozen=True)
 class SearchResult:
-    """Outcome of :func:`search_eligible`."""
+    """Outcome of :func:`search_eligible`: the best edit set (``edits``) and every one found."""
 
     found: bool
     kernel: str | None
@@ -337,17 +486,37 @@ class SearchResult:
     decision: Decision | None
     blocking: tuple[str, ...]
     explored: int
+    alternatives: tuple[Alternative, ...] = ()
 
 
-def search_eligible(catalog: "Catalog", config: MoEConfig, env: Environment, target: Callable[["Row"], bool], *, max_expansions: int = MAX_EXPANSIONS, policy: Policy = Policy.FAITHFUL) -> SearchResult:
-    """Cheapest edit set (at most :data:`MAX_EDITS`) after which a row matching ``target`` has no failure (under ``policy``)."""
+def _key(edits: Iterable[Edit]) -> frozenset[str]:
+    return frozenset(f"{e.target}={_text(e.after)}" for e in edits)
+
+
+def search_eligible(
+    catalog: "Catalog",
+    config: MoEConfig,
+    env: Environment,
+    target: Callable[["Row"], bool],
+    *,
+    max_expansions: int = MAX_EXPANSIONS,
+    n: int = 1,
+    keep: frozenset[str] = frozenset(),
+    policy: Policy = Policy.FAITHFUL,
+) -> SearchResult:
+    """Up to ``n`` cheapest edit sets (each at most :data:`MAX_EDITS` edits, none in a ``keep``
+    category, none a superset of a cheaper one) after which a row matching ``target`` has no
+    failure under ``policy``, cheapest first (ties in the order found)."""
     tie = count()
-    frontier: list[tuple[int, int, tuple[Edit, ...], State]] = [(0, next(tie), (), (config, env))]
-    seen: set[tuple[str, ...]] = set()
+    frontier: list[tuple[int, int, int, tuple[Edit, ...], State]] = [(0, 0, next(tie), (), (config, env))]
+    seen: set[frozenset[str]] = set()
     explored = 0
     blocking: tuple[str, ...] = ()
-    while frontier and explored < max_expansions:
-        cost, _, edits, state = heapq.heappop(frontier)
+    found: list[Alternative] = []
+    while frontier and explored < max_expansions and len(found) < n:
+        cost, _, _, edits, state = heapq.heappop(frontier)
+        if any(_key(a.edits) <= _key(edits) for a in found):
+            continue  # contains a cheaper answer: not a different way
         explored += 1
         try:
             decision = evaluate(catalog, state[0], state[1], policy=policy)
@@ -355,13 +524,17 @@ def search_eligible(catalog: "Catalog", config: MoEConfig, env: Environment, tar
             continue
         failing, kernel = _target_failures(decision, target)
         if failing is None:
-            return SearchResult(True, kernel, edits, state[0], state[1], decision, (), explored)
+            if not edits:
+                return SearchResult(True, kernel, (), state[0], state[1], decision, (), explored)
+            assert kernel is not None
+            found.append(Alternative(edits, kernel, state[0], state[1], decision))
+            continue
         if not edits:
             blocking = tuple(f"{c.code.value}: {c.field} [{c.rule}]" for c in failing)
         if len(edits) >= MAX_EDITS or not failing:
             continue
         values = dict(decision.normalized.values)
-        for name, apply, before, after, edit_cost in _candidate_edits(failing[0], state, values):
+        for name, apply, before, after, edit_cost in _candidate_edits(failing[0], state, values, keep):
             earlier = next((e for e in edits if e.target == name), None)
             # A package edit may be revised: installing it can satisfy a presence check and then
             # fail its version range (installed 1.0.0, needs >=2.9). Other targets are edited once.
@@ -374,12 +547,16 @@ def search_eligible(catalog: "Catalog", config: MoEConfig, env: Environment, tar
             kept = tuple(e for e in edits if e is not earlier)
             if earlier is not None:
                 before = earlier.before
-            key = tuple(sorted(f"{e.target}={_text(e.after)}" for e in kept) + [f"{name}={_text(after)}"])
+            new_edits = kept + (Edit(name, before, after, edit_cost),)
+            key = _key(new_edits)
             if key in seen:
                 continue
             seen.add(key)
             base = cost - (earlier.cost if earlier is not None else 0)
-            heapq.heappush(frontier, (base + edit_cost, next(tie), kept + (Edit(name, before, after, edit_cost),), new_state))
+            heapq.heappush(frontier, (base + edit_cost, len(new_edits), next(tie), new_edits, new_state))
+    if found:
+        best = found[0]
+        return SearchResult(True, best.kernel, best.edits, best.config, best.environment, best.decision, (), explored, tuple(found))
     return SearchResult(False, None, (), config, env, None, blocking, explored)
 
 
@@ -426,13 +603,26 @@ def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Call
     return SearchResult(False, None, edits, state[0], state[1], None, (), explored)
 
 
-def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment, *, policy: Policy = Policy.FAITHFUL) -> WhyNot:
-    """Smallest change that makes ``backend_name`` eligible under ``policy``.
+def _check_keep(keep: Iterable[str]) -> frozenset[str]:
+    wanted = frozenset(keep)
+    unknown = sorted(wanted - set(CATEGORIES))
+    if unknown:
+        raise ConfigError([InputIssue("--keep", "unknown input category", unknown[0], list(CATEGORIES))], headline="bad --keep")
+    return wanted
+
+
+def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, policy: Policy = Policy.FAITHFUL) -> WhyNot:
+    """Up to ``n`` smallest, least disruptive changes that make ``backend_name`` eligible under ``policy``.
+
+    Args:
+        keep: input categories (:data:`CATEGORIES`) that must not change; default: the model.
 
     Raises:
-        ConfigError: ``backend_name`` is not a known backend or alias.
+        ConfigError: ``backend_name`` is not a known backend or alias, or ``keep`` names an
+            unknown category.
     """
     catalog = oracle.catalog
+    kept = _check_keep(keep)
     backend = resolve_request(catalog, backend_name)
     if backend is None:
         raise ConfigError([InputIssue("--backend", "why-not asks about one backend; 'auto' is the priority order itself (use explain)", backend_name, sorted(catalog.backend_names))])
@@ -440,6 +630,19 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     start = evaluate(catalog, config, env, policy=policy)
     failing, kernel = _target_failures(start, target)
     if failing is None:
-        return WhyNot(backend, True, kernel, (), config, env, start, True)
-    r = search_eligible(catalog, config, env, target, policy=policy)
-    return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored)
+        return WhyNot(backend, True, kernel, (), config, env, start, True, keep=kept)
+    r = search_eligible(catalog, config, env, target, n=n, keep=kept, policy=policy)
+    return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored, r.alternatives, kept)
+
+
+def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, backends: Iterable[str] | None = None, policy: Policy = Policy.FAITHFUL) -> tuple[Alternative, ...]:
+    """For a dead end: up to ``n`` edit sets after which *some* kernel is eligible under ``policy``, cheapest first.
+
+    Why-not without naming a backend (``backends``: only candidates of these, e.g. a strict
+    request); the first alternatives are usually one flag (``--ep``). Returns ``()`` when
+    something is already eligible or nothing was found.
+    """
+    wanted = frozenset(backends) if backends is not None else None
+    target = (lambda row: True) if wanted is None else (lambda row: row.entry.backend in wanted)
+    r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep), policy=policy)
+    return r.alternatives

@@ -211,8 +211,59 @@ class Simulation:
         self._caches: list[Any] = []
         self._modules_seen = 0
         self._rebind()
+        problems = self.self_check()
+        if problems:
+            raise RuntimeError(f"self-check: the simulation no longer fits vLLM {self.release}:\n  - " + "\n  - ".join(problems))
 
     # ------------------------------------------------------------------ set-up
+
+    def self_check(self) -> list[str]:
+        """What a vLLM upgrade moved among the internals this simulation touches (empty: all fit).
+
+        Every internal replaced or read here must exist where the simulation expects it, and no
+        module may still hold an original optional-package probe after rebinding: otherwise the
+        simulation would silently test something else.
+        """
+        import vllm.platforms as platforms
+
+        problems: list[str] = []
+        if platforms._current_platform is not self.shim:
+            problems.append("vllm.platforms._current_platform is not the installed platform object")
+        for name in ("cuda", "cpu"):
+            if name not in self._classes:
+                problems.append(f"no simulated {name} platform class")
+        if self._rocm is None:
+            problems.append("vllm.platforms.rocm did not import")
+        else:
+            for attr in ("_GCN_ARCH", "_capability_from_gcn_arch", "RocmPlatform"):
+                if not hasattr(self._rocm, attr):
+                    problems.append(f"vllm.platforms.rocm.{attr} is gone")
+            if not self._rocm_flags.co_names:
+                problems.append("vllm.platforms.rocm has no module-level _ON_* arch flags to recompute")
+        import vllm.utils.import_utils as iu
+
+        if not hasattr(iu, "_has_module"):
+            problems.append("vllm.utils.import_utils._has_module is gone (optional packages are probed elsewhere)")
+        fi = sys.modules.get("vllm.utils.flashinfer")
+        if fi is None or not hasattr(fi, "has_flashinfer_cubin"):
+            problems.append("vllm.utils.flashinfer.has_flashinfer_cubin is gone")
+        ops = getattr(sys.modules.get("vllm._aiter_ops"), "rocm_aiter_ops", None)
+        if ops is None or not hasattr(ops, "refresh_env_variables"):
+            problems.append("vllm._aiter_ops.rocm_aiter_ops.refresh_env_variables is gone")
+        custom_ops = sys.modules.get("vllm._custom_ops")
+        if custom_ops is not None:
+            source = Path(custom_ops.__file__).read_text()
+            for query in _CUDA_QUERIES:
+                if f"torch.ops._C.{query}(" not in source:
+                    problems.append(f"vllm._custom_ops no longer calls torch.ops._C.{query}")
+        originals = [orig for orig, _ in self._probe_originals.values()]
+        for mod_name, mod in list(sys.modules.items()):
+            if not mod_name.startswith("vllm") or not isinstance(mod, types.ModuleType):
+                continue
+            for attr, value in list(vars(mod).items()):
+                if any(value is o for o in originals):
+                    problems.append(f"{mod_name}.{attr} still holds an original optional-package probe")
+        return problems
 
     def _check_release(self, vllm: types.ModuleType) -> None:
         version = getattr(vllm, "__version__", None)

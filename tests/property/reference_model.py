@@ -266,10 +266,10 @@ class Model:
             raw = raw_env.get(var["name"])
             if raw is None:
                 v[f"env.{var['name']}"] = var["default"]
-            elif var.get("parse", "int" if var["type"] == "bool" else "str") == "int":
-                v[f"env.{var['name']}"] = bool(int(raw))  # vllm/envs.py; a refused value never gets here (test_doors)
-            elif var.get("parse") == "true_or_1":
-                v[f"env.{var['name']}"] = raw.lower() in ("true", "1")
+            elif var["type"] == "bool" and var["parse"] == "int":
+                v[f"env.{var['name']}"] = bool(int(raw))  # vLLM 0.33.0 envs.py; other values fail at start
+            elif var["type"] == "bool":
+                v[f"env.{var['name']}"] = raw.lower() in ("true", "1")  # parse: true_or_1
             else:
                 v[f"env.{var['name']}"] = raw
         declared_bi = any(var["name"] == "VLLM_BATCH_INVARIANT" for var in self.env_vars)

@@ -101,8 +101,10 @@ def test_why_not_finds_the_smallest_change(tables, capsys):
 
 
 def test_matrix_markdown_and_html(tables, tmp_path, capsys):
-    code, out, _ = run(capsys, "matrix", "--markdown", "--tables", tables)
+    code, out, _ = run(capsys, "matrix", "--tables", tables, "--markdown")
     assert code == 0 and "| `fast_monolithic` |" in out
+    code, out, _ = run(capsys, "matrix", "--tables", tables)
+    assert code == 0 and "  fast_monolithic" in out
     page = tmp_path / "m.html"
     code, _, _ = run(capsys, "matrix", "--tables", tables, "--html", str(page))
     html = page.read_text()

@@ -82,3 +82,11 @@ def test_a_probed_environment_with_a_bad_value_is_bad_input(monkeypatch, capsys)
 def test_env_issues_name_the_config_file():
     issues = env_issues([("VLLM_BATCH_INVARIANT", "true")], default_catalog().env_vars, "$.environment.env", "x.yaml")
     assert (issues[0].path, issues[0].file) == ("$.environment.env.VLLM_BATCH_INVARIANT", "x.yaml")
+
+
+def test_overrides_apply_in_the_engines_order(capsys):
+    """vLLM 0.33.0 P/oracle/fp8.py reads the DeepGEMM variables before the AITER ones: with both
+    explicitly on, DeepGEMM is forced (and, on ROCm, cannot run). The table listed AITER first."""
+    code = main(["explain", "--model", "qwen3-30b-a3b-fp8", "--gpu", "MI300X", "--env", "VLLM_USE_DEEP_GEMM=1", "--env", "VLLM_ROCM_USE_AITER=1", "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert record["requested"] == {"backends": ["deep_gemm"], "by": "override.deep_gemm_env"} and code == 1

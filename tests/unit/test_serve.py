@@ -92,3 +92,12 @@ def test_cli_serve_conflicts_with_a_different_flag(capsys):
 def test_cli_serve_model_that_is_not_here(capsys):
     assert main(["select", "--gpu", "H200", "--serve", "vllm serve someorg/NoSuchModel -tp 8"]) == 2
     assert "does not download models" in capsys.readouterr().err
+
+
+def test_serve_environment_words_are_read_and_checked_as_vllm_reads_them(capsys):
+    code = main(["explain", "--gpu", "H200", "--serve", "FOO=1 VLLM_USE_DEEP_GEMM=0 vllm serve deepseek-ai/DeepSeek-R1 -tp 8", "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0 and record["environment"]["env"] == {"VLLM_USE_DEEP_GEMM": "0"}
+    assert "--serve: FOO is not read by vLLM 0.33.0: ignored" in record["notes"]
+    assert main(["select", "--gpu", "H200", "--serve", "VLLM_USE_DEEP_GEMM=true vllm serve deepseek-ai/DeepSeek-R1 -tp 8"]) == 2
+    assert "--serve VLLM_USE_DEEP_GEMM: vLLM 0.33.0 reads VLLM_USE_DEEP_GEMM with bool(int(...))" in capsys.readouterr().err

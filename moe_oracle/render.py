@@ -1,0 +1,350 @@
+"""Text and compact views of a :class:`~moe_oracle.decision.Decision`.
+
+The Decision is the record; this module only reads it. ``explain`` is
+:func:`render_explain`, the one-screen answer of ``select`` when nothing is eligible is
+:func:`render_dead_end`, ``select --json`` is :func:`compact_dict`.
+
+A dead end leads with what blocks (:func:`blockers`: the (reason code, field) pairs that
+reject every, or nearly every, candidate meant for this device and quantization), then the
+ranked fixes the caller found (why-not without naming a backend), and only then candidates:
+the closest few, or every one with ``show_all``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from .records import CandidateResult, Failure, Status, jsonable
+from .vocab import ReasonCode
+
+if TYPE_CHECKING:
+    from .decision import Decision
+
+__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "render_dead_end", "render_explain", "render_failure", "short_value"]
+
+# Codes that say "this kernel is for another problem", not "this deployment is wrong";
+# explain folds candidates that fail any of these (shown with --all).
+IRRELEVANT = frozenset({ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED, ReasonCode.NOT_REQUESTED})
+
+# A rule "blocks" when it rejects at least this share of the candidates meant for the problem.
+NEARLY_EVERY = 0.75
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """One (reason code, field) pair and the candidates it rejects.
+
+    Attributes:
+        code, field: what fails.
+        rejected: how many of ``of`` candidates it rejects.
+        of: the candidates considered (those meant for this device and quantization).
+        failure: one representative failure (observed value, allowed values, hint, reference).
+        rules: every rule id behind it, in table order.
+    """
+
+    code: ReasonCode
+    field: str
+    rejected: int
+    of: int
+    failure: Failure
+    rules: tuple[str, ...]
+
+
+def _relevant(decision: "Decision") -> tuple[list[CandidateResult], str, str]:
+    """The rejected candidates a dead end is about, and how to name one and several of them.
+
+    A strict request: the requested backends' candidates (those for this device and
+    quantization, when any are). Otherwise those not rejected for another quant scheme,
+    platform or request; when that leaves none, every candidate.
+    """
+    rejected = [c for c in decision.candidates if c.status is Status.REJECTED]
+    other_problem = {ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED}
+    if decision.requested:
+        asked = [c for c in rejected if c.backend in decision.requested]
+        if asked:
+            meant = [c for c in asked if not {f.code for f in c.failures} & other_problem]
+            if meant:
+                return meant, "candidate of the requested backend for this device and quantization", "candidates of the requested backend for this device and quantization"
+            return asked, "candidate of the requested backend", "candidates of the requested backend"
+    meant = [c for c in rejected if not {f.code for f in c.failures} & IRRELEVANT]
+    if meant:
+        return meant, "candidate for this device and quantization", "candidates for this device and quantization"
+    return rejected, "candidate", "candidates"
+
+
+def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
+    """What rejects every (or nearly every) candidate meant for this device and quantization.
+
+    Candidates rejected for another quant scheme, platform or backend request are left out
+    (unless nothing else is left). Each (code, field) pair counts a candidate once; pairs that
+    reject at least :data:`NEARLY_EVERY` of them are returned, most first (ties: reason-code
+    order); when none reaches that share, the most frequent pair is returned alone.
+    """
+    pool = _relevant(decision)[0]
+    if not pool:
+        return ()
+    groups: dict[tuple[ReasonCode, str], list[Failure]] = {}
+    hit: Counter[tuple[ReasonCode, str]] = Counter()
+    for cand in pool:
+        seen = set()
+        for f in cand.failures:
+            key = (f.code, f.field)
+            groups.setdefault(key, []).append(f)
+            if key not in seen:
+                hit[key] += 1
+                seen.add(key)
+    order = {code: i for i, code in enumerate(ReasonCode)}
+    ranked = sorted(hit, key=lambda k: (-hit[k], order[k[0]], k[1]))
+    need = math.ceil(NEARLY_EVERY * len(pool))
+    chosen = [k for k in ranked if hit[k] >= need][:limit] or ranked[:1]
+    return tuple(Blocker(k[0], k[1], hit[k], len(pool), groups[k][0], tuple(dict.fromkeys(f.rule for f in groups[k]))) for k in chosen)
+
+
+def code_histogram(candidates: Iterable[CandidateResult]) -> Counter[str]:
+    """Rejected candidates per reason code, each candidate counted once under *every* code it fails."""
+    counts: Counter[str] = Counter()
+    for cand in candidates:
+        for code in {f.code.value for f in cand.failures}:
+            counts[code] += 1
+    return counts
+
+
+def _histogram_text(decision: "Decision") -> str:
+    rejected = [c for c in decision.candidates if c.status is Status.REJECTED]
+    counts = code_histogram(rejected)
+    parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    eligible = len(decision.candidates) - len(rejected)
+    text = f"{len(decision.candidates)} candidates: {eligible} eligible, {len(rejected)} rejected"
+    return text + (f"; rejections by code, a candidate counted under every code it fails: {parts}" if parts else "")
+
+
+def short_value(value: Any, limit: int = 90) -> str:
+    """A value for one line: lists are cut between items, never inside a name.
+
+    >>> short_value(["deepep_low_latency", "deepep_high_throughput", "nixl_ep"], 40)
+    '[deepep_low_latency, ... (+2 more)]'
+    """
+    if isinstance(value, (list, tuple, frozenset, set)):
+        items = [short_value(v, limit) for v in (sorted(value, key=str) if isinstance(value, (set, frozenset)) else value)]
+        shown: list[str] = []
+        for item in items:
+            more = len(items) - len(shown) - 1
+            candidate = "[" + ", ".join(shown + [item]) + (f", ... (+{more} more)]" if more else "]")
+            if shown and len(candidate) > limit:
+                return "[" + ", ".join(shown) + f", ... (+{len(items) - len(shown)} more)]"
+            shown.append(item)
+        return "[" + ", ".join(shown) + "]"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {short_value(v, limit)}" for k, v in value.items()) if value else "{}"
+    if isinstance(value, str):
+        return value
+    return json.dumps(jsonable(value), default=str)
+
+
+def _allowed_text(f: Failure) -> str:
+    allowed = f.allowed
+    if isinstance(allowed, dict):
+        words = {"multiple_of": "a multiple of", "min": "at least", "max": "at most", "version": "version"}
+        parts = []
+        for key, value in allowed.items():
+            if key == "present":
+                parts.append("installed" if value else "not installed")
+            else:
+                parts.append(f"{words.get(key, key)} {short_value(value)}")
+        return " and ".join(parts)
+    return "one of " + short_value(allowed) if isinstance(allowed, (list, tuple)) else short_value(allowed)
+
+
+def _why(f: Failure) -> str:
+    why = f.hint or ""
+    if f.reference:
+        why += f" ({f.reference})" if why else f.reference
+    return why
+
+
+def _pairing_text(decision: "Decision", cand: CandidateResult, f: Failure) -> str:
+    """A pairing failure in the operator's words: what the prepare/finalize produces, what the kernel needs."""
+    v = decision.normalized.values
+    produced = v.get("activation_format")
+    needs = cand.activation_format.value
+    allowed = short_value(f.allowed)
+    return (
+        f"pairing_incompatible: the prepare/finalize for dispatch {v.get('dispatch')} produces {produced} activations; "
+        f"{cand.kernel} ({cand.interface.value}) consumes {needs} activations and pairs only with dispatch {allowed} [{f.rule}]"
+    )
+
+
+def _failure_lines(decision: "Decision", cand: CandidateResult, indent: str, said: set[str]) -> list[str]:
+    """One line per failure, plus its ``why:`` the first time a rule is shown (``said`` collects them)."""
+    lines = []
+    for f in cand.failures:
+        if f.code is ReasonCode.PAIRING_INCOMPATIBLE and f.field == "dispatch":
+            lines.append(f"{indent}- {_pairing_text(decision, cand, f)}")
+        else:
+            lines.append(f"{indent}- {f.code.value}: {f.field} = {short_value(f.observed)}; allowed {_allowed_text(f)} [{f.rule}]")
+        why = _why(f)
+        if why and f.rule not in said:
+            lines.append(f"{indent}  why: {why}")
+        said.add(f.rule)
+    return lines
+
+
+def _device_text(decision: "Decision") -> str:
+    d = decision.config.device
+    name = f"{d.name} " if d.name else ""
+    if d.capability is not None:
+        return f"{name}({d.platform.value} SM {d.capability})"
+    if d.arch:
+        return f"{name}({d.platform.value} {d.arch})"
+    return f"{name}({d.platform.value})"
+
+
+def _header(decision: "Decision") -> list[str]:
+    v = decision.normalized.values
+    lines = [
+        "MoE layer: {e} experts top-{k}, hidden {h}, intermediate {i} ({ipp} per partition), {q} ({fam}), {act}, routing {r}, logits {ld}".format(
+            e=v["num_experts"], k=v["top_k"], h=v["hidden_size"], i=v["intermediate_size"], ipp=v["intermediate_size_per_partition"],
+            q=v["quant_scheme"], fam=v["quant_family"], act=v["activation"], r=v["routing_method"], ld=v["router_logits_dtype"],
+        ),
+        "Device: {dev}; tp={tp} dp={dp} ep={ep} dispatch={d} format={fmt}{eplb}{lora}".format(
+            dev=_device_text(decision), tp=v["tp_size"], dp=v["dp_size"], ep=v["ep_size"], d=v["dispatch"], fmt=v["activation_format"],
+            eplb=" eplb" if v["enable_eplb"] else "", lora=" lora" if v["lora"] else "",
+        ),
+        f"Environment: {'probed' if decision.environment.probed else 'declared'} (fingerprint {decision.environment.fingerprint}); tables {decision.tables_hash}",
+        f"Answer for: {decision.release.label() if decision.release is not None else 'engine release unknown'}; {decision.view} view, {decision.policy} policy",
+    ]
+    lines += [f"Environment: {note}" for note in decision.environment.notes]
+    if decision.release is not None:
+        lines += [f"Assumed: {text}" for text in decision.release.package_notes()]
+    for warning in decision.warnings:
+        lines.append(f"WARNING: {warning.message}" + (f" [{warning.rule}]" if warning.rule else "") + (f" ({warning.reference})" if warning.reference else ""))
+    lines += [f"Note: {note}" for note in decision.notes]
+    return lines
+
+
+def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[str]:
+    found = blockers(decision)
+    if not found:
+        return []
+    _, one, several = _relevant(decision)
+    lines = ["Blocking:"]
+    for b in found:
+        f = b.failure
+        whom = f"every {one}" if b.rejected == b.of else f"{b.rejected} of {b.of} {several}"
+        more = f" (+{len(b.rules) - 1} more rules)" if len(b.rules) > 1 else ""
+        what = f"{f.field} = {short_value(f.observed)}, allowed {_allowed_text(f)}"
+        lines.append(f"  {what}: rejects {whom} ({b.code.value}) [{b.rules[0]}{more}]")
+        why = _why(f)
+        if why:
+            lines.append(f"    why: {why}")
+        if said is not None:
+            said.update(b.rules)
+    return lines
+
+
+def _fix_lines(fixes: Sequence[Any] | None, show: int = 3) -> list[str]:
+    if fixes is None:
+        return []
+    if not fixes:
+        return ["Fixes: no change of a few inputs (the model kept) makes a candidate eligible."]
+    from .whynot import alternative_lines
+
+    return ["Fixes, fewest and least disruptive first (each re-checked):"] + alternative_lines(list(fixes)[:show])
+
+
+def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *, command: str = "explain", said: set[str] | None = None) -> str:
+    """The ``select`` answer when nothing is eligible: what blocks, the ranked fixes, where to look next.
+
+    ``fixes``: alternatives from :func:`moe_oracle.whynot.fixes` (``None``: not searched).
+    """
+    if decision.requested:
+        head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {len(decision.candidates)} candidates."
+    else:
+        head = f"No MoE kernel is eligible for {decision.answered_for}: {len(decision.candidates)} candidates."
+    lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes)
+    lines.append(f"Every candidate and reason: moe-oracle {command} ... --all")
+    return "\n".join(lines)
+
+
+def render_failure(decision: "Decision") -> str:
+    """The full trail for an exception or a log: the dead-end summary, then every candidate
+    (every requested one, for a strict request) with every reason."""
+    lines = [render_dead_end(decision).rsplit("\n", 1)[0], "Candidates:"]
+    for cand in decision.candidates:
+        if decision.requested and cand.backend not in decision.requested:
+            continue
+        reasons = "; ".join(f"{f.code.value}: {f.field}={short_value(f.observed)} (allowed {_allowed_text(f)}) [{f.rule}]" for f in cand.failures)
+        lines.append(f"  - {cand.kernel} [{cand.backend}]: {reasons}")
+    return "\n".join(lines)
+
+
+def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Sequence[Any] | None = None, closest: int = 5) -> str:
+    """The ``explain`` view.
+
+    With a winner: inputs, winner, order, assumptions, then the candidates (rows numbered 1..n
+    as shown; ``rank`` is the priority position). With none: inputs, what blocks, the ranked
+    fixes, then the ``closest`` candidates meant for this problem (fewest failures), or every
+    candidate with ``show_all``.
+    """
+    lines = _header(decision)
+    sel = decision.selected
+    said: set[str] = set()
+    lines.append("")
+    if sel is None:
+        dead = render_dead_end(decision, fixes, said=said).rsplit("\n", 1)[0]
+        lines.append("Selected: NONE - " + dead[0].lower() + dead[1:])
+    else:
+        how = f"shortcut {decision.shortcut} (the engine returns it before its priority order)" if decision.shortcut else f"requested ({decision.requested_by})" if decision.requested else f"priority order {decision.order_rule}"
+        lines.append(f"Selected: {sel.kernel} [backend {sel.backend}, {sel.interface.value}, {sel.activation_format.value}] + prepare/finalize {sel.prepare_finalize}, by {how}")
+    if decision.requested:
+        lines.append(f"Requested backends: {', '.join(decision.requested)} (strict: no fallback)")
+    lines.append("Backend order: " + " > ".join(decision.backend_order))
+    for d in decision.demotions:
+        lines.append(f"Adjustment {d.rule}: {d.backend} moved to the {d.position} - {d.reason}")
+    if sel is not None and sel.assumptions:
+        lines.append(f"Assumptions behind the winner ({len(sel.assumptions)}):")
+        for a in sel.assumptions:
+            lines.append(f"  - {a.hint.split(' (')[0]} [{a.rule}]")
+    lines.append("")
+    lines.append(f"Candidates ({_histogram_text(decision)}):")
+    shown: list[CandidateResult]
+    if show_all:
+        shown = list(decision.candidates)
+    elif sel is None:
+        pool = _relevant(decision)[0]
+        shown = sorted(pool, key=lambda c: (len(c.failures), c.rank))[:closest]
+    else:
+        shown = [c for c in decision.candidates if not (c.status is Status.REJECTED and {f.code for f in c.failures} & IRRELEVANT)]
+    lines.append("   #  rank  kernel [backend, interface]  status")
+    for i, cand in enumerate(shown, start=1):
+        lines.append(f"  {i:>2}. {cand.rank:>4}  {cand.kernel} [{cand.backend}, {cand.interface.value}]  {cand.status.value.upper()}")
+        if cand.status is Status.ELIGIBLE:
+            lines.append(f"        eligible, outranked by {cand.outranked_by}")
+        lines += _failure_lines(decision, cand, "        ", said)
+    hidden = len(decision.candidates) - len(shown)
+    if hidden:
+        what = "further from this problem (another quant scheme, platform or backend request, or more failures)" if sel is None else "rejected for another quant scheme, platform or backend request"
+        lines.append(f"  ... {hidden} more {what}: --all lists them")
+    return "\n".join(lines)
+
+
+def compact_dict(decision: "Decision", fixes: Sequence[Any] | None = None) -> dict[str, Any]:
+    """``select --json``: the winner and what it rests on, without the candidate list.
+
+    Field names are those of the full record (``schemas/select.schema.json``); ``blocking``
+    (and ``fixes``, when searched) are present when nothing is eligible.
+    """
+    full = decision.to_dict()
+    out = {k: full[k] for k in ("format_version", "selected", "selected_by", "shortcut", "requested", "engine", "view", "policy", "warnings", "summary", "assumptions", "notes", "tables_hash", "fingerprint")}
+    if decision.selected is None:
+        out["blocking"] = [
+            {"code": b.code.value, "field": b.field, "observed": jsonable(b.failure.observed), "allowed": jsonable(b.failure.allowed), "rejected": b.rejected, "of": b.of, "rules": list(b.rules), "hint": b.failure.hint}
+            for b in blockers(decision)
+        ]
+        if fixes is not None:
+            out["fixes"] = [f.to_dict() for f in fixes]
+    return out

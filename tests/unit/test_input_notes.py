@@ -1,0 +1,79 @@
+"""Inputs that change nothing are noted; inputs vLLM refuses at config time are bad input (exit 2);
+provenance says `default` for defaults (issue 9).
+
+On the parent commit `--eplb` without `--ep` selected nothing (exit 1) instead of failing as vLLM
+does, `--max-tokens` and `--ep` at world size 1 passed silently, and every parallel field was
+tagged `user_flag` as soon as any deployment flag was given (or none at all).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from moe_oracle.cli import main
+
+QWEN = ["--model", "qwen3-30b-a3b", "--gpu", "H200"]
+
+
+def _record(capsys, *argv):
+    code = main(["explain", *QWEN, *argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["--tp", "8", "--eplb"], "EPLB without expert parallelism"),
+    (["--ep", "--eplb"], "without tensor, prefill-context or data parallelism"),
+    (["--tp", "8", "--redundant-experts", "16"], "redundant experts without EPLB"),
+    (["--tp", "6", "--ep", "--eplb"], "do not split evenly over 6 EP ranks"),
+])
+def test_config_time_refusals_exit_2_naming_the_flag(argv, fragment, capsys):
+    code = main(["select", *QWEN, *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and fragment in err and err.startswith("moe-oracle: error: bad --")
+
+
+def test_eplb_on_a_cpu_is_refused(capsys):
+    assert main(["select", "--model", "qwen3-30b-a3b", "--gpu", "CPU_X86_64_AMX", "--tp", "2", "--ep", "--eplb"]) == 2
+    assert "only on CUDA, ROCm and XPU" in capsys.readouterr().err
+
+
+def test_max_tokens_no_rule_reads_is_noted(capsys):
+    code, record = _record(capsys, "--max-tokens", "64")
+    assert code == 0 and any("max tokens per call (64) has no effect" in n for n in record["notes"])
+
+
+def test_ep_at_world_size_1_is_noted(capsys):
+    code, record = _record(capsys, "--ep")
+    assert code == 0 and any("expert parallelism has no effect at world size 1" in n for n in record["notes"])
+
+
+def test_more_ep_ranks_than_experts_is_noted(capsys):
+    code = main(["explain", "--model", "mixtral-8x7b-instruct-v0.1", "--gpu", "H200", "--tp", "16", "--ep", "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert any("16 EP ranks for 8 experts: 8 ranks hold no expert" in n for n in record["notes"]), (code, record["notes"])
+
+
+def test_provenance_says_default_for_defaults(capsys):
+    _, record = _record(capsys, "--tp", "8")
+    inputs = record["inputs"]
+    assert inputs["tp_size"]["source"] == "user_flag"
+    assert inputs["dp_size"]["source"] == inputs["use_ep"]["source"] == inputs["enable_eplb"]["source"] == "default"
+    assert inputs["lora"]["source"] == inputs["batch_invariant"]["source"] == "default"
+    _, record = _record(capsys)
+    assert record["inputs"]["tp_size"]["source"] == "default"
+
+
+@pytest.mark.parametrize(("argv", "head"), [
+    (["--tp", "0"], "bad --tp"),
+    (["--all2all", "foo"], "bad --all2all"),
+    (["--moe-backend", "foo"], "bad --moe-backend"),
+    (["--quant", "foo"], "bad --quant"),
+    (["--package", "torch>=2"], "bad --package"),
+    (["--environment", "/no/such/freeze.txt"], "bad --environment"),
+])
+def test_errors_start_with_what_failed(argv, head, capsys):
+    """Before issue 9 every one of these began "invalid MoE configuration"."""
+    assert main(["select", *QWEN, *argv]) == 2
+    assert capsys.readouterr().err.startswith(f"moe-oracle: error: {head} ")

@@ -1,0 +1,78 @@
+"""why-not ranks fewer and less disruptive changes first, shows ties and alternatives, and keeps
+what the operator says to keep (issue 9).
+
+On the parent commit a DP8+EP redeployment and the --ep flag both cost 1 and the redeployment
+was generated first, so MiniMax-M2 at TP8 was told to "switch attention to DP8" although TP8 +
+EP (the published recipe) works; one answer only, no --keep, and print(result) dumped the dataclass.
+"""
+
+from __future__ import annotations
+
+import json
+
+from moe_oracle.cli import main
+from moe_oracle.config import MoEConfig, ParallelConfig
+from moe_oracle.environment import Environment
+from moe_oracle.hardware import lookup_hardware
+from moe_oracle.hf import from_hf_config, load_hf_config
+from moe_oracle.inputs import resolve_model_path
+from moe_oracle.oracle import Oracle, default_catalog
+from moe_oracle.whynot import COSTS, category
+
+MINIMAX = ["--model", "minimax-m2", "--gpu", "H200", "--tp", "8"]
+
+
+def _config(model: str, gpu: str, **parallel) -> MoEConfig:
+    ck = from_hf_config(load_hf_config(resolve_model_path(model)))
+    return MoEConfig(device=lookup_hardware(gpu).device, parallel=ParallelConfig(**parallel), **ck.kwargs)
+
+
+def test_minimax_m2_gets_the_ep_flag_before_a_redeployment(capsys):
+    code = main(["why-not", "--backend", "flashinfer_cutlass", *MINIMAX, "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert result["alternatives"][0]["flags"] == "--ep" and result["alternatives"][0]["cost"] == COSTS["flag"]
+    assert all(a["cost"] >= COSTS["redeploy"] for a in result["alternatives"][1:])
+
+
+def test_up_to_n_alternatives_cheapest_first_none_a_superset():
+    r = Oracle(default_catalog()).why_not(_config("minimax-m2", "H200", tp_size=8), "flashinfer_trtllm", Environment(), n=4)
+    costs = [a.cost for a in r.alternatives]
+    assert 1 < len(costs) <= 4 and costs == sorted(costs)
+    keys = [frozenset(e.flag() for e in a.edits) for a in r.alternatives]
+    assert not any(a < b for a in keys for b in keys)
+
+
+def test_ties_are_marked(capsys):
+    main(["why-not", "--backend", "flashinfer_trtllm", *MINIMAX])
+    out = capsys.readouterr().out
+    assert out.count(", tie]") >= 2  # B200 and B300 (both Blackwell) with --ep cost the same
+
+
+def test_keep_forbids_a_category(capsys):
+    code = main(["why-not", "--backend", "flashinfer_trtllm", *MINIMAX, "--keep", "device", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 1 and not result["found"] and result["keep"] == ["device", "model"]
+    code = main(["why-not", "--backend", "flashinfer_cutlass", *MINIMAX, "--keep", "parallel,device", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert all(category(e["target"]) not in ("parallel", "device") for a in result["alternatives"] for e in a["edits"])
+
+
+def test_unknown_keep_category_is_bad_input(capsys):
+    assert main(["why-not", "--backend", "triton", *MINIMAX, "--keep", "gpu"]) == 2
+    assert capsys.readouterr().err.startswith("moe-oracle: error: bad --keep")
+
+
+def test_one_device_candidate_per_architecture():
+    """H100, H200, H20, H800 and GH200 are one GPU to suggest (SM 9.0), not five ties."""
+    from moe_oracle.whynot import _architectures
+
+    archs = [(d.platform, d.capability, d.arch, d.cpu_amx) for _, d in _architectures()]
+    assert len(archs) == len(set(archs))
+    assert sum(1 for name, _ in _architectures() if name in ("H100", "H200", "H20", "H800", "GH200")) == 1
+
+
+def test_the_result_prints_readably():
+    r = Oracle(default_catalog()).why_not(_config("minimax-m2", "H200", tp_size=8), "flashinfer_cutlass", Environment())
+    text = str(r)
+    assert text.startswith("flashinfer_cutlass becomes eligible") and "1. --ep" in text and "WhyNot(" not in text
