@@ -7,7 +7,8 @@ x quant scheme (every named scheme) x activation x routing method x parallel sha
 TP 8, EP 8 with and without EPLB, DP 8 without EP, DP 4 x TP 2 with EP through every all2all
 backend, and with DeepEP low-latency + EPLB) x LoRA x request for the first
 ``--shapes`` real shapes of ``verify.space.SHAPES``, with every package the tables read installed
-at a version their ranges accept and the newest modelled vLLM release. Request ``auto`` over the
+at a version their ranges accept and the newest modelled vLLM release (``--env all-on``: every
+boolean environment variable the tables read set to 1, for kernels only an opt-in enables). Request ``auto`` over the
 whole product; each backend id requested over every device, scheme, parallel shape and LoRA at
 silu + renormalize (``--all-requests``: over every activation and routing class as well).
 
@@ -81,8 +82,9 @@ def _devices() -> list[Device]:
     return out
 
 
-def _environment() -> Environment:
-    """Every package the tables read installed at a version every range of it accepts (the newest vLLM modelled)."""
+def _environment(env_on: bool = False) -> Environment:
+    """Every package the tables read installed at a version every range of it accepts (the newest vLLM modelled);
+    with ``env_on``, every boolean environment variable the tables read set to 1 (opt-in kernels such as AITER's)."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
@@ -102,7 +104,8 @@ def _environment() -> Environment:
         candidates = [*bounds, "1.0.0", "2.9.0", "99.0.0"]
         version = next((v for v in candidates if _parses(v) and all(Version(v) in ss for ss in specs[name])), "99.0.0")
         packages.append((name, version))
-    return Environment(tuple(packages), frozenset(), False, ())
+    variables = tuple((v.name, "1") for v in CATALOG.env_vars if v.type == "bool") if env_on else ()
+    return Environment(tuple(packages), frozenset(), False, variables)
 
 
 def _parses(v: str) -> bool:
@@ -193,8 +196,9 @@ def _build(key: tuple[Any, ...]) -> MoEConfig:
 _PARALLEL_BY_LABEL = dict(PARALLEL)
 
 
-def _work(chunk: list[tuple[Any, ...]]) -> tuple[int, list[tuple[Any, ...]], list[str]]:
-    """Evaluate and check the configs of ``chunk`` (keys: built here, in the worker)."""
+def _work(chunk: list[tuple[Any, ...]]) -> tuple[float, list[tuple[Any, ...]], list[str]]:
+    """Evaluate and check the configs of ``chunk`` (keys: built here, in the worker); returns the CPU seconds it took."""
+    cpu = time.process_time()
     full = os.environ.get("MOE_ORACLE_SWEEP_FULL") == "1"
     if full:
         from tests.property import invariants as inv
@@ -217,10 +221,10 @@ def _work(chunk: list[tuple[Any, ...]]) -> tuple[int, list[tuple[Any, ...]], lis
         except AssertionError as exc:
             broken.append(f"{key}: {exc}")
         out.append((key, d.kernel, d.prepare_finalize))
-    return len(chunk), out, broken
+    return time.process_time() - cpu, out, broken
 
 
-_ENV = _environment()
+_ENV = _environment(os.environ.get("MOE_ORACLE_SWEEP_ENV") == "all-on")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,9 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPU count)")
     ap.add_argument("--requests", choices=("all", "auto"), default="all", help="request axis: auto and every backend id (default), or auto only")
     ap.add_argument("--all-requests", action="store_true", help="requests over every activation and routing class too (16x the configs)")
+    ap.add_argument("--env", choices=("default", "all-on"), default="default", help="environment variables at their defaults, or every boolean one the tables read set to 1 (opt-in kernels)")
     ap.add_argument("--full", action="store_true", help="also run every one-case invariant of tests/property on each config (slow)")
     ap.add_argument("--cells", type=Path, help="also write the per-cell winners as JSON lines")
     args = ap.parse_args(argv)
+    if args.env == "all-on" and os.environ.get("MOE_ORACLE_SWEEP_ENV") != "all-on":
+        os.environ["MOE_ORACLE_SWEEP_ENV"] = "all-on"  # the workers read it at import
+        os.execv(sys.executable, [sys.executable, *sys.argv])
+    print(f"environment: {'every boolean variable the tables read set to 1' if args.env == 'all-on' else 'variables at their defaults'}; packages: {', '.join(f'{n} {v}' for n, v in _ENV.packages)}")
     if args.full:
         os.environ["MOE_ORACLE_SWEEP_FULL"] = "1"
     t0 = time.perf_counter()
@@ -268,12 +277,17 @@ def main(argv: list[str] | None = None) -> int:
     chunks = [jobs[i : i + 5000] for i in range(0, len(jobs), 5000)]
     results: list[tuple[Any, ...]] = []
     broken: list[str] = []
+    cpu = 0.0
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for _, out, bad in pool.map(_work, chunks):
+        for done, (seconds, out, bad) in enumerate(pool.map(_work, chunks), start=1):
             results += out
             broken += bad
+            cpu += seconds
+            if done % 40 == 0:
+                print(f"  {len(results):,} configs, {time.perf_counter() - t1:.0f} s", file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - t1
-    print(f"swept {len(results):,} configs in {elapsed:.1f} s: {len(results) / elapsed:,.0f} configs/s ({covered / elapsed:,.0f} vocabulary combinations/s); invariant failures: {len(broken)}")
+    print(f"swept {len(results):,} configs in {elapsed:.1f} s: {len(results) / elapsed:,.0f} configs/s wall ({covered / elapsed:,.0f} vocabulary combinations/s); "
+          f"{len(results) / cpu:,.0f} configs/s per worker CPU second ({cpu:.0f} CPU s in all); invariant failures: {len(broken)}")
     for line in broken[:20]:
         print("  BROKEN", line)
 
