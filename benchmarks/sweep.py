@@ -7,7 +7,7 @@ x quant scheme (every named scheme) x activation x routing method x parallel sha
 TP 8, EP 8 with and without EPLB, DP 8 without EP, DP 4 x TP 2 with EP through every all2all
 backend, and with DeepEP low-latency + EPLB) x LoRA x request for the first
 ``--shapes`` real shapes of ``verify.space.SHAPES``, with every package the tables read installed
-at a version their ranges accept and the newest modelled vLLM release (``--env all-on``: every
+at a version their ranges accept and the newest modelled vLLM release (with the versions it pins) (``--env all-on``: every
 boolean environment variable the tables read set to 1, for kernels only an opt-in enables). Request ``auto`` over the
 whole product; each backend id requested over every device, scheme, parallel shape and LoRA at
 silu + renormalize (``--all-requests``: over every activation and routing class as well).
@@ -98,8 +98,8 @@ def _environment(env_on: bool = False) -> Environment:
                             specs[pred.field[9:]].append(SpecifierSet(arg))
     packages = []
     for name in CATALOG.package_names:
-        if name == CATALOG.engine.name:
-            continue
+        if name == CATALOG.engine.name or name in CATALOG.engine.pinned_names:
+            continue  # the engine release (newest modelled, assumed) and the versions it pins
         bounds = [s.version.replace(".*", "") for ss in specs[name] for s in ss]
         candidates = [*bounds, "1.0.0", "2.9.0", "99.0.0"]
         version = next((v for v in candidates if _parses(v) and all(Version(v) in ss for ss in specs[name])), "99.0.0")
