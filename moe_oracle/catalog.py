@@ -22,6 +22,7 @@ Two stages:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -352,6 +353,12 @@ class Catalog:
     removed_env_vars: tuple[RemovedEnvVar, ...] = ()
     by_backend: Mapping[str, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
     known_bad_position: Mapping[int, int] = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def fields_read(self) -> frozenset[str]:
+        """Every field a check of an experts kernel or prepare/finalize, or a global constraint, reads."""
+        out = {f for owner in (*self.experts, *self.prepare_finalize) for chk in owner.checks for f in chk.fields_read}
+        return frozenset(out | {f for chk in self.global_constraints for f in chk.fields_read})
 
     @property
     def backends(self) -> tuple[str, ...]:

@@ -82,7 +82,7 @@ class Check:
         assumed = self.predicate.describe() if self.predicate is not None else "the known-bad condition does not hold"
         return Assumption(field=self.field, assumed=self.allowed_value, rule=self.rule, hint=f"{self.field} is unknown; assumed {assumed} ({self.hint})")
 
-    @property
+    @cached_property
     def fields_read(self) -> tuple[str, ...]:
         """Every field this check reads (condition first)."""
         own = () if self.predicate is None else (self.predicate.field,)
