@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import yaml
 from packaging.specifiers import SpecifierSet
@@ -67,20 +67,26 @@ class Rule:
     when: tuple[tuple[str, Any], ...] = ()
     deny: bool = False
 
+    @cached_property
+    def _tests(self) -> tuple[tuple[tuple[str, Callable[[Any], bool]], ...], Callable[[Any], bool] | None]:
+        """``spec_holds`` of each condition and of the spec, compiled once per rule (:func:`spec_test`)."""
+        return tuple((name, spec_test(spec)) for name, spec in self.when), (None if self.deny else spec_test(self.spec))
+
     def outcome(self, values: Mapping[str, Any]) -> Outcome:
         unknown = False
-        for name, spec in self.when:
+        when, test = self._tests
+        for name, holds in when:
             value = values.get(name)
             if value is None:
                 unknown = True
-            elif not spec_holds(spec, value):
+            elif not holds(value):
                 return Outcome.PASS
         if self.deny:
             return Outcome.ABSTAIN if unknown else Outcome.FAIL
         value = values.get(self.field)
         if value is None:
             return Outcome.ABSTAIN
-        if spec_holds(self.spec, value):
+        if test(value):  # type: ignore[misc]
             return Outcome.PASS
         return Outcome.ABSTAIN if unknown else Outcome.FAIL
 
@@ -123,6 +129,31 @@ def spec_holds(spec: Any, value: Any) -> bool:
             except InvalidVersion:
                 return False
     return True
+
+
+def spec_test(spec: Any) -> Callable[[Any], bool]:
+    """``lambda value: spec_holds(spec, value)``, with the spec read once (the same answers)."""
+    if isinstance(spec, list):
+        return lambda value: value in spec
+    tests: list[Callable[[Any], bool]] = []
+    for key, arg in spec.items():
+        if key == "in":
+            tests.append(lambda v, a=arg: v in a)
+        elif key == "not_in":
+            tests.append(lambda v, a=arg: v not in a)
+        elif key == "min":
+            tests.append(lambda v, a=arg: _number(v) and v >= a)
+        elif key == "max":
+            tests.append(lambda v, a=arg: _number(v) and v <= a)
+        elif key == "multiple_of":
+            tests.append(lambda v, a=arg: _number(v) and v % a == 0)
+        elif key == "present":
+            tests.append(lambda v, a=bool(arg): (v is not ABSENT) == a)
+        elif key == "version":
+            tests.append(lambda v, a=arg: spec_holds({"version": a}, v))
+    if len(tests) == 1:
+        return tests[0]
+    return lambda value: all(t(value) for t in tests)
 
 
 _FEATURE_FIELD = {"lora": "lora", "batch_invariant": "batch_invariant", "eplb": "enable_eplb"}
