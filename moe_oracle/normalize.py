@@ -97,7 +97,9 @@ class Normalized:
     def to_dict(self) -> dict[str, Any]:
         from .records import jsonable
 
-        return {k: {"value": jsonable(v), "source": self.sources[k].value} for k, v in sorted(self.values.items(), key=lambda kv: kv[0])}
+        sources = self.sources
+        # ``_value_`` is the member's value without the ``Enum.value`` descriptor (the slow part here).
+        return {k: {"value": jsonable(v), "source": sources[k]._value_} for k, v in sorted(self.values.items(), key=lambda kv: kv[0])}
 
 
 # Quant methods whose MoE layer is vLLM's Mxfp4MoEMethod for MXFP4 experts (DeepSeek-V4 selector):

@@ -61,6 +61,7 @@ __all__ = [
     "note_case",
     "pinned",
     "plausible_cases",
+    "refused_env_values",
     "REGRESSIONS",
     "RUNTIME_REGRESSIONS",
     "requested_backends",
@@ -457,6 +458,21 @@ _BOOL_TEXT = ("0", "1", "true", "false", "True", "FALSE", "yes", "no", "on", "of
 
 
 @lru_cache(maxsize=None)
+def refused_env_values() -> st.SearchStrategy[tuple[str, str]]:
+    """(variable, value): an ``int``-parsed variable the catalog reads and a value ``int()`` refuses."""
+    names = sorted(v.name for v in CATALOG.env_vars if v.parse == "int")
+
+    def refused(raw: str) -> bool:
+        try:
+            int(raw)
+        except ValueError:
+            return True
+        return False
+
+    return st.tuples(st.sampled_from(names), st.one_of(st.sampled_from(_BOOL_TEXT), text_values()).filter(refused))
+
+
+@lru_cache(maxsize=None)
 def unread_packages() -> st.SearchStrategy[str]:
     """Canonical package names that no table reads."""
     return st.from_regex(r"[a-z][a-z0-9]{0,8}(-[a-z0-9]{1,4})?", fullmatch=True).filter(lambda n: n not in CATALOG.package_names)
@@ -477,6 +493,7 @@ def _int_text(text: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=None)
 def _env_value(spec: Any) -> st.SearchStrategy[str]:
     """A value the engine starts with. vLLM 0.33.0 reads ``parse: int`` variables with
     bool(int(...)) and fails at start on anything else (bad input, tested in test_envvars), so
