@@ -124,6 +124,10 @@ class Check:
 Member = tuple[int, Check]
 """(bit, check): a check and its bit in the index's failure and abstention masks."""
 
+Group = tuple[Check, int]
+"""(check, bits): one evaluation stands for every check with the same conditions, predicate and
+deny flag (a global constraint repeated on every kernel, a rule shared by a backend's kernels)."""
+
 ValueTable = tuple[str, Mapping[Any, int], int, tuple[tuple[int, Predicate], ...]]
 """(field, value -> failing bits, every bit on the field, (bit, predicate) for values outside the table)."""
 OpenTest = tuple[str, Predicate, int]
@@ -168,13 +172,13 @@ class GateBucket:
     """The conditional checks whose gate holds for one value of the gate field, resolved for it.
 
     ``always``: deny checks (and checks on the gate field itself) that fail for this value;
-    ``plain``: checks left with no condition once the gate field's value is known;
-    ``rest``: checks with conditions on other fields (evaluated one by one).
+    ``plain``: checks left with no condition once the gate field's value is known (``None``: none);
+    ``rest``: checks with conditions on other fields (evaluated once per group of equal checks).
     """
 
     always: int
-    plain: PlainChecks
-    rest: tuple[Member, ...]
+    plain: PlainChecks | None
+    rest: tuple[Group, ...]
 
 
 @dataclass(frozen=True)
@@ -198,8 +202,8 @@ class CheckIndex:
     start: tuple[int, ...]
     masks: tuple[int, ...]
     plain: PlainChecks
-    gated: tuple[tuple[str, Mapping[Any, GateBucket], tuple[Member, ...]], ...]
-    special: tuple[Member, ...]
+    gated: tuple[tuple[str, Mapping[Any, GateBucket], tuple[Group, ...]], ...]
+    special: tuple[Group, ...]
 
     def evaluate(self, values: Mapping[str, Any]) -> tuple[int, int]:
         """Every check against ``values``, without short-circuit.
@@ -219,22 +223,23 @@ class CheckIndex:
                     bucket = None
             if bucket is not None:
                 fail |= bucket.always
-                fail, abstain = bucket.plain.evaluate(get, fail, abstain)
+                if bucket.plain is not None:
+                    fail, abstain = bucket.plain.evaluate(get, fail, abstain)
                 candidates = bucket.rest
             else:
                 candidates = members
-            for bit, chk in candidates:
+            for chk, bits in candidates:
                 outcome = chk.evaluate(values)
                 if outcome is Outcome.FAIL:
-                    fail |= 1 << bit
+                    fail |= bits
                 elif outcome is Outcome.ABSTAIN:
-                    abstain |= 1 << bit
-        for bit, chk in self.special:
+                    abstain |= bits
+        for chk, bits in self.special:
             outcome = chk.evaluate(values)
             if outcome is Outcome.FAIL:
-                fail |= 1 << bit
+                fail |= bits
             elif outcome is Outcome.ABSTAIN:
-                abstain |= 1 << bit
+                abstain |= bits
         return fail, abstain
 
     def checks_in(self, i: int, mask: int) -> tuple[Check, ...]:
@@ -306,6 +311,17 @@ def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str
     )
 
 
+def _groups(members: Sequence[Member]) -> tuple[Group, ...]:
+    """Members grouped by what their evaluation reads (conditions, predicate, deny flag), in
+    order of first appearance; each group's bits are every member's."""
+    groups: dict[tuple[Any, ...], tuple[Check, int]] = {}
+    for bit, chk in members:
+        key = (chk.condition, chk.predicate, chk.deny)
+        first, bits = groups.get(key, (chk, 0))
+        groups[key] = (first, bits | 1 << bit)
+    return tuple(groups.values())
+
+
 def _bucket(field: str, value: Any, members: Sequence[tuple[Member, Predicate]], env_types: Mapping[str, str], failing: dict[Predicate, tuple[Any, ...]]) -> GateBucket:
     """The checks gated on ``field`` whose gate holds for ``value``, resolved for that value."""
     always = 0
@@ -330,7 +346,7 @@ def _bucket(field: str, value: Any, members: Sequence[tuple[Member, Predicate]],
                     always |= 1 << bit
             else:
                 plain.append((bit, chk.predicate))
-    return GateBucket(always, _plain(plain, env_types, failing), tuple(rest))
+    return GateBucket(always, _plain(plain, env_types, failing) if plain else None, _groups(rest))
 
 
 def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_types: Mapping[str, str]) -> CheckIndex:
@@ -400,7 +416,7 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
         listed = tuple(m for _, m in members)
         with_gate = [((b, chk), gate_of[key]) for key, (b, chk) in members]
         by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types, failing) for d in _domain(f, env_types) or ()}
-        gated.append((f, MappingProxyType(by_gate), listed))
+        gated.append((f, MappingProxyType(by_gate), _groups(listed)))
     return CheckIndex(
         owners=tuple(owners),
         checks=tuple(tuple(c) for c in checks),
@@ -409,5 +425,5 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
         masks=tuple(masks),
         plain=_plain([m for _, m in plain], env_types, failing),
         gated=tuple(gated),
-        special=tuple(m for _, m in sorted(special, key=lambda m: m[0])),
+        special=_groups([m for _, m in sorted(special, key=lambda m: m[0])]),
     )
