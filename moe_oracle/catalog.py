@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from packaging.specifiers import SpecifierSet
@@ -34,10 +35,10 @@ from .checks import Check, CheckIndex, Tolerance
 from .environment import Environment
 from .errors import did_you_mean
 from .envvars import EnvVarSpec, RemovedEnvVar
-from .predicates import Predicate
+from .predicates import Predicate, compile_value_spec
 from .tables import Schemas, TableFile, load_schemas, read_tables_cached
 from .versions import EngineRelease, EngineSpec, resolve_release
-from .vocab import ActivationFormat, Interface
+from .vocab import ActivationFormat, Interface, ReasonCode
 
 __all__ = [
     "Adjustment",
@@ -143,6 +144,18 @@ class RequestMap:
     reference: str
     engine: Range = field(default=None, compare=False)
     kernels: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def checks(self) -> Mapping[str, Check]:
+        """Per backend (``"*"``: any other), the check that rejects it under an explicit request
+        read through this map (built once per linked map, not per selection)."""
+        out: dict[str, Check] = {}
+        backends = {b for bs in self.names.values() for b in bs}
+        for b in sorted(backends | {"*"}):
+            names = sorted(n for n, bs in self.names.items() if b in bs)
+            out[b] = Check(self.id, "moe_backend", compile_value_spec("moe_backend", names or ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
+                           f"this layer's oracle requests {b} only with moe_backend={'|'.join(names)}" if names else "this layer's oracle never requests this backend", self.reference, 10_000)
+        return MappingProxyType(out)
 
 
 @dataclass(frozen=True)

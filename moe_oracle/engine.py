@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import chain
 from typing import Any, Mapping
 
 from .catalog import Catalog, KeyRewrite, PriorityOrder, RequestMap, Shortcut
@@ -354,10 +355,8 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             elif kernel_check is not None and tried is not None and entry.id not in tried:
                 own_fail[i] = (kernel_check,)  # a name that maps to some kernels of its backend only
     by_backend = view.by_backend
-    ranked: list[int] = []
-    for b in backends:
-        ranked += by_backend[b]
-    ranking = Ranking(view, tuple(ranked), values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain, own_fail)
+    ranked = tuple(chain.from_iterable([by_backend[b] for b in backends]))
+    ranking = Ranking(view, ranked, values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain, own_fail)
 
     shortcut: Shortcut | None = None
     waived: tuple[Check, ...] = ()
@@ -462,15 +461,10 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
     return None
 
 
-def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> dict[str, Check]:
-    """Per backend, the check that rejects it under an explicit request read through ``rm``."""
-    out: dict[str, Check] = {}
-    backends = {b for bs in rm.names.values() for b in bs}
-    for b in backends | {"*"}:
-        names = sorted(n for n, bs in rm.names.items() if b in bs)
-        out[b] = Check(rm.id, "moe_backend", compile_value_spec("moe_backend", names or ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
-                       f"this layer's oracle requests {b} only with moe_backend={'|'.join(names)}" if names else "this layer's oracle never requests this backend", rm.reference, 10_000)
-    return out
+def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> Mapping[str, Check]:
+    """Per backend, the check that rejects it under an explicit request read through ``rm``
+    (``RequestMap.checks``: the same whatever was requested, built once per linked map)."""
+    return rm.checks
 
 
 def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mapping[str, Any]) -> tuple[MoEConfig, str] | None:

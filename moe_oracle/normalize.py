@@ -25,6 +25,7 @@ Unknown inputs stay ``None`` so that predicates on them abstain.
 from __future__ import annotations
 
 import math
+from functools import cache
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
@@ -140,6 +141,12 @@ def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str
     return "generic"
 
 
+@cache
+def _defaults(cls: type) -> Mapping[str, Any]:
+    """Field name -> dataclass default of ``cls`` (a pure function of the class: computed once)."""
+    return MappingProxyType({f.name: f.default for f in dataclass_fields(cls)})
+
+
 def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...], assumed: Mapping[str, str] | None = None) -> Normalized:
     """Flatten ``config`` and ``env`` into the field namespace of :mod:`moe_oracle.fields`.
 
@@ -156,8 +163,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     given = Source.USER_FLAG
     recorded = {p.field: p.source for p in config.provenance}
 
-    defaults = {f.name: f.default for f in dataclass_fields(type(config))}
-    par_defaults = {f.name: f.default for f in dataclass_fields(type(par))}
+    defaults = _defaults(type(config))
+    par_defaults = _defaults(type(par))
 
     def _source(_: MoEConfig, name: str, default: Source) -> Source:
         # A field nobody recorded that still holds its dataclass default is a default, not a user's value.
