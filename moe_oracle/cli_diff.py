@@ -75,22 +75,42 @@ def _side_args(args: argparse.Namespace, side: dict[str, Any]) -> argparse.Names
     return out
 
 
+def _plan_groups(args: argparse.Namespace, catalog: Any, sides: list[tuple[str, dict[str, Any]]]) -> tuple[list[tuple[str, Any, Any]], list[str]]:
+    """Per MoE layer group of the model, its config and environment on each side (``plan`` per side)."""
+    from .cli_plan import plan_from_args
+    from .diff import Side
+
+    plans = [(text, plan_from_args(_side_args(args, spec), catalog)) for text, spec in sides]
+    (label_b, before), (label_a, after) = plans
+    by_layers = {tuple(layer.spec.index for layer in g.layers): g for g in after.moe_groups()}
+    groups = []
+    for g in before.moe_groups():
+        other = by_layers.get(tuple(layer.spec.index for layer in g.layers))
+        if g.decision is None or other is None or other.decision is None:
+            continue
+        groups.append((g.label(), Side(label_b, g.decision.config, before.environment), Side(label_a, other.decision.config, after.environment)))
+    return groups, sorted(set(before.notes) | set(after.notes))
+
+
 def run(args: argparse.Namespace, catalog: Any, build_inputs: Callable[..., tuple[Any, Any, list[str]]], print_json: Callable[[Any], None]) -> int:
     from .diff import Side, diff_groups
 
-    sides = []
-    for flag, text in (("--from", args.side_from), ("--to", args.side_to)):
-        spec = parse_side(text, flag)
-        config, env, notes = build_inputs(_side_args(args, spec), catalog)
-        sides.append((Side(text, config, env), notes))
-    (before, notes_b), (after, notes_a) = sides
-    layers = "MoE layers" if not getattr(args, "layer_label", None) else args.layer_label
-    result = diff_groups(catalog, [(layers, before, after)], policy=args.policy)
-    if args.json:
-        print_json({**result.to_dict(), "notes": sorted(set(notes_b) | set(notes_a))})
+    specs = [(text, parse_side(text, flag)) for flag, text in (("--from", args.side_from), ("--to", args.side_to))]
+    if (args.model or args.serve) and not args.config and not args.quant:
+        # A whole model: every MoE layer group of its plan, paired by layer indices.
+        groups, notes = _plan_groups(args, catalog, specs)
     else:
-        for note in sorted(set(notes_b) | set(notes_a)):
+        sides = []
+        for text, spec in specs:
+            config, env, side_notes = build_inputs(_side_args(args, spec), catalog)
+            sides.append((Side(text, config, env), side_notes))
+        (before, notes_b), (after, notes_a) = sides
+        groups, notes = [("MoE layers", before, after)], sorted(set(notes_b) | set(notes_a))
+    result = diff_groups(catalog, groups, policy=args.policy)
+    if args.json:
+        print_json({**result.to_dict(), "notes": notes})
+    else:
+        for note in notes:
             print(f"Note: {note}")
         print(result.render_text())
     return 0
-

@@ -65,8 +65,25 @@ def _environment(args: argparse.Namespace, catalog: Any, serve: Any, probe_notes
 
 def cmd_plan(args: argparse.Namespace, catalog: Any) -> int:
     """Run ``moe-oracle plan``; returns the exit code (0 all layers selected, 1 some not)."""
+    from .cli import EXIT_NONE, EXIT_OK
+
+    plan = plan_from_args(args, catalog)
+    if args.json:
+        print(json.dumps(plan.to_dict(), indent=2, default=str))
+    else:
+        print(plan.render_text())
+    return EXIT_OK if plan.ok else EXIT_NONE
+
+
+def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
+    """The whole-model :class:`~moe_oracle.plan.Plan` the ``plan`` flags describe (``diff`` reuses it
+    per side; flags a command lacks take their defaults).
+
+    Raises:
+        ConfigError: a missing or invalid model, device or flag.
+    """
     from .checkpoint import read_checkpoint
-    from .cli import EXIT_NONE, EXIT_OK, _device_from_args
+    from .cli import _device_from_args
     from .config import ParallelConfig, Provenance
     from .deployment import apply_serve, load_serve_checkpoint, serve_model_path
     from .engine import resolve_request
@@ -113,7 +130,7 @@ def cmd_plan(args: argparse.Namespace, catalog: Any) -> int:
     else:
         path = resolve_model_path(args.model)
         hf_cfg = load_hf_config(path)
-    user_quantization = args.quantization or (serve.quantization if serve is not None and serve.quantization == "moe_wna16" else None)
+    user_quantization = getattr(args, "quantization", None) or (serve.quantization if serve is not None and serve.quantization == "moe_wna16" else None)
     override = load_hf_config(args.hf_quant_config, "--hf-quant-config") if args.hf_quant_config else None
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
@@ -135,7 +152,7 @@ def cmd_plan(args: argparse.Namespace, catalog: Any) -> int:
         prov.append(Provenance("parallel", Source.USER_FLAG, "deployment flags"))
     parallel = ParallelConfig(**par)
     for flag, name in (("moe_backend", "--moe-backend"), ("draft_moe_backend", "--draft-moe-backend")):
-        value = getattr(args, flag)
+        value = getattr(args, flag, None)
         if value:
             try:
                 resolve_request(catalog, value)
@@ -146,14 +163,9 @@ def cmd_plan(args: argparse.Namespace, catalog: Any) -> int:
             prov.append(Provenance(key, Source.USER_FLAG, f"--{flag.replace('_', '-')}"))
     if args.max_tokens is not None:
         prov.append(Provenance("max_num_tokens", Source.USER_FLAG, f"--max-tokens {args.max_tokens}"))
-    plan = build_plan(
+    return build_plan(
         checkpoint, Oracle(catalog, env, policy=args.policy), device=device, parallel=parallel,
-        moe_backend=args.moe_backend or "auto", draft_moe_backend=args.draft_moe_backend, include_draft=not args.no_draft,
+        moe_backend=args.moe_backend or "auto", draft_moe_backend=getattr(args, "draft_moe_backend", None), include_draft=not getattr(args, "no_draft", False),
         lora=bool(args.lora), batch_invariant=bool(args.batch_invariant), max_num_tokens=args.max_tokens,
-        expert_placement_strategy=args.expert_placement, environment=env, provenance=prov, notes=notes,
+        expert_placement_strategy=getattr(args, "expert_placement", "linear"), environment=env, provenance=prov, notes=notes,
     )
-    if args.json:
-        print(json.dumps(plan.to_dict(), indent=2, default=str))
-    else:
-        print(plan.render_text())
-    return EXIT_OK if plan.ok else EXIT_NONE

@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
 from moe_oracle.config import Device, MoEConfig, ParallelConfig, Provenance
+from moe_oracle.engine import request_name
 from moe_oracle.environment import Environment
 from moe_oracle.fields import FIELDS
 from moe_oracle.hardware import GPU_CATALOG
@@ -383,6 +384,11 @@ def build_config(ctx: Ctx) -> MoEConfig:
     if isinstance(a2a, str) and not isinstance(a2a, All2AllBackend):
         a2a, _ = _resolve_all2all(a2a)
     device = Device(*(ctx[f"device.{f.name}"] for f in dataclasses.fields(Device)))
+    owners = {n for n, b in CATALOG.bound_all2all.items() if b == a2a.value}
+    if owners and str(ctx["moe_backend"]).strip().lower().replace("-", "_") not in owners:
+        # A bound all2all backend (passthrough) exists only with the moe_backend names that bind it;
+        # vLLM refuses it with any other name at start (tests/unit/test_bound_all2all_and_layer_rules.py).
+        a2a = All2AllBackend.ALLGATHER_REDUCESCATTER
     parallel = ParallelConfig(**{f.name: (a2a if f.name == "all2all_backend" else ctx[f"parallel.{f.name}"]) for f in dataclasses.fields(ParallelConfig)})
     top = {f.name: ctx[f.name] for f in dataclasses.fields(MoEConfig) if f.name not in ("device", "parallel")}
     return MoEConfig(device=device, parallel=parallel, **top)
@@ -677,7 +683,8 @@ def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: 
     if backend is not None:
         ctx["moe_backend"] = draw(backend)
     else:
-        ctx["moe_backend"] = draw(st.sampled_from(("auto", "auto", entry.backend)))
+        # A name the release accepts that requests the kernel's backend (vLLM refuses the others at start).
+        ctx["moe_backend"] = draw(st.sampled_from(("auto", "auto", request_name(catalog or CATALOG, entry.backend))))
     config = build_config(ctx)
     # Environment: every package at a version the tables accept; the kernel's env requirements met.
     env_vars = {}

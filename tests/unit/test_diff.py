@@ -74,3 +74,18 @@ def test_cli_diff_between_two_gpus_names_the_deciding_checks(capsys):
     assert group["before"]["selected"]["kernel"] != group["after"]["selected"]["kernel"]
     assert any(c["kind"] == "check" and c["before"] == 90 for c in group["causes"]), group["causes"]
     assert main(["diff", "--model", "qwen3-30b-a3b", "--from", "nonsense", "--to", "gpu:B200"]) == 2
+
+
+def test_cli_diff_of_a_whole_model_reports_every_layer_group(capsys):
+    # DeepSeek-V4-Flash: hash-routed first layers, the routed MoE layers and the MTP draft layer are
+    # separate groups; on H200 vLLM 0.32.0 added HUMMING to the DeepSeek-V4 MXFP4 list and put it
+    # ahead of MARLIN on SM 9.0 (Q/utils/humming/priority.py prioritize_humming).
+    code = main(["diff", "--model", "deepseek-v4-flash", "--gpu", "H200", "--tp", "8", "--from", "vllm==0.29.0", "--to", "vllm==0.33.0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [g["layers"] for g in out["groups"]] == ["layers 0–2 (3)", "layers 3–42 (40)", "layer 43 (MTP mtp.0)"]
+    assert out["changed"] == 3
+    for g in out["groups"]:
+        assert (g["before"]["selected"]["experts"], g["after"]["selected"]["experts"]) == ("MarlinExperts", "HummingIndexedExperts")
+        assert "priority.mxfp4.hopper_prefers_humming" in {c["rule"] for c in g["causes"]}
+        assert (g["before"]["release"], g["after"]["release"]) == ("vLLM 0.29.0 (declared)", "vLLM 0.33.0 (declared)")
