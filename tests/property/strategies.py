@@ -389,6 +389,11 @@ def build_config(ctx: Ctx) -> MoEConfig:
         # A bound all2all backend (passthrough) exists only with the moe_backend names that bind it;
         # vLLM refuses it with any other name at start (tests/unit/test_bound_all2all_and_layer_rules.py).
         a2a = All2AllBackend.ALLGATHER_REDUCESCATTER
+    bound = CATALOG.bound_all2all.get(str(ctx["moe_backend"]).strip().lower().replace("-", "_"))
+    if bound is not None and a2a.value not in (bound, All2AllBackend.ALLGATHER_REDUCESCATTER.value):
+        # The other half: a name that binds an all2all backend refuses any explicit other one
+        # (vLLM bind_passthrough_all2all_backend raises at start; the same unit test).
+        a2a = All2AllBackend.ALLGATHER_REDUCESCATTER
     parallel = ParallelConfig(**{f.name: (a2a if f.name == "all2all_backend" else ctx[f"parallel.{f.name}"]) for f in dataclasses.fields(ParallelConfig)})
     top = {f.name: ctx[f.name] for f in dataclasses.fields(MoEConfig) if f.name not in ("device", "parallel")}
     return MoEConfig(device=device, parallel=parallel, **top)
