@@ -1,22 +1,32 @@
-"""Property-test throughput: configs checked per second with every invariant, and per invariant.
+"""Property-test throughput: configs checked per second through the invariants, and edited table sets per second.
 
     python benchmarks/property_bench.py [--configs N] [--tables T]
 
 Generates N cases with the strategies of tests/property (derandomized hypothesis, so every run
-times the same configs), then times over them:
+times the same configs; generation is timed apart), with the test suite's collector settings
+(tests/gcsettings.py), then prints:
 
-* each one-case engine invariant (tests/property/invariants.ENGINE_INVARIANTS);
-* the invariants that need a second input: unread-input perturbation, table file order,
-  explain/select/API agreement through the CLI, why-not (answer and package fixes);
-* all of them on every config: "configs checked per second with all invariants";
-* the table invariants (widening, narrowing, adding a kernel) over T edited table sets.
+* **one-case engine invariants** (tests/property/invariants.ENGINE_INVARIANTS: determinism, winner,
+  backend blocks, non-winners, normalized values, failures sound and complete, assumptions,
+  ranking, requested backend, the record's schema through the compiled validator) run together on
+  each config, as ``test_every_engine_invariant_holds`` runs them: one Decision and one
+  re-derivation per config shared by the invariants that only read them; determinism evaluates
+  afresh (and builds a second full record). Every schema check validates the full record.
+* each of them alone over every config (each paying for its own Decision and re-derivation);
+* the door invariant (printed replay file: YAML + config schema) and the invariants that need a
+  second input (unread inputs, table file order, CLI/API agreement, why-not);
+* the table invariants (widening, narrowing, adding a kernel) over T edited table sets: each set
+  is compiled (``compile_tables``) and its 1-3 configs decided under both catalogs.
 
-Generation time is reported apart. Prints figures, asserts nothing.
+Figures are wall-clock and, because this machine is shared, also CPU time of this process (the
+two agree on an idle machine). Prints figures, asserts nothing. Issue 11 targets: >= 1,000
+configs/s through the one-case engine invariants, >= 100 edited table sets/s.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -29,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from tests import gcsettings  # noqa: E402
 from tests.property import invariants as inv  # noqa: E402
 from tests.property.strategies import CATALOG, backend_names, cases, changed_inputs  # noqa: E402
 from tests.property.table_mutations import added_kernels, narrowings, shipped_files, widenings  # noqa: E402
@@ -49,7 +60,7 @@ def _collect(strategy: st.SearchStrategy[Any], n: int) -> list[Any]:
 
 @st.composite
 def _trial(draw: st.DrawFn) -> dict[str, Any]:
-    case = draw(cases())
+    case = draw(st.one_of(cases(backend=backend_names()), cases()))
     return {
         "case": case,
         "changed": draw(changed_inputs(case, inv.unread_leaves())),
@@ -61,7 +72,7 @@ def _trial(draw: st.DrawFn) -> dict[str, Any]:
 @st.composite
 def _table_trial(draw: st.DrawFn) -> dict[str, Any]:
     group = draw(st.lists(cases(), min_size=1, max_size=3))
-    first = inv.decide(group[0])
+    first = inv.evaluate(CATALOG, group[0].config, group[0].env)
     everyone = [e.id for e in CATALOG.experts]
     ok = sorted(inv.eligible(first)) or everyone
     rejected = sorted(c.kernel for c in first.candidates if c.failures) or everyone
@@ -73,61 +84,122 @@ def _table_trial(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-def _time(fn: Callable[[dict[str, Any]], None], trials: list[dict[str, Any]]) -> float:
-    t0 = time.perf_counter()
-    for trial in trials:
-        fn(trial)
-    return time.perf_counter() - t0
+def _clear_shared() -> None:
+    for memo in (inv._decided, inv.record, inv._values, inv._verdicts):
+        memo.cache_clear()
+    inv._LAST_COMPILED.clear()
+
+
+class _Clock:
+    """Wall and process CPU time of a block."""
+
+    def __enter__(self) -> "_Clock":
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def _rate(n: int, clock: _Clock) -> str:
+    return f"{n / clock.wall:9,.1f}/s wall {n / clock.cpu:9,.1f}/s CPU"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--configs", type=int, default=300, help="generated cases (default 300)")
-    ap.add_argument("--tables", type=int, default=40, help="edited table sets for the table invariants (default 40)")
+    ap.add_argument("--configs", type=int, default=1000, help="generated cases (default 1000)")
+    ap.add_argument("--tables", type=int, default=100, help="edited table sets for the table invariants (default 100)")
+    ap.add_argument("--second-input", type=int, default=60, help="cases for the slow second-input invariants (default 60)")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
+    print(f"catalog: {len(CATALOG.experts)} experts kernels, tables {CATALOG.tables_hash}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
+    try:
+        import jsonschema_rs  # noqa: F401
 
-    t0 = time.perf_counter()
-    trials = _collect(_trial(), args.configs)
-    generation = time.perf_counter() - t0
+        validator = "jsonschema_rs (compiled, bundled schema)"
+    except ImportError:
+        validator = "jsonschema (jsonschema_rs not installed)"
+    try:
+        import orjson  # noqa: F401
+
+        validator += "; JSON round trip through orjson"
+    except ImportError:
+        validator += "; JSON round trip through json"
+    print(f"decision-schema validator: {validator}")
+
+    with _Clock() as gen:
+        trials = _collect(_trial(), args.configs)
     n = len(trials)
-    print(f"catalog: {len(CATALOG.experts)} experts kernels, tables {CATALOG.tables_hash}")
-    print(f"generated {n} configs (with their second inputs) in {generation:.2f} s: {n / generation:,.0f} per second")
+    print(f"generated {n} configs (with their second inputs) in {gen.wall:.2f} s")
+    for t in trials:  # once per process, outside the timing: the release views the cases name, per-check caches
+        inv.evaluate(CATALOG, t["case"].config, t["case"].env).to_dict()
+    gcsettings.tune()
+
+    _clear_shared()
+    names = list(inv.ENGINE_INVARIANTS)
+    with _Clock() as together:
+        for t in trials:
+            for check in inv.ENGINE_INVARIANTS.values():
+                check(t["case"])
+    _clear_shared()
+    print(f"\none-case engine invariants ({len(names)}) together per config: {_rate(n, together)}  ({together.cpu / n * 1e3:.2f} ms CPU per config)")
+
+    print(f"\n{'each alone over every config':<34} {'ms/config (CPU)':>16} {'configs/s (CPU)':>16}")
+    for name, check in inv.ENGINE_INVARIANTS.items():
+        _clear_shared()
+        with _Clock() as c:
+            for t in trials:
+                check(t["case"])
+        print(f"{name:<34} {c.cpu / n * 1e3:16.3f} {n / c.cpu:16,.0f}")
+    _clear_shared()
 
     workdir = Path(tempfile.mkdtemp(prefix="moe-oracle-bench-"))
-    per: dict[str, Callable[[dict[str, Any]], None]] = {name: (lambda t, fn=fn: fn(t["case"])) for name, fn in inv.ENGINE_INVARIANTS.items()}
-    per.update({
-        "unread_inputs": lambda t: inv.check_unread_change(t["case"], t["changed"]),
-        "file_order": lambda t: inv.check_file_order(t["case"], t["order"]),
-        "cli_agrees": lambda t: inv.check_cli_agrees(t["case"], workdir),
-        "why_not": lambda t: inv.check_why_not(t["case"], t["backend"]),
-        "why_not_package_fixes": lambda t: inv.check_why_not_finds_package_fixes(t["case"], t["backend"]),
-    })
-    print(f"\n{'invariant':<34} {'total s':>9} {'per config':>12} {'configs/s':>11}")
-    totals = {}
-    for name, fn in per.items():
-        totals[name] = seconds = _time(fn, trials)
-        print(f"{name:<34} {seconds:9.2f} {seconds / n * 1e3:9.2f} ms {n / seconds:11,.0f}")
-    engine = sum(totals[name] for name in inv.ENGINE_INVARIANTS)
-    everything = sum(totals.values())
-    print(f"\nall one-case engine invariants ({len(inv.ENGINE_INVARIANTS)}): {n / engine:,.1f} configs checked per second")
-    print(f"all {len(per)} config invariants:                {n / everything:,.1f} configs checked per second")
+    few = trials[: args.second_input]
+    slow: dict[str, tuple[list[dict[str, Any]], Callable[[dict[str, Any]], None]]] = {
+        "replay_round_trip (door)": (trials, lambda t: inv.check_replay_round_trip(t["case"])),
+        "unread_inputs": (trials, lambda t: inv.check_unread_change(t["case"], t["changed"])),
+        "file_order": (few, lambda t: inv.check_file_order(t["case"], t["order"])),
+        "cli_agrees": (few, lambda t: inv.check_cli_agrees(t["case"], workdir)),
+        "why_not": (few, lambda t: inv.check_why_not(t["case"], t["backend"])),
+        "why_not_package_fixes": (trials, lambda t: inv.check_why_not_finds_package_fixes(t["case"], t["backend"])),
+    }
+    print(f"\n{'door and second-input invariants':<34} {'configs':>8} {'ms/config (CPU)':>16} {'configs/s (CPU)':>16}")
+    for name, (sample, fn) in slow.items():
+        _clear_shared()
+        with _Clock() as c:
+            for t in sample:
+                fn(t)
+        print(f"{name:<34} {len(sample):>8} {c.cpu / len(sample) * 1e3:16.3f} {len(sample) / c.cpu:16,.0f}")
+    _clear_shared()
 
-    t0 = time.perf_counter()
-    tables = _collect(_table_trial(), args.tables)
-    generation = time.perf_counter() - t0
+    with _Clock() as gen:
+        tables = _collect(_table_trial(), args.tables)
     m = len(tables)
-    print(f"\ngenerated {m} edited table sets in {generation:.2f} s")
+    configs = sum(len(t["cases"]) for t in tables)
+    print(f"\ngenerated {m} edited table sets ({configs} configs) in {gen.wall:.2f} s")
     table_checks = {
         "widening": lambda t: inv.check_widening(t["cases"], t["widened"].files),
         "narrowing": lambda t: inv.check_narrowing(t["cases"], t["narrowed"].files),
         "added_kernel_order": lambda t: inv.check_added_kernel_keeps_order(t["cases"], t["added"].files, t["added"].new_id),
         "added_kernel_verdicts": lambda t: inv.check_added_kernel_keeps_verdicts(t["cases"], t["added"].files, t["added"].new_id),
     }
-    configs = sum(len(t["cases"]) for t in tables)
+    with _Clock() as c:
+        for t in tables:
+            inv.compiled(t["widened"].files)
+    print(f"compile_tables alone (one edited set):     {c.cpu / m * 1e3:7.2f} ms CPU per set")
+    _clear_shared()
     for name, fn in table_checks.items():
-        seconds = _time(fn, tables)
-        print(f"{name:<34} {seconds:9.2f} {seconds / m * 1e3:9.2f} ms per table set ({configs / seconds:,.0f} configs/s)")
+        with _Clock() as c:
+            for t in tables:
+                fn(t)
+        print(f"{name:<34} {c.cpu / m * 1e3:7.2f} ms CPU per set: {_rate(m, c)} edited table sets")
+        _clear_shared()
+    with _Clock() as c:
+        for t in tables:
+            for fn in table_checks.values():
+                fn(t)
+    print(f"all four per edit (3 compiled sets per edit): {m / c.cpu:,.1f} edits/s CPU = {3 * m / c.cpu:,.1f} edited table sets/s CPU ({3 * m / c.wall:,.1f}/s wall)")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

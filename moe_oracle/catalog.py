@@ -22,21 +22,23 @@ Two stages:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from ._resources import package_dir, runtime_table_dirs, table_dirs
-from .checks import Check, CheckIndex
+from .checks import Check, CheckIndex, Tolerance
 from .environment import Environment
 from .errors import did_you_mean
 from .envvars import EnvVarSpec, RemovedEnvVar
-from .predicates import Predicate
+from .predicates import Predicate, compile_value_spec
 from .tables import Schemas, TableFile, load_schemas, read_tables_cached
 from .versions import EngineRelease, EngineSpec, resolve_release
-from .vocab import ActivationFormat, Interface
+from .vocab import ActivationFormat, Interface, ReasonCode
 
 __all__ = [
     "Adjustment",
@@ -142,6 +144,18 @@ class RequestMap:
     reference: str
     engine: Range = field(default=None, compare=False)
     kernels: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def checks(self) -> Mapping[str, Check]:
+        """Per backend (``"*"``: any other), the check that rejects it under an explicit request
+        read through this map (built once per linked map, not per selection)."""
+        out: dict[str, Check] = {}
+        backends = {b for bs in self.names.values() for b in bs}
+        for b in sorted(backends | {"*"}):
+            names = sorted(n for n, bs in self.names.items() if b in bs)
+            out[b] = Check(self.id, "moe_backend", compile_value_spec("moe_backend", names or ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
+                           f"this layer's oracle requests {b} only with moe_backend={'|'.join(names)}" if names else "this layer's oracle never requests this backend", self.reference, 10_000)
+        return MappingProxyType(out)
 
 
 @dataclass(frozen=True)
@@ -404,7 +418,10 @@ class Catalog:
 
     ``known_bad_index`` evaluates the known-bad rules of the kernels in ``known_bad_owner``
     (indices into ``experts``); the engine adds them to the failures only under the safe policy.
-    ``known_bad_checks[i]`` are kernel ``i``'s (the faithful policy evaluates the winner's alone).
+    ``known_bad_checks[i]`` are kernel ``i``'s (the faithful policy evaluates the winner's alone);
+    ``known_bad_position[i]`` is kernel ``i``'s owner index in ``known_bad_index``.
+    ``by_backend`` maps each backend id (sorted) to its kernels' indices in rank order: monolithic
+    first, then table order.
     ``after_selection`` holds the rule ids of constraints the engine checks on the kernel it
     selected, not while it selects (a failure refuses the layer instead of passing to the next
     candidate).
@@ -454,11 +471,45 @@ class Catalog:
     accepted_names: frozenset[str] | None = None
     construction: frozenset[str] = frozenset()
     layer_rules: frozenset[str] = frozenset()
+    by_backend: Mapping[str, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
+    known_bad_position: Mapping[int, int] = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def fields_read(self) -> frozenset[str]:
+        """Every field a check of an experts kernel or prepare/finalize, or a global constraint, reads."""
+        out = {f for owner in (*self.experts, *self.prepare_finalize) for chk in owner.checks for f in chk.fields_read}
+        return frozenset(out | {f for chk in self.global_constraints for f in chk.fields_read})
+
+    @cached_property
+    def request_bits(self) -> int:
+        """The bits of each kernel's own ``request.<backend>`` check in ``experts_index`` (a family's
+        request map reads ``moe_backend`` in their place)."""
+        experts = self.experts
+        return self.experts_index.bits_where(lambda i, c: c.rule == f"request.{experts[i].backend}")
+
+    def tolerance(self, deferred: bool) -> Tolerance:
+        """The checks a failure of which does not stop selection: the ``after_selection``
+        constraints (the engine refuses the layer afterwards instead) and, when ``deferred``, the
+        ``construction`` checks (vLLM makes them only when it builds the selected kernel)."""
+        return self._deferred_tolerance if deferred else self._post_tolerance
+
+    @cached_property
+    def _post_tolerance(self) -> Tolerance:
+        return self._tolerance(self.after_selection)
+
+    @cached_property
+    def _deferred_tolerance(self) -> Tolerance:
+        return self._tolerance(self.after_selection | self.construction)
+
+    def _tolerance(self, rules: frozenset[str]) -> Tolerance:
+        keep = lambda _i, c: c.rule in rules  # noqa: E731
+        kb = self.known_bad_index.bits_where(keep) if self.known_bad_index is not None else 0
+        return Tolerance(rules, self.experts_index.bits_where(keep), self.pf_index.bits_where(keep), kb)
 
     @property
     def backends(self) -> tuple[str, ...]:
         """Every backend id, sorted."""
-        return tuple(sorted({e.backend for e in self.experts}))
+        return tuple(self.by_backend) if self.by_backend else tuple(sorted({e.backend for e in self.experts}))
 
     def experts_by_id(self, kernel_id: str) -> ExpertsEntry:
         for entry in self.experts:
@@ -507,7 +558,6 @@ def _read(directories: Sequence[Path] | None, defaults: Sequence[Path], schemas:
     from .errors import TableError
 
     dirs = list(directories) if directories is not None else list(defaults)
-    schemas = schemas or load_schemas()
     root = package_dir() if directories is None else None
     files, issues = read_tables_cached(dirs, schemas, root)
     if issues:

@@ -11,14 +11,17 @@ open fields are evaluated once per distinct predicate.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from .fields import FIELDS, field_spec
 from .predicates import Predicate
+from .records import Assumption, jsonable
 from .vocab import ReasonCode
 
-__all__ = ["Check", "CheckIndex", "Outcome", "build_index"]
+__all__ = ["Check", "CheckIndex", "GateBucket", "Outcome", "PlainChecks", "Tolerance", "build_index"]
 
 
 class Outcome(enum.Enum):
@@ -54,7 +57,32 @@ class Check:
     reference: str
     seq: int = 0
 
-    @property
+    @cached_property
+    def source_field(self) -> str:
+        """The field whose source a failure reports: the first one read for a deny check."""
+        return self.fields_read[0] if self.deny else self.field
+
+    @cached_property
+    def allowed_value(self) -> Any:
+        """:meth:`allowed`, computed once per check (shared by every record of it: read-only)."""
+        return self.allowed()
+
+    @cached_property
+    def allowed_json(self) -> Any:
+        """``jsonable(allowed())``, computed once per check; copy it (``json_copy``) before handing it out."""
+        return jsonable(self.allowed_value)
+
+    @cached_property
+    def code_value(self) -> str:
+        return self.code.value
+
+    @cached_property
+    def assumption(self) -> Assumption:
+        """The record of this check abstaining (its input unknown); the same for every selection."""
+        assumed = self.predicate.describe() if self.predicate is not None else "the known-bad condition does not hold"
+        return Assumption(field=self.field, assumed=self.allowed_value, rule=self.rule, hint=f"{self.field} is unknown; assumed {assumed} ({self.hint})")
+
+    @cached_property
     def fields_read(self) -> tuple[str, ...]:
         """Every field this check reads (condition first)."""
         own = () if self.predicate is None else (self.predicate.field,)
@@ -94,77 +122,158 @@ class Check:
 
 
 Member = tuple[int, Check]
+"""(bit, check): a check and its bit in the index's failure and abstention masks."""
+
+Group = tuple[Check, int]
+"""(check, bits): one evaluation stands for every check with the same conditions, predicate and
+deny flag (a global constraint repeated on every kernel, a rule shared by a backend's kernels)."""
+
+ValueTable = tuple[str, Mapping[Any, int], int, tuple[tuple[int, Predicate], ...]]
+"""(field, value -> failing bits, every bit on the field, (bit, predicate) for values outside the table)."""
+OpenTest = tuple[str, Predicate, int]
+"""(field, predicate, bits of every check that is this predicate)."""
 
 
 @dataclass(frozen=True)
-class CheckIndex:
-    """All checks of ``owners`` (parallel tuples), indexed for one-pass evaluation."""
+class PlainChecks:
+    """Unconditional checks, indexed: per finite-domain field a value -> failing-bits table,
+    per distinct predicate on an open field one test."""
 
-    owners: tuple[str, ...]
-    checks: tuple[tuple[Check, ...], ...]
-    by_value: Mapping[str, Mapping[Any, tuple[Member, ...]]]
-    field_members: Mapping[str, tuple[Member, ...]]
-    generic: tuple[tuple[Predicate, tuple[Member, ...]], ...]
-    special: tuple[Member, ...]
-    gated: Mapping[str, tuple[Mapping[Any, tuple[Member, ...]], tuple[Member, ...]]] = field(default_factory=dict)
+    by_value: tuple[ValueTable, ...]
+    generic: tuple[OpenTest, ...]
 
-    def evaluate(self, values: Mapping[str, Any]) -> tuple[list[list[Check]], list[list[Check]]]:
-        """Failing and abstaining checks per owner, each list in table order.
-
-        Returns:
-            (failures, abstentions): ``failures[i]`` are the checks owner ``i`` fails.
-        """
-        n = len(self.owners)
-        fails: list[list[Check]] = [[] for _ in range(n)]
-        abstains: list[list[Check]] = [[] for _ in range(n)]
-        get = values.get
-        for name, table in self.by_value.items():
+    def evaluate(self, get: Any, fail: int, abstain: int) -> tuple[int, int]:
+        for name, table, everyone, members in self.by_value:
             v = get(name)
             if v is None:
-                for i, chk in self.field_members[name]:
-                    abstains[i].append(chk)
+                abstain |= everyone
                 continue
             try:
                 failing = table.get(v)
             except TypeError:  # unhashable value: evaluate directly below
                 failing = None
             if failing is None:
-                for i, chk in self.field_members[name]:
-                    if not chk.predicate.test(v):  # type: ignore[union-attr]
-                        fails[i].append(chk)
+                for bit, pred in members:
+                    if not pred.test(v):
+                        fail |= 1 << bit
             else:
-                for i, chk in failing:
-                    fails[i].append(chk)
-        for pred, members in self.generic:
-            v = get(pred.field)
-            if v is None:
-                for i, chk in members:
-                    abstains[i].append(chk)
-            elif not pred.test(v):
-                for i, chk in members:
-                    fails[i].append(chk)
-        for name, (by_gate, members) in self.gated.items():
+                fail |= failing
+        for name, pred, mask in self.generic:
             v = get(name)
             if v is None:
-                candidates = members
-            else:
+                abstain |= mask
+            elif not pred.test(v):
+                fail |= mask
+        return fail, abstain
+
+
+@dataclass(frozen=True)
+class GateBucket:
+    """The conditional checks whose gate holds for one value of the gate field, resolved for it.
+
+    ``always``: deny checks (and checks on the gate field itself) that fail for this value;
+    ``plain``: checks left with no condition once the gate field's value is known (``None``: none);
+    ``rest``: checks with conditions on other fields (evaluated once per group of equal checks).
+    """
+
+    always: int
+    plain: PlainChecks | None
+    rest: tuple[Group, ...]
+
+
+@dataclass(frozen=True)
+class CheckIndex:
+    """All checks of ``owners`` (parallel tuples), indexed for one-pass evaluation.
+
+    Every check has one bit; :meth:`evaluate` answers with two integers used as bit sets
+    (failing checks, abstaining checks), so evaluating every check of every owner costs one
+    dictionary lookup and one ``|`` per finite-domain field and one test per distinct predicate
+    on an open field. A conditional check is gated on its first condition over a finite domain:
+    per value of that field, the checks whose gate holds are pre-resolved (:class:`GateBucket`).
+    An owner's bits are contiguous (from ``start[i]``), in evaluation order: finite-domain
+    fields (in the order they first appear), then open-field predicates, then gated and
+    ungated conditional checks, each in the owner's table order. :meth:`checks_in` turns a
+    mask back into the owner's checks in that order.
+    """
+
+    owners: tuple[str, ...]
+    checks: tuple[tuple[Check, ...], ...]
+    ordered: tuple[tuple[Check, ...], ...]
+    start: tuple[int, ...]
+    masks: tuple[int, ...]
+    plain: PlainChecks
+    gated: tuple[tuple[str, Mapping[Any, GateBucket], tuple[Group, ...]], ...]
+    special: tuple[Group, ...]
+
+    def evaluate(self, values: Mapping[str, Any]) -> tuple[int, int]:
+        """Every check against ``values``, without short-circuit.
+
+        Returns:
+            (failing, abstaining): bit sets over every owner's checks (see :meth:`checks_in`).
+        """
+        get = values.get
+        fail, abstain = self.plain.evaluate(get, 0, 0)
+        for name, by_gate, members in self.gated:
+            v = get(name)
+            bucket = None
+            if v is not None:
                 try:
-                    candidates = by_gate.get(v, members)
+                    bucket = by_gate.get(v)
                 except TypeError:
-                    candidates = members
-            for i, chk in candidates:
+                    bucket = None
+            if bucket is not None:
+                fail |= bucket.always
+                if bucket.plain is not None:
+                    fail, abstain = bucket.plain.evaluate(get, fail, abstain)
+                candidates = bucket.rest
+            else:
+                candidates = members
+            for chk, bits in candidates:
                 outcome = chk.evaluate(values)
                 if outcome is Outcome.FAIL:
-                    fails[i].append(chk)
+                    fail |= bits
                 elif outcome is Outcome.ABSTAIN:
-                    abstains[i].append(chk)
-        for i, chk in self.special:
+                    abstain |= bits
+        for chk, bits in self.special:
             outcome = chk.evaluate(values)
             if outcome is Outcome.FAIL:
-                fails[i].append(chk)
+                fail |= bits
             elif outcome is Outcome.ABSTAIN:
-                abstains[i].append(chk)
-        return fails, abstains
+                abstain |= bits
+        return fail, abstain
+
+    def checks_in(self, i: int, mask: int) -> tuple[Check, ...]:
+        """Owner ``i``'s checks whose bits are set in ``mask``, in evaluation order."""
+        m = (mask >> self.start[i]) & ((1 << len(self.ordered[i])) - 1)
+        if not m:
+            return ()
+        ordered = self.ordered[i]
+        out = []
+        while m:
+            low = m & -m
+            out.append(ordered[low.bit_length() - 1])
+            m ^= low
+        return tuple(out)
+
+    def bits_where(self, keep: Callable[[int, Check], bool]) -> int:
+        """The bit set of the checks ``keep(owner index, check)`` accepts."""
+        out = 0
+        for i, ordered in enumerate(self.ordered):
+            base = self.start[i]
+            for n, chk in enumerate(ordered):
+                if keep(i, chk):
+                    out |= 1 << (base + n)
+        return out
+
+
+class Tolerance(NamedTuple):
+    """Checks a failure of which does not stop a candidate from being selected: their rule ids,
+    and their bits in a catalog view's experts, prepare/finalize and known-bad indices."""
+
+    rules: frozenset[str]
+    experts: int
+    pf: int
+    known_bad: int
 
 
 def _domain(field: str, env_types: Mapping[str, str]) -> tuple[Any, ...] | None:
@@ -176,6 +285,70 @@ def _domain(field: str, env_types: Mapping[str, str]) -> tuple[Any, ...] | None:
     return None
 
 
+def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str], failing: dict[Predicate, tuple[Any, ...]]) -> PlainChecks:
+    """Index unconditional checks given as (bit, predicate), in evaluation order.
+
+    ``failing``: predicate -> the domain values it rejects, filled as predicates are met (shared by
+    one :func:`build_index` call: the same predicate recurs in many owners and gate buckets).
+    """
+    tables: dict[str, tuple[dict[Any, int], list[tuple[int, Predicate]]]] = {}
+    generic: dict[Predicate, int] = {}
+    for bit, pred in members:
+        domain = _domain(pred.field, env_types)
+        if domain is None:
+            generic[pred] = generic.get(pred, 0) | 1 << bit
+            continue
+        table, listed = tables.setdefault(pred.field, ({d: 0 for d in domain}, []))
+        listed.append((bit, pred))
+        rejected = failing.get(pred)
+        if rejected is None:
+            rejected = failing[pred] = tuple(d for d in domain if not pred.test(d))
+        for d in rejected:
+            table[d] |= 1 << bit
+    return PlainChecks(
+        tuple((f, MappingProxyType(table), sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in tables.items()),
+        tuple((p.field, p, m) for p, m in generic.items()),
+    )
+
+
+def _groups(members: Sequence[Member]) -> tuple[Group, ...]:
+    """Members grouped by what their evaluation reads (conditions, predicate, deny flag), in
+    order of first appearance; each group's bits are every member's."""
+    groups: dict[tuple[Any, ...], tuple[Check, int]] = {}
+    for bit, chk in members:
+        key = (chk.condition, chk.predicate, chk.deny)
+        first, bits = groups.get(key, (chk, 0))
+        groups[key] = (first, bits | 1 << bit)
+    return tuple(groups.values())
+
+
+def _bucket(field: str, value: Any, members: Sequence[tuple[Member, Predicate]], env_types: Mapping[str, str], failing: dict[Predicate, tuple[Any, ...]]) -> GateBucket:
+    """The checks gated on ``field`` whose gate holds for ``value``, resolved for that value."""
+    always = 0
+    plain: list[tuple[int, Predicate]] = []
+    rest: list[Member] = []
+    for (bit, chk), gate in members:
+        others = list(chk.condition)
+        others.remove(gate)
+        # Conditions on the gate field are decided by its value: one that fails means the check
+        # passes (it does not apply); one that holds is dropped.
+        if any(p.field == field and not p.test(value) for p in others):
+            continue
+        others = [p for p in others if p.field != field]
+        if others:
+            rest.append((bit, chk))
+        elif chk.deny:
+            always |= 1 << bit
+        else:
+            assert chk.predicate is not None
+            if chk.predicate.field == field:
+                if not chk.predicate.test(value):
+                    always |= 1 << bit
+            else:
+                plain.append((bit, chk.predicate))
+    return GateBucket(always, _plain(plain, env_types, failing) if plain else None, _groups(rest))
+
+
 def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_types: Mapping[str, str]) -> CheckIndex:
     """Compile the per-owner checks into a :class:`CheckIndex`.
 
@@ -184,43 +357,73 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
         checks: ``checks[i]`` are owner ``i``'s checks.
         env_types: declared type per environment variable (``bool`` variables get a finite domain).
     """
-    by_value: dict[str, dict[Any, list[Member]]] = {}
-    field_members: dict[str, list[Member]] = {}
-    generic: dict[Predicate, list[Member]] = {}
-    special: list[Member] = []
-    gated: dict[str, tuple[dict[Any, list[Member]], list[Member]]] = {}
+    # Slot of each check: (kind, first appearance of its field or predicate). Kinds: 0 finite-domain
+    # field, 1 open-field predicate, 2 conditional check gated on a finite-domain field, 3 other
+    # conditional checks. An owner's bits follow (slot, table order).
+    value_fields: dict[str, int] = {}
+    predicates: dict[Predicate, int] = {}
+    gates: dict[str, int] = {}
+    gate_of: dict[tuple[int, int], Predicate] = {}
+    slots: list[list[tuple[tuple[int, int], int]]] = []
     for i, owner_checks in enumerate(checks):
-        for chk in owner_checks:
+        owner_slots = []
+        for j, chk in enumerate(owner_checks):
             if chk.deny or chk.condition:
                 # Gate on the first condition over a finite domain: for each value of that field,
                 # only the checks whose gate holds need evaluating (the others pass or, for deny
                 # checks, do not fire).
                 gate = next((p for p in chk.condition if _domain(p.field, env_types) is not None), None)
                 if gate is None:
-                    special.append((i, chk))
-                    continue
-                by_gate, members = gated.setdefault(gate.field, ({d: [] for d in _domain(gate.field, env_types) or ()}, []))
-                members.append((i, chk))
-                for d, bucket in by_gate.items():
-                    if gate.test(d):
-                        bucket.append((i, chk))
-                continue
-            assert chk.predicate is not None
-            domain = _domain(chk.predicate.field, env_types)
-            if domain is None:
-                generic.setdefault(chk.predicate, []).append((i, chk))
-                continue
-            table = by_value.setdefault(chk.predicate.field, {d: [] for d in domain})
-            field_members.setdefault(chk.predicate.field, []).append((i, chk))
-            for d in domain:
-                if not chk.predicate.test(d):
-                    table[d].append((i, chk))
+                    slot = (3, 0)
+                else:
+                    gate_of[(i, j)] = gate
+                    slot = (2, gates.setdefault(gate.field, len(gates)))
+            else:
+                assert chk.predicate is not None
+                if _domain(chk.predicate.field, env_types) is None:
+                    slot = (1, predicates.setdefault(chk.predicate, len(predicates)))
+                else:
+                    slot = (0, value_fields.setdefault(chk.predicate.field, len(value_fields)))
+            owner_slots.append((slot, j))
+        slots.append(sorted(owner_slots))
+
+    starts: list[int] = []
+    masks: list[int] = []
+    ordered: list[tuple[Check, ...]] = []
+    plain: list[tuple[tuple[int, int], tuple[int, Predicate]]] = []
+    gated_bits: dict[str, list[tuple[tuple[int, int], Member]]] = {f: [] for f in gates}
+    special: list[tuple[tuple[int, int], Member]] = []
+    bit = 0
+    for i, owner_slots in enumerate(slots):
+        starts.append(bit)
+        owner_checks = checks[i]
+        ordered.append(tuple(owner_checks[j] for _, j in owner_slots))
+        for (kind, position), j in owner_slots:
+            chk = owner_checks[j]
+            if kind in (0, 1):
+                plain.append(((kind, position), (bit, chk.predicate)))  # type: ignore[arg-type]
+            elif kind == 2:
+                gated_bits[gate_of[(i, j)].field].append(((i, j), (bit, chk)))
+            else:
+                special.append(((i, j), (bit, chk)))
+            bit += 1
+        masks.append(((1 << bit) - 1) ^ ((1 << starts[-1]) - 1))
+    plain.sort(key=lambda m: m[0])  # stable: (field or predicate, owner, table order)
+    failing: dict[Predicate, tuple[Any, ...]] = {}
+    gated = []
+    for f, members in gated_bits.items():
+        members.sort(key=lambda m: m[0])
+        listed = tuple(m for _, m in members)
+        with_gate = [((b, chk), gate_of[key]) for key, (b, chk) in members]
+        by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types, failing) for d in _domain(f, env_types) or ()}
+        gated.append((f, MappingProxyType(by_gate), _groups(listed)))
     return CheckIndex(
         owners=tuple(owners),
         checks=tuple(tuple(c) for c in checks),
-        by_value={f: {d: tuple(m) for d, m in t.items()} for f, t in by_value.items()},
-        field_members={f: tuple(m) for f, m in field_members.items()},
-        generic=tuple((p, tuple(m)) for p, m in generic.items()),
-        special=tuple(special),
-        gated={f: ({d: tuple(m) for d, m in by_gate.items()}, tuple(members)) for f, (by_gate, members) in gated.items()},
+        ordered=tuple(ordered),
+        start=tuple(starts),
+        masks=tuple(masks),
+        plain=_plain([m for _, m in plain], env_types, failing),
+        gated=tuple(gated),
+        special=_groups([m for _, m in sorted(special, key=lambda m: m[0])]),
     )

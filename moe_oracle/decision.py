@@ -12,23 +12,24 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
-from .checks import Check
+from .checks import Check, Tolerance
 from .config import MoEConfig
 from .environment import Environment
 from .normalize import Normalized
-from .records import Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status
+from .records import Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status, json_copy, jsonable
 from .vocab import ReasonCode, Source
 
 if TYPE_CHECKING:
-    from .catalog import ExpertsEntry, PrepareFinalizeEntry
+    from .catalog import Catalog, ExpertsEntry, PrepareFinalizeEntry
     from .versions import EngineRelease
 
-__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Row", "make_failure"]
+__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Ranking", "Row", "make_failure"]
 
 DECISION_FORMAT_VERSION = 2
 
@@ -51,24 +52,167 @@ class Row(NamedTuple):
     abstentions: tuple[Check, ...]
 
 
+@dataclass(frozen=True, eq=False)
+class Ranking:
+    """Every candidate in rank order, as the engine evaluated it; :attr:`rows` materializes them.
+
+    Failures and abstentions are kept as the bit sets the indices returned
+    (:meth:`~moe_oracle.checks.CheckIndex.evaluate`), so a selection does not pay for per-check
+    records; a row's checks are read back in evaluation order: the kernel's own, its known-bad
+    rules (safe policy only), the checks a family's request map adds for it, its
+    prepare/finalize's, then the checks that reject its whole backend (priority exclusion, opt-in).
+
+    Attributes:
+        view: the catalog view evaluated.
+        order: kernel indices (into ``view.experts``) in rank order.
+        dispatch: the prepare/finalize kind (picks each kernel's prepare/finalize).
+        fail, abstain: bit sets over ``view.experts_index``.
+        pf_fail, pf_abstain: bit sets over ``view.pf_index``.
+        kb_fail, kb_abstain: bit sets over ``view.known_bad_index`` (``None``: known-bad rules
+            are not among the failures, the faithful policy).
+        extra_fail, extra_abstain: backend -> checks that reject (or abstain for) all its kernels.
+        own_fail: kernel index -> checks that reject that kernel alone (a family's request map:
+            vLLM ``map_<family>_backend`` reads ``moe_backend`` itself).
+        fixed: rows as given, in rank order (a shortcut reordered them); overrides the rest.
+        patched: rank position -> the row that stands there instead of the evaluated one (a
+            winner whose deferred checks were waived, a shortcut's unchecked replacement).
+    """
+
+    view: "Catalog"
+    order: tuple[int, ...]
+    dispatch: Any
+    fail: int
+    abstain: int
+    pf_fail: int
+    pf_abstain: int
+    kb_fail: int | None
+    kb_abstain: int | None
+    extra_fail: Mapping[str, tuple[Check, ...]]
+    extra_abstain: Mapping[str, tuple[Check, ...]]
+    own_fail: Mapping[int, tuple[Check, ...]] = field(default_factory=dict)
+    fixed: tuple[Row, ...] | None = None
+    patched: Mapping[int, Row] = field(default_factory=dict)
+
+    def index(self, pos: int) -> int:
+        """Kernel index (into ``view.experts``) of the candidate at rank position ``pos``."""
+        return self.fixed[pos].index if self.fixed is not None else self.order[pos]
+
+    def entry(self, pos: int) -> "ExpertsEntry":
+        return self.view.experts[self.index(pos)]
+
+    def pf(self, pos: int) -> "PrepareFinalizeEntry | None":
+        if self.fixed is not None:
+            return self.fixed[pos].pf
+        j = self.view.pf_choice[self.order[pos]].get(self.dispatch)
+        return self.view.prepare_finalize[j] if j is not None else None
+
+    def position(self, kernel_id: str) -> int:
+        """Rank position of the kernel with id ``kernel_id``.
+
+        Raises:
+            StopIteration: no such candidate (a linked shortcut names only kernels of its view).
+        """
+        experts = self.view.experts
+        return next(pos for pos in range(len(self.order) if self.fixed is None else len(self.fixed)) if experts[self.index(pos)].id == kernel_id)
+
+    def row(self, pos: int) -> Row:
+        """The candidate at rank position ``pos`` (without materializing the others)."""
+        if self.fixed is not None:
+            return self.fixed[pos]
+        if "rows" in self.__dict__:
+            return self.rows[pos]
+        patched = self.patched.get(pos)
+        return patched if patched is not None else self._row(self.order[pos])
+
+    def with_row(self, pos: int, row: Row | None) -> "Ranking":
+        """This ranking with ``row`` at rank position ``pos`` (``None``: the evaluated row again)."""
+        if self.fixed is not None:
+            rows = list(self.fixed)
+            rows[pos] = row if row is not None else self.fixed[pos]
+            return replace(self, fixed=tuple(rows))
+        patched = {k: v for k, v in self.patched.items() if k != pos}
+        if row is not None:
+            patched[pos] = row
+        return replace(self, patched=MappingProxyType(patched))
+
+    def first_eligible(self, tolerated: Tolerance | None = None) -> int | None:
+        """Rank position of the first candidate whose failures are all ``tolerated`` (none, when
+        ``None``), else ``None``."""
+        if self.fixed is not None or self.patched:
+            allowed = tolerated.rules if tolerated is not None else frozenset()
+            return next((k for k, r in enumerate(self.rows) if all(c.rule in allowed for c in r.failures)), None)
+        view = self.view
+        masks = view.experts_index.masks
+        pf_masks = view.pf_index.masks
+        pf_choice = view.pf_choice
+        experts = view.experts
+        fail, pf_fail, kb_fail, extra, own, dispatch = self.fail, self.pf_fail, self.kb_fail, self.extra_fail, self.own_fail, self.dispatch
+        rules: frozenset[str] | None = None
+        if tolerated is not None:
+            # Tolerated checks are masked out of the bit sets; the few checks held as records
+            # (backend exclusions, opt-in, a family's request checks) are filtered by rule.
+            rules = tolerated.rules
+            fail &= ~tolerated.experts
+            pf_fail &= ~tolerated.pf
+            if kb_fail:
+                kb_fail &= ~tolerated.known_bad
+        kb_masks = view.known_bad_index.masks if kb_fail and view.known_bad_index is not None else None
+        for pos, k in enumerate(self.order):
+            if fail & masks[k]:
+                continue
+            checks = extra.get(experts[k].backend)
+            if checks is not None and (rules is None or any(c.rule not in rules for c in checks)):
+                continue
+            checks = own.get(k)
+            if checks is not None and (rules is None or any(c.rule not in rules for c in checks)):
+                continue
+            j = pf_choice[k].get(dispatch)
+            if j is not None and pf_fail & pf_masks[j]:
+                continue
+            if kb_masks is not None:
+                kb = view.known_bad_position.get(k)
+                if kb is not None and kb_fail & kb_masks[kb]:
+                    continue
+            return pos
+        return None
+
+    def _row(self, k: int) -> Row:
+        view = self.view
+        entry = view.experts[k]
+        f = view.experts_index.checks_in(k, self.fail)
+        a = view.experts_index.checks_in(k, self.abstain)
+        if self.kb_fail is not None and view.known_bad_index is not None:
+            kb = view.known_bad_position.get(k)
+            if kb is not None:
+                f += view.known_bad_index.checks_in(kb, self.kb_fail)
+                a += view.known_bad_index.checks_in(kb, self.kb_abstain or 0)
+        f += self.own_fail.get(k, ())
+        j = view.pf_choice[k].get(self.dispatch)
+        pf = None
+        if j is not None:
+            pf = view.prepare_finalize[j]
+            f += view.pf_index.checks_in(j, self.pf_fail)
+            a += view.pf_index.checks_in(j, self.pf_abstain)
+        return Row(k, entry, pf, f + self.extra_fail.get(entry.backend, ()), a + self.extra_abstain.get(entry.backend, ()))
+
+    @cached_property
+    def rows(self) -> tuple[Row, ...]:
+        """Every candidate as a :class:`Row`, in rank order."""
+        if self.fixed is not None:
+            return self.fixed
+        patched = self.patched
+        if patched:
+            return tuple(patched[pos] if pos in patched else self._row(k) for pos, k in enumerate(self.order))
+        return tuple(self._row(k) for k in self.order)
+
+
 def make_failure(chk: Check, norm: Normalized) -> Failure:
     """The :class:`Failure` record of a failing check under ``norm``."""
-    first = chk.fields_read[0] if chk.deny else chk.field
-    return Failure(
-        code=chk.code,
-        field=chk.field,
-        observed=chk.observed(norm.values),
-        allowed=chk.allowed(),
-        rule=chk.rule,
-        source=norm.sources.get(first, Source.DERIVED),
-        hint=chk.hint,
-        reference=chk.reference,
-    )
+    return Failure.of(chk.code, chk.field, chk.observed(norm.values), chk.allowed_value, chk.rule, norm.sources.get(chk.source_field, Source.DERIVED), chk.hint, chk.reference)
 
 
 def _assumption(chk: Check) -> Assumption:
-    assumed = chk.predicate.describe() if chk.predicate is not None else "the known-bad condition does not hold"
-    return Assumption(field=chk.field, assumed=chk.allowed(), rule=chk.rule, hint=f"{chk.field} is unknown; assumed {assumed} ({chk.hint})")
+    return chk.assumption
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,7 +229,8 @@ class Decision:
         demotions: priority adjustments that fired.
         requested: backend ids the user (or an env override) requested, else ``None``.
         requested_by: ``"moe_backend"`` or the override rule id.
-        rows: candidates in rank order (engine output).
+        ranking: the engine's evaluation of every candidate, in rank order (:attr:`rows`
+            materializes it).
         winner: index into ``rows`` of the selected candidate, or ``None``.
         notes: what the reader should know (alias rewrites, unmatched priority orders, inputs with no effect ...).
         release: the engine release the answer is for, and how it was known (``None`` only for
@@ -106,7 +251,7 @@ class Decision:
     demotions: tuple[Demotion, ...]
     requested: tuple[str, ...] | None
     requested_by: str | None
-    rows: tuple[Row, ...] = field(repr=False)
+    ranking: Ranking = field(repr=False)
     winner: int | None
     notes: tuple[str, ...] = ()
     release: "EngineRelease | None" = None
@@ -117,38 +262,46 @@ class Decision:
 
     # ------------------------------------------------------------------ views of the record
 
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        """Every candidate in rank order: entry, prepare/finalize, failing and abstaining checks."""
+        return self.ranking.rows
+
+    def _status(self, pos: int, row: Row) -> Status:
+        if row.failures:
+            return Status.REJECTED
+        return Status.SELECTED if pos == self.winner else Status.ELIGIBLE
+
+    def _candidate(self, pos: int, row: Row) -> CandidateResult:
+        status = self._status(pos, row)
+        entry, norm = row.entry, self.normalized
+        return CandidateResult.of(
+            entry.id,
+            entry.backend,
+            entry.interface,
+            entry.activation_format,
+            row.pf.id if row.pf is not None else None,
+            status,
+            tuple(make_failure(c, norm) for c in sorted(row.failures, key=_TABLE_ORDER)),
+            tuple(c.assumption for c in row.abstentions),
+            pos + 1,
+            self.kernel if status is Status.ELIGIBLE else None,
+        )
+
     @cached_property
     def candidates(self) -> tuple[CandidateResult, ...]:
         """Every candidate, in rank order, with all of its failures and assumptions."""
-        out = []
-        winner_id = self.rows[self.winner].entry.id if self.winner is not None else None
-        for rank, row in enumerate(self.rows, start=1):
-            if row.failures:
-                status = Status.REJECTED
-            elif rank - 1 == self.winner:
-                status = Status.SELECTED
-            else:
-                status = Status.ELIGIBLE
-            out.append(
-                CandidateResult(
-                    kernel=row.entry.id,
-                    backend=row.entry.backend,
-                    interface=row.entry.interface,
-                    activation_format=row.entry.activation_format,
-                    prepare_finalize=row.pf.id if row.pf is not None else None,
-                    status=status,
-                    failures=tuple(make_failure(c, self.normalized) for c in sorted(row.failures, key=_TABLE_ORDER)),
-                    assumptions=tuple(_assumption(c) for c in row.abstentions),
-                    rank=rank,
-                    outranked_by=winner_id if status is Status.ELIGIBLE else None,
-                )
-            )
-        return tuple(out)
+        return tuple(self._candidate(pos, row) for pos, row in enumerate(self.rows))
 
-    @property
+    @cached_property
     def selected(self) -> CandidateResult | None:
-        """The winning candidate, or ``None`` when nothing is eligible."""
-        return self.candidates[self.winner] if self.winner is not None else None
+        """The winning candidate, or ``None`` when nothing is eligible (built alone: the other
+        candidates' records are not materialized for it)."""
+        if self.winner is None:
+            return None
+        if "candidates" in self.__dict__:
+            return self.candidates[self.winner]
+        return self._candidate(self.winner, self.ranking.row(self.winner))
 
     @property
     def ok(self) -> bool:
@@ -157,14 +310,14 @@ class Decision:
     @property
     def kernel(self) -> str | None:
         """Id of the selected experts kernel (cheap: no failure records built)."""
-        return self.rows[self.winner].entry.id if self.winner is not None else None
+        return self.ranking.entry(self.winner).id if self.winner is not None else None
 
     @property
     def prepare_finalize(self) -> str | None:
         """Id of the selected prepare/finalize."""
         if self.winner is None:
             return None
-        pf = self.rows[self.winner].pf
+        pf = self.ranking.pf(self.winner)
         return pf.id if pf is not None else None
 
     @property
@@ -196,11 +349,17 @@ class Decision:
 
         Each rejected candidate counts once, under its primary failure's code.
         """
-        rejected = [c for c in self.candidates if c.status is Status.REJECTED]
-        counts = Counter(primary_failure(c).code.value for c in rejected)
+        return self._summary
+
+    @cached_property
+    def _summary(self) -> str:
+        rows = self.rows
+        rejected = [r for r in rows if r.failures]
+        # A rejected candidate's primary failure: the first by reason-code declaration order (primary_failure).
+        counts = Counter(min(r.failures, key=_code_order).code.value for r in rejected)
         parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        eligible = len(self.candidates) - len(rejected)
-        return f"{len(self.candidates)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" (by first reason: {parts})" if parts else "")
+        eligible = len(rows) - len(rejected)
+        return f"{len(rows)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" (by first reason: {parts})" if parts else "")
 
     @property
     def answered_for(self) -> str:
@@ -253,8 +412,8 @@ class Decision:
                 "interface": sel.interface.value,
                 "activation_format": sel.activation_format.value,
                 "prepare_finalize": sel.prepare_finalize,
-                "adapter": self.rows[self.winner].entry.adapter,  # type: ignore[index]
-                "runtime": self.rows[self.winner].entry.runtime,  # type: ignore[index]
+                "adapter": self.ranking.entry(self.winner).adapter,  # type: ignore[arg-type]
+                "runtime": self.ranking.entry(self.winner).runtime,  # type: ignore[arg-type]
             },
             "selected_by": ("shortcut" if self.shortcut else "requested" if self.requested else "priority") if sel is not None else "none",
             "shortcut": self.shortcut,
@@ -264,7 +423,7 @@ class Decision:
             "warnings": [w.to_dict() for w in self.warnings],
             "requested": {"backends": list(self.requested), "by": self.requested_by} if self.requested else None,
             "summary": self.summary(),
-            "candidates": [c.to_dict() for c in self.candidates],
+            "candidates": self._candidate_dicts(),
             "assumptions": [a.to_dict() for a in self.assumptions],
             "demotions": [d.to_dict() for d in self.demotions],
             "priority": {"order": self.order_rule, "backends": list(self.backend_order)},
@@ -275,6 +434,43 @@ class Decision:
             "fingerprint": self.fingerprint(),
             "notes": list(self.notes),
         }
+
+    def _candidate_dicts(self) -> list[dict[str, Any]]:
+        """``[c.to_dict() for c in self.candidates]``, built from the rows without the records
+        (tests/unit/test_decision_records.py holds the two equal)."""
+        if "candidates" in self.__dict__:
+            return [c.to_dict() for c in self.candidates]
+        values, sources = self.normalized.values, self.normalized.sources
+        winner_id = self.kernel
+        out = []
+        for pos, row in enumerate(self.rows):
+            entry = row.entry
+            status = self._status(pos, row)
+            out.append({
+                "rank": pos + 1,
+                "kernel": entry.id,
+                "backend": entry.backend,
+                "interface": entry.interface._value_,
+                "activation_format": entry.activation_format._value_,
+                "prepare_finalize": row.pf.id if row.pf is not None else None,
+                "status": status._value_,
+                "outranked_by": winner_id if status is Status.ELIGIBLE else None,
+                "failures": [
+                    {
+                        "code": c.code_value,
+                        "field": c.field,
+                        "observed": jsonable(c.observed(values)),
+                        "allowed": json_copy(c.allowed_json),
+                        "rule": c.rule,
+                        "source": sources.get(c.source_field, Source.DERIVED)._value_,  # .value, without the descriptor
+                        "hint": c.hint,
+                        "reference": c.reference,
+                    }
+                    for c in sorted(row.failures, key=_TABLE_ORDER)
+                ],
+                "assumptions": [c.assumption.to_dict() for c in row.abstentions],
+            })
+        return out
 
     # ------------------------------------------------------------------ views (moe_oracle.render)
 
@@ -299,5 +495,11 @@ def primary_failure(candidate: CandidateResult) -> Failure:
 
     The key may change between releases; the full list is always ``candidate.failures``.
     """
-    order = {code: i for i, code in enumerate(ReasonCode)}
-    return min(candidate.failures, key=lambda f: order[f.code])
+    return min(candidate.failures, key=lambda f: _CODE_ORDER[f.code])
+
+
+_CODE_ORDER = {code: i for i, code in enumerate(ReasonCode)}
+
+
+def _code_order(chk: Check) -> int:
+    return _CODE_ORDER[chk.code]

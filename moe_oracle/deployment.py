@@ -246,7 +246,6 @@ def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], 
     """Keep the variables the tables read; note removed, irrelevant and unknown ones."""
     read = {s.name for s in catalog.env_vars}
     removed = {r.name for r in catalog.removed_env_vars}
-    facts = engine_facts(version)
     other = []
     for name, value in given.items():
         if name in read:
@@ -254,7 +253,9 @@ def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], 
         elif name not in removed:
             other.append(name)
     shown = [(n, v) for n, v in given.items() if n in read or n in removed or not quiet_unread]
-    for note in env_notes(shown, catalog.env_vars, catalog.removed_env_vars, facts["env_vars"]):
+    # The engine's own variable names come from its facts file (a large YAML document): read only when there is a variable to note.
+    engine_names = engine_facts(version)["env_vars"] if shown else None
+    for note in env_notes(shown, catalog.env_vars, catalog.removed_env_vars, engine_names):
         notes.append(f"{where}: {note}")
     if quiet_unread and other:
         notes.append(f"{where}: {len(other)} other environment variables do not affect MoE kernel selection")

@@ -22,12 +22,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import chain
 from typing import Any, Mapping
 
 from .catalog import Catalog, KeyRewrite, PriorityOrder, RequestMap, Shortcut
 from .checks import Check, Outcome
 from .config import MoEConfig, Provenance
-from .decision import Decision, Row, make_failure
+from .decision import Decision, Ranking, Row, make_failure
 from .environment import Environment
 from .envvars import env_notes
 from .refusals import no_effect_notes
@@ -312,62 +313,55 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         norm = apply_block_rules(norm, view.block_rules, explicit)
         values, sources = norm.values, norm.sources
 
-    fails, abstains = view.experts_index.evaluate(values)
-    pf_fails, pf_abstains = view.pf_index.evaluate(values)
+    fail, abstain = view.experts_index.evaluate(values)
+    pf_fail, pf_abstain = view.pf_index.evaluate(values)
+    kb_fail = kb_abstain = None
     if policy is Policy.SAFE and view.known_bad_index is not None:
-        kb_fails, kb_abstains = view.known_bad_index.evaluate(values)
-        for j, i in enumerate(view.known_bad_owner):
-            fails[i] += kb_fails[j]
-            abstains[i] += kb_abstains[j]
+        kb_fail, kb_abstain = view.known_bad_index.evaluate(values)
     order, backends, demotions, order_notes = _order(view, values, requested)
     notes += order_notes
-    position = {b: i for i, b in enumerate(backends)}
-    dispatch = values["dispatch"]
     is_auto = values["moe_backend"] == "auto"
 
-    rows: list[Row] = []
-    excluded = order.excluded if (is_auto and order is not None) else {}
-    opt_in = view.opt_in if is_auto else ()
-    pf_choice = view.pf_choice
-    pfs = view.prepare_finalize
-    family_checks = _request_checks(family_map, requested) if (family_map is not None and requested is not None) else None
-    tried = family_map.kernels.get(name) if (family_checks is not None and family_map is not None and requested_by == "moe_backend") else None
-    kernel_check = None
-    if tried is not None:
-        assert family_map is not None
-        kernel_check = Check(f"{family_map.id}.kernels", "moe_backend", compile_value_spec("moe_backend", ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
-                             f"this layer's oracle tries only {', '.join(tried)} for moe_backend={name}", family_map.reference, 10_001)
-    for i, entry in enumerate(view.experts):
-        f: list[Check] = fails[i]
-        a: list[Check] = abstains[i]
-        if family_checks is not None:
-            # The family's oracle reads moe_backend itself (vLLM map_<family>_backend).
-            static = f"request.{entry.backend}"
-            f = [c for c in f if c.rule != static]
-            chk = family_checks.get(entry.backend, family_checks["*"])
-            if not chk.predicate.test(values["moe_backend"]):  # type: ignore[union-attr]
-                f.append(chk)
-            elif kernel_check is not None and tried is not None and entry.id not in tried:
-                f.append(kernel_check)  # a name that maps to some kernels of its backend only
-        pf_idx = pf_choice[i].get(dispatch)
-        pf = None
-        if pf_idx is not None:
-            pf = pfs[pf_idx]
-            f += pf_fails[pf_idx]
-            a += pf_abstains[pf_idx]
-        if entry.backend in excluded:
-            f.append(excluded[entry.backend])
-        for opt in opt_in:
-            if opt.backend != entry.backend or opt.check is None:
+    # Checks that reject whole backends: outside the matched priority order, or opt-in only here.
+    extra_fail: dict[str, tuple[Check, ...]] = {}
+    extra_abstain: dict[str, tuple[Check, ...]] = {}
+    if is_auto:
+        if order is not None:
+            for backend, chk in order.excluded.items():
+                extra_fail[backend] = (chk,)
+        for opt in view.opt_in:
+            if opt.check is None:
                 continue
             held = _holds(opt.when, values)
             if held:
-                f.append(opt.check)
+                extra_fail[opt.backend] = extra_fail.get(opt.backend, ()) + (opt.check,)
             elif held is None:
-                a.append(opt.check)
-        rows.append(Row(i, entry, pf, tuple(f), tuple(a)))
-    rank = view.rank_key
-    rows.sort(key=lambda r: (position[r.entry.backend], rank[r.index]))
+                extra_abstain[opt.backend] = extra_abstain.get(opt.backend, ()) + (opt.check,)
+    own_fail: dict[int, tuple[Check, ...]] = {}
+    family_checks = _request_checks(family_map, requested) if (family_map is not None and requested is not None) else None
+    if family_checks is not None:
+        assert family_map is not None
+        # The family's oracle reads moe_backend itself (vLLM map_<family>_backend): its checks
+        # replace each kernel's own request check.
+        fail &= ~view.request_bits
+        tried = family_map.kernels.get(name) if requested_by == "moe_backend" else None
+        kernel_check = None
+        if tried is not None:
+            kernel_check = Check(f"{family_map.id}.kernels", "moe_backend", compile_value_spec("moe_backend", ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
+                                 f"this layer's oracle tries only {', '.join(tried)} for moe_backend={name}", family_map.reference, 10_001)
+        backend_ok: dict[str, bool] = {}
+        for i, entry in enumerate(view.experts):
+            chk = family_checks.get(entry.backend, family_checks["*"])
+            passed = backend_ok.get(entry.backend)
+            if passed is None:
+                passed = backend_ok[entry.backend] = chk.predicate.test(values["moe_backend"])  # type: ignore[union-attr]
+            if not passed:
+                own_fail[i] = (chk,)
+            elif kernel_check is not None and tried is not None and entry.id not in tried:
+                own_fail[i] = (kernel_check,)  # a name that maps to some kernels of its backend only
+    by_backend = view.by_backend
+    ranked = tuple(chain.from_iterable([by_backend[b] for b in backends]))
+    ranking = Ranking(view, ranked, values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain, own_fail)
 
     shortcut: Shortcut | None = None
     waived: tuple[Check, ...] = ()
@@ -375,21 +369,23 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     # pairing and the prepare/finalize's own requirements do not stop a selection (they become
     # warnings); the safe policy and the runtime view (which builds what it selects) keep them.
     deferred = view.construction if (policy is Policy.FAITHFUL and view.view_name == "engine") else frozenset()
-    taken = _shortcut(view, values, rows, notes, deferred) if (policy is Policy.FAITHFUL and view.shortcuts) else None
+    # A shortcut before selection reorders the candidates: the rows are materialized for it (the
+    # slow path); every other selection stays on the bit sets.
+    taken = _shortcut(view, values, ranking, notes, deferred) if (policy is Policy.FAITHFUL and view.shortcuts) else None
     if taken is not None:
-        shortcut, rows, winner, waived = taken
+        shortcut, ranking, winner, waived = taken
     else:
-        winner, waived = _first_selected(view, rows, notes, deferred)
-        after = _after_selection(view, values, rows, winner, notes) if (winner is not None and policy is Policy.FAITHFUL and view.shortcuts) else None
+        ranking, winner, waived = _first_selected(view, ranking, notes, bool(deferred))
+        after = _after_selection(view, values, ranking, winner, notes) if (winner is not None and policy is Policy.FAITHFUL and view.shortcuts) else None
         if after is not None:
             # The engine checked this winner but returns another class in its place.
             if waived:
-                rows[winner] = rows[winner]._replace(failures=waived)
-            shortcut, winner, waived = after
+                ranking = ranking.with_row(winner, None)  # type: ignore[arg-type]
+            shortcut, ranking, winner, waived = after
 
-    warnings = _warnings(view, original, env, norm, rows, winner, release, policy, shortcut, waived, notes)
+    warnings = _warnings(view, original, env, norm, ranking, winner, release, policy, shortcut, waived, notes)
     if shortcut is not None and requested is not None and winner is not None:
-        notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {rows[winner].entry.upstream} {shortcut.label} before reading it ({shortcut.id})")  # type: ignore[index]
+        notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {ranking.entry(winner).upstream} {shortcut.label} before reading it ({shortcut.id})")
     return Decision(
         config=config,
         environment=env,
@@ -400,7 +396,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         demotions=tuple(demotions),
         requested=requested,
         requested_by=requested_by,
-        rows=tuple(rows),
+        ranking=ranking,
         winner=winner,
         notes=tuple(notes) + ((implied_note,) if implied_note else ()) + ((bound_note,) if bound_note else ()) + _config_warnings(config) + _input_notes(config, env, values, view),
         release=release,
@@ -411,26 +407,30 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     )
 
 
-def _first_selected(view: Catalog, rows: list[Row], notes: list[str], deferred: frozenset[str]) -> tuple[int | None, tuple[Check, ...]]:
+def _first_selected(view: Catalog, ranking: Ranking, notes: list[str], deferred: bool) -> tuple[Ranking, int | None, tuple[Check, ...]]:
     """The first candidate the engine selects and the checks waived for it (``deferred``: those vLLM
-    makes only when it builds the kernel). ``None`` when there is none, or when the selected one fails
-    a check the engine makes only after selecting (``after_selection``): the layer is refused then."""
+    makes only when it builds the kernel, ``view.construction``): (the ranking with its row
+    cleared, its position, the waived checks). ``None`` when there is none, or when the selected
+    one fails a check the engine makes only after selecting (``after_selection``): the layer is
+    refused then."""
+    tolerated = view.tolerance(deferred) if (deferred or view.after_selection) else None
+    first = ranking.first_eligible(tolerated)
+    if first is None:
+        return ranking, None, ()
+    row = ranking.row(first)
+    if not row.failures:
+        return ranking, first, ()
     post = view.after_selection
-    first = next((k for k, r in enumerate(rows) if all(c.rule in deferred or c.rule in post for c in r.failures)), None)
-    if first is None or not rows[first].failures:
-        return first, ()
-    row = rows[first]
-    refused = [c for c in row.failures if c.rule in post and c.rule not in deferred]
+    refused = [c for c in row.failures if c.rule in post and (not deferred or c.rule not in view.construction)]
     if refused:
         rules = ", ".join(sorted({c.rule for c in refused}))
         notes.append(f"the engine selects {row.entry.upstream} ({row.entry.id}), then refuses the layer: {'; '.join(c.hint for c in refused)} [{rules}]")
-        return None, ()
-    rows[first] = row._replace(failures=())
-    return first, row.failures
+        return ranking, None, ()
+    return ranking.with_row(first, row._replace(failures=())), first, row.failures
 
 
-def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: list[str], deferred: frozenset[str]) -> tuple[Shortcut, list[Row], int | None, tuple[Check, ...]] | None:
-    """The first shortcut whose condition holds: (shortcut, rows with its kernels first, winner, waived checks).
+def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes: list[str], deferred: frozenset[str]) -> tuple[Shortcut, Ranking, int | None, tuple[Check, ...]] | None:
+    """The first shortcut whose condition holds: (shortcut, the ranking with its kernels first, winner, waived checks).
 
     A ``try`` kernel is taken when every check it fails is one the early return does not read:
     the request and priority checks, the checks vLLM makes only when it builds the kernel
@@ -447,6 +447,7 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
             continue
         if not held:
             continue
+        rows = ranking.rows
         by_id = {r.entry.id: r for r in rows}
         tried = [by_id[k] for k in sc.try_kernels]
         front = tried + ([by_id[sc.otherwise]] if sc.otherwise is not None else [])
@@ -457,23 +458,18 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], rows: list[Row], notes: 
         chosen = next((r for r in tried if all(unread(r, c) for c in r.failures)), by_id.get(sc.otherwise) if sc.otherwise is not None else None)  # type: ignore[arg-type]
         if chosen is None or any(c.rule in view.layer_rules for c in chosen.failures):
             ordered = front + [r for r in rows if r not in front]
-            return sc, ordered, None, ()
+            return sc, replace(ranking, fixed=tuple(ordered)), None, ()
         waived = chosen.failures
         cleared = chosen._replace(failures=())
         ordered = [cleared if r is chosen else r for r in front] + [r for r in rows if r not in front]
-        return sc, ordered, ordered.index(cleared), waived
+        return sc, replace(ranking, fixed=tuple(ordered)), ordered.index(cleared), waived
     return None
 
 
-def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> dict[str, Check]:
-    """Per backend, the check that rejects it under an explicit request read through ``rm``."""
-    out: dict[str, Check] = {}
-    backends = {b for bs in rm.names.values() for b in bs}
-    for b in backends | {"*"}:
-        names = sorted(n for n, bs in rm.names.items() if b in bs)
-        out[b] = Check(rm.id, "moe_backend", compile_value_spec("moe_backend", names or ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
-                       f"this layer's oracle requests {b} only with moe_backend={'|'.join(names)}" if names else "this layer's oracle never requests this backend", rm.reference, 10_000)
-    return out
+def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> Mapping[str, Check]:
+    """Per backend, the check that rejects it under an explicit request read through ``rm``
+    (``RequestMap.checks``: the same whatever was requested, built once per linked map)."""
+    return rm.checks
 
 
 def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mapping[str, Any]) -> tuple[MoEConfig, str] | None:
@@ -490,12 +486,13 @@ def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mappin
     return None
 
 
-def _after_selection(view: Catalog, values: Mapping[str, Any], rows: list[Row], winner: int, notes: list[str]) -> tuple[Shortcut, int, tuple[Check, ...]] | None:
-    """A shortcut after selection that replaces the winner: (shortcut, the new winner, its waived checks).
+def _after_selection(view: Catalog, values: Mapping[str, Any], ranking: Ranking, winner: int, notes: list[str]) -> tuple[Shortcut, Ranking, int, tuple[Check, ...]] | None:
+    """A shortcut after selection that replaces the winner: (shortcut, the ranking with the
+    replacement's row cleared, the new winner, its waived checks).
 
     The replacement is returned unchecked (its row's failures are cleared and become warnings).
     """
-    chosen = rows[winner].entry.id
+    chosen = ranking.entry(winner).id
     for sc in view.shortcuts:
         if chosen not in sc.selected:
             continue
@@ -505,22 +502,22 @@ def _after_selection(view: Catalog, values: Mapping[str, Any], rows: list[Row], 
             continue
         if not held:
             continue
-        k = next(i for i, r in enumerate(rows) if r.entry.id == sc.otherwise)
-        waived = rows[k].failures
-        rows[k] = rows[k]._replace(failures=())
-        notes.append(f"the engine checked {rows[winner].entry.upstream} ({chosen}) but returns {rows[k].entry.upstream} ({sc.otherwise}) {sc.label} ({sc.id})")
-        return sc, k, waived
+        assert sc.otherwise is not None
+        k = ranking.position(sc.otherwise)
+        row = ranking.row(k)
+        notes.append(f"the engine checked {ranking.entry(winner).upstream} ({chosen}) but returns {row.entry.upstream} ({sc.otherwise}) {sc.label} ({sc.id})")
+        return sc, ranking.with_row(k, row._replace(failures=())), k, row.failures
     return None
 
 
 def _warnings(
-    view: Catalog, config: MoEConfig, env: Environment, norm: Normalized, rows: list[Row], winner: int | None, release: EngineRelease | None,
+    view: Catalog, config: MoEConfig, env: Environment, norm: Normalized, ranking: Ranking, winner: int | None, release: EngineRelease | None,
     policy: Policy, shortcut: Shortcut | None, waived: tuple[Check, ...], notes: list[str],
 ) -> tuple[DecisionWarning, ...]:
     out = [DecisionWarning("engine_release", w) for w in (release.warnings if release is not None else ())]
     if policy is not Policy.FAITHFUL or winner is None:
         return tuple(out)
-    row = rows[winner]
+    row = ranking.row(winner)
     hits: list[Check] = []
     # Under the faithful policy only the winner's known-bad rules matter: evaluated for it alone.
     for chk in view.known_bad_checks[row.index] if view.known_bad_checks else ():

@@ -177,8 +177,15 @@ class TableError(_IssuesError):
 
 
 class NoEligibleKernelError(MoEOracleError):
-    """No candidate is eligible (or the requested backend is not); carries the full Decision."""
+    """No candidate is eligible (or the requested backend is not); carries the full Decision.
+
+    The message (every candidate with every reason) is rendered when it is read (``str(exc)``),
+    not when the error is raised: a caller that catches it and moves on pays nothing for it.
+    """
 
     def __init__(self, decision: "Decision") -> None:
         self.decision = decision
-        super().__init__(decision.render_failure())
+        super().__init__()
+
+    def __str__(self) -> str:
+        return self.decision.render_failure()

@@ -25,6 +25,7 @@ Unknown inputs stay ``None`` so that predicates on them abstain.
 from __future__ import annotations
 
 import math
+from functools import cache
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
@@ -97,7 +98,9 @@ class Normalized:
     def to_dict(self) -> dict[str, Any]:
         from .records import jsonable
 
-        return {k: {"value": jsonable(v), "source": self.sources[k].value} for k, v in sorted(self.values.items(), key=lambda kv: kv[0])}
+        sources = self.sources
+        # ``_value_`` is the member's value without the ``Enum.value`` descriptor (the slow part here).
+        return {k: {"value": jsonable(v), "source": sources[k]._value_} for k, v in sorted(self.values.items(), key=lambda kv: kv[0])}
 
 
 # Quant methods whose MoE layer is vLLM's Mxfp4MoEMethod for MXFP4 experts (DeepSeek-V4 selector):
@@ -138,6 +141,12 @@ def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str
     return "generic"
 
 
+@cache
+def _defaults(cls: type) -> Mapping[str, Any]:
+    """Field name -> dataclass default of ``cls`` (a pure function of the class: computed once)."""
+    return MappingProxyType({f.name: f.default for f in dataclass_fields(cls)})
+
+
 def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...], assumed: Mapping[str, str] | None = None) -> Normalized:
     """Flatten ``config`` and ``env`` into the field namespace of :mod:`moe_oracle.fields`.
 
@@ -154,8 +163,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     given = Source.USER_FLAG
     recorded = {p.field: p.source for p in config.provenance}
 
-    defaults = {f.name: f.default for f in dataclass_fields(type(config))}
-    par_defaults = {f.name: f.default for f in dataclass_fields(type(par))}
+    defaults = _defaults(type(config))
+    par_defaults = _defaults(type(par))
 
     def _source(_: MoEConfig, name: str, default: Source) -> Source:
         # A field nobody recorded that still holds its dataclass default is a default, not a user's value.

@@ -12,7 +12,10 @@ from typing import Any
 
 from .vocab import ActivationFormat, Interface, ReasonCode, Source
 
-__all__ = ["Assumption", "CandidateResult", "DecisionWarning", "Demotion", "Failure", "Status", "jsonable"]
+__all__ = ["Assumption", "CandidateResult", "DecisionWarning", "Demotion", "Failure", "Status", "json_copy", "jsonable"]
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def jsonable(value: Any) -> Any:
@@ -21,6 +24,8 @@ def jsonable(value: Any) -> Any:
     >>> jsonable((Interface.MODULAR, frozenset({2, 1})))
     ['modular', [1, 2]]
     """
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, (tuple, list)):
@@ -30,6 +35,19 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     return value
+
+
+def json_copy(value: Any) -> Any:
+    """A fresh copy of a JSON value (lists and dicts copied at every level, scalars shared)."""
+    t = type(value)
+    if t is list:
+        return [json_copy(v) if type(v) in _CONTAINERS else v for v in value]
+    if t is dict:
+        return {k: json_copy(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+    return value
+
+
+_CONTAINERS = frozenset({list, dict})
 
 
 @dataclass(frozen=True)
@@ -56,6 +74,15 @@ class Failure:
     source: Source
     hint: str
     reference: str
+
+    @classmethod
+    def of(cls, code: ReasonCode, field: str, observed: Any, allowed: Any, rule: str, source: Source, hint: str, reference: str) -> "Failure":
+        """``Failure(...)`` by position, built without the frozen ``__init__``: that sets each field
+        through ``object.__setattr__`` (4x the cost), and an explain builds hundreds of failures."""
+        record = object.__new__(cls)
+        d = record.__dict__
+        d["code"], d["field"], d["observed"], d["allowed"], d["rule"], d["source"], d["hint"], d["reference"] = code, field, observed, allowed, rule, source, hint, reference
+        return record
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -167,6 +194,17 @@ class CandidateResult:
     assumptions: tuple[Assumption, ...]
     rank: int
     outranked_by: str | None = None
+
+    @classmethod
+    def of(cls, kernel: str, backend: str, interface: Interface, activation_format: ActivationFormat, prepare_finalize: str | None, status: Status,
+           failures: tuple[Failure, ...], assumptions: tuple[Assumption, ...], rank: int, outranked_by: str | None = None) -> "CandidateResult":
+        """``CandidateResult(...)`` by position without the frozen ``__init__`` (see :meth:`Failure.of`); validated the same way."""
+        record = object.__new__(cls)
+        d = record.__dict__
+        d["kernel"], d["backend"], d["interface"], d["activation_format"], d["prepare_finalize"] = kernel, backend, interface, activation_format, prepare_finalize
+        d["status"], d["failures"], d["assumptions"], d["rank"], d["outranked_by"] = status, failures, assumptions, rank, outranked_by
+        record.__post_init__()
+        return record
 
     def __post_init__(self) -> None:
         if self.status is Status.REJECTED and not self.failures:

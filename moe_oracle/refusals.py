@@ -65,9 +65,7 @@ def no_effect_notes(config: Any, values: Mapping[str, Any], catalog: Any) -> tup
     """
     notes = []
     if config.max_num_tokens is not None:
-        readers = {f for owner in (*catalog.experts, *catalog.prepare_finalize) for chk in owner.checks for f in chk.fields_read}
-        readers |= {f for chk in catalog.global_constraints for f in chk.fields_read}
-        if "max_num_tokens" not in readers:
+        if "max_num_tokens" not in catalog.fields_read:  # computed once per catalog view
             notes.append(f"max tokens per call ({config.max_num_tokens}) has no effect: no rule in these tables limits tokens per call")
     p = config.parallel
     if p.use_ep and p.tp_size * p.dp_size == 1:

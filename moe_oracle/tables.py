@@ -13,14 +13,18 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-import jsonschema
 import yaml
-from referencing import Registry, Resource
 
 from ._resources import schema_dir
 from .errors import InputIssue
+
+if TYPE_CHECKING:
+    import jsonschema
+
+# jsonschema (and referencing) are imported where a document is validated: a table set answered
+# from the validated-table cache never validates, and the import is a third of a CLI call.
 
 __all__ = ["KIND_DIRS", "TableFile", "cache_dir", "load_schemas", "read_tables", "read_tables_cached", "validate_document", "yaml_error_issue"]
 
@@ -66,6 +70,9 @@ def load_schemas(directory: Path | None = None) -> Schemas:
     Raises:
         FileNotFoundError: the schema directory is missing (broken installation).
     """
+    import jsonschema
+    from referencing import Registry, Resource
+
     directory = directory or schema_dir()
     resources = []
     documents: dict[str, dict[str, Any]] = {}
@@ -134,6 +141,8 @@ def _json_path(error_path: Iterable[Any]) -> str:
 
 def validate_document(validator: jsonschema.protocols.Validator, doc: Any, display: str | None) -> list[InputIssue]:
     """All schema errors of ``doc`` as issues, deepest first (``iter_errors``, never ``validate``)."""
+    import jsonschema
+
     issues = []
     errors = sorted(validator.iter_errors(doc), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
     for err in errors:
@@ -262,8 +271,11 @@ def _cache_key(directories: Sequence[Path], schema_directory: Path, root: Path |
     return digest.hexdigest()
 
 
-def read_tables_cached(directories: Sequence[Path], schemas: Schemas, root: Path | None = None, schema_directory: Path | None = None) -> tuple[list[TableFile], list[InputIssue]]:
-    """:func:`read_tables`, answered from the validated-table cache when the bytes are unchanged."""
+def read_tables_cached(directories: Sequence[Path], schemas: Schemas | None, root: Path | None = None, schema_directory: Path | None = None) -> tuple[list[TableFile], list[InputIssue]]:
+    """:func:`read_tables`, answered from the validated-table cache when the bytes are unchanged.
+
+    ``schemas``: the validators (``None``: :func:`load_schemas`, only when the cache cannot answer).
+    """
     location = cache_dir()
     key = _cache_key(directories, schema_directory or schema_dir(), root) if location is not None else None
     if location is not None and key is not None:
@@ -277,7 +289,7 @@ def read_tables_cached(directories: Sequence[Path], schemas: Schemas, root: Path
             return [TableFile(f["path"], f["kind"], f["data"], f["sha256"]) for f in payload["files"]], []
         except (OSError, ValueError, KeyError, TypeError):
             pass  # no usable cache entry: validate from the YAML below
-    files, issues = read_tables(directories, schemas, root)
+    files, issues = read_tables(directories, schemas if schemas is not None else load_schemas(schema_directory), root)
     if location is not None and key is not None and not issues:
         try:
             location.mkdir(parents=True, exist_ok=True)

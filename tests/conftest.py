@@ -11,7 +11,11 @@ import pytest
 os.environ.setdefault("MOE_ORACLE_CACHE_DIR", tempfile.mkdtemp(prefix="moe-oracle-test-cache-"))
 
 from moe_oracle.oracle import default_catalog
+from tests import gcsettings
 from tests.tables_fixture import load
+
+default_catalog()
+gcsettings.tune()
 
 
 @pytest.fixture()

@@ -151,7 +151,12 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
         ranges |= set(base.ranges)
     compiled = _with_ranges(compiled, tuple(sorted(ranges, key=str)))
     problems: list[InputIssue] = []
+    seen: set[tuple[bool, ...]] = set()
     for version in _probe_versions(compiled):
+        key = compiled.key(version)
+        if key in seen:
+            continue  # the same ranges admit it: the same items, the same pairing
+        seen.add(key)
         problems += [i for i in pairing_issues(compiled, version) if i not in problems]
     if problems:
         raise TableError(problems)

@@ -205,6 +205,9 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         if ok(r.engine)
     )
     env_types = dict(compiled.env_types)
+    # Within a backend: monolithic first, then table order.
+    rank_key = tuple((0 if e.interface is Interface.MONOLITHIC else 1, i) for i, e in enumerate(final_experts))
+    by_backend = {b: tuple(sorted((i for i, e in enumerate(final_experts) if e.backend == b), key=rank_key.__getitem__)) for b in sorted(backends)}
     return Catalog(
         experts=tuple(final_experts),
         prepare_finalize=tuple(final_pfs),
@@ -227,8 +230,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         experts_index=build_index([e.id for e in final_experts], [e.checks for e in final_experts], env_types),
         pf_index=build_index([p.id for p in final_pfs], [p.checks for p in final_pfs], env_types),
         pf_choice=tuple(MappingProxyType(c) for c in pf_choice),
-        # Within a backend: monolithic first, then table order.
-        rank_key=tuple((0 if e.interface is Interface.MONOLITHIC else 1, i) for i, e in enumerate(final_experts)),
+        rank_key=rank_key,
         shortcuts=shortcuts,
         known_bad_index=build_index([final_experts[i].id for i in kb_owner], kb_checks, env_types) if kb_owner else None,
         known_bad_owner=tuple(kb_owner),
@@ -245,6 +247,8 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         accepted_names=next((names for names, rng in compiled.engine_names if ok(rng)), None),
         construction=frozenset(construction),
         layer_rules=frozenset(g.check.rule for g in global_checks if g.binds_every_kernel),
+        by_backend=MappingProxyType(by_backend),
+        known_bad_position=MappingProxyType({i: j for j, i in enumerate(kb_owner)}),
     )
 
 

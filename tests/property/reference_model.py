@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import yaml
 from packaging.specifiers import SpecifierSet
@@ -66,20 +67,26 @@ class Rule:
     when: tuple[tuple[str, Any], ...] = ()
     deny: bool = False
 
+    @cached_property
+    def _tests(self) -> tuple[tuple[tuple[str, Callable[[Any], bool]], ...], Callable[[Any], bool] | None]:
+        """``spec_holds`` of each condition and of the spec, compiled once per rule (:func:`spec_test`)."""
+        return tuple((name, spec_test(spec)) for name, spec in self.when), (None if self.deny else spec_test(self.spec))
+
     def outcome(self, values: Mapping[str, Any]) -> Outcome:
         unknown = False
-        for name, spec in self.when:
+        when, test = self._tests
+        for name, holds in when:
             value = values.get(name)
             if value is None:
                 unknown = True
-            elif not spec_holds(spec, value):
+            elif not holds(value):
                 return Outcome.PASS
         if self.deny:
             return Outcome.ABSTAIN if unknown else Outcome.FAIL
         value = values.get(self.field)
         if value is None:
             return Outcome.ABSTAIN
-        if spec_holds(self.spec, value):
+        if test(value):  # type: ignore[misc]
             return Outcome.PASS
         return Outcome.ABSTAIN if unknown else Outcome.FAIL
 
@@ -102,14 +109,19 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+@lru_cache(maxsize=None)
+def _specifier(spec: str) -> SpecifierSet:
+    return SpecifierSet(spec)
+
+
 def spec_holds(spec: Any, value: Any) -> bool:
     """Whether ``value`` satisfies a YAML value spec."""
     if isinstance(spec, list):
-        spec = {"in": spec}
+        return value in spec
     for key, arg in spec.items():
-        if key == "in" and value not in list(arg):
+        if key == "in" and value not in arg:
             return False
-        if key == "not_in" and value in list(arg):
+        if key == "not_in" and value in arg:
             return False
         if key == "min" and not (_number(value) and value >= arg):
             return False
@@ -121,11 +133,36 @@ def spec_holds(spec: Any, value: Any) -> bool:
             return False
         if key == "version" and value is not ABSENT:
             try:
-                if Version(value) not in SpecifierSet(arg):
+                if Version(value) not in _specifier(arg):
                     return False
             except InvalidVersion:
                 return False
     return True
+
+
+def spec_test(spec: Any) -> Callable[[Any], bool]:
+    """``lambda value: spec_holds(spec, value)``, with the spec read once (the same answers)."""
+    if isinstance(spec, list):
+        return lambda value: value in spec
+    tests: list[Callable[[Any], bool]] = []
+    for key, arg in spec.items():
+        if key == "in":
+            tests.append(lambda v, a=arg: v in a)
+        elif key == "not_in":
+            tests.append(lambda v, a=arg: v not in a)
+        elif key == "min":
+            tests.append(lambda v, a=arg: _number(v) and v >= a)
+        elif key == "max":
+            tests.append(lambda v, a=arg: _number(v) and v <= a)
+        elif key == "multiple_of":
+            tests.append(lambda v, a=arg: _number(v) and v % a == 0)
+        elif key == "present":
+            tests.append(lambda v, a=bool(arg): (v is not ABSENT) == a)
+        elif key == "version":
+            tests.append(lambda v, a=arg: spec_holds({"version": a}, v))
+    if len(tests) == 1:
+        return tests[0]
+    return lambda value: all(t(value) for t in tests)
 
 
 _FEATURE_FIELD = {"lora": "lora", "batch_invariant": "batch_invariant", "eplb": "enable_eplb"}
@@ -337,6 +374,29 @@ class Model:
     def rules(self, kernel: str, values: Mapping[str, Any], policy: str = "faithful") -> list[Rule]:
         """Every rule candidate ``kernel`` is subject to under ``values`` (its P/F's included)."""
         e = self.by_id[kernel]
+        cache = self.__dict__.setdefault("_rules_memo", {})
+        static = cache.get((kernel, policy))
+        if static is None:
+            static = cache[(kernel, policy)] = self._static_rules(kernel, policy)
+        out = list(static)
+        pf = self.pf_for(e, values["dispatch"])
+        if pf is not None:
+            pf_cache = self.__dict__.setdefault("_pf_rules_memo", {})
+            if pf["id"] not in pf_cache:
+                pf_cache[pf["id"]] = list(self._requirements(pf["id"], pf)) + [self._constraint(c) for c in pf.get("constraints") or ()]
+            out += pf_cache[pf["id"]]
+        if values["moe_backend"] == "auto":
+            order = self.order(values)
+            if order is not None and e["backend"] not in set(order["backends"]) | set(self.priority.get("fallback") or ()):
+                out.append(Rule(order["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"])))
+            for opt in self.priority.get("opt_in_only") or ():
+                if opt["backend"] == e["backend"]:
+                    out.append(Rule(opt["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"]), tuple((opt.get("when") or {}).items())))
+        return out
+
+    def _static_rules(self, kernel: str, policy: str) -> list[Rule]:
+        """The rules of ``kernel`` that do not depend on the values (memoized by :meth:`rules`)."""
+        e = self.by_id[kernel]
         out = list(self._requirements(kernel, e))
         out += [Rule(f"{kernel}.supports.{name}", _code(name), name, spec) for name, spec in e["supports"].items()]
         for feature, supported in e["features"].items():
@@ -358,17 +418,6 @@ class Model:
             if kernel in kb["kernels"]:
                 when = tuple(kb["when"].items()) + tuple((f"packages.{n}", {"present": True, "version": s}) for n, s in (kb.get("packages") or {}).items())
                 out.append(Rule(kb["id"], "known_bad", ",".join(n for n, _ in when), None, when, deny=True))
-        pf = self.pf_for(e, values["dispatch"])
-        if pf is not None:
-            out += list(self._requirements(pf["id"], pf))
-            out += [self._constraint(c) for c in pf.get("constraints") or ()]
-        if values["moe_backend"] == "auto":
-            order = self.order(values)
-            if order is not None and e["backend"] not in set(order["backends"]) | set(self.priority.get("fallback") or ()):
-                out.append(Rule(order["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"])))
-            for opt in self.priority.get("opt_in_only") or ():
-                if opt["backend"] == e["backend"]:
-                    out.append(Rule(opt["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"]), tuple((opt.get("when") or {}).items())))
         return out
 
     # ------------------------------------------------------------------ priority

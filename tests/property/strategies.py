@@ -62,6 +62,7 @@ __all__ = [
     "note_case",
     "pinned",
     "plausible_cases",
+    "refused_env_values",
     "REGRESSIONS",
     "RUNTIME_REGRESSIONS",
     "requested_backends",
@@ -388,6 +389,11 @@ def build_config(ctx: Ctx) -> MoEConfig:
         # A bound all2all backend (passthrough) exists only with the moe_backend names that bind it;
         # vLLM refuses it with any other name at start (tests/unit/test_bound_all2all_and_layer_rules.py).
         a2a = All2AllBackend.ALLGATHER_REDUCESCATTER
+    bound = CATALOG.bound_all2all.get(str(ctx["moe_backend"]).strip().lower().replace("-", "_"))
+    if bound is not None and a2a.value not in (bound, All2AllBackend.ALLGATHER_REDUCESCATTER.value):
+        # The other half: a name that binds an all2all backend refuses any explicit other one
+        # (vLLM bind_passthrough_all2all_backend raises at start; the same unit test).
+        a2a = All2AllBackend.ALLGATHER_REDUCESCATTER
     parallel = ParallelConfig(**{f.name: (a2a if f.name == "all2all_backend" else ctx[f"parallel.{f.name}"]) for f in dataclasses.fields(ParallelConfig)})
     top = {f.name: ctx[f.name] for f in dataclasses.fields(MoEConfig) if f.name not in ("device", "parallel")}
     return MoEConfig(device=device, parallel=parallel, **top)
@@ -463,6 +469,21 @@ _BOOL_TEXT = ("0", "1", "true", "false", "True", "FALSE", "yes", "no", "on", "of
 
 
 @lru_cache(maxsize=None)
+def refused_env_values() -> st.SearchStrategy[tuple[str, str]]:
+    """(variable, value): an ``int``-parsed variable the catalog reads and a value ``int()`` refuses."""
+    names = sorted(v.name for v in CATALOG.env_vars if v.parse == "int")
+
+    def refused(raw: str) -> bool:
+        try:
+            int(raw)
+        except ValueError:
+            return True
+        return False
+
+    return st.tuples(st.sampled_from(names), st.one_of(st.sampled_from(_BOOL_TEXT), text_values()).filter(refused))
+
+
+@lru_cache(maxsize=None)
 def unread_packages() -> st.SearchStrategy[str]:
     """Canonical package names that no table reads."""
     return st.from_regex(r"[a-z][a-z0-9]{0,8}(-[a-z0-9]{1,4})?", fullmatch=True).filter(lambda n: n not in CATALOG.package_names)
@@ -483,6 +504,7 @@ def _int_text(text: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=None)
 def _env_value(spec: Any) -> st.SearchStrategy[str]:
     """A value the engine starts with. vLLM 0.33.0 reads ``parse: int`` variables with
     bool(int(...)) and fails at start on anything else (bad input, tested in test_envvars), so

@@ -393,7 +393,8 @@ def _narrow_edits(kernel: str, entry: dict[str, Any]) -> list[tuple[str, Edit]]:
             edits.append((f"narrow platforms.{platform}.{field}", narrow_platform))
 
     def add_package(draw: st.DrawFn, docs: dict[str, Any]) -> str:
-        name = draw(st.sampled_from((*CATALOG.package_names, "fuzz-package")))
+        # The engine itself is no package requirement (its releases are `engine:` ranges; the compiler refuses it).
+        name = draw(st.sampled_from((*(p for p in CATALOG.package_names if p != CATALOG.engine.name), "fuzz-package")))
         spec = draw(st.sampled_from(("", ">=1.0", "<0.1", "==2.*")))
         docs["entry"].setdefault("packages", {})[name] = spec
         return f"packages.{name} = {spec!r}"

@@ -12,7 +12,7 @@ from moe_oracle.config import Device, MoEConfig, ParallelConfig
 from moe_oracle.whynot import MAX_EDITS
 from tests.property import invariants as inv
 from tests.property.profiles import budget
-from tests.property.strategies import CATALOG, LEAF_PATHS, LEAVES, Case, backend_names, cases, note_case, targeted_cases
+from tests.property.strategies import CATALOG, LEAF_PATHS, LEAVES, Case, backend_names, cases, note_case, refused_env_values, targeted_cases
 
 pytestmark = pytest.mark.property
 
@@ -27,6 +27,13 @@ def workdir(tmp_path_factory):
 def test_printed_replay_file_round_trips(case):
     note_case(case)
     inv.check_replay_round_trip(case)
+
+
+@budget(0.3)
+@given(cases(), refused_env_values())
+def test_env_values_the_engine_refuses_are_bad_input(case, refused):
+    note_case(case)
+    inv.check_refused_env_value(case, *refused)
 
 
 @budget(0.3)

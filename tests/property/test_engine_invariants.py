@@ -1,4 +1,7 @@
-"""Invariants of selection over the real shipped catalog, one per test, over generated configs.
+"""Invariants of selection over the real shipped catalog, over generated configs.
+
+The one-case engine invariants run together on each example (they share its Decision); the
+invariants that need a second input have a test each.
 
 A failing example prints (hypothesis ``note``) a config file that
 ``moe-oracle explain --config FILE`` replays.
@@ -17,11 +20,20 @@ from tests.property.strategies import CATALOG, backend_names, cases, changed_inp
 pytestmark = pytest.mark.property
 
 
-@budget(0.5)
-@given(cases())
-def test_same_inputs_give_the_same_record(case):
+@budget(8.0)
+@given(st.one_of(cases(backend=backend_names()), cases()))
+def test_every_engine_invariant_holds(case):
+    """All one-case engine invariants (invariants.ENGINE_INVARIANTS) on each config: determinism,
+    the winner is the first eligible candidate, backend blocks, every non-winner explained,
+    normalized values, failures sound and complete, assumptions, ranking, requested backends, the
+    record's schema. They share one Decision and one re-derivation per config (determinism
+    evaluates afresh), so one example costs what one invariant cost alone."""
     note_case(case)
-    inv.check_deterministic(case)
+    for name, check in inv.ENGINE_INVARIANTS.items():
+        try:
+            check(case)
+        except AssertionError as exc:
+            raise AssertionError(f"invariant {name}: {exc}") from exc
 
 
 @budget(0.25)
@@ -29,69 +41,6 @@ def test_same_inputs_give_the_same_record(case):
 def test_table_file_order_does_not_matter(case, order):
     note_case(case)
     inv.check_file_order(case, order)
-
-
-@budget(1.0)
-@given(cases())
-def test_winner_is_the_first_eligible_candidate(case):
-    note_case(case)
-    inv.check_winner_is_first_eligible(case)
-
-
-@budget(1.0)
-@given(cases())
-def test_within_a_backend_monolithic_precedes_modular(case):
-    note_case(case)
-    inv.check_backend_blocks(case)
-
-
-@budget(1.0)
-@given(cases())
-def test_every_non_winner_is_outranked_or_fails(case):
-    note_case(case)
-    inv.check_non_winners_explained(case)
-
-
-@budget(1.0)
-@given(cases())
-def test_normalized_values_follow_the_documented_derivation(case):
-    note_case(case)
-    inv.check_normalized_values(case)
-
-
-@budget(1.0)
-@given(cases())
-def test_every_failure_names_a_declared_rule_that_really_fails(case):
-    note_case(case)
-    inv.check_failures_sound(case)
-
-
-@budget(1.0)
-@given(cases())
-def test_no_failing_rule_is_left_out(case):
-    note_case(case)
-    inv.check_failures_complete(case)
-
-
-@budget(1.0)
-@given(cases())
-def test_assumptions_are_exactly_the_rules_with_unknown_inputs(case):
-    note_case(case)
-    inv.check_assumptions_are_unknown_inputs(case)
-
-
-@budget(1.0)
-@given(cases())
-def test_ranking_follows_the_declared_priority_rules(case):
-    note_case(case)
-    inv.check_ranking_follows_priority(case)
-
-
-@budget(1.0)
-@given(st.one_of(cases(backend=backend_names()), cases()))
-def test_requested_backend_wins_or_the_error_names_it(case):
-    note_case(case)
-    inv.check_requested(case)
 
 
 def _unknown(name: str) -> bool:
@@ -121,8 +70,32 @@ def test_unread_inputs_include_the_ones_no_field_can_read():
     assert {"swiglu_alpha", "swiglu_beta", "num_expert_group", "topk_group", "routed_scaling_factor", "has_correction_bias", "device.name", "provenance"} <= set(inv.unread_leaves())
 
 
-@budget(0.4)
-@given(cases())
-def test_decision_record_validates_against_its_schema(case):
-    note_case(case)
-    inv.check_decision_schema(case)
+def test_the_compiled_decision_validator_rejects_what_jsonschema_rejects():
+    # decision_schema uses jsonschema_rs on the bundled schema when installed: it must refuse
+    # exactly the broken records jsonschema refuses (and accept the good one).
+    import copy
+
+    good = inv.decide(_pinned()).to_dict()
+    slow = inv.SCHEMAS.for_kind("decision")
+    broken = []
+    for edit in (
+        lambda r: r.pop("candidates"),
+        lambda r: r.__setitem__("format_version", "2"),
+        lambda r: r["candidates"][0].__setitem__("status", "chosen"),
+        lambda r: r["candidates"][-1]["failures"].append({"code": "no_such_code"}),
+        lambda r: r.__setitem__("extra_key", 1),
+        lambda r: r["inputs"]["platform"].__setitem__("source", "guess"),
+    ):
+        rec = copy.deepcopy(good)
+        edit(rec)
+        broken.append(rec)
+    assert not inv.decision_validator()(good) and not list(slow.iter_errors(good))
+    for rec in broken:
+        assert bool(inv.decision_validator()(rec)) == bool(list(slow.iter_errors(rec)))
+    assert sum(bool(inv.decision_validator()(rec)) for rec in broken) >= 5
+
+
+def _pinned():
+    from tests.property.strategies import pinned
+
+    return pinned()
