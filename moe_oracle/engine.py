@@ -102,7 +102,12 @@ def _engine_request(view: Catalog, moe_backend: str, release: EngineRelease | No
 
 
 def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> tuple[RequestMap | None, tuple[str, ...] | None, str | None]:
-    """(the family's request map, the backends ``name`` requests (``None``: auto; ``()``: refused), a forced activation format)."""
+    """(the family's request map, the backends ``name`` requests (``None``: auto; ``()``: refused), a forced activation format).
+
+    Only the engine view reads a request through the family's map (vLLM's ``map_<family>_backend``);
+    our runtime's view takes backend ids and aliases for every family."""
+    if catalog.view_name != "engine":
+        return None, None, None
     rm = next((r for r in catalog.request_maps if _holds(r.when, values)), None)
     if rm is None:
         return None, None, None

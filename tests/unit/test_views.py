@@ -124,3 +124,18 @@ def test_the_runtime_view_builds_only_what_our_runtime_has():
     # "platform": the answer "the platform runs MoE itself" (vLLM TPU, FP8 NONE), not a kernel of ours.
     assert {e.provider for e in engine.experts} == {"vllm", "platform"} and engine.fallback == ()
     assert "vllm" not in {c.field[9:] for e in engine.experts for c in e.checks if c.field.startswith("packages.")}
+
+
+def test_the_runtime_view_reads_moe_backend_by_backend_id_for_every_family():
+    # The engine view reads an FP8 layer's request through vLLM's map_fp8_backend (rules/aliases.yaml
+    # requests); our runtime's backends are not vLLM names, so the runtime view takes backend ids.
+    import pytest
+
+    from moe_oracle.errors import ConfigError
+    from moe_oracle.quant import scheme_by_name
+
+    cfg = MoEConfig(num_experts=64, top_k=4, hidden_size=2048, intermediate_size=768, device=Device("cuda", capability=90),
+                    quant=scheme_by_name("fp8_block"), quant_method="fp8", weight_block_size=(128, 128), moe_backend="triton_fp8_block")
+    assert evaluate(default_runtime_catalog(), cfg, Environment()).kernel == "triton_fp8_block"
+    with pytest.raises(ConfigError, match="KernelConfig.moe_backend"):
+        evaluate(default_catalog(), cfg, Environment())
