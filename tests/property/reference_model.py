@@ -60,7 +60,7 @@ from packaging.version import InvalidVersion, Version
 
 from moe_oracle._resources import table_dirs
 from moe_oracle.config import MoEConfig
-from moe_oracle.quant import SCHEMES, QuantScheme
+from moe_oracle.quant import QUANT_KEYS, SCHEMES, QuantScheme
 from moe_oracle.environment import ABSENT, Environment
 from moe_oracle.fields import field_spec
 from moe_oracle.vocab import All2AllBackend, Platform
@@ -147,6 +147,15 @@ def spec_holds(spec: Any, value: Any) -> bool:
     return True
 
 
+# vLLM 0.29.0-0.33.0 Q/auto_gptq.py AutoGPTQMoEMethod, Q/auto_awq.py AutoAWQMoEMethod,
+# Q/moe_wna16.py MoeWNA16Method: (method, bits) -> (weight key, weight key for group 32).
+_WNA16_METHOD_KEYS = {
+    ("gptq", 4): ("int4_static", "int4_static"),
+    ("gptq", 8): ("int8_static", "int8_static"),
+    ("awq", 4): ("int4_static", "int4_static"),
+    ("moe_wna16", 4): ("int4_static", "int4_static_g32"),
+    ("moe_wna16", 8): ("int8_static", "int8_static"),
+}
 _FEATURE_FIELD = {"lora": "lora", "batch_invariant": "batch_invariant", "eplb": "enable_eplb"}
 # vLLM FusedMoEParallelConfig.use_batched_activation_format: DeepEP low-latency and NIXL-EP.
 _BATCHED_DISPATCH = ("deepep_low_latency", "nixl_ep")
@@ -318,6 +327,16 @@ class Model:
 
     def _derive(self, config: MoEConfig, env: Environment, derived: Mapping[str, Any] | None) -> dict[str, Any]:
         dev, par, q = config.device, config.parallel, config.quant
+        # GPTQ, AWQ and MoeWNA16 build the weight key from the bit width (MoeWNA16: and group 32)
+        # and pass zero points apart. The serving method (moe_quant_method) is the engine's.
+        method = (derived or {}).get("moe_quant_method")
+        if q.weight is not None and method is not None:
+            key = QUANT_KEYS[q.weight]
+            bits = 4 if key.dtype.startswith("uint4") else 8 if key.dtype.startswith("uint8") else None
+            pair = _WNA16_METHOD_KEYS.get((method, bits))
+            if pair is not None:
+                g32 = config.weight_group_size == 32 if config.weight_group_size is not None else key.granularity.name == "GROUP_32"
+                q = QuantScheme(pair[1] if g32 else pair[0], q.activation)
         cuda, cpu = dev.platform is Platform.CUDA, dev.platform is Platform.CPU
         gpu = dev.platform in (Platform.ROCM, Platform.XPU)
         world = par.tp_size * par.dp_size
