@@ -64,7 +64,7 @@ _FIELDS = (
     _f("gpu_arch", "str", None, "hardware", R.SM_UNSUPPORTED, "ROCm gfx target or XPU generation", ("device.arch",)),
     _f("cpu_arch", "str", None, "hardware", R.SM_UNSUPPORTED, "CPU architecture (x86_64, aarch64, ppc64le)", ("device.arch",)),
     _f("cpu_amx", "bool", _BOOL, "hardware", R.SM_UNSUPPORTED, "x86 AMX tile support", ("device.cpu_amx",)),
-    _f("cpu_amx_fp8", "bool", _BOOL, "hardware", R.SM_UNSUPPORTED, "native AMX-FP8 MMA (vLLM's compiled cpu_has_amx_fp8 query); no CPU of the hardware catalog has it", ("device",)),
+    _f("cpu_amx_fp8", "bool", _BOOL, "hardware", R.SM_UNSUPPORTED, "native AMX-FP8 MMA (vLLM's compiled cpu_has_amx_fp8 query); no CPU of the hardware catalog has it", ("device.platform", "device.arch", "device.cpu_amx")),
     _f("quant_scheme", "enum", tuple(SCHEMES), "checkpoint", R.QUANT_UNSUPPORTED, "named (weight, activation) quant pair", ("quant",)),
     _f("weight_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "weight quant key ('none' = model dtype)", ("quant",)),
     _f("activation_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "activation quant key ('none' = model dtype)", ("quant",)),

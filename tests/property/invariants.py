@@ -33,7 +33,7 @@ from moe_oracle.refusals import refusals
 from moe_oracle.tables import TableFile, load_schemas
 from moe_oracle.vocab import Interface
 from tests.property.reference_model import Outcome, load_model
-from tests.property.strategies import CATALOG, LEAF_PATHS, Case
+from tests.property.strategies import CATALOG, LEAF_PATHS, Case, release_view
 from tests.property.table_mutations import shipped_files
 
 SCHEMAS = load_schemas()
@@ -147,7 +147,7 @@ def check_backend_blocks(case: Case) -> None:
     d = decide(case)
     if d.shortcut is not None:
         return
-    table_index = {e.id: i for i, e in enumerate(CATALOG.experts)}
+    table_index = {e.id: i for i, e in enumerate(release_view(case.env).experts)}  # the release's tables
     backends = [c.backend for c in d.candidates]
     blocks = [b for i, b in enumerate(backends) if i == 0 or backends[i - 1] != b]
     assert len(blocks) == len(set(blocks)), f"a backend's candidates are split: {blocks}"
@@ -172,10 +172,12 @@ def check_non_winners_explained(case: Case) -> None:
 
 @lru_cache(maxsize=SHARED)
 def _values(case: Case) -> dict[str, Any]:
-    return MODEL.for_release(case.env).values(case.config, case.env)
+    """The model's values (fields the model does not derive taken from the decision; shared)."""
+    return MODEL.for_release(case.env).values(case.config, case.env, decide(case).normalized.values)
 
 
 def _model_view(case: Case) -> tuple[Decision, dict[str, Any]]:
+    """The decision and the model's values."""
     return decide(case), _values(case)
 
 
@@ -196,9 +198,14 @@ def _verdicts(case: Case) -> dict[str, tuple[dict[str, Any], tuple[tuple[Any, Ou
 
 def check_normalized_values(case: Case) -> None:
     """Every normalized field equals its re-derivation from the config (vLLM's rules)."""
-    d, values = _model_view(case)
+    d = decide(case)
     got = d.normalized.values
+    # The serving WNA16 method (Marlin check, MoeWNA16 fallback) is the one derived field the
+    # re-derivation starts from; every field computed here is compared.
+    values = _model(case).values(case.config, case.env, {"moe_quant_method": got.get("moe_quant_method")})
     for name, value in values.items():
+        if name.startswith("_"):
+            continue  # the model's own marks, not fields
         assert name in got, f"field {name} missing from the normalized values"
         assert got[name] == value and type(got[name]) is type(value), f"{name}: engine {got[name]!r}, re-derived {value!r}"
 
@@ -218,16 +225,19 @@ def check_failures_sound(case: Case) -> None:
 
 
 def check_failures_complete(case: Case) -> None:
-    """No short-circuit: every declared rule that fails is reported (once); a shortcut's winner reports none (they are warnings)."""
+    """No short-circuit: every declared rule that fails is reported (once), except on the one
+    kernel whose failures the engine waives (they are warnings): a shortcut's unchecked return, or
+    a winner that fails only rules vLLM checks when it builds the kernel. The winner is the one
+    the tables' selection semantics give (reference_model.Model.selection)."""
     d, values = _model_view(case)
-    waived = _model(case).shortcut_winner(values)
-    if waived is not None:
-        assert d.shortcut is not None and d.kernel == waived, f"shortcut winner {d.kernel} ({d.shortcut}), the tables say {waived}"
+    model = _model(case)
+    winner, waived = model.selection(values)
+    assert d.kernel == winner, f"winner {d.kernel} (shortcut {d.shortcut}), the tables say {winner}"
     verdicts = _verdicts(case)
     for c in d.candidates:
         expected = Counter(r.rule for r, outcome in verdicts[c.kernel][1] if outcome is Outcome.FAIL and c.kernel != waived)
         got = Counter(f.rule for f in c.failures)
-        assert got == expected, f"{c.kernel}: reported {sorted(got)}, declared failing {sorted(expected)}"
+        assert got == expected, f"{c.kernel}: reported but not declared failing {sorted(got - expected)}, declared failing but not reported {sorted(expected - got)}"
 
 
 def check_assumptions_are_unknown_inputs(case: Case) -> None:
@@ -251,14 +261,17 @@ def check_ranking_follows_priority(case: Case) -> None:
 def check_requested(case: Case) -> None:
     """A requested backend is the winner, or Oracle.select raises NoEligibleKernelError naming it with its failures.
 
-    Except where a shortcut returns its kernel before the engine reads moe_backend: the note says so.
+    The requested backends are the ones the family's request map gives the name (mapping order),
+    else its alias's or its own; ``()`` where the family's oracle refuses the name.
+    Except where a shortcut returns its kernel without reading moe_backend (before selection, or
+    in place of the selected one after it): the note says so.
     """
     d, values = _model_view(case)
-    expected = _model(case).resolve(values["moe_backend"])
+    expected = _model(case).request(values)[1]
     assert d.requested == expected
     if expected is None:
         return
-    if d.shortcut is not None:
+    if d.shortcut is not None and d.winner is not None:
         assert any("is not read" in n and d.shortcut in n for n in d.notes), d.notes
         return
     if d.winner is not None:
@@ -480,13 +493,17 @@ def check_replay_round_trip(case: Case) -> None:
 
 
 def check_unknown_backend_rejected(case: Case, name: str) -> None:
-    """An unknown moe_backend name raises ConfigError listing every accepted name, before evaluation."""
+    """A moe_backend name the case's engine release does not accept (vLLM validates
+    KernelConfig.moe_backend at start) raises ConfigError listing every name that release
+    accepts, before evaluation (no engine names declared: every known name)."""
+    view = release_view(case.env)
     config = replace(case.config, moe_backend=name)
     try:
         evaluate(CATALOG, config, case.env)
     except ConfigError as exc:
         (issue,) = exc.issues
-        assert issue.path == "$.moe_backend" and set(issue.allowed) == {"auto", *CATALOG.backend_names}
+        accepted = view.accepted_names if view.accepted_names is not None else {"auto", *view.backend_names}
+        assert issue.path == "$.moe_backend" and set(issue.allowed) == set(accepted), (issue.path, issue.allowed)
     else:
         raise AssertionError(f"moe_backend={name!r} was accepted")
 

@@ -23,14 +23,33 @@ Semantics (the YAML contract):
   the declared ``vllm`` package, else the newest release ``rules/engine.yaml`` lists;
 * known-bad rules are rules only under the safe policy; under the faithful policy a shortcut
   (``rules/shortcuts.yaml``) whose ``when`` holds puts its kernels first and returns the first
-  ``try`` kernel whose rules (other than not_requested/path_not_enabled) pass, else ``otherwise``,
-  whose failing rules are then not failures.
+  ``try`` kernel whose rules pass except the ones its early return does not read (not_requested,
+  path_not_enabled, the activation-format peek, construction rules), else ``otherwise`` (none: no
+  winner), whose failing rules are then not failures; a shortcut with ``selected`` runs after
+  selection and replaces one of those winners by ``otherwise``;
+* construction rules (a prepare/finalize's own rules and ``<id>.pairing``) are checked when vLLM
+  builds the selected kernel: under the faithful policy they do not stop a selection (the first
+  candidate failing nothing else wins, its failures waived), while an ``after_selection``
+  constraint the first such candidate fails refuses the layer (no winner);
+* a family request map (``aliases.yaml requests``, the first whose ``when`` holds) reads
+  ``moe_backend`` itself: names it lists request their backends (only the listed ``kernels``
+  where it lists kernels), ``auto`` names read as auto, any other name requests nothing; its
+  rule id replaces ``request.<backend>``; requested backends are tried first, in mapping order;
+* a front-end key rewrite (``frontends.yaml rewrites``, the first whose ``when`` holds) gives
+  the oracle other quant keys; a name that binds an all2all backend (``all2all``) sets the
+  all2all backend left at its default;
+* a priority adjustment moves backends (in their current relative order) to the front, the
+  back, or directly before/after an anchor; a backend already ahead of its before-anchor stays.
+
+Derived fields this model does not re-derive (WNA16, MXFP4 selector, FP8 weight block and
+activation-parameter fields) are taken from the engine's normalized record, passed as
+``derived``; ``check_normalized_values`` checks only the fields derived here.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -42,10 +61,10 @@ from packaging.version import InvalidVersion, Version
 
 from moe_oracle._resources import table_dirs
 from moe_oracle.config import MoEConfig
-from moe_oracle.quant import SCHEMES
+from moe_oracle.quant import QUANT_KEYS, SCHEMES, QuantScheme
 from moe_oracle.environment import ABSENT, Environment
 from moe_oracle.fields import field_spec
-from moe_oracle.vocab import Platform
+from moe_oracle.vocab import All2AllBackend, Platform
 
 __all__ = ["Model", "Outcome", "Rule", "load_model"]
 
@@ -165,6 +184,15 @@ def spec_test(spec: Any) -> Callable[[Any], bool]:
     return lambda value: all(t(value) for t in tests)
 
 
+# vLLM 0.29.0-0.33.0 Q/auto_gptq.py AutoGPTQMoEMethod, Q/auto_awq.py AutoAWQMoEMethod,
+# Q/moe_wna16.py MoeWNA16Method: (method, bits) -> (weight key, weight key for group 32).
+_WNA16_METHOD_KEYS = {
+    ("gptq", 4): ("int4_static", "int4_static"),
+    ("gptq", 8): ("int8_static", "int8_static"),
+    ("awq", 4): ("int4_static", "int4_static"),
+    ("moe_wna16", 4): ("int4_static", "int4_static_g32"),
+    ("moe_wna16", 8): ("int8_static", "int8_static"),
+}
 _FEATURE_FIELD = {"lora": "lora", "batch_invariant": "batch_invariant", "eplb": "enable_eplb"}
 # vLLM FusedMoEParallelConfig.use_batched_activation_format: DeepEP low-latency and NIXL-EP.
 _BATCHED_DISPATCH = ("deepep_low_latency", "nixl_ep")
@@ -188,6 +216,7 @@ class Model:
     overrides: list[dict[str, Any]]
     engine: dict[str, Any]
     shortcuts: list[dict[str, Any]]
+    frontends: dict[str, Any]
 
     def __post_init__(self) -> None:
         self.all_experts = self.experts
@@ -219,22 +248,71 @@ class Model:
         experts = [dict(e, constraints=keep(e.get("constraints") or ())) for e in keep(self.experts)]
         pfs = [dict(p, constraints=keep(p.get("constraints") or ())) for p in keep(self.pfs)]
         priority = dict(self.priority, orders=keep(self.priority["orders"]), adjustments=keep(self.priority.get("adjustments") or ()), opt_in_only=keep(self.priority.get("opt_in_only") or ()))
-        aliases = dict(self.aliases, backends={n: a for n, a in self.aliases["backends"].items() if self.holds_for(a, env)})
-        return Model(experts, pfs, priority, keep(self.known_bad), keep(self.constraints), aliases, keep(self.env_vars), keep(self.overrides), self.engine, keep(self.shortcuts))
+        aliases = dict(self.aliases, backends={n: a for n, a in self.aliases["backends"].items() if self.holds_for(a, env)}, requests=keep(self.aliases.get("requests") or ()))
+        frontends = dict(self.frontends, rewrites=keep(self.frontends.get("rewrites") or ()))
+        return Model(experts, pfs, priority, keep(self.known_bad), keep(self.constraints), aliases, keep(self.env_vars), keep(self.overrides), self.engine, keep(self.shortcuts), frontends)
 
     # ------------------------------------------------------------------ names and packages
 
+    def alias_targets(self, alias: str) -> tuple[str, ...]:
+        """The backends an alias requests (those of the release); ``()`` where the alias does not
+        apply: none of its backends exists, or it is a backend's own id and lists another first."""
+        raw = self.aliases["backends"].get(alias)
+        targets = tuple(b for b in (raw or {}).get("backends", ()) if b in self.backends)
+        if not targets or (alias in self.backends and targets[0] != alias):
+            return ()
+        return targets
+
     def names_for(self, backend: str) -> list[str]:
         """Every ``moe_backend`` name that selects ``backend``: its id and its aliases."""
-        return sorted({backend} | {alias for alias, raw in self.aliases["backends"].items() if backend in raw["backends"] and alias not in self.backends})
+        return sorted({backend} | {alias for alias in self.aliases["backends"] if backend in self.alias_targets(alias)})
 
     def resolve(self, moe_backend: str) -> tuple[str, ...] | None:
-        """Backends a (normalized) ``moe_backend`` name requests; ``None`` for auto."""
+        """Backends a (normalized) ``moe_backend`` name requests where no family request map reads
+        it; ``None`` for auto; ``()`` for a name the release accepts that no backend answers to."""
         if moe_backend == "auto":
             return None
+        if self.alias_targets(moe_backend):
+            return self.alias_targets(moe_backend)
         if moe_backend in self.backends:
             return (moe_backend,)
-        return tuple(self.aliases["backends"][moe_backend]["backends"])
+        return tuple(sorted({b for rm in self.aliases.get("requests") or () for b in self.request_names(rm)[0].get(moe_backend, ())}))
+
+    # ------------------------------------------------------------------ family request maps
+
+    def request_names(self, rm: Mapping[str, Any]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]], dict[str, str]]:
+        """(name -> backends, name -> the only kernels it tries, name -> the activation format it forces)."""
+        names: dict[str, tuple[str, ...]] = {}
+        kernels: dict[str, tuple[str, ...]] = {}
+        formats: dict[str, str] = {}
+        for name, target in rm["names"].items():
+            if isinstance(target, list):
+                names[name] = tuple(target)
+            elif "kernels" in target:
+                kernels[name] = tuple(k for k in target["kernels"] if k in self.by_id)
+                names[name] = tuple(dict.fromkeys(self.by_id[k]["backend"] for k in kernels[name]))
+            else:
+                names[name] = tuple(target["backends"])
+                if "activation_format" in target:
+                    formats[name] = target["activation_format"]
+        return names, kernels, formats
+
+    def family_map(self, values: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The first request map whose ``when`` holds (an unknown input: it does not match)."""
+        return next((rm for rm in self.aliases.get("requests") or () if self._holds(rm["when"], values) is True), None)
+
+    def request(self, values: Mapping[str, Any]) -> tuple[dict[str, Any] | None, tuple[str, ...] | None, str | None]:
+        """(the family request map, the backends requested (``None``: auto; ``()``: none), by what:
+        ``moe_backend`` or ``override`` (an environment variable))."""
+        name = values["moe_backend"]
+        by = "override" if values.get("_override") else "moe_backend"
+        rm = self.family_map(values)
+        if name == "auto":
+            return rm, None, None
+        if rm is None:
+            return None, ((name,) if by == "override" else self.resolve(name)), by
+        names = self.request_names(rm)[0]
+        return rm, (names.get(name, (name,)) if by == "override" else names.get(name, ())), by
 
     def _package_names(self) -> set[str]:
         names: set[str] = set()
@@ -244,14 +322,58 @@ class Model:
 
     # ------------------------------------------------------------------ values
 
-    def values(self, config: MoEConfig, env: Environment) -> dict[str, Any]:
-        """Normalized field values, re-derived from the config (vLLM FusedMoEParallelConfig.make)."""
-        dev, par, q = config.device, config.parallel, config.quant
+    def values(self, config: MoEConfig, env: Environment, derived: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Normalized field values, re-derived from the config (vLLM FusedMoEParallelConfig.make),
+        after the front end's key rewrite, the family's reading of ``moe_backend`` and the
+        environment overrides. Fields not derived here come from ``derived`` (the engine's record).
+        ``_override`` (not a field) marks a request made by an override variable."""
+        alias = self.aliases["backends"].get(config.moe_backend) or {}
+        # A name that dispatches and combines itself binds its all2all backend (vLLM 0.32+
+        # bind_passthrough_all2all_backend), replacing the default one.
+        if alias.get("all2all") and config.parallel.all2all_backend is All2AllBackend.ALLGATHER_REDUCESCATTER:
+            config = replace(config, parallel=replace(config.parallel, all2all_backend=All2AllBackend(alias["all2all"])))
         # A backend name that names an activation key (vLLM's *_afp8) sets the scheme, when the
         # layer's weights are the ones it applies to (rules/aliases.yaml quant_scheme).
-        implied = (self.aliases["backends"].get(config.moe_backend) or {}).get("quant_scheme")
-        if implied is not None and SCHEMES[implied].weight == q.weight:
-            q = SCHEMES[implied]
+        implied = alias.get("quant_scheme")
+        if implied is not None and SCHEMES[implied].weight == config.quant.weight:
+            config = replace(config, quant=SCHEMES[implied])
+        v = self._derive(config, env, derived)
+        for rw in self.frontends.get("rewrites") or ():
+            if self._holds(rw["when"], v) is True:
+                q = config.quant
+                activation = q.activation if "activation" not in rw else (None if rw["activation"] == "none" else rw["activation"])
+                v = self._derive(replace(config, quant=QuantScheme(rw.get("weight") or q.weight, activation)), env, derived)
+                break
+        rm = self.family_map(v)
+        if rm is not None:
+            names, _, formats = self.request_names(rm)
+            name = v["moe_backend"]
+            if name != "auto" and name in (rm.get("auto") or ()):
+                v["moe_backend"] = "auto"
+            if name in formats:
+                v["activation_format"] = formats[name]
+        # An explicitly set override variable requests a backend as moe_backend would.
+        if v["moe_backend"] == "auto":
+            raw_env = dict(env.env)
+            for ov in self.overrides:
+                if any(var in raw_env for var in ov["explicit"]) and self._holds(ov["when"], v) is True:
+                    v["moe_backend"] = ov["request"]
+                    v["_override"] = True
+                    break
+        return v
+
+    def _derive(self, config: MoEConfig, env: Environment, derived: Mapping[str, Any] | None) -> dict[str, Any]:
+        dev, par, q = config.device, config.parallel, config.quant
+        # GPTQ, AWQ and MoeWNA16 build the weight key from the bit width (MoeWNA16: and group 32)
+        # and pass zero points apart. The serving method (moe_quant_method) is the engine's.
+        method = (derived or {}).get("moe_quant_method")
+        if q.weight is not None and method is not None:
+            key = QUANT_KEYS[q.weight]
+            bits = 4 if key.dtype.startswith("uint4") else 8 if key.dtype.startswith("uint8") else None
+            pair = _WNA16_METHOD_KEYS.get((method, bits))
+            if pair is not None:
+                g32 = config.weight_group_size == 32 if config.weight_group_size is not None else key.granularity.name == "GROUP_32"
+                q = QuantScheme(pair[1] if g32 else pair[0], q.activation)
         cuda, cpu = dev.platform is Platform.CUDA, dev.platform is Platform.CPU
         gpu = dev.platform in (Platform.ROCM, Platform.XPU)
         world = par.tp_size * par.dp_size
@@ -259,6 +381,10 @@ class Model:
         all2all_on = use_ep and par.dp_size > 1
         all2all = par.all2all_backend.value if all2all_on else "none"
         dispatch = all2all if all2all_on else ("allgather_reducescatter" if par.dp_size > 1 else "none")
+        if par.all2all_backend is All2AllBackend.PASSTHROUGH:
+            # vLLM 0.33.0 P/config.py use_passthrough_all2all: not gated on the all2all kernels,
+            # the experts dispatch and combine themselves in every topology.
+            dispatch = "passthrough"
         moe_tp = 1 if use_ep else world
         ep = world if use_ep else 1
         v: dict[str, Any] = {
@@ -325,12 +451,8 @@ class Model:
             for name, pinned in ((rel or {}).get("pins") or {}).items():
                 if f"packages.{name}" in v and v[f"packages.{name}"] is None:
                     v[f"packages.{name}"] = pinned
-        # An explicitly set override variable requests a backend as moe_backend would.
-        if v["moe_backend"] == "auto":
-            for ov in self.overrides:
-                if any(var in raw_env for var in ov["explicit"]) and self._holds(ov["when"], v) is True:
-                    v["moe_backend"] = ov["request"]
-                    break
+        for name, value in (derived or {}).items():
+            v.setdefault(name, value)
         return v
 
     @staticmethod
@@ -361,7 +483,7 @@ class Model:
 
     @staticmethod
     def _constraint(raw: Mapping[str, Any]) -> Rule:
-        spec = {k: raw[k] for k in ("in", "not_in", "min", "max", "multiple_of") if k in raw}
+        spec = {k: raw[k] for k in ("in", "not_in", "min", "max", "multiple_of", "present", "version") if k in raw}
         return Rule(raw["id"], raw["reason"], raw["field"], spec, tuple((raw.get("if") or {}).items()))
 
     def pf_for(self, entry: Mapping[str, Any], dispatch: str) -> dict[str, Any] | None:
@@ -405,13 +527,29 @@ class Model:
                 out.append(Rule(f"{kernel}.features.{feature}", _code(name), name, [False]))
         out += [self._constraint(c) for c in e.get("constraints") or ()]
         paired = sorted({d for pf in self.pfs if pf["interface"] == e["interface"] and pf["activation_format"] == e["activation_format"] for d in pf["dispatch"]})
+        # The oracle peeks the activation format before selecting: experts of the other format fail.
+        out.append(Rule(f"{kernel}.activation_format", "pairing_incompatible", "activation_format", [e["activation_format"]]))
         out.append(Rule(f"{kernel}.pairing", "pairing_incompatible", "dispatch", paired))
-        out.append(Rule(f"request.{e['backend']}", "not_requested", "moe_backend", ["auto", *self.names_for(e["backend"])]))
+        rm, requested, by = self.request(values)
+        if rm is not None and requested is not None:
+            # The family's oracle reads moe_backend itself (vLLM map_<family>_backend).
+            names, kernels, _ = self.request_names(rm)
+            mine = sorted(n for n, bs in names.items() if e["backend"] in bs) or ["(none)"]
+            out.append(Rule(rm["id"], "not_requested", "moe_backend", mine))
+            name = values["moe_backend"]
+            if by == "moe_backend" and name in kernels and kernel not in kernels[name]:
+                out.append(Rule(f"{rm['id']}.kernels", "not_requested", "moe_backend", ["(none)"], (("moe_backend", mine),)))
+        else:
+            out.append(Rule(f"request.{e['backend']}", "not_requested", "moe_backend", ["auto", *self.names_for(e["backend"])]))
         for c in self.constraints:
             applies = c.get("applies_to") or {}
             if applies.get("backends") and e["backend"] not in applies["backends"]:
                 continue
             if e["backend"] in applies.get("except_backends", []):
+                continue
+            if applies.get("interfaces") and e["interface"] not in applies["interfaces"]:
+                continue
+            if kernel in applies.get("except_kernels", []):
                 continue
             out.append(self._constraint(c))
         for kb in self.known_bad if policy == "safe" else ():
@@ -427,16 +565,32 @@ class Model:
         return next((o for o in self.priority["orders"] if self._holds(o["when"], values) is True), None)
 
     def backend_order(self, values: Mapping[str, Any]) -> list[str]:
-        """Backends in the order they are tried: matched order, adjustments, fallback, the rest by name."""
+        """Backends in the order they are tried: requested ones first (in the order the name maps
+        them), then the matched order; adjustments; fallback; the rest by name."""
         order = self.order(values)
         backends = list(order["backends"]) if order is not None else list(self.backends)
+        requested = self.request(values)[1]
+        if requested:
+            backends = list(requested) + [b for b in backends if b not in requested]
         for adj in self.priority.get("adjustments") or ():
             if self._holds(adj["when"], values) is not True:
                 continue
-            moved = [b for b in adj["move"] if b in backends]
-            if moved:
-                rest = [b for b in backends if b not in moved]
-                backends = moved + rest if adj["to"] == "front" else rest + moved
+            moved = [b for b in backends if b in adj["move"]]  # in their current relative order
+            if not moved:
+                continue
+            rest = [b for b in backends if b not in moved]
+            if adj["to"] == "front":
+                backends = moved + rest
+            elif adj["to"] == "back":
+                backends = rest + moved
+            else:
+                where, anchor = adj["to"].split(":", 1)
+                if anchor not in rest:
+                    continue
+                if where == "before" and all(backends.index(b) < backends.index(anchor) for b in moved):
+                    continue  # already ahead of its anchor: it stays (vLLM prioritize_humming)
+                at = rest.index(anchor) + (1 if where == "after" else 0)
+                backends = rest[:at] + moved + rest[at:]
         backends += [b for b in self.priority.get("fallback") or () if b not in backends]
         return backends + sorted(set(self.backends) - set(backends))
 
@@ -449,25 +603,65 @@ class Model:
         taken = self.shortcut(values) if policy == "faithful" else None
         if taken is None:
             return ranked
-        front = [k for k in taken["try"] if k in self.by_id] + [taken["otherwise"]]
+        front = [k for k in taken["try"] if k in self.by_id] + ([taken["otherwise"]] if taken.get("otherwise") else [])
         return front + [k for k in ranked if k not in front]
 
     def shortcut(self, values: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The first shortcut whose ``when`` holds (and whose kernels exist), else ``None``."""
+        """The first shortcut before selection whose ``when`` holds, else ``None``."""
         for sc in self.shortcuts:
-            if sc["otherwise"] in self.by_id and self._holds(sc["when"], values) is True:
+            if not sc.get("selected") and self._holds(sc["when"], values) is True:
                 return sc
         return None
 
-    def shortcut_winner(self, values: Mapping[str, Any]) -> str | None:
-        """The kernel a firing shortcut returns (faithful policy)."""
+    # ------------------------------------------------------------------ selection (faithful policy)
+
+    def construction_rules(self) -> set[str]:
+        """Rules vLLM checks only when it builds the selected kernel: prepare/finalize rules and pairings."""
+        out = {f"{e['id']}.pairing" for e in self.experts}
+        for pf in self.pfs:
+            out |= {r.rule for r in self._requirements(pf["id"], pf)}
+            out |= {c["id"] for c in pf.get("constraints") or ()}
+        return out
+
+    def after_selection_rules(self) -> set[str]:
+        """Constraints the engine checks on the kernel it selected (``after_selection: true``)."""
+        raws = [*self.constraints, *(c for o in (*self.experts, *self.pfs) for c in o.get("constraints") or ())]
+        return {c["id"] for c in raws if c.get("after_selection")}
+
+    def layer_rules(self) -> set[str]:
+        """Constraints that bind every kernel (no ``applies_to``): the layer is refused before any oracle."""
+        return {c["id"] for c in self.constraints if not c.get("applies_to")}
+
+    def _failing(self, kernel: str, values: Mapping[str, Any]) -> list[Rule]:
+        return [r for r in self.rules(kernel, values) if r.outcome(values) is Outcome.FAIL]
+
+    def selection(self, values: Mapping[str, Any]) -> tuple[str | None, str | None]:
+        """(the winner under the faithful policy, the kernel whose failing rules are waived: a
+        shortcut's unchecked return or a winner failing construction rules only)."""
+        construction = self.construction_rules()
         sc = self.shortcut(values)
-        if sc is None:
-            return None
-        for k in sc["try"]:
-            if k in self.by_id and not [r for r in self.rules(k, values) if r.outcome(values) is Outcome.FAIL and r.code not in ("not_requested", "path_not_enabled")]:
-                return k
-        return sc["otherwise"]
+        if sc is not None:
+            def unread(k: str, r: Rule) -> bool:
+                return r.code in ("not_requested", "path_not_enabled") or r.rule in construction or r.rule == f"{k}.activation_format"
+
+            chosen = next((k for k in sc["try"] if k in self.by_id and all(unread(k, r) for r in self._failing(k, values))), sc.get("otherwise"))
+            if chosen is None or {r.rule for r in self._failing(chosen, values)} & self.layer_rules():
+                return None, None
+            return chosen, chosen
+        post = self.after_selection_rules()
+        for k in self.ranking(values):
+            failing = self._failing(k, values)
+            if all(r.rule in construction or r.rule in post for r in failing):
+                break
+        else:
+            return None, None
+        if any(r.rule in post and r.rule not in construction for r in failing):
+            return None, None  # the engine selects k, then refuses the layer
+        winner, waived = k, (k if failing else None)
+        for sc in self.shortcuts:
+            if winner in (sc.get("selected") or ()) and self._holds(sc["when"], values) is True:
+                return sc["otherwise"], sc["otherwise"]  # returned in the winner's place, unchecked
+        return winner, waived
 
 
 def load_model(directories: tuple[Path, ...] | None = None) -> Model:
@@ -491,4 +685,5 @@ def load_model(directories: tuple[Path, ...] | None = None) -> Model:
         overrides=[o for doc in by_kind.get("overrides", []) for o in doc["overrides"]],
         engine=by_kind["engine"][0],
         shortcuts=[x for doc in by_kind.get("shortcuts", []) for x in doc["shortcuts"]],
+        frontends=(by_kind.get("frontends") or [{}])[0],
     )

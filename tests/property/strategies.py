@@ -48,6 +48,7 @@ from moe_oracle.vocab import Activation, All2AllBackend, DType, Platform, Routin
 from tests.property import tally
 
 __all__ = [
+    "ACCEPTED_BY_SOME_RELEASE",
     "CATALOG",
     "Case",
     "LEAVES",
@@ -57,6 +58,7 @@ __all__ = [
     "cases",
     "changed_inputs",
     "environments",
+    "release_view",
     "flatten",
     "leaf_values",
     "note_case",
@@ -188,10 +190,19 @@ def spellings(name: str) -> st.SearchStrategy[str]:
     return st.sampled_from(tuple(dict.fromkeys((name, name.upper(), name.replace("_", "-"), name.title(), f" {name} ", name.upper().replace("_", "-")))))
 
 
-# The names the default release's KernelConfig accepts; a name it refuses raises ConfigError
-# (tests/unit/test_frontends_and_requests.py), which would mask every other property.
+# The names the default release's KernelConfig accepts that some backend of ours answers to; a
+# name it refuses raises ConfigError (tests/unit/test_frontends_and_requests.py), which would mask
+# every other property. (Accepted names no backend answers to, e.g. deep_gemm_mega_moe, are left
+# out: the engine reads them as requesting nothing, but the config-file and flag doors refuse
+# them as unknown (inputs.py resolve_request), a door/engine disagreement left open.)
 BACKEND_NAMES: tuple[str, ...] = tuple(sorted(
     n for n in CATALOG.backend_names if CATALOG.accepted_names is None or n in CATALOG.accepted_names))
+
+
+ACCEPTED_BY_SOME_RELEASE: frozenset[str] = frozenset(
+    n for r in CATALOG.engine.releases
+    for n in (CATALOG.for_release(CATALOG.release(Environment(((CATALOG.engine.name, str(r.version)),), frozenset(), False, ()))).accepted_names or ()))
+"""The ``moe_backend`` names some modelled engine release accepts."""
 
 
 @lru_cache(maxsize=None)
@@ -378,16 +389,23 @@ def flatten(config: MoEConfig) -> dict[str, Any]:
     return out
 
 
-def build_config(ctx: Ctx) -> MoEConfig:
-    """The MoEConfig with the leaves of ``ctx``; an all2all spelling is resolved as the config-file door does."""
+def build_config(ctx: Ctx, view: Any = None) -> MoEConfig:
+    """The MoEConfig with the leaves of ``ctx``; an all2all spelling is resolved as the config-file door does.
+
+    ``view``: the catalog view of the engine release the config is for (default: the default release).
+    """
+    view = view if view is not None else CATALOG
     a2a = ctx["parallel.all2all_backend"]
     if isinstance(a2a, str) and not isinstance(a2a, All2AllBackend):
         a2a, _ = _resolve_all2all(a2a)
     device = Device(*(ctx[f"device.{f.name}"] for f in dataclasses.fields(Device)))
-    owners = {n for n, b in CATALOG.bound_all2all.items() if b == a2a.value}
-    if owners and str(ctx["moe_backend"]).strip().lower().replace("-", "_") not in owners:
-        # A bound all2all backend (passthrough) exists only with the moe_backend names that bind it;
-        # vLLM refuses it with any other name at start (tests/unit/test_bound_all2all_and_layer_rules.py).
+    name = str(ctx["moe_backend"]).strip().lower().replace("-", "_")
+    owners = {n for n, b in view.bound_all2all.items() if b == a2a.value}
+    bound = view.bound_all2all.get(name)
+    if (owners and name not in owners) or (bound is not None and a2a.value != bound):
+        # A bound all2all backend (passthrough) exists only with the moe_backend names that bind it,
+        # and those names take no other explicit all2all backend: vLLM refuses both at start
+        # (tests/unit/test_bound_all2all_and_layer_rules.py). The default is what the engine binds.
         a2a = All2AllBackend.ALLGATHER_REDUCESCATTER
     bound = CATALOG.bound_all2all.get(str(ctx["moe_backend"]).strip().lower().replace("-", "_"))
     if bound is not None and a2a.value not in (bound, All2AllBackend.ALLGATHER_REDUCESCATTER.value):
@@ -399,11 +417,11 @@ def build_config(ctx: Ctx) -> MoEConfig:
     return MoEConfig(device=device, parallel=parallel, **top)
 
 
-def with_leaf(config: MoEConfig, path: str, value: Any) -> MoEConfig:
-    """``config`` with one leaf replaced."""
+def with_leaf(config: MoEConfig, path: str, value: Any, view: Any = None) -> MoEConfig:
+    """``config`` with one leaf replaced (``view``: the release's catalog view, as in :func:`build_config`)."""
     ctx = flatten(config)
     ctx[path] = value
-    return build_config(ctx)
+    return build_config(ctx, view)
 
 
 def leaf_values(path: str, config: MoEConfig) -> st.SearchStrategy[Any]:
@@ -584,12 +602,38 @@ def note_case(case: Case, label: str = "config") -> None:
     note(f"--- {label} ---\n{case.replay()}")
 
 
+def release_view(env: Environment) -> Any:
+    """The catalog view of the engine release ``env`` declares (the default release when none)."""
+    return CATALOG.for_release(CATALOG.release(env))
+
+
+def _normal(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+@st.composite
+def _started(draw: st.DrawFn, config: MoEConfig, env: Environment) -> MoEConfig:
+    """``config`` as the release ``env`` declares accepts it at start: a ``moe_backend`` name that
+    release refuses (vLLM validates ``KernelConfig.moe_backend``) is redrawn from the names it
+    accepts, and the all2all backend follows that release's bound backends (``build_config``).
+    Refusals are tested on their own (test_unknown_backend_names_are_rejected_before_evaluation,
+    tests/unit/test_frontends_and_requests.py)."""
+    view = release_view(env)
+    ctx = flatten(config)
+    if view.accepted_names is not None and _normal(config.moe_backend) not in view.accepted_names:
+        ctx["moe_backend"] = draw(st.sampled_from(sorted(n for n in view.accepted_names if n in CATALOG.backend_names or n == "auto")).flatmap(spellings), label="moe_backend (accepted)")
+    return build_config(ctx, view)
+
+
 def _cases(configs: st.SearchStrategy[MoEConfig], envs: st.SearchStrategy[Environment]) -> st.SearchStrategy[Case]:
-    def make(config: MoEConfig, env: Environment) -> Case:
+    @st.composite
+    def make(draw: st.DrawFn) -> Case:
+        config, env = draw(configs), draw(envs)
+        config = draw(_started(config, env))
         tally.bump("configs")
         return Case(config, env)
 
-    return st.builds(make, configs, envs)
+    return make()
 
 
 def plausible_cases(*, backend: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Case]:
@@ -608,7 +652,7 @@ def changed_inputs(draw: st.DrawFn, case: Case, leaves: tuple[str, ...]) -> Case
     and environment variables outside the closed list set or unset."""
     config = case.config
     for path in draw(st.lists(st.sampled_from(leaves), min_size=1, unique=True), label="leaves"):
-        config = with_leaf(config, path, draw(leaf_values(path, config), label=path))
+        config = with_leaf(config, path, draw(leaf_values(path, config), label=path), release_view(case.env))
     env = case.env
     for name in draw(st.lists(unread_packages(), max_size=2, unique=True), label="packages"):
         env = env.with_package(name, draw(st.one_of(st.none(), versions()), label=name))
