@@ -45,10 +45,16 @@ __all__ = ["evaluate", "request_name", "resolve_request"]
 
 
 def _known_names(catalog: Catalog) -> set[str]:
+    """Backend ids and aliases, the names request maps read, and every name a modelled release's
+    ``KernelConfig.moe_backend`` accepts (whether this release accepts it is :func:`evaluate`'s
+    question: the doors do not know the release yet)."""
     names = set(catalog.backend_names)
     for rm in catalog.request_maps:
         names.update(rm.names)
         names.update(rm.auto)
+    if catalog.source is not None:
+        for accepted, _ in catalog.source.engine_names:
+            names.update(accepted)
     return names
 
 

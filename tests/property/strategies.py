@@ -193,8 +193,8 @@ def spellings(name: str) -> st.SearchStrategy[str]:
 # The names the default release's KernelConfig accepts that some backend of ours answers to; a
 # name it refuses raises ConfigError (tests/unit/test_frontends_and_requests.py), which would mask
 # every other property. (Accepted names no backend answers to, e.g. deep_gemm_mega_moe, are left
-# out: the engine reads them as requesting nothing, but the config-file and flag doors refuse
-# them as unknown (inputs.py resolve_request), a door/engine disagreement left open.)
+# out: they request nothing, so why-not has no backend to repair towards; the doors accept them and
+# the engine answers "nothing eligible", tests/unit/test_frontends_and_requests.py.)
 BACKEND_NAMES: tuple[str, ...] = tuple(sorted(
     n for n in CATALOG.backend_names if CATALOG.accepted_names is None or n in CATALOG.accepted_names))
 

@@ -225,3 +225,18 @@ def test_request_name_is_a_name_the_engine_accepts(catalog):
     assert request_name(catalog, "batched_deep_gemm") == "deep_gemm"
     # vLLM reaches its CPU and XPU kernels only through the priority lists.
     assert request_name(catalog, "cpu") == "auto" and request_name(catalog, "xpu") == "auto"
+
+
+def test_the_doors_accept_every_name_a_modelled_release_accepts(catalog):
+    # vLLM 0.33.0 KernelConfig.moe_backend accepts deep_gemm_mega_moe and flydsl, which no oracle
+    # maps for these layers: the name requests nothing (vLLM raises at selection), it is not bad input.
+    from moe_oracle.engine import resolve_request
+    from moe_oracle.errors import ConfigError
+
+    assert resolve_request(catalog, "deep_gemm_mega_moe") == () and resolve_request(catalog, "flydsl") == ()
+    # 0.29.0's name for the CuTe-DSL MoE-EP backend is still a name (0.32.0 renamed it).
+    assert resolve_request(catalog, "flashinfer_moe_ep_mega_cutedsl") == ()
+    with pytest.raises(ConfigError, match="unknown MoE backend"):
+        resolve_request(catalog, "no_such_backend")
+    d = evaluate(catalog, qwen3_30b(device=Device("cuda", capability=90), moe_backend="flydsl"), env())
+    assert d.kernel is None and d.requested == ()
