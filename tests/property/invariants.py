@@ -190,9 +190,9 @@ def _verdicts(case: Case) -> dict[str, tuple[dict[str, Any], tuple[tuple[Any, Ou
     """Per kernel, the reference model's rules by id and every rule with its outcome (shared)."""
     values, model = _values(case), _model(case)
     out = {}
-    for entry in CATALOG.experts:
-        rules = model.rules(entry.id, values)
-        out[entry.id] = ({r.rule: r for r in rules}, tuple((r, r.outcome(values)) for r in rules))
+    for c in decide(case).candidates:  # the kernels of the case's release
+        rules = model.rules(c.kernel, values)
+        out[c.kernel] = ({r.rule: r for r in rules}, tuple((r, r.outcome(values)) for r in rules))
     return out
 
 

@@ -496,29 +496,6 @@ class Model:
     def rules(self, kernel: str, values: Mapping[str, Any], policy: str = "faithful") -> list[Rule]:
         """Every rule candidate ``kernel`` is subject to under ``values`` (its P/F's included)."""
         e = self.by_id[kernel]
-        cache = self.__dict__.setdefault("_rules_memo", {})
-        static = cache.get((kernel, policy))
-        if static is None:
-            static = cache[(kernel, policy)] = self._static_rules(kernel, policy)
-        out = list(static)
-        pf = self.pf_for(e, values["dispatch"])
-        if pf is not None:
-            pf_cache = self.__dict__.setdefault("_pf_rules_memo", {})
-            if pf["id"] not in pf_cache:
-                pf_cache[pf["id"]] = list(self._requirements(pf["id"], pf)) + [self._constraint(c) for c in pf.get("constraints") or ()]
-            out += pf_cache[pf["id"]]
-        if values["moe_backend"] == "auto":
-            order = self.order(values)
-            if order is not None and e["backend"] not in set(order["backends"]) | set(self.priority.get("fallback") or ()):
-                out.append(Rule(order["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"])))
-            for opt in self.priority.get("opt_in_only") or ():
-                if opt["backend"] == e["backend"]:
-                    out.append(Rule(opt["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"]), tuple((opt.get("when") or {}).items())))
-        return out
-
-    def _static_rules(self, kernel: str, policy: str) -> list[Rule]:
-        """The rules of ``kernel`` that do not depend on the values (memoized by :meth:`rules`)."""
-        e = self.by_id[kernel]
         out = list(self._requirements(kernel, e))
         out += [Rule(f"{kernel}.supports.{name}", _code(name), name, spec) for name, spec in e["supports"].items()]
         for feature, supported in e["features"].items():
@@ -556,6 +533,17 @@ class Model:
             if kernel in kb["kernels"]:
                 when = tuple(kb["when"].items()) + tuple((f"packages.{n}", {"present": True, "version": s}) for n, s in (kb.get("packages") or {}).items())
                 out.append(Rule(kb["id"], "known_bad", ",".join(n for n, _ in when), None, when, deny=True))
+        pf = self.pf_for(e, values["dispatch"])
+        if pf is not None:
+            out += list(self._requirements(pf["id"], pf))
+            out += [self._constraint(c) for c in pf.get("constraints") or ()]
+        if values["moe_backend"] == "auto":
+            order = self.order(values)
+            if order is not None and e["backend"] not in set(order["backends"]) | set(self.priority.get("fallback") or ()):
+                out.append(Rule(order["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"])))
+            for opt in self.priority.get("opt_in_only") or ():
+                if opt["backend"] == e["backend"]:
+                    out.append(Rule(opt["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"]), tuple((opt.get("when") or {}).items())))
         return out
 
     # ------------------------------------------------------------------ priority
