@@ -84,12 +84,14 @@ def _plan_groups(args: argparse.Namespace, catalog: Any, sides: list[tuple[str, 
     (label_b, before), (label_a, after) = plans
     by_layers = {tuple(layer.spec.index for layer in g.layers): g for g in after.moe_groups()}
     groups = []
+    notes = set(before.notes) | set(after.notes)
     for g in before.moe_groups():
         other = by_layers.get(tuple(layer.spec.index for layer in g.layers))
         if g.decision is None or other is None or other.decision is None:
+            notes.add(f"{g.label()}: grouped differently on the two sides; compare them with explain")
             continue
         groups.append((g.label(), Side(label_b, g.decision.config, before.environment), Side(label_a, other.decision.config, after.environment)))
-    return groups, sorted(set(before.notes) | set(after.notes))
+    return groups, sorted(notes)
 
 
 def run(args: argparse.Namespace, catalog: Any, build_inputs: Callable[..., tuple[Any, Any, list[str]]], print_json: Callable[[Any], None]) -> int:
