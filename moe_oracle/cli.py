@@ -202,12 +202,32 @@ def _device_from_args(args: argparse.Namespace):
     return None
 
 
+def _probed_environment(args: argparse.Namespace, catalog: Any, probe_notes: tuple[str, ...]) -> Any:
+    """This machine's :class:`~moe_oracle.environment.Environment` for ``--probe`` (explain, select, plan, diff).
+
+    Raises:
+        ConfigError: packages or variables also declared, or a variable the engine refuses.
+    """
+    from .environment import Environment, probe_environment
+    from .envvars import env_issues
+    from .errors import ConfigError, InputIssue
+
+    if args.package or args.without or args.env or args.environment:
+        raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--environment", None, None)], headline="bad --probe")
+    env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
+    issues = env_issues(env.env, catalog.env_vars, path="this process's environment:")
+    if issues:
+        raise ConfigError(issues, headline="bad environment variable")
+    if probe_notes:
+        env = Environment(env.packages, env.absent, env.complete, env.env, env.probed, env.notes + probe_notes)
+    return env
+
+
 def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_default: bool = False):
     """(config, environment, notes) from the parsed flags; notes are about inputs with no effect."""
     from .config import MoEConfig, ParallelConfig, Provenance
     from .deployment import apply_serve, declare_environment, load_serve_checkpoint, serve_model_path
-    from .environment import Environment, probe_device, probe_environment
-    from .envvars import env_issues
+    from .environment import probe_device
     from .errors import ConfigError, InputIssue
     from .hf import from_hf_config, load_hf_config
     from .inputs import load_config_file, parse_quant, quant_config_beside, resolve_all2all, resolve_model_path
@@ -311,14 +331,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         config = replace(config, **changes)
 
     if args.probe or file_probe:
-        if args.package or args.without or args.env or args.environment:
-            raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--environment", None, None)], headline="bad --probe")
-        env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
-        issues = env_issues(env.env, catalog.env_vars, path="this process's environment:")
-        if issues:
-            raise ConfigError(issues, headline="bad environment variable")
-        if probe_notes:
-            env = Environment(env.packages, env.absent, env.complete, env.env, env.probed, env.notes + probe_notes)
+        env = _probed_environment(args, catalog, probe_notes)
     elif file_env is not None and not (args.package or args.without or args.env or args.environment or (serve and serve.env)):
         env = file_env
     else:

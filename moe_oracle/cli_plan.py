@@ -44,21 +44,11 @@ def add_plan_parser(sub: Any, add_input_args: Any) -> None:
 
 def _environment(args: argparse.Namespace, catalog: Any, serve: Any, probe_notes: tuple[str, ...]) -> tuple[Any, tuple[str, ...], Any]:
     """(Environment, notes, declared) from --probe or --environment/--package/--without/--env and the serve line."""
+    from .cli import _probed_environment
     from .deployment import declare_environment
-    from .environment import Environment, probe_environment
-    from .envvars import env_issues
-    from .errors import ConfigError, InputIssue
 
     if args.probe:
-        if args.package or args.without or args.env or args.environment:
-            raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--environment", None, None)], headline="bad --probe")
-        env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
-        issues = env_issues(env.env, catalog.env_vars, path="this process's environment:")
-        if issues:
-            raise ConfigError(issues, headline="bad environment variable")
-        if probe_notes:
-            env = Environment(env.packages, env.absent, env.complete, env.env, env.probed, env.notes + probe_notes)
-        return env, (), None
+        return _probed_environment(args, catalog, probe_notes), (), None
     declared = declare_environment(catalog, packages=args.package, without=args.without, env=args.env, env_file=args.environment, serve_env=serve.env if serve else ())
     return declared.environment, tuple(declared.notes), declared
 
