@@ -447,11 +447,7 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
     for sc in view.shortcuts:
         if sc.selected:
             continue
-        held = _holds(sc.when, values)
-        if held is None:
-            notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
-            continue
-        if not held:
+        if not _shortcut_holds(sc, values, notes):
             continue
         rows = ranking.rows
         by_id = {r.entry.id: r for r in rows}
@@ -492,6 +488,14 @@ def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mappin
     return None
 
 
+def _shortcut_holds(sc: Shortcut, values: Mapping[str, Any], notes: list[str]) -> bool:
+    """Whether ``sc``'s condition holds; an unknown input it reads leaves it unapplied, with a note."""
+    held = _holds(sc.when, values)
+    if held is None:
+        notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
+    return bool(held)
+
+
 def _after_selection(view: Catalog, values: Mapping[str, Any], ranking: Ranking, winner: int, notes: list[str]) -> tuple[Shortcut, Ranking, int, tuple[Check, ...]] | None:
     """A shortcut after selection that replaces the winner: (shortcut, the ranking with the
     replacement's row cleared, the new winner, its waived checks).
@@ -502,11 +506,7 @@ def _after_selection(view: Catalog, values: Mapping[str, Any], ranking: Ranking,
     for sc in view.shortcuts:
         if chosen not in sc.selected:
             continue
-        held = _holds(sc.when, values)
-        if held is None:
-            notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
-            continue
-        if not held:
+        if not _shortcut_holds(sc, values, notes):
             continue
         assert sc.otherwise is not None
         k = ranking.position(sc.otherwise)
