@@ -85,7 +85,7 @@ def _table_trial(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _clear_shared() -> None:
-    for memo in (inv._decided, inv.record, inv._values, inv._verdicts):
+    for memo in (inv._decided, inv.record, inv._values, inv._judged):
         memo.cache_clear()
     inv._LAST_COMPILED.clear()
 

@@ -32,7 +32,7 @@ from moe_oracle.records import Status
 from moe_oracle.refusals import refusals
 from moe_oracle.tables import TableFile, load_schemas
 from moe_oracle.vocab import Interface
-from tests.property.reference_model import Outcome, load_model
+from tests.property.reference_model import Judgement, Outcome, load_model
 from tests.property.strategies import CATALOG, LEAF_PATHS, Case, release_view
 from tests.property.table_mutations import shipped_files
 
@@ -186,14 +186,9 @@ def _model(case: Case):  # noqa: ANN202 - reference_model.Model
 
 
 @lru_cache(maxsize=SHARED)
-def _verdicts(case: Case) -> dict[str, tuple[dict[str, Any], tuple[tuple[Any, Outcome], ...]]]:
-    """Per kernel, the reference model's rules by id and every rule with its outcome (shared)."""
-    values, model = _values(case), _model(case)
-    out = {}
-    for c in decide(case).candidates:  # the kernels of the case's release
-        rules = model.rules(c.kernel, values)
-        out[c.kernel] = ({r.rule: r for r in rules}, tuple((r, r.outcome(values)) for r in rules))
-    return out
+def _judged(case: Case) -> Judgement:
+    """The reference model's rules of every kernel with their outcomes, under the model's values (shared)."""
+    return _model(case).judge(_values(case))
 
 
 def check_normalized_values(case: Case) -> None:
@@ -213,13 +208,18 @@ def check_normalized_values(case: Case) -> None:
 def check_failures_sound(case: Case) -> None:
     """Every failure names a rule that the declared tables contain and that really fails, with its code, field and observed value."""
     d, values = _model_view(case)
-    verdicts = _verdicts(case)
+    judged = _judged(case)
     for c in d.candidates:
-        rules = verdicts[c.kernel][0]
+        if not c.failures:
+            continue
+        failing = {r.rule: r for r in judged.failing(c.kernel)}
         for f in c.failures:
-            assert f.rule in rules, f"{c.kernel}: failure {f.rule} is no rule the tables declare for it"
-            rule = rules[f.rule]
-            assert rule.outcome(values) is Outcome.FAIL, f"{c.kernel}: {f.rule} reported failing, but it {rule.outcome(values).value}s for {rule.observed(values)!r}"
+            rule = failing.get(f.rule)
+            if rule is None:  # not a failing rule: say whether it is declared at all
+                declared = {r.rule: r for r in judged.rules(c.kernel)}
+                assert f.rule in declared, f"{c.kernel}: failure {f.rule} is no rule the tables declare for it"
+                rule = declared[f.rule]
+                raise AssertionError(f"{c.kernel}: {f.rule} reported failing, but it {rule.outcome(values).value}s for {rule.observed(values)!r}")
             assert (f.code.value, f.field) == (rule.code, rule.field), f"{c.kernel}: {f.rule} reported as {f.code.value} on {f.field}, declared {rule.code} on {rule.field}"
             assert f.observed == rule.observed(values), f"{c.kernel}: {f.rule} observed {f.observed!r}, the config has {rule.observed(values)!r}"
 
@@ -229,13 +229,12 @@ def check_failures_complete(case: Case) -> None:
     kernel whose failures the engine waives (they are warnings): a shortcut's unchecked return, or
     a winner that fails only rules vLLM checks when it builds the kernel. The winner is the one
     the tables' selection semantics give (reference_model.Model.selection)."""
-    d, values = _model_view(case)
-    model = _model(case)
-    winner, waived = model.selection(values)
+    d = decide(case)
+    judged = _judged(case)
+    winner, waived = _model(case).selection(judged.values, judged)
     assert d.kernel == winner, f"winner {d.kernel} (shortcut {d.shortcut}), the tables say {winner}"
-    verdicts = _verdicts(case)
     for c in d.candidates:
-        expected = Counter(r.rule for r, outcome in verdicts[c.kernel][1] if outcome is Outcome.FAIL and c.kernel != waived)
+        expected = Counter(r.rule for r in judged.failing(c.kernel)) if c.kernel != waived else Counter()
         got = Counter(f.rule for f in c.failures)
         assert got == expected, f"{c.kernel}: reported but not declared failing {sorted(got - expected)}, declared failing but not reported {sorted(expected - got)}"
 
@@ -243,9 +242,9 @@ def check_failures_complete(case: Case) -> None:
 def check_assumptions_are_unknown_inputs(case: Case) -> None:
     """A candidate's assumptions are exactly the rules that abstain because an input is unknown."""
     d = decide(case)
-    verdicts = _verdicts(case)
+    judged = _judged(case)
     for c in d.candidates:
-        expected = Counter(r.rule for r, outcome in verdicts[c.kernel][1] if outcome is Outcome.ABSTAIN)
+        expected = Counter(r.rule for r in judged.abstaining(c.kernel))
         got = Counter(a.rule for a in c.assumptions)
         assert got == expected, f"{c.kernel}: assumptions {sorted(got)}, declared abstaining {sorted(expected)}"
 
@@ -453,8 +452,8 @@ def check_why_not_finds_package_fixes(case: Case, backend_name: str) -> None:
     model = _model(case)
     values = model.values(case.config, case.env)
     for entry in CATALOG.experts:
-        if entry.backend not in backends:
-            continue
+        if entry.backend not in backends or entry.id not in model.by_id:
+            continue  # another backend, or a kernel the case's release does not have
         failing = [r for r in model.rules(entry.id, values) if r.outcome(values) is Outcome.FAIL]
         packages = {r.field[9:] for r in failing}
         if not failing or not all(r.field.startswith("packages.") for r in failing) or len(packages) > MAX_EDITS:

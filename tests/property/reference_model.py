@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
@@ -66,7 +66,7 @@ from moe_oracle.environment import ABSENT, Environment
 from moe_oracle.fields import field_spec
 from moe_oracle.vocab import All2AllBackend, Platform
 
-__all__ = ["Model", "Outcome", "Rule", "load_model"]
+__all__ = ["Judgement", "Model", "Outcome", "Rule", "load_model"]
 
 
 class Outcome(enum.Enum):
@@ -86,14 +86,15 @@ class Rule:
     when: tuple[tuple[str, Any], ...] = ()
     deny: bool = False
 
-    @cached_property
-    def _tests(self) -> tuple[tuple[tuple[str, Callable[[Any], bool]], ...], Callable[[Any], bool] | None]:
-        """``spec_holds`` of each condition and of the spec, compiled once per rule (:func:`spec_test`)."""
-        return tuple((name, spec_test(spec)) for name, spec in self.when), (None if self.deny else spec_test(self.spec))
+    def __post_init__(self) -> None:
+        # ``spec_holds`` of each condition and of the spec, compiled once per rule (:func:`spec_test`).
+        # Not a field: equality and the repr stay the YAML's.
+        object.__setattr__(self, "_when_tests", tuple((name, spec_test(spec)) for name, spec in self.when))
+        object.__setattr__(self, "_test", None if self.deny else spec_test(self.spec))
 
     def outcome(self, values: Mapping[str, Any]) -> Outcome:
         unknown = False
-        when, test = self._tests
+        when, test = self._when_tests, self._test
         for name, holds in when:
             value = values.get(name)
             if value is None:
@@ -493,58 +494,121 @@ class Model:
                 return pf
         return None
 
+    def _memo(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """``make()``, once per model and key: a rule is built from the YAML once, so the same
+        requirement is the same ``Rule`` object for every kernel and every set of values."""
+        memo = self.__dict__.setdefault("_rule_memo", {})
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = make()
+        return hit
+
+    def _shared_constraint(self, raw: Mapping[str, Any]) -> Rule:
+        return self._memo(("constraint", id(raw)), lambda: self._constraint(raw))
+
+    def _static_rules(self, kernel: str) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+        """The rules of ``kernel`` that no value changes: (its own, the layer and family
+        constraints that apply to it). :meth:`rules` puts the request rules between the two."""
+
+        def make() -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+            e = self.by_id[kernel]
+            own = list(self._requirements(kernel, e))
+            own += [Rule(f"{kernel}.supports.{name}", _code(name), name, spec) for name, spec in e["supports"].items()]
+            for feature, supported in e["features"].items():
+                if not supported:
+                    name = _FEATURE_FIELD[feature]
+                    own.append(Rule(f"{kernel}.features.{feature}", _code(name), name, [False]))
+            own += [self._constraint(c) for c in e.get("constraints") or ()]
+            paired = sorted({d for pf in self.pfs if pf["interface"] == e["interface"] and pf["activation_format"] == e["activation_format"] for d in pf["dispatch"]})
+            # The oracle peeks the activation format before selecting: experts of the other format fail.
+            own.append(Rule(f"{kernel}.activation_format", "pairing_incompatible", "activation_format", [e["activation_format"]]))
+            own.append(Rule(f"{kernel}.pairing", "pairing_incompatible", "dispatch", paired))
+            shared = []
+            for c in self.constraints:
+                applies = c.get("applies_to") or {}
+                if applies.get("backends") and e["backend"] not in applies["backends"]:
+                    continue
+                if e["backend"] in applies.get("except_backends", []):
+                    continue
+                if applies.get("interfaces") and e["interface"] not in applies["interfaces"]:
+                    continue
+                if kernel in applies.get("except_kernels", []):
+                    continue
+                shared.append(self._shared_constraint(c))
+            return tuple(own), tuple(shared)
+
+        return self._memo(("static", kernel), make)
+
+    def _context(self, values: Mapping[str, Any]) -> "_Context":
+        rm, requested, by = self.request(values)
+        auto = values["moe_backend"] == "auto"
+        return _Context(rm, requested, by, values["moe_backend"], values["dispatch"], self.order(values) if auto else None, auto, self.request_names(rm)[:2] if rm is not None else None)
+
+    def _request_rules(self, kernel: str, e: Mapping[str, Any], ctx: "_Context") -> tuple[Rule, ...]:
+        if ctx.rm is not None and ctx.requested is not None:
+            # The family's oracle reads moe_backend itself (vLLM map_<family>_backend).
+            rm, (names, kernels) = ctx.rm, ctx.names  # type: ignore[misc]
+            backend = e["backend"]
+            mine = self._memo(("mine", id(rm), backend), lambda: sorted(n for n, bs in names.items() if backend in bs) or ["(none)"])
+            out = (self._memo(("rm", id(rm), backend), lambda: Rule(rm["id"], "not_requested", "moe_backend", mine)),)
+            if ctx.by == "moe_backend" and ctx.name in kernels and kernel not in kernels[ctx.name]:
+                out += (self._memo(("rm.kernels", id(rm), backend), lambda: Rule(f"{rm['id']}.kernels", "not_requested", "moe_backend", ["(none)"], (("moe_backend", mine),))),)
+            return out
+        return (self._memo(("request", e["backend"]), lambda: Rule(f"request.{e['backend']}", "not_requested", "moe_backend", ["auto", *self.names_for(e["backend"])])),)
+
+    def _known_bad_rules(self, kernel: str) -> tuple[Rule, ...]:
+        def make() -> tuple[Rule, ...]:
+            out = []
+            for kb in self.known_bad:
+                if kernel in kb["kernels"]:
+                    when = tuple(kb["when"].items()) + tuple((f"packages.{n}", {"present": True, "version": s}) for n, s in (kb.get("packages") or {}).items())
+                    out.append(Rule(kb["id"], "known_bad", ",".join(n for n, _ in when), None, when, deny=True))
+            return tuple(out)
+
+        return self._memo(("known_bad", kernel), make)
+
+    def _pf_rules(self, e: Mapping[str, Any], dispatch: str) -> tuple[Rule, ...]:
+        def make() -> tuple[Rule, ...]:
+            pf = self.pf_for(e, dispatch)
+            if pf is None:
+                return ()
+            own = self._memo(("pf", pf["id"]), lambda: tuple(self._requirements(pf["id"], pf)))
+            return own + tuple(self._shared_constraint(c) for c in pf.get("constraints") or ())
+
+        return self._memo(("pf_for", e["id"], dispatch), make)
+
+    def _path_rules(self, e: Mapping[str, Any], ctx: "_Context") -> tuple[Rule, ...]:
+        if not ctx.auto:
+            return ()
+        backend, out = e["backend"], ()
+        order = ctx.order
+        if order is not None and backend not in set(order["backends"]) | set(self.priority.get("fallback") or ()):
+            out = (self._memo(("order", id(order), backend), lambda: Rule(order["id"], "path_not_enabled", "moe_backend", self.names_for(backend))),)
+
+        def opt_in() -> tuple[Rule, ...]:
+            return tuple(Rule(opt["id"], "path_not_enabled", "moe_backend", self.names_for(backend), tuple((opt.get("when") or {}).items())) for opt in self.priority.get("opt_in_only") or () if opt["backend"] == backend)
+
+        return out + self._memo(("opt_in", backend), opt_in)
+
     def rules(self, kernel: str, values: Mapping[str, Any], policy: str = "faithful") -> list[Rule]:
         """Every rule candidate ``kernel`` is subject to under ``values`` (its P/F's included)."""
+        return self._rules(kernel, self._context(values), policy)
+
+    def _rules(self, kernel: str, ctx: "_Context", policy: str) -> list[Rule]:
         e = self.by_id[kernel]
-        out = list(self._requirements(kernel, e))
-        out += [Rule(f"{kernel}.supports.{name}", _code(name), name, spec) for name, spec in e["supports"].items()]
-        for feature, supported in e["features"].items():
-            if not supported:
-                name = _FEATURE_FIELD[feature]
-                out.append(Rule(f"{kernel}.features.{feature}", _code(name), name, [False]))
-        out += [self._constraint(c) for c in e.get("constraints") or ()]
-        paired = sorted({d for pf in self.pfs if pf["interface"] == e["interface"] and pf["activation_format"] == e["activation_format"] for d in pf["dispatch"]})
-        # The oracle peeks the activation format before selecting: experts of the other format fail.
-        out.append(Rule(f"{kernel}.activation_format", "pairing_incompatible", "activation_format", [e["activation_format"]]))
-        out.append(Rule(f"{kernel}.pairing", "pairing_incompatible", "dispatch", paired))
-        rm, requested, by = self.request(values)
-        if rm is not None and requested is not None:
-            # The family's oracle reads moe_backend itself (vLLM map_<family>_backend).
-            names, kernels, _ = self.request_names(rm)
-            mine = sorted(n for n, bs in names.items() if e["backend"] in bs) or ["(none)"]
-            out.append(Rule(rm["id"], "not_requested", "moe_backend", mine))
-            name = values["moe_backend"]
-            if by == "moe_backend" and name in kernels and kernel not in kernels[name]:
-                out.append(Rule(f"{rm['id']}.kernels", "not_requested", "moe_backend", ["(none)"], (("moe_backend", mine),)))
-        else:
-            out.append(Rule(f"request.{e['backend']}", "not_requested", "moe_backend", ["auto", *self.names_for(e["backend"])]))
-        for c in self.constraints:
-            applies = c.get("applies_to") or {}
-            if applies.get("backends") and e["backend"] not in applies["backends"]:
-                continue
-            if e["backend"] in applies.get("except_backends", []):
-                continue
-            if applies.get("interfaces") and e["interface"] not in applies["interfaces"]:
-                continue
-            if kernel in applies.get("except_kernels", []):
-                continue
-            out.append(self._constraint(c))
-        for kb in self.known_bad if policy == "safe" else ():
-            if kernel in kb["kernels"]:
-                when = tuple(kb["when"].items()) + tuple((f"packages.{n}", {"present": True, "version": s}) for n, s in (kb.get("packages") or {}).items())
-                out.append(Rule(kb["id"], "known_bad", ",".join(n for n, _ in when), None, when, deny=True))
-        pf = self.pf_for(e, values["dispatch"])
-        if pf is not None:
-            out += list(self._requirements(pf["id"], pf))
-            out += [self._constraint(c) for c in pf.get("constraints") or ()]
-        if values["moe_backend"] == "auto":
-            order = self.order(values)
-            if order is not None and e["backend"] not in set(order["backends"]) | set(self.priority.get("fallback") or ()):
-                out.append(Rule(order["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"])))
-            for opt in self.priority.get("opt_in_only") or ():
-                if opt["backend"] == e["backend"]:
-                    out.append(Rule(opt["id"], "path_not_enabled", "moe_backend", self.names_for(e["backend"]), tuple((opt.get("when") or {}).items())))
-        return out
+        own, shared = self._static_rules(kernel)
+        return [
+            *own,
+            *self._request_rules(kernel, e, ctx),
+            *shared,
+            *(self._known_bad_rules(kernel) if policy == "safe" else ()),
+            *self._pf_rules(e, ctx.dispatch),
+            *self._path_rules(e, ctx),
+        ]
+
+    def judge(self, values: Mapping[str, Any], policy: str = "faithful") -> "Judgement":
+        """The rules of every kernel under ``values``, with their outcomes (see :class:`Judgement`)."""
+        return Judgement(self, values, policy)
 
     # ------------------------------------------------------------------ priority
 
@@ -605,40 +669,49 @@ class Model:
 
     def construction_rules(self) -> set[str]:
         """Rules vLLM checks only when it builds the selected kernel: prepare/finalize rules and pairings."""
-        out = {f"{e['id']}.pairing" for e in self.experts}
-        for pf in self.pfs:
-            out |= {r.rule for r in self._requirements(pf["id"], pf)}
-            out |= {c["id"] for c in pf.get("constraints") or ()}
-        return out
+
+        def make() -> frozenset[str]:
+            out = {f"{e['id']}.pairing" for e in self.experts}
+            for pf in self.pfs:
+                out |= {r.rule for r in self._requirements(pf["id"], pf)}
+                out |= {c["id"] for c in pf.get("constraints") or ()}
+            return frozenset(out)
+
+        return self._memo(("construction",), make)
 
     def after_selection_rules(self) -> set[str]:
         """Constraints the engine checks on the kernel it selected (``after_selection: true``)."""
-        raws = [*self.constraints, *(c for o in (*self.experts, *self.pfs) for c in o.get("constraints") or ())]
-        return {c["id"] for c in raws if c.get("after_selection")}
+
+        def make() -> frozenset[str]:
+            raws = [*self.constraints, *(c for o in (*self.experts, *self.pfs) for c in o.get("constraints") or ())]
+            return frozenset(c["id"] for c in raws if c.get("after_selection"))
+
+        return self._memo(("after_selection",), make)
 
     def layer_rules(self) -> set[str]:
         """Constraints that bind every kernel (no ``applies_to``): the layer is refused before any oracle."""
-        return {c["id"] for c in self.constraints if not c.get("applies_to")}
+        return self._memo(("layer",), lambda: frozenset(c["id"] for c in self.constraints if not c.get("applies_to")))
 
-    def _failing(self, kernel: str, values: Mapping[str, Any]) -> list[Rule]:
-        return [r for r in self.rules(kernel, values) if r.outcome(values) is Outcome.FAIL]
-
-    def selection(self, values: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    def selection(self, values: Mapping[str, Any], judged: "Judgement | None" = None) -> tuple[str | None, str | None]:
         """(the winner under the faithful policy, the kernel whose failing rules are waived: a
-        shortcut's unchecked return or a winner failing construction rules only)."""
+        shortcut's unchecked return or a winner failing construction rules only).
+        ``judged``: :meth:`judge` of these values (faithful policy), to reuse its outcomes."""
+        judged = judged if judged is not None else self.judge(values)
+        if judged.model is not self or judged.values is not values or judged.policy != "faithful":
+            raise ValueError("judged: a judgement of other values, another model or another policy")
         construction = self.construction_rules()
         sc = self.shortcut(values)
         if sc is not None:
             def unread(k: str, r: Rule) -> bool:
                 return r.code in ("not_requested", "path_not_enabled") or r.rule in construction or r.rule == f"{k}.activation_format"
 
-            chosen = next((k for k in sc["try"] if k in self.by_id and all(unread(k, r) for r in self._failing(k, values))), sc.get("otherwise"))
-            if chosen is None or {r.rule for r in self._failing(chosen, values)} & self.layer_rules():
+            chosen = next((k for k in sc["try"] if k in self.by_id and all(unread(k, r) for r in judged.failing(k))), sc.get("otherwise"))
+            if chosen is None or {r.rule for r in judged.failing(chosen)} & self.layer_rules():
                 return None, None
             return chosen, chosen
         post = self.after_selection_rules()
         for k in self.ranking(values):
-            failing = self._failing(k, values)
+            failing = judged.failing(k)
             if all(r.rule in construction or r.rule in post for r in failing):
                 break
         else:
@@ -650,6 +723,66 @@ class Model:
             if winner in (sc.get("selected") or ()) and self._holds(sc["when"], values) is True:
                 return sc["otherwise"], sc["otherwise"]  # returned in the winner's place, unchecked
         return winner, waived
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What the value-dependent rules of every kernel read, computed once per set of values."""
+
+    rm: dict[str, Any] | None
+    requested: tuple[str, ...] | None
+    by: str | None
+    name: str
+    dispatch: str
+    order: dict[str, Any] | None
+    auto: bool
+    names: tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]] | None
+
+
+class Judgement:
+    """Every kernel's rules under one set of values (:meth:`Model.rules`), with each rule's outcome.
+
+    The same ``Rule`` object (a layer constraint binds every kernel) is judged once. Only what
+    does not pass is kept per kernel: :meth:`failing` and :meth:`abstaining` hold every rule of
+    the kernel with that outcome (``Model.rules`` filtered by ``Rule.outcome``), :meth:`rules`
+    the full list.
+    """
+
+    def __init__(self, model: Model, values: Mapping[str, Any], policy: str = "faithful") -> None:
+        self.model, self.values, self.policy = model, values, policy
+        self._ctx = model._context(values)
+        self._outcomes: dict[int, Outcome] = {}
+        self._split: dict[str, tuple[list[Rule], list[Rule]]] = {}
+
+    def rules(self, kernel: str) -> list[Rule]:
+        return self.model._rules(kernel, self._ctx, self.policy)
+
+    def _judged(self, kernel: str) -> tuple[list[Rule], list[Rule]]:
+        hit = self._split.get(kernel)
+        if hit is not None:
+            return hit
+        failing: list[Rule] = []
+        abstaining: list[Rule] = []
+        outcomes, values = self._outcomes, self.values
+        for r in self.rules(kernel):
+            key = id(r)  # every rule is kept alive by the model's memo
+            outcome = outcomes.get(key)
+            if outcome is None:
+                outcome = outcomes[key] = r.outcome(values)
+            if outcome is Outcome.FAIL:
+                failing.append(r)
+            elif outcome is Outcome.ABSTAIN:
+                abstaining.append(r)
+        self._split[kernel] = failing, abstaining
+        return failing, abstaining
+
+    def failing(self, kernel: str) -> list[Rule]:
+        """The kernel's rules that fail, in :meth:`Model.rules` order (shared: do not change it)."""
+        return self._judged(kernel)[0]
+
+    def abstaining(self, kernel: str) -> list[Rule]:
+        """The kernel's rules that abstain (an input is unknown), in :meth:`Model.rules` order."""
+        return self._judged(kernel)[1]
 
 
 def load_model(directories: tuple[Path, ...] | None = None) -> Model:
