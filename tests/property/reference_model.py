@@ -539,6 +539,10 @@ class Model:
 
         return self._memo(("static", kernel), make)
 
+    def _shared_ids(self, kernel: str) -> frozenset[int]:
+        """``id`` of each layer or family constraint that applies to ``kernel`` (its shared rules)."""
+        return self._memo(("shared_ids", kernel), lambda: frozenset(id(r) for r in self._static_rules(kernel)[1]))
+
     def _context(self, values: Mapping[str, Any]) -> "_Context":
         rm, requested, by = self.request(values)
         auto = values["moe_backend"] == "auto"
@@ -744,27 +748,45 @@ class Judgement:
 
     The same ``Rule`` object (a layer constraint binds every kernel) is judged once. Only what
     does not pass is kept per kernel: :meth:`failing` and :meth:`abstaining` hold every rule of
-    the kernel with that outcome (``Model.rules`` filtered by ``Rule.outcome``), :meth:`rules`
-    the full list.
+    the kernel with that outcome (``Model.rules`` filtered by ``Rule.outcome``, as a multiset:
+    the order may differ), :meth:`rules` the full list.
     """
 
     def __init__(self, model: Model, values: Mapping[str, Any], policy: str = "faithful") -> None:
         self.model, self.values, self.policy = model, values, policy
         self._ctx = model._context(values)
         self._outcomes: dict[int, Outcome] = {}
+        self._shared: list[tuple[Rule, Outcome]] | None = None
         self._split: dict[str, tuple[list[Rule], list[Rule]]] = {}
 
     def rules(self, kernel: str) -> list[Rule]:
         return self.model._rules(kernel, self._ctx, self.policy)
 
+    def _shared_not_passing(self) -> list[tuple[Rule, Outcome]]:
+        """The layer and family constraints (each judged once) that fail or abstain."""
+        if self._shared is None:
+            values = self.values
+            judged = ((self.model._shared_constraint(c), c) for c in self.model.constraints)
+            self._shared = [(r, o) for r, _ in judged if (o := r.outcome(values)) is not Outcome.PASS]
+        return self._shared
+
     def _judged(self, kernel: str) -> tuple[list[Rule], list[Rule]]:
         hit = self._split.get(kernel)
         if hit is not None:
             return hit
+        model, ctx, values, outcomes = self.model, self._ctx, self.values, self._outcomes
+        e = model.by_id[kernel]
+        own, _ = model._static_rules(kernel)
         failing: list[Rule] = []
         abstaining: list[Rule] = []
-        outcomes, values = self._outcomes, self.values
-        for r in self.rules(kernel):
+        for r in own:  # the kernel's own rules: judged here only
+            outcome = r.outcome(values)
+            if outcome is Outcome.FAIL:
+                failing.append(r)
+            elif outcome is Outcome.ABSTAIN:
+                abstaining.append(r)
+        # Rules other kernels share (request, known-bad, prepare/finalize, priority path): judged once.
+        for r in (*model._request_rules(kernel, e, ctx), *(model._known_bad_rules(kernel) if self.policy == "safe" else ()), *model._pf_rules(e, ctx.dispatch), *model._path_rules(e, ctx)):
             key = id(r)  # every rule is kept alive by the model's memo
             outcome = outcomes.get(key)
             if outcome is None:
@@ -773,15 +795,20 @@ class Judgement:
                 failing.append(r)
             elif outcome is Outcome.ABSTAIN:
                 abstaining.append(r)
+        # The layer and family constraints that apply to the kernel: of those that do not pass.
+        applies = model._shared_ids(kernel)
+        for r, outcome in self._shared_not_passing():
+            if id(r) in applies:
+                (failing if outcome is Outcome.FAIL else abstaining).append(r)
         self._split[kernel] = failing, abstaining
         return failing, abstaining
 
     def failing(self, kernel: str) -> list[Rule]:
-        """The kernel's rules that fail, in :meth:`Model.rules` order (shared: do not change it)."""
+        """The kernel's rules that fail (shared: do not change it)."""
         return self._judged(kernel)[0]
 
     def abstaining(self, kernel: str) -> list[Rule]:
-        """The kernel's rules that abstain (an input is unknown), in :meth:`Model.rules` order."""
+        """The kernel's rules that abstain (an input is unknown; shared: do not change it)."""
         return self._judged(kernel)[1]
 
 
