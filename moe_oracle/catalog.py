@@ -477,8 +477,15 @@ class Catalog:
     @cached_property
     def fields_read(self) -> frozenset[str]:
         """Every field a check of an experts kernel or prepare/finalize, or a global constraint, reads."""
-        out = {f for owner in (*self.experts, *self.prepare_finalize) for chk in owner.checks for f in chk.fields_read}
-        return frozenset(out | {f for chk in self.global_constraints for f in chk.fields_read})
+        # Check.fields_read of each check, read off its predicate and conditions here: a view's
+        # checks are its own objects (sequenced per owner), so their cached properties are cold
+        # on a new view and thousands of them would each be computed once for this set alone.
+        out: set[str] = set()
+        for chk in (*(c for owner in (*self.experts, *self.prepare_finalize) for c in owner.checks), *self.global_constraints):
+            if chk.predicate is not None:
+                out.add(chk.predicate.field)
+            out.update(p.field for p in chk.condition)
+        return frozenset(out)
 
     @cached_property
     def request_bits(self) -> int:

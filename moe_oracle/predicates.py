@@ -114,11 +114,16 @@ class Predicate:
     spec: tuple[tuple[str, Any], ...]
     test: Test
 
+    def __post_init__(self) -> None:
+        # Predicates key the check index's tables (checks.build_index): hash the nested spec once
+        # (never pickled: ``test`` is a closure).
+        object.__setattr__(self, "_hash", hash((self.field, self.spec)))
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Predicate) and (self.field, self.spec) == (other.field, other.spec)
 
     def __hash__(self) -> int:
-        return hash((self.field, self.spec))
+        return self._hash  # type: ignore[attr-defined, no-any-return]
 
     def allowed(self) -> Any:
         """What passes, as data: a list for a lone ``in``, else a keyword mapping.
