@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from .fields import FIELDS, field_spec
 from .predicates import Predicate
-from .records import Assumption, jsonable
+from .records import _SCALARS, Assumption, json_copy, jsonable
 from .vocab import ReasonCode
 
 __all__ = ["Check", "CheckIndex", "GateBucket", "Outcome", "PlainChecks", "Tolerance", "build_index"]
@@ -75,6 +75,32 @@ class Check:
     @cached_property
     def code_value(self) -> str:
         return self.code.value
+
+    @cached_property
+    def allowed_copy(self) -> Callable[[Any], Any] | None:
+        """How a record gets its own copy of :attr:`allowed_json`: ``None`` for a scalar (shared),
+        ``list.copy`` for a list of scalars, else ``json_copy``."""
+        value = self.allowed_json
+        if isinstance(value, list) and all(type(v) in _SCALARS for v in value):
+            return list.copy
+        return json_copy if isinstance(value, (list, dict)) else None
+
+    @cached_property
+    def assumption_template(self) -> dict[str, Any]:
+        """``self.assumption.to_dict()``, computed once; copy it and its ``assumed`` value
+        (:attr:`allowed_copy`) before handing it out."""
+        return self.assumption.to_dict()
+
+    @cached_property
+    def table_key(self) -> tuple[int, str]:
+        """(seq, rule): the order failures are reported in."""
+        return (self.seq, self.rule)
+
+    @cached_property
+    def failure_template(self) -> dict[str, Any]:
+        """This check's failure record (``Failure.to_dict`` key order) with the parts that do not
+        depend on the config filled in; ``observed`` and ``source`` are ``None``. Copy before use."""
+        return {"code": self.code.value, "field": self.field, "observed": None, "allowed": self.allowed_json, "rule": self.rule, "source": None, "hint": self.hint, "reference": self.reference}
 
     @cached_property
     def assumption(self) -> Assumption:

@@ -22,18 +22,19 @@ from .checks import Check, Tolerance
 from .config import MoEConfig
 from .environment import Environment
 from .normalize import Normalized
-from .records import Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status, json_copy, jsonable
+from .records import _SCALARS, Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status, json_copy, jsonable
 from .vocab import ReasonCode, Source
 
 if TYPE_CHECKING:
     from .catalog import Catalog, ExpertsEntry, PrepareFinalizeEntry
     from .versions import EngineRelease
 
-__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Ranking", "Row", "make_failure"]
+__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Ranking", "Row", "make_failure", "table_order"]
 
 DECISION_FORMAT_VERSION = 2
 
-_TABLE_ORDER = attrgetter("seq", "rule")
+_TABLE_ORDER = attrgetter("table_key")
+_DERIVED = Source.DERIVED.value
 
 
 class Row(NamedTuple):
@@ -206,13 +207,23 @@ class Ranking:
         return tuple(self._row(k) for k in self.order)
 
 
+def table_order(checks: tuple[Check, ...]) -> tuple[Check, ...] | list[Check]:
+    """``checks`` in the order failures are reported (table order: ``Check.seq``, then rule id)."""
+    return sorted(checks, key=_TABLE_ORDER) if len(checks) > 1 else checks
+
+
 def make_failure(chk: Check, norm: Normalized) -> Failure:
     """The :class:`Failure` record of a failing check under ``norm``."""
     return Failure.of(chk.code, chk.field, chk.observed(norm.values), chk.allowed_value, chk.rule, norm.sources.get(chk.source_field, Source.DERIVED), chk.hint, chk.reference)
 
 
-def _assumption(chk: Check) -> Assumption:
-    return chk.assumption
+def _assumption_dict(chk: Check) -> dict[str, Any]:
+    """``chk.assumption.to_dict()`` from the check's template (the assumed value is its allowed value)."""
+    d = chk.assumption_template.copy()
+    copy = chk.allowed_copy
+    if copy is not None:
+        d["assumed"] = copy(d["assumed"])
+    return d
 
 
 @dataclass(frozen=True, eq=False)
@@ -282,16 +293,33 @@ class Decision:
             entry.activation_format,
             row.pf.id if row.pf is not None else None,
             status,
-            tuple(make_failure(c, norm) for c in sorted(row.failures, key=_TABLE_ORDER)),
+            tuple(make_failure(c, norm) for c in table_order(row.failures)),
             tuple(c.assumption for c in row.abstentions),
             pos + 1,
             self.kernel if status is Status.ELIGIBLE else None,
         )
 
     @cached_property
+    def _built(self) -> dict[int, CandidateResult]:
+        # Rank position -> its record, for the views that read a few candidates (explain shows the
+        # relevant ones; the rest are counted from the rows' checks without records).
+        return {}
+
+    def candidate_at(self, pos: int) -> CandidateResult:
+        """The record of the candidate at rank position ``pos`` (0-based), built once."""
+        built = self._built
+        cand = built.get(pos)
+        if cand is None:
+            cand = built[pos] = self._candidate(pos, self.ranking.row(pos))
+        return cand
+
+    @cached_property
     def candidates(self) -> tuple[CandidateResult, ...]:
         """Every candidate, in rank order, with all of its failures and assumptions."""
-        return tuple(self._candidate(pos, row) for pos, row in enumerate(self.rows))
+        built = self._built
+        out = tuple(built.get(pos) or self._candidate(pos, row) for pos, row in enumerate(self.rows))
+        built.update(enumerate(out))
+        return out
 
     @cached_property
     def selected(self) -> CandidateResult | None:
@@ -299,9 +327,7 @@ class Decision:
         candidates' records are not materialized for it)."""
         if self.winner is None:
             return None
-        if "candidates" in self.__dict__:
-            return self.candidates[self.winner]
-        return self._candidate(self.winner, self.ranking.row(self.winner))
+        return self.candidate_at(self.winner)
 
     @property
     def ok(self) -> bool:
@@ -440,12 +466,23 @@ class Decision:
         (tests/unit/test_decision_records.py holds the two equal)."""
         if "candidates" in self.__dict__:
             return [c.to_dict() for c in self.candidates]
-        values, sources = self.normalized.values, self.normalized.sources
+        values = self.normalized.values
+        sources = {k: v._value_ for k, v in self.normalized.sources.items()}  # .value, without the descriptor
         winner_id = self.kernel
         out = []
         for pos, row in enumerate(self.rows):
             entry = row.entry
-            status = self._status(pos, row)
+            failures = []
+            for c in table_order(row.failures):
+                d = c.failure_template.copy()  # keys in Failure.to_dict order; the per-config values filled in
+                observed = values.get(c.field) if not c.deny else c.observed(values)
+                d["observed"] = observed if type(observed) in _SCALARS else jsonable(observed)
+                copy = c.allowed_copy
+                if copy is not None:
+                    d["allowed"] = copy(d["allowed"])
+                d["source"] = sources.get(c.source_field, _DERIVED)
+                failures.append(d)
+            status = Status.REJECTED if failures else Status.SELECTED if pos == self.winner else Status.ELIGIBLE
             out.append({
                 "rank": pos + 1,
                 "kernel": entry.id,
@@ -455,20 +492,8 @@ class Decision:
                 "prepare_finalize": row.pf.id if row.pf is not None else None,
                 "status": status._value_,
                 "outranked_by": winner_id if status is Status.ELIGIBLE else None,
-                "failures": [
-                    {
-                        "code": c.code_value,
-                        "field": c.field,
-                        "observed": jsonable(c.observed(values)),
-                        "allowed": json_copy(c.allowed_json),
-                        "rule": c.rule,
-                        "source": sources.get(c.source_field, Source.DERIVED)._value_,  # .value, without the descriptor
-                        "hint": c.hint,
-                        "reference": c.reference,
-                    }
-                    for c in sorted(row.failures, key=_TABLE_ORDER)
-                ],
-                "assumptions": [c.assumption.to_dict() for c in row.abstentions],
+                "failures": failures,
+                "assumptions": [_assumption_dict(c) for c in row.abstentions] if row.abstentions else [],
             })
         return out
 
