@@ -97,6 +97,13 @@ class ExpertsEntry(_Entry):
     backend: str = ""
     notes: str = ""
 
+    @cached_property
+    def record_head(self) -> dict[str, Any]:
+        """A candidate record's keys in ``CandidateResult.to_dict`` order with this kernel's own
+        values filled in (the rest ``None``). Copy before use."""
+        return {"rank": None, "kernel": self.id, "backend": self.backend, "interface": self.interface.value, "activation_format": self.activation_format.value,
+                "prepare_finalize": None, "status": None, "outranked_by": None, "failures": None, "assumptions": None}
+
 
 @dataclass(frozen=True)
 class PrepareFinalizeEntry(_Entry):

@@ -35,6 +35,7 @@ DECISION_FORMAT_VERSION = 2
 
 _TABLE_ORDER = attrgetter("table_key")
 _DERIVED = Source.DERIVED.value
+_CODE_RANK = attrgetter("code_rank")
 
 
 class Row(NamedTuple):
@@ -177,11 +178,23 @@ class Ranking:
             return pos
         return None
 
-    def _row(self, k: int) -> Row:
+    @cached_property
+    def _split(self) -> tuple[dict[int, tuple[Check, ...]], dict[int, tuple[Check, ...]]]:
+        # Every kernel's failing and abstaining checks in one pass over each bit set, for
+        # materializing all rows (row() of one candidate reads its own bits alone).
+        index = self.view.experts_index
+        return index.split(self.fail), index.split(self.abstain)
+
+    def _row(self, k: int, split: bool = False) -> Row:
         view = self.view
         entry = view.experts[k]
-        f = view.experts_index.checks_in(k, self.fail)
-        a = view.experts_index.checks_in(k, self.abstain)
+        if split:
+            fails, abstains = self._split
+            f = fails.get(k, ())
+            a = abstains.get(k, ())
+        else:
+            f = view.experts_index.checks_in(k, self.fail)
+            a = view.experts_index.checks_in(k, self.abstain)
         if self.kb_fail is not None and view.known_bad_index is not None:
             kb = view.known_bad_position.get(k)
             if kb is not None:
@@ -203,8 +216,8 @@ class Ranking:
             return self.fixed
         patched = self.patched
         if patched:
-            return tuple(patched[pos] if pos in patched else self._row(k) for pos, k in enumerate(self.order))
-        return tuple(self._row(k) for k in self.order)
+            return tuple(patched[pos] if pos in patched else self._row(k, True) for pos, k in enumerate(self.order))
+        return tuple(self._row(k, True) for k in self.order)
 
 
 def table_order(checks: tuple[Check, ...]) -> tuple[Check, ...] | list[Check]:
@@ -382,7 +395,7 @@ class Decision:
         rows = self.rows
         rejected = [r for r in rows if r.failures]
         # A rejected candidate's primary failure: the first by reason-code declaration order (primary_failure).
-        counts = Counter(min(r.failures, key=_code_order).code.value for r in rejected)
+        counts = Counter(min(r.failures, key=_CODE_RANK).code_value for r in rejected)
         parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         eligible = len(rows) - len(rejected)
         return f"{len(rows)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" (by first reason: {parts})" if parts else "")
@@ -468,33 +481,33 @@ class Decision:
             return [c.to_dict() for c in self.candidates]
         values = self.normalized.values
         sources = {k: v._value_ for k, v in self.normalized.sources.items()}  # .value, without the descriptor
-        winner_id = self.kernel
+        winner, winner_id = self.winner, self.kernel
+        rejected, selected, eligible = Status.REJECTED._value_, Status.SELECTED._value_, Status.ELIGIBLE._value_
+        scalars, derived, get, source = _SCALARS, _DERIVED, values.get, sources.get
         out = []
         for pos, row in enumerate(self.rows):
-            entry = row.entry
             failures = []
             for c in table_order(row.failures):
-                d = c.failure_template.copy()  # keys in Failure.to_dict order; the per-config values filled in
-                observed = values.get(c.field) if not c.deny else c.observed(values)
-                d["observed"] = observed if type(observed) in _SCALARS else jsonable(observed)
-                copy = c.allowed_copy
+                template, field, source_field, copy = c.record_parts
+                d = template.copy()  # keys in Failure.to_dict order; the per-config values filled in
+                observed = get(field) if field is not None else c.observed(values)
+                d["observed"] = observed if type(observed) in scalars else jsonable(observed)
                 if copy is not None:
                     d["allowed"] = copy(d["allowed"])
-                d["source"] = sources.get(c.source_field, _DERIVED)
+                d["source"] = source(source_field, derived)
                 failures.append(d)
-            status = Status.REJECTED if failures else Status.SELECTED if pos == self.winner else Status.ELIGIBLE
-            out.append({
-                "rank": pos + 1,
-                "kernel": entry.id,
-                "backend": entry.backend,
-                "interface": entry.interface._value_,
-                "activation_format": entry.activation_format._value_,
-                "prepare_finalize": row.pf.id if row.pf is not None else None,
-                "status": status._value_,
-                "outranked_by": winner_id if status is Status.ELIGIBLE else None,
-                "failures": failures,
-                "assumptions": [_assumption_dict(c) for c in row.abstentions] if row.abstentions else [],
-            })
+            cand = row.entry.record_head.copy()  # keys in CandidateResult.to_dict order
+            cand["rank"] = pos + 1
+            cand["prepare_finalize"] = row.pf.id if row.pf is not None else None
+            if failures:
+                cand["status"] = rejected
+            elif pos == winner:
+                cand["status"] = selected
+            else:
+                cand["status"], cand["outranked_by"] = eligible, winner_id
+            cand["failures"] = failures
+            cand["assumptions"] = [_assumption_dict(c) for c in row.abstentions] if row.abstentions else []
+            out.append(cand)
         return out
 
     # ------------------------------------------------------------------ views (moe_oracle.render)
@@ -525,6 +538,3 @@ def primary_failure(candidate: CandidateResult) -> Failure:
 
 _CODE_ORDER = {code: i for i, code in enumerate(ReasonCode)}
 
-
-def _code_order(chk: Check) -> int:
-    return _CODE_ORDER[chk.code]
