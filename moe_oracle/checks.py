@@ -244,7 +244,7 @@ class CheckIndex:
     start: tuple[int, ...]
     masks: tuple[int, ...]
     plain: PlainChecks
-    gated: tuple[tuple[str, Mapping[Any, GateBucket], tuple[Group, ...]], ...]
+    gated: tuple[tuple[str, Mapping[Any, GateBucket], tuple[Group, ...], bool], ...]
     special: tuple[Group, ...]
 
     def evaluate(self, values: Mapping[str, Any]) -> tuple[int, int]:
@@ -255,7 +255,7 @@ class CheckIndex:
         """
         get = values.get
         fail, abstain = self.plain.evaluate(get, 0, 0)
-        for name, by_gate, members in self.gated:
+        for name, by_gate, members, open_field in self.gated:
             v = get(name)
             bucket = None
             if v is not None:
@@ -263,6 +263,9 @@ class CheckIndex:
                     bucket = by_gate.get(v)
                 except TypeError:
                     bucket = None
+                else:
+                    if bucket is None and open_field:
+                        continue  # a value no gate lists: no check of this field applies
             if bucket is not None:
                 fail |= bucket.always
                 if bucket.plain is not None:
@@ -365,22 +368,38 @@ def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str
     """
     tables: dict[str, tuple[dict[Any, int], list[tuple[int, Predicate]]]] = {}
     generic: dict[Predicate, int] = {}
+    # An open field whose predicates here are lone ``in`` lists (moe_backend in [...] on every
+    # kernel) gets a value table too, over the union of the lists: one lookup answers them all; a
+    # value outside the union is tested against each predicate (it fails them all).
+    listed_values: dict[str, dict[Any, None]] = {}
+    for _, pred in members:
+        if _lone_in(pred) and _domain(pred.field, env_types) is None:
+            listed_values.setdefault(pred.field, {}).update(dict.fromkeys(pred.spec[0][1]))
     for bit, pred in members:
         domain = _domain(pred.field, env_types)
         if domain is None:
-            generic[pred] = generic.get(pred, 0) | 1 << bit
-            continue
+            if not _lone_in(pred):
+                generic[pred] = generic.get(pred, 0) | 1 << bit
+                continue
+            domain = tuple(listed_values[pred.field])
         table, listed = tables.setdefault(pred.field, ({d: 0 for d in domain}, []))
         listed.append((bit, pred))
-        rejected = failing.get(pred)
-        if rejected is None:
-            rejected = failing[pred] = tuple(d for d in domain if not pred.test(d))
+        if pred.field in listed_values:  # a domain of this call's own: not shared in ``failing``
+            rejected = tuple(d for d in domain if not pred.test(d))
+        else:
+            rejected = failing.get(pred)
+            if rejected is None:
+                rejected = failing[pred] = tuple(d for d in domain if not pred.test(d))
         for d in rejected:
             table[d] |= 1 << bit
     return PlainChecks(
         tuple((f, MappingProxyType(table), sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in tables.items()),
         tuple((p.field, p, m) for p, m in generic.items()),
     )
+
+
+def _lone_in(pred: Predicate) -> bool:
+    return len(pred.spec) == 1 and pred.spec[0][0] == "in"
 
 
 def _groups(members: Sequence[Member]) -> tuple[Group, ...]:
@@ -446,6 +465,13 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
                 # checks, do not fire).
                 gate = next((p for p in chk.condition if _domain(p.field, env_types) is not None), None)
                 if gate is None:
+                    # Else on the first lone ``in`` list over an open field: its listed values are
+                    # the only ones under which the check applies (its bit keeps the slot of the
+                    # ungated checks, so the evaluation order records report stays as it was).
+                    open_gate = next((p for p in chk.condition if _lone_in(p)), None)
+                    if open_gate is not None:
+                        gate_of[(i, j)] = open_gate
+                        gates.setdefault(open_gate.field, len(gates))
                     slot = (3, 0)
                 else:
                     gate_of[(i, j)] = gate
@@ -474,7 +500,7 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
             chk = owner_checks[j]
             if kind in (0, 1):
                 plain.append(((kind, position), (bit, chk.predicate)))  # type: ignore[arg-type]
-            elif kind == 2:
+            elif (i, j) in gate_of:
                 gated_bits[gate_of[(i, j)].field].append(((i, j), (bit, chk)))
             else:
                 special.append(((i, j), (bit, chk)))
@@ -487,8 +513,11 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
         members.sort(key=lambda m: m[0])
         listed = tuple(m for _, m in members)
         with_gate = [((b, chk), gate_of[key]) for key, (b, chk) in members]
-        by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types, failing) for d in _domain(f, env_types) or ()}
-        gated.append((f, MappingProxyType(by_gate), _groups(listed)))
+        domain = _domain(f, env_types)
+        if domain is None:  # an open field: the values its gates list (any other: every gate fails)
+            domain = tuple(dict.fromkeys(v for _, gate in with_gate for v in gate.spec[0][1]))
+        by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types, failing) for d in domain}
+        gated.append((f, MappingProxyType(by_gate), _groups(listed), _domain(f, env_types) is None))
     return CheckIndex(
         owners=tuple(owners),
         checks=tuple(tuple(c) for c in checks),
