@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from .fields import FIELDS, field_spec
 from .predicates import Predicate
-from .records import Assumption, jsonable
+from .records import _SCALARS, Assumption, json_copy, jsonable
 from .vocab import ReasonCode
 
 __all__ = ["Check", "CheckIndex", "GateBucket", "Outcome", "PlainChecks", "Tolerance", "build_index"]
@@ -77,6 +77,45 @@ class Check:
         return self.code.value
 
     @cached_property
+    def code_rank(self) -> int:
+        """Position of :attr:`code` in the ``ReasonCode`` declaration (the primary failure is the lowest)."""
+        return list(ReasonCode).index(self.code)
+
+    @cached_property
+    def allowed_copy(self) -> Callable[[Any], Any] | None:
+        """How a record gets its own copy of :attr:`allowed_json`: ``None`` for a scalar (shared),
+        ``list.copy`` / ``dict.copy`` for a list / mapping of scalars, else ``json_copy``."""
+        value = self.allowed_json
+        if isinstance(value, list) and all(type(v) in _SCALARS for v in value):
+            return list.copy
+        if isinstance(value, dict) and all(type(v) in _SCALARS for v in value.values()):
+            return dict.copy
+        return json_copy if isinstance(value, (list, dict)) else None
+
+    @cached_property
+    def record_parts(self) -> tuple[dict[str, Any], str | None, str, Callable[[Any], Any] | None]:
+        """(:attr:`failure_template`, the field whose value is observed or ``None`` for a deny check,
+        :attr:`source_field`, :attr:`allowed_copy`): what a failure record needs, in one lookup."""
+        return (self.failure_template, None if self.deny else self.field, self.source_field, self.allowed_copy)
+
+    @cached_property
+    def assumption_template(self) -> dict[str, Any]:
+        """``self.assumption.to_dict()``, computed once; copy it and its ``assumed`` value
+        (:attr:`allowed_copy`) before handing it out."""
+        return self.assumption.to_dict()
+
+    @cached_property
+    def table_key(self) -> tuple[int, str]:
+        """(seq, rule): the order failures are reported in."""
+        return (self.seq, self.rule)
+
+    @cached_property
+    def failure_template(self) -> dict[str, Any]:
+        """This check's failure record (``Failure.to_dict`` key order) with the parts that do not
+        depend on the config filled in; ``observed`` and ``source`` are ``None``. Copy before use."""
+        return {"code": self.code.value, "field": self.field, "observed": None, "allowed": self.allowed_json, "rule": self.rule, "source": None, "hint": self.hint, "reference": self.reference}
+
+    @cached_property
     def assumption(self) -> Assumption:
         """The record of this check abstaining (its input unknown); the same for every selection."""
         assumed = self.predicate.describe() if self.predicate is not None else "the known-bad condition does not hold"
@@ -120,6 +159,9 @@ class Check:
             return Outcome.PASS
         return Outcome.ABSTAIN if unknown else Outcome.FAIL
 
+
+_SET_BITS = tuple(tuple(b for b in range(8) if byte >> b & 1) for byte in range(256))
+"""byte -> the positions of its set bits, low first."""
 
 Member = tuple[int, Check]
 """(bit, check): a check and its bit in the index's failure and abstention masks."""
@@ -202,7 +244,7 @@ class CheckIndex:
     start: tuple[int, ...]
     masks: tuple[int, ...]
     plain: PlainChecks
-    gated: tuple[tuple[str, Mapping[Any, GateBucket], tuple[Group, ...]], ...]
+    gated: tuple[tuple[str, Mapping[Any, GateBucket], tuple[Group, ...], bool], ...]
     special: tuple[Group, ...]
 
     def evaluate(self, values: Mapping[str, Any]) -> tuple[int, int]:
@@ -213,7 +255,7 @@ class CheckIndex:
         """
         get = values.get
         fail, abstain = self.plain.evaluate(get, 0, 0)
-        for name, by_gate, members in self.gated:
+        for name, by_gate, members, open_field in self.gated:
             v = get(name)
             bucket = None
             if v is not None:
@@ -221,6 +263,9 @@ class CheckIndex:
                     bucket = by_gate.get(v)
                 except TypeError:
                     bucket = None
+                else:
+                    if bucket is None and open_field:
+                        continue  # a value no gate lists: no check of this field applies
             if bucket is not None:
                 fail |= bucket.always
                 if bucket.plain is not None:
@@ -254,6 +299,36 @@ class CheckIndex:
             out.append(ordered[low.bit_length() - 1])
             m ^= low
         return tuple(out)
+
+    @cached_property
+    def _bit_table(self) -> tuple[tuple[int, ...], tuple[Check, ...]]:
+        owners = []
+        checks: list[Check] = []
+        for i, ordered in enumerate(self.ordered):
+            owners += [i] * len(ordered)
+            checks += ordered
+        return tuple(owners), tuple(checks)
+
+    def split(self, mask: int) -> dict[int, tuple[Check, ...]]:
+        """Every owner's checks whose bits are set in ``mask``: owner index -> checks in evaluation
+        order (owners with none left out). One pass over the set bits, for reading every owner
+        at once (``checks_in`` per owner shifts the whole mask each time)."""
+        if not mask:
+            return {}
+        owners, checks = self._bit_table
+        out: dict[int, list[Check]] = {}
+        data = mask.to_bytes((mask.bit_length() + 7) // 8, "little")
+        for i, byte in enumerate(data):
+            if byte:
+                base = i * 8
+                for b in _SET_BITS[byte]:
+                    bit = base + b
+                    got = out.get(owners[bit])
+                    if got is None:
+                        out[owners[bit]] = [checks[bit]]
+                    else:
+                        got.append(checks[bit])
+        return {k: tuple(v) for k, v in out.items()}
 
     def bits_where(self, keep: Callable[[int, Check], bool]) -> int:
         """The bit set of the checks ``keep(owner index, check)`` accepts."""
@@ -293,22 +368,38 @@ def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str
     """
     tables: dict[str, tuple[dict[Any, int], list[tuple[int, Predicate]]]] = {}
     generic: dict[Predicate, int] = {}
+    # An open field whose predicates here are lone ``in`` lists (moe_backend in [...] on every
+    # kernel) gets a value table too, over the union of the lists: one lookup answers them all; a
+    # value outside the union is tested against each predicate (it fails them all).
+    listed_values: dict[str, dict[Any, None]] = {}
+    for _, pred in members:
+        if _lone_in(pred) and _domain(pred.field, env_types) is None:
+            listed_values.setdefault(pred.field, {}).update(dict.fromkeys(pred.spec[0][1]))
     for bit, pred in members:
         domain = _domain(pred.field, env_types)
         if domain is None:
-            generic[pred] = generic.get(pred, 0) | 1 << bit
-            continue
+            if not _lone_in(pred):
+                generic[pred] = generic.get(pred, 0) | 1 << bit
+                continue
+            domain = tuple(listed_values[pred.field])
         table, listed = tables.setdefault(pred.field, ({d: 0 for d in domain}, []))
         listed.append((bit, pred))
-        rejected = failing.get(pred)
-        if rejected is None:
-            rejected = failing[pred] = tuple(d for d in domain if not pred.test(d))
+        if pred.field in listed_values:  # a domain of this call's own: not shared in ``failing``
+            rejected = tuple(d for d in domain if not pred.test(d))
+        else:
+            rejected = failing.get(pred)
+            if rejected is None:
+                rejected = failing[pred] = tuple(d for d in domain if not pred.test(d))
         for d in rejected:
             table[d] |= 1 << bit
     return PlainChecks(
         tuple((f, MappingProxyType(table), sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in tables.items()),
         tuple((p.field, p, m) for p, m in generic.items()),
     )
+
+
+def _lone_in(pred: Predicate) -> bool:
+    return len(pred.spec) == 1 and pred.spec[0][0] == "in"
 
 
 def _groups(members: Sequence[Member]) -> tuple[Group, ...]:
@@ -374,6 +465,13 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
                 # checks, do not fire).
                 gate = next((p for p in chk.condition if _domain(p.field, env_types) is not None), None)
                 if gate is None:
+                    # Else on the first lone ``in`` list over an open field: its listed values are
+                    # the only ones under which the check applies (its bit keeps the slot of the
+                    # ungated checks, so the evaluation order records report stays as it was).
+                    open_gate = next((p for p in chk.condition if _lone_in(p)), None)
+                    if open_gate is not None:
+                        gate_of[(i, j)] = open_gate
+                        gates.setdefault(open_gate.field, len(gates))
                     slot = (3, 0)
                 else:
                     gate_of[(i, j)] = gate
@@ -402,7 +500,7 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
             chk = owner_checks[j]
             if kind in (0, 1):
                 plain.append(((kind, position), (bit, chk.predicate)))  # type: ignore[arg-type]
-            elif kind == 2:
+            elif (i, j) in gate_of:
                 gated_bits[gate_of[(i, j)].field].append(((i, j), (bit, chk)))
             else:
                 special.append(((i, j), (bit, chk)))
@@ -415,8 +513,11 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
         members.sort(key=lambda m: m[0])
         listed = tuple(m for _, m in members)
         with_gate = [((b, chk), gate_of[key]) for key, (b, chk) in members]
-        by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types, failing) for d in _domain(f, env_types) or ()}
-        gated.append((f, MappingProxyType(by_gate), _groups(listed)))
+        domain = _domain(f, env_types)
+        if domain is None:  # an open field: the values its gates list (any other: every gate fails)
+            domain = tuple(dict.fromkeys(v for _, gate in with_gate for v in gate.spec[0][1]))
+        by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types, failing) for d in domain}
+        gated.append((f, MappingProxyType(by_gate), _groups(listed), _domain(f, env_types) is None))
     return CheckIndex(
         owners=tuple(owners),
         checks=tuple(tuple(c) for c in checks),

@@ -317,20 +317,41 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     put("max_num_tokens", config.max_num_tokens, _source(config, "max_num_tokens", given))
     put("moe_backend", config.moe_backend, _source(config, "moe_backend", Source.DEFAULT if config.moe_backend == "auto" else given))
 
+    env_values, env_sources = _environment_fields(env, package_names, env_vars, assumed)
+    values.update(env_values)
+    sources.update(env_sources)
+    return Normalized(MappingProxyType(values), MappingProxyType(sources))
+
+
+def _environment_fields(env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...], assumed: Mapping[str, str] | None) -> tuple[dict[str, Any], dict[str, Source]]:
+    """The ``packages.*`` and ``env.*`` fields: a function of the environment and the view alone,
+    so derived once per (environment, view) and kept on the (frozen) environment, as an engine
+    probes its packages once per process. The key holds the view's own objects, compared by identity."""
+    memo = env.__dict__.setdefault("_normalized_fields", {})
+    key = (id(package_names), id(env_vars), id(assumed))
+    hit = memo.get(key)
+    if hit is not None and hit[0] is package_names and hit[1] is env_vars and hit[2] is assumed:
+        return hit[3], hit[4]
+    values: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
     for name in package_names:
         version = env.package_canonical(name)
+        field = f"packages.{name}"
         if version is None and assumed and name in assumed:
-            put(f"packages.{name}", assumed[name], Source.ENGINE_PIN)
+            values[field], sources[field] = assumed[name], Source.ENGINE_PIN
         else:
-            put(f"packages.{name}", version, Source.PACKAGE)
+            values[field], sources[field] = version, Source.PACKAGE
     for spec in env_vars:
         raw = env.env_value(spec.name)
+        field = f"env.{spec.name}"
         if raw is None:
-            put(f"env.{spec.name}", spec.default, Source.DEFAULT)
+            values[field], sources[field] = spec.default, Source.DEFAULT
         else:
-            put(f"env.{spec.name}", parse_env_value(spec, raw), Source.ENV_VAR)
-
-    return Normalized(MappingProxyType(values), MappingProxyType(sources))
+            values[field], sources[field] = parse_env_value(spec, raw), Source.ENV_VAR
+    if len(memo) >= 8:  # one entry per view the environment is evaluated under: a handful
+        memo.clear()
+    memo[key] = (package_names, env_vars, assumed, values, sources)
+    return values, sources
 
 
 def _block_aligned(ispp: int, block_n: int, block_k: int, tp_world: int) -> bool:
