@@ -143,16 +143,22 @@ class Predicate:
     spec: tuple[tuple[str, Any], ...]
     test: Test
 
-    def __post_init__(self) -> None:
-        # Predicates key the check index's tables (checks.build_index): hash the nested spec once
-        # (never pickled: ``test`` is a closure).
-        object.__setattr__(self, "_hash", hash((self.field, self.spec)))
-
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Predicate) and (self.field, self.spec) == (other.field, other.spec)
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined, no-any-return]
+        # Cached: predicates key the check index's tables (checks.build_index), hashed by the
+        # hundred thousand per compile; the nested spec is hashed once.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.field, self.spec))
+            object.__setattr__(self, "_hash", cached)
+        return cached  # type: ignore[no-any-return]
+
+    def __getstate__(self) -> dict[str, Any]:
+        # str hashes differ between processes (the compiled-catalog cache pickles predicates):
+        # never ship the cached hash.
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     def allowed(self) -> Any:
         """What passes, as data: a list for a lone ``in``, else a keyword mapping.

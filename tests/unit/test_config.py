@@ -72,6 +72,15 @@ def test_hash_is_cached_but_never_pickled():
     assert clone == c and "_hash" not in clone.__dict__
 
 
+def test_predicate_hash_is_cached_but_never_pickled():
+    p = compile_value_spec("device_capability", {"in": [90, 100], "min": 80})
+    h = hash(p)
+    assert "_hash" in p.__dict__ and hash(p) == h
+    clone = pickle.loads(pickle.dumps(p))
+    assert clone == p and "_hash" not in clone.__dict__ and hash(clone) == h
+    assert clone.test(90) and not clone.test(120)
+
+
 def test_derived_parallel_fields_follow_vllm():
     env = Environment()
     tp = normalize(cfg(parallel=ParallelConfig(tp_size=8)), env, (), ()).values
