@@ -597,9 +597,22 @@ class Case:
         return "# replay: save as case.yaml, then run  moe-oracle explain --config case.yaml\n" + dump_document(self.document())
 
 
+class _Replay:
+    """A case's replay file under a label; hypothesis converts a non-string note to text (its
+    ``repr``) only where it reports it (the failing example), so passing examples skip the YAML."""
+
+    def __init__(self, case: Case, label: str) -> None:
+        self.case, self.label = case, label
+
+    def __repr__(self) -> str:
+        return f"--- {self.label} ---\n{self.case.replay()}"
+
+    __str__ = __repr__
+
+
 def note_case(case: Case, label: str = "config") -> None:
     """Print ``case`` as a replayable config file when the example fails."""
-    note(f"--- {label} ---\n{case.replay()}")
+    note(_Replay(case, label))
 
 
 def release_view(env: Environment) -> Any:
