@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import chain
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from .catalog import Catalog, KeyRewrite, PriorityOrder, RequestMap, Shortcut
@@ -183,12 +184,37 @@ def _holds(preds: tuple[Predicate, ...], values: Mapping[str, Any]) -> bool | No
 
 def _override(catalog: Catalog, values: Mapping[str, Any], sources: Mapping[str, Source]) -> tuple[str, str] | None:
     for ov in catalog.overrides:
-        if any(sources.get(f"env.{var}") is Source.ENV_VAR for var in ov.explicit) and _holds(ov.when, values):
+        if any(sources.get(name) is Source.ENV_VAR for name in ov.explicit_fields) and _holds(ov.when, values):
             return ov.request, ov.id
     return None
 
 
-def _order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ...] | None = None) -> tuple[PriorityOrder | None, list[str], list[Demotion], list[str]]:
+def _order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ...] | None = None) -> tuple[PriorityOrder | None, tuple[str, ...], tuple[Demotion, ...], tuple[str, ...]]:
+    """(the priority order that matched, the backend order, the adjustments that fired, notes).
+
+    A function of the fields the view's orders and adjustments read and of ``requested``: each
+    answer is kept per view (a few hundred combinations of platform, capability, quant family
+    ... in any process), so most selections pay one lookup.
+    """
+    memo = catalog.__dict__.get("_order_memo")
+    if memo is None:
+        fields = tuple(sorted({p.field for o in catalog.orders for p in o.when} | {p.field for a in catalog.adjustments for p in a.when}))
+        memo = catalog.__dict__.setdefault("_order_memo", (fields, {}))
+    fields, answers = memo
+    key = (tuple(map(values.get, fields)), requested)
+    try:
+        hit = answers.get(key)
+    except TypeError:  # an unhashable value: computed without the memo
+        return _compute_order(catalog, values, requested)
+    if hit is None:
+        hit = _compute_order(catalog, values, requested)
+        if len(answers) >= 4096:
+            answers.clear()
+        answers[key] = hit
+    return hit
+
+
+def _compute_order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ...] | None) -> tuple[PriorityOrder | None, tuple[str, ...], tuple[Demotion, ...], tuple[str, ...]]:
     notes: list[str] = []
     order = next((o for o in catalog.orders if _holds(o.when, values)), None)
     if order is None:
@@ -230,7 +256,7 @@ def _order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ..
         if b not in backends:
             backends.append(b)
     backends += sorted(set(catalog.backends) - set(backends))
-    return order, backends, demotions, notes
+    return order, tuple(backends), tuple(demotions), tuple(notes)
 
 
 def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any], catalog: Catalog) -> tuple[str, ...]:
@@ -343,28 +369,14 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
                 extra_fail[opt.backend] = extra_fail.get(opt.backend, ()) + (opt.check,)
             elif held is None:
                 extra_abstain[opt.backend] = extra_abstain.get(opt.backend, ()) + (opt.check,)
-    own_fail: dict[int, tuple[Check, ...]] = {}
+    own_fail: Mapping[int, tuple[Check, ...]] = {}
     family_checks = _request_checks(family_map, requested) if (family_map is not None and requested is not None) else None
     if family_checks is not None:
         assert family_map is not None
         # The family's oracle reads moe_backend itself (vLLM map_<family>_backend): its checks
         # replace each kernel's own request check.
         fail &= ~view.request_bits
-        tried = family_map.kernels.get(name) if requested_by == "moe_backend" else None
-        kernel_check = None
-        if tried is not None:
-            kernel_check = Check(f"{family_map.id}.kernels", "moe_backend", compile_value_spec("moe_backend", ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
-                                 f"this layer's oracle tries only {', '.join(tried)} for moe_backend={name}", family_map.reference, 10_001)
-        backend_ok: dict[str, bool] = {}
-        for i, entry in enumerate(view.experts):
-            chk = family_checks.get(entry.backend, family_checks["*"])
-            passed = backend_ok.get(entry.backend)
-            if passed is None:
-                passed = backend_ok[entry.backend] = chk.predicate.test(values["moe_backend"])  # type: ignore[union-attr]
-            if not passed:
-                own_fail[i] = (chk,)
-            elif kernel_check is not None and tried is not None and entry.id not in tried:
-                own_fail[i] = (kernel_check,)  # a name that maps to some kernels of its backend only
+        own_fail = _family_fails(view, family_map, name if requested_by == "moe_backend" else None, values["moe_backend"])
     by_backend = view.by_backend
     ranked = tuple(chain.from_iterable([by_backend[b] for b in backends]))
     ranking = Ranking(view, ranked, values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain, own_fail)
@@ -411,6 +423,39 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         warnings=warnings,
         shortcut=shortcut.id if shortcut is not None else None,
     )
+
+
+def _family_fails(view: Catalog, family_map: RequestMap, name: str | None, moe_backend: Any) -> Mapping[int, tuple[Check, ...]]:
+    """Kernel index -> the request check of ``family_map`` that rejects it, for ``moe_backend``
+    (``name``: the request as read from ``moe_backend``, ``None`` for an env override). A function
+    of the view, the map and the two names alone: each answer is built once per view (the map's
+    names are a closed list, so this stays small)."""
+    memo = view.__dict__.setdefault("_family_fails", {})
+    key = (family_map.id, name, moe_backend)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    family_checks = family_map.checks
+    tried = family_map.kernels.get(name) if name is not None else None
+    kernel_check = None
+    if tried is not None:
+        kernel_check = Check(f"{family_map.id}.kernels", "moe_backend", compile_value_spec("moe_backend", ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
+                             f"this layer's oracle tries only {', '.join(tried)} for moe_backend={name}", family_map.reference, 10_001)
+    own_fail: dict[int, tuple[Check, ...]] = {}
+    backend_ok: dict[str, bool] = {}
+    for i, entry in enumerate(view.experts):
+        chk = family_checks.get(entry.backend, family_checks["*"])
+        passed = backend_ok.get(entry.backend)
+        if passed is None:
+            passed = backend_ok[entry.backend] = chk.predicate.test(moe_backend)  # type: ignore[union-attr]
+        if not passed:
+            own_fail[i] = (chk,)
+        elif kernel_check is not None and tried is not None and entry.id not in tried:
+            own_fail[i] = (kernel_check,)  # a name that maps to some kernels of its backend only
+    frozen = MappingProxyType(own_fail)
+    if len(memo) < 256:
+        memo[key] = frozen
+    return frozen
 
 
 def _first_selected(view: Catalog, ranking: Ranking, notes: list[str], deferred: bool) -> tuple[Ranking, int | None, tuple[Check, ...]]:
