@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from functools import cached_property
-from types import MappingProxyType
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from .fields import FIELDS, field_spec
@@ -393,7 +392,8 @@ def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str
         for d in rejected:
             table[d] |= 1 << bit
     return PlainChecks(
-        tuple((f, MappingProxyType(table), sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in tables.items()),
+        # Plain dicts, never written after this: a read-only view would add a call to every lookup.
+        tuple((f, table, sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in tables.items()),
         tuple((p.field, p, m) for p, m in generic.items()),
     )
 
@@ -517,7 +517,7 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
         if domain is None:  # an open field: the values its gates list (any other: every gate fails)
             domain = tuple(dict.fromkeys(v for _, gate in with_gate for v in gate.spec[0][1]))
         by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types, failing) for d in domain}
-        gated.append((f, MappingProxyType(by_gate), _groups(listed), _domain(f, env_types) is None))
+        gated.append((f, by_gate, _groups(listed), _domain(f, env_types) is None))  # by_gate: a plain dict, as in _plain
     return CheckIndex(
         owners=tuple(owners),
         checks=tuple(tuple(c) for c in checks),

@@ -345,11 +345,12 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         norm = apply_block_rules(norm, view.block_rules, explicit)
         values, sources = norm.values, norm.sources
 
-    fail, abstain = view.experts_index.evaluate(values)
-    pf_fail, pf_abstain = view.pf_index.evaluate(values)
+    lookup = norm.lookup if norm.lookup is not None else values
+    fail, abstain = view.experts_index.evaluate(lookup)
+    pf_fail, pf_abstain = view.pf_index.evaluate(lookup)
     kb_fail = kb_abstain = None
     if policy is Policy.SAFE and view.known_bad_index is not None:
-        kb_fail, kb_abstain = view.known_bad_index.evaluate(values)
+        kb_fail, kb_abstain = view.known_bad_index.evaluate(lookup)
     order, backends, demotions, order_notes = _order(view, values, requested)
     notes += order_notes
     is_auto = values["moe_backend"] == "auto"

@@ -90,10 +90,14 @@ class Normalized:
 
     ``values`` and ``sources`` are read-only mappings keyed by field name
     (``packages.<name>`` and ``env.<VAR>`` included for the names the catalog reads).
+    ``lookup`` is the mapping behind ``values`` when it is a read-only view of a dict (the engine's
+    check index reads it directly: a view adds a call to each of a few hundred lookups); never
+    written to.
     """
 
     values: Mapping[str, Any]
     sources: Mapping[str, Source]
+    lookup: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         from .records import jsonable
@@ -316,7 +320,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     env_values, env_sources = _environment_fields(env, package_names, env_vars, assumed)
     values.update(env_values)
     sources.update(env_sources)
-    return Normalized(MappingProxyType(values), MappingProxyType(sources))
+    return Normalized(MappingProxyType(values), MappingProxyType(sources), values)
 
 
 def _environment_fields(env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...], assumed: Mapping[str, str] | None) -> tuple[dict[str, Any], dict[str, Source]]:
@@ -417,4 +421,4 @@ def _replaced(norm: Normalized, values: dict[str, Any], changed: tuple[str, ...]
     sources = dict(norm.sources)
     for name in changed:
         sources[name] = Source.DERIVED
-    return Normalized(MappingProxyType(values), MappingProxyType(sources))
+    return Normalized(MappingProxyType(values), MappingProxyType(sources), values)
