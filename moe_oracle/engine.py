@@ -45,10 +45,17 @@ from .vocab import All2AllBackend, Policy, ReasonCode, Source
 __all__ = ["evaluate", "request_name", "resolve_request"]
 
 
-def _known_names(catalog: Catalog) -> set[str]:
+def _known_names(catalog: Catalog) -> frozenset[str]:
     """Backend ids and aliases, the names request maps read, and every name a modelled release's
     ``KernelConfig.moe_backend`` accepts (whether this release accepts it is :func:`evaluate`'s
-    question: the doors do not know the release yet)."""
+    question: the doors do not know the release yet). Built once per view."""
+    known = catalog.__dict__.get("_known_names")
+    if known is None:
+        known = catalog.__dict__.setdefault("_known_names", frozenset(_collect_names(catalog)))
+    return known
+
+
+def _collect_names(catalog: Catalog) -> set[str]:
     names = set(catalog.backend_names)
     for rm in catalog.request_maps:
         names.update(rm.names)
@@ -101,12 +108,9 @@ def _engine_request(view: Catalog, moe_backend: str, release: EngineRelease | No
     if accepted is not None and name not in accepted:
         who = f"{release.display} {release.version}" if release is not None else "the engine"
         raise ConfigError([InputIssue("$.moe_backend", f"{who} does not accept this moe_backend (KernelConfig.moe_backend)", moe_backend, sorted(accepted))])
-    try:
-        return resolve_request(view, moe_backend)
-    except ConfigError:
-        if accepted is not None:
-            return ()
-        raise
+    if accepted is not None and name != "auto" and name not in view.backend_names and name not in _known_names(view):
+        return ()  # accepted by the release, answered by no backend of ours (resolve_request would raise)
+    return resolve_request(view, moe_backend)
 
 
 def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> tuple[RequestMap | None, tuple[str, ...] | None, str | None]:
