@@ -120,7 +120,7 @@ def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> t
     our runtime's view takes backend ids and aliases for every family."""
     if catalog.view_name != "engine":
         return None, None, None
-    rm = next((r for r in catalog.request_maps if _holds(r.when, values)), None)
+    rm = next((r for r, held in zip(catalog.request_maps, _held(catalog, "request_maps", values)) if held), None)
     if rm is None:
         return None, None, None
     if name == "auto" or name in rm.auto:
@@ -184,6 +184,37 @@ def _holds(preds: tuple[Predicate, ...], values: Mapping[str, Any]) -> bool | No
         elif not p.test(v):
             return False
     return None if unknown else True
+
+
+_CONDITION_GROUPS = ("rewrites", "request_maps", "opt_in", "shortcuts")
+
+
+def _held(view: Catalog, group: str, values: Mapping[str, Any]) -> tuple[bool | None, ...]:
+    """:func:`_holds` of the ``when`` of every item of ``view.<group>`` (one of
+    :data:`_CONDITION_GROUPS`), in table order.
+
+    A function of the fields those conditions read: each answer is kept per view and group (the
+    platform, quant family, all2all ... combinations a process meets), so most selections pay one
+    lookup instead of a pass over every condition.
+    """
+    memos = view.__dict__.setdefault("_held_memo", {})
+    entry = memos.get(group)
+    if entry is None:
+        whens = tuple(item.when for item in getattr(view, group))
+        fields = tuple(sorted({p.field for when in whens for p in when}))
+        entry = memos.setdefault(group, (whens, fields, {}))
+    whens, fields, answers = entry
+    try:
+        key = tuple(map(values.get, fields))
+        hit = answers.get(key)
+    except TypeError:  # an unhashable value: answered without the memo
+        return tuple(_holds(when, values) for when in whens)
+    if hit is None:
+        hit = tuple(_holds(when, values) for when in whens)
+        if len(answers) >= 4096:
+            answers.clear()
+        answers[key] = hit
+    return hit
 
 
 def _override(catalog: Catalog, values: Mapping[str, Any], sources: Mapping[str, Source]) -> tuple[str, str] | None:
@@ -309,7 +340,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     norm = normalize(config, env, view.package_names, view.env_vars, assumed)
     notes: list[str] = []
     if view.rewrites:
-        rewritten = _rewrite(view.rewrites, config, norm.values)
+        rewritten = _rewrite(view.rewrites, _held(view, "rewrites", norm.values), config)
         if rewritten is not None:
             config, note = rewritten
             notes.append(note)
@@ -366,10 +397,9 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         if order is not None:
             for backend, chk in order.excluded.items():
                 extra_fail[backend] = (chk,)
-        for opt in view.opt_in:
+        for opt, held in zip(view.opt_in, _held(view, "opt_in", values)):
             if opt.check is None:
                 continue
-            held = _holds(opt.when, values)
             if held:
                 extra_fail[opt.backend] = extra_fail.get(opt.backend, ()) + (opt.check,)
             elif held is None:
@@ -494,10 +524,10 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
     experts). The ``otherwise`` kernel is returned unchecked, except that a constraint binding
     every kernel (the layer itself is refused before any oracle runs) leaves no winner.
     """
-    for sc in view.shortcuts:
+    for sc, held in zip(view.shortcuts, _held(view, "shortcuts", values)):
         if sc.selected:
             continue
-        if not _shortcut_holds(sc, values, notes):
+        if not _shortcut_holds(sc, held, notes):
             continue
         rows = ranking.rows
         by_id = {r.entry.id: r for r in rows}
@@ -524,10 +554,11 @@ def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> Mapping[str, 
     return rm.checks
 
 
-def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mapping[str, Any]) -> tuple[MoEConfig, str] | None:
-    """The config with the quant keys the first matching front-end rewrite gives the oracle, and a note."""
-    for rw in rewrites:
-        if _holds(rw.when, values):
+def _rewrite(rewrites: tuple[KeyRewrite, ...], held: tuple[bool | None, ...], config: MoEConfig) -> tuple[MoEConfig, str] | None:
+    """The config with the quant keys the first matching front-end rewrite gives the oracle, and a
+    note (``held``: each rewrite's condition, :func:`_held`)."""
+    for rw, holds in zip(rewrites, held):
+        if holds:
             q = config.quant
             activation = q.activation if rw.activation is None else (None if rw.activation == NONE else rw.activation)
             scheme = QuantScheme(rw.weight or q.weight, activation)
@@ -538,9 +569,9 @@ def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mappin
     return None
 
 
-def _shortcut_holds(sc: Shortcut, values: Mapping[str, Any], notes: list[str]) -> bool:
-    """Whether ``sc``'s condition holds; an unknown input it reads leaves it unapplied, with a note."""
-    held = _holds(sc.when, values)
+def _shortcut_holds(sc: Shortcut, held: bool | None, notes: list[str]) -> bool:
+    """Whether ``sc``'s condition holds (``held``: :func:`_held`); an unknown input it reads leaves
+    it unapplied, with a note."""
     if held is None:
         notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
     return bool(held)
@@ -553,10 +584,10 @@ def _after_selection(view: Catalog, values: Mapping[str, Any], ranking: Ranking,
     The replacement is returned unchecked (its row's failures are cleared and become warnings).
     """
     chosen = ranking.entry(winner).id
-    for sc in view.shortcuts:
+    for sc, held in zip(view.shortcuts, _held(view, "shortcuts", values)):
         if chosen not in sc.selected:
             continue
-        if not _shortcut_holds(sc, values, notes):
+        if not _shortcut_holds(sc, held, notes):
             continue
         assert sc.otherwise is not None
         k = ranking.position(sc.otherwise)

@@ -162,6 +162,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
         assumed: package -> version to assume where ``env`` does not know the package (the
             versions a known engine release pins; source ``engine_pin``).
     """
+    # Enum members are read through ``._value_``: ``.value`` is a descriptor call, and this runs
+    # on every selection.
     dev = config.device
     par = config.parallel
     given = Source.USER_FLAG
@@ -188,7 +190,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     sources: dict[str, Source] = {}
 
     hw = _source(config, "device", Source.HARDWARE)
-    values["platform"], sources["platform"] = dev.platform.value, hw
+    values["platform"], sources["platform"] = dev.platform._value_, hw
     values["device_capability"], sources["device_capability"] = dev.capability if dev.platform is Platform.CUDA else NONE, hw
     values["gpu_arch"], sources["gpu_arch"] = dev.arch if dev.platform in (Platform.ROCM, Platform.XPU) else NONE, hw
     values["cpu_arch"], sources["cpu_arch"] = dev.arch if dev.platform is Platform.CPU else NONE, hw
@@ -210,7 +212,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["quant_scheme"], sources["quant_scheme"] = q.name, qsrc
     values["weight_quant"], sources["weight_quant"] = q.weight or NONE, qsrc
     values["activation_quant"], sources["activation_quant"] = q.activation or NONE, qsrc
-    values["quant_family"], sources["quant_family"] = q.family.value, Source.DERIVED
+    values["quant_family"], sources["quant_family"] = q.family._value_, Source.DERIVED
     values["quant_method"], sources["quant_method"] = quant_method, _source(config, "quant_method", given)
     selector = mxfp4_selector(q.weight, config.quant_method, config.model_type)
     guessed = selector != NONE and (config.quant_method is None or (config.quant_method == "mxfp4" and config.model_type is None))
@@ -228,7 +230,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
         zero_point = not QUANT_KEYS[config.quant.weight].symmetric
     values["weight_zero_point"], sources["weight_zero_point"] = zero_point, _source(config, "weight_zero_point", Source.DERIVED if config.weight_zero_point is None else given)
 
-    values["activation"], sources["activation"] = config.activation.value, _source(config, "activation", given)
+    values["activation"], sources["activation"] = config.activation._value_, _source(config, "activation", given)
     values["is_gated"], sources["is_gated"] = config.activation.is_gated, Source.DERIVED
     values["swiglu_clamp"], sources["swiglu_clamp"] = config.swiglu_limit is not None, _source(config, "swiglu_limit", Source.DERIVED)
     swiglu_set = any(getattr(config, n) is not None for n in ("swiglu_limit", "swiglu_alpha", "swiglu_beta"))
@@ -238,10 +240,10 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     for name in ("swiglu_alpha", "swiglu_beta", "situ_beta", "situ_linear_beta"):
         value = getattr(config, name)
         values[name], sources[name] = NONE if value is None else value, _source(config, name, Source.DEFAULT if value is None else given)
-    values["routing_method"], sources["routing_method"] = config.routing_method.value, _source(config, "routing_method", given)
+    values["routing_method"], sources["routing_method"] = config.routing_method._value_, _source(config, "routing_method", given)
     logits = config.router_logits_dtype or config.in_dtype
-    values["router_logits_dtype"], sources["router_logits_dtype"] = logits.value, _source(config, "router_logits_dtype", Source.DEFAULT if config.router_logits_dtype is None else given)
-    values["in_dtype"], sources["in_dtype"] = config.in_dtype.value, _source(config, "in_dtype", given)
+    values["router_logits_dtype"], sources["router_logits_dtype"] = logits._value_, _source(config, "router_logits_dtype", Source.DEFAULT if config.router_logits_dtype is None else given)
+    values["in_dtype"], sources["in_dtype"] = config.in_dtype._value_, _source(config, "in_dtype", given)
     values["has_bias"], sources["has_bias"] = config.has_bias, _source(config, "has_bias", given)
 
     flat_tp = par.tp_size * par.dp_size
@@ -249,15 +251,15 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     ep_size = flat_tp if use_ep else 1
     moe_tp = 1 if use_ep else flat_tp
     use_all2all = use_ep and par.dp_size > 1
-    all2all = par.all2all_backend.value if use_all2all else NONE
+    all2all = par.all2all_backend._value_ if use_all2all else NONE
     if par.all2all_backend is All2AllBackend.PASSTHROUGH:
         # vLLM 0.32-0.33 use_passthrough_all2all: not gated on the all2all kernels; the experts
         # dispatch and combine themselves in every topology, TP-only included.
-        dispatch = All2AllBackend.PASSTHROUGH.value
+        dispatch = All2AllBackend.PASSTHROUGH._value_
     elif use_all2all:
         dispatch = all2all
     elif par.dp_size > 1:
-        dispatch = All2AllBackend.ALLGATHER_REDUCESCATTER.value
+        dispatch = All2AllBackend.ALLGATHER_REDUCESCATTER._value_
     else:
         dispatch = NONE
     fmt = ActivationFormat.BATCHED_EXPERTS if dispatch in _BATCHED_DISPATCH else ActivationFormat.STANDARD
@@ -292,10 +294,10 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["moe_tp_size"], sources["moe_tp_size"] = moe_tp, Source.DERIVED
     values["ep_size"], sources["ep_size"] = ep_size, Source.DERIVED
     values["use_ep"], sources["use_ep"] = use_ep, _par_source("use_ep")
-    values["all2all_backend"], sources["all2all_backend"] = par.all2all_backend.value, _par_source("all2all_backend")
+    values["all2all_backend"], sources["all2all_backend"] = par.all2all_backend._value_, _par_source("all2all_backend")
     values["all2all"], sources["all2all"] = all2all, Source.DERIVED
     values["dispatch"], sources["dispatch"] = dispatch, Source.DERIVED
-    values["activation_format"], sources["activation_format"] = fmt.value, Source.DERIVED
+    values["activation_format"], sources["activation_format"] = fmt._value_, Source.DERIVED
     values["enable_eplb"], sources["enable_eplb"] = par.enable_eplb, _par_source("enable_eplb")
     values["num_redundant_experts"], sources["num_redundant_experts"] = par.num_redundant_experts, _par_source("num_redundant_experts")
     values["experts_even_across_ep"], sources["experts_even_across_ep"] = not use_ep or (config.num_experts + par.num_redundant_experts) % ep_size == 0, Source.DERIVED
@@ -306,8 +308,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["weight_group_size"], sources["weight_group_size"] = config.weight_group_size, _source(config, "weight_group_size", given)
     values["require_decomposed"], sources["require_decomposed"] = config.require_decomposed, _source(config, "require_decomposed", Source.DEFAULT)
     values["lora"], sources["lora"] = config.lora, _source(config, "lora", given)
-    env_by_name = {spec.name: spec for spec in env_vars}
     bi_raw = env.env_value("VLLM_BATCH_INVARIANT")
+    env_by_name = {spec.name: spec for spec in env_vars} if bi_raw is not None else {}
     if config.batch_invariant:
         values["batch_invariant"], sources["batch_invariant"] = True, _source(config, "batch_invariant", given)
     elif bi_raw is not None and "VLLM_BATCH_INVARIANT" in env_by_name:
