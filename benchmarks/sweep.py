@@ -149,7 +149,10 @@ def _work(task: tuple[dict[str, Any], list[tuple[int, int, int]]]) -> tuple[floa
             holds = r.request == "auto" and default[0] in r.layouts and default[1] in r.loras and default[2] in r.acts and default[3] in r.routings
             rows.append(((dev.platform.value, dev.capability, dev.arch, dev.cpu_amx), r.scheme, r.request, r.weight, r.kernel, r.pf, r.refused, r.broken, holds))
             if opts["full"] and not r.refused:
-                _full_check(sw, r)
+                try:
+                    _full_check(sw, r)
+                except AssertionError as exc:
+                    rows.append(((dev.platform.value, dev.capability, dev.arch, dev.cpu_amx), r.scheme, r.request, 0, None, None, False, f"--full: {exc}", False))
     return time.process_time() - cpu, sw.evaluated - before, rows
 
 
