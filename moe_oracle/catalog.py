@@ -21,6 +21,7 @@ Two stages:
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -30,13 +31,14 @@ from typing import Any, Mapping, Sequence
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from ._resources import package_dir, runtime_table_dirs, table_dirs
+from . import catalog_cache
+from ._resources import package_dir, runtime_table_dirs, schema_dir, table_dirs
 from .checks import Check, CheckIndex, Tolerance
 from .environment import Environment
 from .errors import did_you_mean
 from .envvars import EnvVarSpec, RemovedEnvVar
 from .predicates import Predicate, compile_value_spec
-from .tables import Schemas, TableFile, load_schemas, read_tables_cached
+from .tables import Schemas, TableFile, cache_dir, load_schemas, read_tables_cached, table_set_key
 from .versions import EngineRelease, EngineSpec, resolve_release
 from .vocab import ActivationFormat, Interface, ReasonCode
 
@@ -96,6 +98,13 @@ class ExpertsEntry(_Entry):
 
     backend: str = ""
     notes: str = ""
+
+    @cached_property
+    def record_head(self) -> dict[str, Any]:
+        """A candidate record's keys in ``CandidateResult.to_dict`` order with this kernel's own
+        values filled in (the rest ``None``). Copy before use."""
+        return {"rank": None, "kernel": self.id, "backend": self.backend, "interface": self.interface.value, "activation_format": self.activation_format.value,
+                "prepare_finalize": None, "status": None, "outranked_by": None, "failures": None, "assumptions": None}
 
 
 @dataclass(frozen=True)
@@ -574,7 +583,20 @@ def load_catalog(directories: Sequence[Path] | None = None, schemas: Schemas | N
     Raises:
         TableError: every schema and semantic problem, with file, entry id and JSON path.
     """
-    return compile_tables(_read(directories, table_dirs(), schemas))
+    dirs = list(directories) if directories is not None else list(table_dirs())
+    location = cache_dir() if schemas is None else None  # validators given: validate and compile afresh
+    key = None
+    if location is not None:
+        tables_key = table_set_key(dirs, schema_dir(), package_dir() if directories is None else None)
+        if tables_key is not None:
+            key = hashlib.sha256(f"{tables_key}:{catalog_cache.code_fingerprint()}".encode()).hexdigest()
+            cached = catalog_cache.load(location, key)
+            if cached is not None:
+                return cached
+    catalog = compile_tables(_read(directories, table_dirs(), schemas))
+    if location is not None and key is not None:
+        catalog_cache.store(location, key, catalog)
+    return catalog
 
 
 def load_runtime_catalog(engine: Catalog, directories: Sequence[Path] | None = None, schemas: Schemas | None = None) -> Catalog:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from .fields import FIELDS, field_spec
 from .predicates import Predicate
-from .records import Assumption, jsonable
+from .records import _SCALARS, Assumption, json_copy, jsonable
 from .vocab import ReasonCode
 
 __all__ = ["Check", "CheckIndex", "GateBucket", "Outcome", "PlainChecks", "Tolerance", "build_index"]
@@ -77,6 +77,45 @@ class Check:
         return self.code.value
 
     @cached_property
+    def code_rank(self) -> int:
+        """Position of :attr:`code` in the ``ReasonCode`` declaration (the primary failure is the lowest)."""
+        return list(ReasonCode).index(self.code)
+
+    @cached_property
+    def allowed_copy(self) -> Callable[[Any], Any] | None:
+        """How a record gets its own copy of :attr:`allowed_json`: ``None`` for a scalar (shared),
+        ``list.copy`` / ``dict.copy`` for a list / mapping of scalars, else ``json_copy``."""
+        value = self.allowed_json
+        if isinstance(value, list) and all(type(v) in _SCALARS for v in value):
+            return list.copy
+        if isinstance(value, dict) and all(type(v) in _SCALARS for v in value.values()):
+            return dict.copy
+        return json_copy if isinstance(value, (list, dict)) else None
+
+    @cached_property
+    def record_parts(self) -> tuple[dict[str, Any], str | None, str, Callable[[Any], Any] | None]:
+        """(:attr:`failure_template`, the field whose value is observed or ``None`` for a deny check,
+        :attr:`source_field`, :attr:`allowed_copy`): what a failure record needs, in one lookup."""
+        return (self.failure_template, None if self.deny else self.field, self.source_field, self.allowed_copy)
+
+    @cached_property
+    def assumption_template(self) -> dict[str, Any]:
+        """``self.assumption.to_dict()``, computed once; copy it and its ``assumed`` value
+        (:attr:`allowed_copy`) before handing it out."""
+        return self.assumption.to_dict()
+
+    @cached_property
+    def table_key(self) -> tuple[int, str]:
+        """(seq, rule): the order failures are reported in."""
+        return (self.seq, self.rule)
+
+    @cached_property
+    def failure_template(self) -> dict[str, Any]:
+        """This check's failure record (``Failure.to_dict`` key order) with the parts that do not
+        depend on the config filled in; ``observed`` and ``source`` are ``None``. Copy before use."""
+        return {"code": self.code.value, "field": self.field, "observed": None, "allowed": self.allowed_json, "rule": self.rule, "source": None, "hint": self.hint, "reference": self.reference}
+
+    @cached_property
     def assumption(self) -> Assumption:
         """The record of this check abstaining (its input unknown); the same for every selection."""
         assumed = self.predicate.describe() if self.predicate is not None else "the known-bad condition does not hold"
@@ -120,6 +159,9 @@ class Check:
             return Outcome.PASS
         return Outcome.ABSTAIN if unknown else Outcome.FAIL
 
+
+_SET_BITS = tuple(tuple(b for b in range(8) if byte >> b & 1) for byte in range(256))
+"""byte -> the positions of its set bits, low first."""
 
 Member = tuple[int, Check]
 """(bit, check): a check and its bit in the index's failure and abstention masks."""
@@ -254,6 +296,36 @@ class CheckIndex:
             out.append(ordered[low.bit_length() - 1])
             m ^= low
         return tuple(out)
+
+    @cached_property
+    def _bit_table(self) -> tuple[tuple[int, ...], tuple[Check, ...]]:
+        owners = []
+        checks: list[Check] = []
+        for i, ordered in enumerate(self.ordered):
+            owners += [i] * len(ordered)
+            checks += ordered
+        return tuple(owners), tuple(checks)
+
+    def split(self, mask: int) -> dict[int, tuple[Check, ...]]:
+        """Every owner's checks whose bits are set in ``mask``: owner index -> checks in evaluation
+        order (owners with none left out). One pass over the set bits, for reading every owner
+        at once (``checks_in`` per owner shifts the whole mask each time)."""
+        if not mask:
+            return {}
+        owners, checks = self._bit_table
+        out: dict[int, list[Check]] = {}
+        data = mask.to_bytes((mask.bit_length() + 7) // 8, "little")
+        for i, byte in enumerate(data):
+            if byte:
+                base = i * 8
+                for b in _SET_BITS[byte]:
+                    bit = base + b
+                    got = out.get(owners[bit])
+                    if got is None:
+                        out[owners[bit]] = [checks[bit]]
+                    else:
+                        got.append(checks[bit])
+        return {k: tuple(v) for k, v in out.items()}
 
     def bits_where(self, keep: Callable[[int, Check], bool]) -> int:
         """The bit set of the checks ``keep(owner index, check)`` accepts."""

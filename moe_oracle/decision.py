@@ -22,18 +22,20 @@ from .checks import Check, Tolerance
 from .config import MoEConfig
 from .environment import Environment
 from .normalize import Normalized
-from .records import Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status, json_copy, jsonable
+from .records import _SCALARS, Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status, json_copy, jsonable
 from .vocab import ReasonCode, Source
 
 if TYPE_CHECKING:
     from .catalog import Catalog, ExpertsEntry, PrepareFinalizeEntry
     from .versions import EngineRelease
 
-__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Ranking", "Row", "make_failure"]
+__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Ranking", "Row", "make_failure", "table_order"]
 
 DECISION_FORMAT_VERSION = 2
 
-_TABLE_ORDER = attrgetter("seq", "rule")
+_TABLE_ORDER = attrgetter("table_key")
+_DERIVED = Source.DERIVED.value
+_CODE_RANK = attrgetter("code_rank")
 
 
 class Row(NamedTuple):
@@ -176,11 +178,23 @@ class Ranking:
             return pos
         return None
 
-    def _row(self, k: int) -> Row:
+    @cached_property
+    def _split(self) -> tuple[dict[int, tuple[Check, ...]], dict[int, tuple[Check, ...]]]:
+        # Every kernel's failing and abstaining checks in one pass over each bit set, for
+        # materializing all rows (row() of one candidate reads its own bits alone).
+        index = self.view.experts_index
+        return index.split(self.fail), index.split(self.abstain)
+
+    def _row(self, k: int, split: bool = False) -> Row:
         view = self.view
         entry = view.experts[k]
-        f = view.experts_index.checks_in(k, self.fail)
-        a = view.experts_index.checks_in(k, self.abstain)
+        if split:
+            fails, abstains = self._split
+            f = fails.get(k, ())
+            a = abstains.get(k, ())
+        else:
+            f = view.experts_index.checks_in(k, self.fail)
+            a = view.experts_index.checks_in(k, self.abstain)
         if self.kb_fail is not None and view.known_bad_index is not None:
             kb = view.known_bad_position.get(k)
             if kb is not None:
@@ -202,8 +216,13 @@ class Ranking:
             return self.fixed
         patched = self.patched
         if patched:
-            return tuple(patched[pos] if pos in patched else self._row(k) for pos, k in enumerate(self.order))
-        return tuple(self._row(k) for k in self.order)
+            return tuple(patched[pos] if pos in patched else self._row(k, True) for pos, k in enumerate(self.order))
+        return tuple(self._row(k, True) for k in self.order)
+
+
+def table_order(checks: tuple[Check, ...]) -> tuple[Check, ...] | list[Check]:
+    """``checks`` in the order failures are reported (table order: ``Check.seq``, then rule id)."""
+    return sorted(checks, key=_TABLE_ORDER) if len(checks) > 1 else checks
 
 
 def make_failure(chk: Check, norm: Normalized) -> Failure:
@@ -211,8 +230,13 @@ def make_failure(chk: Check, norm: Normalized) -> Failure:
     return Failure.of(chk.code, chk.field, chk.observed(norm.values), chk.allowed_value, chk.rule, norm.sources.get(chk.source_field, Source.DERIVED), chk.hint, chk.reference)
 
 
-def _assumption(chk: Check) -> Assumption:
-    return chk.assumption
+def _assumption_dict(chk: Check) -> dict[str, Any]:
+    """``chk.assumption.to_dict()`` from the check's template (the assumed value is its allowed value)."""
+    d = chk.assumption_template.copy()
+    copy = chk.allowed_copy
+    if copy is not None:
+        d["assumed"] = copy(d["assumed"])
+    return d
 
 
 @dataclass(frozen=True, eq=False)
@@ -282,16 +306,33 @@ class Decision:
             entry.activation_format,
             row.pf.id if row.pf is not None else None,
             status,
-            tuple(make_failure(c, norm) for c in sorted(row.failures, key=_TABLE_ORDER)),
+            tuple(make_failure(c, norm) for c in table_order(row.failures)),
             tuple(c.assumption for c in row.abstentions),
             pos + 1,
             self.kernel if status is Status.ELIGIBLE else None,
         )
 
     @cached_property
+    def _built(self) -> dict[int, CandidateResult]:
+        # Rank position -> its record, for the views that read a few candidates (explain shows the
+        # relevant ones; the rest are counted from the rows' checks without records).
+        return {}
+
+    def candidate_at(self, pos: int) -> CandidateResult:
+        """The record of the candidate at rank position ``pos`` (0-based), built once."""
+        built = self._built
+        cand = built.get(pos)
+        if cand is None:
+            cand = built[pos] = self._candidate(pos, self.ranking.row(pos))
+        return cand
+
+    @cached_property
     def candidates(self) -> tuple[CandidateResult, ...]:
         """Every candidate, in rank order, with all of its failures and assumptions."""
-        return tuple(self._candidate(pos, row) for pos, row in enumerate(self.rows))
+        built = self._built
+        out = tuple(built.get(pos) or self._candidate(pos, row) for pos, row in enumerate(self.rows))
+        built.update(enumerate(out))
+        return out
 
     @cached_property
     def selected(self) -> CandidateResult | None:
@@ -299,9 +340,7 @@ class Decision:
         candidates' records are not materialized for it)."""
         if self.winner is None:
             return None
-        if "candidates" in self.__dict__:
-            return self.candidates[self.winner]
-        return self._candidate(self.winner, self.ranking.row(self.winner))
+        return self.candidate_at(self.winner)
 
     @property
     def ok(self) -> bool:
@@ -356,7 +395,7 @@ class Decision:
         rows = self.rows
         rejected = [r for r in rows if r.failures]
         # A rejected candidate's primary failure: the first by reason-code declaration order (primary_failure).
-        counts = Counter(min(r.failures, key=_code_order).code.value for r in rejected)
+        counts = Counter(min(r.failures, key=_CODE_RANK).code_value for r in rejected)
         parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         eligible = len(rows) - len(rejected)
         return f"{len(rows)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" (by first reason: {parts})" if parts else "")
@@ -440,36 +479,35 @@ class Decision:
         (tests/unit/test_decision_records.py holds the two equal)."""
         if "candidates" in self.__dict__:
             return [c.to_dict() for c in self.candidates]
-        values, sources = self.normalized.values, self.normalized.sources
-        winner_id = self.kernel
+        values = self.normalized.values
+        sources = {k: v._value_ for k, v in self.normalized.sources.items()}  # .value, without the descriptor
+        winner, winner_id = self.winner, self.kernel
+        rejected, selected, eligible = Status.REJECTED._value_, Status.SELECTED._value_, Status.ELIGIBLE._value_
+        scalars, derived, get, source = _SCALARS, _DERIVED, values.get, sources.get
         out = []
         for pos, row in enumerate(self.rows):
-            entry = row.entry
-            status = self._status(pos, row)
-            out.append({
-                "rank": pos + 1,
-                "kernel": entry.id,
-                "backend": entry.backend,
-                "interface": entry.interface._value_,
-                "activation_format": entry.activation_format._value_,
-                "prepare_finalize": row.pf.id if row.pf is not None else None,
-                "status": status._value_,
-                "outranked_by": winner_id if status is Status.ELIGIBLE else None,
-                "failures": [
-                    {
-                        "code": c.code_value,
-                        "field": c.field,
-                        "observed": jsonable(c.observed(values)),
-                        "allowed": json_copy(c.allowed_json),
-                        "rule": c.rule,
-                        "source": sources.get(c.source_field, Source.DERIVED)._value_,  # .value, without the descriptor
-                        "hint": c.hint,
-                        "reference": c.reference,
-                    }
-                    for c in sorted(row.failures, key=_TABLE_ORDER)
-                ],
-                "assumptions": [c.assumption.to_dict() for c in row.abstentions],
-            })
+            failures = []
+            for c in table_order(row.failures):
+                template, field, source_field, copy = c.record_parts
+                d = template.copy()  # keys in Failure.to_dict order; the per-config values filled in
+                observed = get(field) if field is not None else c.observed(values)
+                d["observed"] = observed if type(observed) in scalars else jsonable(observed)
+                if copy is not None:
+                    d["allowed"] = copy(d["allowed"])
+                d["source"] = source(source_field, derived)
+                failures.append(d)
+            cand = row.entry.record_head.copy()  # keys in CandidateResult.to_dict order
+            cand["rank"] = pos + 1
+            cand["prepare_finalize"] = row.pf.id if row.pf is not None else None
+            if failures:
+                cand["status"] = rejected
+            elif pos == winner:
+                cand["status"] = selected
+            else:
+                cand["status"], cand["outranked_by"] = eligible, winner_id
+            cand["failures"] = failures
+            cand["assumptions"] = [_assumption_dict(c) for c in row.abstentions] if row.abstentions else []
+            out.append(cand)
         return out
 
     # ------------------------------------------------------------------ views (moe_oracle.render)
@@ -500,6 +538,3 @@ def primary_failure(candidate: CandidateResult) -> Failure:
 
 _CODE_ORDER = {code: i for i, code in enumerate(ReasonCode)}
 
-
-def _code_order(chk: Check) -> int:
-    return _CODE_ORDER[chk.code]

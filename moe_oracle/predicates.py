@@ -11,6 +11,7 @@ candidate, field, source tag, reason code. Nothing here reads the host.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Mapping
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -23,55 +24,83 @@ __all__ = ["KEYWORDS", "Predicate", "compile_value_spec", "value_spec_keywords"]
 Test = Callable[[Any], bool]
 
 
+# Tests are bound methods and ``functools.partial`` of module functions rather than closures, so
+# a compiled catalog pickles (the compiled-catalog cache, moe_oracle.tables).
+
+
 def _kw_in(spec: Any) -> Test:
-    allowed = frozenset(spec)
-    return lambda v: v in allowed
+    return frozenset(spec).__contains__
+
+
+def _not_in(forbidden: frozenset[Any], v: Any) -> bool:
+    return v not in forbidden
 
 
 def _kw_not_in(spec: Any) -> Test:
-    forbidden = frozenset(spec)
-    return lambda v: v not in forbidden
+    return partial(_not_in, frozenset(spec))
 
 
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _min(spec: Any, v: Any) -> bool:
+    return _number(v) and v >= spec
+
+
+def _max(spec: Any, v: Any) -> bool:
+    return _number(v) and v <= spec
+
+
+def _multiple_of(spec: Any, v: Any) -> bool:
+    return _number(v) and v % spec == 0
+
+
+def _not_multiple_of(spec: Any, v: Any) -> bool:
+    # Known-bad conditions need the negation ("intermediate size not a multiple of 128").
+    return _number(v) and v % spec != 0
+
+
+def _present(want: bool, v: Any) -> bool:
+    # Package predicate: the value is a version string (installed) or ABSENT.
+    return (v is not ABSENT) is want
+
+
+def _version(specifier: SpecifierSet, v: Any) -> bool:
+    if v is ABSENT:
+        return True  # absence is the `present` predicate's failure, not this one's
+    try:
+        return Version(v) in specifier
+    except (InvalidVersion, TypeError):
+        return False
+
+
+def _all(tests: tuple[Test, ...], v: Any) -> bool:
+    return all(t(v) for t in tests)
+
+
 def _kw_min(spec: Any) -> Test:
-    return lambda v: _number(v) and v >= spec
+    return partial(_min, spec)
 
 
 def _kw_max(spec: Any) -> Test:
-    return lambda v: _number(v) and v <= spec
+    return partial(_max, spec)
 
 
 def _kw_multiple_of(spec: Any) -> Test:
-    return lambda v: _number(v) and v % spec == 0
+    return partial(_multiple_of, spec)
 
 
 def _kw_not_multiple_of(spec: Any) -> Test:
-    # Known-bad conditions need the negation ("intermediate size not a multiple of 128").
-    return lambda v: _number(v) and v % spec != 0
+    return partial(_not_multiple_of, spec)
 
 
 def _kw_present(spec: Any) -> Test:
-    # Package predicate: the value is a version string (installed) or ABSENT.
-    want = bool(spec)
-    return lambda v: (v is not ABSENT) is want
+    return partial(_present, bool(spec))
 
 
 def _kw_version(spec: Any) -> Test:
-    specifier = SpecifierSet(spec)
-
-    def test(v: Any) -> bool:
-        if v is ABSENT:
-            return True  # absence is the `present` predicate's failure, not this one's
-        try:
-            return Version(v) in specifier
-        except (InvalidVersion, TypeError):
-            return False
-
-    return test
+    return partial(_version, SpecifierSet(spec))
 
 
 KEYWORDS: Mapping[str, Callable[[Any], Test]] = {
@@ -177,12 +206,5 @@ def compile_value_spec(field: str, spec: Any) -> Predicate:
             except InvalidSpecifier as exc:
                 raise ValueError(f"invalid PEP 440 specifier {arg!r} for {field!r}: {exc}") from None
         tests.append(KEYWORDS[key](arg))
-    if len(tests) == 1:
-        test = tests[0]
-    else:
-        frozen_tests = tuple(tests)
-
-        def test(v: Any) -> bool:
-            return all(t(v) for t in frozen_tests)
-
+    test = tests[0] if len(tests) == 1 else partial(_all, tuple(tests))
     return Predicate(field, tuple(sorted((k, _freeze(v)) for k, v in spec.items())), test)

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from .decision import make_failure, table_order
 from .records import CandidateResult, Failure, Status, jsonable
 from .vocab import ReasonCode
 
@@ -54,23 +55,31 @@ class Blocker:
     rules: tuple[str, ...]
 
 
-def _relevant(decision: "Decision") -> tuple[list[CandidateResult], str, str]:
-    """The rejected candidates a dead end is about, and how to name one and several of them.
+def _codes(checks: Iterable[Any]) -> set[ReasonCode]:
+    return {c.code for c in checks}
+
+
+def _relevant(decision: "Decision") -> tuple[list[int], str, str]:
+    """The rejected candidates a dead end is about (rank positions), and how to name one and
+    several of them.
 
     A strict request: the requested backends' candidates (those for this device and
     quantization, when any are). Otherwise those not rejected for another quant scheme,
     platform or request; when that leaves none, every candidate.
+
+    Read from the rows' checks: no failure records are built for the candidates left out.
     """
-    rejected = [c for c in decision.candidates if c.status is Status.REJECTED]
+    rows = decision.rows
+    rejected = [pos for pos, row in enumerate(rows) if row.failures]
     other_problem = {ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED}
     if decision.requested:
-        asked = [c for c in rejected if c.backend in decision.requested]
+        asked = [pos for pos in rejected if rows[pos].entry.backend in decision.requested]
         if asked:
-            meant = [c for c in asked if not {f.code for f in c.failures} & other_problem]
+            meant = [pos for pos in asked if not _codes(rows[pos].failures) & other_problem]
             if meant:
                 return meant, "candidate of the requested backend for this device and quantization", "candidates of the requested backend for this device and quantization"
             return asked, "candidate of the requested backend", "candidates of the requested backend"
-    meant = [c for c in rejected if not {f.code for f in c.failures} & IRRELEVANT]
+    meant = [pos for pos in rejected if not _codes(rows[pos].failures) & IRRELEVANT]
     if meant:
         return meant, "candidate for this device and quantization", "candidates for this device and quantization"
     return rejected, "candidate", "candidates"
@@ -87,13 +96,14 @@ def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
     pool = _relevant(decision)[0]
     if not pool:
         return ()
-    groups: dict[tuple[ReasonCode, str], list[Failure]] = {}
+    rows = decision.rows
+    groups: dict[tuple[ReasonCode, str], list[Any]] = {}
     hit: Counter[tuple[ReasonCode, str]] = Counter()
-    for cand in pool:
+    for pos in pool:
         seen = set()
-        for f in cand.failures:
-            key = (f.code, f.field)
-            groups.setdefault(key, []).append(f)
+        for chk in table_order(rows[pos].failures):
+            key = (chk.code, chk.field)
+            groups.setdefault(key, []).append(chk)
             if key not in seen:
                 hit[key] += 1
                 seen.add(key)
@@ -101,7 +111,7 @@ def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
     ranked = sorted(hit, key=lambda k: (-hit[k], order[k[0]], k[1]))
     need = math.ceil(NEARLY_EVERY * len(pool))
     chosen = [k for k in ranked if hit[k] >= need][:limit] or ranked[:1]
-    return tuple(Blocker(k[0], k[1], hit[k], len(pool), groups[k][0], tuple(dict.fromkeys(f.rule for f in groups[k]))) for k in chosen)
+    return tuple(Blocker(k[0], k[1], hit[k], len(pool), make_failure(groups[k][0], decision.normalized), tuple(dict.fromkeys(c.rule for c in groups[k]))) for k in chosen)
 
 
 def code_histogram(candidates: Iterable[CandidateResult]) -> Counter[str]:
@@ -114,11 +124,16 @@ def code_histogram(candidates: Iterable[CandidateResult]) -> Counter[str]:
 
 
 def _histogram_text(decision: "Decision") -> str:
-    rejected = [c for c in decision.candidates if c.status is Status.REJECTED]
-    counts = code_histogram(rejected)
+    """:func:`code_histogram` of the rejected candidates, read from the rows' checks."""
+    rows = decision.rows
+    counts: Counter[str] = Counter()
+    rejected = 0
+    for row in rows:
+        if row.failures:
+            rejected += 1
+            counts.update({c.code_value for c in row.failures})
     parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    eligible = len(decision.candidates) - len(rejected)
-    text = f"{len(decision.candidates)} candidates: {eligible} eligible, {len(rejected)} rejected"
+    text = f"{len(rows)} candidates: {len(rows) - rejected} eligible, {rejected} rejected"
     return text + (f"; rejections by code, a candidate counted under every code it fails: {parts}" if parts else "")
 
 
@@ -262,9 +277,9 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
     ``fixes``: alternatives from :func:`moe_oracle.whynot.fixes` (``None``: not searched).
     """
     if decision.requested:
-        head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {len(decision.candidates)} candidates."
+        head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {len(decision.rows)} candidates."
     else:
-        head = f"No MoE kernel is eligible for {decision.answered_for}: {len(decision.candidates)} candidates."
+        head = f"No MoE kernel is eligible for {decision.answered_for}: {len(decision.rows)} candidates."
     lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes)
     lines.append(f"Every candidate and reason: moe-oracle {command} ... --all")
     return "\n".join(lines)
@@ -313,21 +328,22 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
             lines.append(f"  - {a.hint.split(' (')[0]} [{a.rule}]")
     lines.append("")
     lines.append(f"Candidates ({_histogram_text(decision)}):")
-    shown: list[CandidateResult]
+    rows = decision.rows
+    positions: list[int]
     if show_all:
-        shown = list(decision.candidates)
+        positions = list(range(len(rows)))
     elif sel is None:
-        pool = _relevant(decision)[0]
-        shown = sorted(pool, key=lambda c: (len(c.failures), c.rank))[:closest]
+        positions = sorted(_relevant(decision)[0], key=lambda pos: (len(rows[pos].failures), pos))[:closest]
     else:
-        shown = [c for c in decision.candidates if not (c.status is Status.REJECTED and {f.code for f in c.failures} & IRRELEVANT)]
+        positions = [pos for pos, row in enumerate(rows) if not (row.failures and _codes(row.failures) & IRRELEVANT)]
+    shown = [decision.candidate_at(pos) for pos in positions]
     lines.append("   #  rank  kernel [backend, interface]  status")
     for i, cand in enumerate(shown, start=1):
         lines.append(f"  {i:>2}. {cand.rank:>4}  {cand.kernel} [{cand.backend}, {cand.interface.value}]  {cand.status.value.upper()}")
         if cand.status is Status.ELIGIBLE:
             lines.append(f"        eligible, outranked by {cand.outranked_by}")
         lines += _failure_lines(decision, cand, "        ", said)
-    hidden = len(decision.candidates) - len(shown)
+    hidden = len(rows) - len(shown)
     if hidden:
         what = "further from this problem (another quant scheme, platform or backend request, or more failures)" if sel is None else "rejected for another quant scheme, platform or backend request"
         lines.append(f"  ... {hidden} more {what}: --all lists them")

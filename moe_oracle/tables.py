@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # jsonschema (and referencing) are imported where a document is validated: a table set answered
 # from the validated-table cache never validates, and the import is a third of a CLI call.
 
-__all__ = ["KIND_DIRS", "TableFile", "cache_dir", "load_schemas", "read_tables", "read_tables_cached", "validate_document", "yaml_error_issue"]
+__all__ = ["KIND_DIRS", "TableFile", "cache_dir", "load_schemas", "read_tables", "read_tables_cached", "table_set_key", "validate_document", "yaml_error_issue"]
 
 TABLE_KINDS = ("experts", "prepare_finalize", "priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine", "frontends")
 KIND_DIRS: Mapping[str, tuple[str, ...]] = {
@@ -254,7 +254,9 @@ def _table_paths(directories: Sequence[Path]) -> list[tuple[Path, str]]:
     return sorted(paths, key=lambda p: str(p[0]))
 
 
-def _cache_key(directories: Sequence[Path], schema_directory: Path, root: Path | None) -> str | None:
+def table_set_key(directories: Sequence[Path], schema_directory: Path, root: Path | None) -> str | None:
+    """sha256 of every table and schema byte of a table set (with the paths it is read under), or
+    ``None`` when a file cannot be read: the validated-table cache key."""
     digest = hashlib.sha256(f"moe-oracle-tables-cache-{_CACHE_FORMAT}".encode())
     try:
         for path in sorted(schema_directory.glob("*.schema.json")):
@@ -277,7 +279,7 @@ def read_tables_cached(directories: Sequence[Path], schemas: Schemas | None, roo
     ``schemas``: the validators (``None``: :func:`load_schemas`, only when the cache cannot answer).
     """
     location = cache_dir()
-    key = _cache_key(directories, schema_directory or schema_dir(), root) if location is not None else None
+    key = table_set_key(directories, schema_directory or schema_dir(), root) if location is not None else None
     if location is not None and key is not None:
         cached = location / f"tables-{key}.json"
         try:

@@ -134,15 +134,59 @@ def test_validated_table_cache_hit_miss_and_corruption(tmp_path, monkeypatch):
     assert len(entries) == 1
     calls = []
     monkeypatch.setattr(tables, "read_tables", lambda *a, **k: calls.append(a) or ([], []))
+    for compiled in cache.glob("catalog-*.pickle"):
+        compiled.unlink()  # this test is about the validated-table (JSON) cache beneath it
     second = load_catalog(dirs)  # answered from the cache: read_tables is not called
     assert calls == [] and second.tables_hash == first.tables_hash
     monkeypatch.undo()
     monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(cache))
+    for compiled in cache.glob("catalog-*.pickle"):
+        compiled.unlink()
     entries[0].write_text("{not json")
     assert load_catalog(dirs).tables_hash == first.tables_hash  # corrupt entry: full path
     (tmp_path / "t" / "kernels" / "fast.yaml").write_text("kind: experts\n")
     with pytest.raises(TableError):
         load_catalog(dirs)  # changed bytes miss the cache and are validated
+
+
+def test_compiled_catalog_cache_hit_and_every_miss(tmp_path, monkeypatch):
+    from moe_oracle import catalog_cache, compile as compile_pkg
+    from moe_oracle.engine import evaluate
+    from moe_oracle.sampling import sample_configs
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(cache))
+    dirs = write_tables(tmp_path / "t")
+    first = load_catalog(dirs)
+    (entry,) = cache.glob("catalog-*.pickle")
+    compiles = []
+    real = compile_pkg.compile_set
+    monkeypatch.setattr(compile_pkg, "compile_set", lambda *a, **k: compiles.append(1) or real(*a, **k))
+    second = load_catalog(dirs)
+    assert compiles == [] and second is not first  # unpickled, not compiled
+    for cfg, env in sample_configs(40, 3, first):
+        assert evaluate(second, cfg, env).to_dict() == evaluate(first, cfg, env).to_dict()
+    entry.write_bytes(entry.read_bytes()[:-10])  # damaged: fails its digest, compiled afresh
+    assert load_catalog(dirs).tables_hash == first.tables_hash and compiles == [1]
+    monkeypatch.setattr(catalog_cache, "code_fingerprint", lambda: "other code")
+    load_catalog(dirs)  # another compiler: a miss
+    assert compiles == [1, 1]
+    t = base_tables()
+    t["kernels/slow.yaml"]["entries"][0]["constraints"][0]["max"] = 256
+    changed = load_catalog(write_tables(tmp_path / "c", t))  # other table bytes: a miss
+    assert compiles == [1, 1, 1] and changed.tables_hash != first.tables_hash
+    monkeypatch.setenv("MOE_ORACLE_NO_CACHE", "1")
+    load_catalog(dirs)
+    assert compiles == [1, 1, 1, 1]
+
+
+def test_compiled_catalog_cache_keeps_a_bounded_number_of_entries(tmp_path):
+    from moe_oracle import catalog_cache
+
+    for n in range(catalog_cache._KEEP + 3):
+        (tmp_path / f"catalog-{n}.pickle").write_bytes(b"x")
+    catalog_cache._prune(tmp_path, keep=catalog_cache._KEEP)
+    assert len(list(tmp_path.glob("catalog-*.pickle"))) == catalog_cache._KEEP
 
 
 def test_non_finite_bounds_are_rejected(tmp_path):
