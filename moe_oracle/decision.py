@@ -126,6 +126,22 @@ class Ranking:
         patched = self.patched.get(pos)
         return patched if patched is not None else self._row(self.order[pos])
 
+    def has_failure(self, pos: int) -> bool:
+        """Whether the candidate at rank position ``pos`` has a failing check (``row(pos).failures``
+        non-empty), read off the bit sets without materializing the row."""
+        if self.fixed is not None or pos in self.patched or "rows" in self.__dict__:
+            return bool(self.row(pos).failures)
+        view = self.view
+        k = self.order[pos]
+        if self.fail & view.experts_index.masks[k] or k in self.own_fail or view.experts[k].backend in self.extra_fail:
+            return True
+        if self.kb_fail and view.known_bad_index is not None:
+            kb = view.known_bad_position.get(k)
+            if kb is not None and self.kb_fail & view.known_bad_index.masks[kb]:
+                return True
+        j = view.pf_choice[k].get(self.dispatch)
+        return j is not None and bool(self.pf_fail & view.pf_index.masks[j])
+
     def with_row(self, pos: int, row: Row | None) -> "Ranking":
         """This ranking with ``row`` at rank position ``pos`` (``None``: the evaluated row again)."""
         if self.fixed is not None:

@@ -157,7 +157,7 @@ def check_ranking(d: Any) -> None:
     if d.shortcut is None:
         stop = d.winner if d.winner is not None else n
         for pos in range(stop):
-            assert r.row(pos).failures, f"{r.entry(pos).id} ranked {pos + 1} has no failure but {d.kernel} won"
+            assert r.has_failure(pos), f"{r.entry(pos).id} ranked {pos + 1} has no failure but {d.kernel} won"
         backends = [r.entry(pos).backend for pos in range(n)]
         blocks = [b for k, b in enumerate(backends) if k == 0 or backends[k - 1] != b]
         assert len(blocks) == len(set(blocks)) and blocks == [b for b in d.backend_order if b in set(blocks)], blocks
@@ -171,7 +171,7 @@ def check_ranking(d: Any) -> None:
         if d.winner is not None:
             assert r.entry(d.winner).backend in d.requested, f"{d.kernel} won, {d.requested} requested"
         else:
-            assert all(r.row(pos).failures for pos in range(n) if r.entry(pos).backend in d.requested)
+            assert all(r.has_failure(pos) for pos in range(n) if r.entry(pos).backend in d.requested)
 
 
 @dataclass
