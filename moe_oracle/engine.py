@@ -302,7 +302,8 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
         notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1")
     if par.num_redundant_experts and not (par.enable_eplb and values["use_ep"]):
         notes.append(f"{par.num_redundant_experts} redundant experts have no effect without EPLB and expert parallelism")
-    notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars)
+    if env.env:  # notes are about declared variables only
+        notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars)
     notes += no_effect_notes(config, values, catalog)
     return tuple(notes)
 
@@ -503,9 +504,9 @@ def _first_selected(view: Catalog, ranking: Ranking, notes: list[str], deferred:
     first = ranking.first_eligible(tolerated)
     if first is None:
         return ranking, None, ()
-    row = ranking.row(first)
-    if not row.failures:
+    if not ranking.has_failure(first):
         return ranking, first, ()
+    row = ranking.row(first)
     post = view.after_selection
     refused = [c for c in row.failures if c.rule in post and (not deferred or c.rule not in view.construction)]
     if refused:
@@ -604,18 +605,19 @@ def _warnings(
     out = [DecisionWarning("engine_release", w) for w in (release.warnings if release is not None else ())]
     if policy is not Policy.FAITHFUL or winner is None:
         return tuple(out)
-    row = ranking.row(winner)
+    entry = ranking.entry(winner)
     hits: list[Check] = []
     # Under the faithful policy only the winner's known-bad rules matter: evaluated for it alone.
-    for chk in view.known_bad_checks[row.index] if view.known_bad_checks else ():
+    for chk in view.known_bad_checks[ranking.index(winner)] if view.known_bad_checks else ():
         outcome = chk.evaluate(norm.values)
         if outcome is Outcome.FAIL:
             hits.append(chk)
         elif outcome is Outcome.ABSTAIN:
-            notes.append(f"the selected {row.entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
+            notes.append(f"the selected {entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
     unchecked = [c for c in waived if c.code not in _BEFORE_REQUEST]
     if not hits and not unchecked:
         return tuple(out)
+    row = ranking.row(winner)
     safe = evaluate(view, config, env, policy=Policy.SAFE)
     alternative = safe.kernel
     instead = f"the safe policy selects {alternative}" if alternative else "nothing is eligible under the safe policy"
