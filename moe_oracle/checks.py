@@ -197,7 +197,7 @@ class PlainChecks:
                 for bit, pred in members:
                     if not pred.test(v):
                         fail |= 1 << bit
-            else:
+            elif failing:  # OR-ing even 0 into a ~6,000-bit int copies it
                 fail |= failing
         for name, pred, mask in self.generic:
             v = get(name)
@@ -266,7 +266,8 @@ class CheckIndex:
                     if bucket is None and open_field:
                         continue  # a value no gate lists: no check of this field applies
             if bucket is not None:
-                fail |= bucket.always
+                if bucket.always:
+                    fail |= bucket.always
                 if bucket.plain is not None:
                     fail, abstain = bucket.plain.evaluate(get, fail, abstain)
                 candidates = bucket.rest
