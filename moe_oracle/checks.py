@@ -81,6 +81,11 @@ class Check:
         return list(ReasonCode).index(self.code)
 
     @cached_property
+    def code_bit(self) -> int:
+        """``1 << code_rank``: a candidate's reason codes as one small bit set (see ``Decision.code_masks``)."""
+        return 1 << self.code_rank
+
+    @cached_property
     def allowed_copy(self) -> Callable[[Any], Any] | None:
         """How a record gets its own copy of :attr:`allowed_json`: ``None`` for a scalar (shared),
         ``list.copy`` / ``dict.copy`` for a list / mapping of scalars, else ``json_copy``."""

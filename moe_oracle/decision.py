@@ -13,8 +13,8 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from functools import cached_property
-from operator import attrgetter
+from functools import cached_property, reduce
+from operator import attrgetter, or_
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
@@ -35,7 +35,8 @@ DECISION_FORMAT_VERSION = 2
 
 _TABLE_ORDER = attrgetter("table_key")
 _DERIVED = Source.DERIVED.value
-_CODE_RANK = attrgetter("code_rank")
+_CODE_BIT = attrgetter("code_bit")
+_CODE_VALUES = tuple(code.value for code in ReasonCode)
 
 
 class Row(NamedTuple):
@@ -329,6 +330,12 @@ class Decision:
         )
 
     @cached_property
+    def view_memo(self) -> dict[str, Any]:
+        """Facts the text views (:mod:`moe_oracle.render`) derive from this record, kept once
+        derived (the record is immutable, so they are values)."""
+        return {}
+
+    @cached_property
     def _built(self) -> dict[int, CandidateResult]:
         # Rank position -> its record, for the views that read a few candidates (explain shows the
         # relevant ones; the rest are counted from the rows' checks without records).
@@ -407,14 +414,20 @@ class Decision:
         return self._summary
 
     @cached_property
+    def code_masks(self) -> tuple[int, ...]:
+        """Per rank position, the reason codes the candidate fails as a bit set (bit ``i``: the
+        ``i``-th ``ReasonCode`` in declaration order; 0: not rejected)."""
+        return tuple(reduce(or_, map(_CODE_BIT, r.failures), 0) for r in self.rows)
+
+    @cached_property
     def _summary(self) -> str:
-        rows = self.rows
-        rejected = [r for r in rows if r.failures]
-        # A rejected candidate's primary failure: the first by reason-code declaration order (primary_failure).
-        counts = Counter(min(r.failures, key=_CODE_RANK).code_value for r in rejected)
+        masks = self.code_masks
+        # A rejected candidate's primary failure: the first by reason-code declaration order (primary_failure),
+        # the lowest bit of its code set.
+        counts = Counter(_CODE_VALUES[(m & -m).bit_length() - 1] for m in masks if m)
         parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        eligible = len(rows) - len(rejected)
-        return f"{len(rows)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" (by first reason: {parts})" if parts else "")
+        rejected = sum(counts.values())
+        return f"{len(masks)} candidates: {len(masks) - rejected} eligible, {rejected} rejected" + (f" (by first reason: {parts})" if parts else "")
 
     @property
     def answered_for(self) -> str:
