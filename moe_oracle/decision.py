@@ -228,13 +228,34 @@ class Ranking:
 
     @cached_property
     def rows(self) -> tuple[Row, ...]:
-        """Every candidate as a :class:`Row`, in rank order."""
+        """Every candidate as a :class:`Row`, in rank order (:meth:`_row` for all of them, with each
+        index's bit sets read once)."""
         if self.fixed is not None:
             return self.fixed
-        patched = self.patched
-        if patched:
-            return tuple(patched[pos] if pos in patched else self._row(k, True) for pos, k in enumerate(self.order))
-        return tuple(self._row(k, True) for k in self.order)
+        if self.kb_fail is not None and self.view.known_bad_index is not None:
+            return tuple(self.patched.get(pos) or self._row(k, True) for pos, k in enumerate(self.order))
+        view = self.view
+        fails, abstains = self._split
+        pf_index = view.pf_index
+        pf_fails, pf_abstains = pf_index.split(self.pf_fail), pf_index.split(self.pf_abstain)
+        experts, pfs, pf_choice, dispatch = view.experts, view.prepare_finalize, view.pf_choice, self.dispatch
+        own, extra_fail, extra_abstain, patched = self.own_fail, self.extra_fail, self.extra_abstain, self.patched
+        out = []
+        for pos, k in enumerate(self.order):
+            row = patched.get(pos) if patched else None
+            if row is None:
+                entry = experts[k]
+                f = fails.get(k, ()) + own.get(k, ())
+                a = abstains.get(k, ())
+                j = pf_choice[k].get(dispatch)
+                pf = None
+                if j is not None:
+                    pf = pfs[j]
+                    f += pf_fails.get(j, ())
+                    a += pf_abstains.get(j, ())
+                row = Row(k, entry, pf, f + extra_fail.get(entry.backend, ()), a + extra_abstain.get(entry.backend, ()))
+            out.append(row)
+        return tuple(out)
 
 
 def table_order(checks: tuple[Check, ...]) -> tuple[Check, ...] | list[Check]:
@@ -245,15 +266,6 @@ def table_order(checks: tuple[Check, ...]) -> tuple[Check, ...] | list[Check]:
 def make_failure(chk: Check, norm: Normalized) -> Failure:
     """The :class:`Failure` record of a failing check under ``norm``."""
     return Failure.of(chk.code, chk.field, chk.observed(norm.values), chk.allowed_value, chk.rule, norm.sources.get(chk.source_field, Source.DERIVED), chk.hint, chk.reference)
-
-
-def _assumption_dict(chk: Check) -> dict[str, Any]:
-    """``chk.assumption.to_dict()`` from the check's template (the assumed value is its allowed value)."""
-    d = chk.assumption_template.copy()
-    copy = chk.allowed_copy
-    if copy is not None:
-        d["assumed"] = copy(d["assumed"])
-    return d
 
 
 @dataclass(frozen=True, eq=False)
@@ -535,7 +547,14 @@ class Decision:
             else:
                 cand["status"], cand["outranked_by"] = eligible, winner_id
             cand["failures"] = failures
-            cand["assumptions"] = [_assumption_dict(c) for c in row.abstentions] if row.abstentions else []
+            assumptions = []
+            for c in row.abstentions:  # Assumption.to_dict from the check's template (hundreds per record)
+                d = c.assumption_template.copy()
+                copy = c.allowed_copy
+                if copy is not None:
+                    d["assumed"] = copy(d["assumed"])
+                assumptions.append(d)
+            cand["assumptions"] = assumptions
             out.append(cand)
         return out
 
