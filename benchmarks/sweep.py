@@ -1,60 +1,59 @@
 """Exhaustive sweep of the discrete vocabulary for a handful of real shapes, through the engine invariants.
 
-    python benchmarks/sweep.py [--shapes N] [--jobs J] [--requests all|auto] [--cells FILE]
+    python benchmarks/sweep.py [--shapes N] [--jobs J] [--requests all|auto] [--all-requests] [--env default|all-on] [--no-reduce] [--cells FILE]
 
 Axes: device (every distinct platform / capability / arch / AMX of the hardware catalog, and TPU)
-x quant scheme (every named scheme) x activation x routing method x parallel shape (single GPU,
-TP 8, EP 8 with and without EPLB, DP 8 without EP, DP 4 x TP 2 with EP through every all2all
-backend, and with DeepEP low-latency + EPLB) x LoRA x request for the first
-``--shapes`` real shapes of ``verify.space.SHAPES``, with every package the tables read installed
-at a version their ranges accept and the newest modelled vLLM release (with the versions it pins) (``--env all-on``: every
-boolean environment variable the tables read set to 1, for kernels only an opt-in enables). Request ``auto`` over the
-whole product; each backend id requested over every device, scheme, parallel shape and LoRA at
-silu + renormalize (``--all-requests``: over every activation and routing class as well).
+x quant scheme (every named scheme) x activation (every one) x routing method (every one) x
+layout: the first ``--shapes`` real shapes of ``verify.space.SHAPES`` x parallel shape (single
+GPU, TP 8, EP 8 with and without EPLB, DP 8 without EP, DP 4 x TP 2 with EP through every all2all
+backend, and with DeepEP low-latency + EPLB) x LoRA x request, with every package the tables read
+installed at a version their ranges accept and the newest modelled vLLM release (with the versions
+it pins) (``--env all-on``: every boolean environment variable the tables read set to 1, for
+kernels only an opt-in enables). Request ``auto`` over the whole product; each backend id
+requested over every device, scheme, layout and LoRA at silu + renormalize (``--all-requests``:
+over every activation and routing method as well).
 
-Exact, not sampled: values of an axis that every predicate of the catalog (checks, conditions,
-priority orders, adjustments, opt-ins, overrides, shortcuts, known-bad rules) answers alike, on
-every field the value determines, select identically; the sweep evaluates one representative per
-such class and counts the combinations each stands for. The per-class representatives are
-printed.
+Exact, not sampled: :mod:`moe_oracle.verify.sweep` evaluates one representative per class of
+combinations that provably select alike and pass or fail the invariants alike (the argument is
+its module docstring; ``--no-reduce`` evaluates every combination, and
+``tests/unit/test_sweep_reduction.py`` holds the two to the same answer on a slice), and counts
+the combinations each class stands for.
 
-Each evaluated config goes through the engine's own invariants that read the ranking: the winner
-is the first candidate without a failure, candidates come in backend blocks (monolithic first,
-table order), every non-winner has a failure or is outranked by the winner, and a requested
-backend wins or has a failure on each of its candidates (``--full`` adds every one-case invariant
-of tests/property, far slower).
+Each evaluated config goes through the engine's own invariants that read the ranking
+(``verify.sweep.check_ranking``): the winner is the first candidate without a failure,
+candidates come in backend blocks (monolithic first, table order), every non-winner has a failure
+or is outranked by the winner, and a requested backend wins or has a failure on each of its
+candidates (``--full`` adds every one-case invariant of tests/property on every combination,
+unreduced, far slower).
 
 Prints configs/s, coverage (vocabulary combinations covered, per-cell), and the winner per
-(platform, capability, scheme) cell under ``auto`` without LoRA on one GPU (plus how many of the
-cell's other combinations select something else or nothing), then the cells where nothing is ever
-selected under ``auto`` and the kernels that never win: lint's "uncovered regions", exactly, for
-these shapes and this environment.
+(platform, capability, scheme) cell under ``auto`` without LoRA on one GPU (plus the share of the
+cell's other combinations each kernel wins, '-' for nothing), then the cells where nothing is
+ever selected under ``auto`` and the kernels that never win: lint's "uncovered regions", exactly,
+for these shapes and this environment.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import sys
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from moe_oracle.config import Device, MoEConfig, ParallelConfig  # noqa: E402
-from moe_oracle.engine import evaluate  # noqa: E402
+from moe_oracle.config import Device  # noqa: E402
 from moe_oracle.environment import Environment  # noqa: E402
-from moe_oracle.errors import ConfigError  # noqa: E402
 from moe_oracle.hardware import GPU_CATALOG  # noqa: E402
-from moe_oracle.normalize import normalize  # noqa: E402
 from moe_oracle.oracle import default_catalog  # noqa: E402
 from moe_oracle.quant import SCHEMES  # noqa: E402
 from moe_oracle.verify.space import SHAPES  # noqa: E402
+from moe_oracle.verify.sweep import Axes, Sweep, make_config  # noqa: E402
 from moe_oracle.vocab import Activation, All2AllBackend, Platform, RoutingMethod  # noqa: E402
 
 CATALOG = default_catalog()
@@ -118,110 +117,53 @@ def _parses(v: str) -> bool:
     return True
 
 
-def _predicates() -> list[Any]:
-    out = []
-    for view_owner in (*CATALOG.experts, *CATALOG.prepare_finalize):
-        for chk in view_owner.checks:
-            out += [p for p in (chk.predicate, *chk.condition) if p is not None]
-    for group in (CATALOG.orders, CATALOG.adjustments, CATALOG.opt_in, CATALOG.overrides, CATALOG.shortcuts):
-        for rule in group:
-            out += list(rule.when)
-    for kb in CATALOG.known_bad:
-        out += [p for p in (kb.check.predicate, *kb.check.condition) if p is not None]
-    return out
+def _axes(shapes: int, requests: str, all_requests: bool) -> Axes:
+    return Axes(
+        shapes=tuple(SHAPES[:shapes]), devices=tuple(_devices()), schemes=tuple(SCHEMES.values()), parallels=PARALLEL,
+        requests=("auto", *(sorted(CATALOG.backends) if requests == "all" else ())),
+        request_activations=tuple(Activation) if all_requests else (Activation.SILU,),
+        request_routings=tuple(RoutingMethod) if all_requests else (RoutingMethod.RENORMALIZE,),
+    )
 
 
-def _classes(values: Sequence[Any], fields_of: Any, base: MoEConfig, env: Environment) -> list[tuple[Any, list[Any]]]:
-    """Group ``values`` of one axis by the answers of every catalog predicate on the fields they set.
-
-    ``fields_of(value) -> MoEConfig`` applies a value to ``base``; two values are one class when their
-    normalized fields differ only where no predicate can tell them apart.
-    """
-    preds = _predicates()
-    groups: dict[tuple[Any, ...], list[Any]] = {}
-    reference = normalize(base, env, CATALOG.package_names, CATALOG.env_vars).values
-    for value in values:
-        got = normalize(fields_of(value), env, CATALOG.package_names, CATALOG.env_vars).values
-        changed = sorted(k for k in got if got[k] != reference[k] or k in _AXIS_FIELDS)
-        signature = tuple((k, tuple(p.test(got[k]) if got[k] is not None else None for p in preds if p.field == k)) for k in changed)
-        groups.setdefault(signature, []).append(value)
-    return [(members[0], members) for members in groups.values()]
+_WORKER: dict[str, Any] = {}
 
 
-# Fields an axis value may set; compared by predicate answers only.
-_AXIS_FIELDS = frozenset({"activation", "is_gated", "routing_method", "quant_scheme", "weight_quant", "activation_quant", "quant_family", "moe_backend"})
-
-
-def _config(shape: tuple[int, int, int, int], device: Device, scheme: Any, activation: Activation, routing: RoutingMethod, parallel: dict[str, Any], lora: bool, request: str) -> MoEConfig:
-    e, k, h, i = shape
-    limit = 7.0 if activation in (Activation.SWIGLUOAI, Activation.SWIGLUOAI_UNINTERLEAVE) else None
-    return MoEConfig(num_experts=e, top_k=k, hidden_size=h, intermediate_size=i, device=device, activation=activation, routing_method=routing, quant=scheme,
-                     swiglu_limit=limit, parallel=ParallelConfig(**parallel), lora=lora, moe_backend=request)
-
-
-def _check(d: Any) -> None:
-    """The engine invariants that read the ranking (see the module docstring); raises AssertionError.
-
-    Rows are materialized from the failure bits (``Ranking.row``) only where needed: every candidate
-    ranked above the winner, the winner, and the requested backend's candidates when none wins.
-    """
-    r = d.ranking
-    view = r.view
-    n = len(r.fixed) if r.fixed is not None else len(r.order)
-    if d.shortcut is None:
-        stop = d.winner if d.winner is not None else n
-        for pos in range(stop):
-            assert r.row(pos).failures, f"{r.entry(pos).id} ranked {pos + 1} has no failure but {d.kernel} won"
-        backends = [r.entry(pos).backend for pos in range(n)]
-        blocks = [b for k, b in enumerate(backends) if k == 0 or backends[k - 1] != b]
-        assert len(blocks) == len(set(blocks)) and blocks == [b for b in d.backend_order if b in set(blocks)], blocks
-        keys = [view.rank_key[r.index(pos)] for pos in range(n)]
-        for b in blocks:
-            mine = [k for k, bb in zip(keys, backends) if bb == b]
-            assert mine == sorted(mine), f"{b}: not monolithic-first in table order"
-    if d.winner is not None:
-        assert not r.row(d.winner).failures, f"winner {d.kernel} has failures"
-    if d.requested and d.shortcut is None:
-        if d.winner is not None:
-            assert r.entry(d.winner).backend in d.requested, f"{d.kernel} won, {d.requested} requested"
-        else:
-            assert all(r.row(pos).failures for pos in range(n) if r.entry(pos).backend in d.requested)
-
-
-def _build(key: tuple[Any, ...]) -> MoEConfig:
-    shape, dev, scheme, act, routing, plabel, lora, request = key
-    return _config(shape, Device(*dev), SCHEMES[scheme], Activation(act), RoutingMethod(routing), _PARALLEL_BY_LABEL[plabel], lora, request)
-
-
-_PARALLEL_BY_LABEL = dict(PARALLEL)
-
-
-def _work(chunk: list[tuple[Any, ...]]) -> tuple[float, list[tuple[Any, ...]], list[str]]:
-    """Evaluate and check the configs of ``chunk`` (keys: built here, in the worker); returns the CPU seconds it took."""
+def _work(task: tuple[dict[str, Any], list[tuple[int, int, int]]]) -> tuple[float, int, list[tuple[Any, ...]]]:
+    """Run the prefixes (device, scheme, request indices) of one chunk in a worker; returns its CPU
+    seconds, the configs it evaluated and one compact row per class:
+    (device key, scheme, request, weight, kernel, pf, refused, broken, holds the default combination)."""
     cpu = time.process_time()
-    full = os.environ.get("MOE_ORACLE_SWEEP_FULL") == "1"
-    if full:
-        from tests.property import invariants as inv
-        from tests.property.strategies import Case
-    env = _ENV
-    out = []
-    broken = []
-    for key in chunk:
-        config = _build(key)
-        try:
-            d = evaluate(CATALOG, config, env)
-        except ConfigError as exc:
-            out.append((key, "refused", None))
-            continue
-        try:
-            _check(d)
-            if full:
-                for check in inv.ENGINE_INVARIANTS.values():
-                    check(Case(config, env))
-        except AssertionError as exc:
-            broken.append(f"{key}: {exc}")
-        out.append((key, d.kernel, d.prepare_finalize))
-    return time.process_time() - cpu, out, broken
+    opts, prefixes = task
+    sw = _WORKER.get("sweep")
+    if sw is None or _WORKER.get("opts") != opts:
+        sw = _WORKER["sweep"] = Sweep(CATALOG, _ENV, _axes(opts["shapes"], opts["requests"], opts["all_requests"]), reduce=opts["reduce"], guard=False)
+        _WORKER["opts"] = opts
+    a = sw.axes
+    before = sw.evaluated
+    rows = []
+    default = (a.layouts[0], False, Activation.SILU, RoutingMethod.RENORMALIZE)
+    for di, si, ri in prefixes:
+        dev = a.devices[di]
+        for r in sw.run(dev, a.schemes[si], a.requests[ri]):
+            holds = r.request == "auto" and default[0] in r.layouts and default[1] in r.loras and default[2] in r.acts and default[3] in r.routings
+            rows.append(((dev.platform.value, dev.capability, dev.arch, dev.cpu_amx), r.scheme, r.request, r.weight, r.kernel, r.pf, r.refused, r.broken, holds))
+            if opts["full"] and not r.refused:
+                try:
+                    _full_check(sw, r)
+                except AssertionError as exc:
+                    rows.append(((dev.platform.value, dev.capability, dev.arch, dev.cpu_amx), r.scheme, r.request, 0, None, None, False, f"--full: {exc}", False))
+    return time.process_time() - cpu, sw.evaluated - before, rows
+
+
+def _full_check(sw: Sweep, r: Any) -> None:
+    from tests.property import invariants as inv
+    from tests.property.strategies import Case
+
+    for layout, lora, act, routing in r.members():
+        config = make_config(r.device, SCHEMES[r.scheme], r.request, layout, dict(PARALLEL)[layout[1]], lora, act, routing)
+        for check in inv.ENGINE_INVARIANTS.values():
+            check(Case(config, _ENV))
 
 
 _ENV = _environment(os.environ.get("MOE_ORACLE_SWEEP_ENV") == "all-on")
@@ -229,88 +171,78 @@ _ENV = _environment(os.environ.get("MOE_ORACLE_SWEEP_ENV") == "all-on")
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shapes", type=int, default=3, help="how many of verify.space.SHAPES (default 3: DeepSeek-V3, Qwen3-30B-A3B, Qwen3-235B-A22B)")
+    ap.add_argument("--shapes", type=int, default=5, help="how many of verify.space.SHAPES (default 5: DeepSeek-V3, Qwen3-30B-A3B, Qwen3-235B-A22B, Mixtral-8x7B, gpt-oss-120b)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPU count)")
     ap.add_argument("--requests", choices=("all", "auto"), default="all", help="request axis: auto and every backend id (default), or auto only")
-    ap.add_argument("--all-requests", action="store_true", help="requests over every activation and routing class too (16x the configs)")
+    ap.add_argument("--all-requests", action="store_true", help="requests over every activation and routing method too")
     ap.add_argument("--env", choices=("default", "all-on"), default="default", help="environment variables at their defaults, or every boolean one the tables read set to 1 (opt-in kernels)")
-    ap.add_argument("--full", action="store_true", help="also run every one-case invariant of tests/property on each config (slow)")
+    ap.add_argument("--no-reduce", action="store_true", help="evaluate every combination (no equivalence classes)")
+    ap.add_argument("--full", action="store_true", help="also run every one-case invariant of tests/property on every combination (slow)")
     ap.add_argument("--cells", type=Path, help="also write the per-cell winners as JSON lines")
     args = ap.parse_args(argv)
     if args.env == "all-on" and os.environ.get("MOE_ORACLE_SWEEP_ENV") != "all-on":
         os.environ["MOE_ORACLE_SWEEP_ENV"] = "all-on"  # the workers read it at import
         os.execv(sys.executable, [sys.executable, *sys.argv])
     print(f"environment: {'every boolean variable the tables read set to 1' if args.env == 'all-on' else 'variables at their defaults'}; packages: {', '.join(f'{n} {v}' for n, v in _ENV.packages)}")
-    if args.full:
-        os.environ["MOE_ORACLE_SWEEP_FULL"] = "1"
     t0 = time.perf_counter()
-    env = _ENV
-    shapes = SHAPES[: args.shapes]
-    devices = _devices()
-    base = _config(shapes[0], devices[0], SCHEMES["unquantized"], Activation.SILU, RoutingMethod.RENORMALIZE, {}, False, "auto")
-    from dataclasses import replace
-
-    acts = _classes(list(Activation), lambda a: replace(base, activation=a, swiglu_limit=7.0 if a in (Activation.SWIGLUOAI, Activation.SWIGLUOAI_UNINTERLEAVE) else None), base, env)
-    routings = _classes(list(RoutingMethod), lambda r: replace(base, routing_method=r), base, env)
-    schemes = list(SCHEMES.values())
-    assert all(SCHEMES[s.name] is s for s in schemes)  # keys carry the scheme by name
-    requests = ["auto"] + (sorted(CATALOG.backends) if args.requests == "all" else [])
-    print(f"vocabulary: {len(devices)} devices x {len(schemes)} quant schemes x {len(Activation)} activations ({len(acts)} classes) x {len(RoutingMethod)} routing methods ({len(routings)} classes)"
-          f" x {len(PARALLEL)} parallel shapes x 2 LoRA x {len(requests)} requests x {len(shapes)} shapes")
-    print("activation classes:", "; ".join("=".join(m.value for m in members) for _, members in acts))
-    print("routing classes:   ", "; ".join("=".join(m.value for m in members) for _, members in routings))
-    weight = {a: len(m) for a, m in acts} | {r: len(m) for r, m in routings}
-    jobs = []
-    silu = next(a for a, members in acts if Activation.SILU in members)
-    renorm = next(r for r, members in routings if RoutingMethod.RENORMALIZE in members)
-    for shape, device, scheme, (act, _), (routing, _), (plabel, par), lora, request in itertools.product(
-        shapes, devices, schemes, acts, routings, PARALLEL, (False, True), requests
-    ):
-        if request != "auto" and not args.all_requests and (act is not silu or routing is not renorm):
-            continue  # requests: every device, scheme, parallel shape and LoRA, at silu + renormalize
-        jobs.append((shape, (device.platform.value, device.capability, device.arch, device.cpu_amx), scheme.name, act.value, routing.value, plabel, lora, request))
-    covered = sum(weight[Activation(k[3])] * weight[RoutingMethod(k[4])] for k in jobs)
-    print(f"evaluating {len(jobs):,} configs standing for {covered:,} vocabulary combinations, {args.jobs} processes, set up in {time.perf_counter() - t0:.1f} s; "
+    cpu0 = time.process_time()
+    axes = _axes(args.shapes, args.requests, args.all_requests)
+    # The main process checks the part structure the classes rely on (Sweep._guard); workers skip it.
+    sw = Sweep(CATALOG, _ENV, axes, reduce=not args.no_reduce)
+    n_req = len(axes.requests) - 1
+    print(f"vocabulary: {len(axes.devices)} devices x {len(axes.schemes)} quant schemes x {len(axes.shapes)} shapes x {len(PARALLEL)} parallel shapes x {len(axes.loras)} LoRA"
+          f" x (auto x {len(axes.activations)} activations x {len(axes.routings)} routing methods + {n_req} requests x {len(axes.request_activations)} x {len(axes.request_routings)})"
+          f" = {axes.size():,} combinations; shapes {', '.join(map(str, axes.shapes))}")
+    opts = dict(shapes=args.shapes, requests=args.requests, all_requests=args.all_requests, reduce=not args.no_reduce, full=args.full)
+    # Interleave devices, schemes and requests so both workers get a mix of heavy (auto) and light prefixes.
+    prefixes = [(di, si, ri) for ri in range(len(axes.requests)) for si in range(len(axes.schemes)) for di in range(len(axes.devices))]
+    prefixes.sort(key=lambda p: (p[2] != 0, p[0], p[1]))
+    chunks = [prefixes[i :: max(1, 8 * args.jobs)] for i in range(max(1, 8 * args.jobs))]
+    print(f"{len(prefixes):,} prefixes (device x scheme x request) in {len(chunks)} chunks, {args.jobs} processes; set up (with the structure guard) in {time.perf_counter() - t0:.1f} s; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     t1 = time.perf_counter()
-    chunks = [jobs[i : i + 5000] for i in range(0, len(jobs), 5000)]
-    results: list[tuple[Any, ...]] = []
-    broken: list[str] = []
+    rows: list[tuple[Any, ...]] = []
     cpu = 0.0
+    evaluated = 0
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for done, (seconds, out, bad) in enumerate(pool.map(_work, chunks), start=1):
-            results += out
-            broken += bad
+        for done, (seconds, n, out) in enumerate(pool.map(_work, [(opts, c) for c in chunks]), start=1):
+            rows += out
             cpu += seconds
-            if done % 40 == 0:
-                print(f"  {len(results):,} configs, {time.perf_counter() - t1:.0f} s", file=sys.stderr, flush=True)
+            evaluated += n
+            print(f"  chunk {done}/{len(chunks)}: {evaluated:,} configs evaluated, {time.perf_counter() - t1:.0f} s", file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - t1
-    print(f"swept {len(results):,} configs in {elapsed:.1f} s: {len(results) / elapsed:,.0f} configs/s wall ({covered / elapsed:,.0f} vocabulary combinations/s); "
-          f"{len(results) / cpu:,.0f} configs/s per worker CPU second ({cpu:.0f} CPU s in all); invariant failures: {len(broken)}")
-    for line in broken[:20]:
-        print("  BROKEN", line)
+    covered = sum(r[3] for r in rows)
+    assert covered == axes.size(), (covered, axes.size())
+    broken = [r for r in rows if r[7] is not None]
+    print(f"swept {covered:,} combinations ({len(rows):,} classes, {evaluated:,} configs evaluated) in {elapsed:.1f} s wall: {evaluated / elapsed:,.0f} configs/s evaluated, "
+          f"{covered / elapsed:,.0f} combinations/s covered; {cpu:.0f} worker CPU s ({evaluated / cpu:,.0f} configs/s and {covered / cpu:,.0f} combinations/s per CPU second); "
+          f"coverage {covered:,} / {axes.size():,} combinations (100%); invariant failures: {len(broken)} classes, {sum(r[3] for r in broken):,} combinations")
+    for r in broken[:20]:
+        print("  BROKEN", r[:3], r[7])
 
     # Per (platform, capability/arch, scheme) cell.
     cells: dict[tuple[Any, ...], Counter[str]] = defaultdict(Counter)
     default: dict[tuple[Any, ...], str] = {}
     winners: Counter[str] = Counter()
     refused = 0
-    for key, kernel, pf in results:
-        shape, dev, scheme, act, routing, plabel, lora, request = key
-        if kernel == "refused":
-            refused += 1
+    requested_wins = set()
+    for dev, scheme, request, weight, kernel, pf, is_refused, _, holds in rows:
+        if is_refused:
+            refused += weight
+            continue
+        if request != "auto":
+            if kernel:
+                requested_wins.add(kernel)
             continue
         cell = (dev, scheme)
-        w = weight[Activation(act)] * weight[RoutingMethod(routing)]
-        if request == "auto":
-            cells[cell][kernel or "-"] += w
-            if kernel:
-                winners[kernel] += w
-            if shape == shapes[0] and act == "silu" and routing == RoutingMethod.RENORMALIZE.value and plabel == "1 GPU" and not lora:
-                default[cell] = f"{kernel} + {pf}" if kernel else "none"
-    print(f"refused as input (ConfigError): {refused}")
-    print(f"\nwinner per (device, scheme) cell: {shapes[0]} shape, silu, renormalize, 1 GPU, no LoRA, auto; then the share of the cell's auto combinations (all shapes, activations, routings, parallel shapes, LoRA) won by each kernel ('-': nothing eligible)")
+        cells[cell][kernel or "-"] += weight
+        if kernel:
+            winners[kernel] += weight
+        if holds:
+            default[cell] = f"{kernel} + {pf}" if kernel else "none"
+    print(f"refused as input (ConfigError): {refused:,} combinations")
+    print(f"\nwinner per (device, scheme) cell: {axes.shapes[0]} shape, silu, renormalize, 1 GPU, no LoRA, auto; then the share of the cell's auto combinations (all shapes, activations, routings, parallel shapes, LoRA) won by each kernel ('-': nothing eligible)")
     by_device: dict[Any, list[Any]] = defaultdict(list)
     for cell in sorted(cells, key=lambda c: (str(c[0]), c[1])):
         by_device[cell[0]].append(cell)
@@ -331,9 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {dev[0]} {dev[1] if dev[1] is not None else (dev[2] or '')}{' amx' if dev[3] else ''}: {scheme}")
     never = sorted({e.id for e in CATALOG.experts} - set(winners))
     print(f"\nkernels that win somewhere under auto: {len(winners)} of {len(CATALOG.experts)}; never under auto here: {', '.join(never) or 'none'}")
-    requested_wins = {kernel for key, kernel, _ in results if key[7] != "auto" and kernel not in (None, "refused")}
     print(f"kernels that never win even when their backend is requested: {', '.join(sorted({e.id for e in CATALOG.experts} - requested_wins - set(winners))) or 'none'}")
-    print(f"total {time.perf_counter() - t0:.1f} s; load average at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"total {time.perf_counter() - t0:.1f} s wall, {time.process_time() - cpu0 + cpu:.0f} CPU s (main + workers); load average at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.cells:
         import json
 

@@ -288,6 +288,11 @@ class Override:
     reference: str
     engine: Range = field(default=None, compare=False)
 
+    @cached_property
+    def explicit_fields(self) -> tuple[str, ...]:
+        """``env.<VAR>`` for each variable in :attr:`explicit`."""
+        return tuple(f"env.{var}" for var in self.explicit)
+
 
 @dataclass(frozen=True)
 class BlockRule:

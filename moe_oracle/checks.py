@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from functools import cached_property
-from types import MappingProxyType
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from .fields import FIELDS, field_spec
@@ -80,6 +79,11 @@ class Check:
     def code_rank(self) -> int:
         """Position of :attr:`code` in the ``ReasonCode`` declaration (the primary failure is the lowest)."""
         return list(ReasonCode).index(self.code)
+
+    @cached_property
+    def code_bit(self) -> int:
+        """``1 << code_rank``: a candidate's reason codes as one small bit set (see ``Decision.code_masks``)."""
+        return 1 << self.code_rank
 
     @cached_property
     def allowed_copy(self) -> Callable[[Any], Any] | None:
@@ -198,7 +202,7 @@ class PlainChecks:
                 for bit, pred in members:
                     if not pred.test(v):
                         fail |= 1 << bit
-            else:
+            elif failing:  # OR-ing even 0 into a ~6,000-bit int copies it
                 fail |= failing
         for name, pred, mask in self.generic:
             v = get(name)
@@ -267,7 +271,8 @@ class CheckIndex:
                     if bucket is None and open_field:
                         continue  # a value no gate lists: no check of this field applies
             if bucket is not None:
-                fail |= bucket.always
+                if bucket.always:
+                    fail |= bucket.always
                 if bucket.plain is not None:
                     fail, abstain = bucket.plain.evaluate(get, fail, abstain)
                 candidates = bucket.rest
@@ -393,7 +398,8 @@ def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str
         for d in rejected:
             table[d] |= 1 << bit
     return PlainChecks(
-        tuple((f, MappingProxyType(table), sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in tables.items()),
+        # Plain dicts, never written after this: a read-only view would add a call to every lookup.
+        tuple((f, table, sum(1 << b for b, _ in listed), tuple(listed)) for f, (table, listed) in tables.items()),
         tuple((p.field, p, m) for p, m in generic.items()),
     )
 
@@ -517,7 +523,7 @@ def build_index(owners: Sequence[str], checks: Sequence[Sequence[Check]], env_ty
         if domain is None:  # an open field: the values its gates list (any other: every gate fails)
             domain = tuple(dict.fromkeys(v for _, gate in with_gate for v in gate.spec[0][1]))
         by_gate = {d: _bucket(f, d, [m for m in with_gate if m[1].test(d)], env_types, failing) for d in domain}
-        gated.append((f, MappingProxyType(by_gate), _groups(listed), _domain(f, env_types) is None))
+        gated.append((f, by_gate, _groups(listed), _domain(f, env_types) is None))  # by_gate: a plain dict, as in _plain
     return CheckIndex(
         owners=tuple(owners),
         checks=tuple(tuple(c) for c in checks),

@@ -13,8 +13,8 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from functools import cached_property
-from operator import attrgetter
+from functools import cached_property, reduce
+from operator import attrgetter, or_
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
@@ -35,7 +35,8 @@ DECISION_FORMAT_VERSION = 2
 
 _TABLE_ORDER = attrgetter("table_key")
 _DERIVED = Source.DERIVED.value
-_CODE_RANK = attrgetter("code_rank")
+_CODE_BIT = attrgetter("code_bit")
+_CODE_VALUES = tuple(code.value for code in ReasonCode)
 
 
 class Row(NamedTuple):
@@ -126,6 +127,22 @@ class Ranking:
         patched = self.patched.get(pos)
         return patched if patched is not None else self._row(self.order[pos])
 
+    def has_failure(self, pos: int) -> bool:
+        """Whether the candidate at rank position ``pos`` has a failing check (``row(pos).failures``
+        non-empty), read off the bit sets without materializing the row."""
+        if self.fixed is not None or pos in self.patched or "rows" in self.__dict__:
+            return bool(self.row(pos).failures)
+        view = self.view
+        k = self.order[pos]
+        if self.fail & view.experts_index.masks[k] or k in self.own_fail or view.experts[k].backend in self.extra_fail:
+            return True
+        if self.kb_fail and view.known_bad_index is not None:
+            kb = view.known_bad_position.get(k)
+            if kb is not None and self.kb_fail & view.known_bad_index.masks[kb]:
+                return True
+        j = view.pf_choice[k].get(self.dispatch)
+        return j is not None and bool(self.pf_fail & view.pf_index.masks[j])
+
     def with_row(self, pos: int, row: Row | None) -> "Ranking":
         """This ranking with ``row`` at rank position ``pos`` (``None``: the evaluated row again)."""
         if self.fixed is not None:
@@ -211,13 +228,34 @@ class Ranking:
 
     @cached_property
     def rows(self) -> tuple[Row, ...]:
-        """Every candidate as a :class:`Row`, in rank order."""
+        """Every candidate as a :class:`Row`, in rank order (:meth:`_row` for all of them, with each
+        index's bit sets read once)."""
         if self.fixed is not None:
             return self.fixed
-        patched = self.patched
-        if patched:
-            return tuple(patched[pos] if pos in patched else self._row(k, True) for pos, k in enumerate(self.order))
-        return tuple(self._row(k, True) for k in self.order)
+        if self.kb_fail is not None and self.view.known_bad_index is not None:
+            return tuple(self.patched.get(pos) or self._row(k, True) for pos, k in enumerate(self.order))
+        view = self.view
+        fails, abstains = self._split
+        pf_index = view.pf_index
+        pf_fails, pf_abstains = pf_index.split(self.pf_fail), pf_index.split(self.pf_abstain)
+        experts, pfs, pf_choice, dispatch = view.experts, view.prepare_finalize, view.pf_choice, self.dispatch
+        own, extra_fail, extra_abstain, patched = self.own_fail, self.extra_fail, self.extra_abstain, self.patched
+        out = []
+        for pos, k in enumerate(self.order):
+            row = patched.get(pos) if patched else None
+            if row is None:
+                entry = experts[k]
+                f = fails.get(k, ()) + own.get(k, ())
+                a = abstains.get(k, ())
+                j = pf_choice[k].get(dispatch)
+                pf = None
+                if j is not None:
+                    pf = pfs[j]
+                    f += pf_fails.get(j, ())
+                    a += pf_abstains.get(j, ())
+                row = Row(k, entry, pf, f + extra_fail.get(entry.backend, ()), a + extra_abstain.get(entry.backend, ()))
+            out.append(row)
+        return tuple(out)
 
 
 def table_order(checks: tuple[Check, ...]) -> tuple[Check, ...] | list[Check]:
@@ -228,15 +266,6 @@ def table_order(checks: tuple[Check, ...]) -> tuple[Check, ...] | list[Check]:
 def make_failure(chk: Check, norm: Normalized) -> Failure:
     """The :class:`Failure` record of a failing check under ``norm``."""
     return Failure.of(chk.code, chk.field, chk.observed(norm.values), chk.allowed_value, chk.rule, norm.sources.get(chk.source_field, Source.DERIVED), chk.hint, chk.reference)
-
-
-def _assumption_dict(chk: Check) -> dict[str, Any]:
-    """``chk.assumption.to_dict()`` from the check's template (the assumed value is its allowed value)."""
-    d = chk.assumption_template.copy()
-    copy = chk.allowed_copy
-    if copy is not None:
-        d["assumed"] = copy(d["assumed"])
-    return d
 
 
 @dataclass(frozen=True, eq=False)
@@ -311,6 +340,12 @@ class Decision:
             pos + 1,
             self.kernel if status is Status.ELIGIBLE else None,
         )
+
+    @cached_property
+    def view_memo(self) -> dict[str, Any]:
+        """Facts the text views (:mod:`moe_oracle.render`) derive from this record, kept once
+        derived (the record is immutable, so they are values)."""
+        return {}
 
     @cached_property
     def _built(self) -> dict[int, CandidateResult]:
@@ -391,14 +426,20 @@ class Decision:
         return self._summary
 
     @cached_property
+    def code_masks(self) -> tuple[int, ...]:
+        """Per rank position, the reason codes the candidate fails as a bit set (bit ``i``: the
+        ``i``-th ``ReasonCode`` in declaration order; 0: not rejected)."""
+        return tuple(reduce(or_, map(_CODE_BIT, r.failures), 0) for r in self.rows)
+
+    @cached_property
     def _summary(self) -> str:
-        rows = self.rows
-        rejected = [r for r in rows if r.failures]
-        # A rejected candidate's primary failure: the first by reason-code declaration order (primary_failure).
-        counts = Counter(min(r.failures, key=_CODE_RANK).code_value for r in rejected)
+        masks = self.code_masks
+        # A rejected candidate's primary failure: the first by reason-code declaration order (primary_failure),
+        # the lowest bit of its code set.
+        counts = Counter(_CODE_VALUES[(m & -m).bit_length() - 1] for m in masks if m)
         parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        eligible = len(rows) - len(rejected)
-        return f"{len(rows)} candidates: {eligible} eligible, {len(rejected)} rejected" + (f" (by first reason: {parts})" if parts else "")
+        rejected = sum(counts.values())
+        return f"{len(masks)} candidates: {len(masks) - rejected} eligible, {rejected} rejected" + (f" (by first reason: {parts})" if parts else "")
 
     @property
     def answered_for(self) -> str:
@@ -506,7 +547,14 @@ class Decision:
             else:
                 cand["status"], cand["outranked_by"] = eligible, winner_id
             cand["failures"] = failures
-            cand["assumptions"] = [_assumption_dict(c) for c in row.abstentions] if row.abstentions else []
+            assumptions = []
+            for c in row.abstentions:  # Assumption.to_dict from the check's template (hundreds per record)
+                d = c.assumption_template.copy()
+                copy = c.allowed_copy
+                if copy is not None:
+                    d["assumed"] = copy(d["assumed"])
+                assumptions.append(d)
+            cand["assumptions"] = assumptions
             out.append(cand)
         return out
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import chain
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from .catalog import Catalog, KeyRewrite, PriorityOrder, RequestMap, Shortcut
@@ -44,10 +45,17 @@ from .vocab import All2AllBackend, Policy, ReasonCode, Source
 __all__ = ["evaluate", "request_name", "resolve_request"]
 
 
-def _known_names(catalog: Catalog) -> set[str]:
+def _known_names(catalog: Catalog) -> frozenset[str]:
     """Backend ids and aliases, the names request maps read, and every name a modelled release's
     ``KernelConfig.moe_backend`` accepts (whether this release accepts it is :func:`evaluate`'s
-    question: the doors do not know the release yet)."""
+    question: the doors do not know the release yet). Built once per view."""
+    known = catalog.__dict__.get("_known_names")
+    if known is None:
+        known = catalog.__dict__.setdefault("_known_names", frozenset(_collect_names(catalog)))
+    return known
+
+
+def _collect_names(catalog: Catalog) -> set[str]:
     names = set(catalog.backend_names)
     for rm in catalog.request_maps:
         names.update(rm.names)
@@ -100,12 +108,9 @@ def _engine_request(view: Catalog, moe_backend: str, release: EngineRelease | No
     if accepted is not None and name not in accepted:
         who = f"{release.display} {release.version}" if release is not None else "the engine"
         raise ConfigError([InputIssue("$.moe_backend", f"{who} does not accept this moe_backend (KernelConfig.moe_backend)", moe_backend, sorted(accepted))])
-    try:
-        return resolve_request(view, moe_backend)
-    except ConfigError:
-        if accepted is not None:
-            return ()
-        raise
+    if accepted is not None and name != "auto" and name not in view.backend_names and name not in _known_names(view):
+        return ()  # accepted by the release, answered by no backend of ours (resolve_request would raise)
+    return resolve_request(view, moe_backend)
 
 
 def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> tuple[RequestMap | None, tuple[str, ...] | None, str | None]:
@@ -115,7 +120,7 @@ def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> t
     our runtime's view takes backend ids and aliases for every family."""
     if catalog.view_name != "engine":
         return None, None, None
-    rm = next((r for r in catalog.request_maps if _holds(r.when, values)), None)
+    rm = next((r for r, held in zip(catalog.request_maps, _held(catalog, "request_maps", values)) if held), None)
     if rm is None:
         return None, None, None
     if name == "auto" or name in rm.auto:
@@ -181,14 +186,70 @@ def _holds(preds: tuple[Predicate, ...], values: Mapping[str, Any]) -> bool | No
     return None if unknown else True
 
 
+_CONDITION_GROUPS = ("rewrites", "request_maps", "opt_in", "shortcuts")
+
+
+def _held(view: Catalog, group: str, values: Mapping[str, Any]) -> tuple[bool | None, ...]:
+    """:func:`_holds` of the ``when`` of every item of ``view.<group>`` (one of
+    :data:`_CONDITION_GROUPS`), in table order.
+
+    A function of the fields those conditions read: each answer is kept per view and group (the
+    platform, quant family, all2all ... combinations a process meets), so most selections pay one
+    lookup instead of a pass over every condition.
+    """
+    memos = view.__dict__.setdefault("_held_memo", {})
+    entry = memos.get(group)
+    if entry is None:
+        whens = tuple(item.when for item in getattr(view, group))
+        fields = tuple(sorted({p.field for when in whens for p in when}))
+        entry = memos.setdefault(group, (whens, fields, {}))
+    whens, fields, answers = entry
+    try:
+        key = tuple(map(values.get, fields))
+        hit = answers.get(key)
+    except TypeError:  # an unhashable value: answered without the memo
+        return tuple(_holds(when, values) for when in whens)
+    if hit is None:
+        hit = tuple(_holds(when, values) for when in whens)
+        if len(answers) >= 4096:
+            answers.clear()
+        answers[key] = hit
+    return hit
+
+
 def _override(catalog: Catalog, values: Mapping[str, Any], sources: Mapping[str, Source]) -> tuple[str, str] | None:
     for ov in catalog.overrides:
-        if any(sources.get(f"env.{var}") is Source.ENV_VAR for var in ov.explicit) and _holds(ov.when, values):
+        if any(sources.get(name) is Source.ENV_VAR for name in ov.explicit_fields) and _holds(ov.when, values):
             return ov.request, ov.id
     return None
 
 
-def _order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ...] | None = None) -> tuple[PriorityOrder | None, list[str], list[Demotion], list[str]]:
+def _order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ...] | None = None) -> tuple[PriorityOrder | None, tuple[str, ...], tuple[Demotion, ...], tuple[str, ...]]:
+    """(the priority order that matched, the backend order, the adjustments that fired, notes).
+
+    A function of the fields the view's orders and adjustments read and of ``requested``: each
+    answer is kept per view (a few hundred combinations of platform, capability, quant family
+    ... in any process), so most selections pay one lookup.
+    """
+    memo = catalog.__dict__.get("_order_memo")
+    if memo is None:
+        fields = tuple(sorted({p.field for o in catalog.orders for p in o.when} | {p.field for a in catalog.adjustments for p in a.when}))
+        memo = catalog.__dict__.setdefault("_order_memo", (fields, {}))
+    fields, answers = memo
+    key = (tuple(map(values.get, fields)), requested)
+    try:
+        hit = answers.get(key)
+    except TypeError:  # an unhashable value: computed without the memo
+        return _compute_order(catalog, values, requested)
+    if hit is None:
+        hit = _compute_order(catalog, values, requested)
+        if len(answers) >= 4096:
+            answers.clear()
+        answers[key] = hit
+    return hit
+
+
+def _compute_order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ...] | None) -> tuple[PriorityOrder | None, tuple[str, ...], tuple[Demotion, ...], tuple[str, ...]]:
     notes: list[str] = []
     order = next((o for o in catalog.orders if _holds(o.when, values)), None)
     if order is None:
@@ -230,7 +291,7 @@ def _order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ..
         if b not in backends:
             backends.append(b)
     backends += sorted(set(catalog.backends) - set(backends))
-    return order, backends, demotions, notes
+    return order, tuple(backends), tuple(demotions), tuple(notes)
 
 
 def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any], catalog: Catalog) -> tuple[str, ...]:
@@ -241,7 +302,8 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
         notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1")
     if par.num_redundant_experts and not (par.enable_eplb and values["use_ep"]):
         notes.append(f"{par.num_redundant_experts} redundant experts have no effect without EPLB and expert parallelism")
-    notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars)
+    if env.env:  # notes are about declared variables only
+        notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars)
     notes += no_effect_notes(config, values, catalog)
     return tuple(notes)
 
@@ -279,7 +341,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     norm = normalize(config, env, view.package_names, view.env_vars, assumed)
     notes: list[str] = []
     if view.rewrites:
-        rewritten = _rewrite(view.rewrites, config, norm.values)
+        rewritten = _rewrite(view.rewrites, _held(view, "rewrites", norm.values), config)
         if rewritten is not None:
             config, note = rewritten
             notes.append(note)
@@ -319,11 +381,12 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         norm = apply_block_rules(norm, view.block_rules, explicit)
         values, sources = norm.values, norm.sources
 
-    fail, abstain = view.experts_index.evaluate(values)
-    pf_fail, pf_abstain = view.pf_index.evaluate(values)
+    lookup = norm.lookup if norm.lookup is not None else values
+    fail, abstain = view.experts_index.evaluate(lookup)
+    pf_fail, pf_abstain = view.pf_index.evaluate(lookup)
     kb_fail = kb_abstain = None
     if policy is Policy.SAFE and view.known_bad_index is not None:
-        kb_fail, kb_abstain = view.known_bad_index.evaluate(values)
+        kb_fail, kb_abstain = view.known_bad_index.evaluate(lookup)
     order, backends, demotions, order_notes = _order(view, values, requested)
     notes += order_notes
     is_auto = values["moe_backend"] == "auto"
@@ -335,36 +398,21 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         if order is not None:
             for backend, chk in order.excluded.items():
                 extra_fail[backend] = (chk,)
-        for opt in view.opt_in:
+        for opt, held in zip(view.opt_in, _held(view, "opt_in", values)):
             if opt.check is None:
                 continue
-            held = _holds(opt.when, values)
             if held:
                 extra_fail[opt.backend] = extra_fail.get(opt.backend, ()) + (opt.check,)
             elif held is None:
                 extra_abstain[opt.backend] = extra_abstain.get(opt.backend, ()) + (opt.check,)
-    own_fail: dict[int, tuple[Check, ...]] = {}
+    own_fail: Mapping[int, tuple[Check, ...]] = {}
     family_checks = _request_checks(family_map, requested) if (family_map is not None and requested is not None) else None
     if family_checks is not None:
         assert family_map is not None
         # The family's oracle reads moe_backend itself (vLLM map_<family>_backend): its checks
         # replace each kernel's own request check.
         fail &= ~view.request_bits
-        tried = family_map.kernels.get(name) if requested_by == "moe_backend" else None
-        kernel_check = None
-        if tried is not None:
-            kernel_check = Check(f"{family_map.id}.kernels", "moe_backend", compile_value_spec("moe_backend", ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
-                                 f"this layer's oracle tries only {', '.join(tried)} for moe_backend={name}", family_map.reference, 10_001)
-        backend_ok: dict[str, bool] = {}
-        for i, entry in enumerate(view.experts):
-            chk = family_checks.get(entry.backend, family_checks["*"])
-            passed = backend_ok.get(entry.backend)
-            if passed is None:
-                passed = backend_ok[entry.backend] = chk.predicate.test(values["moe_backend"])  # type: ignore[union-attr]
-            if not passed:
-                own_fail[i] = (chk,)
-            elif kernel_check is not None and tried is not None and entry.id not in tried:
-                own_fail[i] = (kernel_check,)  # a name that maps to some kernels of its backend only
+        own_fail = _family_fails(view, family_map, name if requested_by == "moe_backend" else None, values["moe_backend"])
     by_backend = view.by_backend
     ranked = tuple(chain.from_iterable([by_backend[b] for b in backends]))
     ranking = Ranking(view, ranked, values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain, own_fail)
@@ -413,6 +461,39 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     )
 
 
+def _family_fails(view: Catalog, family_map: RequestMap, name: str | None, moe_backend: Any) -> Mapping[int, tuple[Check, ...]]:
+    """Kernel index -> the request check of ``family_map`` that rejects it, for ``moe_backend``
+    (``name``: the request as read from ``moe_backend``, ``None`` for an env override). A function
+    of the view, the map and the two names alone: each answer is built once per view (the map's
+    names are a closed list, so this stays small)."""
+    memo = view.__dict__.setdefault("_family_fails", {})
+    key = (family_map.id, name, moe_backend)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    family_checks = family_map.checks
+    tried = family_map.kernels.get(name) if name is not None else None
+    kernel_check = None
+    if tried is not None:
+        kernel_check = Check(f"{family_map.id}.kernels", "moe_backend", compile_value_spec("moe_backend", ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
+                             f"this layer's oracle tries only {', '.join(tried)} for moe_backend={name}", family_map.reference, 10_001)
+    own_fail: dict[int, tuple[Check, ...]] = {}
+    backend_ok: dict[str, bool] = {}
+    for i, entry in enumerate(view.experts):
+        chk = family_checks.get(entry.backend, family_checks["*"])
+        passed = backend_ok.get(entry.backend)
+        if passed is None:
+            passed = backend_ok[entry.backend] = chk.predicate.test(moe_backend)  # type: ignore[union-attr]
+        if not passed:
+            own_fail[i] = (chk,)
+        elif kernel_check is not None and tried is not None and entry.id not in tried:
+            own_fail[i] = (kernel_check,)  # a name that maps to some kernels of its backend only
+    frozen = MappingProxyType(own_fail)
+    if len(memo) < 256:
+        memo[key] = frozen
+    return frozen
+
+
 def _first_selected(view: Catalog, ranking: Ranking, notes: list[str], deferred: bool) -> tuple[Ranking, int | None, tuple[Check, ...]]:
     """The first candidate the engine selects and the checks waived for it (``deferred``: those vLLM
     makes only when it builds the kernel, ``view.construction``): (the ranking with its row
@@ -423,9 +504,9 @@ def _first_selected(view: Catalog, ranking: Ranking, notes: list[str], deferred:
     first = ranking.first_eligible(tolerated)
     if first is None:
         return ranking, None, ()
-    row = ranking.row(first)
-    if not row.failures:
+    if not ranking.has_failure(first):
         return ranking, first, ()
+    row = ranking.row(first)
     post = view.after_selection
     refused = [c for c in row.failures if c.rule in post and (not deferred or c.rule not in view.construction)]
     if refused:
@@ -444,10 +525,10 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
     experts). The ``otherwise`` kernel is returned unchecked, except that a constraint binding
     every kernel (the layer itself is refused before any oracle runs) leaves no winner.
     """
-    for sc in view.shortcuts:
+    for sc, held in zip(view.shortcuts, _held(view, "shortcuts", values)):
         if sc.selected:
             continue
-        if not _shortcut_holds(sc, values, notes):
+        if not _shortcut_holds(sc, held, notes):
             continue
         rows = ranking.rows
         by_id = {r.entry.id: r for r in rows}
@@ -474,10 +555,11 @@ def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> Mapping[str, 
     return rm.checks
 
 
-def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mapping[str, Any]) -> tuple[MoEConfig, str] | None:
-    """The config with the quant keys the first matching front-end rewrite gives the oracle, and a note."""
-    for rw in rewrites:
-        if _holds(rw.when, values):
+def _rewrite(rewrites: tuple[KeyRewrite, ...], held: tuple[bool | None, ...], config: MoEConfig) -> tuple[MoEConfig, str] | None:
+    """The config with the quant keys the first matching front-end rewrite gives the oracle, and a
+    note (``held``: each rewrite's condition, :func:`_held`)."""
+    for rw, holds in zip(rewrites, held):
+        if holds:
             q = config.quant
             activation = q.activation if rw.activation is None else (None if rw.activation == NONE else rw.activation)
             scheme = QuantScheme(rw.weight or q.weight, activation)
@@ -488,9 +570,9 @@ def _rewrite(rewrites: tuple[KeyRewrite, ...], config: MoEConfig, values: Mappin
     return None
 
 
-def _shortcut_holds(sc: Shortcut, values: Mapping[str, Any], notes: list[str]) -> bool:
-    """Whether ``sc``'s condition holds; an unknown input it reads leaves it unapplied, with a note."""
-    held = _holds(sc.when, values)
+def _shortcut_holds(sc: Shortcut, held: bool | None, notes: list[str]) -> bool:
+    """Whether ``sc``'s condition holds (``held``: :func:`_held`); an unknown input it reads leaves
+    it unapplied, with a note."""
     if held is None:
         notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
     return bool(held)
@@ -503,10 +585,10 @@ def _after_selection(view: Catalog, values: Mapping[str, Any], ranking: Ranking,
     The replacement is returned unchecked (its row's failures are cleared and become warnings).
     """
     chosen = ranking.entry(winner).id
-    for sc in view.shortcuts:
+    for sc, held in zip(view.shortcuts, _held(view, "shortcuts", values)):
         if chosen not in sc.selected:
             continue
-        if not _shortcut_holds(sc, values, notes):
+        if not _shortcut_holds(sc, held, notes):
             continue
         assert sc.otherwise is not None
         k = ranking.position(sc.otherwise)
@@ -523,18 +605,19 @@ def _warnings(
     out = [DecisionWarning("engine_release", w) for w in (release.warnings if release is not None else ())]
     if policy is not Policy.FAITHFUL or winner is None:
         return tuple(out)
-    row = ranking.row(winner)
+    entry = ranking.entry(winner)
     hits: list[Check] = []
     # Under the faithful policy only the winner's known-bad rules matter: evaluated for it alone.
-    for chk in view.known_bad_checks[row.index] if view.known_bad_checks else ():
+    for chk in view.known_bad_checks[ranking.index(winner)] if view.known_bad_checks else ():
         outcome = chk.evaluate(norm.values)
         if outcome is Outcome.FAIL:
             hits.append(chk)
         elif outcome is Outcome.ABSTAIN:
-            notes.append(f"the selected {row.entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
+            notes.append(f"the selected {entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
     unchecked = [c for c in waived if c.code not in _BEFORE_REQUEST]
     if not hits and not unchecked:
         return tuple(out)
+    row = ranking.row(winner)
     safe = evaluate(view, config, env, policy=Policy.SAFE)
     alternative = safe.kernel
     instead = f"the safe policy selects {alternative}" if alternative else "nothing is eligible under the safe policy"

@@ -90,10 +90,14 @@ class Normalized:
 
     ``values`` and ``sources`` are read-only mappings keyed by field name
     (``packages.<name>`` and ``env.<VAR>`` included for the names the catalog reads).
+    ``lookup`` is the mapping behind ``values`` when it is a read-only view of a dict (the engine's
+    check index reads it directly: a view adds a call to each of a few hundred lookups); never
+    written to.
     """
 
     values: Mapping[str, Any]
     sources: Mapping[str, Source]
+    lookup: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         from .records import jsonable
@@ -158,6 +162,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
         assumed: package -> version to assume where ``env`` does not know the package (the
             versions a known engine release pins; source ``engine_pin``).
     """
+    # Enum members are read through ``._value_``: ``.value`` is a descriptor call, and this runs
+    # on every selection.
     dev = config.device
     par = config.parallel
     given = Source.USER_FLAG
@@ -183,18 +189,14 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values: dict[str, Any] = {}
     sources: dict[str, Source] = {}
 
-    def put(name: str, value: Any, source: Source) -> None:
-        values[name] = value
-        sources[name] = source
-
     hw = _source(config, "device", Source.HARDWARE)
-    put("platform", dev.platform.value, hw)
-    put("device_capability", dev.capability if dev.platform is Platform.CUDA else NONE, hw)
-    put("gpu_arch", dev.arch if dev.platform in (Platform.ROCM, Platform.XPU) else NONE, hw)
-    put("cpu_arch", dev.arch if dev.platform is Platform.CPU else NONE, hw)
-    put("cpu_amx", dev.cpu_amx if dev.platform is Platform.CPU else False, hw)
+    values["platform"], sources["platform"] = dev.platform._value_, hw
+    values["device_capability"], sources["device_capability"] = dev.capability if dev.platform is Platform.CUDA else NONE, hw
+    values["gpu_arch"], sources["gpu_arch"] = dev.arch if dev.platform in (Platform.ROCM, Platform.XPU) else NONE, hw
+    values["cpu_arch"], sources["cpu_arch"] = dev.arch if dev.platform is Platform.CPU else NONE, hw
+    values["cpu_amx"], sources["cpu_amx"] = dev.cpu_amx if dev.platform is Platform.CPU else False, hw
     # No CPU of the hardware catalog has native AMX-FP8 (vLLM's torch.ops._C.cpu_has_amx_fp8).
-    put("cpu_amx_fp8", False, Source.DEFAULT)
+    values["cpu_amx_fp8"], sources["cpu_amx_fp8"] = False, Source.DEFAULT
 
     q = config.quant
     qsrc = _source(config, "quant", given)
@@ -207,63 +209,63 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     if weight != q.weight:
         q = QuantScheme(weight, q.activation)
         qsrc = Source.DERIVED
-    put("quant_scheme", q.name, qsrc)
-    put("weight_quant", q.weight or NONE, qsrc)
-    put("activation_quant", q.activation or NONE, qsrc)
-    put("quant_family", q.family.value, Source.DERIVED)
-    put("quant_method", quant_method, _source(config, "quant_method", given))
+    values["quant_scheme"], sources["quant_scheme"] = q.name, qsrc
+    values["weight_quant"], sources["weight_quant"] = q.weight or NONE, qsrc
+    values["activation_quant"], sources["activation_quant"] = q.activation or NONE, qsrc
+    values["quant_family"], sources["quant_family"] = q.family._value_, Source.DERIVED
+    values["quant_method"], sources["quant_method"] = quant_method, _source(config, "quant_method", given)
     selector = mxfp4_selector(q.weight, config.quant_method, config.model_type)
     guessed = selector != NONE and (config.quant_method is None or (config.quant_method == "mxfp4" and config.model_type is None))
-    put("mxfp4_selector", selector, Source.DEFAULT if guessed else Source.DERIVED)
+    values["mxfp4_selector"], sources["mxfp4_selector"] = selector, Source.DEFAULT if guessed else Source.DERIVED
     unkeyed = q.weight == "mxfp4_static" and config.quant_method in _MXFP4_UNKEYED_METHODS
-    put("selector_activation_quant", NONE if unkeyed else (q.activation or NONE), Source.DERIVED)
-    put("moe_quant_method", moe_method, Source.DERIVED)
-    put("marlin_moe_supported", marlin, Source.DERIVED)
-    put("weight_group_size", config.weight_group_size, _source(config, "weight_group_size", given))
+    values["selector_activation_quant"], sources["selector_activation_quant"] = NONE if unkeyed else (q.activation or NONE), Source.DERIVED
+    values["moe_quant_method"], sources["moe_quant_method"] = moe_method, Source.DERIVED
+    values["marlin_moe_supported"], sources["marlin_moe_supported"] = marlin, Source.DERIVED
+    values["weight_group_size"], sources["weight_group_size"] = config.weight_group_size, _source(config, "weight_group_size", given)
     group = config.weight_group_size
-    put("weight_groups_aligned", None if group is None else (group <= 0 or (config.hidden_size % group == 0 and _partition(config) % group == 0)), Source.DERIVED)
-    put("act_order", config.act_order, _source(config, "act_order", given))
+    values["weight_groups_aligned"], sources["weight_groups_aligned"] = None if group is None else (group <= 0 or (config.hidden_size % group == 0 and _partition(config) % group == 0)), Source.DERIVED
+    values["act_order"], sources["act_order"] = config.act_order, _source(config, "act_order", given)
     zero_point = config.weight_zero_point
     if zero_point is None and config.quant.weight is not None:
         zero_point = not QUANT_KEYS[config.quant.weight].symmetric
-    put("weight_zero_point", zero_point, _source(config, "weight_zero_point", Source.DERIVED if config.weight_zero_point is None else given))
+    values["weight_zero_point"], sources["weight_zero_point"] = zero_point, _source(config, "weight_zero_point", Source.DERIVED if config.weight_zero_point is None else given)
 
-    put("activation", config.activation.value, _source(config, "activation", given))
-    put("is_gated", config.activation.is_gated, Source.DERIVED)
-    put("swiglu_clamp", config.swiglu_limit is not None, _source(config, "swiglu_limit", Source.DERIVED))
+    values["activation"], sources["activation"] = config.activation._value_, _source(config, "activation", given)
+    values["is_gated"], sources["is_gated"] = config.activation.is_gated, Source.DERIVED
+    values["swiglu_clamp"], sources["swiglu_clamp"] = config.swiglu_limit is not None, _source(config, "swiglu_limit", Source.DERIVED)
     swiglu_set = any(getattr(config, n) is not None for n in ("swiglu_limit", "swiglu_alpha", "swiglu_beta"))
-    put("swiglu_params", swiglu_set, Source.DERIVED)
+    values["swiglu_params"], sources["swiglu_params"] = swiglu_set, Source.DERIVED
     # Activation parameters are inputs a kernel may accept only at given values; a model that
     # sets none is the value 'none' (known), not an unknown input.
     for name in ("swiglu_alpha", "swiglu_beta", "situ_beta", "situ_linear_beta"):
         value = getattr(config, name)
-        put(name, NONE if value is None else value, _source(config, name, Source.DEFAULT if value is None else given))
-    put("routing_method", config.routing_method.value, _source(config, "routing_method", given))
+        values[name], sources[name] = NONE if value is None else value, _source(config, name, Source.DEFAULT if value is None else given)
+    values["routing_method"], sources["routing_method"] = config.routing_method._value_, _source(config, "routing_method", given)
     logits = config.router_logits_dtype or config.in_dtype
-    put("router_logits_dtype", logits.value, _source(config, "router_logits_dtype", Source.DEFAULT if config.router_logits_dtype is None else given))
-    put("in_dtype", config.in_dtype.value, _source(config, "in_dtype", given))
-    put("has_bias", config.has_bias, _source(config, "has_bias", given))
+    values["router_logits_dtype"], sources["router_logits_dtype"] = logits._value_, _source(config, "router_logits_dtype", Source.DEFAULT if config.router_logits_dtype is None else given)
+    values["in_dtype"], sources["in_dtype"] = config.in_dtype._value_, _source(config, "in_dtype", given)
+    values["has_bias"], sources["has_bias"] = config.has_bias, _source(config, "has_bias", given)
 
     flat_tp = par.tp_size * par.dp_size
     use_ep = par.use_ep and flat_tp > 1
     ep_size = flat_tp if use_ep else 1
     moe_tp = 1 if use_ep else flat_tp
     use_all2all = use_ep and par.dp_size > 1
-    all2all = par.all2all_backend.value if use_all2all else NONE
+    all2all = par.all2all_backend._value_ if use_all2all else NONE
     if par.all2all_backend is All2AllBackend.PASSTHROUGH:
         # vLLM 0.32-0.33 use_passthrough_all2all: not gated on the all2all kernels; the experts
         # dispatch and combine themselves in every topology, TP-only included.
-        dispatch = All2AllBackend.PASSTHROUGH.value
+        dispatch = All2AllBackend.PASSTHROUGH._value_
     elif use_all2all:
         dispatch = all2all
     elif par.dp_size > 1:
-        dispatch = All2AllBackend.ALLGATHER_REDUCESCATTER.value
+        dispatch = All2AllBackend.ALLGATHER_REDUCESCATTER._value_
     else:
         dispatch = NONE
     fmt = ActivationFormat.BATCHED_EXPERTS if dispatch in _BATCHED_DISPATCH else ActivationFormat.STANDARD
 
     for name in ("num_experts", "top_k", "hidden_size", "intermediate_size"):
-        put(name, getattr(config, name), _source(config, name, given))
+        values[name], sources[name] = getattr(config, name), _source(config, name, given)
     # vLLM determine_expert_map over the physical experts (logical + EPLB redundant): the
     # first (physical % ep) ranks hold one more; without a rank, the largest share.
     physical = config.num_experts + (par.num_redundant_experts if use_ep else 0)
@@ -271,56 +273,56 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
         local = physical // ep_size + (1 if par.ep_rank < physical % ep_size else 0)
     else:
         local = -(-physical // ep_size)
-    put("num_local_experts", local, Source.DERIVED)
+    values["num_local_experts"], sources["num_local_experts"] = local, Source.DERIVED
     ispp = config.intermediate_size // moe_tp
-    put("intermediate_size_per_partition", ispp, Source.DERIVED)
-    put("intermediate_divisible", config.intermediate_size % moe_tp == 0, Source.DERIVED)
+    values["intermediate_size_per_partition"], sources["intermediate_size_per_partition"] = ispp, Source.DERIVED
+    values["intermediate_divisible"], sources["intermediate_divisible"] = config.intermediate_size % moe_tp == 0, Source.DERIVED
     if q.weight in _BLOCK_KEYS:
         bn, bk = config.weight_block_size or (128, 128)
         block_source = _source(config, "weight_block_size", given if config.weight_block_size else Source.DEFAULT)
-        put("weight_block_size", f"{bn}x{bk}", block_source)
-        put("weight_block", f"{bn}x{bk}", block_source)
-        put("weight_block_aligned", _block_aligned(ispp, bn, bk, par.tp_size), Source.DERIVED)
+        values["weight_block_size"], sources["weight_block_size"] = f"{bn}x{bk}", block_source
+        values["weight_block"], sources["weight_block"] = f"{bn}x{bk}", block_source
+        values["weight_block_aligned"], sources["weight_block_aligned"] = _block_aligned(ispp, bn, bk, par.tp_size), Source.DERIVED
     else:
-        put("weight_block_size", NONE, Source.DERIVED)
-        put("weight_block", NONE, Source.DERIVED)
-        put("weight_block_aligned", True, Source.DERIVED)
-    put("weight_block_pad_refused", False, Source.DERIVED)
+        values["weight_block_size"], sources["weight_block_size"] = NONE, Source.DERIVED
+        values["weight_block"], sources["weight_block"] = NONE, Source.DERIVED
+        values["weight_block_aligned"], sources["weight_block_aligned"] = True, Source.DERIVED
+    values["weight_block_pad_refused"], sources["weight_block_pad_refused"] = False, Source.DERIVED
 
-    put("tp_size", par.tp_size, _par_source("tp_size"))
-    put("dp_size", par.dp_size, _par_source("dp_size"))
-    put("moe_tp_size", moe_tp, Source.DERIVED)
-    put("ep_size", ep_size, Source.DERIVED)
-    put("use_ep", use_ep, _par_source("use_ep"))
-    put("all2all_backend", par.all2all_backend.value, _par_source("all2all_backend"))
-    put("all2all", all2all, Source.DERIVED)
-    put("dispatch", dispatch, Source.DERIVED)
-    put("activation_format", fmt.value, Source.DERIVED)
-    put("enable_eplb", par.enable_eplb, _par_source("enable_eplb"))
-    put("num_redundant_experts", par.num_redundant_experts, _par_source("num_redundant_experts"))
-    put("experts_even_across_ep", not use_ep or (config.num_experts + par.num_redundant_experts) % ep_size == 0, Source.DERIVED)
+    values["tp_size"], sources["tp_size"] = par.tp_size, _par_source("tp_size")
+    values["dp_size"], sources["dp_size"] = par.dp_size, _par_source("dp_size")
+    values["moe_tp_size"], sources["moe_tp_size"] = moe_tp, Source.DERIVED
+    values["ep_size"], sources["ep_size"] = ep_size, Source.DERIVED
+    values["use_ep"], sources["use_ep"] = use_ep, _par_source("use_ep")
+    values["all2all_backend"], sources["all2all_backend"] = par.all2all_backend._value_, _par_source("all2all_backend")
+    values["all2all"], sources["all2all"] = all2all, Source.DERIVED
+    values["dispatch"], sources["dispatch"] = dispatch, Source.DERIVED
+    values["activation_format"], sources["activation_format"] = fmt._value_, Source.DERIVED
+    values["enable_eplb"], sources["enable_eplb"] = par.enable_eplb, _par_source("enable_eplb")
+    values["num_redundant_experts"], sources["num_redundant_experts"] = par.num_redundant_experts, _par_source("num_redundant_experts")
+    values["experts_even_across_ep"], sources["experts_even_across_ep"] = not use_ep or (config.num_experts + par.num_redundant_experts) % ep_size == 0, Source.DERIVED
 
-    put("model_type", config.model_type, _source(config, "model_type", given))
-    put("architecture", config.architecture, _source(config, "architecture", given))
-    put("has_hash_routing", config.has_hash_routing, _source(config, "has_hash_routing", Source.DEFAULT))
-    put("weight_group_size", config.weight_group_size, _source(config, "weight_group_size", given))
-    put("require_decomposed", config.require_decomposed, _source(config, "require_decomposed", Source.DEFAULT))
-    put("lora", config.lora, _source(config, "lora", given))
-    env_by_name = {spec.name: spec for spec in env_vars}
+    values["model_type"], sources["model_type"] = config.model_type, _source(config, "model_type", given)
+    values["architecture"], sources["architecture"] = config.architecture, _source(config, "architecture", given)
+    values["has_hash_routing"], sources["has_hash_routing"] = config.has_hash_routing, _source(config, "has_hash_routing", Source.DEFAULT)
+    values["weight_group_size"], sources["weight_group_size"] = config.weight_group_size, _source(config, "weight_group_size", given)
+    values["require_decomposed"], sources["require_decomposed"] = config.require_decomposed, _source(config, "require_decomposed", Source.DEFAULT)
+    values["lora"], sources["lora"] = config.lora, _source(config, "lora", given)
     bi_raw = env.env_value("VLLM_BATCH_INVARIANT")
+    env_by_name = {spec.name: spec for spec in env_vars} if bi_raw is not None else {}
     if config.batch_invariant:
-        put("batch_invariant", True, _source(config, "batch_invariant", given))
+        values["batch_invariant"], sources["batch_invariant"] = True, _source(config, "batch_invariant", given)
     elif bi_raw is not None and "VLLM_BATCH_INVARIANT" in env_by_name:
-        put("batch_invariant", parse_env_value(env_by_name["VLLM_BATCH_INVARIANT"], bi_raw), Source.ENV_VAR)
+        values["batch_invariant"], sources["batch_invariant"] = parse_env_value(env_by_name["VLLM_BATCH_INVARIANT"], bi_raw), Source.ENV_VAR
     else:
-        put("batch_invariant", False, _source(config, "batch_invariant", Source.DEFAULT))
-    put("max_num_tokens", config.max_num_tokens, _source(config, "max_num_tokens", given))
-    put("moe_backend", config.moe_backend, _source(config, "moe_backend", Source.DEFAULT if config.moe_backend == "auto" else given))
+        values["batch_invariant"], sources["batch_invariant"] = False, _source(config, "batch_invariant", Source.DEFAULT)
+    values["max_num_tokens"], sources["max_num_tokens"] = config.max_num_tokens, _source(config, "max_num_tokens", given)
+    values["moe_backend"], sources["moe_backend"] = config.moe_backend, _source(config, "moe_backend", Source.DEFAULT if config.moe_backend == "auto" else given)
 
     env_values, env_sources = _environment_fields(env, package_names, env_vars, assumed)
     values.update(env_values)
     sources.update(env_sources)
-    return Normalized(MappingProxyType(values), MappingProxyType(sources))
+    return Normalized(MappingProxyType(values), MappingProxyType(sources), values)
 
 
 def _environment_fields(env: Environment, package_names: tuple[str, ...], env_vars: tuple[EnvVarSpec, ...], assumed: Mapping[str, str] | None) -> tuple[dict[str, Any], dict[str, Source]]:
@@ -421,4 +423,4 @@ def _replaced(norm: Normalized, values: dict[str, Any], changed: tuple[str, ...]
     sources = dict(norm.sources)
     for name in changed:
         sources[name] = Source.DERIVED
-    return Normalized(MappingProxyType(values), MappingProxyType(sources))
+    return Normalized(MappingProxyType(values), MappingProxyType(sources), values)

@@ -40,8 +40,11 @@ def _kw_not_in(spec: Any) -> Test:
     return partial(_not_in, frozenset(spec))
 
 
+_NUMBERS = frozenset({int, float})
+
+
 def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return type(v) in _NUMBERS or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
 def _min(spec: Any, v: Any) -> bool:

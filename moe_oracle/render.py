@@ -55,8 +55,23 @@ class Blocker:
     rules: tuple[str, ...]
 
 
-def _codes(checks: Iterable[Any]) -> set[ReasonCode]:
-    return {c.code for c in checks}
+def _memo(decision: "Decision", key: str, compute: Any) -> Any:
+    """``compute(decision)``, once per decision (the views below read the same facts several times)."""
+    memo = decision.view_memo
+    if key not in memo:
+        memo[key] = compute(decision)
+    return memo[key]
+
+
+def _mask(codes: Iterable[ReasonCode]) -> int:
+    """``codes`` as a bit set in ``Decision.code_masks``' layout."""
+    order = list(ReasonCode)
+    return sum(1 << order.index(c) for c in set(codes))
+
+
+_IRRELEVANT_MASK = _mask(IRRELEVANT)
+_OTHER_PROBLEM_MASK = _mask({ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED})
+_CODE_BY_BIT = tuple(ReasonCode)
 
 
 def _relevant(decision: "Decision") -> tuple[list[int], str, str]:
@@ -69,17 +84,21 @@ def _relevant(decision: "Decision") -> tuple[list[int], str, str]:
 
     Read from the rows' checks: no failure records are built for the candidates left out.
     """
+    return _memo(decision, "relevant", _find_relevant)
+
+
+def _find_relevant(decision: "Decision") -> tuple[list[int], str, str]:
     rows = decision.rows
-    rejected = [pos for pos, row in enumerate(rows) if row.failures]
-    other_problem = {ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED}
+    codes = decision.code_masks
+    rejected = [pos for pos, c in enumerate(codes) if c]
     if decision.requested:
         asked = [pos for pos in rejected if rows[pos].entry.backend in decision.requested]
         if asked:
-            meant = [pos for pos in asked if not _codes(rows[pos].failures) & other_problem]
+            meant = [pos for pos in asked if not codes[pos] & _OTHER_PROBLEM_MASK]
             if meant:
                 return meant, "candidate of the requested backend for this device and quantization", "candidates of the requested backend for this device and quantization"
             return asked, "candidate of the requested backend", "candidates of the requested backend"
-    meant = [pos for pos in rejected if not _codes(rows[pos].failures) & IRRELEVANT]
+    meant = [pos for pos in rejected if not codes[pos] & _IRRELEVANT_MASK]
     if meant:
         return meant, "candidate for this device and quantization", "candidates for this device and quantization"
     return rejected, "candidate", "candidates"
@@ -128,10 +147,13 @@ def _histogram_text(decision: "Decision") -> str:
     rows = decision.rows
     counts: Counter[str] = Counter()
     rejected = 0
-    for row in rows:
-        if row.failures:
+    for mask in decision.code_masks:
+        if mask:
             rejected += 1
-            counts.update({c.code_value for c in row.failures})
+            while mask:  # each candidate once per code it fails
+                low = mask & -mask
+                counts[_CODE_BY_BIT[low.bit_length() - 1]._value_] += 1
+                mask ^= low
     parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     text = f"{len(rows)} candidates: {len(rows) - rejected} eligible, {rejected} rejected"
     return text + (f"; rejections by code, a candidate counted under every code it fails: {parts}" if parts else "")
@@ -335,7 +357,7 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
     elif sel is None:
         positions = sorted(_relevant(decision)[0], key=lambda pos: (len(rows[pos].failures), pos))[:closest]
     else:
-        positions = [pos for pos, row in enumerate(rows) if not (row.failures and _codes(row.failures) & IRRELEVANT)]
+        positions = [pos for pos, codes in enumerate(decision.code_masks) if not codes & _IRRELEVANT_MASK]
     shown = [decision.candidate_at(pos) for pos in positions]
     lines.append("   #  rank  kernel [backend, interface]  status")
     for i, cand in enumerate(shown, start=1):

@@ -106,6 +106,39 @@ def test_first_eligible_on_the_bit_sets_equals_the_scan_over_rows(catalog):
     assert compared > 2_000 and tolerated_picks >= 5 and family > 100, (compared, tolerated_picks, family)
 
 
+def test_has_failure_on_the_bit_sets_equals_the_materialized_rows(catalog):
+    """``Ranking.has_failure`` (bit sets) says what ``row(pos).failures`` says, at every position,
+    on fresh rankings (no rows built), on the engine's own (patched, fixed) and after ``rows``."""
+    from dataclasses import replace
+
+    from moe_oracle.errors import ConfigError
+    from moe_oracle.verify.ours import config_for, environment_for
+    from moe_oracle.verify.space import random_deployments
+
+    cases = list(sample_configs(200, 41, catalog))
+    for dep in random_deployments(300, 5):
+        try:
+            cases.append((config_for(dep), environment_for(dep, "0.33.0")))
+        except ConfigError:
+            pass
+    compared = with_failure = patched = fixed = 0
+    for config, env in cases:
+        for policy in ("faithful", "safe"):
+            try:
+                d = evaluate(catalog, config, env, policy=policy)
+            except ConfigError:
+                continue
+            patched += bool(d.ranking.patched)
+            fixed += d.ranking.fixed is not None
+            fresh = replace(d.ranking)  # no rows materialized
+            expected = [bool(r.failures) for r in d.ranking.rows]
+            assert [fresh.has_failure(pos) for pos in range(len(expected))] == expected, (config, policy)
+            assert [d.ranking.has_failure(pos) for pos in range(len(expected))] == expected
+            compared += len(expected)
+            with_failure += sum(expected)
+    assert compared > 20_000 and 0 < with_failure < compared and patched > 5 and fixed > 0, (compared, with_failure, patched, fixed)
+
+
 def test_request_bits_are_each_kernels_own_request_check(catalog):
     for view in (catalog, catalog.for_version("0.31.0")):
         index = view.experts_index
