@@ -78,7 +78,7 @@ class Check:
     @cached_property
     def code_rank(self) -> int:
         """Position of :attr:`code` in the ``ReasonCode`` declaration (the primary failure is the lowest)."""
-        return list(ReasonCode).index(self.code)
+        return _CODE_RANKS[self.code]
 
     @cached_property
     def code_bit(self) -> int:
@@ -163,6 +163,8 @@ class Check:
             return Outcome.PASS
         return Outcome.ABSTAIN if unknown else Outcome.FAIL
 
+
+_CODE_RANKS = {code: i for i, code in enumerate(ReasonCode)}
 
 _SET_BITS = tuple(tuple(b for b in range(8) if byte >> b & 1) for byte in range(256))
 """byte -> the positions of its set bits, low first."""
