@@ -179,6 +179,8 @@ def short_value(value: Any, limit: int = 90) -> str:
         return ", ".join(f"{k} {short_value(v, limit)}" for k, v in value.items()) if value else "{}"
     if isinstance(value, str):
         return value
+    if value is None or type(value) in (bool, int):  # json.dumps' spelling, without its call
+        return "null" if value is None else ("true" if value is True else "false" if value is False else str(value))
     return json.dumps(jsonable(value), default=str)
 
 
