@@ -78,7 +78,7 @@ class Check:
     @cached_property
     def code_rank(self) -> int:
         """Position of :attr:`code` in the ``ReasonCode`` declaration (the primary failure is the lowest)."""
-        return list(ReasonCode).index(self.code)
+        return _CODE_RANKS[self.code]
 
     @cached_property
     def code_bit(self) -> int:
@@ -163,6 +163,8 @@ class Check:
             return Outcome.PASS
         return Outcome.ABSTAIN if unknown else Outcome.FAIL
 
+
+_CODE_RANKS = {code: i for i, code in enumerate(ReasonCode)}
 
 _SET_BITS = tuple(tuple(b for b in range(8) if byte >> b & 1) for byte in range(256))
 """byte -> the positions of its set bits, low first."""
@@ -321,19 +323,24 @@ class CheckIndex:
         if not mask:
             return {}
         owners, checks = self._bit_table
-        out: dict[int, list[Check]] = {}
-        data = mask.to_bytes((mask.bit_length() + 7) // 8, "little")
-        for i, byte in enumerate(data):
+        out: dict[int, tuple[Check, ...]] = {}
+        current, run = -1, None
+        base = -8
+        for byte in mask.to_bytes((mask.bit_length() + 7) // 8, "little"):
+            base += 8
             if byte:
-                base = i * 8
                 for b in _SET_BITS[byte]:
                     bit = base + b
-                    got = out.get(owners[bit])
-                    if got is None:
-                        out[owners[bit]] = [checks[bit]]
+                    owner = owners[bit]
+                    if owner != current:  # an owner's bits are contiguous: a new run starts
+                        if run is not None:
+                            out[current] = tuple(run)
+                        current, run = owner, [checks[bit]]
                     else:
-                        got.append(checks[bit])
-        return {k: tuple(v) for k, v in out.items()}
+                        run.append(checks[bit])  # type: ignore[union-attr]
+        if run is not None:
+            out[current] = tuple(run)
+        return out
 
     def bits_where(self, keep: Callable[[int, Check], bool]) -> int:
         """The bit set of the checks ``keep(owner index, check)`` accepts."""

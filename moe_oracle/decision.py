@@ -13,8 +13,8 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from functools import cached_property, reduce
-from operator import attrgetter, or_
+from functools import cached_property
+from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
@@ -35,7 +35,6 @@ DECISION_FORMAT_VERSION = 2
 
 _TABLE_ORDER = attrgetter("table_key")
 _DERIVED = Source.DERIVED.value
-_CODE_BIT = attrgetter("code_bit")
 _CODE_VALUES = tuple(code.value for code in ReasonCode)
 
 
@@ -429,14 +428,23 @@ class Decision:
     def code_masks(self) -> tuple[int, ...]:
         """Per rank position, the reason codes the candidate fails as a bit set (bit ``i``: the
         ``i``-th ``ReasonCode`` in declaration order; 0: not rejected)."""
-        return tuple(reduce(or_, map(_CODE_BIT, r.failures), 0) for r in self.rows)
+        out = []
+        for row in self.rows:
+            mask = 0
+            for chk in row.failures:
+                mask |= chk.code_bit
+            out.append(mask)
+        return tuple(out)
 
     @cached_property
     def _summary(self) -> str:
         masks = self.code_masks
         # A rejected candidate's primary failure: the first by reason-code declaration order (primary_failure),
         # the lowest bit of its code set.
-        counts = Counter(_CODE_VALUES[(m & -m).bit_length() - 1] for m in masks if m)
+        counts: Counter[str] = Counter()
+        for m, n in Counter(masks).items():  # candidates share a handful of code sets
+            if m:
+                counts[_CODE_VALUES[(m & -m).bit_length() - 1]] += n
         parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         rejected = sum(counts.values())
         return f"{len(masks)} candidates: {len(masks) - rejected} eligible, {rejected} rejected" + (f" (by first reason: {parts})" if parts else "")

@@ -147,12 +147,12 @@ def _histogram_text(decision: "Decision") -> str:
     rows = decision.rows
     counts: Counter[str] = Counter()
     rejected = 0
-    for mask in decision.code_masks:
+    for mask, n in Counter(decision.code_masks).items():  # candidates share a handful of code sets
         if mask:
-            rejected += 1
+            rejected += n
             while mask:  # each candidate once per code it fails
                 low = mask & -mask
-                counts[_CODE_BY_BIT[low.bit_length() - 1]._value_] += 1
+                counts[_CODE_BY_BIT[low.bit_length() - 1]._value_] += n
                 mask ^= low
     parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     text = f"{len(rows)} candidates: {len(rows) - rejected} eligible, {rejected} rejected"
@@ -179,6 +179,8 @@ def short_value(value: Any, limit: int = 90) -> str:
         return ", ".join(f"{k} {short_value(v, limit)}" for k, v in value.items()) if value else "{}"
     if isinstance(value, str):
         return value
+    if value is None or type(value) in (bool, int):  # json.dumps' spelling, without its call
+        return "null" if value is None else ("true" if value is True else "false" if value is False else str(value))
     return json.dumps(jsonable(value), default=str)
 
 
