@@ -21,7 +21,7 @@ from tests.property.strategies import ACCEPTED_BY_SOME_RELEASE, CATALOG, backend
 pytestmark = pytest.mark.property
 
 
-@budget(24.0)
+@budget(40.0)
 @given(st.one_of(cases(backend=backend_names()), cases()))
 def test_every_engine_invariant_holds(case):
     """All one-case engine invariants (invariants.ENGINE_INVARIANTS) on each config: determinism,
