@@ -185,7 +185,10 @@ def short_value(value: Any, limit: int = 90) -> str:
 
 
 def _allowed_text(f: Failure) -> str:
-    allowed = f.allowed
+    return _allowed_value_text(f.allowed)
+
+
+def _allowed_value_text(allowed: Any) -> str:
     if isinstance(allowed, dict):
         words = {"multiple_of": "a multiple of", "min": "at least", "max": "at most", "version": "version"}
         parts = []
@@ -313,12 +316,23 @@ def render_failure(decision: "Decision") -> str:
     """The full trail for an exception or a log: the dead-end summary, then every candidate
     (every requested one, for a strict request) with every reason."""
     lines = [render_dead_end(decision).rsplit("\n", 1)[0], "Candidates:"]
-    for cand in decision.candidates:
-        if decision.requested and cand.backend not in decision.requested:
+    values = decision.normalized.values
+    for row in decision.rows:  # read from the rows' checks: the message of every NoEligibleKernelError
+        backend = row.entry.backend
+        if decision.requested and backend not in decision.requested:
             continue
-        reasons = "; ".join(f"{f.code.value}: {f.field}={short_value(f.observed)} (allowed {_allowed_text(f)}) [{f.rule}]" for f in cand.failures)
-        lines.append(f"  - {cand.kernel} [{cand.backend}]: {reasons}")
+        reasons = "; ".join(f"{c.code_value}: {c.field}={short_value(c.observed(values))} (allowed {_check_allowed_text(c)}) [{c.rule}]" for c in table_order(row.failures))
+        lines.append(f"  - {row.entry.id} [{backend}]: {reasons}")
     return "\n".join(lines)
+
+
+def _check_allowed_text(chk: Any) -> str:
+    """:func:`_allowed_text` of ``chk``'s failures (the same for every record of the check: its
+    allowed value is fixed), kept on the immutable check once worded."""
+    text = chk.__dict__.get("_allowed_text")
+    if text is None:
+        text = chk.__dict__["_allowed_text"] = _allowed_value_text(chk.allowed_value)
+    return text
 
 
 def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Sequence[Any] | None = None, closest: int = 5) -> str:
