@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from functools import cached_property
 from operator import attrgetter
 from types import MappingProxyType
@@ -35,6 +36,7 @@ DECISION_FORMAT_VERSION = 2
 
 _TABLE_ORDER = attrgetter("table_key")
 _DERIVED = Source.DERIVED.value
+_NO_PATCHES: Mapping[int, Row] = MappingProxyType({})
 _CODE_VALUES = tuple(code.value for code in ReasonCode)
 
 
@@ -94,6 +96,16 @@ class Ranking:
     own_fail: Mapping[int, tuple[Check, ...]] = field(default_factory=dict)
     fixed: tuple[Row, ...] | None = None
     patched: Mapping[int, Row] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, view: "Catalog", order: tuple[int, ...], dispatch: Any, fail: int, abstain: int, pf_fail: int, pf_abstain: int, kb_fail: int | None, kb_abstain: int | None,
+           extra_fail: Mapping[str, tuple[Check, ...]], extra_abstain: Mapping[str, tuple[Check, ...]], own_fail: Mapping[int, tuple[Check, ...]]) -> "Ranking":
+        """``Ranking(...)`` by position (no ``fixed``, no ``patched``), built without the frozen
+        ``__init__`` (see ``Failure.of``): one per selection."""
+        record = object.__new__(cls)
+        record.__dict__.update(view=view, order=order, dispatch=dispatch, fail=fail, abstain=abstain, pf_fail=pf_fail, pf_abstain=pf_abstain, kb_fail=kb_fail,
+                               kb_abstain=kb_abstain, extra_fail=extra_fail, extra_abstain=extra_abstain, own_fail=own_fail, fixed=None, patched=_NO_PATCHES)
+        return record
 
     def index(self, pos: int) -> int:
         """Kernel index (into ``view.experts``) of the candidate at rank position ``pos``."""
@@ -311,6 +323,20 @@ class Decision:
     policy: str = "faithful"
     warnings: tuple[DecisionWarning, ...] = ()
     shortcut: str | None = None
+
+    @classmethod
+    def of(cls, **fields: Any) -> "Decision":
+        """``Decision(**fields)`` without the frozen ``__init__`` (one per selection; see
+        ``Failure.of``).
+
+        Raises:
+            TypeError: a field missing or unknown (every field is given, defaults included).
+        """
+        if fields.keys() != _DECISION_FIELDS:
+            raise TypeError(f"Decision.of needs exactly the fields {sorted(_DECISION_FIELDS)}; got {sorted(fields)}")
+        record = object.__new__(cls)
+        record.__dict__.update(fields)
+        return record
 
     # ------------------------------------------------------------------ views of the record
 
@@ -582,6 +608,9 @@ class Decision:
 
     def __str__(self) -> str:
         return self.describe()
+
+
+_DECISION_FIELDS = frozenset(f.name for f in dataclass_fields(Decision))
 
 
 def primary_failure(candidate: CandidateResult) -> Failure:

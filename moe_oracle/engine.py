@@ -415,7 +415,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         own_fail = _family_fails(view, family_map, name if requested_by == "moe_backend" else None, values["moe_backend"])
     by_backend = view.by_backend
     ranked = tuple(chain.from_iterable([by_backend[b] for b in backends]))
-    ranking = Ranking(view, ranked, values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain, own_fail)
+    ranking = Ranking.of(view, ranked, values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain, own_fail)
 
     shortcut: Shortcut | None = None
     waived: tuple[Check, ...] = ()
@@ -440,7 +440,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     warnings = _warnings(view, original, env, norm, ranking, winner, release, policy, shortcut, waived, notes)
     if shortcut is not None and requested is not None and winner is not None:
         notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {ranking.entry(winner).upstream} {shortcut.label} before reading it ({shortcut.id})")
-    return Decision(
+    return Decision.of(
         config=config,
         environment=env,
         normalized=norm,

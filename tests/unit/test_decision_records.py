@@ -145,3 +145,25 @@ def test_request_bits_are_each_kernels_own_request_check(catalog):
         for k, entry in enumerate(view.experts):
             own = [c for c in index.checks_in(k, view.request_bits)]
             assert [c.rule for c in own] == [f"request.{entry.backend}"]
+
+
+def test_fast_constructors_build_what_the_dataclass_init_builds(catalog):
+    """``Decision.of`` and ``Ranking.of`` (no frozen ``__init__``) set every field as the
+    dataclass constructor does, and ``Decision.of`` refuses a missing or unknown field."""
+    from dataclasses import fields, replace
+
+    from moe_oracle.decision import Decision, Ranking
+
+    config, env = next(iter(sample_configs(1, 3, catalog)))
+    d = evaluate(catalog, config, env)
+    r = d.ranking
+    again = Ranking(r.view, r.order, r.dispatch, r.fail, r.abstain, r.pf_fail, r.pf_abstain, r.kb_fail, r.kb_abstain, r.extra_fail, r.extra_abstain, r.own_fail)
+    fast = Ranking.of(r.view, r.order, r.dispatch, r.fail, r.abstain, r.pf_fail, r.pf_abstain, r.kb_fail, r.kb_abstain, r.extra_fail, r.extra_abstain, r.own_fail)
+    assert {f.name: getattr(fast, f.name) for f in fields(Ranking)} == {f.name: getattr(again, f.name) for f in fields(Ranking)}
+    values = {f.name: getattr(d, f.name) for f in fields(Decision)}
+    assert {f.name: getattr(Decision(**values), f.name) for f in fields(Decision)} == {f.name: getattr(Decision.of(**values), f.name) for f in fields(Decision)}
+    assert replace(d, notes=("x",)).notes == ("x",)  # dataclasses.replace still works on a fast-built record
+    with pytest.raises(TypeError, match="shortcut"):
+        Decision.of(**{k: v for k, v in values.items() if k != "shortcut"})
+    with pytest.raises(TypeError, match="bogus"):
+        Decision.of(**values, bogus=1)
