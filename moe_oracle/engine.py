@@ -161,6 +161,8 @@ def _bind_all2all(catalog: Catalog, config: MoEConfig) -> tuple[MoEConfig, str |
     current = par.all2all_backend.value
     bound = catalog.bound_all2all.get(config.moe_backend)
     if bound is None:
+        if current not in catalog.bound_all2all.values():
+            return config, None
         owners = sorted(n for n, b in catalog.bound_all2all.items() if b == current)
         if owners:
             raise ConfigError([InputIssue("$.parallel.all2all_backend", f"all2all backend {current} is bound to the MoE backends that dispatch and combine themselves; it cannot be used with moe_backend={config.moe_backend}", current, owners)])
@@ -368,7 +370,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             norm = Normalized(values, sources)
     # The FP8 front end pads the TP shard only for an explicit moe_backend, not for an env override.
     explicit = requested
-    if requested is None:
+    if requested is None and env.env:  # an override needs an explicitly set variable
         ov = _override(view, values, sources)
         if ov is not None:
             requested, requested_by = ((ov[0],) if family_map is None else family_map.names.get(ov[0], (ov[0],))), ov[1]
