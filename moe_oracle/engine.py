@@ -188,18 +188,17 @@ def _holds(preds: tuple[Predicate, ...], values: Mapping[str, Any]) -> bool | No
     return None if unknown else True
 
 
-_CONDITION_GROUPS = ("rewrites", "request_maps", "opt_in", "shortcuts")
-
-
 def _held(view: Catalog, group: str, values: Mapping[str, Any]) -> tuple[bool | None, ...]:
-    """:func:`_holds` of the ``when`` of every item of ``view.<group>`` (one of
-    :data:`_CONDITION_GROUPS`), in table order.
+    """:func:`_holds` of the ``when`` of every item of ``view.<group>`` (``rewrites``,
+    ``request_maps``, ``opt_in`` or ``shortcuts``), in table order.
 
     A function of the fields those conditions read: each answer is kept per view and group (the
     platform, quant family, all2all ... combinations a process meets), so most selections pay one
     lookup instead of a pass over every condition.
     """
-    memos = view.__dict__.setdefault("_held_memo", {})
+    memos = view.__dict__.get("_held_memo")
+    if memos is None:
+        memos = view.__dict__.setdefault("_held_memo", {})
     entry = memos.get(group)
     if entry is None:
         whens = tuple(item.when for item in getattr(view, group))
@@ -468,7 +467,9 @@ def _family_fails(view: Catalog, family_map: RequestMap, name: str | None, moe_b
     (``name``: the request as read from ``moe_backend``, ``None`` for an env override). A function
     of the view, the map and the two names alone: each answer is built once per view (the map's
     names are a closed list, so this stays small)."""
-    memo = view.__dict__.setdefault("_family_fails", {})
+    memo = view.__dict__.get("_family_fails")
+    if memo is None:
+        memo = view.__dict__.setdefault("_family_fails", {})
     key = (family_map.id, name, moe_backend)
     hit = memo.get(key)
     if hit is not None:
