@@ -5,8 +5,9 @@ Compiling the shipped tables (checks, value tables, gate buckets, the newest rel
 ~100 ms on a 2-core machine, a third of a CLI call; unpickling the result takes ~20 ms. The key is
 the sha256 of the validated-table cache key (every table and schema byte,
 :func:`moe_oracle.tables.table_set_key`) and of the path, size and modification time of every
-``.py`` file of this package (as Python's own bytecode cache trusts them), so editing a table, a
-schema or the compiler misses. The entry's first line is the sha256 of the pickle, so a damaged
+``.py`` file of this package (as Python's own bytecode cache trusts them) and of the interpreter's
+and ``packaging``'s versions (the pickle holds ``packaging`` specifiers and versions), so editing a
+table, a schema or the compiler, or sharing the cache directory between environments, misses. The entry's first line is the sha256 of the pickle, so a damaged
 entry is never loaded.
 
 Trust: the entry lives in the same per-user cache directory as the validated-table cache
@@ -22,10 +23,13 @@ import hashlib
 import io
 import os
 import pickle
+import sys
 import tempfile
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+import packaging
 
 from ._resources import package_dir
 
@@ -39,9 +43,10 @@ _KEEP = 8
 
 
 def code_fingerprint() -> str:
-    """sha256 over (relative path, size, mtime) of every ``.py`` file of the package."""
+    """sha256 over the interpreter's and ``packaging``'s versions and (relative path, size, mtime)
+    of every ``.py`` file of the package."""
     root = package_dir()
-    digest = hashlib.sha256(f"moe-oracle-compiled-{_FORMAT}".encode())
+    digest = hashlib.sha256(f"moe-oracle-compiled-{_FORMAT};{sys.version};packaging {packaging.__version__};".encode())
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):

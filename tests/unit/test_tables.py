@@ -195,3 +195,19 @@ def test_non_finite_bounds_are_rejected(tmp_path):
 
     issues = issues_for(tmp_path, mutate)
     assert any("finite" in i.message and i.entry == "slow" for i in issues)
+
+
+def test_compiled_catalog_cache_key_names_the_interpreter_and_packaging(monkeypatch):
+    """Two environments sharing one cache directory (one editable checkout, another Python or
+    packaging) never load each other's pickles: both versions are part of the code fingerprint."""
+    import packaging
+
+    from moe_oracle import catalog_cache
+
+    here = catalog_cache.code_fingerprint()
+    assert catalog_cache.code_fingerprint() == here
+    monkeypatch.setattr(packaging, "__version__", "0.0-other")
+    assert catalog_cache.code_fingerprint() != here
+    monkeypatch.undo()
+    monkeypatch.setattr(catalog_cache.sys, "version", "3.0.0 (another interpreter)")
+    assert catalog_cache.code_fingerprint() != here
