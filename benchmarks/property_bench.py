@@ -12,6 +12,9 @@ times the same configs; generation is timed apart), with the test suite's collec
   each config, as ``test_every_engine_invariant_holds`` runs them: one Decision and one
   re-derivation per config shared by the invariants that only read them; determinism evaluates
   afresh (and builds a second full record). Every schema check validates the full record.
+* the shared work they rest on, each part over every config (one evaluate, the record, its JSON
+  round trip and schema validation, the reference model's judgement): the floor under the
+  together figure;
 * each of them alone over every config (each paying for its own Decision and re-derivation);
 * the door invariant (printed replay file: YAML + config schema) and the invariants that need a
   second input (unread inputs, table file order, CLI/API agreement, why-not);
@@ -143,6 +146,41 @@ def main(argv: list[str] | None = None) -> int:
                 check(t["case"])
     _clear_shared()
     print(f"\none-case engine invariants ({len(names)}) together per config: {_rate(n, together)}  ({together.cpu / n * 1e3:.2f} ms CPU per config)")
+
+    print(f"\n{'shared work, each over every config':<34} {'ms/config (CPU)':>16}")
+    def fresh() -> list[Any]:
+        return [inv.evaluate(CATALOG, t["case"].config, t["case"].env) for t in trials]
+
+    records = [d.to_dict() for d in fresh()]
+    validate = inv.decision_validator()
+    models = [inv._model(t["case"]) for t in trials]
+    values = [m.values(t["case"].config, t["case"].env, d.normalized.values) for m, t, d in zip(models, trials, fresh())]
+    kernels = [[c["kernel"] for c in r["candidates"]] for r in records]
+
+    def judged(i: int) -> None:  # every kernel's failing and abstaining rules, as the invariants read them
+        judgement = models[i].judge(values[i])
+        for k in kernels[i]:
+            judgement.failing(k), judgement.abstaining(k)
+
+    floor: dict[str, tuple[Callable[[], Any], Callable[[int, Any], Any]]] = {
+        "evaluate (one Decision)": (lambda: None, lambda i, _: inv.evaluate(CATALOG, trials[i]["case"].config, trials[i]["case"].env)),
+        "Decision.candidates (the objects)": (fresh, lambda i, ds: ds[i].candidates),
+        "Decision.to_dict (the record)": (fresh, lambda i, ds: ds[i].to_dict()),
+        "JSON round trip of the record": (lambda: None, lambda i, _: inv._json_round_trip(records[i])),
+        "schema validation of the record": (lambda: None, lambda i, _: validate(records[i])),
+        "reference model (judge every kernel)": (lambda: None, lambda i, _: judged(i)),
+    }
+    total = 0.0
+    for name, (prepare, fn) in floor.items():
+        ready = prepare()  # untimed: fresh Decisions for the parts that read one
+        with _Clock() as c:
+            for i in range(n):
+                fn(i, ready)
+        total += c.cpu
+        print(f"{name:<34} {c.cpu / n * 1e3:16.3f}")
+    print(f"{'sum (determinism needs a second evaluate and to_dict)':<34} {total / n * 1e3:.3f} ms: at most {n / total:,.0f} configs/s before any invariant logic")
+    del records, values, kernels
+    _clear_shared()
 
     print(f"\n{'each alone over every config':<34} {'ms/config (CPU)':>16} {'configs/s (CPU)':>16}")
     for name, check in inv.ENGINE_INVARIANTS.items():
