@@ -606,8 +606,8 @@ def load_catalog(directories: Sequence[Path] | None = None, schemas: Schemas | N
             if cached is not None:
                 return cached
     catalog = compile_tables(_read(directories, table_dirs(), schemas))
-    if location is not None and key is not None:
-        catalog_cache.store(location, key, catalog)
+    if location is not None and key is not None and table_set_key(dirs, schema_dir(), package_dir() if directories is None else None) == tables_key:
+        catalog_cache.store(location, key, catalog)  # only if no table changed while it was read (see read_tables_cached)
     return catalog
 
 

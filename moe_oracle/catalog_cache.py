@@ -77,7 +77,7 @@ def load(location: Path, key: str) -> "Catalog | None":
         with open(_path(location, key), "rb") as handle:
             digest = handle.readline().strip().decode("ascii")
             body = handle.read()
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # unreadable, or a first line that is no digest
         return None
     if digest != hashlib.sha256(body).hexdigest():
         return None

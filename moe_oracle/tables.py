@@ -292,7 +292,9 @@ def read_tables_cached(directories: Sequence[Path], schemas: Schemas | None, roo
         except (OSError, ValueError, KeyError, TypeError):
             pass  # no usable cache entry: validate from the YAML below
     files, issues = read_tables(directories, schemas if schemas is not None else load_schemas(schema_directory), root)
-    if location is not None and key is not None and not issues:
+    # Stored only if no byte changed while the files were read: an edit landing between the key
+    # and the read would otherwise be kept under the old bytes' key, answering for them forever.
+    if location is not None and key is not None and not issues and table_set_key(directories, schema_directory or schema_dir(), root) == key:
         try:
             location.mkdir(parents=True, exist_ok=True)
             payload = json.dumps({"format": _CACHE_FORMAT, "files": [{"path": f.path, "kind": f.kind, "sha256": f.sha256, "data": f.data} for f in files]})

@@ -211,3 +211,43 @@ def test_compiled_catalog_cache_key_names_the_interpreter_and_packaging(monkeypa
     monkeypatch.undo()
     monkeypatch.setattr(catalog_cache.sys, "version", "3.0.0 (another interpreter)")
     assert catalog_cache.code_fingerprint() != here
+
+
+def test_an_edit_during_the_read_is_cached_under_no_key(tmp_path, monkeypatch):
+    """A table edited after the cache key was computed but before it was read: the answer is for
+    the bytes read, and neither cache keeps it (the tester's race: an edit landing ~1 s into a
+    cold CLI call poisoned both caches under the old bytes' key)."""
+    from moe_oracle import tables as tables_mod
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(cache))
+    t = base_tables()
+    dirs = write_tables(tmp_path / "t", t)
+    target = tmp_path / "t" / "kernels" / "slow.yaml"
+    original = target.read_bytes()
+    edited = copy.deepcopy(t)
+    edited["kernels/slow.yaml"]["entries"][0]["constraints"][0]["max"] = 256
+    edited_bytes = (write_tables(tmp_path / "e", edited)[0].parent / "kernels" / "slow.yaml").read_bytes()
+    assert edited_bytes != original
+    real = tables_mod.read_tables
+
+    def read_after_an_edit(*args, **kwargs):
+        target.write_bytes(edited_bytes)  # lands between the key and the read
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tables_mod, "read_tables", read_after_an_edit)
+    during = load_catalog(dirs)
+    monkeypatch.setattr(tables_mod, "read_tables", real)
+    assert not list(cache.glob("catalog-*.pickle")) and not list(cache.glob("tables-*.json"))
+    target.write_bytes(original)
+    after = load_catalog(dirs)
+    assert after.tables_hash != during.tables_hash
+    monkeypatch.setenv("MOE_ORACLE_NO_CACHE", "1")
+    assert load_catalog(dirs).tables_hash == after.tables_hash
+
+
+def test_a_catalog_cache_entry_with_a_binary_first_line_is_a_miss(tmp_path):
+    from moe_oracle import catalog_cache
+
+    (tmp_path / "catalog-k.pickle").write_bytes(bytes(range(128, 256)) * 16)
+    assert catalog_cache.load(tmp_path, "k") is None
