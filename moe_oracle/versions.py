@@ -191,7 +191,7 @@ def _outside(spec: EngineSpec, version: Version, how: str) -> tuple[str, str]:
     elif version < spec.oldest.version:
         stand_in = spec.oldest
     else:
-        stand_in = max(r for r in spec.releases if r.version <= version)
+        stand_in = max((r for r in spec.releases if r.version <= version), key=lambda r: r.version)
         span = f"{spec.display} {version} is not a modelled release ({', '.join(str(r.version) for r in spec.releases)})"
         return str(stand_in.version), f"{span}; facts of {stand_in.version} that are not known to have changed are assumed"
     return str(stand_in.version), f"{span}; {how} {version}: facts of {stand_in.version} that are not known to have changed are assumed"

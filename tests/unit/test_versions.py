@@ -195,3 +195,14 @@ def test_every_modelled_release_of_the_shipped_tables_links(catalog):
         view = catalog.for_version(rel.version)
         assert view.experts and view.prepare_finalize and view.engine is catalog.engine
     assert catalog.for_version("0.33.0") is catalog
+
+
+@pytest.mark.parametrize(("version", "stand_in"), [("0.31.1", "0.31.0"), ("0.33.0rc1", "0.32.0"), ("0.30.5", "0.30.0")])
+def test_a_version_between_modelled_releases_answers_for_the_newest_below_it(version, stand_in):
+    """With several modelled releases below it (the shipped tables model 0.29.0-0.33.0), the
+    stand-in is the newest of them (it crashed comparing release records before)."""
+    from moe_oracle.oracle import default_catalog
+
+    d = evaluate(default_catalog(), cfg(), Environment.declared([f"vllm=={version}"]))
+    assert d.release.modelled is False and d.release.stand_in == stand_in
+    assert any(f"{version} is not a modelled release" in w and f"facts of {stand_in}" in w for w in d.release.warnings)
