@@ -7,8 +7,9 @@ the faithful policy (what the engine does, known bugs included, with warnings).
 and ``policy="safe"`` (per oracle or per call) rejects known-bad kernels and unchecked early returns.
 
 Repeated selects of an equal config under the same environment and policy are answered from the
-oracle's own memo (keyed on the frozen config, the environment fingerprint and the policy; one
-oracle has one table set). Nothing is global: two oracles share no state.
+oracle's own memo (keyed on the frozen config, the environment fingerprint and notes, and the
+policy; one oracle has one table set). The notes are in the key because the record echoes them
+although no selection reads them. Nothing is global: two oracles share no state.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class Oracle:
         self._catalog = catalog
         self._environment = environment if environment is not None else Environment()
         self._policy = _policy(policy)
-        self._memo: dict[tuple[MoEConfig, str, Policy], Decision] = {}
+        self._memo: dict[tuple[MoEConfig, str, tuple[str, ...], Policy], Decision] = {}
         self._memo_size = memo_size
 
     @classmethod
@@ -149,7 +150,7 @@ class Oracle:
         """
         env = env if env is not None else self._environment
         pol = self._policy if policy is None else _policy(policy)
-        key = (config, env.fingerprint, pol)
+        key = (config, env.fingerprint, env.notes, pol)
         decision = self._memo.get(key)
         if decision is None:
             decision = evaluate(self._catalog, config, env, policy=pol)

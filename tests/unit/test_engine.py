@@ -172,6 +172,11 @@ def test_memo_returns_the_same_decision_and_env_changes_invalidate_it(small_cata
     assert oracle.select(cfg()) is first  # equal config, same environment
     other = oracle.select(c, Environment.declared(absent=["fastpkg"]))
     assert other is not first and other.kernel == "slow"
+    # Notes change no selection (not in the fingerprint) but the record echoes them: not memoized across.
+    a, b = Environment(notes=("read from A",)), Environment(notes=("read from B",))
+    assert a.fingerprint == b.fingerprint
+    assert oracle.select(c, a).to_dict()["environment"]["notes"] == ["read from A"]
+    assert oracle.select(c, b).to_dict()["environment"]["notes"] == ["read from B"]
 
 
 def test_table_file_order_does_not_change_the_decision(tmp_path):
