@@ -145,6 +145,10 @@ def validate_document(validator: jsonschema.protocols.Validator, doc: Any, displ
 
     issues = []
     errors = sorted(validator.iter_errors(doc), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    # A subschema that fails evaluates none of its keys, so unevaluatedProperties then blames every
+    # valid key of that object: dropped when another error lies at or under the same object.
+    others = [tuple(e.absolute_path) for e in errors if e.validator != "unevaluatedProperties"]
+    errors = [e for e in errors if e.validator != "unevaluatedProperties" or not any(p[: len(e.absolute_path)] == tuple(e.absolute_path) for p in others)]
     for err in errors:
         # For oneOf/anyOf, the most relevant sub-error names the actual problem.
         best = jsonschema.exceptions.best_match([err]) if err.context else err

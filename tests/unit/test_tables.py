@@ -251,3 +251,20 @@ def test_a_catalog_cache_entry_with_a_binary_first_line_is_a_miss(tmp_path):
 
     (tmp_path / "catalog-k.pickle").write_bytes(bytes(range(128, 256)) * 16)
     assert catalog_cache.load(tmp_path, "k") is None
+
+
+def test_a_bad_value_in_a_constraint_is_not_blamed_on_its_valid_keys(tmp_path):
+    """A constraint whose max is a string: one issue at .max, not also "Unevaluated properties ...
+    ('field', 'id', 'max', ... were unexpected)" for the keys its failing subschema left unevaluated."""
+
+    def bad_max(t):
+        t["kernels/slow.yaml"]["entries"][0]["constraints"][0]["max"] = "992"
+
+    issues = issues_for(tmp_path / "a", bad_max)
+    assert [i.path.rsplit(".", 1)[-1] for i in issues] == ["max"] and "not of type 'number'" in issues[0].message
+
+    def unknown_key(t):
+        t["kernels/slow.yaml"]["entries"][0]["constraints"][0]["maximum"] = 992
+
+    issues = issues_for(tmp_path / "b", unknown_key)
+    assert len(issues) == 1 and "maximum" in f"{issues[0].path} {issues[0].message} {issues[0].value}"
