@@ -262,12 +262,19 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             try:
                 environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()))
             except ConfigError as exc:
-                # Environment names command-line flags (--package NAME); here the input is this file.
-                raise ConfigError([replace(i, path="$.environment.packages" + (f".{i.path[10:]}" if i.path.startswith("--package ") else ""), file=file) for i in exc.issues]) from None
+                # Environment names command-line flags (--package NAME) and its fields (env NAME); here the input is this file.
+                raise ConfigError([replace(i, path=_environment_path(i.path), file=file) for i in exc.issues]) from None
             issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file)
             if issues:
                 raise ConfigError(issues)
     return LoadedConfig(config, environment, probe)
+
+
+def _environment_path(path: str) -> str:
+    """An :class:`Environment` issue's path (``--package NAME``, ``env NAME``, ``absent``) as a path of this document."""
+    head, _, name = path.partition(" ")
+    key = {"--package": "packages", "packages": "packages", "env": "env", "absent": "absent"}.get(head, "packages")
+    return f"$.environment.{key}" + (f".{name}" if name else "")
 
 
 def _model_reference(model: Mapping[str, Any], key: str, base: Path | None, file: str | None) -> Path:
