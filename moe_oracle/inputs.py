@@ -3,7 +3,7 @@
 Everything a user types arrives here and leaves as a frozen :class:`MoEConfig`
 (and, when declared, an :class:`Environment`), or as one
 :class:`~moe_oracle.errors.ConfigError` listing every problem with its JSON path,
-the value and what is allowed. Files go through ``yaml.safe_load`` (JSON is YAML)
+the value and what is allowed. Files go through ``yaml.safe_load`` (JSON is YAML; a repeated key is refused: :func:`~moe_oracle.tables.safe_load`)
 and ``schemas/moe_config.schema.json``.
 """
 

@@ -162,3 +162,20 @@ def test_a_config_file_environment_with_an_empty_variable_name_names_the_file_an
     assert main(["select", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}: $.environment.env: every name must be a non-empty string" in err
+
+
+def test_a_config_file_repeating_a_key_is_refused_naming_file_key_and_line(tmp_path, capsys):
+    path = tmp_path / "layer.yaml"
+    path.write_text(CONFIG + "device: {gpu: B200}\n")
+    assert main(["select", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: $ (line 3, column 1): not valid YAML: found duplicate key 'device' (first at line 2)" in err
+
+
+def test_a_serve_config_file_repeating_a_key_is_refused(tmp_path):
+    from moe_oracle.serve import parse_serve
+
+    (tmp_path / "serve.yaml").write_text("tensor-parallel-size: 4\ntensor-parallel-size: 8\n")
+    with pytest.raises(ConfigError) as info:
+        parse_serve("vllm serve m --config serve.yaml", base=tmp_path)
+    assert info.value.issues[0].path == "--serve --config" and "duplicate key 'tensor-parallel-size'" in str(info.value)
