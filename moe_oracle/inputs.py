@@ -235,13 +235,6 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     if par:
         prov.append(Provenance("parallel", src, ""))
         prov += [Provenance(f"parallel.{k}", src, "") for k in par if k != "all2all_backend"]
-    if "moe_backend" in doc:
-        from .engine import resolve_request
-
-        try:
-            resolve_request(catalog, doc["moe_backend"])
-        except ConfigError as exc:
-            raise ConfigError([replace(i, file=file) for i in exc.issues]) from None
     for key in ("lora", "batch_invariant", "moe_backend", "max_num_tokens"):
         if key in doc:
             kwargs[key] = doc[key]
@@ -267,7 +260,31 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file)
             if issues:
                 raise ConfigError(issues)
+    if "moe_backend" in doc:
+        _check_moe_backend(catalog, doc["moe_backend"], environment, file)
     return LoadedConfig(config, environment, probe)
+
+
+def _check_moe_backend(catalog: Catalog, name: str, environment: Environment | None, file: str | None) -> None:
+    """Refuse a ``moe_backend`` no modelled release accepts, with the message the ``--moe-backend``
+    flag gets (the names the file's release accepts, a did-you-mean); a name only some release
+    accepts is left to selection, which knows the release the answer is for.
+
+    Raises:
+        ConfigError: the name is unknown to every release; the issue names the file.
+    """
+    from .engine import check_request, resolve_request
+
+    try:
+        resolve_request(catalog, name)
+        return
+    except ConfigError as exc:
+        error = exc
+    try:
+        check_request(catalog, name, environment if environment is not None else Environment())
+    except ConfigError as exc:
+        error = exc
+    raise ConfigError([replace(i, file=file) for i in error.issues]) from None
 
 
 def _environment_path(path: str) -> str:

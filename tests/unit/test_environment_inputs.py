@@ -179,3 +179,25 @@ def test_a_serve_config_file_repeating_a_key_is_refused(tmp_path):
     with pytest.raises(ConfigError) as info:
         parse_serve("vllm serve m --config serve.yaml", base=tmp_path)
     assert info.value.issues[0].path == "--serve --config" and "duplicate key 'tensor-parallel-size'" in str(info.value)
+
+
+# --- moe_backend read from a config file gets the flag's message ------------------------------
+
+
+@pytest.mark.parametrize("view", ["engine", "runtime"])
+@pytest.mark.parametrize("name", ["trtllm", "flashinfer_trtlm"])
+def test_an_unknown_moe_backend_in_a_config_file_gets_the_flags_message(tmp_path, capsys, view, name):
+    path = tmp_path / "layer.yaml"
+    path.write_text(CONFIG + f"moe_backend: {name}\n")
+    assert main(["select", "--config", str(path), "--view", view]) == 2
+    from_file = capsys.readouterr().err
+    assert main(["select", "--model", "mixtral-8x7b-instruct-v0.1", "--gpu", "H200", "--moe-backend", name, "--view", view]) == 2
+    from_flag = capsys.readouterr().err
+    file_line = from_file.splitlines()[1].replace(f"{path}: ", "", 1)
+    assert file_line == from_flag.splitlines()[1]
+    allowed = file_line.split("allowed: ", 1)[1].split(";")[0].split(", ")
+    assert allowed.count("auto") == 1
+    if view == "engine":
+        assert "vLLM 0.33.0 does not accept" in file_line and "cpu" not in allowed  # only what the release accepts
+    if name == "flashinfer_trtlm":
+        assert file_line.endswith("did you mean 'flashinfer_trtllm'?")
