@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # jsonschema (and referencing) are imported where a document is validated: a table set answered
 # from the validated-table cache never validates, and the import is a third of a CLI call.
 
-__all__ = ["KIND_DIRS", "TableFile", "UniqueKeyLoader", "cache_dir", "load_schemas", "read_tables", "read_tables_cached", "safe_load", "table_set_key", "validate_document", "yaml_error_issue"]
+__all__ = ["KIND_DIRS", "TableFile", "UniqueKeyLoader", "cache_dir", "cache_disabled", "load_schemas", "read_tables", "read_tables_cached", "safe_load", "table_set_key", "validate_document", "yaml_error_issue"]
 
 TABLE_KINDS = ("experts", "prepare_finalize", "priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine", "frontends")
 KIND_DIRS: Mapping[str, tuple[str, ...]] = {
@@ -275,14 +275,26 @@ def check_document(doc: Any, display: str, dir_name: str | None, schemas: Schema
 # as JSON keyed by the sha256 of those bytes; a later load with identical bytes reads the JSON
 # (stdlib json) and skips YAML parsing and schema validation. Any change to a table or schema
 # changes the key. The cache is an optimization only: when it cannot be read or written the
-# full path runs, and MOE_ORACLE_NO_CACHE=1 disables it.
+# full path runs, and MOE_ORACLE_NO_CACHE=1 (or true, yes, on: cache_disabled) disables it.
 
 _CACHE_FORMAT = 3  # 3: duplicate mapping keys are refused (a set validated before is validated again)
 
 
+def cache_disabled() -> bool:
+    """Whether ``$MOE_ORACLE_NO_CACHE`` turns the caches off.
+
+    ``1``, ``true``, ``yes``, ``on`` (any case, surrounding spaces ignored) do; unset, empty,
+    ``0``, ``false``, ``no`` and ``off`` do not. Any other value also turns them off: the caches
+    only save time, so a value that is not understood errs on the side of reading the tables.
+    """
+    value = os.environ.get("MOE_ORACLE_NO_CACHE")
+    return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def cache_dir() -> Path | None:
-    """``$MOE_ORACLE_CACHE_DIR``, else ``$XDG_CACHE_HOME/moe-oracle``, else ``~/.cache/moe-oracle``; ``None`` if disabled."""
-    if os.environ.get("MOE_ORACLE_NO_CACHE") == "1":
+    """``$MOE_ORACLE_CACHE_DIR``, else ``$XDG_CACHE_HOME/moe-oracle``, else ``~/.cache/moe-oracle``;
+    ``None`` if disabled (:func:`cache_disabled`)."""
+    if cache_disabled():
         return None
     explicit = os.environ.get("MOE_ORACLE_CACHE_DIR")
     if explicit:

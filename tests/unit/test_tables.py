@@ -238,3 +238,15 @@ def test_compiled_catalog_cache_key_names_the_interpreter_and_packaging(monkeypa
     monkeypatch.undo()
     monkeypatch.setattr(catalog_cache.sys, "version", "3.0.0 (another interpreter)")
     assert catalog_cache.code_fingerprint() != here
+
+
+@pytest.mark.parametrize("value, disabled", [("1", True), ("true", True), ("TRUE", True), ("Yes", True), ("on", True), (" 1 ", True), ("0", False), ("false", False), ("No", False), ("off", False), ("", False), (None, False)])
+def test_no_cache_accepts_the_usual_truthy_spellings(monkeypatch, tmp_path, value, disabled):
+    from moe_oracle.tables import cache_dir
+
+    monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(tmp_path))
+    if value is None:
+        monkeypatch.delenv("MOE_ORACLE_NO_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("MOE_ORACLE_NO_CACHE", value)
+    assert (cache_dir() is None) is disabled
