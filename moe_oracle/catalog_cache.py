@@ -13,7 +13,10 @@ entry is never loaded.
 Trust: the entry lives in the same per-user cache directory as the validated-table cache
 (``$MOE_ORACLE_CACHE_DIR``, ``$XDG_CACHE_HOME/moe-oracle`` or ``~/.cache/moe-oracle``) and is
 loaded with :mod:`pickle`, so whoever can write that directory can run code as you, exactly as
-with Python's ``__pycache__``. ``MOE_ORACLE_NO_CACHE=1`` disables it. Any failure to read or write
+with Python's ``__pycache__``. ``MOE_ORACLE_NO_CACHE`` set to ``1``, ``true``, ``yes`` or ``on``
+(any case) disables it, as does any value not understood (``0``, ``false``, ``no``, ``off`` or
+unset leave it on; see
+:func:`moe_oracle.tables.cache_disabled`). Any failure to read or write
 only costs speed.
 """
 

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from packaging.utils import canonicalize_name
 
-from .envfile import PackageSpec, parse_requirement, read_environment_file
+from .envfile import PackageSpec, parse_requirement, read_environment_file, unique_specs
 from .environment import Environment
 from .envvars import env_issues, env_notes
 from .errors import ConfigError, InputIssue, did_you_mean
@@ -168,8 +168,9 @@ def declare_environment(
     are kept in the record; the others are accepted and listed in a note.
 
     Raises:
-        ConfigError: a malformed declaration, or a value the engine refuses at start
-            (``VLLM_USE_DEEP_GEMM=true``).
+        ConfigError: a malformed declaration (``--env`` without a variable name), one package
+            given two different versions by ``--package`` (or within the file), or a value the
+            engine refuses at start (``VLLM_USE_DEEP_GEMM=true``).
     """
     notes: list[str] = []
     read = set(catalog.package_names)
@@ -198,8 +199,7 @@ def declare_environment(
     if serve_vars:
         _collect_vars(catalog, serve_vars, variables, notes, "--serve", version, quiet_unread=False)
     declared_packages = []
-    for spec_text in packages:
-        spec = parse_requirement(spec_text, "--package")
+    for spec in unique_specs([(parse_requirement(spec_text, "--package"), None) for spec_text in packages], "--package"):
         specs[spec.name] = spec
         absent.discard(spec.name)
         declared_packages.append(spec.name)
@@ -221,6 +221,8 @@ def declare_environment(
         if "=" not in item:
             raise ConfigError([InputIssue("--env", "expected VAR=VALUE", item, None)], headline="bad --env")
         name, value = item.split("=", 1)
+        if not name.strip():
+            raise ConfigError([InputIssue("--env", "the variable name is empty: expected VAR=VALUE", item, None)], headline="bad --env")
         flag_vars[name] = value
     _collect_vars(catalog, flag_vars, variables, notes, "--env", version, quiet_unread=False)
     # Name where each value came from: the engine refuses it, and the operator must find it.

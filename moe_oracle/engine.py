@@ -42,7 +42,7 @@ from .records import DecisionWarning, Demotion
 from .versions import EngineRelease
 from .vocab import All2AllBackend, Policy, ReasonCode, Source
 
-__all__ = ["evaluate", "request_name", "resolve_request"]
+__all__ = ["check_request", "evaluate", "request_name", "resolve_request"]
 
 
 def _known_names(catalog: Catalog) -> frozenset[str]:
@@ -81,7 +81,7 @@ def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | Non
     if name not in catalog.backend_names:
         known = _known_names(catalog)
         if name not in known:
-            raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(known)])])
+            raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(known - {"auto"})])])
         return tuple(sorted({b for rm in catalog.request_maps for b in rm.names.get(name, ())}))
     return catalog.backend_names[name]
 
@@ -93,6 +93,19 @@ def request_name(catalog: Catalog, backend: str) -> str:
     names = sorted(n for n, bs in catalog.backend_names.items() if backend in bs)
     names += sorted(n for rm in catalog.request_maps for n, bs in rm.names.items() if backend in bs)
     return next((n for n in names if accepted is None or n in accepted), "auto")
+
+
+def check_request(catalog: Catalog, moe_backend: str, env: Environment) -> None:
+    """Refuse ``moe_backend`` exactly as :func:`evaluate` would under ``env`` (for the doors that
+    read it from a file: the same message as the ``--moe-backend`` flag, with the names the
+    release accepts and a did-you-mean).
+
+    Raises:
+        ConfigError: a value the release of ``env`` refuses, or an unknown name.
+    """
+    release = catalog.release(env) if catalog.source is not None else None
+    view = catalog.for_release(release) if release is not None else catalog
+    _engine_request(view, moe_backend, release)
 
 
 def _engine_request(view: Catalog, moe_backend: str, release: EngineRelease | None) -> tuple[str, ...] | None:

@@ -28,6 +28,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -35,7 +36,7 @@ from packaging.version import InvalidVersion, Version
 
 from .errors import ConfigError, InputIssue
 
-__all__ = ["EnvironmentFile", "PackageSpec", "parse_environment_text", "parse_requirement", "read_environment_file"]
+__all__ = ["EnvironmentFile", "PackageSpec", "parse_environment_text", "parse_requirement", "read_environment_file", "unique_specs"]
 
 MAX_ENV_FILE_BYTES = 8 * 1024 * 1024
 
@@ -113,6 +114,41 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
     return PackageSpec(name, version)
 
 
+def unique_specs(specs: Iterable[tuple[PackageSpec, str | None]], where: str, file: str | None = None) -> tuple[PackageSpec, ...]:
+    """Each package once, in first-seen order; the same declaration repeated is accepted.
+
+    ``specs``: (spec, where it was read: ``"line 3"``, ``"$[2]"``, or ``None``); ``where``: the
+    flag the declarations came from (``--package``, ``--environment``); ``file``: their file.
+
+    >>> [s.version for s in unique_specs([(parse_requirement("vllm==0.9.0"), None), (parse_requirement("vllm==0.9"), None)], "--package")]
+    ['0.9.0']
+
+    Raises:
+        ConfigError: one package declared at two different versions (naming the package, both
+            versions and, for a file, both lines). A pinned version and an unknown one
+            (``NAME @ URL``) are different declarations.
+    """
+    seen: dict[str, tuple[PackageSpec, str | None]] = {}
+    for spec, at in specs:
+        first = seen.get(spec.name)
+        if first is None:
+            seen[spec.name] = (spec, at)
+        elif not _same_version(first[0], spec):
+            raise ConfigError([InputIssue(f"{where} {spec.name}", f"declared twice with different versions: {_shown(*first)} and {_shown(spec, at)}; declare one version", None, None, file)], headline=f"bad {where}")
+    return tuple(s for s, _ in seen.values())
+
+
+def _same_version(a: PackageSpec, b: PackageSpec) -> bool:
+    if a.version is None or b.version is None:
+        return a.version is None and b.version is None and a.reference == b.reference
+    return Version(a.version) == Version(b.version)
+
+
+def _shown(spec: PackageSpec, at: str | None) -> str:
+    text = repr(spec.version) if spec.version is not None else f"an unknown version ({spec.reference or 'no version given'})"
+    return text + (f" ({at})" if at else "")
+
+
 def read_environment_file(path: str | Path) -> EnvironmentFile:
     """Read and parse an environment file (see the module doc for the formats).
 
@@ -170,12 +206,12 @@ def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
         if not body or body.startswith(("-i ", "--index-url", "--extra-index-url", "-f ", "--find-links")):
             continue
         try:
-            packages.append(parse_requirement(body, "--environment"))
+            packages.append((parse_requirement(body, "--environment"), f"line {number}"))
         except ConfigError as exc:
             raise _line_error(path, number, line, exc.issues[0].message + "; expected the output of pip freeze, pip list (--format=json), uv pip list or vllm collect-env") from None
     if not packages:
         raise ConfigError([InputIssue("--environment", "no package found; expected the output of pip freeze, pip list (--format=json), uv pip list or vllm collect-env", path, None, path)], headline="bad --environment")
-    return EnvironmentFile(path, "pip freeze", tuple(packages), True)
+    return EnvironmentFile(path, "pip freeze", unique_specs(packages, "--environment", path), True)
 
 
 def _pip_json(text: str, path: str) -> EnvironmentFile:
@@ -193,8 +229,8 @@ def _pip_json(text: str, path: str) -> EnvironmentFile:
             Version(item["version"])
         except InvalidVersion:
             raise ConfigError([InputIssue(f"$[{i}].version", "not a PEP 440 version", item["version"], None, path)], headline="bad --environment") from None
-        packages.append(PackageSpec(canonicalize_name(item["name"]), item["version"]))
-    return EnvironmentFile(path, "pip list --format=json", tuple(packages), True)
+        packages.append((PackageSpec(canonicalize_name(item["name"]), item["version"]), f"$[{i}]"))
+    return EnvironmentFile(path, "pip list --format=json", unique_specs(packages, "--environment", path), True)
 
 
 def _pip_columns(lines: list[str], path: str) -> EnvironmentFile:
@@ -209,12 +245,14 @@ def _pip_columns(lines: list[str], path: str) -> EnvironmentFile:
             Version(cols[1])
         except InvalidVersion:
             raise _line_error(path, number, line, f"not a PEP 440 version: {cols[1]!r}") from None
-        packages.append(PackageSpec(canonicalize_name(cols[0]), cols[1]))
-    return EnvironmentFile(path, "pip list", tuple(packages), True)
+        packages.append((PackageSpec(canonicalize_name(cols[0]), cols[1]), f"line {number}"))
+    return EnvironmentFile(path, "pip list", unique_specs(packages, "--environment", path), True)
 
 
 def _collect_env(text: str, path: str) -> EnvironmentFile:
     packages: dict[str, PackageSpec] = {}
+    pip_lines: list[tuple[PackageSpec, str]] = []
+    conda: dict[str, PackageSpec] = {}  # [conda] rows: a package pip also lists is pip's
     env: list[tuple[str, str]] = []
     gpus: list[str] = []
     notes: list[str] = []
@@ -242,7 +280,7 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
                 spec = parse_requirement(body, "--environment")
             except ConfigError as exc:
                 raise _line_error(path, number, line, exc.issues[0].message) from None
-            packages[spec.name] = spec
+            pip_lines.append((spec, f"line {number}"))
             continue
         if stripped.startswith("[conda] "):
             cols = stripped.split()[1:]
@@ -251,7 +289,7 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
                     Version(cols[1])
                 except InvalidVersion:
                     continue
-                packages.setdefault(canonicalize_name(cols[0]), PackageSpec(canonicalize_name(cols[0]), cols[1]))
+                conda.setdefault(canonicalize_name(cols[0]), PackageSpec(canonicalize_name(cols[0]), cols[1]))
             continue
         key, sep, value = line.partition(":")
         key, value = key.strip(), value.strip()
@@ -270,6 +308,9 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
                 continue
             if stripped:
                 in_gpus = False
+    packages.update({spec.name: spec for spec in unique_specs(pip_lines, "--environment", path)})
+    for name, spec in conda.items():
+        packages.setdefault(name, spec)
     if vllm_version is not None and "vllm" not in packages:
         try:
             Version(vllm_version)

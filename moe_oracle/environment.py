@@ -25,7 +25,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .config import Device
-from .envfile import parse_requirement
+from .envfile import parse_requirement, unique_specs
 from .errors import ConfigError, InputIssue
 from .vocab import Platform
 
@@ -49,15 +49,23 @@ class Environment:
     """Installed packages and the environment variables the oracle reads.
 
     Attributes:
-        packages: canonical package name -> installed version string.
-        absent: canonical names known not to be installed.
+        packages: canonical package name -> installed version string: ``(name, version)``
+            pairs, or a mapping (stored as sorted pairs).
+        absent: canonical names known not to be installed (a collection of names, not one string).
         complete: every package not in ``packages`` is absent (probed environments).
-        env: environment variable -> raw string value, only for variables that are set.
+        env: environment variable -> raw string value, only for variables that are set:
+            ``(name, value)`` pairs, or a mapping (stored as sorted pairs). Values are strings.
         probed: built by :func:`probe_environment`.
         notes: what the probe could not determine, and where the packages were read.
         unversioned: canonical names installed at a version nobody declared (a direct
             reference such as ``deep_gemm @ git+...``): neither absent nor known, so
             predicates on them abstain even in a complete environment.
+
+    Raises:
+        ConfigError: (a ``ValueError``) a field of the wrong shape (a bare string for a
+            collection; ``packages``/``env`` items that are not ``(name, string)`` pairs; an empty
+            name), one package or variable given two different values, a package declared both
+            installed and absent, or a version that is not PEP 440.
     """
 
     packages: tuple[tuple[str, str], ...] = ()
@@ -70,11 +78,12 @@ class Environment:
     fingerprint: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        packages = tuple(sorted((canonicalize_name(n), v) for n, v in self.packages))
+        packages = tuple(sorted(_unique_pairs("packages", ((canonicalize_name(n), v) for n, v in _pairs("packages", self.packages)))))
         object.__setattr__(self, "packages", packages)
-        object.__setattr__(self, "absent", frozenset(canonicalize_name(n) for n in self.absent))
-        object.__setattr__(self, "env", tuple(sorted(self.env)))
-        object.__setattr__(self, "unversioned", frozenset(canonicalize_name(n) for n in self.unversioned) - {n for n, _ in packages})
+        object.__setattr__(self, "absent", frozenset(canonicalize_name(n) for n in _names("absent", self.absent)))
+        object.__setattr__(self, "env", tuple(sorted(_unique_pairs("env", _pairs("env", self.env)))))
+        object.__setattr__(self, "notes", tuple(_names("notes", self.notes)))
+        object.__setattr__(self, "unversioned", frozenset(canonicalize_name(n) for n in _names("unversioned", self.unversioned)) - {n for n, _ in packages})
         clash = ({n for n, _ in packages} | self.unversioned) & self.absent
         if clash:
             raise ConfigError([InputIssue("--package", "package declared both installed and absent", sorted(clash), None)])
@@ -161,13 +170,106 @@ class Environment:
         >>> Environment.declared(["deep_gemm @ git+https://github.com/deepseek-ai/DeepGEMM"]).unversioned
         frozenset({'deep-gemm'})
 
+        One package declared twice must be declared at the same version:
+
+        >>> Environment.declared(["vllm==0.10.0", "vllm==0.9.0"])
+        Traceback (most recent call last):
+        ...
+        moe_oracle.errors.ConfigError: bad --package (1 problem):
+          - --package vllm: declared twice with different versions: '0.10.0' and '0.9.0'; declare one version
+
         Raises:
-            ConfigError: a spec that is not a requirement pinning one version, or a URL.
+            ConfigError: a spec that is not a requirement pinning one version, or a URL; one
+                package at two different versions; a bare string for ``packages`` or
+                ``absent``; ``env`` not a mapping of non-empty names to string values.
         """
-        specs = [parse_requirement(spec) if isinstance(spec, str) else _not_a_spec(spec) for spec in packages]
+        if isinstance(packages, (str, bytes)):
+            _shape_error("packages", "expected a list of requirement strings (NAME==VERSION), not one string", packages)
+        specs = unique_specs([(parse_requirement(spec) if isinstance(spec, str) else _not_a_spec(spec), None) for spec in packages], "--package")
         pairs = tuple((s.name, s.version) for s in specs if s.version is not None)
         unversioned = frozenset(s.name for s in specs if s.version is None)
-        return cls(pairs, frozenset(absent), False, tuple((env or {}).items()), unversioned=unversioned)
+        return cls(pairs, _names("absent", absent), False, _pairs("env", env if env is not None else {}), unversioned=unversioned)
+
+
+def _shape_error(name: str, message: str, value: object) -> "NoReturn":
+    raise ConfigError([InputIssue(name, message, value, None)], headline=f"bad Environment {name}")
+
+
+def _names(name: str, value: object) -> frozenset[str] | tuple[str, ...]:
+    """``value`` as a collection of non-empty strings (a frozenset, or a tuple for ``notes``).
+
+    Raises:
+        ConfigError: ``value`` is one string, not iterable, or holds a non-string or empty item.
+    """
+    if isinstance(value, (str, bytes)):
+        _shape_error(name, "expected a collection of strings, not one string (wrap it: [" + repr(value) + "])", value)
+    try:
+        items = tuple(value)  # type: ignore[arg-type]
+    except TypeError:
+        _shape_error(name, "expected a collection of strings", type(value).__name__)
+    for item in items:
+        if not isinstance(item, str) or (name != "notes" and not item.strip()):
+            _shape_error(name, "every item must be a non-empty string", item)
+    return items if name == "notes" else frozenset(items)
+
+
+def _pairs(name: str, value: object) -> tuple[tuple[str, str], ...]:
+    """``value`` (``(name, string)`` pairs or a mapping) as a tuple of pairs.
+
+    Raises:
+        ConfigError: one string, not iterable, an item that is not a pair, an empty name, or a
+            value that is not a string (environment variables and versions are strings).
+    """
+    what = "NAME -> VERSION" if name == "packages" else "NAME -> VALUE"
+    if isinstance(value, (str, bytes)):
+        _shape_error(name, f"expected a mapping {what} or (name, value) pairs, not one string", value)
+    if isinstance(value, Mapping):
+        items = tuple(value.items())
+    else:
+        try:
+            items = tuple(value)  # type: ignore[arg-type]
+        except TypeError:
+            _shape_error(name, f"expected a mapping {what} or (name, value) pairs", type(value).__name__)
+    for item in items:
+        if isinstance(item, (str, bytes)) or not isinstance(item, (tuple, list)) or len(item) != 2:
+            _shape_error(name, f"every item must be a (name, value) pair (or give a mapping {what})", item)
+        key, val = item
+        if not isinstance(key, str) or not key.strip():
+            _shape_error(name, "every name must be a non-empty string", key)
+        if not isinstance(val, str):
+            kind = "versions" if name == "packages" else "environment variable values"
+            raise ConfigError([InputIssue(_item_path(name, key), f"{kind} are strings; got {type(val).__name__} (write {str(val)!r})", val, None)], headline=f"bad Environment {name}")
+    return tuple((k, v) for k, v in items)
+
+
+def _same(name: str, a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if name != "packages":
+        return False
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return False
+
+
+def _item_path(name: str, key: str) -> str:
+    return f"--package {key}" if name == "packages" else f"{name} {key}"
+
+
+def _unique_pairs(name: str, pairs: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """``pairs`` with repeats dropped.
+
+    Raises:
+        ConfigError: one name given two different values.
+    """
+    seen: dict[str, str] = {}
+    for key, value in pairs:
+        if key in seen and not _same(name, seen[key], value):
+            noun = "versions" if name == "packages" else "values"
+            raise ConfigError([InputIssue(_item_path(name, key), f"declared twice with different {noun}: {seen[key]!r} and {value!r}; declare one", None, None)], headline=f"bad Environment {name}")
+        seen[key] = value
+    return tuple(seen.items())
 
 
 def _not_a_spec(spec: object) -> "NoReturn":

@@ -3,7 +3,7 @@
 Everything a user types arrives here and leaves as a frozen :class:`MoEConfig`
 (and, when declared, an :class:`Environment`), or as one
 :class:`~moe_oracle.errors.ConfigError` listing every problem with its JSON path,
-the value and what is allowed. Files go through ``yaml.safe_load`` (JSON is YAML)
+the value and what is allowed. Files go through ``yaml.safe_load`` (JSON is YAML; a repeated key is refused: :func:`~moe_oracle.tables.safe_load`)
 and ``schemas/moe_config.schema.json``.
 """
 
@@ -235,13 +235,6 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     if par:
         prov.append(Provenance("parallel", src, ""))
         prov += [Provenance(f"parallel.{k}", src, "") for k in par if k != "all2all_backend"]
-    if "moe_backend" in doc:
-        from .engine import resolve_request
-
-        try:
-            resolve_request(catalog, doc["moe_backend"])
-        except ConfigError as exc:
-            raise ConfigError([replace(i, file=file) for i in exc.issues]) from None
     for key in ("lora", "batch_invariant", "moe_backend", "max_num_tokens"):
         if key in doc:
             kwargs[key] = doc[key]
@@ -262,12 +255,43 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             try:
                 environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()))
             except ConfigError as exc:
-                # Environment names command-line flags (--package NAME); here the input is this file.
-                raise ConfigError([replace(i, path="$.environment.packages" + (f".{i.path[10:]}" if i.path.startswith("--package ") else ""), file=file) for i in exc.issues]) from None
+                # Environment names command-line flags (--package NAME) and its fields (env NAME); here the input is this file.
+                raise ConfigError([replace(i, path=_environment_path(i.path), file=file) for i in exc.issues]) from None
             issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file)
             if issues:
                 raise ConfigError(issues)
+    if "moe_backend" in doc:
+        _check_moe_backend(catalog, doc["moe_backend"], environment, file)
     return LoadedConfig(config, environment, probe)
+
+
+def _check_moe_backend(catalog: Catalog, name: str, environment: Environment | None, file: str | None) -> None:
+    """Refuse a ``moe_backend`` no modelled release accepts, with the message the ``--moe-backend``
+    flag gets (the names the file's release accepts, a did-you-mean); a name only some release
+    accepts is left to selection, which knows the release the answer is for.
+
+    Raises:
+        ConfigError: the name is unknown to every release; the issue names the file.
+    """
+    from .engine import check_request, resolve_request
+
+    try:
+        resolve_request(catalog, name)
+        return
+    except ConfigError as exc:
+        error = exc
+    try:
+        check_request(catalog, name, environment if environment is not None else Environment())
+    except ConfigError as exc:
+        error = exc
+    raise ConfigError([replace(i, file=file) for i in error.issues]) from None
+
+
+def _environment_path(path: str) -> str:
+    """An :class:`Environment` issue's path (``--package NAME``, ``env NAME``, ``absent``) as a path of this document."""
+    head, _, name = path.partition(" ")
+    key = {"--package": "packages", "packages": "packages", "env": "env", "absent": "absent"}.get(head, "packages")
+    return f"$.environment.{key}" + (f".{name}" if name else "")
 
 
 def _model_reference(model: Mapping[str, Any], key: str, base: Path | None, file: str | None) -> Path:

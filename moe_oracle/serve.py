@@ -39,6 +39,7 @@ import yaml
 
 from ._resources import package_dir
 from .errors import ConfigError, InputIssue, did_you_mean
+from .tables import safe_load
 
 __all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve"]
 
@@ -121,7 +122,7 @@ def engine_facts(version: str = ENGINE_VERSION) -> Mapping[str, Any]:
     """
     path = package_dir() / "engine_facts" / f"vllm-{version}.yaml"
     with path.open("r", encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return safe_load(handle.read())
 
 
 class _Refused(Exception):
@@ -277,7 +278,7 @@ def _config_file_args(path_text: str, base: Path | None) -> list[str]:
     if path.suffix not in (".yaml", ".yml"):
         raise ConfigError([InputIssue("--serve --config", "vLLM reads only .yaml/.yml config files", str(path), None)], headline="bad --serve")
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError([InputIssue("--serve --config", f"cannot read: {exc}", str(path), None)], headline="bad --serve") from None
     if not isinstance(doc, dict):

@@ -1,5 +1,9 @@
 """Reading capability tables: YAML through ``yaml.safe_load``, validated against ``schemas/``.
 
+Every YAML document this package reads (tables, ``--config`` files, a serve line's ``--config``,
+engine facts, the divergence list) goes through :func:`safe_load`: ``yaml.safe_load`` with
+:class:`UniqueKeyLoader`, which refuses a mapping that repeats a key instead of keeping the last.
+
 Every problem in every file is collected (file, entry id, JSON path, keyword,
 value) and raised once as a :class:`~moe_oracle.errors.TableError`; a table set
 with any problem is rejected whole.
@@ -26,7 +30,7 @@ if TYPE_CHECKING:
 # jsonschema (and referencing) are imported where a document is validated: a table set answered
 # from the validated-table cache never validates, and the import is a third of a CLI call.
 
-__all__ = ["KIND_DIRS", "TableFile", "cache_dir", "load_schemas", "read_tables", "read_tables_cached", "table_set_key", "validate_document", "yaml_error_issue"]
+__all__ = ["KIND_DIRS", "TableFile", "UniqueKeyLoader", "cache_dir", "cache_disabled", "load_schemas", "read_tables", "read_tables_cached", "safe_load", "table_set_key", "validate_document", "yaml_error_issue"]
 
 TABLE_KINDS = ("experts", "prepare_finalize", "priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine", "frontends")
 KIND_DIRS: Mapping[str, tuple[str, ...]] = {
@@ -88,6 +92,47 @@ def load_schemas(directory: Path | None = None) -> Schemas:
     return Schemas(validators)
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a mapping repeating a key (plain YAML keeps the last one).
+
+    Keys brought in by a merge (``<<: *anchor``) may be overridden, as YAML specifies.
+
+    >>> try:
+    ...     safe_load("device: a\\nparallel: {}\\ndevice: b\\n")
+    ... except yaml.YAMLError as exc:
+    ...     print(exc.problem, "at line", exc.problem_mark.line + 1)
+    found duplicate key 'device' (first at line 1) at line 3
+    """
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:
+                    continue  # an unhashable key: the base constructor reports it
+                if first is not None:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, f"found duplicate key {key!r} (first at line {first + 1})", key_node.start_mark
+                    )
+                seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def safe_load(text: str | bytes) -> Any:
+    """``yaml.safe_load`` refusing duplicate mapping keys (:class:`UniqueKeyLoader`).
+
+    Raises:
+        yaml.YAMLError: not valid YAML, or a mapping that repeats a key (a ``ConstructorError``
+            whose ``problem_mark`` is the repeated key's line and column).
+    """
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def yaml_error_issue(path: str, exc: BaseException) -> InputIssue:
     """An :class:`InputIssue` for a YAML/encoding failure, with line and column when known."""
     mark = getattr(exc, "problem_mark", None)
@@ -97,7 +142,7 @@ def yaml_error_issue(path: str, exc: BaseException) -> InputIssue:
 
 
 def parse_yaml_bytes(display: str, raw: bytes) -> tuple[Any, list[InputIssue]]:
-    """``yaml.safe_load`` of ``raw`` with every failure turned into an issue (never raises)."""
+    """:func:`safe_load` of ``raw`` (duplicate keys refused) with every failure turned into an issue (never raises)."""
     if len(raw) > MAX_TABLE_BYTES:
         return None, [InputIssue("$", f"file is larger than {MAX_TABLE_BYTES} bytes", len(raw), None, display, keyword="size")]
     try:
@@ -105,7 +150,7 @@ def parse_yaml_bytes(display: str, raw: bytes) -> tuple[Any, list[InputIssue]]:
     except UnicodeDecodeError as exc:
         return None, [InputIssue("$", f"not UTF-8: byte {exc.start} ({raw[exc.start:exc.start + 1]!r}) is invalid", None, None, display, keyword="encoding")]
     try:
-        return yaml.safe_load(text), []
+        return safe_load(text), []
     except yaml.YAMLError as exc:
         return None, [yaml_error_issue(display, exc)]
     except RecursionError:
@@ -234,14 +279,26 @@ def check_document(doc: Any, display: str, dir_name: str | None, schemas: Schema
 # as JSON keyed by the sha256 of those bytes; a later load with identical bytes reads the JSON
 # (stdlib json) and skips YAML parsing and schema validation. Any change to a table or schema
 # changes the key. The cache is an optimization only: when it cannot be read or written the
-# full path runs, and MOE_ORACLE_NO_CACHE=1 disables it.
+# full path runs, and MOE_ORACLE_NO_CACHE=1 (or true, yes, on: cache_disabled) disables it.
 
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3  # 3: duplicate mapping keys are refused (a set validated before is validated again)
+
+
+def cache_disabled() -> bool:
+    """Whether ``$MOE_ORACLE_NO_CACHE`` turns the caches off.
+
+    ``1``, ``true``, ``yes``, ``on`` (any case, surrounding spaces ignored) do; unset, empty,
+    ``0``, ``false``, ``no`` and ``off`` do not. Any other value also turns them off: the caches
+    only save time, so a value that is not understood errs on the side of reading the tables.
+    """
+    value = os.environ.get("MOE_ORACLE_NO_CACHE")
+    return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def cache_dir() -> Path | None:
-    """``$MOE_ORACLE_CACHE_DIR``, else ``$XDG_CACHE_HOME/moe-oracle``, else ``~/.cache/moe-oracle``; ``None`` if disabled."""
-    if os.environ.get("MOE_ORACLE_NO_CACHE") == "1":
+    """``$MOE_ORACLE_CACHE_DIR``, else ``$XDG_CACHE_HOME/moe-oracle``, else ``~/.cache/moe-oracle``;
+    ``None`` if disabled (:func:`cache_disabled`)."""
+    if cache_disabled():
         return None
     explicit = os.environ.get("MOE_ORACLE_CACHE_DIR")
     if explicit:

@@ -1,6 +1,6 @@
 """The reviewed list of deliberate differences between our answer and a vLLM release's.
 
-``moe_oracle/verify/divergences.yaml`` (read with ``yaml.safe_load``, validated against
+``moe_oracle/verify/divergences.yaml`` (read with ``tables.safe_load``: ``yaml.safe_load`` refusing duplicate keys; validated against
 ``schemas/divergences.schema.json``) lists each difference we keep on purpose: which
 releases, which deployments (``when``), what each side answers, why, the rule of ours
 that decides it and an upstream reference. A disagreement that no entry explains fails
@@ -24,7 +24,7 @@ from packaging.version import Version
 
 from .._resources import package_dir
 from ..errors import InputIssue, TableError
-from ..tables import load_schemas, validate_document
+from ..tables import load_schemas, safe_load, validate_document
 from .cases import Answer, Deployment
 
 __all__ = ["Divergence", "load_divergences", "match_divergence", "DEFAULT_PATH"]
@@ -76,7 +76,7 @@ def load_divergences(path: Path | None = None) -> tuple[Divergence, ...]:
     path = path or DEFAULT_PATH
     display = str(path)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise TableError([InputIssue("$", f"cannot read divergences: {exc}", None, None, display)]) from None
     schema = load_schemas().for_kind("divergences")

@@ -36,6 +36,33 @@ def test_yaml_tags_that_would_construct_objects_are_rejected(tmp_path):
     assert issues[0].keyword == "yaml" and "python/object" in issues[0].message
 
 
+def test_a_repeated_mapping_key_is_refused_naming_file_key_and_line(tmp_path):
+    issues = issues_for(tmp_path, raw={"rules/dup.yaml": b"kind: shortcuts\nshortcuts: []\nkind: shortcuts\n"})
+    issue = next(i for i in issues if i.file == "rules/dup.yaml")
+    assert issue.keyword == "yaml" and issue.path == "$ (line 3, column 1)"
+    assert "duplicate key 'kind' (first at line 1)" in issue.message
+
+
+def test_merge_keys_may_be_overridden_but_nested_repeats_are_refused():
+    import yaml
+
+    from moe_oracle.tables import safe_load
+
+    assert safe_load("base: &b {x: 1, y: 2}\nother: {<<: *b, x: 3}\n")["other"] == {"x": 3, "y": 2}
+    with pytest.raises(yaml.YAMLError, match="duplicate key 'x'"):
+        safe_load("outer:\n  - {x: 1, x: 2}\n")
+
+
+def test_shipped_yaml_documents_repeat_no_key():
+    from moe_oracle._resources import package_dir
+    from moe_oracle.tables import safe_load
+
+    paths = sorted(package_dir().rglob("*.yaml"))
+    assert paths
+    for path in paths:
+        safe_load(path.read_text(encoding="utf-8"))  # raises naming the file's line on a repeated key
+
+
 def test_non_utf8_and_empty_files(tmp_path):
     issues = issues_for(tmp_path, raw={"kernels/fast.yaml": b"kind: \xff\xfe\n", "kernels/slow.yaml": b""})
     by_file = {i.file: i for i in issues}
@@ -268,3 +295,15 @@ def test_a_bad_value_in_a_constraint_is_not_blamed_on_its_valid_keys(tmp_path):
 
     issues = issues_for(tmp_path / "b", unknown_key)
     assert len(issues) == 1 and "maximum" in f"{issues[0].path} {issues[0].message} {issues[0].value}"
+
+
+@pytest.mark.parametrize("value, disabled", [("1", True), ("true", True), ("TRUE", True), ("Yes", True), ("on", True), (" 1 ", True), ("0", False), ("false", False), ("No", False), ("off", False), ("", False), (None, False)])
+def test_no_cache_accepts_the_usual_truthy_spellings(monkeypatch, tmp_path, value, disabled):
+    from moe_oracle.tables import cache_dir
+
+    monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(tmp_path))
+    if value is None:
+        monkeypatch.delenv("MOE_ORACLE_NO_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("MOE_ORACLE_NO_CACHE", value)
+    assert (cache_dir() is None) is disabled

@@ -1,0 +1,203 @@
+"""Bad input to the Environment record and its doors: wrong shapes, empty names, non-string values,
+one package declared at two versions. Each is refused with an error naming the field and value."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from moe_oracle.cli import main
+from moe_oracle.environment import Environment
+from moe_oracle.envfile import parse_environment_text
+from moe_oracle.errors import ConfigError
+
+
+# --- shapes of the constructor's fields ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["absent", "unversioned", "notes"])
+def test_a_bare_string_for_a_collection_field_is_refused_naming_the_field(field):
+    with pytest.raises(ConfigError) as info:
+        Environment(**{field: "flashinfer-python"})
+    issue = info.value.issues[0]
+    assert issue.path == field and "not one string" in issue.message and "flashinfer-python" in str(info.value)
+
+
+@pytest.mark.parametrize("field", ["packages", "env"])
+def test_a_bare_string_for_a_pairs_field_is_refused_naming_the_field(field):
+    with pytest.raises(ConfigError) as info:
+        Environment(**{field: "vllm==0.33.0"})
+    assert info.value.issues[0].path == field and "not one string" in info.value.issues[0].message
+
+
+def test_packages_and_env_may_be_mappings():
+    env = Environment(packages={"Flashinfer_Python": "0.7.2", "vllm": "0.33.0"}, env={"VLLM_USE_DEEP_GEMM": "0"})
+    assert env.packages == (("flashinfer-python", "0.7.2"), ("vllm", "0.33.0"))
+    assert env.env == (("VLLM_USE_DEEP_GEMM", "0"),) and env.package("flashinfer-python") == "0.7.2"
+    assert env == Environment(packages=(("vllm", "0.33.0"), ("flashinfer-python", "0.7.2")), env=(("VLLM_USE_DEEP_GEMM", "0"),))
+
+
+@pytest.mark.parametrize("bad", [[("vllm",)], ["vllm"], [("vllm", "0.33.0", "x")], 5])
+def test_packages_that_are_not_pairs_are_refused_naming_the_shape(bad):
+    with pytest.raises(ConfigError) as info:
+        Environment(packages=bad)
+    issue = info.value.issues[0]
+    assert issue.path == "packages" and ("pair" in issue.message or "mapping" in issue.message)
+
+
+def test_a_version_that_is_not_a_string_is_refused_naming_the_package():
+    with pytest.raises(ConfigError) as info:
+        Environment(packages={"vllm": 0.33})
+    assert info.value.issues[0].path == "--package vllm" and "strings" in info.value.issues[0].message
+
+
+# --- declared: env values and names --------------------------------------------------------------
+
+
+def test_a_variable_value_that_is_not_a_string_is_refused_naming_the_variable():
+    with pytest.raises(ConfigError) as info:
+        Environment.declared(env={"VLLM_USE_DEEP_GEMM": 1})
+    issue = info.value.issues[0]
+    assert issue.path == "env VLLM_USE_DEEP_GEMM" and "strings" in issue.message and "'1'" in issue.message
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_variable_name_is_refused(name):
+    with pytest.raises(ConfigError) as info:
+        Environment.declared(env={name: "1"})
+    assert info.value.issues[0].path == "env" and "non-empty" in info.value.issues[0].message
+
+
+def test_cli_refuses_an_env_flag_without_a_name(capsys):
+    assert main(["select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--env", "=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("moe-oracle: error: bad --env") and "name is empty" in err and "'=1'" in err
+
+
+def test_declared_refuses_a_bare_string_for_absent_and_packages():
+    with pytest.raises(ConfigError) as info:
+        Environment.declared(absent="flashinfer-python")
+    assert info.value.issues[0].path == "absent"
+    with pytest.raises(ConfigError) as info:
+        Environment.declared("vllm==0.33.0")
+    assert info.value.issues[0].path == "packages"
+
+
+# --- one package at two versions ---------------------------------------------------------------
+
+
+def test_declared_refuses_two_versions_of_one_package():
+    with pytest.raises(ConfigError) as info:
+        Environment.declared(["vllm==0.10.0", "vllm==0.9.0"])
+    issue = info.value.issues[0]
+    assert issue.path == "--package vllm" and "'0.10.0'" in issue.message and "'0.9.0'" in issue.message
+
+
+def test_declared_accepts_the_same_version_twice():
+    env = Environment.declared(["vllm==0.33.0", "VLLM==0.33.0", "vllm==0.33"])
+    assert env.packages == (("vllm", "0.33.0"),)
+
+
+def test_declared_refuses_a_pinned_and_an_unknown_version_of_one_package():
+    with pytest.raises(ConfigError) as info:
+        Environment.declared(["deep_gemm==2.1.0", "deep_gemm @ git+https://github.com/deepseek-ai/DeepGEMM"])
+    assert info.value.issues[0].path == "--package deep-gemm" and "unknown version" in info.value.issues[0].message
+
+
+def test_constructor_refuses_two_versions_of_one_package_and_two_values_of_one_variable():
+    with pytest.raises(ConfigError) as info:
+        Environment(packages=(("vllm", "0.33.0"), ("VLLM", "0.32.0")))
+    assert info.value.issues[0].path == "--package vllm"
+    with pytest.raises(ConfigError) as info:
+        Environment(env=(("VLLM_USE_DEEP_GEMM", "0"), ("VLLM_USE_DEEP_GEMM", "1")))
+    assert info.value.issues[0].path == "env VLLM_USE_DEEP_GEMM"
+
+
+def test_cli_refuses_two_versions_given_by_package_flags(capsys):
+    code = main(["select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--package", "vllm==0.33.0", "--package", "vllm==0.32.0"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("moe-oracle: error: bad --package") and "'0.33.0'" in err and "'0.32.0'" in err
+
+
+def test_cli_package_flag_still_overrides_the_environment_file(tmp_path, capsys):
+    path = tmp_path / "freeze.txt"
+    path.write_text("vllm==0.32.0\n")
+    code = main(["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", str(path), "--package", "vllm==0.33.0", "--json"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["environment"]["packages"]["vllm"] == "0.33.0"
+
+
+@pytest.mark.parametrize(
+    "text, first, second",
+    [
+        ("vllm==0.33.0\ntorch==2.14.0\nvllm==0.32.0\n", "line 1", "line 3"),
+        ("Package Version\n------- -------\nvllm 0.33.0\nvllm 0.32.0\n", "line 3", "line 4"),
+        ('[{"name": "vllm", "version": "0.33.0"}, {"name": "vLLM", "version": "0.32.0"}]', "$[0]", "$[1]"),
+        ("Versions of relevant libraries\n[pip3] vllm==0.33.0\n[pip3] vllm==0.32.0\n", "line 2", "line 3"),
+    ],
+    ids=["pip-freeze", "pip-list", "pip-list-json", "collect-env"],
+)
+def test_an_environment_file_listing_two_versions_of_one_package_is_refused(text, first, second):
+    with pytest.raises(ConfigError) as info:
+        parse_environment_text(text, "env.txt")
+    issue = info.value.issues[0]
+    assert issue.file == "env.txt" and issue.path == "--environment vllm"
+    assert f"'0.33.0' ({first})" in issue.message and f"'0.32.0' ({second})" in issue.message
+
+
+def test_an_environment_file_may_repeat_the_same_version():
+    doc = parse_environment_text("vllm==0.33.0\nvllm==0.33.0\n", "env.txt")
+    assert [(p.name, p.version) for p in doc.packages] == [("vllm", "0.33.0")]
+
+
+CONFIG = """\
+model: {num_experts: 8, top_k: 2, hidden_size: 4096, intermediate_size: 14336, quant: unquantized}
+device: {gpu: H200}
+"""
+
+
+def test_a_config_file_environment_with_an_empty_variable_name_names_the_file_and_field(tmp_path, capsys):
+    path = tmp_path / "layer.yaml"
+    path.write_text(CONFIG + 'environment: {env: {"": "1"}}\n')
+    assert main(["select", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: $.environment.env: every name must be a non-empty string" in err
+
+
+def test_a_config_file_repeating_a_key_is_refused_naming_file_key_and_line(tmp_path, capsys):
+    path = tmp_path / "layer.yaml"
+    path.write_text(CONFIG + "device: {gpu: B200}\n")
+    assert main(["select", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: $ (line 3, column 1): not valid YAML: found duplicate key 'device' (first at line 2)" in err
+
+
+def test_a_serve_config_file_repeating_a_key_is_refused(tmp_path):
+    from moe_oracle.serve import parse_serve
+
+    (tmp_path / "serve.yaml").write_text("tensor-parallel-size: 4\ntensor-parallel-size: 8\n")
+    with pytest.raises(ConfigError) as info:
+        parse_serve("vllm serve m --config serve.yaml", base=tmp_path)
+    assert info.value.issues[0].path == "--serve --config" and "duplicate key 'tensor-parallel-size'" in str(info.value)
+
+
+# --- moe_backend read from a config file gets the flag's message ------------------------------
+
+
+@pytest.mark.parametrize("view", ["engine", "runtime"])
+@pytest.mark.parametrize("name", ["trtllm", "flashinfer_trtlm"])
+def test_an_unknown_moe_backend_in_a_config_file_gets_the_flags_message(tmp_path, capsys, view, name):
+    path = tmp_path / "layer.yaml"
+    path.write_text(CONFIG + f"moe_backend: {name}\n")
+    assert main(["select", "--config", str(path), "--view", view]) == 2
+    from_file = capsys.readouterr().err
+    assert main(["select", "--model", "mixtral-8x7b-instruct-v0.1", "--gpu", "H200", "--moe-backend", name, "--view", view]) == 2
+    from_flag = capsys.readouterr().err
+    file_line = from_file.splitlines()[1].replace(f"{path}: ", "", 1)
+    assert file_line == from_flag.splitlines()[1]
+    allowed = file_line.split("allowed: ", 1)[1].split(";")[0].split(", ")
+    assert allowed.count("auto") == 1
+    if view == "engine":
+        assert "vLLM 0.33.0 does not accept" in file_line and "cpu" not in allowed  # only what the release accepts
+    if name == "flashinfer_trtlm":
+        assert file_line.endswith("did you mean 'flashinfer_trtllm'?")
