@@ -42,7 +42,7 @@ from .records import DecisionWarning, Demotion
 from .versions import EngineRelease
 from .vocab import All2AllBackend, Policy, ReasonCode, Source
 
-__all__ = ["evaluate", "request_name", "resolve_request"]
+__all__ = ["evaluate", "request_map", "request_name", "resolve_request"]
 
 
 def _known_names(catalog: Catalog) -> frozenset[str]:
@@ -128,6 +128,12 @@ def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> t
     if name not in rm.names:
         return rm, (), None
     return rm, rm.names[name], rm.formats.get(name)
+
+
+def request_map(view: Catalog, values: Mapping[str, Any]) -> RequestMap | None:
+    """The request map through which the layer with normalized ``values`` reads ``moe_backend``
+    (vLLM's ``map_<family>_backend``), ``None`` where the family's oracle does not read it itself."""
+    return _family_request(view, "auto", values)[0]
 
 
 def _apply_implied_quant(catalog: Catalog, config: MoEConfig) -> tuple[MoEConfig, str | None]:

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .decision import make_failure, table_order
 from .records import CandidateResult, Failure, Status, jsonable
-from .vocab import ReasonCode
+from .vocab import ReasonCode, Source
 
 if TYPE_CHECKING:
     from .decision import Decision
 
-__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value"]
+__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request"]
 
 # Codes that say "this kernel is for another problem", not "this deployment is wrong";
 # explain folds candidates that fail any of these (shown with --all).
@@ -104,6 +104,42 @@ def _find_relevant(decision: "Decision") -> tuple[list[int], str, str]:
     return rejected, "candidate", "candidates"
 
 
+def unmapped_request(decision: "Decision") -> tuple[str, str | None, tuple[str, ...], str] | None:
+    """When ``moe_backend`` names no backend this layer's oracle maps to a kernel (the engine raises):
+    (the name, the family's request map id or ``None``, the names that would be read, the
+    reference); else ``None``."""
+    return _memo(decision, "unmapped", _find_unmapped)
+
+
+def _find_unmapped(decision: "Decision") -> tuple[str, str | None, tuple[str, ...], str] | None:
+    if decision.requested != () or decision.requested_by != "moe_backend":
+        return None
+    from .engine import request_map
+
+    view = decision.ranking.view
+    values = decision.normalized.values
+    rm = request_map(view, values)
+    if rm is not None:
+        return str(values["moe_backend"]), rm.id, ("auto", *sorted(set(rm.names) | set(rm.auto))), rm.reference
+    accepted = view.accepted_names
+    names = sorted(n for n in view.backend_names if accepted is None or n in accepted)
+    return str(values["moe_backend"]), None, ("auto", *names), ""
+
+
+def _unmapped_blocker(decision: "Decision") -> Blocker:
+    name, rule, allowed, reference = unmapped_request(decision)  # type: ignore[misc]
+    family = decision.normalized.values.get("quant_family")
+    if rule is not None:
+        hint = (f"this {family} layer's oracle maps moe_backend={name} to no kernel ({rule}: it reads auto or one of {', '.join(allowed[1:])}), "
+                f"and the engine raises; drop --moe-backend or request one of those")
+    else:
+        hint = f"moe_backend={name} names no backend modelled for this layer; drop --moe-backend or request one of {', '.join(allowed[1:])}"
+    n = len(decision.rows)
+    failure = Failure.of(ReasonCode.NOT_REQUESTED, "moe_backend", name, list(allowed), rule or "moe_backend",
+                         decision.normalized.sources.get("moe_backend", Source.USER_FLAG), hint, reference)
+    return Blocker(ReasonCode.NOT_REQUESTED, "moe_backend", n, n, failure, (rule or "moe_backend",))
+
+
 def refusing_checks(decision: "Decision") -> list[Any]:
     """The ``after_selection`` checks the kernel the engine selected fails (the layer is refused
     then: :attr:`~moe_oracle.decision.Decision.refused`), in table order; ``[]`` otherwise."""
@@ -128,10 +164,13 @@ def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
     reject at least :data:`NEARLY_EVERY` of them are returned, most first (ties: reason-code
     order); when none reaches that share, the most frequent pair is returned alone.
 
-    A kernel the engine selected and then refused the layer for is not about many candidates:
-    its ``after_selection`` failures are the blockers (1 of 1 candidate: the eligible candidates
-    ranked after it are never tried).
+    Two dead ends are not about many candidates: a ``moe_backend`` this layer's oracle maps to
+    no kernel (one blocker: the name, with the names it reads), and a kernel the engine selected
+    and then refused the layer for (its ``after_selection`` failures, 1 of 1 candidate: the
+    eligible candidates ranked after it are never tried).
     """
+    if unmapped_request(decision) is not None:
+        return (_unmapped_blocker(decision),)
     if decision.refused is not None:
         return _refusal_blockers(decision)
     pool = _relevant(decision)[0]
@@ -304,6 +343,8 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
         if decision.refused is not None:
             row = decision.rows[decision.refused]
             effect = f"the engine selects {row.entry.id} ({row.entry.upstream}), then refuses the layer"
+        elif unmapped_request(decision) is not None:
+            effect = "maps to no kernel of this layer, so it rejects every candidate"
         else:
             effect = f"rejects {whom}"
         lines.append(f"  {what}: {effect} ({b.code.value}) [{b.rules[0]}{more}]")
@@ -330,10 +371,14 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
 
     ``fixes``: alternatives from :func:`moe_oracle.whynot.fixes` (``None``: not searched).
     """
+    unmapped = unmapped_request(decision)
     n = len(decision.rows)
     if decision.refused is not None:
         who = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by})" if decision.requested else "No MoE kernel runs"
         head = f"{who} for {decision.answered_for}: the engine selects {decision.refused_kernel}, then refuses the layer; {n} candidates."
+    elif unmapped is not None:
+        family = decision.normalized.values.get("quant_family")
+        head = f"Requested backend {unmapped[0]} ({decision.requested_by}) maps to no kernel of this {family} layer for {decision.answered_for}: {n} candidates."
     elif decision.requested:
         head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {n} candidates."
     else:

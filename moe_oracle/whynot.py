@@ -123,7 +123,7 @@ class Edit:
         if t == "in_dtype":
             return f"--dtype {after} (vllm serve)"
         if t == "moe_backend":
-            return f"--moe-backend {after}"
+            return "no --moe-backend" if after == "auto" else f"--moe-backend {after}"
         if t == "max_num_tokens":
             return f"--max-tokens {after}"
         return f"{t}: {_text(self.before)} -> {_text(after)} (the model)"
@@ -522,7 +522,8 @@ def search_eligible(
     failure under ``policy``, cheapest first (ties in the order found).
 
     ``selected`` (a dead end's fixes): the layer must also not be refused after selection, and
-    the request may be changed to the backend of an eligible candidate the refused kernel outranks."""
+    the request may be dropped or changed: ``moe_backend`` back to auto where the name maps to
+    no kernel, or to the backend of an eligible candidate the refused kernel outranks."""
     tie = count()
     frontier: list[tuple[int, int, int, tuple[Edit, ...], State]] = [(0, 0, next(tie), (), (config, env))]
     seen: set[frozenset[str]] = set()
@@ -580,10 +581,13 @@ def search_eligible(
 
 
 def _request_edits(catalog: "Catalog", decision: Decision, target: Callable[["Row"], bool], state: State) -> Iterator[EditGen]:
-    """``moe_backend`` edits a dead end suggests where the engine selects a kernel and then
-    refuses the layer: the backend of each eligible targeted candidate ranked after it."""
+    """``moe_backend`` edits a dead end's request suggests: ``auto`` where the name maps to no
+    kernel of this layer (the engine raises), and, where the engine selects a kernel and then
+    refuses the layer, the backend of each eligible targeted candidate ranked after it."""
     config = state[0]
     current = config.moe_backend
+    if decision.requested == () and current != "auto":
+        yield "moe_backend", _wrap_config(lambda c: replace(c, moe_backend="auto")), current, "auto", COSTS["flag"]
     if decision.refused is None:
         return
     asked: list[str] = []
@@ -675,10 +679,10 @@ def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3
     """For a dead end: up to ``n`` edit sets after which *some* kernel is eligible under ``policy``, cheapest first.
 
     Why-not without naming a backend (``backends``: only candidates of these, e.g. a strict
-    request); the first alternatives are usually one flag (``--ep``). Returns ``()`` when
+    request; empty, a name that maps to no kernel: any candidate); the first alternatives are usually one flag (``--ep``). Returns ``()`` when
     something is already eligible or nothing was found.
     """
-    wanted = frozenset(backends) if backends is not None else None
+    wanted = frozenset(backends) if backends else None
     target = (lambda row: True) if wanted is None else (lambda row: row.entry.backend in wanted)
     r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep), policy=policy, selected=True)
     return r.alternatives
