@@ -666,6 +666,10 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     backend = resolve_request(catalog, backend_name)
     if backend is None:
         raise ConfigError([InputIssue("--backend", "why-not asks about one backend; 'auto' is the priority order itself (use explain)", backend_name, sorted(catalog.backend_names))])
+    if not backend:
+        # A name the engine accepts that no quant family's oracle maps to a kernel of ours
+        # (vLLM refuses it, or reads it as auto): there is nothing to make eligible.
+        raise ConfigError([InputIssue("--backend", "names no kernel: the engine accepts this moe_backend value, but no quant family's oracle maps it to a kernel modelled here (each refuses it or reads it as auto); ask about a backend, or a name that maps to one", backend_name, _why_not_names(catalog))])
     target = lambda row: row.entry.backend in backend  # noqa: E731
     start = evaluate(catalog, config, env, policy=policy)
     failing, kernel = _target_failures(start, target)
@@ -673,6 +677,14 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
         return WhyNot(backend, True, kernel, (), config, env, start, True, keep=kept)
     r = search_eligible(catalog, config, env, target, n=n, keep=kept, policy=policy)
     return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored, r.alternatives, kept)
+
+
+def _why_not_names(catalog: "Catalog") -> list[str]:
+    """The ``--backend`` values why-not answers: backend ids, aliases and the request maps' names
+    that map to at least one backend."""
+    names = {n for n, bs in catalog.backend_names.items() if bs}
+    names.update(n for rm in catalog.request_maps for n, bs in rm.names.items() if bs)
+    return sorted(names)
 
 
 def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, backends: Iterable[str] | None = None, policy: Policy = Policy.FAITHFUL) -> tuple[Alternative, ...]:
