@@ -304,6 +304,10 @@ class Decision:
         warnings: what the answer holds despite (known bugs, unchecked early returns, unmodelled
             releases), each with its reference and the safe alternative.
         shortcut: the shortcut rule that selected the winner (faithful policy), else ``None``.
+        refused: index into ``rows`` of the candidate the engine selected and then refused the
+            layer for (it fails an ``after_selection`` constraint; faithful policy), else ``None``.
+            There is no winner then; that candidate is rejected with the refusing failures, and
+            every eligible candidate (all ranked after it) is outranked by it.
     """
 
     config: MoEConfig
@@ -323,6 +327,7 @@ class Decision:
     policy: str = "faithful"
     warnings: tuple[DecisionWarning, ...] = ()
     shortcut: str | None = None
+    refused: int | None = None
 
     @classmethod
     def of(cls, **fields: Any) -> "Decision":
@@ -363,7 +368,7 @@ class Decision:
             tuple(make_failure(c, norm) for c in table_order(row.failures)),
             tuple(c.assumption for c in row.abstentions),
             pos + 1,
-            self.kernel if status is Status.ELIGIBLE else None,
+            self.outranked_by if status is Status.ELIGIBLE else None,
         )
 
     @cached_property
@@ -410,6 +415,17 @@ class Decision:
     def kernel(self) -> str | None:
         """Id of the selected experts kernel (cheap: no failure records built)."""
         return self.ranking.entry(self.winner).id if self.winner is not None else None
+
+    @property
+    def refused_kernel(self) -> str | None:
+        """Id of the kernel the engine selected and then refused the layer for (:attr:`refused`)."""
+        return self.ranking.entry(self.refused).id if self.refused is not None else None
+
+    @property
+    def outranked_by(self) -> str | None:
+        """The kernel every eligible non-winner is outranked by: the winner, or the kernel the engine
+        selected and then refused the layer for (ranked ahead of every eligible candidate)."""
+        return self.kernel if self.winner is not None else self.refused_kernel
 
     @property
     def prepare_finalize(self) -> str | None:
@@ -485,6 +501,8 @@ class Decision:
     def describe(self) -> str:
         """One sentence for a log line."""
         if self.winner is None:
+            if self.refused is not None:
+                return f"no MoE kernel runs for {self.answered_for}: the engine selects {self.refused_kernel}, then refuses the layer; {self.summary()}"
             return f"no MoE kernel is eligible for {self.answered_for}; {self.summary()}"
         sel = self.selected
         assert sel is not None
@@ -556,7 +574,7 @@ class Decision:
             return [c.to_dict() for c in self.candidates]
         values = self.normalized.values
         sources = {k: v._value_ for k, v in self.normalized.sources.items()}  # .value, without the descriptor
-        winner, winner_id = self.winner, self.kernel
+        winner, winner_id = self.winner, self.outranked_by
         rejected, selected, eligible = Status.REJECTED._value_, Status.SELECTED._value_, Status.ELIGIBLE._value_
         scalars, derived, get, source = _SCALARS, _DERIVED, values.get, sources.get
         out = []

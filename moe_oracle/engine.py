@@ -42,7 +42,7 @@ from .records import DecisionWarning, Demotion
 from .versions import EngineRelease
 from .vocab import All2AllBackend, Policy, ReasonCode, Source
 
-__all__ = ["check_request", "evaluate", "request_name", "resolve_request"]
+__all__ = ["check_request", "evaluate", "request_map", "request_name", "resolve_request"]
 
 
 def _known_names(catalog: Catalog) -> frozenset[str]:
@@ -141,6 +141,12 @@ def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> t
     if name not in rm.names:
         return rm, (), None
     return rm, rm.names[name], rm.formats.get(name)
+
+
+def request_map(view: Catalog, values: Mapping[str, Any]) -> RequestMap | None:
+    """The request map through which the layer with normalized ``values`` reads ``moe_backend``
+    (vLLM's ``map_<family>_backend``), ``None`` where the family's oracle does not read it itself."""
+    return _family_request(view, "auto", values)[0]
 
 
 def _apply_implied_quant(catalog: Catalog, config: MoEConfig) -> tuple[MoEConfig, str | None]:
@@ -433,6 +439,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
 
     shortcut: Shortcut | None = None
     waived: tuple[Check, ...] = ()
+    refused: int | None = None
     # vLLM selects experts without building their prepare/finalize: under the faithful policy the
     # pairing and the prepare/finalize's own requirements do not stop a selection (they become
     # warnings); the safe policy and the runtime view (which builds what it selects) keep them.
@@ -443,7 +450,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     if taken is not None:
         shortcut, ranking, winner, waived = taken
     else:
-        ranking, winner, waived = _first_selected(view, ranking, notes, bool(deferred))
+        ranking, winner, waived, refused = _first_selected(view, ranking, notes, bool(deferred))
         after = _after_selection(view, values, ranking, winner, notes) if (winner is not None and policy is Policy.FAITHFUL and view.shortcuts) else None
         if after is not None:
             # The engine checked this winner but returns another class in its place.
@@ -472,6 +479,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         policy=policy.value,
         warnings=warnings,
         shortcut=shortcut.id if shortcut is not None else None,
+        refused=refused,
     )
 
 
@@ -510,26 +518,27 @@ def _family_fails(view: Catalog, family_map: RequestMap, name: str | None, moe_b
     return frozen
 
 
-def _first_selected(view: Catalog, ranking: Ranking, notes: list[str], deferred: bool) -> tuple[Ranking, int | None, tuple[Check, ...]]:
+def _first_selected(view: Catalog, ranking: Ranking, notes: list[str], deferred: bool) -> tuple[Ranking, int | None, tuple[Check, ...], int | None]:
     """The first candidate the engine selects and the checks waived for it (``deferred``: those vLLM
     makes only when it builds the kernel, ``view.construction``): (the ranking with its row
-    cleared, its position, the waived checks). ``None`` when there is none, or when the selected
-    one fails a check the engine makes only after selecting (``after_selection``): the layer is
-    refused then."""
+    cleared, its position, the waived checks, ``None``). No winner when there is none, or when
+    the selected one fails a check the engine makes only after selecting (``after_selection``):
+    the layer is refused then, and the last item is that candidate's position (its row keeps
+    the refusing failures: it is rejected, and the eligible candidates after it are outranked by it)."""
     tolerated = view.tolerance(deferred) if (deferred or view.after_selection) else None
     first = ranking.first_eligible(tolerated)
     if first is None:
-        return ranking, None, ()
+        return ranking, None, (), None
     if not ranking.has_failure(first):
-        return ranking, first, ()
+        return ranking, first, (), None
     row = ranking.row(first)
     post = view.after_selection
     refused = [c for c in row.failures if c.rule in post and (not deferred or c.rule not in view.construction)]
     if refused:
         rules = ", ".join(sorted({c.rule for c in refused}))
         notes.append(f"the engine selects {row.entry.upstream} ({row.entry.id}), then refuses the layer: {'; '.join(c.hint for c in refused)} [{rules}]")
-        return ranking, None, ()
-    return ranking.with_row(first, row._replace(failures=())), first, row.failures
+        return ranking, None, (), first
+    return ranking.with_row(first, row._replace(failures=())), first, row.failures, None
 
 
 def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes: list[str], deferred: frozenset[str]) -> tuple[Shortcut, Ranking, int | None, tuple[Check, ...]] | None:

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .decision import make_failure, table_order
 from .records import CandidateResult, Failure, Status, jsonable
-from .vocab import ReasonCode
+from .vocab import ReasonCode, Source
 
 if TYPE_CHECKING:
     from .decision import Decision
 
-__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "render_dead_end", "render_explain", "render_failure", "short_value"]
+__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request"]
 
 # Codes that say "this kernel is for another problem", not "this deployment is wrong";
 # explain folds candidates that fail any of these (shown with --all).
@@ -104,6 +104,58 @@ def _find_relevant(decision: "Decision") -> tuple[list[int], str, str]:
     return rejected, "candidate", "candidates"
 
 
+def unmapped_request(decision: "Decision") -> tuple[str, str | None, tuple[str, ...], str] | None:
+    """When ``moe_backend`` names no backend this layer's oracle maps to a kernel (the engine raises):
+    (the name, the family's request map id or ``None``, the names that would be read, the
+    reference); else ``None``."""
+    return _memo(decision, "unmapped", _find_unmapped)
+
+
+def _find_unmapped(decision: "Decision") -> tuple[str, str | None, tuple[str, ...], str] | None:
+    if decision.requested != () or decision.requested_by != "moe_backend":
+        return None
+    from .engine import request_map
+
+    view = decision.ranking.view
+    values = decision.normalized.values
+    rm = request_map(view, values)
+    if rm is not None:
+        return str(values["moe_backend"]), rm.id, ("auto", *sorted(set(rm.names) | set(rm.auto))), rm.reference
+    accepted = view.accepted_names
+    names = sorted(n for n in view.backend_names if accepted is None or n in accepted)
+    return str(values["moe_backend"]), None, ("auto", *names), ""
+
+
+def _unmapped_blocker(decision: "Decision") -> Blocker:
+    name, rule, allowed, reference = unmapped_request(decision)  # type: ignore[misc]
+    family = decision.normalized.values.get("quant_family")
+    if rule is not None:
+        hint = (f"this {family} layer's oracle maps moe_backend={name} to no kernel ({rule}: it reads auto or one of {', '.join(allowed[1:])}), "
+                f"and the engine raises; drop --moe-backend or request one of those")
+    else:
+        hint = f"moe_backend={name} names no backend modelled for this layer; drop --moe-backend or request one of {', '.join(allowed[1:])}"
+    n = len(decision.rows)
+    failure = Failure.of(ReasonCode.NOT_REQUESTED, "moe_backend", name, list(allowed), rule or "moe_backend",
+                         decision.normalized.sources.get("moe_backend", Source.USER_FLAG), hint, reference)
+    return Blocker(ReasonCode.NOT_REQUESTED, "moe_backend", n, n, failure, (rule or "moe_backend",))
+
+
+def refusing_checks(decision: "Decision") -> list[Any]:
+    """The ``after_selection`` checks the kernel the engine selected fails (the layer is refused
+    then: :attr:`~moe_oracle.decision.Decision.refused`), in table order; ``[]`` otherwise."""
+    if decision.refused is None:
+        return []
+    post = decision.ranking.view.after_selection
+    return [c for c in table_order(decision.rows[decision.refused].failures) if c.rule in post]
+
+
+def _refusal_blockers(decision: "Decision") -> tuple[Blocker, ...]:
+    groups: dict[tuple[ReasonCode, str], list[Any]] = {}
+    for chk in refusing_checks(decision):
+        groups.setdefault((chk.code, chk.field), []).append(chk)
+    return tuple(Blocker(code, field, 1, 1, make_failure(checks[0], decision.normalized), tuple(dict.fromkeys(c.rule for c in checks))) for (code, field), checks in groups.items())
+
+
 def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
     """What rejects every (or nearly every) candidate meant for this device and quantization.
 
@@ -111,7 +163,16 @@ def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
     (unless nothing else is left). Each (code, field) pair counts a candidate once; pairs that
     reject at least :data:`NEARLY_EVERY` of them are returned, most first (ties: reason-code
     order); when none reaches that share, the most frequent pair is returned alone.
+
+    Two dead ends are not about many candidates: a ``moe_backend`` this layer's oracle maps to
+    no kernel (one blocker: the name, with the names it reads), and a kernel the engine selected
+    and then refused the layer for (its ``after_selection`` failures, 1 of 1 candidate: the
+    eligible candidates ranked after it are never tried).
     """
+    if unmapped_request(decision) is not None:
+        return (_unmapped_blocker(decision),)
+    if decision.refused is not None:
+        return _refusal_blockers(decision)
     pool = _relevant(decision)[0]
     if not pool:
         return ()
@@ -279,7 +340,14 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
         whom = f"every {one}" if b.rejected == b.of else f"{b.rejected} of {b.of} {several}"
         more = f" (+{len(b.rules) - 1} more rules)" if len(b.rules) > 1 else ""
         what = f"{f.field} = {short_value(f.observed)}, allowed {_allowed_text(f)}"
-        lines.append(f"  {what}: rejects {whom} ({b.code.value}) [{b.rules[0]}{more}]")
+        if decision.refused is not None:
+            row = decision.rows[decision.refused]
+            effect = f"the engine selects {row.entry.id} ({row.entry.upstream}), then refuses the layer"
+        elif unmapped_request(decision) is not None:
+            effect = "maps to no kernel of this layer, so it rejects every candidate"
+        else:
+            effect = f"rejects {whom}"
+        lines.append(f"  {what}: {effect} ({b.code.value}) [{b.rules[0]}{more}]")
         why = _why(f)
         if why:
             lines.append(f"    why: {why}")
@@ -303,10 +371,18 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
 
     ``fixes``: alternatives from :func:`moe_oracle.whynot.fixes` (``None``: not searched).
     """
-    if decision.requested:
-        head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {len(decision.rows)} candidates."
+    unmapped = unmapped_request(decision)
+    n = len(decision.rows)
+    if decision.refused is not None:
+        who = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by})" if decision.requested else "No MoE kernel runs"
+        head = f"{who} for {decision.answered_for}: the engine selects {decision.refused_kernel}, then refuses the layer; {n} candidates."
+    elif unmapped is not None:
+        family = decision.normalized.values.get("quant_family")
+        head = f"Requested backend {unmapped[0]} ({decision.requested_by}) maps to no kernel of this {family} layer for {decision.answered_for}: {n} candidates."
+    elif decision.requested:
+        head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {n} candidates."
     else:
-        head = f"No MoE kernel is eligible for {decision.answered_for}: {len(decision.rows)} candidates."
+        head = f"No MoE kernel is eligible for {decision.answered_for}: {n} candidates."
     lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes)
     lines.append(f"Every candidate and reason: moe-oracle {command} ... --all")
     return "\n".join(lines)
@@ -372,6 +448,10 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
         positions = list(range(len(rows)))
     elif sel is None:
         positions = sorted(_relevant(decision)[0], key=lambda pos: (len(rows[pos].failures), pos))[:closest]
+        if decision.refused is not None:
+            # The kernel the engine selected and refused the layer for, then those it outranks.
+            first = [decision.refused] + [pos for pos, codes in enumerate(decision.code_masks) if not codes]
+            positions = first + [pos for pos in positions if pos not in first][: max(0, closest - len(first))]
     else:
         positions = [pos for pos, codes in enumerate(decision.code_masks) if not codes & _IRRELEVANT_MASK]
     shown = [decision.candidate_at(pos) for pos in positions]
@@ -379,7 +459,8 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
     for i, cand in enumerate(shown, start=1):
         lines.append(f"  {i:>2}. {cand.rank:>4}  {cand.kernel} [{cand.backend}, {cand.interface.value}]  {cand.status.value.upper()}")
         if cand.status is Status.ELIGIBLE:
-            lines.append(f"        eligible, outranked by {cand.outranked_by}")
+            after = ", which the engine selects and then refuses the layer for" if decision.refused is not None else ""
+            lines.append(f"        eligible, outranked by {cand.outranked_by}{after}")
         lines += _failure_lines(decision, cand, "        ", said)
     hidden = len(rows) - len(shown)
     if hidden:

@@ -22,7 +22,7 @@ import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
-from itertools import count
+from itertools import chain, count
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from packaging.specifiers import SpecifierSet
@@ -31,7 +31,7 @@ from packaging.version import InvalidVersion, Version
 from .checks import Check
 from .config import Device, MoEConfig, ParallelConfig
 from .decision import Decision
-from .engine import evaluate, resolve_request
+from .engine import evaluate, request_name, resolve_request
 from .errors import ConfigError, InputIssue
 from .environment import ABSENT, Environment
 from .hardware import GPU_CATALOG
@@ -123,7 +123,7 @@ class Edit:
         if t == "in_dtype":
             return f"--dtype {after} (vllm serve)"
         if t == "moe_backend":
-            return f"--moe-backend {after}"
+            return "no --moe-backend" if after == "auto" else f"--moe-backend {after}"
         if t == "max_num_tokens":
             return f"--max-tokens {after}"
         return f"{t}: {_text(self.before)} -> {_text(after)} (the model)"
@@ -200,10 +200,16 @@ class WhyNot:
     def render_text(self) -> str:
         name = "/".join(self.backend)
         if self.already_eligible:
-            winner = self.decision.kernel if self.decision else None
-            if self.decision is not None and self.decision.rows[self.decision.winner or 0].entry.backend in self.backend:
+            d = self.decision
+            if d is not None and d.winner is not None and d.rows[d.winner].entry.backend in self.backend:
                 return f"{name} is already selected ({self.kernel})."
-            return f"{name} is already eligible ({self.kernel}) but outranked by {winner}; request it with --moe-backend {self.backend[0]}."
+            if d is not None and d.refused is not None:
+                from .render import refusing_checks
+
+                rules = ", ".join(dict.fromkeys(c.rule for c in refusing_checks(d)))
+                return (f"{name} is already eligible ({self.kernel}), but the engine selects {d.refused_kernel} ahead of it and then refuses the layer [{rules}]; "
+                        f"request it with --moe-backend {request_name(d.ranking.view, self.backend[0])}.")
+            return f"{name} is already eligible ({self.kernel}) but outranked by {d.kernel if d else None}; request it with --moe-backend {self.backend[0]}."
         kept = f"; kept: {', '.join(sorted(self.keep))}" if self.keep else ""
         if not self.found:
             lines = [f"No change of at most {MAX_EDITS} inputs makes {name} eligible (searched {self.explored} edit sets{kept}). Blocking:"]
@@ -461,8 +467,14 @@ def _versions_for(spec: str | None) -> list[str]:
 # ----------------------------------------------------------------------------- search
 
 
-def _target_failures(decision: Decision, target: Callable[["Row"], bool]) -> tuple[list[Check] | None, str | None]:
-    """Failing checks of the least-failing targeted candidate, or (None, kernel) if one is eligible."""
+def _target_failures(decision: Decision, target: Callable[["Row"], bool], *, selected: bool = False) -> tuple[list[Check] | None, str | None]:
+    """Failing checks of the least-failing targeted candidate, or (None, kernel) if one is eligible.
+
+    ``selected``: a layer the engine refuses after selecting a kernel (``Decision.refused``) has
+    none: the failures to fix are that kernel's, whatever is eligible behind it.
+    """
+    if selected and decision.refused is not None:
+        return list(decision.rows[decision.refused].failures), None
     best: list[Check] | None = None
     for row in decision.rows:
         if not target(row):
@@ -503,10 +515,15 @@ def search_eligible(
     n: int = 1,
     keep: frozenset[str] = frozenset(),
     policy: Policy = Policy.FAITHFUL,
+    selected: bool = False,
 ) -> SearchResult:
     """Up to ``n`` cheapest edit sets (each at most :data:`MAX_EDITS` edits, none in a ``keep``
     category, none a superset of a cheaper one) after which a row matching ``target`` has no
-    failure under ``policy``, cheapest first (ties in the order found)."""
+    failure under ``policy``, cheapest first (ties in the order found).
+
+    ``selected`` (a dead end's fixes): the layer must also not be refused after selection, and
+    the request may be dropped or changed: ``moe_backend`` back to auto where the name maps to
+    no kernel, or to the backend of an eligible candidate the refused kernel outranks."""
     tie = count()
     frontier: list[tuple[int, int, int, tuple[Edit, ...], State]] = [(0, 0, next(tie), (), (config, env))]
     seen: set[frozenset[str]] = set()
@@ -522,7 +539,7 @@ def search_eligible(
             decision = evaluate(catalog, state[0], state[1], policy=policy)
         except Exception:  # noqa: BLE001 - an edit produced an invalid config; skip it
             continue
-        failing, kernel = _target_failures(decision, target)
+        failing, kernel = _target_failures(decision, target, selected=selected)
         if failing is None:
             if not edits:
                 return SearchResult(True, kernel, (), state[0], state[1], decision, (), explored)
@@ -534,7 +551,10 @@ def search_eligible(
         if len(edits) >= MAX_EDITS or not failing:
             continue
         values = dict(decision.normalized.values)
-        for name, apply, before, after, edit_cost in _candidate_edits(failing[0], state, values, keep):
+        proposals = _candidate_edits(failing[0], state, values, keep)
+        if selected and "flags" not in keep:
+            proposals = chain(_request_edits(catalog, decision, target, state), proposals)
+        for name, apply, before, after, edit_cost in proposals:
             earlier = next((e for e in edits if e.target == name), None)
             # A package edit may be revised: installing it can satisfy a presence check and then
             # fail its version range (installed 1.0.0, needs >=2.9). Other targets are edited once.
@@ -558,6 +578,26 @@ def search_eligible(
         best = found[0]
         return SearchResult(True, best.kernel, best.edits, best.config, best.environment, best.decision, (), explored, tuple(found))
     return SearchResult(False, None, (), config, env, None, blocking, explored)
+
+
+def _request_edits(catalog: "Catalog", decision: Decision, target: Callable[["Row"], bool], state: State) -> Iterator[EditGen]:
+    """``moe_backend`` edits a dead end's request suggests: ``auto`` where the name maps to no
+    kernel of this layer (the engine raises), and, where the engine selects a kernel and then
+    refuses the layer, the backend of each eligible targeted candidate ranked after it."""
+    config = state[0]
+    current = config.moe_backend
+    if decision.requested == () and current != "auto":
+        yield "moe_backend", _wrap_config(lambda c: replace(c, moe_backend="auto")), current, "auto", COSTS["flag"]
+    if decision.refused is None:
+        return
+    asked: list[str] = []
+    for row in decision.rows[decision.refused + 1:]:
+        if not row.failures and target(row):
+            name = request_name(catalog, row.entry.backend)
+            if name not in asked and name not in ("auto", current):
+                asked.append(name)
+    for name in asked:
+        yield "moe_backend", _wrap_config(lambda c, v=name: replace(c, moe_backend=v)), current, name, COSTS["flag"]
 
 
 def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Callable[["Row"], bool], *, max_rounds: int = 16, policy: Policy = Policy.FAITHFUL) -> SearchResult:
@@ -626,6 +666,10 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     backend = resolve_request(catalog, backend_name)
     if backend is None:
         raise ConfigError([InputIssue("--backend", "why-not asks about one backend; 'auto' is the priority order itself (use explain)", backend_name, sorted(catalog.backend_names))])
+    if not backend:
+        # A name the engine accepts that no quant family's oracle maps to a kernel of ours
+        # (vLLM refuses it, or reads it as auto): there is nothing to make eligible.
+        raise ConfigError([InputIssue("--backend", "names no kernel: the engine accepts this moe_backend value, but no quant family's oracle maps it to a kernel modelled here (each refuses it or reads it as auto); ask about a backend, or a name that maps to one", backend_name, _why_not_names(catalog))])
     target = lambda row: row.entry.backend in backend  # noqa: E731
     start = evaluate(catalog, config, env, policy=policy)
     failing, kernel = _target_failures(start, target)
@@ -635,14 +679,22 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored, r.alternatives, kept)
 
 
+def _why_not_names(catalog: "Catalog") -> list[str]:
+    """The ``--backend`` values why-not answers: backend ids, aliases and the request maps' names
+    that map to at least one backend."""
+    names = {n for n, bs in catalog.backend_names.items() if bs}
+    names.update(n for rm in catalog.request_maps for n, bs in rm.names.items() if bs)
+    return sorted(names)
+
+
 def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, backends: Iterable[str] | None = None, policy: Policy = Policy.FAITHFUL) -> tuple[Alternative, ...]:
     """For a dead end: up to ``n`` edit sets after which *some* kernel is eligible under ``policy``, cheapest first.
 
     Why-not without naming a backend (``backends``: only candidates of these, e.g. a strict
-    request); the first alternatives are usually one flag (``--ep``). Returns ``()`` when
+    request; empty, a name that maps to no kernel: any candidate); the first alternatives are usually one flag (``--ep``). Returns ``()`` when
     something is already eligible or nothing was found.
     """
-    wanted = frozenset(backends) if backends is not None else None
+    wanted = frozenset(backends) if backends else None
     target = (lambda row: True) if wanted is None else (lambda row: row.entry.backend in wanted)
-    r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep), policy=policy)
+    r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep), policy=policy, selected=True)
     return r.alternatives
