@@ -26,8 +26,10 @@ from .checkpoint import Checkpoint, CheckpointLayer
 from .config import Device, MoEConfig, ParallelConfig, Provenance
 from .decision import Decision
 from .environment import Environment
+from .errors import ConfigError
 from .oracle import Oracle
 from .placement import Placement, expert_placement, ranges_text
+from .refusals import refusals
 from .vocab import Source
 
 __all__ = ["PLAN_FORMAT_VERSION", "Plan", "PlanGroup", "RankClass", "build_plan", "layer_ranges"]
@@ -333,8 +335,10 @@ def build_plan(
         notes: deployment notes to carry (inputs with no effect, serve-line remarks).
 
     Raises:
-        ConfigError: a layer's MoEConfig is invalid (the message names the field), or an
-            unknown backend or placement strategy.
+        ConfigError: a layer's MoEConfig is invalid (the message names the field), a deployment
+            vLLM refuses at start (:func:`~moe_oracle.refusals.refusals`: EPLB whose physical
+            experts do not split over the EP ranks, ...), or an unknown backend or placement
+            strategy.
     """
     parallel = parallel or ParallelConfig()
     env = environment if environment is not None else oracle.environment
@@ -355,6 +359,9 @@ def build_plan(
             bare = replace(config, provenance=())
             decision = by_inputs.get(bare)
             if decision is None:
+                issues = refusals(config)  # the server would not start: bad input, as for select
+                if issues:
+                    raise ConfigError(issues)
                 decision = by_inputs[bare] = oracle.select(config, env, strict=False)
         q = layer.quant
         # Exclusion lists often name every layer; layers excluded by different entries of the

@@ -207,3 +207,16 @@ def test_config_given_a_hugging_face_config_says_to_use_model(capsys):
     assert main(["explain", "--config", str(path), "--gpu", "H200"]) == 2
     err = capsys.readouterr().err
     assert "Hugging Face config.json" in err and "--model" in err
+
+
+@pytest.mark.parametrize("command", ["plan", "diff"])
+def test_plan_and_diff_refuse_what_select_refuses(command, capsys):
+    """EPLB whose 259 physical experts do not split over 8 EP ranks: vLLM does not start, so
+    select says bad input (exit 2); plan and diff said "NO KERNEL" / "unchanged" instead."""
+    flags = ["--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--ep", "--eplb", "--redundant-experts", "3"]
+    assert main(["select", *flags]) == 2
+    select_err = capsys.readouterr().err
+    extra = ["--from", "vllm==0.31.0", "--to", "vllm==0.33.0"] if command == "diff" else []
+    assert main([command, *flags, *extra]) == 2
+    err = capsys.readouterr().err
+    assert "do not split evenly over 8 EP ranks" in err and err == select_err
