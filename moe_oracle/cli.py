@@ -93,13 +93,13 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
     dep = p.add_argument_group("deployment")
     dep.add_argument("--tp", type=int, metavar="N", help="tensor-parallel size")
     dep.add_argument("--dp", type=int, metavar="N", help="data-parallel size")
-    dep.add_argument("--ep", action="store_true", default=None, help="enable expert parallelism")
+    dep.add_argument("--ep", action=argparse.BooleanOptionalAction, default=None, help="enable expert parallelism")
     dep.add_argument("--all2all", metavar="NAME", help="all2all backend (deepep_low_latency, deepep_high_throughput, allgather_reducescatter, ...)")
-    dep.add_argument("--eplb", action="store_true", default=None, help="enable the expert-parallel load balancer")
+    dep.add_argument("--eplb", action=argparse.BooleanOptionalAction, default=None, help="enable the expert-parallel load balancer")
     dep.add_argument("--redundant-experts", type=int, metavar="N", help="redundant experts per EP group (EPLB)")
     dep.add_argument("--moe-backend", type=_name, metavar="NAME", help="request a backend (strict: no fallback); 'auto' = priority order")
-    dep.add_argument("--lora", action="store_true", default=None, help="LoRA adapters on the experts")
-    dep.add_argument("--batch-invariant", action="store_true", default=None, help="require batch-invariant kernels")
+    dep.add_argument("--lora", action=argparse.BooleanOptionalAction, default=None, help="LoRA adapters on the experts")
+    dep.add_argument("--batch-invariant", action=argparse.BooleanOptionalAction, default=None, help="require batch-invariant kernels")
     dep.add_argument("--max-tokens", type=_positive_int, metavar="N", help="largest number of tokens per call")
     env = p.add_argument_group("environment")
     env.add_argument("--environment", metavar="FILE", help="read installed packages (and, from vllm collect-env, the GPU and env vars) from pip freeze / pip list --format=json / uv pip list / vllm collect-env output")
@@ -297,10 +297,10 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         par["tp_size"] = args.tp
     if args.dp is not None:
         par["dp_size"] = args.dp
-    if args.ep:
-        par["use_ep"] = True
-    if args.eplb:
-        par["enable_eplb"] = True
+    if args.ep is not None:
+        par["use_ep"] = args.ep
+    if args.eplb is not None:
+        par["enable_eplb"] = args.eplb
     if args.redundant_experts is not None:
         par["num_redundant_experts"] = args.redundant_experts
     if args.all2all:
@@ -310,14 +310,15 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     if par:
         changes["parallel"] = ParallelConfig(**{**_parallel_dict(config.parallel), **par})
         names = {"tp_size": "--tp", "dp_size": "--dp", "use_ep": "--ep", "enable_eplb": "--eplb", "num_redundant_experts": "--redundant-experts", "all2all_backend": "--all2all"}
-        prov += [Provenance(f"parallel.{k}", flag, f"{names[k]} {par[k]}" if serve is None else f"--serve ({names[k]} {par[k]})") for k in par if not (k == "all2all_backend")]
+        shown = {k: (f"{names[k]} {v}" if v is not False else f"--no-{names[k][2:]}") for k, v in par.items()}
+        prov += [Provenance(f"parallel.{k}", flag, shown[k] if serve is None else f"--serve ({shown[k]})") for k in par if not (k == "all2all_backend")]
     if args.quant:
         changes["quant"] = parse_quant(args.quant)
         prov.append(Provenance("quant", flag, f"--quant {args.quant}"))
     for attr, key in (("lora", "lora"), ("batch_invariant", "batch_invariant")):
-        if getattr(args, attr):
-            changes[key] = True
-            prov.append(Provenance(key, flag, f"--{attr.replace('_', '-')}"))
+        if getattr(args, attr) is not None:
+            changes[key] = getattr(args, attr)
+            prov.append(Provenance(key, flag, f"--{'' if changes[key] else 'no-'}{attr.replace('_', '-')}"))
     if args.moe_backend:
         changes["moe_backend"] = args.moe_backend
         prov.append(Provenance("moe_backend", flag, f"--moe-backend {args.moe_backend}"))

@@ -130,10 +130,10 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     for flag, key in (("tp", "tp_size"), ("dp", "dp_size"), ("redundant_experts", "num_redundant_experts")):
         if getattr(args, flag) is not None:
             par[key] = getattr(args, flag)
-    if args.ep:
-        par["use_ep"] = True
-    if args.eplb:
-        par["enable_eplb"] = True
+    if args.ep is not None:
+        par["use_ep"] = args.ep
+    if args.eplb is not None:
+        par["enable_eplb"] = args.eplb
     if args.all2all:
         backend, warning = resolve_all2all(catalog, args.all2all)
         par["all2all_backend"] = backend

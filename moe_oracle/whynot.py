@@ -91,15 +91,17 @@ class Edit:
         return f"{self.target}: {_text(self.before)} -> {_text(self.after)}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "before": _text(self.before), "after": _text(self.after), "cost": self.cost, "flag": self.flag()}
+        return {"target": self.target, "before": _text(self.before), "after": _text(self.after), "cost": self.cost, "flag": self.flag(), "change": self.change()}
 
-    def flag(self) -> str:
-        """The change as the operator types it (``--ep``, ``--tp 4``, ``--gpu B200``, ``--env VAR=0``)."""
+    def flag(self) -> str | None:
+        """The change as the operator types it on the moe-oracle command line (``--ep``, ``--no-ep``,
+        ``--tp 4``, ``--gpu B200``, ``--env VAR=0``); None for a change no flag makes (another
+        checkpoint or model: :meth:`change`)."""
         t, after = self.target, self.after
         if t == "device":
             return f"--gpu {_text(after)}"
         if t == "parallel.use_ep":
-            return "--ep" if after else "no --ep"
+            return "--ep" if after else "--no-ep"
         if t == "parallel.tp_size":
             return f"--tp {after}"
         if t == "parallel.dp_size":
@@ -107,26 +109,35 @@ class Edit:
         if t == "parallel.all2all_backend":
             return f"--all2all {_text(after)}"
         if t == "parallel":
-            return _preset_flag(str(after))
+            return _preset_flag(str(after), str(self.before))
         if t == "enable_eplb":
-            return "--eplb" if after else "no --eplb"
+            return "--eplb" if after else "--no-eplb"
         if t.startswith("packages."):
             return f"--without {t[9:]}" if after is ABSENT else (f"--package {t[9:]}" if str(after).startswith("installed") else f"--package {t[9:]}=={after}")
         if t.startswith("env."):
             return f"--env {t[4:]}={_text(after)}"
         if t == "batch_invariant":
-            return "--batch-invariant" if after else "no --batch-invariant (and VLLM_BATCH_INVARIANT unset)"
+            return "--batch-invariant" if after else "--no-batch-invariant --env VLLM_BATCH_INVARIANT=0"
         if t == "lora":
-            return "--lora" if after else "no --lora"
+            return "--lora" if after else "--no-lora"
         if t == "quant":
             return f"--quant {after}"
-        if t == "in_dtype":
-            return f"--dtype {after} (vllm serve)"
         if t == "moe_backend":
-            return "no --moe-backend" if after == "auto" else f"--moe-backend {after}"
+            return f"--moe-backend {after}"
         if t == "max_num_tokens":
             return f"--max-tokens {after}"
-        return f"{t}: {_text(self.before)} -> {_text(after)} (the model)"
+        return None
+
+    def change(self) -> str | None:
+        """A change no moe-oracle flag makes, in words (None when :meth:`flag` makes it)."""
+        if self.flag() is not None:
+            return None
+        t, after = self.target, self.after
+        if t == "quant_method":
+            return f"a {_text(after)} checkpoint (quant_method {_text(self.before)} -> {_text(after)})"
+        if t == "in_dtype":
+            return f"{_text(after)} activations (vllm serve --dtype {_text(after)}, or --serve '... --dtype {_text(after)}')"
+        return f"another model: {t} {_text(self.before)} -> {_text(after)}"
 
 
 @dataclass(frozen=True)
@@ -151,17 +162,32 @@ class Alternative:
         return sum(e.cost for e in self.edits)
 
     def flags(self) -> str:
-        return " ".join(e.flag() for e in self.edits)
+        """The moe-oracle flags that make the change (pasteable after the original ones)."""
+        return " ".join(f for e in self.edits if (f := e.flag()))
+
+    def changes(self) -> list[str]:
+        """Changes no flag makes (another checkpoint, another model), in words."""
+        return [c for e in self.edits if (c := e.change())]
+
+    def describe(self) -> str:
+        """The flags, then the changes no flag makes."""
+        other = "; ".join(self.changes())
+        if not other:
+            return self.flags()
+        return f"{self.flags()} with {other}" if self.flags() else other
 
     def outcome(self) -> str:
         winner = self.decision.kernel
         if winner == self.kernel:
             return f"{self.kernel} selected"
         backend = next((r.entry.backend for r in self.decision.rows if r.entry.id == self.kernel), self.kernel)
-        return f"{self.kernel} eligible, outranked by {winner} (add --moe-backend {backend} to run it)"
+        view = self.decision.ranking.view
+        if request_name(view, backend) == self.config.moe_backend:
+            return f"{self.kernel} eligible, outranked by {winner} (--moe-backend {self.config.moe_backend} selects both; the engine takes {winner} first)"
+        return f"{self.kernel} eligible, outranked by {winner} ({request_hint(view, backend, 'add')})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"flags": self.flags(), "cost": self.cost, "kernel": self.kernel, "winner_after": self.decision.kernel, "edits": [e.to_dict() for e in self.edits]}
+        return {"flags": self.flags(), "changes": self.changes(), "cost": self.cost, "kernel": self.kernel, "winner_after": self.decision.kernel, "edits": [e.to_dict() for e in self.edits]}
 
 
 @dataclass(frozen=True)
@@ -208,8 +234,9 @@ class WhyNot:
 
                 rules = ", ".join(dict.fromkeys(c.rule for c in refusing_checks(d)))
                 return (f"{name} is already eligible ({self.kernel}), but the engine selects {d.refused_kernel} ahead of it and then refuses the layer [{rules}]; "
-                        f"request it with --moe-backend {request_name(d.ranking.view, self.backend[0])}.")
-            return f"{name} is already eligible ({self.kernel}) but outranked by {d.kernel if d else None}; request it with --moe-backend {self.backend[0]}."
+                        f"{request_hint(d.ranking.view, self.backend[0], 'request')}.")
+            hint = request_hint(d.ranking.view, self.backend[0], "request") if d is not None else f"request it with --moe-backend {self.backend[0]}"
+            return f"{name} is already eligible ({self.kernel}) but outranked by {d.kernel if d else None}; {hint}."
         kept = f"; kept: {', '.join(sorted(self.keep))}" if self.keep else ""
         if not self.found:
             lines = [f"No change of at most {MAX_EDITS} inputs makes {name} eligible (searched {self.explored} edit sets{kept}). Blocking:"]
@@ -242,19 +269,37 @@ def alternative_lines(alternatives: Iterable[Alternative], indent: str = "  ") -
     """Numbered lines, one per alternative; equal costs are marked as ties."""
     alts = list(alternatives)
     costs = Counter(a.cost for a in alts)
-    return [f"{indent}{i}. {a.flags()}  [cost {a.cost}{', tie' if costs[a.cost] > 1 else ''}] -> {a.outcome()}" for i, a in enumerate(alts, start=1)]
+    return [f"{indent}{i}. {a.describe()}  [cost {a.cost}{', tie' if costs[a.cost] > 1 else ''}] -> {a.outcome()}" for i, a in enumerate(alts, start=1)]
 
 
-def _preset_flag(text: str) -> str:
-    """``tp=1 dp=8 ep all2all=deepep_low_latency`` -> ``--tp 1 --dp 8 --ep --all2all deepep_low_latency``.
+def request_hint(catalog: "Catalog", backend: str, verb: str) -> str:
+    """How to run ``backend`` on purpose: ``--moe-backend NAME`` with a name the release accepts,
+    or, where none selects it, that only the priority order reaches it."""
+    name = request_name(catalog, backend)
+    if name == "auto":
+        return f"no --moe-backend name selects {backend}; only the priority order reaches it"
+    return f"{verb} --moe-backend {name} to run it" if verb == "add" else f"{verb} it with --moe-backend {name}"
+
+
+def _preset_flag(text: str, before: str = "") -> str:
+    """``tp=1 dp=8 ep all2all=deepep_low_latency`` -> ``--tp 1 --dp 8 --ep --all2all deepep_low_latency``;
+    with ``before``, only what differs from it (``--no-ep`` where it had EP).
 
     >>> _preset_flag("tp=1 dp=8 ep all2all=deepep_low_latency")
     '--tp 1 --dp 8 --ep --all2all deepep_low_latency'
+    >>> _preset_flag("tp=8 dp=1", "tp=8 dp=1 ep all2all=naive")
+    '--no-ep'
     """
+    old = set(before.split())
+    words = text.split()
     out = []
-    for word in text.split():
+    for word in words:
+        if word in old:
+            continue
         key, _, value = word.partition("=")
         out.append(f"--{key} {value}" if value else f"--{key}")
+    if "ep" in old and "ep" not in words:
+        out.append("--no-ep")
     return " ".join(out)
 
 
@@ -544,7 +589,10 @@ def search_eligible(
             if not edits:
                 return SearchResult(True, kernel, (), state[0], state[1], decision, (), explored)
             assert kernel is not None
-            found.append(Alternative(edits, kernel, state[0], state[1], decision))
+            alt = Alternative(edits, kernel, state[0], state[1], decision)
+            # Another way to the same inputs (a preset that only drops --ep, as --no-ep did) is no new fix.
+            if not any((a.config == alt.config and a.environment.fingerprint == alt.environment.fingerprint) or a.describe() == alt.describe() for a in found):
+                found.append(alt)
             continue
         if not edits:
             blocking = tuple(f"{c.code.value}: {c.field} [{c.rule}]" for c in failing)

@@ -54,7 +54,7 @@ def test_the_dead_end_blames_the_refusal_and_finds_the_fixes(capsys):
     assert f"then refuses the layer (eplb_unsupported) [{RULE}]" in out
     fixes = [line.strip() for line in out.splitlines() if line.startswith("  ") and ". " in line and "[cost" in line]
     assert any("--moe-backend triton  [cost 1" in f and f.endswith("-> triton_wna16 selected") for f in fixes), out
-    assert any("no --eplb  [cost 1" in f and f.endswith("-> marlin selected") for f in fixes), out
+    assert any("--no-eplb  [cost 1" in f and f.endswith("-> marlin selected") for f in fixes), out
     # Each fix is true: the selection under it has a winner.
     assert main(["select", *KIMI, "--moe-backend", "triton"]) == 0
     assert capsys.readouterr().out.startswith("triton_wna16 [triton, modular]")
@@ -66,7 +66,7 @@ def test_select_json_blocking_is_the_refusing_rule(capsys):
     assert main(["select", *KIMI, "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert [(b["field"], b["rules"]) for b in out["blocking"]] == [("enable_eplb", [RULE])]
-    assert {f["flags"] for f in out["fixes"]} >= {"--moe-backend triton", "no --eplb"}
+    assert {f["flags"] for f in out["fixes"]} >= {"--moe-backend triton", "--no-eplb"}
 
 
 def test_explain_shows_the_refused_kernel_then_what_it_outranks(capsys):

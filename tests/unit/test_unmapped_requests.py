@@ -33,7 +33,7 @@ def test_the_dead_end_says_the_name_maps_to_no_kernel_and_to_drop_it(name, capsy
     assert f"moe_backend = {name}, allowed one of [auto, aiter, cutlass, deep_gemm" in out
     assert "it reads auto or one of aiter, cutlass, deep_gemm, flashinfer_cutlass, flashinfer_trtllm, hpc, humming, marlin, triton" in out
     assert "drop --moe-backend" in out
-    assert "no --moe-backend  [cost 1" in out
+    assert "--moe-backend auto  [cost 1" in out
     assert main(["select", *R1]) == 0  # the fix is true
 
 
@@ -41,7 +41,7 @@ def test_select_json_blocking_lists_what_the_family_reads(capsys):
     assert main(["select", *R1, "--moe-backend", "rdna3", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert [(b["field"], b["observed"], b["allowed"], b["rules"]) for b in out["blocking"]] == [("moe_backend", "rdna3", FP8_NAMES, ["request.fp8"])]
-    assert out["fixes"] and any(f["flags"] == "no --moe-backend" and f["winner_after"] for f in out["fixes"])
+    assert out["fixes"] and any(f["flags"] == "--moe-backend auto" and f["winner_after"] for f in out["fixes"])
 
 
 @pytest.mark.parametrize("name", ["deep_gemm_mega_moe", "aiter_mega_moe", "flydsl"])

@@ -1,0 +1,84 @@
+"""Every fix why-not and a dead end print is flags the CLI takes: pasted after the original
+flags, ``select`` parses them and picks the winner the fix claims; changes no flag makes are
+worded apart (``changes``), and a --moe-backend hint names a value the flag accepts."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from moe_oracle.cli import build_parser, main
+
+WHY_NOT = [
+    ("cutlass", ["--model", "deepseek-r1", "--gpu", "B200", "--tp", "8", "--keep", "device,parallel"]),
+    ("flashinfer_b12x", ["--model", "qwen3-30b-a3b", "--gpu", "RTX_PRO_6000", "--dp", "8", "--ep"]),
+    ("platform", ["--model", "kimi-k3", "--gpu", "H200", "--dp", "8", "--ep"]),
+    ("aiter_mxfp4_mxfp4", ["--model", "deepseek-v3.2", "--gpu", "A100", "--dp", "8", "--ep"]),
+    ("flashinfer_cutlass_afp8", ["--model", "redhatai-deepseek-v4-flash-nvfp4-fp8", "--gpu", "B200", "--dp", "8", "--ep"]),
+    ("flashinfer_trtllm", ["--model", "minimax-m2", "--gpu", "B200", "--tp", "4"]),
+    ("deep_gemm", ["--model", "deepseek-r1", "--gpu", "H200", "--tp", "8"]),
+]
+DEAD_ENDS = [
+    ["--model", "qwen3-30b-a3b", "--gpu", "RTX_PRO_6000", "--quant", "nvfp4", "--tp", "8", "--ep", "--moe-backend", "flashinfer_b12x"],
+]
+
+
+def _split(argv: list[str]) -> list[str]:
+    keep = argv.index("--keep") if "--keep" in argv else None
+    return argv if keep is None else argv[:keep] + argv[keep + 2:]
+
+
+def _json(capsys, argv: list[str]) -> tuple[int, dict]:
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _check_fix(capsys, base: list[str], fix: dict) -> None:
+    flags = fix["flags"].split()
+    assert not re.search(r"\bno --|\(|->", fix["flags"]), fix["flags"]
+    parser = build_parser()
+    before = parser.parse_args(["select", *base])
+    after = parser.parse_args(["select", *base, *flags])  # SystemExit(2) on a flag the CLI lacks
+    if fix["changes"]:
+        return  # another checkpoint or model: not reachable by flags alone
+    assert vars(after) != vars(before), f"fix {fix['flags']!r} repeats the current settings"
+    _, record = _json(capsys, ["select", *base, *flags, "--json"])
+    assert record["selected"] is not None and record["selected"]["kernel"] == fix["winner_after"], fix
+
+
+@pytest.mark.parametrize(("backend", "argv"), WHY_NOT, ids=[f"{b}-{a[1]}" for b, a in WHY_NOT])
+def test_why_not_fixes_are_pasteable(capsys, backend, argv):
+    code, record = _json(capsys, ["why-not", "--backend", backend, *argv, "--json"])
+    assert code == 0
+    for alt in record["alternatives"]:
+        _check_fix(capsys, _split(argv), alt)
+    main(["why-not", "--backend", backend, *argv])
+    text = capsys.readouterr().out
+    for name in set(re.findall(r"--moe-backend (\S+?)[ )]", text)):
+        code = main(["select", *_split(argv), "--moe-backend", name])
+        capsys.readouterr()
+        assert code != 2, f"--moe-backend {name} is refused"
+
+
+@pytest.mark.parametrize("argv", DEAD_ENDS)
+def test_dead_end_fixes_are_pasteable(capsys, argv):
+    code, record = _json(capsys, ["select", *argv, "--json"])
+    assert code == 1 and record["fixes"]
+    shown = [f["flags"] for f in record["fixes"]]
+    assert len(shown) == len(set(shown))
+    for fix in record["fixes"]:
+        _check_fix(capsys, argv, fix)
+
+
+def test_non_flag_change_is_worded_apart(capsys):
+    _, record = _json(capsys, ["why-not", "--backend", "cutlass", "--model", "deepseek-r1", "--gpu", "B200", "--tp", "8", "--keep", "device,parallel", "--json"])
+    worded = [a for a in record["alternatives"] if a["changes"]]
+    assert worded and all("quant_method" not in a["flags"] and "checkpoint" in a["changes"][0] for a in worded)
+
+
+def test_no_ep_turns_ep_off(capsys):
+    _, on = _json(capsys, ["select", "--model", "qwen3-30b-a3b", "--gpu", "RTX_PRO_6000", "--quant", "nvfp4", "--tp", "8", "--ep", "--moe-backend", "flashinfer_b12x", "--json"])
+    _, off = _json(capsys, ["select", "--model", "qwen3-30b-a3b", "--gpu", "RTX_PRO_6000", "--quant", "nvfp4", "--tp", "8", "--ep", "--moe-backend", "flashinfer_b12x", "--no-ep", "--json"])
+    assert on["selected"] is None and off["selected"]["kernel"] == "flashinfer_b12x"
