@@ -369,7 +369,7 @@ def _decide(args: argparse.Namespace, catalog: Any):
         raise ConfigError(issues)
     decision = evaluate(catalog, config, env, policy=args.policy)
     if notes:
-        decision = replace(decision, notes=decision.notes + notes)
+        decision = replace(decision, notes=_merged_notes(decision.notes, notes))
     found = None
     if decision.winner is None:
         found = find_fixes(catalog, config, env, backends=decision.requested, policy=args.policy)
@@ -413,6 +413,18 @@ def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
             print(f"Note: {note}")
         print(result.render_text())
     return EXIT_OK if (result.found or result.already_eligible) else EXIT_NONE
+
+
+def _merged_notes(decision_notes: tuple[str, ...], input_notes: tuple[str, ...]) -> tuple[str, ...]:
+    """The decision's notes then the input notes, each sentence once.
+
+    The engine notes a declared variable's surprising value (``X='yes' is read as false``) and
+    the reader of the flags notes the same sentence with where it was declared (``--env: ...``):
+    the one naming the source is kept.
+    """
+    sourced = {n.split(": ", 1)[1] for n in input_notes if ": " in n}
+    kept = tuple(n for n in decision_notes if n not in sourced and n not in input_notes)
+    return kept + tuple(dict.fromkeys(input_notes))
 
 
 def _cmd_matrix(args: argparse.Namespace, catalog: Any) -> int:
@@ -491,7 +503,7 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
         raise ConfigError(issues)
     decision = evaluate(catalog, config, env, policy=args.policy)
     if notes:
-        decision = replace(decision, notes=decision.notes + notes)
+        decision = replace(decision, notes=_merged_notes(decision.notes, notes))
     if decision.winner is None:
         print(decision.render_failure())
         return EXIT_NONE

@@ -139,3 +139,13 @@ def test_answers_name_the_release_and_the_view(capsys):
     assert code == 0 and record["view"] == "runtime" and record["selected"]["kernel"] == "torch_grouped_mm" and record["engine"]["known"] == "assumed"
     code, out, _ = run(capsys, "explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--package", "vllm==0.34.0")
     assert code == 0 and "WARNING: answers are for vLLM 0.29.0\u20130.33.0; you declared 0.34.0" in out
+
+
+def test_a_declared_variables_note_is_given_once_naming_where_it_was_declared(capsys):
+    argv = ["explain", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--env", "VLLM_ROCM_USE_AITER=yes"]
+    assert main(argv) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "read as false" in ln]
+    assert len(lines) == 1 and lines[0].startswith("Note: --env: VLLM_ROCM_USE_AITER='yes'")
+    assert main([*argv, "--json"]) == 0
+    notes = [n for n in json.loads(capsys.readouterr().out)["notes"] if "read as false" in n]
+    assert len(notes) == 1 and notes[0].startswith("--env: ")
