@@ -360,11 +360,10 @@ def _decide(args: argparse.Namespace, catalog: Any):
     """
     from .engine import evaluate
     from .errors import ConfigError
-    from .refusals import refusals
     from .whynot import fixes as find_fixes
 
     config, env, notes = _build_inputs(args, catalog)
-    issues = refusals(config)
+    issues = _refusals(config, args)
     if issues:
         raise ConfigError(issues)
     decision = evaluate(catalog, config, env, policy=args.policy)
@@ -397,10 +396,9 @@ def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
 def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
     from .errors import ConfigError
     from .oracle import Oracle
-    from .refusals import refusals
 
     config, env, notes = _build_inputs(args, catalog)
-    issues = refusals(config)
+    issues = _refusals(config, args)
     if issues:
         raise ConfigError(issues)
     keep = [k.strip() for part in args.keep for k in part.split(",") if k.strip()]
@@ -413,6 +411,22 @@ def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
             print(f"Note: {note}")
         print(result.render_text())
     return EXIT_OK if (result.found or result.already_eligible) else EXIT_NONE
+
+
+def _refusals(config: Any, args: argparse.Namespace) -> list[Any]:
+    """What the engine refuses at start, each naming the input that set it: the flag
+    (``--eplb``), or for a ``--config`` file, the file and the field (``$.parallel.enable_eplb``)
+    unless a flag overrode that field."""
+    from dataclasses import replace as _replace
+
+    from .refusals import refusals
+
+    issues = refusals(config)
+    if not getattr(args, "config", None):
+        return issues
+    given = {"--eplb": args.eplb, "--ep": args.ep, "--redundant-experts": args.redundant_experts, "--tp": args.tp, "--gpu": args.gpu or getattr(args, "platform", None)}
+    fields = refusals(config, flags=False)
+    return [i if given.get(i.path) is not None else _replace(f, file=str(args.config)) for i, f in zip(issues, fields)]
 
 
 def _merged_notes(decision_notes: tuple[str, ...], input_notes: tuple[str, ...]) -> tuple[str, ...]:
@@ -496,9 +510,8 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
     if not args.probe and not (args.package or args.without or args.env or args.environment):
         args.probe = True
     config, env, notes = _build_inputs(args, catalog, probe_device_default=True)
-    from .refusals import refusals
 
-    issues = refusals(config)
+    issues = _refusals(config, args)
     if issues:
         raise ConfigError(issues)
     decision = evaluate(catalog, config, env, policy=args.policy)
