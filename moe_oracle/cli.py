@@ -361,16 +361,15 @@ def _decide(args: argparse.Namespace, catalog: Any):
     """
     from .engine import evaluate
     from .errors import ConfigError
-    from .refusals import refusals
     from .whynot import fixes as find_fixes
 
     config, env, notes = _build_inputs(args, catalog)
-    issues = refusals(config)
+    issues = _refusals(config, args)
     if issues:
         raise ConfigError(issues)
     decision = evaluate(catalog, config, env, policy=args.policy)
     if notes:
-        decision = replace(decision, notes=decision.notes + notes)
+        decision = replace(decision, notes=_merged_notes(decision.notes, notes))
     found = None
     if decision.winner is None:
         found = find_fixes(catalog, config, env, backends=decision.requested, policy=args.policy)
@@ -398,10 +397,9 @@ def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
 def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
     from .errors import ConfigError
     from .oracle import Oracle
-    from .refusals import refusals
 
     config, env, notes = _build_inputs(args, catalog)
-    issues = refusals(config)
+    issues = _refusals(config, args)
     if issues:
         raise ConfigError(issues)
     keep = [k.strip() for part in args.keep for k in part.split(",") if k.strip()]
@@ -414,6 +412,34 @@ def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
             print(f"Note: {note}")
         print(result.render_text())
     return EXIT_OK if (result.found or result.already_eligible) else EXIT_NONE
+
+
+def _refusals(config: Any, args: argparse.Namespace) -> list[Any]:
+    """What the engine refuses at start, each naming the input that set it: the flag
+    (``--eplb``), or for a ``--config`` file, the file and the field (``$.parallel.enable_eplb``)
+    unless a flag overrode that field."""
+    from dataclasses import replace as _replace
+
+    from .refusals import refusals
+
+    issues = refusals(config)
+    if not getattr(args, "config", None):
+        return issues
+    given = {"--eplb": args.eplb, "--ep": args.ep, "--redundant-experts": args.redundant_experts, "--tp": args.tp, "--gpu": args.gpu or getattr(args, "platform", None)}
+    fields = refusals(config, flags=False)
+    return [i if given.get(i.path) is not None else _replace(f, file=str(args.config)) for i, f in zip(issues, fields)]
+
+
+def _merged_notes(decision_notes: tuple[str, ...], input_notes: tuple[str, ...]) -> tuple[str, ...]:
+    """The decision's notes then the input notes, each sentence once.
+
+    The engine notes a declared variable's surprising value (``X='yes' is read as false``) and
+    the reader of the flags notes the same sentence with where it was declared (``--env: ...``):
+    the one naming the source is kept.
+    """
+    sourced = {n.split(": ", 1)[1] for n in input_notes if ": " in n}
+    kept = tuple(n for n in decision_notes if n not in sourced and n not in input_notes)
+    return kept + tuple(dict.fromkeys(input_notes))
 
 
 def _cmd_matrix(args: argparse.Namespace, catalog: Any) -> int:
@@ -485,14 +511,13 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
     if not args.probe and not (args.package or args.without or args.env or args.environment):
         args.probe = True
     config, env, notes = _build_inputs(args, catalog, probe_device_default=True)
-    from .refusals import refusals
 
-    issues = refusals(config)
+    issues = _refusals(config, args)
     if issues:
         raise ConfigError(issues)
     decision = evaluate(catalog, config, env, policy=args.policy)
     if notes:
-        decision = replace(decision, notes=decision.notes + notes)
+        decision = replace(decision, notes=_merged_notes(decision.notes, notes))
     if decision.winner is None:
         print(decision.render_failure())
         return EXIT_NONE

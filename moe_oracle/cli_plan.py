@@ -76,7 +76,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     from .cli import _device_from_args
     from .config import ParallelConfig, Provenance
     from .deployment import apply_serve, load_serve_checkpoint, serve_model_path
-    from .engine import resolve_request
+    from .engine import check_request, resolve_request
     from .environment import probe_device
     from .errors import ConfigError, InputIssue
     from .hf import load_hf_config
@@ -146,6 +146,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         if value:
             try:
                 resolve_request(catalog, value)
+                check_request(catalog, value, env)  # the release's accepted names, as the plan's selection reads them
             except ConfigError as exc:
                 raise ConfigError([InputIssue(name, i.message, i.value, i.allowed) for i in exc.issues]) from None
     for flag, key in (("lora", "lora"), ("batch_invariant", "batch_invariant")):

@@ -66,11 +66,12 @@ def _collect_names(catalog: Catalog) -> set[str]:
     return names
 
 
-def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | None:
+def resolve_request(catalog: Catalog, moe_backend: str, where: str = "$.moe_backend") -> tuple[str, ...] | None:
     """Backend ids a ``moe_backend`` name selects, whatever the family; ``None`` for ``auto``.
 
     A family's request map (``rules/aliases.yaml`` ``requests``) may read the name otherwise
-    (:func:`_family_request`); this is the family-independent reading.
+    (:func:`_family_request`); this is the family-independent reading. ``where``: the input
+    an error names (``--backend``; default the config field).
 
     Raises:
         ConfigError: unknown name (with did-you-mean and every accepted name).
@@ -81,7 +82,7 @@ def resolve_request(catalog: Catalog, moe_backend: str) -> tuple[str, ...] | Non
     if name not in catalog.backend_names:
         known = _known_names(catalog)
         if name not in known:
-            raise ConfigError([InputIssue("$.moe_backend", "unknown MoE backend", moe_backend, ["auto", *sorted(known - {"auto"})])])
+            raise ConfigError([InputIssue(where, "unknown MoE backend", moe_backend, ["auto", *sorted(known - {"auto"})])])
         return tuple(sorted({b for rm in catalog.request_maps for b in rm.names.get(name, ())}))
     return catalog.backend_names[name]
 

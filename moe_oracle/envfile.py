@@ -4,8 +4,12 @@ Four formats are recognised from their content:
 
 * ``pip freeze`` / ``uv pip freeze``: one requirement per line (``name==1.2``,
   ``name @ git+https://...``, ``-e git+...#egg=name``), parsed with
-  ``packaging.requirements.Requirement``. It lists every installed distribution (pip leaves
-  out its own pip, setuptools, wheel and distribute), so any other package is absent.
+  ``packaging.requirements.Requirement``. An editable install without a VCS URL is the
+  comment pip writes before it (``# Editable install with no version control (vllm==0.33.0)``)
+  then ``-e /path``: the comment gives the name and version; a bare ``-e /path`` with neither
+  that comment nor ``#egg=`` names no package and is skipped with a note. It lists every
+  installed distribution (pip leaves out its own pip, setuptools, wheel and distribute), so
+  any other package is absent.
 * ``pip list --format=json`` / ``uv pip list --format=json``: a JSON array of
   ``{"name", "version"}`` objects; complete, like ``pip freeze``.
 * ``pip list`` / ``uv pip list`` (columns): a ``Package Version`` header, a dashed rule,
@@ -199,11 +203,34 @@ def _line_error(path: str, number: int, line: str, message: str) -> ConfigError:
     return ConfigError([InputIssue(f"line {number}", message, line.strip(), None, path)], headline="bad --environment")
 
 
+# pip freeze names an editable install without a VCS URL in a comment on the line before it:
+# "# Editable install with no version control (vllm==0.33.0)", "# Editable Git install with no remote (...)".
+_EDITABLE_COMMENT = re.compile(r"^\s*#\s*Editable\b.*\(\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s()]+)\s*\)\s*$", re.IGNORECASE)
+
+
 def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
     packages = []
+    notes: list[str] = []
+    editable: tuple[str, str] | None = None  # (name, version) from the comment pip writes before "-e PATH"
     for number, line in enumerate(lines, start=1):
+        comment = _EDITABLE_COMMENT.match(line)
+        if comment:
+            editable = (comment.group(1), comment.group(2))
+            continue
         body = line.split(" #", 1)[0].strip() if not line.lstrip().startswith("#") else ""
         if not body or body.startswith(("-i ", "--index-url", "--extra-index-url", "-f ", "--find-links")):
+            continue
+        named, editable = editable, None
+        if body.startswith(("-e ", "--editable ")) and not re.search(r"[#&]egg=", body):
+            target = body.split(None, 1)[1] if len(body.split(None, 1)) > 1 else ""
+            if named is None:
+                notes.append(f"line {number} ({body}) was skipped: an editable install that names no package (no #egg=NAME and no pip comment before it)")
+                continue
+            try:
+                Version(named[1])
+            except InvalidVersion:
+                raise _line_error(path, number - 1, lines[number - 2], f"not a PEP 440 version: {named[1]!r}") from None
+            packages.append((PackageSpec(canonicalize_name(named[0]), named[1], target or None), f"line {number}"))
             continue
         try:
             packages.append((parse_requirement(body, "--environment"), f"line {number}"))
@@ -211,7 +238,7 @@ def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
             raise _line_error(path, number, line, exc.issues[0].message + "; expected the output of pip freeze, pip list (--format=json), uv pip list or vllm collect-env") from None
     if not packages:
         raise ConfigError([InputIssue("--environment", "no package found; expected the output of pip freeze, pip list (--format=json), uv pip list or vllm collect-env", path, None, path)], headline="bad --environment")
-    return EnvironmentFile(path, "pip freeze", unique_specs(packages, "--environment", path), True)
+    return EnvironmentFile(path, "pip freeze", unique_specs(packages, "--environment", path), True, notes=tuple(notes))
 
 
 def _pip_json(text: str, path: str) -> EnvironmentFile:

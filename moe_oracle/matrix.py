@@ -145,7 +145,7 @@ def matrix_view(catalog: Catalog, gpus: tuple[str, ...] = (), quants: tuple[str,
     if backends:
         wanted: set[str] = set()
         for name in split(backends):
-            wanted.update(resolve_request(catalog, name) or ())
+            wanted.update(resolve_request(catalog, name, "--backend") or ())
         entries = tuple(e for e in catalog.experts if e.backend in wanted)
     return MatrixView(tuple(devices) or MATRIX_DEVICES, tuple(dict.fromkeys(schemes)) or tuple(SCHEMES), entries)
 

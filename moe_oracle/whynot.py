@@ -711,7 +711,7 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     """
     catalog = oracle.catalog
     kept = _check_keep(keep)
-    backend = resolve_request(catalog, backend_name)
+    backend = resolve_request(catalog, backend_name, "--backend")
     if backend is None:
         raise ConfigError([InputIssue("--backend", "why-not asks about one backend; 'auto' is the priority order itself (use explain)", backend_name, sorted(catalog.backend_names))])
     if not backend:

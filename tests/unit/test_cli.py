@@ -139,3 +139,40 @@ def test_answers_name_the_release_and_the_view(capsys):
     assert code == 0 and record["view"] == "runtime" and record["selected"]["kernel"] == "torch_grouped_mm" and record["engine"]["known"] == "assumed"
     code, out, _ = run(capsys, "explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--package", "vllm==0.34.0")
     assert code == 0 and "WARNING: answers are for vLLM 0.29.0\u20130.33.0; you declared 0.34.0" in out
+
+
+def test_a_declared_variables_note_is_given_once_naming_where_it_was_declared(capsys):
+    argv = ["explain", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--env", "VLLM_ROCM_USE_AITER=yes"]
+    assert main(argv) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "read as false" in ln]
+    assert len(lines) == 1 and lines[0].startswith("Note: --env: VLLM_ROCM_USE_AITER='yes'")
+    assert main([*argv, "--json"]) == 0
+    notes = [n for n in json.loads(capsys.readouterr().out)["notes"] if "read as false" in n]
+    assert len(notes) == 1 and notes[0].startswith("--env: ")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["why-not", "--backend", "trtllm", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8"], "--backend"),
+    (["matrix", "--backend", "nope"], "--backend"),
+    (["plan", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--draft-moe-backend", "vllm_cutlass"], "--draft-moe-backend"),
+])
+def test_a_bad_backend_name_names_the_flag_it_was_given_in(argv, flag, capsys):
+    assert main([*argv, "--json"] if argv[0] != "matrix" else argv) == 2
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert f"bad {flag}" in text and "--moe-backend" not in text.replace("--draft-moe-backend", "") and "$.moe_backend" not in text
+
+
+def test_an_engine_refusal_of_a_config_file_names_the_file_and_field(tmp_path, capsys):
+    path = tmp_path / "eplb.yaml"
+    path.write_text(
+        "model: {num_experts: 64, top_k: 4, hidden_size: 1024, intermediate_size: 512, activation: silu, quant: fp8_block}\n"
+        "device: {gpu: H200}\n"
+        "parallel: {tp_size: 2, dp_size: 4, use_ep: true, enable_eplb: true, num_redundant_experts: 3}\n"
+    )
+    assert main(["select", "--config", str(path), "--json"]) == 2
+    issue = json.loads(capsys.readouterr().out)["issues"][0]
+    assert (issue["file"], issue["path"], issue["keyword"]) == (str(path), "$.parallel.enable_eplb", "engine_refuses")
+    assert main(["select", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "$.parallel.enable_eplb" in err and "bad --eplb" not in err

@@ -161,3 +161,23 @@ def test_probe_says_which_interpreter_and_site_packages_it_read(capsys):
 def test_probe_and_environment_file_exclude_each_other(capsys):
     assert main(["select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--probe", "--environment", str(FREEZE)]) == 2
     assert capsys.readouterr().err.startswith("moe-oracle: error: bad --probe")
+
+
+def test_pip_freeze_of_an_editable_install_takes_the_name_and_version_from_pips_comment(tmp_path, capsys):
+    text = "torch==2.14.0+cu130\n# Editable install with no version control (vllm==0.33.0)\n-e /home/me/vllm\n"
+    doc = parse_environment_text(text, "freeze.txt")
+    assert {p.name: p.version for p in doc.packages} == {"torch": "2.14.0+cu130", "vllm": "0.33.0"} and doc.notes == ()
+    path = tmp_path / "freeze.txt"
+    path.write_text(text)
+    code = main(["explain", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--environment", str(path), "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0 and record["environment"]["packages"]["vllm"] == "0.33.0"
+
+
+def test_a_bare_editable_line_that_names_no_package_is_skipped_with_a_note():
+    doc = parse_environment_text("vllm==0.33.0\n-e /home/me/thing\n", "freeze.txt")
+    assert [p.name for p in doc.packages] == ["vllm"]
+    assert len(doc.notes) == 1 and "line 2" in doc.notes[0] and "skipped" in doc.notes[0] and "names no package" in doc.notes[0]
+    # the comment applies only to the line right after it
+    doc = parse_environment_text("# Editable install with no version control (vllm==0.33.0)\ntorch==2.14.0\n-e /home/me/vllm\n", "freeze.txt")
+    assert [p.name for p in doc.packages] == ["torch"] and "line 3" in doc.notes[0]
