@@ -279,7 +279,7 @@ class Plan:
             if pl is None or pl.num_logical in seen:
                 continue
             seen.add(pl.num_logical)
-            classes = ", ".join(f"{len(rs)} rank{'s' if len(rs) != 1 else ''} hold {n}" for n, rs in sorted(pl.classes().items(), reverse=True))
+            classes = ", ".join(f"{len(rs)} rank{'s hold' if len(rs) != 1 else ' holds'} {n}" for n, rs in sorted(pl.classes().items(), reverse=True))
             extra = f" + {pl.num_physical - pl.num_logical} redundant (EPLB)" if pl.num_physical > pl.num_logical else ""
             fb = f" ({pl.requested} requested: {pl.fallback})" if pl.fallback else ""
             lines.append(f"Ranks: {pl.ep_size} EP ranks, {pl.num_logical} experts{extra}, {pl.strategy} placement{fb}: {classes}")
