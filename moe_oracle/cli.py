@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-experts", type=_positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
-    sub.add_parser("codes", help="every reason code: what it means and what to change", description="Explain every reason code a failure can carry (the closed set in moe_oracle.vocab.ReasonCode).")
+    sub.add_parser("codes", help="every reason code and warning code: what it means and what to change", description="Explain every reason code a failure can carry (the closed set in moe_oracle.vocab.ReasonCode), then every warning code a Decision's warnings carry (known_bad, unchecked, engine_release).")
     from .cli_diff import add_parser as _add_diff
     from .verify.cli import add_parser as _add_verify
 
