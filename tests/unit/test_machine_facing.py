@@ -71,3 +71,45 @@ def test_every_warning_code_is_explained(capsys):
     assert main(["codes"]) == 0
     out = capsys.readouterr().out
     assert "Warning codes" in out and all(f"\n{code}\n" in out for code in enum)
+
+
+def test_matrix_filters_give_one_column_per_gpu_name(capsys):
+    assert main(["matrix", "--gpu", "NVIDIA H200,B200", "--gpu", "MI325X", "--quant", "FP8-Blk", "--backend", "deep_gemm"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("fp8_block"))
+    assert header.split()[1:] == ["H200", "B200", "MI325X"]
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
+    assert rows and all(r.startswith("deep_gemm") for r in rows)
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_matrix_fits_the_width(width, capsys):
+    assert main(["matrix", "--width", str(width)]) == 0
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()[2:]) <= width
+
+
+def test_matrix_markdown_keeps_the_page_format(capsys):
+    assert main(["matrix", "--markdown", "--gpu", "H200"]) == 0
+    assert "| kernel | backend | interface | H200 |" in capsys.readouterr().out
+
+
+def test_matrix_bad_filter_is_bad_input(capsys):
+    assert main(["matrix", "--gpu", "MI330X"]) == 2
+    assert capsys.readouterr().err.startswith("moe-oracle: error: bad --gpu")
+
+
+def test_run_draws_no_progress_bar_off_a_terminal(monkeypatch, capsys):
+    """`run` passes progress=False when stderr is not a terminal (a log or a pipe)."""
+    seen = {}
+
+    def fake_run_layer(config, decision, **kwargs):
+        seen.update(kwargs)
+        raise SystemExit(0)
+
+    import moe_oracle.runtime.runner as runner
+
+    monkeypatch.setattr(runner, "run_layer", fake_run_layer)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    with pytest.raises(SystemExit):
+        main(["run", "--model", "qwen3-30b-a3b", "--max-experts", "4", "--tokens", "2"])
+    assert seen["progress"] is False
