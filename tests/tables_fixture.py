@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 
 from moe_oracle.catalog import Catalog, load_catalog
+from moe_oracle.config import Device, MoEConfig, ParallelConfig
+from moe_oracle.environment import Environment
 
 ANY_PLATFORM = {"cuda": {}, "rocm": {}, "cpu": {}, "xpu": {}}
 
@@ -144,3 +146,14 @@ def write_tables(root: Path, tables: dict[str, dict[str, Any]] | None = None) ->
 
 def load(root: Path, tables: dict[str, dict[str, Any]] | None = None) -> Catalog:
     return load_catalog(write_tables(root, tables))
+
+
+def after_selection_refusal(root: Path, after_selection: bool = True) -> tuple[Catalog, MoEConfig, Environment]:
+    """The base tables plus an ``after_selection`` constraint (EPLB only on ``slow``) and a B200
+    TP2 + EP + EPLB layer it refuses after ``fast`` is selected: (catalog, config, environment).
+    ``after_selection=False``: the same constraint as a plain filter."""
+    t = copy.deepcopy(base_tables())
+    t["rules/constraints.yaml"] = {"kind": "constraints", "constraints": [
+        {"id": "c.eplb_slow_only", "after_selection": after_selection, "field": "enable_eplb", "in": [False], "applies_to": {"except_backends": ["slow"]}, "reason": "eplb_unsupported", "hint": "EPLB only on slow"}]}
+    cfg = MoEConfig(num_experts=8, top_k=2, hidden_size=1024, intermediate_size=512, device=Device("cuda", capability=100), parallel=ParallelConfig(tp_size=2, use_ep=True, enable_eplb=True))
+    return load(root, t), cfg, Environment((("vllm", "0.33.0"), ("fastpkg", "1.2")), frozenset(), True, ())

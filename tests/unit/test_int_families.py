@@ -15,7 +15,7 @@ from moe_oracle.errors import ConfigError, TableError
 from moe_oracle.normalize import normalize
 from moe_oracle.oracle import default_catalog
 from moe_oracle.quant import QUANT_KEYS, QuantScheme, method_weight_key
-from tests.tables_fixture import base_tables, load
+from tests.tables_fixture import after_selection_refusal, base_tables, load
 
 H100 = Device("cuda", capability=90)
 B200 = Device("cuda", capability=100)
@@ -155,17 +155,11 @@ def test_request_maps_are_checked_at_load(tmp_path):
 
 
 def test_an_after_selection_constraint_refuses_the_layer_instead_of_passing_on(tmp_path):
-    t = copy.deepcopy(base_tables())
-    t["rules/constraints.yaml"] = {"kind": "constraints", "constraints": [
-        {"id": "c.eplb_slow_only", "after_selection": True, "field": "enable_eplb", "in": [False], "applies_to": {"except_backends": ["slow"]}, "reason": "eplb_unsupported", "hint": "EPLB only on slow"}]}
-    cat = load(tmp_path, t)
-    cfg = MoEConfig(num_experts=8, top_k=2, hidden_size=1024, intermediate_size=512, device=B200, parallel=ParallelConfig(tp_size=2, use_ep=True, enable_eplb=True))
-    e = Environment((("vllm", "0.33.0"), ("fastpkg", "1.2")), frozenset(), True, ())
+    cat, cfg, e = after_selection_refusal(tmp_path)
     d = evaluate(cat, cfg, e)
     assert d.winner is None and any("then refuses the layer" in n for n in d.notes)
     assert evaluate(cat, cfg.with_changes(moe_backend="slow"), e).kernel == "slow"
-    t["rules/constraints.yaml"]["constraints"][0]["after_selection"] = False
-    assert evaluate(load(tmp_path / "b", t), cfg, e).kernel == "slow"  # a filter passes on instead
+    assert evaluate(after_selection_refusal(tmp_path / "b", after_selection=False)[0], cfg, e).kernel == "slow"  # a filter passes on instead
 
 
 # ------------------------------------------------------------------ shipped facts (vLLM 0.29.0-0.33.0)

@@ -11,22 +11,18 @@ by None". The selection itself (no winner) is unchanged.
 
 from __future__ import annotations
 
-import copy
 import json
 
 import jsonschema
 
 from moe_oracle._resources import schema_dir
 from moe_oracle.cli import main
-from moe_oracle.config import Device, MoEConfig, ParallelConfig
 from moe_oracle.engine import evaluate
-from moe_oracle.environment import Environment
 from moe_oracle.records import Status
-from tests.tables_fixture import base_tables, load
+from tests.tables_fixture import after_selection_refusal
 
 KIMI = ["--model", "kimi-k2.5", "--gpu", "B200", "--tp", "8", "--ep", "--eplb"]
 RULE = "constraint.ct_wna16_eplb"
-B200 = Device("cuda", capability=100)
 
 
 def _schema() -> dict:
@@ -86,12 +82,7 @@ def test_why_not_says_who_is_selected_and_refused(capsys):
 
 
 def test_the_api_records_the_refused_position(tmp_path):
-    t = copy.deepcopy(base_tables())
-    t["rules/constraints.yaml"] = {"kind": "constraints", "constraints": [
-        {"id": "c.eplb_slow_only", "after_selection": True, "field": "enable_eplb", "in": [False], "applies_to": {"except_backends": ["slow"]}, "reason": "eplb_unsupported", "hint": "EPLB only on slow"}]}
-    cat = load(tmp_path, t)
-    cfg = MoEConfig(num_experts=8, top_k=2, hidden_size=1024, intermediate_size=512, device=B200, parallel=ParallelConfig(tp_size=2, use_ep=True, enable_eplb=True))
-    e = Environment((("vllm", "0.33.0"), ("fastpkg", "1.2")), frozenset(), True, ())
+    cat, cfg, e = after_selection_refusal(tmp_path)
     d = evaluate(cat, cfg, e)
     assert d.winner is None and d.refused is not None
     refused = d.candidates[d.refused]
