@@ -20,8 +20,9 @@ MTP draft layers, and each MoE layer's quantization after the checkpoint's exclu
 Layers with identical decisions are grouped. With --ep every rank's experts are placed and
 every rank's selection is checked; a plan whose ranks would build different kernels says so.
 
-The draft (MTP) layers inherit --moe-backend unless --draft-moe-backend is given
-(vLLM 0.33.0 --speculative-config '{"moe_backend": ...}').
+The draft (MTP) layers inherit --moe-backend unless --draft-moe-backend or the --serve line's
+--speculative-config '{"moe_backend": ...}' gives one (vLLM 0.33.0 SpeculativeConfig.moe_backend);
+given both ways, they must agree.
 
 examples:
   moe-oracle plan --model nvidia-qwen3.5-122b-a10b-nvfp4 --gpu B200 --tp 4
@@ -36,7 +37,7 @@ def add_plan_parser(sub: Any, add_input_args: Any) -> None:
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_args(p)
     plan = p.add_argument_group("plan")
-    plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers; default: inherit --moe-backend")
+    plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers, as vLLM's --speculative-config moe_backend; default: the --serve line's, else inherit --moe-backend")
     plan.add_argument("--no-draft", action="store_true", help="leave out the MTP draft layers (no speculative decoding)")
     plan.add_argument("--expert-placement", choices=["linear", "round_robin"], default="linear", help="EP expert placement (vLLM --expert-placement-strategy; default linear)")
     plan.add_argument("--quantization", metavar="METHOD", choices=["moe_wna16"], help="vLLM --quantization override for the checkpoint (moe_wna16 over a GPTQ/AWQ checkpoint)")

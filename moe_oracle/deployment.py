@@ -34,6 +34,7 @@ _SERVE_TO_ARGS = {
     "redundant_experts": ("redundant_experts", "--redundant-experts"),
     "lora": ("lora", "--lora"),
     "moe_backend": ("moe_backend", "--moe-backend"),
+    "draft_moe_backend": ("draft_moe_backend", "--draft-moe-backend"),  # read by plan (and diff of a whole model)
     "max_num_batched_tokens": ("max_tokens", "--max-tokens"),
 }
 
@@ -41,8 +42,11 @@ _SERVE_TO_ARGS = {
 def apply_serve(args: argparse.Namespace, serve: ServeArgs) -> None:
     """Fill the deployment flags of ``args`` from a parsed ``vllm serve`` line.
 
-    A flag given both ways must agree. Boolean vLLM flags given as off (``--no-enable-eplb``)
-    leave the oracle's flag unset, which means off.
+    A flag given both ways must agree: ``--draft-moe-backend`` and the serve line's
+    ``--speculative-config`` ``moe_backend`` too (both set the draft's backend, vLLM 0.33.0
+    ``SpeculativeConfig.moe_backend``; only ``plan`` and ``diff`` of a whole model read it:
+    explain and select answer for the target layer). Boolean vLLM flags given as off
+    (``--no-enable-eplb``) leave the oracle's flag unset, which means off.
 
     Raises:
         ConfigError: ``--model``/``--config`` together with ``--serve``, or a flag given both

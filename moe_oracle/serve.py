@@ -15,7 +15,10 @@ Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the
   ``--dtype``, ``-tp``, ``-dp``, ``--enable-expert-parallel``, ``--all2all-backend``,
   ``--enable-eplb``, ``--eplb-config`` (``num_redundant_experts``), ``--enable-lora``,
   ``--moe-backend``, ``--kernel-config`` (``moe_backend``), ``--max-num-batched-tokens``
-  (``FusedMoEConfig.max_num_tokens``, vLLM 0.33.0 P/layer.py);
+  (``FusedMoEConfig.max_num_tokens``, vLLM 0.33.0 P/layer.py), and the draft model's
+  ``moe_backend`` in ``--speculative-config`` (:attr:`ServeArgs.draft_moe_backend`: vLLM 0.33.0
+  vllm/config/speculative.py ``SpeculativeConfig.moe_backend``, overlaid on the draft's
+  ``KernelConfig`` by ``apply_draft_overrides``; ``moe-oracle plan`` reads it);
 * read by vLLM's MoE layer in a way this oracle does not model (a note says so);
 * everything else does not reach MoE selection: ignored with one note;
 * a flag vLLM 0.33.0 does not know is bad input, reported with a did-you-mean: vLLM itself
@@ -68,7 +71,7 @@ SELECTION_FLAGS: Mapping[str, str] = {
 # dest -> how vLLM's MoE layer uses it, which this oracle does not model.
 UNMODELLED_FLAGS: Mapping[str, str] = {
     "prefill_context_parallel_size": "PCP > 1 joins the EP group and turns on all2all kernels (FusedMoEParallelConfig.make); the answer assumes PCP 1",
-    "speculative_config": "a draft model's MoE layers (e.g. MTP) are selected on their own; the answer is for the target model",
+    "speculative_config": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads its moe_backend for the MTP draft layers)",
     "spec_method": "a draft model's MoE layers (e.g. MTP) are selected on their own; the answer is for the target model",
     "spec_model": "a draft model's MoE layers are selected on their own; the answer is for the target model",
     "quantization_config": "online quantization settings are not modelled; the answer uses --quantization alone",
@@ -86,7 +89,8 @@ class ServeArgs:
     """What a ``vllm serve`` command line says about the MoE layer's deployment.
 
     ``None`` means the flag was not given (vLLM's default applies). ``notes`` say which flags
-    were ignored or are not modelled.
+    were ignored or are not modelled. ``draft_moe_backend`` is ``--speculative-config``'s
+    ``moe_backend`` (the draft model's; ``None``: the draft inherits ``moe_backend``).
     """
 
     command: str
@@ -103,6 +107,7 @@ class ServeArgs:
     redundant_experts: int | None = None
     lora: bool | None = None
     moe_backend: str | None = None
+    draft_moe_backend: str | None = None
     max_num_batched_tokens: int | None = None
     env: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
@@ -110,7 +115,7 @@ class ServeArgs:
 
     def flag_for(self, attr: str) -> str:
         """How the command line spelled the flag behind ``attr`` (for messages)."""
-        return {"tp": "--tensor-parallel-size", "dp": "--data-parallel-size", "ep": "--enable-expert-parallel", "all2all": "--all2all-backend", "eplb": "--enable-eplb", "redundant_experts": "--eplb-config num_redundant_experts", "lora": "--enable-lora", "moe_backend": "--moe-backend", "max_num_batched_tokens": "--max-num-batched-tokens"}.get(attr, attr)
+        return {"tp": "--tensor-parallel-size", "dp": "--data-parallel-size", "ep": "--enable-expert-parallel", "all2all": "--all2all-backend", "eplb": "--enable-eplb", "redundant_experts": "--eplb-config num_redundant_experts", "lora": "--enable-lora", "moe_backend": "--moe-backend", "draft_moe_backend": "--speculative-config moe_backend", "max_num_batched_tokens": "--max-num-batched-tokens"}.get(attr, attr)
 
 
 @lru_cache(maxsize=4)
@@ -322,6 +327,24 @@ def _json_object(flag: str, value: Any) -> dict[str, Any]:
     return parsed
 
 
+def _draft_moe_backend(value: Any, allowed: Sequence[str], version: str) -> str | None:
+    """The draft model's ``moe_backend`` in ``--speculative-config`` (``None``: not given, so
+    the draft inherits the target's).
+
+    vLLM 0.33.0 vllm/engine/arg_utils.py ``create_speculative_config`` turns dashes in the JSON
+    keys into underscores and builds ``SpeculativeConfig``, whose ``moe_backend`` is a
+    ``MoEBackend | None`` literal (vllm/config/speculative.py): unlike ``--moe-backend`` the
+    value is not lower-cased or de-dashed, so ``"FlashInfer-CUTLASS"`` is refused at start.
+    """
+    spec = {str(k).replace("-", "_"): v for k, v in _json_object("--speculative-config", value).items()}
+    backend = spec.get("moe_backend")
+    if backend is None:
+        return None
+    if not isinstance(backend, str) or (allowed and backend not in allowed):
+        raise ConfigError([InputIssue("--serve --speculative-config moe_backend", f"vLLM {version} refuses this draft MoE backend (SpeculativeConfig.moe_backend takes the MoEBackend names exactly as written, vllm/config/speculative.py)", backend, list(allowed) or None)], headline="bad --serve")
+    return backend
+
+
 def _human_int(flag: str, value: str) -> int:
     """vLLM 0.33.0 ``human_readable_int`` (vllm/utils/argparse_utils.py): ``8192``; ``8k`` = 8000
     (lower case: decimal, decimals allowed); ``8K`` = 8192 (upper case: binary, integers only)."""
@@ -419,6 +442,10 @@ def parse_serve(command: str | Sequence[str], *, base: Path | None = None, versi
         if allowed and backend not in allowed:
             raise ConfigError([InputIssue("--serve --moe-backend", f"vLLM {version} refuses this MoE backend", backend, allowed)], headline="bad --serve")
         values["moe_backend"] = backend
+    if "speculative_config" in given:
+        draft_backend = _draft_moe_backend(given["speculative_config"], choices.get("moe_backend") or [], version)
+        if draft_backend is not None:
+            values["draft_moe_backend"] = draft_backend
     if "max_num_batched_tokens" in given and given["max_num_batched_tokens"] is not None:
         values["max_num_batched_tokens"] = _human_int("--max-num-batched-tokens", given["max_num_batched_tokens"])
 

@@ -101,3 +101,21 @@ def test_serve_environment_words_are_read_and_checked_as_vllm_reads_them(capsys)
     assert "--serve: FOO is not read by vLLM 0.33.0: ignored" in record["notes"]
     assert main(["select", "--gpu", "H200", "--serve", "VLLM_USE_DEEP_GEMM=true vllm serve deepseek-ai/DeepSeek-R1 -tp 8"]) == 2
     assert "--serve VLLM_USE_DEEP_GEMM: vLLM 0.33.0 reads VLLM_USE_DEEP_GEMM with bool(int(...))" in capsys.readouterr().err
+
+
+def test_speculative_config_moe_backend_is_the_drafts():
+    """vLLM 0.33.0 vllm/config/speculative.py: ``SpeculativeConfig.moe_backend`` (JSON keys
+    de-dashed by arg_utils ``create_speculative_config``) overrides the draft's KernelConfig."""
+    s = parse_serve("vllm serve m --moe-backend triton --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1, \"moe-backend\": \"flashinfer_cutlass\"}'")
+    assert (s.moe_backend, s.draft_moe_backend) == ("triton", "flashinfer_cutlass")
+    assert parse_serve("vllm serve m --speculative-config.moe_backend auto").draft_moe_backend == "auto"
+    assert parse_serve("vllm serve m --speculative-config '{\"method\": \"mtp\"}'").draft_moe_backend is None
+
+
+def test_speculative_config_moe_backend_is_not_normalized():
+    """Unlike --moe-backend, the MoEBackend literal of SpeculativeConfig takes names as written."""
+    with pytest.raises(ConfigError) as info:
+        parse_serve("vllm serve m --speculative-config '{\"moe_backend\": \"FlashInfer-CUTLASS\"}'")
+    issue = info.value.issues[0]
+    assert issue.path == "--serve --speculative-config moe_backend" and issue.value == "FlashInfer-CUTLASS"
+    assert "flashinfer_cutlass" in issue.allowed
