@@ -195,6 +195,17 @@ def test_cli_plan_refuses_two_different_draft_backends(capsys):
     assert main(["plan", "--gpu", "H200", "--serve", _SPEC, "--draft-moe-backend", "deep_gemm"]) == 0  # the same: accepted
 
 
+@pytest.mark.parametrize("flags", [
+    ["--model", "deepseek-r1", "--draft-moe-backend", "triton"],
+    ["--serve", _SPEC],
+], ids=["flag", "speculative-config"])
+def test_cli_plan_refuses_no_draft_with_a_draft_backend(flags, capsys):
+    """--no-draft leaves the draft layers out: a draft backend would be dropped silently."""
+    assert main(["plan", "--gpu", "H200", "--no-draft", *flags]) == 2
+    err = capsys.readouterr().err
+    assert "bad --no-draft" in err and "--no-draft leaves the MTP draft layers out" in err
+
+
 # ------------------------------------------------------------------ model references (issue 9)
 
 
