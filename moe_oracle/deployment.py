@@ -173,8 +173,9 @@ def declare_environment(
 
     Raises:
         ConfigError: a malformed declaration (``--env`` without a variable name), one package
-            given two different versions by ``--package`` (or within the file), or a value the
-            engine refuses at start (``VLLM_USE_DEEP_GEMM=true``).
+            given two different versions by ``--package`` (or within the file), one variable
+            given two different values by ``--env``, or a value the engine refuses at start
+            (``VLLM_USE_DEEP_GEMM=true``).
     """
     notes: list[str] = []
     read = set(catalog.package_names)
@@ -227,6 +228,9 @@ def declare_environment(
         name, value = item.split("=", 1)
         if not name.strip():
             raise ConfigError([InputIssue("--env", "the variable name is empty: expected VAR=VALUE", item, None)], headline="bad --env")
+        if name in flag_vars and flag_vars[name] != value:
+            # As a repeated --package: the same declaration twice is accepted, two values are refused.
+            raise ConfigError([InputIssue(f"--env {name}", f"declared twice with different values: {flag_vars[name]!r} and {value!r}; declare one value", None, None)], headline="bad --env")
         flag_vars[name] = value
     _collect_vars(catalog, flag_vars, variables, notes, "--env", version, quiet_unread=False)
     # Name where each value came from: the engine refuses it, and the operator must find it.
