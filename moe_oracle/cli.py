@@ -208,6 +208,7 @@ def _probed_environment(args: argparse.Namespace, catalog: Any, probe_notes: tup
     Raises:
         ConfigError: packages or variables also declared, or a variable the engine refuses.
     """
+    from .deployment import answer_release
     from .environment import Environment, probe_environment
     from .envvars import env_issues
     from .errors import ConfigError, InputIssue
@@ -215,7 +216,7 @@ def _probed_environment(args: argparse.Namespace, catalog: Any, probe_notes: tup
     if args.package or args.without or args.env or args.environment:
         raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--environment", None, None)], headline="bad --probe")
     env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
-    issues = env_issues(env.env, catalog.env_vars, path="this process's environment:")
+    issues = env_issues(env.env, catalog.env_vars, path="this process's environment:", release=answer_release(catalog, env))
     if issues:
         raise ConfigError(issues, headline="bad environment variable")
     if probe_notes:

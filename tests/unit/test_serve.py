@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +122,29 @@ def test_speculative_config_moe_backend_is_not_normalized():
     issue = info.value.issues[0]
     assert issue.path == "--serve --speculative-config moe_backend" and issue.value == "FlashInfer-CUTLASS"
     assert "flashinfer_cutlass" in issue.allowed
+
+
+# --- the release values file ---------------------------------------------------------------------
+
+
+def _release_tree(release: str) -> Path | None:
+    for base in (os.environ.get("MOE_ORACLE_VLLM_ENV"), "/work/venvs", "/work/venvs/vllm-env"):
+        if base and (Path(base) / "src" / release / "vllm").is_dir():
+            return Path(base) / "src" / release
+    return None
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"])
+def test_release_values_match_the_release_source(release):
+    """engine_facts/vllm-release-values.yaml is what tools/vllm_release_values.py reads from each
+    release's tree; its 0.33.0 variable names are the serve facts file's."""
+    from moe_oracle.serve import release_values
+
+    assert tuple(sorted(engine_facts()["env_vars"])) == release_values("0.33.0")["env_vars"]
+    tree = _release_tree(release)
+    if tree is None:
+        pytest.skip(f"vLLM {release} source tree not found (set MOE_ORACLE_VLLM_ENV)")
+    spec = importlib.util.spec_from_file_location("vllm_release_values", Path(__file__).parents[2] / "tools" / "vllm_release_values.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert {k: tuple(v) for k, v in tool.release_values(tree).items()} == dict(release_values(release))
