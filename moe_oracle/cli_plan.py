@@ -74,7 +74,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         ConfigError: a missing or invalid model, device or flag.
     """
     from .checkpoint import read_checkpoint
-    from .cli import _device_from_args
+    from .cli import _check_serve_values, _device_from_args
     from .config import ParallelConfig, Provenance
     from .deployment import apply_serve, load_serve_checkpoint, serve_model_path
     from .engine import check_request, resolve_request
@@ -111,6 +111,8 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         device, probe_notes = probe_device()
     env, env_notes, declared = _environment(args, catalog, serve, probe_notes)
     notes += env_notes
+    if serve is not None:
+        _check_serve_values(serve, catalog, env)
     if device is None and declared is not None and declared.gpu is not None:
         from .hardware import lookup_hardware
 

@@ -22,7 +22,9 @@ Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the
 * read by vLLM's MoE layer in a way this oracle does not model (a note says so);
 * everything else does not reach MoE selection: ignored with one note;
 * a flag vLLM 0.33.0 does not know is bad input, reported with a did-you-mean: vLLM itself
-  refuses the command line (argparse "unrecognized arguments").
+  refuses the command line (argparse "unrecognized arguments");
+* a ``--quantization`` or ``--kv-cache-dtype`` value the release the answer is for refuses at
+  start is bad input too (:func:`serve_value_issues`, once the release is known).
 
 ``NAME=VALUE`` words before the command are environment variables of the server process.
 """
@@ -45,7 +47,7 @@ from ._resources import package_dir
 from .errors import ConfigError, InputIssue, did_you_mean
 from .tables import safe_load
 
-__all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve", "release_values"]
+__all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve", "release_values", "serve_value_issues"]
 
 ENGINE_VERSION = "0.33.0"
 
@@ -92,6 +94,9 @@ class ServeArgs:
     ``None`` means the flag was not given (vLLM's default applies). ``notes`` say which flags
     were ignored or are not modelled. ``draft_moe_backend`` is ``--speculative-config``'s
     ``moe_backend`` (the draft model's; ``None``: the draft inherits ``moe_backend``).
+    ``quantization`` is lower-cased as vLLM does (``ModelConfig.validate_quantization_before``);
+    it, ``kv_cache_dtype`` and ``allow_deprecated_quantization`` are checked against the
+    release's values by :func:`serve_value_issues` once the release is known.
     """
 
     command: str
@@ -110,6 +115,8 @@ class ServeArgs:
     moe_backend: str | None = None
     draft_moe_backend: str | None = None
     max_num_batched_tokens: int | None = None
+    kv_cache_dtype: str | None = None
+    allow_deprecated_quantization: bool = False
     env: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
     given: tuple[str, ...] = field(default=(), repr=False)
@@ -156,6 +163,37 @@ def release_values(version: str) -> Mapping[str, tuple[str, ...]]:
     if version not in releases:
         raise LookupError(f"no release values for vLLM {version}; the file holds {', '.join(releases)}")
     return releases[version]
+
+
+def serve_value_issues(serve: ServeArgs, version: str) -> list[InputIssue]:
+    """The serve line's values that vLLM ``version`` refuses at start (empty: none).
+
+    * ``--quantization`` not among the release's methods: vLLM ``ModelConfig._verify_quantization``
+      (vllm/config/model.py) raises "Unknown quantization method" (or, on a quantized checkpoint,
+      first that it does not match the checkpoint's method); a deprecated method (``fbgemm_fp8``,
+      ``fp_quant``) is refused unless ``--allow-deprecated-quantization`` is given.
+    * ``--kv-cache-dtype`` not a ``CacheDType``: refused by argparse ``choices`` in vLLM
+      0.29.0-0.32.0 (vllm/engine/arg_utils.py), by ``CacheConfig._validate_cache_dtype``
+      (vllm/config/cache.py) in 0.33.0.
+
+    Methods or KV-cache dtypes a vLLM plugin registers (``register_quantization_config``,
+    ``register_kv_cache_dtype``) are not modelled: such a value is refused here.
+
+    Raises:
+        LookupError: ``version`` is not a modelled release (see :func:`release_values`).
+    """
+    values = release_values(version)
+    issues = []
+    q = serve.quantization
+    if q is not None:
+        if q not in values["quantization"]:
+            issues.append(InputIssue("--serve --quantization", f"vLLM {version} knows no such quantization method and refuses it at start (ModelConfig._verify_quantization, vllm/config/model.py; the methods: QuantizationMethods, vllm/model_executor/layers/quantization/__init__.py)", q, list(values["quantization"])))
+        elif q in values["deprecated_quantization"] and not serve.allow_deprecated_quantization:
+            issues.append(InputIssue("--serve --quantization", f"vLLM {version} refuses the deprecated method {q} at start unless --allow-deprecated-quantization is given (ModelConfig._verify_quantization, vllm/config/model.py)", q, None))
+    kv = serve.kv_cache_dtype
+    if kv is not None and kv not in values["kv_cache_dtype"]:
+        issues.append(InputIssue("--serve --kv-cache-dtype", f"vLLM {version} refuses this KV-cache dtype at start (CacheDType, vllm/config/cache.py: argparse choices in 0.29.0-0.32.0, CacheConfig._validate_cache_dtype in 0.33.0)", kv, list(values["kv_cache_dtype"])))
+    return issues
 
 
 class _Refused(Exception):
@@ -405,7 +443,8 @@ def parse_serve(command: str | Sequence[str], *, base: Path | None = None, versi
     Raises:
         ConfigError: not a command line, a flag vLLM does not know, a value vLLM would refuse
             (a ``--moe-backend`` or ``--all2all-backend`` outside its choices, a non-integer
-            size, bad JSON).
+            size, bad JSON). ``--quantization`` and ``--kv-cache-dtype`` depend on the release:
+            :func:`serve_value_issues` checks them.
 
     >>> s = parse_serve("vllm serve Qwen/Qwen3-30B-A3B-FP8 --tensor_parallel_size=8 -ep --port 8000")
     >>> (s.model, s.tp, s.ep), s.notes[0].startswith("ignored")
@@ -432,7 +471,11 @@ def parse_serve(command: str | Sequence[str], *, base: Path | None = None, versi
     if "hf_overrides" in given:
         values["hf_overrides"] = _json_object("--hf-overrides", given["hf_overrides"])
     if given.get("quantization"):
-        values["quantization"] = given["quantization"]
+        values["quantization"] = str(given["quantization"]).lower()  # vLLM 0.33.0 ModelConfig.validate_quantization_before
+    if given.get("kv_cache_dtype") is not None:
+        values["kv_cache_dtype"] = given["kv_cache_dtype"]
+    if given.get("allow_deprecated_quantization"):
+        values["allow_deprecated_quantization"] = True
     if "dtype" in given:
         allowed = choices.get("dtype") or []
         if allowed and given["dtype"] not in allowed:

@@ -124,7 +124,47 @@ def test_speculative_config_moe_backend_is_not_normalized():
     assert "flashinfer_cutlass" in issue.allowed
 
 
-# --- the release values file ---------------------------------------------------------------------
+# --- values the release refuses at start: --quantization, --kv-cache-dtype -----------------------
+
+
+@pytest.mark.parametrize(("command", "flag", "value"), [
+    ("select", "--quantization bogus", "bogus"),
+    ("select", "--kv-cache-dtype fp9", "fp9"),
+    ("plan", "-q bogus", "bogus"),
+    ("plan", "--kv-cache-dtype fp9", "fp9"),
+])
+def test_a_value_the_release_refuses_at_start_is_bad_input(command, flag, value, capsys):
+    """vLLM 0.33.0 ModelConfig._verify_quantization ("Unknown quantization method") and
+    CacheConfig._validate_cache_dtype refuse these; they were accepted with a note."""
+    assert main([command, "--gpu", "H200", "--serve", f"vllm serve deepseek-r1 -tp 8 {flag}"]) == 2
+    err = capsys.readouterr().err
+    name = "--quantization" if "q" in flag.split()[0] else "--kv-cache-dtype"
+    assert err.startswith("moe-oracle: error: bad --serve") and f"--serve {name}: vLLM 0.33.0" in err and f"(got '{value}')" in err
+    assert ("allowed: awq, auto_awq, fp8" if name == "--quantization" else "allowed: auto, float16, bfloat16, fp8") in err
+
+
+@pytest.mark.parametrize("flag", ["-q FP8", "--quantization fp8", "--kv-cache-dtype fp8_e4m3", "--kv-cache-dtype octave_k3v4", "-q fbgemm_fp8 --allow-deprecated-quantization"])
+def test_values_the_release_accepts_are_still_accepted(flag):
+    # An unquantized checkpoint: a method there is online quantization (or a note), never the
+    # checkpoint-mismatch refusal vLLM gives a quantized one (not modelled).
+    assert main(["select", "--gpu", "H200", "--serve", f"vllm serve qwen3-30b-a3b -tp 2 {flag}"]) == 0
+
+
+def test_the_allowed_values_are_the_declared_releases(capsys):
+    """octave_k3v4 is a CacheDType from vLLM 0.33.0 on; 0.32.0's argparse choices refuse it."""
+    serve = "vllm serve deepseek-r1 -tp 8 --kv-cache-dtype octave_k3v4"
+    assert main(["select", "--gpu", "H200", "--serve", serve, "--package", "vllm==0.33.0"]) == 0
+    assert main(["select", "--gpu", "H200", "--serve", serve, "--package", "vllm==0.32.0"]) == 2
+    assert "--serve --kv-cache-dtype: vLLM 0.32.0 refuses" in capsys.readouterr().err
+
+
+def test_a_deprecated_method_needs_allow_deprecated_quantization():
+    from moe_oracle.serve import serve_value_issues
+
+    issues = serve_value_issues(parse_serve("vllm serve m -q fbgemm_fp8"), "0.33.0")
+    assert [(i.path, i.value) for i in issues] == [("--serve --quantization", "fbgemm_fp8")]
+    assert "--allow-deprecated-quantization" in issues[0].message
+    assert parse_serve("vllm serve m -q FP8").quantization == "fp8"  # ModelConfig.validate_quantization_before
 
 
 def _release_tree(release: str) -> Path | None:
