@@ -208,6 +208,7 @@ def _probed_environment(args: argparse.Namespace, catalog: Any, probe_notes: tup
     Raises:
         ConfigError: packages or variables also declared, or a variable the engine refuses.
     """
+    from .deployment import answer_release
     from .environment import Environment, probe_environment
     from .envvars import env_issues
     from .errors import ConfigError, InputIssue
@@ -215,7 +216,7 @@ def _probed_environment(args: argparse.Namespace, catalog: Any, probe_notes: tup
     if args.package or args.without or args.env or args.environment:
         raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--environment", None, None)], headline="bad --probe")
     env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
-    issues = env_issues(env.env, catalog.env_vars, path="this process's environment:")
+    issues = env_issues(env.env, catalog.env_vars, path="this process's environment:", release=answer_release(catalog, env))
     if issues:
         raise ConfigError(issues, headline="bad environment variable")
     if probe_notes:
@@ -341,7 +342,25 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         assert declared is not None
         env = declared.environment
         notes += list(declared.notes)
+    if serve is not None:
+        _check_serve_values(serve, catalog, env)
     return config, env, tuple(notes)
+
+
+def _check_serve_values(serve: Any, catalog: Any, env: Any) -> None:
+    """Refuse the serve line's values the answer's engine release refuses at start
+    (``--quantization``, ``--kv-cache-dtype``: :func:`moe_oracle.serve.serve_value_issues`).
+
+    Raises:
+        ConfigError: such a value, naming the flag, the value and the release's allowed values.
+    """
+    from .deployment import answer_release
+    from .errors import ConfigError
+    from .serve import ENGINE_VERSION, serve_value_issues
+
+    issues = serve_value_issues(serve, answer_release(catalog, env) or ENGINE_VERSION)
+    if issues:
+        raise ConfigError(issues, headline="bad --serve")
 
 
 def _parallel_dict(p: Any) -> dict[str, Any]:

@@ -20,8 +20,9 @@ MTP draft layers, and each MoE layer's quantization after the checkpoint's exclu
 Layers with identical decisions are grouped. With --ep every rank's experts are placed and
 every rank's selection is checked; a plan whose ranks would build different kernels says so.
 
-The draft (MTP) layers inherit --moe-backend unless --draft-moe-backend is given
-(vLLM 0.33.0 --speculative-config '{"moe_backend": ...}').
+The draft (MTP) layers inherit --moe-backend unless --draft-moe-backend or the --serve line's
+--speculative-config '{"moe_backend": ...}' gives one (vLLM 0.33.0 SpeculativeConfig.moe_backend);
+given both ways, they must agree. --no-draft with a draft backend is refused (nothing to set).
 
 examples:
   moe-oracle plan --model nvidia-qwen3.5-122b-a10b-nvfp4 --gpu B200 --tp 4
@@ -36,8 +37,8 @@ def add_plan_parser(sub: Any, add_input_args: Any) -> None:
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_args(p)
     plan = p.add_argument_group("plan")
-    plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers; default: inherit --moe-backend")
-    plan.add_argument("--no-draft", action="store_true", help="leave out the MTP draft layers (no speculative decoding)")
+    plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers, as vLLM's --speculative-config moe_backend; default: the --serve line's, else inherit --moe-backend")
+    plan.add_argument("--no-draft", action="store_true", help="leave out the MTP draft layers (no speculative decoding); refused with a draft backend")
     plan.add_argument("--expert-placement", choices=["linear", "round_robin"], default="linear", help="EP expert placement (vLLM --expert-placement-strategy; default linear)")
     plan.add_argument("--quantization", metavar="METHOD", choices=["moe_wna16"], help="vLLM --quantization override for the checkpoint (moe_wna16 over a GPTQ/AWQ checkpoint)")
 
@@ -73,7 +74,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         ConfigError: a missing or invalid model, device or flag.
     """
     from .checkpoint import read_checkpoint
-    from .cli import _device_from_args
+    from .cli import _check_serve_values, _device_from_args
     from .config import ParallelConfig, Provenance
     from .deployment import apply_serve, load_serve_checkpoint, serve_model_path
     from .engine import check_request, resolve_request
@@ -92,10 +93,14 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         raise ConfigError([InputIssue("--quant", "plan takes each layer's quantization from the checkpoint and its exclusion lists; --quant overrides one layer (use explain)", args.quant, None)])
     notes: list[str] = []
     serve = None
+    if getattr(args, "no_draft", False) and getattr(args, "draft_moe_backend", None):
+        raise ConfigError([InputIssue("--no-draft", "--no-draft leaves the MTP draft layers out, so --draft-moe-backend would have nothing to set: give one of them", args.draft_moe_backend, None)], headline="bad --no-draft")
     if args.serve:
         serve = parse_serve(args.serve)
         apply_serve(args, serve)
         notes += [f"--serve: {n}" for n in serve.notes]
+        if getattr(args, "no_draft", False) and serve.draft_moe_backend is not None:
+            raise ConfigError([InputIssue("--no-draft", "--no-draft leaves the MTP draft layers out, but the --serve line's --speculative-config sets the draft's moe_backend: drop one of them", serve.draft_moe_backend, None)], headline="bad --no-draft")
     if not args.model and serve is None:
         raise ConfigError([InputIssue("--model", "describe the model with --model CONFIG_JSON, a checkpoint directory, an example name (`moe-oracle examples`), or --serve 'vllm serve MODEL ...'", None, None)])
     if args.probe and args.environment:
@@ -106,6 +111,8 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         device, probe_notes = probe_device()
     env, env_notes, declared = _environment(args, catalog, serve, probe_notes)
     notes += env_notes
+    if serve is not None:
+        _check_serve_values(serve, catalog, env)
     if device is None and declared is not None and declared.gpu is not None:
         from .hardware import lookup_hardware
 

@@ -10,7 +10,7 @@ may not expect. Nothing here is fatal unless the engine itself would refuse the 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -20,9 +20,9 @@ from .envfile import PackageSpec, parse_requirement, read_environment_file, uniq
 from .environment import Environment
 from .envvars import env_issues, env_notes
 from .errors import ConfigError, InputIssue, did_you_mean
-from .serve import ServeArgs, engine_facts
+from .serve import ServeArgs, release_values
 
-__all__ = ["DeclaredEnvironment", "apply_serve", "declare_environment", "load_serve_checkpoint", "serve_model_path"]
+__all__ = ["DeclaredEnvironment", "answer_release", "apply_serve", "declare_environment", "load_serve_checkpoint", "serve_model_path"]
 
 # ServeArgs attribute -> (argparse dest, flag as the user types it for moe-oracle)
 _SERVE_TO_ARGS = {
@@ -34,6 +34,7 @@ _SERVE_TO_ARGS = {
     "redundant_experts": ("redundant_experts", "--redundant-experts"),
     "lora": ("lora", "--lora"),
     "moe_backend": ("moe_backend", "--moe-backend"),
+    "draft_moe_backend": ("draft_moe_backend", "--draft-moe-backend"),  # read by plan (and diff of a whole model)
     "max_num_batched_tokens": ("max_tokens", "--max-tokens"),
 }
 
@@ -41,8 +42,11 @@ _SERVE_TO_ARGS = {
 def apply_serve(args: argparse.Namespace, serve: ServeArgs) -> None:
     """Fill the deployment flags of ``args`` from a parsed ``vllm serve`` line.
 
-    A flag given both ways must agree. Boolean vLLM flags given as off (``--no-enable-eplb``)
-    leave the oracle's flag unset, which means off.
+    A flag given both ways must agree: ``--draft-moe-backend`` and the serve line's
+    ``--speculative-config`` ``moe_backend`` too (both set the draft's backend, vLLM 0.33.0
+    ``SpeculativeConfig.moe_backend``; only ``plan`` and ``diff`` of a whole model read it:
+    explain and select answer for the target layer). Boolean vLLM flags given as off
+    (``--no-enable-eplb``) leave the oracle's flag unset, which means off.
 
     Raises:
         ConfigError: ``--model``/``--config`` together with ``--serve``, or a flag given both
@@ -159,18 +163,20 @@ def declare_environment(
     env_file: str | None = None,
     serve_env: Iterable[tuple[str, str]] = (),
     base: Environment | None = None,
-    version: str = "0.33.0",
 ) -> DeclaredEnvironment:
     """An :class:`Environment` from ``--environment FILE``, ``--package``, ``--without`` and ``--env``.
 
     Later sources win: the file (or ``base``, a config file's environment), then the serve
     line's ``NAME=VALUE`` words, then the flags. Only packages and variables the tables read
-    are kept in the record; the others are accepted and listed in a note.
+    are kept in the record; the others are accepted and listed in a note. Notes and errors on
+    variables name the engine release the declared packages make the answer for
+    (:func:`answer_release`), and its variable names decide which are unknown.
 
     Raises:
         ConfigError: a malformed declaration (``--env`` without a variable name), one package
-            given two different versions by ``--package`` (or within the file), or a value the
-            engine refuses at start (``VLLM_USE_DEEP_GEMM=true``).
+            given two different versions by ``--package`` (or within the file), one variable
+            given two different values by ``--env``, or a value the engine refuses at start
+            (``VLLM_USE_DEEP_GEMM=true``).
     """
     notes: list[str] = []
     read = set(catalog.package_names)
@@ -180,24 +186,15 @@ def declare_environment(
     variables: dict[str, str] = dict(base.env) if base is not None else {}
     gpu = gpu_source = None
     file_vars: dict[str, str] = {}
+    doc = None
     if base is not None:
         specs.update({n: PackageSpec(n, v) for n, v in base.packages})
         specs.update({n: PackageSpec(n, None) for n in base.unversioned})
+    # Packages first: they decide the release that the variables' notes and errors are about.
     if env_file is not None:
         doc = read_environment_file(env_file)
         specs.update({p.name: p for p in doc.packages})
         complete = doc.complete
-        notes += [f"--environment {env_file}: {n}" for n in doc.notes]
-        unread = sorted({p.name for p in doc.packages} - read)
-        kept = sorted({p.name for p in doc.packages} & read)
-        notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} packages, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} others do not affect selection" if unread else "") + ("; every unlisted package is absent" if doc.complete else ""))
-        file_vars = dict(doc.env)
-        _collect_vars(catalog, file_vars, variables, notes, f"--environment {env_file}", version, quiet_unread=True)
-        if doc.gpus:
-            gpu, gpu_source = doc.gpus[0], f"--environment {env_file}"
-    serve_vars = dict(serve_env)
-    if serve_vars:
-        _collect_vars(catalog, serve_vars, variables, notes, "--serve", version, quiet_unread=False)
     declared_packages = []
     for spec in unique_specs([(parse_requirement(spec_text, "--package"), None) for spec_text in packages], "--package"):
         specs[spec.name] = spec
@@ -209,13 +206,6 @@ def declare_environment(
             raise ConfigError([InputIssue("--without", "package declared both installed (--package) and absent (--without)", name, None)], headline="bad --without")
         specs.pop(key, None)
         absent.add(key)
-    unread = [n for n in sorted({canonicalize_name(p) for p in declared_packages} | {canonicalize_name(n) for n in without}) if n not in read]
-    if unread:
-        shown = []
-        for name in unread:
-            guess = did_you_mean(name, sorted(read))
-            shown.append(name + (f" (did you mean {guess!r}?)" if guess else ""))
-        notes.append(f"packages no table reads (accepted; they do not change the answer): {', '.join(shown)}")
     flag_vars: dict[str, str] = {}
     for item in env:
         if "=" not in item:
@@ -223,29 +213,64 @@ def declare_environment(
         name, value = item.split("=", 1)
         if not name.strip():
             raise ConfigError([InputIssue("--env", "the variable name is empty: expected VAR=VALUE", item, None)], headline="bad --env")
+        if name in flag_vars and flag_vars[name] != value:
+            # As a repeated --package: the same declaration twice is accepted, two values are refused.
+            raise ConfigError([InputIssue(f"--env {name}", f"declared twice with different values: {flag_vars[name]!r} and {value!r}; declare one value", None, None)], headline="bad --env")
         flag_vars[name] = value
-    _collect_vars(catalog, flag_vars, variables, notes, "--env", version, quiet_unread=False)
-    # Name where each value came from: the engine refuses it, and the operator must find it.
-    origin = {**{n: f"--environment {env_file}:" for n in file_vars}, **{n: "--serve" for n in serve_vars}, **{n: "--env" for n in flag_vars}}
-    issues = [issue for name, value in sorted(variables.items()) for issue in env_issues([(name, value)], catalog.env_vars, origin.get(name, "--env"))]
-    if issues:
-        raise ConfigError(issues, headline="bad environment variable")
     kept_specs = [s for n, s in specs.items() if n in read]
-    environment = Environment(
+    packages_only = Environment(
         tuple((s.name, s.version) for s in kept_specs if s.version is not None),
         frozenset(n for n in absent if n in read),
         complete,
-        tuple(sorted(variables.items())),
         unversioned=frozenset(s.name for s in kept_specs if s.version is None),
     )
+    release = answer_release(catalog, packages_only)
+
+    if env_file is not None and doc is not None:
+        notes += [f"--environment {env_file}: {n}" for n in doc.notes]
+        unread = sorted({p.name for p in doc.packages} - read)
+        kept = sorted({p.name for p in doc.packages} & read)
+        notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} packages, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} others do not affect selection" if unread else "") + ("; every unlisted package is absent" if doc.complete else ""))
+        file_vars = dict(doc.env)
+        _collect_vars(catalog, file_vars, variables, notes, f"--environment {env_file}", release, quiet_unread=True)
+        if doc.gpus:
+            gpu, gpu_source = doc.gpus[0], f"--environment {env_file}"
+    serve_vars = dict(serve_env)
+    if serve_vars:
+        _collect_vars(catalog, serve_vars, variables, notes, "--serve", release, quiet_unread=False)
+    unread = [n for n in sorted({canonicalize_name(p) for p in declared_packages} | {canonicalize_name(n) for n in without}) if n not in read]
+    if unread:
+        shown = []
+        for name in unread:
+            guess = did_you_mean(name, sorted(read))
+            shown.append(name + (f" (did you mean {guess!r}?)" if guess else ""))
+        notes.append(f"packages no table reads (accepted; they do not change the answer): {', '.join(shown)}")
+    _collect_vars(catalog, flag_vars, variables, notes, "--env", release, quiet_unread=False)
+    # Name where each value came from: the engine refuses it, and the operator must find it.
+    origin = {**{n: f"--environment {env_file}:" for n in file_vars}, **{n: "--serve" for n in serve_vars}, **{n: "--env" for n in flag_vars}}
+    issues = [issue for name, value in sorted(variables.items()) for issue in env_issues([(name, value)], catalog.env_vars, origin.get(name, "--env"), release=release)]
+    if issues:
+        raise ConfigError(issues, headline="bad environment variable")
+    environment = replace(packages_only, env=tuple(sorted(variables.items())))
     for s in kept_specs:
         if s.version is None:
             notes.append(f"{s.name} is installed from {s.reference or 'an undeclared version'}: its version is unknown, so version rules on it abstain (pip list --format=json reports it)")
     return DeclaredEnvironment(environment, tuple(notes), gpu, gpu_source)
 
 
-def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], notes: list[str], where: str, version: str, *, quiet_unread: bool) -> None:
-    """Keep the variables the tables read; note removed, irrelevant and unknown ones."""
+def answer_release(catalog: Any, env: Environment) -> str | None:
+    """The modelled engine release whose facts an answer for ``env`` states: the declared or
+    probed release when the tables model it, else the modelled release standing in for it
+    (:meth:`~moe_oracle.versions.EngineRelease.stand_in`), the newest when none is known;
+    ``None`` for a catalog without an engine (hand-built in tests)."""
+    if getattr(catalog, "source", None) is None:
+        return None
+    return catalog.release(env).stand_in
+
+
+def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], notes: list[str], where: str, release: str | None, *, quiet_unread: bool) -> None:
+    """Keep the variables the tables read; note removed, irrelevant and unknown ones (as vLLM
+    ``release`` declares its variables: ``engine_facts/vllm-release-values.yaml``)."""
     read = {s.name for s in catalog.env_vars}
     removed = {r.name for r in catalog.removed_env_vars}
     other = []
@@ -255,9 +280,9 @@ def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], 
         elif name not in removed:
             other.append(name)
     shown = [(n, v) for n, v in given.items() if n in read or n in removed or not quiet_unread]
-    # The engine's own variable names come from its facts file (a large YAML document): read only when there is a variable to note.
-    engine_names = engine_facts(version)["env_vars"] if shown else None
-    for note in env_notes(shown, catalog.env_vars, catalog.removed_env_vars, engine_names):
+    # The release's own variable names come from a generated facts file (a large YAML document): read only when there is a variable to note.
+    engine_names = release_values(release)["env_vars"] if shown and release is not None else None
+    for note in env_notes(shown, catalog.env_vars, catalog.removed_env_vars, engine_names, release=release):
         notes.append(f"{where}: {note}")
     if quiet_unread and other:
         notes.append(f"{where}: {len(other)} other environment variables do not affect MoE kernel selection")

@@ -315,8 +315,9 @@ def _compute_order(catalog: Catalog, values: Mapping[str, Any], requested: tuple
     return order, tuple(backends), tuple(demotions), tuple(notes)
 
 
-def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any], catalog: Catalog) -> tuple[str, ...]:
-    """Inputs that have no effect, or that are read in a way the user may not expect."""
+def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any], catalog: Catalog, release: EngineRelease | None) -> tuple[str, ...]:
+    """Inputs that have no effect, or that are read in a way the user may not expect; notes on
+    variables name the release whose facts the answer uses (``release.stand_in``)."""
     notes = []
     par = config.parallel
     if values["all2all"] == "none" and par.all2all_backend.value != "allgather_reducescatter":
@@ -324,7 +325,7 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
     if par.num_redundant_experts and not (par.enable_eplb and values["use_ep"]):
         notes.append(f"{par.num_redundant_experts} redundant experts have no effect without EPLB and expert parallelism")
     if env.env:  # notes are about declared variables only
-        notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars)
+        notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars, release=release.stand_in if release is not None else None)
     notes += no_effect_notes(config, values, catalog)
     return tuple(notes)
 
@@ -474,7 +475,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         requested_by=requested_by,
         ranking=ranking,
         winner=winner,
-        notes=tuple(notes) + ((implied_note,) if implied_note else ()) + ((bound_note,) if bound_note else ()) + _config_warnings(config) + _input_notes(config, env, values, view),
+        notes=tuple(notes) + ((implied_note,) if implied_note else ()) + ((bound_note,) if bound_note else ()) + _config_warnings(config) + _input_notes(config, env, values, view, release),
         release=release,
         view=view.view_name,
         policy=policy.value,

@@ -14,9 +14,11 @@ selection, and the closed list in ``rules/environment.yaml`` names the way per v
   and ``" 1"`` included, is false, silently.
 * ``str``: the raw string.
 
-Variables vLLM removed (``removed:`` in the same file) are not read at all; vLLM 0.33.0
-warns ``Unknown vLLM environment variable detected`` (vllm/platforms/interface.py
-``validate_environ``). We say so and name the replacement.
+The parse kinds are the same in every modelled release (0.29.0-0.33.0). Variables vLLM removed
+(``removed:`` in the same file) are not read at all; vLLM warns ``Unknown vLLM environment
+variable detected`` (vllm/platforms/interface.py ``validate_environ``; vllm/envs.py in 0.29.0).
+We say so and name the replacement. Every message names the release the answer is for
+(``release``), whose facts it states.
 """
 
 from __future__ import annotations
@@ -90,8 +92,9 @@ def _int_value(raw: str) -> bool | None:
         return None
 
 
-def parse_env_value(spec: EnvVarSpec, raw: str) -> Any:
-    """Typed value of ``raw`` for ``spec``, as vLLM 0.33.0 ``vllm/envs.py`` computes it.
+def parse_env_value(spec: EnvVarSpec, raw: str, release: str | None = None) -> Any:
+    """Typed value of ``raw`` for ``spec``, as vLLM 0.29.0-0.33.0 ``vllm/envs.py`` computes it
+    (``release``: the release an error names; ``None``: "vLLM").
 
     >>> parse_env_value(EnvVarSpec("VLLM_USE_DEEP_GEMM", "bool", True, ""), " 0 ")
     False
@@ -104,28 +107,33 @@ def parse_env_value(spec: EnvVarSpec, raw: str) -> Any:
     if spec.parse == "int":
         value = _int_value(raw)
         if value is None:
-            raise ConfigError([_int_issue(spec, raw, f"--env {spec.name}")], headline=f"bad --env {spec.name}")
+            raise ConfigError([_int_issue(spec, raw, f"--env {spec.name}", release)], headline=f"bad --env {spec.name}")
         return value
     if spec.parse == "true_or_1":
         return raw.lower() in ("true", "1")
     return raw
 
 
-def _int_issue(spec: EnvVarSpec, raw: str, path: str) -> InputIssue:
+def _vllm(release: str | None) -> str:
+    return f"vLLM {release}" if release else "vLLM"
+
+
+def _int_issue(spec: EnvVarSpec, raw: str, path: str, release: str | None) -> InputIssue:
     return InputIssue(
         path,
-        f"vLLM 0.33.0 reads {spec.name} with bool(int(...)) (vllm/envs.py), so {raw!r} makes vLLM raise ValueError at start; use 1 or 0",
+        f"{_vllm(release)} reads {spec.name} with bool(int(...)) (vllm/envs.py), so {raw!r} makes vLLM raise ValueError at start; use 1 or 0",
         raw,
         ["0", "1"],
         keyword="env_value",
     )
 
 
-def env_issues(env: Iterable[tuple[str, str]], specs: Iterable[EnvVarSpec], path: str = "--env", file: str | None = None) -> list[InputIssue]:
+def env_issues(env: Iterable[tuple[str, str]], specs: Iterable[EnvVarSpec], path: str = "--env", file: str | None = None, *, release: str | None) -> list[InputIssue]:
     """Every value the engine would refuse at start (``int`` variables that are not integers).
 
     ``path``: a flag (``--env``: issues name ``--env VAR``) or a JSON path
-    (``$.environment.env``: issues name ``$.environment.env.VAR``); ``file``: the file it is in.
+    (``$.environment.env``: issues name ``$.environment.env.VAR``); ``file``: the file it is in;
+    ``release``: the engine release the answer is for (the messages name it).
     """
     by_name = {s.name: s for s in specs}
     issues = []
@@ -133,7 +141,7 @@ def env_issues(env: Iterable[tuple[str, str]], specs: Iterable[EnvVarSpec], path
         spec = by_name.get(name)
         if spec is not None and spec.parse == "int" and _int_value(raw) is None:
             where = f"{path}.{name}" if path.startswith("$") else f"{path} {name}"
-            issue = _int_issue(spec, raw, where)
+            issue = _int_issue(spec, raw, where, release)
             issues.append(InputIssue(issue.path, issue.message, issue.value, issue.allowed, file, keyword=issue.keyword))
     return issues
 
@@ -143,6 +151,8 @@ def env_notes(
     specs: Iterable[EnvVarSpec],
     removed: Iterable[RemovedEnvVar] = (),
     engine_names: Iterable[str] | None = None,
+    *,
+    release: str | None,
 ) -> tuple[str, ...]:
     """What the user may not expect about the declared variables, one sentence each.
 
@@ -152,8 +162,11 @@ def env_notes(
     * a ``VLLM_*`` name the engine does not know is a likely typo (with a did-you-mean).
 
     ``engine_names``: every variable the engine release declares (``None``: not known, and
-    the last two notes are not given).
+    the last two notes are not given); a removed variable that ``engine_names`` still lists
+    is read by that (older) release, so it gets the "not read by selection" note instead.
+    ``release``: the engine release the answer is for; the notes name it (``None``: "vLLM").
     """
+    vllm = _vllm(release)
     by_name = {s.name: s for s in specs}
     gone = {r.name: r for r in removed}
     known = frozenset(engine_names) if engine_names is not None else None
@@ -162,23 +175,23 @@ def env_notes(
         spec = by_name.get(name)
         if spec is not None:
             if spec.parse == "true_or_1" and raw.lower() not in ("true", "1", "false", "0"):
-                notes.append(f"{name}={raw!r} is read as false: vLLM 0.33.0 turns it on only for 1 or true (any case), vllm/envs.py")
+                notes.append(f"{name}={raw!r} is read as false: {vllm} turns it on only for 1 or true (any case), vllm/envs.py")
             elif spec.parse == "int" and raw.strip() not in ("0", "1") and _int_value(raw) is not None:
-                notes.append(f"{name}={raw!r} is read as {bool(int(raw))} (vLLM 0.33.0 reads it with bool(int(...)))")
+                notes.append(f"{name}={raw!r} is read as {bool(int(raw))} ({vllm} reads it with bool(int(...)))")
             continue
-        if name in gone:
+        if name in gone and not (known is not None and name in known):
             r = gone[name]
-            notes.append(f"{name} has no effect: the engine stopped reading it in {r.removed_in} (vLLM 0.33.0 only warns 'Unknown vLLM environment variable'); use {r.replacement}")
+            notes.append(f"{name} has no effect: the engine stopped reading it in {r.removed_in} ({vllm} only warns 'Unknown vLLM environment variable'); use {r.replacement}")
             continue
         if known is None:
             continue
         if name in known:
-            notes.append(f"{name} is read by vLLM but not by MoE kernel selection: ignored")
+            notes.append(f"{name} is read by {vllm} but not by MoE kernel selection: ignored")
         elif name.startswith("VLLM_"):
             guess = did_you_mean(name, sorted(set(by_name) | known))
-            notes.append(f"{name} is not a vLLM 0.33.0 variable (vLLM warns and ignores it)" + (f"; did you mean {guess}?" if guess else ""))
+            notes.append(f"{name} is not a {vllm} variable (vLLM warns and ignores it)" + (f"; did you mean {guess}?" if guess else ""))
         else:
-            notes.append(f"{name} is not read by vLLM 0.33.0: ignored")
+            notes.append(f"{name} is not read by {vllm}: ignored")
     return tuple(notes)
 
 

@@ -257,7 +257,9 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             except ConfigError as exc:
                 # Environment names command-line flags (--package NAME) and its fields (env NAME); here the input is this file.
                 raise ConfigError([replace(i, path=_environment_path(i.path), file=file) for i in exc.issues]) from None
-            issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file)
+            from .deployment import answer_release
+
+            issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file, release=answer_release(catalog, environment))
             if issues:
                 raise ConfigError(issues)
     if "moe_backend" in doc:

@@ -15,11 +15,16 @@ Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the
   ``--dtype``, ``-tp``, ``-dp``, ``--enable-expert-parallel``, ``--all2all-backend``,
   ``--enable-eplb``, ``--eplb-config`` (``num_redundant_experts``), ``--enable-lora``,
   ``--moe-backend``, ``--kernel-config`` (``moe_backend``), ``--max-num-batched-tokens``
-  (``FusedMoEConfig.max_num_tokens``, vLLM 0.33.0 P/layer.py);
+  (``FusedMoEConfig.max_num_tokens``, vLLM 0.33.0 P/layer.py), and the draft model's
+  ``moe_backend`` in ``--speculative-config`` (:attr:`ServeArgs.draft_moe_backend`: vLLM 0.33.0
+  vllm/config/speculative.py ``SpeculativeConfig.moe_backend``, overlaid on the draft's
+  ``KernelConfig`` by ``apply_draft_overrides``; ``moe-oracle plan`` reads it);
 * read by vLLM's MoE layer in a way this oracle does not model (a note says so);
 * everything else does not reach MoE selection: ignored with one note;
 * a flag vLLM 0.33.0 does not know is bad input, reported with a did-you-mean: vLLM itself
-  refuses the command line (argparse "unrecognized arguments").
+  refuses the command line (argparse "unrecognized arguments");
+* a ``--quantization`` or ``--kv-cache-dtype`` value the release the answer is for refuses at
+  start is bad input too (:func:`serve_value_issues`, once the release is known).
 
 ``NAME=VALUE`` words before the command are environment variables of the server process.
 """
@@ -33,6 +38,7 @@ import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 import yaml
@@ -41,7 +47,7 @@ from ._resources import package_dir
 from .errors import ConfigError, InputIssue, did_you_mean
 from .tables import safe_load
 
-__all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve"]
+__all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve", "release_values", "serve_value_issues"]
 
 ENGINE_VERSION = "0.33.0"
 
@@ -68,7 +74,7 @@ SELECTION_FLAGS: Mapping[str, str] = {
 # dest -> how vLLM's MoE layer uses it, which this oracle does not model.
 UNMODELLED_FLAGS: Mapping[str, str] = {
     "prefill_context_parallel_size": "PCP > 1 joins the EP group and turns on all2all kernels (FusedMoEParallelConfig.make); the answer assumes PCP 1",
-    "speculative_config": "a draft model's MoE layers (e.g. MTP) are selected on their own; the answer is for the target model",
+    "speculative_config": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads its moe_backend for the MTP draft layers)",
     "spec_method": "a draft model's MoE layers (e.g. MTP) are selected on their own; the answer is for the target model",
     "spec_model": "a draft model's MoE layers are selected on their own; the answer is for the target model",
     "quantization_config": "online quantization settings are not modelled; the answer uses --quantization alone",
@@ -86,7 +92,11 @@ class ServeArgs:
     """What a ``vllm serve`` command line says about the MoE layer's deployment.
 
     ``None`` means the flag was not given (vLLM's default applies). ``notes`` say which flags
-    were ignored or are not modelled.
+    were ignored or are not modelled. ``draft_moe_backend`` is ``--speculative-config``'s
+    ``moe_backend`` (the draft model's; ``None``: the draft inherits ``moe_backend``).
+    ``quantization`` is lower-cased as vLLM does (``ModelConfig.validate_quantization_before``);
+    it, ``kv_cache_dtype`` and ``allow_deprecated_quantization`` are checked against the
+    release's values by :func:`serve_value_issues` once the release is known.
     """
 
     command: str
@@ -103,14 +113,17 @@ class ServeArgs:
     redundant_experts: int | None = None
     lora: bool | None = None
     moe_backend: str | None = None
+    draft_moe_backend: str | None = None
     max_num_batched_tokens: int | None = None
+    kv_cache_dtype: str | None = None
+    allow_deprecated_quantization: bool = False
     env: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
     given: tuple[str, ...] = field(default=(), repr=False)
 
     def flag_for(self, attr: str) -> str:
         """How the command line spelled the flag behind ``attr`` (for messages)."""
-        return {"tp": "--tensor-parallel-size", "dp": "--data-parallel-size", "ep": "--enable-expert-parallel", "all2all": "--all2all-backend", "eplb": "--enable-eplb", "redundant_experts": "--eplb-config num_redundant_experts", "lora": "--enable-lora", "moe_backend": "--moe-backend", "max_num_batched_tokens": "--max-num-batched-tokens"}.get(attr, attr)
+        return {"tp": "--tensor-parallel-size", "dp": "--data-parallel-size", "ep": "--enable-expert-parallel", "all2all": "--all2all-backend", "eplb": "--enable-eplb", "redundant_experts": "--eplb-config num_redundant_experts", "lora": "--enable-lora", "moe_backend": "--moe-backend", "draft_moe_backend": "--speculative-config moe_backend", "max_num_batched_tokens": "--max-num-batched-tokens"}.get(attr, attr)
 
 
 @lru_cache(maxsize=4)
@@ -123,6 +136,64 @@ def engine_facts(version: str = ENGINE_VERSION) -> Mapping[str, Any]:
     path = package_dir() / "engine_facts" / f"vllm-{version}.yaml"
     with path.open("r", encoding="utf-8") as handle:
         return safe_load(handle.read())
+
+
+@lru_cache(maxsize=1)
+def _release_values_doc() -> Mapping[str, Mapping[str, tuple[str, ...]]]:
+    """Read-only: release -> kind -> values (the cache is shared, so nothing in it may change)."""
+    with (package_dir() / "engine_facts" / "vllm-release-values.yaml").open("r", encoding="utf-8") as handle:
+        doc = safe_load(handle.read())
+    return MappingProxyType({str(v): MappingProxyType({k: tuple(vals) for k, vals in kinds.items()}) for v, kinds in doc["releases"].items()})
+
+
+def release_values(version: str) -> Mapping[str, tuple[str, ...]]:
+    """What vLLM ``version`` checks at start, per ``engine_facts/vllm-release-values.yaml``
+    (generated by ``tools/vllm_release_values.py`` from each release's source): ``quantization``
+    (vllm/model_executor/layers/quantization/__init__.py ``QuantizationMethods``),
+    ``deprecated_quantization`` (``DEPRECATED_QUANTIZATION_METHODS``), ``kv_cache_dtype``
+    (vllm/config/cache.py ``CacheDType``) and ``env_vars`` (vllm/envs.py ``environment_variables``).
+
+    >>> "fp8" in release_values("0.31.0")["quantization"], "octave_k3v4" in release_values("0.32.0")["kv_cache_dtype"]
+    (True, False)
+
+    Raises:
+        LookupError: ``version`` is not a release the file holds (the modelled releases).
+    """
+    releases = _release_values_doc()
+    if version not in releases:
+        raise LookupError(f"no release values for vLLM {version}; the file holds {', '.join(releases)}")
+    return releases[version]
+
+
+def serve_value_issues(serve: ServeArgs, version: str) -> list[InputIssue]:
+    """The serve line's values that vLLM ``version`` refuses at start (empty: none).
+
+    * ``--quantization`` not among the release's methods: vLLM ``ModelConfig._verify_quantization``
+      (vllm/config/model.py) raises "Unknown quantization method" (or, on a quantized checkpoint,
+      first that it does not match the checkpoint's method); a deprecated method (``fbgemm_fp8``,
+      ``fp_quant``) is refused unless ``--allow-deprecated-quantization`` is given.
+    * ``--kv-cache-dtype`` not a ``CacheDType``: refused by argparse ``choices`` in vLLM
+      0.29.0-0.32.0 (vllm/engine/arg_utils.py), by ``CacheConfig._validate_cache_dtype``
+      (vllm/config/cache.py) in 0.33.0.
+
+    Methods or KV-cache dtypes a vLLM plugin registers (``register_quantization_config``,
+    ``register_kv_cache_dtype``) are not modelled: such a value is refused here.
+
+    Raises:
+        LookupError: ``version`` is not a modelled release (see :func:`release_values`).
+    """
+    values = release_values(version)
+    issues = []
+    q = serve.quantization
+    if q is not None:
+        if q not in values["quantization"]:
+            issues.append(InputIssue("--serve --quantization", f"vLLM {version} knows no such quantization method and refuses it at start (ModelConfig._verify_quantization, vllm/config/model.py; the methods: QuantizationMethods, vllm/model_executor/layers/quantization/__init__.py)", q, list(values["quantization"])))
+        elif q in values["deprecated_quantization"] and not serve.allow_deprecated_quantization:
+            issues.append(InputIssue("--serve --quantization", f"vLLM {version} refuses the deprecated method {q} at start unless --allow-deprecated-quantization is given (ModelConfig._verify_quantization, vllm/config/model.py)", q, None))
+    kv = serve.kv_cache_dtype
+    if kv is not None and kv not in values["kv_cache_dtype"]:
+        issues.append(InputIssue("--serve --kv-cache-dtype", f"vLLM {version} refuses this KV-cache dtype at start (CacheDType, vllm/config/cache.py: argparse choices in 0.29.0-0.32.0, CacheConfig._validate_cache_dtype in 0.33.0)", kv, list(values["kv_cache_dtype"])))
+    return issues
 
 
 class _Refused(Exception):
@@ -322,6 +393,24 @@ def _json_object(flag: str, value: Any) -> dict[str, Any]:
     return parsed
 
 
+def _draft_moe_backend(value: Any, allowed: Sequence[str], version: str) -> str | None:
+    """The draft model's ``moe_backend`` in ``--speculative-config`` (``None``: not given, so
+    the draft inherits the target's).
+
+    vLLM 0.33.0 vllm/engine/arg_utils.py ``create_speculative_config`` turns dashes in the JSON
+    keys into underscores and builds ``SpeculativeConfig``, whose ``moe_backend`` is a
+    ``MoEBackend | None`` literal (vllm/config/speculative.py): unlike ``--moe-backend`` the
+    value is not lower-cased or de-dashed, so ``"FlashInfer-CUTLASS"`` is refused at start.
+    """
+    spec = {str(k).replace("-", "_"): v for k, v in _json_object("--speculative-config", value).items()}
+    backend = spec.get("moe_backend")
+    if backend is None:
+        return None
+    if not isinstance(backend, str) or (allowed and backend not in allowed):
+        raise ConfigError([InputIssue("--serve --speculative-config moe_backend", f"vLLM {version} refuses this draft MoE backend (SpeculativeConfig.moe_backend takes the MoEBackend names exactly as written, vllm/config/speculative.py)", backend, list(allowed) or None)], headline="bad --serve")
+    return backend
+
+
 def _human_int(flag: str, value: str) -> int:
     """vLLM 0.33.0 ``human_readable_int`` (vllm/utils/argparse_utils.py): ``8192``; ``8k`` = 8000
     (lower case: decimal, decimals allowed); ``8K`` = 8192 (upper case: binary, integers only)."""
@@ -354,7 +443,8 @@ def parse_serve(command: str | Sequence[str], *, base: Path | None = None, versi
     Raises:
         ConfigError: not a command line, a flag vLLM does not know, a value vLLM would refuse
             (a ``--moe-backend`` or ``--all2all-backend`` outside its choices, a non-integer
-            size, bad JSON).
+            size, bad JSON). ``--quantization`` and ``--kv-cache-dtype`` depend on the release:
+            :func:`serve_value_issues` checks them.
 
     >>> s = parse_serve("vllm serve Qwen/Qwen3-30B-A3B-FP8 --tensor_parallel_size=8 -ep --port 8000")
     >>> (s.model, s.tp, s.ep), s.notes[0].startswith("ignored")
@@ -381,7 +471,11 @@ def parse_serve(command: str | Sequence[str], *, base: Path | None = None, versi
     if "hf_overrides" in given:
         values["hf_overrides"] = _json_object("--hf-overrides", given["hf_overrides"])
     if given.get("quantization"):
-        values["quantization"] = given["quantization"]
+        values["quantization"] = str(given["quantization"]).lower()  # vLLM 0.33.0 ModelConfig.validate_quantization_before
+    if given.get("kv_cache_dtype") is not None:
+        values["kv_cache_dtype"] = given["kv_cache_dtype"]
+    if given.get("allow_deprecated_quantization"):
+        values["allow_deprecated_quantization"] = True
     if "dtype" in given:
         allowed = choices.get("dtype") or []
         if allowed and given["dtype"] not in allowed:
@@ -419,6 +513,10 @@ def parse_serve(command: str | Sequence[str], *, base: Path | None = None, versi
         if allowed and backend not in allowed:
             raise ConfigError([InputIssue("--serve --moe-backend", f"vLLM {version} refuses this MoE backend", backend, allowed)], headline="bad --serve")
         values["moe_backend"] = backend
+    if "speculative_config" in given:
+        draft_backend = _draft_moe_backend(given["speculative_config"], choices.get("moe_backend") or [], version)
+        if draft_backend is not None:
+            values["draft_moe_backend"] = draft_backend
     if "max_num_batched_tokens" in given and given["max_num_batched_tokens"] is not None:
         values["max_num_batched_tokens"] = _human_int("--max-num-batched-tokens", given["max_num_batched_tokens"])
 

@@ -483,7 +483,7 @@ def check_replay_round_trip(case: Case) -> None:
     from moe_oracle.envvars import env_issues
 
     doc = yaml.safe_load(case.replay())
-    refused = env_issues(case.env.env, CATALOG.env_vars, "$.environment.env")
+    refused = env_issues(case.env.env, CATALOG.env_vars, "$.environment.env", release=CATALOG.release(case.env).stand_in)
     if refused:
         try:
             config_from_document(doc, CATALOG, schemas=SCHEMAS)

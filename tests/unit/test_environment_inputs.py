@@ -120,6 +120,16 @@ def test_cli_refuses_two_versions_given_by_package_flags(capsys):
     assert code == 2 and err.startswith("moe-oracle: error: bad --package") and "'0.33.0'" in err and "'0.32.0'" in err
 
 
+def test_cli_refuses_two_values_given_by_env_flags(capsys):
+    """As a repeated --package: two different values of one --env variable are refused (the
+    later one used to win silently); the same declaration repeated is accepted."""
+    flags = ["select", "--model", "qwen3-30b-a3b", "--gpu", "H200"]
+    assert main([*flags, "--env", "VLLM_USE_DEEP_GEMM=0", "--env", "VLLM_USE_DEEP_GEMM=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("moe-oracle: error: bad --env") and "--env VLLM_USE_DEEP_GEMM" in err and "'0'" in err and "'1'" in err
+    assert main([*flags, "--env", "VLLM_USE_DEEP_GEMM=0", "--env", "VLLM_USE_DEEP_GEMM=0"]) == 0
+
+
 def test_cli_package_flag_still_overrides_the_environment_file(tmp_path, capsys):
     path = tmp_path / "freeze.txt"
     path.write_text("vllm==0.32.0\n")

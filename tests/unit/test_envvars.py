@@ -69,7 +69,7 @@ def test_variables_selection_does_not_read_are_noted_and_typos_get_a_guess(capsy
     code = main(["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--env", "VLLM_LOGGING_LEVEL=DEBUG", "--env", "VLLM_USE_DEEPGEMM=0", "--json"])
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert code == 0
-    assert any("VLLM_LOGGING_LEVEL is read by vLLM but not by MoE kernel selection" in n for n in notes)
+    assert any("VLLM_LOGGING_LEVEL is read by vLLM 0.33.0 but not by MoE kernel selection" in n for n in notes)
     assert any("VLLM_USE_DEEPGEMM is not a vLLM 0.33.0 variable" in n and "VLLM_USE_DEEP_GEMM" in n for n in notes)
 
 
@@ -80,7 +80,7 @@ def test_a_probed_environment_with_a_bad_value_is_bad_input(monkeypatch, capsys)
 
 
 def test_env_issues_name_the_config_file():
-    issues = env_issues([("VLLM_BATCH_INVARIANT", "true")], default_catalog().env_vars, "$.environment.env", "x.yaml")
+    issues = env_issues([("VLLM_BATCH_INVARIANT", "true")], default_catalog().env_vars, "$.environment.env", "x.yaml", release="0.33.0")
     assert (issues[0].path, issues[0].file) == ("$.environment.env.VLLM_BATCH_INVARIANT", "x.yaml")
 
 
@@ -91,3 +91,28 @@ def test_overrides_apply_in_the_engines_order(capsys):
     record = json.loads(capsys.readouterr().out)
     # DEEPGEMM or BATCHED_DEEPGEMM, as the activation format decides (the FP8 request map).
     assert record["requested"] == {"backends": ["deep_gemm", "batched_deep_gemm"], "by": "override.deep_gemm_env"} and code == 1
+
+
+def test_variable_notes_and_errors_name_the_declared_release(capsys):
+    """The release reached declare_environment's notes as a default "0.33.0" whatever
+    --package vllm==X said; now the notes, errors and variable names are the declared release's."""
+    flags = ["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--package", "vllm==0.31.0"]
+    assert main([*flags, "--env", "VLLM_ROCM_USE_AITER=yes", "--env", "VLLM_USE_DEEPGEMM=0", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("VLLM_ROCM_USE_AITER='yes' is read as false: vLLM 0.31.0 turns it on" in n for n in notes)
+    assert any("VLLM_USE_DEEPGEMM is not a vLLM 0.31.0 variable" in n for n in notes)
+    assert not any("0.33.0" in n for n in notes if "VLLM_" in n)
+    assert main([*flags, "--env", "VLLM_USE_DEEP_GEMM=true"]) == 2
+    assert "vLLM 0.31.0 reads VLLM_USE_DEEP_GEMM with bool(int(...))" in capsys.readouterr().err
+
+
+def test_a_variable_removed_after_the_declared_release_is_still_read_by_it(capsys):
+    """VLLM_NIXL_EP_MAX_NUM_RANKS is in vllm/envs.py 0.29.0 and gone from 0.30.0: for 0.29.0 it
+    is a variable that release reads (not MoE selection), not a removed one."""
+    base = ["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--env", "VLLM_NIXL_EP_MAX_NUM_RANKS=8", "--json"]
+    assert main([*base, "--package", "vllm==0.29.0"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert "--env: VLLM_NIXL_EP_MAX_NUM_RANKS is read by vLLM 0.29.0 but not by MoE kernel selection: ignored" in notes
+    assert main([*base, "--package", "vllm==0.31.0"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any(n.startswith("--env: VLLM_NIXL_EP_MAX_NUM_RANKS has no effect: the engine stopped reading it in 0.30.0 (vLLM 0.31.0") for n in notes)

@@ -177,6 +177,35 @@ def test_cli_plan_unknown_draft_backend_names_the_flag(capsys):
     assert "--draft-moe-backend" in capsys.readouterr().err
 
 
+_SPEC = "vllm serve deepseek-r1 -tp 8 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1, \"moe_backend\": \"deep_gemm\"}'"
+
+
+def test_cli_plan_reads_the_draft_backend_from_the_serve_lines_speculative_config(capsys):
+    """vLLM 0.33.0 SpeculativeConfig.moe_backend: the MTP layer gets it, the target keeps auto."""
+    assert main(["plan", "--gpu", "H200", "--serve", _SPEC, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert (record["deployment"]["moe_backend"], record["deployment"]["draft_moe_backend"], record["deployment"]["draft_backend_source"]) == ("auto", "deep_gemm", "speculative config")
+    draft = next(g for g in record["groups"] if g["layers"] == [61])
+    assert draft["selected"]["kernel"].startswith("deep_gemm")
+
+
+def test_cli_plan_refuses_two_different_draft_backends(capsys):
+    assert main(["plan", "--gpu", "H200", "--serve", _SPEC, "--draft-moe-backend", "triton"]) == 2
+    assert "given as --draft-moe-backend triton and in --serve as --speculative-config moe_backend deep_gemm" in capsys.readouterr().err
+    assert main(["plan", "--gpu", "H200", "--serve", _SPEC, "--draft-moe-backend", "deep_gemm"]) == 0  # the same: accepted
+
+
+@pytest.mark.parametrize("flags", [
+    ["--model", "deepseek-r1", "--draft-moe-backend", "triton"],
+    ["--serve", _SPEC],
+], ids=["flag", "speculative-config"])
+def test_cli_plan_refuses_no_draft_with_a_draft_backend(flags, capsys):
+    """--no-draft leaves the draft layers out: a draft backend would be dropped silently."""
+    assert main(["plan", "--gpu", "H200", "--no-draft", *flags]) == 2
+    err = capsys.readouterr().err
+    assert "bad --no-draft" in err and "--no-draft leaves the MTP draft layers out" in err
+
+
 # ------------------------------------------------------------------ model references (issue 9)
 
 

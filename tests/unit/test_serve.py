@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +104,87 @@ def test_serve_environment_words_are_read_and_checked_as_vllm_reads_them(capsys)
     assert "--serve: FOO is not read by vLLM 0.33.0: ignored" in record["notes"]
     assert main(["select", "--gpu", "H200", "--serve", "VLLM_USE_DEEP_GEMM=true vllm serve deepseek-ai/DeepSeek-R1 -tp 8"]) == 2
     assert "--serve VLLM_USE_DEEP_GEMM: vLLM 0.33.0 reads VLLM_USE_DEEP_GEMM with bool(int(...))" in capsys.readouterr().err
+
+
+def test_speculative_config_moe_backend_is_the_drafts():
+    """vLLM 0.33.0 vllm/config/speculative.py: ``SpeculativeConfig.moe_backend`` (JSON keys
+    de-dashed by arg_utils ``create_speculative_config``) overrides the draft's KernelConfig."""
+    s = parse_serve("vllm serve m --moe-backend triton --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1, \"moe-backend\": \"flashinfer_cutlass\"}'")
+    assert (s.moe_backend, s.draft_moe_backend) == ("triton", "flashinfer_cutlass")
+    assert parse_serve("vllm serve m --speculative-config.moe_backend auto").draft_moe_backend == "auto"
+    assert parse_serve("vllm serve m --speculative-config '{\"method\": \"mtp\"}'").draft_moe_backend is None
+
+
+def test_speculative_config_moe_backend_is_not_normalized():
+    """Unlike --moe-backend, the MoEBackend literal of SpeculativeConfig takes names as written."""
+    with pytest.raises(ConfigError) as info:
+        parse_serve("vllm serve m --speculative-config '{\"moe_backend\": \"FlashInfer-CUTLASS\"}'")
+    issue = info.value.issues[0]
+    assert issue.path == "--serve --speculative-config moe_backend" and issue.value == "FlashInfer-CUTLASS"
+    assert "flashinfer_cutlass" in issue.allowed
+
+
+# --- values the release refuses at start: --quantization, --kv-cache-dtype -----------------------
+
+
+@pytest.mark.parametrize(("command", "flag", "value"), [
+    ("select", "--quantization bogus", "bogus"),
+    ("select", "--kv-cache-dtype fp9", "fp9"),
+    ("plan", "-q bogus", "bogus"),
+    ("plan", "--kv-cache-dtype fp9", "fp9"),
+])
+def test_a_value_the_release_refuses_at_start_is_bad_input(command, flag, value, capsys):
+    """vLLM 0.33.0 ModelConfig._verify_quantization ("Unknown quantization method") and
+    CacheConfig._validate_cache_dtype refuse these; they were accepted with a note."""
+    assert main([command, "--gpu", "H200", "--serve", f"vllm serve deepseek-r1 -tp 8 {flag}"]) == 2
+    err = capsys.readouterr().err
+    name = "--quantization" if "q" in flag.split()[0] else "--kv-cache-dtype"
+    assert err.startswith("moe-oracle: error: bad --serve") and f"--serve {name}: vLLM 0.33.0" in err and f"(got '{value}')" in err
+    assert ("allowed: awq, auto_awq, fp8" if name == "--quantization" else "allowed: auto, float16, bfloat16, fp8") in err
+
+
+@pytest.mark.parametrize("flag", ["-q FP8", "--quantization fp8", "--kv-cache-dtype fp8_e4m3", "--kv-cache-dtype octave_k3v4", "-q fbgemm_fp8 --allow-deprecated-quantization"])
+def test_values_the_release_accepts_are_still_accepted(flag):
+    # An unquantized checkpoint: a method there is online quantization (or a note), never the
+    # checkpoint-mismatch refusal vLLM gives a quantized one (not modelled).
+    assert main(["select", "--gpu", "H200", "--serve", f"vllm serve qwen3-30b-a3b -tp 2 {flag}"]) == 0
+
+
+def test_the_allowed_values_are_the_declared_releases(capsys):
+    """octave_k3v4 is a CacheDType from vLLM 0.33.0 on; 0.32.0's argparse choices refuse it."""
+    serve = "vllm serve deepseek-r1 -tp 8 --kv-cache-dtype octave_k3v4"
+    assert main(["select", "--gpu", "H200", "--serve", serve, "--package", "vllm==0.33.0"]) == 0
+    assert main(["select", "--gpu", "H200", "--serve", serve, "--package", "vllm==0.32.0"]) == 2
+    assert "--serve --kv-cache-dtype: vLLM 0.32.0 refuses" in capsys.readouterr().err
+
+
+def test_a_deprecated_method_needs_allow_deprecated_quantization():
+    from moe_oracle.serve import serve_value_issues
+
+    issues = serve_value_issues(parse_serve("vllm serve m -q fbgemm_fp8"), "0.33.0")
+    assert [(i.path, i.value) for i in issues] == [("--serve --quantization", "fbgemm_fp8")]
+    assert "--allow-deprecated-quantization" in issues[0].message
+    assert parse_serve("vllm serve m -q FP8").quantization == "fp8"  # ModelConfig.validate_quantization_before
+
+
+def _release_tree(release: str) -> Path | None:
+    for base in (os.environ.get("MOE_ORACLE_VLLM_ENV"), "/work/venvs", "/work/venvs/vllm-env"):
+        if base and (Path(base) / "src" / release / "vllm").is_dir():
+            return Path(base) / "src" / release
+    return None
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"])
+def test_release_values_match_the_release_source(release):
+    """engine_facts/vllm-release-values.yaml is what tools/vllm_release_values.py reads from each
+    release's tree; its 0.33.0 variable names are the serve facts file's."""
+    from moe_oracle.serve import release_values
+
+    assert tuple(sorted(engine_facts()["env_vars"])) == release_values("0.33.0")["env_vars"]
+    tree = _release_tree(release)
+    if tree is None:
+        pytest.skip(f"vLLM {release} source tree not found (set MOE_ORACLE_VLLM_ENV)")
+    spec = importlib.util.spec_from_file_location("vllm_release_values", Path(__file__).parents[2] / "tools" / "vllm_release_values.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert {k: tuple(v) for k, v in tool.release_values(tree).items()} == dict(release_values(release))
