@@ -8,18 +8,13 @@ format, and which combinations get none (vLLM then fails to build the kernel:
 ``FusedMoEKernel`` refuses a monolithic/modular mix, the experts constructor a format mismatch),
 and checks that our engine tables pair exactly so in that release's view.
 
-Where the release source trees are available (``$MOE_ORACLE_VLLM_ENV/src/<release>`` or
-``/work/venvs/src/<release>``), the facts are also checked against the source: each class is
-constructed (directly or through its factory) in that release's ``maybe_make_prepare_finalize``,
-and its interface and activation format are what its class body declares.
+The facts are also checked against each release's source, in the differential tier
+(tests/differential/test_release_sources.py).
 """
 
 from __future__ import annotations
 
-import ast
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -134,57 +129,3 @@ def test_our_pairing_follows_vllm(release):
 def test_moonep_pairs_only_from_0_31():
     assert not _ours(_view("0.30.0"), "moonep", MOD, STD)
     assert "MoonEPPrepareAndFinalize" in _ours(_view("0.31.0"), "moonep", MOD, STD)
-
-
-# ------------------------------------------------------------------ the facts against the release source
-
-
-def _tree(release: str) -> Path | None:
-    for base in (os.environ.get("MOE_ORACLE_VLLM_ENV"), "/work/venvs"):
-        if base and (Path(base) / "src" / release / "vllm").is_dir():
-            return Path(base) / "src" / release
-    return None
-
-
-def _function_names(path: Path, function: str) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
-    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
-
-
-def _class_shape(pf_dir: Path, cls: str) -> tuple[str, str]:
-    """(interface, activation format) a P/F class declares: its base class and activation_format()."""
-    for path in sorted(pf_dir.glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == cls:
-                bases = " ".join(ast.unparse(b) for b in node.bases)
-                interface = MONO if "Monolithic" in bases else MOD
-                fmt = STD
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and item.name == "activation_format":
-                        fmt = BAT if "BatchedExperts" in ast.unparse(item) else STD
-                return interface, fmt
-    raise AssertionError(f"class {cls} not found under {pf_dir}")
-
-
-@pytest.mark.parametrize("release", RELEASES)
-def test_the_facts_hold_in_the_release_source(release):
-    tree = _tree(release)
-    if tree is None:
-        pytest.skip(f"vLLM {release} source tree not found (set MOE_ORACLE_VLLM_ENV to a differential environment)")
-    fused = tree / "vllm/model_executor/layers/fused_moe"
-    names = _function_names(fused / "all2all_utils.py", "maybe_make_prepare_finalize")
-    version = Version(release)
-    for fact in FACTS:
-        if version not in SpecifierSet(fact.releases) or fact.upstream is None:
-            continue
-        assert fact.via in names, f"vLLM {release}: {fact.via} is not called in {SRC}"
-        assert _class_shape(fused / "prepare_finalize", fact.upstream) == (fact.interface, fact.format), f"vLLM {release}: {fact.upstream}"
-    # And the release has no all2all branch the facts do not name (besides passthrough, 0.32.0+,
-    # which binds FlashInfer MoE-EP kernels and is not in our all2all vocabulary).
-    branches = {n for n in names if n.startswith("use_") and n.endswith("_kernels")} - {"use_all2all_kernels"}
-    stated = {f.source.split(": ", 1)[1].split(" ")[0].removeprefix("moe.") for f in FACTS if version in SpecifierSet(f.releases) and f.source.startswith(SRC + ": moe.")}
-    assert branches - {"use_ag_rs_all2all_kernels"} <= stated, sorted(branches - stated)
-    if version >= Version("0.32.0"):
-        assert "use_passthrough_all2all" in names
