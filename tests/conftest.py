@@ -12,10 +12,28 @@ os.environ.setdefault("MOE_ORACLE_CACHE_DIR", tempfile.mkdtemp(prefix="moe-oracl
 
 from moe_oracle.oracle import default_catalog
 from tests import gcsettings
+from tests.property import profiles, tally
 from tests.tables_fixture import load
 
 default_catalog()
 gcsettings.tune()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest hook signature
+    """The configs and bad inputs the property and fuzz tests tried (tests/property/tally.py)."""
+    if not hasattr(config, "workeroutput"):  # a pytest-xdist worker reports to the controller instead
+        tally.terminal_summary(terminalreporter, profiles.PROFILE)
+
+
+def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001 - pytest hook signature
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: its counts travel to the controller
+        workeroutput["moe_oracle_tally"] = dict(tally.snapshot())
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent when running without workers
+def pytest_testnodedown(node, error):  # noqa: ARG001 - pytest hook signature
+    tally.merge(getattr(node, "workeroutput", {}).get("moe_oracle_tally", {}))
 
 
 @pytest.fixture()

@@ -1,11 +1,7 @@
-"""Hypothesis profiles (shared with tests/property) and the count of configs and bad inputs tried."""
+"""Hypothesis profiles (shared with tests/property); the count of configs and bad inputs tried is reported by tests/conftest.py."""
 
 from __future__ import annotations
 
-from tests.property import profiles, tally
+from tests.property import profiles
 
 profiles.register()
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest hook signature
-    tally.terminal_summary(terminalreporter, profiles.PROFILE)

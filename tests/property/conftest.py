@@ -1,11 +1,7 @@
-"""Hypothesis profiles (``ci`` default, ``thorough`` via MOE_ORACLE_HYPOTHESIS_PROFILE) and the count report."""
+"""Hypothesis profiles (``ci`` default, ``thorough`` via MOE_ORACLE_HYPOTHESIS_PROFILE); the count report is tests/conftest.py's."""
 
 from __future__ import annotations
 
-from tests.property import profiles, tally
+from tests.property import profiles
 
 profiles.register()
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest hook signature
-    tally.terminal_summary(terminalreporter, profiles.PROFILE)

@@ -1,9 +1,10 @@
 """Counts of what the property and fuzz tests tried, reported at the end of the session.
 
 Strategies bump ``configs`` for every (MoEConfig, Environment) pair they generate; fuzz
-tests bump ``bad inputs: <door>`` for every malformed input they feed a loader. The
-conftests of ``tests/property`` and ``tests/fuzz`` print the totals in pytest's terminal
-summary, and write them as JSON to ``$MOE_ORACLE_TEST_COUNTS`` when that is set (CI).
+tests bump ``bad inputs: <door>`` for every malformed input they feed a loader. tests/conftest.py
+prints the totals in pytest's terminal summary (under pytest-xdist, each worker's counts are
+merged into the controller's first) and writes them as JSON to ``$MOE_ORACLE_TEST_COUNTS`` when
+that is set (CI).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 from collections import Counter
 from typing import Any, Mapping
 
-__all__ = ["bump", "report_lines", "snapshot", "terminal_summary", "write_json"]
+__all__ = ["bump", "merge", "report_lines", "snapshot", "terminal_summary", "write_json"]
 
 _COUNTS: Counter[str] = Counter()
 _written = False
@@ -23,6 +24,11 @@ _reported = False
 def bump(what: str, n: int = 1) -> None:
     """Add ``n`` to counter ``what`` (``"configs"``, ``"bad inputs: tables"`` ...)."""
     _COUNTS[what] += n
+
+
+def merge(counts: Mapping[str, int]) -> None:
+    """Add another process's counters (a pytest-xdist worker's :func:`snapshot`)."""
+    _COUNTS.update(counts)
 
 
 def snapshot() -> Mapping[str, int]:
@@ -41,7 +47,7 @@ def report_lines(prefix: str) -> list[str]:
 
 
 def terminal_summary(terminalreporter: Any, profile: str) -> None:
-    """Print every counter once per session (both conftests call this) and write the JSON file."""
+    """Print every counter once per session and write the JSON file."""
     global _reported
     if _reported:
         return
