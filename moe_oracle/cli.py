@@ -227,7 +227,7 @@ def _probed_environment(args: argparse.Namespace, catalog: Any, probe_notes: tup
 def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_default: bool = False):
     """(config, environment, notes) from the parsed flags; notes are about inputs with no effect."""
     from .config import MoEConfig, ParallelConfig, Provenance
-    from .deployment import apply_serve, declare_environment, load_serve_checkpoint, serve_model_path
+    from .deployment import apply_serve, blame_hf_overrides, declare_environment, load_serve_checkpoint, serve_model_path
     from .environment import probe_device
     from .errors import ConfigError, InputIssue
     from .hf import from_hf_config, load_hf_config
@@ -280,7 +280,10 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
             path = resolve_model_path(args.model)
             hf_cfg = load_hf_config(path)
         beside = quant_config_beside(path)
-        ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None)
+        try:
+            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None)
+        except ConfigError as exc:
+            raise blame_hf_overrides(exc, serve) from None
         if device is None:
             raise ConfigError([InputIssue("--gpu", "the device is required with --model: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
         kwargs = dict(ck.kwargs)

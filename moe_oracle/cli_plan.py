@@ -76,7 +76,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     from .checkpoint import read_checkpoint
     from .cli import _check_serve_values, _device_from_args
     from .config import ParallelConfig, Provenance
-    from .deployment import apply_serve, load_serve_checkpoint, serve_model_path
+    from .deployment import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
     from .engine import check_request, resolve_request
     from .environment import probe_device
     from .errors import ConfigError, InputIssue
@@ -131,7 +131,10 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     override = load_hf_config(args.hf_quant_config, "--hf-quant-config") if args.hf_quant_config else None
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
-    checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_quantization)
+    try:
+        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_quantization)
+    except ConfigError as exc:
+        raise blame_hf_overrides(exc, serve) from None
     prov: list[Provenance] = []
     par: dict[str, Any] = {}
     for flag, key in (("tp", "tp_size"), ("dp", "dp_size"), ("redundant_experts", "num_redundant_experts")):

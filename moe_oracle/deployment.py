@@ -10,6 +10,8 @@ may not expect. Nothing here is fatal unless the engine itself would refuse the 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -22,7 +24,7 @@ from .envvars import env_issues, env_notes
 from .errors import ConfigError, InputIssue, did_you_mean
 from .serve import ServeArgs, release_values
 
-__all__ = ["DeclaredEnvironment", "answer_release", "apply_serve", "declare_environment", "load_serve_checkpoint", "serve_model_path"]
+__all__ = ["DeclaredEnvironment", "answer_release", "apply_serve", "blame_hf_overrides", "declare_environment", "load_serve_checkpoint", "serve_model_path"]
 
 # ServeArgs attribute -> (argparse dest, flag as the user types it for moe-oracle)
 _SERVE_TO_ARGS = {
@@ -142,6 +144,59 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
         else:
             notes.append(f"--quantization {q} on a {method} checkpoint: vLLM either takes it as an override method or refuses the checkpoint; not modelled, the answer uses the checkpoint's {method}")
     return cfg, notes
+
+
+def _override_at(overrides: Mapping[str, Any], path: str) -> tuple[str, Any] | None:
+    """The ``--hf-overrides`` key (dotted) and value that set the field at JSON ``path``, or ``None``
+    when the field's value comes from the checkpoint file.
+
+    An override that is not an object replaces the file's value wholesale, so a path inside it is
+    the override's; an object override is merged key by key (:func:`load_serve_checkpoint`), so a
+    path it does not name is the file's.
+
+    >>> _override_at({"text_config": {"num_experts": -4}}, "$.text_config.num_experts")
+    ('text_config.num_experts', -4)
+    >>> _override_at({"text_config": {"num_experts": -4}}, "$.text_config.hidden_act") is None
+    True
+    """
+    if not path.startswith("$") or " " in path:
+        return None
+    node: Any = overrides
+    keys: list[str] = []
+    for name, index in re.findall(r"\.([^.\[\]]+)|\[(\d+)\]", path[1:]):
+        if not isinstance(node, Mapping):
+            break
+        key = name or index
+        if key not in node:
+            return None
+        node = node[key]
+        keys.append(key)
+    return (".".join(keys), node) if keys else None
+
+
+def blame_hf_overrides(exc: ConfigError, serve: ServeArgs | None) -> ConfigError:
+    """``exc`` with each problem in a field the serve line's ``--hf-overrides`` set charged to that
+    flag (``--serve --hf-overrides KEY``, with the value given and what is allowed) instead of the
+    checkpoint file; problems in the file's own fields are kept as they are.
+
+    Returns ``exc`` itself when no problem lies in an overridden field.
+    """
+    overrides = serve.hf_overrides if serve is not None else None
+    if not overrides:
+        return exc
+    issues = []
+    for issue in exc.issues:
+        hit = _override_at(overrides, issue.path)
+        if hit is None:
+            issues.append(issue)
+            continue
+        key, value = hit
+        shown = json.dumps(value) if isinstance(value, (Mapping, list)) else repr(value)
+        where = f" (applied to {issue.file})" if issue.file else ""
+        issues.append(replace(issue, path=f"--serve --hf-overrides {key}", file=None, message=f"--hf-overrides sets {key} to {shown}{where}: {issue.message}"))
+    if all(a is b for a, b in zip(issues, exc.issues)):
+        return exc
+    return ConfigError(issues, headline="bad --serve" if all(i.path.startswith("--serve") for i in issues) else None)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -92,6 +93,31 @@ def test_cli_serve_conflicts_with_a_different_flag(capsys):
 def test_cli_serve_model_that_is_not_here(capsys):
     assert main(["select", "--gpu", "H200", "--serve", "vllm serve someorg/NoSuchModel -tp 8"]) == 2
     assert "does not download models" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("command", "overrides", "key", "value", "allowed"), [
+    ("select", {"num_experts": "abc"}, "num_experts", "abc", None),
+    ("select", {"hidden_act": "foo"}, "hidden_act", "foo", "silu"),
+    ("explain", {"quantization_config": {"quant_method": "bogus"}}, "quantization_config.quant_method", "bogus", "fp8"),
+    ("plan", {"quantization_config": {"quant_method": "bogus"}}, "quantization_config.quant_method", "bogus", "fp8"),
+], ids=["select-int", "select-activation", "explain-nested", "plan-nested"])
+def test_a_bad_hf_override_blames_the_flag_not_the_model_file(command, overrides, key, value, allowed, capsys):
+    line = f"vllm serve qwen3-30b-a3b --hf-overrides '{json.dumps(overrides)}'"
+    assert main([command, "--gpu", "H200", "--serve", line, "--json"]) == 2
+    record = json.loads(capsys.readouterr().out)
+    assert record["message"] == "bad --serve"
+    (issue,) = record["issues"]
+    assert issue["file"] is None and issue["path"] == f"--serve --hf-overrides {key}" and issue["value"] == value
+    assert "--hf-overrides sets" in issue["message"]
+    assert allowed is None or allowed in issue["allowed"]
+
+
+def test_a_bad_model_file_field_is_still_the_files_beside_an_override(tmp_path, capsys):
+    model = tmp_path / "config.json"
+    model.write_text(json.dumps({**json.loads((Path(__file__).parents[2] / "examples/models/qwen3-30b-a3b.json").read_text()), "hidden_act": "foo"}))
+    assert main(["select", "--gpu", "H200", "--serve", f"vllm serve {model} --hf-overrides '{{\"num_experts\": 64}}'", "--json"]) == 2
+    (issue,) = json.loads(capsys.readouterr().out)["issues"]
+    assert issue["file"] == str(model) and issue["path"] == "$.hidden_act"
 
 
 def test_serve_environment_words_are_read_and_checked_as_vllm_reads_them(capsys):
