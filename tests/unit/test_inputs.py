@@ -43,6 +43,28 @@ def test_schema_errors_name_the_file_and_path(tmp_path, small_catalog):
     assert all(i.file.endswith("cfg.yaml") for i in info.value.issues)
 
 
+@pytest.mark.parametrize(("quant", "path", "allowed"), [
+    ("fp8_blok", "$.model.quant", "schemes"),
+    (7, "$.model.quant", "schemes"),
+    (["fp8_block"], "$.model.quant", "schemes"),
+    (None, "$.model.quant", "schemes"),
+    ({"weight": "fp9", "activation": None}, "$.model.quant.weight", "keys"),
+    ({"weight": "fp8_static_block128", "activation": "fp8_dynamc_group128"}, "$.model.quant.activation", "keys"),
+], ids=["misspelt-name", "number", "list", "null", "bad-weight-key", "bad-activation-key"])
+def test_a_bad_quant_in_a_file_lists_what_is_allowed_as_the_flag_does(tmp_path, small_catalog, quant, path, allowed):
+    from moe_oracle.inputs import parse_quant
+    from moe_oracle.quant import QUANT_KEYS, SCHEMES
+
+    with pytest.raises(ConfigError) as flag:
+        parse_quant("fp8_blok")
+    assert flag.value.issues[0].allowed == list(SCHEMES)
+    with pytest.raises(ConfigError) as info:
+        load_config_file(write(tmp_path, {**GOOD, "model": {**GOOD["model"], "quant": quant}}), small_catalog)
+    (issue,) = info.value.issues
+    assert issue.file.endswith("cfg.yaml") and issue.path == path
+    assert issue.allowed == (list(SCHEMES) if allowed == "schemes" else list(QUANT_KEYS))
+
+
 def test_unknown_all2all_backend_has_did_you_mean(tmp_path, small_catalog):
     doc = {**GOOD, "parallel": {"all2all_backend": "deepep_low_latncy"}}
     with pytest.raises(ConfigError) as info:
