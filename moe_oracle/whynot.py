@@ -26,6 +26,7 @@ from itertools import chain, count
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .checks import Check
@@ -162,8 +163,9 @@ class Alternative:
         return sum(e.cost for e in self.edits)
 
     def flags(self) -> str:
-        """The moe-oracle flags that make the change (pasteable after the original ones)."""
-        return " ".join(f for e in self.edits if (f := e.flag()))
+        """The moe-oracle flags that make the change (pasteable after the original ones), each
+        flag once with the value the edits leave (:func:`_merge_flags`)."""
+        return _merge_flags(f for e in self.edits if (f := e.flag()))
 
     def changes(self) -> list[str]:
         """Changes no flag makes (another checkpoint, another model), in words."""
@@ -301,6 +303,40 @@ def _preset_flag(text: str, before: str = "") -> str:
     if "ep" in old and "ep" not in words:
         out.append("--no-ep")
     return " ".join(out)
+
+
+def _flag_key(option: list[str]) -> tuple[str, ...]:
+    """What one option sets: ``--no-ep`` and ``--ep`` set the same thing, ``--package X==1`` and
+    ``--without X`` the same package, ``--env VAR=1`` and ``--env VAR=0`` the same variable."""
+    name = option[0]
+    if name in ("--package", "--without") and len(option) > 1:
+        return ("package", str(canonicalize_name(option[1].split("==")[0])))
+    if name == "--env" and len(option) > 1:
+        return ("env", option[1].partition("=")[0])
+    return (name[5:] if name.startswith("--no-") else name[2:],)
+
+
+def _merge_flags(texts: Iterable[str]) -> str:
+    """Edits' flags joined, each input set once: where two edits set the same flag (a tp edit,
+    then a whole redeployment), the later value stays, at the first one's place, as applying the
+    edits in order leaves it.
+
+    >>> _merge_flags(["--tp 1", "--tp 8 --dp 1"])
+    '--tp 8 --dp 1'
+    >>> _merge_flags(["--ep", "--dp 8", "--no-ep", "--env A=1", "--env A=0"])
+    '--no-ep --dp 8 --env A=0'
+    """
+    options: list[list[str]] = []
+    for text in texts:
+        for word in text.split():
+            if word.startswith("--") or not options:
+                options.append([word])
+            else:
+                options[-1].append(word)
+    merged: dict[tuple[str, ...], list[str]] = {}
+    for option in options:
+        merged[_flag_key(option)] = option  # an existing key keeps its place, takes the later value
+    return " ".join(" ".join(option) for option in merged.values())
 
 
 def _text(value: Any) -> str:

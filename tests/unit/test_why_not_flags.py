@@ -35,9 +35,24 @@ def _json(capsys, argv: list[str]) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
+def _set_by(flags: list[str]) -> list[str]:
+    """What each option of a fix sets (``--no-ep`` and ``--ep`` the same; ``--env VAR=..`` per variable)."""
+    keys = []
+    for i, word in enumerate(flags):
+        if not word.startswith("--"):
+            continue
+        key = word.replace("--no-", "--", 1)
+        if key in ("--env", "--package", "--without") and i + 1 < len(flags):
+            key = ("--package" if key == "--without" else key) + " " + re.split(r"==|=", flags[i + 1])[0]
+        keys.append(key)
+    return keys
+
+
 def _check_fix(capsys, base: list[str], fix: dict) -> None:
     flags = fix["flags"].split()
     assert not re.search(r"\bno --|\(|->", fix["flags"]), fix["flags"]
+    keys = _set_by(flags)
+    assert len(keys) == len(set(keys)), f"fix {fix['flags']!r} repeats a flag"
     parser = build_parser()
     before = parser.parse_args(["select", *base])
     after = parser.parse_args(["select", *base, *flags])  # SystemExit(2) on a flag the CLI lacks
@@ -70,6 +85,38 @@ def test_dead_end_fixes_are_pasteable(capsys, argv):
     assert len(shown) == len(set(shown))
     for fix in record["fixes"]:
         _check_fix(capsys, argv, fix)
+
+
+# A sampled layer (sample_configs seed 3, #1290) where the search edits --tp and then redeploys
+# the same GPUs: the redeployment's --tp used to follow the first one (`--tp 1 --tp 8 --dp 1`).
+REDEPLOYED_TWICE = {
+    "model": {"num_experts": 8, "top_k": 5, "hidden_size": 5120, "intermediate_size": 8192, "activation": "silu", "quant": "mxfp4_mxfp4",
+              "quant_method": "mxfp4", "routing_method": "deepseek_v4", "in_dtype": "float32"},
+    "device": {"gpu": "MI325X"},
+    "parallel": {"tp_size": 2, "dp_size": 8, "all2all_backend": "deepep_high_throughput"},
+    "batch_invariant": True,
+    "environment": {"env": {"VLLM_B12X_MOE_FP4_FORCE_A16": "1", "VLLM_MOE_USE_DEEP_GEMM": "0", "VLLM_ROCM_USE_AITER_MOE": "0", "VLLM_USE_DEEP_GEMM": "0"}},
+}
+
+
+def test_a_fix_that_edits_a_flag_twice_names_it_once(capsys, tmp_path):
+    path = tmp_path / "layer.json"
+    path.write_text(json.dumps(REDEPLOYED_TWICE))
+    code, record = _json(capsys, ["why-not", "--backend", "aiter", "--config", str(path), "--keep", "device", "--json"])
+    assert code == 0 and record["alternatives"]
+    twice = [a for a in record["alternatives"] if sum(e["target"] in ("parallel", "parallel.tp_size") for e in a["edits"]) == 2]
+    assert twice and "--tp 8 --dp 1" in twice[0]["flags"]
+    for alt in record["alternatives"]:
+        _check_fix(capsys, ["--config", str(path)], alt)
+
+
+def test_merged_flags_keep_the_last_value_at_the_first_place():
+    from moe_oracle.environment import ABSENT
+    from moe_oracle.whynot import Alternative, Edit
+
+    edits = (Edit("parallel.use_ep", False, True, 1), Edit("parallel.tp_size", 2, 1, 3), Edit("parallel", "tp=1 dp=8", "tp=8 dp=1", 3),
+             Edit("packages.deep-gemm", ABSENT, "2.1.0", 2), Edit("packages.deep_gemm", "2.1.0", ABSENT, 2), Edit("parallel.use_ep", True, False, 1))
+    assert Alternative(edits, "k", None, None, None).flags() == "--no-ep --tp 8 --dp 1 --without deep_gemm"
 
 
 def test_non_flag_change_is_worded_apart(capsys):
