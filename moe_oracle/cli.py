@@ -437,19 +437,32 @@ def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
 
 
 def _refusals(config: Any, args: argparse.Namespace) -> list[Any]:
-    """What the engine refuses at start, each naming the input that set it: the flag
-    (``--eplb``), or for a ``--config`` file, the file and the field (``$.parallel.enable_eplb``)
-    unless a flag overrode that field."""
-    from dataclasses import replace as _replace
-
+    """What the engine refuses at start, each naming the input that set it and advising a change
+    in that input: the flag (``--eplb``; add ``--ep``), the ``--serve`` line's flag
+    (``--serve --enable-eplb``; add ``--enable-expert-parallel``), or a ``--config`` file's field
+    (``$.parallel.enable_eplb`` in FILE; set ``$.parallel.use_ep: true`` there)."""
     from .refusals import refusals
 
-    issues = refusals(config)
-    if not getattr(args, "config", None):
-        return issues
-    given = {"--eplb": args.eplb, "--ep": args.ep, "--redundant-experts": args.redundant_experts, "--tp": args.tp, "--gpu": args.gpu or getattr(args, "platform", None)}
-    fields = refusals(config, flags=False)
-    return [i if given.get(i.path) is not None else _replace(f, file=str(args.config)) for i, f in zip(issues, fields)]
+    return refusals(config, origins=_origins(args))
+
+
+def _origins(args: argparse.Namespace) -> dict[str, Any]:
+    """Deployment field -> :class:`~moe_oracle.refusals.Origin` for the fields given: a value the
+    ``--serve`` line filled is the serve line's, one typed as a flag the flag's, any other the
+    ``--config`` file's (when there is one); a field given nowhere is left out."""
+    from .refusals import FLAG, Origin
+
+    serve_set = getattr(args, "from_serve", frozenset())
+    config_file = getattr(args, "config", None)
+    origins = {}
+    for field, dest in (("parallel.enable_eplb", "eplb"), ("parallel.use_ep", "ep"), ("parallel.num_redundant_experts", "redundant_experts")):
+        if dest in serve_set:
+            origins[field] = Origin("serve")
+        elif getattr(args, dest, None) is not None:
+            origins[field] = FLAG
+        elif config_file:
+            origins[field] = Origin("file", str(config_file))
+    return origins
 
 
 def _merged_notes(decision_notes: tuple[str, ...], input_notes: tuple[str, ...]) -> tuple[str, ...]:

@@ -74,7 +74,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         ConfigError: a missing or invalid model, device or flag.
     """
     from .checkpoint import read_checkpoint
-    from .cli import _check_serve_values, _device_from_args
+    from .cli import _check_serve_values, _device_from_args, _origins
     from .config import ParallelConfig, Provenance
     from .deployment import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
     from .engine import check_request, resolve_request
@@ -168,5 +168,5 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         checkpoint, Oracle(catalog, env, policy=args.policy), device=device, parallel=parallel,
         moe_backend=args.moe_backend or "auto", draft_moe_backend=getattr(args, "draft_moe_backend", None), include_draft=not getattr(args, "no_draft", False),
         lora=bool(args.lora), batch_invariant=bool(args.batch_invariant), max_num_tokens=args.max_tokens,
-        expert_placement_strategy=getattr(args, "expert_placement", "linear"), environment=env, provenance=prov, notes=notes,
+        expert_placement_strategy=getattr(args, "expert_placement", "linear"), environment=env, provenance=prov, notes=notes, origins=_origins(args),
     )

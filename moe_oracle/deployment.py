@@ -50,6 +50,9 @@ def apply_serve(args: argparse.Namespace, serve: ServeArgs) -> None:
     explain and select answer for the target layer). Boolean vLLM flags given as off
     (``--no-enable-eplb``) leave the oracle's flag unset, which means off.
 
+    ``args.from_serve`` is set to the argparse destinations the serve line filled (a flag the
+    operator also typed is the flag's), so that messages name the input a value came from.
+
     Raises:
         ConfigError: ``--model``/``--config`` together with ``--serve``, or a flag given both
             ways with different values.
@@ -57,6 +60,7 @@ def apply_serve(args: argparse.Namespace, serve: ServeArgs) -> None:
     if getattr(args, "model", None) or getattr(args, "config", None):
         raise ConfigError([InputIssue("--serve", "the vllm serve line names the model; drop --model/--config", args.model or args.config, None)], headline="bad --serve")
     issues = []
+    from_serve: list[str] = []
     for attr, (dest, flag) in _SERVE_TO_ARGS.items():
         value = getattr(serve, attr)
         if value is None or value is False:
@@ -65,9 +69,12 @@ def apply_serve(args: argparse.Namespace, serve: ServeArgs) -> None:
         if current is not None and current != value:
             issues.append(InputIssue(flag, f"given as {flag} {current} and in --serve as {serve.flag_for(attr)} {value}", current, None))
             continue
+        if current is None:
+            from_serve.append(dest)
         setattr(args, dest, value)
     if issues:
         raise ConfigError(issues, headline="bad --serve")
+    args.from_serve = frozenset(from_serve)
 
 
 def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:

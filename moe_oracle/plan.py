@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .checkpoint import Checkpoint, CheckpointLayer
 from .config import Device, MoEConfig, ParallelConfig, Provenance
@@ -29,7 +29,7 @@ from .environment import Environment
 from .errors import ConfigError
 from .oracle import Oracle
 from .placement import Placement, expert_placement, ranges_text
-from .refusals import refusals
+from .refusals import Origin, refusals
 from .vocab import Source
 
 __all__ = ["PLAN_FORMAT_VERSION", "Plan", "PlanGroup", "RankClass", "build_plan", "layer_ranges"]
@@ -317,6 +317,7 @@ def build_plan(
     environment: Environment | None = None,
     provenance: Sequence[Provenance] = (),
     notes: Sequence[str] = (),
+    origins: Mapping[str, Origin] | None = None,
 ) -> Plan:
     """Plan every layer of ``checkpoint`` on ``device`` under ``parallel``.
 
@@ -333,6 +334,8 @@ def build_plan(
         environment: environment for every selection (default: the oracle's).
         provenance: records for deployment fields (the CLI passes its flags).
         notes: deployment notes to carry (inputs with no effect, serve-line remarks).
+        origins: where each deployment field was given, for refusals that name that input
+            (:func:`~moe_oracle.refusals.refusals`; default: moe-oracle's flags).
 
     Raises:
         ConfigError: a layer's MoEConfig is invalid (the message names the field), a deployment
@@ -359,7 +362,7 @@ def build_plan(
             bare = replace(config, provenance=())
             decision = by_inputs.get(bare)
             if decision is None:
-                issues = refusals(config)  # the server would not start: bad input, as for select
+                issues = refusals(config, origins=origins)  # the server would not start: bad input, as for select
                 if issues:
                     raise ConfigError(issues)
                 decision = by_inputs[bare] = oracle.select(config, env, strict=False)

@@ -6,23 +6,71 @@ command line (a refusal is bad input, exit code 2).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .errors import InputIssue
 
-__all__ = ["no_effect_notes", "refusals"]
+__all__ = ["FLAG", "Origin", "no_effect_notes", "refusals"]
 
 
-_FLAG_OF = {
-    "parallel.enable_eplb": "--eplb",
-    "parallel.use_ep": "--ep",
-    "parallel.num_redundant_experts": "--redundant-experts",
-    "parallel.tp_size": "--tp",
-    "device": "--gpu",
+@dataclass(frozen=True)
+class Origin:
+    """Where a deployment field was given, so that a refusal names that input and its advice
+    says how to change it there.
+
+    Attributes:
+        kind: ``flag`` (moe-oracle's own flag, ``--eplb``), ``serve`` (the ``--serve`` line's
+            vLLM flag, ``--enable-eplb``) or ``file`` (a MoEConfig file's YAML path,
+            ``$.parallel.enable_eplb``).
+        file: the MoEConfig file, with ``kind="file"`` only.
+
+    Raises:
+        ValueError: an unknown ``kind``, or ``file`` given with another kind or missing with ``file``.
+    """
+
+    kind: str
+    file: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"Origin.kind: {self.kind!r} is not one of {', '.join(_KINDS)}")
+        if (self.kind == "file") != (self.file is not None):
+            raise ValueError(f"Origin.file: {self.file!r}: a file is given with kind 'file' and only then")
+
+
+_KINDS = ("flag", "serve", "file")
+FLAG = Origin("flag")
+
+# field -> (moe-oracle flag, vLLM 0.33.0 serve flag as this package's --serve reads it)
+_INPUTS = {
+    "parallel.enable_eplb": ("--eplb", "--enable-eplb"),
+    "parallel.use_ep": ("--ep", "--enable-expert-parallel"),
+    "parallel.num_redundant_experts": ("--redundant-experts", "--eplb-config num_redundant_experts"),
 }
 
 
-def refusals(config: Any, *, flags: bool = True) -> list[InputIssue]:
+def _where(field: str, origin: Origin) -> str:
+    """The issue path: ``--eplb``, ``--serve --enable-eplb`` or ``$.parallel.enable_eplb``.
+
+    >>> _where("parallel.use_ep", Origin("serve"))
+    '--serve --enable-expert-parallel'
+    """
+    flag, serve_flag = _INPUTS[field]
+    return {"flag": flag, "serve": f"--serve {serve_flag}", "file": f"$.{field}"}[origin.kind]
+
+
+def _turn_on(field: str, origin: Origin) -> str:
+    """Advice to turn a boolean field on, in the words of the input the refused value came from.
+
+    >>> _turn_on("parallel.use_ep", Origin("file", "dep.yaml"))
+    'set $.parallel.use_ep: true in dep.yaml'
+    """
+    flag, serve_flag = _INPUTS[field]
+    return {"flag": f"add {flag}", "serve": f"add {serve_flag} to the vllm serve line", "file": f"set $.{field}: true in {origin.file}"}[origin.kind]
+
+
+def refusals(config: Any, *, origins: Mapping[str, Origin] | None = None) -> list[InputIssue]:
     """What vLLM 0.33.0 refuses before any kernel is chosen: the server does not start.
 
     Sources: vLLM 0.33.0 vllm/config/parallel.py ``ParallelConfig.__post_init__`` (EPLB needs
@@ -30,18 +78,26 @@ def refusals(config: Any, *, flags: bool = True) -> list[InputIssue]:
     experts need EPLB) and P/layer.py (with EPLB, the physical experts must split evenly over
     the EP ranks).
 
-    ``flags``: name the moe-oracle flags (``--eplb``), else the config-file paths.
+    ``origins``: field (``parallel.enable_eplb``) -> where it was given (:class:`Origin`;
+    absent: not given, so a refused field is named as moe-oracle's flag). Each issue names the
+    refused field as its input names it; the advice changes the other field where that one was
+    given, else in the refused field's input (``add --ep``, ``add --enable-expert-parallel to the
+    vllm serve line``, ``set $.parallel.use_ep: true in FILE``).
     """
     p = config.parallel
     world = p.tp_size * p.dp_size
     issues = []
+    origins = origins or {}
 
-    def issue(field: str, message: str, value: Any) -> None:
-        issues.append(InputIssue(_FLAG_OF[field] if flags else f"$.{field}", message, value, None, keyword="engine_refuses"))
+    def issue(field: str, message: str, value: Any, turn_on: str | None = None) -> None:
+        origin = origins.get(field, FLAG)
+        if turn_on is not None:
+            message += f"; {_turn_on(turn_on, origins.get(turn_on, origin))}"
+        issues.append(InputIssue(_where(field, origin), message, value, None, origin.file, keyword="engine_refuses"))
 
     if p.enable_eplb:
         if not p.use_ep:
-            issue("parallel.enable_eplb", "vLLM 0.33.0 refuses EPLB without expert parallelism (\"enable_expert_parallel must be True to use EPLB\", vllm/config/parallel.py); add --ep", True)
+            issue("parallel.enable_eplb", "vLLM 0.33.0 refuses EPLB without expert parallelism (\"enable_expert_parallel must be True to use EPLB\", vllm/config/parallel.py)", True, "parallel.use_ep")
         elif world <= 1:
             issue("parallel.enable_eplb", f"vLLM 0.33.0 refuses EPLB without tensor, prefill-context or data parallelism (TP={p.tp_size}, DP={p.dp_size}; vllm/config/parallel.py)", True)
         platform = config.device.platform.value
@@ -51,7 +107,7 @@ def refusals(config: Any, *, flags: bool = True) -> list[InputIssue]:
         if p.use_ep and world > 1 and physical % world:
             issue("parallel.enable_eplb", f"vLLM 0.33.0 refuses EPLB when the {physical} physical experts ({config.num_experts} + {p.num_redundant_experts} redundant) do not split evenly over {world} EP ranks (P/layer.py)", physical)
     elif p.num_redundant_experts:
-        issue("parallel.num_redundant_experts", f"vLLM 0.33.0 refuses {p.num_redundant_experts} redundant experts without EPLB (\"Either enable EPLB or unset num_redundant_experts\", vllm/config/parallel.py); add --eplb", p.num_redundant_experts)
+        issue("parallel.num_redundant_experts", f"vLLM 0.33.0 refuses {p.num_redundant_experts} redundant experts without EPLB (\"Either enable EPLB or unset num_redundant_experts\", vllm/config/parallel.py)", p.num_redundant_experts, "parallel.enable_eplb")
     return issues
 
 

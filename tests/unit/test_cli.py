@@ -163,6 +163,31 @@ def test_a_bad_backend_name_names_the_flag_it_was_given_in(argv, flag, capsys):
     assert f"bad {flag}" in text and "--moe-backend" not in text.replace("--draft-moe-backend", "") and "$.moe_backend" not in text
 
 
+EPLB_NO_EP = "model: {num_experts: 64, top_k: 4, hidden_size: 1024, intermediate_size: 512, activation: silu, quant: fp8_block}\ndevice: {gpu: H200}\nparallel: {tp_size: 2, dp_size: 4, %s}\n"
+
+
+@pytest.mark.parametrize(("argv", "parallel", "path", "advice"), [
+    (["select", "--config", "{file}"], "enable_eplb: true", "$.parallel.enable_eplb", "set $.parallel.use_ep: true in {file}"),
+    (["select", "--config", "{file}"], "num_redundant_experts: 4", "$.parallel.num_redundant_experts", "set $.parallel.enable_eplb: true in {file}"),
+    (["select", "--config", "{file}", "--no-ep"], "enable_eplb: true", "$.parallel.enable_eplb", "add --ep"),
+    (["select", "--config", "{file}", "--eplb"], "use_ep: false", "--eplb", "set $.parallel.use_ep: true in {file}"),
+    (["select", "--gpu", "H200", "--serve", "vllm serve qwen3-30b-a3b -tp 2 -dp 4 --enable-eplb"], None, "--serve --enable-eplb", "add --enable-expert-parallel to the vllm serve line"),
+    (["why-not", "--backend", "triton", "--gpu", "H200", "--serve", "vllm serve qwen3-30b-a3b -tp 8 --eplb-config.num_redundant_experts 8"], None, "--serve --eplb-config num_redundant_experts", "add --enable-eplb to the vllm serve line"),
+    (["plan", "--gpu", "H200", "--serve", "vllm serve qwen3-30b-a3b -tp 2 -dp 4 --enable-eplb"], None, "--serve --enable-eplb", "add --enable-expert-parallel to the vllm serve line"),
+    (["select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "8", "--eplb"], None, "--eplb", "add --ep"),
+], ids=["file-eplb", "file-redundant", "file-eplb-flag-no-ep", "flag-eplb-file-no-ep", "serve-eplb", "serve-redundant", "plan-serve-eplb", "flag-eplb"])
+def test_an_engine_refusal_advises_a_change_where_the_value_came_from(tmp_path, capsys, argv, parallel, path, advice):
+    file = tmp_path / "dep.yaml"
+    if parallel is not None:
+        file.write_text(EPLB_NO_EP % parallel)
+    argv = [a.replace("{file}", str(file)) for a in argv]
+    assert main([*argv, "--json"]) == 2
+    (issue,) = json.loads(capsys.readouterr().out)["issues"]
+    assert issue["keyword"] == "engine_refuses" and issue["path"] == path
+    assert issue["file"] == (str(file) if path.startswith("$") else None)
+    assert issue["message"].endswith("; " + advice.replace("{file}", str(file)))
+
+
 def test_an_engine_refusal_of_a_config_file_names_the_file_and_field(tmp_path, capsys):
     path = tmp_path / "eplb.yaml"
     path.write_text(
