@@ -326,7 +326,10 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
         if sep and key == "GPU models and configuration":
             in_gpus = True
             if value and value not in ("Could not collect", "No CUDA"):
-                gpus.append(value)
+                # One GPU: `nvidia-smi -L`'s single line stays on the key's line (vLLM 0.33.0
+                # vllm/collect_env.py get_gpu_info, maybe_start_on_next_line).
+                single = _GPU_LINE.match(value)
+                gpus.append(single.group(1) if single else value)
             continue
         if in_gpus:
             match = _GPU_LINE.match(line)

@@ -107,6 +107,13 @@ def test_collect_env_gives_packages_gpu_and_variables_and_is_not_complete():
     assert ("VLLM_USE_DEEP_GEMM", "0") in doc.env and ("CUDA_HOME", "/usr/local/cuda") in doc.env
 
 
+def test_collect_env_with_one_gpu_prints_it_on_the_keys_line():
+    """vLLM 0.33.0 collect_env.py: a one-line ``nvidia-smi -L`` stays on the key's line."""
+    one = COLLECT_ENV.replace("GPU models and configuration :\nGPU 0: NVIDIA H200\nGPU 1: NVIDIA H200\n", "GPU models and configuration : GPU 0: NVIDIA B200\n")
+    assert one != COLLECT_ENV
+    assert parse_environment_text(one, "collect.txt").gpus == ("NVIDIA B200",)
+
+
 def test_a_line_that_does_not_parse_names_the_file_and_line(tmp_path):
     path = tmp_path / "freeze.txt"
     path.write_text("vllm==0.33.0\nthis is not a requirement\n")
