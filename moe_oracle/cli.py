@@ -102,7 +102,7 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
     dep.add_argument("--batch-invariant", action=argparse.BooleanOptionalAction, default=None, help="require batch-invariant kernels")
     dep.add_argument("--max-tokens", type=_positive_int, metavar="N", help="largest number of tokens per call")
     env = p.add_argument_group("environment")
-    env.add_argument("--environment", metavar="FILE", help="read installed packages (and, from vllm collect-env, the GPU and env vars) from pip freeze / pip list --format=json / uv pip list / vllm collect-env output")
+    env.add_argument("--environment", metavar="FILE", help="read installed packages (and, from vllm collect-env, the GPU and env vars) from pip freeze / pip list --format=json / uv pip list / vllm collect-env output; --gpu/--platform (or a --config file's device) win over the file's GPU, with a note")
     env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable; NAME @ URL and local versions such as +cu130 accepted)")
     env.add_argument("--without", action="append", default=[], metavar="NAME", help="declare a package absent (repeatable)")
     env.add_argument("--env", action="append", default=[], metavar="VAR=VALUE", help="declare an environment variable (repeatable)")
@@ -202,6 +202,32 @@ def _device_from_args(args: argparse.Namespace):
     return None
 
 
+def _unused_gpu_note(args: argparse.Namespace, device: Any, declared: Any, winner: str) -> str | None:
+    """A note when an environment file's GPU is not used because ``winner`` (``--gpu H200``, the
+    ``--config`` file's device) describes the device; ``None`` when the file names no GPU or
+    the same catalog device. A flag (or the layer file) overriding a file's value is noted, not
+    refused, as ``--package`` over ``--environment`` is."""
+    from .errors import ConfigError
+    from .hardware import lookup_hardware
+
+    if declared is None or declared.gpu is None:
+        return None
+    try:
+        if device is not None and lookup_hardware(declared.gpu).device == device:
+            return None
+    except ConfigError:
+        pass  # not in the catalog: it is not used either way
+    return f"{declared.gpu_source}: its GPU {declared.gpu!r} is not used: {winner} wins"
+
+
+def _device_flag(args: argparse.Namespace) -> str:
+    """How the device was given on the command line (``--gpu H200``, ``--to gpu:B200``, ``--platform cuda``)."""
+    given = getattr(args, "gpu_given_as", None)
+    if given:
+        return given
+    return f"--gpu {args.gpu}" if args.gpu else f"--platform {args.platform}"
+
+
 def _probed_environment(args: argparse.Namespace, catalog: Any, probe_notes: tuple[str, ...]) -> Any:
     """This machine's :class:`~moe_oracle.environment.Environment` for ``--probe`` (explain, select, plan, diff).
 
@@ -253,6 +279,8 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     declared = None
     if not args.probe:
         declared = declare_environment(catalog, packages=args.package, without=args.without, env=args.env, env_file=args.environment, serve_env=serve.env if serve else ())
+        gpu_note = _unused_gpu_note(args, device, declared, _device_flag(args)) if device is not None else None
+        notes += [gpu_note] if gpu_note else []
         if device is None and declared.gpu is not None and not args.config:
             from .hardware import lookup_hardware
 
@@ -267,6 +295,9 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     if args.config:
         loaded = load_config_file(args.config, catalog)
         config, file_env, file_probe = loaded.config, loaded.environment, loaded.probe
+        if device is None:
+            gpu_note = _unused_gpu_note(args, config.device, declared, f"the device of --config {args.config}")
+            notes += [gpu_note] if gpu_note else []
         changes: dict[str, Any] = {}
         if device is not None:
             changes["device"] = device

@@ -17,7 +17,9 @@ A side (--from / --to) is one of:
   gpu:NAME                           another device from the hardware catalog (gpu:B200)
   FILE                               an environment file (pip freeze, pip list --format=json,
                                      uv pip list or vllm collect-env output)
-Everything else (model, deployment, --package, --env ...) is shared by both sides.
+Everything else (model, deployment, --package, --env ...) is shared by both sides. A device
+given as --gpu/--platform or a gpu:NAME side wins over an environment file's GPU (collect-env),
+with a note per side naming the GPU not used.
 
 examples:
   moe-oracle diff --model deepseek-r1 --gpu B200 --tp 8 --from vllm==0.31.0 --to vllm==0.33.0
@@ -61,6 +63,7 @@ def parse_side(text: str, flag: str) -> dict[str, Any]:
 
 
 def _side_args(args: argparse.Namespace, side: dict[str, Any]) -> argparse.Namespace:
+    """The flags of one side: ``side`` is :func:`parse_side`'s record plus the ``flag`` it was given by."""
     out = copy.copy(args)
     out.package = list(args.package)
     if "packages" in side:
@@ -68,6 +71,7 @@ def _side_args(args: argparse.Namespace, side: dict[str, Any]) -> argparse.Names
     if "gpu" in side:
         out.gpu = side["gpu"]
         out.platform = out.sm = out.arch = None
+        out.gpu_given_as = f"{side['flag']} gpu:{side['gpu']}"
     if "environment" in side:
         if args.environment:
             raise ConfigError([InputIssue("--environment", "a side given as an environment file replaces --environment; give one of them", args.environment, None)], headline="bad --environment")
@@ -97,7 +101,7 @@ def _plan_groups(args: argparse.Namespace, catalog: Any, sides: list[tuple[str, 
 def run(args: argparse.Namespace, catalog: Any, build_inputs: Callable[..., tuple[Any, Any, list[str]]], print_json: Callable[[Any], None]) -> int:
     from .diff import Side, diff_groups
 
-    specs = [(text, parse_side(text, flag)) for flag, text in (("--from", args.side_from), ("--to", args.side_to))]
+    specs = [(text, {**parse_side(text, flag), "flag": flag}) for flag, text in (("--from", args.side_from), ("--to", args.side_to))]
     if (args.model or args.serve) and not args.config and not args.quant:
         # A whole model: every MoE layer group of its plan, paired by layer indices.
         groups, notes = _plan_groups(args, catalog, specs)

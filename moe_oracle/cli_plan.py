@@ -74,7 +74,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         ConfigError: a missing or invalid model, device or flag.
     """
     from .checkpoint import read_checkpoint
-    from .cli import _check_serve_values, _device_from_args, _origins
+    from .cli import _check_serve_values, _device_flag, _device_from_args, _origins, _unused_gpu_note
     from .config import ParallelConfig, Provenance
     from .deployment import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
     from .engine import check_request, resolve_request
@@ -113,7 +113,10 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     notes += env_notes
     if serve is not None:
         _check_serve_values(serve, catalog, env)
-    if device is None and declared is not None and declared.gpu is not None:
+    if device is not None:
+        gpu_note = _unused_gpu_note(args, device, declared, _device_flag(args))
+        notes += [gpu_note] if gpu_note else []
+    elif declared is not None and declared.gpu is not None:
         from .hardware import lookup_hardware
 
         device = lookup_hardware(declared.gpu).device

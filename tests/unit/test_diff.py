@@ -89,3 +89,24 @@ def test_cli_diff_of_a_whole_model_reports_every_layer_group(capsys):
         assert (g["before"]["selected"]["experts"], g["after"]["selected"]["experts"]) == ("MarlinExperts", "HummingIndexedExperts")
         assert "priority.mxfp4.hopper_prefers_humming" in {c["rule"] for c in g["causes"]}
         assert (g["before"]["release"], g["after"]["release"]) == ("vLLM 0.29.0 (declared)", "vLLM 0.33.0 (declared)")
+
+
+@pytest.mark.parametrize("layer", [["--model", "qwen3-30b-a3b"], ["--model", "qwen3-30b-a3b", "--quant", "fp8_block"]], ids=["plan", "one-layer"])
+def test_diff_notes_each_sides_environment_gpu_that_gpu_overrides(tmp_path, capsys, layer):
+    sides = []
+    for gpu in ("H100 80GB HBM3", "B200"):
+        path = tmp_path / f"{gpu.split()[0]}.txt"
+        path.write_text(f"GPU models and configuration : GPU 0: NVIDIA {gpu}\nVersions of relevant libraries\n[pip3] vllm==0.33.0\n")
+        sides.append(str(path))
+    assert main(["diff", *layer, "--gpu", "H200", "--from", sides[0], "--to", sides[1], "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert f"--environment {sides[0]}: its GPU 'NVIDIA H100 80GB HBM3' is not used: --gpu H200 wins" in notes
+    assert f"--environment {sides[1]}: its GPU 'NVIDIA B200' is not used: --gpu H200 wins" in notes
+
+
+def test_diff_gpu_sides_name_the_side_over_an_environment_files_gpu(tmp_path, capsys):
+    path = tmp_path / "collect.txt"
+    path.write_text("GPU models and configuration : GPU 0: NVIDIA H100 80GB HBM3\nVersions of relevant libraries\n[pip3] vllm==0.33.0\n")
+    assert main(["diff", "--model", "qwen3-30b-a3b", "--environment", str(path), "--from", "gpu:H200", "--to", "gpu:B200", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert f"--environment {path}: its GPU 'NVIDIA H100 80GB HBM3' is not used: --to gpu:B200 wins" in notes

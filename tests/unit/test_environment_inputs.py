@@ -211,3 +211,32 @@ def test_an_unknown_moe_backend_in_a_config_file_gets_the_flags_message(tmp_path
         assert "vLLM 0.33.0 does not accept" in file_line and "cpu" not in allowed  # only what the release accepts
     if name == "flashinfer_trtlm":
         assert file_line.endswith("did you mean 'flashinfer_trtllm'?")
+
+
+# --- a GPU read from an environment file that something else overrides is noted -----------------
+
+ONE_GPU = "GPU models and configuration : GPU 0: NVIDIA {gpu}\nVersions of relevant libraries\n[pip3] vllm==0.33.0\n"
+
+
+@pytest.mark.parametrize(("command", "device", "winner"), [
+    ("explain", ["--gpu", "H200"], "--gpu H200 wins"),
+    ("explain", ["--platform", "cuda", "--sm", "90"], "--platform cuda wins"),
+    ("explain", ["--config", "{config}"], "the device of --config {config} wins"),
+    ("plan", ["--gpu", "H200"], "--gpu H200 wins"),
+], ids=["explain-gpu", "explain-platform", "explain-config", "plan-gpu"])
+def test_a_gpu_in_an_environment_file_that_a_flag_overrides_is_noted(tmp_path, capsys, command, device, winner):
+    env_file, config = tmp_path / "collect.txt", tmp_path / "layer.yaml"
+    env_file.write_text(ONE_GPU.format(gpu="B200"))
+    config.write_text(CONFIG)
+    device = [a.replace("{config}", str(config)) for a in device]
+    layer = [] if "--config" in device else ["--model", "qwen3-30b-a3b"]
+    assert main([command, *layer, *device, "--environment", str(env_file), "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert f"--environment {env_file}: its GPU 'NVIDIA B200' is not used: {winner.replace('{config}', str(config))}" in notes
+
+
+def test_the_same_gpu_in_flag_and_environment_file_needs_no_note(tmp_path, capsys):
+    env_file = tmp_path / "collect.txt"
+    env_file.write_text(ONE_GPU.format(gpu="H200"))
+    assert main(["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", str(env_file), "--json"]) == 0
+    assert not any("is not used" in n for n in json.loads(capsys.readouterr().out)["notes"])
