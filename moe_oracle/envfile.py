@@ -40,7 +40,7 @@ from packaging.version import InvalidVersion, Version
 
 from .errors import ConfigError, InputIssue
 
-__all__ = ["EnvironmentFile", "PackageSpec", "parse_environment_text", "parse_requirement", "read_environment_file", "unique_specs"]
+__all__ = ["EnvironmentFile", "PackageSpec", "parse_environment_text", "parse_requirement", "read_environment_file", "same_version", "unique_specs"]
 
 MAX_ENV_FILE_BYTES = 8 * 1024 * 1024
 
@@ -137,15 +137,29 @@ def unique_specs(specs: Iterable[tuple[PackageSpec, str | None]], where: str, fi
         first = seen.get(spec.name)
         if first is None:
             seen[spec.name] = (spec, at)
-        elif not _same_version(first[0], spec):
+        elif not (same_version(first[0].version, spec.version) and (spec.version is not None or first[0].reference == spec.reference)):
             raise ConfigError([InputIssue(f"{where} {spec.name}", f"declared twice with different versions: {_shown(*first)} and {_shown(spec, at)}; declare one version", None, None, file)], headline=f"bad {where}")
     return tuple(s for s, _ in seen.values())
 
 
-def _same_version(a: PackageSpec, b: PackageSpec) -> bool:
-    if a.version is None or b.version is None:
-        return a.version is None and b.version is None and a.reference == b.reference
-    return Version(a.version) == Version(b.version)
+def same_version(a: str | None, b: str | None) -> bool:
+    """Whether two declarations of one package name the same version: equal as PEP 440
+    versions (``0.9`` is ``0.9.0``), or the same text where one is not a PEP 440 version; an
+    unknown version (``None``: ``NAME @ URL``, a bare name) equals only another unknown one.
+    The one test of "one package declared at two versions", for requirement specs
+    (:func:`unique_specs`) and for :class:`~moe_oracle.environment.Environment` pairs.
+
+    >>> same_version("0.9", "0.9.0"), same_version("0.9.0", "0.10.0"), same_version(None, None), same_version("1.0", None)
+    (True, False, True, False)
+    """
+    if a is None or b is None:
+        return a is None and b is None
+    if a == b:
+        return True
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return False
 
 
 def _shown(spec: PackageSpec, at: str | None) -> str:

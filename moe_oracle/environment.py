@@ -25,7 +25,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .config import Device
-from .envfile import parse_requirement, unique_specs
+from .envfile import parse_requirement, same_version, unique_specs
 from .errors import ConfigError, InputIssue
 from .vocab import Platform
 
@@ -242,30 +242,21 @@ def _pairs(name: str, value: object) -> tuple[tuple[str, str], ...]:
     return tuple((k, v) for k, v in items)
 
 
-def _same(name: str, a: str, b: str) -> bool:
-    if a == b:
-        return True
-    if name != "packages":
-        return False
-    try:
-        return Version(a) == Version(b)
-    except InvalidVersion:
-        return False
-
-
 def _item_path(name: str, key: str) -> str:
     return f"--package {key}" if name == "packages" else f"{name} {key}"
 
 
 def _unique_pairs(name: str, pairs: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    """``pairs`` with repeats dropped.
+    """``pairs`` with repeats dropped (packages compared as versions, :func:`~moe_oracle.envfile.same_version`;
+    variables as text).
 
     Raises:
         ConfigError: one name given two different values.
     """
+    same = same_version if name == "packages" else (lambda a, b: a == b)
     seen: dict[str, str] = {}
     for key, value in pairs:
-        if key in seen and not _same(name, seen[key], value):
+        if key in seen and not same(seen[key], value):
             noun = "versions" if name == "packages" else "values"
             raise ConfigError([InputIssue(_item_path(name, key), f"declared twice with different {noun}: {seen[key]!r} and {value!r}; declare one", None, None)], headline=f"bad Environment {name}")
         seen[key] = value

@@ -114,6 +114,29 @@ def test_constructor_refuses_two_versions_of_one_package_and_two_values_of_one_v
     assert info.value.issues[0].path == "env VLLM_USE_DEEP_GEMM"
 
 
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("0.33.0", "0.33", True), ("0.33.0", "0.33.0.0", True), ("1.0+cu130", "1.0+CU130", True), ("2.1.0", "2.1.0.post1", False),
+    ("0.33.0", "0.32.0", False), ("1.0a1", "1.0.0a1", True), ("1.0", "1.0+cu130", False),
+])
+def test_both_doors_judge_one_package_at_two_versions_alike(a, b, same):
+    """Requirement specs (``Environment.declared``, ``unique_specs``) and constructor pairs
+    (``Environment(packages=...)``) ask one helper whether two versions are the same."""
+    import moe_oracle.environment as environment_module
+    from moe_oracle.envfile import same_version
+
+    assert environment_module.same_version is same_version and same_version(a, b) is same
+    assert not hasattr(environment_module, "_same")
+    outcomes = []
+    for build in (lambda: Environment.declared([f"vllm=={a}", f"vllm=={b}"]), lambda: Environment(packages=(("vllm", a), ("vllm", b)))):
+        try:
+            build()
+            outcomes.append(True)
+        except ConfigError as exc:
+            assert exc.issues[0].path == "--package vllm" and "declared twice with different versions" in exc.issues[0].message
+            outcomes.append(False)
+    assert outcomes == [same, same]
+
+
 def test_cli_refuses_two_versions_given_by_package_flags(capsys):
     code = main(["select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--package", "vllm==0.33.0", "--package", "vllm==0.32.0"])
     err = capsys.readouterr().err
