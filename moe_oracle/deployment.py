@@ -81,8 +81,10 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
     """The ``config.json`` a serve line's model resolves to.
 
     ``--hf-config-path`` wins when given. A local path or a shipped example name resolves
-    through :func:`moe_oracle.inputs.resolve_model_path`; a Hugging Face id
-    (``Qwen/Qwen3-30B-A3B-FP8``) resolves by its last component when that is a shipped example.
+    through :func:`moe_oracle.inputs.resolve_model_path`; a Hugging Face id resolves to a shipped
+    example named after the whole id (``nvidia/Qwen3.5-122B-A10B-NVFP4`` ->
+    ``nvidia-qwen3.5-122b-a10b-nvfp4``, as examples/models names a vendor's re-quantized
+    checkpoint), else after its last component (``Qwen/Qwen3-30B-A3B-FP8`` -> ``qwen3-30b-a3b-fp8``).
 
     Raises:
         ConfigError: nothing on this machine or among the examples matches.
@@ -102,7 +104,8 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
             except ConfigError:
                 raise ConfigError([InputIssue("--serve MODEL", "the checkpoint directory has no config.json", str(local), None)], headline="bad --serve") from None
         tail = ref.rstrip("/").rsplit("/", 1)[-1]
-        for candidate in dict.fromkeys([tail, tail.lower()]):
+        whole = ref.strip("/").replace("/", "-").lower() if ref.count("/") == 1 and not ref.startswith((".", "/")) else ""
+        for candidate in dict.fromkeys([whole, tail, tail.lower()]):
             if candidate and candidate != ref:
                 try:
                     return resolve_model_path(candidate, base)

@@ -196,3 +196,17 @@ def test_release_values_agree_with_the_serve_facts():
     from moe_oracle.serve import release_values
 
     assert tuple(sorted(engine_facts()["env_vars"])) == release_values("0.33.0")["env_vars"]
+
+
+@pytest.mark.parametrize(("model", "example"), [
+    ("nvidia/Qwen3.5-122B-A10B-NVFP4", "nvidia-qwen3.5-122b-a10b-nvfp4.json"),
+    ("RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8", "redhatai-deepseek-v4-flash-nvfp4-fp8.json"),
+    ("Qwen/Qwen3.5-122B-A10B", "qwen3.5-122b-a10b.json"),
+    ("deepseek-ai/DeepSeek-R1", "deepseek-r1.json"),
+])
+def test_a_hugging_face_id_resolves_to_its_shipped_example(model, example):
+    """examples/models/SOURCES.md lists these ids; a vendor's re-quantized checkpoint is shipped
+    under the whole id, the others under the id's last component."""
+    from moe_oracle.deployment import serve_model_path
+
+    assert serve_model_path(parse_serve(f"vllm serve {model} -tp 8")).name == example
