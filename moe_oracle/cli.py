@@ -116,12 +116,30 @@ def _add_view_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--view", choices=["engine", "runtime"], default="engine", help="engine (default): what vLLM runs; runtime: what this package's runtime can build (moe-oracle run)")
 
 
+_TOP_EPILOG = """\
+Describe the deployment the way you run it: a vllm serve line and the machine's packages
+give the model, the parallel shape, the backend request and the engine release.
+
+Try:
+  moe-oracle explain --model deepseek-r1 --gpu H200 --tp 8
+  moe-oracle explain --serve 'vllm serve Qwen/Qwen3-30B-A3B-FP8 -tp 2' --gpu H200 --package vllm==0.31.0
+  moe-oracle why-not --backend deep_gemm --model deepseek-r1 --gpu H200 --tp 8
+  moe-oracle codes                          (what every reason code means)
+
+Every answer names the engine release it is for (--package vllm==X, --environment FILE with
+pip freeze or collect_env output, or --probe; else the newest modelled release, assumed). --json on each command for machines.
+
+exit codes: 0 a kernel was selected (or the command succeeded), 1 nothing eligible (the
+full record is printed), 2 bad input (flags, config files, tables).
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree (exposed for tests and docs)."""
     parser = argparse.ArgumentParser(
         prog="moe-oracle",
         description="Choose the fused MoE kernel for a model layer on a given machine, and say why.",
-        epilog="Try: moe-oracle explain --model deepseek-r1 --gpu H200 --tp 8\n     moe-oracle codes   (what every reason code means)",
+        epilog=_TOP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"moe-oracle {__version__}")
@@ -139,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device", formatter_class=fmt)
     p.add_argument("--backend", required=True, type=_name, metavar="NAME", help="backend id or moe_backend alias")
     p.add_argument("--alternatives", type=_positive_int, default=3, metavar="N", help="show up to N ranked alternatives (default 3; equal costs are marked as ties)")
-    p.add_argument("--keep", action="append", default=[], metavar="CATEGORY[,CATEGORY]", help="inputs that must not change: device, parallel, quant, packages, env, flags, model (default: model)")
+    p.add_argument("--keep", action="append", default=[], metavar="CATEGORY[,CATEGORY]", help="inputs that must not change, besides the model (always kept): device, parallel, quant, packages, env, flags; repeat or comma-separate")
     _add_input_args(p)
     _add_view_arg(p)
     p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device x quant scheme, from the tables: a table that fits the terminal (default), Markdown (--markdown), or a self-contained HTML page (--html FILE).", epilog="example:\n  moe-oracle matrix --gpu H200,B200 --quant fp8_block --backend deep_gemm,triton", formatter_class=fmt)
