@@ -295,7 +295,7 @@ def declare_environment(
         notes += [f"--environment {env_file}: {n}" for n in doc.notes]
         unread = sorted({p.name for p in doc.packages} - read)
         kept = sorted({p.name for p in doc.packages} & read)
-        notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} packages, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} others do not affect selection" if unread else "") + ("; every unlisted package is absent" if doc.complete else ""))
+        notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} packages, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} {'other does' if len(unread) == 1 else 'others do'} not affect selection" if unread else "") + ("; every unlisted package is absent" if doc.complete else ""))
         file_vars = dict(doc.env)
         _collect_vars(catalog, file_vars, variables, notes, f"--environment {env_file}", release, quiet_unread=True)
         if doc.gpus:
@@ -350,5 +350,5 @@ def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], 
     for note in env_notes(shown, catalog.env_vars, catalog.removed_env_vars, engine_names, release=release):
         notes.append(f"{where}: {note}")
     if quiet_unread and other:
-        notes.append(f"{where}: {len(other)} other environment variables do not affect MoE kernel selection")
+        notes.append(f"{where}: {len(other)} other environment {'variable does' if len(other) == 1 else 'variables do'} not affect MoE kernel selection")
 
