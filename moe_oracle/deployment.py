@@ -295,7 +295,7 @@ def declare_environment(
         notes += [f"--environment {env_file}: {n}" for n in doc.notes]
         unread = sorted({p.name for p in doc.packages} - read)
         kept = sorted({p.name for p in doc.packages} & read)
-        notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} packages, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} {'other does' if len(unread) == 1 else 'others do'} not affect selection" if unread else "") + ("; every unlisted package is absent" if doc.complete else ""))
+        notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} package{'s' if len(doc.packages) != 1 else ''}, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} {'other does' if len(unread) == 1 else 'others do'} not affect selection" if unread else "") + ("; every unlisted package is absent" if doc.complete else ""))
         file_vars = dict(doc.env)
         _collect_vars(catalog, file_vars, variables, notes, f"--environment {env_file}", release, quiet_unread=True)
         if doc.gpus:
@@ -341,6 +341,8 @@ def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], 
     other = []
     for name, value in given.items():
         if name in read:
+            if into.get(name, value) != value:  # later sources win (declare_environment): say so
+                notes.append(f"{where}: {name}={value!r} overrides {name}={into[name]!r} given before it")
             into[name] = value
         elif name not in removed:
             other.append(name)

@@ -153,6 +153,21 @@ def test_cli_refuses_two_values_given_by_env_flags(capsys):
     assert main([*flags, "--env", "VLLM_USE_DEEP_GEMM=0", "--env", "VLLM_USE_DEEP_GEMM=0"]) == 0
 
 
+def test_an_env_flag_overriding_a_serve_or_file_value_is_noted(tmp_path, capsys):
+    """Later sources win (file, then the serve line's NAME=VALUE words, then --env); a value
+    replaced by a later source gets a note naming both values (it was replaced silently)."""
+    path = tmp_path / "env.txt"
+    path.write_text("vllm==0.33.0\n")
+    flags = ["explain", "--gpu", "H200", "--environment", str(path), "--json"]
+    serve = "VLLM_USE_DEEP_GEMM=0 vllm serve Qwen/Qwen3-30B-A3B-FP8 -tp 2"
+    assert main([*flags, "--serve", serve, "--env", "VLLM_USE_DEEP_GEMM=1"]) in (0, 1)  # 1: nothing eligible (the record is printed)
+    record = json.loads(capsys.readouterr().out)
+    assert dict(record["environment"]["env"])["VLLM_USE_DEEP_GEMM"] == "1"
+    assert any(n.startswith("--env: VLLM_USE_DEEP_GEMM='1' overrides VLLM_USE_DEEP_GEMM='0'") for n in record["notes"]), record["notes"]
+    assert main([*flags, "--serve", serve, "--env", "VLLM_USE_DEEP_GEMM=0"]) in (0, 1)  # the same value: nothing to say
+    assert not any("overrides" in n for n in json.loads(capsys.readouterr().out)["notes"])
+
+
 def test_cli_package_flag_still_overrides_the_environment_file(tmp_path, capsys):
     path = tmp_path / "freeze.txt"
     path.write_text("vllm==0.32.0\n")
