@@ -455,13 +455,13 @@ def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
         _print_json(compact_dict(decision, found) if args.command == "select" and not args.full else decision.to_dict())
     elif args.command == "select":
         if decision.winner is None:
-            print(render_dead_end(decision, found, command="explain"))
+            print(render_dead_end(decision, found, command="explain", serve=bool(args.serve)))
         else:
             print(decision.select_line())
             for warning in decision.warnings:
                 print(f"warning: {warning.message}", file=sys.stderr)
     else:
-        print(render_explain(decision, show_all=args.all, fixes=found))
+        print(render_explain(decision, show_all=args.all, fixes=found, serve=bool(args.serve)))
     return EXIT_OK if decision.winner is not None else EXIT_NONE
 
 
@@ -481,7 +481,7 @@ def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
     else:
         for note in notes:
             print(f"Note: {note}")
-        print(result.render_text())
+        print(result.render_text(serve=bool(args.serve)))
     return EXIT_OK if (result.found or result.already_eligible) else EXIT_NONE
 
 

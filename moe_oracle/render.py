@@ -356,20 +356,22 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
     return lines
 
 
-def _fix_lines(fixes: Sequence[Any] | None, show: int = 3) -> list[str]:
+def _fix_lines(fixes: Sequence[Any] | None, show: int = 3, serve: bool = False) -> list[str]:
     if fixes is None:
         return []
     if not fixes:
         return ["Fixes: no change of a few inputs (the model kept) makes a candidate eligible."]
     from .whynot import alternative_lines
 
-    return ["Fixes, fewest and least disruptive first (each re-checked):"] + alternative_lines(list(fixes)[:show])
+    return ["Fixes, fewest and least disruptive first (each re-checked):"] + alternative_lines(list(fixes)[:show], serve=serve)
 
 
-def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *, command: str = "explain", said: set[str] | None = None) -> str:
+def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *, command: str = "explain", said: set[str] | None = None, serve: bool = False) -> str:
     """The ``select`` answer when nothing is eligible: what blocks, the ranked fixes, where to look next.
 
-    ``fixes``: alternatives from :func:`moe_oracle.whynot.fixes` (``None``: not searched).
+    ``fixes``: alternatives from :func:`moe_oracle.whynot.fixes` (``None``: not searched);
+    ``serve``: the deployment came from a ``vllm serve`` line, so fixes name its flags
+    (:meth:`moe_oracle.whynot.Alternative.describe`).
     """
     unmapped = unmapped_request(decision)
     n = len(decision.rows)
@@ -383,7 +385,7 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
         head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {n} candidates."
     else:
         head = f"No MoE kernel is eligible for {decision.answered_for}: {n} candidates."
-    lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes)
+    lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes, serve=serve)
     lines.append(f"Every candidate and reason: moe-oracle {command} ... --all")
     return "\n".join(lines)
 
@@ -411,20 +413,20 @@ def _check_allowed_text(chk: Any) -> str:
     return text
 
 
-def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Sequence[Any] | None = None, closest: int = 5) -> str:
+def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Sequence[Any] | None = None, closest: int = 5, serve: bool = False) -> str:
     """The ``explain`` view.
 
     With a winner: inputs, winner, order, assumptions, then the candidates (rows numbered 1..n
     as shown; ``rank`` is the priority position). With none: inputs, what blocks, the ranked
-    fixes, then the ``closest`` candidates meant for this problem (fewest failures), or every
-    candidate with ``show_all``.
+    fixes (``serve``: as :func:`render_dead_end`), then the ``closest`` candidates meant for
+    this problem (fewest failures), or every candidate with ``show_all``.
     """
     lines = _header(decision)
     sel = decision.selected
     said: set[str] = set()
     lines.append("")
     if sel is None:
-        dead = render_dead_end(decision, fixes, said=said).rsplit("\n", 1)[0]
+        dead = render_dead_end(decision, fixes, said=said, serve=serve).rsplit("\n", 1)[0]
         lines.append("Selected: NONE - " + dead[0].lower() + dead[1:])
     else:
         how = f"shortcut {decision.shortcut} (the engine returns it before its priority order)" if decision.shortcut else f"requested ({decision.requested_by})" if decision.requested else f"priority order {decision.order_rule}"

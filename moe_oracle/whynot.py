@@ -171,12 +171,18 @@ class Alternative:
         """Changes no flag makes (another checkpoint, another model), in words."""
         return [c for e in self.edits if (c := e.change())]
 
-    def describe(self) -> str:
-        """The flags, then the changes no flag makes."""
+    def describe(self, *, serve: bool = False) -> str:
+        """The flags, then the changes no flag makes; with ``serve`` (the deployment came from a
+        ``vllm serve`` line), the flags that the serve line sets are given as its edits
+        (:func:`serve_line_edits`): moe-oracle refuses one setting given both ways."""
+        flags = self.flags()
+        if serve:
+            edits, rest = serve_line_edits(flags)
+            flags = "; ".join(x for x in (f"in the vllm serve line: {edits}" if edits else "", rest) if x)
         other = "; ".join(self.changes())
         if not other:
-            return self.flags()
-        return f"{self.flags()} with {other}" if self.flags() else other
+            return flags
+        return f"{flags} with {other}" if flags else other
 
     def outcome(self) -> str:
         winner = self.decision.kernel
@@ -189,7 +195,8 @@ class Alternative:
         return f"{self.kernel} eligible, outranked by {winner} ({request_hint(view, backend, 'add')})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"flags": self.flags(), "changes": self.changes(), "cost": self.cost, "kernel": self.kernel, "winner_after": self.decision.kernel, "edits": [e.to_dict() for e in self.edits]}
+        edits, rest = serve_line_edits(self.flags())
+        return {"flags": self.flags(), "serve_line": {"edits": edits, "flags": rest}, "changes": self.changes(), "cost": self.cost, "kernel": self.kernel, "winner_after": self.decision.kernel, "edits": [e.to_dict() for e in self.edits]}
 
 
 @dataclass(frozen=True)
@@ -225,7 +232,9 @@ class WhyNot:
     def cost(self) -> int:
         return sum(e.cost for e in self.edits)
 
-    def render_text(self) -> str:
+    def render_text(self, *, serve: bool = False) -> str:
+        """The why-not answer as text (``serve``: fixes as edits of the ``vllm serve`` line, see
+        :meth:`Alternative.describe`)."""
         name = "/".join(self.backend)
         if self.already_eligible:
             d = self.decision
@@ -245,7 +254,7 @@ class WhyNot:
             lines += [f"  - {b}" for b in self.blocking]
             return "\n".join(lines)
         lines = [f"{name} becomes eligible with these changes, fewest and least disruptive first (cost: flag 1, package 2, redeployment 3, GPU count or numerics 4, hardware 5{kept}):"]
-        lines += alternative_lines(self.alternatives)
+        lines += alternative_lines(self.alternatives, serve=serve)
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -267,11 +276,12 @@ class WhyNot:
         }
 
 
-def alternative_lines(alternatives: Iterable[Alternative], indent: str = "  ") -> list[str]:
-    """Numbered lines, one per alternative; equal costs are marked as ties."""
+def alternative_lines(alternatives: Iterable[Alternative], indent: str = "  ", *, serve: bool = False) -> list[str]:
+    """Numbered lines, one per alternative; equal costs are marked as ties (``serve``: see
+    :meth:`Alternative.describe`)."""
     alts = list(alternatives)
     costs = Counter(a.cost for a in alts)
-    return [f"{indent}{i}. {a.describe()}  [cost {a.cost}{', tie' if costs[a.cost] > 1 else ''}] -> {a.outcome()}" for i, a in enumerate(alts, start=1)]
+    return [f"{indent}{i}. {a.describe(serve=serve)}  [cost {a.cost}{', tie' if costs[a.cost] > 1 else ''}] -> {a.outcome()}" for i, a in enumerate(alts, start=1)]
 
 
 def request_hint(catalog: "Catalog", backend: str, verb: str) -> str:
@@ -305,6 +315,57 @@ def _preset_flag(text: str, before: str = "") -> str:
     return " ".join(out)
 
 
+# moe-oracle flag -> the vllm serve flag that sets the same field (the names vLLM 0.29.0-0.33.0
+# share; moe_oracle.serve reads a serve line with them).
+_SERVE_SPELLING = {
+    "--tp": "--tensor-parallel-size",
+    "--dp": "--data-parallel-size",
+    "--ep": "--enable-expert-parallel",
+    "--all2all": "--all2all-backend",
+    "--eplb": "--enable-eplb",
+    "--lora": "--enable-lora",
+    "--moe-backend": "--moe-backend",
+    "--max-tokens": "--max-num-batched-tokens",
+}
+
+
+def serve_line_edits(flags: str) -> tuple[str, str]:
+    r"""A fix's moe-oracle flags split into (the same change as ``vllm serve`` flags, the flags no
+    serve flag sets: ``--gpu``, ``--package``, ``--env`` ...). A boolean turned off is "drop" of
+    its serve flag; redundant experts go through ``--eplb-config``.
+
+    >>> serve_line_edits("--tp 1 --dp 16 --no-eplb --redundant-experts 0 --gpu B200")
+    ('--tensor-parallel-size 1 --data-parallel-size 16 --eplb-config \'{"num_redundant_experts": 0}\'; drop --enable-eplb', '--gpu B200')
+    """
+    sets: list[str] = []
+    drops: list[str] = []
+    rest: list[str] = []
+    for option in _options([flags]):
+        name = option[0]
+        if name in _SERVE_SPELLING:
+            sets.append(" ".join([_SERVE_SPELLING[name], *option[1:]]))
+        elif name.startswith("--no-") and "--" + name[5:] in _SERVE_SPELLING:
+            drops.append(_SERVE_SPELLING["--" + name[5:]])
+        elif name == "--redundant-experts" and len(option) == 2:
+            sets.append(f"--eplb-config '{{\"num_redundant_experts\": {option[1]}}}'")
+        else:
+            rest.append(" ".join(option))
+    edits = " ".join(sets) + ("; " if sets and drops else "") + (f"drop {', '.join(drops)}" if drops else "")
+    return edits, " ".join(rest)
+
+
+def _options(texts: Iterable[str]) -> list[list[str]]:
+    """Flag texts as options: each flag with the words that follow it."""
+    options: list[list[str]] = []
+    for text in texts:
+        for word in text.split():
+            if word.startswith("--") or not options:
+                options.append([word])
+            else:
+                options[-1].append(word)
+    return options
+
+
 def _flag_key(option: list[str]) -> tuple[str, ...]:
     """What one option sets: ``--no-ep`` and ``--ep`` set the same thing, ``--package X==1`` and
     ``--without X`` the same package, ``--env VAR=1`` and ``--env VAR=0`` the same variable."""
@@ -326,13 +387,7 @@ def _merge_flags(texts: Iterable[str]) -> str:
     >>> _merge_flags(["--ep", "--dp 8", "--no-ep", "--env A=1", "--env A=0"])
     '--no-ep --dp 8 --env A=0'
     """
-    options: list[list[str]] = []
-    for text in texts:
-        for word in text.split():
-            if word.startswith("--") or not options:
-                options.append([word])
-            else:
-                options[-1].append(word)
+    options = _options(texts)
     merged: dict[tuple[str, ...], list[str]] = {}
     for option in options:
         merged[_flag_key(option)] = option  # an existing key keeps its place, takes the later value

@@ -129,3 +129,23 @@ def test_no_ep_turns_ep_off(capsys):
     _, on = _json(capsys, ["select", "--model", "qwen3-30b-a3b", "--gpu", "RTX_PRO_6000", "--quant", "nvfp4", "--tp", "8", "--ep", "--moe-backend", "flashinfer_b12x", "--json"])
     _, off = _json(capsys, ["select", "--model", "qwen3-30b-a3b", "--gpu", "RTX_PRO_6000", "--quant", "nvfp4", "--tp", "8", "--ep", "--moe-backend", "flashinfer_b12x", "--no-ep", "--json"])
     assert on["selected"] is None and off["selected"]["kernel"] == "flashinfer_b12x"
+
+
+SERVE_DEAD_END = "vllm serve Qwen/Qwen3-30B-A3B-FP8 --tensor-parallel-size 16"
+
+
+def test_dead_end_fixes_of_a_serve_line_are_serve_line_edits(capsys):
+    """A deployment given as a vllm serve line gets its fixes as edits of that line: the
+    moe-oracle flags would be refused next to it (one setting given both ways). vLLM's argparse
+    keeps a repeated flag's last value, so appending the edits to the line applies them."""
+    argv = ["select", "--gpu", "H200", "--serve", SERVE_DEAD_END]
+    code, record = _json(capsys, [*argv, "--json"])
+    assert code == 1 and record["fixes"]
+    for fix in record["fixes"]:
+        edits, rest = fix["serve_line"]["edits"], fix["serve_line"]["flags"]
+        assert edits and "--tp" not in edits.split() and "drop" not in edits, fix
+        _, after = _json(capsys, ["select", "--gpu", "H200", "--serve", f"{SERVE_DEAD_END} {edits}", *rest.split(), "--json"])
+        assert after["selected"] is not None and after["selected"]["kernel"] == fix["winner_after"], fix
+    main(argv)
+    text = capsys.readouterr().out
+    assert "1. in the vllm serve line: --enable-expert-parallel" in text and "--tp 1" not in text
