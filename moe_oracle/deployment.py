@@ -262,6 +262,8 @@ def declare_environment(
         specs[spec.name] = spec
         absent.discard(spec.name)
         declared_packages.append(spec.name)
+        if spec.version_note():
+            notes.append(f"--package: {spec.version_note()}")
     for name in without:
         key = canonicalize_name(name)
         if key in {canonicalize_name(p) for p in declared_packages}:
