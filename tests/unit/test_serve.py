@@ -196,3 +196,11 @@ def test_release_values_agree_with_the_serve_facts():
     from moe_oracle.serve import release_values
 
     assert tuple(sorted(engine_facts()["env_vars"])) == release_values("0.33.0")["env_vars"]
+
+
+def test_explain_refuses_a_quantization_no_override_accepts_for_the_checkpoint():
+    # vLLM _verify_quantization: fp8 checkpoint, -q awq -> "does not match"; -q fp8 matches.
+    from moe_oracle.cli import main
+
+    assert main(["explain", "--serve", "vllm serve qwen3-30b-a3b-fp8 -q awq", "--gpu", "H200"]) == 2
+    assert main(["explain", "--serve", "vllm serve qwen3-30b-a3b-fp8 -q fp8", "--gpu", "H200"]) == 0
