@@ -288,6 +288,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         notes += [f"--serve: {n}" for n in serve.notes]
     file_env = None
     file_probe = False
+    ck_quant = None
     if args.config and args.model:
         raise ConfigError([InputIssue("--config/--model", "give either --config or --model, not both", None, None)])
     if args.probe and args.environment:
@@ -336,6 +337,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         if device is None:
             raise ConfigError([InputIssue("--gpu", "the device is required with --model: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
         kwargs = dict(ck.kwargs)
+        ck_quant = ck.quant
         ck_prov = tuple(ck.provenance)
         if serve is not None and serve.dtype not in (None, "auto"):
             kwargs["in_dtype"] = DType({"half": "float16", "float": "float32"}.get(serve.dtype, serve.dtype))
@@ -396,6 +398,12 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         notes += list(declared.notes)
     if serve is not None:
         _check_serve_values(serve, catalog, env)
+    if ck_quant is not None:
+        from .deployment import answer_release, verify_checkpoint_quantization
+        from .serve import ENGINE_VERSION
+
+        user_q = serve.quantization if serve is not None else None
+        notes += verify_checkpoint_quantization(ck_quant, user_q, "--serve --quantization", answer_release(catalog, env) or ENGINE_VERSION, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)")
     return config, env, tuple(notes)
 
 

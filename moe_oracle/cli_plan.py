@@ -76,7 +76,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     from .checkpoint import read_checkpoint
     from .cli import _check_serve_values, _device_flag, _device_from_args, _origins, _unused_gpu_note
     from .config import ParallelConfig, Provenance
-    from .deployment import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
+    from .deployment import answer_release, apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path, verify_checkpoint_quantization
     from .engine import check_request, resolve_request
     from .environment import probe_device
     from .errors import ConfigError, InputIssue
@@ -84,7 +84,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     from .inputs import quant_config_beside, resolve_all2all, resolve_model_path
     from .oracle import Oracle
     from .plan import build_plan
-    from .serve import parse_serve
+    from .serve import ENGINE_VERSION, parse_serve
     from .vocab import Source
 
     if args.config:
@@ -130,14 +130,25 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     else:
         path = resolve_model_path(args.model)
         hf_cfg = load_hf_config(path)
-    user_quantization = getattr(args, "quantization", None) or (serve.quantization if serve is not None and serve.quantization == "moe_wna16" else None)
+    flag_q = getattr(args, "quantization", None)
+    serve_q = serve.quantization if serve is not None else None
+    if flag_q and serve_q and flag_q != serve_q:
+        raise ConfigError([InputIssue("--quantization", f"given as --quantization {flag_q} and in --serve as --quantization {serve_q}: give one method", flag_q, [serve_q])], headline="bad --quantization")
+    user_q = flag_q or serve_q
+    q_flag = "--quantization" if flag_q else "--serve --quantization"
     override = load_hf_config(args.hf_quant_config, "--hf-quant-config") if args.hf_quant_config else None
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
     try:
-        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_quantization)
+        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None)
     except ConfigError as exc:
         raise blame_hf_overrides(exc, serve) from None
+    release = answer_release(catalog, env) or ENGINE_VERSION
+    notes += verify_checkpoint_quantization(checkpoint.quant, user_q, q_flag, release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)")
+    if flag_q and not serve_q and not checkpoint.quant.declared:
+        notes.append(f"--quantization {flag_q} on an unquantized checkpoint is not modelled: the answer is for the unquantized layers")
+    include_draft, draft_notes = _draft_layers(args, serve, checkpoint, release)
+    notes += draft_notes
     prov: list[Provenance] = []
     par: dict[str, Any] = {}
     for flag, key in (("tp", "tp_size"), ("dp", "dp_size"), ("redundant_experts", "num_redundant_experts")):
@@ -169,7 +180,53 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         prov.append(Provenance("max_num_tokens", Source.USER_FLAG, f"--max-tokens {args.max_tokens}"))
     return build_plan(
         checkpoint, Oracle(catalog, env, policy=args.policy), device=device, parallel=parallel,
-        moe_backend=args.moe_backend or "auto", draft_moe_backend=getattr(args, "draft_moe_backend", None), include_draft=not getattr(args, "no_draft", False),
+        moe_backend=args.moe_backend or "auto", draft_moe_backend=getattr(args, "draft_moe_backend", None) if include_draft else None, include_draft=include_draft,
         lora=bool(args.lora), batch_invariant=bool(args.batch_invariant), max_num_tokens=args.max_tokens,
         expert_placement_strategy=getattr(args, "expert_placement", "linear"), environment=env, provenance=prov, notes=notes, origins=_origins(args),
     )
+
+
+def _draft_layers(args: argparse.Namespace, serve: Any, checkpoint: Any, release: str) -> tuple[bool, list[str]]:
+    """(plan the checkpoint's MTP draft layers?, notes).
+
+    Without a serve line the MTP layers are planned unless ``--no-draft`` (what they would run
+    under speculative decoding). With one, they are planned only when its speculative config makes
+    vLLM ``release`` draft with them (:func:`moe_oracle.speculative.resolve_draft`: method ``mtp``
+    or an alias, no other model); otherwise a note says what the draft is.
+
+    Raises:
+        ConfigError: ``--no-draft`` while the serve line drafts with the MTP layers.
+    """
+    from .errors import ConfigError, InputIssue
+    from .speculative import resolve_draft
+
+    mtp = sum(1 for layer in checkpoint.layers if layer.spec.role == "draft")
+    no_draft = bool(getattr(args, "no_draft", False))
+    backend = getattr(args, "draft_moe_backend", None)
+    backend_from = "the --serve line's --speculative-config moe_backend" if "draft_moe_backend" in getattr(args, "from_serve", ()) else "--draft-moe-backend"
+    notes: list[str] = []
+    draft = resolve_draft(serve.speculative, serve.model, release) if serve is not None else None
+    if draft is not None and draft.target_mtp and no_draft:
+        raise ConfigError([InputIssue("--no-draft", f"--no-draft leaves the MTP draft layers out, but the --serve line makes vLLM draft with them ({draft.why}): drop one of them", True, None)], headline="bad --no-draft")
+    if not mtp:
+        if no_draft:
+            notes.append("--no-draft: the checkpoint has no MTP layers, so there is nothing to leave out (no effect)")
+        if draft is not None and draft.target_mtp:
+            notes.append(f"the --serve line drafts with the target's MTP layers ({draft.why}), but the checkpoint has no MTP layers: no draft layer is planned (what vLLM does then is not modelled)")
+        elif draft is not None and draft.method is not None:
+            notes.append(f"draft not planned: {draft.why}")
+        if backend and not (draft is not None and draft.method is not None and not draft.target_mtp):
+            notes.append(f"{backend_from} {backend} has no effect on the plan: the checkpoint has no MTP draft layers")
+        elif backend:
+            notes.append(f"{backend_from} {backend} applies to that draft, whose MoE layers are not planned")
+        return False, notes
+    if draft is None:
+        return not no_draft, notes
+    if draft.target_mtp:
+        return True, [f"draft: {draft.why}"]
+    if no_draft:
+        notes.append("--no-draft has no effect: the --serve line makes vLLM build no MTP draft layers")
+    notes.append(f"draft not planned: {draft.why}; the checkpoint's {mtp} MTP layer{'s are' if mtp != 1 else ' is'} not built" + ("" if draft.method is None else " and the draft's MoE layers are not planned"))
+    if backend:
+        notes.append(f"{backend_from} {backend} applies to that draft, not to the checkpoint's MTP layers: not planned")
+    return False, notes

@@ -24,7 +24,7 @@ from .envvars import env_issues, env_notes
 from .errors import ConfigError, InputIssue, did_you_mean
 from .serve import ServeArgs, release_values
 
-__all__ = ["DeclaredEnvironment", "answer_release", "apply_serve", "blame_hf_overrides", "declare_environment", "load_serve_checkpoint", "serve_model_path"]
+__all__ = ["DeclaredEnvironment", "answer_release", "apply_serve", "blame_hf_overrides", "declare_environment", "load_serve_checkpoint", "quantization_override", "serve_model_path", "verify_checkpoint_quantization"]
 
 # ServeArgs attribute -> (argparse dest, flag as the user types it for moe-oracle)
 _SERVE_TO_ARGS = {
@@ -118,17 +118,14 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
 def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Apply the serve line's ``--hf-overrides`` and ``--quantization`` to a parsed config.json.
 
-    vLLM 0.33.0 vllm/config/model.py: ``hf_overrides`` (a dict) updates the HF config;
-    ``_verify_quantization`` keeps a ``--quantization`` equal to the checkpoint's method and
-    refuses a different one (apart from its override methods, not modelled); on an
-    unquantized checkpoint ``-q fp8`` quantizes online (Q/fp8.py: static per-tensor weights,
-    dynamic per-tensor activations).
+    vLLM 0.29.0-0.33.0 vllm/config/model.py: ``hf_overrides`` (a dict) updates the HF config; on
+    an unquantized checkpoint ``-q fp8`` quantizes online (Q/fp8.py: static per-tensor weights,
+    dynamic per-tensor activations). Whether a ``--quantization`` that differs from a quantized
+    checkpoint's method is taken or refused is :func:`verify_checkpoint_quantization`'s
+    question (it needs the whole quantization document, ``hf_quant_config.json`` included).
 
     Returns:
-        (the config to read, notes).
-
-    Raises:
-        ConfigError: ``--quantization`` differs from the checkpoint's method.
+        (the config to read, notes). Nothing here is refused.
     """
     notes = []
     cfg = dict(hf_cfg)
@@ -151,9 +148,109 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
                 notes.append(f"--quantization {q} on an unquantized checkpoint is not modelled: the answer is for the unquantized layer")
         elif q == method:
             notes.append(f"--quantization {q} matches the checkpoint's quant_method: no effect")
-        else:
-            notes.append(f"--quantization {q} on a {method} checkpoint: vLLM either takes it as an override method or refuses the checkpoint; not modelled, the answer uses the checkpoint's {method}")
     return cfg, notes
+
+
+# vllm/config/model.py ModelConfig._verify_quantization (0.29.0-0.33.0): the override classes, in order.
+_OVERRIDE_ORDER = ("auto_gptq", "gptq", "gptq_marlin", "auto_awq", "awq", "awq_marlin", "inc", "moe_wna16", "modelopt", "modelopt_fp4",
+                   "modelopt_mxfp8", "mxfp8", "modelopt_mixed", "mxfp4", "gpt_oss_mxfp4", "deepseek_v4_fp8", "humming")
+
+
+def _modelopt_algo(doc: Mapping[str, Any]) -> str | None:
+    """Q/modelopt.py ``ModelOptQuantConfigBase._extract_modelopt_quant_algo``."""
+    if not str(doc.get("quant_method", "")).lower().startswith("modelopt"):
+        return None
+    inner = doc.get("quantization")
+    if "quantization" in doc:
+        return str(inner.get("quant_algo", "")).upper() if isinstance(inner, Mapping) else None
+    return str(doc.get("quant_algo", "")).upper()
+
+
+def _override_by(name: str, doc: Mapping[str, Any], user: str | None, model_type: str | None) -> str | None:
+    """``override_quantization_method`` of the class registered as ``name`` (vLLM 0.29.0-0.33.0,
+    Q/ = vllm/model_executor/layers/quantization/); ``None`` where the class has none."""
+    method = str(doc.get("quant_method", "")).lower()
+    algo = _modelopt_algo(doc)
+    if name == "auto_gptq":  # Q/auto_gptq.py
+        return "auto_gptq" if method == "gptq" and user in (None, "gptq", "gptq_marlin", "auto_gptq", "marlin") else None
+    if name == "auto_awq":  # Q/auto_awq.py (on a GPU; the CPU platform has its own method)
+        return "auto_awq" if method == "awq" and user in (None, "awq", "awq_marlin", "auto_awq", "marlin") else None
+    if name == "inc":  # Q/inc/inc.py
+        return "inc" if doc.get("quant_method") == "auto-round" else None
+    if name == "moe_wna16":  # Q/moe_wna16.py is_moe_wna16_compatible (bits; act order and AWQ's SM are checked later)
+        ok = (method == "gptq" and doc.get("bits") in (4, 8)) or (method == "awq" and doc.get("bits") == 4)
+        return "moe_wna16" if ok and user == "moe_wna16" else None
+    if name == "modelopt":  # Q/modelopt.py ModelOptFp8Config
+        return "modelopt" if algo == "FP8" else None
+    if name == "modelopt_fp4":
+        return "modelopt_fp4" if algo is not None and ("NVFP4" in algo or "FP4" in algo) else None
+    if name == "modelopt_mxfp8":
+        return "modelopt_mxfp8" if algo is not None and "MXFP8" in algo else None
+    if name == "modelopt_mixed":
+        return "modelopt_mixed" if algo == "MIXED_PRECISION" else None
+    if name == "gpt_oss_mxfp4":  # Q/mxfp4.py GptOssMxfp4Config
+        return "gpt_oss_mxfp4" if doc.get("quant_method") in ("mxfp4", "gpt_oss_mxfp4") and model_type == "gpt_oss" else None
+    if name == "humming":  # Q/humming.py
+        return "humming" if user == "humming" else None
+    return None
+
+
+def quantization_override(doc: Mapping[str, Any], user: str | None, model_type: str | None) -> str | None:
+    """The method ``ModelConfig._verify_quantization`` takes from the first override class that
+    accepts the checkpoint's quantization document ``doc`` under ``--quantization user``
+    (vLLM 0.29.0-0.33.0 vllm/config/model.py; ``humming`` is tried first when asked for), or
+    ``None`` when none does (then the checkpoint's ``quant_method`` must equal ``user``).
+
+    >>> quantization_override({"quant_method": "gptq", "bits": 4}, "marlin", "qwen3_moe")
+    'auto_gptq'
+    >>> quantization_override({"quant_method": "fp8"}, "awq", "qwen3_moe") is None
+    True
+    """
+    order = ("humming",) + _OVERRIDE_ORDER if user == "humming" else _OVERRIDE_ORDER
+    for name in order:
+        found = _override_by(name, doc, user, model_type)
+        if found is not None:
+            return found
+    return None
+
+
+def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, release: str, *, allow_deprecated: bool, allow_flag: str) -> list[str]:
+    """Check a quantized checkpoint against ``--quantization`` as vLLM ``release`` does at start
+    (vllm/config/model.py ``ModelConfig._verify_quantization``): an override class may take the
+    checkpoint (:func:`quantization_override`); otherwise a ``--quantization`` other than the
+    checkpoint's ``quant_method`` is refused, and a deprecated method (the release's
+    ``DEPRECATED_QUANTIZATION_METHODS``, ``engine_facts/vllm-release-values.yaml``) is refused
+    without ``--allow-deprecated-quantization``.
+
+    Args:
+        quant: the checkpoint's :class:`~moe_oracle.checkpoint.quant_formats.QuantFormat`.
+        user: the ``--quantization`` value (``None``: not given); ``flag`` names where it was given.
+        release: the modelled release the answer is for.
+        allow_deprecated, allow_flag: whether ``--allow-deprecated-quantization`` was given, and
+            how to name it in a refusal.
+
+    Returns:
+        notes (a ``--quantization`` an override class replaces).
+
+    Raises:
+        ConfigError: a mismatch no override accepts, or a deprecated method not allowed.
+    """
+    declared = getattr(quant, "declared", None)
+    if not declared:
+        return []
+    doc = dict(getattr(quant, "config", None) or {})
+    doc = {**doc, "quant_method": declared}
+    override = quantization_override(doc, user, getattr(quant, "model_type", None))
+    notes = []
+    if override is None and user is not None and user != declared:
+        raise ConfigError([InputIssue(flag, f"vLLM {release} refuses the checkpoint at start: 'Quantization method specified in the model config ({declared}) does not match the quantization method specified in the `quantization` argument ({user})', and no override method accepts this pair (ModelConfig._verify_quantization, vllm/config/model.py); drop it or give {declared}", user, [declared])], headline=f"bad {flag.split()[0]}")
+    if override is not None and user is not None and user != override and user != declared:
+        notes.append(f"{flag} {user} on a {declared} checkpoint: vLLM {release}'s {override} override takes the checkpoint as {override} (ModelConfig._verify_quantization), so {flag.split()[-1]} {user} has no effect of its own")
+    effective = override or declared
+    deprecated = release_values(release)["deprecated_quantization"]
+    if effective in deprecated and not allow_deprecated:
+        raise ConfigError([InputIssue(f"{getattr(quant, 'source', 'checkpoint')} quant_method", f"vLLM {release} refuses the deprecated quantization method {effective} at start unless {allow_flag} is given (ModelConfig._verify_quantization, vllm/config/model.py; DEPRECATED_QUANTIZATION_METHODS)", declared, None, getattr(quant, "file", None))], headline="bad checkpoint")
+    return notes
 
 
 def _override_at(overrides: Mapping[str, Any], path: str) -> tuple[str, Any] | None:
@@ -265,6 +362,8 @@ def declare_environment(
         specs[spec.name] = spec
         absent.discard(spec.name)
         declared_packages.append(spec.name)
+        if spec.version_note():
+            notes.append(f"--package: {spec.version_note()}")
     for name in without:
         key = canonicalize_name(name)
         if key in {canonicalize_name(p) for p in declared_packages}:

@@ -24,18 +24,22 @@ Four formats are recognised from their content:
 Local versions (``2.14.0+cu130``) are PEP 440 versions. A direct reference without a
 version (``deep_gemm @ git+...``) is installed at an unknown version: predicates on its
 version abstain (``pip list --format=json`` reports the version and is the better input).
+A direct reference to a wheel (``vllm @ file:///wheels/vllm-0.31.0-cp38-abi3-linux_x86_64.whl``)
+states its version in the filename (PEP 427), read with ``packaging.utils.parse_wheel_filename``;
+the reader notes that the version comes from the filename.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
+from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from .errors import ConfigError, InputIssue
@@ -47,11 +51,22 @@ MAX_ENV_FILE_BYTES = 8 * 1024 * 1024
 
 @dataclass(frozen=True)
 class PackageSpec:
-    """One installed distribution as declared: canonical name and version (``None``: unknown)."""
+    """One installed distribution as declared: canonical name and version (``None``: unknown).
+
+    ``version_from`` says where a version not written as a pin came from (``wheel filename``:
+    a ``NAME @ URL`` whose URL names a wheel); ``None`` for a pinned or unknown version.
+    """
 
     name: str
     version: str | None
     reference: str | None = None
+    version_from: str | None = field(default=None, compare=False, repr=False)
+
+    def version_note(self) -> str | None:
+        """The sentence saying where the version came from, when it was not pinned."""
+        if self.version_from is None:
+            return None
+        return f"{self.name} {self.version}: the version is read from the {self.version_from} ({self.reference}), as PEP 427 names wheels"
 
 
 @dataclass(frozen=True)
@@ -88,9 +103,15 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
     PackageSpec(name='torch', version='2.14.0+cu130', reference=None)
     >>> parse_requirement("deep_gemm @ git+https://github.com/deepseek-ai/DeepGEMM@v2.1.1").version is None
     True
+    >>> parse_requirement("vllm @ file:///wheels/vllm-0.31.0-cp38-abi3-linux_x86_64.whl").version
+    '0.31.0'
+
+    A URL naming a wheel gives its version through the wheel filename (PEP 427,
+    ``packaging.utils.parse_wheel_filename``); any other URL leaves the version unknown.
 
     Raises:
-        ConfigError: not a requirement, a range instead of one version, or an invalid version.
+        ConfigError: not a requirement, a range instead of one version, an invalid version,
+            or a wheel URL whose filename is invalid or names another package.
     """
     line = text.strip()
     if line.startswith(("-e ", "--editable ")):
@@ -105,7 +126,9 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
     name = canonicalize_name(req.name)
     pins = [s for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
     if req.url:
-        return PackageSpec(name, pins[0].version if pins else None, req.url)
+        if pins:
+            return PackageSpec(name, pins[0].version, req.url)
+        return _wheel_reference(name, req.url, text, where)
     if not req.specifier:
         return PackageSpec(name, None)  # a bare name: installed, version unknown
     if len(pins) != 1 or len(req.specifier) != 1:
@@ -213,6 +236,20 @@ def parse_environment_text(text: str, path: str = "<text>") -> EnvironmentFile:
     return _pip_freeze(lines, path)
 
 
+def _wheel_reference(name: str, url: str, text: str, where: str) -> PackageSpec:
+    """``NAME @ URL``: the version from the URL's wheel filename, else unknown."""
+    filename = unquote(urlsplit(url).path).rsplit("/", 1)[-1]
+    if not filename.endswith(".whl"):
+        return PackageSpec(name, None, url)
+    try:
+        wheel_name, version, _, _ = parse_wheel_filename(filename)
+    except InvalidWheelFilename as exc:
+        raise ConfigError([InputIssue(where, f"the URL names a wheel whose filename is invalid ({exc})", text, None)], headline=f"bad {where}") from None
+    if wheel_name != name:
+        raise ConfigError([InputIssue(where, f"the wheel {filename!r} is package {wheel_name!r}, not {name!r}", text, None)], headline=f"bad {where}")
+    return PackageSpec(name, str(version), url, version_from="wheel filename")
+
+
 def _line_error(path: str, number: int, line: str, message: str) -> ConfigError:
     return ConfigError([InputIssue(f"line {number}", message, line.strip(), None, path)], headline="bad --environment")
 
@@ -247,9 +284,13 @@ def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
             packages.append((PackageSpec(canonicalize_name(named[0]), named[1], target or None), f"line {number}"))
             continue
         try:
-            packages.append((parse_requirement(body, "--environment"), f"line {number}"))
+            spec = parse_requirement(body, "--environment")
         except ConfigError as exc:
             raise _line_error(path, number, line, exc.issues[0].message + "; expected the output of pip freeze, pip list (--format=json), uv pip list or vllm collect-env") from None
+        packages.append((spec, f"line {number}"))
+        note = spec.version_note()
+        if note:
+            notes.append(f"line {number}: {note}")
     if not packages:
         raise ConfigError([InputIssue("--environment", "no package found; expected the output of pip freeze, pip list (--format=json), uv pip list or vllm collect-env", path, None, path)], headline="bad --environment")
     return EnvironmentFile(path, "pip freeze", unique_specs(packages, "--environment", path), True, notes=tuple(notes))

@@ -34,6 +34,7 @@ class CheckpointFields:
     provenance: tuple[Provenance, ...]
     model_type: str | None
     name: str | None
+    quant: Any = None  # the checkpoint's QuantFormat (checked against --quantization once the release is known)
 
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -86,4 +87,4 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
     ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False)
     layer = ck.representative()
     assert layer.kwargs is not None
-    return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name)
+    return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name, ck.quant)

@@ -7,7 +7,8 @@ identical. With expert parallelism it also places each layer's experts on every 
 evaluates every rank's selection inputs (a rank's local expert count is an input), so a plan
 whose ranks would build different kernels says so.
 
-Engine rules that live here rather than in the tables (vLLM 0.33.0):
+Engine rules that live here rather than in the tables (vLLM 0.29.0-0.33.0; notes name the
+release the plan is for):
 
 * the draft (MTP) layers inherit the target's ``moe_backend`` unless the speculative config
   sets its own (``vllm/config/speculative.py _DRAFT_VLLM_CONFIG_OVERRIDES``); what a
@@ -30,6 +31,7 @@ from .errors import ConfigError
 from .oracle import Oracle
 from .placement import Placement, expert_placement, ranges_text
 from .refusals import Origin, refusals
+from .versions import EngineRelease
 from .vocab import Source
 
 __all__ = ["PLAN_FORMAT_VERSION", "Plan", "PlanGroup", "RankClass", "build_plan", "layer_ranges"]
@@ -175,6 +177,9 @@ class Plan:
         groups: layer groups, in the order of their first layer (target, then draft).
         notes: checkpoint notes plus deployment notes.
         environment: the environment every selection ran under.
+        release: the engine release the plan is for (declared, probed or assumed; its warnings
+            say when the release is not modelled), as explain's ``Answer for:``; ``None`` only
+            for a catalog without an engine (hand-built in tests).
     """
 
     checkpoint: Checkpoint
@@ -187,6 +192,7 @@ class Plan:
     notes: tuple[str, ...]
     environment: Environment
     expert_placement: str = "linear"
+    release: EngineRelease | None = None
 
     @property
     def ok(self) -> bool:
@@ -217,6 +223,7 @@ class Plan:
                 "enable_eplb": p.enable_eplb, "num_redundant_experts": p.num_redundant_experts, "expert_placement": self.expert_placement,
                 "moe_backend": self.moe_backend, "draft_moe_backend": self.draft_moe_backend, "draft_backend_source": self.draft_backend_source,
             },
+            "engine": self.release.to_dict() if self.release is not None else None,
             "ok": self.ok,
             "ranks_agree": self.ranks_agree,
             "groups": [g.to_dict() for g in self.groups],
@@ -236,8 +243,12 @@ class Plan:
             f"Plan for {ck.name or ck.file} ({ck.model_type}, {ck.architecture}, family {ck.family.name})",
             f"Deployment: {dev}; tp={p.tp_size} dp={p.dp_size} ep={ep}{' a2a=' + p.all2all_backend.value if ep > 1 and p.dp_size > 1 else ''}{' eplb+' + str(p.num_redundant_experts) if p.enable_eplb else ''}; moe_backend {self.moe_backend}, {draft}",
             f"Quantization: {ck.quant.method or 'none'} ({ck.quant.source})",
-            "",
+            f"Answer for: {self.release.label() if self.release is not None else 'engine release unknown'}",
         ]
+        if self.release is not None:
+            lines += [f"Assumed: {text}" for text in self.release.package_notes()]
+            lines += [f"WARNING: {text}" for text in self.release.warnings]
+        lines.append("")
         for g in self.groups:
             lines.append("  " + self._group_line(g))
         lines.append("")
@@ -345,6 +356,8 @@ def build_plan(
     """
     parallel = parallel or ParallelConfig()
     env = environment if environment is not None else oracle.environment
+    release = oracle.catalog.release(env) if oracle.catalog.source is not None else None
+    who = f"vLLM {release.stand_in}" if release is not None else "vLLM"
     draft_backend = draft_moe_backend if draft_moe_backend is not None else moe_backend
     draft_source = "speculative config" if draft_moe_backend is not None else "inherited from the target"
     base_prov = tuple(provenance) + (Provenance("device", Source.HARDWARE, f"device {device.name or device.platform.value}"),)
@@ -385,8 +398,8 @@ def build_plan(
     out.sort(key=lambda g: (g.role != "target", g.layers[0].spec.index))
     notes = list(checkpoint.notes) + list(notes)
     if any(layer.spec.role == "draft" for layer in layers):
-        notes.append("draft (MTP) layers are built only when serving with speculative decoding (--speculative-config method=mtp); their moe_backend is " + ("the speculative config's" if draft_moe_backend is not None else "inherited from the target (vLLM 0.33.0 SpeculativeConfig.moe_backend unset)"))
-    return Plan(checkpoint, device, parallel, moe_backend, draft_backend, draft_source, tuple(out), tuple(notes), env, expert_placement_strategy)
+        notes.append("draft (MTP) layers are built only when serving with speculative decoding (--speculative-config method=mtp); their moe_backend is " + ("the speculative config's" if draft_moe_backend is not None else f"inherited from the target ({who} SpeculativeConfig.moe_backend unset)"))
+    return Plan(checkpoint, device, parallel, moe_backend, draft_backend, draft_source, tuple(out), tuple(notes), env, expert_placement_strategy, release)
 
 
 def _rank_classes(oracle: Oracle, decision: Decision, placement: Placement, env: Environment) -> list[RankClass]:

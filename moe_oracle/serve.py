@@ -94,6 +94,9 @@ class ServeArgs:
     ``None`` means the flag was not given (vLLM's default applies). ``notes`` say which flags
     were ignored or are not modelled. ``draft_moe_backend`` is ``--speculative-config``'s
     ``moe_backend`` (the draft model's; ``None``: the draft inherits ``moe_backend``).
+    ``speculative`` is the speculative config vLLM builds from ``--speculative-config`` and
+    ``--spec-method/--spec-model/--spec-tokens`` (:func:`moe_oracle.speculative.merge_spec_flags`;
+    ``None``: no speculative decoding).
     ``quantization`` is lower-cased as vLLM does (``ModelConfig.validate_quantization_before``);
     it, ``kv_cache_dtype`` and ``allow_deprecated_quantization`` are checked against the
     release's values by :func:`serve_value_issues` once the release is known.
@@ -114,6 +117,7 @@ class ServeArgs:
     lora: bool | None = None
     moe_backend: str | None = None
     draft_moe_backend: str | None = None
+    speculative: Mapping[str, Any] | None = None
     max_num_batched_tokens: int | None = None
     kv_cache_dtype: str | None = None
     allow_deprecated_quantization: bool = False
@@ -517,6 +521,12 @@ def parse_serve(command: str | Sequence[str], *, base: Path | None = None, versi
         draft_backend = _draft_moe_backend(given["speculative_config"], choices.get("moe_backend") or [], version)
         if draft_backend is not None:
             values["draft_moe_backend"] = draft_backend
+    spec_flags = {"method": given.get("spec_method"), "model": given.get("spec_model"), "num_speculative_tokens": given.get("spec_tokens")}
+    if given.get("speculative_config") is not None or any(v is not None for v in spec_flags.values()):
+        from .speculative import merge_spec_flags
+
+        raw = _json_object("--speculative-config", given["speculative_config"]) if given.get("speculative_config") is not None else None
+        values["speculative"] = merge_spec_flags(raw, spec_flags)
     if "max_num_batched_tokens" in given and given["max_num_batched_tokens"] is not None:
         values["max_num_batched_tokens"] = _human_int("--max-num-batched-tokens", given["max_num_batched_tokens"])
 

@@ -188,3 +188,23 @@ def test_a_bare_editable_line_that_names_no_package_is_skipped_with_a_note():
     # the comment applies only to the line right after it
     doc = parse_environment_text("# Editable install with no version control (vllm==0.33.0)\ntorch==2.14.0\n-e /home/me/vllm\n", "freeze.txt")
     assert [p.name for p in doc.packages] == ["torch"] and "line 3" in doc.notes[0]
+
+
+def test_a_wheel_url_gives_the_version_in_its_filename_with_a_note(tmp_path, capsys):
+    # pip freeze of a wheel installed from a file: the PEP 427 filename states the version.
+    spec = parse_requirement("vllm @ file:///wheels/vllm-0.31.0-cp38-abi3-linux_x86_64.whl")
+    assert (spec.name, spec.version, spec.version_from) == ("vllm", "0.31.0", "wheel filename")
+    assert parse_requirement("deep_gemm @ git+https://github.com/deepseek-ai/DeepGEMM@v2.1.1").version is None  # not a wheel: unknown
+    freeze = tmp_path / "freeze.txt"
+    freeze.write_text("vllm @ file:///wheels/vllm-0.31.0-cp38-abi3-linux_x86_64.whl\ntorch==2.10.0\n")
+    assert main(["explain", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--environment", str(freeze), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["engine"]["version"] == "0.31.0" and record["engine"]["known"] == "declared"
+    assert any("read from the wheel filename" in n for n in record["notes"])
+
+
+@pytest.mark.parametrize("text", ["vllm @ file:///wheels/torch-2.10.0-cp39-abi3-linux_x86_64.whl", "vllm @ file:///wheels/vllm-0.31.0.whl"])
+def test_a_wheel_url_that_names_another_package_or_no_valid_wheel_is_refused(text):
+    with pytest.raises(ConfigError) as info:
+        parse_requirement(text)
+    assert info.value.issues[0].path == "--package"

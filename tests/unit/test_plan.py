@@ -249,3 +249,79 @@ def test_plan_and_diff_refuse_what_select_refuses(command, capsys):
     assert main([command, *flags, *extra]) == 2
     err = capsys.readouterr().err
     assert "do not split evenly over 8 EP ranks" in err and err == select_err
+
+
+# --- break-test findings: speculative method, inputs with no effect, release, checkpoint quantization
+
+
+def _plan_cli(argv, capsys):
+    from moe_oracle.cli import main
+
+    code = main(["plan", *argv, "--json"])
+    out = capsys.readouterr()
+    return code, (json.loads(out.out) if code in (0, 1) else None), out.err + out.out
+
+
+@pytest.mark.parametrize("spec", [
+    '{"method":"ngram","prompt_lookup_max":4,"moe_backend":"marlin"}',
+    '{"method":"eagle","model":"some/eagle-head","num_speculative_tokens":2}',
+], ids=["ngram", "eagle"])
+def test_a_draft_that_is_not_the_checkpoints_mtp_layers_is_noted_not_planned(spec, capsys):
+    code, record, _ = _plan_cli(["--serve", f"vllm serve qwen3.5-122b-a10b --speculative-config '{spec}'", "--gpu", "H200"], capsys)
+    assert code == 0
+    assert all(g["role"] == "target" for g in record["groups"])
+    assert any(n.startswith("draft not planned:") for n in record["notes"])
+
+
+def test_mtp_alias_plans_the_mtp_layers_and_no_speculative_config_plans_none(capsys):
+    code, record, _ = _plan_cli(["--serve", "vllm serve qwen3.5-122b-a10b --speculative-config '{\"method\":\"qwen3_5_mtp\",\"num_speculative_tokens\":1}'", "--gpu", "H200"], capsys)
+    assert code == 0 and any(g["role"] == "draft" for g in record["groups"])
+    code, record, _ = _plan_cli(["--serve", "vllm serve qwen3.5-122b-a10b", "--gpu", "H200"], capsys)
+    assert code == 0 and all(g["role"] == "target" for g in record["groups"])
+    assert any("no --speculative-config" in n for n in record["notes"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["--serve", "vllm serve qwen3.5-122b-a10b --spec-method mtp --speculative-config '{\"method\":\"mtp\"}'", "--gpu", "H200"],
+    ["--serve", "vllm serve qwen3.5-122b-a10b --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'", "--no-draft", "--gpu", "H200"],
+    ["--serve", "vllm serve qwen3-30b-a3b-fp8 -q fp8", "--quantization", "moe_wna16", "--gpu", "H200"],
+    ["--serve", "vllm serve qwen3-30b-a3b-fp8 -q awq", "--gpu", "H200"],
+    ["--serve", "vllm serve qwen3-30b-a3b-fp8 -q moe_wna16", "--gpu", "H200"],
+], ids=["spec-method-twice", "no-draft-vs-mtp", "two-quantizations", "q-awq-on-fp8", "q-moe_wna16-on-fp8"])
+def test_inputs_vllm_refuses_are_refused(argv, capsys):
+    code, _, err = _plan_cli(argv, capsys)
+    assert code == 2, err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--model", "qwen3-30b-a3b", "--draft-moe-backend", "marlin"], "has no MTP draft layers"),
+    (["--serve", "vllm serve qwen3-30b-a3b --speculative-config '{\"method\":\"mtp\",\"moe_backend\":\"marlin\"}'"], "has no MTP draft layers"),
+    (["--model", "qwen3-30b-a3b", "--quantization", "moe_wna16"], "--quantization moe_wna16 on an unquantized checkpoint"),
+], ids=["draft-backend-no-mtp", "spec-mtp-no-mtp", "moe_wna16-unquantized"])
+def test_inputs_with_no_effect_are_noted(argv, needle, capsys):
+    code, record, err = _plan_cli([*argv, "--gpu", "H200"], capsys)
+    assert code == 0, err
+    assert any(needle in n for n in record["notes"]), record["notes"]
+
+
+def test_plan_names_the_release_it_is_for(capsys):
+    from moe_oracle.cli import main
+
+    code, record, _ = _plan_cli(["--model", "qwen3.5-122b-a10b", "--gpu", "H200", "--package", "vllm==0.29.0"], capsys)
+    assert code == 0 and record["engine"]["version"] == "0.29.0"
+    assert any("vLLM 0.29.0 SpeculativeConfig.moe_backend unset" in n for n in record["notes"])
+    assert main(["plan", "--model", "qwen3.5-122b-a10b", "--gpu", "H200", "--package", "vllm==0.34.0"]) == 0
+    out = capsys.readouterr().out
+    assert "Answer for: vLLM 0.34.0 (declared)" in out and "WARNING: answers are for vLLM" in out
+
+
+def test_a_deprecated_method_in_the_checkpoint_is_refused_without_the_allow_flag(tmp_path, capsys):
+    from moe_oracle._resources import examples_dir
+
+    cfg = json.loads((examples_dir() / "qwen3-30b-a3b.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "fbgemm_fp8", "modules_to_not_convert": [], "activation_scale_ub": 1200.0}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, _, err = _plan_cli(["--model", str(tmp_path), "--gpu", "H200"], capsys)
+    assert code == 2 and "deprecated" in err
+    code, record, err = _plan_cli(["--serve", f"vllm serve {tmp_path} --allow-deprecated-quantization", "--gpu", "H200"], capsys)
+    assert code == 0, err

@@ -210,3 +210,11 @@ def test_a_hugging_face_id_resolves_to_its_shipped_example(model, example):
     from moe_oracle.deployment import serve_model_path
 
     assert serve_model_path(parse_serve(f"vllm serve {model} -tp 8")).name == example
+
+
+def test_explain_refuses_a_quantization_no_override_accepts_for_the_checkpoint():
+    # vLLM _verify_quantization: fp8 checkpoint, -q awq -> "does not match"; -q fp8 matches.
+    from moe_oracle.cli import main
+
+    assert main(["explain", "--serve", "vllm serve qwen3-30b-a3b-fp8 -q awq", "--gpu", "H200"]) == 2
+    assert main(["explain", "--serve", "vllm serve qwen3-30b-a3b-fp8 -q fp8", "--gpu", "H200"]) == 0
