@@ -9,6 +9,8 @@ moe_oracle.verify.setup_env --dir DIR``) holds every modelled release's tree und
   and its interface and activation format are what its class body declares;
 * ``engine_facts/vllm-release-values.yaml`` is what tools/vllm_release_values.py reads from the
   release (quantization methods, KV-cache dtypes, environment variable names).
+* moe_oracle/speculative.py's speculative methods are vllm/config/speculative.py's
+  ``MTPModelTypes`` and ``SpeculativeMethod`` literals.
 
 Deselected by default (marker ``differential``); CI runs them with the rest of the tier.
 """
@@ -96,3 +98,36 @@ def test_release_values_match_the_release_source(release):
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     assert {k: tuple(v) for k, v in tool.release_values(tree).items()} == dict(release_values(release))
+
+
+def _literal_strings(tree: ast.Module, name: str) -> set[str]:
+    """The strings of a module-level ``Literal[...]`` alias, following the aliases it names."""
+    aliases = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+    aliases |= {node.target.id: node.value for node in tree.body if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None}
+
+    def walk(node: ast.expr) -> set[str]:
+        if isinstance(node, ast.Subscript):
+            return walk(node.slice)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return set().union(*(walk(e) for e in node.elts))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value}
+        if isinstance(node, ast.Name) and node.id in aliases:
+            return walk(aliases[node.id])
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return walk(node.left) | walk(node.right)
+        raise AssertionError(f"{name}: cannot read {ast.unparse(node)}")
+
+    return walk(aliases[name])
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_speculative_methods_match_the_release_source(release):
+    """moe_oracle/speculative.py's method lists are vllm/config/speculative.py's
+    ``MTPModelTypes`` and ``SpeculativeMethod`` of that release."""
+    from moe_oracle.speculative import speculative_methods
+
+    tree = ast.parse((_tree(release) / "vllm/config/speculative.py").read_text(encoding="utf-8"))
+    mtp, other = speculative_methods(release)
+    assert _literal_strings(tree, "MTPModelTypes") == set(mtp)
+    assert _literal_strings(tree, "SpeculativeMethod") == set(mtp) | set(other)
