@@ -74,7 +74,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         ConfigError: a missing or invalid model, device or flag.
     """
     from .checkpoint import read_checkpoint
-    from .cli import _check_serve_values, _device_flag, _device_from_args, _origins, _unused_gpu_note
+    from .cli import _check_serve_values, _device_flag, _device_from_args, _origins, _serve_release, _unused_gpu_note
     from .config import ParallelConfig, Provenance
     from .deployment import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
     from .engine import check_request, resolve_request
@@ -96,7 +96,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     if getattr(args, "no_draft", False) and getattr(args, "draft_moe_backend", None):
         raise ConfigError([InputIssue("--no-draft", "--no-draft leaves the MTP draft layers out, so --draft-moe-backend would have nothing to set: give one of them", args.draft_moe_backend, None)], headline="bad --no-draft")
     if args.serve:
-        serve = parse_serve(args.serve)
+        serve = parse_serve(args.serve, version=_serve_release(args, catalog))
         apply_serve(args, serve)
         notes += [f"--serve: {n}" for n in serve.notes]
         if getattr(args, "no_draft", False) and serve.draft_moe_backend is not None:

@@ -8,7 +8,10 @@ moe_oracle.verify.setup_env --dir DIR``) holds every modelled release's tree und
   constructed (directly or through its factory) in that release's ``maybe_make_prepare_finalize``,
   and its interface and activation format are what its class body declares;
 * ``engine_facts/vllm-release-values.yaml`` is what tools/vllm_release_values.py reads from the
-  release (quantization methods, KV-cache dtypes, environment variable names).
+  release (quantization methods, KV-cache dtypes, environment variable names);
+* ``engine_facts/vllm-<release>.yaml`` (the ``vllm serve`` flags) is what tools/vllm_cli_facts.py
+  generates from the release's own parser (this one imports the release, in the environment's
+  interpreter, with the platform stubbed to CPU).
 
 Deselected by default (marker ``differential``); CI runs them with the rest of the tier.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -96,3 +100,18 @@ def test_release_values_match_the_release_source(release):
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     assert {k: tuple(v) for k, v in tool.release_values(tree).items()} == dict(release_values(release))
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_serve_facts_match_the_releases_own_parser(release, tmp_path):
+    """Each release's serve facts file, regenerated from that release's ``make_arg_parser``."""
+    from moe_oracle.serve import engine_facts
+    from moe_oracle.tables import safe_load
+    from moe_oracle.verify.run import VllmEnv
+
+    tree = _tree(release)
+    env = VllmEnv.from_dir(tree.parent.parent)
+    out = tmp_path / f"vllm-{release}.yaml"
+    subprocess.run([str(env.python), str(ROOT / "tools" / "vllm_cli_facts.py"), str(out)], check=True, cwd=tmp_path,
+                   env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, timeout=600)
+    assert safe_load(out.read_text(encoding="utf-8")) == dict(engine_facts(release))
