@@ -25,9 +25,10 @@ inputs:
   --model (a Hugging Face config.json, or a shipped example name: see `moe-oracle examples`)
   plus the device and deployment flags. Flags given with --config override the file.
 
-  --serve "vllm serve MODEL -tp 8 --enable-expert-parallel ..." reads a vLLM 0.33.0 command line
-  instead (model, TP/DP/EP, all2all, EPLB, LoRA, --moe-backend, --quantization, --dtype, ...);
-  flags that do not affect MoE selection are ignored with a note.
+  --serve "vllm serve MODEL -tp 8 --enable-expert-parallel ..." reads a vLLM command line
+  instead, with the flags of the release the answer is for (--package vllm==X, --environment or
+  --probe; 0.29.0-0.33.0): model, TP/DP/EP, all2all, EPLB, LoRA, --moe-backend, --quantization,
+  --dtype, ...; flags that do not affect MoE selection are ignored with a note.
 
 environment:
   Without --probe the environment is declared: packages you do not name are unknown, so
@@ -82,7 +83,7 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("layer")
     src.add_argument("--config", metavar="FILE", help="MoEConfig YAML/JSON file")
     src.add_argument("--model", type=_name, metavar="CONFIG_JSON", help="Hugging Face config.json path or shipped example name")
-    src.add_argument("--serve", type=_name, metavar="'vllm serve MODEL ...'", help="a vLLM 0.33.0 serve command line (one quoted string): model and deployment flags as vLLM reads them")
+    src.add_argument("--serve", type=_name, metavar="'vllm serve MODEL ...'", help="a vllm serve command line (one quoted string): model and deployment flags as the answer's vLLM release (--package vllm==X, --environment, --probe) reads them")
     src.add_argument("--hf-quant-config", metavar="FILE", help="ModelOpt hf_quant_config.json (overrides the model's quantization_config)")
     src.add_argument("--quant", type=_name, metavar="NAME", help="override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk)")
     dev = p.add_argument_group("device")
@@ -268,6 +269,25 @@ def _probed_environment(args: argparse.Namespace, catalog: Any, probe_notes: tup
     return env
 
 
+def _serve_release(args: argparse.Namespace, catalog: Any) -> str:
+    """The vLLM release whose flags parse the ``--serve`` line: the release the answer is for
+    (:func:`moe_oracle.deployment.answer_release`: declared by ``--package``/``--environment``,
+    or probed with ``--probe``; the modelled release standing in for an unmodelled one), never
+    the serve line's own words, so it is known before the line is parsed.
+
+    Raises:
+        ConfigError: a malformed declaration (as the environment is read again afterwards).
+    """
+    from .deployment import answer_release, declare_environment
+    from .serve import ENGINE_VERSION
+
+    if args.probe:
+        env = _probed_environment(args, catalog, ())
+    else:
+        env = declare_environment(catalog, packages=args.package, without=args.without, env_file=args.environment).environment
+    return answer_release(catalog, env) or ENGINE_VERSION
+
+
 def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_default: bool = False):
     """(config, environment, notes) from the parsed flags; notes are about inputs with no effect."""
     from .config import MoEConfig, ParallelConfig, Provenance
@@ -283,7 +303,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     notes: list[str] = []
     serve = None
     if getattr(args, "serve", None):
-        serve = parse_serve(args.serve)
+        serve = parse_serve(args.serve, version=_serve_release(args, catalog))
         apply_serve(args, serve)
         notes += [f"--serve: {n}" for n in serve.notes]
     file_env = None

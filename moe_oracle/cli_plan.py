@@ -21,7 +21,8 @@ Layers with identical decisions are grouped. With --ep every rank's experts are 
 every rank's selection is checked; a plan whose ranks would build different kernels says so.
 
 The draft (MTP) layers inherit --moe-backend unless --draft-moe-backend or the --serve line's
---speculative-config '{"moe_backend": ...}' gives one (vLLM 0.33.0 SpeculativeConfig.moe_backend);
+--speculative-config '{"moe_backend": ...}' gives one (vLLM 0.33.0 SpeculativeConfig.moe_backend,
+matched exactly: marlin, not Marlin);
 given both ways, they must agree. --no-draft with a draft backend is refused (nothing to set).
 
 examples:
@@ -37,7 +38,7 @@ def add_plan_parser(sub: Any, add_input_args: Any) -> None:
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_args(p)
     plan = p.add_argument_group("plan")
-    plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers, as vLLM's --speculative-config moe_backend; default: the --serve line's, else inherit --moe-backend")
+    plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers, as vLLM's --speculative-config moe_backend: a name of the release's MoEBackend, matched exactly (marlin, not Marlin); default: the --serve line's, else inherit --moe-backend")
     plan.add_argument("--no-draft", action="store_true", help="leave out the MTP draft layers (no speculative decoding); refused with a draft backend")
     plan.add_argument("--expert-placement", choices=["linear", "round_robin"], default="linear", help="EP expert placement (vLLM --expert-placement-strategy; default linear)")
     plan.add_argument("--quantization", metavar="METHOD", choices=["moe_wna16"], help="vLLM --quantization override for the checkpoint (moe_wna16 over a GPTQ/AWQ checkpoint)")
@@ -74,9 +75,9 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         ConfigError: a missing or invalid model, device or flag.
     """
     from .checkpoint import read_checkpoint
-    from .cli import _check_serve_values, _device_flag, _device_from_args, _origins, _unused_gpu_note
+    from .cli import _check_serve_values, _device_flag, _device_from_args, _origins, _serve_release, _unused_gpu_note
     from .config import ParallelConfig, Provenance
-    from .deployment import answer_release, apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path, verify_checkpoint_quantization
+    from .deployment import answer_release, apply_serve, blame_hf_overrides, check_draft_moe_backend, load_serve_checkpoint, serve_model_path, verify_checkpoint_quantization
     from .engine import check_request, resolve_request
     from .environment import probe_device
     from .errors import ConfigError, InputIssue
@@ -96,7 +97,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     if getattr(args, "no_draft", False) and getattr(args, "draft_moe_backend", None):
         raise ConfigError([InputIssue("--no-draft", "--no-draft leaves the MTP draft layers out, so --draft-moe-backend would have nothing to set: give one of them", args.draft_moe_backend, None)], headline="bad --no-draft")
     if args.serve:
-        serve = parse_serve(args.serve)
+        serve = parse_serve(args.serve, version=_serve_release(args, catalog))
         apply_serve(args, serve)
         notes += [f"--serve: {n}" for n in serve.notes]
         if getattr(args, "no_draft", False) and serve.draft_moe_backend is not None:
@@ -165,6 +166,9 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     if par:
         prov.append(Provenance("parallel", Source.USER_FLAG, "deployment flags"))
     parallel = ParallelConfig(**par)
+    draft_flag = getattr(args, "draft_moe_backend", None) is not None and "draft_moe_backend" not in getattr(args, "from_serve", ())
+    if draft_flag:
+        check_draft_moe_backend(args.draft_moe_backend, answer_release(catalog, env) or ENGINE_VERSION)
     for flag, name in (("moe_backend", "--moe-backend"), ("draft_moe_backend", "--draft-moe-backend")):
         value = getattr(args, flag, None)
         if value:
@@ -180,7 +184,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         prov.append(Provenance("max_num_tokens", Source.USER_FLAG, f"--max-tokens {args.max_tokens}"))
     return build_plan(
         checkpoint, Oracle(catalog, env, policy=args.policy), device=device, parallel=parallel,
-        moe_backend=args.moe_backend or "auto", draft_moe_backend=getattr(args, "draft_moe_backend", None) if include_draft else None, include_draft=include_draft,
+        moe_backend=args.moe_backend or "auto", draft_moe_backend=getattr(args, "draft_moe_backend", None) if include_draft else None, draft_source="--draft-moe-backend" if draft_flag else None, include_draft=include_draft,
         lora=bool(args.lora), batch_invariant=bool(args.batch_invariant), max_num_tokens=args.max_tokens,
         expert_placement_strategy=getattr(args, "expert_placement", "linear"), environment=env, provenance=prov, notes=notes, origins=_origins(args),
     )

@@ -22,9 +22,9 @@ from .envfile import PackageSpec, parse_requirement, read_environment_file, uniq
 from .environment import Environment
 from .envvars import env_issues, env_notes
 from .errors import ConfigError, InputIssue, did_you_mean
-from .serve import ServeArgs, release_values
+from .serve import ServeArgs, engine_facts, release_values
 
-__all__ = ["DeclaredEnvironment", "answer_release", "apply_serve", "blame_hf_overrides", "declare_environment", "load_serve_checkpoint", "quantization_override", "serve_model_path", "verify_checkpoint_quantization"]
+__all__ = ["DeclaredEnvironment", "answer_release", "apply_serve", "blame_hf_overrides", "check_draft_moe_backend", "declare_environment", "load_serve_checkpoint", "quantization_override", "serve_model_path", "verify_checkpoint_quantization"]
 
 # ServeArgs attribute -> (argparse dest, flag as the user types it for moe-oracle)
 _SERVE_TO_ARGS = {
@@ -41,13 +41,37 @@ _SERVE_TO_ARGS = {
 }
 
 
+def check_draft_moe_backend(value: str, release: str) -> None:
+    """Refuse a ``--draft-moe-backend`` value that vLLM ``release`` would refuse as
+    ``--speculative-config``'s ``moe_backend``, which the flag stands for.
+
+    The flag is exact, as the value it mirrors: vLLM 0.29.0-0.33.0 vllm/config/speculative.py
+    ``SpeculativeConfig.moe_backend`` is a ``MoEBackend | None`` literal that pydantic matches as
+    written (no lower-casing, no dashes to underscores, unlike ``--moe-backend``). The names are
+    the release's ``--moe-backend`` choices (the same ``MoEBackend`` literal,
+    ``engine_facts/vllm-<release>.yaml``).
+
+    Raises:
+        ConfigError: naming ``--draft-moe-backend``, the value and the names it accepts (with
+            the exact spelling when only case or dashes differ).
+    """
+    allowed = [str(c) for c in next((f.get("choices") or [] for f in engine_facts(release)["serve_flags"] if f["dest"] == "moe_backend"), [])]
+    if value in allowed:
+        return
+    folded = value.strip().lower().replace("-", "_")
+    hint = f"; write it as {folded}" if folded in allowed else ""
+    raise ConfigError([InputIssue("--draft-moe-backend", f"vLLM {release} refuses this draft MoE backend: the flag stands for --speculative-config moe_backend, a MoEBackend name matched exactly (SpeculativeConfig.moe_backend, vllm/config/speculative.py){hint}", value, allowed)], headline="bad --draft-moe-backend")
+
+
 def apply_serve(args: argparse.Namespace, serve: ServeArgs) -> None:
     """Fill the deployment flags of ``args`` from a parsed ``vllm serve`` line.
 
     A flag given both ways must agree: ``--draft-moe-backend`` and the serve line's
     ``--speculative-config`` ``moe_backend`` too (both set the draft's backend, vLLM 0.33.0
     ``SpeculativeConfig.moe_backend``; only ``plan`` and ``diff`` of a whole model read it:
-    explain and select answer for the target layer). Boolean vLLM flags given as off
+    explain and select answer for the target layer). ``--draft-moe-backend`` is checked first
+    (:func:`check_draft_moe_backend`, for the release that parsed the serve line), so a
+    spelling vLLM refuses is named as such, not as a disagreement. Boolean vLLM flags given as off
     (``--no-enable-eplb``) leave the oracle's flag unset, which means off.
 
     ``args.from_serve`` is set to the argparse destinations the serve line filled (a flag the
@@ -59,6 +83,8 @@ def apply_serve(args: argparse.Namespace, serve: ServeArgs) -> None:
     """
     if getattr(args, "model", None) or getattr(args, "config", None):
         raise ConfigError([InputIssue("--serve", "the vllm serve line names the model; drop --model/--config", args.model or args.config, None)], headline="bad --serve")
+    if getattr(args, "draft_moe_backend", None) is not None and serve.draft_moe_backend is not None:
+        check_draft_moe_backend(args.draft_moe_backend, serve.version)
     issues = []
     from_serve: list[str] = []
     for attr, (dest, flag) in _SERVE_TO_ARGS.items():

@@ -173,7 +173,8 @@ class Plan:
         checkpoint: the model as read.
         device, parallel: the deployment.
         moe_backend: the target's requested backend; draft_moe_backend: the draft's, and
-            draft_backend_source: ``inherited`` or ``speculative config``.
+            draft_backend_source: ``inherited from the target``, ``speculative config`` or the
+            flag that gave it (``--draft-moe-backend``).
         groups: layer groups, in the order of their first layer (target, then draft).
         notes: checkpoint notes plus deployment notes.
         environment: the environment every selection ran under.
@@ -320,6 +321,7 @@ def build_plan(
     parallel: ParallelConfig | None = None,
     moe_backend: str = "auto",
     draft_moe_backend: str | None = None,
+    draft_source: str | None = None,
     include_draft: bool = True,
     lora: bool = False,
     batch_invariant: bool = False,
@@ -339,6 +341,8 @@ def build_plan(
         parallel: deployment parallelism (default: one rank).
         moe_backend: the target's ``--moe-backend``.
         draft_moe_backend: ``--speculative-config moe_backend``; ``None`` inherits ``moe_backend``.
+        draft_source: where ``draft_moe_backend`` was given, for the plan's source label
+            (``--draft-moe-backend``); default ``speculative config``.
         include_draft: plan the MTP draft layers the checkpoint carries.
         lora, batch_invariant, max_num_tokens: deployment flags applied to every layer.
         expert_placement_strategy: ``linear`` or ``round_robin``.
@@ -359,7 +363,7 @@ def build_plan(
     release = oracle.catalog.release(env) if oracle.catalog.source is not None else None
     who = f"vLLM {release.stand_in}" if release is not None else "vLLM"
     draft_backend = draft_moe_backend if draft_moe_backend is not None else moe_backend
-    draft_source = "speculative config" if draft_moe_backend is not None else "inherited from the target"
+    draft_source = (draft_source or "speculative config") if draft_moe_backend is not None else "inherited from the target"
     base_prov = tuple(provenance) + (Provenance("device", Source.HARDWARE, f"device {device.name or device.platform.value}"),)
     layers = [layer for layer in checkpoint.layers if include_draft or layer.spec.role == "target"]
     groups: dict[tuple[Any, ...], list[CheckpointLayer]] = {}

@@ -2,15 +2,18 @@
 
 The differential environment (``$MOE_ORACLE_VLLM_ENV``, built by ``python -m
 moe_oracle.verify.setup_env --dir DIR``) holds every modelled release's tree under
-``src/<release>/vllm``. Two kinds of facts are read there statically (``ast``):
+``src/<release>/vllm``. These facts are read there (statically with ``ast``, but for the last):
 
 * the prepare/finalize pairing facts of tests/unit/test_pairing_facts.py: each class is
   constructed (directly or through its factory) in that release's ``maybe_make_prepare_finalize``,
   and its interface and activation format are what its class body declares;
 * ``engine_facts/vllm-release-values.yaml`` is what tools/vllm_release_values.py reads from the
-  release (quantization methods, KV-cache dtypes, environment variable names).
+  release (quantization methods, KV-cache dtypes, environment variable names);
 * moe_oracle/speculative.py's speculative methods are vllm/config/speculative.py's
-  ``MTPModelTypes`` and ``SpeculativeMethod`` literals.
+  ``MTPModelTypes`` and ``SpeculativeMethod`` literals;
+* ``engine_facts/vllm-<release>.yaml`` (the ``vllm serve`` flags) is what tools/vllm_cli_facts.py
+  generates from the release's own parser (this one imports the release, in the environment's
+  interpreter, with the platform stubbed to CPU).
 
 Deselected by default (marker ``differential``); CI runs them with the rest of the tier.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -131,3 +135,18 @@ def test_speculative_methods_match_the_release_source(release):
     mtp, other = speculative_methods(release)
     assert _literal_strings(tree, "MTPModelTypes") == set(mtp)
     assert _literal_strings(tree, "SpeculativeMethod") == set(mtp) | set(other)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_serve_facts_match_the_releases_own_parser(release, tmp_path):
+    """Each release's serve facts file, regenerated from that release's ``make_arg_parser``."""
+    from moe_oracle.serve import engine_facts
+    from moe_oracle.tables import safe_load
+    from moe_oracle.verify.run import VllmEnv
+
+    tree = _tree(release)
+    env = VllmEnv.from_dir(tree.parent.parent)
+    out = tmp_path / f"vllm-{release}.yaml"
+    subprocess.run([str(env.python), str(ROOT / "tools" / "vllm_cli_facts.py"), str(out)], check=True, cwd=tmp_path,
+                   env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, timeout=600)
+    assert safe_load(out.read_text(encoding="utf-8")) == dict(engine_facts(release))

@@ -225,7 +225,7 @@ def test_a_serve_config_file_repeating_a_key_is_refused(tmp_path):
 
     (tmp_path / "serve.yaml").write_text("tensor-parallel-size: 4\ntensor-parallel-size: 8\n")
     with pytest.raises(ConfigError) as info:
-        parse_serve("vllm serve m --config serve.yaml", base=tmp_path)
+        parse_serve("vllm serve m --config serve.yaml", version="0.33.0", base=tmp_path)
     assert info.value.issues[0].path == "--serve --config" and "duplicate key 'tensor-parallel-size'" in str(info.value)
 
 

@@ -325,3 +325,48 @@ def test_a_deprecated_method_in_the_checkpoint_is_refused_without_the_allow_flag
     assert code == 2 and "deprecated" in err
     code, record, err = _plan_cli(["--serve", f"vllm serve {tmp_path} --allow-deprecated-quantization", "--gpu", "H200"], capsys)
     assert code == 0, err
+
+
+# --- --draft-moe-backend is exact, as --speculative-config moe_backend (SpeculativeConfig.moe_backend) ----
+
+_SPEC_MARLIN = "vllm serve deepseek-r1 -tp 8 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1, \"moe_backend\": \"marlin\"}'"
+
+
+@pytest.mark.parametrize("value", ["Marlin", "FLASHINFER_CUTLASS", "flashinfer-cutlass"])
+def test_cli_plan_draft_backend_is_matched_exactly(value, capsys):
+    """vLLM's SpeculativeConfig.moe_backend (MoEBackend | None) is not lower-cased or de-dashed."""
+    assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--draft-moe-backend", value]) == 2
+    err = capsys.readouterr().err
+    assert "--draft-moe-backend: vLLM 0.33.0 refuses this draft MoE backend" in err and "write it as " in err
+
+
+def test_cli_plan_a_draft_flag_vllm_refuses_is_not_reported_as_a_disagreement(capsys):
+    assert main(["plan", "--gpu", "H200", "--serve", _SPEC_MARLIN, "--draft-moe-backend", "Marlin"]) == 2
+    err = capsys.readouterr().err
+    assert "write it as marlin" in err and "given as" not in err
+    assert main(["plan", "--gpu", "H200", "--serve", _SPEC_MARLIN, "--draft-moe-backend", "marlin"]) == 0
+
+
+@pytest.mark.parametrize("value", ["", "bogus"])
+def test_cli_plan_bad_draft_backend_names_the_flag_and_its_names(value, capsys):
+    """Not '$.moe_backend' and not our internal backend ids: the names the flag accepts."""
+    assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--draft-moe-backend", value]) == 2
+    err = capsys.readouterr().err
+    assert "bad --draft-moe-backend" in err and "$.moe_backend" not in err
+    allowed = err.split("allowed: ", 1)[1]
+    assert "flashinfer_cutlass" in allowed and "batched_deep_gemm" not in allowed and "batched_vllm_cutlass" not in allowed
+
+
+def test_cli_plan_serve_draft_backend_is_checked_for_the_declared_release(capsys):
+    """rdna3 is a MoEBackend name in 0.33.0, not in 0.29.0: the serve line's value is named."""
+    serve = "vllm serve deepseek-r1 -tp 8 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1, \"moe_backend\": \"rdna3\"}'"
+    assert main(["plan", "--gpu", "H200", "--package", "vllm==0.29.0", "--serve", serve]) == 2
+    err = capsys.readouterr().err
+    assert "--serve --speculative-config moe_backend: vLLM 0.29.0 refuses" in err and "--draft-moe-backend" not in err
+
+
+def test_cli_plan_says_where_the_draft_backend_came_from(capsys):
+    assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--draft-moe-backend", "marlin", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["deployment"]["draft_backend_source"] == "--draft-moe-backend"
+    assert main(["plan", "--gpu", "H200", "--serve", _SPEC_MARLIN]) == 0
+    assert "draft marlin (speculative config)" in capsys.readouterr().out

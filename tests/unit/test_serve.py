@@ -1,4 +1,4 @@
-"""``--serve "vllm serve ..."``: a vLLM 0.33.0 command line read with vLLM's own flags (issue 9).
+"""``--serve "vllm serve ..."``: a command line read with the flags of the vLLM release the answer is for (issue 9).
 
 ``--serve`` did not exist before issue 9, so every CLI test here fails on the parent commit.
 """
@@ -28,29 +28,29 @@ def test_the_facts_file_is_vllm_0_33_0():
 
 
 def test_vllm_spellings_are_rewritten_as_vllm_does():
-    s = parse_serve("vllm serve --model=openai/gpt-oss-120b --tensor_parallel_size=4 -dp 2 -ep --all2all-backend deepep_low_latency --no-enable-eplb -O3")
+    s = parse_serve("vllm serve --model=openai/gpt-oss-120b --tensor_parallel_size=4 -dp 2 -ep --all2all-backend deepep_low_latency --no-enable-eplb -O3", version="0.33.0")
     assert (s.model, s.tp, s.dp, s.ep, s.all2all, s.eplb) == ("openai/gpt-oss-120b", 4, 2, True, "deepep_low_latency", False)
     assert "--optimization-level" in s.notes[0]
 
 
 def test_json_dot_notation_and_kernel_config():
-    s = parse_serve("vllm serve m --enable-expert-parallel -tp 8 --enable-eplb --eplb-config.num_redundant_experts 32 --kernel-config '{\"moe_backend\": \"FlashInfer-TRTLLM\"}'")
+    s = parse_serve("vllm serve m --enable-expert-parallel -tp 8 --enable-eplb --eplb-config.num_redundant_experts 32 --kernel-config '{\"moe_backend\": \"FlashInfer-TRTLLM\"}'", version="0.33.0")
     assert (s.redundant_experts, s.moe_backend) == (32, "flashinfer_trtllm")
 
 
 def test_config_file_is_spliced_in_after_the_model(tmp_path):
     (tmp_path / "serve.yaml").write_text("tensor-parallel-size: 8\nenable-expert-parallel: true\nport: 8000\nmax-num-batched-tokens: 8K\n")
-    s = parse_serve("vllm serve m --config serve.yaml -tp 4", base=tmp_path)
+    s = parse_serve("vllm serve m --config serve.yaml -tp 4", version="0.33.0", base=tmp_path)
     assert (s.tp, s.ep, s.max_num_batched_tokens) == (4, True, 8192)  # the command line wins over the file, as in vLLM
 
 
 def test_environment_words_before_the_command_are_kept():
-    s = parse_serve("VLLM_USE_DEEP_GEMM=0 VLLM_ROCM_USE_AITER=1 vllm serve m")
+    s = parse_serve("VLLM_USE_DEEP_GEMM=0 VLLM_ROCM_USE_AITER=1 vllm serve m", version="0.33.0")
     assert s.env == (("VLLM_USE_DEEP_GEMM", "0"), ("VLLM_ROCM_USE_AITER", "1"))
 
 
 def test_flags_are_classified_in_notes():
-    s = parse_serve("vllm serve m --port 8000 --gpu-memory-utilization 0.9 --speculative-config '{\"method\": \"mtp\"}' -pcp 2")
+    s = parse_serve("vllm serve m --port 8000 --gpu-memory-utilization 0.9 --speculative-config '{\"method\": \"mtp\"}' -pcp 2", version="0.33.0")
     assert s.notes[0] == "ignored (no effect on MoE kernel selection): --gpu-memory-utilization, --port"
     assert any(n.startswith("--speculative-config: a draft model") for n in s.notes)
     assert any(n.startswith("--prefill-context-parallel-size: PCP > 1") for n in s.notes)
@@ -66,7 +66,7 @@ def test_flags_are_classified_in_notes():
 ])
 def test_what_vllm_refuses_is_bad_input(command, fragment):
     with pytest.raises(ConfigError) as info:
-        parse_serve(command)
+        parse_serve(command, version="0.33.0")
     assert fragment in str(info.value) and str(info.value).startswith("bad --serve")
 
 
@@ -132,16 +132,16 @@ def test_serve_environment_words_are_read_and_checked_as_vllm_reads_them(capsys)
 def test_speculative_config_moe_backend_is_the_drafts():
     """vLLM 0.33.0 vllm/config/speculative.py: ``SpeculativeConfig.moe_backend`` (JSON keys
     de-dashed by arg_utils ``create_speculative_config``) overrides the draft's KernelConfig."""
-    s = parse_serve("vllm serve m --moe-backend triton --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1, \"moe-backend\": \"flashinfer_cutlass\"}'")
+    s = parse_serve("vllm serve m --moe-backend triton --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1, \"moe-backend\": \"flashinfer_cutlass\"}'", version="0.33.0")
     assert (s.moe_backend, s.draft_moe_backend) == ("triton", "flashinfer_cutlass")
-    assert parse_serve("vllm serve m --speculative-config.moe_backend auto").draft_moe_backend == "auto"
-    assert parse_serve("vllm serve m --speculative-config '{\"method\": \"mtp\"}'").draft_moe_backend is None
+    assert parse_serve("vllm serve m --speculative-config.moe_backend auto", version="0.33.0").draft_moe_backend == "auto"
+    assert parse_serve("vllm serve m --speculative-config '{\"method\": \"mtp\"}'", version="0.33.0").draft_moe_backend is None
 
 
 def test_speculative_config_moe_backend_is_not_normalized():
     """Unlike --moe-backend, the MoEBackend literal of SpeculativeConfig takes names as written."""
     with pytest.raises(ConfigError) as info:
-        parse_serve("vllm serve m --speculative-config '{\"moe_backend\": \"FlashInfer-CUTLASS\"}'")
+        parse_serve("vllm serve m --speculative-config '{\"moe_backend\": \"FlashInfer-CUTLASS\"}'", version="0.33.0")
     issue = info.value.issues[0]
     assert issue.path == "--serve --speculative-config moe_backend" and issue.value == "FlashInfer-CUTLASS"
     assert "flashinfer_cutlass" in issue.allowed
@@ -184,10 +184,10 @@ def test_the_allowed_values_are_the_declared_releases(capsys):
 def test_a_deprecated_method_needs_allow_deprecated_quantization():
     from moe_oracle.serve import serve_value_issues
 
-    issues = serve_value_issues(parse_serve("vllm serve m -q fbgemm_fp8"), "0.33.0")
+    issues = serve_value_issues(parse_serve("vllm serve m -q fbgemm_fp8", version="0.33.0"), "0.33.0")
     assert [(i.path, i.value) for i in issues] == [("--serve --quantization", "fbgemm_fp8")]
     assert "--allow-deprecated-quantization" in issues[0].message
-    assert parse_serve("vllm serve m -q FP8").quantization == "fp8"  # ModelConfig.validate_quantization_before
+    assert parse_serve("vllm serve m -q FP8", version="0.33.0").quantization == "fp8"  # ModelConfig.validate_quantization_before
 
 
 def test_release_values_agree_with_the_serve_facts():
@@ -218,3 +218,142 @@ def test_explain_refuses_a_quantization_no_override_accepts_for_the_checkpoint()
 
     assert main(["explain", "--serve", "vllm serve qwen3-30b-a3b-fp8 -q awq", "--gpu", "H200"]) == 2
     assert main(["explain", "--serve", "vllm serve qwen3-30b-a3b-fp8 -q fp8", "--gpu", "H200"]) == 0
+
+
+# --- the serve line is parsed with the flags of the release the answer is for ---------------------
+
+_R1 = "vllm serve deepseek-ai/DeepSeek-R1 -tp 8"
+
+
+def test_there_is_a_facts_file_per_modelled_release():
+    """tools/vllm_cli_facts.py output for 0.29.0-0.33.0 (tests/differential checks each against its tree)."""
+    from moe_oracle.serve import serve_releases
+    from moe_oracle.verify.run import RELEASES
+
+    assert serve_releases() == RELEASES
+    assert [engine_facts(r)["version"] for r in RELEASES] == list(RELEASES)
+
+
+@pytest.mark.parametrize(("flags", "versions_ok", "versions_refused"), [
+    # FlashInfer MoE-EP megakernel: a MoEBackend name in 0.29.0-0.31.0, gone in 0.33.0 (vllm/config/kernel.py)
+    ("--moe-backend flashinfer_moe_ep_mega_cutedsl", ("0.29.0", "0.30.0", "0.31.0"), ("0.33.0",)),
+    ("--enable-bf16x3-router-gemm", ("0.29.0",), ("0.33.0",)),
+    ("--monokernel", ("0.33.0",), ("0.29.0",)),
+])
+def test_flags_and_choices_are_the_releases(flags, versions_ok, versions_refused):
+    for version in versions_ok:
+        parse_serve(f"{_R1} {flags}", version=version)
+    for version in versions_refused:
+        with pytest.raises(ConfigError) as info:
+            parse_serve(f"{_R1} {flags}", version=version)
+        assert f"vLLM {version}" in str(info.value)
+
+
+def test_cli_parses_the_serve_line_for_the_declared_release(capsys):
+    serve = f"{_R1} --moe-backend flashinfer_moe_ep_mega_cutedsl"
+    assert main(["select", "--gpu", "H200", "--package", "vllm==0.29.0", "--serve", serve]) != 2  # accepted by 0.29.0's parser
+    capsys.readouterr()
+    assert main(["select", "--gpu", "H200", "--package", "vllm==0.33.0", "--serve", serve]) == 2
+    assert "--serve --moe-backend: vLLM 0.33.0 refuses" in capsys.readouterr().err
+    assert main(["select", "--gpu", "H200", "--package", "vllm==0.29.0", "--serve", f"{_R1} --monokernel"]) == 2
+    assert "vLLM 0.29.0 does not know --monokernel" in capsys.readouterr().err
+    assert main(["select", "--gpu", "H200", "--package", "vllm==0.29.0", "--serve", f"{_R1} --enable-bf16x3-router-gemm"]) == 0
+
+
+def test_an_unmodelled_release_is_parsed_with_its_stand_in(capsys):
+    """vllm==0.34.0 is answered with 0.33.0's facts (EngineRelease.stand_in), and the message names 0.33.0."""
+    assert main(["select", "--gpu", "H200", "--package", "vllm==0.34.0", "--serve", f"{_R1} --enable-bf16x3-router-gemm"]) == 2
+    assert "vLLM 0.33.0 does not know --enable-bf16x3-router-gemm" in capsys.readouterr().err
+
+
+def test_a_modelled_release_refuses_a_value_naming_the_serve_flag(capsys):
+    """With 0.29.0 (no rdna3 in its MoEBackend) the serve line's flag is named, not $.moe_backend."""
+    assert main(["select", "--gpu", "H200", "--package", "vllm==0.29.0", "--serve", "vllm serve Qwen/Qwen3-30B-A3B -tp 2 --moe-backend rdna3"]) == 2
+    err = capsys.readouterr().err
+    assert "--serve --moe-backend: vLLM 0.29.0 refuses this MoE backend" in err and "$.moe_backend" not in err
+
+
+def test_parse_serve_needs_a_modelled_release():
+    with pytest.raises(LookupError, match="0.28.0"):
+        parse_serve("vllm serve m", version="0.28.0")
+
+
+# --- argparse checks choices on every occurrence --------------------------------------------------
+
+@pytest.mark.parametrize(("version", "flag", "bad", "good"), [
+    ("0.33.0", "--moe-backend", "bogus", "triton"),
+    ("0.29.0", "--moe-backend", "bogus", "triton"),
+    ("0.33.0", "--all2all-backend", "bogus", "naive"),
+    ("0.29.0", "--kv-cache-dtype", "bogus", "fp8"),
+    ("0.32.0", "--kv-cache-dtype", "bogus", "fp8"),
+    ("0.33.0", "--dtype", "bogus", "bfloat16"),
+])
+def test_every_occurrence_of_a_flag_with_choices_is_checked(version, flag, bad, good):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {flag} {bad} {flag} {good}", version=version)
+    issue = info.value.issues[0]
+    assert (issue.path, issue.value) == (f"--serve {flag}", bad) and good in issue.allowed and f"vLLM {version}" in issue.message
+
+
+def test_kv_cache_dtype_has_no_choices_in_0_33_0():
+    """0.33.0's --kv-cache-dtype is a plain str (CacheConfig validates the last value at start)."""
+    assert parse_serve("vllm serve m --kv-cache-dtype bogus --kv-cache-dtype fp8", version="0.33.0").kv_cache_dtype == "fp8"
+
+
+def test_cli_refuses_an_earlier_bad_moe_backend(capsys):
+    assert main(["select", "--gpu", "H200", "--serve", "vllm serve Qwen/Qwen3-30B-A3B -tp 2 --moe-backend bogus --moe-backend triton"]) == 2
+    assert "(got 'bogus')" in capsys.readouterr().err
+
+
+# --- --kernel-config moe_backend and --moe-backend auto --------------------------------------------
+
+def test_kernel_config_moe_backend_survives_an_explicit_auto():
+    """create_engine_config copies --moe-backend into KernelConfig only when it is not auto
+    (vLLM 0.29.0 vllm/engine/arg_utils.py ~l. 2545, 0.33.0 ~l. 2800)."""
+    for version in ("0.29.0", "0.33.0"):
+        s = parse_serve("vllm serve m --kernel-config '{\"moe_backend\": \"Marlin\"}' --moe-backend auto", version=version)
+        assert s.moe_backend == "marlin" and s.flag_for("moe_backend") == "--kernel-config moe_backend"
+        s = parse_serve("vllm serve m --kernel-config '{\"moe_backend\": \"marlin\"}' --moe-backend triton", version=version)
+        assert s.moe_backend == "triton" and s.flag_for("moe_backend") == "--moe-backend"
+    assert parse_serve("vllm serve m --moe-backend auto", version="0.33.0").moe_backend == "auto"
+
+
+def test_cli_kernel_config_backend_wins_over_auto(capsys):
+    serve = "vllm serve Qwen/Qwen3-30B-A3B-FP8 -tp 2 --kernel-config '{\"moe_backend\":\"marlin\"}' --moe-backend auto"
+    assert main(["select", "--gpu", "H200", "--serve", serve]) == 0
+    assert capsys.readouterr().out.startswith("marlin ")
+
+
+@pytest.mark.parametrize("value", ["null", "1"])
+def test_kernel_config_moe_backend_must_be_a_name(value):
+    """KernelConfig.moe_backend is a MoEBackend literal, not optional: pydantic refuses null."""
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m --kernel-config '{{\"moe_backend\": {value}}}'", version="0.33.0")
+    issue = info.value.issues[0]
+    assert (issue.path, issue.value) == ("--serve --kernel-config moe_backend", value) and "triton" in issue.allowed
+
+
+def test_every_kernel_config_occurrence_is_validated():
+    with pytest.raises(ConfigError, match="bogus"):
+        parse_serve("vllm serve m --kernel-config '{\"moe_backend\": \"bogus\"}' --kernel-config '{\"moe_backend\": \"triton\"}'", version="0.33.0")
+
+
+# --- vLLM's optional_type: "" and "None" are not given ---------------------------------------------
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize("words", ["-q None", "-q ''", "--speculative-config None", "--speculative-config ''", "-sc None", "--hf-config-path None", "-q fp8 -q None"])
+def test_optional_type_flags_read_none_as_not_given(version, words):
+    s = parse_serve(f"vllm serve m {words}", version=version)
+    assert (s.quantization, s.draft_moe_backend, s.hf_config_path) == (None, None, None)
+    assert not {"quantization", "speculative_config", "hf_config_path"} & set(s.given)
+
+
+def test_none_is_a_value_for_a_flag_without_optional_type():
+    """--moe-backend is not optional_type: 'None' is lower-cased to 'none' and refused by choices."""
+    with pytest.raises(ConfigError, match="none"):
+        parse_serve("vllm serve m --moe-backend None", version="0.33.0")
+
+
+def test_cli_accepts_none_words(capsys):
+    for words in ("-q None", "--speculative-config None", "--speculative-config ''"):
+        assert main(["select", "--gpu", "H200", "--serve", f"vllm serve Qwen/Qwen3-30B-A3B -tp 2 {words}"]) == 0, words
