@@ -55,7 +55,7 @@ import yaml
 
 from ._resources import package_dir
 from .errors import ConfigError, InputIssue, did_you_mean
-from .tables import safe_load
+from .tables import safe_load, safe_load_generated
 
 __all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve", "release_values", "serve_releases", "serve_value_issues"]
 
@@ -168,14 +168,14 @@ def engine_facts(version: str = ENGINE_VERSION) -> Mapping[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise LookupError(f"no vllm serve facts for vLLM {version}; the modelled releases: {', '.join(serve_releases())}") from None
-    return safe_load(text)
+    return safe_load_generated(text)
 
 
 @lru_cache(maxsize=1)
 def _release_values_doc() -> Mapping[str, Mapping[str, tuple[str, ...]]]:
     """Read-only: release -> kind -> values (the cache is shared, so nothing in it may change)."""
     with (package_dir() / "engine_facts" / "vllm-release-values.yaml").open("r", encoding="utf-8") as handle:
-        doc = safe_load(handle.read())
+        doc = safe_load_generated(handle.read())
     return MappingProxyType({str(v): MappingProxyType({k: tuple(vals) for k, vals in kinds.items()}) for v, kinds in doc["releases"].items()})
 
 
