@@ -355,7 +355,8 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         except ConfigError as exc:
             raise blame_hf_overrides(exc, serve) from None
         if device is None:
-            raise ConfigError([InputIssue("--gpu", "the device is required with --model: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
+            given = "--serve" if serve is not None else "--model"
+            raise ConfigError([InputIssue("--gpu", f"the device is required with {given}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
         kwargs = dict(ck.kwargs)
         ck_quant = ck.quant
         ck_prov = tuple(ck.provenance)

@@ -331,27 +331,28 @@ _SERVE_SPELLING = {
 
 def serve_line_edits(flags: str) -> tuple[str, str]:
     r"""A fix's moe-oracle flags split into (the same change as ``vllm serve`` flags, the flags no
-    serve flag sets: ``--gpu``, ``--package``, ``--env`` ...). A boolean turned off is "drop" of
-    its serve flag; redundant experts go through ``--eplb-config``.
+    serve flag sets: ``--gpu``, ``--package``, ``--env`` ...). Appended to the serve line, the
+    edits take effect: vLLM's argparse keeps a repeated flag's last value, and a boolean turned
+    off is its ``--no-`` form (argparse ``BooleanOptionalAction`` in vLLM 0.29.0-0.32.0; vLLM
+    0.33.0 still accepts ``--no-enable-expert-parallel`` beside ``--disable-expert-parallel``).
+    Redundant experts go through ``--eplb-config``.
 
     >>> serve_line_edits("--tp 1 --dp 16 --no-eplb --redundant-experts 0 --gpu B200")
-    ('--tensor-parallel-size 1 --data-parallel-size 16 --eplb-config \'{"num_redundant_experts": 0}\'; drop --enable-eplb', '--gpu B200')
+    ('--tensor-parallel-size 1 --data-parallel-size 16 --no-enable-eplb --eplb-config \'{"num_redundant_experts": 0}\'', '--gpu B200')
     """
-    sets: list[str] = []
-    drops: list[str] = []
+    edits: list[str] = []
     rest: list[str] = []
     for option in _options([flags]):
         name = option[0]
         if name in _SERVE_SPELLING:
-            sets.append(" ".join([_SERVE_SPELLING[name], *option[1:]]))
+            edits.append(" ".join([_SERVE_SPELLING[name], *option[1:]]))
         elif name.startswith("--no-") and "--" + name[5:] in _SERVE_SPELLING:
-            drops.append(_SERVE_SPELLING["--" + name[5:]])
+            edits.append("--no-" + _SERVE_SPELLING["--" + name[5:]][2:])
         elif name == "--redundant-experts" and len(option) == 2:
-            sets.append(f"--eplb-config '{{\"num_redundant_experts\": {option[1]}}}'")
+            edits.append(f"--eplb-config '{{\"num_redundant_experts\": {option[1]}}}'")
         else:
             rest.append(" ".join(option))
-    edits = " ".join(sets) + ("; " if sets and drops else "") + (f"drop {', '.join(drops)}" if drops else "")
-    return edits, " ".join(rest)
+    return " ".join(edits), " ".join(rest)
 
 
 def _options(texts: Iterable[str]) -> list[list[str]]:

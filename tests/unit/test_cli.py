@@ -201,3 +201,10 @@ def test_an_engine_refusal_of_a_config_file_names_the_file_and_field(tmp_path, c
     assert main(["select", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and "$.parallel.enable_eplb" in err and "bad --eplb" not in err
+
+
+def test_a_serve_line_without_a_device_names_the_serve_input(capsys):
+    """The device comes from a flag or an environment file; the error names the input the layer
+    came from (it said --model for a serve line)."""
+    assert main(["explain", "--serve", "vllm serve deepseek-ai/DeepSeek-R1 -tp 8"]) == 2
+    assert "the device is required with --serve" in capsys.readouterr().err
