@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_args(p)
     _add_view_arg(p)
     p.add_argument("--full", action="store_true", help="with --json: the whole Decision record (as explain --json) instead of the compact one")
-    p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device", formatter_class=fmt)
+    p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=_EPILOG_INPUT + "\nexamples:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8        (another GPU)\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device   (none without one: what blocks)", formatter_class=fmt)
     p.add_argument("--backend", required=True, type=_name, metavar="NAME", help="backend id or moe_backend alias")
     p.add_argument("--alternatives", type=_positive_int, default=3, metavar="N", help="show up to N ranked alternatives (default 3; equal costs are marked as ties)")
     p.add_argument("--keep", action="append", default=[], metavar="CATEGORY[,CATEGORY]", help="inputs that must not change, besides the model (always kept): device, parallel, quant, packages, env, flags; repeat or comma-separate")

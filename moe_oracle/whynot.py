@@ -250,7 +250,7 @@ class WhyNot:
             return f"{name} is already eligible ({self.kernel}) but outranked by {d.kernel if d else None}; {hint}."
         kept = f"; kept: {', '.join(sorted(self.keep))}" if self.keep else ""
         if not self.found:
-            lines = [f"No change of at most {MAX_EDITS} inputs makes {name} eligible (searched {self.explored} edit sets{kept}). Blocking:"]
+            lines = [f"No change of at most {MAX_EDITS} inputs makes {name} eligible (searched {self.explored} edit set{'s' if self.explored != 1 else ''}{kept}). Blocking:"]
             lines += [f"  - {b}" for b in self.blocking]
             return "\n".join(lines)
         lines = [f"{name} becomes eligible with these changes, fewest and least disruptive first (cost: flag 1, package 2, redeployment 3, GPU count or numerics 4, hardware 5{kept}):"]
