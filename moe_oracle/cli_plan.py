@@ -184,7 +184,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
         prov.append(Provenance("max_num_tokens", Source.USER_FLAG, f"--max-tokens {args.max_tokens}"))
     return build_plan(
         checkpoint, Oracle(catalog, env, policy=args.policy), device=device, parallel=parallel,
-        moe_backend=args.moe_backend or "auto", draft_moe_backend=getattr(args, "draft_moe_backend", None) if include_draft else None, draft_source="--draft-moe-backend" if draft_flag else None, include_draft=include_draft,
+        moe_backend=args.moe_backend or "auto", draft_moe_backend=getattr(args, "draft_moe_backend", None) if include_draft else None, draft_source="--draft-moe-backend" if draft_flag else None, include_draft=include_draft, draft_by_serve=serve is not None and include_draft,
         lora=bool(args.lora), batch_invariant=bool(args.batch_invariant), max_num_tokens=args.max_tokens,
         expert_placement_strategy=getattr(args, "expert_placement", "linear"), environment=env, provenance=prov, notes=notes, origins=_origins(args),
     )
@@ -219,8 +219,8 @@ def _draft_layers(args: argparse.Namespace, serve: Any, checkpoint: Any, release
             notes.append(f"the --serve line drafts with the target's MTP layers ({draft.why}), but the checkpoint has no MTP layers: no draft layer is planned (what vLLM does then is not modelled)")
         elif draft is not None and draft.method is not None:
             notes.append(f"draft not planned: {draft.why}")
-        if backend and not (draft is not None and draft.method is not None and not draft.target_mtp):
-            notes.append(f"{backend_from} {backend} has no effect on the plan: the checkpoint has no MTP draft layers")
+        if backend and not (draft is not None and draft.separate_model):
+            notes.append(f"{backend_from} {backend} has no effect on the plan: the checkpoint has no MTP draft layers" + (f", and {draft.method} runs no draft model" if draft is not None and draft.method is not None and not draft.target_mtp else ""))
         elif backend:
             notes.append(f"{backend_from} {backend} applies to that draft, whose MoE layers are not planned")
         return False, notes
@@ -230,7 +230,9 @@ def _draft_layers(args: argparse.Namespace, serve: Any, checkpoint: Any, release
         return True, [f"draft: {draft.why}"]
     if no_draft:
         notes.append("--no-draft has no effect: the --serve line makes vLLM build no MTP draft layers")
-    notes.append(f"draft not planned: {draft.why}; the checkpoint's {mtp} MTP layer{'s are' if mtp != 1 else ' is'} not built" + ("" if draft.method is None else " and the draft's MoE layers are not planned"))
-    if backend:
+    notes.append(f"draft not planned: {draft.why}; the checkpoint's {mtp} MTP layer{'s are' if mtp != 1 else ' is'} not built" + (" and the draft's MoE layers are not planned" if draft.separate_model else ""))
+    if backend and draft.separate_model:
         notes.append(f"{backend_from} {backend} applies to that draft, not to the checkpoint's MTP layers: not planned")
+    elif backend:
+        notes.append(f"{backend_from} {backend} has no effect: {draft.method or 'no speculative decoding'} builds no draft MoE layer")
     return False, notes

@@ -323,6 +323,7 @@ def build_plan(
     draft_moe_backend: str | None = None,
     draft_source: str | None = None,
     include_draft: bool = True,
+    draft_by_serve: bool = False,
     lora: bool = False,
     batch_invariant: bool = False,
     max_num_tokens: int | None = None,
@@ -344,6 +345,8 @@ def build_plan(
         draft_source: where ``draft_moe_backend`` was given, for the plan's source label
             (``--draft-moe-backend``); default ``speculative config``.
         include_draft: plan the MTP draft layers the checkpoint carries.
+        draft_by_serve: a serve line's speculative config decided that vLLM drafts with them
+            (its note says so), rather than the plan assuming MTP speculative decoding.
         lora, batch_invariant, max_num_tokens: deployment flags applied to every layer.
         expert_placement_strategy: ``linear`` or ``round_robin``.
         environment: environment for every selection (default: the oracle's).
@@ -402,7 +405,8 @@ def build_plan(
     out.sort(key=lambda g: (g.role != "target", g.layers[0].spec.index))
     notes = list(checkpoint.notes) + list(notes)
     if any(layer.spec.role == "draft" for layer in layers):
-        notes.append("draft (MTP) layers are built only when serving with speculative decoding (--speculative-config method=mtp); their moe_backend is " + ("the speculative config's" if draft_moe_backend is not None else f"inherited from the target ({who} SpeculativeConfig.moe_backend unset)"))
+        built = "draft (MTP) layers: " if draft_by_serve else "draft (MTP) layers are built only when serving with speculative decoding (--speculative-config method=mtp); "
+        notes.append(built + "their moe_backend is " + ("the speculative config's" if draft_moe_backend is not None else f"inherited from the target ({who} SpeculativeConfig.moe_backend unset)"))
     return Plan(checkpoint, device, parallel, moe_backend, draft_backend, draft_source, tuple(out), tuple(notes), env, expert_placement_strategy, release)
 
 

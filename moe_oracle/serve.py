@@ -87,8 +87,8 @@ SELECTION_FLAGS: Mapping[str, str] = {
 UNMODELLED_FLAGS: Mapping[str, str] = {
     "prefill_context_parallel_size": "PCP > 1 joins the EP group and turns on all2all kernels (FusedMoEParallelConfig.make); the answer assumes PCP 1",
     "speculative_config": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads its moe_backend for the MTP draft layers)",
-    "spec_method": "a draft model's MoE layers (e.g. MTP) are selected on their own; the answer is for the target model",
-    "spec_model": "a draft model's MoE layers are selected on their own; the answer is for the target model",
+    "spec_method": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads it to decide which draft layers vLLM builds)",
+    "spec_model": "a draft model's MoE layers are selected on their own; explain and select answer for the target model (plan reads it to decide which draft layers vLLM builds)",
     "quantization_config": "online quantization settings are not modelled; the answer uses --quantization alone",
     "enable_dbo": "dual-batch overlap changes how the prepare/finalize is built, not which experts kernel runs",
     "enable_elastic_ep": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",

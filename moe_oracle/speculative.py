@@ -105,6 +105,12 @@ class Draft:
     model: str | None
     why: str
 
+    @property
+    def separate_model(self) -> bool:
+        """vLLM builds a draft model apart from the target checkpoint (``eagle``, ``draft_model``,
+        ``mtp`` of another checkpoint); not for ``ngram``-like methods, which run none."""
+        return self.method is not None and not self.target_mtp and self.method not in _NO_DRAFT_MODEL
+
 
 def resolve_draft(spec: Mapping[str, Any] | None, target_model: str | None, release: str) -> Draft:
     """The draft of a serve line's merged speculative config (:func:`merge_spec_flags`) in vLLM

@@ -370,3 +370,17 @@ def test_cli_plan_says_where_the_draft_backend_came_from(capsys):
     assert json.loads(capsys.readouterr().out)["deployment"]["draft_backend_source"] == "--draft-moe-backend"
     assert main(["plan", "--gpu", "H200", "--serve", _SPEC_MARLIN]) == 0
     assert "draft marlin (speculative config)" in capsys.readouterr().out
+
+
+def test_plan_notes_follow_what_the_serve_line_drafts_with(capsys):
+    """ngram runs no draft model, so a draft moe_backend has no effect (it said "applies to that
+    draft"); a line that drafts with the MTP layers is not told they are built "only when serving
+    with speculative decoding"."""
+    ngram = "vllm serve Qwen/Qwen3.5-122B-A10B -tp 4 --speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":4,\"moe_backend\":\"marlin\"}'"
+    assert main(["plan", "--gpu", "H200", "--serve", ngram]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "moe_backend marlin has no effect: ngram builds no draft MoE layer" in out and "applies to that draft" not in out
+    assert main(["plan", "--gpu", "H200", "--serve", "vllm serve Qwen/Qwen3.5-122B-A10B -tp 4 --spec-method mtp --spec-tokens 1"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "Note: draft (MTP) layers: their moe_backend is inherited" in out and "built only when serving" not in out
+    assert "the answer is for the target model" not in out
