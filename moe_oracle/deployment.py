@@ -372,6 +372,7 @@ def declare_environment(
     absent: set[str] = set(base.absent) if base is not None else set()
     complete = bool(base.complete) if base is not None else False
     variables: dict[str, str] = dict(base.env) if base is not None else {}
+    set_by: dict[str, str] = {name: "the --config file's environment" for name in variables}  # variable -> the input that set it
     gpu = gpu_source = None
     file_vars: dict[str, str] = {}
     doc = None
@@ -422,12 +423,12 @@ def declare_environment(
         kept = sorted({p.name for p in doc.packages} & read)
         notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} package{'s' if len(doc.packages) != 1 else ''}, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} {'other does' if len(unread) == 1 else 'others do'} not affect selection" if unread else "") + ("; every unlisted package is absent" if doc.complete else ""))
         file_vars = dict(doc.env)
-        _collect_vars(catalog, file_vars, variables, notes, f"--environment {env_file}", release, quiet_unread=True)
+        _collect_vars(catalog, file_vars, variables, set_by, notes, f"--environment {env_file}", release, quiet_unread=True)
         if doc.gpus:
             gpu, gpu_source = doc.gpus[0], f"--environment {env_file}"
     serve_vars = dict(serve_env)
     if serve_vars:
-        _collect_vars(catalog, serve_vars, variables, notes, "--serve", release, quiet_unread=False)
+        _collect_vars(catalog, serve_vars, variables, set_by, notes, "--serve", release, quiet_unread=False)
     unread = [n for n in sorted({canonicalize_name(p) for p in declared_packages} | {canonicalize_name(n) for n in without}) if n not in read]
     if unread:
         shown = []
@@ -435,7 +436,7 @@ def declare_environment(
             guess = did_you_mean(name, sorted(read))
             shown.append(name + (f" (did you mean {guess!r}?)" if guess else ""))
         notes.append(f"packages no table reads (accepted; they do not change the answer): {', '.join(shown)}")
-    _collect_vars(catalog, flag_vars, variables, notes, "--env", release, quiet_unread=False)
+    _collect_vars(catalog, flag_vars, variables, set_by, notes, "--env", release, quiet_unread=False)
     # Name where each value came from: the engine refuses it, and the operator must find it.
     origin = {**{n: f"--environment {env_file}:" for n in file_vars}, **{n: "--serve" for n in serve_vars}, **{n: "--env" for n in flag_vars}}
     issues = [issue for name, value in sorted(variables.items()) for issue in env_issues([(name, value)], catalog.env_vars, origin.get(name, "--env"), release=release)]
@@ -458,17 +459,19 @@ def answer_release(catalog: Any, env: Environment) -> str | None:
     return catalog.release(env).stand_in
 
 
-def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], notes: list[str], where: str, release: str | None, *, quiet_unread: bool) -> None:
-    """Keep the variables the tables read; note removed, irrelevant and unknown ones (as vLLM
-    ``release`` declares its variables: ``engine_facts/vllm-release-values.yaml``)."""
+def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], set_by: dict[str, str], notes: list[str], where: str, release: str | None, *, quiet_unread: bool) -> None:
+    """Keep the variables the tables read in ``into`` (``set_by``: variable -> the input that set
+    it, for the note when a later input overrides it); note removed, irrelevant and unknown ones
+    (as vLLM ``release`` declares its variables: ``engine_facts/vllm-release-values.yaml``)."""
     read = {s.name for s in catalog.env_vars}
     removed = {r.name for r in catalog.removed_env_vars}
     other = []
     for name, value in given.items():
         if name in read:
             if into.get(name, value) != value:  # later sources win (declare_environment): say so
-                notes.append(f"{where}: {name}={value!r} overrides {name}={into[name]!r} given before it")
+                notes.append(f"{where}: {name}={value!r} overrides {name}={into[name]!r} from {set_by.get(name, 'an earlier input')}")
             into[name] = value
+            set_by[name] = where
         elif name not in removed:
             other.append(name)
     shown = [(n, v) for n, v in given.items() if n in read or n in removed or not quiet_unread]
