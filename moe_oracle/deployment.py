@@ -146,7 +146,9 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
 
     vLLM 0.29.0-0.33.0 vllm/config/model.py: ``hf_overrides`` (a dict) updates the HF config; on
     an unquantized checkpoint ``-q fp8`` quantizes online (Q/fp8.py: static per-tensor weights,
-    dynamic per-tensor activations). Whether a ``--quantization`` that differs from a quantized
+    dynamic per-tensor activations), but only where vLLM finds no quantization document at all
+    (``hf_quant_config.json`` beside config.json, ``compression_config`` and
+    ``text_config.quantization_config`` count). Whether a ``--quantization`` that differs from a quantized
     checkpoint's method is taken or refused is :func:`verify_checkpoint_quantization`'s
     question (it needs the whole quantization document, ``hf_quant_config.json`` included).
 
@@ -163,6 +165,8 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
                 cfg[key] = value
         notes.append(f"--hf-overrides applied to {path}: {', '.join(sorted(serve.hf_overrides))}")
     q = serve.quantization
+    if q and not isinstance(cfg.get("quantization_config"), Mapping) and _quant_document_elsewhere(cfg, path):
+        return cfg, notes  # a quantized checkpoint after all: verify_checkpoint_quantization checks -q against it
     if q:
         current = cfg.get("quantization_config")
         method = current.get("quant_method") if isinstance(current, Mapping) else None
@@ -175,6 +179,18 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
         elif q == method:
             notes.append(f"--quantization {q} matches the checkpoint's quant_method: no effect")
     return cfg, notes
+
+
+def _quant_document_elsewhere(cfg: Mapping[str, Any], path: Path) -> bool:
+    """Whether vLLM finds a quantization document for a config.json without
+    ``quantization_config``: ``hf_quant_config.json`` beside it (vllm/transformers_utils/config.py
+    ``get_config``), ``compression_config`` or ``text_config.quantization_config``
+    (vllm/transformers_utils/model_arch_config_convertor.py ``get_quantization_config``)."""
+    from .inputs import quant_config_beside
+
+    text = cfg.get("text_config")
+    return (isinstance(cfg.get("compression_config"), Mapping) or (isinstance(text, Mapping) and isinstance(text.get("quantization_config"), Mapping))
+            or quant_config_beside(path) is not None)
 
 
 # vllm/config/model.py ModelConfig._verify_quantization (0.29.0-0.33.0): the override classes, in order.

@@ -279,6 +279,19 @@ def test_an_empty_quant_method_does_not_match_any_quantization(tmp_path, capsys)
     assert "model config (None) does not match" in capsys.readouterr().err
 
 
+def test_quantization_fp8_on_a_checkpoint_quantized_by_hf_quant_config_json_is_not_online_fp8(tmp_path, capsys):
+    """vLLM get_config reads hf_quant_config.json when config.json has no quantization_config, and
+    the ModelOpt override takes -q fp8 as modelopt; it was answered as online FP8 (triton)."""
+    ck = _checkpoint(tmp_path, "empty")
+    cfg = json.loads((ck / "config.json").read_text())
+    del cfg["quantization_config"]
+    (ck / "config.json").write_text(json.dumps(cfg))
+    (ck / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}}))
+    assert main(["explain", "--gpu", "H200", "--serve", f"vllm serve {ck} -q fp8"]) == 0
+    out = capsys.readouterr().out
+    assert "quantizes the experts online" not in out and "modelopt override takes the checkpoint as modelopt" in out
+
+
 @pytest.mark.parametrize(("model", "needle"), [
     ("gpt-oss-20b", "For gpt-oss model, use '--moe-backend humming' instead of '--quantization humming'."),  # vLLM's own message
     ("fp8", "not modelled"),
