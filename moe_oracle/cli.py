@@ -418,7 +418,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         env = declared.environment
         notes += list(declared.notes)
     if serve is not None:
-        _check_serve_values(serve, catalog, env)
+        _check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     if ck_quant is not None:
         from .deployment import answer_release, verify_checkpoint_quantization
         from .serve import ENGINE_VERSION
@@ -429,8 +429,10 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
 
 
 def _check_serve_values(serve: Any, catalog: Any, env: Any) -> None:
-    """Refuse the serve line's values the answer's engine release refuses at start
-    (``--quantization``, ``--kv-cache-dtype``: :func:`moe_oracle.serve.serve_value_issues`).
+    """Refuse the serve line's values the answer's engine release refuses at start, the
+    checkpoint aside (``--kv-cache-dtype``: :func:`moe_oracle.serve.serve_value_issues`).
+    ``--quantization`` is checked with the checkpoint's quantization document, as vLLM checks it
+    (:func:`moe_oracle.deployment.verify_checkpoint_quantization`: override classes first).
 
     Raises:
         ConfigError: such a value, naming the flag, the value and the release's allowed values.
@@ -439,7 +441,7 @@ def _check_serve_values(serve: Any, catalog: Any, env: Any) -> None:
     from .errors import ConfigError
     from .serve import ENGINE_VERSION, serve_value_issues
 
-    issues = serve_value_issues(serve, answer_release(catalog, env) or ENGINE_VERSION)
+    issues = serve_value_issues(serve, answer_release(catalog, env) or ENGINE_VERSION, check_quantization=False)
     if issues:
         raise ConfigError(issues, headline="bad --serve")
 

@@ -146,7 +146,9 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
 
     vLLM 0.29.0-0.33.0 vllm/config/model.py: ``hf_overrides`` (a dict) updates the HF config; on
     an unquantized checkpoint ``-q fp8`` quantizes online (Q/fp8.py: static per-tensor weights,
-    dynamic per-tensor activations). Whether a ``--quantization`` that differs from a quantized
+    dynamic per-tensor activations), but only where vLLM finds no quantization document at all
+    (``hf_quant_config.json`` beside config.json, ``compression_config`` and
+    ``text_config.quantization_config`` count). Whether a ``--quantization`` that differs from a quantized
     checkpoint's method is taken or refused is :func:`verify_checkpoint_quantization`'s
     question (it needs the whole quantization document, ``hf_quant_config.json`` included).
 
@@ -163,6 +165,8 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
                 cfg[key] = value
         notes.append(f"--hf-overrides applied to {path}: {', '.join(sorted(serve.hf_overrides))}")
     q = serve.quantization
+    if q and not isinstance(cfg.get("quantization_config"), Mapping) and _quant_document_elsewhere(cfg, path):
+        return cfg, notes  # a quantized checkpoint after all: verify_checkpoint_quantization checks -q against it
     if q:
         current = cfg.get("quantization_config")
         method = current.get("quant_method") if isinstance(current, Mapping) else None
@@ -175,6 +179,18 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
         elif q == method:
             notes.append(f"--quantization {q} matches the checkpoint's quant_method: no effect")
     return cfg, notes
+
+
+def _quant_document_elsewhere(cfg: Mapping[str, Any], path: Path) -> bool:
+    """Whether vLLM finds a quantization document for a config.json without
+    ``quantization_config``: ``hf_quant_config.json`` beside it (vllm/transformers_utils/config.py
+    ``get_config``), ``compression_config`` or ``text_config.quantization_config``
+    (vllm/transformers_utils/model_arch_config_convertor.py ``get_quantization_config``)."""
+    from .inputs import quant_config_beside
+
+    text = cfg.get("text_config")
+    return (isinstance(cfg.get("compression_config"), Mapping) or (isinstance(text, Mapping) and isinstance(text.get("quantization_config"), Mapping))
+            or quant_config_beside(path) is not None)
 
 
 # vllm/config/model.py ModelConfig._verify_quantization (0.29.0-0.33.0): the override classes, in order.
@@ -216,7 +232,9 @@ def _override_by(name: str, doc: Mapping[str, Any], user: str | None, model_type
         return "modelopt_mixed" if algo == "MIXED_PRECISION" else None
     if name == "gpt_oss_mxfp4":  # Q/mxfp4.py GptOssMxfp4Config
         return "gpt_oss_mxfp4" if doc.get("quant_method") in ("mxfp4", "gpt_oss_mxfp4") and model_type == "gpt_oss" else None
-    if name == "humming":  # Q/humming.py
+    if name == "humming":  # Q/humming.py (the error is vLLM's, raised from the override itself)
+        if user == "humming" and model_type == "gpt_oss" and doc.get("quant_method") == "mxfp4":
+            raise ValueError("For gpt-oss model, use '--moe-backend humming' instead of '--quantization humming'.")
         return "humming" if user == "humming" else None
     return None
 
@@ -226,6 +244,10 @@ def quantization_override(doc: Mapping[str, Any], user: str | None, model_type: 
     accepts the checkpoint's quantization document ``doc`` under ``--quantization user``
     (vLLM 0.29.0-0.33.0 vllm/config/model.py; ``humming`` is tried first when asked for), or
     ``None`` when none does (then the checkpoint's ``quant_method`` must equal ``user``).
+
+    Raises:
+        ValueError: vLLM's own, from ``HummingConfig.override_quantization_method``
+            (Q/humming.py): ``--quantization humming`` on a gpt-oss MXFP4 checkpoint.
 
     >>> quantization_override({"quant_method": "gptq", "bits": 4}, "marlin", "qwen3_moe")
     'auto_gptq'
@@ -241,12 +263,26 @@ def quantization_override(doc: Mapping[str, Any], user: str | None, model_type: 
 
 
 def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, release: str, *, allow_deprecated: bool, allow_flag: str) -> list[str]:
-    """Check a quantized checkpoint against ``--quantization`` as vLLM ``release`` does at start
-    (vllm/config/model.py ``ModelConfig._verify_quantization``): an override class may take the
-    checkpoint (:func:`quantization_override`); otherwise a ``--quantization`` other than the
-    checkpoint's ``quant_method`` is refused, and a deprecated method (the release's
-    ``DEPRECATED_QUANTIZATION_METHODS``, ``engine_facts/vllm-release-values.yaml``) is refused
-    without ``--allow-deprecated-quantization``.
+    """Check the checkpoint's quantization document against ``--quantization`` as vLLM
+    ``release`` does at start (vllm/config/model.py ``ModelConfig._verify_quantization``,
+    the same in 0.29.0-0.33.0), in its order:
+
+    1. Without a quantization document (online quantization), the ``--quantization`` value
+       itself is checked (:func:`moe_oracle.serve.quantization_value_issues`).
+    2. With one, the override classes run first (:func:`quantization_override`): ``-q marlin``
+       on a GPTQ checkpoint becomes ``auto_gptq``, any ``-q`` on a ModelOpt FP8 one ``modelopt``.
+       Where none accepts, a ``--quantization`` other than the checkpoint's ``quant_method`` is
+       refused ("does not match"); an empty ``quant_method`` counts as ``None`` there, so any
+       ``--quantization`` no override takes is refused.
+    3. The method this yields must be one of the release's methods and, if deprecated (the
+       release's ``DEPRECATED_QUANTIZATION_METHODS``, ``engine_facts/vllm-release-values.yaml``),
+       needs ``--allow-deprecated-quantization``. The ``--quantization`` value as given is not
+       checked by name: an override has replaced it, or it equals the checkpoint's method.
+
+    ``--quantization humming`` is taken by ``HummingConfig``'s override for every checkpoint
+    (Q/humming.py), and the MoE layers then run ``HummingMoEMethod``, whose kernel choice the
+    tables do not model: refused as not modelled rather than answered with the checkpoint's own
+    selection.
 
     Args:
         quant: the checkpoint's :class:`~moe_oracle.checkpoint.quant_formats.QuantFormat`.
@@ -259,23 +295,41 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         notes (a ``--quantization`` an override class replaces).
 
     Raises:
-        ConfigError: a mismatch no override accepts, or a deprecated method not allowed.
+        ConfigError: a method vLLM refuses (unknown or deprecated), a mismatch no override
+            accepts, vLLM's gpt-oss ``--quantization humming`` refusal, or ``humming`` (not modelled).
     """
-    declared = getattr(quant, "declared", None)
-    if not declared:
+    from .serve import quantization_value_issues
+
+    config = dict(getattr(quant, "config", None) or {})
+    if "quant_method" not in config:  # no quantization document: online quantization, or none
+        issues = quantization_value_issues(user, release, allow_deprecated=allow_deprecated, flag=flag) if user is not None else []
+        if issues:
+            raise ConfigError(issues, headline=f"bad {flag.split()[0]}")
         return []
-    doc = dict(getattr(quant, "config", None) or {})
-    doc = {**doc, "quant_method": declared}
-    override = quantization_override(doc, user, getattr(quant, "model_type", None))
-    notes = []
+    declared = getattr(quant, "declared", None) or None  # "" -> None, as _verify_quantization does after the override loop
+    headline = f"bad {flag.split()[0]}"
+    try:
+        override = quantization_override({**config, "quant_method": declared or ""}, user, getattr(quant, "model_type", None))
+    except ValueError as exc:
+        raise ConfigError([InputIssue(flag, f"vLLM {release} refuses the checkpoint at start: {str(exc)!r} (HummingConfig.override_quantization_method, vllm/model_executor/layers/quantization/humming.py)", user, None)], headline=headline) from None
+    if override == "humming":
+        raise ConfigError([InputIssue(flag, f"not modelled: vLLM {release} takes any checkpoint as humming under --quantization humming (HummingConfig.override_quantization_method) and its MoE layers run HummingMoEMethod, whose kernel choice (select_humming_moe_experts, vllm/model_executor/layers/quantization/humming.py) moe-oracle does not model; drop it (or ask for --moe-backend humming)", user, None)], headline=headline)
     if override is None and user is not None and user != declared:
-        raise ConfigError([InputIssue(flag, f"vLLM {release} refuses the checkpoint at start: 'Quantization method specified in the model config ({declared}) does not match the quantization method specified in the `quantization` argument ({user})', and no override method accepts this pair (ModelConfig._verify_quantization, vllm/config/model.py); drop it or give {declared}", user, [declared])], headline=f"bad {flag.split()[0]}")
+        shown = declared if declared else "None"
+        fix = f"drop it or give {declared}" if declared else "drop it (the checkpoint's empty quant_method means no quantization)"
+        raise ConfigError([InputIssue(flag, f"vLLM {release} refuses the checkpoint at start: 'Quantization method specified in the model config ({shown}) does not match the quantization method specified in the `quantization` argument ({user})', and no override method accepts this pair (ModelConfig._verify_quantization, vllm/config/model.py); {fix}", user, [declared] if declared else None)], headline=headline)
+    notes = []
     if override is not None and user is not None and user != override and user != declared:
         notes.append(f"{flag} {user} on a {declared} checkpoint: vLLM {release}'s {override} override takes the checkpoint as {override} (ModelConfig._verify_quantization), so {flag.split()[-1]} {user} has no effect of its own")
     effective = override or declared
-    deprecated = release_values(release)["deprecated_quantization"]
-    if effective in deprecated and not allow_deprecated:
-        raise ConfigError([InputIssue(f"{getattr(quant, 'source', 'checkpoint')} quant_method", f"vLLM {release} refuses the deprecated quantization method {effective} at start unless {allow_flag} is given (ModelConfig._verify_quantization, vllm/config/model.py; DEPRECATED_QUANTIZATION_METHODS)", declared, None, getattr(quant, "file", None))], headline="bad checkpoint")
+    if effective is None:
+        return notes
+    values = release_values(release)
+    where = (f"{getattr(quant, 'source', 'checkpoint')} quant_method", getattr(quant, "file", None))
+    if effective not in values["quantization"]:
+        raise ConfigError([InputIssue(where[0], f"vLLM {release} refuses the checkpoint at start: 'Unknown quantization method: {effective}' (ModelConfig._verify_quantization, vllm/config/model.py; the methods: QuantizationMethods)", effective, list(values["quantization"]), where[1])], headline="bad checkpoint")
+    if effective in values["deprecated_quantization"] and not allow_deprecated:
+        raise ConfigError([InputIssue(where[0], f"vLLM {release} refuses the deprecated quantization method {effective} at start unless {allow_flag} is given (ModelConfig._verify_quantization, vllm/config/model.py; DEPRECATED_QUANTIZATION_METHODS)", declared, None, where[1])], headline="bad checkpoint")
     return notes
 
 

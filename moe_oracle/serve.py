@@ -34,7 +34,8 @@ Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the
 * a flag the release does not know is bad input, reported with a did-you-mean: vLLM itself
   refuses the command line (argparse "unrecognized arguments");
 * a ``--quantization`` or ``--kv-cache-dtype`` value the release refuses at start is bad input
-  too (:func:`serve_value_issues`).
+  too (:func:`serve_value_issues`; ``--quantization`` needs the checkpoint's quantization
+  document, :func:`moe_oracle.deployment.verify_checkpoint_quantization`).
 
 ``NAME=VALUE`` words before the command are environment variables of the server process.
 """
@@ -57,7 +58,7 @@ from ._resources import package_dir
 from .errors import ConfigError, InputIssue, did_you_mean
 from .tables import safe_load, safe_load_generated
 
-__all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve", "release_values", "serve_releases", "serve_value_issues"]
+__all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve", "quantization_value_issues", "release_values", "serve_releases", "serve_value_issues"]
 
 ENGINE_VERSION = "0.33.0"
 """The newest modelled release: the one a serve line is parsed for when no engine release is known
@@ -111,7 +112,8 @@ class ServeArgs:
     ``None``: no speculative decoding).
     ``quantization`` is lower-cased as vLLM does (``ModelConfig.validate_quantization_before``);
     it, ``kv_cache_dtype`` and ``allow_deprecated_quantization`` are checked against the
-    release's values by :func:`serve_value_issues`. ``version``: the vLLM release whose flags
+    release's values by :func:`serve_value_issues` (``quantization`` with the checkpoint:
+    :func:`moe_oracle.deployment.verify_checkpoint_quantization`). ``version``: the vLLM release whose flags
     parsed the line.
     """
 
@@ -198,13 +200,39 @@ def release_values(version: str) -> Mapping[str, tuple[str, ...]]:
     return releases[version]
 
 
-def serve_value_issues(serve: ServeArgs, version: str) -> list[InputIssue]:
+def quantization_value_issues(q: str, version: str, *, allow_deprecated: bool, flag: str = "--serve --quantization") -> list[InputIssue]:
+    """The problems vLLM ``version`` finds in the method ``q`` itself (empty: none): not among
+    the release's methods ("Unknown quantization method"), or deprecated (``fbgemm_fp8``,
+    ``fp_quant``) without ``--allow-deprecated-quantization``.
+
+    vLLM 0.29.0-0.33.0 ``ModelConfig._verify_quantization`` (vllm/config/model.py) runs these
+    checks on the method it ends with: the ``--quantization`` value as given only when the
+    checkpoint has no quantization document (online quantization). With one, the override classes
+    and the checkpoint's ``quant_method`` decide the method first
+    (:func:`moe_oracle.deployment.verify_checkpoint_quantization`). ``flag`` names where ``q``
+    was given.
+
+    Raises:
+        LookupError: ``version`` is not a modelled release (see :func:`release_values`).
+    """
+    values = release_values(version)
+    if q not in values["quantization"]:
+        return [InputIssue(flag, f"vLLM {version} knows no such quantization method and refuses it at start (ModelConfig._verify_quantization, vllm/config/model.py; the methods: QuantizationMethods, vllm/model_executor/layers/quantization/__init__.py)", q, list(values["quantization"]))]
+    if q in values["deprecated_quantization"] and not allow_deprecated:
+        return [InputIssue(flag, f"vLLM {version} refuses the deprecated method {q} at start unless --allow-deprecated-quantization is given (ModelConfig._verify_quantization, vllm/config/model.py)", q, None)]
+    return []
+
+
+def serve_value_issues(serve: ServeArgs, version: str, *, check_quantization: bool = True) -> list[InputIssue]:
     """The serve line's values that vLLM ``version`` refuses at start (empty: none).
 
-    * ``--quantization`` not among the release's methods: vLLM ``ModelConfig._verify_quantization``
-      (vllm/config/model.py) raises "Unknown quantization method" (or, on a quantized checkpoint,
-      first that it does not match the checkpoint's method); a deprecated method (``fbgemm_fp8``,
-      ``fp_quant``) is refused unless ``--allow-deprecated-quantization`` is given.
+    * ``--quantization`` (only with ``check_quantization``): :func:`quantization_value_issues`
+      on the value as given, which is what vLLM checks when the checkpoint has no quantization
+      document. The command line alone cannot tell: with a quantized checkpoint vLLM runs the
+      override classes first (``-q marlin`` on a GPTQ checkpoint becomes ``auto_gptq``, any
+      ``-q`` on a ModelOpt FP8 one becomes ``modelopt``), so callers that read the checkpoint
+      pass ``check_quantization=False`` and check it with
+      :func:`moe_oracle.deployment.verify_checkpoint_quantization`.
     * ``--kv-cache-dtype`` not a ``CacheDType``: refused by argparse ``choices`` in vLLM
       0.29.0-0.32.0 (vllm/engine/arg_utils.py), by ``CacheConfig._validate_cache_dtype``
       (vllm/config/cache.py) in 0.33.0.
@@ -218,11 +246,8 @@ def serve_value_issues(serve: ServeArgs, version: str) -> list[InputIssue]:
     values = release_values(version)
     issues = []
     q = serve.quantization
-    if q is not None:
-        if q not in values["quantization"]:
-            issues.append(InputIssue("--serve --quantization", f"vLLM {version} knows no such quantization method and refuses it at start (ModelConfig._verify_quantization, vllm/config/model.py; the methods: QuantizationMethods, vllm/model_executor/layers/quantization/__init__.py)", q, list(values["quantization"])))
-        elif q in values["deprecated_quantization"] and not serve.allow_deprecated_quantization:
-            issues.append(InputIssue("--serve --quantization", f"vLLM {version} refuses the deprecated method {q} at start unless --allow-deprecated-quantization is given (ModelConfig._verify_quantization, vllm/config/model.py)", q, None))
+    if q is not None and check_quantization:
+        issues += quantization_value_issues(q, version, allow_deprecated=serve.allow_deprecated_quantization)
     kv = serve.kv_cache_dtype
     if kv is not None and kv not in values["kv_cache_dtype"]:
         issues.append(InputIssue("--serve --kv-cache-dtype", f"vLLM {version} refuses this KV-cache dtype at start (CacheDType, vllm/config/cache.py: argparse choices in 0.29.0-0.32.0, CacheConfig._validate_cache_dtype in 0.33.0)", kv, list(values["kv_cache_dtype"])))

@@ -157,9 +157,10 @@ def test_speculative_config_moe_backend_is_not_normalized():
     ("plan", "--kv-cache-dtype fp9", "fp9"),
 ])
 def test_a_value_the_release_refuses_at_start_is_bad_input(command, flag, value, capsys):
-    """vLLM 0.33.0 ModelConfig._verify_quantization ("Unknown quantization method") and
-    CacheConfig._validate_cache_dtype refuse these; they were accepted with a note."""
-    assert main([command, "--gpu", "H200", "--serve", f"vllm serve deepseek-r1 -tp 8 {flag}"]) == 2
+    """vLLM 0.33.0 ModelConfig._verify_quantization ("Unknown quantization method": an unquantized
+    checkpoint, where the -q value itself is checked) and CacheConfig._validate_cache_dtype refuse
+    these; they were accepted with a note."""
+    assert main([command, "--gpu", "H200", "--serve", f"vllm serve qwen3-30b-a3b -tp 2 {flag}"]) == 2
     err = capsys.readouterr().err
     name = "--quantization" if "q" in flag.split()[0] else "--kv-cache-dtype"
     assert err.startswith("moe-oracle: error: bad --serve") and f"--serve {name}: vLLM 0.33.0" in err and f"(got '{value}')" in err
@@ -218,6 +219,93 @@ def test_explain_refuses_a_quantization_no_override_accepts_for_the_checkpoint()
 
     assert main(["explain", "--serve", "vllm serve qwen3-30b-a3b-fp8 -q awq", "--gpu", "H200"]) == 2
     assert main(["explain", "--serve", "vllm serve qwen3-30b-a3b-fp8 -q fp8", "--gpu", "H200"]) == 0
+
+
+# --- --quantization on a quantized checkpoint: vLLM's order ----------------------------------------
+# vLLM 0.29.0-0.33.0 ModelConfig._verify_quantization (vllm/config/model.py, the same in each):
+# with a quantization document, the override classes run first, then "does not match", then the
+# name and deprecation checks on the resulting method. Each row was run through the real
+# _verify_quantization of 0.29.0 and 0.33.0 (a CPU harness calling it with the document below).
+
+_QC = {
+    "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True},
+    "awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"},
+    "fp8": {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]},
+    "modelopt_fp8": {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}},
+    "fbgemm": {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]},
+    "empty": {"quant_method": ""},
+}
+
+
+def _checkpoint(tmp_path: Path, qc: str) -> Path:
+    cfg = json.loads((Path(__file__).parents[2] / "examples" / "models" / "qwen3-30b-a3b.json").read_text())
+    cfg["quantization_config"] = _QC[qc]
+    (tmp_path / qc).mkdir()
+    (tmp_path / qc / "config.json").write_text(json.dumps(cfg))
+    return tmp_path / qc
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize(("qc", "flags", "accepted"), [
+    ("gptq", "-q marlin", True),  # AutoGPTQ override: marlin -> auto_gptq (was: "knows no such method")
+    ("awq", "-q marlin", True),  # AutoAWQ override: marlin -> auto_awq
+    ("modelopt_fp8", "-q fbgemm_fp8", True),  # ModelOpt override -> modelopt; no deprecation check
+    ("modelopt_fp8", "-q bogus", True),  # ModelOpt override takes any -q
+    ("empty", "-q fp8", False),  # "" -> None after the override loop: "(None) does not match (fp8)"
+    ("empty", "", True),
+    ("gptq", "-q gptq_marlin", True),
+    ("gptq", "-q moe_wna16", True),
+    ("awq", "-q moe_wna16", True),
+    ("gptq", "-q awq", False),
+    ("fp8", "-q fbgemm_fp8", False),  # "does not match" comes before the deprecation check
+    ("fp8", "-q bogus", False),  # "does not match", not "Unknown quantization method"
+    ("fbgemm", "", False),
+    ("fbgemm", "--allow-deprecated-quantization", True),
+])
+def test_quantization_on_a_quantized_checkpoint_follows_verify_quantization(tmp_path, qc, flags, accepted, release, capsys):
+    serve = f"vllm serve {_checkpoint(tmp_path, qc)} {flags}"
+    code = main(["select", "--gpu", "H200", "--package", f"vllm=={release}", "--serve", serve])
+    assert code == (0 if accepted else 2), capsys.readouterr().err
+
+
+def test_an_override_that_replaces_the_quantization_is_noted(tmp_path, capsys):
+    serve = f"vllm serve {_checkpoint(tmp_path, 'gptq')} -q marlin"
+    assert main(["explain", "--gpu", "H200", "--serve", serve]) == 0
+    assert "auto_gptq override takes the checkpoint as auto_gptq" in capsys.readouterr().out
+
+
+def test_an_empty_quant_method_does_not_match_any_quantization(tmp_path, capsys):
+    assert main(["select", "--gpu", "H200", "--serve", f"vllm serve {_checkpoint(tmp_path, 'empty')} -q fp8"]) == 2
+    assert "model config (None) does not match" in capsys.readouterr().err
+
+
+def test_quantization_fp8_on_a_checkpoint_quantized_by_hf_quant_config_json_is_not_online_fp8(tmp_path, capsys):
+    """vLLM get_config reads hf_quant_config.json when config.json has no quantization_config, and
+    the ModelOpt override takes -q fp8 as modelopt; it was answered as online FP8 (triton)."""
+    ck = _checkpoint(tmp_path, "empty")
+    cfg = json.loads((ck / "config.json").read_text())
+    del cfg["quantization_config"]
+    (ck / "config.json").write_text(json.dumps(cfg))
+    (ck / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}}))
+    assert main(["explain", "--gpu", "H200", "--serve", f"vllm serve {ck} -q fp8"]) == 0
+    out = capsys.readouterr().out
+    assert "quantizes the experts online" not in out and "modelopt override takes the checkpoint as modelopt" in out
+
+
+@pytest.mark.parametrize(("model", "needle"), [
+    ("gpt-oss-20b", "For gpt-oss model, use '--moe-backend humming' instead of '--quantization humming'."),  # vLLM's own message
+    ("fp8", "not modelled"),
+    ("gptq", "not modelled"),
+    ("empty", "not modelled"),
+])
+def test_quantization_humming_is_never_answered_with_the_checkpoints_selection(model, needle, tmp_path, capsys):
+    """HummingConfig.override_quantization_method (Q/humming.py) takes every checkpoint as humming
+    (HummingMoEMethod, not modelled) and refuses a gpt-oss MXFP4 one; both used to be answered
+    with the checkpoint's normal selection."""
+    ref = model if model not in _QC else _checkpoint(tmp_path, model)
+    for command in ("select", "plan"):
+        assert main([command, "--gpu", "H200", "--serve", f"vllm serve {ref} -q humming"]) == 2
+        assert needle in capsys.readouterr().err
 
 
 # --- the serve line is parsed with the flags of the release the answer is for ---------------------
