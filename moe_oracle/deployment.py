@@ -171,11 +171,9 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
         current = cfg.get("quantization_config")
         method = current.get("quant_method") if isinstance(current, Mapping) else None
         if method is None:
-            if q == "fp8":
+            if q == "fp8":  # another method is refused by verify_checkpoint_quantization (not modelled)
                 cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic"}
                 notes.append("--quantization fp8 on an unquantized checkpoint: vLLM quantizes the experts online (static per-tensor FP8 weights, dynamic per-tensor activations)")
-            else:
-                notes.append(f"--quantization {q} on an unquantized checkpoint is not modelled: the answer is for the unquantized layer")
         elif q == method:
             notes.append(f"--quantization {q} matches the checkpoint's quant_method: no effect")
     return cfg, notes
@@ -296,7 +294,9 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
 
     Raises:
         ConfigError: a method vLLM refuses (unknown or deprecated), a mismatch no override
-            accepts, vLLM's gpt-oss ``--quantization humming`` refusal, or ``humming`` (not modelled).
+            accepts, vLLM's gpt-oss ``--quantization humming`` refusal, ``humming`` (not
+            modelled), or a method other than fp8 on an unquantized checkpoint (online
+            quantization with it is not modelled).
     """
     from .serve import quantization_value_issues
 
@@ -305,6 +305,11 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         issues = quantization_value_issues(user, release, allow_deprecated=allow_deprecated, flag=flag) if user is not None else []
         if issues:
             raise ConfigError(issues, headline=f"bad {flag.split()[0]}")
+        if user is not None and user != "fp8":
+            # vLLM quantizes online with that method (humming: HummingMoEMethod) or fails to build
+            # its config; only online fp8 is modelled (load_serve_checkpoint), and answering for
+            # the unquantized layer would be wrong.
+            raise ConfigError([InputIssue(flag, f"{flag.split()[-1]} {user} on an unquantized checkpoint is not modelled: vLLM {release} quantizes the layer online with that method or refuses it; moe-oracle models online quantization only for fp8", user, ["fp8"])], headline=f"bad {flag.split()[0]}")
         return []
     declared = getattr(quant, "declared", None) or None  # "" -> None, as _verify_quantization does after the override loop
     headline = f"bad {flag.split()[0]}"

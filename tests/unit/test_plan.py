@@ -296,12 +296,18 @@ def test_inputs_vllm_refuses_are_refused(argv, capsys):
 @pytest.mark.parametrize("argv, needle", [
     (["--model", "qwen3-30b-a3b", "--draft-moe-backend", "marlin"], "has no MTP draft layers"),
     (["--serve", "vllm serve qwen3-30b-a3b --speculative-config '{\"method\":\"mtp\",\"moe_backend\":\"marlin\"}'"], "has no MTP draft layers"),
-    (["--model", "qwen3-30b-a3b", "--quantization", "moe_wna16"], "--quantization moe_wna16 on an unquantized checkpoint"),
-], ids=["draft-backend-no-mtp", "spec-mtp-no-mtp", "moe_wna16-unquantized"])
+], ids=["draft-backend-no-mtp", "spec-mtp-no-mtp"])
 def test_inputs_with_no_effect_are_noted(argv, needle, capsys):
     code, record, err = _plan_cli([*argv, "--gpu", "H200"], capsys)
     assert code == 0, err
     assert any(needle in n for n in record["notes"]), record["notes"]
+
+
+def test_plan_refuses_online_quantization_it_does_not_model(capsys):
+    """moe_wna16 over an unquantized checkpoint: vLLM has no GPTQ/AWQ document to convert (it
+    fails or quantizes online); the plan used to answer for the unquantized layers with a note."""
+    code, _, err = _plan_cli(["--model", "qwen3-30b-a3b", "--quantization", "moe_wna16", "--gpu", "H200"], capsys)
+    assert code == 2 and "moe_wna16 on an unquantized checkpoint is not modelled" in err, err
 
 
 def test_plan_names_the_release_it_is_for(capsys):

@@ -167,11 +167,20 @@ def test_a_value_the_release_refuses_at_start_is_bad_input(command, flag, value,
     assert ("allowed: awq, auto_awq, fp8" if name == "--quantization" else "allowed: auto, float16, bfloat16, fp8") in err
 
 
-@pytest.mark.parametrize("flag", ["-q FP8", "--quantization fp8", "--kv-cache-dtype fp8_e4m3", "--kv-cache-dtype octave_k3v4", "-q fbgemm_fp8 --allow-deprecated-quantization"])
+@pytest.mark.parametrize("flag", ["-q FP8", "--quantization fp8", "--kv-cache-dtype fp8_e4m3", "--kv-cache-dtype octave_k3v4"])
 def test_values_the_release_accepts_are_still_accepted(flag):
-    # An unquantized checkpoint: a method there is online quantization (or a note), never the
-    # checkpoint-mismatch refusal vLLM gives a quantized one (not modelled).
+    # An unquantized checkpoint: -q fp8 is online quantization, never the checkpoint-mismatch
+    # refusal vLLM gives a quantized one.
     assert main(["select", "--gpu", "H200", "--serve", f"vllm serve qwen3-30b-a3b -tp 2 {flag}"]) == 0
+
+
+@pytest.mark.parametrize("flag", ["-q fbgemm_fp8 --allow-deprecated-quantization", "-q humming", "-q awq"])
+def test_online_quantization_other_than_fp8_is_refused_as_not_modelled(flag, capsys):
+    """vLLM quantizes an unquantized checkpoint online with the method (humming:
+    HummingMoEMethod) or refuses it; the answer for the unquantized layer, given before with a
+    note, was wrong either way."""
+    assert main(["select", "--gpu", "H200", "--serve", f"vllm serve qwen3-30b-a3b -tp 2 {flag}"]) == 2
+    assert "on an unquantized checkpoint is not modelled" in capsys.readouterr().err
 
 
 def test_the_allowed_values_are_the_declared_releases(capsys):
