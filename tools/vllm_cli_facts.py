@@ -15,7 +15,8 @@ release's source tree on ``PYTHONPATH``)::
 
 Facts: the ``vllm serve`` parser ``make_arg_parser``, in vllm/entrypoints/launchers/cli_args.py
 (vLLM 0.29.0-0.32.0) or vllm/entrypoints/common/cli_args.py (0.33.0), which
-vllm/entrypoints/cli/serve.py imports; vllm/utils/argparse_utils.py ``EnableDisableAction``;
+vllm/entrypoints/cli/serve.py imports; the boolean actions (Python's ``argparse.BooleanOptionalAction``
+in 0.29.0-0.32.0, vllm/utils/argparse_utils.py ``EnableDisableAction`` in 0.33.0), called per option string;
 vllm/engine/arg_utils.py ``optional_type``; vllm/envs.py ``environment_variables``.
 """
 
@@ -40,6 +41,35 @@ def _parser_module():
     raise ModuleNotFoundError(f"none of {PARSER_MODULES} defines make_arg_parser")
 
 
+def _negative_options(parser, action) -> list[str]:
+    """The option strings that set a boolean flag to False, found by calling the action.
+
+    Each option string the parser registered for ``action`` (hidden ones included: vLLM 0.33.0
+    ``EnableDisableAction`` keeps ``--no-enable-x`` registered but out of ``option_strings``) is
+    passed to ``action(...)`` on an empty namespace, so the class's own rule decides:
+    ``argparse.BooleanOptionalAction`` (vLLM 0.29.0-0.32.0: ``--no-`` spellings, Python's
+    argparse ``__call__``), vLLM's ``EnableDisableAction`` (0.33.0 vllm/utils/argparse_utils.py:
+    ``negative_option_strings``, ``--disable-x`` and ``--no-enable-x``), ``store_false``.
+
+    Raises:
+        ValueError: a string the action sets to something other than True or False.
+    """
+    import argparse
+
+    negative = []
+    for string, owner in parser._option_string_actions.items():
+        if owner is not action:
+            continue
+        namespace = argparse.Namespace()
+        action(parser, namespace, None, string)
+        value = getattr(namespace, action.dest)
+        if value is False:
+            negative.append(string)
+        elif value is not True:
+            raise ValueError(f"{string} sets {action.dest} to {value!r}, not a boolean")
+    return sorted(negative)
+
+
 def main(out: str) -> None:
     import vllm.platforms as platforms
     from vllm.platforms.cpu import CpuPlatform
@@ -56,10 +86,8 @@ def main(out: str) -> None:
         for action in group._group_actions:
             if not action.option_strings or action.dest == "help":
                 continue
-            negative = sorted(getattr(action, "negative_option_strings", ()) or ())
-            if type(action).__name__ == "_StoreFalseAction":
-                negative = list(action.option_strings)
             takes_value = action.nargs != 0
+            negative = [] if takes_value else _negative_options(parser, action)
             entry = {
                 "dest": action.dest,
                 "group": group.title,

@@ -357,3 +357,46 @@ def test_none_is_a_value_for_a_flag_without_optional_type():
 def test_cli_accepts_none_words(capsys):
     for words in ("-q None", "--speculative-config None", "--speculative-config ''"):
         assert main(["select", "--gpu", "H200", "--serve", f"vllm serve Qwen/Qwen3-30B-A3B -tp 2 {words}"]) == 0, words
+
+
+# --- the --no-X spellings of boolean flags turn them off ------------------------------------------
+
+_RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+
+
+@pytest.mark.parametrize("version", _RELEASES)
+@pytest.mark.parametrize(("words", "attr", "on"), [
+    ("--no-enable-expert-parallel", "ep", False),
+    ("--enable-expert-parallel --no-enable-expert-parallel", "ep", False),
+    ("-ep --no-enable-expert-parallel", "ep", False),
+    ("--no-enable-expert-parallel --enable-expert-parallel", "ep", True),
+    ("--no-enable-eplb", "eplb", False),
+    ("--enable-eplb --no-enable-eplb", "eplb", False),
+    ("--no-enable-lora", "lora", False),
+    ("--no-enable-lora --enable-lora", "lora", True),
+    ("--no-allow-deprecated-quantization", "allow_deprecated_quantization", False),
+])
+def test_no_spellings_of_a_boolean_flag_turn_it_off(version, words, attr, on):
+    """argparse.BooleanOptionalAction (vLLM 0.29.0-0.32.0) and vLLM 0.33.0 EnableDisableAction
+    set False for --no-X; the last occurrence wins."""
+    assert getattr(parse_serve(f"vllm serve m {words}", version=version), attr) is on
+
+
+@pytest.mark.parametrize("version", _RELEASES)
+def test_every_no_spelling_in_the_facts_is_negative(version):
+    """tools/vllm_cli_facts.py lists each --no-X a release registers as a negative string."""
+    for flag in engine_facts(version)["serve_flags"]:
+        strings = {*flag["options"], *flag.get("negative", ())}
+        assert {s for s in strings if s.startswith("--no-")} <= set(flag.get("negative", ())), flag["dest"]
+
+
+def test_cli_no_enable_expert_parallel_is_off(capsys):
+    """select for 0.31.0 answered with EP on for --no-enable-expert-parallel while the facts did not list it as negative."""
+    serve = "vllm serve Qwen/Qwen3-30B-A3B-FP8 -tp 2"
+
+    def kernel(version, words):
+        assert main(["select", "--gpu", "H200", "--package", f"vllm=={version}", "--serve", f"{serve} {words}", "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["selected"]["kernel"]
+
+    for version in ("0.31.0", "0.33.0"):
+        assert kernel(version, "--no-enable-expert-parallel") == kernel(version, "") != kernel(version, "-ep")
