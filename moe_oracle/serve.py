@@ -16,7 +16,10 @@ are merged into one JSON value.
 As argparse does, a flag's ``choices`` are checked on every occurrence, not only on the last
 (``--moe-backend bogus --moe-backend triton`` is refused), and a flag whose type is vLLM's
 ``optional_type`` (vllm/engine/arg_utils.py) reads ``""`` and ``"None"`` as not given
-(``-q None``, ``--speculative-config None``).
+(``-q None``, ``--speculative-config None``), except that argparse then checks that ``None``
+against the choices: ``--spec-method None`` is refused in 0.29.0-0.30.0, whose choices hold only
+the string ``"None"`` (``none_not_a_choice`` in the facts). ``--spec-tokens`` is ``type=int``
+on every occurrence (``None`` is refused).
 
 Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the rest):
 
@@ -251,7 +254,7 @@ class _Flag(argparse.Action):
 
 # Read flags whose every occurrence is checked, as argparse converts and checks each one (type,
 # then choices) and vLLM's ``type`` functions parse JSON per occurrence; the last one wins.
-_EVERY_OCCURRENCE = frozenset({"dtype", "all2all_backend", "moe_backend", "kv_cache_dtype", "kernel_config", "speculative_config"})
+_EVERY_OCCURRENCE = frozenset({"dtype", "all2all_backend", "moe_backend", "kv_cache_dtype", "kernel_config", "speculative_config", "spec_method", "spec_tokens"})
 # vLLM's optional_type (vllm/engine/arg_utils.py): these words parse to None, i.e. not given.
 _NONE_WORDS = ("", "None")
 
@@ -512,8 +515,9 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
 
     Raises:
         ConfigError: not a command line, a flag the release does not know, a value it would
-            refuse (a ``--moe-backend``, ``--all2all-backend``, ``--dtype`` or, where the release
-            has choices for it, ``--kv-cache-dtype`` outside its choices on any occurrence; a
+            refuse (a ``--moe-backend``, ``--all2all-backend``, ``--dtype``, ``--spec-method`` or,
+            where the release has choices for it, ``--kv-cache-dtype`` outside its choices on any
+            occurrence; a ``--spec-tokens`` that is not an integer; a
             ``--kernel-config`` or ``--speculative-config`` ``moe_backend`` it refuses; a
             non-integer size, bad JSON). ``--quantization`` (and ``--kv-cache-dtype`` in 0.33.0)
             are checked by :func:`serve_value_issues`.
@@ -539,6 +543,21 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     every: dict[str, list[Any]] = {d: given[d] for d in _EVERY_OCCURRENCE if isinstance(given.get(d), list)}
     for dest, occurrences in every.items():
         given[dest] = occurrences[-1]
+    # --spec-method (optional_type(str) with choices): argparse checks each occurrence after the
+    # type, so "" and "None" pass where the choices hold None (0.31.0-0.33.0) and are refused
+    # ("invalid choice: None") where they hold only the string "None" (0.29.0-0.30.0).
+    none_refused = {f["dest"] for f in facts["serve_flags"] if f.get("none_not_a_choice")}
+    for method in every.get("spec_method", ()):
+        if method in _NONE_WORDS and "spec_method" in none_refused:
+            raise ConfigError([InputIssue("--serve --spec-method", f"vLLM {version} refuses this speculative method (argparse: invalid choice: None; its optional_type reads '' and 'None' as None, which the choices of this release do not hold)", method, list(choices["spec_method"]))], headline="bad --serve")
+        if method not in _NONE_WORDS:
+            _choice("--spec-method", method, choices["spec_method"], version, "speculative method")
+    spec_tokens = None
+    for tokens in every.get("spec_tokens", ()):
+        try:
+            spec_tokens = int(tokens)  # argparse type=int, each occurrence (vllm/engine/arg_utils.py)
+        except ValueError:
+            raise ConfigError([InputIssue("--serve --spec-tokens", f"vLLM {version} refuses the command line (argparse: invalid int value; --spec-tokens is not optional_type, so 'None' is not 'not given')", tokens, None)], headline="bad --serve") from None
     # vLLM's optional_type reads "" and "None" as None: the flag is not given.
     optional = {f["dest"] for f in facts["serve_flags"] if f.get("optional")}
     for dest in [d for d in given if d in optional and isinstance(given[d], str) and given[d] in _NONE_WORDS]:
@@ -601,7 +620,7 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
         draft_backend = _draft_moe_backend(spec_json, backend_choices, version)
         if draft_backend is not None:
             values["draft_moe_backend"] = draft_backend
-    spec_flags = {"method": given.get("spec_method"), "model": given.get("spec_model"), "num_speculative_tokens": given.get("spec_tokens")}
+    spec_flags = {"method": given.get("spec_method"), "model": given.get("spec_model"), "num_speculative_tokens": spec_tokens}
     if given.get("speculative_config") is not None or any(v is not None for v in spec_flags.values()):
         from .speculative import merge_spec_flags
 

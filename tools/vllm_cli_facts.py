@@ -2,7 +2,8 @@
 
 The file lists every ``vllm serve`` flag (option strings, destination, whether it takes a
 value, the option strings that turn a boolean off, choices, whether vLLM's ``optional_type``
-reads ``""`` and ``"None"`` as "not given") and every environment variable name that vLLM's
+reads ``""`` and ``"None"`` as "not given", and whether argparse then refuses that ``None`` as
+not among the choices) and every environment variable name that vLLM's
 ``vllm/envs.py`` declares. ``moe_oracle.serve`` reads it so that a ``vllm serve`` command line
 is parsed with that release's real flags. One file per modelled release (0.29.0-0.33.0).
 
@@ -101,6 +102,11 @@ def main(out: str) -> None:
             # vllm/engine/arg_utils.py optional_type: "" and "None" parse to None (not given).
             if takes_value and getattr(action.type, "__qualname__", "").startswith("optional_type."):
                 entry["optional"] = True
+                # argparse checks the converted value against the choices: where they hold the
+                # string "None" but not None (vLLM 0.29.0-0.30.0 --spec-method), "" and "None"
+                # are refused ("invalid choice: None") instead of read as not given.
+                if action.choices and None not in action.choices:
+                    entry["none_not_a_choice"] = True
             flags.append(entry)
     path = module_name.replace(".", "/") + ".py"
     doc = {

@@ -400,3 +400,57 @@ def test_cli_no_enable_expert_parallel_is_off(capsys):
 
     for version in ("0.31.0", "0.33.0"):
         assert kernel(version, "--no-enable-expert-parallel") == kernel(version, "") != kernel(version, "-ep")
+
+
+# --- --spec-method choices and --spec-tokens type, as each release's argparse checks them ---------
+
+@pytest.mark.parametrize(("version", "words", "value"), [
+    ("0.33.0", "--spec-method bogus --spec-method mtp", "bogus"),
+    ("0.29.0", "--spec-method mtp --spec-method bogus --spec-method mtp", "bogus"),
+    ("0.33.0", "--spec-method medusa", "medusa"),  # SpeculativeMethod of 0.33.0 has no medusa
+    ("0.29.0", "--spec-method glm5_next_mtp", "glm5_next_mtp"),  # added in 0.30.0
+    ("0.33.0", "--spec-method MTP", "MTP"),  # no lower-casing
+    # 0.29.0-0.30.0: the choices hold the string "None", optional_type returns None: invalid choice
+    ("0.29.0", "--spec-method None", "None"),
+    ("0.30.0", "--spec-method ''", ""),
+    ("0.29.0", "--spec-method mtp --spec-method None", "None"),
+])
+def test_spec_method_is_one_of_the_releases_choices(version, words, value):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {words}", version=version)
+    issue = info.value.issues[0]
+    assert (issue.path, issue.value) == ("--serve --spec-method", value) and "mtp" in issue.allowed and f"vLLM {version}" in issue.message
+
+
+@pytest.mark.parametrize(("version", "words", "method"), [
+    ("0.29.0", "--spec-method medusa", "medusa"),
+    ("0.30.0", "--spec-method glm5_next_mtp", "glm5_next_mtp"),
+    ("0.31.0", "--spec-method None", None),  # the choices hold None: not given
+    ("0.33.0", "--spec-method ''", None),
+    ("0.33.0", "--spec-method mtp --spec-method None", None),
+])
+def test_spec_method_values_the_release_accepts(version, words, method):
+    s = parse_serve(f"vllm serve m {words}", version=version)
+    assert (s.speculative or {}).get("method") == method
+
+
+@pytest.mark.parametrize("version", _RELEASES)
+@pytest.mark.parametrize("words", ["--spec-tokens None", "--spec-tokens ''", "--spec-tokens x --spec-tokens 2", "--spec-tokens 1.5"])
+def test_spec_tokens_is_an_int(version, words):
+    """--spec-tokens is type=int (not optional_type): 'None' is an invalid int value."""
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m --spec-method mtp {words}", version=version)
+    assert info.value.issues[0].path == "--serve --spec-tokens"
+
+
+def test_spec_tokens_is_read_as_an_int():
+    assert parse_serve("vllm serve m --spec-method mtp --spec-tokens 2", version="0.33.0").speculative == {"method": "mtp", "num_speculative_tokens": 2}
+
+
+@pytest.mark.parametrize("command", ["select", "explain"])
+@pytest.mark.parametrize(("version", "method"), [("0.33.0", "medusa"), ("0.29.0", "glm5_next_mtp")])
+def test_cli_refuses_a_spec_method_naming_the_serve_flag(command, version, method, capsys):
+    serve = f"vllm serve Qwen/Qwen3-30B-A3B -tp 2 --spec-method {method}"
+    assert main([command, "--gpu", "H200", "--package", f"vllm=={version}", "--serve", serve]) == 2
+    err = capsys.readouterr().err
+    assert f"--serve --spec-method: vLLM {version} refuses" in err and method in err
