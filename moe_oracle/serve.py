@@ -474,6 +474,31 @@ def _kernel_moe_backend(kernel: Mapping[str, Any], allowed: Sequence[str], versi
     return name
 
 
+def _unknown_keys(flag: str, value: Mapping[str, Any], keys: Sequence[str], version: str, what: str, prefix: str = "") -> list[InputIssue]:
+    """One issue per key of ``value`` that is not in ``keys`` (dotted names from the facts file),
+    descending into the keys that are dataclasses themselves (some ``keys`` entry below them).
+
+    vLLM 0.29.0-0.33.0 vllm/engine/arg_utils.py ``parse_dataclass`` validates the JSON with
+    pydantic, and vLLM's config dataclasses forbid extra keys (``unexpected_keyword_argument``):
+    a dashed key (``moe-backend``) is unknown, as vLLM does not turn dashes into underscores here.
+    Only the key names are checked, not the values' types.
+
+    >>> [i.path for i in _unknown_keys("--kernel-config", {"moe-backend": "x", "a": {"c": 1}}, ["moe_backend", "a", "a.b"], "0.33.0", "KernelConfig")]
+    ['--serve --kernel-config moe-backend', '--serve --kernel-config a.c']
+    """
+    issues = []
+    level = sorted(k.removeprefix(prefix) for k in keys if k.startswith(prefix) and "." not in k.removeprefix(prefix))
+    for key, sub in value.items():
+        name = prefix + str(key)
+        if str(key) not in level:
+            guess = did_you_mean(str(key), level)
+            hint = f"; did you mean {guess}?" if guess else ""
+            issues.append(InputIssue(f"--serve {flag} {name}", f"vLLM {version} refuses this key ({what} forbids unknown keys: pydantic unexpected_keyword_argument, vllm/engine/arg_utils.py parse_dataclass){hint}", name, level))
+        elif isinstance(sub, Mapping) and any(k.startswith(name + ".") for k in keys):
+            issues += _unknown_keys(flag, sub, keys, version, what, name + ".")
+    return issues
+
+
 def _choice(flag: str, value: str, allowed: Sequence[str], version: str, what: str) -> str:
     """``value`` when it is among the flag's ``choices`` (none: any value), else the argparse refusal."""
     if allowed and value not in allowed:
@@ -518,6 +543,7 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
             refuse (a ``--moe-backend``, ``--all2all-backend``, ``--dtype``, ``--spec-method`` or,
             where the release has choices for it, ``--kv-cache-dtype`` outside its choices on any
             occurrence; a ``--spec-tokens`` that is not an integer; a
+            ``--kernel-config`` key ``KernelConfig`` lacks (``moe-backend``); a
             ``--kernel-config`` or ``--speculative-config`` ``moe_backend`` it refuses; a
             non-integer size, bad JSON). ``--quantization`` (and ``--kv-cache-dtype`` in 0.33.0)
             are checked by :func:`serve_value_issues`.
@@ -598,8 +624,12 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
         values["lora"] = bool(given["enable_lora"])
     backend_choices = choices["moe_backend"]
     backend = None
+    kernel_keys = {f["dest"]: f.get("keys") for f in facts["serve_flags"]}.get("kernel_config")
     for kernel_text in every.get("kernel_config", ()):
-        backend = _kernel_moe_backend(_json_object("--kernel-config", kernel_text), backend_choices, version)
+        kernel = _json_object("--kernel-config", kernel_text)
+        if kernel_keys and (issues := _unknown_keys("--kernel-config", kernel, kernel_keys, version, "KernelConfig")):
+            raise ConfigError(issues, headline="bad --serve")
+        backend = _kernel_moe_backend(kernel, backend_choices, version)
     if backend is not None:
         spelled["moe_backend"] = "--kernel-config moe_backend"
     flag_backend = None

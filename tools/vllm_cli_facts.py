@@ -2,8 +2,8 @@
 
 The file lists every ``vllm serve`` flag (option strings, destination, whether it takes a
 value, the option strings that turn a boolean off, choices, whether vLLM's ``optional_type``
-reads ``""`` and ``"None"`` as "not given", and whether argparse then refuses that ``None`` as
-not among the choices) and every environment variable name that vLLM's
+reads ``""`` and ``"None"`` as "not given", whether argparse then refuses that ``None`` as
+not among the choices, and the keys ``--kernel-config`` accepts) and every environment variable name that vLLM's
 ``vllm/envs.py`` declares. ``moe_oracle.serve`` reads it so that a ``vllm serve`` command line
 is parsed with that release's real flags. One file per modelled release (0.29.0-0.33.0).
 
@@ -40,6 +40,26 @@ def _parser_module():
             if exc.name is None or not name.startswith(exc.name):
                 raise
     raise ModuleNotFoundError(f"none of {PARSER_MODULES} defines make_arg_parser")
+
+
+# JSON flags whose dataclass keys are listed (``keys``): vLLM parses each occurrence with pydantic
+# (vllm/engine/arg_utils.py ``parse_dataclass``), and a key the dataclass lacks is refused
+# (``extra="forbid"``: unexpected_keyword_argument). moe_oracle.serve reads --kernel-config.
+KEYED_JSON_FLAGS = ("kernel_config",)
+
+
+def _dataclass_keys(cls, prefix: str = "") -> list[str]:
+    """The field names pydantic accepts for ``cls`` (a vLLM ``@config`` dataclass), dotted into
+    nested dataclasses that also forbid extra keys (``ir_op_priority.rms_norm``)."""
+    import dataclasses
+
+    keys = []
+    for field in dataclasses.fields(cls):
+        keys.append(prefix + field.name)
+        nested = field.type
+        if isinstance(nested, type) and dataclasses.is_dataclass(nested) and getattr(nested, "__pydantic_config__", {}).get("extra") == "forbid":
+            keys += _dataclass_keys(nested, f"{prefix}{field.name}.")
+    return keys
 
 
 def _negative_options(parser, action) -> list[str]:
@@ -97,6 +117,11 @@ def main(out: str) -> None:
             }
             if negative:
                 entry["negative"] = negative
+            if action.dest in KEYED_JSON_FLAGS:
+                (cls,) = action.type.__defaults__  # parse_dataclass(val, cls=dataclass_cls)
+                if getattr(cls, "__pydantic_config__", {}).get("extra") != "forbid":
+                    raise ValueError(f"{action.dest}: {cls.__name__} does not forbid unknown keys")
+                entry["keys"] = sorted(_dataclass_keys(cls))
             if action.choices:
                 entry["choices"] = [c for c in action.choices if c is not None]
             # vllm/engine/arg_utils.py optional_type: "" and "None" parse to None (not given).

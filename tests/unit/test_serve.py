@@ -454,3 +454,42 @@ def test_cli_refuses_a_spec_method_naming_the_serve_flag(command, version, metho
     assert main([command, "--gpu", "H200", "--package", f"vllm=={version}", "--serve", serve]) == 2
     err = capsys.readouterr().err
     assert f"--serve --spec-method: vLLM {version} refuses" in err and method in err
+
+
+# --- --kernel-config keys: KernelConfig forbids unknown ones (pydantic, extra="forbid") -----------
+
+@pytest.mark.parametrize("version", _RELEASES)
+@pytest.mark.parametrize(("words", "key"), [
+    ("--kernel-config '{\"moe-backend\": \"marlin\"}'", "moe-backend"),  # no dash-to-underscore here
+    ("--kernel-config.moe-backend marlin", "moe-backend"),
+    ("--kernel-config '{\"bogus\": 1}' --kernel-config '{\"moe_backend\": \"marlin\"}'", "bogus"),  # every occurrence
+    ("--kernel-config '{\"ir_op_priority\": {\"bogus\": []}}'", "ir_op_priority.bogus"),
+])
+def test_kernel_config_refuses_a_key_kernelconfig_lacks(version, words, key):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {words}", version=version)
+    issue = info.value.issues[0]
+    assert (issue.path, issue.value) == (f"--serve --kernel-config {key}", key) and f"vLLM {version}" in issue.message
+    if key == "moe-backend":
+        assert "did you mean moe_backend" in issue.message and "moe_backend" in issue.allowed
+
+
+@pytest.mark.parametrize(("version", "words", "ok"), [
+    ("0.33.0", "--kernel-config '{\"monokernel\": true}'", True),
+    ("0.29.0", "--kernel-config '{\"monokernel\": true}'", False),  # KernelConfig.monokernel is new in 0.33.0
+    ("0.29.0", "--kernel-config '{\"sparse_indexer_topk_backend\": \"auto\"}'", False),  # new in 0.30.0
+    ("0.30.0", "--kernel-config '{\"sparse_indexer_topk_backend\": \"auto\"}'", True),
+    ("0.33.0", "--kernel-config.moe_backend marlin --kernel-config.ir_op_priority.rms_norm+ native", True),
+])
+def test_kernel_config_keys_are_the_releases(version, words, ok):
+    if ok:
+        parse_serve(f"vllm serve m {words}", version=version)
+    else:
+        with pytest.raises(ConfigError, match=f"vLLM {version} refuses this key"):
+            parse_serve(f"vllm serve m {words}", version=version)
+
+
+def test_cli_refuses_a_dashed_kernel_config_key(capsys):
+    serve = "vllm serve Qwen/Qwen3-30B-A3B-FP8 -tp 2 --kernel-config '{\"moe-backend\":\"marlin\"}'"
+    assert main(["select", "--gpu", "H200", "--serve", serve]) == 2
+    assert "--serve --kernel-config moe-backend: vLLM 0.33.0 refuses this key" in capsys.readouterr().err
