@@ -19,7 +19,8 @@ As argparse does, a flag's ``choices`` are checked on every occurrence, not only
 (``-q None``, ``--speculative-config None``), except that argparse then checks that ``None``
 against the choices: ``--spec-method None`` is refused in 0.29.0-0.30.0, whose choices hold only
 the string ``"None"`` (``none_not_a_choice`` in the facts). ``--spec-tokens`` is ``type=int``
-on every occurrence (``None`` is refused).
+on every occurrence (``None`` is refused), and ``--speculative-config`` is ``json.loads`` on every
+occurrence (``notjson --speculative-config None`` is refused; a last ``null`` is not given).
 
 Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the rest):
 
@@ -438,6 +439,14 @@ def _json_object(flag: str, value: Any) -> dict[str, Any]:
     return parsed
 
 
+def _json_value(flag: str, text: str, version: str) -> Any:
+    """``json.loads(text)``, as a flag whose argparse type is ``json.loads`` converts each occurrence."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise ConfigError([InputIssue(f"--serve {flag}", f"vLLM {version} refuses the command line (argparse: json.loads cannot convert this value; every occurrence is converted, not only the last)", text, None)], headline="bad --serve") from None
+
+
 def _draft_moe_backend(spec_json: Mapping[str, Any], allowed: Sequence[str], version: str) -> str | None:
     """The draft model's ``moe_backend`` in ``--speculative-config`` (``None``: not given, so
     the draft inherits the target's).
@@ -584,6 +593,14 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
             spec_tokens = int(tokens)  # argparse type=int, each occurrence (vllm/engine/arg_utils.py)
         except ValueError:
             raise ConfigError([InputIssue("--serve --spec-tokens", f"vLLM {version} refuses the command line (argparse: invalid int value; --spec-tokens is not optional_type, so 'None' is not 'not given')", tokens, None)], headline="bad --serve") from None
+    # --speculative-config is optional_type(json.loads) (vLLM 0.29.0-0.33.0 vllm/engine/arg_utils.py):
+    # argparse converts every occurrence, so a bad earlier one is refused even when the last is
+    # "None"; the last one wins, and "", "None" and JSON null all leave no speculative config.
+    spec_texts = every.get("speculative_config", [])
+    spec_values = [None if text in _NONE_WORDS else _json_value("--speculative-config", text, version) for text in spec_texts]
+    if spec_values and spec_values[-1] is None:
+        del given["speculative_config"]
+        del every["speculative_config"]
     # vLLM's optional_type reads "" and "None" as None: the flag is not given.
     optional = {f["dest"] for f in facts["serve_flags"] if f.get("optional")}
     for dest in [d for d in given if d in optional and isinstance(given[d], str) and given[d] in _NONE_WORDS]:
@@ -644,18 +661,18 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     if backend is not None:
         values["moe_backend"] = backend
     spec_json = None
-    for spec_text in every.get("speculative_config", ()):
-        spec_json = _json_object("--speculative-config", spec_text)
+    if "speculative_config" in given:
+        # create_speculative_config reads the last value as a dict: vLLM fails to start on another JSON value.
+        spec_json = _json_object("--speculative-config", spec_values[-1] if isinstance(spec_values[-1], dict) else spec_texts[-1])
     if spec_json is not None:
         draft_backend = _draft_moe_backend(spec_json, backend_choices, version)
         if draft_backend is not None:
             values["draft_moe_backend"] = draft_backend
     spec_flags = {"method": given.get("spec_method"), "model": given.get("spec_model"), "num_speculative_tokens": spec_tokens}
-    if given.get("speculative_config") is not None or any(v is not None for v in spec_flags.values()):
+    if spec_json is not None or any(v is not None for v in spec_flags.values()):
         from .speculative import merge_spec_flags
 
-        raw = _json_object("--speculative-config", given["speculative_config"]) if given.get("speculative_config") is not None else None
-        values["speculative"] = merge_spec_flags(raw, spec_flags)
+        values["speculative"] = merge_spec_flags(spec_json, spec_flags)
     if "max_num_batched_tokens" in given and given["max_num_batched_tokens"] is not None:
         values["max_num_batched_tokens"] = _human_int("--max-num-batched-tokens", given["max_num_batched_tokens"])
 

@@ -493,3 +493,26 @@ def test_cli_refuses_a_dashed_kernel_config_key(capsys):
     serve = "vllm serve Qwen/Qwen3-30B-A3B-FP8 -tp 2 --kernel-config '{\"moe-backend\":\"marlin\"}'"
     assert main(["select", "--gpu", "H200", "--serve", serve]) == 2
     assert "--serve --kernel-config moe-backend: vLLM 0.33.0 refuses this key" in capsys.readouterr().err
+
+
+# --- --speculative-config: json.loads on every occurrence, then the last one wins -----------------
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize(("words", "value"), [
+    ("--speculative-config notjson --speculative-config None", "notjson"),
+    ("--speculative-config notjson --speculative-config ''", "notjson"),
+    ("-sc '{bad' -sc '{\"method\": \"mtp\"}'", "{bad"),
+    ("--speculative-config None --speculative-config notjson", "notjson"),
+])
+def test_every_speculative_config_occurrence_is_json(version, words, value):
+    """optional_type(json.loads): argparse converts each occurrence before the last one wins."""
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {words}", version=version)
+    issue = info.value.issues[0]
+    assert (issue.path, issue.value) == ("--serve --speculative-config", value) and f"vLLM {version}" in issue.message
+
+
+@pytest.mark.parametrize("words", ["--speculative-config null", "--speculative-config '[1]' --speculative-config None", "--speculative-config '{\"method\": \"mtp\"}' --speculative-config None"])
+def test_a_last_none_or_null_speculative_config_is_not_given(words):
+    s = parse_serve(f"vllm serve m {words}", version="0.33.0")
+    assert s.speculative is None and "speculative_config" not in s.given
