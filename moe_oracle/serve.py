@@ -16,7 +16,11 @@ are merged into one JSON value.
 As argparse does, a flag's ``choices`` are checked on every occurrence, not only on the last
 (``--moe-backend bogus --moe-backend triton`` is refused), and a flag whose type is vLLM's
 ``optional_type`` (vllm/engine/arg_utils.py) reads ``""`` and ``"None"`` as not given
-(``-q None``, ``--speculative-config None``).
+(``-q None``, ``--speculative-config None``), except that argparse then checks that ``None``
+against the choices: ``--spec-method None`` is refused in 0.29.0-0.30.0, whose choices hold only
+the string ``"None"`` (``none_not_a_choice`` in the facts). ``--spec-tokens`` is ``type=int``
+on every occurrence (``None`` is refused), and ``--speculative-config`` is ``json.loads`` on every
+occurrence (``notjson --speculative-config None`` is refused; a last ``null`` is not given).
 
 Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the rest):
 
@@ -276,7 +280,7 @@ class _Flag(argparse.Action):
 
 # Read flags whose every occurrence is checked, as argparse converts and checks each one (type,
 # then choices) and vLLM's ``type`` functions parse JSON per occurrence; the last one wins.
-_EVERY_OCCURRENCE = frozenset({"dtype", "all2all_backend", "moe_backend", "kv_cache_dtype", "kernel_config", "speculative_config"})
+_EVERY_OCCURRENCE = frozenset({"dtype", "all2all_backend", "moe_backend", "kv_cache_dtype", "kernel_config", "speculative_config", "spec_method", "spec_tokens"})
 # vLLM's optional_type (vllm/engine/arg_utils.py): these words parse to None, i.e. not given.
 _NONE_WORDS = ("", "None")
 
@@ -460,6 +464,14 @@ def _json_object(flag: str, value: Any) -> dict[str, Any]:
     return parsed
 
 
+def _json_value(flag: str, text: str, version: str) -> Any:
+    """``json.loads(text)``, as a flag whose argparse type is ``json.loads`` converts each occurrence."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise ConfigError([InputIssue(f"--serve {flag}", f"vLLM {version} refuses the command line (argparse: json.loads cannot convert this value; every occurrence is converted, not only the last)", text, None)], headline="bad --serve") from None
+
+
 def _draft_moe_backend(spec_json: Mapping[str, Any], allowed: Sequence[str], version: str) -> str | None:
     """The draft model's ``moe_backend`` in ``--speculative-config`` (``None``: not given, so
     the draft inherits the target's).
@@ -494,6 +506,31 @@ def _kernel_moe_backend(kernel: Mapping[str, Any], allowed: Sequence[str], versi
     if name is None or (allowed and name not in allowed):
         raise ConfigError([InputIssue("--serve --kernel-config moe_backend", f"vLLM {version} refuses this MoE backend (KernelConfig.moe_backend, vllm/config/kernel.py: a MoEBackend name, matched after lower-casing and turning dashes into underscores; null is not one)", value if isinstance(value, str) else json.dumps(value), list(allowed) or None)], headline="bad --serve")
     return name
+
+
+def _unknown_keys(flag: str, value: Mapping[str, Any], keys: Sequence[str], version: str, what: str, prefix: str = "") -> list[InputIssue]:
+    """One issue per key of ``value`` that is not in ``keys`` (dotted names from the facts file),
+    descending into the keys that are dataclasses themselves (some ``keys`` entry below them).
+
+    vLLM 0.29.0-0.33.0 vllm/engine/arg_utils.py ``parse_dataclass`` validates the JSON with
+    pydantic, and vLLM's config dataclasses forbid extra keys (``unexpected_keyword_argument``):
+    a dashed key (``moe-backend``) is unknown, as vLLM does not turn dashes into underscores here.
+    Only the key names are checked, not the values' types.
+
+    >>> [i.path for i in _unknown_keys("--kernel-config", {"moe-backend": "x", "a": {"c": 1}}, ["moe_backend", "a", "a.b"], "0.33.0", "KernelConfig")]
+    ['--serve --kernel-config moe-backend', '--serve --kernel-config a.c']
+    """
+    issues = []
+    level = sorted(k.removeprefix(prefix) for k in keys if k.startswith(prefix) and "." not in k.removeprefix(prefix))
+    for key, sub in value.items():
+        name = prefix + str(key)
+        if str(key) not in level:
+            guess = did_you_mean(str(key), level)
+            hint = f"; did you mean {guess}?" if guess else ""
+            issues.append(InputIssue(f"--serve {flag} {name}", f"vLLM {version} refuses this key ({what} forbids unknown keys: pydantic unexpected_keyword_argument, vllm/engine/arg_utils.py parse_dataclass){hint}", name, level))
+        elif isinstance(sub, Mapping) and any(k.startswith(name + ".") for k in keys):
+            issues += _unknown_keys(flag, sub, keys, version, what, name + ".")
+    return issues
 
 
 def _choice(flag: str, value: str, allowed: Sequence[str], version: str, what: str) -> str:
@@ -537,8 +574,10 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
 
     Raises:
         ConfigError: not a command line, a flag the release does not know, a value it would
-            refuse (a ``--moe-backend``, ``--all2all-backend``, ``--dtype`` or, where the release
-            has choices for it, ``--kv-cache-dtype`` outside its choices on any occurrence; a
+            refuse (a ``--moe-backend``, ``--all2all-backend``, ``--dtype``, ``--spec-method`` or,
+            where the release has choices for it, ``--kv-cache-dtype`` outside its choices on any
+            occurrence; a ``--spec-tokens`` that is not an integer; a
+            ``--kernel-config`` key ``KernelConfig`` lacks (``moe-backend``); a
             ``--kernel-config`` or ``--speculative-config`` ``moe_backend`` it refuses; a
             non-integer size, bad JSON). ``--quantization`` (and ``--kv-cache-dtype`` in 0.33.0)
             are checked by :func:`serve_value_issues`.
@@ -564,6 +603,29 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     every: dict[str, list[Any]] = {d: given[d] for d in _EVERY_OCCURRENCE if isinstance(given.get(d), list)}
     for dest, occurrences in every.items():
         given[dest] = occurrences[-1]
+    # --spec-method (optional_type(str) with choices): argparse checks each occurrence after the
+    # type, so "" and "None" pass where the choices hold None (0.31.0-0.33.0) and are refused
+    # ("invalid choice: None") where they hold only the string "None" (0.29.0-0.30.0).
+    none_refused = {f["dest"] for f in facts["serve_flags"] if f.get("none_not_a_choice")}
+    for method in every.get("spec_method", ()):
+        if method in _NONE_WORDS and "spec_method" in none_refused:
+            raise ConfigError([InputIssue("--serve --spec-method", f"vLLM {version} refuses this speculative method (argparse: invalid choice: None; its optional_type reads '' and 'None' as None, which the choices of this release do not hold)", method, list(choices["spec_method"]))], headline="bad --serve")
+        if method not in _NONE_WORDS:
+            _choice("--spec-method", method, choices["spec_method"], version, "speculative method")
+    spec_tokens = None
+    for tokens in every.get("spec_tokens", ()):
+        try:
+            spec_tokens = int(tokens)  # argparse type=int, each occurrence (vllm/engine/arg_utils.py)
+        except ValueError:
+            raise ConfigError([InputIssue("--serve --spec-tokens", f"vLLM {version} refuses the command line (argparse: invalid int value; --spec-tokens is not optional_type, so 'None' is not 'not given')", tokens, None)], headline="bad --serve") from None
+    # --speculative-config is optional_type(json.loads) (vLLM 0.29.0-0.33.0 vllm/engine/arg_utils.py):
+    # argparse converts every occurrence, so a bad earlier one is refused even when the last is
+    # "None"; the last one wins, and "", "None" and JSON null all leave no speculative config.
+    spec_texts = every.get("speculative_config", [])
+    spec_values = [None if text in _NONE_WORDS else _json_value("--speculative-config", text, version) for text in spec_texts]
+    if spec_values and spec_values[-1] is None:
+        del given["speculative_config"]
+        del every["speculative_config"]
     # vLLM's optional_type reads "" and "None" as None: the flag is not given.
     optional = {f["dest"] for f in facts["serve_flags"] if f.get("optional")}
     for dest in [d for d in given if d in optional and isinstance(given[d], str) and given[d] in _NONE_WORDS]:
@@ -604,8 +666,12 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
         values["lora"] = bool(given["enable_lora"])
     backend_choices = choices["moe_backend"]
     backend = None
+    kernel_keys = {f["dest"]: f.get("keys") for f in facts["serve_flags"]}.get("kernel_config")
     for kernel_text in every.get("kernel_config", ()):
-        backend = _kernel_moe_backend(_json_object("--kernel-config", kernel_text), backend_choices, version)
+        kernel = _json_object("--kernel-config", kernel_text)
+        if kernel_keys and (issues := _unknown_keys("--kernel-config", kernel, kernel_keys, version, "KernelConfig")):
+            raise ConfigError(issues, headline="bad --serve")
+        backend = _kernel_moe_backend(kernel, backend_choices, version)
     if backend is not None:
         spelled["moe_backend"] = "--kernel-config moe_backend"
     flag_backend = None
@@ -620,18 +686,18 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     if backend is not None:
         values["moe_backend"] = backend
     spec_json = None
-    for spec_text in every.get("speculative_config", ()):
-        spec_json = _json_object("--speculative-config", spec_text)
+    if "speculative_config" in given:
+        # create_speculative_config reads the last value as a dict: vLLM fails to start on another JSON value.
+        spec_json = _json_object("--speculative-config", spec_values[-1] if isinstance(spec_values[-1], dict) else spec_texts[-1])
     if spec_json is not None:
         draft_backend = _draft_moe_backend(spec_json, backend_choices, version)
         if draft_backend is not None:
             values["draft_moe_backend"] = draft_backend
-    spec_flags = {"method": given.get("spec_method"), "model": given.get("spec_model"), "num_speculative_tokens": given.get("spec_tokens")}
-    if given.get("speculative_config") is not None or any(v is not None for v in spec_flags.values()):
+    spec_flags = {"method": given.get("spec_method"), "model": given.get("spec_model"), "num_speculative_tokens": spec_tokens}
+    if spec_json is not None or any(v is not None for v in spec_flags.values()):
         from .speculative import merge_spec_flags
 
-        raw = _json_object("--speculative-config", given["speculative_config"]) if given.get("speculative_config") is not None else None
-        values["speculative"] = merge_spec_flags(raw, spec_flags)
+        values["speculative"] = merge_spec_flags(spec_json, spec_flags)
     if "max_num_batched_tokens" in given and given["max_num_batched_tokens"] is not None:
         values["max_num_batched_tokens"] = _human_int("--max-num-batched-tokens", given["max_num_batched_tokens"])
 

@@ -2,7 +2,8 @@
 
 The file lists every ``vllm serve`` flag (option strings, destination, whether it takes a
 value, the option strings that turn a boolean off, choices, whether vLLM's ``optional_type``
-reads ``""`` and ``"None"`` as "not given") and every environment variable name that vLLM's
+reads ``""`` and ``"None"`` as "not given", whether argparse then refuses that ``None`` as
+not among the choices, and the keys ``--kernel-config`` accepts) and every environment variable name that vLLM's
 ``vllm/envs.py`` declares. ``moe_oracle.serve`` reads it so that a ``vllm serve`` command line
 is parsed with that release's real flags. One file per modelled release (0.29.0-0.33.0).
 
@@ -15,7 +16,8 @@ release's source tree on ``PYTHONPATH``)::
 
 Facts: the ``vllm serve`` parser ``make_arg_parser``, in vllm/entrypoints/launchers/cli_args.py
 (vLLM 0.29.0-0.32.0) or vllm/entrypoints/common/cli_args.py (0.33.0), which
-vllm/entrypoints/cli/serve.py imports; vllm/utils/argparse_utils.py ``EnableDisableAction``;
+vllm/entrypoints/cli/serve.py imports; the boolean actions (Python's ``argparse.BooleanOptionalAction``
+in 0.29.0-0.32.0, vllm/utils/argparse_utils.py ``EnableDisableAction`` in 0.33.0), called per option string;
 vllm/engine/arg_utils.py ``optional_type``; vllm/envs.py ``environment_variables``.
 """
 
@@ -40,6 +42,55 @@ def _parser_module():
     raise ModuleNotFoundError(f"none of {PARSER_MODULES} defines make_arg_parser")
 
 
+# JSON flags whose dataclass keys are listed (``keys``): vLLM parses each occurrence with pydantic
+# (vllm/engine/arg_utils.py ``parse_dataclass``), and a key the dataclass lacks is refused
+# (``extra="forbid"``: unexpected_keyword_argument). moe_oracle.serve reads --kernel-config.
+KEYED_JSON_FLAGS = ("kernel_config",)
+
+
+def _dataclass_keys(cls, prefix: str = "") -> list[str]:
+    """The field names pydantic accepts for ``cls`` (a vLLM ``@config`` dataclass), dotted into
+    nested dataclasses that also forbid extra keys (``ir_op_priority.rms_norm``)."""
+    import dataclasses
+
+    keys = []
+    for field in dataclasses.fields(cls):
+        keys.append(prefix + field.name)
+        nested = field.type
+        if isinstance(nested, type) and dataclasses.is_dataclass(nested) and getattr(nested, "__pydantic_config__", {}).get("extra") == "forbid":
+            keys += _dataclass_keys(nested, f"{prefix}{field.name}.")
+    return keys
+
+
+def _negative_options(parser, action) -> list[str]:
+    """The option strings that set a boolean flag to False, found by calling the action.
+
+    Each option string the parser registered for ``action`` (hidden ones included: vLLM 0.33.0
+    ``EnableDisableAction`` keeps ``--no-enable-x`` registered but out of ``option_strings``) is
+    passed to ``action(...)`` on an empty namespace, so the class's own rule decides:
+    ``argparse.BooleanOptionalAction`` (vLLM 0.29.0-0.32.0: ``--no-`` spellings, Python's
+    argparse ``__call__``), vLLM's ``EnableDisableAction`` (0.33.0 vllm/utils/argparse_utils.py:
+    ``negative_option_strings``, ``--disable-x`` and ``--no-enable-x``), ``store_false``.
+
+    Raises:
+        ValueError: a string the action sets to something other than True or False.
+    """
+    import argparse
+
+    negative = []
+    for string, owner in parser._option_string_actions.items():
+        if owner is not action:
+            continue
+        namespace = argparse.Namespace()
+        action(parser, namespace, None, string)
+        value = getattr(namespace, action.dest)
+        if value is False:
+            negative.append(string)
+        elif value is not True:
+            raise ValueError(f"{string} sets {action.dest} to {value!r}, not a boolean")
+    return sorted(negative)
+
+
 def main(out: str) -> None:
     import vllm.platforms as platforms
     from vllm.platforms.cpu import CpuPlatform
@@ -56,10 +107,8 @@ def main(out: str) -> None:
         for action in group._group_actions:
             if not action.option_strings or action.dest == "help":
                 continue
-            negative = sorted(getattr(action, "negative_option_strings", ()) or ())
-            if type(action).__name__ == "_StoreFalseAction":
-                negative = list(action.option_strings)
             takes_value = action.nargs != 0
+            negative = [] if takes_value else _negative_options(parser, action)
             entry = {
                 "dest": action.dest,
                 "group": group.title,
@@ -68,11 +117,21 @@ def main(out: str) -> None:
             }
             if negative:
                 entry["negative"] = negative
+            if action.dest in KEYED_JSON_FLAGS:
+                (cls,) = action.type.__defaults__  # parse_dataclass(val, cls=dataclass_cls)
+                if getattr(cls, "__pydantic_config__", {}).get("extra") != "forbid":
+                    raise ValueError(f"{action.dest}: {cls.__name__} does not forbid unknown keys")
+                entry["keys"] = sorted(_dataclass_keys(cls))
             if action.choices:
                 entry["choices"] = [c for c in action.choices if c is not None]
             # vllm/engine/arg_utils.py optional_type: "" and "None" parse to None (not given).
             if takes_value and getattr(action.type, "__qualname__", "").startswith("optional_type."):
                 entry["optional"] = True
+                # argparse checks the converted value against the choices: where they hold the
+                # string "None" but not None (vLLM 0.29.0-0.30.0 --spec-method), "" and "None"
+                # are refused ("invalid choice: None") instead of read as not given.
+                if action.choices and None not in action.choices:
+                    entry["none_not_a_choice"] = True
             flags.append(entry)
     path = module_name.replace(".", "/") + ".py"
     doc = {

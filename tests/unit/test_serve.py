@@ -454,3 +454,162 @@ def test_none_is_a_value_for_a_flag_without_optional_type():
 def test_cli_accepts_none_words(capsys):
     for words in ("-q None", "--speculative-config None", "--speculative-config ''"):
         assert main(["select", "--gpu", "H200", "--serve", f"vllm serve Qwen/Qwen3-30B-A3B -tp 2 {words}"]) == 0, words
+
+
+# --- the --no-X spellings of boolean flags turn them off ------------------------------------------
+
+_RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+
+
+@pytest.mark.parametrize("version", _RELEASES)
+@pytest.mark.parametrize(("words", "attr", "on"), [
+    ("--no-enable-expert-parallel", "ep", False),
+    ("--enable-expert-parallel --no-enable-expert-parallel", "ep", False),
+    ("-ep --no-enable-expert-parallel", "ep", False),
+    ("--no-enable-expert-parallel --enable-expert-parallel", "ep", True),
+    ("--no-enable-eplb", "eplb", False),
+    ("--enable-eplb --no-enable-eplb", "eplb", False),
+    ("--no-enable-lora", "lora", False),
+    ("--no-enable-lora --enable-lora", "lora", True),
+    ("--no-allow-deprecated-quantization", "allow_deprecated_quantization", False),
+])
+def test_no_spellings_of_a_boolean_flag_turn_it_off(version, words, attr, on):
+    """argparse.BooleanOptionalAction (vLLM 0.29.0-0.32.0) and vLLM 0.33.0 EnableDisableAction
+    set False for --no-X; the last occurrence wins."""
+    assert getattr(parse_serve(f"vllm serve m {words}", version=version), attr) is on
+
+
+@pytest.mark.parametrize("version", _RELEASES)
+def test_every_no_spelling_in_the_facts_is_negative(version):
+    """tools/vllm_cli_facts.py lists each --no-X a release registers as a negative string."""
+    for flag in engine_facts(version)["serve_flags"]:
+        strings = {*flag["options"], *flag.get("negative", ())}
+        assert {s for s in strings if s.startswith("--no-")} <= set(flag.get("negative", ())), flag["dest"]
+
+
+def test_cli_no_enable_expert_parallel_is_off(capsys):
+    """select for 0.31.0 answered with EP on for --no-enable-expert-parallel while the facts did not list it as negative."""
+    serve = "vllm serve Qwen/Qwen3-30B-A3B-FP8 -tp 2"
+
+    def kernel(version, words):
+        assert main(["select", "--gpu", "H200", "--package", f"vllm=={version}", "--serve", f"{serve} {words}", "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["selected"]["kernel"]
+
+    for version in ("0.31.0", "0.33.0"):
+        assert kernel(version, "--no-enable-expert-parallel") == kernel(version, "") != kernel(version, "-ep")
+
+
+# --- --spec-method choices and --spec-tokens type, as each release's argparse checks them ---------
+
+@pytest.mark.parametrize(("version", "words", "value"), [
+    ("0.33.0", "--spec-method bogus --spec-method mtp", "bogus"),
+    ("0.29.0", "--spec-method mtp --spec-method bogus --spec-method mtp", "bogus"),
+    ("0.33.0", "--spec-method medusa", "medusa"),  # SpeculativeMethod of 0.33.0 has no medusa
+    ("0.29.0", "--spec-method glm5_next_mtp", "glm5_next_mtp"),  # added in 0.30.0
+    ("0.33.0", "--spec-method MTP", "MTP"),  # no lower-casing
+    # 0.29.0-0.30.0: the choices hold the string "None", optional_type returns None: invalid choice
+    ("0.29.0", "--spec-method None", "None"),
+    ("0.30.0", "--spec-method ''", ""),
+    ("0.29.0", "--spec-method mtp --spec-method None", "None"),
+])
+def test_spec_method_is_one_of_the_releases_choices(version, words, value):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {words}", version=version)
+    issue = info.value.issues[0]
+    assert (issue.path, issue.value) == ("--serve --spec-method", value) and "mtp" in issue.allowed and f"vLLM {version}" in issue.message
+
+
+@pytest.mark.parametrize(("version", "words", "method"), [
+    ("0.29.0", "--spec-method medusa", "medusa"),
+    ("0.30.0", "--spec-method glm5_next_mtp", "glm5_next_mtp"),
+    ("0.31.0", "--spec-method None", None),  # the choices hold None: not given
+    ("0.33.0", "--spec-method ''", None),
+    ("0.33.0", "--spec-method mtp --spec-method None", None),
+])
+def test_spec_method_values_the_release_accepts(version, words, method):
+    s = parse_serve(f"vllm serve m {words}", version=version)
+    assert (s.speculative or {}).get("method") == method
+
+
+@pytest.mark.parametrize("version", _RELEASES)
+@pytest.mark.parametrize("words", ["--spec-tokens None", "--spec-tokens ''", "--spec-tokens x --spec-tokens 2", "--spec-tokens 1.5"])
+def test_spec_tokens_is_an_int(version, words):
+    """--spec-tokens is type=int (not optional_type): 'None' is an invalid int value."""
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m --spec-method mtp {words}", version=version)
+    assert info.value.issues[0].path == "--serve --spec-tokens"
+
+
+def test_spec_tokens_is_read_as_an_int():
+    assert parse_serve("vllm serve m --spec-method mtp --spec-tokens 2", version="0.33.0").speculative == {"method": "mtp", "num_speculative_tokens": 2}
+
+
+@pytest.mark.parametrize("command", ["select", "explain"])
+@pytest.mark.parametrize(("version", "method"), [("0.33.0", "medusa"), ("0.29.0", "glm5_next_mtp")])
+def test_cli_refuses_a_spec_method_naming_the_serve_flag(command, version, method, capsys):
+    serve = f"vllm serve Qwen/Qwen3-30B-A3B -tp 2 --spec-method {method}"
+    assert main([command, "--gpu", "H200", "--package", f"vllm=={version}", "--serve", serve]) == 2
+    err = capsys.readouterr().err
+    assert f"--serve --spec-method: vLLM {version} refuses" in err and method in err
+
+
+# --- --kernel-config keys: KernelConfig forbids unknown ones (pydantic, extra="forbid") -----------
+
+@pytest.mark.parametrize("version", _RELEASES)
+@pytest.mark.parametrize(("words", "key"), [
+    ("--kernel-config '{\"moe-backend\": \"marlin\"}'", "moe-backend"),  # no dash-to-underscore here
+    ("--kernel-config.moe-backend marlin", "moe-backend"),
+    ("--kernel-config '{\"bogus\": 1}' --kernel-config '{\"moe_backend\": \"marlin\"}'", "bogus"),  # every occurrence
+    ("--kernel-config '{\"ir_op_priority\": {\"bogus\": []}}'", "ir_op_priority.bogus"),
+])
+def test_kernel_config_refuses_a_key_kernelconfig_lacks(version, words, key):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {words}", version=version)
+    issue = info.value.issues[0]
+    assert (issue.path, issue.value) == (f"--serve --kernel-config {key}", key) and f"vLLM {version}" in issue.message
+    if key == "moe-backend":
+        assert "did you mean moe_backend" in issue.message and "moe_backend" in issue.allowed
+
+
+@pytest.mark.parametrize(("version", "words", "ok"), [
+    ("0.33.0", "--kernel-config '{\"monokernel\": true}'", True),
+    ("0.29.0", "--kernel-config '{\"monokernel\": true}'", False),  # KernelConfig.monokernel is new in 0.33.0
+    ("0.29.0", "--kernel-config '{\"sparse_indexer_topk_backend\": \"auto\"}'", False),  # new in 0.30.0
+    ("0.30.0", "--kernel-config '{\"sparse_indexer_topk_backend\": \"auto\"}'", True),
+    ("0.33.0", "--kernel-config.moe_backend marlin --kernel-config.ir_op_priority.rms_norm+ native", True),
+])
+def test_kernel_config_keys_are_the_releases(version, words, ok):
+    if ok:
+        parse_serve(f"vllm serve m {words}", version=version)
+    else:
+        with pytest.raises(ConfigError, match=f"vLLM {version} refuses this key"):
+            parse_serve(f"vllm serve m {words}", version=version)
+
+
+def test_cli_refuses_a_dashed_kernel_config_key(capsys):
+    serve = "vllm serve Qwen/Qwen3-30B-A3B-FP8 -tp 2 --kernel-config '{\"moe-backend\":\"marlin\"}'"
+    assert main(["select", "--gpu", "H200", "--serve", serve]) == 2
+    assert "--serve --kernel-config moe-backend: vLLM 0.33.0 refuses this key" in capsys.readouterr().err
+
+
+# --- --speculative-config: json.loads on every occurrence, then the last one wins -----------------
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize(("words", "value"), [
+    ("--speculative-config notjson --speculative-config None", "notjson"),
+    ("--speculative-config notjson --speculative-config ''", "notjson"),
+    ("-sc '{bad' -sc '{\"method\": \"mtp\"}'", "{bad"),
+    ("--speculative-config None --speculative-config notjson", "notjson"),
+])
+def test_every_speculative_config_occurrence_is_json(version, words, value):
+    """optional_type(json.loads): argparse converts each occurrence before the last one wins."""
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {words}", version=version)
+    issue = info.value.issues[0]
+    assert (issue.path, issue.value) == ("--serve --speculative-config", value) and f"vLLM {version}" in issue.message
+
+
+@pytest.mark.parametrize("words", ["--speculative-config null", "--speculative-config '[1]' --speculative-config None", "--speculative-config '{\"method\": \"mtp\"}' --speculative-config None"])
+def test_a_last_none_or_null_speculative_config_is_not_given(words):
+    s = parse_serve(f"vllm serve m {words}", version="0.33.0")
+    assert s.speculative is None and "speculative_config" not in s.given
