@@ -219,7 +219,7 @@ def read_quant_format(
     elif scale_fmt is not None:
         notes.append(f"scale_fmt {scale_fmt!r} is not read by vLLM 0.33.0 (only ue8m0 has an effect)")
     if method == "fbgemm_fp8":
-        notes.append("fbgemm_fp8 is deprecated in vLLM 0.33.0: it loads only with --allow-deprecated-quantization")
+        notes.append("fbgemm_fp8 is deprecated in vLLM 0.29.0-0.33.0 (DEPRECATED_QUANTIZATION_METHODS): it loads only with --allow-deprecated-quantization")
     if method == "deepseek_v4_fp8" and _list(doc.get("ignore")) and not (doc.get("ignored_layers") or doc.get("modules_to_not_convert")):
         notes.append("the document's 'ignore' list is not read: DeepseekV4FP8Config (an Fp8Config) reads only ignored_layers / modules_to_not_convert")
     return QuantFormat(method, declared, source, MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes))
