@@ -24,10 +24,10 @@ from .envvars import env_issues, env_notes
 from .errors import ConfigError, InputIssue, did_you_mean
 from .serve import ServeArgs, engine_facts, release_values
 
-__all__ = ["DeclaredEnvironment", "answer_release", "apply_serve", "blame_hf_overrides", "check_draft_moe_backend", "declare_environment", "load_serve_checkpoint", "quantization_override", "serve_model_path", "verify_checkpoint_quantization"]
+__all__ = ["SERVE_TO_ARGS", "DeclaredEnvironment", "answer_release", "apply_serve", "blame_hf_overrides", "check_draft_moe_backend", "declare_environment", "load_serve_checkpoint", "quantization_override", "serve_model_path", "verify_checkpoint_quantization"]
 
 # ServeArgs attribute -> (argparse dest, flag as the user types it for moe-oracle)
-_SERVE_TO_ARGS = {
+SERVE_TO_ARGS = {
     "tp": ("tp", "--tp"),
     "dp": ("dp", "--dp"),
     "ep": ("ep", "--ep"),
@@ -87,7 +87,7 @@ def apply_serve(args: argparse.Namespace, serve: ServeArgs) -> None:
         check_draft_moe_backend(args.draft_moe_backend, serve.version)
     issues = []
     from_serve: list[str] = []
-    for attr, (dest, flag) in _SERVE_TO_ARGS.items():
+    for attr, (dest, flag) in SERVE_TO_ARGS.items():
         value = getattr(serve, attr)
         if value is None or value is False:
             continue

@@ -62,7 +62,7 @@ from ._resources import package_dir
 from .errors import ConfigError, InputIssue, did_you_mean
 from .tables import safe_load, safe_load_generated
 
-__all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve", "quantization_value_issues", "release_values", "serve_releases", "serve_value_issues"]
+__all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve", "quantization_value_issues", "release_values", "serve_releases", "serve_value_issues"]
 
 ENGINE_VERSION = "0.33.0"
 """The newest modelled release: the one a serve line is parsed for when no engine release is known
@@ -152,7 +152,16 @@ class ServeArgs:
         spelled = dict(self.spelled)
         if attr in spelled:
             return spelled[attr]
-        return {"tp": "--tensor-parallel-size", "dp": "--data-parallel-size", "ep": "--enable-expert-parallel", "all2all": "--all2all-backend", "eplb": "--enable-eplb", "redundant_experts": "--eplb-config num_redundant_experts", "lora": "--enable-lora", "moe_backend": "--moe-backend", "draft_moe_backend": "--speculative-config moe_backend", "max_num_batched_tokens": "--max-num-batched-tokens"}.get(attr, attr)
+        return SERVE_FLAG_OF.get(attr, attr)
+
+
+SERVE_FLAG_OF: Mapping[str, str] = {
+    "tp": "--tensor-parallel-size", "dp": "--data-parallel-size", "ep": "--enable-expert-parallel", "all2all": "--all2all-backend", "eplb": "--enable-eplb",
+    "redundant_experts": "--eplb-config num_redundant_experts", "lora": "--enable-lora", "moe_backend": "--moe-backend",
+    "draft_moe_backend": "--speculative-config moe_backend", "max_num_batched_tokens": "--max-num-batched-tokens",
+}
+"""ServeArgs attribute -> the vLLM serve flag (or flag and JSON key) that sets it (names shared by
+vLLM 0.29.0-0.33.0)."""
 
 
 def serve_releases() -> tuple[str, ...]:

@@ -315,18 +315,14 @@ def _preset_flag(text: str, before: str = "") -> str:
     return " ".join(out)
 
 
-# moe-oracle flag -> the vllm serve flag that sets the same field (the names vLLM 0.29.0-0.33.0
-# share; moe_oracle.serve reads a serve line with them).
-_SERVE_SPELLING = {
-    "--tp": "--tensor-parallel-size",
-    "--dp": "--data-parallel-size",
-    "--ep": "--enable-expert-parallel",
-    "--all2all": "--all2all-backend",
-    "--eplb": "--enable-eplb",
-    "--lora": "--enable-lora",
-    "--moe-backend": "--moe-backend",
-    "--max-tokens": "--max-num-batched-tokens",
-}
+def _serve_spelling() -> dict[str, str]:
+    """moe-oracle flag -> the vllm serve flag that sets the same field (``deployment``'s flag
+    table joined with ``serve.SERVE_FLAG_OF``); redundant experts and the draft's backend are
+    JSON keys, not flags, and are left out."""
+    from .deployment import SERVE_TO_ARGS
+    from .serve import SERVE_FLAG_OF
+
+    return {flag: SERVE_FLAG_OF[attr] for attr, (_, flag) in SERVE_TO_ARGS.items() if " " not in SERVE_FLAG_OF[attr]}
 
 
 def serve_line_edits(flags: str) -> tuple[str, str]:
@@ -340,14 +336,15 @@ def serve_line_edits(flags: str) -> tuple[str, str]:
     >>> serve_line_edits("--tp 1 --dp 16 --no-eplb --redundant-experts 0 --gpu B200")
     ('--tensor-parallel-size 1 --data-parallel-size 16 --no-enable-eplb --eplb-config \'{"num_redundant_experts": 0}\'', '--gpu B200')
     """
+    spelling = _serve_spelling()
     edits: list[str] = []
     rest: list[str] = []
     for option in _options([flags]):
         name = option[0]
-        if name in _SERVE_SPELLING:
-            edits.append(" ".join([_SERVE_SPELLING[name], *option[1:]]))
-        elif name.startswith("--no-") and "--" + name[5:] in _SERVE_SPELLING:
-            edits.append("--no-" + _SERVE_SPELLING["--" + name[5:]][2:])
+        if name in spelling:
+            edits.append(" ".join([spelling[name], *option[1:]]))
+        elif name.startswith("--no-") and "--" + name[5:] in spelling:
+            edits.append("--no-" + spelling["--" + name[5:]][2:])
         elif name == "--redundant-experts" and len(option) == 2:
             edits.append(f"--eplb-config '{{\"num_redundant_experts\": {option[1]}}}'")
         else:
