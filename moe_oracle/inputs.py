@@ -23,7 +23,7 @@ from .envvars import env_issues
 from .errors import ConfigError, InputIssue
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
-from .quant import SCHEMES, QuantScheme, scheme_by_name
+from .quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name
 from .tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
 from .vocab import All2AllBackend, Source
 
@@ -151,13 +151,13 @@ def parse_quant(value: Any, path: str = "--quant") -> QuantScheme:
         try:
             return scheme_by_name(value)
         except KeyError:
-            raise ConfigError([InputIssue(path, "unknown quant scheme", value, list(SCHEMES))]) from None
+            raise ConfigError([InputIssue(path, "unknown quant scheme", value, [*SCHEMES, *SCHEME_ALIASES])]) from None
     if isinstance(value, Mapping):
         try:
             return QuantScheme(value.get("weight"), value.get("activation"))
         except ValueError as exc:
             raise ConfigError([InputIssue(path, str(exc), dict(value), None)]) from None
-    raise ConfigError([InputIssue(path, "must be a scheme name or {weight, activation}", value, list(SCHEMES))])
+    raise ConfigError([InputIssue(path, "must be a scheme name or {weight, activation}", value, [*SCHEMES, *SCHEME_ALIASES])])
 
 
 def _device(doc: Mapping[str, Any]) -> Device:

@@ -18,7 +18,7 @@ from .catalog import Catalog, ExpertsEntry
 from .checks import Check, Outcome
 from .fields import NONE
 from .hardware import GPU_CATALOG
-from .quant import SCHEMES
+from .quant import SCHEME_ALIASES, SCHEMES
 from .vocab import Platform
 
 __all__ = ["Cell", "MATRIX_DEVICES", "MatrixView", "cell", "cell_for_values", "cuda_values", "matrix_view", "render_html", "render_markdown", "render_text"]
@@ -139,7 +139,7 @@ def matrix_view(catalog: Catalog, gpus: tuple[str, ...] = (), quants: tuple[str,
         try:
             scheme = scheme_by_name(name)
         except KeyError:
-            raise ConfigError([InputIssue("--quant", "unknown quant scheme", name, list(SCHEMES))]) from None
+            raise ConfigError([InputIssue("--quant", "unknown quant scheme", name, [*SCHEMES, *SCHEME_ALIASES])]) from None
         schemes.append(next(k for k, v in SCHEMES.items() if v == scheme))
     entries = None
     if backends:

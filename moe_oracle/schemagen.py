@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .fields import FIELDS, NONE
-from .quant import QUANT_KEYS, SCHEMES, QuantFamily
+from .quant import QUANT_KEYS, SCHEME_ALIASES, SCHEMES, QuantFamily
 from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Interface, Platform, Policy, ReasonCode, RoutingMethod, Source, enum_values
 
 __all__ = ["VOCABULARY_ID", "bundle", "bundled_schemas", "main", "vocabulary_schema"]
@@ -45,6 +45,7 @@ def vocabulary_schema() -> dict[str, Any]:
         "source": _enum(enum_values(Source), "provenance tag of a value"),
         "policy": _enum(enum_values(Policy), "faithful: the engine's own answer; safe: known bugs and unchecked paths rejected"),
         "quant_scheme": _enum(tuple(SCHEMES), "named (weight key, activation key) pair"),
+        "quant_scheme_input": _enum((*SCHEMES, *SCHEME_ALIASES), "a quant_scheme name or its reference alias (FP8-Blk ...), as --quant accepts: what a config file may name"),
         "quant_key": _enum(tuple(QUANT_KEYS), "quantization key of one tensor"),
         "quant_family": _enum(enum_values(QuantFamily), "quant family (vLLM oracle)"),
         "field": {

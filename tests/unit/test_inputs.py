@@ -53,16 +53,26 @@ def test_schema_errors_name_the_file_and_path(tmp_path, small_catalog):
 ], ids=["misspelt-name", "number", "list", "null", "bad-weight-key", "bad-activation-key"])
 def test_a_bad_quant_in_a_file_lists_what_is_allowed_as_the_flag_does(tmp_path, small_catalog, quant, path, allowed):
     from moe_oracle.inputs import parse_quant
-    from moe_oracle.quant import QUANT_KEYS, SCHEMES
+    from moe_oracle.quant import QUANT_KEYS, SCHEME_ALIASES, SCHEMES
 
+    names = [*SCHEMES, *SCHEME_ALIASES]  # --quant and a file both take a reference alias (FP8-Blk)
     with pytest.raises(ConfigError) as flag:
         parse_quant("fp8_blok")
-    assert flag.value.issues[0].allowed == list(SCHEMES)
+    assert flag.value.issues[0].allowed == names
     with pytest.raises(ConfigError) as info:
         load_config_file(write(tmp_path, {**GOOD, "model": {**GOOD["model"], "quant": quant}}), small_catalog)
     (issue,) = info.value.issues
     assert issue.file.endswith("cfg.yaml") and issue.path == path
-    assert issue.allowed == (list(SCHEMES) if allowed == "schemes" else list(QUANT_KEYS))
+    assert issue.allowed == (names if allowed == "schemes" else list(QUANT_KEYS))
+
+
+def test_a_file_takes_the_reference_aliases_the_quant_flag_takes(tmp_path, small_catalog):
+    from moe_oracle.inputs import parse_quant
+    from moe_oracle.quant import SCHEME_ALIASES
+
+    for alias, name in SCHEME_ALIASES.items():
+        loaded = load_config_file(write(tmp_path, {**GOOD, "model": {**GOOD["model"], "quant": alias}}), small_catalog)
+        assert loaded.config.quant.name == name == parse_quant(alias).name
 
 
 def test_unknown_all2all_backend_has_did_you_mean(tmp_path, small_catalog):
