@@ -9,6 +9,8 @@ Figures:
 * cold select: a config the oracle has not seen (memo empty), over N distinct sampled configs;
 * warm select: the same config again (the oracle's memo);
 * explain: selection plus the full record (``to_dict``) and the text view;
+* the record alone, next to the same record deep-copied by ``marshal.loads`` (C code: a floor
+  for building that many dicts in CPython), with the failures and assumptions it holds;
 * cold select split by outcome: a kernel found, or nothing eligible (``Oracle.select`` raising
   ``NoEligibleKernelError``, whose message renders when read);
 * CLI start to answer: ``moe-oracle select --model deepseek-r1 --gpu H200 --tp 8`` as a subprocess,
@@ -21,6 +23,7 @@ The side-by-side ratio against vLLM's own selector is benchmarks/vllm_side_by_si
 from __future__ import annotations
 
 import argparse
+import marshal
 import os
 import shutil
 import statistics
@@ -130,6 +133,25 @@ def main(argv: list[str] | None = None) -> int:
             explain.append(time.perf_counter() - t0)
         explain.sort()
         print(f"explain (select + record + text), {label}: median {_us(statistics.median(explain))}, p90 {_us(explain[int(len(explain) * 0.9)])} over {len(explain)} configs (target <= 1 ms)")
+
+    # What the record alone costs, and a floor for building it in CPython: the same record
+    # deep-copied by marshal.loads (C code, no per-config logic). Every failure of every candidate
+    # and every assumption is in the record, so its size is the configs' own.
+    built, floor, failures, assumptions = [], [], [], []
+    for cfg, env in samples[:500]:
+        d = evaluate(catalog, cfg, env)
+        d.rows  # the ranking materialized, as explain's text view needs it anyway
+        t0 = time.perf_counter()
+        record = d.to_dict()
+        built.append(time.perf_counter() - t0)
+        blob = marshal.dumps(record)
+        t0 = time.perf_counter()
+        marshal.loads(blob)
+        floor.append(time.perf_counter() - t0)
+        failures.append(sum(len(c["failures"]) for c in record["candidates"]))
+        assumptions.append(sum(len(c["assumptions"]) for c in record["candidates"]))
+    print(f"the record (to_dict, rows materialized): median {_us(statistics.median(built))}; the same record deep-copied by marshal.loads (C): median {_us(statistics.median(floor))}; "
+          f"per record median {statistics.median(failures):.0f} failures, {statistics.median(assumptions):.0f} assumptions over {len(built)} configs")
 
     if not args.no_cli:
         exe = shutil.which("moe-oracle")
