@@ -466,7 +466,7 @@ def _decide(args: argparse.Namespace, catalog: Any):
     from .whynot import fixes as find_fixes
 
     config, env, notes = _build_inputs(args, catalog)
-    issues = _refusals(config, args)
+    issues = _refusals(config, args, catalog, env)
     if issues:
         raise ConfigError(issues)
     decision = evaluate(catalog, config, env, policy=args.policy)
@@ -501,7 +501,7 @@ def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
     from .oracle import Oracle
 
     config, env, notes = _build_inputs(args, catalog)
-    issues = _refusals(config, args)
+    issues = _refusals(config, args, catalog, env)
     if issues:
         raise ConfigError(issues)
     keep = [k.strip() for part in args.keep for k in part.split(",") if k.strip()]
@@ -516,14 +516,15 @@ def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
     return EXIT_OK if (result.found or result.already_eligible) else EXIT_NONE
 
 
-def _refusals(config: Any, args: argparse.Namespace) -> list[Any]:
-    """What the engine refuses at start, each naming the input that set it and advising a change
-    in that input: the flag (``--eplb``; add ``--ep``), the ``--serve`` line's flag
-    (``--serve --enable-eplb``; add ``--enable-expert-parallel``), or a ``--config`` file's field
-    (``$.parallel.enable_eplb`` in FILE; set ``$.parallel.use_ep: true`` there)."""
+def _refusals(config: Any, args: argparse.Namespace, catalog: Any, env: Any) -> list[Any]:
+    """What the release the answer is for refuses at start, each naming the input that set it
+    and advising a change in that input: the flag (``--eplb``; add ``--ep``), the ``--serve``
+    line's flag (``--serve --enable-eplb``; add ``--enable-expert-parallel``), or a ``--config``
+    file's field (``$.parallel.enable_eplb`` in FILE; set ``$.parallel.use_ep: true`` there)."""
     from .refusals import refusals
 
-    return refusals(config, origins=_origins(args))
+    release = catalog.release(env) if getattr(catalog, "source", None) is not None else None
+    return refusals(config, release=release, origins=_origins(args))
 
 
 def _origins(args: argparse.Namespace) -> dict[str, Any]:
@@ -627,7 +628,7 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
         args.probe = True
     config, env, notes = _build_inputs(args, catalog, probe_device_default=True)
 
-    issues = _refusals(config, args)
+    issues = _refusals(config, args, catalog, env)
     if issues:
         raise ConfigError(issues)
     decision = evaluate(catalog, config, env, policy=args.policy)

@@ -382,7 +382,7 @@ def build_plan(
             bare = replace(config, provenance=())
             decision = by_inputs.get(bare)
             if decision is None:
-                issues = refusals(config, origins=origins)  # the server would not start: bad input, as for select
+                issues = refusals(config, release=release, origins=origins)  # the server would not start: bad input, as for select
                 if issues:
                     raise ConfigError(issues)
                 decision = by_inputs[bare] = oracle.select(config, env, strict=False)

@@ -7,11 +7,16 @@ command line (a refusal is bad input, exit code 2).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+from packaging.specifiers import SpecifierSet
 
 from .errors import InputIssue
 
-__all__ = ["FLAG", "Origin", "no_effect_notes", "refusals"]
+if TYPE_CHECKING:
+    from .versions import EngineRelease
+
+__all__ = ["EPLB_PLATFORMS", "FLAG", "Origin", "eplb_platforms", "no_effect_notes", "refusals"]
 
 
 @dataclass(frozen=True)
@@ -70,14 +75,47 @@ def _turn_on(field: str, origin: Origin) -> str:
     return {"flag": f"add {flag}", "serve": f"add {serve_flag} to the vllm serve line", "file": f"set $.{field}: true in {origin.file}"}[origin.kind]
 
 
-def refusals(config: Any, *, origins: Mapping[str, Origin] | None = None) -> list[InputIssue]:
-    """What vLLM 0.33.0 refuses before any kernel is chosen: the server does not start.
+EPLB_PLATFORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("<0.31.0", ("cuda", "rocm")),
+    (">=0.31.0", ("cuda", "rocm", "xpu")),
+)
+"""vLLM release range -> the platforms EPLB runs on (vllm/config/parallel.py
+``ParallelConfig.__post_init__``: ``current_platform.is_cuda_alike()`` in 0.29.0-0.30.0, ``or
+is_xpu()`` from 0.31.0; tests/differential/test_release_sources.py reads the condition in every
+modelled release's source)."""
 
-    Sources: vLLM 0.33.0 vllm/config/parallel.py ``ParallelConfig.__post_init__`` (EPLB needs
-    ``enable_expert_parallel``, TP/PCP/DP > 1 and a CUDA, ROCm or XPU platform; redundant
-    experts need EPLB) and P/layer.py (with EPLB, the physical experts must split evenly over
-    the EP ranks).
 
+def eplb_platforms(release: str) -> tuple[str, ...]:
+    """The platforms vLLM ``release`` (a modelled release) runs EPLB on (:data:`EPLB_PLATFORMS`).
+
+    >>> eplb_platforms("0.30.0"), eplb_platforms("0.33.0")
+    (('cuda', 'rocm'), ('cuda', 'rocm', 'xpu'))
+    """
+    return next(platforms for spec, platforms in EPLB_PLATFORMS if release in SpecifierSet(spec))
+
+
+def _who(release: "EngineRelease | None") -> tuple[str, tuple[str, ...]]:
+    """(the words naming the engine, the platforms it runs EPLB on): ``vLLM 0.31.0``; for an
+    unmodelled release, the release standing in for it (``vLLM 0.29.0 (standing in for
+    0.28.0)``); without a release (a catalog built without an engine table), ``vLLM`` and the
+    newest range's facts."""
+    if release is None:
+        return "vLLM", EPLB_PLATFORMS[-1][1]
+    if release.modelled:
+        return f"{release.display} {release.version}", eplb_platforms(release.version)
+    return f"{release.display} {release.stand_in} (standing in for {release.version})", eplb_platforms(release.stand_in)
+
+
+def refusals(config: Any, *, release: "EngineRelease | None" = None, origins: Mapping[str, Origin] | None = None) -> list[InputIssue]:
+    """What the engine release refuses before any kernel is chosen: the server does not start.
+
+    Sources (the same in vLLM 0.29.0-0.33.0 but where noted): vllm/config/parallel.py
+    ``ParallelConfig.__post_init__`` (EPLB needs ``enable_expert_parallel``, TP/PCP/DP > 1 and a
+    platform of :data:`EPLB_PLATFORMS`, which gained XPU in 0.31.0; redundant experts need EPLB)
+    and P/layer.py (with EPLB, the physical experts must split evenly over the EP ranks).
+
+    ``release``: the release the answer is for (``Catalog.release(env)``); its messages name it,
+    and an unmodelled release is answered with the facts of the release standing in for it.
     ``origins``: field (``parallel.enable_eplb``) -> where it was given (:class:`Origin`;
     absent: not given, so a refused field is named as moe-oracle's flag). Each issue names the
     refused field as its input names it; the advice changes the other field where that one was
@@ -88,6 +126,7 @@ def refusals(config: Any, *, origins: Mapping[str, Origin] | None = None) -> lis
     world = p.tp_size * p.dp_size
     issues = []
     origins = origins or {}
+    who, eplb_on = _who(release)
 
     def issue(field: str, message: str, value: Any, turn_on: str | None = None) -> None:
         origin = origins.get(field, FLAG)
@@ -97,18 +136,22 @@ def refusals(config: Any, *, origins: Mapping[str, Origin] | None = None) -> lis
 
     if p.enable_eplb:
         if not p.use_ep:
-            issue("parallel.enable_eplb", "vLLM 0.33.0 refuses EPLB without expert parallelism (\"enable_expert_parallel must be True to use EPLB\", vllm/config/parallel.py)", True, "parallel.use_ep")
+            issue("parallel.enable_eplb", f"{who} refuses EPLB without expert parallelism (\"enable_expert_parallel must be True to use EPLB\", vllm/config/parallel.py)", True, "parallel.use_ep")
         elif world <= 1:
-            issue("parallel.enable_eplb", f"vLLM 0.33.0 refuses EPLB without tensor, prefill-context or data parallelism (TP={p.tp_size}, DP={p.dp_size}; vllm/config/parallel.py)", True)
+            issue("parallel.enable_eplb", f"{who} refuses EPLB without tensor, prefill-context or data parallelism (TP={p.tp_size}, DP={p.dp_size}; vllm/config/parallel.py)", True)
         platform = config.device.platform.value
-        if platform not in ("cuda", "rocm", "xpu"):
-            issue("parallel.enable_eplb", f"vLLM 0.33.0 supports EPLB only on CUDA, ROCm and XPU devices, not {platform} (vllm/config/parallel.py)", platform)
+        if platform not in eplb_on:
+            names = " and ".join(", ".join(_PLATFORM_NAMES[x] for x in eplb_on).rsplit(", ", 1))
+            issue("parallel.enable_eplb", f"{who} supports EPLB only on {names} devices, not {platform} (vllm/config/parallel.py)", platform)
         physical = config.num_experts + p.num_redundant_experts
         if p.use_ep and world > 1 and physical % world:
-            issue("parallel.enable_eplb", f"vLLM 0.33.0 refuses EPLB when the {physical} physical experts ({config.num_experts} + {p.num_redundant_experts} redundant) do not split evenly over {world} EP ranks (P/layer.py)", physical)
+            issue("parallel.enable_eplb", f"{who} refuses EPLB when the {physical} physical experts ({config.num_experts} + {p.num_redundant_experts} redundant) do not split evenly over {world} EP ranks (P/layer.py)", physical)
     elif p.num_redundant_experts:
-        issue("parallel.num_redundant_experts", f"vLLM 0.33.0 refuses {p.num_redundant_experts} redundant experts without EPLB (\"Either enable EPLB or unset num_redundant_experts\", vllm/config/parallel.py)", p.num_redundant_experts, "parallel.enable_eplb")
+        issue("parallel.num_redundant_experts", f"{who} refuses {p.num_redundant_experts} redundant experts without EPLB (\"Either enable EPLB or unset num_redundant_experts\", vllm/config/parallel.py)", p.num_redundant_experts, "parallel.enable_eplb")
     return issues
+
+
+_PLATFORM_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU"}
 
 
 def no_effect_notes(config: Any, values: Mapping[str, Any], catalog: Any) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ moe_oracle.verify.setup_env --dir DIR``) holds every modelled release's tree und
   and its interface and activation format are what its class body declares;
 * ``engine_facts/vllm-release-values.yaml`` is what tools/vllm_release_values.py reads from the
   release (quantization methods, KV-cache dtypes, environment variable names);
+* moe_oracle/refusals.py's EPLB platforms are the condition vllm/config/parallel.py raises on;
 * moe_oracle/speculative.py's speculative methods are vllm/config/speculative.py's
   ``MTPModelTypes`` and ``SpeculativeMethod`` literals;
 * ``engine_facts/vllm-<release>.yaml`` (the ``vllm serve`` flags) is what tools/vllm_cli_facts.py
@@ -123,6 +124,25 @@ def _literal_strings(tree: ast.Module, name: str) -> set[str]:
         raise AssertionError(f"{name}: cannot read {ast.unparse(node)}")
 
     return walk(aliases[name])
+
+
+# current_platform methods in the EPLB platform condition -> the platforms each admits
+# (vllm/platforms/interface.py: is_cuda_alike is CUDA or ROCm).
+_PLATFORM_TESTS = {"is_cuda_alike": ("cuda", "rocm"), "is_cuda": ("cuda",), "is_rocm": ("rocm",), "is_xpu": ("xpu",)}
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_eplb_platforms_match_the_release_source(release):
+    """refusals.EPLB_PLATFORMS is the platform condition of the release's
+    ``if self.enable_eplb:`` block in vllm/config/parallel.py (its first nested ``if``)."""
+    from moe_oracle.refusals import eplb_platforms
+
+    tree = ast.parse((_tree(release) / "vllm/config/parallel.py").read_text(encoding="utf-8"))
+    (block,) = [n for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == "self.enable_eplb"]
+    condition = next(n for n in block.body if isinstance(n, ast.If)).test
+    called = {n.func.attr for n in ast.walk(condition) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and ast.unparse(n.func.value) == "current_platform"}
+    assert called and called <= set(_PLATFORM_TESTS), f"vLLM {release}: cannot read the EPLB platform condition {ast.unparse(condition)!r}"
+    assert set(eplb_platforms(release)) == {p for name in called for p in _PLATFORM_TESTS[name]}, ast.unparse(condition)
 
 
 @pytest.mark.parametrize("release", RELEASES)

@@ -345,7 +345,7 @@ def check_cli_agrees(case: Case, directory: Path) -> None:
     path.write_text(case.replay(), encoding="utf-8")
     code_e, out_e, err_e = run_cli(["explain", "--config", str(path), "--json"])
     loaded = load_config_file(path, CATALOG)
-    if refusals(loaded.config):
+    if refusals(loaded.config, release=CATALOG.release(loaded.environment)):
         # vLLM refuses this deployment at start (EPLB without EP, ...): bad input on every command.
         assert code_e == 2, f"explain accepted a deployment vLLM refuses: {out_e}"
         assert run_cli(["select", "--config", str(path)])[0] == 2

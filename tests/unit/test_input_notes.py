@@ -39,6 +39,40 @@ def test_eplb_on_a_cpu_is_refused(capsys):
     assert "only on CUDA, ROCm and XPU" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("release", "code", "fragment"), [
+    ("0.30.0", 2, "vLLM 0.30.0 supports EPLB only on CUDA and ROCm devices, not xpu"),
+    ("0.28.0", 2, "vLLM 0.29.0 (standing in for 0.28.0) supports EPLB only on CUDA and ROCm devices"),
+    ("0.31.0", 0, ""),
+])
+def test_eplb_on_xpu_is_refused_by_the_releases_before_0_31(release, code, fragment, capsys):
+    # vLLM 0.29.0-0.30.0 ParallelConfig: is_cuda_alike() only; 0.31.0 added is_xpu().
+    assert main(["select", "--model", "qwen3-30b-a3b", "--gpu", "ARC_PRO_B60", "--tp", "2", "--ep", "--eplb", "--package", f"vllm=={release}"]) == code
+    assert fragment in capsys.readouterr().err
+
+
+def test_a_refusal_names_the_release_the_answer_is_for(capsys):
+    assert main(["select", *QWEN, "--tp", "8", "--eplb", "--package", "vllm==0.31.0"]) == 2
+    err = capsys.readouterr().err
+    assert "vLLM 0.31.0 refuses EPLB without expert parallelism" in err and "0.33.0" not in err
+
+
+def test_the_eplb_platforms_are_the_constraint_tables_for_every_release():
+    """refusals.EPLB_PLATFORMS (the CLI refuses before selection) and rules/constraints.yaml's
+    constraint.eplb_platform rules (the engine's records) state one fact: held equal."""
+    from packaging.specifiers import SpecifierSet
+
+    from moe_oracle._resources import package_dir
+    from moe_oracle.refusals import eplb_platforms
+    from moe_oracle.verify.run import RELEASES
+    from moe_oracle.tables import safe_load
+
+    rules = [r for r in safe_load((package_dir() / "rules" / "constraints.yaml").read_text())["constraints"] if r["id"].startswith("constraint.eplb_platform")]
+    assert len(rules) == 2
+    for release in RELEASES:
+        (rule,) = [r for r in rules if release in SpecifierSet(r["engine"]["vllm"])]
+        assert tuple(rule["in"]) == eplb_platforms(release), release
+
+
 def test_max_tokens_no_rule_reads_is_noted(capsys):
     code, record = _record(capsys, "--max-tokens", "64")
     assert code == 0 and any("max tokens per call (64) has no effect" in n for n in record["notes"])
