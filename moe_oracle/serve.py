@@ -624,20 +624,13 @@ def _choice(flag: str, value: str, allowed: Sequence[str], version: str, what: s
 
 
 def _human_int(flag: str, value: str) -> int:
-    """vLLM 0.33.0 ``human_readable_int`` (vllm/utils/argparse_utils.py): ``8192``; ``8k`` = 8000
-    (lower case: decimal, decimals allowed); ``8K`` = 8192 (upper case: binary, integers only)."""
-    text = str(value).strip()
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text)
+    """vLLM 0.29.0-0.33.0 ``human_readable_int`` (vllm/utils/argparse_utils.py,
+    :func:`moe_oracle.argtypes.human_readable_int`): ``8192``; ``8k`` = 8000 (lower case:
+    decimal, decimals allowed); ``8K`` = 8192 (upper case: binary, integers only); then at
+    least one token."""
     try:
-        if match:
-            number, suffix = match.groups()
-            if suffix.islower():
-                result = int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1)))
-            else:
-                result = int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1))
-        else:
-            result = int(text)
-    except ValueError:
+        result = argtypes.human_readable_int(str(value))
+    except (ValueError, OverflowError):
         raise ConfigError([InputIssue(f"--serve {flag}", "expected a token count such as 8192, 8k (8000) or 8K (8192)", value, None)], headline="bad --serve") from None
     if result < 1:
         raise ConfigError([InputIssue(f"--serve {flag}", "expected at least one token", value, None)], headline="bad --serve")
