@@ -13,14 +13,23 @@ vllm/utils/argparse_utils.py): ``--model X`` becomes the positional model, ``--c
 ``--optimization-level 3``, and dotted JSON flags (``--eplb-config.num_redundant_experts 32``)
 are merged into one JSON value.
 
-As argparse does, a flag's ``choices`` are checked on every occurrence, not only on the last
-(``--moe-backend bogus --moe-backend triton`` is refused), and a flag whose type is vLLM's
-``optional_type`` (vllm/engine/arg_utils.py) reads ``""`` and ``"None"`` as not given
-(``-q None``, ``--speculative-config None``), except that argparse then checks that ``None``
-against the choices: ``--spec-method None`` is refused in 0.29.0-0.30.0, whose choices hold only
-the string ``"None"`` (``none_not_a_choice`` in the facts). ``--spec-tokens`` is ``type=int``
-on every occurrence (``None`` is refused), and ``--speculative-config`` is ``json.loads`` on every
-occurrence (``notjson --speculative-config None`` is refused; a last ``null`` is not given).
+As argparse does, every occurrence of every value-taking flag is converted with the flag's
+``type`` and then checked against its ``choices``, not only the last (the last wins): the facts
+record the type as a kind (``type:``; :mod:`moe_oracle.argtypes` converts it as the release
+does: Python's ``int()``/``float()``/``json.loads``, vLLM's ``human_readable_int``, ...), so
+``--max-model-len abc``, ``--gpu-memory-utilization x``, ``--max-num-seqs 1.5``,
+``--safetensors-load-strategy bogus`` and ``--moe-backend bogus --moe-backend triton`` are
+refused. Kinds the generator could not classify (``other``) and pydantic-validated config JSON
+(``dataclass_json``) are not converted, nor are what a flag's own Action refuses (``action:``,
+``--lora-modules``). A flag whose type is vLLM's ``optional_type`` (vllm/engine/arg_utils.py;
+``optional`` in the facts) reads ``""`` and ``"None"`` as not given (``-q None``,
+``--max-model-len None`` is refused: not optional), except that argparse then checks that
+``None`` against the choices: ``--spec-method None`` is refused in 0.29.0-0.30.0, whose choices
+hold only the string ``"None"`` (``none_not_a_choice`` in the facts). The flags read for
+selection keep their own messages (:data:`_EVERY_OCCURRENCE`, :data:`_LAST_READ`):
+``--spec-tokens`` is ``type=int`` on every occurrence (``None`` is refused), and
+``--speculative-config`` is ``json.loads`` on every occurrence (``notjson --speculative-config
+None`` is refused; a last ``null`` is not given).
 
 Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the rest):
 
@@ -58,6 +67,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from . import argtypes
 from ._resources import package_dir
 from .errors import ConfigError, InputIssue, did_you_mean
 from .tables import safe_load, safe_load_generated
@@ -287,11 +297,17 @@ class _Flag(argparse.Action):
         setattr(namespace, self.dest, option_string not in self.negative)
 
 
-# Read flags whose every occurrence is checked, as argparse converts and checks each one (type,
-# then choices) and vLLM's ``type`` functions parse JSON per occurrence; the last one wins.
+# Read flags whose every occurrence is checked below with their own messages, as argparse
+# converts and checks each one (type, then choices) and vLLM's ``type`` functions parse JSON per
+# occurrence; the last one wins. Every other value-taking flag is checked by _value_issues.
 _EVERY_OCCURRENCE = frozenset({"dtype", "all2all_backend", "moe_backend", "kv_cache_dtype", "kernel_config", "speculative_config", "spec_method", "spec_tokens"})
+# Read flags whose last occurrence parse_serve checks as strictly as argparse or more (with its
+# own message: -tp/-dp "expected an integer" and >= 1; the token count; --hf-overrides a JSON
+# object; --eplb-config a JSON object); _value_issues checks their earlier occurrences.
+_LAST_READ = frozenset({"tensor_parallel_size", "data_parallel_size", "max_num_batched_tokens", "hf_overrides", "eplb_config"})
 # vLLM's optional_type (vllm/engine/arg_utils.py): these words parse to None, i.e. not given.
-_NONE_WORDS = ("", "None")
+_NONE_WORDS = argtypes.NONE_WORDS
+_NONE_HINT = ", or '' / None (optional_type: not given)"
 
 
 @lru_cache(maxsize=8)
@@ -306,12 +322,70 @@ def _parser(version: str) -> tuple[_Parser, frozenset[str]]:
         kind = flag["value"]
         if kind == "none":
             parser.add_argument(*strings, dest=flag["dest"], action=_Flag, negative=flag.get("negative", ()), default=argparse.SUPPRESS)
-        elif kind == "one" and flag["dest"] in _EVERY_OCCURRENCE:
-            parser.add_argument(*strings, dest=flag["dest"], action="append", default=argparse.SUPPRESS)
         else:
+            # Every occurrence is kept (argparse converts and checks each one; the last wins).
             nargs = {"one": None, "optional": "?", "list": "+"}[kind]
-            parser.add_argument(*strings, dest=flag["dest"], nargs=nargs, default=argparse.SUPPRESS)
+            parser.add_argument(*strings, dest=flag["dest"], nargs=nargs, action="append", default=argparse.SUPPRESS)
     return parser, frozenset(options)
+
+
+@dataclass(frozen=True)
+class _ValueRule:
+    """How argparse converts and checks one flag's values (from the facts file): ``kind`` of
+    :data:`moe_oracle.argtypes.KINDS`, ``optional`` (vLLM's ``optional_type``), ``choices``
+    (converted values; empty: any), ``none_refused`` (``""``/``"None"`` read as None, which the
+    choices do not hold)."""
+
+    flag: str
+    kind: str
+    optional: bool
+    choices: tuple[Any, ...]
+    none_refused: bool
+
+
+@lru_cache(maxsize=8)
+def _value_rules(version: str) -> Mapping[str, _ValueRule]:
+    """dest -> :class:`_ValueRule` for the value-taking flags whose every occurrence the generic
+    check converts (not :data:`_EVERY_OCCURRENCE`: those are read below with their own messages)."""
+    rules = {}
+    for flag in engine_facts(version)["serve_flags"]:
+        if flag["value"] == "none" or flag["dest"] in _EVERY_OCCURRENCE:
+            continue
+        kind = flag.get("type", "other")
+        choices = tuple(flag.get("choices") or ()) if kind not in argtypes.UNCHECKED else ()
+        rules[flag["dest"]] = _ValueRule(flag["options"][0], kind, bool(flag.get("optional")), choices, bool(flag.get("none_not_a_choice")))
+    return MappingProxyType(rules)
+
+
+def _value_issues(given: Mapping[str, Any], version: str) -> list[InputIssue]:
+    """Every occurrence of every value-taking flag that vLLM ``version``'s argparse refuses for
+    its ``type`` or ``choices`` (empty: none), in command-line order per flag.
+
+    ``given`` holds each flag's occurrences (lists; a ``nargs="+"`` occurrence is itself a list,
+    each of its words converted on its own). The last occurrence of a flag in :data:`_LAST_READ`
+    is left to its reader (same refusal or stricter, with the existing message).
+    """
+    rules = _value_rules(version)
+    issues = []
+    for dest, occurrences in given.items():
+        rule = rules.get(dest)
+        if rule is None or not isinstance(occurrences, list):
+            continue
+        checked = occurrences[:-1] if dest in _LAST_READ else occurrences
+        words = [w for occ in checked for w in (occ if isinstance(occ, list) else [occ]) if isinstance(w, str)]
+        for word in words:
+            try:
+                value = argtypes.convert(rule.kind, word, optional=rule.optional)
+            except ValueError:
+                issues.append(InputIssue(f"--serve {rule.flag}", f"vLLM {version} refuses the command line (argparse type {rule.kind}: expected {argtypes.allowed_text(rule.kind)}{_NONE_HINT if rule.optional else ''}; every occurrence of a repeated flag is converted, not only the last)", word, None, keyword="type"))
+                continue
+            if value is None:
+                if rule.none_refused:
+                    issues.append(InputIssue(f"--serve {rule.flag}", f"vLLM {version} refuses this value (argparse: invalid choice: None; its optional_type reads '' and 'None' as None, which the choices of this release do not hold)", word, list(rule.choices), keyword="choices"))
+            elif rule.choices and value not in rule.choices:
+                read = f" (read as {value!r})" if value != word else ""
+                issues.append(InputIssue(f"--serve {rule.flag}", f"vLLM {version} refuses this value{read} (argparse: invalid choice; every occurrence of a repeated flag is checked, not only the last)", word, list(rule.choices), keyword="choices"))
+    return issues
 
 
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -550,20 +624,13 @@ def _choice(flag: str, value: str, allowed: Sequence[str], version: str, what: s
 
 
 def _human_int(flag: str, value: str) -> int:
-    """vLLM 0.33.0 ``human_readable_int`` (vllm/utils/argparse_utils.py): ``8192``; ``8k`` = 8000
-    (lower case: decimal, decimals allowed); ``8K`` = 8192 (upper case: binary, integers only)."""
-    text = str(value).strip()
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text)
+    """vLLM 0.29.0-0.33.0 ``human_readable_int`` (vllm/utils/argparse_utils.py,
+    :func:`moe_oracle.argtypes.human_readable_int`): ``8192``; ``8k`` = 8000 (lower case:
+    decimal, decimals allowed); ``8K`` = 8192 (upper case: binary, integers only); then at
+    least one token."""
     try:
-        if match:
-            number, suffix = match.groups()
-            if suffix.islower():
-                result = int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1)))
-            else:
-                result = int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1))
-        else:
-            result = int(text)
-    except ValueError:
+        result = argtypes.human_readable_int(str(value))
+    except (ValueError, OverflowError):
         raise ConfigError([InputIssue(f"--serve {flag}", "expected a token count such as 8192, 8k (8000) or 8K (8192)", value, None)], headline="bad --serve") from None
     if result < 1:
         raise ConfigError([InputIssue(f"--serve {flag}", "expected at least one token", value, None)], headline="bad --serve")
@@ -582,7 +649,9 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
         base: directory relative ``--config`` files are read from.
 
     Raises:
-        ConfigError: not a command line, a flag the release does not know, a value it would
+        ConfigError: not a command line, a flag the release does not know, a value its
+            argparse refuses on any occurrence (the flag's type or choices, every problem at once:
+            :func:`_value_issues`), a value it would
             refuse (a ``--moe-backend``, ``--all2all-backend``, ``--dtype``, ``--spec-method`` or,
             where the release has choices for it, ``--kv-cache-dtype`` outside its choices on any
             occurrence; a ``--spec-tokens`` that is not an integer; a
@@ -608,10 +677,15 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     unknown = [w for w in extras if w.startswith("-")]
     facts = engine_facts(version)
     choices = {f["dest"]: f.get("choices") or [] for f in facts["serve_flags"]}
+    # Every occurrence of a value-taking flag is converted and checked (type, then choices) as
+    # the release's argparse does: flags read below with their own messages are left to them.
+    if issues := _value_issues(given, version):
+        raise ConfigError(issues, headline="bad --serve")
     # Every occurrence of the flags argparse checks one by one (lists); the last one wins.
     every: dict[str, list[Any]] = {d: given[d] for d in _EVERY_OCCURRENCE if isinstance(given.get(d), list)}
-    for dest, occurrences in every.items():
-        given[dest] = occurrences[-1]
+    for dest, value in given.items():
+        if isinstance(value, list):
+            given[dest] = value[-1]
     # --spec-method (optional_type(str) with choices): argparse checks each occurrence after the
     # type, so "" and "None" pass where the choices hold None (0.31.0-0.33.0) and are refused
     # ("invalid choice: None") where they hold only the string "None" (0.29.0-0.30.0).

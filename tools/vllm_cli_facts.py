@@ -1,9 +1,10 @@
 """Regenerate ``moe_oracle/engine_facts/vllm-<version>.yaml`` from a vLLM source tree.
 
 The file lists every ``vllm serve`` flag (option strings, destination, whether it takes a
-value, the option strings that turn a boolean off, choices, whether vLLM's ``optional_type``
-reads ``""`` and ``"None"`` as "not given", whether argparse then refuses that ``None`` as
-not among the choices, and the keys ``--kernel-config`` accepts) and every environment variable name that vLLM's
+value, the option strings that turn a boolean off, choices, the argparse ``type`` as a kind of
+:data:`TYPE_KINDS`, whether vLLM's ``optional_type`` reads ``""`` and ``"None"`` as "not given",
+whether argparse then refuses that ``None`` as not among the choices, and the keys
+``--kernel-config`` accepts) and every environment variable name that vLLM's
 ``vllm/envs.py`` declares. ``moe_oracle.serve`` reads it so that a ``vllm serve`` command line
 is parsed with that release's real flags. One file per modelled release (0.29.0-0.33.0).
 
@@ -14,16 +15,23 @@ release's source tree on ``PYTHONPATH``)::
     PYTHONPATH=$MOE_ORACLE_VLLM_ENV/src/0.29.0 $MOE_ORACLE_VLLM_ENV/venv/bin/python \
         tools/vllm_cli_facts.py moe_oracle/engine_facts/vllm-0.29.0.yaml
 
+``tools/vllm_cli_facts.py --parse LINES.json OUT.json`` instead parses argv lists with the
+release's parser (:func:`parse_lines`; tests/differential/test_release_sources.py).
+
 Facts: the ``vllm serve`` parser ``make_arg_parser``, in vllm/entrypoints/launchers/cli_args.py
 (vLLM 0.29.0-0.32.0) or vllm/entrypoints/common/cli_args.py (0.33.0), which
 vllm/entrypoints/cli/serve.py imports; the boolean actions (Python's ``argparse.BooleanOptionalAction``
 in 0.29.0-0.32.0, vllm/utils/argparse_utils.py ``EnableDisableAction`` in 0.33.0), called per option string;
-vllm/engine/arg_utils.py ``optional_type``; vllm/envs.py ``environment_variables``.
+vllm/engine/arg_utils.py ``optional_type``, ``parse_type``, ``union_dict_and_str`` and
+``_compute_kwargs`` (``parse_dataclass``); vllm/utils/argparse_utils.py ``human_readable_int`` and
+``human_readable_int_or_auto``; vllm/envs.py ``environment_variables``.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import json
 import sys
 
 import yaml
@@ -62,6 +70,72 @@ def _dataclass_keys(cls, prefix: str = "") -> list[str]:
     return keys
 
 
+# The argparse ``type`` of a value-taking flag, as a small vocabulary (``type`` in each serve_flags
+# entry). moe_oracle.serve converts every occurrence with the same rule and refuses what argparse
+# refuses; the kinds marked "not checked" are recorded but moe_oracle does not convert them.
+TYPE_KINDS = {
+    "str": "no type, or str: every value is accepted",
+    "int": "int(): Python's own int()",
+    "float": "float(): Python's own float()",
+    "json": "json.loads (directly or through parse_type/optional_type)",
+    "json_if_braced": "union_dict_and_str (vllm/engine/arg_utils.py): json.loads when the value is a {...} object, else the string",
+    "human_readable_int": "human_readable_int (vllm/utils/argparse_utils.py): 8192, 8k (8000), 8K (8192)",
+    "human_readable_int_or_auto": "human_readable_int_or_auto (vllm/utils/argparse_utils.py): human_readable_int, or -1/auto",
+    "lower_underscore": "lambda s: s.lower().replace('-', '_') (vllm/engine/arg_utils.py add_cli_args): never fails; choices are checked on the result",
+    "dataclass_json": "parse_dataclass (vllm/engine/arg_utils.py _compute_kwargs): pydantic TypeAdapter(cls).validate_json; not checked by moe_oracle.serve (but the flags it reads)",
+    "other": "a callable not classified (type_callable names it); not checked by moe_oracle.serve, nor are its choices",
+}
+
+
+FIELD_NOTES = {
+    "type": "the argparse type of a value-taking flag, one of type_kinds",
+    "type_callable": "the callable behind a type of kind other",
+    "action": "a value-taking flag's own argparse Action class (not store or append, e.g. LoRAParserAction, which parses "
+              "name=path or JSON itself); what it refuses beyond the type and choices is not checked by moe_oracle.serve",
+    "optional": "vLLM's optional_type: '' and 'None' read as None (not given)",
+    "none_not_a_choice": "optional, but the choices do not hold None: '' and 'None' are refused",
+}
+
+
+def _same_code(fn, reference) -> bool:
+    """Whether ``fn`` is compiled from the same source expression as ``reference`` (same bytecode,
+    constants, names and arguments, in this interpreter)."""
+    a, b = getattr(fn, "__code__", None), reference.__code__
+    return a is not None and (a.co_code, a.co_consts, a.co_names, a.co_varnames) == (b.co_code, b.co_consts, b.co_names, b.co_varnames)
+
+
+def _type_kind(fn) -> tuple[str, bool, str | None]:
+    """(kind of :data:`TYPE_KINDS`, whether ``optional_type`` wraps it, the callable's name for
+    ``other``). Wrappers are unwrapped through their closure (``return_type``):
+    ``optional_type(T)`` reads ``""``/``"None"`` as None and converts the rest with
+    ``parse_type(T)``, which turns T's ValueError into ArgumentTypeError (refused alike)."""
+    from vllm.engine import arg_utils
+    from vllm.utils import argparse_utils
+
+    if fn is None or fn is str:
+        return "str", False, None
+    if fn is int or fn is float:
+        return fn.__name__, False, None
+    if fn is json.loads:
+        return "json", False, None
+    for name in ("human_readable_int", "human_readable_int_or_auto"):
+        if fn is getattr(argparse_utils, name):
+            return name, False, None
+    if fn is arg_utils.union_dict_and_str:
+        return "json_if_braced", False, None
+    code = getattr(fn, "__code__", None)
+    if code is not None and code is arg_utils.optional_type(str).__code__:
+        kind, _, name = _type_kind(inspect.getclosurevars(fn).nonlocals["return_type"])
+        return kind, True, name
+    if code is not None and code is arg_utils.parse_type(str).__code__:
+        return _type_kind(inspect.getclosurevars(fn).nonlocals["return_type"])
+    if getattr(fn, "__module__", None) == arg_utils.__name__ and getattr(fn, "__qualname__", "") == "_compute_kwargs.<locals>.parse_dataclass":
+        return "dataclass_json", False, None
+    if getattr(fn, "__name__", None) == "<lambda>" and _same_code(fn, lambda s: s.lower().replace("-", "_")):
+        return "lower_underscore", False, None
+    return "other", False, f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
 def _negative_options(parser, action) -> list[str]:
     """The option strings that set a boolean flag to False, found by calling the action.
 
@@ -91,17 +165,51 @@ def _negative_options(parser, action) -> list[str]:
     return sorted(negative)
 
 
-def main(out: str) -> None:
+def _serve_parser():
+    """(module name, the release's ``vllm serve`` parser), with the platform stubbed to CPU."""
     import vllm.platforms as platforms
     from vllm.platforms.cpu import CpuPlatform
 
     # Without a GPU vLLM cannot infer a device, and DeviceConfig's default factory raises.
     platforms._current_platform = CpuPlatform()
-    from vllm import __version__, envs
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     module_name, module = _parser_module()
-    parser = module.make_arg_parser(FlexibleArgumentParser())
+    return module_name, module.make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+
+
+def parse_lines(lines_path: str, out: str) -> None:
+    """Parse each argv list of the JSON file ``lines_path`` (the words after ``vllm serve``)
+    with the release's own parser; write one result per line to ``out`` (JSON): ``null`` where
+    it parses, else the refusal (argparse's message, or the exception that escaped argparse).
+    The differential tier compares moe_oracle.serve's refusals with these."""
+    import contextlib
+    import io
+
+    _, parser = _serve_parser()
+    with open(lines_path, encoding="utf-8") as handle:
+        lines = json.load(handle)
+    results = []
+    for argv in lines:
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                parser.parse_args(list(argv))
+            results.append(None)
+        except SystemExit:
+            results.append(err.getvalue().strip().splitlines()[-1] if err.getvalue().strip() else "exit")
+        except Exception as exc:  # noqa: BLE001 - any escape refuses the command line
+            results.append(f"{type(exc).__name__}: {exc}")
+    with open(out, "w", encoding="utf-8") as handle:
+        json.dump(results, handle)
+
+
+def main(out: str) -> None:
+    import argparse
+
+    from vllm import __version__, envs
+
+    module_name, parser = _serve_parser()
     flags = []
     for group in parser._action_groups:
         for action in group._group_actions:
@@ -124,8 +232,16 @@ def main(out: str) -> None:
                 entry["keys"] = sorted(_dataclass_keys(cls))
             if action.choices:
                 entry["choices"] = [c for c in action.choices if c is not None]
+            optional = False
+            if takes_value:
+                kind, optional, callable_name = _type_kind(action.type)
+                entry["type"] = kind
+                if callable_name:
+                    entry["type_callable"] = callable_name
+                if type(action) not in (argparse._StoreAction, argparse._AppendAction):
+                    entry["action"] = type(action).__name__
             # vllm/engine/arg_utils.py optional_type: "" and "None" parse to None (not given).
-            if takes_value and getattr(action.type, "__qualname__", "").startswith("optional_type."):
+            if optional:
                 entry["optional"] = True
                 # argparse checks the converted value against the choices: where they hold the
                 # string "None" but not None (vLLM 0.29.0-0.30.0 --spec-method), "" and "None"
@@ -138,6 +254,8 @@ def main(out: str) -> None:
         "engine": "vllm",
         "version": __version__,
         "source": f"generated by tools/vllm_cli_facts.py: {path} make_arg_parser and vllm/envs.py environment_variables",
+        "type_kinds": TYPE_KINDS,
+        "field_notes": FIELD_NOTES,
         "env_vars": sorted(envs.environment_variables),
         "serve_flags": sorted(flags, key=lambda f: f["dest"]),
     }
@@ -147,4 +265,7 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--parse":
+        parse_lines(sys.argv[2], sys.argv[3])
+    else:
+        main(sys.argv[1])

@@ -613,3 +613,108 @@ def test_every_speculative_config_occurrence_is_json(version, words, value):
 def test_a_last_none_or_null_speculative_config_is_not_given(words):
     s = parse_serve(f"vllm serve m {words}", version="0.33.0")
     assert s.speculative is None and "speculative_config" not in s.given
+
+
+# --- every value-taking flag: argparse's type and choices, on every occurrence, from the facts ----
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize(("flag", "bad", "keyword", "expected"), [
+    ("--max-num-seqs", "1.5", "type", "an integer"),  # int
+    ("--max-num-seqs", "None", "type", "an integer"),  # not optional_type: 'None' is a value
+    ("--gpu-memory-utilization", "x", "type", "a number"),  # float
+    ("--max-model-len", "abc", "type", "-1 or auto"),  # human_readable_int_or_auto
+    ("--max-model-len", "2.5K", "type", "integers only"),  # binary suffix with a decimal
+    ("--max-num-scheduled-tokens", "8kk", "type", "k/m/g/t"),  # optional human_readable_int
+    ("--mm-processor-kwargs", "{bad", "type", "JSON"),  # optional json.loads
+    ("--default-chat-template-kwargs", "x", "type", "JSON"),  # json.loads
+    ("--model-loader-extra-config", "{bad}", "type", "JSON object"),  # union_dict_and_str
+    ("--cudagraph-capture-sizes", "1 x", "type", "an integer"),  # nargs='+' of int, each word
+    ("--safetensors-load-strategy", "bogus", "choices", "lazy"),  # str choices
+    ("--linear-backend", "bogus", "choices", "triton"),  # lower_underscore, then choices
+    ("--max-lora-rank", "7", "choices", 16),  # int choices, compared after int()
+])
+def test_a_value_the_releases_argparse_refuses_is_bad_input(version, flag, bad, keyword, expected):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {flag} {bad}", version=version)
+    (issue,) = info.value.issues
+    assert (issue.path, issue.keyword) == (f"--serve {flag}", keyword) and issue.value == bad.split()[-1] and f"vLLM {version}" in issue.message
+    assert expected in issue.allowed if keyword == "choices" else expected in issue.message
+
+
+def test_cli_refuses_a_max_model_len_vllm_cannot_read(capsys):
+    assert main(["select", "--gpu", "H200", "--serve", "vllm serve deepseek-ai/DeepSeek-R1 -tp 8 --max-model-len abc"]) == 2
+    err = capsys.readouterr().err
+    assert "--serve --max-model-len: vLLM 0.33.0 refuses the command line" in err and "(got 'abc')" in err and "-1 or auto" in err
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize("words", [
+    "--max-model-len 32k", "--max-model-len 32K", "--max-model-len auto", "--max-model-len -1", "--max-model-len ' 2.5k '",
+    "--gpu-memory-utilization 0.9", "--gpu-memory-utilization 1e-1", "--max-num-seqs +8", "--max-num-seqs 1_024",
+    "--safetensors-load-strategy lazy", "--linear-backend Flashinfer-Cutlass", "--max-lora-rank 16",
+    "--model-loader-extra-config plain", "--mm-processor-kwargs '{\"a\": 1}'", "--cudagraph-capture-sizes 1 2 4",
+    "--port 8000 --port 8001",
+])
+def test_values_the_releases_argparse_accepts_are_accepted(version, words):
+    parse_serve(f"vllm serve m {words}", version=version)
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize(("flag", "bad", "good"), [
+    ("--max-model-len", "abc", "32k"),
+    ("--gpu-memory-utilization", "x", "0.9"),
+    ("--max-num-seqs", "1.5", "8"),
+    ("--safetensors-load-strategy", "bogus", "lazy"),
+    ("--mm-processor-kwargs", "{bad", "None"),
+    ("--tensor-parallel-size", "x", "8"),  # a read flag: its earlier occurrences too
+    ("--max-num-batched-tokens", "1.5K", "8k"),
+])
+def test_an_earlier_bad_occurrence_is_refused_when_the_last_is_good(version, flag, bad, good):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {flag} {bad} {flag} {good}", version=version)
+    (issue,) = info.value.issues
+    assert (issue.path, issue.value) == (f"--serve {flag}", bad)
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize("words", [
+    "--max-num-scheduled-tokens None", "--kv-offloading-size None", "--mamba-block-size ''", "--mm-processor-kwargs None",
+    "--max-num-seqs 8 --kv-cache-memory-bytes None",
+])
+def test_an_optional_type_flag_reads_none_as_not_given(version, words):
+    s = parse_serve(f"vllm serve m {words}", version=version)
+    assert not {"max_num_scheduled_tokens", "kv_offloading_size", "mamba_block_size", "mm_processor_kwargs", "safetensors_load_strategy", "kv_cache_memory_bytes"} & set(s.given)
+
+
+@pytest.mark.parametrize("flag", ["--dcp-comm-backend", "--safetensors-load-strategy"])
+@pytest.mark.parametrize(("version", "refused"), [("0.29.0", True), ("0.33.0", False)])
+def test_none_is_refused_where_the_choices_do_not_hold_it(version, refused, flag):
+    """Both flags are optional_type(str): 'None' reads as None, which 0.29.0's choices do not
+    hold (only the string 'None': none_not_a_choice in the facts); 0.33.0's do."""
+    if refused:
+        with pytest.raises(ConfigError) as info:
+            parse_serve(f"vllm serve m {flag} None", version=version)
+        assert (info.value.issues[0].path, info.value.issues[0].keyword) == (f"--serve {flag}", "choices")
+    else:
+        assert flag.lstrip("-").replace("-", "_") not in parse_serve(f"vllm serve m {flag} None", version=version).given
+
+
+def test_every_refused_value_is_reported_at_once():
+    with pytest.raises(ConfigError) as info:
+        parse_serve("vllm serve m --max-model-len abc --gpu-memory-utilization x --max-num-seqs 1.5", version="0.33.0")
+    assert [i.path for i in info.value.issues] == ["--serve --max-model-len", "--serve --gpu-memory-utilization", "--serve --max-num-seqs"]
+
+
+@pytest.mark.parametrize("version", _RELEASES)
+def test_every_value_taking_flag_has_a_type_kind(version):
+    """The facts record each flag's argparse type as one of argtypes.KINDS; a callable the
+    generator could not classify is named (type_callable), and its choices are not checked."""
+    from moe_oracle.argtypes import KINDS
+    from moe_oracle.serve import _value_rules
+
+    flags = [f for f in engine_facts(version)["serve_flags"] if f["value"] != "none"]
+    assert all(f["type"] in KINDS for f in flags)
+    assert all(("type_callable" in f) == (f["type"] == "other") for f in flags)
+    rules = _value_rules(version)
+    assert all(rules[f["dest"]].choices == () for f in flags if f["type"] in ("other", "dataclass_json") and f["dest"] in rules)
+    assert {"max_model_len", "gpu_memory_utilization", "max_num_seqs", "safetensors_load_strategy", "tensor_parallel_size"} <= set(rules)
