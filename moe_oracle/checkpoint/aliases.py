@@ -297,11 +297,12 @@ def _routing(r: _Reader) -> bool:
     skey, rsf, ssrc = r.first(SCALING_ALIASES)
     passed = (r.float_(skey, rsf) if rsf is not None else 1.0) if fam.passes_routed_scale else 1.0
     routing = routing_method_type(scoring, renormalize, groups, bias, routed_scaling_factor=passed, release=r.release)
+    bias_evidence = evidence[-1]
     if bias and scoring == "sigmoid" and renormalize and not (groups or 0) and not r.release.holds("routing_minimax2_any_scale"):
         evidence.append(f"routed_scaling_factor passed to the router {passed:g}" + ("" if fam.passes_routed_scale else f" (the {fam.name} model class passes none)") + f" ({r.release.words}: MiniMax2 only at 1.0)")
     r.put("routing_method", routing, Source.INFERRED, f"get_routing_method_type ({r.release.words}): " + ", ".join(evidence))
     if bias:
-        r.put("has_correction_bias", True, Source.INFERRED, evidence[-1])
+        r.put("has_correction_bias", True, Source.INFERRED, bias_evidence)
     if groups is not None:
         r.put("num_expert_group", groups, gsrc, r.where(key, gsrc) if key else "")
         tkey, tg, tsrc = r.first(("topk_group",))
@@ -321,11 +322,19 @@ def _router_dtype(r: _Reader) -> None:
 
 
 def _substitution(r: _Reader) -> None:
-    """MoNE-pruned checkpoints substitute experts after routing: vLLM 0.33.0 then needs a decomposed backend."""
+    """MoNE-pruned checkpoints substitute experts after routing: from vLLM 0.33.0 (fact
+    ``expert_substitution``; P/expert_substitution.py) the layer then needs a decomposed backend.
+    Earlier releases read neither field: the layer is selected as an ordinary MoE layer."""
     cfg = r.cfg
     comp = cfg.get("compression_config")
     transform = comp.get("transform_config") if isinstance(comp, dict) else None
     if cfg.get("approximate_experts"):
-        r.put("require_decomposed", True, Source.INFERRED, f"config.{r.path[2:]}approximate_experts is set: expert substitution adjusts routes after routing (P/expert_substitution.py)")
+        field, why = f"config.{r.path[2:]}approximate_experts is set", "expert substitution adjusts routes after routing (P/expert_substitution.py)"
     elif isinstance(transform, dict) and transform.get("expert_substitution"):
-        r.put("require_decomposed", True, Source.INFERRED, "config.compression_config.transform_config.expert_substitution: routes adjusted after routing (P/expert_substitution.py)")
+        field, why = "config.compression_config.transform_config.expert_substitution", "routes adjusted after routing (P/expert_substitution.py)"
+    else:
+        return
+    if r.release.holds("expert_substitution"):
+        r.put("require_decomposed", True, Source.INFERRED, f"{field}: {why}")
+    else:
+        r.notes.append(f"{field}, but {r.release.words} has no expert substitution (P/expert_substitution.py starts in 0.33.0): it is not read, and the layer is selected as an ordinary MoE layer")

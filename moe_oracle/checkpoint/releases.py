@@ -72,6 +72,8 @@ FACTS: Mapping[str, Fact] = MappingProxyType({
                                              "vllm/models/deepseek_v4/quant_config.py DeepseekV4FP8Config.get_quant_method"),
     "routing_minimax2_any_scale": Fact(">=0.31.0", "sigmoid + correction bias + renormalize without expert groups is MiniMax2 routing whatever routed_scaling_factor is (before: only at 1.0, else Unspecified)",
                                        "vllm/model_executor/layers/fused_moe/config.py get_routing_method_type"),
+    "expert_substitution": Fact(">=0.33.0", "MoNE expert substitution (approximate_experts, compression_config.transform_config.expert_substitution) adjusts routes after routing, so the layer needs a decomposed backend (before: the fields are not read)",
+                                "vllm/model_executor/layers/fused_moe/expert_substitution.py make_expert_substitution (P/layer.py)"),
     "gemma4_moe_by_num_experts": Fact(">=0.32.0", "a Gemma-4 decoder layer builds its MoE block when num_experts is set (before: when enable_moe_block or use_second_mlp_block is true)",
                                       "vllm/model_executor/models/gemma4.py Gemma4DecoderLayer.__init__ (enable_moe_block)"),
 })

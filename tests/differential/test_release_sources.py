@@ -240,6 +240,8 @@ def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
         node = _definition(tree / "vllm/model_executor/layers/fused_moe/config.py", "get_routing_method_type")
         assert isinstance(node, ast.FunctionDef)
         return "routed_scaling_factor" not in {a.arg for a in node.args.args + node.args.kwonlyargs}
+    if fact == "expert_substitution":
+        return "make_expert_substitution" in ast.unparse(ast.parse((tree / "vllm/model_executor/layers/fused_moe/layer.py").read_text(encoding="utf-8")))
     if fact == "gemma4_moe_by_num_experts":
         node = _definition(tree / "vllm/model_executor/models/gemma4.py", "Gemma4DecoderLayer.__init__")
         assert node is not None

@@ -262,6 +262,20 @@ def test_gemma4_moe_block_switch_before_0_32():
     assert read_checkpoint({**cfg, "enable_moe_block": True}, release="0.31.0").layers[0].spec.kind == "moe"
 
 
+def test_expert_substitution_needs_a_decomposed_backend_from_0_33_only():
+    cfg = {**BASE, "approximate_experts": {"1": [3]}}
+    assert read_checkpoint(cfg, release="0.33.0").layers[0].kwargs["require_decomposed"] is True
+    old = read_checkpoint(cfg, release="0.32.0")
+    assert "require_decomposed" not in old.layers[0].kwargs
+    assert any("vLLM 0.32.0 has no expert substitution" in n for n in old.notes)
+
+
+def test_a_correction_bias_keeps_its_own_evidence_when_the_scale_is_noted():
+    cfg = {**BASE, "model_type": "minimax_m3", "intermediate_size": 128, "scoring_func": "sigmoid", "use_routing_bias": True, "routed_scaling_factor": 2.0, "moe_layer_freq": 1}
+    prov = {p.field: p.evidence for p in read_checkpoint(cfg, release="0.30.0").layers[0].provenance}
+    assert "use_routing_bias" in prov["has_correction_bias"] and "MiniMax2 only at 1.0" in prov["routing_method"]
+
+
 # ------------------------------------------------------------------ the facts and the command line
 
 
