@@ -309,6 +309,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     file_env = None
     file_probe = False
     ck_quant = None
+    model_env = None
     if args.config and args.model:
         raise ConfigError([InputIssue("--config/--model", "give either --config or --model, not both", None, None)])
     if args.probe and args.environment:
@@ -350,8 +351,12 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
             path = resolve_model_path(args.model)
             hf_cfg = load_hf_config(path)
         beside = quant_config_beside(path)
+        # The checkpoint is read as the answer's release reads it: the environment is known here
+        # (declared, or probed once and reused below).
+        model_env = _probed_environment(args, catalog, probe_notes) if args.probe else declared.environment if declared is not None else None
+        release = catalog.release(model_env) if model_env is not None and getattr(catalog, "source", None) is not None else None
         try:
-            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None)
+            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None, release=release)
         except ConfigError as exc:
             raise blame_hf_overrides(exc, serve) from None
         if device is None:
@@ -407,7 +412,9 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         changes["provenance"] = tuple(merged[k] for k in sorted(merged))
         config = replace(config, **changes)
 
-    if args.probe or file_probe:
+    if model_env is not None and args.probe:
+        env = model_env
+    elif args.probe or file_probe:
         env = _probed_environment(args, catalog, probe_notes)
     elif file_env is not None and not (args.package or args.without or args.env or args.environment or (serve and serve.env)):
         env = file_env

@@ -140,8 +140,9 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     override = load_hf_config(args.hf_quant_config, "--hf-quant-config") if args.hf_quant_config else None
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
+    engine_release = catalog.release(env) if getattr(catalog, "source", None) is not None else None
     try:
-        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None)
+        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release)
     except ConfigError as exc:
         raise blame_hf_overrides(exc, serve) from None
     release = answer_release(catalog, env) or ENGINE_VERSION

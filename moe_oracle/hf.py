@@ -2,8 +2,8 @@
 
 ``explain``/``select --model`` describe one MoE layer; :func:`from_hf_config` reads the whole
 checkpoint with :func:`moe_oracle.checkpoint.read_checkpoint` (every layer, its kind, its
-experts' quantization as vLLM 0.33.0 matches exclusions) and returns the representative
-layer: the first routed target MoE layer. ``moe-oracle plan`` shows every layer.
+experts' quantization as the answer's vLLM release matches exclusions) and returns the
+representative layer: the first routed target MoE layer. ``moe-oracle plan`` shows every layer.
 Every inferred field records its evidence (which keys, which rule).
 """
 
@@ -71,7 +71,7 @@ def load_hf_config(path: str | Path, flag: str = "--model") -> dict[str, Any]:
     return data
 
 
-def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg: Mapping[str, Any] | None = None, beside: Mapping[str, Any] | None = None) -> CheckpointFields:
+def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg: Mapping[str, Any] | None = None, beside: Mapping[str, Any] | None = None, release: Any = None) -> CheckpointFields:
     """Checkpoint fields of the representative MoE layer of a Hugging Face model config.
 
     Args:
@@ -80,11 +80,14 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
         quant_cfg: an ``hf_quant_config.json`` given explicitly; it replaces ``quantization_config``.
         beside: an ``hf_quant_config.json`` found beside config.json; read only when config.json
             has no quantization document, as vLLM reads it.
+        release: the vLLM release the answer is for (``EngineRelease``, version string or
+            ``None`` for the newest modelled; :meth:`moe_oracle.checkpoint.releases.ReaderRelease.of`).
 
     Raises:
-        ConfigError: the model has no MoE layers, or a field is missing or outside the vocabulary.
+        ConfigError: the model has no MoE layers, a field is missing or outside the vocabulary, or
+            the release refuses the checkpoint (the message names the release).
     """
-    ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False)
+    ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False, release=release)
     layer = ck.representative()
     assert layer.kwargs is not None
     return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name, ck.quant)

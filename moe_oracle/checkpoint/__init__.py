@@ -1,5 +1,6 @@
-"""Reading model checkpoints as vLLM 0.33.0 builds them (selection core: no torch).
+"""Reading model checkpoints as one vLLM release builds them (selection core: no torch).
 
+* :mod:`.releases`: the release a checkpoint is read for and the facts that differ between releases;
 * :mod:`.families`: per-family engine rules (layout, module names, hard-coded routing);
 * :mod:`.aliases`: MoE fields across the spellings families use;
 * :mod:`.layout`: every decoder layer and its kind, MTP draft layers included;

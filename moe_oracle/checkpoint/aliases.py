@@ -19,6 +19,7 @@ from ..config import Provenance
 from ..errors import ConfigError, InputIssue
 from ..vocab import Activation, DType, RoutingMethod, Source
 from .families import GENERIC, Family
+from .releases import ReaderRelease
 
 __all__ = [
     "EXPERT_ALIASES",
@@ -54,23 +55,32 @@ _ACTS = {
 _SCORINGS = ("softmax", "sigmoid", "sqrtsoftplus")
 
 
-def routing_method_type(scoring_func: str, renormalize: bool, num_expert_group: int | None, has_e_score_bias: bool) -> RoutingMethod:
-    """vLLM 0.33.0 ``get_routing_method_type`` (P/config.py).
+def routing_method_type(scoring_func: str, renormalize: bool, num_expert_group: int | None, has_e_score_bias: bool, *, routed_scaling_factor: float | None = 1.0, release: "ReaderRelease | str | None" = None) -> RoutingMethod:
+    """``get_routing_method_type`` (vllm/model_executor/layers/fused_moe/config.py) of vLLM
+    ``release`` (:meth:`ReaderRelease.of`; ``None``: the newest modelled).
 
-    0.33.0 dropped the ``routed_scaling_factor`` argument: sigmoid + bias + renormalize
-    without groups is MiniMax2 whatever the scale (the kernel applies it as routeScale).
+    0.31.0 dropped the ``routed_scaling_factor`` argument (fact ``routing_minimax2_any_scale``):
+    sigmoid + bias + renormalize without groups is MiniMax2 whatever the scale (the kernel applies
+    it as routeScale); 0.29.0-0.30.0 answer MiniMax2 only for a scale of 1.0 (or ``None``), else
+    Unspecified. ``routed_scaling_factor``: the value the model class passes its router.
 
     >>> routing_method_type("sigmoid", True, 8, True).value
     'deepseek_v3'
     >>> routing_method_type("sigmoid", True, None, True).value
     'minimax2'
+    >>> routing_method_type("sigmoid", True, None, True, routed_scaling_factor=2.0, release="0.30.0").value
+    'unspecified'
     """
     if scoring_func == "sqrtsoftplus":
         return RoutingMethod.DEEPSEEK_V4 if renormalize else RoutingMethod.UNSPECIFIED
     if has_e_score_bias:
         if scoring_func != "sigmoid" or not renormalize:
             return RoutingMethod.UNSPECIFIED
-        return RoutingMethod.DEEPSEEK_V3 if (num_expert_group or 0) > 0 else RoutingMethod.MINIMAX2
+        if (num_expert_group or 0) > 0:
+            return RoutingMethod.DEEPSEEK_V3
+        if ReaderRelease.of(release).holds("routing_minimax2_any_scale") or routed_scaling_factor in (None, 1.0):
+            return RoutingMethod.MINIMAX2
+        return RoutingMethod.UNSPECIFIED
     if scoring_func == "sigmoid":
         return RoutingMethod.SIGMOID_RENORM if renormalize else RoutingMethod.SIGMOID
     if scoring_func == "softmax":
@@ -102,6 +112,7 @@ class _Reader:
         self.kwargs: dict[str, Any] = {}
         self.prov: list[Provenance] = []
         self.notes: list[str] = []
+        self.release: ReaderRelease = ReaderRelease.of(None)
 
     def put(self, name: str, value: Any, source: Source, evidence: str) -> None:
         self.kwargs[name] = value
@@ -136,7 +147,7 @@ class _Reader:
         return float(value)
 
 
-def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None = None, path: str = "$.", model_type: str | None = None, architecture: str | None = None) -> MoEFields:
+def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None = None, path: str = "$.", model_type: str | None = None, architecture: str | None = None, release: "ReaderRelease | str | None" = None) -> MoEFields:
     """MoEConfig checkpoint fields shared by the routed layers.
 
     Args:
@@ -145,12 +156,14 @@ def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None 
         file: path for error messages.
         path: JSON path prefix of ``cfg`` (``$.text_config.``).
         model_type: text-model ``model_type``; architecture: ``architectures[0]``.
+        release: the vLLM release the answer is for (its ``get_routing_method_type``).
 
     Raises:
         ConfigError: no MoE layer, a missing dimension, or a value outside the vocabulary,
             naming the field (as spelled in the file), the value and what is allowed.
     """
     r = _Reader(cfg, file, path, family.defaults, family)
+    r.release = ReaderRelease.of(release)
     if family is GENERIC:
         r.notes.append(f"unknown model_type {model_type!r}: routing rests on the generic fields {', '.join(SCORING_ALIASES[:1] + RENORMALIZE_ALIASES[:1] + GROUP_ALIASES[:1])}, topk_method and use_routing_bias; the activation on {ACTIVATION_ALIASES[1]}")
     key, num, src = r.first(EXPERT_ALIASES)
@@ -281,16 +294,20 @@ def _routing(r: _Reader) -> bool:
         if flag:
             bias = True
             evidence.append(f"{key}=true" + (" (default)" if src is Source.DEFAULT else ""))
-    routing = routing_method_type(scoring, renormalize, groups, bias)
-    r.put("routing_method", routing, Source.INFERRED, "get_routing_method_type (vLLM 0.33.0): " + ", ".join(evidence))
+    skey, rsf, ssrc = r.first(SCALING_ALIASES)
+    passed = (r.float_(skey, rsf) if rsf is not None else 1.0) if fam.passes_routed_scale else 1.0
+    routing = routing_method_type(scoring, renormalize, groups, bias, routed_scaling_factor=passed, release=r.release)
+    bias_evidence = evidence[-1]
+    if bias and scoring == "sigmoid" and renormalize and not (groups or 0) and not r.release.holds("routing_minimax2_any_scale"):
+        evidence.append(f"routed_scaling_factor passed to the router {passed:g}" + ("" if fam.passes_routed_scale else f" (the {fam.name} model class passes none)") + f" ({r.release.words}: MiniMax2 only at 1.0)")
+    r.put("routing_method", routing, Source.INFERRED, f"get_routing_method_type ({r.release.words}): " + ", ".join(evidence))
     if bias:
-        r.put("has_correction_bias", True, Source.INFERRED, evidence[-1])
+        r.put("has_correction_bias", True, Source.INFERRED, bias_evidence)
     if groups is not None:
         r.put("num_expert_group", groups, gsrc, r.where(key, gsrc) if key else "")
         tkey, tg, tsrc = r.first(("topk_group",))
         if tg is not None:
             r.put("topk_group", r.int_("topk_group", tg, minimum=0), tsrc, r.where("topk_group", tsrc))
-    skey, rsf, ssrc = r.first(SCALING_ALIASES)
     if rsf is not None:
         r.put("routed_scaling_factor", r.float_(skey, rsf), ssrc, r.where(skey, ssrc))
     return bias
@@ -305,11 +322,19 @@ def _router_dtype(r: _Reader) -> None:
 
 
 def _substitution(r: _Reader) -> None:
-    """MoNE-pruned checkpoints substitute experts after routing: vLLM 0.33.0 then needs a decomposed backend."""
+    """MoNE-pruned checkpoints substitute experts after routing: from vLLM 0.33.0 (fact
+    ``expert_substitution``; P/expert_substitution.py) the layer then needs a decomposed backend.
+    Earlier releases read neither field: the layer is selected as an ordinary MoE layer."""
     cfg = r.cfg
     comp = cfg.get("compression_config")
     transform = comp.get("transform_config") if isinstance(comp, dict) else None
     if cfg.get("approximate_experts"):
-        r.put("require_decomposed", True, Source.INFERRED, f"config.{r.path[2:]}approximate_experts is set: expert substitution adjusts routes after routing (P/expert_substitution.py)")
+        field, why = f"config.{r.path[2:]}approximate_experts is set", "expert substitution adjusts routes after routing (P/expert_substitution.py)"
     elif isinstance(transform, dict) and transform.get("expert_substitution"):
-        r.put("require_decomposed", True, Source.INFERRED, "config.compression_config.transform_config.expert_substitution: routes adjusted after routing (P/expert_substitution.py)")
+        field, why = "config.compression_config.transform_config.expert_substitution", "routes adjusted after routing (P/expert_substitution.py)"
+    else:
+        return
+    if r.release.holds("expert_substitution"):
+        r.put("require_decomposed", True, Source.INFERRED, f"{field}: {why}")
+    else:
+        r.notes.append(f"{field}, but {r.release.words} has no expert substitution (P/expert_substitution.py starts in 0.33.0): it is not read, and the layer is selected as an ordinary MoE layer")

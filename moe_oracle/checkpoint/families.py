@@ -51,6 +51,9 @@ class Family:
         routing: routing method the class fixes (custom routers), else ``None``.
         router_fp32: the class computes router logits in float32 (``GateLinear(out_dtype=float32)``).
         shared_always: every MoE layer has a shared expert whatever config.json says (Llama-4).
+        passes_routed_scale: the class hands config.json's ``routed_scaling_factor`` to its router
+            (``False``: the router's default 1.0), which 0.29.0-0.30.0 ``get_routing_method_type``
+            reads.
         defaults: field defaults of the transformers (or vLLM) config class.
         source: where these facts come from.
         notes: facts the plan repeats for every layer of the family.
@@ -70,6 +73,7 @@ class Family:
     routing: str | None = None
     router_fp32: bool = False
     shared_always: bool = False
+    passes_routed_scale: bool = True
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     source: str = ""
     notes: tuple[str, ...] = ()
@@ -103,8 +107,8 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0 mixtral.py MixtralMoE (renormalize=True)"),
     Family("gpt_oss", ("gpt_oss",), "all", renormalize=True, scoring="softmax", activation="swigluoai",
            defaults=_d(swiglu_limit=7.0, swiglu_alpha=1.702), source="vLLM 0.33.0 gpt_oss.py MLPBlock (renormalize=True, activation swigluoai)"),
-    Family("minimax_m2", ("minimax_m2",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), mtp="dropped", renormalize=True, router_fp32=True,
-           source="vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE (renormalize=True; MTP layers dropped at load)"),
+    Family("minimax_m2", ("minimax_m2",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), mtp="dropped", renormalize=True, router_fp32=True, passes_routed_scale=False,
+           source="vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE (renormalize=True, no routed_scaling_factor passed; MTP layers dropped at load)"),
     Family("minimax_m3", ("minimax_m3", "minimax_m3_text", "minimax_m3_vl"), "first_k_dense", experts="block_sparse_moe.experts", shared="block_sparse_moe.shared_experts",
            proj=("w1", "w3", "w2"), mtp="minimax_m3", renormalize=True, router_fp32=True, activation="swigluoai_uninterleave",
            defaults=_d(scoring_func="sigmoid", use_routing_bias=True, routed_scaling_factor=2.0, swiglu_alpha=1.702, swiglu_beta=1.0, swiglu_limit=7.0, num_mtp_modules=1, moe_layer_freq=[0] * 3 + [1] * 57),

@@ -1,4 +1,4 @@
-"""Every decoder layer of a model and its feed-forward kind, as vLLM 0.33.0 builds them.
+"""Every decoder layer of a model and its feed-forward kind, as one vLLM release builds them.
 
 :func:`layer_layout` lists the target model's layers (dense, routed MoE, hash-routed MoE,
 or no feed-forward at all, as in Mamba/attention-only hybrid layers) and the MTP draft
@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError, InputIssue
 from .families import GENERIC, Family
+from .releases import ReaderRelease
 
 __all__ = ["KINDS", "LayerSpec", "layer_layout"]
 
@@ -69,7 +70,7 @@ def _has_shared(cfg: Mapping[str, Any]) -> bool:
     return False
 
 
-def layer_layout(family: Family, cfg: Mapping[str, Any], prefix: str, *, file: str | None = None, path: str = "$.", layers_required: bool = True) -> tuple[tuple[LayerSpec, ...], tuple[str, ...]]:
+def layer_layout(family: Family, cfg: Mapping[str, Any], prefix: str, *, file: str | None = None, path: str = "$.", layers_required: bool = True, release: "ReaderRelease | str | None" = None) -> tuple[tuple[LayerSpec, ...], tuple[str, ...]]:
     """Target and draft layers of a model.
 
     Args:
@@ -81,6 +82,8 @@ def layer_layout(family: Family, cfg: Mapping[str, Any], prefix: str, *, file: s
         path: JSON path prefix of ``cfg`` in the file (``$.text_config.``).
         layers_required: without ``num_hidden_layers``, raise (a plan) or describe one MoE
             layer (the one-layer door of ``explain``).
+        release: the vLLM release the layout is for (Gemma-4's MoE switch differs before
+            0.32.0: fact ``gemma4_moe_by_num_experts``); its words name it in notes.
 
     Returns:
         The layers in order (target, then draft) and notes (generic fields used, MTP modules
@@ -89,6 +92,7 @@ def layer_layout(family: Family, cfg: Mapping[str, Any], prefix: str, *, file: s
     Raises:
         ConfigError: ``num_hidden_layers`` or a layout field is missing or malformed.
     """
+    rel = ReaderRelease.of(release)
     notes: list[str] = []
     n = _int(cfg, "num_hidden_layers", None, file, path, minimum=1)
     if n is None:
@@ -98,8 +102,14 @@ def layer_layout(family: Family, cfg: Mapping[str, Any], prefix: str, *, file: s
         return (_spec(family, prefix, 0, "0", "moe", "target", "num_hidden_layers absent: one MoE layer described", _has_shared(cfg)),), tuple(notes)
     shared = family.shared_always or _has_shared(cfg)
     kinds = _target_kinds(family, cfg, n, file, path, notes)
+    if family.name == "gemma4" and not rel.holds("gemma4_moe_by_num_experts"):
+        flag = next((k for k in ("enable_moe_block", "use_second_mlp_block") if cfg.get(k)), None)
+        if flag is None:
+            kinds = [("dense", f"{rel.words} Gemma4DecoderLayer builds the MoE block only when enable_moe_block or use_second_mlp_block is true (from 0.32.0: when num_experts is set)")] * n
+        else:
+            kinds = [("moe", f"{flag} = true: {rel.words} Gemma4DecoderLayer builds the MoE block beside the dense MLP")] * n
     layers = [_spec(family, prefix, i, str(i), kind, "target", why, shared) for i, (kind, why) in enumerate(kinds)]
-    layers += _draft_layers(family, cfg, n, prefix, shared, file, path, notes)
+    layers += _draft_layers(family, cfg, n, prefix, shared, file, path, notes, rel)
     return tuple(layers), tuple(notes)
 
 
@@ -199,7 +209,7 @@ def _generic_layout(cfg: Mapping[str, Any], notes: list[str]) -> str:
     return "all"
 
 
-def _draft_layers(family: Family, cfg: Mapping[str, Any], n: int, prefix: str, shared: bool, file: str | None, path: str, notes: list[str]) -> list[LayerSpec]:
+def _draft_layers(family: Family, cfg: Mapping[str, Any], n: int, prefix: str, shared: bool, file: str | None, path: str, notes: list[str], rel: ReaderRelease) -> list[LayerSpec]:
     mtp = family.mtp
     if family is GENERIC:
         mtp = "deepseek" if (cfg.get("num_nextn_predict_layers") or 0) > 0 else None
@@ -229,7 +239,7 @@ def _draft_layers(family: Family, cfg: Mapping[str, Any], n: int, prefix: str, s
             if not isinstance(pattern, str) or not pattern or set(pattern) - set("*E"):
                 raise _fail(file, f"{path}mtp_hybrid_override_pattern", "Nemotron-H MTP needs a pattern of '*' (attention) and 'E' (MoE) letters", pattern, ["*", "E"])
             if steps != 1:
-                notes.append(f"num_nextn_predict_layers = {steps}: vLLM 0.33.0 NemotronHMTP supports one MTP layer only")
+                notes.append(f"num_nextn_predict_layers = {steps}: {rel.words} NemotronHMTP supports one MTP layer only (nemotron_h_mtp.py asserts it in 0.29.0-0.33.0)")
             for i in range(steps * len(pattern)):
                 c = pattern[i % len(pattern)]
                 out.append(_spec(family, prefix, n + i, f"mtp.{i}", "moe" if c == "E" else "none", "draft", f"mtp_hybrid_override_pattern[{i % len(pattern)}] = {c!r} ({'MoE' if c == 'E' else 'attention'})", shared, base=f"mtp.layers.{i}"))
@@ -240,5 +250,5 @@ def _draft_layers(family: Family, cfg: Mapping[str, Any], n: int, prefix: str, s
     elif mtp == "dropped":
         k = cfg.get("num_mtp_modules") or 0
         if k:
-            notes.append(f"the config declares {k} MTP modules; vLLM 0.33.0 {family.name} drops their weights at load (no MTP draft)")
+            notes.append(f"the config declares {k} MTP modules; {rel.words} {family.name} drops their weights at load (no MTP draft)")
     return out

@@ -12,6 +12,10 @@ moe_oracle.verify.setup_env --dir DIR``) holds every modelled release's tree und
 * moe_oracle/refusals.py's EPLB platforms are the condition vllm/config/parallel.py raises on;
 * moe_oracle/speculative.py's speculative methods are vllm/config/speculative.py's
   ``MTPModelTypes`` and ``SpeculativeMethod`` literals;
+* moe_oracle/checkpoint/releases.py's version-ranged checkpoint facts hold exactly for the
+  releases their ranges admit (each read from the function that decides it), and the literals
+  the checkpoint reader copies (B12X codec contracts, DeepSeek-V4's claimed model types) are the
+  release's;
 * ``engine_facts/vllm-<release>.yaml`` (the ``vllm serve`` flags) is what tools/vllm_cli_facts.py
   generates from the release's own parser (this one imports the release, in the environment's
   interpreter, with the platform stubbed to CPU).
@@ -170,3 +174,113 @@ def test_serve_facts_match_the_releases_own_parser(release, tmp_path):
     subprocess.run([str(env.python), str(ROOT / "tools" / "vllm_cli_facts.py"), str(out)], check=True, cwd=tmp_path,
                    env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, timeout=600)
     assert safe_load(out.read_text(encoding="utf-8")) == dict(engine_facts(release))
+
+
+def _definition(path: Path, qualname: str) -> ast.AST | None:
+    """The ``def``/``class`` at ``qualname`` (``Class.method``) in ``path``; ``None`` when the file or
+    the definition is absent."""
+    if not path.is_file():
+        return None
+    node: ast.AST = ast.parse(path.read_text(encoding="utf-8"))
+    for part in qualname.split("."):
+        node = next((n for n in ast.iter_child_nodes(node) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part), None)  # type: ignore[assignment]
+        if node is None:
+            return None
+    return node
+
+
+def _code(path: Path, qualname: str) -> str:
+    """The definition's code as ``ast.unparse`` spells it (no comments or docstring layout); ``""`` when absent."""
+    node = _definition(path, qualname)
+    return ast.unparse(node) if node is not None else ""
+
+
+_Q = "vllm/model_executor/layers/quantization"
+
+
+def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
+    """Whether the checkpoint fact ``fact`` (moe_oracle/checkpoint/releases.py FACTS) holds in the
+    release at ``tree``, read from its source."""
+    q = tree / _Q
+    if fact == "ct_actorder_refused":
+        code = _code(q / "compressed_tensors/compressed_tensors.py", "CompressedTensorsConfig._quantization_scheme_map_from_config")
+        return "actorder" in code and "no longer supported" in code
+    if fact == "gptq_desc_act_refused":
+        fn = _code(q / "utils/gptq_utils.py", "normalize_and_validate_gptq_desc_act")
+        return ("no longer supported" in fn and "normalize_and_validate_gptq_desc_act" in _code(q / "auto_gptq.py", "AutoGPTQConfig.__init__")
+                and "normalize_and_validate_gptq_desc_act" in _code(q / "moe_wna16.py", "MoeWNA16Config.__init__"))
+    ct_moe = q / "compressed_tensors/compressed_tensors_moe/compressed_tensors_moe.py"
+    if fact == "ct_w4a8_mxfp4_method":
+        return "_is_mxfp4_w4a8_fp8" in _code(ct_moe, "CompressedTensorsMoEMethod.get_moe_method")
+    if fact == "ct_checkpoint_proj_names":
+        return "ckpt_gate_proj_name" in _code(ct_moe, "CompressedTensorsMoEMethod.get_moe_method")
+    if fact == "modelopt_flat_exclude_modules":
+        node = _definition(q / "modelopt.py", "ModelOptQuantConfigBase.from_config")
+        assert node is not None
+        return any(isinstance(n, ast.Call) and ast.unparse(n.func) == "config.get" and n.args and ast.unparse(n.args[0]) == "'exclude_modules'" for n in ast.walk(node))
+    if fact == "modelopt_legacy_mixed_precision":
+        return "'MIXED_PRECISION'" in _code(tree / "vllm/transformers_utils/model_arch_config_convertor.py", "ModelArchConfigConvertorBase._normalize_quantization_config")
+    if fact == "modelopt_mixed_block_fp8_moe":
+        return "_BLOCK_FP8_MOE_ALGOS" in _code(q / "modelopt.py", "ModelOptMixedPrecisionConfig.get_quant_method")
+    if fact == "modelopt_mixed_b12x_codecs":
+        return "B12X_BLOCK_CODECS" in _code(q / "modelopt.py", "ModelOptMixedPrecisionConfig.get_quant_method")
+    if fact == "quark_quant_key_dispatch":
+        return _definition(q / "quark/quark.py", "QuarkConfig.get_quant_method_target") is not None
+    if fact == "quark_w4a16_int4_moe":
+        return "QuarkW4A16Int4MoEMethod" in _code(q / "quark/quark_moe.py", "QuarkMoEMethod.get_moe_method_target")
+    if fact == "quark_mxfp8_moe":
+        return "QuarkW8A8Mxfp8MoEMethod" in _code(q / "quark/quark_moe.py", "QuarkMoEMethod.get_moe_method_target")
+    if fact == "deepseek_v4_claims_quark_mxfp4":
+        return "_is_quark_mxfp4_ocp" in _code(tree / "vllm/models/deepseek_v4/quant_config.py", "DeepseekV4FP8Config.override_quantization_method")
+    if fact == "deepseek_v41_model":
+        return (tree / "vllm/models/deepseek_v41").is_dir() and "'vllm.models.deepseek_v41'" in ast.unparse(ast.parse((tree / "vllm/model_executor/models/registry.py").read_text(encoding="utf-8")))
+    if fact == "deepseek_v4_mxfp4_activation_key":
+        return "Mxfp4MoEMethod(layer.moe_config, activation_key=kMxfp8Dynamic)" in _code(tree / "vllm/models/deepseek_v4/quant_config.py", "DeepseekV4FP8Config.get_quant_method")
+    if fact == "routing_minimax2_any_scale":
+        node = _definition(tree / "vllm/model_executor/layers/fused_moe/config.py", "get_routing_method_type")
+        assert isinstance(node, ast.FunctionDef)
+        return "routed_scaling_factor" not in {a.arg for a in node.args.args + node.args.kwonlyargs}
+    if fact == "expert_substitution":
+        return "make_expert_substitution" in ast.unparse(ast.parse((tree / "vllm/model_executor/layers/fused_moe/layer.py").read_text(encoding="utf-8")))
+    if fact == "gemma4_moe_by_num_experts":
+        node = _definition(tree / "vllm/model_executor/models/gemma4.py", "Gemma4DecoderLayer.__init__")
+        assert node is not None
+        (value,) = [n.value for n in ast.walk(node) if isinstance(n, ast.Assign) and any(ast.unparse(t) == "self.enable_moe_block" for t in n.targets)]
+        return "num_experts" in ast.unparse(value)
+    raise AssertionError(f"no source reading for checkpoint fact {fact!r}: add one")
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_checkpoint_facts_match_the_release_source(release):
+    """moe_oracle/checkpoint/releases.py FACTS: each version-ranged fact holds for ``release``
+    exactly when its range admits it, read from the release's source."""
+    from moe_oracle.checkpoint.releases import FACTS as CHECKPOINT_FACTS
+    from moe_oracle.checkpoint.releases import ReaderRelease
+
+    tree = _tree(release)
+    wrong = {fact: f"{spec.engine} says {ReaderRelease.of(release).holds(fact)}" for fact, spec in CHECKPOINT_FACTS.items()
+             if _checkpoint_fact_holds(tree, fact) != ReaderRelease.of(release).holds(fact)}
+    assert not wrong, f"vLLM {release}: {wrong}"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_checkpoint_constants_match_the_release_source(release):
+    """The literals the checkpoint reader copies: B12X codec contracts (vllm/utils/b12x.py, where
+    the release has them) and the model types DeepSeek-V4's FP8 config claims."""
+    from moe_oracle.checkpoint import quant_formats as qf
+    from moe_oracle.checkpoint.releases import ReaderRelease
+
+    tree = _tree(release)
+    rel = ReaderRelease.of(release)
+    if rel.holds("modelopt_mixed_b12x_codecs"):
+        b12x = ast.parse((tree / "vllm/utils/b12x.py").read_text(encoding="utf-8"))
+        (value,) = [n.value for n in b12x.body if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "B12X_BLOCK_CODECS" for t in n.targets)]
+        assert {k.upper(): v for k, v in ast.literal_eval(value).items()} == qf._B12X_BLOCK_CODECS
+    claimed = qf._DSV41_MODEL_TYPES if rel.holds("deepseek_v41_model") else qf._DSV4_MODEL_TYPES
+    path = tree / ("vllm/models/deepseek_v41/quant_config.py" if rel.holds("deepseek_v41_model") else "vllm/models/deepseek_v4/quant_config.py")
+    node = _definition(path, "DeepseekV4FP8Config.override_quantization_method")
+    assert node is not None
+    compared = [n for n in ast.walk(node) if isinstance(n, ast.Compare) and ast.unparse(n.left) == "model_type"]
+    assert compared, path
+    literals = {c.value for n in compared for c in ast.walk(n.comparators[0]) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    assert literals == set(claimed), (path, literals)

@@ -206,6 +206,21 @@ def test_rdna3_first_on_gfx1100_from_0_30_and_a_failing_method_in_0_29():
     assert select(ct, "0.29.0").winner is None
 
 
+@pytest.mark.parametrize("group", [128, 64, 32])
+def test_compressed_tensors_w4a8_fp8_goes_to_the_int8_method_off_sm90_before_0_31(group):
+    # 0.29.0-0.30.0: _is_fp8_w4a8_sm90 needs exactly SM 9.0; elsewhere _is_dynamic_token_w4a8_int
+    # (no type check) takes the int4 + FP8-input checkpoint: CompressedTensorsW4A8Int8MoEMethod.
+    ct = layer(("int4_static", "fp8_dynamic_token"), quant_method="compressed-tensors", weight_group_size=group, hidden_size=4096, intermediate_size=2048,
+               device=Device("cpu", arch="aarch64"))
+    before = select(ct, "0.30.0")
+    assert before.kernel == "cpu_w4a8_int8"
+    assert any(f"frontend.ct_w4a8_fp8_to_int8_off_sm90_g{group}" in n for n in before.notes)
+    assert select(ct, "0.31.0").winner is None  # CompressedTensorsW4A8Fp8MoEMethod: no CPU kernel
+    on_b200 = select(ct.with_changes(device=B200), "0.29.0")
+    assert any("frontend.ct_w4a8_fp8_to_int8_off_sm90" in n for n in on_b200.notes)
+    assert not any("frontend.ct_w4a8_fp8_to_int8_off_sm90" in n for n in select(ct.with_changes(device=Device("cuda", capability=90)), "0.30.0").notes)
+
+
 def test_cpu_int8_classes_in_vllm_order():
     w8a8 = dict(quant=("int8_static_channel", "int8_dynamic_token"))
     zen = Environment((("vllm", "0.33.0"), ("zentorch", "5.0")), frozenset(), True, ())
