@@ -101,9 +101,7 @@ def _who(release: "EngineRelease | None") -> tuple[str, tuple[str, ...]]:
     newest range's facts."""
     if release is None:
         return "vLLM", EPLB_PLATFORMS[-1][1]
-    if release.modelled:
-        return f"{release.display} {release.version}", eplb_platforms(release.version)
-    return f"{release.display} {release.stand_in} (standing in for {release.version})", eplb_platforms(release.stand_in)
+    return release.facts_named(), eplb_platforms(release.stand_in)
 
 
 def refusals(config: Any, *, release: "EngineRelease | None" = None, origins: Mapping[str, Origin] | None = None) -> list[InputIssue]:

@@ -164,6 +164,14 @@ class EngineRelease:
         how = self.known.value if not self.basis else f"{self.known.value}: {self.basis}"
         return f"{self.display} {self.version} ({how})"
 
+    def facts_named(self) -> str:
+        """The words a fact of this answer names its release with: ``vLLM 0.31.0``; for an
+        unmodelled release, the modelled one whose facts stand in (``vLLM 0.29.0 (standing in
+        for 0.28.0)``)."""
+        if self.modelled:
+            return f"{self.display} {self.stand_in}"
+        return f"{self.display} {self.stand_in} (standing in for {self.version})"
+
     def package_notes(self) -> tuple[str, ...]:
         """``flashinfer-python 0.7.0.post1 (assumed: pinned by vLLM 0.31.0)`` per assumed package."""
         return tuple(f"{name} {ver} (assumed: pinned by {self.display} {self.version})" for name, ver in sorted(self.assumed_packages.items()))

@@ -114,9 +114,7 @@ class ReaderRelease:
             except InvalidVersion:
                 raise ValueError(f"not a vLLM release: {release!r}") from None
             return cls(release, f"vLLM {release}")
-        if release.modelled:
-            return cls(release.stand_in, f"{release.display} {release.stand_in}")
-        return cls(release.stand_in, f"{release.display} {release.stand_in} (standing in for {release.version})")
+        return cls(release.stand_in, release.facts_named())
 
     def holds(self, fact: str) -> bool:
         """Whether :data:`FACTS` ``[fact]`` holds for this release.
