@@ -309,7 +309,6 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     file_env = None
     file_probe = False
     ck_quant = None
-    model_env = None
     if args.config and args.model:
         raise ConfigError([InputIssue("--config/--model", "give either --config or --model, not both", None, None)])
     if args.probe and args.environment:
@@ -332,8 +331,24 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     if device is None and (args.probe or probe_device_default) and not args.config:
         device, probe_notes = probe_device()
     prov: list[Provenance] = []
+    answered: dict[str, Any] = {}  # the answer's environment, once known (a --config file's checkpoint needs it first)
+
+    def answer_env(file_env: Any, file_probe: bool) -> Any:
+        if "env" not in answered:
+            if args.probe or file_probe:
+                answered["env"] = _probed_environment(args, catalog, probe_notes)
+            elif file_env is not None and not (args.package or args.without or args.env or args.environment or (serve and serve.env)):
+                answered["env"] = file_env
+            else:
+                found = declared
+                if file_env is not None:
+                    found = declare_environment(catalog, packages=args.package, without=args.without, env=args.env, env_file=args.environment, serve_env=serve.env if serve else (), base=file_env)
+                assert found is not None
+                answered["env"], answered["notes"] = found.environment, list(found.notes)
+        return answered["env"]
+
     if args.config:
-        loaded = load_config_file(args.config, catalog)
+        loaded = load_config_file(args.config, catalog, answer_env=answer_env)
         config, file_env, file_probe = loaded.config, loaded.environment, loaded.probe
         if device is None:
             gpu_note = _unused_gpu_note(args, config.device, declared, f"the device of --config {args.config}")
@@ -353,8 +368,8 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         beside = quant_config_beside(path)
         # The checkpoint is read as the answer's release reads it: the environment is known here
         # (declared, or probed once and reused below).
-        model_env = _probed_environment(args, catalog, probe_notes) if args.probe else declared.environment if declared is not None else None
-        release = catalog.release(model_env) if model_env is not None and getattr(catalog, "source", None) is not None else None
+        model_env = answer_env(None, False)
+        release = catalog.release(model_env) if getattr(catalog, "source", None) is not None else None
         try:
             ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None, release=release)
         except ConfigError as exc:
@@ -412,18 +427,8 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         changes["provenance"] = tuple(merged[k] for k in sorted(merged))
         config = replace(config, **changes)
 
-    if model_env is not None and args.probe:
-        env = model_env
-    elif args.probe or file_probe:
-        env = _probed_environment(args, catalog, probe_notes)
-    elif file_env is not None and not (args.package or args.without or args.env or args.environment or (serve and serve.env)):
-        env = file_env
-    else:
-        if file_env is not None:
-            declared = declare_environment(catalog, packages=args.package, without=args.without, env=args.env, env_file=args.environment, serve_env=serve.env if serve else (), base=file_env)
-        assert declared is not None
-        env = declared.environment
-        notes += list(declared.notes)
+    env = answer_env(file_env, file_probe)
+    notes += answered.get("notes", [])
     if serve is not None:
         _check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     if ck_quant is not None:

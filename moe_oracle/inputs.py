@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -37,6 +37,11 @@ __all__ = [
     "resolve_all2all",
     "resolve_model_path",
 ]
+
+
+AnswerEnv = Callable[[Environment | None, bool], Environment | None]
+"""The environment an answer is for, from a config file's declared one (``None``: not declared)
+and whether the file asks to probe this machine (``environment.probe``)."""
 
 
 @dataclass(frozen=True)
@@ -166,7 +171,7 @@ def _device(doc: Mapping[str, Any]) -> Device:
     return Device(doc["platform"], capability=doc.get("capability"), arch=doc.get("arch"), cpu_amx=doc.get("cpu_amx"), name=doc.get("name"))
 
 
-def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None = None) -> LoadedConfig:
+def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None = None, *, answer_env: AnswerEnv | None = None) -> LoadedConfig:
     """Load and validate a MoEConfig YAML/JSON file.
 
     Raises:
@@ -183,11 +188,16 @@ def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None
     doc, problems = parse_yaml_bytes(display, raw)
     if problems:
         raise ConfigError(problems)
-    return config_from_document(doc, catalog, file=display, base=path.parent, schemas=schemas)
+    return config_from_document(doc, catalog, file=display, base=path.parent, schemas=schemas, answer_env=answer_env)
 
 
-def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None, base: Path | None = None, schemas: Schemas | None = None) -> LoadedConfig:
+def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None, base: Path | None = None, schemas: Schemas | None = None, answer_env: AnswerEnv | None = None) -> LoadedConfig:
     """Build a config from a parsed document (see ``schemas/moe_config.schema.json``).
+
+    A ``model.hf_config`` checkpoint is read as the answer's vLLM release reads it
+    (``Catalog.release`` of the environment): the document's own ``environment``, or what
+    ``answer_env`` makes of it and of ``environment.probe`` (the command line's
+    ``--package``/``--environment`` declared over it, or the probed machine).
 
     Raises:
         ConfigError: every schema problem at once, then the first semantic one.
@@ -200,6 +210,25 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     issues = validate_document(schemas.for_kind("moe_config"), doc, file)
     if issues:
         raise ConfigError(issues)
+    env_doc = doc.get("environment")
+    environment = None
+    probe = False
+    if env_doc is not None:
+        probe = bool(env_doc.get("probe", False))
+        if probe and any(env_doc.get(k) for k in ("packages", "absent", "env")):
+            raise ConfigError([InputIssue("$.environment.probe", "probe reads this machine; do not also declare packages, absent or env", True, None, file)])
+        if not probe:
+            pkgs = tuple((name, version) for name, version in (env_doc.get("packages") or {}).items())
+            try:
+                environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()))
+            except ConfigError as exc:
+                # Environment names command-line flags (--package NAME) and its fields (env NAME); here the input is this file.
+                raise ConfigError([replace(i, path=_environment_path(i.path), file=file) for i in exc.issues]) from None
+            from .deployment import answer_release
+
+            issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file, release=answer_release(catalog, environment))
+            if issues:
+                raise ConfigError(issues)
     src = Source.CONFIG_FILE
     model = doc["model"]
     prov: list[Provenance] = []
@@ -207,7 +236,9 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         hf_path = _model_reference(model, "hf_config", base, file)
         quant_cfg = load_hf_config(_model_reference(model, "hf_quant_config", base, file)) if "hf_quant_config" in model else None
         beside_path = quant_config_beside(hf_path)
-        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None)
+        answer = answer_env(environment, probe) if answer_env is not None else environment
+        release = catalog.release(answer) if answer is not None and getattr(catalog, "source", None) is not None else None
+        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, release=release)
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)
         if "quant" in model:
@@ -243,25 +274,6 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         config = MoEConfig(device=device, parallel=ParallelConfig(**par), provenance=_dedupe(prov), **kwargs)
     except ConfigError as exc:
         raise ConfigError([InputIssue(_document_path(i.path, "hf_config" in model), i.message, i.value, i.allowed, file, i.entry, i.keyword) for i in exc.issues]) from None
-    env_doc = doc.get("environment")
-    environment = None
-    probe = False
-    if env_doc is not None:
-        probe = bool(env_doc.get("probe", False))
-        if probe and any(env_doc.get(k) for k in ("packages", "absent", "env")):
-            raise ConfigError([InputIssue("$.environment.probe", "probe reads this machine; do not also declare packages, absent or env", True, None, file)])
-        if not probe:
-            pkgs = tuple((name, version) for name, version in (env_doc.get("packages") or {}).items())
-            try:
-                environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()))
-            except ConfigError as exc:
-                # Environment names command-line flags (--package NAME) and its fields (env NAME); here the input is this file.
-                raise ConfigError([replace(i, path=_environment_path(i.path), file=file) for i in exc.issues]) from None
-            from .deployment import answer_release
-
-            issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file, release=answer_release(catalog, environment))
-            if issues:
-                raise ConfigError(issues)
     if "moe_backend" in doc:
         _check_moe_backend(catalog, doc["moe_backend"], environment, file)
     return LoadedConfig(config, environment, probe)

@@ -317,3 +317,20 @@ def test_the_command_line_reads_the_checkpoint_for_the_declared_release(ct_group
     assert main([command, "--model", ct_group_dir, "--gpu", "H200", "--package", f"vllm=={release}"]) == code
     err = capsys.readouterr().err
     assert fragment in err and ("0.33.0 refuses" not in err or release == "0.34.0")
+
+
+@pytest.mark.parametrize(("file_release", "flag_release", "code", "fragment"), [
+    ("0.29.0", None, 0, ""),
+    ("0.30.0", None, 2, "vLLM 0.30.0 refuses compressed-tensors group/dynamic activation ordering"),
+    ("0.30.0", "0.29.0", 0, ""),  # --package is declared over the file's environment
+    (None, "0.29.0", 0, ""),
+    (None, None, 2, "vLLM 0.33.0 refuses"),
+])
+def test_a_config_files_checkpoint_is_read_for_the_answers_release(ct_group_dir, tmp_path, file_release, flag_release, code, fragment, capsys):
+    doc = f"model: {{hf_config: {ct_group_dir}/config.json}}\ndevice: {{gpu: H200}}\n"
+    if file_release is not None:
+        doc += f"environment: {{packages: {{vllm: '{file_release}'}}}}\n"
+    path = tmp_path / "dep.yaml"
+    path.write_text(doc)
+    assert main(["select", "--config", str(path), *(["--package", f"vllm=={flag_release}"] if flag_release else [])]) == code
+    assert fragment in capsys.readouterr().err
