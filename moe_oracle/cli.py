@@ -431,13 +431,38 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     notes += answered.get("notes", [])
     if serve is not None:
         _check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
-    if ck_quant is not None:
-        from .deployment import answer_release, verify_checkpoint_quantization
-        from .serve import ENGINE_VERSION
+    from .deployment import answer_release, checkpoint_quantization, layer_quantization_methods, verify_checkpoint_quantization, verify_layer_quantization
+    from .serve import ENGINE_VERSION
 
+    release = answer_release(catalog, env) or ENGINE_VERSION
+    args.quantization_methods = ()
+    if ck_quant is not None:
         user_q = serve.quantization if serve is not None else None
-        notes += verify_checkpoint_quantization(ck_quant, user_q, "--serve --quantization", answer_release(catalog, env) or ENGINE_VERSION, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)")
+        notes += verify_checkpoint_quantization(ck_quant, user_q, "--serve --quantization", release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)", device=config.device)
+        method = checkpoint_quantization(ck_quant, user_q)
+        args.quantization_methods = (method,) if method else ()
+    elif args.config:
+        # A layer without its checkpoint: the methods its quant_method and scheme can come from.
+        notes += verify_layer_quantization(config, release, path="$.model.quant_method", file=str(args.config))
+        args.quantization_methods = layer_quantization_methods(config)
     return config, env, tuple(notes)
+
+
+def _admissible(args: argparse.Namespace, catalog: Any, config: Any) -> Any:
+    """For why-not's search (dead-end fixes too): whether vLLM starts with an edited deployment's
+    device and release, given the quantization methods :func:`_build_inputs` found for ``config``
+    (:func:`moe_oracle.deployment.platform_admits`), so a fix never moves the checkpoint to a GPU
+    whose platform vLLM refuses its method on. An edit of the numerics (``--quant``, the layer's
+    ``quant_method``) is another checkpoint, whose method is not known: admitted. ``None`` when
+    there is no method to check."""
+    from .deployment import answer_release, platform_admits
+    from .serve import ENGINE_VERSION
+
+    methods = getattr(args, "quantization_methods", ())
+    if not methods:
+        return None
+    same = (config.quant, config.quant_method)
+    return lambda c, env: (c.quant, c.quant_method) != same or platform_admits(methods, answer_release(catalog, env) or ENGINE_VERSION, c.device)
 
 
 def _check_serve_values(serve: Any, catalog: Any, env: Any) -> None:
@@ -486,7 +511,7 @@ def _decide(args: argparse.Namespace, catalog: Any):
         decision = replace(decision, notes=_merged_notes(decision.notes, notes))
     found = None
     if decision.winner is None:
-        found = find_fixes(catalog, config, env, backends=decision.requested, policy=args.policy)
+        found = find_fixes(catalog, config, env, backends=decision.requested, policy=args.policy, admissible=_admissible(args, catalog, config))
     return decision, found
 
 
@@ -518,7 +543,7 @@ def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
         raise ConfigError(issues)
     keep = [k.strip() for part in args.keep for k in part.split(",") if k.strip()]
     # The model itself is always kept on the command line: an operator cannot change its activation.
-    result = Oracle(catalog, env, policy=args.policy).why_not(config, args.backend, n=args.alternatives, keep={*keep, "model"})
+    result = Oracle(catalog, env, policy=args.policy).why_not(config, args.backend, n=args.alternatives, keep={*keep, "model"}, admissible=_admissible(args, catalog, config))
     if args.json:
         _print_json(result.to_dict())
     else:

@@ -146,7 +146,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     except ConfigError as exc:
         raise blame_hf_overrides(exc, serve) from None
     release = answer_release(catalog, env) or ENGINE_VERSION
-    notes += verify_checkpoint_quantization(checkpoint.quant, user_q, q_flag, release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)")
+    notes += verify_checkpoint_quantization(checkpoint.quant, user_q, q_flag, release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)", device=device)
     if flag_q and not serve_q and not checkpoint.quant.declared:
         notes.append(f"--quantization {flag_q} on an unquantized checkpoint is not modelled: the answer is for the unquantized layers")
     include_draft, draft_notes = _draft_layers(args, serve, checkpoint, release)

@@ -72,7 +72,7 @@ from ._resources import package_dir
 from .errors import ConfigError, InputIssue, did_you_mean
 from .tables import safe_load, safe_load_generated
 
-__all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "ServeArgs", "engine_facts", "parse_serve", "quantization_value_issues", "release_values", "serve_releases", "serve_value_issues"]
+__all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "PlatformQuantization", "ServeArgs", "engine_facts", "parse_serve", "platform_quantization", "quantization_value_issues", "release_values", "serve_releases", "serve_value_issues"]
 
 ENGINE_VERSION = "0.33.0"
 """The newest modelled release: the one a serve line is parsed for when no engine release is known
@@ -196,12 +196,90 @@ def engine_facts(version: str = ENGINE_VERSION) -> Mapping[str, Any]:
     return safe_load_generated(text)
 
 
+@dataclass(frozen=True)
+class PlatformQuantization:
+    """One vLLM platform class's quantization gate in one release: ``Platform.verify_quantization``
+    (vllm/platforms/interface.py), called by ``ModelConfig._verify_quantization``
+    (vllm/config/model.py) on the method it ends with, between the unknown-method and the
+    deprecation checks (vLLM 0.29.0-0.33.0; ``tools/vllm_release_values.py`` checks both).
+
+    Attributes:
+        release: the vLLM release.
+        module: the platform module (``rocm``), the key of ``platforms`` in the facts file.
+        qualname: the class vllm/platforms/__init__.py names (``vllm.platforms.rocm.RocmPlatform``).
+        device_name: the class's ``device_name``, which vLLM's message names; ``None`` out of tree.
+        supported: the class's ``supported_quantization`` (``()``: every method passes, as on
+            CUDA and CPU); ``None`` when the class comes from outside vLLM (``out_of_tree``).
+        out_of_tree: the package the class comes from (``tpu_inference.platforms``), else ``None``.
+        verify_override: the class overriding ``verify_quantization`` (``RocmPlatform``: it calls
+            the base check and only sets ``VLLM_USE_TRITON_AWQ=1``, which the AWQ linear ops read,
+            not MoE), else ``None``.
+        template: the base check's message, a ``str.format`` template over ``quant`` and
+            ``device_name``.
+    """
+
+    release: str
+    module: str
+    qualname: str
+    device_name: str | None
+    supported: tuple[str, ...] | None
+    out_of_tree: str | None
+    verify_override: str | None
+    template: str
+
+    def allows(self, method: str) -> bool | None:
+        """Whether the check lets ``method`` through; ``None``: not known (out of tree).
+
+        >>> platform_quantization("0.33.0")["rocm"].allows("moe_wna16"), platform_quantization("0.33.0")["cuda"].allows("moe_wna16")
+        (False, True)
+        """
+        if self.supported is None:
+            return None
+        return not self.supported or method in self.supported
+
+    def refusal(self, method: str) -> str:
+        """vLLM's own message for ``method`` (the ``ValueError`` the check raises).
+
+        >>> platform_quantization("0.33.0")["xpu"].refusal("modelopt_fp4")
+        'modelopt_fp4 quantization is currently not supported in xpu.'
+        """
+        return self.template.format(quant=method, device_name=self.device_name)
+
+
 @lru_cache(maxsize=1)
-def _release_values_doc() -> Mapping[str, Mapping[str, tuple[str, ...]]]:
-    """Read-only: release -> kind -> values (the cache is shared, so nothing in it may change)."""
+def _release_values_doc() -> tuple[Mapping[str, Mapping[str, tuple[str, ...]]], Mapping[str, Mapping[str, PlatformQuantization]]]:
+    """Read-only: (release -> kind -> values, release -> platform module -> its gate); the cache
+    is shared, so nothing in it may change."""
     with (package_dir() / "engine_facts" / "vllm-release-values.yaml").open("r", encoding="utf-8") as handle:
         doc = safe_load_generated(handle.read())
-    return MappingProxyType({str(v): MappingProxyType({k: tuple(vals) for k, vals in kinds.items()}) for v, kinds in doc["releases"].items()})
+    values, gates = {}, {}
+    for v, kinds in doc["releases"].items():
+        release = str(v)
+        values[release] = MappingProxyType({k: tuple(vals) for k, vals in kinds.items() if isinstance(vals, list)})
+        gates[release] = MappingProxyType({
+            module: PlatformQuantization(release, module, f["class"], f.get("device_name"), tuple(f["supported_quantization"]) if "supported_quantization" in f else None,
+                                         f.get("out_of_tree"), f.get("verify_quantization_override"), kinds["platform_refusal"])
+            for module, f in kinds["platforms"].items()
+        })
+    return MappingProxyType(values), MappingProxyType(gates)
+
+
+def platform_quantization(version: str) -> Mapping[str, PlatformQuantization]:
+    """Per vLLM platform module (``cuda``, ``rocm``, ``xpu``, ``cpu``, ``zen_cpu``, ``tpu``), the
+    quantization gate of the class vLLM ``version`` runs there, per
+    ``engine_facts/vllm-release-values.yaml`` (``platforms``, generated by
+    ``tools/vllm_release_values.py`` from the release's vllm/platforms/*.py).
+
+    >>> "moe_wna16" in platform_quantization("0.29.0")["xpu"].supported, "moe_wna16" in platform_quantization("0.30.0")["xpu"].supported
+    (False, True)
+
+    Raises:
+        LookupError: ``version`` is not a release the file holds (the modelled releases).
+    """
+    gates = _release_values_doc()[1]
+    if version not in gates:
+        raise LookupError(f"no release values for vLLM {version}; the file holds {', '.join(gates)}")
+    return gates[version]
 
 
 def release_values(version: str) -> Mapping[str, tuple[str, ...]]:
@@ -210,6 +288,7 @@ def release_values(version: str) -> Mapping[str, tuple[str, ...]]:
     (vllm/model_executor/layers/quantization/__init__.py ``QuantizationMethods``),
     ``deprecated_quantization`` (``DEPRECATED_QUANTIZATION_METHODS``), ``kv_cache_dtype``
     (vllm/config/cache.py ``CacheDType``) and ``env_vars`` (vllm/envs.py ``environment_variables``).
+    The platforms' quantization gates in the same file: :func:`platform_quantization`.
 
     >>> "fp8" in release_values("0.31.0")["quantization"], "octave_k3v4" in release_values("0.32.0")["kv_cache_dtype"]
     (True, False)
@@ -217,7 +296,7 @@ def release_values(version: str) -> Mapping[str, tuple[str, ...]]:
     Raises:
         LookupError: ``version`` is not a release the file holds (the modelled releases).
     """
-    releases = _release_values_doc()
+    releases = _release_values_doc()[0]
     if version not in releases:
         raise LookupError(f"no release values for vLLM {version}; the file holds {', '.join(releases)}")
     return releases[version]

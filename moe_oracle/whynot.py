@@ -650,10 +650,17 @@ def search_eligible(
     keep: frozenset[str] = frozenset(),
     policy: Policy = Policy.FAITHFUL,
     selected: bool = False,
+    admissible: Callable[[MoEConfig, Environment], bool] | None = None,
 ) -> SearchResult:
     """Up to ``n`` cheapest edit sets (each at most :data:`MAX_EDITS` edits, none in a ``keep``
     category, none a superset of a cheaper one) after which a row matching ``target`` has no
     failure under ``policy``, cheapest first (ties in the order found).
+
+    ``admissible`` (config, environment) -> whether the engine starts with them at all: edited
+    inputs it refuses are no answer, though the search goes on through them (a later edit may
+    make them admissible). The CLI passes the platform's quantization check
+    (:func:`moe_oracle.deployment.platform_admits`): no fix moves a checkpoint to a GPU whose
+    platform vLLM refuses its method on.
 
     ``selected`` (a dead end's fixes): the layer must also not be refused after selection, and
     the request may be dropped or changed: ``moe_backend`` back to auto where the name maps to
@@ -678,6 +685,8 @@ def search_eligible(
             if not edits:
                 return SearchResult(True, kernel, (), state[0], state[1], decision, (), explored)
             assert kernel is not None
+            if admissible is not None and not admissible(*state):
+                continue  # the engine would not start with these inputs: no fix
             alt = Alternative(edits, kernel, state[0], state[1], decision)
             # Another way to the same inputs (a preset that only drops --ep, as --no-ep did) is no new fix.
             if not any((a.config == alt.config and a.environment.fingerprint == alt.environment.fingerprint) or a.describe() == alt.describe() for a in found):
@@ -788,11 +797,13 @@ def _check_keep(keep: Iterable[str]) -> frozenset[str]:
     return wanted
 
 
-def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, policy: Policy = Policy.FAITHFUL) -> WhyNot:
+def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, policy: Policy = Policy.FAITHFUL,
+            admissible: Callable[[MoEConfig, Environment], bool] | None = None) -> WhyNot:
     """Up to ``n`` smallest, least disruptive changes that make ``backend_name`` eligible under ``policy``.
 
     Args:
         keep: input categories (:data:`CATEGORIES`) that must not change; default: the model.
+        admissible: edited inputs the engine would start with (:func:`search_eligible`).
 
     Raises:
         ConfigError: ``backend_name`` is not a known backend or alias, or ``keep`` names an
@@ -812,7 +823,7 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     failing, kernel = _target_failures(start, target)
     if failing is None:
         return WhyNot(backend, True, kernel, (), config, env, start, True, keep=kept)
-    r = search_eligible(catalog, config, env, target, n=n, keep=kept, policy=policy)
+    r = search_eligible(catalog, config, env, target, n=n, keep=kept, policy=policy, admissible=admissible)
     return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored, r.alternatives, kept)
 
 
@@ -824,7 +835,8 @@ def _why_not_names(catalog: "Catalog") -> list[str]:
     return sorted(names)
 
 
-def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, backends: Iterable[str] | None = None, policy: Policy = Policy.FAITHFUL) -> tuple[Alternative, ...]:
+def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, backends: Iterable[str] | None = None, policy: Policy = Policy.FAITHFUL,
+          admissible: Callable[[MoEConfig, Environment], bool] | None = None) -> tuple[Alternative, ...]:
     """For a dead end: up to ``n`` edit sets after which *some* kernel is eligible under ``policy``, cheapest first.
 
     Why-not without naming a backend (``backends``: only candidates of these, e.g. a strict
@@ -833,5 +845,5 @@ def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3
     """
     wanted = frozenset(backends) if backends else None
     target = (lambda row: True) if wanted is None else (lambda row: row.entry.backend in wanted)
-    r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep), policy=policy, selected=True)
+    r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep), policy=policy, selected=True, admissible=admissible)
     return r.alternatives

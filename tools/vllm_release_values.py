@@ -13,7 +13,27 @@ the environment variable names it declares, read statically (``ast``, no import)
   ``--kv-cache-dtype`` as ``CacheDType`` (argparse ``choices``, vllm/engine/arg_utils.py), 0.33.0
   as ``CacheDType | str`` checked by ``CacheConfig._validate_cache_dtype`` against
   ``KV_CACHE_DTYPES`` (the literal plus dtypes a platform registers; none in-tree);
-* ``env_vars``: vllm/envs.py ``environment_variables`` (its keys).
+* ``env_vars``: vllm/envs.py ``environment_variables`` (its keys);
+* ``platforms``: per in-tree platform class that vllm/platforms/__init__.py names
+  (``"vllm.platforms.<module>.<Class>"``, keyed by ``<module>``; ``interface.UnspecifiedPlatform``
+  left out), the ``supported_quantization`` list its class resolves to (its own or the nearest
+  base's, read in the platform modules; an empty list lets every method through), its
+  ``device_name``, and ``verify_quantization_override``: the class below ``Platform`` that
+  overrides ``verify_quantization``, if any. ``ModelConfig._verify_quantization``
+  (vllm/config/model.py) calls ``current_platform.verify_quantization(self.quantization)``
+  after the "Unknown quantization method" check and before the deprecation check;
+  ``Platform.verify_quantization`` (vllm/platforms/interface.py) raises when the list is
+  non-empty and lacks the method. An override is accepted only when it calls the base method
+  and raises nothing itself (0.29.0-0.33.0: ``RocmPlatform``, which then only sets
+  ``VLLM_USE_TRITON_AWQ=1``, read by the AWQ linear ops in vllm/_custom_ops.py, not by MoE);
+  anything else stops the tool. A name bound to one of two classes (``CudaPlatform =
+  NvmlCudaPlatform if nvml_available else NonNvmlCudaPlatform``) must give the same facts for
+  both. A platform whose class comes from outside vLLM (``tpu``: ``tpu_inference``) is recorded
+  with ``out_of_tree`` (the package) and no list: not known from vLLM's source;
+* ``platform_refusal``: ``Platform.verify_quantization``'s message, its f-string written as a
+  ``str.format`` template over ``quant`` and ``device_name``. The tool checks the condition
+  (``cls.supported_quantization and quant not in cls.supported_quantization``) and the call's
+  place in ``_verify_quantization`` and stops if either differs.
 
 Usage::
 
@@ -25,6 +45,7 @@ Usage::
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -51,7 +72,140 @@ def _strings(node: ast.expr) -> list[str]:
     return out
 
 
-def release_values(tree_root: Path) -> dict[str, list[str]]:
+def _function(tree: ast.AST, name: str) -> ast.FunctionDef:
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name]
+    if len(found) != 1:
+        raise LookupError(f"expected one function {name}, found {len(found)}")
+    return found[0]
+
+
+_CONDITION = "cls.supported_quantization and quant not in cls.supported_quantization"
+
+
+def _refusal_template(interface: ast.Module) -> str:
+    """``Platform.verify_quantization``'s message as a template; stops when the rule differs."""
+    platform = next(n for n in interface.body if isinstance(n, ast.ClassDef) and n.name == "Platform")
+    body = [n for n in _function(platform, "verify_quantization").body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.If) or ast.unparse(body[0].test) != _CONDITION or body[0].orelse:
+        raise ValueError("Platform.verify_quantization is not the modelled rule: " + "; ".join(ast.unparse(n) for n in body))
+    (raised,) = body[0].body
+    if not (isinstance(raised, ast.Raise) and isinstance(raised.exc, ast.Call) and ast.unparse(raised.exc.func) == "ValueError" and isinstance(raised.exc.args[0], ast.JoinedStr)):
+        raise ValueError(f"Platform.verify_quantization raises {ast.unparse(raised)}")
+    names = {"quant": "{quant}", "cls.device_name": "{device_name}"}
+    parts = []
+    for value in raised.exc.args[0].values:
+        if isinstance(value, ast.Constant):
+            parts.append(str(value.value).replace("{", "{{").replace("}", "}}"))
+        else:
+            assert isinstance(value, ast.FormattedValue) and value.conversion == -1 and value.format_spec is None
+            parts.append(names[ast.unparse(value.value)])
+    return "".join(parts)
+
+
+def _check_call_site(model: ast.Module) -> None:
+    """``_verify_quantization`` calls the platform check after the unknown-method check and before
+    the deprecation check, on ``self.quantization``; stops otherwise."""
+    text = ast.unparse(_function(model, "_verify_quantization"))
+    call = "current_platform.verify_quantization(self.quantization)"
+    if text.count(call) != 1 or not text.index("Unknown quantization method") < text.index(call) < text.index("DEPRECATED_QUANTIZATION_METHODS"):
+        raise ValueError("ModelConfig._verify_quantization does not call current_platform.verify_quantization(self.quantization) between the unknown-method and deprecation checks")
+
+
+class _Platforms:
+    """Static class lookup across vllm/platforms/*.py."""
+
+    def __init__(self, tree_root: Path) -> None:
+        self.directory = tree_root / "vllm" / "platforms"
+        self.modules: dict[str, ast.Module] = {}
+
+    def module(self, name: str) -> ast.Module:
+        if name not in self.modules:
+            self.modules[name] = ast.parse((self.directory / f"{name}.py").read_text(encoding="utf-8"))
+        return self.modules[name]
+
+    def resolve(self, module: str, name: str) -> list[tuple[str, ast.ClassDef]] | str:
+        """The classes ``module.name`` may be (two for a conditional binding), or the package a
+        name imported from outside vLLM comes from."""
+        tree = self.module(module)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return [(module, node)]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                value = node.value
+                options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+                out: list[tuple[str, ast.ClassDef]] = []
+                for option in options:
+                    assert isinstance(option, ast.Name), ast.unparse(node)
+                    found = self.resolve(module, option.id)
+                    if isinstance(found, str):
+                        return found
+                    out += found
+                return out
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+                original = next(a.name for a in node.names if (a.asname or a.name) == name)
+                source = node.module or ""
+                if node.level == 1:
+                    return self.resolve(source, original)
+                if source.startswith("vllm.platforms."):
+                    return self.resolve(source.rsplit(".", 1)[1], original)
+                return source
+        raise LookupError(f"vllm/platforms/{module}.py has no {name}")
+
+    def facts(self, module: str, cls: ast.ClassDef) -> dict[str, object]:
+        """supported_quantization, device_name and the verify_quantization override along the
+        class's bases, nearest first, down to interface.Platform."""
+        found: dict[str, object] = {}
+        chain: list[tuple[str, ast.ClassDef]] = [(module, cls)]
+        while True:
+            mod, node = chain[-1]
+            for item in node.body:
+                target = item.target if isinstance(item, ast.AnnAssign) else (item.targets[0] if isinstance(item, ast.Assign) and len(item.targets) == 1 else None)
+                if isinstance(target, ast.Name) and target.id in ("supported_quantization", "device_name") and target.id not in found:
+                    value = getattr(item, "value", None)
+                    assert value is not None, f"{node.name}.{target.id} has no value"
+                    found[target.id] = _strings(value) if target.id == "supported_quantization" else ast.literal_eval(value)
+                if isinstance(item, ast.FunctionDef) and item.name == "verify_quantization" and not (mod == "interface" and node.name == "Platform"):
+                    if "verify_quantization_override" in found:
+                        raise ValueError(f"two verify_quantization overrides below Platform: {found['verify_quantization_override']} and {node.name}")
+                    text = ast.unparse(item)
+                    if "super().verify_quantization(quant)" not in text or any(isinstance(n, ast.Raise) for n in ast.walk(item)):
+                        raise ValueError(f"{node.name}.verify_quantization (vllm/platforms/{mod}.py) is not a static rule the tool models: {text}")
+                    found["verify_quantization_override"] = node.name
+            if mod == "interface" and node.name == "Platform":
+                return found
+            if len(node.bases) != 1 or not isinstance(node.bases[0], ast.Name):
+                raise ValueError(f"{node.name}: expected one named base, found {[ast.unparse(b) for b in node.bases]}")
+            base = self.resolve(mod, node.bases[0].id)
+            assert not isinstance(base, str) and len(base) == 1, f"{node.name}'s base {node.bases[0].id}"
+            chain.append(base[0])
+
+
+def platform_facts(tree_root: Path) -> dict[str, dict[str, object]]:
+    """Per in-tree platform module, the facts of the class vllm/platforms/__init__.py names."""
+    platforms = _Platforms(tree_root)
+    names = sorted({n.value for n in ast.walk(platforms.module("__init__")) if isinstance(n, ast.Constant) and isinstance(n.value, str) and re.fullmatch(r"vllm\.platforms\.\w+\.\w+", n.value)})
+    out: dict[str, dict[str, object]] = {}
+    for qualname in names:
+        module, name = qualname.split(".")[2:]
+        if module == "interface":
+            continue  # UnspecifiedPlatform: no device
+        classes = platforms.resolve(module, name)
+        if isinstance(classes, str):
+            out[module] = {"class": qualname, "out_of_tree": classes}
+            continue
+        facts = [platforms.facts(m, c) for m, c in classes]
+        if any(f != facts[0] for f in facts):
+            raise ValueError(f"{qualname} may be {[c.name for _, c in classes]}, whose facts differ: {facts}")
+        entry: dict[str, object] = {"class": qualname, "device_name": facts[0]["device_name"], "supported_quantization": facts[0].get("supported_quantization", [])}
+        if "verify_quantization_override" in facts[0]:
+            entry["verify_quantization_override"] = facts[0]["verify_quantization_override"]
+        out[module] = entry
+    return out
+
+
+def release_values(tree_root: Path) -> dict[str, object]:
     """The values of one release tree (``<root>/vllm``)."""
     def parse(rel: str) -> ast.Module:
         return ast.parse((tree_root / "vllm" / rel).read_text(encoding="utf-8"))
@@ -59,11 +213,14 @@ def release_values(tree_root: Path) -> dict[str, list[str]]:
     quant = parse("model_executor/layers/quantization/__init__.py")
     envs = _assigned(parse("envs.py"), "environment_variables")
     assert isinstance(envs, ast.Dict)
+    _check_call_site(parse("config/model.py"))
     return {
         "quantization": _strings(_assigned(quant, "QuantizationMethods")),
         "deprecated_quantization": _strings(_assigned(quant, "DEPRECATED_QUANTIZATION_METHODS")),
         "kv_cache_dtype": _strings(_assigned(parse("config/cache.py"), "CacheDType")),
         "env_vars": sorted(k.value for k in envs.keys if isinstance(k, ast.Constant)),
+        "platform_refusal": _refusal_template(parse("platforms/interface.py")),
+        "platforms": platform_facts(tree_root),
     }
 
 
@@ -72,7 +229,7 @@ def main(src: str, out: str) -> None:
     releases = sorted((p.name for p in root.iterdir() if (p / "vllm" / "envs.py").is_file()), key=lambda v: tuple(int(x) for x in v.split(".")))
     doc = {
         "engine": "vllm",
-        "source": "generated by tools/vllm_release_values.py: vllm/model_executor/layers/quantization/__init__.py QuantizationMethods and DEPRECATED_QUANTIZATION_METHODS, vllm/config/cache.py CacheDType, vllm/envs.py environment_variables",
+        "source": "generated by tools/vllm_release_values.py: vllm/model_executor/layers/quantization/__init__.py QuantizationMethods and DEPRECATED_QUANTIZATION_METHODS, vllm/config/cache.py CacheDType, vllm/envs.py environment_variables, vllm/platforms/*.py supported_quantization / device_name / verify_quantization of the classes vllm/platforms/__init__.py names",
         "releases": {v: release_values(root / v) for v in releases},
     }
     with open(out, "w", encoding="utf-8") as handle:

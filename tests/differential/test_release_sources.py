@@ -8,7 +8,8 @@ moe_oracle.verify.setup_env --dir DIR``) holds every modelled release's tree und
   constructed (directly or through its factory) in that release's ``maybe_make_prepare_finalize``,
   and its interface and activation format are what its class body declares;
 * ``engine_facts/vllm-release-values.yaml`` is what tools/vllm_release_values.py reads from the
-  release (quantization methods, KV-cache dtypes, environment variable names);
+  release (quantization methods, KV-cache dtypes, environment variable names, each platform
+  class's ``supported_quantization`` and ``Platform.verify_quantization``'s message);
 * moe_oracle/refusals.py's EPLB platforms are the condition vllm/config/parallel.py raises on;
 * moe_oracle/speculative.py's speculative methods are vllm/config/speculative.py's
   ``MTPModelTypes`` and ``SpeculativeMethod`` literals;
@@ -106,7 +107,22 @@ def test_release_values_match_the_release_source(release):
     assert spec is not None and spec.loader is not None
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    assert {k: tuple(v) for k, v in tool.release_values(tree).items()} == dict(release_values(release))
+    from moe_oracle.serve import platform_quantization
+    from moe_oracle.tables import safe_load_generated
+
+    read = tool.release_values(tree)
+    stored = safe_load_generated((ROOT / "moe_oracle" / "engine_facts" / "vllm-release-values.yaml").read_text(encoding="utf-8"))["releases"][release]
+    assert read == stored
+    # And the package reads it back as stored (the list kinds, and every platform's gate).
+    assert {k: tuple(v) for k, v in read.items() if isinstance(v, list)} == dict(release_values(release))
+    gates = platform_quantization(release)
+    assert sorted(gates) == sorted(read["platforms"])
+    for module, facts in read["platforms"].items():
+        gate = gates[module]
+        assert (gate.qualname, gate.device_name, gate.supported, gate.out_of_tree, gate.verify_override) == (
+            facts["class"], facts.get("device_name"), tuple(facts["supported_quantization"]) if "supported_quantization" in facts else None,
+            facts.get("out_of_tree"), facts.get("verify_quantization_override"))
+        assert gate.template == read["platform_refusal"]
 
 
 def _literal_strings(tree: ast.Module, name: str) -> set[str]:
