@@ -280,6 +280,30 @@ def test_a_catalog_cache_entry_with_a_binary_first_line_is_a_miss(tmp_path):
     assert catalog_cache.load(tmp_path, "k") is None
 
 
+def test_a_catalog_cache_load_leaves_the_collector_as_it_found_it(tmp_path):
+    """The load pauses the collector and moves what it read to the oldest generation; the
+    collector's switch is restored, and objects another part of the process froze stay frozen."""
+    import gc
+
+    from moe_oracle import catalog_cache
+
+    catalog_cache.store(tmp_path, "k", load_catalog())
+    enabled = gc.isenabled()
+    try:
+        for on in (True, False):
+            (gc.enable if on else gc.disable)()
+            assert catalog_cache.load(tmp_path, "k") is not None and gc.isenabled() is on
+        gc.enable()
+        held = [[n] for n in range(10)]
+        gc.freeze()
+        frozen = gc.get_freeze_count()
+        assert catalog_cache.load(tmp_path, "k") is not None and gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+        (gc.enable if enabled else gc.disable)()
+    del held
+
+
 def test_a_bad_value_in_a_constraint_is_not_blamed_on_its_valid_keys(tmp_path):
     """A constraint whose max is a string: one issue at .max, not also "Unevaluated properties ...
     ('field', 'id', 'max', ... were unexpected)" for the keys its failing subschema left unevaluated."""
