@@ -44,6 +44,22 @@ def test_top_level_help_lists_commands():
         assert command in text
 
 
+def test_a_parser_filled_for_one_command_reads_as_the_full_one():
+    """main fills in the arguments of the command it runs only: the top-level help and that
+    command's parser are the full tree's."""
+    import argparse
+
+    def subparsers(parser):
+        return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+    full = build_parser()
+    for command, sub in subparsers(full).items():
+        lean = build_parser(commands=[command])
+        assert lean.format_help() == full.format_help()
+        assert subparsers(lean)[command].format_help() == sub.format_help(), command
+        assert [a.dest for a in subparsers(lean)[command]._actions] == [a.dest for a in sub._actions]
+
+
 def test_select_prints_one_line_and_exit_0(tables, capsys):
     code, out, _ = run(capsys, "select", *layer_args(tables, "--gpu", "B200"))
     assert code == 0
