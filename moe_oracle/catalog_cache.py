@@ -28,7 +28,6 @@ import io
 import os
 import pickle
 import sys
-import tempfile
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -111,6 +110,8 @@ def store(location: Path, key: str, catalog: "Catalog") -> None:
     buffer = io.BytesIO()
     _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(catalog)
     body = buffer.getvalue()
+    import tempfile  # writing only (a miss); a warm call does not import it (shutil, random)
+
     try:
         location.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=location, prefix=".catalog-", suffix=".pickle")

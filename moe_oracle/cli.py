@@ -487,7 +487,6 @@ def _decide(args: argparse.Namespace, catalog: Any):
     """
     from .engine import evaluate
     from .errors import ConfigError
-    from .whynot import fixes as find_fixes
 
     config, env, notes = _build_inputs(args, catalog)
     issues = _refusals(config, args, catalog, env)
@@ -498,6 +497,8 @@ def _decide(args: argparse.Namespace, catalog: Any):
         decision = replace(decision, notes=_merged_notes(decision.notes, notes))
     found = None
     if decision.winner is None:
+        from .whynot import fixes as find_fixes  # a dead end only: the search is not imported for an answer
+
         found = find_fixes(catalog, config, env, backends=decision.requested, policy=args.policy)
     return decision, found
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -376,6 +375,8 @@ def read_tables_cached(directories: Sequence[Path], schemas: Schemas | None, roo
     # Stored only if no byte changed while the files were read: an edit landing between the key
     # and the read would otherwise be kept under the old bytes' key, answering for them forever.
     if location is not None and key is not None and not issues and table_set_key(directories, schema_directory or schema_dir(), root) == key:
+        import tempfile  # writing only (a miss); a warm call does not import it (shutil, random)
+
         try:
             location.mkdir(parents=True, exist_ok=True)
             payload = json.dumps({"format": _CACHE_FORMAT, "files": [{"path": f.path, "kind": f.kind, "sha256": f.sha256, "data": f.data} for f in files]})
