@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -145,6 +146,24 @@ def test_lint_on_broken_tables_exits_2(tmp_path, capsys):
 def test_console_script_entry_point():
     proc = subprocess.run([sys.executable, "-m", "moe_oracle.cli", "--version"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and proc.stdout.startswith("moe-oracle ")
+
+
+def test_a_warm_select_imports_only_what_answering_needs(tmp_path):
+    """issue 11 (CLI start to answer): once the caches are filled, `select` parses no YAML and
+    imports neither the why-not search, the differential harness nor packaging's requirement and
+    tag parsers (each is imported where it is used)."""
+    probe = (
+        "import sys\n"
+        "from moe_oracle.cli import main\n"
+        "assert main(['select', '--model', 'deepseek-r1', '--gpu', 'H200', '--tp', '8']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'yaml' or m in ('jsonschema', 'packaging.requirements', 'packaging.tags', 'packaging.utils', 'moe_oracle.whynot', 'moe_oracle.verify.run', 'moe_oracle.verify.cases', 'tempfile')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MOE_ORACLE_NO_CACHE"}
+    env["MOE_ORACLE_CACHE_DIR"] = str(tmp_path)
+    for _ in range(2):  # the first call fills the caches
+        proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "[]"
 
 
 def test_answers_name_the_release_and_the_view(capsys):
