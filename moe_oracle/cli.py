@@ -732,11 +732,34 @@ def _escape_unencodable_output() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+def _freeze_at_exit() -> None:
+    """At interpreter exit, move every object to the collector's permanent generation
+    (``gc.freeze``) before the final collection.
+
+    The process is ending: that collection would walk everything a command loaded (the compiled
+    catalog alone is ~40,000 objects) and free the cycles among it, memory the operating system
+    takes back anyway (~20 ms of a warm ``select``). ``atexit`` hooks still run and the standard
+    streams are still flushed; only objects left in reference cycles are not finalized, which
+    Python does not promise at exit either. Registered once, however often ``main`` runs.
+    """
+    import atexit
+    import gc
+
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``moe-oracle`` script; returns the exit code."""
+    """Entry point of the ``moe-oracle`` script; returns the exit code.
+
+    Without ``argv`` (the script, ``python -m moe_oracle``) the command line is the process's:
+    :func:`_freeze_at_exit`.
+    """
     from .errors import ConfigError, TableError
 
     _escape_unencodable_output()
+    if argv is None:
+        _freeze_at_exit()
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(commands=frozenset(words))  # the arguments of the command run, not of all ten
     args = parser.parse_args(words)

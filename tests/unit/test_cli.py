@@ -166,6 +166,22 @@ def test_a_warm_select_imports_only_what_answering_needs(tmp_path):
     assert proc.stdout.splitlines()[-1] == "[]"
 
 
+def test_only_a_command_line_run_freezes_the_heap_at_exit(monkeypatch, capsys):
+    """main() without argv is the process's command: gc.freeze is registered to run at exit,
+    once however often main runs; main(argv) (a caller's process) registers nothing."""
+    import atexit
+    import gc
+
+    hooks = []
+    monkeypatch.setattr(atexit, "register", lambda f, *a, **k: hooks.append(f) or f)
+    monkeypatch.setattr(atexit, "unregister", lambda f: hooks.remove(f) if f in hooks else None)
+    assert main(["codes"]) == 0 and hooks == []
+    monkeypatch.setattr(sys, "argv", ["moe-oracle", "codes"])
+    assert main() == 0 and main() == 0
+    assert hooks == [gc.freeze]
+    capsys.readouterr()
+
+
 def test_answers_name_the_release_and_the_view(capsys):
     code, out, _ = run(capsys, "select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--package", "vllm==0.31.0")
     assert code == 0 and out.rstrip().endswith("for vLLM 0.31.0 (declared)")
