@@ -11,7 +11,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from . import __version__
 
@@ -135,8 +135,19 @@ full record is printed), 2 bad input (flags, config files, tables).
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse tree (exposed for tests and docs)."""
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The argparse tree (exposed for tests and docs).
+
+    ``commands``: fill in the arguments of these subcommands only (``None``: of all of them).
+    Every subcommand is registered either way, with its name, help, description and epilog, so
+    the top-level help and every error message are the same; argparse reads the arguments of the
+    one subcommand it runs, and nothing else. :func:`main` passes the words of its command line,
+    one of which names that subcommand exactly (argparse matches a subcommand name exactly).
+    """
+
+    def filled(name: str) -> bool:
+        return commands is None or name in commands
+
     parser = argparse.ArgumentParser(
         prog="moe-oracle",
         description="Choose the fused MoE kernel for a model layer on a given machine, and say why.",
@@ -148,49 +159,55 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
 
     p = sub.add_parser("explain", help="the ordered candidates with status and every reason", description="Explain which MoE kernel would run and why every other candidate lost.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle explain --model deepseek-r1 --gpu B200 --dp 8 --ep --all2all deepep_low_latency", formatter_class=fmt)
-    _add_input_args(p)
-    _add_view_arg(p)
-    p.add_argument("--all", action="store_true", help="also list candidates rejected only for quant/platform/request reasons")
+    if filled("explain"):
+        _add_input_args(p)
+        _add_view_arg(p)
+        p.add_argument("--all", action="store_true", help="also list candidates rejected only for quant/platform/request reasons")
     p = sub.add_parser("select", help="the winner in one line", description="Print the selected experts kernel and prepare/finalize in one line; when nothing is eligible, what blocks and the ranked fixes in a few lines.", epilog=_EPILOG_INPUT + "\nexample:\n  moe-oracle select --model qwen3-30b-a3b --gpu H200 --tp 2", formatter_class=fmt)
-    _add_input_args(p)
-    _add_view_arg(p)
-    p.add_argument("--full", action="store_true", help="with --json: the whole Decision record (as explain --json) instead of the compact one")
+    if filled("select"):
+        _add_input_args(p)
+        _add_view_arg(p)
+        p.add_argument("--full", action="store_true", help="with --json: the whole Decision record (as explain --json) instead of the compact one")
     p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=_EPILOG_INPUT + "\nexamples:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8        (another GPU)\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device   (none without one: what blocks)", formatter_class=fmt)
-    p.add_argument("--backend", required=True, type=_name, metavar="NAME", help="backend id or moe_backend alias")
-    p.add_argument("--alternatives", type=_positive_int, default=3, metavar="N", help="show up to N ranked alternatives (default 3; equal costs are marked as ties)")
-    p.add_argument("--keep", action="append", default=[], metavar="CATEGORY[,CATEGORY]", help="inputs that must not change, besides the model (always kept): device, parallel, quant, packages, env, flags; repeat or comma-separate")
-    _add_input_args(p)
-    _add_view_arg(p)
+    if filled("why-not"):
+        p.add_argument("--backend", required=True, type=_name, metavar="NAME", help="backend id or moe_backend alias")
+        p.add_argument("--alternatives", type=_positive_int, default=3, metavar="N", help="show up to N ranked alternatives (default 3; equal costs are marked as ties)")
+        p.add_argument("--keep", action="append", default=[], metavar="CATEGORY[,CATEGORY]", help="inputs that must not change, besides the model (always kept): device, parallel, quant, packages, env, flags; repeat or comma-separate")
+        _add_input_args(p)
+        _add_view_arg(p)
     p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device x quant scheme, from the tables: a table that fits the terminal (default), Markdown (--markdown), or a self-contained HTML page (--html FILE).", epilog="example:\n  moe-oracle matrix --gpu H200,B200 --quant fp8_block --backend deep_gemm,triton", formatter_class=fmt)
-    p.add_argument("--gpu", action="append", default=[], metavar="NAME[,NAME]", help="device columns, one per name (hardware catalog or nvidia-smi names; repeatable)")
-    p.add_argument("--quant", action="append", default=[], metavar="SCHEME[,SCHEME]", help="only these quant schemes (repeatable)")
-    p.add_argument("--backend", action="append", default=[], metavar="NAME[,NAME]", help="only these backends (ids or --moe-backend names; repeatable)")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--markdown", action="store_true", help="print the Markdown page (a cell lists the schemes a kernel runs on that device)")
-    out.add_argument("--html", metavar="FILE", help="write a static HTML page")
-    p.add_argument("--width", type=_positive_int, metavar="COLUMNS", help="text table width (default: the terminal's, 100 when not a terminal)")
-    p.add_argument("--tables", metavar="DIR", help="tables directory (default: shipped)")
+    if filled("matrix"):
+        p.add_argument("--gpu", action="append", default=[], metavar="NAME[,NAME]", help="device columns, one per name (hardware catalog or nvidia-smi names; repeatable)")
+        p.add_argument("--quant", action="append", default=[], metavar="SCHEME[,SCHEME]", help="only these quant schemes (repeatable)")
+        p.add_argument("--backend", action="append", default=[], metavar="NAME[,NAME]", help="only these backends (ids or --moe-backend names; repeatable)")
+        out = p.add_mutually_exclusive_group()
+        out.add_argument("--markdown", action="store_true", help="print the Markdown page (a cell lists the schemes a kernel runs on that device)")
+        out.add_argument("--html", metavar="FILE", help="write a static HTML page")
+        p.add_argument("--width", type=_positive_int, metavar="COLUMNS", help="text table width (default: the terminal's, 100 when not a terminal)")
+        p.add_argument("--tables", metavar="DIR", help="tables directory (default: shipped)")
     p = sub.add_parser("lint", help="schema and semantic checks of the tables", description="Validate the tables against their schemas and check them semantically: unknown values, duplicate ids, rules naming unknown backends, candidates that can never win, rules that never fire.", formatter_class=fmt)
-    p.add_argument("--tables", metavar="DIR", help="tables directory (default: shipped)")
-    p.add_argument("--json", action="store_true", help="print findings as JSON")
-    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
-    p.add_argument("--drift", action=argparse.BooleanOptionalAction, default=None, help="compare the FlashInfer kernels' SM sets with the installed flashinfer-python (default: when it imports; --drift makes a missing flashinfer an error)")
+    if filled("lint"):
+        p.add_argument("--tables", metavar="DIR", help="tables directory (default: shipped)")
+        p.add_argument("--json", action="store_true", help="print findings as JSON")
+        p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+        p.add_argument("--drift", action=argparse.BooleanOptionalAction, default=None, help="compare the FlashInfer kernels' SM sets with the installed flashinfer-python (default: when it imports; --drift makes a missing flashinfer an error)")
     p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select among what this package's runtime can build (the runtime view), build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=_EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
-    _add_input_args(p)
-    p.add_argument("--tokens", type=_positive_int, default=32, metavar="N", help="tokens per call (default 32)")
-    p.add_argument("--layers", type=_positive_int, default=1, metavar="K", help="layers to run (default 1)")
-    p.add_argument("--max-experts", type=_positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
-    p.add_argument("--seed", type=int, default=0)
+    if filled("run"):
+        _add_input_args(p)
+        p.add_argument("--tokens", type=_positive_int, default=32, metavar="N", help="tokens per call (default 32)")
+        p.add_argument("--layers", type=_positive_int, default=1, metavar="K", help="layers to run (default 1)")
+        p.add_argument("--max-experts", type=_positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
+        p.add_argument("--seed", type=int, default=0)
     sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
     sub.add_parser("codes", help="every reason code and warning code: what it means and what to change", description="Explain every reason code a failure can carry (the closed set in moe_oracle.vocab.ReasonCode), then every warning code a Decision's warnings carry (known_bad, unchecked, engine_release).")
     from .cli_diff import add_parser as _add_diff
     from .verify.cli import add_parser as _add_verify
 
-    _add_diff(sub, lambda q: (_add_input_args(q), _add_view_arg(q)))
-    _add_verify(sub)
+    _add_diff(sub, lambda q: (_add_input_args(q), _add_view_arg(q)), arguments=filled("diff"))
+    _add_verify(sub, arguments=filled("verify"))
     from .cli_plan import add_plan_parser
 
-    add_plan_parser(sub, _add_input_args)
+    add_plan_parser(sub, _add_input_args, arguments=filled("plan"))
     return parser
 
 
@@ -500,7 +517,6 @@ def _decide(args: argparse.Namespace, catalog: Any):
     """
     from .engine import evaluate
     from .errors import ConfigError
-    from .whynot import fixes as find_fixes
 
     config, env, notes = _build_inputs(args, catalog)
     issues = _refusals(config, args, catalog, env)
@@ -511,6 +527,8 @@ def _decide(args: argparse.Namespace, catalog: Any):
         decision = replace(decision, notes=_merged_notes(decision.notes, notes))
     found = None
     if decision.winner is None:
+        from .whynot import fixes as find_fixes  # a dead end only: the search is not imported for an answer
+
         found = find_fixes(catalog, config, env, backends=decision.requested, policy=args.policy, admissible=_admissible(args, catalog, config))
     return decision, found
 
@@ -744,13 +762,37 @@ def _escape_unencodable_output() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+def _freeze_at_exit() -> None:
+    """At interpreter exit, move every object to the collector's permanent generation
+    (``gc.freeze``) before the final collection.
+
+    The process is ending: that collection would walk everything a command loaded (the compiled
+    catalog alone is ~40,000 objects) and free the cycles among it, memory the operating system
+    takes back anyway (~20 ms of a warm ``select``). ``atexit`` hooks still run and the standard
+    streams are still flushed; only objects left in reference cycles are not finalized, which
+    Python does not promise at exit either. Registered once, however often ``main`` runs.
+    """
+    import atexit
+    import gc
+
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``moe-oracle`` script; returns the exit code."""
+    """Entry point of the ``moe-oracle`` script; returns the exit code.
+
+    Without ``argv`` (the script, ``python -m moe_oracle``) the command line is the process's:
+    :func:`_freeze_at_exit`.
+    """
     from .errors import ConfigError, TableError
 
     _escape_unencodable_output()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    if argv is None:
+        _freeze_at_exit()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(commands=frozenset(words))  # the arguments of the command run, not of all ten
+    args = parser.parse_args(words)
     try:
         if args.command == "lint":
             return _cmd_lint(args)

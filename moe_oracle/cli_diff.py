@@ -28,7 +28,9 @@ examples:
 exit codes: 0 it ran (whether or not anything changed), 2 bad input."""
 
 
-def add_parser(sub: Any, add_input_args: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_parser(sub: Any, add_input_args: Callable[[argparse.ArgumentParser], None], *, arguments: bool = True) -> None:
+    """Register ``diff`` on the CLI's subparsers; its arguments only when ``arguments`` (see
+    :func:`moe_oracle.cli.build_parser`)."""
     p = sub.add_parser(
         "diff",
         help="what changes in the kernel choice between two environments (releases, GPUs, env files)",
@@ -36,6 +38,8 @@ def add_parser(sub: Any, add_input_args: Callable[[argparse.ArgumentParser], Non
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    if not arguments:
+        return
     p.add_argument("--from", dest="side_from", required=True, metavar="SIDE", help="the environment you run now (see below)")
     p.add_argument("--to", dest="side_to", required=True, metavar="SIDE", help="the environment you consider (see below)")
     add_input_args(p)

@@ -31,11 +31,14 @@ examples:
 """
 
 
-def add_plan_parser(sub: Any, add_input_args: Any) -> None:
-    """Register ``plan`` on the CLI's subparsers, with the shared input flags."""
+def add_plan_parser(sub: Any, add_input_args: Any, *, arguments: bool = True) -> None:
+    """Register ``plan`` on the CLI's subparsers, with the shared input flags (its arguments only
+    when ``arguments``: see :func:`moe_oracle.cli.build_parser`)."""
     p = sub.add_parser("plan", help="every layer of a model: kinds, quantization, kernel per layer group and per rank",
                        description="Plan a whole model: every decoder layer (dense, MoE, hash-routed, MTP draft), each MoE layer's quantization, the kernel each group of identical layers gets, and each rank's experts.",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if not arguments:
+        return
     add_input_args(p)
     plan = p.add_argument_group("plan")
     plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers, as vLLM's --speculative-config moe_backend: a name of the release's MoEBackend, matched exactly (marlin, not Marlin); default: the --serve line's, else inherit --moe-backend")

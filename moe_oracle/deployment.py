@@ -16,9 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from packaging.utils import canonicalize_name
-
-from .envfile import PackageSpec, parse_requirement, read_environment_file, unique_specs
+from .envfile import PackageSpec, canonical_name, parse_requirement, read_environment_file, unique_specs
 from .environment import Environment
 from .envvars import env_issues, env_notes
 from .errors import ConfigError, InputIssue, did_you_mean
@@ -709,8 +707,8 @@ def declare_environment(
         if spec.version_note():
             notes.append(f"--package: {spec.version_note()}")
     for name in without:
-        key = canonicalize_name(name)
-        if key in {canonicalize_name(p) for p in declared_packages}:
+        key = canonical_name(name)
+        if key in {canonical_name(p) for p in declared_packages}:
             raise ConfigError([InputIssue("--without", "package declared both installed (--package) and absent (--without)", name, None)], headline="bad --without")
         specs.pop(key, None)
         absent.add(key)
@@ -746,7 +744,7 @@ def declare_environment(
     serve_vars = dict(serve_env)
     if serve_vars:
         _collect_vars(catalog, serve_vars, variables, set_by, notes, "--serve", release, quiet_unread=False)
-    unread = [n for n in sorted({canonicalize_name(p) for p in declared_packages} | {canonicalize_name(n) for n in without}) if n not in read]
+    unread = [n for n in sorted({canonical_name(p) for p in declared_packages} | {canonical_name(n) for n in without}) if n not in read]
     if unread:
         shown = []
         for name in unread:

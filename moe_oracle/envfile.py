@@ -38,13 +38,26 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import unquote, urlsplit
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from .errors import ConfigError, InputIssue
 
-__all__ = ["EnvironmentFile", "PackageSpec", "parse_environment_text", "parse_requirement", "read_environment_file", "same_version", "unique_specs"]
+# packaging.requirements and packaging.utils are imported where a name or a requirement is read:
+# with packaging.tags, markers and their parser they are ~15 ms of imports, which a selection
+# that names no package (`moe-oracle select --model M --gpu G`) never uses.
+
+__all__ = ["EnvironmentFile", "PackageSpec", "canonical_name", "parse_environment_text", "parse_requirement", "read_environment_file", "same_version", "unique_specs"]
+
+
+def canonical_name(name: str) -> str:
+    """The PEP 503 normalized form of a distribution name (``packaging.utils.canonicalize_name``).
+
+    >>> canonical_name("Flashinfer_Python")
+    'flashinfer-python'
+    """
+    from packaging.utils import canonicalize_name
+
+    return canonicalize_name(name)
 
 MAX_ENV_FILE_BYTES = 8 * 1024 * 1024
 
@@ -118,12 +131,14 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
         egg = re.search(r"[#&]egg=([A-Za-z0-9._-]+)", line)
         if not egg:
             raise ConfigError([InputIssue(where, "an editable requirement needs #egg=NAME to name the package", text, None)], headline=f"bad {where}")
-        return PackageSpec(canonicalize_name(egg.group(1)), None, line.split(None, 1)[1])
+        return PackageSpec(canonical_name(egg.group(1)), None, line.split(None, 1)[1])
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         req = Requirement(line)
     except InvalidRequirement as exc:
         raise ConfigError([InputIssue(where, f"not a requirement NAME==VERSION or NAME @ URL ({exc})", text, None)], headline=f"bad {where}") from None
-    name = canonicalize_name(req.name)
+    name = canonical_name(req.name)
     pins = [s for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
     if req.url:
         if pins:
@@ -241,6 +256,8 @@ def _wheel_reference(name: str, url: str, text: str, where: str) -> PackageSpec:
     filename = unquote(urlsplit(url).path).rsplit("/", 1)[-1]
     if not filename.endswith(".whl"):
         return PackageSpec(name, None, url)
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
     try:
         wheel_name, version, _, _ = parse_wheel_filename(filename)
     except InvalidWheelFilename as exc:
@@ -281,7 +298,7 @@ def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
                 Version(named[1])
             except InvalidVersion:
                 raise _line_error(path, number - 1, lines[number - 2], f"not a PEP 440 version: {named[1]!r}") from None
-            packages.append((PackageSpec(canonicalize_name(named[0]), named[1], target or None), f"line {number}"))
+            packages.append((PackageSpec(canonical_name(named[0]), named[1], target or None), f"line {number}"))
             continue
         try:
             spec = parse_requirement(body, "--environment")
@@ -311,7 +328,7 @@ def _pip_json(text: str, path: str) -> EnvironmentFile:
             Version(item["version"])
         except InvalidVersion:
             raise ConfigError([InputIssue(f"$[{i}].version", "not a PEP 440 version", item["version"], None, path)], headline="bad --environment") from None
-        packages.append((PackageSpec(canonicalize_name(item["name"]), item["version"]), f"$[{i}]"))
+        packages.append((PackageSpec(canonical_name(item["name"]), item["version"]), f"$[{i}]"))
     return EnvironmentFile(path, "pip list --format=json", unique_specs(packages, "--environment", path), True)
 
 
@@ -327,7 +344,7 @@ def _pip_columns(lines: list[str], path: str) -> EnvironmentFile:
             Version(cols[1])
         except InvalidVersion:
             raise _line_error(path, number, line, f"not a PEP 440 version: {cols[1]!r}") from None
-        packages.append((PackageSpec(canonicalize_name(cols[0]), cols[1]), f"line {number}"))
+        packages.append((PackageSpec(canonical_name(cols[0]), cols[1]), f"line {number}"))
     return EnvironmentFile(path, "pip list", unique_specs(packages, "--environment", path), True)
 
 
@@ -371,7 +388,7 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
                     Version(cols[1])
                 except InvalidVersion:
                     continue
-                conda.setdefault(canonicalize_name(cols[0]), PackageSpec(canonicalize_name(cols[0]), cols[1]))
+                conda.setdefault(canonical_name(cols[0]), PackageSpec(canonical_name(cols[0]), cols[1]))
             continue
         key, sep, value = line.partition(":")
         key, value = key.strip(), value.strip()

@@ -21,11 +21,10 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NoReturn
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .config import Device
-from .envfile import parse_requirement, same_version, unique_specs
+from .envfile import canonical_name, parse_requirement, same_version, unique_specs
 from .errors import ConfigError, InputIssue
 from .vocab import Platform
 
@@ -78,12 +77,12 @@ class Environment:
     fingerprint: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        packages = tuple(sorted(_unique_pairs("packages", ((canonicalize_name(n), v) for n, v in _pairs("packages", self.packages)))))
+        packages = tuple(sorted(_unique_pairs("packages", ((canonical_name(n), v) for n, v in _pairs("packages", self.packages)))))
         object.__setattr__(self, "packages", packages)
-        object.__setattr__(self, "absent", frozenset(canonicalize_name(n) for n in _names("absent", self.absent)))
+        object.__setattr__(self, "absent", frozenset(canonical_name(n) for n in _names("absent", self.absent)))
         object.__setattr__(self, "env", tuple(sorted(_unique_pairs("env", _pairs("env", self.env)))))
         object.__setattr__(self, "notes", tuple(_names("notes", self.notes)))
-        object.__setattr__(self, "unversioned", frozenset(canonicalize_name(n) for n in _names("unversioned", self.unversioned)) - {n for n, _ in packages})
+        object.__setattr__(self, "unversioned", frozenset(canonical_name(n) for n in _names("unversioned", self.unversioned)) - {n for n, _ in packages})
         clash = ({n for n, _ in packages} | self.unversioned) & self.absent
         if clash:
             raise ConfigError([InputIssue("--package", "package declared both installed and absent", sorted(clash), None)])
@@ -111,7 +110,7 @@ class Environment:
 
     def package(self, name: str) -> str | _Absent | None:
         """Installed version of ``name``, :data:`ABSENT`, or ``None`` when unknown."""
-        return self.package_canonical(canonicalize_name(name))
+        return self.package_canonical(canonical_name(name))
 
     def package_canonical(self, key: str) -> str | _Absent | None:
         """:meth:`package` for a name already in PEP 503 canonical form (the selection hot path)."""
@@ -133,7 +132,7 @@ class Environment:
 
     def with_package(self, name: str, version: str | None) -> "Environment":
         """Copy with ``name`` installed at ``version`` (``None``: removed, i.e. absent)."""
-        key = canonicalize_name(name)
+        key = canonical_name(name)
         packages = tuple((n, v) for n, v in self.packages if n != key)
         absent = self.absent - {key}
         if version is None:
@@ -297,7 +296,7 @@ def probe_environment(package_names: Iterable[str], env_var_names: Iterable[str]
     packages: list[tuple[str, str]] = []
     notes: list[str] = []
     locations: dict[str, None] = {}
-    for name in sorted({canonicalize_name(n) for n in package_names}):
+    for name in sorted({canonical_name(n) for n in package_names}):
         try:
             dist = metadata.distribution(name)
             packages.append((name, dist.version))

@@ -13,8 +13,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import yaml
-
 from ._resources import examples_dir
 from .catalog import Catalog
 from .config import Device, MoEConfig, ParallelConfig, Provenance
@@ -396,4 +394,6 @@ def config_document(config: MoEConfig, env: Environment | None = None) -> dict[s
 
 def dump_document(doc: Mapping[str, Any]) -> str:
     """YAML text of a config document (``yaml.safe_dump``)."""
+    import yaml  # here only: reading a config goes through tables.safe_load, which imports it
+
     return yaml.safe_dump(dict(doc), sort_keys=False)

@@ -65,12 +65,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
-import yaml
-
 from . import argtypes
 from ._resources import package_dir
 from .errors import ConfigError, InputIssue, did_you_mean
-from .tables import safe_load, safe_load_generated
+from .tables import read_generated, safe_load
 
 __all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "PlatformQuantization", "ServeArgs", "engine_facts", "parse_serve", "platform_quantization", "quantization_value_issues", "release_values", "serve_releases", "serve_value_issues"]
 
@@ -190,10 +188,9 @@ def engine_facts(version: str = ENGINE_VERSION) -> Mapping[str, Any]:
     """
     path = package_dir() / "engine_facts" / f"vllm-{version}.yaml"
     try:
-        text = path.read_text(encoding="utf-8")
+        return read_generated(path)
     except FileNotFoundError:
         raise LookupError(f"no vllm serve facts for vLLM {version}; the modelled releases: {', '.join(serve_releases())}") from None
-    return safe_load_generated(text)
 
 
 @dataclass(frozen=True)
@@ -250,8 +247,7 @@ class PlatformQuantization:
 def _release_values_doc() -> tuple[Mapping[str, Mapping[str, tuple[str, ...]]], Mapping[str, Mapping[str, PlatformQuantization]]]:
     """Read-only: (release -> kind -> values, release -> platform module -> its gate); the cache
     is shared, so nothing in it may change."""
-    with (package_dir() / "engine_facts" / "vllm-release-values.yaml").open("r", encoding="utf-8") as handle:
-        doc = safe_load_generated(handle.read())
+    doc = read_generated(package_dir() / "engine_facts" / "vllm-release-values.yaml")
     values, gates = {}, {}
     for v, kinds in doc["releases"].items():
         release = str(v)
@@ -581,6 +577,8 @@ def _config_file_args(path_text: str, base: Path | None) -> list[str]:
         path = base / path
     if path.suffix not in (".yaml", ".yml"):
         raise ConfigError([InputIssue("--serve --config", "vLLM reads only .yaml/.yml config files", str(path), None)], headline="bad --serve")
+    import yaml  # for its error class; safe_load imports it anyway
+
     try:
         doc = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

@@ -14,12 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
-
-import yaml
 
 from ._resources import schema_dir
 from .errors import InputIssue
@@ -28,9 +25,21 @@ if TYPE_CHECKING:
     import jsonschema
 
 # jsonschema (and referencing) are imported where a document is validated: a table set answered
-# from the validated-table cache never validates, and the import is a third of a CLI call.
+# from the validated-table cache never validates, and the import is a third of a CLI call. yaml
+# is imported where a document is parsed (the loaders live in ._yaml_loaders): a warm `select`
+# reads its tables from the caches and parses no YAML.
 
-__all__ = ["KIND_DIRS", "TableFile", "UniqueKeyLoader", "cache_dir", "cache_disabled", "load_schemas", "read_tables", "read_tables_cached", "safe_load", "safe_load_generated", "table_set_key", "validate_document", "yaml_error_issue"]
+__all__ = ["KIND_DIRS", "TableFile", "UniqueKeyLoader", "cache_dir", "cache_disabled", "load_schemas", "read_generated", "read_tables", "read_tables_cached", "safe_load", "safe_load_generated", "table_set_key", "validate_document", "yaml_error_issue"]
+
+
+def __getattr__(name: str) -> Any:
+    # UniqueKeyLoader (a yaml.SafeLoader) is defined in ._yaml_loaders, imported on first use.
+    if name == "UniqueKeyLoader":
+        from ._yaml_loaders import UniqueKeyLoader
+
+        return UniqueKeyLoader
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 TABLE_KINDS = ("experts", "prepare_finalize", "priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine", "frontends")
 KIND_DIRS: Mapping[str, tuple[str, ...]] = {
@@ -92,47 +101,6 @@ def load_schemas(directory: Path | None = None) -> Schemas:
     return Schemas(validators)
 
 
-class _RefusesDuplicateKeys:
-    """Mixin for a safe loader: a mapping that repeats a key is an error (plain YAML keeps the last one)."""
-
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
-                try:
-                    first = seen.get(key)
-                except TypeError:
-                    continue  # an unhashable key: the base constructor reports it
-                if first is not None:
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark, f"found duplicate key {key!r} (first at line {first + 1})", key_node.start_mark
-                    )
-                seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep=deep)  # type: ignore[misc, no-any-return]
-
-
-class UniqueKeyLoader(_RefusesDuplicateKeys, yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping repeating a key (plain YAML keeps the last one).
-
-    Keys brought in by a merge (``<<: *anchor``) may be overridden, as YAML specifies.
-
-    >>> try:
-    ...     safe_load("device: a\\nparallel: {}\\ndevice: b\\n")
-    ... except yaml.YAMLError as exc:
-    ...     print(exc.problem, "at line", exc.problem_mark.line + 1)
-    found duplicate key 'device' (first at line 1) at line 3
-    """
-
-
-# libyaml's parser under the same safe constructor, where PyYAML was built with it: ~10x faster
-# on the large generated facts files, whose error messages nobody reads (user input keeps the
-# pure-Python loader and its messages).
-_FastUniqueKeyLoader: type = type("_FastUniqueKeyLoader", (_RefusesDuplicateKeys, yaml.CSafeLoader), {}) if getattr(yaml, "__with_libyaml__", False) else UniqueKeyLoader
-
-
 def safe_load(text: str | bytes) -> Any:
     """``yaml.safe_load`` refusing duplicate mapping keys (:class:`UniqueKeyLoader`).
 
@@ -140,6 +108,10 @@ def safe_load(text: str | bytes) -> Any:
         yaml.YAMLError: not valid YAML, or a mapping that repeats a key (a ``ConstructorError``
             whose ``problem_mark`` is the repeated key's line and column).
     """
+    import yaml
+
+    from ._yaml_loaders import UniqueKeyLoader
+
     return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
 
 
@@ -150,6 +122,10 @@ def safe_load_generated(text: str | bytes) -> Any:
     Raises:
         yaml.YAMLError: as :func:`safe_load`.
     """
+    import yaml
+
+    from ._yaml_loaders import _FastUniqueKeyLoader
+
     return yaml.load(text, Loader=_FastUniqueKeyLoader)  # noqa: S506 - a CSafeLoader/SafeLoader subclass
 
 
@@ -169,6 +145,8 @@ def parse_yaml_bytes(display: str, raw: bytes) -> tuple[Any, list[InputIssue]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, [InputIssue("$", f"not UTF-8: byte {exc.start} ({raw[exc.start:exc.start + 1]!r}) is invalid", None, None, display, keyword="encoding")]
+    import yaml
+
     try:
         return safe_load(text), []
     except yaml.YAMLError as exc:
@@ -362,13 +340,9 @@ def read_tables_cached(directories: Sequence[Path], schemas: Schemas | None, roo
     location = cache_dir()
     key = table_set_key(directories, schema_directory or schema_dir(), root) if location is not None else None
     if location is not None and key is not None:
-        cached = location / f"tables-{key}.json"
         try:
             # First line: sha256 of the JSON body, so a damaged entry is never trusted.
-            digest, _, body = cached.read_text(encoding="utf-8").partition("\n")
-            if digest != hashlib.sha256(body.encode("utf-8")).hexdigest():
-                raise ValueError("cache entry does not match its digest")
-            payload = json.loads(body)
+            payload = _load_json(location / f"tables-{key}.json")
             return [TableFile(f["path"], f["kind"], f["data"], f["sha256"]) for f in payload["files"]], []
         except (OSError, ValueError, KeyError, TypeError):
             pass  # no usable cache entry: validate from the YAML below
@@ -376,13 +350,75 @@ def read_tables_cached(directories: Sequence[Path], schemas: Schemas | None, roo
     # Stored only if no byte changed while the files were read: an edit landing between the key
     # and the read would otherwise be kept under the old bytes' key, answering for them forever.
     if location is not None and key is not None and not issues and table_set_key(directories, schema_directory or schema_dir(), root) == key:
-        try:
-            location.mkdir(parents=True, exist_ok=True)
-            payload = json.dumps({"format": _CACHE_FORMAT, "files": [{"path": f.path, "kind": f.kind, "sha256": f.sha256, "data": f.data} for f in files]})
-            fd, tmp = tempfile.mkstemp(dir=location, prefix=".tables-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(hashlib.sha256(payload.encode("utf-8")).hexdigest() + "\n" + payload)
-            os.replace(tmp, location / f"tables-{key}.json")
-        except OSError:
-            pass  # a read-only or full cache directory only costs speed
+        payload = json.dumps({"format": _CACHE_FORMAT, "files": [{"path": f.path, "kind": f.kind, "sha256": f.sha256, "data": f.data} for f in files]})
+        _store_json(location, f"tables-{key}.json", payload)
     return files, issues
+
+
+def _store_json(location: Path, name: str, payload: str) -> None:
+    """Write ``payload`` under ``name`` with its sha256 as the first line, atomically; a read-only
+    or full cache directory only costs speed."""
+    import tempfile  # writing only (a miss); a warm call does not import it (shutil, random)
+
+    try:
+        location.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=location, prefix=f".{name.split('-', 1)[0]}-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(hashlib.sha256(payload.encode("utf-8")).hexdigest() + "\n" + payload)
+        os.replace(tmp, location / name)
+    except OSError:
+        pass
+
+
+def _load_json(entry: Path) -> Any:
+    """The JSON body of a cache entry; ``ValueError`` (or ``OSError``) when it is missing, damaged
+    (its first line is not the body's sha256) or not JSON."""
+    digest, _, body = entry.read_text(encoding="utf-8").partition("\n")
+    if digest != hashlib.sha256(body.encode("utf-8")).hexdigest():
+        raise ValueError("cache entry does not match its digest")
+    return json.loads(body)
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated-file cache. The generated engine facts (engine_facts/*.yaml, ~50 KB each) are read on
+# the CLI's hot path (a checkpoint's quantization is checked against its release's methods on
+# every select); parsing one costs ~13 ms and importing yaml ~12 ms more. A file's document is
+# stored as JSON under the sha256 of the text parsed.
+
+_GENERATED_FORMAT = 1
+
+
+def read_generated(path: Path) -> Any:
+    """:func:`safe_load_generated` of the text of ``path`` (a generated ``engine_facts/`` file),
+    answered from the generated-file cache when the same text was parsed before.
+
+    The key is the sha256 of the text that is parsed on a miss, so an entry always holds the
+    document of the text it is found by (an edit while the file is read is cached under the
+    edited text's key, never under the old one); its first line is the sha256 of its body, so a
+    damaged entry is never trusted. A document JSON does not carry unchanged (a date, a set, a
+    key that is not a string) is not cached. :func:`cache_disabled` turns the cache off, and a
+    cache that cannot be read or written only costs speed.
+
+    Raises:
+        OSError: ``path`` cannot be read (``FileNotFoundError``: it does not exist).
+        UnicodeDecodeError: not UTF-8.
+        yaml.YAMLError: as :func:`safe_load_generated`.
+    """
+    text = path.read_text(encoding="utf-8")
+    location = cache_dir()
+    if location is None:
+        return safe_load_generated(text)
+    key = hashlib.sha256(f"moe-oracle-generated-{_GENERATED_FORMAT}\n".encode() + text.encode("utf-8")).hexdigest()
+    try:
+        return _load_json(location / f"generated-{key}.json")
+    except (OSError, ValueError):
+        pass  # no usable entry: parse the YAML below
+    doc = safe_load_generated(text)
+    try:
+        payload = json.dumps(doc)
+        faithful = json.loads(payload) == doc
+    except (TypeError, ValueError):  # a set or a date; NaN
+        faithful = False
+    if faithful:
+        _store_json(location, f"generated-{key}.json", payload)
+    return doc

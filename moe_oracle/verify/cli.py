@@ -7,11 +7,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .cases import Deployment
-from .run import RELEASES, Report, VllmEnv, verify, write_disagreements
-from .space import FAMILY_SCHEMES, exhaustive_deployments, random_deployments
+# The harness itself (cases, run, space: ~12 ms of imports) is imported where it runs, not when
+# every moe-oracle command registers `verify` on its parser.
+if TYPE_CHECKING:
+    from .cases import Deployment
+    from .run import Report
 
 __all__ = ["add_parser", "run"]
 
@@ -29,7 +31,9 @@ exit codes: 0 every disagreement is a reviewed divergence (and agreement >= --mi
 1 otherwise, 2 bad input or no vLLM environment."""
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Any, *, arguments: bool = True) -> None:
+    """Register ``verify`` on the CLI's subparsers; its arguments only when ``arguments`` (see
+    :func:`moe_oracle.cli.build_parser`)."""
     p = sub.add_parser(
         "verify",
         help="compare our answers with real vLLM releases (differential testing)",
@@ -37,6 +41,11 @@ def add_parser(sub: Any) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    if not arguments:
+        return
+    from .run import RELEASES
+    from .space import FAMILY_SCHEMES
+
     p.add_argument("--vllm-env", type=Path, metavar="DIR", help="the vLLM environment (default: $MOE_ORACLE_VLLM_ENV)")
     p.add_argument("--release", action="append", choices=RELEASES, metavar="X.Y.Z", help=f"vLLM release to compare with (repeatable; one of {', '.join(RELEASES)}; default {RELEASES[-1]})")
     p.add_argument("--all-releases", action="store_true", help="every release the tables model")
@@ -54,6 +63,9 @@ def add_parser(sub: Any) -> None:
 
 
 def _cases(args: argparse.Namespace) -> list[Deployment]:
+    from .cases import Deployment
+    from .space import exhaustive_deployments, random_deployments
+
     if args.replay:
         out = []
         for path in args.replay:
@@ -87,6 +99,8 @@ def _print_text(report: Report, replay: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .run import RELEASES, VllmEnv, verify, write_disagreements
+
     directory = args.vllm_env or (Path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
     if directory is None:
         print("moe-oracle: error: no vLLM environment: pass --vllm-env DIR or set MOE_ORACLE_VLLM_ENV (see --help)", file=sys.stderr)

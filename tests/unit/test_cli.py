@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -42,6 +43,22 @@ def test_top_level_help_lists_commands():
     text = build_parser().format_help()
     for command in ("explain", "select", "why-not", "matrix", "lint", "run", "examples"):
         assert command in text
+
+
+def test_a_parser_filled_for_one_command_reads_as_the_full_one():
+    """main fills in the arguments of the command it runs only: the top-level help and that
+    command's parser are the full tree's."""
+    import argparse
+
+    def subparsers(parser):
+        return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+    full = build_parser()
+    for command, sub in subparsers(full).items():
+        lean = build_parser(commands=[command])
+        assert lean.format_help() == full.format_help()
+        assert subparsers(lean)[command].format_help() == sub.format_help(), command
+        assert [a.dest for a in subparsers(lean)[command]._actions] == [a.dest for a in sub._actions]
 
 
 def test_select_prints_one_line_and_exit_0(tables, capsys):
@@ -129,6 +146,40 @@ def test_lint_on_broken_tables_exits_2(tmp_path, capsys):
 def test_console_script_entry_point():
     proc = subprocess.run([sys.executable, "-m", "moe_oracle.cli", "--version"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and proc.stdout.startswith("moe-oracle ")
+
+
+def test_a_warm_select_imports_only_what_answering_needs(tmp_path):
+    """issue 11 (CLI start to answer): once the caches are filled, `select` parses no YAML and
+    imports neither the why-not search, the differential harness nor packaging's requirement and
+    tag parsers (each is imported where it is used)."""
+    probe = (
+        "import sys\n"
+        "from moe_oracle.cli import main\n"
+        "assert main(['select', '--model', 'deepseek-r1', '--gpu', 'H200', '--tp', '8']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'yaml' or m in ('jsonschema', 'packaging.requirements', 'packaging.tags', 'packaging.utils', 'moe_oracle.whynot', 'moe_oracle.verify.run', 'moe_oracle.verify.cases', 'tempfile')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MOE_ORACLE_NO_CACHE"}
+    env["MOE_ORACLE_CACHE_DIR"] = str(tmp_path)
+    for _ in range(2):  # the first call fills the caches
+        proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "[]"
+
+
+def test_only_a_command_line_run_freezes_the_heap_at_exit(monkeypatch, capsys):
+    """main() without argv is the process's command: gc.freeze is registered to run at exit,
+    once however often main runs; main(argv) (a caller's process) registers nothing."""
+    import atexit
+    import gc
+
+    hooks = []
+    monkeypatch.setattr(atexit, "register", lambda f, *a, **k: hooks.append(f) or f)
+    monkeypatch.setattr(atexit, "unregister", lambda f: hooks.remove(f) if f in hooks else None)
+    assert main(["codes"]) == 0 and hooks == []
+    monkeypatch.setattr(sys, "argv", ["moe-oracle", "codes"])
+    assert main() == 0 and main() == 0
+    assert hooks == [gc.freeze]
+    capsys.readouterr()
 
 
 def test_answers_name_the_release_and_the_view(capsys):

@@ -280,6 +280,62 @@ def test_a_catalog_cache_entry_with_a_binary_first_line_is_a_miss(tmp_path):
     assert catalog_cache.load(tmp_path, "k") is None
 
 
+def test_a_catalog_cache_load_leaves_the_collector_as_it_found_it(tmp_path):
+    """The load pauses the collector and moves what it read to the oldest generation; the
+    collector's switch is restored, and objects another part of the process froze stay frozen."""
+    import gc
+
+    from moe_oracle import catalog_cache
+
+    catalog_cache.store(tmp_path, "k", load_catalog())
+    enabled = gc.isenabled()
+    try:
+        for on in (True, False):
+            (gc.enable if on else gc.disable)()
+            assert catalog_cache.load(tmp_path, "k") is not None and gc.isenabled() is on
+        gc.enable()
+        held = [[n] for n in range(10)]
+        gc.freeze()
+        frozen = gc.get_freeze_count()
+        assert catalog_cache.load(tmp_path, "k") is not None and gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+        (gc.enable if enabled else gc.disable)()
+    del held
+
+
+def test_generated_file_cache_answers_the_text_parsed_and_only_that(tmp_path, monkeypatch):
+    """read_generated: a hit returns what parsing gives; an entry is found by the text's sha256
+    only; a damaged entry, a document JSON would change and a disabled cache all parse the YAML."""
+    from moe_oracle import tables as tables_mod
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(cache))
+    facts = tmp_path / "facts.yaml"
+    facts.write_text("releases:\n  0.31.0:\n    quantization: [fp8, gptq]\n  '1': {n: 1.5, ok: true, none: null}\n")
+    parses = []
+    real = tables_mod.safe_load_generated
+    monkeypatch.setattr(tables_mod, "safe_load_generated", lambda text: parses.append(1) or real(text))
+    first = tables_mod.read_generated(facts)
+    (entry,) = cache.glob("generated-*.json")
+    assert tables_mod.read_generated(facts) == first == real(facts.read_text()) and parses == [1]
+    facts.write_text(facts.read_text().replace("gptq", "awq"))  # another text: another key
+    assert tables_mod.read_generated(facts)["releases"]["0.31.0"]["quantization"] == ["fp8", "awq"] and parses == [1, 1]
+    facts.write_text(facts.read_text().replace("awq", "gptq"))
+    entry.write_text(entry.read_text().replace("fp8", "fp9"))  # damaged: fails its digest
+    assert tables_mod.read_generated(facts) == first and parses == [1, 1, 1]
+    dated = tmp_path / "dated.yaml"
+    dated.write_text("when: 2024-01-02\n7: seven\n")  # a date and an int key: not cached
+    assert tables_mod.read_generated(dated) == real(dated.read_text())
+    assert len(list(cache.glob("generated-*.json"))) == 2  # the two texts of facts.yaml
+    assert tables_mod.read_generated(facts) == first and parses == [1, 1, 1, 1]  # the damaged entry was rewritten
+    monkeypatch.setenv("MOE_ORACLE_NO_CACHE", "1")
+    tables_mod.read_generated(facts)
+    assert parses == [1, 1, 1, 1, 1]
+    with pytest.raises(FileNotFoundError):
+        tables_mod.read_generated(tmp_path / "missing.yaml")
+
+
 def test_a_bad_value_in_a_constraint_is_not_blamed_on_its_valid_keys(tmp_path):
     """A constraint whose max is a string: one issue at .max, not also "Unevaluated properties ...
     ('field', 'id', 'max', ... were unexpected)" for the keys its failing subschema left unevaluated."""
