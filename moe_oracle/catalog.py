@@ -558,7 +558,20 @@ class Catalog:
         return self.source.view(v)
 
     def for_release(self, release: EngineRelease) -> "Catalog":
-        return self.for_version(release.parsed)
+        """The view an answer for ``release`` reads: the release's own, or for an unmodelled
+        release at or after the oldest modelled one, the view of the release standing in for it.
+
+        The ranges' bounds are modelled releases, so a final release between two of them admits
+        the same ranges as its stand-in; a pre- or development release of a bound admits neither
+        side of it (PEP 440: ``<0.30.0`` excludes ``0.30.0rc1``, and ``>=0.30.0`` does too), so it
+        takes its stand-in's view, the facts its warning says are assumed. A release older than
+        every modelled one keeps its own ranges (facts that begin at the oldest modelled release
+        do not hold for it).
+        """
+        version = release.parsed
+        if not release.modelled and Version(release.stand_in) <= version:
+            version = Version(release.stand_in)
+        return self.for_version(version)
 
 
 def compile_tables(files: Sequence[TableFile], base: CompiledTables | None = None) -> Catalog:

@@ -228,9 +228,17 @@ class Model:
     # ------------------------------------------------------------------ engine releases
 
     def release(self, env: Environment) -> Version:
-        """The declared or probed engine version, else the newest modelled release."""
+        """The engine version whose ranges hold: the declared or probed one (a modelled release,
+        or a local build of one, or one older than every modelled release), the newest modelled
+        release at or below it for any other (its stand-in), and the newest modelled release when
+        none is declared."""
         declared = dict((canonicalize_name(n), v) for n, v in env.packages).get(self.engine["name"])
-        return Version(declared) if declared else max(Version(r["version"]) for r in self.engine["releases"])
+        modelled = sorted(Version(r["version"]) for r in self.engine["releases"])
+        if not declared:
+            return modelled[-1]
+        version = Version(declared)
+        below = [m for m in modelled if m <= version]
+        return version if Version(version.public) in modelled or not below else below[-1]
 
     def holds_for(self, raw: Mapping[str, Any], env: Environment) -> bool:
         spec = (raw.get("engine") or {}).get(self.engine["name"])
@@ -624,7 +632,9 @@ class Model:
         """Backends in the order they are tried: requested ones first (in the order the name maps
         them), then the matched order; adjustments; fallback; the rest by name."""
         order = self.order(values)
-        backends = list(order["backends"]) if order is not None else list(self.backends)
+        # A backend none of whose kernels this release has is not tried (an order written for
+        # several releases names the newest's backends: AITER_TRITON_MXFP4_MXFP4 from 0.33.0).
+        backends = [b for b in order["backends"] if b in self.backends] if order is not None else list(self.backends)
         requested = self.request(values)[1]
         if requested:
             backends = list(requested) + [b for b in backends if b not in requested]
@@ -647,7 +657,7 @@ class Model:
                     continue  # already ahead of its anchor: it stays (vLLM prioritize_humming)
                 at = rest.index(anchor) + (1 if where == "after" else 0)
                 backends = rest[:at] + moved + rest[at:]
-        backends += [b for b in self.priority.get("fallback") or () if b not in backends]
+        backends += [b for b in self.priority.get("fallback") or () if b not in backends and b in self.backends]
         return backends + sorted(set(self.backends) - set(backends))
 
     def ranking(self, values: Mapping[str, Any], policy: str = "faithful") -> list[str]:

@@ -453,13 +453,18 @@ def _configs(draw: st.DrawFn, overrides: Mapping[str, Leaf], catalog_device: st.
 
 
 def _version_hints(package: str) -> tuple[str, ...]:
+    """Versions near the bounds the tables name for ``package``; for the engine, its modelled
+    releases (the bounds of every ``engine:`` range) and the versions between and around them."""
+    bounds = [s.version for spec in _VERSION_SPECS.get(f"packages.{package}", ()) for s in SpecifierSet(spec)]
+    if package == CATALOG.engine.name:
+        bounds += [str(r.version) for r in CATALOG.engine.releases]
     hints: set[str] = set()
-    for spec in _VERSION_SPECS.get(f"packages.{package}", ()):
-        for s in SpecifierSet(spec):
-            base = s.version.replace(".*", "")
-            parts = [int(p) for p in base.split(".") if p.isdigit()] or [0]
-            major, minor = parts[0], parts[1] if len(parts) > 1 else 0
-            hints |= {base, f"{major}.{minor}.1", f"{major}.{max(minor - 1, 0)}.9", f"{major + 1}.0"}
+    for bound in bounds:
+        base = bound.replace(".*", "")
+        parts = [int(p) for p in base.split(".") if p.isdigit()] or [0]
+        major, minor = parts[0], parts[1] if len(parts) > 1 else 0
+        # A bound's own pre- and development releases too: PEP 440 ranges admit neither side of it.
+        hints |= {base, f"{base}rc1", f"{base}.dev0", f"{major}.{minor}.1", f"{major}.{max(minor - 1, 0)}.9", f"{major + 1}.0"}
     return tuple(sorted(hints))
 
 

@@ -206,3 +206,20 @@ def test_a_version_between_modelled_releases_answers_for_the_newest_below_it(ver
     d = evaluate(default_catalog(), cfg(), Environment.declared([f"vllm=={version}"]))
     assert d.release.modelled is False and d.release.stand_in == stand_in
     assert any(f"{version} is not a modelled release" in w and f"facts of {stand_in}" in w for w in d.release.warnings)
+
+
+@pytest.mark.parametrize("suffix", ["rc1", ".dev0", "a2"])
+def test_a_pre_release_of_a_range_bound_reads_its_stand_ins_view(catalog, suffix):
+    """A pre- or development release of a modelled release X admits neither ``<X`` nor ``>=X``
+    (PEP 440), so its own ranges would drop every fact split at X (0.30.0rc1 matched no wna16
+    priority order and selected emulation_int4 for Kimi-K2.5): it reads its stand-in's view."""
+    for rel in catalog.engine.releases[1:]:
+        env = Environment.declared([f"vllm=={rel.version}{suffix}"])
+        release = catalog.release(env)
+        assert not release.modelled and release.stand_in != str(rel.version)
+        assert catalog.for_release(release) is catalog.for_version(release.stand_in)
+
+
+def test_a_release_older_than_every_modelled_one_keeps_its_own_ranges(catalog):
+    release = catalog.release(Environment.declared(["vllm==0.28.0"]))
+    assert release.stand_in == "0.29.0" and catalog.for_release(release).key == catalog.source.key(Version("0.28.0"))
