@@ -247,6 +247,13 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         if "quant" in model:
             kwargs["quant"] = parse_quant(model["quant"], "$.model.quant")
         prov += [Provenance(k, src, "") for k in model]
+        if model.get("quant_method") is not None:
+            _check_quant_method(catalog, model["quant_method"], answer_env(environment, probe) if answer_env is not None else environment, file)
+            from .normalize import table_quant_method
+
+            read_as = table_quant_method(model["quant_method"])
+            if read_as != model["quant_method"]:
+                prov.append(Provenance("quant_method", src, f"{model['quant_method']}: the name vLLM's override ends with; the tables read the checkpoint format {read_as}"))
     try:
         device = _device(doc["device"])
     except ConfigError as exc:
@@ -275,6 +282,23 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     if "moe_backend" in doc:
         _check_moe_backend(catalog, doc["moe_backend"], environment, file)
     return LoadedConfig(config, environment, probe)
+
+
+def _check_quant_method(catalog: Catalog, value: str, environment: Environment | None, file: str | None) -> None:
+    """Refuse a layer's ``quant_method`` that vLLM (the answer's release) does not know, or whose
+    MoE method moe-oracle does not model (:func:`moe_oracle.deployment.config_quant_method_issue`);
+    the platform's check of the method comes later, once the device is final (a ``--gpu`` flag
+    may replace the file's).
+
+    Raises:
+        ConfigError: naming ``$.model.quant_method``, the value and the allowed names.
+    """
+    from .deployment import answer_release, config_quant_method_issue
+    from .serve import ENGINE_VERSION
+
+    issue = config_quant_method_issue(value, answer_release(catalog, environment or Environment()) or ENGINE_VERSION, file=file)
+    if issue is not None:
+        raise ConfigError([issue])
 
 
 def _check_moe_backend(catalog: Catalog, name: str, environment: Environment | None, file: str | None) -> None:

@@ -256,3 +256,92 @@ def test_the_search_takes_no_answer_the_engine_would_not_start_with():
     assert any(a.config.device.platform is Platform.XPU for a in moved.alternatives)
     kept = oracle.why_not(config, "xpu", n=3, admissible=lambda c, e: c.device.platform is not Platform.XPU)
     assert not any(a.config.device.platform is Platform.XPU for a in kept.alternatives)
+
+
+# --- a config file's quant_method: vLLM's methods of the release that moe-oracle models --------------
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("bogus", "Unknown quantization method: bogus"),
+    ("ptpc_fp8", "fp8_per_channel"),  # the tables' rules on it follow vLLM main; no modelled release has it
+    ("", "empty quant_method"),
+    ("humming", "does not model"),  # vLLM knows it; its MoE method's choice is not modelled
+    ("fp8_per_block", "does not model"),
+], ids=lambda v: v or "empty")
+def test_a_config_files_quant_method_must_be_a_modelled_method_of_the_release(value, why, tmp_path, capsys):
+    from moe_oracle.deployment import modelled_quant_methods
+
+    path = tmp_path / "layer.yaml"
+    path.write_text(_LAYER % ("fp8_block", repr(value), "H200"))
+    issue = _issue(["select", "--config", str(path), "--package", "vllm==0.31.0"], capsys)
+    assert (issue["path"], issue["keyword"], issue["value"], issue["file"]) == ("$.model.quant_method", "enum", value, str(path))
+    assert issue["allowed"] == list(modelled_quant_methods("0.31.0")) and why in issue["message"] and "0.31.0" in issue["message"]
+
+
+@pytest.mark.parametrize(("named", "family", "quant", "gpu"), [
+    ("modelopt_fp4", "modelopt", "nvfp4", "B200"),
+    ("modelopt_mixed", "modelopt", "fp8_block", "H200"),
+    ("auto_gptq", "gptq", "int4_w16", "H200"),
+    ("awq_marlin", "awq", "int4_w16", "H200"),
+    ("deepseek_v4_fp8", "fp8", "fp8_block", "H200"),
+])
+def test_vllms_name_for_an_overrides_method_is_read_as_the_format_it_overrides(named, family, quant, gpu, tmp_path, capsys):
+    """The tables key quant_method on the checkpoint format (modelopt), as the checkpoint reader
+    gives it; vLLM's name for the override's method (modelopt_fp4) used to match none of them."""
+    answers = []
+    for method in (named, family):
+        path = tmp_path / f"{method}.yaml"
+        path.write_text(_LAYER % (quant, method, gpu))
+        code, doc = _run(["explain", "--config", str(path)], capsys)
+        assert code in (0, 1), doc
+        answers.append((doc["selected"], [c["kernel"] for c in doc["candidates"] if c["status"] == "eligible"], doc["inputs"]["quant_method"]["value"]))
+    assert answers[0] == answers[1] and answers[0][2] == family
+
+
+@pytest.mark.parametrize(("method", "quant", "gpu", "outcome"), [
+    ("modelopt_fp4", "nvfp4", "ARC_B580", "refused"),  # the method vLLM ends with: XPU does not list it
+    ("modelopt_fp4", "nvfp4", "MI300X", "answered"),
+    ("modelopt_mixed", "fp8_block", "ARC_B580", "refused"),  # modelopt (listed) is not this name
+    ("nvfp4_per_token", "nvfp4", "ARC_B580", "refused"),  # an online method the tables read: not gated before
+    ("gpt_oss_mxfp4", "mxfp4_w16", "ARC_B580", "answered"),
+])
+def test_a_config_files_exact_method_is_the_one_the_platform_checks(method, quant, gpu, outcome, tmp_path, capsys):
+    path = tmp_path / "layer.yaml"
+    path.write_text(_LAYER % (quant, method, gpu))
+    code, doc = _run(["explain", "--config", str(path)], capsys)
+    if outcome == "refused":
+        (issue,) = doc["issues"]
+        assert code == 2 and (issue["keyword"], issue["path"], issue["value"]) == ("supported_quantization", "$.model.quant_method", method)
+        assert f"'{method} quantization is currently not supported in xpu.'" in issue["message"]
+    else:
+        assert code in (0, 1) and "issues" not in doc, doc
+
+
+def test_every_quant_method_the_tables_read_is_allowed_or_named_why_not():
+    """What the tables compare quant_method (and moe_quant_method) against, every release allows in
+    a config file, but ptpc_fp8: no modelled release has it (deployment._NOT_A_RELEASE_METHOD)."""
+    import yaml
+
+    from moe_oracle.deployment import _NOT_A_RELEASE_METHOD, modelled_quant_methods
+
+    read: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("quant_method", "moe_quant_method") and isinstance(value, list):
+                    read.update(v for v in value if isinstance(v, str))
+                walk(value)
+            if node.get("field") in ("quant_method", "moe_quant_method"):
+                for key in ("in", "not_in"):
+                    read.update(v for v in node.get(key) or () if isinstance(v, str))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    root = Path(__file__).parents[2] / "moe_oracle"
+    for path in [*root.glob("kernels/*.yaml"), *root.glob("rules/*.yaml"), *root.glob("runtime_tables/**/*.yaml")]:
+        walk(yaml.safe_load(path.read_text()))
+    assert {"modelopt", "compressed-tensors", "gpt_oss_mxfp4", "nvfp4_per_token", "ptpc_fp8"} <= read
+    for release in RELEASES:
+        assert read - set(modelled_quant_methods(release)) - {"none"} == set(_NOT_A_RELEASE_METHOD), release
