@@ -23,7 +23,7 @@ from .errors import ConfigError, InputIssue, did_you_mean
 from .serve import PlatformQuantization, ServeArgs, engine_facts, platform_quantization, release_values
 
 __all__ = ["SERVE_TO_ARGS", "DeclaredEnvironment", "PlatformQuantizationIssue", "answer_release", "apply_serve", "blame_hf_overrides", "check_draft_moe_backend", "checkpoint_quantization", "declare_environment",
-           "config_quant_method_issue", "layer_gate_methods", "layer_quantization_methods", "load_serve_checkpoint", "modelled_quant_methods", "platform_admits", "platform_refusal", "quantization_override", "serve_model_path", "verify_checkpoint_quantization", "verify_layer_quantization"]
+           "config_quant_method_issue", "layer_gate_methods", "layer_quantization_methods", "load_serve_checkpoint", "modelled_quant_methods", "platform_admits", "platform_refusal", "quantization_from_flag", "quantization_override", "serve_model_path", "verify_checkpoint_quantization", "verify_layer_quantization"]
 
 # ServeArgs attribute -> (argparse dest, flag as the user types it for moe-oracle)
 SERVE_TO_ARGS = {
@@ -556,7 +556,32 @@ def checkpoint_quantization(quant: Any, user: str | None, model_type: str | None
     return override or declared
 
 
-def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, release: str, *, allow_deprecated: bool, allow_flag: str, device: Any) -> list[str]:
+def quantization_from_flag(quant: Any, user: str | None) -> str | None:
+    """The method ``ModelConfig._verify_quantization`` checks when the ``--quantization user``
+    flag chose it: an override class that takes this checkpoint's document only under that flag
+    (``moe_wna16`` for a GPTQ/AWQ checkpoint under ``-q moe_wna16``, Q/moe_wna16.py), so any
+    checkpoint of the same format is checked as that method on that serve line; ``None`` when
+    the document decides (or there is no flag). Assumes :func:`verify_checkpoint_quantization`
+    accepted the pair.
+
+    >>> from types import SimpleNamespace as NS
+    >>> gptq = NS(config={"quant_method": "gptq", "bits": 4}, declared="gptq", model_type="qwen3_moe")
+    >>> quantization_from_flag(gptq, "moe_wna16"), quantization_from_flag(gptq, "marlin"), quantization_from_flag(gptq, None)
+    ('moe_wna16', None, None)
+    """
+    config = dict(getattr(quant, "config", None) or {})
+    if user is None or "quant_method" not in config:
+        return None
+    doc = {**config, "quant_method": getattr(quant, "declared", None) or ""}
+    model_type = getattr(quant, "model_type", None)
+    try:
+        override = quantization_override(doc, user, model_type)
+    except ValueError:
+        return None
+    return override if override is not None and quantization_override(doc, None, model_type) != override else None
+
+
+def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, release: str, *, allow_deprecated: bool, allow_flag: str, device: Any, another_checkpoint: str | None = None) -> list[str]:
     """Check the checkpoint's quantization document against ``--quantization`` as vLLM
     ``release`` does at start (vllm/config/model.py ``ModelConfig._verify_quantization``,
     the same in 0.29.0-0.33.0), in its order:
@@ -590,6 +615,14 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
     tables do not model: refused as not modelled rather than answered with the checkpoint's own
     selection, once the platform check (which comes first in vLLM) lets it through.
 
+    ``another_checkpoint`` (moe-oracle's ``--quant``, or a config file's ``model.quant``, giving
+    the layer experts other than the checkpoint's): the answer is then for another checkpoint
+    of the same format with those experts, whose method is not this document's, so step 3's
+    platform check is not applied to the document's method; where it would refuse, a note says
+    so. The caller holds the layer to :func:`verify_layer_quantization` instead (the methods a
+    checkpoint of that format with those experts can have), as why-not's search does for every
+    edit of the numerics, so a fix that changes ``--quant`` runs as printed.
+
     Args:
         quant: the checkpoint's :class:`~moe_oracle.checkpoint.quant_formats.QuantFormat`.
         user: the ``--quantization`` value (``None``: not given); ``flag`` names where it was given.
@@ -597,10 +630,12 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         allow_deprecated, allow_flag: whether ``--allow-deprecated-quantization`` was given, and
             how to name it in a refusal.
         device: the :class:`~moe_oracle.config.Device` the answer is for (its platform).
+        another_checkpoint: how the layer's experts were changed (``--quant fp8_block``), or ``None``.
 
     Returns:
         notes (a ``--quantization`` an override class replaces; a platform whose check vLLM's
-        tree does not hold, TPU).
+        tree does not hold, TPU; the document's method that the platform refuses, under
+        ``another_checkpoint``).
 
     Raises:
         ConfigError: a method vLLM refuses (unknown, not supported on the platform, or
@@ -662,14 +697,25 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         # Not modelled: which name vLLM checks depends on the release (see _dsv4_may_take_quark).
         return notes + [f"{where[0]}: vLLM 0.29.0-0.30.0 take a DeepSeek-V4 AMD-Quark OCP MXFP4 checkpoint as deepseek_v4_fp8 (DeepseekV4FP8Config.override_quantization_method, vllm/models/deepseek_v4/quant_config.py), later releases as quark; the platform's quantization check (supported_quantization) is not applied to it here"]
     # The flag chose the method when the override takes the checkpoint so only under it (-q moe_wna16 on GPTQ).
-    from_flag = user is not None and override is not None and quantization_override({**config, "quant_method": declared or ""}, None, getattr(quant, "model_type", None)) != override
-    refused = platform_refusal(effective, release, device, path=flag if from_flag else where[0], how=how, file=None if from_flag else where[1],
-                               instead=f"drop {flag.split()[-1]} {user}" if from_flag else None)
-    if refused is not None:
-        raise ConfigError([refused], headline=headline if from_flag else "bad checkpoint")
+    from_flag = quantization_from_flag(quant, user) is not None
+    if another_checkpoint is not None and not from_flag:
+        # Another checkpoint's method is not this document's: noted, not refused (the caller
+        # holds the layer to verify_layer_quantization). A method the serve line's flag chose
+        # is that line's, whatever the checkpoint: checked below.
+        mine = platform_refusal(effective, release, device, path=where[0], how=how, file=where[1])
+        if mine is not None:
+            platform = getattr(device.platform, "value", device.platform)
+            on = f"{device.name} ({platform})" if getattr(device, "name", None) else str(platform)
+            notes.append(f"{another_checkpoint}: the answer is for another checkpoint of quant_method {declared} with these experts, not for this one: vLLM {release} refuses this checkpoint's own method {effective} on {on} "
+                         f"(Platform.verify_quantization, supported_quantization; {how})")
+    else:
+        refused = platform_refusal(effective, release, device, path=flag if from_flag else where[0], how=how, file=None if from_flag else where[1],
+                                   instead=f"drop {flag.split()[-1]} {user}" if from_flag else None)
+        if refused is not None:
+            raise ConfigError([refused], headline=headline if from_flag else "bad checkpoint")
     if effective in values["deprecated_quantization"] and not allow_deprecated:
         raise ConfigError([InputIssue(where[0], f"vLLM {release} refuses the deprecated quantization method {effective} at start unless {allow_flag} is given (ModelConfig._verify_quantization, vllm/config/model.py; DEPRECATED_QUANTIZATION_METHODS)", declared, None, where[1])], headline="bad checkpoint")
-    return notes + _out_of_tree_note([effective], release, device)
+    return notes if another_checkpoint is not None and not from_flag else notes + _out_of_tree_note([effective], release, device)
 
 
 def _override_at(overrides: Mapping[str, Any], path: str) -> tuple[str, Any] | None:

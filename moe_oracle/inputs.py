@@ -44,11 +44,24 @@ and whether the file asks to probe this machine (``environment.probe``)."""
 
 @dataclass(frozen=True)
 class LoadedConfig:
-    """A config file's content: the layer, and the environment it declares (if any)."""
+    """A config file's content: the layer, and the environment it declares (if any).
+
+    Attributes:
+        config: the layer and deployment.
+        environment: the declared environment (``None``: none declared, or ``probe``).
+        probe: ``environment.probe``: answer for this machine.
+        checkpoint_quant: for ``model.hf_config``, the checkpoint's quantization document
+            (:class:`~moe_oracle.checkpoint.quant_formats.QuantFormat`), which vLLM checks at
+            start as for ``--model`` (:func:`moe_oracle.deployment.verify_checkpoint_quantization`);
+            ``None`` for a layer given field by field.
+        checkpoint_scheme: the experts' scheme as the checkpoint has it (before ``model.quant``).
+    """
 
     config: MoEConfig
     environment: Environment | None
     probe: bool
+    checkpoint_quant: Any = None
+    checkpoint_scheme: QuantScheme | None = None
 
 
 def example_names() -> tuple[str, ...]:
@@ -239,10 +252,12 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, release=release)
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)
+        checkpoint = (ck.quant, kwargs.get("quant"))
         if "quant" in model:
             kwargs["quant"] = parse_quant(model["quant"], "$.model.quant")
             prov.append(Provenance("quant", src, "config file overrides the checkpoint's quantization"))
     else:
+        checkpoint = (None, None)
         kwargs = {k: v for k, v in model.items() if k != "quant"}
         if "quant" in model:
             kwargs["quant"] = parse_quant(model["quant"], "$.model.quant")
@@ -281,7 +296,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         raise ConfigError([InputIssue(_document_path(i.path, "hf_config" in model), i.message, i.value, i.allowed, file, i.entry, i.keyword) for i in exc.issues]) from None
     if "moe_backend" in doc:
         _check_moe_backend(catalog, doc["moe_backend"], environment, file)
-    return LoadedConfig(config, environment, probe)
+    return LoadedConfig(config, environment, probe, *checkpoint)
 
 
 def _check_quant_method(catalog: Catalog, value: str, environment: Environment | None, file: str | None) -> None:
