@@ -352,6 +352,8 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
 
     def answer_env(file_env: Any, file_probe: bool) -> Any:
         if "env" not in answered:
+            if args.probe and file_env is not None and (file_env.packages or file_env.absent or file_env.env):
+                answered["notes"] = [_probe_over_file(args, file_env)]
             if args.probe or file_probe:
                 answered["env"] = _probed_environment(args, catalog, probe_notes)
             elif file_env is not None and not (args.package or args.without or args.env or args.environment or (serve and serve.env)):
@@ -503,6 +505,27 @@ def _verify_quantization(args: argparse.Namespace, catalog: Any, config: Any, en
         flagged = other.startswith("--quant")
         notes += verify_layer_quantization(config, release, path="--quant" if flagged else "$.model.quant", file=None if flagged else str(args.config), headline="bad --quant" if flagged else "bad --config")
     return notes
+
+
+def _probe_over_file(args: argparse.Namespace, file_env: Any) -> str:
+    """``--probe`` next to a config file that declares an environment (packages, absent or env):
+    the two say which machine the answer is for, as ``--probe`` and ``--environment FILE`` do, so
+    the explicit flag is refused as that pair is (:func:`_probed_environment`). ``run`` probes
+    without being asked (it executes here): the file's environment is set aside with a note.
+
+    Returns:
+        the note (``run``).
+
+    Raises:
+        ConfigError: an explicit ``--probe``, naming ``$.environment`` of the file.
+    """
+    from .errors import ConfigError, InputIssue
+
+    declared = [f"{n}=={v}" for n, v in file_env.packages] + [f"{n} absent" for n in sorted(file_env.absent)] + [f"{n}={v}" for n, v in file_env.env]
+    shown = ", ".join(declared[:4]) + (", ..." if len(declared) > 4 else "")
+    if getattr(args, "probe_implied", False):
+        return f"run executes on this machine: the environment {args.config} declares in $.environment ({shown}) is not used; the answer is for the probed one"
+    raise ConfigError([InputIssue("--probe", f"--probe reads this machine; --config {args.config} declares another environment ({shown}) in $.environment: give one of them (drop --probe, or the file's environment)", args.config, None)], headline="bad --probe")
 
 
 def _admissible(args: argparse.Namespace, catalog: Any, config: Any) -> Any:
@@ -733,7 +756,7 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
     if args.gpu or args.platform or args.sm or args.arch:
         raise ConfigError([InputIssue("--gpu", "run executes on this machine, whose device is probed; drop --gpu/--platform/--sm/--arch (explain or select describe other machines)", args.gpu or args.platform, None)])
     if not args.probe and not (args.package or args.without or args.env or args.environment):
-        args.probe = True
+        args.probe = args.probe_implied = True  # a file's declared environment is then noted, not a conflict (_probe_over_file)
     config, env, notes = _build_inputs(args, catalog, probe_device_default=True)
 
     issues = _refusals(config, args, catalog, env)
