@@ -325,7 +325,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         notes += [f"--serve: {n}" for n in serve.notes]
     file_env = None
     file_probe = False
-    ck_quant = None
+    ck_quant = ck_scheme = None
     if args.config and args.model:
         raise ConfigError([InputIssue("--config/--model", "give either --config or --model, not both", None, None)])
     if args.probe and args.environment:
@@ -352,6 +352,8 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
 
     def answer_env(file_env: Any, file_probe: bool) -> Any:
         if "env" not in answered:
+            if args.probe and file_env is not None and (file_env.packages or file_env.absent or file_env.env):
+                answered["notes"] = [_probe_over_file(args, file_env)]
             if args.probe or file_probe:
                 answered["env"] = _probed_environment(args, catalog, probe_notes)
             elif file_env is not None and not (args.package or args.without or args.env or args.environment or (serve and serve.env)):
@@ -367,6 +369,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     if args.config:
         loaded = load_config_file(args.config, catalog, answer_env=answer_env)
         config, file_env, file_probe = loaded.config, loaded.environment, loaded.probe
+        ck_quant, ck_scheme = loaded.checkpoint_quant, loaded.checkpoint_scheme
         if device is None:
             gpu_note = _unused_gpu_note(args, config.device, declared, f"the device of --config {args.config}")
             notes += [gpu_note] if gpu_note else []
@@ -395,7 +398,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
             given = "--serve" if serve is not None else "--model"
             raise ConfigError([InputIssue("--gpu", f"the device is required with {given}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
         kwargs = dict(ck.kwargs)
-        ck_quant = ck.quant
+        ck_quant, ck_scheme = ck.quant, kwargs.get("quant")
         ck_prov = tuple(ck.provenance)
         if serve is not None and serve.dtype not in (None, "auto"):
             kwargs["in_dtype"] = DType({"half": "float16", "float": "float32"}.get(serve.dtype, serve.dtype))
@@ -448,38 +451,111 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     notes += answered.get("notes", [])
     if serve is not None:
         _check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
-    from .deployment import answer_release, checkpoint_quantization, layer_quantization_methods, verify_checkpoint_quantization, verify_layer_quantization
-    from .serve import ENGINE_VERSION
-
-    release = answer_release(catalog, env) or ENGINE_VERSION
-    args.quantization_methods = ()
-    if ck_quant is not None:
-        user_q = serve.quantization if serve is not None else None
-        notes += verify_checkpoint_quantization(ck_quant, user_q, "--serve --quantization", release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)", device=config.device)
-        method = checkpoint_quantization(ck_quant, user_q)
-        args.quantization_methods = (method,) if method else ()
-    elif args.config:
-        # A layer without its checkpoint: the methods its quant_method and scheme can come from.
-        notes += verify_layer_quantization(config, release, path="$.model.quant_method", file=str(args.config))
-        args.quantization_methods = layer_quantization_methods(config)
+    notes += _verify_quantization(args, catalog, config, env, serve, ck_quant, ck_scheme)
     return config, env, tuple(notes)
 
 
+def _verify_quantization(args: argparse.Namespace, catalog: Any, config: Any, env: Any, serve: Any, ck_quant: Any, ck_scheme: Any) -> list[str]:
+    """vLLM's quantization checks at start for the layer :func:`_build_inputs` built, and the
+    gate why-not's search holds edits to (``args.checkpoint_gate``, read by :func:`_admissible`).
+
+    A checkpoint (``--model``, ``--serve``, a config file's ``model.hf_config``) is checked as
+    vLLM checks it (:func:`moe_oracle.deployment.verify_checkpoint_quantization`). Under
+    experts other than the checkpoint's (``--quant``, the file's ``model.quant``) the answer is
+    for another checkpoint of the same format: its own document's platform check is noted, and
+    the layer is held to the methods such a checkpoint can have
+    (:func:`moe_oracle.deployment.verify_layer_quantization`), as a config file's layer given
+    field by field is; a method the serve line's ``-q`` chose (``moe_wna16`` on GPTQ) is that
+    line's for any such checkpoint, and stays checked. A config file cannot give ``--allow-deprecated-quantization``: a
+    deprecated method is noted there.
+
+    Returns:
+        notes.
+
+    Raises:
+        ConfigError: what vLLM refuses at start.
+    """
+    from .deployment import answer_release, checkpoint_quantization, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
+    from .serve import ENGINE_VERSION, release_values
+
+    release = answer_release(catalog, env) or ENGINE_VERSION
+    args.checkpoint_gate = None
+    notes: list[str] = []
+    if ck_quant is None:
+        if args.config:  # a layer without its checkpoint: the methods its quant_method and scheme can come from
+            notes += verify_layer_quantization(config, release, path="$.model.quant_method", file=str(args.config))
+        return notes
+    user_q = serve.quantization if serve is not None else None
+    other = None
+    if config.quant != ck_scheme:
+        other = f"--quant {args.quant}" if args.quant else f"$.model.quant of {args.config}"
+    allow = bool(serve is not None and serve.allow_deprecated_quantization)
+    if args.config:
+        allow = True
+        own = checkpoint_quantization(ck_quant, None)
+        if own in release_values(release)["deprecated_quantization"] and other is None:  # else verify_layer_quantization notes it
+            notes.append(f"$.model.hf_config: vLLM {release} refuses the deprecated quantization method {own} at start unless --allow-deprecated-quantization is given "
+                         "(ModelConfig._verify_quantization; DEPRECATED_QUANTIZATION_METHODS); a config file cannot give it: the answer is for a start with it")
+    notes += verify_checkpoint_quantization(ck_quant, user_q, "--serve --quantization", release, allow_deprecated=allow, allow_flag="--allow-deprecated-quantization (on the --serve line)", device=config.device,
+                                            another_checkpoint=other)
+    method = checkpoint_quantization(ck_quant, user_q)
+    chosen = quantization_from_flag(ck_quant, user_q)  # the serve line's -q decides whatever the checkpoint (checked above)
+    args.checkpoint_gate = (ck_scheme, config.quant_method, (method,) if method else (), (chosen,) if chosen else None)
+    if other is not None and chosen is None:
+        flagged = other.startswith("--quant")
+        notes += verify_layer_quantization(config, release, path="--quant" if flagged else "$.model.quant", file=None if flagged else str(args.config), headline="bad --quant" if flagged else "bad --config")
+    return notes
+
+
+def _probe_over_file(args: argparse.Namespace, file_env: Any) -> str:
+    """``--probe`` next to a config file that declares an environment (packages, absent or env):
+    the two say which machine the answer is for, as ``--probe`` and ``--environment FILE`` do, so
+    the explicit flag is refused as that pair is (:func:`_probed_environment`). ``run`` probes
+    without being asked (it executes here): the file's environment is set aside with a note.
+
+    Returns:
+        the note (``run``).
+
+    Raises:
+        ConfigError: an explicit ``--probe``, naming ``$.environment`` of the file.
+    """
+    from .errors import ConfigError, InputIssue
+
+    declared = [f"{n}=={v}" for n, v in file_env.packages] + [f"{n} absent" for n in sorted(file_env.absent)] + [f"{n}={v}" for n, v in file_env.env]
+    shown = ", ".join(declared[:4]) + (", ..." if len(declared) > 4 else "")
+    if getattr(args, "probe_implied", False):
+        return f"run executes on this machine: the environment {args.config} declares in $.environment ({shown}) is not used; the answer is for the probed one"
+    raise ConfigError([InputIssue("--probe", f"--probe reads this machine; --config {args.config} declares another environment ({shown}) in $.environment: give one of them (drop --probe, or the file's environment)", args.config, None)], headline="bad --probe")
+
+
 def _admissible(args: argparse.Namespace, catalog: Any, config: Any) -> Any:
-    """For why-not's search (dead-end fixes too): whether vLLM starts with an edited deployment's
-    device and release, given the quantization methods :func:`_build_inputs` found for ``config``
-    (:func:`moe_oracle.deployment.platform_admits`), so a fix never moves the checkpoint to a GPU
-    whose platform vLLM refuses its method on. An edit of the numerics (``--quant``, the layer's
-    ``quant_method``) is another checkpoint, whose method is not known: admitted. ``None`` when
-    there is no method to check."""
-    from .deployment import answer_release, platform_admits
+    """For why-not's search (dead-end fixes too): whether vLLM starts with an edited deployment,
+    held to the platform quantization check that ``select`` with the fix applied runs
+    (:func:`_build_inputs`), so every printed fix runs as printed.
+
+    An edit that keeps the checkpoint's experts and format is the checkpoint itself: the method
+    vLLM checks for it (:func:`moe_oracle.deployment.checkpoint_quantization`) must pass the
+    edited device's platform in the edited release (:func:`moe_oracle.deployment.platform_admits`),
+    so no fix moves the checkpoint to a GPU whose platform refuses its method. Any other layer
+    (``--quant`` or the layer's ``quant_method`` edited, or a ``--config`` layer given field by
+    field) is a checkpoint of that format with those experts: one of the methods it can have must
+    pass (:func:`moe_oracle.deployment.layer_gate_methods`), as ``select`` holds it to
+    :func:`moe_oracle.deployment.verify_layer_quantization`, unless the serve line's ``-q`` chose
+    the method (:func:`moe_oracle.deployment.quantization_from_flag`), which then must pass."""
+    from .deployment import answer_release, layer_gate_methods, platform_admits
     from .serve import ENGINE_VERSION
 
-    methods = getattr(args, "quantization_methods", ())
-    if not methods:
-        return None
-    same = (config.quant, config.quant_method)
-    return lambda c, env: (c.quant, c.quant_method) != same or platform_admits(methods, answer_release(catalog, env) or ENGINE_VERSION, c.device)
+    gate = getattr(args, "checkpoint_gate", None)
+
+    def admissible(c: Any, env: Any) -> bool:
+        release = answer_release(catalog, env) or ENGINE_VERSION
+        if gate is not None and (c.quant, c.quant_method) == gate[:2]:
+            return platform_admits(gate[2], release, c.device)
+        if gate is not None and gate[3] is not None and c.quant_method == gate[1]:
+            return platform_admits(gate[3], release, c.device)  # the serve line's -q chose it
+        return platform_admits(layer_gate_methods(c, release), release, c.device)
+
+    return admissible
 
 
 def _check_serve_values(serve: Any, catalog: Any, env: Any) -> None:
@@ -680,7 +756,7 @@ def _cmd_run(args: argparse.Namespace, catalog: Any) -> int:
     if args.gpu or args.platform or args.sm or args.arch:
         raise ConfigError([InputIssue("--gpu", "run executes on this machine, whose device is probed; drop --gpu/--platform/--sm/--arch (explain or select describe other machines)", args.gpu or args.platform, None)])
     if not args.probe and not (args.package or args.without or args.env or args.environment):
-        args.probe = True
+        args.probe = args.probe_implied = True  # a file's declared environment is then noted, not a conflict (_probe_over_file)
     config, env, notes = _build_inputs(args, catalog, probe_device_default=True)
 
     issues = _refusals(config, args, catalog, env)

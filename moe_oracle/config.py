@@ -185,7 +185,11 @@ class MoEConfig:
         routing_method: router algorithm.
         quant: (weight key, activation key).
         quant_method: checkpoint quantization format (``"fp8"``, ``"compressed-tensors"``,
-            ``"modelopt"``, ``"mxfp4"`` ...); ``None`` when unquantized or unknown.
+            ``"modelopt"``, ``"mxfp4"`` ...); ``None`` when unquantized or unknown. vLLM's name
+            for the method an override ends with (``"modelopt_fp4"``, ``"auto_gptq"``) is read
+            as the format it overrides (:func:`moe_oracle.normalize.table_quant_method`). Not
+            validated here (any string); a config file's value must be one of the release's
+            methods moe-oracle models (:func:`moe_oracle.deployment.config_quant_method_issue`).
         in_dtype: model activation dtype.
         router_logits_dtype: dtype of router logits; ``None`` means ``in_dtype``.
         has_bias: experts carry biases (gpt-oss).

@@ -23,7 +23,7 @@ from .errors import ConfigError, InputIssue, did_you_mean
 from .serve import PlatformQuantization, ServeArgs, engine_facts, platform_quantization, release_values
 
 __all__ = ["SERVE_TO_ARGS", "DeclaredEnvironment", "PlatformQuantizationIssue", "answer_release", "apply_serve", "blame_hf_overrides", "check_draft_moe_backend", "checkpoint_quantization", "declare_environment",
-           "layer_quantization_methods", "load_serve_checkpoint", "platform_admits", "platform_refusal", "quantization_override", "serve_model_path", "verify_checkpoint_quantization", "verify_layer_quantization"]
+           "config_quant_method_issue", "layer_gate_methods", "layer_quantization_methods", "load_serve_checkpoint", "modelled_quant_methods", "platform_admits", "platform_refusal", "quantization_from_flag", "quantization_override", "serve_model_path", "verify_checkpoint_quantization", "verify_layer_quantization"]
 
 # ServeArgs attribute -> (argparse dest, flag as the user types it for moe-oracle)
 SERVE_TO_ARGS = {
@@ -391,16 +391,77 @@ _LAYER_METHODS = {
 _MODELOPT_BY_FAMILY = {"fp8": ("modelopt", "modelopt_mixed"), "nvfp4": ("modelopt_fp4", "modelopt_mixed"), "mxfp8": ("modelopt_mxfp8", "modelopt_mixed")}
 
 
+# The config-file quant_method values moe-oracle models besides the formats above and the
+# names they come from: online methods the constraint tables key on (rules/constraints.yaml
+# constraint.online_nvfp4_sm100: nvfp4_per_token; constraint.mxfp8_method_*: mxfp8).
+_TABLE_ONLINE_METHODS = ("mxfp8", "nvfp4_per_token")
+# Names the tables read that no modelled release has (rules citing vLLM main): refused as vLLM
+# refuses them, with the checkpoint reader's explanation (checkpoint/quant_formats.py _REMOVED).
+_NOT_A_RELEASE_METHOD = {
+    "ptpc_fp8": "no modelled release has a ptpc_fp8 method (the tables' rules on it follow vLLM main); per-token-per-channel FP8 is the online shorthand fp8_per_channel in 0.29.0-0.33.0, which moe-oracle does not model",
+}
+
+
+def modelled_quant_methods(release: str) -> tuple[str, ...]:
+    """The ``quant_method`` values a config file's layer may name for vLLM ``release``: the
+    release's methods (vllm/model_executor/layers/quantization/__init__.py ``QuantizationMethods``,
+    ``engine_facts/vllm-release-values.yaml``) whose MoE method moe-oracle models, i.e. the
+    checkpoint formats the tables read (``fp8``, ``modelopt``, ``compressed-tensors`` ...), the
+    names vLLM ends with for them (``modelopt_fp4``, ``auto_gptq``, ``gpt_oss_mxfp4`` ...:
+    :data:`_LAYER_METHODS`, :data:`moe_oracle.normalize.TABLE_QUANT_METHOD`) and the online
+    methods the tables key on (``mxfp8``, ``nvfp4_per_token``). In the release's order.
+
+    >>> "modelopt_fp4" in modelled_quant_methods("0.33.0"), "humming" in modelled_quant_methods("0.33.0")
+    (True, False)
+    """
+    from .normalize import TABLE_QUANT_METHOD
+
+    wanted = {*_LAYER_METHODS, *(m for ms in _LAYER_METHODS.values() for m in ms), *TABLE_QUANT_METHOD, *_TABLE_ONLINE_METHODS}
+    return tuple(m for m in release_values(release)["quantization"] if m in wanted)
+
+
+def config_quant_method_issue(value: Any, release: str, *, path: str = "$.model.quant_method", file: str | None = None) -> InputIssue | None:
+    """The refusal of a config file's ``quant_method`` ``value`` for vLLM ``release``, or ``None``.
+
+    The value names the layer's quantization method as vLLM does (a checkpoint's
+    ``quantization_config.quant_method``, or the name an override ends with): vLLM ``release``
+    refuses any other at start ("Unknown quantization method", ``ModelConfig._verify_quantization``,
+    vllm/config/model.py, 0.29.0-0.33.0), and a method it knows whose MoE method moe-oracle does
+    not model (``humming``, ``experts_int8``, the online ``fp8_per_*`` shorthands ...) would be
+    answered as if it had no method: refused as not modelled. ``None`` (unknown or
+    unquantized) passes. The allowed values are :func:`modelled_quant_methods`.
+
+    >>> config_quant_method_issue("bogus", "0.33.0").keyword, config_quant_method_issue("modelopt_fp4", "0.33.0") is None
+    ('enum', True)
+    """
+    if value is None:
+        return None
+    allowed = list(modelled_quant_methods(release))
+    if value in allowed:
+        return None
+    methods = release_values(release)["quantization"]
+    if isinstance(value, str) and not value.strip():
+        return InputIssue(path, f"an empty quant_method names no method (vLLM {release} reads a checkpoint's empty quant_method as none, ModelConfig._verify_quantization): give the method, or null when unquantized or unknown", value, allowed, file, keyword="enum")
+    if value in methods:
+        message = (f"vLLM {release} knows the quantization method {value}, but moe-oracle does not model the MoE method it builds "
+                   "(the tables key quant_method on the checkpoint formats below); give the checkpoint's format, or leave quant_method out (null: unknown)")
+        return InputIssue(path, message, value, allowed, file, keyword="enum")
+    why = _NOT_A_RELEASE_METHOD.get(str(value))
+    message = f"vLLM {release} refuses the layer at start: 'Unknown quantization method: {value}' (ModelConfig._verify_quantization, vllm/config/model.py; the methods: QuantizationMethods)" + (f"; {why}" if why else "")
+    return InputIssue(path, message, value, allowed, file, keyword="enum")
+
+
 def layer_quantization_methods(config: Any) -> tuple[str, ...]:
     """The vLLM methods ``_verify_quantization`` may have checked for a layer described without
-    its checkpoint (a ``--config`` file): from its ``quant_method`` (the family the tables read)
-    and, for ModelOpt, its scheme's family. ``()`` for an unquantized layer or a name that no
-    modelled checkpoint gives (not checked).
+    its checkpoint (a ``--config`` file, or a checkpoint's layer under another ``--quant``): from
+    its ``quant_method`` (the format the tables read) and, for ModelOpt, its scheme's family.
+    A ``quant_method`` that is not such a format (``modelopt_fp4``, ``gpt_oss_mxfp4``, ``mxfp8``:
+    the name vLLM ends with) is itself the method checked. ``()`` for an unquantized layer.
 
     >>> from moe_oracle.quant import SCHEMES
     >>> from types import SimpleNamespace as NS
-    >>> layer_quantization_methods(NS(quant_method="modelopt", quant=SCHEMES["nvfp4"]))
-    ('modelopt_fp4', 'modelopt_mixed')
+    >>> layer_quantization_methods(NS(quant_method="modelopt", quant=SCHEMES["nvfp4"])), layer_quantization_methods(NS(quant_method="modelopt_fp4", quant=SCHEMES["nvfp4"]))
+    (('modelopt_fp4', 'modelopt_mixed'), ('modelopt_fp4',))
     """
     method = getattr(config, "quant_method", None)
     family = getattr(getattr(getattr(config, "quant", None), "family", None), "value", "")
@@ -408,38 +469,55 @@ def layer_quantization_methods(config: Any) -> tuple[str, ...]:
         return _MODELOPT_BY_FAMILY.get(family, _LAYER_METHODS["modelopt"])
     if method == "quark" and family == "mxfp4" and getattr(config, "model_type", None) in (None, "deepseek_v4"):
         return ("quark", "deepseek_v4_fp8")  # vLLM 0.29.0-0.30.0 may take it as deepseek_v4_fp8 (_dsv4_may_take_quark)
-    return _LAYER_METHODS.get(method or "", ())
+    if not method:
+        return ()
+    return _LAYER_METHODS.get(method, (method,))
 
 
-def verify_layer_quantization(config: Any, release: str, *, path: str, file: str | None = None) -> list[str]:
-    """Refuse a layer described without its checkpoint (a ``--config`` file) when vLLM
-    ``release`` refuses, on the layer's platform, every method its checkpoint can have
-    (:func:`layer_quantization_methods`, :func:`platform_refusal`); where only some are refused,
-    a note names them (the answer holds for a checkpoint of the others).
+def layer_gate_methods(config: Any, release: str) -> tuple[str, ...]:
+    """:func:`layer_quantization_methods` that vLLM ``release`` knows (the platform check runs
+    after the unknown-method check): what :func:`verify_layer_quantization` and why-not's
+    admissibility check hold a layer to, so both answer alike."""
+    known = release_values(release)["quantization"]
+    return tuple(m for m in layer_quantization_methods(config) if m in known)
+
+
+def verify_layer_quantization(config: Any, release: str, *, path: str, file: str | None = None, headline: str = "bad --config") -> list[str]:
+    """Refuse a layer described without its checkpoint (a ``--config`` file, or a checkpoint's
+    layer under another ``--quant``) when vLLM ``release`` refuses, on the layer's platform,
+    every method its checkpoint can have (:func:`layer_gate_methods`, :func:`platform_refusal`);
+    where only some are refused, a note names them (the answer holds for a checkpoint of the others).
+    A deprecated method (``fbgemm_fp8``) is noted, not refused: vLLM needs
+    ``--allow-deprecated-quantization`` for it, which a layer without its serve line cannot give.
 
     Returns:
         notes.
 
     Raises:
-        ConfigError: every such method refused, naming ``path`` (``$.quant_method``) in ``file``.
+        ConfigError: every such method refused, naming ``path`` (``$.model.quant_method``,
+            ``--quant``) in ``file``.
     """
-    methods = layer_quantization_methods(config)
-    known = [m for m in methods if m in release_values(release)["quantization"]]
+    known = list(layer_gate_methods(config, release))
     if not known:
         return []
     device = config.device
-    if len(known) == 1:
+    if known == [config.quant_method]:
+        how = f"quant_method {config.quant_method} is the method checked"
+    elif len(known) == 1:
         how = f"a layer of quant_method {config.quant_method} comes from a {known[0]} checkpoint, the method checked"
     else:
         how = f"a layer of quant_method {config.quant_method} with {config.quant.name} experts comes from a {' or '.join(known)} checkpoint, each refused"
     issue = _refusal(known, release, device, path=path, how=how, file=file)
     if issue is not None:
-        raise ConfigError([replace(issue, value=config.quant_method)], headline="bad --config")
+        raise ConfigError([replace(issue, value=config.quant_method)], headline=headline)
     platform = getattr(device.platform, "value", device.platform)
     refused = [m for m in known if _refused_by([m], release, device)]
     notes = _out_of_tree_note(known, release, device)
     if refused:
         notes.append(f"{path}: vLLM {release} refuses {', '.join(refused)} on {platform} (supported_quantization): the answer holds for a {' or '.join(m for m in known if m not in refused)} checkpoint")
+    if all(m in release_values(release)["deprecated_quantization"] for m in known):
+        notes.append(f"{path}: vLLM {release} refuses the deprecated quantization method {' / '.join(known)} at start unless --allow-deprecated-quantization is given "
+                     "(ModelConfig._verify_quantization; DEPRECATED_QUANTIZATION_METHODS): the answer is for a start with it")
     return notes
 
 
@@ -478,7 +556,32 @@ def checkpoint_quantization(quant: Any, user: str | None, model_type: str | None
     return override or declared
 
 
-def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, release: str, *, allow_deprecated: bool, allow_flag: str, device: Any) -> list[str]:
+def quantization_from_flag(quant: Any, user: str | None) -> str | None:
+    """The method ``ModelConfig._verify_quantization`` checks when the ``--quantization user``
+    flag chose it: an override class that takes this checkpoint's document only under that flag
+    (``moe_wna16`` for a GPTQ/AWQ checkpoint under ``-q moe_wna16``, Q/moe_wna16.py), so any
+    checkpoint of the same format is checked as that method on that serve line; ``None`` when
+    the document decides (or there is no flag). Assumes :func:`verify_checkpoint_quantization`
+    accepted the pair.
+
+    >>> from types import SimpleNamespace as NS
+    >>> gptq = NS(config={"quant_method": "gptq", "bits": 4}, declared="gptq", model_type="qwen3_moe")
+    >>> quantization_from_flag(gptq, "moe_wna16"), quantization_from_flag(gptq, "marlin"), quantization_from_flag(gptq, None)
+    ('moe_wna16', None, None)
+    """
+    config = dict(getattr(quant, "config", None) or {})
+    if user is None or "quant_method" not in config:
+        return None
+    doc = {**config, "quant_method": getattr(quant, "declared", None) or ""}
+    model_type = getattr(quant, "model_type", None)
+    try:
+        override = quantization_override(doc, user, model_type)
+    except ValueError:
+        return None
+    return override if override is not None and quantization_override(doc, None, model_type) != override else None
+
+
+def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, release: str, *, allow_deprecated: bool, allow_flag: str, device: Any, another_checkpoint: str | None = None) -> list[str]:
     """Check the checkpoint's quantization document against ``--quantization`` as vLLM
     ``release`` does at start (vllm/config/model.py ``ModelConfig._verify_quantization``,
     the same in 0.29.0-0.33.0), in its order:
@@ -512,6 +615,14 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
     tables do not model: refused as not modelled rather than answered with the checkpoint's own
     selection, once the platform check (which comes first in vLLM) lets it through.
 
+    ``another_checkpoint`` (moe-oracle's ``--quant``, or a config file's ``model.quant``, giving
+    the layer experts other than the checkpoint's): the answer is then for another checkpoint
+    of the same format with those experts, whose method is not this document's, so step 3's
+    platform check is not applied to the document's method; where it would refuse, a note says
+    so. The caller holds the layer to :func:`verify_layer_quantization` instead (the methods a
+    checkpoint of that format with those experts can have), as why-not's search does for every
+    edit of the numerics, so a fix that changes ``--quant`` runs as printed.
+
     Args:
         quant: the checkpoint's :class:`~moe_oracle.checkpoint.quant_formats.QuantFormat`.
         user: the ``--quantization`` value (``None``: not given); ``flag`` names where it was given.
@@ -519,10 +630,12 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         allow_deprecated, allow_flag: whether ``--allow-deprecated-quantization`` was given, and
             how to name it in a refusal.
         device: the :class:`~moe_oracle.config.Device` the answer is for (its platform).
+        another_checkpoint: how the layer's experts were changed (``--quant fp8_block``), or ``None``.
 
     Returns:
         notes (a ``--quantization`` an override class replaces; a platform whose check vLLM's
-        tree does not hold, TPU).
+        tree does not hold, TPU; the document's method that the platform refuses, under
+        ``another_checkpoint``).
 
     Raises:
         ConfigError: a method vLLM refuses (unknown, not supported on the platform, or
@@ -584,14 +697,25 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         # Not modelled: which name vLLM checks depends on the release (see _dsv4_may_take_quark).
         return notes + [f"{where[0]}: vLLM 0.29.0-0.30.0 take a DeepSeek-V4 AMD-Quark OCP MXFP4 checkpoint as deepseek_v4_fp8 (DeepseekV4FP8Config.override_quantization_method, vllm/models/deepseek_v4/quant_config.py), later releases as quark; the platform's quantization check (supported_quantization) is not applied to it here"]
     # The flag chose the method when the override takes the checkpoint so only under it (-q moe_wna16 on GPTQ).
-    from_flag = user is not None and override is not None and quantization_override({**config, "quant_method": declared or ""}, None, getattr(quant, "model_type", None)) != override
-    refused = platform_refusal(effective, release, device, path=flag if from_flag else where[0], how=how, file=None if from_flag else where[1],
-                               instead=f"drop {flag.split()[-1]} {user}" if from_flag else None)
-    if refused is not None:
-        raise ConfigError([refused], headline=headline if from_flag else "bad checkpoint")
+    from_flag = quantization_from_flag(quant, user) is not None
+    if another_checkpoint is not None and not from_flag:
+        # Another checkpoint's method is not this document's: noted, not refused (the caller
+        # holds the layer to verify_layer_quantization). A method the serve line's flag chose
+        # is that line's, whatever the checkpoint: checked below.
+        mine = platform_refusal(effective, release, device, path=where[0], how=how, file=where[1])
+        if mine is not None:
+            platform = getattr(device.platform, "value", device.platform)
+            on = f"{device.name} ({platform})" if getattr(device, "name", None) else str(platform)
+            notes.append(f"{another_checkpoint}: the answer is for another checkpoint of quant_method {declared} with these experts, not for this one: vLLM {release} refuses this checkpoint's own method {effective} on {on} "
+                         f"(Platform.verify_quantization, supported_quantization; {how})")
+    else:
+        refused = platform_refusal(effective, release, device, path=flag if from_flag else where[0], how=how, file=None if from_flag else where[1],
+                                   instead=f"drop {flag.split()[-1]} {user}" if from_flag else None)
+        if refused is not None:
+            raise ConfigError([refused], headline=headline if from_flag else "bad checkpoint")
     if effective in values["deprecated_quantization"] and not allow_deprecated:
         raise ConfigError([InputIssue(where[0], f"vLLM {release} refuses the deprecated quantization method {effective} at start unless {allow_flag} is given (ModelConfig._verify_quantization, vllm/config/model.py; DEPRECATED_QUANTIZATION_METHODS)", declared, None, where[1])], headline="bad checkpoint")
-    return notes + _out_of_tree_note([effective], release, device)
+    return notes if another_checkpoint is not None and not from_flag else notes + _out_of_tree_note([effective], release, device)
 
 
 def _override_at(overrides: Mapping[str, Any], path: str) -> tuple[str, Any] | None:

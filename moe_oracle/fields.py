@@ -69,7 +69,7 @@ _FIELDS = (
     _f("weight_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "weight quant key ('none' = model dtype)", ("quant",)),
     _f("activation_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "activation quant key ('none' = model dtype)", ("quant",)),
     _f("quant_family", "enum", enum_values(QuantFamily), "derived", R.QUANT_UNSUPPORTED, "vLLM oracle family of the quant scheme", ("quant",)),
-    _f("quant_method", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "checkpoint quantization format (fp8, compressed-tensors, modelopt, mxfp4 ...)"),
+    _f("quant_method", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "checkpoint quantization format the tables read (fp8, compressed-tensors, modelopt, mxfp4 ...; vLLM's name for an override's method, modelopt_fp4, auto_gptq, deepseek_v4_fp8 ..., is read as the format it overrides)"),
     _f("mxfp4_selector", "enum", MXFP4_SELECTORS, "derived", R.PATH_NOT_ENABLED, "which vLLM MXFP4 entry point selects: generic (select_mxfp4_moe_backend), deepseek_v4 (Mxfp4MoEMethod), compressed_tensors (its fixed choice), none (not MXFP4)", ("quant", "quant_method", "model_type")),
     _f("selector_activation_quant", "enum", _QUANT_SIDES, "derived", R.QUANT_UNSUPPORTED, "activation quant key the family's selector is asked for ('none' where the quant method passes none)", ("quant", "quant_method", "model_type")),
     _f("weight_block_size", "str", None, "checkpoint", R.QUANT_UNSUPPORTED, "the checkpoint's FP8 weight block, 'NxK' ('none' without block weights; '128x128' when a block key does not say)", ("weight_block_size", "quant")),

@@ -44,11 +44,24 @@ and whether the file asks to probe this machine (``environment.probe``)."""
 
 @dataclass(frozen=True)
 class LoadedConfig:
-    """A config file's content: the layer, and the environment it declares (if any)."""
+    """A config file's content: the layer, and the environment it declares (if any).
+
+    Attributes:
+        config: the layer and deployment.
+        environment: the declared environment (``None``: none declared, or ``probe``).
+        probe: ``environment.probe``: answer for this machine.
+        checkpoint_quant: for ``model.hf_config``, the checkpoint's quantization document
+            (:class:`~moe_oracle.checkpoint.quant_formats.QuantFormat`), which vLLM checks at
+            start as for ``--model`` (:func:`moe_oracle.deployment.verify_checkpoint_quantization`);
+            ``None`` for a layer given field by field.
+        checkpoint_scheme: the experts' scheme as the checkpoint has it (before ``model.quant``).
+    """
 
     config: MoEConfig
     environment: Environment | None
     probe: bool
+    checkpoint_quant: Any = None
+    checkpoint_scheme: QuantScheme | None = None
 
 
 def example_names() -> tuple[str, ...]:
@@ -239,14 +252,23 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, release=release)
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)
+        checkpoint = (ck.quant, kwargs.get("quant"))
         if "quant" in model:
             kwargs["quant"] = parse_quant(model["quant"], "$.model.quant")
             prov.append(Provenance("quant", src, "config file overrides the checkpoint's quantization"))
     else:
+        checkpoint = (None, None)
         kwargs = {k: v for k, v in model.items() if k != "quant"}
         if "quant" in model:
             kwargs["quant"] = parse_quant(model["quant"], "$.model.quant")
         prov += [Provenance(k, src, "") for k in model]
+        if model.get("quant_method") is not None:
+            _check_quant_method(catalog, model["quant_method"], answer_env(environment, probe) if answer_env is not None else environment, file)
+            from .normalize import table_quant_method
+
+            read_as = table_quant_method(model["quant_method"])
+            if read_as != model["quant_method"]:
+                prov.append(Provenance("quant_method", src, f"{model['quant_method']}: the name vLLM's override ends with; the tables read the checkpoint format {read_as}"))
     try:
         device = _device(doc["device"])
     except ConfigError as exc:
@@ -274,7 +296,24 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         raise ConfigError([InputIssue(_document_path(i.path, "hf_config" in model), i.message, i.value, i.allowed, file, i.entry, i.keyword) for i in exc.issues]) from None
     if "moe_backend" in doc:
         _check_moe_backend(catalog, doc["moe_backend"], environment, file)
-    return LoadedConfig(config, environment, probe)
+    return LoadedConfig(config, environment, probe, *checkpoint)
+
+
+def _check_quant_method(catalog: Catalog, value: str, environment: Environment | None, file: str | None) -> None:
+    """Refuse a layer's ``quant_method`` that vLLM (the answer's release) does not know, or whose
+    MoE method moe-oracle does not model (:func:`moe_oracle.deployment.config_quant_method_issue`);
+    the platform's check of the method comes later, once the device is final (a ``--gpu`` flag
+    may replace the file's).
+
+    Raises:
+        ConfigError: naming ``$.model.quant_method``, the value and the allowed names.
+    """
+    from .deployment import answer_release, config_quant_method_issue
+    from .serve import ENGINE_VERSION
+
+    issue = config_quant_method_issue(value, answer_release(catalog, environment or Environment()) or ENGINE_VERSION, file=file)
+    if issue is not None:
+        raise ConfigError([issue])
 
 
 def _check_moe_backend(catalog: Catalog, name: str, environment: Environment | None, file: str | None) -> None:

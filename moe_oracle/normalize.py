@@ -41,7 +41,7 @@ from .vocab import ActivationFormat, All2AllBackend, Platform, Source
 if TYPE_CHECKING:
     from .catalog import BlockRule
 
-__all__ = ["EnvVarSpec", "Normalized", "apply_block_rules", "mxfp4_selector", "normalize", "parse_env_value"]
+__all__ = ["TABLE_QUANT_METHOD", "EnvVarSpec", "Normalized", "apply_block_rules", "mxfp4_selector", "normalize", "parse_env_value", "table_quant_method"]
 
 _BLOCK_KEYS = frozenset({"fp8_static_block128", "fp8_static_block128_e8m0"})
 
@@ -105,6 +105,30 @@ class Normalized:
         sources = self.sources
         # ``_value_`` is the member's value without the ``Enum.value`` descriptor (the slow part here).
         return {k: {"value": jsonable(v), "source": sources[k]._value_} for k, v in sorted(self.values.items(), key=lambda kv: kv[0])}
+
+
+# vLLM's name for the method an override class ends with -> the checkpoint format the tables key
+# ``quant_method`` on (the value moe_oracle/checkpoint/quant_formats.py _fam gives such a
+# checkpoint; vLLM 0.29.0-0.33.0 vllm/config/model.py _verify_quantization's overrides): a
+# ModelOpt NVFP4/MXFP8/MIXED_PRECISION checkpoint ends as modelopt_fp4/_mxfp8/_mixed, an fp8
+# DeepSeek-V4 one as deepseek_v4_fp8, GPTQ as auto_gptq, AWQ as auto_awq (awq_marlin). The
+# names the engine reads itself stay: gpt_oss_mxfp4 (GptOssMxfp4Config: the generic MXFP4
+# selector whatever the model type, mxfp4_selector), mxfp8 and nvfp4_per_token (online methods).
+TABLE_QUANT_METHOD: Mapping[str, str] = MappingProxyType({
+    "modelopt_fp4": "modelopt", "modelopt_mxfp8": "modelopt", "modelopt_mixed": "modelopt",
+    "deepseek_v4_fp8": "fp8", "auto_gptq": "gptq", "auto_awq": "awq", "awq_marlin": "awq",
+})
+
+
+def table_quant_method(name: str | None) -> str | None:
+    """The ``quant_method`` the tables read for a layer whose config names ``name``: vLLM's name
+    for an override's method becomes the checkpoint format it overrides (:data:`TABLE_QUANT_METHOD`),
+    any other name is read as given.
+
+    >>> table_quant_method("modelopt_fp4"), table_quant_method("gpt_oss_mxfp4"), table_quant_method(None)
+    ('modelopt', 'gpt_oss_mxfp4', None)
+    """
+    return TABLE_QUANT_METHOD.get(name, name) if name is not None else None
 
 
 # Quant methods whose MoE layer is vLLM's Mxfp4MoEMethod for MXFP4 experts (DeepSeek-V4 selector):
@@ -200,7 +224,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
 
     q = config.quant
     qsrc = _source(config, "quant", given)
-    quant_method = config.quant_method if config.quant_method is not None else (NONE if q.weight is None else None)
+    named = TABLE_QUANT_METHOD.get(config.quant_method, config.quant_method)  # vLLM's name -> the format the tables read
+    quant_method = named if named is not None else (NONE if q.weight is None else None)
     marlin = _marlin_moe_supported(config, dev.platform)
     moe_method = quant_method
     if quant_method in _MARLIN_OR_WNA16:
@@ -214,10 +239,10 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["activation_quant"], sources["activation_quant"] = q.activation or NONE, qsrc
     values["quant_family"], sources["quant_family"] = q.family._value_, Source.DERIVED
     values["quant_method"], sources["quant_method"] = quant_method, _source(config, "quant_method", given)
-    selector = mxfp4_selector(q.weight, config.quant_method, config.model_type)
-    guessed = selector != NONE and (config.quant_method is None or (config.quant_method == "mxfp4" and config.model_type is None))
+    selector = mxfp4_selector(q.weight, named, config.model_type)
+    guessed = selector != NONE and (named is None or (named == "mxfp4" and config.model_type is None))
     values["mxfp4_selector"], sources["mxfp4_selector"] = selector, Source.DEFAULT if guessed else Source.DERIVED
-    unkeyed = q.weight == "mxfp4_static" and config.quant_method in _MXFP4_UNKEYED_METHODS
+    unkeyed = q.weight == "mxfp4_static" and named in _MXFP4_UNKEYED_METHODS
     values["selector_activation_quant"], sources["selector_activation_quant"] = NONE if unkeyed else (q.activation or NONE), Source.DERIVED
     values["moe_quant_method"], sources["moe_quant_method"] = moe_method, Source.DERIVED
     values["marlin_moe_supported"], sources["marlin_moe_supported"] = marlin, Source.DERIVED

@@ -22,6 +22,7 @@ import yaml
 from moe_oracle import cli
 from moe_oracle.catalog import Catalog, compile_tables
 from moe_oracle.decision import Decision
+from moe_oracle.deployment import answer_release, config_quant_method_issue, layer_gate_methods, platform_admits
 from moe_oracle.engine import evaluate
 from moe_oracle.environment import Environment
 from moe_oracle.errors import ConfigError, NoEligibleKernelError
@@ -344,9 +345,18 @@ def check_cli_agrees(case: Case, directory: Path) -> None:
     path = directory / "case.yaml"
     path.write_text(case.replay(), encoding="utf-8")
     code_e, out_e, err_e = run_cli(["explain", "--config", str(path), "--json"])
+    release = answer_release(CATALOG, case.env)
+    if config_quant_method_issue(case.config.quant_method, release) is not None:
+        # vLLM does not know the method (or moe-oracle does not model it): the file door refuses it.
+        with contextlib.suppress(ConfigError):
+            load_config_file(path, CATALOG)
+            raise AssertionError(f"the config file door accepted quant_method {case.config.quant_method!r}")
+        assert code_e == 2 and run_cli(["select", "--config", str(path)])[0] == 2, f"explain accepted quant_method {case.config.quant_method!r}: {out_e}"
+        return
     loaded = load_config_file(path, CATALOG)
-    if refusals(loaded.config, release=CATALOG.release(loaded.environment)):
-        # vLLM refuses this deployment at start (EPLB without EP, ...): bad input on every command.
+    if refusals(loaded.config, release=CATALOG.release(loaded.environment)) or not platform_admits(layer_gate_methods(loaded.config, release), release, loaded.config.device):
+        # vLLM refuses this deployment at start (EPLB without EP, a method the platform does not
+        # list, ...): bad input on every command.
         assert code_e == 2, f"explain accepted a deployment vLLM refuses: {out_e}"
         assert run_cli(["select", "--config", str(path)])[0] == 2
         return
@@ -479,18 +489,22 @@ def check_why_not_finds_package_fixes(case: Case, backend_name: str) -> None:
 
 def check_replay_round_trip(case: Case) -> None:
     """The printed replay file turns back into the same config and environment, or the file door
-    refuses the environment values the engine refuses at start (naming each)."""
+    refuses the environment values the engine refuses at start (naming each), or else a
+    ``quant_method`` vLLM does not know or moe-oracle does not model (the API takes any name)."""
     from moe_oracle.envvars import env_issues
 
     doc = yaml.safe_load(case.replay())
     refused = env_issues(case.env.env, CATALOG.env_vars, "$.environment.env", release=CATALOG.release(case.env).stand_in)
+    method = config_quant_method_issue(case.config.quant_method, answer_release(CATALOG, case.env))
+    if method is not None and not refused:  # the environment is read first
+        refused = [method]
     if refused:
         try:
             config_from_document(doc, CATALOG, schemas=SCHEMAS)
         except ConfigError as exc:
             assert {i.path for i in exc.issues} == {i.path for i in refused}
             return
-        raise AssertionError(f"the config file door accepted environment values the engine refuses: {[i.path for i in refused]}")
+        raise AssertionError(f"the config file door accepted values the engine refuses: {[i.path for i in refused]}")
     loaded = config_from_document(doc, CATALOG, schemas=SCHEMAS)
     assert replace(loaded.config, provenance=()) == replace(case.config, provenance=())
     assert not loaded.probe and loaded.environment == case.env

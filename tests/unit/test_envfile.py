@@ -170,6 +170,45 @@ def test_probe_and_environment_file_exclude_each_other(capsys):
     assert capsys.readouterr().err.startswith("moe-oracle: error: bad --probe")
 
 
+_LAYER = "model: {num_experts: 64, top_k: 4, hidden_size: 1024, intermediate_size: 512, activation: silu, quant: fp8_block, quant_method: fp8}\ndevice: {gpu: H200}\n"
+
+
+@pytest.mark.parametrize("environment", [
+    "environment: {packages: {vllm: '0.29.0'}}",
+    "environment: {absent: [deep-gemm]}",
+    "environment: {env: {VLLM_USE_DEEP_GEMM: '0'}}",
+], ids=["packages", "absent", "env"])
+@pytest.mark.parametrize("layer", ["fields", "hf_config"])
+def test_probe_and_a_config_files_environment_exclude_each_other(environment, layer, tmp_path, capsys):
+    """A config file's environment declares the machine as --environment FILE does: --probe next to
+    it is refused as next to that flag (the answer silently used the probed machine)."""
+    path = tmp_path / "layer.yaml"
+    model = _LAYER if layer == "fields" else "model: {hf_config: qwen3-30b-a3b-fp8}\ndevice: {gpu: H200}\n"
+    path.write_text(model + environment + "\n")
+    assert main(["explain", "--config", str(path), "--probe", "--json"]) == 2
+    (issue,) = json.loads(capsys.readouterr().out)["issues"]
+    assert issue["path"] == "--probe" and issue["value"] == str(path) and "$.environment" in issue["message"]
+
+
+def test_probe_next_to_a_file_that_declares_no_environment_or_asks_to_probe(tmp_path, capsys):
+    for environment in ("", "environment: {probe: true}\n", "environment: {packages: {}}\n"):
+        path = tmp_path / "layer.yaml"
+        path.write_text(_LAYER + environment)
+        assert main(["select", "--config", str(path), "--probe"]) == 0, capsys.readouterr().err
+
+
+def test_run_probes_unasked_and_notes_the_files_environment():
+    """``run`` executes here, so it probes without --probe: the file's environment is set aside
+    with a note rather than refused."""
+    import argparse
+
+    from moe_oracle.cli import _probe_over_file
+    from moe_oracle.environment import Environment
+
+    note = _probe_over_file(argparse.Namespace(config="layer.yaml", probe_implied=True), Environment(packages={"vllm": "0.29.0"}))
+    assert "vllm==0.29.0" in note and "not used" in note
+
+
 def test_pip_freeze_of_an_editable_install_takes_the_name_and_version_from_pips_comment(tmp_path, capsys):
     text = "torch==2.14.0+cu130\n# Editable install with no version control (vllm==0.33.0)\n-e /home/me/vllm\n"
     doc = parse_environment_text(text, "freeze.txt")

@@ -256,3 +256,171 @@ def test_the_search_takes_no_answer_the_engine_would_not_start_with():
     assert any(a.config.device.platform is Platform.XPU for a in moved.alternatives)
     kept = oracle.why_not(config, "xpu", n=3, admissible=lambda c, e: c.device.platform is not Platform.XPU)
     assert not any(a.config.device.platform is Platform.XPU for a in kept.alternatives)
+
+
+# --- --quant next to a checkpoint: another checkpoint of its format ---------------------------------
+# moe-oracle's --quant (a config file's model.quant) gives a checkpoint's layer other experts: vLLM
+# cannot run this checkpoint so, so the answer is for another checkpoint of the same format with
+# those experts. Its method is not the document's: the document's platform check is noted, and the
+# layer is held to the methods such a checkpoint can have (deployment.verify_layer_quantization), on
+# every path and in why-not's search alike (cli._verify_quantization, cli._admissible).
+
+
+def _nvfp4(kind: str, tmp_path: Path) -> list[str]:
+    """The ModelOpt NVFP4 example as --model, --serve or a config file's model.hf_config."""
+    if kind == "model":
+        return ["--model", NVFP4]
+    if kind == "serve":
+        return ["--serve", f"vllm serve {EXAMPLES / (NVFP4 + '.json')}"]
+    path = tmp_path / "layer.yaml"
+    path.write_text(f"model: {{hf_config: {NVFP4}}}\ndevice: {{gpu: H200}}\n")
+    return ["--config", str(path)]
+
+
+@pytest.mark.parametrize("kind", ["model", "serve", "config"])
+@pytest.mark.parametrize(("quant", "kernel"), [("unquantized", "xpu"), ("fp8_block", "xpu_block_fp8")])
+def test_quant_next_to_a_checkpoint_answers_for_another_checkpoint_with_a_note(kind, quant, kernel, tmp_path, capsys):
+    """The why-not fix `--gpu ARC_B580 --quant unquantized` was refused by select (modelopt_fp4 on XPU)."""
+    code, doc = _run(["explain", *_nvfp4(kind, tmp_path), "--gpu", "ARC_B580", "--quant", quant], capsys)
+    assert code == 0 and doc["selected"]["kernel"] == kernel, doc.get("issues")
+    (note,) = [n for n in doc["notes"] if "another checkpoint" in n]
+    assert note.startswith(f"--quant {quant}:") and "modelopt_fp4" in note and "ARC_B580 (xpu)" in note
+
+
+@pytest.mark.parametrize("kind", ["model", "serve", "config"])
+@pytest.mark.parametrize("quant", [[], ["--quant", "nvfp4"]], ids=["no-quant", "its-own-experts"])
+def test_the_checkpoints_own_experts_keep_its_method_checked(kind, quant, tmp_path, capsys):
+    """A config file's hf_config checkpoint is checked as --model checks it: the document's method
+    (modelopt_fp4), not the layer's possible methods (it said 'modelopt_fp4 or modelopt_mixed')."""
+    issue = _issue(["select", *_nvfp4(kind, tmp_path), "--gpu", "ARC_B580", *quant], capsys)
+    assert (issue["keyword"], issue["path"], issue["value"]) == ("supported_quantization", "config.json quantization_config quant_method", "modelopt_fp4")
+
+
+def test_a_config_files_own_quant_is_another_checkpoint_too(tmp_path, capsys):
+    """model.quant in the file is --quant's twin; --quant fp8_block on the nvfp4 file was answered
+    while the file alone was refused, and `--model ... --quant fp8_block` too: now all three agree."""
+    path = tmp_path / "layer.yaml"
+    path.write_text(f"model: {{hf_config: {NVFP4}, quant: fp8_block}}\ndevice: {{gpu: ARC_B580}}\n")
+    code, doc = _run(["explain", "--config", str(path)], capsys)
+    assert code == 0 and doc["selected"]["kernel"] == "xpu_block_fp8"
+    assert any(n.startswith(f"$.model.quant of {path}: the answer is for another checkpoint") for n in doc["notes"])
+    for argv in (["--config", str(path), "--quant", "fp8_block"], ["--model", NVFP4, "--gpu", "ARC_B580", "--quant", "fp8_block"]):
+        code, other = _run(["select", *argv], capsys)
+        assert code == 0 and other["selected"]["kernel"] == "xpu_block_fp8"
+
+
+QUARK_FP8 = {"quant_method": "quark", "export": {"kv_cache_group": [], "pack_method": "reorder"}, "exclude": [], "layer_quant_config": {}, "layer_type_quant_config": {},
+             "global_quant_config": {"weight": {"dtype": "fp8_e4m3", "qscheme": "per_tensor", "is_dynamic": False},
+                                     "input_tensors": {"dtype": "fp8_e4m3", "qscheme": "per_tensor", "is_dynamic": False}, "output_tensors": None, "bias": None}}
+
+
+def test_another_checkpoint_is_held_to_the_methods_of_its_format(tmp_path, capsys):
+    """No quark checkpoint starts on XPU, whatever its experts: refused at --quant (before, the
+    refusal named the document, and why-not took the edit as admitted)."""
+    ck = _checkpoint(tmp_path, "quark", QUARK_FP8)
+    issue = _issue(["select", "--model", str(ck), "--gpu", "ARC_B580", "--quant", "fp8_tensor_dynamic"], capsys)
+    assert (issue["keyword"], issue["path"], issue["value"]) == ("supported_quantization", "--quant", "quark")
+    code, doc = _run(["why-not", "--backend", "xpu", "--model", str(ck), "--gpu", "H200"], capsys)
+    assert not any("ARC_B580" in a["flags"] for a in doc.get("alternatives", [])), doc
+
+
+def test_a_method_the_serve_lines_flag_chose_stays_checked_under_another_quant(tmp_path, capsys):
+    """-q moe_wna16 takes any 4/8-bit GPTQ checkpoint as moe_wna16: the serve line's choice, so
+    another checkpoint of the format is refused on ROCm too, and why-not offers no such fix."""
+    ck = _checkpoint(tmp_path, "gptq", GPTQ)
+    serve = ["--serve", f"vllm serve {ck} -q moe_wna16"]
+    issue = _issue(["select", "--gpu", "MI300X", *serve, "--quant", "int8_w16"], capsys)
+    assert (issue["keyword"], issue["path"], issue["value"]) == ("supported_quantization", "--serve --quantization", "moe_wna16")
+    code, doc = _run(["why-not", "--backend", "aiter", "--gpu", "H200", *serve], capsys)
+    for alt in doc.get("alternatives", []):
+        rerun, _ = _run(["select", "--gpu", "H200", *serve, *alt["flags"].split()], capsys)
+        assert rerun != 2, alt["flags"]
+
+
+# --- a config file's quant_method: vLLM's methods of the release that moe-oracle models --------------
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("bogus", "Unknown quantization method: bogus"),
+    ("ptpc_fp8", "fp8_per_channel"),  # the tables' rules on it follow vLLM main; no modelled release has it
+    ("", "empty quant_method"),
+    ("humming", "does not model"),  # vLLM knows it; its MoE method's choice is not modelled
+    ("fp8_per_block", "does not model"),
+], ids=lambda v: v or "empty")
+def test_a_config_files_quant_method_must_be_a_modelled_method_of_the_release(value, why, tmp_path, capsys):
+    from moe_oracle.deployment import modelled_quant_methods
+
+    path = tmp_path / "layer.yaml"
+    path.write_text(_LAYER % ("fp8_block", repr(value), "H200"))
+    issue = _issue(["select", "--config", str(path), "--package", "vllm==0.31.0"], capsys)
+    assert (issue["path"], issue["keyword"], issue["value"], issue["file"]) == ("$.model.quant_method", "enum", value, str(path))
+    assert issue["allowed"] == list(modelled_quant_methods("0.31.0")) and why in issue["message"] and "0.31.0" in issue["message"]
+
+
+@pytest.mark.parametrize(("named", "family", "quant", "gpu"), [
+    ("modelopt_fp4", "modelopt", "nvfp4", "B200"),
+    ("modelopt_mixed", "modelopt", "fp8_block", "H200"),
+    ("auto_gptq", "gptq", "int4_w16", "H200"),
+    ("awq_marlin", "awq", "int4_w16", "H200"),
+    ("deepseek_v4_fp8", "fp8", "fp8_block", "H200"),
+])
+def test_vllms_name_for_an_overrides_method_is_read_as_the_format_it_overrides(named, family, quant, gpu, tmp_path, capsys):
+    """The tables key quant_method on the checkpoint format (modelopt), as the checkpoint reader
+    gives it; vLLM's name for the override's method (modelopt_fp4) used to match none of them."""
+    answers = []
+    for method in (named, family):
+        path = tmp_path / f"{method}.yaml"
+        path.write_text(_LAYER % (quant, method, gpu))
+        code, doc = _run(["explain", "--config", str(path)], capsys)
+        assert code in (0, 1), doc
+        answers.append((doc["selected"], [c["kernel"] for c in doc["candidates"] if c["status"] == "eligible"], doc["inputs"]["quant_method"]["value"]))
+    assert answers[0] == answers[1] and answers[0][2] == family
+
+
+@pytest.mark.parametrize(("method", "quant", "gpu", "outcome"), [
+    ("modelopt_fp4", "nvfp4", "ARC_B580", "refused"),  # the method vLLM ends with: XPU does not list it
+    ("modelopt_fp4", "nvfp4", "MI300X", "answered"),
+    ("modelopt_mixed", "fp8_block", "ARC_B580", "refused"),  # modelopt (listed) is not this name
+    ("nvfp4_per_token", "nvfp4", "ARC_B580", "refused"),  # an online method the tables read: not gated before
+    ("gpt_oss_mxfp4", "mxfp4_w16", "ARC_B580", "answered"),
+])
+def test_a_config_files_exact_method_is_the_one_the_platform_checks(method, quant, gpu, outcome, tmp_path, capsys):
+    path = tmp_path / "layer.yaml"
+    path.write_text(_LAYER % (quant, method, gpu))
+    code, doc = _run(["explain", "--config", str(path)], capsys)
+    if outcome == "refused":
+        (issue,) = doc["issues"]
+        assert code == 2 and (issue["keyword"], issue["path"], issue["value"]) == ("supported_quantization", "$.model.quant_method", method)
+        assert f"'{method} quantization is currently not supported in xpu.'" in issue["message"]
+    else:
+        assert code in (0, 1) and "issues" not in doc, doc
+
+
+def test_every_quant_method_the_tables_read_is_allowed_or_named_why_not():
+    """What the tables compare quant_method (and moe_quant_method) against, every release allows in
+    a config file, but ptpc_fp8: no modelled release has it (deployment._NOT_A_RELEASE_METHOD)."""
+    import yaml
+
+    from moe_oracle.deployment import _NOT_A_RELEASE_METHOD, modelled_quant_methods
+
+    read: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("quant_method", "moe_quant_method") and isinstance(value, list):
+                    read.update(v for v in value if isinstance(v, str))
+                walk(value)
+            if node.get("field") in ("quant_method", "moe_quant_method"):
+                for key in ("in", "not_in"):
+                    read.update(v for v in node.get(key) or () if isinstance(v, str))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    root = Path(__file__).parents[2] / "moe_oracle"
+    for path in [*root.glob("kernels/*.yaml"), *root.glob("rules/*.yaml"), *root.glob("runtime_tables/**/*.yaml")]:
+        walk(yaml.safe_load(path.read_text()))
+    assert {"modelopt", "compressed-tensors", "gpt_oss_mxfp4", "nvfp4_per_token", "ptpc_fp8"} <= read
+    for release in RELEASES:
+        assert read - set(modelled_quant_methods(release)) - {"none"} == set(_NOT_A_RELEASE_METHOD), release

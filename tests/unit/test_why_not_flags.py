@@ -19,6 +19,10 @@ WHY_NOT = [
     ("flashinfer_cutlass_afp8", ["--model", "redhatai-deepseek-v4-flash-nvfp4-fp8", "--gpu", "B200", "--dp", "8", "--ep"]),
     ("flashinfer_trtllm", ["--model", "minimax-m2", "--gpu", "B200", "--tp", "4"]),
     ("deep_gemm", ["--model", "deepseek-r1", "--gpu", "H200", "--tp", "8"]),
+    # XPU refuses this checkpoint's method (modelopt_fp4): each fix moves to ARC_B580 with another
+    # --quant, i.e. another checkpoint of its format, which select answers as the fix claims.
+    ("xpu", ["--model", "nvidia-qwen3.5-122b-a10b-nvfp4", "--gpu", "H200"]),
+    ("xpu", ["--serve", "vllm serve nvidia-qwen3.5-122b-a10b-nvfp4", "--gpu", "H200"]),
 ]
 DEAD_ENDS = [
     ["--model", "qwen3-30b-a3b", "--gpu", "RTX_PRO_6000", "--quant", "nvfp4", "--tp", "8", "--ep", "--moe-backend", "flashinfer_b12x"],
@@ -149,3 +153,17 @@ def test_dead_end_fixes_of_a_serve_line_are_serve_line_edits(capsys):
     main(argv)
     text = capsys.readouterr().out
     assert "1. in the vllm serve line: --enable-expert-parallel" in text and "--tp 1" not in text
+
+
+@pytest.mark.parametrize("model", [
+    {"hf_config": "nvidia-qwen3.5-122b-a10b-nvfp4"},
+    {"num_experts": 256, "top_k": 8, "hidden_size": 3072, "intermediate_size": 1024, "activation": "silu", "quant": "nvfp4", "quant_method": "modelopt"},
+], ids=["hf_config", "explicit"])
+def test_why_not_fixes_of_a_config_file_the_platform_gates_are_pasteable(model, capsys, tmp_path):
+    """The same fixes for a --config layer, checkpoint or field by field: pasted after --config FILE."""
+    path = tmp_path / "layer.json"
+    path.write_text(json.dumps({"model": model, "device": {"gpu": "H200"}}))
+    code, record = _json(capsys, ["why-not", "--backend", "xpu", "--config", str(path), "--json"])
+    assert code == 0 and record["alternatives"]
+    for alt in record["alternatives"]:
+        _check_fix(capsys, ["--config", str(path)], alt)
