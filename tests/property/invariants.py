@@ -131,8 +131,15 @@ def check_file_order(case: Case, order: Sequence[int]) -> None:
 
 
 def check_winner_is_first_eligible(case: Case) -> None:
+    """The winner is the first candidate without failures, except after a shortcut that raises
+    when its kernel cannot serve the layer (vLLM ``_return_or_raise``): nothing runs then, and the
+    shortcut's kernels, ranked first, are rejected (failures_complete holds the outcome to the
+    tables' semantics)."""
     d = decide(case)
     ranked = d.candidates
+    if d.shortcut is not None and d.winner is None and d.refused is None:
+        assert ranked[0].failures, f"shortcut {d.shortcut} raised, but its first kernel {ranked[0].kernel} has no failure"
+        return
     first = next((i for i, c in enumerate(ranked) if not c.failures), None)
     assert d.winner == first, f"winner {d.kernel}, first eligible {ranked[first].kernel if first is not None else None}"
     if first is not None:
