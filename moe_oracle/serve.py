@@ -11,7 +11,9 @@ vLLM's ``FlexibleArgumentParser.parse_args`` does (vLLM 0.29.0-0.33.0
 vllm/utils/argparse_utils.py): ``--model X`` becomes the positional model, ``--config FILE``
 (YAML) is spliced in after the model, underscores in flag names become dashes, ``-O3`` is
 ``--optimization-level 3``, and dotted JSON flags (``--eplb-config.num_redundant_experts 32``)
-are merged into one JSON value.
+are merged into one JSON value as vLLM merges them (nested dicts merged, lists concatenated, a
+repeated key overwritten and noted; a value ``json.loads`` cannot read is tried with
+``human_readable_int``, ``1K`` = 1024, then kept as text: :func:`_merge_dotted`).
 
 As argparse does, every occurrence of every value-taking flag is converted with the flag's
 ``type`` and then checked against its ``choices``, not only the last (the last wins): the facts
@@ -504,8 +506,10 @@ def _strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tup
     return rest, env
 
 
-def _vllm_rewrite(args: list[str], base: Path | None) -> list[str]:
-    """The argument rewriting of vLLM 0.33.0 ``FlexibleArgumentParser.parse_args`` (see module doc)."""
+def _vllm_rewrite(args: list[str], base: Path | None) -> tuple[list[str], list[str]]:
+    """The argument rewriting of vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.parse_args`` (see
+    module doc): the words argparse then parses, and the dotted keys given more than once
+    (:func:`_merge_dotted`)."""
     for i, arg in enumerate(args):
         if re.match(r"^--model(=.+|$)", arg):
             if arg == "--model":
@@ -537,9 +541,28 @@ def _vllm_rewrite(args: list[str], base: Path | None) -> list[str]:
     return _merge_dotted(out)
 
 
-def _merge_dotted(args: list[str]) -> list[str]:
-    """``--x.a 1 --x.b 2`` -> ``--x '{"a": 1, "b": 2}'`` (vLLM's JSON dot notation)."""
+def _merge_dotted(args: list[str]) -> tuple[list[str], list[str]]:
+    """``--x.a 1 --x.b.c 2`` -> ``--x '{"a": 1, "b": {"c": 2}}'``, appended after the other words,
+    and the dotted keys given more than once (vLLM's warning "Found duplicate keys").
+
+    vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.parse_args`` (vllm/utils/argparse_utils.py, the
+    same in every modelled release): a word starting with ``-`` with a ``.`` in its name (before
+    any ``=``) is a dotted key, its value the text after ``=`` or the next word; ``key+`` makes
+    the value the list of its comma-separated parts; the value is read by :func:`_dotted_value`;
+    the values of one head (as spelled: ``--hf-over.a`` and ``--hf-overrides.b`` are two heads,
+    which argparse then resolves to one flag, the last winning) are merged by
+    :func:`_recursive_dict_update`; each head is appended as one JSON word at the end, so a dotted
+    value wins over the same flag given whole, wherever the two stand.
+
+    >>> _merge_dotted(["m", "--x.a", "1", "--x.a.b=2", "--x.l+", "p,q", "-tp", "2"])
+    (['m', '-tp', '2', '--x', '{"a": {"b": 2}, "l": ["p", "q"]}'], ['--x.a'])
+
+    Raises:
+        ConfigError: a dotted key without a value (vLLM stops with an IndexError), or a value
+            vLLM stops on (:func:`_dotted_value`).
+    """
     merged: dict[str, dict[str, Any]] = {}
+    duplicates: list[str] = []
     out: list[str] = []
     skip = False
     for i, arg in enumerate(args):
@@ -552,23 +575,71 @@ def _merge_dotted(args: list[str]) -> list[str]:
             elif i + 1 < len(args):
                 key, value_str, skip = arg, args[i + 1], True
             else:
-                raise ConfigError([InputIssue("--serve", "a dotted flag needs a value", arg, None)], headline="bad --serve")
+                raise ConfigError([InputIssue(f"--serve {arg}", "a dotted flag needs a value (vLLM stops with an IndexError: FlexibleArgumentParser.parse_args reads the next word)", None, None)], headline="bad --serve")
             if key.endswith("+"):
                 key, value_str = key[:-1], json.dumps(value_str.split(","))
             head, *keys = key.split(".")
-            try:
-                value: Any = json.loads(value_str)
-            except json.JSONDecodeError:
-                value = value_str
-            node = merged.setdefault(head, {})
-            for k in keys[:-1]:
-                node = node.setdefault(k, {})
-            node[keys[-1]] = value
+            nested: Any = _dotted_value(key, value_str)
+            for k in reversed(keys):
+                nested = {k: nested}
+            duplicates += [f"{head}.{d}" for d in sorted(_recursive_dict_update(merged.setdefault(head, {}), nested)) if f"{head}.{d}" not in duplicates]
             continue
         out.append(arg)
     for head, value in merged.items():
         out += [head, json.dumps(value)]
-    return out
+    return out, duplicates
+
+
+def _recursive_dict_update(original: dict[str, Any], update: Mapping[str, Any]) -> set[str]:
+    """vLLM's ``recursive_dict_update`` (vLLM 0.29.0-0.33.0 vllm/utils/argparse_utils.py, inside
+    ``FlexibleArgumentParser.parse_args``): ``update`` merged into ``original`` in place, two dicts
+    merged key by key, two lists concatenated, anything else overwritten; returns the keys that
+    were overwritten (dotted below the top level).
+
+    >>> d = {"a": 1, "t": {"x": 1}, "l": [1]}
+    >>> sorted(_recursive_dict_update(d, {"a": {"b": 2}, "t": {"y": 2}, "l": [2]})), d
+    (['a'], {'a': {'b': 2}, 't': {'x': 1, 'y': 2}, 'l': [1, 2]})
+    """
+    duplicates = set()
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(original.get(k), dict):
+            duplicates |= {f"{k}.{d}" for d in _recursive_dict_update(original[k], v)}
+        elif isinstance(v, list) and isinstance(original.get(k), list):
+            original[k] += v
+        else:
+            if k in original:
+                duplicates.add(k)
+            original[k] = v
+    return duplicates
+
+
+def _dotted_value(key: str, text: str) -> Any:
+    """A dotted flag's value as vLLM 0.29.0-0.33.0 reads it (``FlexibleArgumentParser.parse_args``,
+    vllm/utils/argparse_utils.py, the same in every modelled release): ``json.loads``; where that
+    raises ``JSONDecodeError``, vLLM's ``human_readable_int`` (:func:`moe_oracle.argtypes.human_readable_int`:
+    ``1K`` = 1024, ``1k`` = 1000, ``08`` = 8, ``1_000`` = 1000); where that raises ``ValueError`` or
+    ``ArgumentTypeError`` (``2.5K``), the text as given.
+
+    >>> [_dotted_value("--x.a", v) for v in ("96", '{"b": 1}', "1K", "1k", "08", "2.5K", "abc")]
+    [96, {'b': 1}, 1024, 1000, 8, '2.5K', 'abc']
+
+    Raises:
+        ConfigError: what escapes both tries and stops vLLM with a traceback: ``RecursionError``
+            from ``json.loads`` (nesting too deep), ``OverflowError`` from ``human_readable_int``
+            (a ``k/m/g/t`` number too large for a float).
+    """
+    try:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass
+        try:
+            return argtypes.human_readable_int(text)
+        except ValueError:
+            return text
+    except (RecursionError, OverflowError) as exc:
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise ConfigError([InputIssue(f"--serve {key}", f"vLLM stops with a traceback on this value ({type(exc).__name__} escapes FlexibleArgumentParser.parse_args, which tries json.loads, then human_readable_int, then keeps the text)", shown, None)], headline="bad --serve") from None
 
 
 def _config_file_args(path_text: str, base: Path | None) -> list[str]:
@@ -745,7 +816,7 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     parser, options = _parser(version)
     text = command if isinstance(command, str) else shlex.join(command)
     words, env = _strip_launcher(_words(command), text)
-    args = _vllm_rewrite(words, base)
+    args, duplicate_keys = _vllm_rewrite(words, base)
     try:
         namespace, extras = parser.parse_known_args(args)
     except _Refused as exc:
@@ -871,6 +942,8 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
             if dest == "prefill_context_parallel_size" and str(given[dest]) == "1":
                 continue
             notes.append(f"{by_dest.get(dest, dest)}: {UNMODELLED_FLAGS[dest]}")
+    if duplicate_keys:
+        notes.append(f"dotted keys given more than once, the later value kept (vLLM warns \"Found duplicate keys\"): {', '.join(duplicate_keys)}")
     if "model" not in values:
         raise ConfigError([InputIssue("--serve", "the command line names no model (vllm serve MODEL ...)", text, None)], headline="bad --serve")
     if unknown:

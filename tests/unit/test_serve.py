@@ -718,3 +718,42 @@ def test_every_value_taking_flag_has_a_type_kind(version):
     rules = _value_rules(version)
     assert all(rules[f["dest"]].choices == () for f in flags if f["type"] in ("other", "dataclass_json") and f["dest"] in rules)
     assert {"max_model_len", "gpu_memory_utilization", "max_num_seqs", "safetensors_load_strategy", "tensor_parallel_size"} <= set(rules)
+
+
+# --- vLLM's JSON dot notation (FlexibleArgumentParser.parse_args, vllm/utils/argparse_utils.py,
+# the same in 0.29.0-0.33.0): dotted values are merged with recursive_dict_update, and a value
+# json.loads cannot read is tried with human_readable_int before it is kept as a string.
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize(("flags", "expected"), [
+    pytest.param("--hf-overrides.text_config.moe_intermediate_size 96 --hf-overrides.text_config '{\"num_experts_per_tok\":4}'",
+                 {"text_config": {"moe_intermediate_size": 96, "num_experts_per_tok": 4}}, id="nested-dicts-merge"),
+    pytest.param("--hf-overrides.a 1 --hf-overrides.a.b 2", {"a": {"b": 2}}, id="a-value-replaced-by-a-dict"),
+    pytest.param("--hf-overrides.a.b 2 --hf-overrides.a 1", {"a": 1}, id="a-dict-replaced-by-a-value"),
+    pytest.param("--hf-overrides.a 1 --hf-overrides.a 2", {"a": 2}, id="duplicate-key-last-wins"),
+    pytest.param("--hf-overrides.l+ x,y --hf-overrides.l+ z", {"l": ["x", "y", "z"]}, id="lists-concatenate"),
+    pytest.param("--hf-overrides.l '[1]' --hf-overrides.l '[2, 3]'", {"l": [1, 2, 3]}, id="json-lists-concatenate"),
+    pytest.param("--hf-overrides.moe_intermediate_size 1K", {"moe_intermediate_size": 1024}, id="binary-suffix"),
+    pytest.param("--hf-overrides.x 1k --hf-overrides.y 08 --hf-overrides.z 1_000", {"x": 1000, "y": 8, "z": 1000}, id="human-readable-int"),
+    pytest.param("--hf-overrides.x 2.5K --hf-overrides.y abc --hf-overrides.z 2.5k", {"x": "2.5K", "y": "abc", "z": 2500}, id="else-the-string"),
+])
+def test_dotted_flags_merge_as_vllm_merges_them(version, flags, expected):
+    s = parse_serve(f"vllm serve m {flags}", version=version)
+    assert s.hf_overrides == expected
+
+
+def test_dotted_human_readable_int_reaches_eplb_config():
+    s = parse_serve("vllm serve m -tp 8 -ep --enable-eplb --eplb-config.num_redundant_experts 1k", version="0.33.0")
+    assert s.redundant_experts == 1000
+
+
+def test_a_dotted_key_given_twice_is_noted():
+    s = parse_serve("vllm serve m --hf-overrides.a 1 --hf-overrides.a.b 2", version="0.33.0")
+    assert any("--hf-overrides.a" in n and "duplicate" in n for n in s.notes)
+
+
+@pytest.mark.parametrize("value", ["9" * 400 + "k", "[" * 100_000])
+def test_a_dotted_value_vllm_crashes_on_is_refused_not_a_traceback(value):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(["vllm", "serve", "m", "--hf-overrides.x", value], version="0.33.0")
+    assert info.value.issues[0].path == "--serve --hf-overrides.x"
