@@ -387,15 +387,51 @@ _NONE_WORDS = argtypes.NONE_WORDS
 _NONE_HINT = ", or '' / None (optional_type: not given)"
 
 
+class _Help(argparse.Action):
+    """``-h``/``--help`` (argparse's ``add_help`` on the ``vllm serve`` parser): vLLM prints the
+    help and exits at this flag, so no server starts and there is nothing to answer for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        raise _Refused(f"{option_string} prints vllm serve's help and exits: no server starts")
+
+
 @lru_cache(maxsize=8)
 def _parser(version: str) -> tuple[_Parser, frozenset[str]]:
+    """vLLM ``version``'s ``vllm serve`` parser rebuilt from its facts file, and its option strings.
+
+    Like the release's own (``subparsers.add_parser`` in ``ServeSubcommand.subparser_init``,
+    vllm/entrypoints/cli/serve.py, and the API server's ``FlexibleArgumentParser``, vLLM
+    0.29.0-0.33.0), it takes argparse's default ``allow_abbrev=True``: an unambiguous prefix
+    of a flag is that flag (``--moe-back triton`` sets ``moe_backend``), and an ambiguous one
+    is refused ("ambiguous option: --enable-e could match ..."). The option strings are
+    registered in the release's order (``option_strings`` in the facts), so argparse lists the
+    candidates as vLLM's does; ``-h/--help`` stop the line (:class:`_Help`).
+
+    Raises:
+        ValueError: the facts' ``option_strings`` and its flags disagree (a damaged facts file).
+    """
     facts = engine_facts(version)
-    parser = _Parser(prog="vllm serve", add_help=False, allow_abbrev=False)
+    parser = _Parser(prog="vllm serve", add_help=False, allow_abbrev=True)
     parser.add_argument("model_tag", nargs="?", default=argparse.SUPPRESS)
-    options: set[str] = set()
+    order = {string: i for i, string in enumerate(facts["option_strings"])}
+    flags = {}
     for flag in facts["serve_flags"]:
-        strings = list(dict.fromkeys([*flag["options"], *flag.get("negative", ())]))
-        options.update(strings)
+        strings = sorted(dict.fromkeys([*flag["options"], *flag.get("negative", ())]), key=lambda o: order.get(o, len(order)))
+        flags[strings[0]] = (flag, strings)
+    added = set()
+    for string in facts["option_strings"]:
+        if string in added:
+            continue
+        if string not in flags:  # argparse's -h/--help: every string of that action, in order
+            strings = [o for o in facts["option_strings"] if o in ("-h", "--help")]
+            parser.add_argument(*strings, action=_Help)
+            added.update(strings)
+            continue
+        flag, strings = flags[string]
+        added.update(strings)
         kind = flag["value"]
         if kind == "none":
             parser.add_argument(*strings, dest=flag["dest"], action=_Flag, negative=flag.get("negative", ()), default=argparse.SUPPRESS)
@@ -403,7 +439,9 @@ def _parser(version: str) -> tuple[_Parser, frozenset[str]]:
             # Every occurrence is kept (argparse converts and checks each one; the last wins).
             nargs = {"one": None, "optional": "?", "list": "+"}[kind]
             parser.add_argument(*strings, dest=flag["dest"], nargs=nargs, action="append", default=argparse.SUPPRESS)
-    return parser, frozenset(options)
+    if list(parser._option_string_actions) != list(facts["option_strings"]):
+        raise ValueError(f"engine_facts/vllm-{version}.yaml: its option_strings and its serve_flags disagree (regenerate it with tools/vllm_cli_facts.py)")
+    return parser, frozenset(parser._option_string_actions)
 
 
 @dataclass(frozen=True)
@@ -529,7 +567,9 @@ def _vllm_rewrite(args: list[str], base: Path | None) -> tuple[list[str], list[s
         args = (args[:1] + config_args + args[1:idx] + args[idx + 2 :]) if model_in_cli else (config_args + args[:idx] + args[idx + 2 :])
     out: list[str] = []
     for i, arg in enumerate(args):
-        if arg.startswith("--"):
+        if arg.startswith("--help="):  # vLLM's help search (--help=KEYWORD): the help, as --help
+            out.append("--help")
+        elif arg.startswith("--"):
             key, eq, value = arg.partition("=")
             out.append(_DASHES.sub(lambda m: m.group(0).replace("_", "-"), key, count=1) + eq + value)
         elif arg.startswith("-O") and arg != "-O":

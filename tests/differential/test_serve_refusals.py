@@ -94,6 +94,7 @@ def test_serve_value_refusals_agree_with_the_releases_parser(release, tmp_path):
                    check=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, timeout=600)
     theirs = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
     assert len(theirs) == len(lines)
+    theirs = [t["refused"] for t in theirs]
     disagree = [(argv, t, o) for argv, t in zip(lines, theirs) if (t is None) != ((o := _ours(release, argv)) is None)]
     refused = sum(t is not None for t in theirs)
     assert refused > len(lines) // 4, f"only {refused} of {len(lines)} lines refused by vLLM {release}: the sample is not testing refusals"

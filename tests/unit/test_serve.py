@@ -757,3 +757,50 @@ def test_a_dotted_value_vllm_crashes_on_is_refused_not_a_traceback(value):
     with pytest.raises(ConfigError) as info:
         parse_serve(["vllm", "serve", "m", "--hf-overrides.x", value], version="0.33.0")
     assert info.value.issues[0].path == "--serve --hf-overrides.x"
+
+
+# --- Abbreviated flags: vllm serve's parser is made by subparsers.add_parser (and the API
+# server's is a plain FlexibleArgumentParser), so argparse's allow_abbrev=True holds (vLLM
+# 0.29.0-0.33.0): an unambiguous prefix is the flag it starts, an ambiguous one is refused.
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize(("flags", "attr", "value"), [
+    pytest.param("--tensor-parallel-si 8", "tp", 8, id="value-flag"),
+    pytest.param("--tensor_parallel_si=4", "tp", 4, id="underscores-and-equals"),
+    pytest.param("-t 2", "tp", 2, id="single-dash-prefix-of--tp"),
+    pytest.param("--enable-expert-par", "ep", True, id="boolean"),
+    pytest.param("--enable-expert-parallel --no-enable-expert-par", "ep", False, id="negative-string"),
+    pytest.param("--max-num-batched 8k", "max_num_batched_tokens", 8000, id="human-readable-int"),
+    pytest.param("--moe-back triton", "moe_backend", "triton", id="read-flag"),
+    pytest.param("--hf-over.a 1 --hf-overrides.b 2", "hf_overrides", {"b": 2}, id="dotted-heads-merge-by-spelling-then-last-flag-wins"),
+])
+def test_an_unambiguous_prefix_is_the_flag_it_starts(version, flags, attr, value):
+    assert getattr(parse_serve(f"vllm serve m {flags}", version=version), attr) == value
+
+
+@pytest.mark.parametrize(("version", "flags", "message"), [
+    ("0.33.0", "--enable-e", "ambiguous option: --enable-e could match --enable-expert-parallel, --enable-ep-weight-filter, --enable-elastic-ep, --enable-eplb"),
+    ("0.29.0", "--no-enable-ep", "ambiguous option: --no-enable-ep could match --no-enable-ep-weight-filter, --no-enable-eplb"),
+    ("0.33.0", "--he", "ambiguous option: --he could match --help, --headless"),
+    ("0.33.0", "--disable-e", "ambiguous option: --disable-e could match --disable-expert-parallel, "),
+    ("0.29.0", "--disable-e", "vLLM 0.29.0 does not know --disable-e"),
+    ("0.33.0", "--hel", "--help prints vllm serve's help and exits"),
+    ("0.29.0", "--help=moe", "--help prints vllm serve's help and exits"),
+])
+def test_an_ambiguous_prefix_is_refused_as_argparse_refuses_it(version, flags, message):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {flags}", version=version)
+    assert message in str(info.value)
+
+
+def test_disable_prefix_is_enable_expert_parallel_off_only_where_enable_disable_action_exists():
+    assert parse_serve("vllm serve m -ep --disable-expert-par", version="0.33.0").ep is False
+    with pytest.raises(ConfigError, match="does not know --disable-expert-par"):
+        parse_serve("vllm serve m -ep --disable-expert-par", version="0.32.0")
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"])
+def test_the_parser_registers_the_releases_option_strings_in_its_order(version):
+    from moe_oracle.serve import _parser
+
+    assert list(_parser(version)[0]._option_string_actions) == engine_facts(version)["option_strings"]
