@@ -8,12 +8,19 @@ builds an ``argparse`` parser from it. The release is the one the answer is for 
 knows it from ``--package``/``--environment``/``--probe`` before the serve line is parsed;
 never from the serve line itself). Before argparse, the command line is rewritten the way
 vLLM's ``FlexibleArgumentParser.parse_args`` does (vLLM 0.29.0-0.33.0
-vllm/utils/argparse_utils.py): ``--model X`` becomes the positional model, ``--config FILE``
-(YAML) is spliced in after the model, underscores in flag names become dashes, ``-O3`` is
-``--optimization-level 3``, and dotted JSON flags (``--eplb-config.num_redundant_experts 32``)
-are merged into one JSON value as vLLM merges them (nested dicts merged, lists concatenated, a
-repeated key overwritten and noted; a value ``json.loads`` cannot read is tried with
-``human_readable_int``, ``1K`` = 1024, then kept as text: :func:`_merge_dotted`).
+vllm/utils/argparse_utils.py): under ``vllm serve``, ``--model X`` becomes the positional model;
+``--config FILE`` (YAML, one at most) is spliced in after the model (``vllm serve`` loads it on
+the ``vllm`` parser, which has no ``--no-KEY``, so a ``false`` boolean is dropped; the API
+server's parser turns it into ``--no-KEY`` where that string exists: :func:`_config_file_args`);
+underscores in flag names become dashes, ``-O3`` is ``--optimization-level 3``, and dotted JSON
+flags (``--eplb-config.num_redundant_experts 32``) are merged into one JSON value as vLLM merges
+them (nested dicts merged, lists concatenated, a repeated key overwritten and noted; a value
+``json.loads`` cannot read is tried with ``human_readable_int``, ``1K`` = 1024, then kept as
+text: :func:`_merge_dotted`). argparse then matches abbreviated flags as the release's parser
+does (``allow_abbrev=True``: ``--moe-back triton`` is ``--moe-backend``, an ambiguous prefix is
+refused: :func:`_parser`). The model is the positional one, else ``--model`` (``vllm serve``'s
+``ServeSubcommand.cmd``); ``python -m vllm.entrypoints.openai.api_server`` reads ``--model``
+alone, so a positional model there is refused (the server would never read it).
 
 As argparse does, every occurrence of every value-taking flag is converted with the flag's
 ``type`` and then checked against its ``choices``, not only the last (the last wins): the facts
@@ -516,8 +523,25 @@ def _words(command: str | Sequence[str]) -> list[str]:
     return list(command)
 
 
-def _strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tuple[str, str]]]:
-    """Drop ``ENV=... vllm serve`` (or ``python -m vllm.entrypoints.openai.api_server``); return args and env."""
+# The two entry points a serve line can name (vLLM 0.29.0-0.33.0): ``vllm serve`` (also
+# ``python -m vllm.entrypoints.cli.main serve``): vllm/entrypoints/cli/main.py parses
+# ``["serve", *words]`` with the ``vllm`` parser, so FlexibleArgumentParser's rewriting (``--model``
+# moved first, ``--config`` loaded) runs there, and ServeSubcommand.cmd takes the positional model
+# over ``--model``. ``python -m vllm.entrypoints.openai.api_server``:
+# vllm/entrypoints/launchers/api_server/entry.py ``main`` parses the words with the serve parser
+# itself: no ``--model`` move, and the server reads ``--model`` alone.
+_VLLM_SERVE = "vllm serve"
+_API_SERVER = "python -m vllm.entrypoints.openai.api_server"
+# The ``vllm`` parser's own option strings (vllm/entrypoints/cli/main.py: argparse's -h/--help and
+# -v/--version): ``load_config_file`` looks a false boolean's ``--no-KEY`` up among these under
+# ``vllm serve``.
+_VLLM_PARSER_OPTIONS = frozenset({"-h", "--help", "-v", "--version"})
+
+
+def _strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tuple[str, str]], str]:
+    """Drop ``ENV=... vllm serve`` (or ``python -m vllm.entrypoints.openai.api_server``); return
+    args, env and the entry point (:data:`_VLLM_SERVE` or :data:`_API_SERVER`; words without a
+    launcher are read as ``vllm serve``'s)."""
     env = []
     i = 0
     while i < len(words) and _ENV_WORD.match(words[i]):
@@ -534,36 +558,50 @@ def _strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tup
     if rest and Path(rest[0]).name == "vllm":
         if len(rest) < 2 or rest[1] != "serve":
             raise ConfigError([InputIssue("--serve", "expected a `vllm serve ...` command line", command, ["vllm serve MODEL [flags]"])], headline="bad --serve")
-        return rest[2:], env
+        return rest[2:], env, _VLLM_SERVE
     if rest and re.fullmatch(r"python[0-9.]*", Path(rest[0]).name) and len(rest) >= 3 and rest[1] == "-m":
         if rest[2] in ("vllm.entrypoints.openai.api_server",):
-            return rest[3:], env
+            return rest[3:], env, _API_SERVER
         if rest[2] == "vllm.entrypoints.cli.main" and len(rest) >= 4 and rest[3] == "serve":
-            return rest[4:], env
+            return rest[4:], env, _VLLM_SERVE
         raise ConfigError([InputIssue("--serve", "expected `vllm serve` or `python -m vllm.entrypoints.openai.api_server`", command, None)], headline="bad --serve")
-    return rest, env
+    return rest, env, _VLLM_SERVE
 
 
-def _vllm_rewrite(args: list[str], base: Path | None) -> tuple[list[str], list[str]]:
+def _vllm_rewrite(args: list[str], base: Path | None, entry: str, options: frozenset[str]) -> tuple[list[str], list[str]]:
     """The argument rewriting of vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.parse_args`` (see
-    module doc): the words argparse then parses, and the dotted keys given more than once
-    (:func:`_merge_dotted`)."""
-    for i, arg in enumerate(args):
-        if re.match(r"^--model(=.+|$)", arg):
-            if arg == "--model":
-                if i + 1 >= len(args):
-                    raise ConfigError([InputIssue("--serve --model", "expects a model", None, None)], headline="bad --serve")
-                tag, rest = args[i + 1], i + 2
-            else:
-                tag, rest = arg.removeprefix("--model="), i + 1
-            args = [tag, *args[:i], *args[rest:]]
-            break
+    module doc) as ``entry`` runs it: the words argparse then parses, and the dotted keys given
+    more than once (:func:`_merge_dotted`). ``options``: the serve parser's option strings.
+
+    Raises:
+        ConfigError: ``--model`` or ``--config`` without a value; more than one ``--config``
+            (vLLM asserts ``args.count("--config") <= 1``); under ``vllm serve``, a ``--config``
+            with the model neither first nor in the file (vLLM: "No model specified!"); a
+            config file vLLM cannot load (:func:`_config_file_args`); a dotted flag vLLM stops on.
+    """
+    if entry == _VLLM_SERVE:  # only when args[0] == "serve"
+        for i, arg in enumerate(args):
+            if re.match(r"^--model(=.+|$)", arg):
+                if arg == "--model":
+                    if i + 1 >= len(args):
+                        raise ConfigError([InputIssue("--serve --model", "expects a model (vLLM stops with an IndexError)", None, None)], headline="bad --serve")
+                    tag, rest = args[i + 1], i + 2
+                else:
+                    tag, rest = arg.removeprefix("--model="), i + 1
+                args = [tag, *args[:i], *args[rest:]]
+                break
     if "--config" in args:
+        # FlexibleArgumentParser._pull_args_from_config: only the word --config itself
+        # (--config=FILE is argparse's --config, which loads nothing).
+        if args.count("--config") > 1:
+            raise ConfigError([InputIssue("--serve --config", f"{entry} refuses more than one --config (AssertionError: More than one config file specified!, FlexibleArgumentParser._pull_args_from_config)", args.count("--config"), 1)], headline="bad --serve")
         idx = args.index("--config")
         if idx + 1 >= len(args):
-            raise ConfigError([InputIssue("--serve --config", "expects a YAML file", None, None)], headline="bad --serve")
-        config_args = _config_file_args(args[idx + 1], base)
+            raise ConfigError([InputIssue("--serve --config", "expects a YAML file (vLLM: No config file specified!)", None, None)], headline="bad --serve")
+        config_args = _config_file_args(args[idx + 1], base, _VLLM_PARSER_OPTIONS if entry == _VLLM_SERVE else options)
         model_in_cli = bool(args) and not args[0].startswith("-")
+        if entry == _VLLM_SERVE and not model_in_cli and "--model" not in config_args:
+            raise ConfigError([InputIssue("--serve --config", "vllm serve refuses a --config line whose model is neither the first word after serve nor in the file (ValueError: No model specified!, FlexibleArgumentParser._pull_args_from_config)", " ".join(args), ["vllm serve MODEL --config FILE", "model: MODEL in FILE"])], headline="bad --serve")
         args = (args[:1] + config_args + args[1:idx] + args[idx + 2 :]) if model_in_cli else (config_args + args[:idx] + args[idx + 2 :])
     out: list[str] = []
     for i, arg in enumerate(args):
@@ -682,16 +720,28 @@ def _dotted_value(key: str, text: str) -> Any:
         raise ConfigError([InputIssue(f"--serve {key}", f"vLLM stops with a traceback on this value ({type(exc).__name__} escapes FlexibleArgumentParser.parse_args, which tries json.loads, then human_readable_int, then keeps the text)", shown, None)], headline="bad --serve") from None
 
 
-def _config_file_args(path_text: str, base: Path | None) -> list[str]:
+def _config_file_args(path_text: str, base: Path | None, loader_options: frozenset[str]) -> list[str]:
+    """The words vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.load_config_file``
+    (vllm/utils/argparse_utils.py) makes of a ``--config`` YAML file: ``yaml.safe_load`` (a
+    repeated key keeps its last value), then per key ``--KEY VALUE``; a list is its items (none:
+    dropped); a dict is its JSON; ``true`` is ``--KEY``; ``false`` is ``--no-KEY`` when the parser
+    that loads the file has that exact string (``loader_options``), else dropped. ``vllm serve``
+    loads it on the ``vllm`` parser (:data:`_VLLM_PARSER_OPTIONS`), so every false boolean is
+    dropped there; the API server on the serve parser, where ``enable-eplb: false`` is
+    ``--no-enable-eplb`` and ``disable-log-stats: false`` is dropped.
+
+    Raises:
+        ConfigError: not a ``.yaml``/``.yml`` name, unreadable, not YAML, or not a mapping.
+    """
     path = Path(path_text)
     if base is not None and not path.is_absolute():
         path = base / path
-    if path.suffix not in (".yaml", ".yml"):
+    if path_text.split(".")[-1] not in ("yaml", "yml"):  # vLLM's own test of the name
         raise ConfigError([InputIssue("--serve --config", "vLLM reads only .yaml/.yml config files", str(path), None)], headline="bad --serve")
-    import yaml  # for its error class; safe_load imports it anyway
+    import yaml
 
     try:
-        doc = safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError([InputIssue("--serve --config", f"cannot read: {exc}", str(path), None)], headline="bad --serve") from None
     if not isinstance(doc, dict):
@@ -701,8 +751,8 @@ def _config_file_args(path_text: str, base: Path | None) -> list[str]:
         if isinstance(value, bool):
             if value:
                 out.append(f"--{key}")
-            else:
-                out.append(f"--no-{key}")
+            elif (no_key := f"--no-{key}") in loader_options:
+                out.append(no_key)
         elif isinstance(value, list):
             if value:
                 out += [f"--{key}", *(str(v) for v in value)]
@@ -855,8 +905,8 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     """
     parser, options = _parser(version)
     text = command if isinstance(command, str) else shlex.join(command)
-    words, env = _strip_launcher(_words(command), text)
-    args, duplicate_keys = _vllm_rewrite(words, base)
+    words, env, entry = _strip_launcher(_words(command), text)
+    args, duplicate_keys = _vllm_rewrite(words, base, entry, options)
     try:
         namespace, extras = parser.parse_known_args(args)
     except _Refused as exc:
@@ -905,8 +955,15 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
 
     values: dict[str, Any] = {}
     spelled: dict[str, str] = {}
-    if "model_tag" in given:
-        values["model"] = given["model_tag"]
+    if entry == _API_SERVER:
+        # vllm/entrypoints/launchers/api_server/entry.py serves args.model: a positional model is not read.
+        if "model" in given:
+            values["model"] = given["model"]
+        elif "model_tag" in given:
+            raise ConfigError([InputIssue("--serve", f"{_API_SERVER} reads the model from --model only: its parser takes a positional model but the server never reads it, so vLLM would serve ModelConfig's default model", given["model_tag"], [f"{_API_SERVER} --model MODEL"])], headline="bad --serve")
+    elif "model_tag" in given or "model" in given:
+        # ServeSubcommand.cmd (vllm/entrypoints/cli/serve.py): the positional model, else --model (from a --config file).
+        values["model"] = given["model_tag"] if "model_tag" in given else given["model"]
     if given.get("hf_config_path"):
         values["hf_config_path"] = given["hf_config_path"]
     if "hf_overrides" in given:

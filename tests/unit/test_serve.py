@@ -804,3 +804,53 @@ def test_the_parser_registers_the_releases_option_strings_in_its_order(version):
     from moe_oracle.serve import _parser
 
     assert list(_parser(version)[0]._option_string_actions) == engine_facts(version)["option_strings"]
+
+
+# --- A --config YAML file (FlexibleArgumentParser._pull_args_from_config and load_config_file,
+# vllm/utils/argparse_utils.py, vLLM 0.29.0-0.33.0). `vllm serve` loads it on the `vllm` parser
+# (vllm/entrypoints/cli/main.py), whose only options are -h/--help/-v/--version, so a false
+# boolean is dropped; `python -m vllm.entrypoints.openai.api_server` loads it on the serve parser,
+# so a false boolean is --no-KEY where the parser has that exact string, else dropped.
+
+API_SERVER = "python -m vllm.entrypoints.openai.api_server"
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+def test_a_false_boolean_in_the_config_file_without_a_no_form_is_dropped(tmp_path, version):
+    (tmp_path / "c.yaml").write_text("disable-log-stats: false\nenable-expert-parallel: true\n")
+    assert parse_serve("vllm serve m --config c.yaml", version=version, base=tmp_path).ep is True
+    assert parse_serve(f"{API_SERVER} --model m --config c.yaml", version=version, base=tmp_path).ep is True
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+def test_vllm_serve_drops_every_false_boolean_of_the_config_file(tmp_path, version):
+    (tmp_path / "c.yaml").write_text("enable_eplb: true\nenable-eplb: false\n")
+    assert parse_serve("vllm serve m --config c.yaml", version=version, base=tmp_path).eplb is True
+    # the API server's parser has --no-enable-eplb: the later key turns it off
+    assert parse_serve(f"{API_SERVER} --model m --config c.yaml", version=version, base=tmp_path).eplb is False
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+def test_a_second_config_file_is_refused(tmp_path, version):
+    (tmp_path / "c.yaml").write_text("tensor-parallel-size: 2\n")
+    with pytest.raises(ConfigError, match="More than one config file"):
+        parse_serve("vllm serve m --config c.yaml --config c.yaml", version=version, base=tmp_path)
+
+
+def test_the_model_may_come_from_the_config_file(tmp_path):
+    (tmp_path / "c.yaml").write_text("model: mm\ntensor-parallel-size: 2\n")
+    assert parse_serve("vllm serve --config c.yaml", version="0.33.0", base=tmp_path).model == "mm"
+    assert parse_serve("vllm serve m --config c.yaml", version="0.33.0", base=tmp_path).model == "m"  # model_tag wins (ServeSubcommand.cmd)
+
+
+def test_vllm_serve_wants_the_model_first_or_in_the_config_file(tmp_path):
+    (tmp_path / "c.yaml").write_text("tensor-parallel-size: 2\n")
+    with pytest.raises(ConfigError, match="No model specified"):
+        parse_serve("vllm serve --config c.yaml m", version="0.33.0", base=tmp_path)
+    assert parse_serve(f"{API_SERVER} --config c.yaml --model m", version="0.33.0", base=tmp_path).tp == 2
+
+
+def test_the_api_server_reads_the_model_from_model_only():
+    assert parse_serve(f"{API_SERVER} --model m -tp 2", version="0.33.0").model == "m"
+    with pytest.raises(ConfigError, match="reads the model from --model"):
+        parse_serve(f"{API_SERVER} m -tp 2", version="0.33.0")
