@@ -722,8 +722,9 @@ def _dotted_value(key: str, text: str) -> Any:
 
 def _config_file_args(path_text: str, base: Path | None, loader_options: frozenset[str]) -> list[str]:
     """The words vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.load_config_file``
-    (vllm/utils/argparse_utils.py) makes of a ``--config`` YAML file: ``yaml.safe_load`` (a
-    repeated key keeps its last value), then per key ``--KEY VALUE``; a list is its items (none:
+    (vllm/utils/argparse_utils.py) makes of a ``--config`` YAML file: ``yaml.safe_load`` (here
+    :func:`moe_oracle.tables.safe_load`, which refuses a repeated key where vLLM keeps the last
+    value: the project's rule for every YAML document), then per key ``--KEY VALUE``; a list is its items (none:
     dropped); a dict is its JSON; ``true`` is ``--KEY``; ``false`` is ``--no-KEY`` when the parser
     that loads the file has that exact string (``loader_options``), else dropped. ``vllm serve``
     loads it on the ``vllm`` parser (:data:`_VLLM_PARSER_OPTIONS`), so every false boolean is
@@ -738,10 +739,10 @@ def _config_file_args(path_text: str, base: Path | None, loader_options: frozens
         path = base / path
     if path_text.split(".")[-1] not in ("yaml", "yml"):  # vLLM's own test of the name
         raise ConfigError([InputIssue("--serve --config", "vLLM reads only .yaml/.yml config files", str(path), None)], headline="bad --serve")
-    import yaml
+    import yaml  # for its error class; safe_load imports it anyway
 
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError([InputIssue("--serve --config", f"cannot read: {exc}", str(path), None)], headline="bad --serve") from None
     if not isinstance(doc, dict):

@@ -855,7 +855,3 @@ def test_the_api_server_reads_the_model_from_model_only():
     with pytest.raises(ConfigError, match="reads the model from --model"):
         parse_serve(f"{API_SERVER} m -tp 2", version="0.33.0")
 
-
-def test_a_key_repeated_in_the_config_file_keeps_its_last_value(tmp_path):
-    (tmp_path / "c.yaml").write_text("tensor-parallel-size: 2\ntensor-parallel-size: 4\n")  # yaml.safe_load, as vLLM reads it
-    assert parse_serve("vllm serve m --config c.yaml", version="0.33.0", base=tmp_path).tp == 4
