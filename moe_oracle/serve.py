@@ -8,10 +8,19 @@ builds an ``argparse`` parser from it. The release is the one the answer is for 
 knows it from ``--package``/``--environment``/``--probe`` before the serve line is parsed;
 never from the serve line itself). Before argparse, the command line is rewritten the way
 vLLM's ``FlexibleArgumentParser.parse_args`` does (vLLM 0.29.0-0.33.0
-vllm/utils/argparse_utils.py): ``--model X`` becomes the positional model, ``--config FILE``
-(YAML) is spliced in after the model, underscores in flag names become dashes, ``-O3`` is
-``--optimization-level 3``, and dotted JSON flags (``--eplb-config.num_redundant_experts 32``)
-are merged into one JSON value.
+vllm/utils/argparse_utils.py): under ``vllm serve``, ``--model X`` becomes the positional model;
+``--config FILE`` (YAML, one at most) is spliced in after the model (``vllm serve`` loads it on
+the ``vllm`` parser, which has no ``--no-KEY``, so a ``false`` boolean is dropped; the API
+server's parser turns it into ``--no-KEY`` where that string exists: :func:`_config_file_args`);
+underscores in flag names become dashes, ``-O3`` is ``--optimization-level 3``, and dotted JSON
+flags (``--eplb-config.num_redundant_experts 32``) are merged into one JSON value as vLLM merges
+them (nested dicts merged, lists concatenated, a repeated key overwritten and noted; a value
+``json.loads`` cannot read is tried with ``human_readable_int``, ``1K`` = 1024, then kept as
+text: :func:`_merge_dotted`). argparse then matches abbreviated flags as the release's parser
+does (``allow_abbrev=True``: ``--moe-back triton`` is ``--moe-backend``, an ambiguous prefix is
+refused: :func:`_parser`). The model is the positional one, else ``--model`` (``vllm serve``'s
+``ServeSubcommand.cmd``); ``python -m vllm.entrypoints.openai.api_server`` reads ``--model``
+alone, so a positional model there is refused (the server would never read it).
 
 As argparse does, every occurrence of every value-taking flag is converted with the flag's
 ``type`` and then checked against its ``choices``, not only the last (the last wins): the facts
@@ -385,15 +394,51 @@ _NONE_WORDS = argtypes.NONE_WORDS
 _NONE_HINT = ", or '' / None (optional_type: not given)"
 
 
+class _Help(argparse.Action):
+    """``-h``/``--help`` (argparse's ``add_help`` on the ``vllm serve`` parser): vLLM prints the
+    help and exits at this flag, so no server starts and there is nothing to answer for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        raise _Refused(f"{option_string} prints vllm serve's help and exits: no server starts")
+
+
 @lru_cache(maxsize=8)
 def _parser(version: str) -> tuple[_Parser, frozenset[str]]:
+    """vLLM ``version``'s ``vllm serve`` parser rebuilt from its facts file, and its option strings.
+
+    Like the release's own (``subparsers.add_parser`` in ``ServeSubcommand.subparser_init``,
+    vllm/entrypoints/cli/serve.py, and the API server's ``FlexibleArgumentParser``, vLLM
+    0.29.0-0.33.0), it takes argparse's default ``allow_abbrev=True``: an unambiguous prefix
+    of a flag is that flag (``--moe-back triton`` sets ``moe_backend``), and an ambiguous one
+    is refused ("ambiguous option: --enable-e could match ..."). The option strings are
+    registered in the release's order (``option_strings`` in the facts), so argparse lists the
+    candidates as vLLM's does; ``-h/--help`` stop the line (:class:`_Help`).
+
+    Raises:
+        ValueError: the facts' ``option_strings`` and its flags disagree (a damaged facts file).
+    """
     facts = engine_facts(version)
-    parser = _Parser(prog="vllm serve", add_help=False, allow_abbrev=False)
+    parser = _Parser(prog="vllm serve", add_help=False, allow_abbrev=True)
     parser.add_argument("model_tag", nargs="?", default=argparse.SUPPRESS)
-    options: set[str] = set()
+    order = {string: i for i, string in enumerate(facts["option_strings"])}
+    flags = {}
     for flag in facts["serve_flags"]:
-        strings = list(dict.fromkeys([*flag["options"], *flag.get("negative", ())]))
-        options.update(strings)
+        strings = sorted(dict.fromkeys([*flag["options"], *flag.get("negative", ())]), key=lambda o: order.get(o, len(order)))
+        flags[strings[0]] = (flag, strings)
+    added = set()
+    for string in facts["option_strings"]:
+        if string in added:
+            continue
+        if string not in flags:  # argparse's -h/--help: every string of that action, in order
+            strings = [o for o in facts["option_strings"] if o in ("-h", "--help")]
+            parser.add_argument(*strings, action=_Help)
+            added.update(strings)
+            continue
+        flag, strings = flags[string]
+        added.update(strings)
         kind = flag["value"]
         if kind == "none":
             parser.add_argument(*strings, dest=flag["dest"], action=_Flag, negative=flag.get("negative", ()), default=argparse.SUPPRESS)
@@ -401,7 +446,9 @@ def _parser(version: str) -> tuple[_Parser, frozenset[str]]:
             # Every occurrence is kept (argparse converts and checks each one; the last wins).
             nargs = {"one": None, "optional": "?", "list": "+"}[kind]
             parser.add_argument(*strings, dest=flag["dest"], nargs=nargs, action="append", default=argparse.SUPPRESS)
-    return parser, frozenset(options)
+    if list(parser._option_string_actions) != list(facts["option_strings"]):
+        raise ValueError(f"engine_facts/vllm-{version}.yaml: its option_strings and its serve_flags disagree (regenerate it with tools/vllm_cli_facts.py)")
+    return parser, frozenset(parser._option_string_actions)
 
 
 @dataclass(frozen=True)
@@ -476,8 +523,25 @@ def _words(command: str | Sequence[str]) -> list[str]:
     return list(command)
 
 
-def _strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tuple[str, str]]]:
-    """Drop ``ENV=... vllm serve`` (or ``python -m vllm.entrypoints.openai.api_server``); return args and env."""
+# The two entry points a serve line can name (vLLM 0.29.0-0.33.0): ``vllm serve`` (also
+# ``python -m vllm.entrypoints.cli.main serve``): vllm/entrypoints/cli/main.py parses
+# ``["serve", *words]`` with the ``vllm`` parser, so FlexibleArgumentParser's rewriting (``--model``
+# moved first, ``--config`` loaded) runs there, and ServeSubcommand.cmd takes the positional model
+# over ``--model``. ``python -m vllm.entrypoints.openai.api_server``:
+# vllm/entrypoints/launchers/api_server/entry.py ``main`` parses the words with the serve parser
+# itself: no ``--model`` move, and the server reads ``--model`` alone.
+_VLLM_SERVE = "vllm serve"
+_API_SERVER = "python -m vllm.entrypoints.openai.api_server"
+# The ``vllm`` parser's own option strings (vllm/entrypoints/cli/main.py: argparse's -h/--help and
+# -v/--version): ``load_config_file`` looks a false boolean's ``--no-KEY`` up among these under
+# ``vllm serve``.
+_VLLM_PARSER_OPTIONS = frozenset({"-h", "--help", "-v", "--version"})
+
+
+def _strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tuple[str, str]], str]:
+    """Drop ``ENV=... vllm serve`` (or ``python -m vllm.entrypoints.openai.api_server``); return
+    args, env and the entry point (:data:`_VLLM_SERVE` or :data:`_API_SERVER`; words without a
+    launcher are read as ``vllm serve``'s)."""
     env = []
     i = 0
     while i < len(words) and _ENV_WORD.match(words[i]):
@@ -494,38 +558,56 @@ def _strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tup
     if rest and Path(rest[0]).name == "vllm":
         if len(rest) < 2 or rest[1] != "serve":
             raise ConfigError([InputIssue("--serve", "expected a `vllm serve ...` command line", command, ["vllm serve MODEL [flags]"])], headline="bad --serve")
-        return rest[2:], env
+        return rest[2:], env, _VLLM_SERVE
     if rest and re.fullmatch(r"python[0-9.]*", Path(rest[0]).name) and len(rest) >= 3 and rest[1] == "-m":
         if rest[2] in ("vllm.entrypoints.openai.api_server",):
-            return rest[3:], env
+            return rest[3:], env, _API_SERVER
         if rest[2] == "vllm.entrypoints.cli.main" and len(rest) >= 4 and rest[3] == "serve":
-            return rest[4:], env
+            return rest[4:], env, _VLLM_SERVE
         raise ConfigError([InputIssue("--serve", "expected `vllm serve` or `python -m vllm.entrypoints.openai.api_server`", command, None)], headline="bad --serve")
-    return rest, env
+    return rest, env, _VLLM_SERVE
 
 
-def _vllm_rewrite(args: list[str], base: Path | None) -> list[str]:
-    """The argument rewriting of vLLM 0.33.0 ``FlexibleArgumentParser.parse_args`` (see module doc)."""
-    for i, arg in enumerate(args):
-        if re.match(r"^--model(=.+|$)", arg):
-            if arg == "--model":
-                if i + 1 >= len(args):
-                    raise ConfigError([InputIssue("--serve --model", "expects a model", None, None)], headline="bad --serve")
-                tag, rest = args[i + 1], i + 2
-            else:
-                tag, rest = arg.removeprefix("--model="), i + 1
-            args = [tag, *args[:i], *args[rest:]]
-            break
+def _vllm_rewrite(args: list[str], base: Path | None, entry: str, options: frozenset[str]) -> tuple[list[str], list[str]]:
+    """The argument rewriting of vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.parse_args`` (see
+    module doc) as ``entry`` runs it: the words argparse then parses, and the dotted keys given
+    more than once (:func:`_merge_dotted`). ``options``: the serve parser's option strings.
+
+    Raises:
+        ConfigError: ``--model`` or ``--config`` without a value; more than one ``--config``
+            (vLLM asserts ``args.count("--config") <= 1``); under ``vllm serve``, a ``--config``
+            with the model neither first nor in the file (vLLM: "No model specified!"); a
+            config file vLLM cannot load (:func:`_config_file_args`); a dotted flag vLLM stops on.
+    """
+    if entry == _VLLM_SERVE:  # only when args[0] == "serve"
+        for i, arg in enumerate(args):
+            if re.match(r"^--model(=.+|$)", arg):
+                if arg == "--model":
+                    if i + 1 >= len(args):
+                        raise ConfigError([InputIssue("--serve --model", "expects a model (vLLM stops with an IndexError)", None, None)], headline="bad --serve")
+                    tag, rest = args[i + 1], i + 2
+                else:
+                    tag, rest = arg.removeprefix("--model="), i + 1
+                args = [tag, *args[:i], *args[rest:]]
+                break
     if "--config" in args:
+        # FlexibleArgumentParser._pull_args_from_config: only the word --config itself
+        # (--config=FILE is argparse's --config, which loads nothing).
+        if args.count("--config") > 1:
+            raise ConfigError([InputIssue("--serve --config", f"{entry} refuses more than one --config (AssertionError: More than one config file specified!, FlexibleArgumentParser._pull_args_from_config)", args.count("--config"), 1)], headline="bad --serve")
         idx = args.index("--config")
         if idx + 1 >= len(args):
-            raise ConfigError([InputIssue("--serve --config", "expects a YAML file", None, None)], headline="bad --serve")
-        config_args = _config_file_args(args[idx + 1], base)
+            raise ConfigError([InputIssue("--serve --config", "expects a YAML file (vLLM: No config file specified!)", None, None)], headline="bad --serve")
+        config_args = _config_file_args(args[idx + 1], base, _VLLM_PARSER_OPTIONS if entry == _VLLM_SERVE else options)
         model_in_cli = bool(args) and not args[0].startswith("-")
+        if entry == _VLLM_SERVE and not model_in_cli and "--model" not in config_args:
+            raise ConfigError([InputIssue("--serve --config", "vllm serve refuses a --config line whose model is neither the first word after serve nor in the file (ValueError: No model specified!, FlexibleArgumentParser._pull_args_from_config)", " ".join(args), ["vllm serve MODEL --config FILE", "model: MODEL in FILE"])], headline="bad --serve")
         args = (args[:1] + config_args + args[1:idx] + args[idx + 2 :]) if model_in_cli else (config_args + args[:idx] + args[idx + 2 :])
     out: list[str] = []
     for i, arg in enumerate(args):
-        if arg.startswith("--"):
+        if arg.startswith("--help="):  # vLLM's help search (--help=KEYWORD): the help, as --help
+            out.append("--help")
+        elif arg.startswith("--"):
             key, eq, value = arg.partition("=")
             out.append(_DASHES.sub(lambda m: m.group(0).replace("_", "-"), key, count=1) + eq + value)
         elif arg.startswith("-O") and arg != "-O":
@@ -537,9 +619,28 @@ def _vllm_rewrite(args: list[str], base: Path | None) -> list[str]:
     return _merge_dotted(out)
 
 
-def _merge_dotted(args: list[str]) -> list[str]:
-    """``--x.a 1 --x.b 2`` -> ``--x '{"a": 1, "b": 2}'`` (vLLM's JSON dot notation)."""
+def _merge_dotted(args: list[str]) -> tuple[list[str], list[str]]:
+    """``--x.a 1 --x.b.c 2`` -> ``--x '{"a": 1, "b": {"c": 2}}'``, appended after the other words,
+    and the dotted keys given more than once (vLLM's warning "Found duplicate keys").
+
+    vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.parse_args`` (vllm/utils/argparse_utils.py, the
+    same in every modelled release): a word starting with ``-`` with a ``.`` in its name (before
+    any ``=``) is a dotted key, its value the text after ``=`` or the next word; ``key+`` makes
+    the value the list of its comma-separated parts; the value is read by :func:`_dotted_value`;
+    the values of one head (as spelled: ``--hf-over.a`` and ``--hf-overrides.b`` are two heads,
+    which argparse then resolves to one flag, the last winning) are merged by
+    :func:`_recursive_dict_update`; each head is appended as one JSON word at the end, so a dotted
+    value wins over the same flag given whole, wherever the two stand.
+
+    >>> _merge_dotted(["m", "--x.a", "1", "--x.a.b=2", "--x.l+", "p,q", "-tp", "2"])
+    (['m', '-tp', '2', '--x', '{"a": {"b": 2}, "l": ["p", "q"]}'], ['--x.a'])
+
+    Raises:
+        ConfigError: a dotted key without a value (vLLM stops with an IndexError), or a value
+            vLLM stops on (:func:`_dotted_value`).
+    """
     merged: dict[str, dict[str, Any]] = {}
+    duplicates: list[str] = []
     out: list[str] = []
     skip = False
     for i, arg in enumerate(args):
@@ -552,30 +653,91 @@ def _merge_dotted(args: list[str]) -> list[str]:
             elif i + 1 < len(args):
                 key, value_str, skip = arg, args[i + 1], True
             else:
-                raise ConfigError([InputIssue("--serve", "a dotted flag needs a value", arg, None)], headline="bad --serve")
+                raise ConfigError([InputIssue(f"--serve {arg}", "a dotted flag needs a value (vLLM stops with an IndexError: FlexibleArgumentParser.parse_args reads the next word)", None, None)], headline="bad --serve")
             if key.endswith("+"):
                 key, value_str = key[:-1], json.dumps(value_str.split(","))
             head, *keys = key.split(".")
-            try:
-                value: Any = json.loads(value_str)
-            except json.JSONDecodeError:
-                value = value_str
-            node = merged.setdefault(head, {})
-            for k in keys[:-1]:
-                node = node.setdefault(k, {})
-            node[keys[-1]] = value
+            nested: Any = _dotted_value(key, value_str)
+            for k in reversed(keys):
+                nested = {k: nested}
+            duplicates += [f"{head}.{d}" for d in sorted(_recursive_dict_update(merged.setdefault(head, {}), nested)) if f"{head}.{d}" not in duplicates]
             continue
         out.append(arg)
     for head, value in merged.items():
         out += [head, json.dumps(value)]
-    return out
+    return out, duplicates
 
 
-def _config_file_args(path_text: str, base: Path | None) -> list[str]:
+def _recursive_dict_update(original: dict[str, Any], update: Mapping[str, Any]) -> set[str]:
+    """vLLM's ``recursive_dict_update`` (vLLM 0.29.0-0.33.0 vllm/utils/argparse_utils.py, inside
+    ``FlexibleArgumentParser.parse_args``): ``update`` merged into ``original`` in place, two dicts
+    merged key by key, two lists concatenated, anything else overwritten; returns the keys that
+    were overwritten (dotted below the top level).
+
+    >>> d = {"a": 1, "t": {"x": 1}, "l": [1]}
+    >>> sorted(_recursive_dict_update(d, {"a": {"b": 2}, "t": {"y": 2}, "l": [2]})), d
+    (['a'], {'a': {'b': 2}, 't': {'x': 1, 'y': 2}, 'l': [1, 2]})
+    """
+    duplicates = set()
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(original.get(k), dict):
+            duplicates |= {f"{k}.{d}" for d in _recursive_dict_update(original[k], v)}
+        elif isinstance(v, list) and isinstance(original.get(k), list):
+            original[k] += v
+        else:
+            if k in original:
+                duplicates.add(k)
+            original[k] = v
+    return duplicates
+
+
+def _dotted_value(key: str, text: str) -> Any:
+    """A dotted flag's value as vLLM 0.29.0-0.33.0 reads it (``FlexibleArgumentParser.parse_args``,
+    vllm/utils/argparse_utils.py, the same in every modelled release): ``json.loads``; where that
+    raises ``JSONDecodeError``, vLLM's ``human_readable_int`` (:func:`moe_oracle.argtypes.human_readable_int`:
+    ``1K`` = 1024, ``1k`` = 1000, ``08`` = 8, ``1_000`` = 1000); where that raises ``ValueError`` or
+    ``ArgumentTypeError`` (``2.5K``), the text as given.
+
+    >>> [_dotted_value("--x.a", v) for v in ("96", '{"b": 1}', "1K", "1k", "08", "2.5K", "abc")]
+    [96, {'b': 1}, 1024, 1000, 8, '2.5K', 'abc']
+
+    Raises:
+        ConfigError: what escapes both tries and stops vLLM with a traceback: ``RecursionError``
+            from ``json.loads`` (nesting too deep), ``OverflowError`` from ``human_readable_int``
+            (a ``k/m/g/t`` number too large for a float).
+    """
+    try:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass
+        try:
+            return argtypes.human_readable_int(text)
+        except ValueError:
+            return text
+    except (RecursionError, OverflowError) as exc:
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise ConfigError([InputIssue(f"--serve {key}", f"vLLM stops with a traceback on this value ({type(exc).__name__} escapes FlexibleArgumentParser.parse_args, which tries json.loads, then human_readable_int, then keeps the text)", shown, None)], headline="bad --serve") from None
+
+
+def _config_file_args(path_text: str, base: Path | None, loader_options: frozenset[str]) -> list[str]:
+    """The words vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.load_config_file``
+    (vllm/utils/argparse_utils.py) makes of a ``--config`` YAML file: ``yaml.safe_load`` (here
+    :func:`moe_oracle.tables.safe_load`, which refuses a repeated key where vLLM keeps the last
+    value: the project's rule for every YAML document), then per key ``--KEY VALUE``; a list is its items (none:
+    dropped); a dict is its JSON; ``true`` is ``--KEY``; ``false`` is ``--no-KEY`` when the parser
+    that loads the file has that exact string (``loader_options``), else dropped. ``vllm serve``
+    loads it on the ``vllm`` parser (:data:`_VLLM_PARSER_OPTIONS`), so every false boolean is
+    dropped there; the API server on the serve parser, where ``enable-eplb: false`` is
+    ``--no-enable-eplb`` and ``disable-log-stats: false`` is dropped.
+
+    Raises:
+        ConfigError: not a ``.yaml``/``.yml`` name, unreadable, not YAML, or not a mapping.
+    """
     path = Path(path_text)
     if base is not None and not path.is_absolute():
         path = base / path
-    if path.suffix not in (".yaml", ".yml"):
+    if path_text.split(".")[-1] not in ("yaml", "yml"):  # vLLM's own test of the name
         raise ConfigError([InputIssue("--serve --config", "vLLM reads only .yaml/.yml config files", str(path), None)], headline="bad --serve")
     import yaml  # for its error class; safe_load imports it anyway
 
@@ -590,8 +752,8 @@ def _config_file_args(path_text: str, base: Path | None) -> list[str]:
         if isinstance(value, bool):
             if value:
                 out.append(f"--{key}")
-            else:
-                out.append(f"--no-{key}")
+            elif (no_key := f"--no-{key}") in loader_options:
+                out.append(no_key)
         elif isinstance(value, list):
             if value:
                 out += [f"--{key}", *(str(v) for v in value)]
@@ -744,8 +906,8 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     """
     parser, options = _parser(version)
     text = command if isinstance(command, str) else shlex.join(command)
-    words, env = _strip_launcher(_words(command), text)
-    args = _vllm_rewrite(words, base)
+    words, env, entry = _strip_launcher(_words(command), text)
+    args, duplicate_keys = _vllm_rewrite(words, base, entry, options)
     try:
         namespace, extras = parser.parse_known_args(args)
     except _Refused as exc:
@@ -794,8 +956,15 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
 
     values: dict[str, Any] = {}
     spelled: dict[str, str] = {}
-    if "model_tag" in given:
-        values["model"] = given["model_tag"]
+    if entry == _API_SERVER:
+        # vllm/entrypoints/launchers/api_server/entry.py serves args.model: a positional model is not read.
+        if "model" in given:
+            values["model"] = given["model"]
+        elif "model_tag" in given:
+            raise ConfigError([InputIssue("--serve", f"{_API_SERVER} reads the model from --model only: its parser takes a positional model but the server never reads it, so vLLM would serve ModelConfig's default model", given["model_tag"], [f"{_API_SERVER} --model MODEL"])], headline="bad --serve")
+    elif "model_tag" in given or "model" in given:
+        # ServeSubcommand.cmd (vllm/entrypoints/cli/serve.py): the positional model, else --model (from a --config file).
+        values["model"] = given["model_tag"] if "model_tag" in given else given["model"]
     if given.get("hf_config_path"):
         values["hf_config_path"] = given["hf_config_path"]
     if "hf_overrides" in given:
@@ -871,6 +1040,8 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
             if dest == "prefill_context_parallel_size" and str(given[dest]) == "1":
                 continue
             notes.append(f"{by_dest.get(dest, dest)}: {UNMODELLED_FLAGS[dest]}")
+    if duplicate_keys:
+        notes.append(f"dotted keys given more than once, the later value kept (vLLM warns \"Found duplicate keys\"): {', '.join(duplicate_keys)}")
     if "model" not in values:
         raise ConfigError([InputIssue("--serve", "the command line names no model (vllm serve MODEL ...)", text, None)], headline="bad --serve")
     if unknown:

@@ -15,8 +15,9 @@ release's source tree on ``PYTHONPATH``)::
     PYTHONPATH=$MOE_ORACLE_VLLM_ENV/src/0.29.0 $MOE_ORACLE_VLLM_ENV/venv/bin/python \
         tools/vllm_cli_facts.py moe_oracle/engine_facts/vllm-0.29.0.yaml
 
-``tools/vllm_cli_facts.py --parse LINES.json OUT.json`` instead parses argv lists with the
-release's parser (:func:`parse_lines`; tests/differential/test_release_sources.py).
+``tools/vllm_cli_facts.py --parse LINES.json OUT.json`` instead parses command lines with the
+release's own parsers, as ``vllm serve`` and the API server entry point parse them, and reports
+each refusal or the values moe_oracle reads (:func:`parse_lines`; tests/differential/test_serve_refusals.py).
 
 Facts: the ``vllm serve`` parser ``make_arg_parser``, in vllm/entrypoints/launchers/cli_args.py
 (vLLM 0.29.0-0.32.0) or vllm/entrypoints/common/cli_args.py (0.33.0), which
@@ -94,6 +95,9 @@ FIELD_NOTES = {
               "name=path or JSON itself); what it refuses beyond the type and choices is not checked by moe_oracle.serve",
     "optional": "vLLM's optional_type: '' and 'None' read as None (not given)",
     "none_not_a_choice": "optional, but the choices do not hold None: '' and 'None' are refused",
+    "option_strings": "every option string the vllm serve parser registers (-h/--help and hidden negative strings included), "
+                      "in registration order: argparse's allow_abbrev matches a prefix against these and lists the candidates "
+                      "of an ambiguous one in this order",
 }
 
 
@@ -165,8 +169,18 @@ def _negative_options(parser, action) -> list[str]:
     return sorted(negative)
 
 
-def _serve_parser():
-    """(module name, the release's ``vllm serve`` parser), with the platform stubbed to CPU."""
+def _parsers():
+    """(module name, the ``vllm`` parser, its ``serve`` subparser, the API server's parser), with
+    the platform stubbed to CPU.
+
+    Built as the release builds them: vllm/entrypoints/cli/main.py makes a ``FlexibleArgumentParser``
+    with ``-v/--version`` and ``add_subparsers``, and ``ServeSubcommand.subparser_init``
+    (vllm/entrypoints/cli/serve.py) adds ``serve`` with ``subparsers.add_parser`` (so a
+    ``FlexibleArgumentParser`` with argparse's defaults: ``-h/--help``, ``allow_abbrev=True``) and
+    fills it with ``make_arg_parser``; vllm/entrypoints/launchers/api_server/entry.py ``main``
+    (``python -m vllm.entrypoints.openai.api_server``) fills a plain ``FlexibleArgumentParser``.
+    ``ServeSubcommand`` itself is not imported: its module imports the API server (uvicorn).
+    """
     import vllm.platforms as platforms
     from vllm.platforms.cpu import CpuPlatform
 
@@ -175,31 +189,68 @@ def _serve_parser():
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     module_name, module = _parser_module()
-    return module_name, module.make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+    cli = FlexibleArgumentParser(description="vLLM CLI")
+    cli.add_argument("-v", "--version", action="version", version=_version())
+    subparsers = cli.add_subparsers(required=False, dest="subparser")
+    serve = module.make_arg_parser(subparsers.add_parser("serve", usage="vllm serve [model_tag] [options]"))
+    api_server = module.make_arg_parser(FlexibleArgumentParser(description="vLLM OpenAI-Compatible RESTful API server."))
+    if list(api_server._option_string_actions) != list(serve._option_string_actions):
+        raise ValueError("the API server's parser and vllm serve's differ in their option strings")
+    return module_name, cli, serve, api_server
+
+
+def _version() -> str:
+    from vllm import __version__
+
+    return __version__
+
+
+# What parse_lines reports of a parsed command line: what moe_oracle.serve reads for selection,
+# as the release's namespace holds it (the model as vllm serve's ServeSubcommand.cmd takes it:
+# the positional model_tag, else --model; the API server reads --model alone).
+READ_VALUES = ("hf_overrides", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel", "enable_eplb", "enable_lora",
+               "all2all_backend", "moe_backend", "max_num_batched_tokens", "dtype", "quantization")
+
+
+def _read_values(namespace, api_server: bool) -> dict:
+    values = {dest: getattr(namespace, dest, None) for dest in READ_VALUES}
+    values["model"] = namespace.model if api_server or getattr(namespace, "model_tag", None) is None else namespace.model_tag
+    values["num_redundant_experts"] = getattr(getattr(namespace, "eplb_config", None), "num_redundant_experts", None)
+    return json.loads(json.dumps(values, default=repr))
 
 
 def parse_lines(lines_path: str, out: str) -> None:
-    """Parse each argv list of the JSON file ``lines_path`` (the words after ``vllm serve``)
-    with the release's own parser; write one result per line to ``out`` (JSON): ``null`` where
-    it parses, else the refusal (argparse's message, or the exception that escaped argparse).
-    The differential tier compares moe_oracle.serve's refusals with these."""
+    """Parse each command line of the JSON file ``lines_path`` with the release's own parsers;
+    write one result per line to ``out`` (JSON): ``{"refused": null, "values": {...}}`` where it
+    parses (``values``: :data:`READ_VALUES`, the model and ``eplb_config.num_redundant_experts``),
+    else ``{"refused": "..."}`` (argparse's message, or the exception that escaped argparse).
+
+    A line is the list of words after ``vllm serve`` (parsed as ``vllm serve`` parses them: the
+    ``vllm`` parser's ``parse_args(["serve", *words])``, whose rewriting, ``--config`` file
+    included, runs on the ``vllm`` parser), or ``{"api_server": words}`` (the words after
+    ``python -m vllm.entrypoints.openai.api_server``, parsed by its parser). Relative ``--config``
+    files are read from the working directory. The differential tier compares moe_oracle.serve's
+    refusals and values with these."""
     import contextlib
     import io
 
-    _, parser = _serve_parser()
+    _, cli, _, api_server = _parsers()
     with open(lines_path, encoding="utf-8") as handle:
         lines = json.load(handle)
     results = []
-    for argv in lines:
+    for line in lines:
+        on_api_server = isinstance(line, dict)
+        parser, argv = (api_server, list(line["api_server"])) if on_api_server else (cli, ["serve", *line])
         err = io.StringIO()
         try:
-            with contextlib.redirect_stderr(err):
-                parser.parse_args(list(argv))
-            results.append(None)
-        except SystemExit:
-            results.append(err.getvalue().strip().splitlines()[-1] if err.getvalue().strip() else "exit")
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                namespace = parser.parse_args(argv)
+            results.append({"refused": None, "values": _read_values(namespace, on_api_server)})
+        except SystemExit as exc:
+            text = err.getvalue().strip()
+            results.append({"refused": text.splitlines()[-1] if text else f"exit {exc.code} (help or version printed)"})
         except Exception as exc:  # noqa: BLE001 - any escape refuses the command line
-            results.append(f"{type(exc).__name__}: {exc}")
+            results.append({"refused": f"{type(exc).__name__}: {exc}"})
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(results, handle)
 
@@ -209,7 +260,7 @@ def main(out: str) -> None:
 
     from vllm import __version__, envs
 
-    module_name, parser = _serve_parser()
+    module_name, _, parser, _ = _parsers()
     flags = []
     for group in parser._action_groups:
         for action in group._group_actions:
@@ -257,6 +308,9 @@ def main(out: str) -> None:
         "type_kinds": TYPE_KINDS,
         "field_notes": FIELD_NOTES,
         "env_vars": sorted(envs.environment_variables),
+        # Every option string the serve parser registers, in registration order (argparse matches
+        # an abbreviation against these, and names the candidates in this order).
+        "option_strings": list(parser._option_string_actions),
         "serve_flags": sorted(flags, key=lambda f: f["dest"]),
     }
     with open(out, "w", encoding="utf-8") as handle:

@@ -718,3 +718,140 @@ def test_every_value_taking_flag_has_a_type_kind(version):
     rules = _value_rules(version)
     assert all(rules[f["dest"]].choices == () for f in flags if f["type"] in ("other", "dataclass_json") and f["dest"] in rules)
     assert {"max_model_len", "gpu_memory_utilization", "max_num_seqs", "safetensors_load_strategy", "tensor_parallel_size"} <= set(rules)
+
+
+# --- vLLM's JSON dot notation (FlexibleArgumentParser.parse_args, vllm/utils/argparse_utils.py,
+# the same in 0.29.0-0.33.0): dotted values are merged with recursive_dict_update, and a value
+# json.loads cannot read is tried with human_readable_int before it is kept as a string.
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize(("flags", "expected"), [
+    pytest.param("--hf-overrides.text_config.moe_intermediate_size 96 --hf-overrides.text_config '{\"num_experts_per_tok\":4}'",
+                 {"text_config": {"moe_intermediate_size": 96, "num_experts_per_tok": 4}}, id="nested-dicts-merge"),
+    pytest.param("--hf-overrides.a 1 --hf-overrides.a.b 2", {"a": {"b": 2}}, id="a-value-replaced-by-a-dict"),
+    pytest.param("--hf-overrides.a.b 2 --hf-overrides.a 1", {"a": 1}, id="a-dict-replaced-by-a-value"),
+    pytest.param("--hf-overrides.a 1 --hf-overrides.a 2", {"a": 2}, id="duplicate-key-last-wins"),
+    pytest.param("--hf-overrides.l+ x,y --hf-overrides.l+ z", {"l": ["x", "y", "z"]}, id="lists-concatenate"),
+    pytest.param("--hf-overrides.l '[1]' --hf-overrides.l '[2, 3]'", {"l": [1, 2, 3]}, id="json-lists-concatenate"),
+    pytest.param("--hf-overrides.moe_intermediate_size 1K", {"moe_intermediate_size": 1024}, id="binary-suffix"),
+    pytest.param("--hf-overrides.x 1k --hf-overrides.y 08 --hf-overrides.z 1_000", {"x": 1000, "y": 8, "z": 1000}, id="human-readable-int"),
+    pytest.param("--hf-overrides.x 2.5K --hf-overrides.y abc --hf-overrides.z 2.5k", {"x": "2.5K", "y": "abc", "z": 2500}, id="else-the-string"),
+])
+def test_dotted_flags_merge_as_vllm_merges_them(version, flags, expected):
+    s = parse_serve(f"vllm serve m {flags}", version=version)
+    assert s.hf_overrides == expected
+
+
+def test_dotted_human_readable_int_reaches_eplb_config():
+    s = parse_serve("vllm serve m -tp 8 -ep --enable-eplb --eplb-config.num_redundant_experts 1k", version="0.33.0")
+    assert s.redundant_experts == 1000
+
+
+def test_a_dotted_key_given_twice_is_noted():
+    s = parse_serve("vllm serve m --hf-overrides.a 1 --hf-overrides.a.b 2", version="0.33.0")
+    assert any("--hf-overrides.a" in n and "duplicate" in n for n in s.notes)
+
+
+@pytest.mark.parametrize("value", ["9" * 400 + "k", "[" * 100_000])
+def test_a_dotted_value_vllm_crashes_on_is_refused_not_a_traceback(value):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(["vllm", "serve", "m", "--hf-overrides.x", value], version="0.33.0")
+    assert info.value.issues[0].path == "--serve --hf-overrides.x"
+
+
+# --- Abbreviated flags: vllm serve's parser is made by subparsers.add_parser (and the API
+# server's is a plain FlexibleArgumentParser), so argparse's allow_abbrev=True holds (vLLM
+# 0.29.0-0.33.0): an unambiguous prefix is the flag it starts, an ambiguous one is refused.
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+@pytest.mark.parametrize(("flags", "attr", "value"), [
+    pytest.param("--tensor-parallel-si 8", "tp", 8, id="value-flag"),
+    pytest.param("--tensor_parallel_si=4", "tp", 4, id="underscores-and-equals"),
+    pytest.param("-t 2", "tp", 2, id="single-dash-prefix-of--tp"),
+    pytest.param("--enable-expert-par", "ep", True, id="boolean"),
+    pytest.param("--enable-expert-parallel --no-enable-expert-par", "ep", False, id="negative-string"),
+    pytest.param("--max-num-batched 8k", "max_num_batched_tokens", 8000, id="human-readable-int"),
+    pytest.param("--moe-back triton", "moe_backend", "triton", id="read-flag"),
+    pytest.param("--hf-over.a 1 --hf-overrides.b 2", "hf_overrides", {"b": 2}, id="dotted-heads-merge-by-spelling-then-last-flag-wins"),
+])
+def test_an_unambiguous_prefix_is_the_flag_it_starts(version, flags, attr, value):
+    assert getattr(parse_serve(f"vllm serve m {flags}", version=version), attr) == value
+
+
+@pytest.mark.parametrize(("version", "flags", "message"), [
+    ("0.33.0", "--enable-e", "ambiguous option: --enable-e could match --enable-expert-parallel, --enable-ep-weight-filter, --enable-elastic-ep, --enable-eplb"),
+    ("0.29.0", "--no-enable-ep", "ambiguous option: --no-enable-ep could match --no-enable-ep-weight-filter, --no-enable-eplb"),
+    ("0.33.0", "--he", "ambiguous option: --he could match --help, --headless"),
+    ("0.33.0", "--disable-e", "ambiguous option: --disable-e could match --disable-expert-parallel, "),
+    ("0.29.0", "--disable-e", "vLLM 0.29.0 does not know --disable-e"),
+    ("0.33.0", "--hel", "--help prints vllm serve's help and exits"),
+    ("0.29.0", "--help=moe", "--help prints vllm serve's help and exits"),
+])
+def test_an_ambiguous_prefix_is_refused_as_argparse_refuses_it(version, flags, message):
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve m {flags}", version=version)
+    assert message in str(info.value)
+
+
+def test_disable_prefix_is_enable_expert_parallel_off_only_where_enable_disable_action_exists():
+    assert parse_serve("vllm serve m -ep --disable-expert-par", version="0.33.0").ep is False
+    with pytest.raises(ConfigError, match="does not know --disable-expert-par"):
+        parse_serve("vllm serve m -ep --disable-expert-par", version="0.32.0")
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"])
+def test_the_parser_registers_the_releases_option_strings_in_its_order(version):
+    from moe_oracle.serve import _parser
+
+    assert list(_parser(version)[0]._option_string_actions) == engine_facts(version)["option_strings"]
+
+
+# --- A --config YAML file (FlexibleArgumentParser._pull_args_from_config and load_config_file,
+# vllm/utils/argparse_utils.py, vLLM 0.29.0-0.33.0). `vllm serve` loads it on the `vllm` parser
+# (vllm/entrypoints/cli/main.py), whose only options are -h/--help/-v/--version, so a false
+# boolean is dropped; `python -m vllm.entrypoints.openai.api_server` loads it on the serve parser,
+# so a false boolean is --no-KEY where the parser has that exact string, else dropped.
+
+API_SERVER = "python -m vllm.entrypoints.openai.api_server"
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+def test_a_false_boolean_in_the_config_file_without_a_no_form_is_dropped(tmp_path, version):
+    (tmp_path / "c.yaml").write_text("disable-log-stats: false\nenable-expert-parallel: true\n")
+    assert parse_serve("vllm serve m --config c.yaml", version=version, base=tmp_path).ep is True
+    assert parse_serve(f"{API_SERVER} --model m --config c.yaml", version=version, base=tmp_path).ep is True
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+def test_vllm_serve_drops_every_false_boolean_of_the_config_file(tmp_path, version):
+    (tmp_path / "c.yaml").write_text("enable_eplb: true\nenable-eplb: false\n")
+    assert parse_serve("vllm serve m --config c.yaml", version=version, base=tmp_path).eplb is True
+    # the API server's parser has --no-enable-eplb: the later key turns it off
+    assert parse_serve(f"{API_SERVER} --model m --config c.yaml", version=version, base=tmp_path).eplb is False
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+def test_a_second_config_file_is_refused(tmp_path, version):
+    (tmp_path / "c.yaml").write_text("tensor-parallel-size: 2\n")
+    with pytest.raises(ConfigError, match="More than one config file"):
+        parse_serve("vllm serve m --config c.yaml --config c.yaml", version=version, base=tmp_path)
+
+
+def test_the_model_may_come_from_the_config_file(tmp_path):
+    (tmp_path / "c.yaml").write_text("model: mm\ntensor-parallel-size: 2\n")
+    assert parse_serve("vllm serve --config c.yaml", version="0.33.0", base=tmp_path).model == "mm"
+    assert parse_serve("vllm serve m --config c.yaml", version="0.33.0", base=tmp_path).model == "m"  # model_tag wins (ServeSubcommand.cmd)
+
+
+def test_vllm_serve_wants_the_model_first_or_in_the_config_file(tmp_path):
+    (tmp_path / "c.yaml").write_text("tensor-parallel-size: 2\n")
+    with pytest.raises(ConfigError, match="No model specified"):
+        parse_serve("vllm serve --config c.yaml m", version="0.33.0", base=tmp_path)
+    assert parse_serve(f"{API_SERVER} --config c.yaml --model m", version="0.33.0", base=tmp_path).tp == 2
+
+
+def test_the_api_server_reads_the_model_from_model_only():
+    assert parse_serve(f"{API_SERVER} --model m -tp 2", version="0.33.0").model == "m"
+    with pytest.raises(ConfigError, match="reads the model from --model"):
+        parse_serve(f"{API_SERVER} m -tp 2", version="0.33.0")
+
