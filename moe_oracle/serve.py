@@ -77,7 +77,7 @@ from typing import Any, Mapping, Sequence
 from . import argtypes
 from ._resources import package_dir
 from .errors import ConfigError, InputIssue, did_you_mean
-from .tables import read_generated, safe_load
+from .tables import read_generated
 
 __all__ = ["ENGINE_VERSION", "SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "PlatformQuantization", "ServeArgs", "engine_facts", "parse_serve", "platform_quantization", "quantization_value_issues", "release_values", "serve_releases", "serve_value_issues"]
 
@@ -570,8 +570,10 @@ def _strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tup
 
 def _vllm_rewrite(args: list[str], base: Path | None, entry: str, options: frozenset[str]) -> tuple[list[str], list[str]]:
     """The argument rewriting of vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.parse_args`` (see
-    module doc) as ``entry`` runs it: the words argparse then parses, and the dotted keys given
-    more than once (:func:`_merge_dotted`). ``options``: the serve parser's option strings.
+    module doc) as ``entry`` runs it: the words argparse then parses, and notes on what vLLM
+    keeps of repeated input (a ``--config`` file's repeated keys, :func:`_config_file_args`; the
+    dotted keys given more than once, :func:`_merge_dotted`). ``options``: the serve parser's
+    option strings.
 
     Raises:
         ConfigError: ``--model`` or ``--config`` without a value; more than one ``--config``
@@ -590,6 +592,7 @@ def _vllm_rewrite(args: list[str], base: Path | None, entry: str, options: froze
                     tag, rest = arg.removeprefix("--model="), i + 1
                 args = [tag, *args[:i], *args[rest:]]
                 break
+    notes: list[str] = []
     if "--config" in args:
         # FlexibleArgumentParser._pull_args_from_config: only the word --config itself
         # (--config=FILE is argparse's --config, which loads nothing).
@@ -598,7 +601,9 @@ def _vllm_rewrite(args: list[str], base: Path | None, entry: str, options: froze
         idx = args.index("--config")
         if idx + 1 >= len(args):
             raise ConfigError([InputIssue("--serve --config", "expects a YAML file (vLLM: No config file specified!)", None, None)], headline="bad --serve")
-        config_args = _config_file_args(args[idx + 1], base, _VLLM_PARSER_OPTIONS if entry == _VLLM_SERVE else options)
+        config_args, repeated = _config_file_args(args[idx + 1], base, _VLLM_PARSER_OPTIONS if entry == _VLLM_SERVE else options)
+        if repeated:
+            notes.append(f"--config {args[idx + 1]}: keys given more than once, the later value kept (vLLM reads the file with yaml.safe_load): {', '.join(repeated)}")
         model_in_cli = bool(args) and not args[0].startswith("-")
         if entry == _VLLM_SERVE and not model_in_cli and "--model" not in config_args:
             raise ConfigError([InputIssue("--serve --config", "vllm serve refuses a --config line whose model is neither the first word after serve nor in the file (ValueError: No model specified!, FlexibleArgumentParser._pull_args_from_config)", " ".join(args), ["vllm serve MODEL --config FILE", "model: MODEL in FILE"])], headline="bad --serve")
@@ -616,7 +621,10 @@ def _vllm_rewrite(args: list[str], base: Path | None, entry: str, options: froze
             out.append("--optimization-level")
         else:
             out.append(arg)
-    return _merge_dotted(out)
+    out, duplicates = _merge_dotted(out)
+    if duplicates:
+        notes.append(f"dotted keys given more than once, the later value kept (vLLM warns \"Found duplicate keys\"): {', '.join(duplicates)}")
+    return out, notes
 
 
 def _merge_dotted(args: list[str]) -> tuple[list[str], list[str]]:
@@ -720,11 +728,12 @@ def _dotted_value(key: str, text: str) -> Any:
         raise ConfigError([InputIssue(f"--serve {key}", f"vLLM stops with a traceback on this value ({type(exc).__name__} escapes FlexibleArgumentParser.parse_args, which tries json.loads, then human_readable_int, then keeps the text)", shown, None)], headline="bad --serve") from None
 
 
-def _config_file_args(path_text: str, base: Path | None, loader_options: frozenset[str]) -> list[str]:
+def _config_file_args(path_text: str, base: Path | None, loader_options: frozenset[str]) -> tuple[list[str], list[str]]:
     """The words vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.load_config_file``
-    (vllm/utils/argparse_utils.py) makes of a ``--config`` YAML file: ``yaml.safe_load`` (here
-    :func:`moe_oracle.tables.safe_load`, which refuses a repeated key where vLLM keeps the last
-    value: the project's rule for every YAML document), then per key ``--KEY VALUE``; a list is its items (none:
+    (vllm/utils/argparse_utils.py) makes of a ``--config`` YAML file, and the keys the file gives
+    more than once. The file is vLLM's input, read as vLLM reads it: ``yaml.safe_load``, which
+    keeps a repeated key's last value (moe-oracle's own files refuse a repeated key; here it is
+    noted). Then per key ``--KEY VALUE``; a list is its items (none:
     dropped); a dict is its JSON; ``true`` is ``--KEY``; ``false`` is ``--no-KEY`` when the parser
     that loads the file has that exact string (``loader_options``), else dropped. ``vllm serve``
     loads it on the ``vllm`` parser (:data:`_VLLM_PARSER_OPTIONS`), so every false boolean is
@@ -739,14 +748,18 @@ def _config_file_args(path_text: str, base: Path | None, loader_options: frozens
         path = base / path
     if path_text.split(".")[-1] not in ("yaml", "yml"):  # vLLM's own test of the name
         raise ConfigError([InputIssue("--serve --config", "vLLM reads only .yaml/.yml config files", str(path), None)], headline="bad --serve")
-    import yaml  # for its error class; safe_load imports it anyway
+    import yaml
 
     try:
-        doc = safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        doc = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError([InputIssue("--serve --config", f"cannot read: {exc}", str(path), None)], headline="bad --serve") from None
     if not isinstance(doc, dict):
         raise ConfigError([InputIssue("--serve --config", "must be a YAML mapping of flag names to values", str(path), None)], headline="bad --serve")
+    keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)] if isinstance(node, yaml.MappingNode) else []
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
     out: list[str] = []
     for key, value in doc.items():
         if isinstance(value, bool):
@@ -761,7 +774,7 @@ def _config_file_args(path_text: str, base: Path | None, loader_options: frozens
             out += [f"--{key}", json.dumps(value)]
         else:
             out += [f"--{key}", str(value)]
-    return out
+    return out, repeated
 
 
 def _int_flag(flag: str, value: Any, command: str) -> int:
@@ -907,7 +920,7 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     parser, options = _parser(version)
     text = command if isinstance(command, str) else shlex.join(command)
     words, env, entry = _strip_launcher(_words(command), text)
-    args, duplicate_keys = _vllm_rewrite(words, base, entry, options)
+    args, rewrite_notes = _vllm_rewrite(words, base, entry, options)
     try:
         namespace, extras = parser.parse_known_args(args)
     except _Refused as exc:
@@ -1040,8 +1053,7 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
             if dest == "prefill_context_parallel_size" and str(given[dest]) == "1":
                 continue
             notes.append(f"{by_dest.get(dest, dest)}: {UNMODELLED_FLAGS[dest]}")
-    if duplicate_keys:
-        notes.append(f"dotted keys given more than once, the later value kept (vLLM warns \"Found duplicate keys\"): {', '.join(duplicate_keys)}")
+    notes += rewrite_notes
     if "model" not in values:
         raise ConfigError([InputIssue("--serve", "the command line names no model (vllm serve MODEL ...)", text, None)], headline="bad --serve")
     if unknown:

@@ -21,9 +21,8 @@ meaning to, and compares the values read too (the release's namespace, ``tools/v
 (false booleans with and without a ``--no-`` form, two files, the model in the file or not first)
 under ``vllm serve`` and ``python -m vllm.entrypoints.openai.api_server``. Left out on purpose: a
 positional model under the API server, which its parser accepts and its server never reads
-(moe_oracle refuses it; tests/unit/test_serve.py), and a ``--config`` file repeating a key, which
-vLLM's ``yaml.safe_load`` reads with the last value and moe_oracle refuses (its rule for every
-YAML document; tests/unit/test_environment_inputs.py).
+(moe_oracle refuses it; tests/unit/test_serve.py). A ``--config`` file repeating a key is read
+as vLLM's ``yaml.safe_load`` reads it, the last value kept (moe_oracle notes it).
 
 Deselected by default (marker ``differential``); needs ``$MOE_ORACLE_VLLM_ENV``.
 """
@@ -212,13 +211,14 @@ CONFIGS = {
     "nested.yaml": "hf-overrides:\n  a: 1\ntensor-parallel-size: 2\n",
     "abbreviated.yaml": "tensor-parallel-si: 2\nmoe-back: triton\n",
     "not-a-mapping.yaml": "- 1\n",
+    "repeated.yaml": "tensor-parallel-size: 2\nenable-expert-parallel: true\ntensor-parallel-size: 4\n",
 }
 CONFIG_LINES = [
     ["m", "--config", "off-no-form.yaml"], ["m", "--config", "off-twin.yaml"], ["m", "-ep", "--config", "off-ep.yaml"],
     ["m", "--config", "off-underscore.yaml"], ["m", "--config", "on.yaml", "--config", "on.yaml"], ["m", "--config", "on.yaml", "--config", "model.yaml"],
     ["--config", "on.yaml", "m"], ["--config", "model.yaml"], ["m", "--config", "model.yaml"], ["-tp", "4", "--config", "model.yaml"],
     ["m", "--config", "nested.yaml", "--hf-overrides.b", "2"], ["m", "--config", "abbreviated.yaml"],
-    ["m", "--config", "not-a-mapping.yaml"], ["m", "--config=on.yaml"], ["m", "--config"], ["m", "--config", "missing.yaml"],
+    ["m", "--config", "not-a-mapping.yaml"], ["m", "--config", "repeated.yaml"], ["m", "--config=on.yaml"], ["m", "--config"], ["m", "--config", "missing.yaml"],
     ["--model", "m", "--config", "on.yaml"], ["--model=m", "-tp", "2"],
 ]
 API_SERVER_LINES = [
