@@ -143,7 +143,10 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
 def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Apply the serve line's ``--hf-overrides`` and ``--quantization`` to a parsed config.json.
 
-    vLLM 0.29.0-0.33.0 vllm/config/model.py: ``hf_overrides`` (a dict) updates the HF config; on
+    vLLM 0.29.0-0.33.0 vllm/config/model.py: ``hf_overrides`` (a dict) updates the HF config
+    (``ModelConfig._apply_dict_overrides``: a dict value for a nested config such as
+    ``text_config`` is merged into it, recursively, :func:`_update_nested`; any other value,
+    a dict-valued parameter such as ``quantization_config`` included, replaces); on
     an unquantized checkpoint ``-q fp8`` quantizes online (Q/fp8.py: static per-tensor weights,
     dynamic per-tensor activations), but only where vLLM finds no quantization document at all
     (``hf_quant_config.json`` beside config.json, ``compression_config`` and
@@ -158,10 +161,11 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
     cfg = dict(hf_cfg)
     if serve.hf_overrides:
         for key, value in serve.hf_overrides.items():
-            if isinstance(value, Mapping) and isinstance(cfg.get(key), Mapping):
-                cfg[key] = {**cfg[key], **value}
+            current = cfg.get(key)
+            if isinstance(value, Mapping) and isinstance(current, Mapping) and _is_sub_config(key, current):
+                cfg[key] = _update_nested(current, value)
             else:
-                cfg[key] = value
+                cfg[key] = value  # a dict-valued parameter (quantization_config, rope_scaling) is replaced whole
         notes.append(f"--hf-overrides applied to {path}: {', '.join(sorted(serve.hf_overrides))}")
     q = serve.quantization
     if q and not isinstance(cfg.get("quantization_config"), Mapping) and _quant_document_elsewhere(cfg, path):
@@ -176,6 +180,32 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
         elif q == method:
             notes.append(f"--quantization {q} matches the checkpoint's quant_method: no effect")
     return cfg, notes
+
+
+# config.json keys transformers builds a nested PreTrainedConfig from (a composite model's
+# sub_configs); any other dict value is a plain dict-valued parameter.
+_SUB_CONFIGS = frozenset({"text_config", "vision_config", "audio_config", "speech_config", "thinker_config", "talker_config", "llm_config", "language_config"})
+
+
+def _is_sub_config(key: str, value: Mapping[str, Any]) -> bool:
+    """Whether config.json's ``key`` holds a nested ``PreTrainedConfig`` (a sub-config key, or a
+    dict naming its own ``model_type``), which vLLM's ``hf_overrides`` merge into rather than replace."""
+    return key in _SUB_CONFIGS or "model_type" in value
+
+
+def _update_nested(target: Mapping[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:
+    """``target`` updated as vLLM 0.29.0-0.33.0 ``ModelConfig._update_nested`` (vllm/config/model.py)
+    updates a nested config: a dict value is merged into an existing dict, recursively; any other
+    value replaces. Returns a new dict (``target`` is not changed).
+
+    >>> _update_nested({"q": {"a": 1, "b": 2}, "n": 1}, {"q": {"b": 3}, "n": {"x": 1}})
+    {'q': {'a': 1, 'b': 3}, 'n': {'x': 1}}
+    """
+    out = dict(target)
+    for key, value in updates.items():
+        current = out.get(key)
+        out[key] = _update_nested(current, value) if isinstance(value, Mapping) and isinstance(current, Mapping) else value
+    return out
 
 
 def _quant_document_elsewhere(cfg: Mapping[str, Any], path: Path) -> bool:

@@ -855,3 +855,21 @@ def test_the_api_server_reads_the_model_from_model_only():
     with pytest.raises(ConfigError, match="reads the model from --model"):
         parse_serve(f"{API_SERVER} m -tp 2", version="0.33.0")
 
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    # A nested config (text_config) is merged into, recursively: Kimi-K2.5 keeps its int4 experts.
+    ("--hf-overrides.text_config.quantization_config.kv_cache_scheme null", "humming_indexed"),
+    # A dict-valued parameter is replaced whole: without quant_method, vLLM's convertor reads "" (no quantization).
+    ("--hf-overrides.quantization_config.weight_block_size [64,64]", None),
+], ids=["nested-config-merged", "dict-parameter-replaced"])
+def test_hf_overrides_update_the_config_as_vllms_apply_dict_overrides(override, expected, capsys):
+    """vLLM 0.29.0-0.33.0 ModelConfig._apply_dict_overrides: a nested PreTrainedConfig gets
+    _update_nested (a deep merge), any other attribute setattr (a replacement)."""
+    model = "moonshotai/Kimi-K2.5 -tp 8" if "text_config" in override else "Qwen/Qwen3-30B-A3B-FP8"
+    assert main(["explain", "--gpu", "H200", "--serve", f"vllm serve {model} {override}", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    if expected is not None:
+        assert record["selected"]["kernel"] == expected
+    else:
+        assert record["inputs"]["quant_scheme"]["value"] == "unquantized"
