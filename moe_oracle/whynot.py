@@ -687,6 +687,8 @@ def search_eligible(
             assert kernel is not None
             if admissible is not None and not admissible(*state):
                 continue  # the engine would not start with these inputs: no fix
+            if decision.winner is not None and any(w.code == "unchecked" for w in decision.warnings):
+                continue  # the engine selects a kernel whose unchecked check fails when it is built: no fix
             alt = Alternative(edits, kernel, state[0], state[1], decision)
             # Another way to the same inputs (a preset that only drops --ep, as --no-ep did) is no new fix.
             if not any((a.config == alt.config and a.environment.fingerprint == alt.environment.fingerprint) or a.describe() == alt.describe() for a in found):

@@ -167,3 +167,17 @@ def test_why_not_fixes_of_a_config_file_the_platform_gates_are_pasteable(model, 
     assert code == 0 and record["alternatives"]
     for alt in record["alternatives"]:
         _check_fix(capsys, ["--config", str(path)], alt)
+
+
+def test_a_fix_whose_kernel_fails_when_built_is_not_offered(capsys):
+    """TP 16 on an XPU: DP 16 + EP over DeepEP high-throughput selects xpu_block_fp8 (vLLM does not
+    check its prepare/finalize), which then fails when built (DeepEP runs on CUDA and ROCm only):
+    the answer carries an `unchecked` warning, so it is no fix. DP 16 + EP over allgather is."""
+    line = "vllm serve Qwen/Qwen3-30B-A3B-FP8 -tp 16"
+    assert main(["select", "--gpu", "ARC_B580", "--serve", line, "--json"]) == 1
+    fixes = json.loads(capsys.readouterr().out)["fixes"]
+    flags = [f["serve_line"]["edits"] for f in fixes]
+    assert not any("deepep" in f for f in flags) and any("allgather_reducescatter" in f for f in flags)
+    for f in fixes:  # each one runs without a warning that it fails when built
+        assert main(["select", "--gpu", "ARC_B580", "--serve", f"{line} {f['serve_line']['edits']}", "--json"]) == 0
+        assert not [w for w in json.loads(capsys.readouterr().out).get("warnings", []) if w["code"] == "unchecked"]
