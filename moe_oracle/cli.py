@@ -308,7 +308,7 @@ def _serve_release(args: argparse.Namespace, catalog: Any) -> str:
 def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_default: bool = False):
     """(config, environment, notes) from the parsed flags; notes are about inputs with no effect."""
     from .config import MoEConfig, ParallelConfig, Provenance
-    from .deployment import apply_serve, blame_hf_overrides, declare_environment, load_serve_checkpoint, serve_model_path
+    from .deployment import apply_serve, blame_hf_overrides, declare_environment, engine_release, load_serve_checkpoint, serve_model_path
     from .environment import probe_device
     from .errors import ConfigError, InputIssue
     from .hf import from_hf_config, load_hf_config
@@ -388,8 +388,7 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
         beside = quant_config_beside(path)
         # The checkpoint is read as the answer's release reads it: the environment is known here
         # (declared, or probed once and reused below).
-        model_env = answer_env(None, False)
-        release = catalog.release(model_env) if getattr(catalog, "source", None) is not None else None
+        release = engine_release(catalog, answer_env(None, False))
         try:
             ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None, release=release)
         except ConfigError as exc:
@@ -652,10 +651,10 @@ def _refusals(config: Any, args: argparse.Namespace, catalog: Any, env: Any) -> 
     and advising a change in that input: the flag (``--eplb``; add ``--ep``), the ``--serve``
     line's flag (``--serve --enable-eplb``; add ``--enable-expert-parallel``), or a ``--config``
     file's field (``$.parallel.enable_eplb`` in FILE; set ``$.parallel.use_ep: true`` there)."""
+    from .deployment import engine_release
     from .refusals import refusals
 
-    release = catalog.release(env) if getattr(catalog, "source", None) is not None else None
-    return refusals(config, release=release, origins=_origins(args))
+    return refusals(config, release=engine_release(catalog, env), origins=_origins(args))
 
 
 def _origins(args: argparse.Namespace) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     from .checkpoint import read_checkpoint
     from .cli import _check_serve_values, _device_flag, _device_from_args, _origins, _serve_release, _unused_gpu_note
     from .config import ParallelConfig, Provenance
-    from .deployment import answer_release, apply_serve, blame_hf_overrides, check_draft_moe_backend, load_serve_checkpoint, serve_model_path, verify_checkpoint_quantization
+    from .deployment import answer_release, apply_serve, blame_hf_overrides, check_draft_moe_backend, engine_release, load_serve_checkpoint, serve_model_path, verify_checkpoint_quantization
     from .engine import check_request, resolve_request
     from .environment import probe_device
     from .errors import ConfigError, InputIssue
@@ -143,9 +143,8 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     override = load_hf_config(args.hf_quant_config, "--hf-quant-config") if args.hf_quant_config else None
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
-    engine_release = catalog.release(env) if getattr(catalog, "source", None) is not None else None
     try:
-        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release)
+        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env))
     except ConfigError as exc:
         raise blame_hf_overrides(exc, serve) from None
     release = answer_release(catalog, env) or ENGINE_VERSION

@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from .envfile import PackageSpec, canonical_name, parse_requirement, read_environment_file, unique_specs
 from .environment import Environment
@@ -22,8 +22,11 @@ from .envvars import env_issues, env_notes
 from .errors import ConfigError, InputIssue, did_you_mean
 from .serve import PlatformQuantization, ServeArgs, engine_facts, platform_quantization, release_values
 
+if TYPE_CHECKING:
+    from .versions import EngineRelease
+
 __all__ = ["SERVE_TO_ARGS", "DeclaredEnvironment", "PlatformQuantizationIssue", "answer_release", "apply_serve", "blame_hf_overrides", "check_draft_moe_backend", "checkpoint_quantization", "declare_environment",
-           "config_quant_method_issue", "layer_gate_methods", "layer_quantization_methods", "load_serve_checkpoint", "modelled_quant_methods", "platform_admits", "platform_refusal", "quantization_from_flag", "quantization_override", "serve_model_path", "verify_checkpoint_quantization", "verify_layer_quantization"]
+           "config_quant_method_issue", "engine_release", "layer_gate_methods", "layer_quantization_methods", "load_serve_checkpoint", "modelled_quant_methods", "platform_admits", "platform_refusal", "quantization_from_flag", "quantization_override", "serve_model_path", "verify_checkpoint_quantization", "verify_layer_quantization"]
 
 # ServeArgs attribute -> (argparse dest, flag as the user types it for moe-oracle)
 SERVE_TO_ARGS = {
@@ -918,14 +921,21 @@ def declare_environment(
     return DeclaredEnvironment(environment, tuple(notes), gpu, gpu_source)
 
 
+def engine_release(catalog: Any, env: Environment) -> "EngineRelease | None":
+    """The engine release an answer for ``env`` is for (``Catalog.release``: declared, probed or
+    assumed); ``None`` for a catalog without an engine (hand-built in tests)."""
+    if getattr(catalog, "source", None) is None:
+        return None
+    return catalog.release(env)
+
+
 def answer_release(catalog: Any, env: Environment) -> str | None:
     """The modelled engine release whose facts an answer for ``env`` states: the declared or
     probed release when the tables model it, else the modelled release standing in for it
     (:meth:`~moe_oracle.versions.EngineRelease.stand_in`), the newest when none is known;
     ``None`` for a catalog without an engine (hand-built in tests)."""
-    if getattr(catalog, "source", None) is None:
-        return None
-    return catalog.release(env).stand_in
+    release = engine_release(catalog, env)
+    return release.stand_in if release is not None else None
 
 
 def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], set_by: dict[str, str], notes: list[str], where: str, release: str | None, *, quiet_unread: bool) -> None:

@@ -247,8 +247,10 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         hf_path = _model_reference(model, "hf_config", base, file)
         quant_cfg = load_hf_config(_model_reference(model, "hf_quant_config", base, file)) if "hf_quant_config" in model else None
         beside_path = quant_config_beside(hf_path)
+        from .deployment import engine_release
+
         answer = answer_env(environment, probe) if answer_env is not None else environment
-        release = catalog.release(answer) if answer is not None and getattr(catalog, "source", None) is not None else None
+        release = engine_release(catalog, answer) if answer is not None else None
         ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, release=release)
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)

@@ -269,6 +269,17 @@ def _release_values_doc() -> tuple[Mapping[str, Mapping[str, tuple[str, ...]]], 
     return MappingProxyType(values), MappingProxyType(gates)
 
 
+def _of_release(by_release: Mapping[str, Any], version: str) -> Any:
+    """``by_release[version]`` of the release-values file.
+
+    Raises:
+        LookupError: ``version`` is not a release the file holds (the modelled releases).
+    """
+    if version not in by_release:
+        raise LookupError(f"no release values for vLLM {version}; the file holds {', '.join(by_release)}")
+    return by_release[version]
+
+
 def platform_quantization(version: str) -> Mapping[str, PlatformQuantization]:
     """Per vLLM platform module (``cuda``, ``rocm``, ``xpu``, ``cpu``, ``zen_cpu``, ``tpu``), the
     quantization gate of the class vLLM ``version`` runs there, per
@@ -281,10 +292,7 @@ def platform_quantization(version: str) -> Mapping[str, PlatformQuantization]:
     Raises:
         LookupError: ``version`` is not a release the file holds (the modelled releases).
     """
-    gates = _release_values_doc()[1]
-    if version not in gates:
-        raise LookupError(f"no release values for vLLM {version}; the file holds {', '.join(gates)}")
-    return gates[version]
+    return _of_release(_release_values_doc()[1], version)
 
 
 def release_values(version: str) -> Mapping[str, tuple[str, ...]]:
@@ -301,10 +309,7 @@ def release_values(version: str) -> Mapping[str, tuple[str, ...]]:
     Raises:
         LookupError: ``version`` is not a release the file holds (the modelled releases).
     """
-    releases = _release_values_doc()[0]
-    if version not in releases:
-        raise LookupError(f"no release values for vLLM {version}; the file holds {', '.join(releases)}")
-    return releases[version]
+    return _of_release(_release_values_doc()[0], version)
 
 
 def quantization_value_issues(q: str, version: str, *, allow_deprecated: bool, flag: str = "--serve --quantization") -> list[InputIssue]:
