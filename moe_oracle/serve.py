@@ -756,9 +756,12 @@ def _config_file_args(path_text: str, base: Path | None, loader_options: frozens
     import yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
-        doc = yaml.safe_load(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        loader = yaml.SafeLoader(path.read_text(encoding="utf-8"))
+        try:  # yaml.safe_load, keeping the node to find the repeated keys in one parse
+            node = loader.get_single_node()
+            doc = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError([InputIssue("--serve --config", f"cannot read: {exc}", str(path), None)], headline="bad --serve") from None
     if not isinstance(doc, dict):
