@@ -57,11 +57,11 @@ from typing import Callable
 
 import torch
 
-from moe_oracle.config import Device, MoEConfig
-from moe_oracle.hf import from_hf_config, load_hf_config
-from moe_oracle.inputs import resolve_model_path
+from moe_oracle.core.config import Device, MoEConfig
+from moe_oracle.inputs.hf import from_hf_config, load_hf_config
+from moe_oracle.inputs.files import resolve_model_path
 from moe_oracle.kernels.reference import reference_moe
-from moe_oracle.quant import UNQUANTIZED
+from moe_oracle.core.quant import UNQUANTIZED
 from moe_oracle.runtime.routing import route
 from moe_oracle.runtime.spec import LayerSpec, RoutingParams
 from moe_oracle.runtime.weights import MoEWeights, make_random_weights

@@ -47,14 +47,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from moe_oracle.config import Device  # noqa: E402
-from moe_oracle.environment import Environment  # noqa: E402
-from moe_oracle.hardware import GPU_CATALOG  # noqa: E402
-from moe_oracle.oracle import default_catalog  # noqa: E402
-from moe_oracle.quant import SCHEMES  # noqa: E402
+from moe_oracle.core.config import Device  # noqa: E402
+from moe_oracle.core.environment import Environment  # noqa: E402
+from moe_oracle.inputs.hardware import GPU_CATALOG  # noqa: E402
+from moe_oracle.core.oracle import default_catalog  # noqa: E402
+from moe_oracle.core.quant import SCHEMES  # noqa: E402
 from moe_oracle.verify.space import SHAPES  # noqa: E402
 from moe_oracle.verify.sweep import Axes, Sweep, make_config  # noqa: E402
-from moe_oracle.vocab import Activation, All2AllBackend, Platform, RoutingMethod  # noqa: E402
+from moe_oracle.core.vocab import Activation, All2AllBackend, Platform, RoutingMethod  # noqa: E402
 
 CATALOG = default_catalog()
 

@@ -90,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
 
     sim = Simulation(args.release, args.tree)
     side = VllmSide(sim)
-    from moe_oracle.engine import evaluate
-    from moe_oracle.errors import ConfigError
-    from moe_oracle.oracle import default_catalog
+    from moe_oracle.core.engine import evaluate
+    from moe_oracle.core.errors import ConfigError
+    from moe_oracle.core.oracle import default_catalog
     from moe_oracle.verify.frontends.generic import _SELECTORS
     from moe_oracle.verify.ours import config_for, environment_for
     from moe_oracle.verify.space import random_deployments

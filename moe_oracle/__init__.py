@@ -7,13 +7,13 @@
 True
 """
 
-from .config import Device, MoEConfig, ParallelConfig, Provenance
-from .decision import Decision
-from .environment import Environment, probe_environment
-from .errors import ConfigError, MoEOracleError, NoEligibleKernelError, TableError
-from .oracle import Oracle, default_catalog, select
-from .quant import QuantScheme, scheme_by_name
-from .vocab import Activation, All2AllBackend, DType, Interface, Platform, Policy, ReasonCode, RoutingMethod
+from .core.config import Device, MoEConfig, ParallelConfig, Provenance
+from .core.decision import Decision
+from .core.environment import Environment, probe_environment
+from .core.errors import ConfigError, MoEOracleError, NoEligibleKernelError, TableError
+from .core.oracle import Oracle, default_catalog, select
+from .core.quant import QuantScheme, scheme_by_name
+from .core.vocab import Activation, All2AllBackend, DType, Interface, Platform, Policy, ReasonCode, RoutingMethod
 
 __all__ = [
     "Activation",

@@ -10,7 +10,7 @@ import pytest
 # Keep the validated-table cache of test runs out of the user's ~/.cache.
 os.environ.setdefault("MOE_ORACLE_CACHE_DIR", tempfile.mkdtemp(prefix="moe-oracle-test-cache-"))
 
-from moe_oracle.oracle import default_catalog
+from moe_oracle.core.oracle import default_catalog
 from tests import gcsettings
 from tests.property import profiles, tally
 from tests.tables_fixture import load

@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
-from moe_oracle.catalog import Catalog, load_catalog
-from moe_oracle.config import Device, MoEConfig, ParallelConfig
-from moe_oracle.environment import Environment
+from moe_oracle.core.catalog import Catalog, load_catalog
+from moe_oracle.core.config import Device, MoEConfig, ParallelConfig
+from moe_oracle.core.environment import Environment
 
 ANY_PLATFORM = {"cuda": {}, "rocm": {}, "cpu": {}, "xpu": {}}
 

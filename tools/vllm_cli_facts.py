@@ -5,7 +5,7 @@ value, the option strings that turn a boolean off, choices, the argparse ``type`
 :data:`TYPE_KINDS`, whether vLLM's ``optional_type`` reads ``""`` and ``"None"`` as "not given",
 whether argparse then refuses that ``None`` as not among the choices, and the keys
 ``--kernel-config`` accepts) and every environment variable name that vLLM's
-``vllm/envs.py`` declares. ``moe_oracle.serve`` reads it so that a ``vllm serve`` command line
+``vllm/envs.py`` declares. ``moe_oracle.inputs.serve`` reads it so that a ``vllm serve`` command line
 is parsed with that release's real flags. One file per modelled release (0.29.0-0.33.0).
 
 Usage (needs the import closure of vLLM's config modules: the differential environment
@@ -53,7 +53,7 @@ def _parser_module():
 
 # JSON flags whose dataclass keys are listed (``keys``): vLLM parses each occurrence with pydantic
 # (vllm/engine/arg_utils.py ``parse_dataclass``), and a key the dataclass lacks is refused
-# (``extra="forbid"``: unexpected_keyword_argument). moe_oracle.serve reads --kernel-config.
+# (``extra="forbid"``: unexpected_keyword_argument). moe_oracle.inputs.serve reads --kernel-config.
 KEYED_JSON_FLAGS = ("kernel_config",)
 
 
@@ -72,7 +72,7 @@ def _dataclass_keys(cls, prefix: str = "") -> list[str]:
 
 
 # The argparse ``type`` of a value-taking flag, as a small vocabulary (``type`` in each serve_flags
-# entry). moe_oracle.serve converts every occurrence with the same rule and refuses what argparse
+# entry). moe_oracle.inputs.serve converts every occurrence with the same rule and refuses what argparse
 # refuses; the kinds marked "not checked" are recorded but moe_oracle does not convert them.
 TYPE_KINDS = {
     "str": "no type, or str: every value is accepted",
@@ -83,8 +83,8 @@ TYPE_KINDS = {
     "human_readable_int": "human_readable_int (vllm/utils/argparse_utils.py): 8192, 8k (8000), 8K (8192)",
     "human_readable_int_or_auto": "human_readable_int_or_auto (vllm/utils/argparse_utils.py): human_readable_int, or -1/auto",
     "lower_underscore": "lambda s: s.lower().replace('-', '_') (vllm/engine/arg_utils.py add_cli_args): never fails; choices are checked on the result",
-    "dataclass_json": "parse_dataclass (vllm/engine/arg_utils.py _compute_kwargs): pydantic TypeAdapter(cls).validate_json; not checked by moe_oracle.serve (but the flags it reads)",
-    "other": "a callable not classified (type_callable names it); not checked by moe_oracle.serve, nor are its choices",
+    "dataclass_json": "parse_dataclass (vllm/engine/arg_utils.py _compute_kwargs): pydantic TypeAdapter(cls).validate_json; not checked by moe_oracle.inputs.serve (but the flags it reads)",
+    "other": "a callable not classified (type_callable names it); not checked by moe_oracle.inputs.serve, nor are its choices",
 }
 
 
@@ -92,7 +92,7 @@ FIELD_NOTES = {
     "type": "the argparse type of a value-taking flag, one of type_kinds",
     "type_callable": "the callable behind a type of kind other",
     "action": "a value-taking flag's own argparse Action class (not store or append, e.g. LoRAParserAction, which parses "
-              "name=path or JSON itself); what it refuses beyond the type and choices is not checked by moe_oracle.serve",
+              "name=path or JSON itself); what it refuses beyond the type and choices is not checked by moe_oracle.inputs.serve",
     "optional": "vLLM's optional_type: '' and 'None' read as None (not given)",
     "none_not_a_choice": "optional, but the choices do not hold None: '' and 'None' are refused",
     "option_strings": "every option string the vllm serve parser registers (-h/--help and hidden negative strings included), "
@@ -205,7 +205,7 @@ def _version() -> str:
     return __version__
 
 
-# What parse_lines reports of a parsed command line: what moe_oracle.serve reads for selection,
+# What parse_lines reports of a parsed command line: what moe_oracle.inputs.serve reads for selection,
 # as the release's namespace holds it (the model as vllm serve's ServeSubcommand.cmd takes it:
 # the positional model_tag, else --model; the API server reads --model alone).
 READ_VALUES = ("hf_overrides", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel", "enable_eplb", "enable_lora",
@@ -229,7 +229,7 @@ def parse_lines(lines_path: str, out: str) -> None:
     ``vllm`` parser's ``parse_args(["serve", *words])``, whose rewriting, ``--config`` file
     included, runs on the ``vllm`` parser), or ``{"api_server": words}`` (the words after
     ``python -m vllm.entrypoints.openai.api_server``, parsed by its parser). Relative ``--config``
-    files are read from the working directory. The differential tier compares moe_oracle.serve's
+    files are read from the working directory. The differential tier compares moe_oracle.inputs.serve's
     refusals and values with these."""
     import contextlib
     import io

@@ -46,7 +46,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..vocab import Activation
+from ..core.vocab import Activation
 
 __all__ = [
     "BLOCK_CONFIGS",

@@ -25,7 +25,7 @@ from ..runtime.errors import UnsupportedConfigError
 from ..runtime.interfaces import ModularExperts, require_unquantized_bf16
 from ..runtime.spec import LayerSpec
 from ..runtime.weights import MoEWeights
-from ..vocab import Activation
+from ..core.vocab import Activation
 from ._flashinfer_call import activation_type, flashinfer_fused_moe, require_cuda_capability
 from ._flashinfer_layout import swap_w13_to_w31
 

@@ -34,13 +34,13 @@ import inspect
 
 import torch
 
-from ..quant import SCHEMES, UNQUANTIZED
+from ..core.quant import SCHEMES, UNQUANTIZED
 from ..runtime import fp8
 from ..runtime.errors import UnsupportedConfigError
 from ..runtime.interfaces import ExpertsBase, ModularExperts, MonolithicExperts
 from ..runtime.spec import LayerSpec
 from ..runtime.weights import MoEWeights
-from ..vocab import Activation, RoutingMethod
+from ..core.vocab import Activation, RoutingMethod
 from ._flashinfer_call import activation_type, flashinfer_fused_moe, require_cuda_capability, weight_layout
 from ._flashinfer_layout import pack_topk, pad_intermediate, trtllm_bf16_layout, trtllm_fp8_block_layout
 

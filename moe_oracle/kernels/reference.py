@@ -32,7 +32,7 @@ from ..runtime.interfaces import ModularExperts, MonolithicExperts
 from ..runtime.routing import IMPLEMENTED_ROUTING, route
 from ..runtime.spec import LayerSpec
 from ..runtime.weights import MoEWeights
-from ..vocab import ActivationFormat
+from ..core.vocab import ActivationFormat
 
 __all__ = ["ReferenceBatchedExperts", "ReferenceExperts", "ReferenceMonolithicExperts", "reference_experts", "reference_moe"]
 

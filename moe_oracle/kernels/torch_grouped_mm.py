@@ -35,13 +35,13 @@ from types import ModuleType
 
 import torch
 
-from ..quant import SCHEMES
+from ..core.quant import SCHEMES
 from ..runtime.activations import GPT_OSS_SWIGLU_ALPHA, GPT_OSS_SWIGLU_LIMIT, IMPLEMENTED_ACTIVATIONS, apply_activation
 from ..runtime.errors import UnsupportedConfigError
 from ..runtime.interfaces import ModularExperts, require_unquantized_bf16
 from ..runtime.spec import LayerSpec
 from ..runtime.weights import MoEWeights
-from ..vocab import DType
+from ..core.vocab import DType
 
 __all__ = ["TorchGroupedMMExperts", "TorchScaledGroupedMMExperts", "grouped_layout", "triton_ops"]
 

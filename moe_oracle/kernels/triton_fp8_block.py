@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import torch
 
-from ..quant import SCHEMES
+from ..core.quant import SCHEMES
 from ..runtime.activations import GPT_OSS_SWIGLU_ALPHA, GPT_OSS_SWIGLU_LIMIT
 from ..runtime.errors import UnsupportedConfigError
 from ..runtime.interfaces import ModularExperts
 from ..runtime.spec import LayerSpec
 from ..runtime.weights import MoEWeights
-from ..vocab import Activation, DType
+from ..core.vocab import Activation, DType
 from .torch_grouped_mm import triton_ops
 
 __all__ = ["TritonFP8BlockExperts"]

@@ -38,7 +38,7 @@ import torch
 from ..runtime.comm import all_reduce_max, all_to_all_varlen, group_info
 from ..runtime.interfaces import InputQuant, ModularPrepareFinalize, PrepareResult
 from ..runtime.spec import LayerSpec
-from ..vocab import ActivationFormat
+from ..core.vocab import ActivationFormat
 
 __all__ = ["AllToAllModular", "BatchedAllToAllModular"]
 

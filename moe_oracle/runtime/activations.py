@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..vocab import Activation
+from ..core.vocab import Activation
 from .errors import UnsupportedConfigError
 
 __all__ = ["GPT_OSS_SWIGLU_ALPHA", "GPT_OSS_SWIGLU_LIMIT", "IMPLEMENTED_ACTIVATIONS", "apply_activation", "split_gate_up"]

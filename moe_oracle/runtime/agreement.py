@@ -23,7 +23,7 @@ from .comm import all_gather_varlen, group_info
 from .errors import RankDecision, RankDisagreementError
 
 if TYPE_CHECKING:
-    from ..decision import Decision
+    from ..core.decision import Decision
 
 __all__ = ["check_ranks_agree", "gather_rank_decisions"]
 

@@ -25,7 +25,7 @@ from .spec import LayerSpec
 from .weights import MoEWeights
 
 if TYPE_CHECKING:
-    from ..decision import Decision
+    from ..core.decision import Decision
 
 __all__ = ["make_kernel", "make_kernel_from_adapters", "resolve_adapter", "spec_for_decision"]
 

@@ -1,6 +1,6 @@
 """Errors the runtime raises on purpose. Each carries its facts as attributes; ``str()`` only formats.
 
-All derive from :class:`moe_oracle.errors.MoEOracleError` and from the matching
+All derive from :class:`moe_oracle.core.errors.MoEOracleError` and from the matching
 builtin (``ValueError``, ``ImportError``, ``RuntimeError``) so callers may catch
 either.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import MoEOracleError
+from ..core.errors import MoEOracleError
 
 __all__ = [
     "AdapterContractError",

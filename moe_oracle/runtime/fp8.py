@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from ..quant import QUANT_KEYS, Granularity
+from ..core.quant import QUANT_KEYS, Granularity
 from .errors import UnsupportedConfigError
 
 __all__ = [

@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..quant import UNQUANTIZED
-from ..vocab import Activation, ActivationFormat, DType, Interface
+from ..core.quant import UNQUANTIZED
+from ..core.vocab import Activation, ActivationFormat, DType, Interface
 from . import fp8
 from .errors import UnsupportedConfigError
 from .spec import LayerSpec

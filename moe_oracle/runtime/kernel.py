@@ -9,17 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from ..vocab import Interface
+from ..core.vocab import Interface
 from .errors import CompositionError
-from .interfaces import (
-    ExpertsBase,
-    InputQuant,
-    ModularExperts,
-    ModularPrepareFinalize,
-    MonolithicExperts,
-    MonolithicPrepareFinalize,
-    PrepareFinalizeBase,
-)
+from .interfaces import ExpertsBase, InputQuant, ModularExperts, ModularPrepareFinalize, MonolithicExperts, MonolithicPrepareFinalize, PrepareFinalizeBase
 from .routing import route
 from .spec import LayerSpec
 

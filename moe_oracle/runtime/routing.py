@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import torch
 
-from ..vocab import RoutingMethod
+from ..core.vocab import RoutingMethod
 from .errors import UnsupportedConfigError
 from .spec import RoutingParams
 

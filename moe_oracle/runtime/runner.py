@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..config import MoEConfig
+from ..core.config import MoEConfig
 from .spec import LayerSpec
 from .timing import measure_ms, median
 from .weights import make_random_weights
 
 if TYPE_CHECKING:
-    from ..decision import Decision
+    from ..core.decision import Decision
 
 __all__ = ["RunReport", "available_memory_bytes", "layer_bytes", "layer_flops", "run_layer"]
 

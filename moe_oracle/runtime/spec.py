@@ -3,8 +3,8 @@
 A :class:`LayerSpec` is what every experts kernel and prepare/finalize is built
 from: sizes (in elements), activation, routing method and its parameters, the
 quantization scheme, the model dtype and this rank's slice of the experts.
-:meth:`LayerSpec.from_config` derives it from a :class:`~moe_oracle.config.MoEConfig`
-using the same rules as :mod:`moe_oracle.normalize` (EP size, intermediate size
+:meth:`LayerSpec.from_config` derives it from a :class:`~moe_oracle.core.config.MoEConfig`
+using the same rules as :mod:`moe_oracle.core.normalize` (EP size, intermediate size
 per partition).
 
 Source: vLLM main 00f7f258 ``P/config.py`` (``FusedMoEConfig``,
@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..config import MoEConfig
-from ..quant import UNQUANTIZED, QuantScheme
-from ..vocab import Activation, DType, RoutingMethod
+from ..core.config import MoEConfig
+from ..core.quant import UNQUANTIZED, QuantScheme
+from ..core.vocab import Activation, DType, RoutingMethod
 
 __all__ = ["LayerSpec", "RoutingParams", "torch_dtype"]
 

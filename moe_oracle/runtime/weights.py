@@ -19,8 +19,8 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 
-from ..quant import UNQUANTIZED, QuantScheme
-from ..vocab import RoutingMethod
+from ..core.quant import UNQUANTIZED, QuantScheme
+from ..core.vocab import RoutingMethod
 from . import fp8
 from .spec import LayerSpec
 

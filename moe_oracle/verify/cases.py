@@ -2,8 +2,8 @@
 
 A :class:`Deployment` holds only JSON values (strings, numbers, booleans, lists,
 ``None``), so a disagreement can be written to a file and replayed with
-``moe-oracle verify --replay FILE``. Fields use our vocabulary (``moe_oracle.vocab``,
-``moe_oracle.quant`` key names); each side translates them into its own objects.
+``moe-oracle verify --replay FILE``. Fields use our vocabulary (``moe_oracle.core.vocab``,
+``moe_oracle.core.quant`` key names); each side translates them into its own objects.
 
 Packages are the optional packages vLLM probes at selection time, by our short
 names (:data:`PACKAGES`); any package not listed is absent. Environment variables
@@ -52,7 +52,7 @@ class Deployment:
         capability: CUDA compute capability, major*10+minor (``None`` off CUDA).
         arch: ROCm gfx target, CPU architecture (``x86_64``, ``aarch64``, ``ppc64le``), or ``None``.
         cpu_amx: x86 AMX support (``None`` off CPU).
-        family: our quant family (``moe_oracle.quant.QuantFamily`` value).
+        family: our quant family (``moe_oracle.core.quant.QuantFamily`` value).
         front_end: which vLLM front end selects (:data:`FRONT_ENDS`).
         weight_key, activation_key: our quant key names (``None``: model dtype).
         block: ``[block_n, block_k]`` of a block-quantized checkpoint, else ``None``.

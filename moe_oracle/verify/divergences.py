@@ -22,9 +22,9 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from .._resources import package_dir
-from ..errors import InputIssue, TableError
-from ..tables import load_schemas, safe_load, validate_document
+from ..core._resources import package_dir
+from ..core.errors import InputIssue, TableError
+from ..core.tables import load_schemas, safe_load, validate_document
 from .cases import Answer, Deployment
 
 __all__ = ["Divergence", "load_divergences", "match_divergence", "DEFAULT_PATH"]

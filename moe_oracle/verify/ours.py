@@ -1,7 +1,7 @@
 """Ask our tables the question a :class:`~moe_oracle.verify.cases.Deployment` poses.
 
-The deployment becomes a :class:`~moe_oracle.config.MoEConfig` and an exact
-:class:`~moe_oracle.environment.Environment` (every package not declared is known
+The deployment becomes a :class:`~moe_oracle.core.config.MoEConfig` and an exact
+:class:`~moe_oracle.core.environment.Environment` (every package not declared is known
 absent; vLLM is the release asked about; FlashInfer, when present, is the version
 that release pins), and the engine selects with the default (faithful) policy.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..config import Device, MoEConfig, ParallelConfig
-from ..environment import Environment
-from ..errors import ConfigError, NoEligibleKernelError
-from ..oracle import Oracle
-from ..quant import QuantScheme
+from ..core.config import Device, MoEConfig, ParallelConfig
+from ..core.environment import Environment
+from ..core.errors import ConfigError, NoEligibleKernelError
+from ..core.oracle import Oracle
+from ..core.quant import QuantScheme
 from .cases import Answer, Deployment
 from .frontends import QUANT_METHOD
 

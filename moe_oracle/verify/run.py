@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .._resources import package_dir
+from ..core._resources import package_dir
 from .cases import Answer, Deployment
 from .divergences import Divergence, load_divergences, match_divergence
 from .ours import FLASHINFER_PINS

@@ -30,7 +30,7 @@ import zipfile
 from pathlib import Path
 from typing import Sequence
 
-from .._resources import package_dir
+from ..core._resources import package_dir
 from .ours import FLASHINFER_PINS
 from .run import RELEASES
 

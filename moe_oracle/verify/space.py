@@ -17,7 +17,7 @@ import random
 from dataclasses import replace
 from typing import Iterable, Iterator, Sequence
 
-from ..vocab import Activation, RoutingMethod
+from ..core.vocab import Activation, RoutingMethod
 from .cases import PACKAGES, Deployment
 
 __all__ = [

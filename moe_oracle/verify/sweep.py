@@ -13,7 +13,7 @@ part sets its own fields and nothing else (:data:`LAYOUT_FIELDS`, :data:`LORA_FI
 P fixes; the sweep sets no group size, quant method or model type, so the Marlin answer and the
 quant fields are the prefix's): a config's values are the prefix's values overlaid with each
 part's. :class:`Sweep` checks this on its axes at start (each part value changes only its fields).
-The engine (vLLM 0.33 model, ``moe_oracle.engine.evaluate``) reads those values only through
+The engine (vLLM 0.33 model, ``moe_oracle.core.engine.evaluate``) reads those values only through
 predicates (``Predicate.test``), except for:
 
 * the request name, the scheme and the raw all2all backend (request resolution, implied quant,
@@ -51,17 +51,17 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
-from ..catalog import Catalog
-from ..checks import Check
-from ..config import Device, MoEConfig, ParallelConfig
-from ..engine import evaluate
-from ..environment import Environment
-from ..errors import ConfigError
-from ..fields import NONE
-from ..normalize import normalize
-from ..predicates import Predicate
-from ..quant import QuantScheme
-from ..vocab import Activation, RoutingMethod
+from ..core.catalog import Catalog
+from ..core.checks import Check
+from ..core.config import Device, MoEConfig, ParallelConfig
+from ..core.engine import evaluate
+from ..core.environment import Environment
+from ..core.errors import ConfigError
+from ..core.fields import NONE
+from ..core.normalize import normalize
+from ..core.predicates import Predicate
+from ..core.quant import QuantScheme
+from ..core.vocab import Activation, RoutingMethod
 
 __all__ = ["ACT_FIELDS", "Axes", "ClassResult", "LAYOUT_FIELDS", "LORA_FIELDS", "ROUTING_FIELDS", "Sweep", "check_ranking", "make_config"]
 

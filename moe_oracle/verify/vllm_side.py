@@ -237,7 +237,7 @@ class VllmSide:
         return self.cfg_mod.FusedMoEConfig(**{k: v for k, v in values.items() if k in self.moe_fields})
 
     def _routing(self, name: str) -> Any:
-        from ..vocab import RoutingMethod
+        from ..core.vocab import RoutingMethod
 
         return self.routing[RoutingMethod(name).flashinfer_id]
 

@@ -47,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
 
     sim = Simulation(args.release, args.tree)
     theirs = VllmSide(sim)
-    from ..catalog import load_catalog
-    from ..oracle import Oracle
+    from ..core.catalog import load_catalog
+    from ..core.oracle import Oracle
     from .ours import OurSide
 
     oracle = Oracle(load_catalog(args.tables)) if args.tables else Oracle.default()

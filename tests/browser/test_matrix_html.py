@@ -2,7 +2,7 @@
 
 Two browser runs on the page generated from the shipped tables: ``--dump-dom`` (the DOM
 Chromium built: one table per quant scheme, cells classed yes/no/conditional that agree
-with :func:`moe_oracle.matrix.cell`, every link resolving to an element id, nothing
+with :func:`moe_oracle.explain.matrix.cell`, every link resolving to an element id, nothing
 external) and ``--screenshot`` (a PNG, decoded with zlib+struct: not blank, the cell
 colours of the stylesheet present, the tables inside the 1400 px viewport).
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from moe_oracle.cli import main
-from moe_oracle.matrix import _CSS, MATRIX_DEVICES, cell
-from moe_oracle.quant import SCHEMES
+from moe_oracle.explain.matrix import _CSS, MATRIX_DEVICES, cell
+from moe_oracle.core.quant import SCHEMES
 
 CHROMIUM = Path("/usr/bin/chromium")
 WIDTH, HEIGHT = 1400, 2000

@@ -100,15 +100,15 @@ def test_the_facts_hold_in_the_release_source(release):
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_release_values_match_the_release_source(release):
-    from moe_oracle.serve import release_values
+    from moe_oracle.inputs.serve import release_values
 
     tree = _tree(release)
     spec = importlib.util.spec_from_file_location("vllm_release_values", ROOT / "tools" / "vllm_release_values.py")
     assert spec is not None and spec.loader is not None
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    from moe_oracle.serve import platform_quantization
-    from moe_oracle.tables import safe_load_generated
+    from moe_oracle.inputs.serve import platform_quantization
+    from moe_oracle.core.tables import safe_load_generated
 
     read = tool.release_values(tree)
     stored = safe_load_generated((ROOT / "moe_oracle" / "engine_facts" / "vllm-release-values.yaml").read_text(encoding="utf-8"))["releases"][release]
@@ -155,7 +155,7 @@ _PLATFORM_TESTS = {"is_cuda_alike": ("cuda", "rocm"), "is_cuda": ("cuda",), "is_
 def test_eplb_platforms_match_the_release_source(release):
     """refusals.EPLB_PLATFORMS is the platform condition of the release's
     ``if self.enable_eplb:`` block in vllm/config/parallel.py (its first nested ``if``)."""
-    from moe_oracle.refusals import eplb_platforms
+    from moe_oracle.core.refusals import eplb_platforms
 
     tree = ast.parse((_tree(release) / "vllm/config/parallel.py").read_text(encoding="utf-8"))
     (block,) = [n for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == "self.enable_eplb"]
@@ -169,7 +169,7 @@ def test_eplb_platforms_match_the_release_source(release):
 def test_speculative_methods_match_the_release_source(release):
     """moe_oracle/speculative.py's method lists are vllm/config/speculative.py's
     ``MTPModelTypes`` and ``SpeculativeMethod`` of that release."""
-    from moe_oracle.speculative import speculative_methods
+    from moe_oracle.inputs.speculative import speculative_methods
 
     tree = ast.parse((_tree(release) / "vllm/config/speculative.py").read_text(encoding="utf-8"))
     mtp, other = speculative_methods(release)
@@ -180,8 +180,8 @@ def test_speculative_methods_match_the_release_source(release):
 @pytest.mark.parametrize("release", RELEASES)
 def test_serve_facts_match_the_releases_own_parser(release, tmp_path):
     """Each release's serve facts file, regenerated from that release's ``make_arg_parser``."""
-    from moe_oracle.serve import engine_facts
-    from moe_oracle.tables import safe_load
+    from moe_oracle.inputs.serve import engine_facts
+    from moe_oracle.core.tables import safe_load
     from moe_oracle.verify.run import VllmEnv
 
     tree = _tree(release)
@@ -270,8 +270,8 @@ def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
 def test_checkpoint_facts_match_the_release_source(release):
     """moe_oracle/checkpoint/releases.py FACTS: each version-ranged fact holds for ``release``
     exactly when its range admits it, read from the release's source."""
-    from moe_oracle.checkpoint.releases import FACTS as CHECKPOINT_FACTS
-    from moe_oracle.checkpoint.releases import ReaderRelease
+    from moe_oracle.inputs.checkpoint.releases import FACTS as CHECKPOINT_FACTS
+    from moe_oracle.inputs.checkpoint.releases import ReaderRelease
 
     tree = _tree(release)
     wrong = {fact: f"{spec.engine} says {ReaderRelease.of(release).holds(fact)}" for fact, spec in CHECKPOINT_FACTS.items()
@@ -283,8 +283,8 @@ def test_checkpoint_facts_match_the_release_source(release):
 def test_checkpoint_constants_match_the_release_source(release):
     """The literals the checkpoint reader copies: B12X codec contracts (vllm/utils/b12x.py, where
     the release has them) and the model types DeepSeek-V4's FP8 config claims."""
-    from moe_oracle.checkpoint import quant_formats as qf
-    from moe_oracle.checkpoint.releases import ReaderRelease
+    from moe_oracle.inputs.checkpoint import quant_formats as qf
+    from moe_oracle.inputs.checkpoint.releases import ReaderRelease
 
     tree = _tree(release)
     rel = ReaderRelease.of(release)

@@ -1,4 +1,4 @@
-"""``moe_oracle.serve.parse_serve`` refuses a flag value exactly where the release's own parser does.
+"""``moe_oracle.inputs.serve.parse_serve`` refuses a flag value exactly where the release's own parser does.
 
 For each modelled release, command lines ``vllm serve m --FLAG VALUE`` (and ``--FLAG BAD --FLAG
 GOOD``: an earlier occurrence is converted too) are built from the serve facts for every
@@ -14,7 +14,7 @@ by one and not the other is a failure.
 
 A second test samples the shapes of a command line that vLLM's own rewriting and argparse give
 meaning to, and compares the values read too (the release's namespace, ``tools/vllm_cli_facts.py
---parse``, against :class:`moe_oracle.serve.ServeArgs`): every option string's abbreviations
+--parse``, against :class:`moe_oracle.inputs.serve.ServeArgs`): every option string's abbreviations
 (the shortest unique prefix, one character less, with ``_`` and ``=`` spellings; argparse's
 ``allow_abbrev``), dotted JSON flags (merged dicts, concatenated lists, a value replaced by a dict,
 ``1K``/``08`` read by ``human_readable_int``, values that stop vLLM), and ``--config`` files
@@ -36,8 +36,8 @@ from pathlib import Path
 
 import pytest
 
-from moe_oracle.errors import ConfigError
-from moe_oracle.serve import _LAST_READ, ServeArgs, _value_rules, engine_facts, parse_serve
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.inputs.serve import _LAST_READ, ServeArgs, _value_rules, engine_facts, parse_serve
 from moe_oracle.verify.run import RELEASES
 
 pytestmark = pytest.mark.differential

@@ -19,8 +19,8 @@ from typing import Any, Iterable, Sequence
 import yaml
 from hypothesis import strategies as st
 
-from moe_oracle.errors import InputIssue, _IssuesError
-from moe_oracle.tables import MAX_TABLE_BYTES
+from moe_oracle.core.errors import InputIssue, _IssuesError
+from moe_oracle.core.tables import MAX_TABLE_BYTES
 
 __all__ = ["SNIPPETS", "Bad", "assert_typed_error", "byte_edits", "node_paths", "serialize", "tree_edits", "wrong_values"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from hypothesis import strategies as st
 
-from moe_oracle._resources import table_dirs
+from moe_oracle.core._resources import table_dirs
 from tests.fuzz.hostile import Bad, byte_edits, serialize, tree_edits
 from tests.property import tally
 

@@ -20,12 +20,12 @@ from pathlib import Path
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from moe_oracle._resources import package_dir
+from moe_oracle.core._resources import package_dir
 from moe_oracle.cli import build_parser, main
-from moe_oracle.hardware import GPU_CATALOG
-from moe_oracle.inputs import example_names
-from moe_oracle.quant import SCHEME_ALIASES, SCHEMES
-from moe_oracle.vocab import All2AllBackend
+from moe_oracle.inputs.hardware import GPU_CATALOG
+from moe_oracle.inputs.files import example_names
+from moe_oracle.core.quant import SCHEME_ALIASES, SCHEMES
+from moe_oracle.core.vocab import All2AllBackend
 from tests.property import tally
 from tests.property.profiles import budget
 from tests.property.strategies import ARCHES, CATALOG, cases, text_values

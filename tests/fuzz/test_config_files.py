@@ -13,17 +13,17 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from moe_oracle._resources import examples_dir
-from moe_oracle.checkpoint import read_checkpoint
-from moe_oracle.config import Device, MoEConfig, ParallelConfig
-from moe_oracle.engine import evaluate
-from moe_oracle.environment import Environment
-from moe_oracle.errors import ConfigError
-from moe_oracle.hf import from_hf_config, load_hf_config
-from moe_oracle.inputs import dump_document, example_names, load_config_file
-from moe_oracle.oracle import Oracle
-from moe_oracle.plan import build_plan
-from moe_oracle.vocab import Platform
+from moe_oracle.core._resources import examples_dir
+from moe_oracle.inputs.checkpoint import read_checkpoint
+from moe_oracle.core.config import Device, MoEConfig, ParallelConfig
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.environment import Environment
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.inputs.hf import from_hf_config, load_hf_config
+from moe_oracle.inputs.files import dump_document, example_names, load_config_file
+from moe_oracle.core.oracle import Oracle
+from moe_oracle.explain.plan import build_plan
+from moe_oracle.core.vocab import Platform
 from tests.fuzz.hostile import SNIPPETS, Bad, assert_typed_error, byte_edits, serialize, tree_edits
 from tests.property import tally
 from tests.property.profiles import budget
@@ -147,14 +147,14 @@ def test_an_hf_config_path_that_is_no_regular_file(path):
 EXAMPLES = {p.name: json.loads(p.read_text()) for p in sorted(examples_dir().glob("*.json"))}
 QUANT_CONFIG = "nvidia-nemotron-3-nano-30b-a3b-nvfp4.hf_quant_config.json"
 MODELS = sorted(name for name in EXAMPLES if name != QUANT_CONFIG)
-# Keys moe_oracle.hf reads (from_hf_config and its helpers).
+# Keys moe_oracle.inputs.hf reads (from_hf_config and its helpers).
 HF_KEYS = ("text_config", "model_type", "n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts", "num_experts_per_tok", "experts_per_token",
            "moe_topk", "top_k", "hidden_size", "moe_intermediate_size", "intermediate_size", "torch_dtype", "dtype", "mlp_hidden_act", "hidden_act",
            "hidden_activation", "activation_function", "swiglu_limit", "scoring_func", "norm_topk_prob", "n_group", "topk_group", "topk_method",
            "use_routing_bias", "moe_router_enable_expert_bias", "routed_scaling_factor", "quantization_config", "quantization", "quant_method",
            "quant_algo", "modules_to_not_convert", "ignore", "exclude_modules", "weight_block_size", "activation_scheme", "config_groups", "weights",
            "input_activations", "type", "num_bits", "strategy", "dynamic", "group_size", "symmetric", "bits", "w_bit", "sym", "_name_or_path", "architectures",
-           # the whole-model reader (moe_oracle.checkpoint): layouts, MTP, aliases, formats
+           # the whole-model reader (moe_oracle.inputs.checkpoint): layouts, MTP, aliases, formats
            "num_hidden_layers", "first_k_dense_replace", "moe_layer_freq", "mlp_only_layers", "decoder_sparse_step", "interleave_moe_layer_step",
            "hybrid_override_pattern", "mtp_hybrid_override_pattern", "num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules", "num_hash_layers",
            "mlp_layer_types", "expert_dtype", "moe_quant_algo", "quantized_layers", "targets", "format", "ignored_layers", "scale_fmt", "store_dtype",

@@ -13,10 +13,10 @@ import yaml
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from moe_oracle.catalog import load_catalog
-from moe_oracle.engine import evaluate
-from moe_oracle.errors import ConfigError, TableError
-from moe_oracle.oracle import Oracle
+from moe_oracle.core.catalog import load_catalog
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.errors import ConfigError, TableError
+from moe_oracle.core.oracle import Oracle
 from tests.fuzz.hostile import assert_typed_error
 from tests.fuzz.table_inputs import table_dirs_under, write_shipped, PATHS, SHIPPED, bad_tables
 from tests.property import tally

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from moe_oracle._resources import package_dir, runtime_table_dirs
-from moe_oracle.catalog import Catalog, compile_tables, load_catalog
-from moe_oracle.oracle import default_catalog, default_runtime_catalog
-from moe_oracle.engine import evaluate
-from moe_oracle.errors import TableError
-from moe_oracle.oracle import Oracle
-from moe_oracle.tables import load_schemas, read_tables, read_tables_cached
+from moe_oracle.core._resources import package_dir, runtime_table_dirs
+from moe_oracle.core.catalog import Catalog, compile_tables, load_catalog
+from moe_oracle.core.oracle import default_catalog, default_runtime_catalog
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.errors import TableError
+from moe_oracle.core.oracle import Oracle
+from moe_oracle.core.tables import load_schemas, read_tables, read_tables_cached
 from tests.fuzz.hostile import SNIPPETS, Bad, assert_typed_error, byte_edits, tree_edits
 from tests.fuzz.table_inputs import table_dirs_under, write_shipped, PATHS, SHIPPED, bad_tables
 from tests.property import tally

@@ -15,14 +15,14 @@ from typing import Any
 
 import yaml
 
-from moe_oracle.checkpoint import Checkpoint, read_checkpoint
-from moe_oracle.config import ParallelConfig
-from moe_oracle.environment import Environment
-from moe_oracle.hardware import lookup_hardware
-from moe_oracle.hf import load_hf_config
-from moe_oracle.inputs import quant_config_beside, resolve_model_path
-from moe_oracle.oracle import Oracle, default_catalog
-from moe_oracle.plan import Plan, build_plan
+from moe_oracle.inputs.checkpoint import Checkpoint, read_checkpoint
+from moe_oracle.core.config import ParallelConfig
+from moe_oracle.core.environment import Environment
+from moe_oracle.inputs.hardware import lookup_hardware
+from moe_oracle.inputs.hf import load_hf_config
+from moe_oracle.inputs.files import quant_config_beside, resolve_model_path
+from moe_oracle.core.oracle import Oracle, default_catalog
+from moe_oracle.explain.plan import Plan, build_plan
 
 HERE = Path(__file__).parent / "plans"
 HAND: dict[str, Any] = yaml.safe_load((HERE / "hand_checked.yaml").read_text(encoding="utf-8"))

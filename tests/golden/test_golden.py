@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from moe_oracle.config import Device, MoEConfig, ParallelConfig
-from moe_oracle.engine import evaluate
-from moe_oracle.environment import Environment
-from moe_oracle.hardware import lookup_hardware
-from moe_oracle.hf import from_hf_config, load_hf_config
-from moe_oracle.inputs import resolve_model_path
-from moe_oracle.tables import load_schemas
+from moe_oracle.core.config import Device, MoEConfig, ParallelConfig
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.environment import Environment
+from moe_oracle.inputs.hardware import lookup_hardware
+from moe_oracle.inputs.hf import from_hf_config, load_hf_config
+from moe_oracle.inputs.files import resolve_model_path
+from moe_oracle.core.tables import load_schemas
 
 HERE = Path(__file__).parent
 HAND = yaml.safe_load((HERE / "hand_derived.yaml").read_text(encoding="utf-8"))

@@ -13,13 +13,13 @@ import json
 
 import pytest
 
-from moe_oracle.config import ParallelConfig
-from moe_oracle.environment import Environment
-from moe_oracle.hardware import lookup_hardware
-from moe_oracle.inputs import example_names
-from moe_oracle.oracle import Oracle, default_catalog
-from moe_oracle.plan import build_plan
-from moe_oracle.tables import load_schemas
+from moe_oracle.core.config import ParallelConfig
+from moe_oracle.core.environment import Environment
+from moe_oracle.inputs.hardware import lookup_hardware
+from moe_oracle.inputs.files import example_names
+from moe_oracle.core.oracle import Oracle, default_catalog
+from moe_oracle.explain.plan import build_plan
+from moe_oracle.core.tables import load_schemas
 from tests.golden.regen_plans import DEPLOYMENTS, HAND, MODELS, checkpoint, plan, snapshot, snapshot_path
 
 

@@ -20,19 +20,19 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from moe_oracle import cli
-from moe_oracle.catalog import Catalog, compile_tables
-from moe_oracle.decision import Decision
-from moe_oracle.deployment import answer_release, config_quant_method_issue, layer_gate_methods, platform_admits
-from moe_oracle.engine import evaluate
-from moe_oracle.environment import Environment
-from moe_oracle.errors import ConfigError, NoEligibleKernelError
-from moe_oracle.fields import FIELDS
-from moe_oracle.inputs import config_from_document, load_config_file
-from moe_oracle.oracle import Oracle, select
-from moe_oracle.records import Status
-from moe_oracle.refusals import refusals
-from moe_oracle.tables import TableFile, load_schemas
-from moe_oracle.vocab import Interface
+from moe_oracle.core.catalog import Catalog, compile_tables
+from moe_oracle.core.decision import Decision
+from moe_oracle.inputs.deployment import answer_release, config_quant_method_issue, layer_gate_methods, platform_admits
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.environment import Environment
+from moe_oracle.core.errors import ConfigError, NoEligibleKernelError
+from moe_oracle.core.fields import FIELDS
+from moe_oracle.inputs.files import config_from_document, load_config_file
+from moe_oracle.core.oracle import Oracle, select
+from moe_oracle.core.records import Status
+from moe_oracle.core.refusals import refusals
+from moe_oracle.core.tables import TableFile, load_schemas
+from moe_oracle.core.vocab import Interface
 from tests.property.reference_model import Judgement, Outcome, load_model
 from tests.property.strategies import CATALOG, LEAF_PATHS, Case, release_view
 from tests.property.table_mutations import shipped_files
@@ -399,7 +399,7 @@ def decision_validator() -> Callable[[dict[str, Any]], list[str]]:
     except ImportError:
         validator = SCHEMAS.for_kind("decision")
         return lambda rec: [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(rec)]
-    from moe_oracle._resources import schema_dir
+    from moe_oracle.core._resources import schema_dir
 
     compiled = jsonschema_rs.validator_for(json.loads((schema_dir() / "bundled" / "decision.schema.json").read_text(encoding="utf-8")))
 
@@ -468,7 +468,7 @@ def _satisfying(specs: Sequence[str]) -> str | None:
 def check_why_not_finds_package_fixes(case: Case, backend_name: str) -> None:
     """When installing packages (at most MAX_EDITS, at versions the tables accept) is all a
     candidate of the backend lacks, why-not finds an answer."""
-    from moe_oracle.whynot import MAX_EDITS
+    from moe_oracle.explain.whynot import MAX_EDITS
 
     backends = CATALOG.backend_names[backend_name.strip().lower().replace("-", "_")]
     model = _model(case)
@@ -498,7 +498,7 @@ def check_replay_round_trip(case: Case) -> None:
     """The printed replay file turns back into the same config and environment, or the file door
     refuses the environment values the engine refuses at start (naming each), or else a
     ``quant_method`` vLLM does not know or moe-oracle does not model (the API takes any name)."""
-    from moe_oracle.envvars import env_issues
+    from moe_oracle.core.envvars import env_issues
 
     doc = yaml.safe_load(case.replay())
     refused = env_issues(case.env.env, CATALOG.env_vars, "$.environment.env", release=CATALOG.release(case.env).stand_in)

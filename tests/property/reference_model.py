@@ -1,7 +1,7 @@
 """A second, plain-Python reading of the shipped tables, for the failure invariants.
 
-It shares no code with the compiler (``moe_oracle.catalog``, ``checks``, ``predicates``) nor
-with ``moe_oracle.normalize``: the tables are read with ``yaml.safe_load`` from the package
+It shares no code with the compiler (``moe_oracle.core.catalog``, ``checks``, ``predicates``) nor
+with ``moe_oracle.core.normalize``: the tables are read with ``yaml.safe_load`` from the package
 directories, every rule a candidate is subject to is rebuilt from the YAML as documented in
 ``docs/architecture.md`` and the table schemas' descriptions, and the normalized values are
 re-derived from ``MoEConfig`` as vLLM's ``FusedMoEParallelConfig.make`` defines them. What it
@@ -59,12 +59,12 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from moe_oracle._resources import table_dirs
-from moe_oracle.config import MoEConfig
-from moe_oracle.quant import QUANT_KEYS, SCHEMES, QuantScheme
-from moe_oracle.environment import ABSENT, Environment
-from moe_oracle.fields import field_spec
-from moe_oracle.vocab import All2AllBackend, Platform
+from moe_oracle.core._resources import table_dirs
+from moe_oracle.core.config import MoEConfig
+from moe_oracle.core.quant import QUANT_KEYS, SCHEMES, QuantScheme
+from moe_oracle.core.environment import ABSENT, Environment
+from moe_oracle.core.fields import field_spec
+from moe_oracle.core.vocab import All2AllBackend, Platform
 
 __all__ = ["Judgement", "Model", "Outcome", "Rule", "load_model"]
 

@@ -4,7 +4,7 @@ Everything is derived from the vocabulary and the shipped catalog, so that a new
 quant key or scheme, hardware entry, backend name, environment variable or table value is
 fuzzed without touching this file:
 
-* enums: :mod:`moe_oracle.vocab` (platform, activation, routing method, dtype, all2all backend, source);
+* enums: :mod:`moe_oracle.core.vocab` (platform, activation, routing method, dtype, all2all backend, source);
 * quantization: every named scheme of ``quant.SCHEMES`` and every (weight, activation) pair of
   ``quant.QUANT_KEYS`` (most of them unnamed: values no kernel supports);
 * devices: ``hardware.GPU_CATALOG``, every capability and arch a table names, arbitrary
@@ -36,15 +36,15 @@ from hypothesis import note
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
-from moe_oracle.config import Device, MoEConfig, ParallelConfig, Provenance
-from moe_oracle.engine import request_name
-from moe_oracle.environment import Environment
-from moe_oracle.fields import FIELDS
-from moe_oracle.hardware import GPU_CATALOG
-from moe_oracle.inputs import config_document, dump_document, resolve_all2all
-from moe_oracle.oracle import default_catalog
-from moe_oracle.quant import QUANT_KEYS, SCHEMES, QuantScheme
-from moe_oracle.vocab import Activation, All2AllBackend, DType, Platform, RoutingMethod, Source
+from moe_oracle.core.config import Device, MoEConfig, ParallelConfig, Provenance
+from moe_oracle.core.engine import request_name
+from moe_oracle.core.environment import Environment
+from moe_oracle.core.fields import FIELDS
+from moe_oracle.inputs.hardware import GPU_CATALOG
+from moe_oracle.inputs.files import config_document, dump_document, resolve_all2all
+from moe_oracle.core.oracle import default_catalog
+from moe_oracle.core.quant import QUANT_KEYS, SCHEMES, QuantScheme
+from moe_oracle.core.vocab import Activation, All2AllBackend, DType, Platform, RoutingMethod, Source
 from tests.property import tally
 
 __all__ = [
@@ -594,7 +594,7 @@ class Case:
     env: Environment
 
     def document(self) -> dict[str, Any]:
-        """The config file of this case (``moe_oracle.inputs.config_document``)."""
+        """The config file of this case (``moe_oracle.inputs.files.config_document``)."""
         return config_document(self.config, self.env)
 
     def replay(self) -> str:

@@ -23,10 +23,10 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from moe_oracle._resources import package_dir, table_dirs
-from moe_oracle.fields import FIELDS, field_spec
-from moe_oracle.tables import TableFile, check_document, load_schemas, read_tables_cached
-from moe_oracle.vocab import Platform, ReasonCode, enum_values
+from moe_oracle.core._resources import package_dir, table_dirs
+from moe_oracle.core.fields import FIELDS, field_spec
+from moe_oracle.core.tables import TableFile, check_document, load_schemas, read_tables_cached
+from moe_oracle.core.vocab import Platform, ReasonCode, enum_values
 from tests.property.strategies import CATALOG, table_values
 
 __all__ = ["Mutation", "added_kernels", "narrowings", "shipped_files", "widenings"]

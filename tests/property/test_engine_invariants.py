@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from moe_oracle.fields import FIELDS
+from moe_oracle.core.fields import FIELDS
 from tests.property import invariants as inv
 from tests.property.profiles import budget
 from tests.property.strategies import ACCEPTED_BY_SOME_RELEASE, CATALOG, backend_names, cases, changed_inputs, note_case, text_values

@@ -12,8 +12,8 @@ import dataclasses
 
 import pytest
 
-from moe_oracle import oracle as oracle_module
-from moe_oracle.records import Assumption
+from moe_oracle.core import oracle as oracle_module
+from moe_oracle.core.records import Assumption
 from tests.property import invariants as inv
 from tests.property.reference_model import Outcome
 from tests.property.strategies import pinned

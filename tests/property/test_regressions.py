@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.property import invariants as inv
-from moe_oracle.oracle import default_runtime_catalog
+from moe_oracle.core.oracle import default_runtime_catalog
 from tests.property.strategies import REGRESSIONS, RUNTIME_REGRESSIONS
 
 pytestmark = pytest.mark.property

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from moe_oracle.records import Status
+from moe_oracle.core.records import Status
 from tests.property import invariants as inv
 from tests.property.profiles import budget
 from tests.property.strategies import CATALOG, cases, note_case

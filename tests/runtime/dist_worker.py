@@ -23,7 +23,7 @@ from moe_oracle.kernels.reference import ReferenceBatchedExperts, ReferenceExper
 from moe_oracle.kernels.torch_grouped_mm import TorchGroupedMMExperts
 from moe_oracle.prepare_finalize.all_to_all import AllToAllModular, BatchedAllToAllModular
 from moe_oracle.prepare_finalize.naive_dp_ep import NaiveDPEPModular, NaiveDPEPMonolithic
-from moe_oracle.quant import SCHEMES
+from moe_oracle.core.quant import SCHEMES
 from moe_oracle.runtime.agreement import check_ranks_agree
 from moe_oracle.runtime.build import make_kernel, spec_for_decision
 from moe_oracle.runtime.errors import RankDisagreementError

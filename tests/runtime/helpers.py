@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from moe_oracle.quant import UNQUANTIZED, QuantScheme
+from moe_oracle.core.quant import UNQUANTIZED, QuantScheme
 from moe_oracle.runtime.spec import LayerSpec, RoutingParams
 
 # fp32 pipelines against the fp32 reference: both compute the same sums in float32, only the
@@ -105,7 +105,7 @@ class FakeNormalized:
 
 @dataclass(frozen=True, eq=False)
 class FakeDecision:
-    """The parts of moe_oracle.decision.Decision that the runtime reads, for pairs no table selects on CPU."""
+    """The parts of moe_oracle.core.decision.Decision that the runtime reads, for pairs no table selects on CPU."""
 
     rows: tuple[FakeRow, ...]
     winner: int | None

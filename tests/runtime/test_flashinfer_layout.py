@@ -17,7 +17,7 @@ from moe_oracle.kernels import _flashinfer_layout as L
 from moe_oracle.kernels.flashinfer_cutlass import FlashInferCutlassBf16
 from moe_oracle.kernels.flashinfer_trtllm import TrtLlmBf16Modular, TrtLlmBf16Monolithic, TrtLlmFp8BlockModular, TrtLlmFp8BlockMonolithic
 from moe_oracle.kernels.reference import reference_moe
-from moe_oracle.quant import SCHEMES
+from moe_oracle.core.quant import SCHEMES
 from moe_oracle.runtime.errors import UnsupportedConfigError
 from moe_oracle.runtime.weights import MoEWeights, make_random_weights
 

@@ -25,7 +25,7 @@ from moe_oracle.kernels.reference import reference_moe
 from moe_oracle.kernels.torch_grouped_mm import TorchGroupedMMExperts, TorchScaledGroupedMMExperts
 from moe_oracle.kernels.triton_fp8_block import TritonFP8BlockExperts
 from moe_oracle.prepare_finalize.no_dp_ep import NoDPEPModular
-from moe_oracle.quant import SCHEMES
+from moe_oracle.core.quant import SCHEMES
 from moe_oracle.runtime.kernel import FusedMoEKernel
 from moe_oracle.runtime.runner import run_layer
 from moe_oracle.runtime.routing import route

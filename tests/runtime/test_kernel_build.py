@@ -19,7 +19,7 @@ from moe_oracle.runtime.errors import AdapterContractError, AdapterImportError, 
 from moe_oracle.runtime.interfaces import ExpertsBase, PrepareFinalizeBase
 from moe_oracle.runtime.kernel import FusedMoEKernel
 from moe_oracle.runtime.weights import make_random_weights
-from moe_oracle.vocab import ActivationFormat, Interface
+from moe_oracle.core.vocab import ActivationFormat, Interface
 
 
 @pytest.fixture(scope="module")

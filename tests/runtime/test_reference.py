@@ -16,7 +16,7 @@ from helpers import FP32_ATOL, inputs, small_spec
 from moe_oracle.kernels.reference import ReferenceBatchedExperts, ReferenceExperts, ReferenceMonolithicExperts, reference_moe
 from moe_oracle.prepare_finalize.all_to_all import BatchedAllToAllModular
 from moe_oracle.prepare_finalize.no_dp_ep import NoDPEPModular, NoDPEPMonolithic
-from moe_oracle.quant import SCHEMES
+from moe_oracle.core.quant import SCHEMES
 from moe_oracle.runtime import fp8
 from moe_oracle.runtime.errors import UnsupportedConfigError
 from moe_oracle.runtime.kernel import FusedMoEKernel

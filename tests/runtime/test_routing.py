@@ -15,7 +15,7 @@ import torch
 from moe_oracle.runtime.errors import UnsupportedConfigError
 from moe_oracle.runtime.routing import IMPLEMENTED_ROUTING, route
 from moe_oracle.runtime.spec import RoutingParams
-from moe_oracle.vocab import RoutingMethod
+from moe_oracle.core.vocab import RoutingMethod
 
 TOL = 1e-5
 

@@ -18,7 +18,7 @@ from helpers import BF16_REL_TOL, inputs, normwise_error, small_spec, with_swapp
 from moe_oracle.kernels.reference import reference_moe
 from moe_oracle.kernels.torch_grouped_mm import TorchGroupedMMExperts, grouped_layout
 from moe_oracle.prepare_finalize.no_dp_ep import NoDPEPModular
-from moe_oracle.quant import SCHEMES
+from moe_oracle.core.quant import SCHEMES
 from moe_oracle.runtime.errors import UnsupportedConfigError
 from moe_oracle.runtime.kernel import FusedMoEKernel
 from moe_oracle.runtime.weights import make_random_weights

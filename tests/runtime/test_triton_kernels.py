@@ -26,7 +26,7 @@ import torch
 from helpers import BF16_REL_TOL, FP8_REQUANT_RMS_TOL, inputs, normwise_error, rms_error, small_spec, with_swapped_gate_up
 from moe_oracle.kernels.reference import reference_moe
 from moe_oracle.prepare_finalize.no_dp_ep import NoDPEPModular
-from moe_oracle.quant import SCHEMES
+from moe_oracle.core.quant import SCHEMES
 from moe_oracle.runtime import fp8
 from moe_oracle.runtime.errors import UnsupportedConfigError
 from moe_oracle.runtime.kernel import FusedMoEKernel

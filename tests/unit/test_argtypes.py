@@ -1,4 +1,4 @@
-"""moe_oracle.argtypes: a serve flag value converted as the release's argparse type converts it.
+"""moe_oracle.inputs.argtypes: a serve flag value converted as the release's argparse type converts it.
 
 The human-readable integers are vLLM's own examples and edges (vllm/utils/argparse_utils.py
 ``human_readable_int``/``human_readable_int_or_auto``, the same in vLLM 0.29.0-0.33.0); the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from moe_oracle.argtypes import CHECKED, KINDS, allowed_text, convert, human_readable_int, human_readable_int_or_auto
+from moe_oracle.inputs.argtypes import CHECKED, KINDS, allowed_text, convert, human_readable_int, human_readable_int_or_auto
 
 
 @pytest.mark.parametrize(("text", "value"), [

@@ -14,10 +14,10 @@ import copy
 import pytest
 
 from moe_oracle import ConfigError, Device, Environment, MoEConfig, ParallelConfig
-from moe_oracle.engine import evaluate
-from moe_oracle.errors import TableError
-from moe_oracle.fields import NONE
-from moe_oracle.quant import QuantScheme
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.errors import TableError
+from moe_oracle.core.fields import NONE
+from moe_oracle.core.quant import QuantScheme
 from tests.tables_fixture import base_tables, load
 
 B200 = Device("cuda", capability=100)

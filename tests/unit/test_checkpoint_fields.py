@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from moe_oracle.checkpoint import read_checkpoint
-from moe_oracle.errors import ConfigError
-from moe_oracle.hf import from_hf_config
+from moe_oracle.inputs.checkpoint import read_checkpoint
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.inputs.hf import from_hf_config
 
 BASE = {"num_hidden_layers": 4, "hidden_size": 256, "moe_intermediate_size": 128, "num_local_experts": 16, "num_experts_per_tok": 2}
 

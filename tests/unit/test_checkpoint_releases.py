@@ -14,13 +14,13 @@ import json
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from moe_oracle.checkpoint import read_checkpoint
-from moe_oracle.checkpoint.aliases import routing_method_type
-from moe_oracle.checkpoint.releases import FACTS, ReaderRelease
+from moe_oracle.inputs.checkpoint import read_checkpoint
+from moe_oracle.inputs.checkpoint.aliases import routing_method_type
+from moe_oracle.inputs.checkpoint.releases import FACTS, ReaderRelease
 from moe_oracle.cli import main
-from moe_oracle.errors import ConfigError
+from moe_oracle.core.errors import ConfigError
 from moe_oracle.verify.run import RELEASES
-from moe_oracle.versions import EngineRelease, Known
+from moe_oracle.core.versions import EngineRelease, Known
 
 BASE = {"num_hidden_layers": 2, "hidden_size": 256, "moe_intermediate_size": 128, "num_local_experts": 16, "num_experts_per_tok": 2}
 W_INT4_G128 = {"type": "int", "num_bits": 4, "strategy": "group", "group_size": 128, "symmetric": True, "dynamic": False}
@@ -292,8 +292,8 @@ def test_reader_release_words_and_facts():
 def test_the_act_order_facts_are_the_constraint_tables_ranges():
     """FACTS' actorder/desc_act refusals (config load) and rules/constraints.yaml's constraints of
     the same refusals (a layer given by hand) state one fact: held equal."""
-    from moe_oracle._resources import package_dir
-    from moe_oracle.tables import safe_load
+    from moe_oracle.core._resources import package_dir
+    from moe_oracle.core.tables import safe_load
 
     rules = {r["id"]: r for r in safe_load((package_dir() / "rules" / "constraints.yaml").read_text())["constraints"]}
     assert rules["constraint.ct_act_order"]["engine"]["vllm"] == FACTS["ct_actorder_refused"].engine

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from moe_oracle.cli import build_parser, main
-from moe_oracle.tables import load_schemas
+from moe_oracle.core.tables import load_schemas
 from tests.tables_fixture import write_tables
 
 
@@ -156,7 +156,7 @@ def test_a_warm_select_imports_only_what_answering_needs(tmp_path):
         "import sys\n"
         "from moe_oracle.cli import main\n"
         "assert main(['select', '--model', 'deepseek-r1', '--gpu', 'H200', '--tp', '8']) == 0\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'yaml' or m in ('jsonschema', 'packaging.requirements', 'packaging.tags', 'packaging.utils', 'moe_oracle.whynot', 'moe_oracle.verify.run', 'moe_oracle.verify.cases', 'tempfile')))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'yaml' or m in ('jsonschema', 'packaging.requirements', 'packaging.tags', 'packaging.utils', 'moe_oracle.explain.whynot', 'moe_oracle.verify.run', 'moe_oracle.verify.cases', 'tempfile')))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "MOE_ORACLE_NO_CACHE"}
     env["MOE_ORACLE_CACHE_DIR"] = str(tmp_path)

@@ -7,11 +7,11 @@ import inspect
 
 import pytest
 
-from moe_oracle.catalog import load_runtime_catalog
-from moe_oracle.compile import COMPILERS, ENGINE_REQUIRED, RUNTIME_KINDS
-from moe_oracle.errors import TableError
-from moe_oracle.oracle import default_catalog
-from moe_oracle.tables import TABLE_KINDS
+from moe_oracle.core.catalog import load_runtime_catalog
+from moe_oracle.core.compile import COMPILERS, ENGINE_REQUIRED, RUNTIME_KINDS
+from moe_oracle.core.errors import TableError
+from moe_oracle.core.oracle import default_catalog
+from moe_oracle.core.tables import TABLE_KINDS
 from tests.tables_fixture import base_tables, load, write_tables
 
 

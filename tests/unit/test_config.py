@@ -8,14 +8,14 @@ import pickle
 import pytest
 
 from moe_oracle import ConfigError, Device, MoEConfig, ParallelConfig
-from moe_oracle.environment import ABSENT, Environment, parse_package_spec
-from moe_oracle.hardware import lookup_hardware
-from moe_oracle.normalize import normalize
-from moe_oracle.predicates import compile_value_spec
-from moe_oracle.quant import SCHEMES, QuantFamily, QuantScheme, scheme_by_name
-from moe_oracle.schemagen import render
-from moe_oracle._resources import schema_dir
-from moe_oracle.vocab import Activation
+from moe_oracle.core.environment import ABSENT, Environment, parse_package_spec
+from moe_oracle.inputs.hardware import lookup_hardware
+from moe_oracle.core.normalize import normalize
+from moe_oracle.core.predicates import compile_value_spec
+from moe_oracle.core.quant import SCHEMES, QuantFamily, QuantScheme, scheme_by_name
+from moe_oracle.tools.schemagen import render
+from moe_oracle.core._resources import schema_dir
+from moe_oracle.core.vocab import Activation
 
 H200 = Device("cuda", capability=90)
 
@@ -148,4 +148,4 @@ def test_hardware_catalog_exact_capabilities():
 
 def test_vocabulary_schema_is_generated_from_the_code():
     committed = (schema_dir() / "vocabulary.schema.json").read_text(encoding="utf-8")
-    assert json.loads(committed) == json.loads(render()), "run: python -m moe_oracle.schemagen"
+    assert json.loads(committed) == json.loads(render()), "run: python -m moe_oracle.tools.schemagen"

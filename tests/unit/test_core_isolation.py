@@ -75,7 +75,7 @@ print("LOADED " + json.dumps([m for m in loaded if sys.modules.get(m) is not Non
 
 def test_core_modules_import_and_select_without_torch_or_the_runtime():
     modules = core_modules()
-    assert {"moe_oracle.engine", "moe_oracle.decision", "moe_oracle.compile", "moe_oracle.compile.link", "moe_oracle.catalog", "moe_oracle.versions", "moe_oracle.cli"} <= set(modules)
+    assert {"moe_oracle.core.engine", "moe_oracle.core.decision", "moe_oracle.core.compile", "moe_oracle.core.compile.link", "moe_oracle.core.catalog", "moe_oracle.core.versions", "moe_oracle.cli"} <= set(modules)
     env = dict(os.environ, PYTHONPATH=str(PACKAGE.parent))
     proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(modules), json.dumps(list(RUNTIME_PREFIXES))], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -120,4 +120,4 @@ def test_no_core_source_imports_torch_or_the_runtime_even_lazily():
 def test_the_scan_sees_a_lazy_runtime_import(tmp_path):
     # The scan must catch what the old Decision.make_kernel did: a runtime import inside a method.
     tree = ast.parse("def make_kernel(self):\n    from .runtime.build import make_kernel\n    return make_kernel(self)\n")
-    assert "moe_oracle.runtime.build" in _imports(tree, "moe_oracle.decision")
+    assert "moe_oracle.runtime.build" in _imports(tree, "moe_oracle.core.decision")

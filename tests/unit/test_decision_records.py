@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from moe_oracle.engine import evaluate
-from moe_oracle.errors import NoEligibleKernelError
-from moe_oracle.oracle import Oracle
-from moe_oracle.sampling import sample_configs
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.errors import NoEligibleKernelError
+from moe_oracle.core.oracle import Oracle
+from moe_oracle.tools.sampling import sample_configs
 
 
 def _decisions(catalog, n=300, seed=23):
@@ -71,7 +71,7 @@ def test_first_eligible_on_the_bit_sets_equals_the_scan_over_rows(catalog):
 
     import random
 
-    from moe_oracle.errors import ConfigError
+    from moe_oracle.core.errors import ConfigError
     from moe_oracle.verify.ours import config_for, environment_for
     from moe_oracle.verify.space import random_deployments
 
@@ -111,7 +111,7 @@ def test_has_failure_on_the_bit_sets_equals_the_materialized_rows(catalog):
     on fresh rankings (no rows built), on the engine's own (patched, fixed) and after ``rows``."""
     from dataclasses import replace
 
-    from moe_oracle.errors import ConfigError
+    from moe_oracle.core.errors import ConfigError
     from moe_oracle.verify.ours import config_for, environment_for
     from moe_oracle.verify.space import random_deployments
 
@@ -152,7 +152,7 @@ def test_fast_constructors_build_what_the_dataclass_init_builds(catalog):
     dataclass constructor does, and ``Decision.of`` refuses a missing or unknown field."""
     from dataclasses import fields, replace
 
-    from moe_oracle.decision import Decision, Ranking
+    from moe_oracle.core.decision import Decision, Ranking
 
     config, env = next(iter(sample_configs(1, 3, catalog)))
     d = evaluate(catalog, config, env)

@@ -8,9 +8,9 @@ import pytest
 
 from moe_oracle import Device, Environment, MoEConfig
 from moe_oracle.cli import main
-from moe_oracle.diff import Side, diff_groups
-from moe_oracle.errors import ConfigError
-from moe_oracle.cli_diff import parse_side
+from moe_oracle.explain.diff import Side, diff_groups
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.cli.diff import parse_side
 from tests.tables_fixture import load
 from tests.unit.test_versions import versioned_tables
 

@@ -1,4 +1,4 @@
-"""Drift between the FlashInfer kernel tables and the installed FlashInfer (moe_oracle.drift).
+"""Drift between the FlashInfer kernel tables and the installed FlashInfer (moe_oracle.tools.drift).
 
 Most tests replace ``flashinfer`` in ``sys.modules`` with a small fake, so they run
 the same whether or not flashinfer-python is installed. One test runs the real
@@ -15,8 +15,8 @@ import types
 import pytest
 
 from moe_oracle.cli import main
-from moe_oracle.drift import DRIFT_PROBES, FLASHINFER_PACKAGE, Probe, Query, check_drift, ours_sm_set, uses_flashinfer
-from moe_oracle.lint import lint
+from moe_oracle.tools.drift import DRIFT_PROBES, FLASHINFER_PACKAGE, Probe, Query, check_drift, ours_sm_set, uses_flashinfer
+from moe_oracle.tools.lint import lint
 from tests.tables_fixture import base_tables, load, write_tables
 
 API = "flashinfer.fused_moe.api"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from moe_oracle import ConfigError, Device, Environment, MoEConfig, NoEligibleKernelError, Oracle, ParallelConfig
-from moe_oracle.engine import evaluate
-from moe_oracle.records import Status
-from moe_oracle.vocab import ReasonCode
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.records import Status
+from moe_oracle.core.vocab import ReasonCode
 from tests.tables_fixture import base_tables, load
 
 B200 = Device("cuda", capability=100)

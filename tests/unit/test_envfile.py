@@ -13,10 +13,10 @@ import json
 import pytest
 
 from moe_oracle.cli import main
-from moe_oracle.envfile import parse_environment_text, parse_requirement, read_environment_file
-from moe_oracle.environment import ABSENT, Environment
-from moe_oracle.errors import ConfigError
-from moe_oracle._resources import examples_dir
+from moe_oracle.inputs.envfile import parse_environment_text, parse_requirement, read_environment_file
+from moe_oracle.core.environment import ABSENT, Environment
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.core._resources import examples_dir
 
 FREEZE = examples_dir().parent / "environments" / "vllm-0.33.0-cuda13.freeze.txt"
 
@@ -203,7 +203,7 @@ def test_run_probes_unasked_and_notes_the_files_environment():
     import argparse
 
     from moe_oracle.cli import _probe_over_file
-    from moe_oracle.environment import Environment
+    from moe_oracle.core.environment import Environment
 
     note = _probe_over_file(argparse.Namespace(config="layer.yaml", probe_implied=True), Environment(packages={"vllm": "0.29.0"}))
     assert "vllm==0.29.0" in note and "not used" in note

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from moe_oracle.cli import main
-from moe_oracle.environment import Environment
-from moe_oracle.envfile import parse_environment_text
-from moe_oracle.errors import ConfigError
+from moe_oracle.core.environment import Environment
+from moe_oracle.inputs.envfile import parse_environment_text
+from moe_oracle.core.errors import ConfigError
 
 
 # --- shapes of the constructor's fields ---------------------------------------------------------
@@ -121,8 +121,8 @@ def test_constructor_refuses_two_versions_of_one_package_and_two_values_of_one_v
 def test_both_doors_judge_one_package_at_two_versions_alike(a, b, same):
     """Requirement specs (``Environment.declared``, ``unique_specs``) and constructor pairs
     (``Environment(packages=...)``) ask one helper whether two versions are the same."""
-    import moe_oracle.environment as environment_module
-    from moe_oracle.envfile import same_version
+    import moe_oracle.core.environment as environment_module
+    from moe_oracle.inputs.envfile import same_version
 
     assert environment_module.same_version is same_version and same_version(a, b) is same
     assert not hasattr(environment_module, "_same")
@@ -224,7 +224,7 @@ def test_a_serve_config_file_repeating_a_key_keeps_the_last_value_as_vllm_does_a
     """vLLM reads a serve line's --config with yaml.safe_load (FlexibleArgumentParser.load_config_file,
     vLLM 0.29.0-0.33.0), which keeps a repeated key's last value: vLLM starts, so it is not bad
     input here (moe-oracle's own files refuse a repeated key)."""
-    from moe_oracle.serve import parse_serve
+    from moe_oracle.inputs.serve import parse_serve
 
     (tmp_path / "serve.yaml").write_text("tensor-parallel-size: 4\ntensor-parallel-size: 8\n")
     serve = parse_serve("vllm serve m --config serve.yaml", version="0.33.0", base=tmp_path)

@@ -12,9 +12,9 @@ import json
 import pytest
 
 from moe_oracle.cli import main
-from moe_oracle.envvars import EnvVarSpec, env_issues, parse_env_value
-from moe_oracle.errors import ConfigError
-from moe_oracle.oracle import default_catalog
+from moe_oracle.core.envvars import EnvVarSpec, env_issues, parse_env_value
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.core.oracle import default_catalog
 
 INT = EnvVarSpec("VLLM_USE_DEEP_GEMM", "bool", True, "", "int")
 TRUE_OR_1 = EnvVarSpec("VLLM_ROCM_USE_AITER", "bool", False, "", "true_or_1")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from moe_oracle.errors import ConfigError
-from moe_oracle.hardware import GPU_CATALOG, lookup_hardware, suggest_hardware
-from moe_oracle.inputs import config_from_document
-from moe_oracle.oracle import default_catalog
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.inputs.hardware import GPU_CATALOG, lookup_hardware, suggest_hardware
+from moe_oracle.inputs.files import config_from_document
+from moe_oracle.core.oracle import default_catalog
 
 
 @pytest.mark.parametrize(("name", "sm"), [("H20", 90), ("H800", 90), ("GH200", 90), ("L4", 89), ("L40", 89), ("A10G", 86)])
@@ -51,7 +51,7 @@ def test_a_changed_digit_is_never_guessed_back():
     """A changed digit names another product (MI325X -> MI355X): for every catalog name and every
     one-digit change that is not itself a catalog name, no suggestion has a different model
     designation than the typed one, except by removing one doubled keystroke."""
-    from moe_oracle.hardware import _designation
+    from moe_oracle.inputs.hardware import _designation
 
     checked = 0
     for key in GPU_CATALOG:

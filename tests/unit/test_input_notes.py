@@ -61,10 +61,10 @@ def test_the_eplb_platforms_are_the_constraint_tables_for_every_release():
     constraint.eplb_platform rules (the engine's records) state one fact: held equal."""
     from packaging.specifiers import SpecifierSet
 
-    from moe_oracle._resources import package_dir
-    from moe_oracle.refusals import eplb_platforms
+    from moe_oracle.core._resources import package_dir
+    from moe_oracle.core.refusals import eplb_platforms
     from moe_oracle.verify.run import RELEASES
-    from moe_oracle.tables import safe_load
+    from moe_oracle.core.tables import safe_load
 
     rules = [r for r in safe_load((package_dir() / "rules" / "constraints.yaml").read_text())["constraints"] if r["id"].startswith("constraint.eplb_platform")]
     assert len(rules) == 2

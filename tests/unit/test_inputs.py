@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from moe_oracle.errors import ConfigError
-from moe_oracle.inputs import config_document, config_from_document, load_config_file
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.inputs.files import config_document, config_from_document, load_config_file
 
 GOOD = {
     "model": {"num_experts": 64, "top_k": 4, "hidden_size": 1024, "intermediate_size": 512, "activation": "silu", "quant": "fp8_block"},
@@ -52,8 +52,8 @@ def test_schema_errors_name_the_file_and_path(tmp_path, small_catalog):
     ({"weight": "fp8_static_block128", "activation": "fp8_dynamc_group128"}, "$.model.quant.activation", "keys"),
 ], ids=["misspelt-name", "number", "list", "null", "bad-weight-key", "bad-activation-key"])
 def test_a_bad_quant_in_a_file_lists_what_is_allowed_as_the_flag_does(tmp_path, small_catalog, quant, path, allowed):
-    from moe_oracle.inputs import parse_quant
-    from moe_oracle.quant import QUANT_KEYS, SCHEME_ALIASES, SCHEMES
+    from moe_oracle.inputs.files import parse_quant
+    from moe_oracle.core.quant import QUANT_KEYS, SCHEME_ALIASES, SCHEMES
 
     names = [*SCHEMES, *SCHEME_ALIASES]  # --quant and a file both take a reference alias (FP8-Blk)
     with pytest.raises(ConfigError) as flag:
@@ -67,8 +67,8 @@ def test_a_bad_quant_in_a_file_lists_what_is_allowed_as_the_flag_does(tmp_path, 
 
 
 def test_a_file_takes_the_reference_aliases_the_quant_flag_takes(tmp_path, small_catalog):
-    from moe_oracle.inputs import parse_quant
-    from moe_oracle.quant import SCHEME_ALIASES
+    from moe_oracle.inputs.files import parse_quant
+    from moe_oracle.core.quant import SCHEME_ALIASES
 
     for alias, name in SCHEME_ALIASES.items():
         loaded = load_config_file(write(tmp_path, {**GOOD, "model": {**GOOD["model"], "quant": alias}}), small_catalog)

@@ -8,13 +8,13 @@ import copy
 
 import pytest
 
-from moe_oracle.config import Device, MoEConfig, ParallelConfig
-from moe_oracle.environment import Environment
-from moe_oracle.engine import evaluate
-from moe_oracle.errors import ConfigError, TableError
-from moe_oracle.normalize import normalize
-from moe_oracle.oracle import default_catalog
-from moe_oracle.quant import QUANT_KEYS, QuantScheme, method_weight_key
+from moe_oracle.core.config import Device, MoEConfig, ParallelConfig
+from moe_oracle.core.environment import Environment
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.errors import ConfigError, TableError
+from moe_oracle.core.normalize import normalize
+from moe_oracle.core.oracle import default_catalog
+from moe_oracle.core.quant import QUANT_KEYS, QuantScheme, method_weight_key
 from tests.tables_fixture import after_selection_refusal, base_tables, load
 
 H100 = Device("cuda", capability=90)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from moe_oracle.lint import lint
+from moe_oracle.tools.lint import lint
 from tests.tables_fixture import load
 from tests.unit.test_versions import versioned_tables
 

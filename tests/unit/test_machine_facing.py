@@ -16,11 +16,11 @@ import jsonschema
 import pytest
 import yaml
 
-from moe_oracle._resources import package_dir, schema_dir
+from moe_oracle.core._resources import package_dir, schema_dir
 from moe_oracle.cli import main
-from moe_oracle.codes import CODE_DOCS
-from moe_oracle.schemagen import bundled_schemas
-from moe_oracle.vocab import ReasonCode
+from moe_oracle.core.codes import CODE_DOCS
+from moe_oracle.tools.schemagen import bundled_schemas
+from moe_oracle.core.vocab import ReasonCode
 
 
 def _bundled(name: str) -> dict:
@@ -30,7 +30,7 @@ def _bundled(name: str) -> dict:
 def test_bundled_schemas_are_generated_from_the_sources():
     generated = bundled_schemas(schema_dir())
     committed = {p.name: p.read_text(encoding="utf-8") for p in (schema_dir() / "bundled").glob("*.schema.json")}
-    assert set(generated) == set(committed) and all(json.loads(generated[k]) == json.loads(committed[k]) for k in generated), "run: python -m moe_oracle.schemagen"
+    assert set(generated) == set(committed) and all(json.loads(generated[k]) == json.loads(committed[k]) for k in generated), "run: python -m moe_oracle.tools.schemagen"
 
 
 def test_a_decision_validates_with_plain_jsonschema_validate(capsys):
@@ -62,8 +62,8 @@ def test_every_warning_code_is_explained(capsys):
     """The decision schema's warning codes (known_bad, unchecked, engine_release) each have a block in `codes`."""
     import json
 
-    from moe_oracle._resources import schema_dir
-    from moe_oracle.codes import WARNING_DOCS
+    from moe_oracle.core._resources import schema_dir
+    from moe_oracle.core.codes import WARNING_DOCS
 
     schema = json.loads((schema_dir() / "decision.schema.json").read_text(encoding="utf-8"))
     enum = set(schema["properties"]["warnings"]["items"]["properties"]["code"]["enum"])

@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 
 from moe_oracle import Device, Environment, MoEConfig
-from moe_oracle.engine import evaluate
-from moe_oracle.errors import TableError
-from moe_oracle.fields import NONE
-from moe_oracle.normalize import mxfp4_selector
-from moe_oracle.quant import scheme_by_name
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.errors import TableError
+from moe_oracle.core.fields import NONE
+from moe_oracle.core.normalize import mxfp4_selector
+from moe_oracle.core.quant import scheme_by_name
 from moe_oracle.verify.cases import Deployment
 from moe_oracle.verify.ours import OurSide, config_for, environment_for
 from tests.tables_fixture import base_tables, load

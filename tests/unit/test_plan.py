@@ -6,17 +6,17 @@ import json
 
 import pytest
 
-from moe_oracle.checkpoint import read_checkpoint
+from moe_oracle.inputs.checkpoint import read_checkpoint
 from moe_oracle.cli import main
-from moe_oracle.config import Device, ParallelConfig
-from moe_oracle.environment import Environment
-from moe_oracle.errors import ConfigError
-from moe_oracle.hardware import lookup_hardware
-from moe_oracle.inputs import resolve_model_path
-from moe_oracle.oracle import Oracle
-from moe_oracle.placement import expert_placement
-from moe_oracle.plan import build_plan, layer_ranges
-from moe_oracle.tables import load_schemas
+from moe_oracle.core.config import Device, ParallelConfig
+from moe_oracle.core.environment import Environment
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.inputs.hardware import lookup_hardware
+from moe_oracle.inputs.files import resolve_model_path
+from moe_oracle.core.oracle import Oracle
+from moe_oracle.core.placement import expert_placement
+from moe_oracle.explain.plan import build_plan, layer_ranges
+from moe_oracle.core.tables import load_schemas
 from tests.tables_fixture import base_tables, load
 
 H200 = lookup_hardware("H200").device
@@ -109,11 +109,11 @@ def test_round_robin_and_where_vllm_falls_back_to_linear(groups, par, fallback):
 
 
 def test_the_rank_changes_only_its_local_expert_count(catalog):
-    from moe_oracle.normalize import normalize
+    from moe_oracle.core.normalize import normalize
 
     par = ParallelConfig(tp_size=3, use_ep=True)
     ck = read_checkpoint(MIXTRAL_LIKE)
-    from moe_oracle.config import MoEConfig
+    from moe_oracle.core.config import MoEConfig
 
     cfg = MoEConfig(device=H200, parallel=par, **ck.layers[0].kwargs)
     counts = [normalize(cfg.with_changes(parallel__ep_rank=r), Environment(), (), ()).values["num_local_experts"] for r in range(3)]
@@ -323,7 +323,7 @@ def test_plan_names_the_release_it_is_for(capsys):
 
 
 def test_a_deprecated_method_in_the_checkpoint_is_refused_without_the_allow_flag(tmp_path, capsys):
-    from moe_oracle._resources import examples_dir
+    from moe_oracle.core._resources import examples_dir
 
     cfg = json.loads((examples_dir() / "qwen3-30b-a3b.json").read_text())
     cfg["quantization_config"] = {"quant_method": "fbgemm_fp8", "modules_to_not_convert": [], "activation_scale_ub": 1200.0}

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from moe_oracle.cli import main
-from moe_oracle.serve import platform_quantization
+from moe_oracle.inputs.serve import platform_quantization
 from moe_oracle.verify.run import RELEASES
 
 NVFP4 = "nvidia-qwen3.5-122b-a10b-nvfp4"  # ModelOpt NVFP4: vLLM checks it as modelopt_fp4
@@ -84,8 +84,8 @@ def test_the_names_deepseek_v4_fp8_s_override_chooses_between_pass_every_platfor
 def test_a_deepseek_v4_quark_mxfp4_document_is_noted_not_refused_on_xpu(tmp_path, capsys):
     """vLLM 0.29.0-0.30.0 take it as deepseek_v4_fp8 (XPU lists it), later releases as quark (XPU
     does not): not modelled, so a note instead of a refusal that would be wrong for 0.29.0-0.30.0."""
-    from moe_oracle.deployment import verify_checkpoint_quantization
-    from moe_oracle.hardware import lookup_hardware
+    from moe_oracle.inputs.deployment import verify_checkpoint_quantization
+    from moe_oracle.inputs.hardware import lookup_hardware
     from types import SimpleNamespace
 
     doc = {"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "fp4", "qscheme": "per_group", "group_size": 32}}}
@@ -243,10 +243,10 @@ def test_why_not_moves_to_a_refusing_platform_only_with_other_numerics(capsys):
 def test_the_search_takes_no_answer_the_engine_would_not_start_with():
     """whynot.search_eligible's ``admissible``: inputs it refuses are no answer (the CLI passes
     deployment.platform_admits for the checkpoint's method)."""
-    from moe_oracle.environment import Environment
-    from moe_oracle.inputs import config_from_document
-    from moe_oracle.oracle import Oracle, default_catalog
-    from moe_oracle.vocab import Platform
+    from moe_oracle.core.environment import Environment
+    from moe_oracle.inputs.files import config_from_document
+    from moe_oracle.core.oracle import Oracle, default_catalog
+    from moe_oracle.core.vocab import Platform
 
     catalog = default_catalog()
     doc = {"model": {"num_experts": 64, "top_k": 4, "hidden_size": 1024, "intermediate_size": 512, "activation": "silu", "quant": "fp8_block", "quant_method": "fp8"}, "device": {"gpu": "H200"}}
@@ -348,7 +348,7 @@ def test_a_method_the_serve_lines_flag_chose_stays_checked_under_another_quant(t
     ("fp8_per_block", "does not model"),
 ], ids=lambda v: v or "empty")
 def test_a_config_files_quant_method_must_be_a_modelled_method_of_the_release(value, why, tmp_path, capsys):
-    from moe_oracle.deployment import modelled_quant_methods
+    from moe_oracle.inputs.deployment import modelled_quant_methods
 
     path = tmp_path / "layer.yaml"
     path.write_text(_LAYER % ("fp8_block", repr(value), "H200"))
@@ -401,7 +401,7 @@ def test_every_quant_method_the_tables_read_is_allowed_or_named_why_not():
     a config file, but ptpc_fp8: no modelled release has it (deployment._NOT_A_RELEASE_METHOD)."""
     import yaml
 
-    from moe_oracle.deployment import _NOT_A_RELEASE_METHOD, modelled_quant_methods
+    from moe_oracle.inputs.deployment import _NOT_A_RELEASE_METHOD, modelled_quant_methods
 
     read: set[str] = set()
 

@@ -6,10 +6,10 @@ import pytest
 
 from moe_oracle import ConfigError, Device, Environment, MoEConfig, Oracle, ParallelConfig
 from moe_oracle.cli import build_parser, main
-from moe_oracle.engine import evaluate
-from moe_oracle.quant import scheme_by_name
-from moe_oracle.tables import load_schemas
-from moe_oracle.vocab import ReasonCode
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.quant import scheme_by_name
+from moe_oracle.core.tables import load_schemas
+from moe_oracle.core.vocab import ReasonCode
 
 B200 = Device("cuda", capability=100)
 SM120 = Device("cuda", capability=120)

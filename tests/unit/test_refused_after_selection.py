@@ -15,10 +15,10 @@ import json
 
 import jsonschema
 
-from moe_oracle._resources import schema_dir
+from moe_oracle.core._resources import schema_dir
 from moe_oracle.cli import main
-from moe_oracle.engine import evaluate
-from moe_oracle.records import Status
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.records import Status
 from tests.tables_fixture import after_selection_refusal
 
 KIMI = ["--model", "kimi-k2.5", "--gpu", "B200", "--tp", "8", "--ep", "--eplb"]

@@ -15,18 +15,18 @@ import re
 import jsonschema
 import pytest
 
-from moe_oracle._resources import schema_dir
+from moe_oracle.core._resources import schema_dir
 from moe_oracle.cli import main
-from moe_oracle.config import MoEConfig, ParallelConfig
-from moe_oracle.engine import evaluate
-from moe_oracle.environment import Environment
-from moe_oracle.hardware import lookup_hardware
-from moe_oracle.hf import from_hf_config, load_hf_config
-from moe_oracle.inputs import resolve_model_path
-from moe_oracle.oracle import default_catalog
-from moe_oracle.records import Status
-from moe_oracle.render import blockers, code_histogram, render_dead_end, render_explain, short_value
-from moe_oracle.vocab import ReasonCode
+from moe_oracle.core.config import MoEConfig, ParallelConfig
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.environment import Environment
+from moe_oracle.inputs.hardware import lookup_hardware
+from moe_oracle.inputs.hf import from_hf_config, load_hf_config
+from moe_oracle.inputs.files import resolve_model_path
+from moe_oracle.core.oracle import default_catalog
+from moe_oracle.core.records import Status
+from moe_oracle.explain.render import blockers, code_histogram, render_dead_end, render_explain, short_value
+from moe_oracle.core.vocab import ReasonCode
 
 # TP16: the shard (48) is not a multiple of 128, and vLLM's fp8 front end cannot refine the block
 # (gcd(128, 48) = 16 < 32), so create_weights refuses it. (At TP8 vLLM 0.29.0+ refines to 32x32.)

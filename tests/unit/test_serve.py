@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from moe_oracle.cli import main
-from moe_oracle.errors import ConfigError
-from moe_oracle.serve import SELECTION_FLAGS, UNMODELLED_FLAGS, engine_facts, parse_serve
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.inputs.serve import SELECTION_FLAGS, UNMODELLED_FLAGS, engine_facts, parse_serve
 
 
 def test_every_classified_flag_is_a_real_vllm_flag():
@@ -192,7 +192,7 @@ def test_the_allowed_values_are_the_declared_releases(capsys):
 
 
 def test_a_deprecated_method_needs_allow_deprecated_quantization():
-    from moe_oracle.serve import serve_value_issues
+    from moe_oracle.inputs.serve import serve_value_issues
 
     issues = serve_value_issues(parse_serve("vllm serve m -q fbgemm_fp8", version="0.33.0"), "0.33.0")
     assert [(i.path, i.value) for i in issues] == [("--serve --quantization", "fbgemm_fp8")]
@@ -203,7 +203,7 @@ def test_a_deprecated_method_needs_allow_deprecated_quantization():
 def test_release_values_agree_with_the_serve_facts():
     """engine_facts/vllm-release-values.yaml's 0.33.0 variable names are the serve facts file's
     (the file against each release's source: tests/differential/test_release_sources.py)."""
-    from moe_oracle.serve import release_values
+    from moe_oracle.inputs.serve import release_values
 
     assert tuple(sorted(engine_facts()["env_vars"])) == release_values("0.33.0")["env_vars"]
 
@@ -217,7 +217,7 @@ def test_release_values_agree_with_the_serve_facts():
 def test_a_hugging_face_id_resolves_to_its_shipped_example(model, example):
     """examples/models/SOURCES.md lists these ids; a vendor's re-quantized checkpoint is shipped
     under the whole id, the others under the id's last component."""
-    from moe_oracle.deployment import serve_model_path
+    from moe_oracle.inputs.deployment import serve_model_path
 
     assert serve_model_path(parse_serve(f"vllm serve {model} -tp 8", version="0.33.0")).name == example
 
@@ -324,7 +324,7 @@ _R1 = "vllm serve deepseek-ai/DeepSeek-R1 -tp 8"
 
 def test_there_is_a_facts_file_per_modelled_release():
     """tools/vllm_cli_facts.py output for 0.29.0-0.33.0 (tests/differential checks each against its tree)."""
-    from moe_oracle.serve import serve_releases
+    from moe_oracle.inputs.serve import serve_releases
     from moe_oracle.verify.run import RELEASES
 
     assert serve_releases() == RELEASES
@@ -709,8 +709,8 @@ def test_every_refused_value_is_reported_at_once():
 def test_every_value_taking_flag_has_a_type_kind(version):
     """The facts record each flag's argparse type as one of argtypes.KINDS; a callable the
     generator could not classify is named (type_callable), and its choices are not checked."""
-    from moe_oracle.argtypes import KINDS
-    from moe_oracle.serve import _value_rules
+    from moe_oracle.inputs.argtypes import KINDS
+    from moe_oracle.inputs.serve import _value_rules
 
     flags = [f for f in engine_facts(version)["serve_flags"] if f["value"] != "none"]
     assert all(f["type"] in KINDS for f in flags)
@@ -801,7 +801,7 @@ def test_disable_prefix_is_enable_expert_parallel_off_only_where_enable_disable_
 
 @pytest.mark.parametrize("version", ["0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"])
 def test_the_parser_registers_the_releases_option_strings_in_its_order(version):
-    from moe_oracle.serve import _parser
+    from moe_oracle.inputs.serve import _parser
 
     assert list(_parser(version)[0]._option_string_actions) == engine_facts(version)["option_strings"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from moe_oracle import ConfigError, Device, Environment, MoEConfig, Oracle, ParallelConfig
-from moe_oracle.quant import QuantScheme
+from moe_oracle.core.quant import QuantScheme
 
 NVFP4 = QuantScheme("nvfp4_static", "nvfp4_dynamic")
 NVFP4_TOKEN = QuantScheme("nvfp4_static", "nvfp4_dynamic_token")

@@ -7,14 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from moe_oracle.errors import ConfigError
+from moe_oracle.core.errors import ConfigError
 
 from moe_oracle import Device, Environment, MoEConfig, ParallelConfig
 from moe_oracle.cli import main
-from moe_oracle.engine import evaluate
-from moe_oracle.lint import lint
-from moe_oracle.quant import scheme_by_name
-from moe_oracle.vocab import ReasonCode
+from moe_oracle.core.engine import evaluate
+from moe_oracle.tools.lint import lint
+from moe_oracle.core.quant import scheme_by_name
+from moe_oracle.core.vocab import ReasonCode
 from tests.tables_fixture import base_tables, load
 
 B200 = Device("cuda", capability=100)

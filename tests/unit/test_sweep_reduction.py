@@ -3,12 +3,12 @@ answer of the unreduced product: same winner, prepare/finalize, refusal and inva
 
 from __future__ import annotations
 
-from moe_oracle.config import Device
-from moe_oracle.oracle import default_catalog
-from moe_oracle.quant import SCHEMES
+from moe_oracle.core.config import Device
+from moe_oracle.core.oracle import default_catalog
+from moe_oracle.core.quant import SCHEMES
 from moe_oracle.verify.space import SHAPES
 from moe_oracle.verify.sweep import Axes, Sweep
-from moe_oracle.vocab import Activation, All2AllBackend, Platform, RoutingMethod
+from moe_oracle.core.vocab import Activation, All2AllBackend, Platform, RoutingMethod
 
 import sys
 from pathlib import Path

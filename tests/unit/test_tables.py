@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from moe_oracle.catalog import load_catalog
-from moe_oracle.errors import TableError
+from moe_oracle.core.catalog import load_catalog
+from moe_oracle.core.errors import TableError
 from tests.tables_fixture import base_tables, write_tables
 
 
@@ -46,7 +46,7 @@ def test_a_repeated_mapping_key_is_refused_naming_file_key_and_line(tmp_path):
 def test_merge_keys_may_be_overridden_but_nested_repeats_are_refused():
     import yaml
 
-    from moe_oracle.tables import safe_load
+    from moe_oracle.core.tables import safe_load
 
     assert safe_load("base: &b {x: 1, y: 2}\nother: {<<: *b, x: 3}\n")["other"] == {"x": 3, "y": 2}
     with pytest.raises(yaml.YAMLError, match="duplicate key 'x'"):
@@ -54,8 +54,8 @@ def test_merge_keys_may_be_overridden_but_nested_repeats_are_refused():
 
 
 def test_shipped_yaml_documents_repeat_no_key():
-    from moe_oracle._resources import package_dir
-    from moe_oracle.tables import safe_load
+    from moe_oracle.core._resources import package_dir
+    from moe_oracle.core.tables import safe_load
 
     paths = sorted(package_dir().rglob("*.yaml"))
     assert paths
@@ -151,7 +151,7 @@ def test_valid_tables_load_and_hash_is_content_based(tmp_path):
 
 
 def test_validated_table_cache_hit_miss_and_corruption(tmp_path, monkeypatch):
-    from moe_oracle import tables
+    from moe_oracle.core import tables
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(cache))
@@ -177,9 +177,9 @@ def test_validated_table_cache_hit_miss_and_corruption(tmp_path, monkeypatch):
 
 
 def test_compiled_catalog_cache_hit_and_every_miss(tmp_path, monkeypatch):
-    from moe_oracle import catalog_cache, compile as compile_pkg
-    from moe_oracle.engine import evaluate
-    from moe_oracle.sampling import sample_configs
+    from moe_oracle.core import catalog_cache, compile as compile_pkg
+    from moe_oracle.core.engine import evaluate
+    from moe_oracle.tools.sampling import sample_configs
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(cache))
@@ -208,7 +208,7 @@ def test_compiled_catalog_cache_hit_and_every_miss(tmp_path, monkeypatch):
 
 
 def test_compiled_catalog_cache_keeps_a_bounded_number_of_entries(tmp_path):
-    from moe_oracle import catalog_cache
+    from moe_oracle.core import catalog_cache
 
     for n in range(catalog_cache._KEEP + 3):
         (tmp_path / f"catalog-{n}.pickle").write_bytes(b"x")
@@ -229,7 +229,7 @@ def test_compiled_catalog_cache_key_names_the_interpreter_and_packaging(monkeypa
     packaging) never load each other's pickles: both versions are part of the code fingerprint."""
     import packaging
 
-    from moe_oracle import catalog_cache
+    from moe_oracle.core import catalog_cache
 
     here = catalog_cache.code_fingerprint()
     assert catalog_cache.code_fingerprint() == here
@@ -244,7 +244,7 @@ def test_an_edit_during_the_read_is_cached_under_no_key(tmp_path, monkeypatch):
     """A table edited after the cache key was computed but before it was read: the answer is for
     the bytes read, and neither cache keeps it (the tester's race: an edit landing ~1 s into a
     cold CLI call poisoned both caches under the old bytes' key)."""
-    from moe_oracle import tables as tables_mod
+    from moe_oracle.core import tables as tables_mod
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(cache))
@@ -274,7 +274,7 @@ def test_an_edit_during_the_read_is_cached_under_no_key(tmp_path, monkeypatch):
 
 
 def test_a_catalog_cache_entry_with_a_binary_first_line_is_a_miss(tmp_path):
-    from moe_oracle import catalog_cache
+    from moe_oracle.core import catalog_cache
 
     (tmp_path / "catalog-k.pickle").write_bytes(bytes(range(128, 256)) * 16)
     assert catalog_cache.load(tmp_path, "k") is None
@@ -285,7 +285,7 @@ def test_a_catalog_cache_load_leaves_the_collector_as_it_found_it(tmp_path):
     collector's switch is restored, and objects another part of the process froze stay frozen."""
     import gc
 
-    from moe_oracle import catalog_cache
+    from moe_oracle.core import catalog_cache
 
     catalog_cache.store(tmp_path, "k", load_catalog())
     enabled = gc.isenabled()
@@ -307,7 +307,7 @@ def test_a_catalog_cache_load_leaves_the_collector_as_it_found_it(tmp_path):
 def test_generated_file_cache_answers_the_text_parsed_and_only_that(tmp_path, monkeypatch):
     """read_generated: a hit returns what parsing gives; an entry is found by the text's sha256
     only; a damaged entry, a document JSON would change and a disabled cache all parse the YAML."""
-    from moe_oracle import tables as tables_mod
+    from moe_oracle.core import tables as tables_mod
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(cache))
@@ -355,7 +355,7 @@ def test_a_bad_value_in_a_constraint_is_not_blamed_on_its_valid_keys(tmp_path):
 
 @pytest.mark.parametrize("value, disabled", [("1", True), ("true", True), ("TRUE", True), ("Yes", True), ("on", True), (" 1 ", True), ("0", False), ("false", False), ("No", False), ("off", False), ("", False), (None, False)])
 def test_no_cache_accepts_the_usual_truthy_spellings(monkeypatch, tmp_path, value, disabled):
-    from moe_oracle.tables import cache_dir
+    from moe_oracle.core.tables import cache_dir
 
     monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(tmp_path))
     if value is None:

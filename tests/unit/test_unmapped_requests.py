@@ -16,8 +16,8 @@ import json
 import pytest
 
 from moe_oracle.cli import main
-from moe_oracle.errors import ConfigError
-from moe_oracle.oracle import Oracle, default_catalog
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.core.oracle import Oracle, default_catalog
 from tests.unit.test_why_not_ranking import _config
 
 R1 = ["--model", "deepseek-r1", "--gpu", "B200", "--tp", "8"]

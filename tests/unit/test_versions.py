@@ -8,11 +8,11 @@ import pytest
 from packaging.version import Version
 
 from moe_oracle import Device, Environment, MoEConfig, Oracle
-from moe_oracle.engine import evaluate
-from moe_oracle.lint import ranged_items
-from moe_oracle.tables import load_schemas
-from moe_oracle.versions import Known
-from moe_oracle.vocab import ReasonCode, Source
+from moe_oracle.core.engine import evaluate
+from moe_oracle.tools.lint import ranged_items
+from moe_oracle.core.tables import load_schemas
+from moe_oracle.core.versions import Known
+from moe_oracle.core.vocab import ReasonCode, Source
 from tests.tables_fixture import base_tables, load
 
 B200 = Device("cuda", capability=100)
@@ -201,7 +201,7 @@ def test_every_modelled_release_of_the_shipped_tables_links(catalog):
 def test_a_version_between_modelled_releases_answers_for_the_newest_below_it(version, stand_in):
     """With several modelled releases below it (the shipped tables model 0.29.0-0.33.0), the
     stand-in is the newest of them (it crashed comparing release records before)."""
-    from moe_oracle.oracle import default_catalog
+    from moe_oracle.core.oracle import default_catalog
 
     d = evaluate(default_catalog(), cfg(), Environment.declared([f"vllm=={version}"]))
     assert d.release.modelled is False and d.release.stand_in == stand_in

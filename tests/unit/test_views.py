@@ -13,11 +13,11 @@ from pathlib import Path
 import yaml
 
 from moe_oracle import Device, Environment, MoEConfig, Oracle
-from moe_oracle._resources import runtime_table_dirs, table_dirs
-from moe_oracle.catalog import load_catalog, load_runtime_catalog
-from moe_oracle.engine import evaluate
-from moe_oracle.oracle import default_catalog, default_runtime_catalog
-from moe_oracle.sampling import sample_configs
+from moe_oracle.core._resources import runtime_table_dirs, table_dirs
+from moe_oracle.core.catalog import load_catalog, load_runtime_catalog
+from moe_oracle.core.engine import evaluate
+from moe_oracle.core.oracle import default_catalog, default_runtime_catalog
+from moe_oracle.tools.sampling import sample_configs
 
 B200 = Device("cuda", capability=100)
 SAMPLES = 300
@@ -131,8 +131,8 @@ def test_the_runtime_view_reads_moe_backend_by_backend_id_for_every_family():
     # requests); our runtime's backends are not vLLM names, so the runtime view takes backend ids.
     import pytest
 
-    from moe_oracle.errors import ConfigError
-    from moe_oracle.quant import scheme_by_name
+    from moe_oracle.core.errors import ConfigError
+    from moe_oracle.core.quant import scheme_by_name
 
     cfg = MoEConfig(num_experts=64, top_k=4, hidden_size=2048, intermediate_size=768, device=Device("cuda", capability=90),
                     quant=scheme_by_name("fp8_block"), quant_method="fp8", weight_block_size=(128, 128), moe_backend="triton_fp8_block")

@@ -1,0 +1,126 @@
+"""``moe-oracle diff``: what changes in the kernel choice between two environments."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from pathlib import Path
+from typing import Any, Callable
+
+from ..core.errors import ConfigError, InputIssue
+
+__all__ = ["add_parser", "run", "parse_side"]
+
+_EPILOG = """\
+A side (--from / --to) is one of:
+  NAME==VERSION[,NAME==VERSION...]   packages declared on top of the other flags (vllm==0.31.0)
+  gpu:NAME                           another device from the hardware catalog (gpu:B200)
+  FILE                               an environment file (pip freeze, pip list --format=json,
+                                     uv pip list or vllm collect-env output)
+Everything else (model, deployment, --package, --env ...) is shared by both sides. A device
+given as --gpu/--platform or a gpu:NAME side wins over an environment file's GPU (collect-env),
+with a note per side naming the GPU not used.
+
+examples:
+  moe-oracle diff --model deepseek-r1 --gpu B200 --tp 8 --from vllm==0.31.0 --to vllm==0.33.0
+  moe-oracle diff --model gpt-oss-120b --tp 4 --from gpu:H200 --to gpu:B200 --json
+
+exit codes: 0 it ran (whether or not anything changed), 2 bad input."""
+
+
+def add_parser(sub: Any, add_input_args: Callable[[argparse.ArgumentParser], None], *, arguments: bool = True) -> None:
+    """Register ``diff`` on the CLI's subparsers; its arguments only when ``arguments`` (see
+    :func:`moe_oracle.cli.build_parser`)."""
+    p = sub.add_parser(
+        "diff",
+        help="what changes in the kernel choice between two environments (releases, GPUs, env files)",
+        description="Select the same model and deployment under two environments and, for each layer group whose kernel changes, print the old and new kernel and the facts (rule ids, engine ranges, references) that changed it.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    if not arguments:
+        return
+    p.add_argument("--from", dest="side_from", required=True, metavar="SIDE", help="the environment you run now (see below)")
+    p.add_argument("--to", dest="side_to", required=True, metavar="SIDE", help="the environment you consider (see below)")
+    add_input_args(p)
+
+
+def parse_side(text: str, flag: str) -> dict[str, Any]:
+    """``{"packages": [...]}``, ``{"gpu": NAME}`` or ``{"environment": PATH}`` for one side.
+
+    Raises:
+        ConfigError: none of the three forms.
+    """
+    text = text.strip()
+    if text.lower().startswith("gpu:") or text.lower().startswith("gpu="):
+        name = text[4:].strip()
+        if name:
+            return {"gpu": name}
+    elif "==" in text or " @ " in text:
+        return {"packages": [p.strip() for p in text.split(",") if p.strip()]}
+    elif text and Path(text).is_file():
+        return {"environment": text}
+    raise ConfigError(
+        [InputIssue(flag, "expected NAME==VERSION[,NAME==VERSION], gpu:NAME, or an existing environment file", text, ["vllm==0.31.0", "gpu:B200", "pip-freeze.txt"])],
+        headline=f"bad {flag}",
+    )
+
+
+def _side_args(args: argparse.Namespace, side: dict[str, Any]) -> argparse.Namespace:
+    """The flags of one side: ``side`` is :func:`parse_side`'s record plus the ``flag`` it was given by."""
+    out = copy.copy(args)
+    out.package = list(args.package)
+    if "packages" in side:
+        out.package += side["packages"]
+    if "gpu" in side:
+        out.gpu = side["gpu"]
+        out.platform = out.sm = out.arch = None
+        out.gpu_given_as = f"{side['flag']} gpu:{side['gpu']}"
+    if "environment" in side:
+        if args.environment:
+            raise ConfigError([InputIssue("--environment", "a side given as an environment file replaces --environment; give one of them", args.environment, None)], headline="bad --environment")
+        out.environment = side["environment"]
+    return out
+
+
+def _plan_groups(args: argparse.Namespace, catalog: Any, sides: list[tuple[str, dict[str, Any]]]) -> tuple[list[tuple[str, Any, Any]], list[str]]:
+    """Per MoE layer group of the model, its config and environment on each side (``plan`` per side)."""
+    from .plan import plan_from_args
+    from ..explain.diff import Side
+
+    plans = [(text, plan_from_args(_side_args(args, spec), catalog)) for text, spec in sides]
+    (label_b, before), (label_a, after) = plans
+    by_layers = {tuple(layer.spec.index for layer in g.layers): g for g in after.moe_groups()}
+    groups = []
+    notes = set(before.notes) | set(after.notes)
+    for g in before.moe_groups():
+        other = by_layers.get(tuple(layer.spec.index for layer in g.layers))
+        if g.decision is None or other is None or other.decision is None:
+            notes.add(f"{g.label()}: grouped differently on the two sides; compare them with explain")
+            continue
+        groups.append((g.label(), Side(label_b, g.decision.config, before.environment), Side(label_a, other.decision.config, after.environment)))
+    return groups, sorted(notes)
+
+
+def run(args: argparse.Namespace, catalog: Any, build_inputs: Callable[..., tuple[Any, Any, list[str]]], print_json: Callable[[Any], None]) -> int:
+    from ..explain.diff import Side, diff_groups
+
+    specs = [(text, {**parse_side(text, flag), "flag": flag}) for flag, text in (("--from", args.side_from), ("--to", args.side_to))]
+    if (args.model or args.serve) and not args.config and not args.quant:
+        # A whole model: every MoE layer group of its plan, paired by layer indices.
+        groups, notes = _plan_groups(args, catalog, specs)
+    else:
+        sides = []
+        for text, spec in specs:
+            config, env, side_notes = build_inputs(_side_args(args, spec), catalog)
+            sides.append((Side(text, config, env), side_notes))
+        (before, notes_b), (after, notes_a) = sides
+        groups, notes = [("MoE layers", before, after)], sorted(set(notes_b) | set(notes_a))
+    result = diff_groups(catalog, groups, policy=args.policy)
+    if args.json:
+        print_json({**result.to_dict(), "notes": notes})
+    else:
+        for note in notes:
+            print(f"Note: {note}")
+        print(result.render_text())
+    return 0

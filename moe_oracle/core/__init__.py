@@ -1,0 +1,1 @@
+"""moe_oracle.core: see docs/architecture.md (layers)."""

@@ -1,0 +1,670 @@
+"""The rule engine: one pure function from (catalog, config, environment, policy) to a Decision.
+
+0. Resolve the engine release the environment declares, probes or leaves to assume, and take
+   the catalog's view for it (memoized: a dictionary lookup per call).
+1. Resolve the requested backend (``moe_backend``, or an environment override);
+   an unknown name raises before anything is evaluated.
+2. Normalize the config (:mod:`moe_oracle.core.normalize`); a known release's pinned package
+   versions stand in for undeclared ones.
+3. Evaluate *every* check of *every* experts kernel and prepare/finalize
+   (:class:`~moe_oracle.core.checks.CheckIndex`); unknown inputs abstain. Known-bad rules are
+   evaluated too; they reject only under the safe policy.
+4. Order backends by the first matching priority order (requested backends first, in the
+   order their name maps them), then apply the adjustments that fire (each recorded); within
+   a backend, monolithic before modular, then table order. Backends outside the order are
+   rejected with ``path_not_enabled`` unless requested.
+5. Under the faithful policy, a shortcut whose condition holds picks the winner as the
+   engine's early return does (its unchecked failures become warnings). Otherwise the first
+   eligible candidate wins. A faithful winner that matches a known-bad rule, or that a shortcut
+   returned unchecked, gets a warning naming the safe alternative (the safe policy's winner).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import chain
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .catalog import Catalog, KeyRewrite, PriorityOrder, RequestMap, Shortcut
+from .checks import Check, Outcome
+from .config import MoEConfig, Provenance
+from .decision import Decision, Ranking, Row, make_failure
+from .environment import Environment
+from .envvars import env_notes
+from .refusals import no_effect_notes
+from .errors import ConfigError, InputIssue
+from .fields import NONE
+from .normalize import Normalized, apply_block_rules, normalize
+from .predicates import Predicate, compile_value_spec
+from .quant import SCHEMES, QuantScheme
+from .records import DecisionWarning, Demotion
+from .versions import EngineRelease
+from .vocab import All2AllBackend, Policy, ReasonCode, Source
+
+__all__ = ["check_request", "evaluate", "request_map", "request_name", "resolve_request"]
+
+
+def _known_names(catalog: Catalog) -> frozenset[str]:
+    """Backend ids and aliases, the names request maps read, and every name a modelled release's
+    ``KernelConfig.moe_backend`` accepts (whether this release accepts it is :func:`evaluate`'s
+    question: the doors do not know the release yet). Built once per view."""
+    known = catalog.__dict__.get("_known_names")
+    if known is None:
+        known = catalog.__dict__.setdefault("_known_names", frozenset(_collect_names(catalog)))
+    return known
+
+
+def _collect_names(catalog: Catalog) -> set[str]:
+    names = set(catalog.backend_names)
+    for rm in catalog.request_maps:
+        names.update(rm.names)
+        names.update(rm.auto)
+    if catalog.source is not None:
+        for accepted, _ in catalog.source.engine_names:
+            names.update(accepted)
+    return names
+
+
+def resolve_request(catalog: Catalog, moe_backend: str, where: str = "$.moe_backend") -> tuple[str, ...] | None:
+    """Backend ids a ``moe_backend`` name selects, whatever the family; ``None`` for ``auto``.
+
+    A family's request map (``rules/aliases.yaml`` ``requests``) may read the name otherwise
+    (:func:`_family_request`); this is the family-independent reading. ``where``: the input
+    an error names (``--backend``; default the config field).
+
+    Raises:
+        ConfigError: unknown name (with did-you-mean and every accepted name).
+    """
+    name = moe_backend.strip().lower().replace("-", "_")
+    if name == "auto":
+        return None
+    if name not in catalog.backend_names:
+        known = _known_names(catalog)
+        if name not in known:
+            raise ConfigError([InputIssue(where, "unknown MoE backend", moe_backend, ["auto", *sorted(known - {"auto"})])])
+        return tuple(sorted({b for rm in catalog.request_maps for b in rm.names.get(name, ())}))
+    return catalog.backend_names[name]
+
+
+def request_name(catalog: Catalog, backend: str) -> str:
+    """A ``moe_backend`` value the engine accepts that requests ``backend`` (``"auto"`` when none
+    does: vLLM reaches some backends, e.g. the CPU and XPU kernels, only through its priority lists)."""
+    accepted = catalog.accepted_names if catalog.view_name == "engine" else None
+    names = sorted(n for n, bs in catalog.backend_names.items() if backend in bs)
+    names += sorted(n for rm in catalog.request_maps for n, bs in rm.names.items() if backend in bs)
+    return next((n for n in names if accepted is None or n in accepted), "auto")
+
+
+def check_request(catalog: Catalog, moe_backend: str, env: Environment) -> None:
+    """Refuse ``moe_backend`` exactly as :func:`evaluate` would under ``env`` (for the doors that
+    read it from a file: the same message as the ``--moe-backend`` flag, with the names the
+    release accepts and a did-you-mean).
+
+    Raises:
+        ConfigError: a value the release of ``env`` refuses, or an unknown name.
+    """
+    release = catalog.release(env) if catalog.source is not None else None
+    view = catalog.for_release(release) if release is not None else catalog
+    _engine_request(view, moe_backend, release)
+
+
+def _engine_request(view: Catalog, moe_backend: str, release: EngineRelease | None) -> tuple[str, ...] | None:
+    """The family-independent reading of ``moe_backend``; in the engine view, a value the release's
+    configuration does not accept is refused (vLLM validates ``KernelConfig.moe_backend`` at start),
+    and an accepted value no backend of ours answers to requests nothing.
+
+    Raises:
+        ConfigError: a value the engine refuses, or an unknown name.
+    """
+    name = moe_backend.strip().lower().replace("-", "_")
+    accepted = view.accepted_names if view.view_name == "engine" else None
+    if accepted is not None and name not in accepted:
+        who = f"{release.display} {release.version}" if release is not None else "the engine"
+        raise ConfigError([InputIssue("$.moe_backend", f"{who} does not accept this moe_backend (KernelConfig.moe_backend)", moe_backend, sorted(accepted))])
+    if accepted is not None and name != "auto" and name not in view.backend_names and name not in _known_names(view):
+        return ()  # accepted by the release, answered by no backend of ours (resolve_request would raise)
+    return resolve_request(view, moe_backend)
+
+
+def _family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> tuple[RequestMap | None, tuple[str, ...] | None, str | None]:
+    """(the family's request map, the backends ``name`` requests (``None``: auto; ``()``: refused), a forced activation format).
+
+    Only the engine view reads a request through the family's map (vLLM's ``map_<family>_backend``);
+    our runtime's view takes backend ids and aliases for every family."""
+    if catalog.view_name != "engine":
+        return None, None, None
+    rm = next((r for r, held in zip(catalog.request_maps, _held(catalog, "request_maps", values)) if held), None)
+    if rm is None:
+        return None, None, None
+    if name == "auto" or name in rm.auto:
+        return rm, None, None
+    if name not in rm.names:
+        return rm, (), None
+    return rm, rm.names[name], rm.formats.get(name)
+
+
+def request_map(view: Catalog, values: Mapping[str, Any]) -> RequestMap | None:
+    """The request map through which the layer with normalized ``values`` reads ``moe_backend``
+    (vLLM's ``map_<family>_backend``), ``None`` where the family's oracle does not read it itself."""
+    return _family_request(view, "auto", values)[0]
+
+
+def _apply_implied_quant(catalog: Catalog, config: MoEConfig) -> tuple[MoEConfig, str | None]:
+    """A backend name that also names an activation key (vLLM's ``*_afp8``) sets the quant scheme.
+
+    It applies only to layers whose weight key is the one the name is for; otherwise the name
+    requests its backend alone, and the returned note says why (vLLM raises instead).
+    """
+    scheme_name = catalog.implied_quant.get(config.moe_backend)
+    if scheme_name is None or config.quant.name == scheme_name:
+        return config, None
+    scheme = SCHEMES[scheme_name]
+    if config.quant.weight != scheme.weight:
+        return config, f"moe_backend={config.moe_backend} selects the {scheme_name} scheme for {scheme.weight} weights; this layer's weights are {config.quant.weight or 'unquantized'}, so it requests {', '.join(catalog.backend_names[config.moe_backend])} with the layer's own scheme"
+    note = Provenance("quant", Source.USER_FLAG, f"moe_backend={config.moe_backend} selects activation key {scheme.activation} ({scheme_name})")
+    kept = tuple(p for p in config.provenance if p.field != "quant")
+    return replace(config, quant=scheme, provenance=tuple(sorted(kept + (note,), key=lambda p: p.field))), None
+
+
+def _bind_all2all(catalog: Catalog, config: MoEConfig) -> tuple[MoEConfig, str | None]:
+    """A ``moe_backend`` name that dispatches and combines itself binds its all2all backend.
+
+    vLLM 0.32-0.33 ``bind_passthrough_all2all_backend`` (vllm/config/kernel.py): with such a name
+    the all2all backend left at its default becomes the bound one, any other explicit choice is a
+    ValueError at start, and the bound backend with any other ``moe_backend`` is a ValueError too.
+
+    Raises:
+        ConfigError: the refused pairings (vLLM refuses them before any layer is built).
+    """
+    par = config.parallel
+    current = par.all2all_backend.value
+    bound = catalog.bound_all2all.get(config.moe_backend)
+    if bound is None:
+        if current not in catalog.bound_all2all.values():
+            return config, None
+        owners = sorted(n for n, b in catalog.bound_all2all.items() if b == current)
+        if owners:
+            raise ConfigError([InputIssue("$.parallel.all2all_backend", f"all2all backend {current} is bound to the MoE backends that dispatch and combine themselves; it cannot be used with moe_backend={config.moe_backend}", current, owners)])
+        return config, None
+    if current == bound:
+        return config, None
+    default = All2AllBackend.ALLGATHER_REDUCESCATTER.value
+    if current != default:
+        raise ConfigError([InputIssue("$.parallel.all2all_backend", f"moe_backend={config.moe_backend} dispatches and combines itself and cannot be paired with all2all backend {current}; leave the all2all backend at its default", current, [default, bound])])
+    note = f"moe_backend={config.moe_backend} dispatches and combines itself: the all2all backend is {bound}, not {default}"
+    return replace(config, parallel=replace(par, all2all_backend=All2AllBackend(bound))), note
+
+
+def _holds(preds: tuple[Predicate, ...], values: Mapping[str, Any]) -> bool | None:
+    """All predicates hold (True), one fails (False), or one input is unknown (None)."""
+    unknown = False
+    for p in preds:
+        v = values.get(p.field)
+        if v is None:
+            unknown = True
+        elif not p.test(v):
+            return False
+    return None if unknown else True
+
+
+def _held(view: Catalog, group: str, values: Mapping[str, Any]) -> tuple[bool | None, ...]:
+    """:func:`_holds` of the ``when`` of every item of ``view.<group>`` (``rewrites``,
+    ``request_maps``, ``opt_in`` or ``shortcuts``), in table order.
+
+    A function of the fields those conditions read: each answer is kept per view and group (the
+    platform, quant family, all2all ... combinations a process meets), so most selections pay one
+    lookup instead of a pass over every condition.
+    """
+    memos = view.__dict__.get("_held_memo")
+    if memos is None:
+        memos = view.__dict__.setdefault("_held_memo", {})
+    entry = memos.get(group)
+    if entry is None:
+        whens = tuple(item.when for item in getattr(view, group))
+        fields = tuple(sorted({p.field for when in whens for p in when}))
+        entry = memos.setdefault(group, (whens, fields, {}))
+    whens, fields, answers = entry
+    try:
+        key = tuple(map(values.get, fields))
+        hit = answers.get(key)
+    except TypeError:  # an unhashable value: answered without the memo
+        return tuple(_holds(when, values) for when in whens)
+    if hit is None:
+        hit = tuple(_holds(when, values) for when in whens)
+        if len(answers) >= 4096:
+            answers.clear()
+        answers[key] = hit
+    return hit
+
+
+def _override(catalog: Catalog, values: Mapping[str, Any], sources: Mapping[str, Source]) -> tuple[str, str] | None:
+    for ov in catalog.overrides:
+        if any(sources.get(name) is Source.ENV_VAR for name in ov.explicit_fields) and _holds(ov.when, values):
+            return ov.request, ov.id
+    return None
+
+
+def _order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ...] | None = None) -> tuple[PriorityOrder | None, tuple[str, ...], tuple[Demotion, ...], tuple[str, ...]]:
+    """(the priority order that matched, the backend order, the adjustments that fired, notes).
+
+    A function of the fields the view's orders and adjustments read and of ``requested``: each
+    answer is kept per view (a few hundred combinations of platform, capability, quant family
+    ... in any process), so most selections pay one lookup.
+    """
+    memo = catalog.__dict__.get("_order_memo")
+    if memo is None:
+        fields = tuple(sorted({p.field for o in catalog.orders for p in o.when} | {p.field for a in catalog.adjustments for p in a.when}))
+        memo = catalog.__dict__.setdefault("_order_memo", (fields, {}))
+    fields, answers = memo
+    key = (tuple(map(values.get, fields)), requested)
+    try:
+        hit = answers.get(key)
+    except TypeError:  # an unhashable value: computed without the memo
+        return _compute_order(catalog, values, requested)
+    if hit is None:
+        hit = _compute_order(catalog, values, requested)
+        if len(answers) >= 4096:
+            answers.clear()
+        answers[key] = hit
+    return hit
+
+
+def _compute_order(catalog: Catalog, values: Mapping[str, Any], requested: tuple[str, ...] | None) -> tuple[PriorityOrder | None, tuple[str, ...], tuple[Demotion, ...], tuple[str, ...]]:
+    notes: list[str] = []
+    order = next((o for o in catalog.orders if _holds(o.when, values)), None)
+    if order is None:
+        notes.append("no priority order matches this platform and quant family; backends are tried in name order")
+        backends = sorted(catalog.backends)
+    else:
+        backends = list(order.backends)
+    if requested:
+        # An explicit request tries the backends its name maps to in the mapping's order
+        # (vLLM's map_*_backend lists), ahead of everything else, which it rejects anyway.
+        backends = list(requested) + [b for b in backends if b not in requested]
+    demotions: list[Demotion] = []
+    for adj in catalog.adjustments:
+        held = _holds(adj.when, values)
+        if held is None:
+            notes.append(f"priority adjustment {adj.id} not applied: an input it reads is unknown")
+        if not held:
+            continue
+        present = [b for b in backends if b in adj.move]  # moved backends keep their relative order
+        if not present:
+            continue
+        rest = [b for b in backends if b not in present]
+        if adj.to == "front":
+            backends = present + rest
+        elif adj.to == "back":
+            backends = rest + present
+        else:
+            # before:<backend> / after:<backend>: directly next to it. A backend already ahead of
+            # its before-anchor stays where it is (vLLM prioritize_humming).
+            where, anchor = adj.to.split(":", 1)
+            if anchor not in rest:
+                continue
+            if where == "before" and all(backends.index(b) < backends.index(anchor) for b in present):
+                continue
+            at = rest.index(anchor) + (1 if where == "after" else 0)
+            backends = rest[:at] + present + rest[at:]
+        demotions += [Demotion(adj.id, b, adj.to, adj.reason, adj.reference) for b in present]
+    for b in catalog.fallback:
+        if b not in backends:
+            backends.append(b)
+    backends += sorted(set(catalog.backends) - set(backends))
+    return order, tuple(backends), tuple(demotions), tuple(notes)
+
+
+def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any], catalog: Catalog, release: EngineRelease | None) -> tuple[str, ...]:
+    """Inputs that have no effect, or that are read in a way the user may not expect; notes on
+    variables name the release whose facts the answer uses (``release.stand_in``)."""
+    notes = []
+    par = config.parallel
+    if values["all2all"] == "none" and par.all2all_backend.value != "allgather_reducescatter":
+        notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1")
+    if par.num_redundant_experts and not (par.enable_eplb and values["use_ep"]):
+        notes.append(f"{par.num_redundant_experts} redundant experts have no effect without EPLB and expert parallelism")
+    if env.env:  # notes are about declared variables only
+        notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars, release=release.stand_in if release is not None else None)
+    notes += no_effect_notes(config, values, catalog)
+    return tuple(notes)
+
+
+
+# A shortcut returns before moe_backend is read and before the priority order: these checks do not stop it.
+_BEFORE_REQUEST = frozenset({ReasonCode.NOT_REQUESTED, ReasonCode.PATH_NOT_ENABLED})
+
+
+def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: Policy | str = Policy.FAITHFUL) -> Decision:
+    """Select an experts kernel and prepare/finalize for ``config`` under ``env``.
+
+    Args:
+        catalog: any view of a table set; the view of the release ``env`` is for is used.
+        config: the layer and deployment.
+        env: packages (the engine release among them) and environment variables.
+        policy: ``faithful`` (default: what the engine does) or ``safe``.
+
+    Never raises for "nothing eligible": the Decision then has no winner.
+
+    Raises:
+        ConfigError: ``config.moe_backend`` names no known backend, or ``policy`` is unknown.
+    """
+    try:
+        policy = Policy(policy)
+    except ValueError:
+        raise ConfigError([InputIssue("policy", "unknown policy", policy, [p.value for p in Policy])]) from None
+    release = catalog.release(env) if catalog.source is not None else None
+    view = catalog.for_release(release) if release is not None else catalog
+    original = config
+    requested = _engine_request(view, config.moe_backend, release)
+    config, implied_note = _apply_implied_quant(view, config)
+    config, bound_note = _bind_all2all(view, config)
+    assumed = release.assumed_packages if release is not None else None
+    norm = normalize(config, env, view.package_names, view.env_vars, assumed)
+    notes: list[str] = []
+    if view.rewrites:
+        rewritten = _rewrite(view.rewrites, _held(view, "rewrites", norm.values), config)
+        if rewritten is not None:
+            config, note = rewritten
+            notes.append(note)
+            norm = normalize(config, env, view.package_names, view.env_vars, assumed)
+    values, sources = norm.values, norm.sources
+    requested_by = "moe_backend" if requested is not None else None
+    name = config.moe_backend.strip().lower().replace("-", "_")
+    family_map, family_request, forced_format = _family_request(view, name, values)
+    if family_map is not None:
+        requested = family_request
+        requested_by = "moe_backend" if requested is not None else None
+        changed: dict[str, Any] = {}
+        if requested is None and name != "auto":
+            changed["moe_backend"] = "auto"
+            notes.append(f"moe_backend={config.moe_backend} is read as auto for this layer ({family_map.id}: {family_map.reference})")
+        if forced_format is not None and forced_format != values["activation_format"]:
+            changed["activation_format"] = forced_format
+            notes.append(f"moe_backend={config.moe_backend} makes the oracle expect {forced_format}-format experts ({family_map.id})")
+        if requested == ():
+            notes.append(f"moe_backend={config.moe_backend} is not a backend this layer's oracle accepts ({family_map.id}: {', '.join(sorted(family_map.names))}); the engine raises")
+        if changed:
+            values = {**values, **changed}
+            sources = {**sources, **{k: Source.USER_FLAG if k == "moe_backend" else Source.DERIVED for k in changed}}
+            norm = Normalized(values, sources)
+    # The FP8 front end pads the TP shard only for an explicit moe_backend, not for an env override.
+    explicit = requested
+    if requested is None and env.env:  # an override needs an explicitly set variable
+        ov = _override(view, values, sources)
+        if ov is not None:
+            requested, requested_by = ((ov[0],) if family_map is None else family_map.names.get(ov[0], (ov[0],))), ov[1]
+            values = dict(values)
+            sources = dict(sources)
+            values["moe_backend"] = ov[0]
+            sources["moe_backend"] = Source.ENV_VAR
+            norm = Normalized(values, sources)
+    if view.block_rules:
+        norm = apply_block_rules(norm, view.block_rules, explicit)
+        values, sources = norm.values, norm.sources
+
+    lookup = norm.lookup if norm.lookup is not None else values
+    fail, abstain = view.experts_index.evaluate(lookup)
+    pf_fail, pf_abstain = view.pf_index.evaluate(lookup)
+    kb_fail = kb_abstain = None
+    if policy is Policy.SAFE and view.known_bad_index is not None:
+        kb_fail, kb_abstain = view.known_bad_index.evaluate(lookup)
+    order, backends, demotions, order_notes = _order(view, values, requested)
+    notes += order_notes
+    is_auto = values["moe_backend"] == "auto"
+
+    # Checks that reject whole backends: outside the matched priority order, or opt-in only here.
+    extra_fail: dict[str, tuple[Check, ...]] = {}
+    extra_abstain: dict[str, tuple[Check, ...]] = {}
+    if is_auto:
+        if order is not None:
+            for backend, chk in order.excluded.items():
+                extra_fail[backend] = (chk,)
+        for opt, held in zip(view.opt_in, _held(view, "opt_in", values)):
+            if opt.check is None:
+                continue
+            if held:
+                extra_fail[opt.backend] = extra_fail.get(opt.backend, ()) + (opt.check,)
+            elif held is None:
+                extra_abstain[opt.backend] = extra_abstain.get(opt.backend, ()) + (opt.check,)
+    own_fail: Mapping[int, tuple[Check, ...]] = {}
+    family_checks = _request_checks(family_map, requested) if (family_map is not None and requested is not None) else None
+    if family_checks is not None:
+        assert family_map is not None
+        # The family's oracle reads moe_backend itself (vLLM map_<family>_backend): its checks
+        # replace each kernel's own request check.
+        fail &= ~view.request_bits
+        own_fail = _family_fails(view, family_map, name if requested_by == "moe_backend" else None, values["moe_backend"])
+    by_backend = view.by_backend
+    ranked = tuple(chain.from_iterable([by_backend[b] for b in backends]))
+    ranking = Ranking.of(view, ranked, values["dispatch"], fail, abstain, pf_fail, pf_abstain, kb_fail, kb_abstain, extra_fail, extra_abstain, own_fail)
+
+    shortcut: Shortcut | None = None
+    waived: tuple[Check, ...] = ()
+    refused: int | None = None
+    # vLLM selects experts without building their prepare/finalize: under the faithful policy the
+    # pairing and the prepare/finalize's own requirements do not stop a selection (they become
+    # warnings); the safe policy and the runtime view (which builds what it selects) keep them.
+    deferred = view.construction if (policy is Policy.FAITHFUL and view.view_name == "engine") else frozenset()
+    # A shortcut before selection reorders the candidates: the rows are materialized for it (the
+    # slow path); every other selection stays on the bit sets.
+    taken = _shortcut(view, values, ranking, notes, deferred) if (policy is Policy.FAITHFUL and view.shortcuts) else None
+    if taken is not None:
+        shortcut, ranking, winner, waived = taken
+    else:
+        ranking, winner, waived, refused = _first_selected(view, ranking, notes, bool(deferred))
+        after = _after_selection(view, values, ranking, winner, notes) if (winner is not None and policy is Policy.FAITHFUL and view.shortcuts) else None
+        if after is not None:
+            # The engine checked this winner but returns another class in its place.
+            if waived:
+                ranking = ranking.with_row(winner, None)  # type: ignore[arg-type]
+            shortcut, ranking, winner, waived = after
+
+    warnings = _warnings(view, original, env, norm, ranking, winner, release, policy, shortcut, waived, notes)
+    if shortcut is not None and requested is not None and winner is not None:
+        notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {ranking.entry(winner).upstream} {shortcut.label} before reading it ({shortcut.id})")
+    return Decision.of(
+        config=config,
+        environment=env,
+        normalized=norm,
+        tables_hash=view.tables_hash,
+        order_rule=order.id if order is not None else None,
+        backend_order=tuple(backends),
+        demotions=tuple(demotions),
+        requested=requested,
+        requested_by=requested_by,
+        ranking=ranking,
+        winner=winner,
+        notes=tuple(notes) + ((implied_note,) if implied_note else ()) + ((bound_note,) if bound_note else ()) + _config_warnings(config) + _input_notes(config, env, values, view, release),
+        release=release,
+        view=view.view_name,
+        policy=policy.value,
+        warnings=warnings,
+        shortcut=shortcut.id if shortcut is not None else None,
+        refused=refused,
+    )
+
+
+def _family_fails(view: Catalog, family_map: RequestMap, name: str | None, moe_backend: Any) -> Mapping[int, tuple[Check, ...]]:
+    """Kernel index -> the request check of ``family_map`` that rejects it, for ``moe_backend``
+    (``name``: the request as read from ``moe_backend``, ``None`` for an env override). A function
+    of the view, the map and the two names alone: each answer is built once per view (the map's
+    names are a closed list, so this stays small)."""
+    memo = view.__dict__.get("_family_fails")
+    if memo is None:
+        memo = view.__dict__.setdefault("_family_fails", {})
+    key = (family_map.id, name, moe_backend)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    family_checks = family_map.checks
+    tried = family_map.kernels.get(name) if name is not None else None
+    kernel_check = None
+    if tried is not None:
+        kernel_check = Check(f"{family_map.id}.kernels", "moe_backend", compile_value_spec("moe_backend", ["(none)"]), (), False, ReasonCode.NOT_REQUESTED,
+                             f"this layer's oracle tries only {', '.join(tried)} for moe_backend={name}", family_map.reference, 10_001)
+    own_fail: dict[int, tuple[Check, ...]] = {}
+    backend_ok: dict[str, bool] = {}
+    for i, entry in enumerate(view.experts):
+        chk = family_checks.get(entry.backend, family_checks["*"])
+        passed = backend_ok.get(entry.backend)
+        if passed is None:
+            passed = backend_ok[entry.backend] = chk.predicate.test(moe_backend)  # type: ignore[union-attr]
+        if not passed:
+            own_fail[i] = (chk,)
+        elif kernel_check is not None and tried is not None and entry.id not in tried:
+            own_fail[i] = (kernel_check,)  # a name that maps to some kernels of its backend only
+    frozen = MappingProxyType(own_fail)
+    if len(memo) < 256:
+        memo[key] = frozen
+    return frozen
+
+
+def _first_selected(view: Catalog, ranking: Ranking, notes: list[str], deferred: bool) -> tuple[Ranking, int | None, tuple[Check, ...], int | None]:
+    """The first candidate the engine selects and the checks waived for it (``deferred``: those vLLM
+    makes only when it builds the kernel, ``view.construction``): (the ranking with its row
+    cleared, its position, the waived checks, ``None``). No winner when there is none, or when
+    the selected one fails a check the engine makes only after selecting (``after_selection``):
+    the layer is refused then, and the last item is that candidate's position (its row keeps
+    the refusing failures: it is rejected, and the eligible candidates after it are outranked by it)."""
+    tolerated = view.tolerance(deferred) if (deferred or view.after_selection) else None
+    first = ranking.first_eligible(tolerated)
+    if first is None:
+        return ranking, None, (), None
+    if not ranking.has_failure(first):
+        return ranking, first, (), None
+    row = ranking.row(first)
+    post = view.after_selection
+    refused = [c for c in row.failures if c.rule in post and (not deferred or c.rule not in view.construction)]
+    if refused:
+        rules = ", ".join(sorted({c.rule for c in refused}))
+        notes.append(f"the engine selects {row.entry.upstream} ({row.entry.id}), then refuses the layer: {'; '.join(c.hint for c in refused)} [{rules}]")
+        return ranking, None, (), first
+    return ranking.with_row(first, row._replace(failures=())), first, row.failures, None
+
+
+def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes: list[str], deferred: frozenset[str]) -> tuple[Shortcut, Ranking, int | None, tuple[Check, ...]] | None:
+    """The first shortcut whose condition holds: (shortcut, the ranking with its kernels first, winner, waived checks).
+
+    A ``try`` kernel is taken when every check it fails is one the early return does not read:
+    the request and priority checks, the checks vLLM makes only when it builds the kernel
+    (``deferred``) and the activation-format peek (the early return asks for standard-format
+    experts). The ``otherwise`` kernel is returned unchecked, except that a constraint binding
+    every kernel (the layer itself is refused before any oracle runs) leaves no winner.
+    """
+    for sc, held in zip(view.shortcuts, _held(view, "shortcuts", values)):
+        if sc.selected:
+            continue
+        if not _shortcut_holds(sc, held, notes):
+            continue
+        rows = ranking.rows
+        by_id = {r.entry.id: r for r in rows}
+        tried = [by_id[k] for k in sc.try_kernels]
+        front = tried + ([by_id[sc.otherwise]] if sc.otherwise is not None else [])
+
+        def unread(r: Row, c: Check) -> bool:
+            return c.code in _BEFORE_REQUEST or c.rule in deferred or c.rule == f"{r.entry.id}.activation_format"
+
+        chosen = next((r for r in tried if all(unread(r, c) for c in r.failures)), by_id.get(sc.otherwise) if sc.otherwise is not None else None)  # type: ignore[arg-type]
+        if chosen is None or any(c.rule in view.layer_rules for c in chosen.failures):
+            ordered = front + [r for r in rows if r not in front]
+            return sc, replace(ranking, fixed=tuple(ordered)), None, ()
+        waived = chosen.failures
+        cleared = chosen._replace(failures=())
+        ordered = [cleared if r is chosen else r for r in front] + [r for r in rows if r not in front]
+        return sc, replace(ranking, fixed=tuple(ordered)), ordered.index(cleared), waived
+    return None
+
+
+def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> Mapping[str, Check]:
+    """Per backend, the check that rejects it under an explicit request read through ``rm``
+    (``RequestMap.checks``: the same whatever was requested, built once per linked map)."""
+    return rm.checks
+
+
+def _rewrite(rewrites: tuple[KeyRewrite, ...], held: tuple[bool | None, ...], config: MoEConfig) -> tuple[MoEConfig, str] | None:
+    """The config with the quant keys the first matching front-end rewrite gives the oracle, and a
+    note (``held``: each rewrite's condition, :func:`_held`)."""
+    for rw, holds in zip(rewrites, held):
+        if holds:
+            q = config.quant
+            activation = q.activation if rw.activation is None else (None if rw.activation == NONE else rw.activation)
+            scheme = QuantScheme(rw.weight or q.weight, activation)
+            note = Provenance("quant", Source.DERIVED, f"{rw.id}: {rw.reason}")
+            kept = tuple(p for p in config.provenance if p.field != "quant")
+            new = replace(config, quant=scheme, provenance=tuple(sorted(kept + (note,), key=lambda p: p.field)))
+            return new, f"the quantization front end selects with keys ({scheme.weight}, {scheme.activation}) instead of the checkpoint's ({q.weight}, {q.activation}): {rw.reason} ({rw.id}; {rw.reference})"
+    return None
+
+
+def _shortcut_holds(sc: Shortcut, held: bool | None, notes: list[str]) -> bool:
+    """Whether ``sc``'s condition holds (``held``: :func:`_held`); an unknown input it reads leaves
+    it unapplied, with a note."""
+    if held is None:
+        notes.append(f"shortcut {sc.id} not applied: an input it reads is unknown")
+    return bool(held)
+
+
+def _after_selection(view: Catalog, values: Mapping[str, Any], ranking: Ranking, winner: int, notes: list[str]) -> tuple[Shortcut, Ranking, int, tuple[Check, ...]] | None:
+    """A shortcut after selection that replaces the winner: (shortcut, the ranking with the
+    replacement's row cleared, the new winner, its waived checks).
+
+    The replacement is returned unchecked (its row's failures are cleared and become warnings).
+    """
+    chosen = ranking.entry(winner).id
+    for sc, held in zip(view.shortcuts, _held(view, "shortcuts", values)):
+        if chosen not in sc.selected:
+            continue
+        if not _shortcut_holds(sc, held, notes):
+            continue
+        assert sc.otherwise is not None
+        k = ranking.position(sc.otherwise)
+        row = ranking.row(k)
+        notes.append(f"the engine checked {ranking.entry(winner).upstream} ({chosen}) but returns {row.entry.upstream} ({sc.otherwise}) {sc.label} ({sc.id})")
+        return sc, ranking.with_row(k, row._replace(failures=())), k, row.failures
+    return None
+
+
+def _warnings(
+    view: Catalog, config: MoEConfig, env: Environment, norm: Normalized, ranking: Ranking, winner: int | None, release: EngineRelease | None,
+    policy: Policy, shortcut: Shortcut | None, waived: tuple[Check, ...], notes: list[str],
+) -> tuple[DecisionWarning, ...]:
+    out = [DecisionWarning("engine_release", w) for w in (release.warnings if release is not None else ())]
+    if policy is not Policy.FAITHFUL or winner is None:
+        return tuple(out)
+    entry = ranking.entry(winner)
+    hits: list[Check] = []
+    # Under the faithful policy only the winner's known-bad rules matter: evaluated for it alone.
+    for chk in view.known_bad_checks[ranking.index(winner)] if view.known_bad_checks else ():
+        outcome = chk.evaluate(norm.values)
+        if outcome is Outcome.FAIL:
+            hits.append(chk)
+        elif outcome is Outcome.ABSTAIN:
+            notes.append(f"the selected {entry.id} may be affected by {chk.rule} (an input it reads is unknown): {chk.hint}")
+    unchecked = [c for c in waived if c.code not in _BEFORE_REQUEST]
+    if not hits and not unchecked:
+        return tuple(out)
+    row = ranking.row(winner)
+    safe = evaluate(view, config, env, policy=Policy.SAFE)
+    alternative = safe.kernel
+    instead = f"the safe policy selects {alternative}" if alternative else "nothing is eligible under the safe policy"
+    for chk in sorted(hits, key=lambda c: c.rule):
+        kb = next((k for k in view.known_bad if k.id == chk.rule), None)
+        effect = f" ({kb.effect})" if kb is not None and kb.effect else ""
+        out.append(DecisionWarning("known_bad", f"{row.entry.id} is known bad here{effect}: {chk.hint}; {instead}", chk.rule, chk.reference, alternative))
+    display = release.display if release is not None else "the engine"
+    for chk in sorted(unchecked, key=lambda c: (c.seq, c.rule)):
+        failure = make_failure(chk, norm)
+        what = f"{failure.code.value}: {failure.field} = {failure.observed!r}, allowed {failure.allowed!r} [{failure.rule}]; {instead}"
+        if shortcut is not None:
+            text = f"{display} returns {row.entry.upstream} {shortcut.label} before checking it: {what}"
+            out.append(DecisionWarning("unchecked", text, shortcut.id, shortcut.reference, alternative, failure))
+        else:
+            # A check vLLM makes only when it builds the selected kernel (prepare/finalize pairing).
+            text = f"{display} selects {row.entry.upstream} without checking its prepare/finalize, which fails when the kernel is built: {what}"
+            out.append(DecisionWarning("unchecked", text, failure.rule, failure.reference, alternative, failure))
+    return tuple(out)
+
+
+def _config_warnings(config: MoEConfig) -> tuple[str, ...]:
+    return tuple(f"{p.field}: {p.evidence}" for p in config.provenance if p.evidence.startswith("warning:"))

@@ -1,0 +1,151 @@
+"""The closed namespace of normalized fields that table predicates may read.
+
+Each :class:`FieldSpec` says the field's type, its finite domain when it has one
+(used by the schema generator, the compiler's lookup index, lint and the
+property-test strategies), which input fields it derives from, and the default
+reason code for a ``supports`` predicate on it. Two open families exist:
+``packages.<canonical-name>`` (installed version) and ``env.<VAR>`` (the closed
+list of environment variables declared in ``rules/environment.yaml``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .config import ACT_ORDERS
+from .quant import QUANT_KEYS, SCHEMES, QuantFamily
+from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Platform, ReasonCode, RoutingMethod, enum_values
+
+__all__ = ["FIELDS", "FieldSpec", "MXFP4_SELECTORS", "NONE", "field_spec", "is_known_field"]
+
+NONE = "none"
+"""Value of ``all2all``/``dispatch`` when no all2all kernel runs, and of a quant side that is unquantized."""
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One normalized field.
+
+    Attributes:
+        name: field name as tables write it.
+        kind: ``enum`` (finite string domain), ``bool``, ``int``, ``float``, ``str`` (open), ``version``.
+        domain: finite domain for ``enum``/``bool`` fields, else ``None``.
+        category: ``checkpoint`` | ``deployment`` | ``hardware`` | ``environment`` | ``derived``.
+        inputs: MoEConfig/Environment paths a derived field is computed from.
+        code: default reason code of a ``supports`` predicate on this field.
+        doc: one line for ``--help``, lint and the matrix.
+    """
+
+    name: str
+    kind: str
+    domain: tuple[Any, ...] | None
+    category: str
+    inputs: tuple[str, ...]
+    code: ReasonCode
+    doc: str
+
+
+def _f(name: str, kind: str, domain: tuple[Any, ...] | None, category: str, code: ReasonCode, doc: str, inputs: tuple[str, ...] = ()) -> FieldSpec:
+    return FieldSpec(name, kind, domain, category, inputs or (name,), code, doc)
+
+
+R = ReasonCode
+_BOOL = (False, True)
+MXFP4_SELECTORS = (NONE, "generic", "deepseek_v4", "compressed_tensors")
+"""Domain of ``mxfp4_selector`` (see :func:`moe_oracle.core.normalize.mxfp4_selector`)."""
+_QUANT_SIDES = (NONE, *QUANT_KEYS)
+_A2A = (NONE, *enum_values(All2AllBackend))
+
+_FIELDS = (
+    _f("platform", "enum", enum_values(Platform), "hardware", R.PLATFORM_UNSUPPORTED, "execution platform", ("device.platform",)),
+    _f("device_capability", "int", None, "hardware", R.SM_UNSUPPORTED, "CUDA compute capability, major*10+minor (exact)", ("device.capability",)),
+    _f("gpu_arch", "str", None, "hardware", R.SM_UNSUPPORTED, "ROCm gfx target or XPU generation", ("device.arch",)),
+    _f("cpu_arch", "str", None, "hardware", R.SM_UNSUPPORTED, "CPU architecture (x86_64, aarch64, ppc64le)", ("device.arch",)),
+    _f("cpu_amx", "bool", _BOOL, "hardware", R.SM_UNSUPPORTED, "x86 AMX tile support", ("device.cpu_amx",)),
+    _f("cpu_amx_fp8", "bool", _BOOL, "hardware", R.SM_UNSUPPORTED, "native AMX-FP8 MMA (vLLM's compiled cpu_has_amx_fp8 query); no CPU of the hardware catalog has it", ("device.platform", "device.arch", "device.cpu_amx")),
+    _f("quant_scheme", "enum", tuple(SCHEMES), "checkpoint", R.QUANT_UNSUPPORTED, "named (weight, activation) quant pair", ("quant",)),
+    _f("weight_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "weight quant key ('none' = model dtype)", ("quant",)),
+    _f("activation_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "activation quant key ('none' = model dtype)", ("quant",)),
+    _f("quant_family", "enum", enum_values(QuantFamily), "derived", R.QUANT_UNSUPPORTED, "vLLM oracle family of the quant scheme", ("quant",)),
+    _f("quant_method", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "checkpoint quantization format the tables read (fp8, compressed-tensors, modelopt, mxfp4 ...; vLLM's name for an override's method, modelopt_fp4, auto_gptq, deepseek_v4_fp8 ..., is read as the format it overrides)"),
+    _f("mxfp4_selector", "enum", MXFP4_SELECTORS, "derived", R.PATH_NOT_ENABLED, "which vLLM MXFP4 entry point selects: generic (select_mxfp4_moe_backend), deepseek_v4 (Mxfp4MoEMethod), compressed_tensors (its fixed choice), none (not MXFP4)", ("quant", "quant_method", "model_type")),
+    _f("selector_activation_quant", "enum", _QUANT_SIDES, "derived", R.QUANT_UNSUPPORTED, "activation quant key the family's selector is asked for ('none' where the quant method passes none)", ("quant", "quant_method", "model_type")),
+    _f("weight_block_size", "str", None, "checkpoint", R.QUANT_UNSUPPORTED, "the checkpoint's FP8 weight block, 'NxK' ('none' without block weights; '128x128' when a block key does not say)", ("weight_block_size", "quant")),
+    _f("weight_block", "str", None, "derived", R.QUANT_UNSUPPORTED, "weight block the oracle selects with, 'NxK' ('none' without block weights): the checkpoint's, refined to the TP shard or fixed by the front end (rules/frontends.yaml)", ("weight_block_size", "quant", "quant_method", "parallel", "hidden_size", "intermediate_size", "moe_backend")),
+    _f("weight_block_aligned", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "the checkpoint's weight blocks divide the TP shard as create_weights requires (true when refined, or without block weights)", ("weight_block_size", "quant", "quant_method", "parallel", "intermediate_size", "moe_backend")),
+    _f("weight_block_pad_refused", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "the front end would pad the TP shard to whole weight blocks but the layer does not allow it (block-unaligned global dims, EP, LoRA or bias)", ("weight_block_size", "quant", "quant_method", "parallel", "hidden_size", "intermediate_size", "lora", "has_bias", "moe_backend")),
+    _f("activation", "enum", enum_values(Activation), "checkpoint", R.ACTIVATION_UNSUPPORTED, "expert activation"),
+    _f("is_gated", "bool", _BOOL, "derived", R.ACTIVATION_UNSUPPORTED, "gated activation (act(gate) * up)", ("activation",)),
+    _f("swiglu_clamp", "bool", _BOOL, "derived", R.FEATURE_UNSUPPORTED, "model sets swiglu_limit: the kernel must apply the clamp", ("swiglu_limit",)),
+    _f("swiglu_params", "bool", _BOOL, "derived", R.FEATURE_UNSUPPORTED, "model sets any SwiGLU parameter (swiglu_limit, swiglu_alpha or swiglu_beta)", ("swiglu_limit", "swiglu_alpha", "swiglu_beta")),
+    _f("swiglu_alpha", "float", None, "checkpoint", R.FEATURE_UNSUPPORTED, "SwiGLU alpha the model sets ('none' when it sets none)"),
+    _f("swiglu_beta", "float", None, "checkpoint", R.FEATURE_UNSUPPORTED, "SwiGLU beta the model sets ('none' when it sets none)"),
+    _f("situ_beta", "float", None, "checkpoint", R.FEATURE_UNSUPPORTED, "SiTU beta the model sets ('none' when it sets none)"),
+    _f("situ_linear_beta", "float", None, "checkpoint", R.FEATURE_UNSUPPORTED, "SiTU linear beta the model sets ('none' when it sets none)"),
+    _f("routing_method", "enum", enum_values(RoutingMethod), "checkpoint", R.ROUTING_UNSUPPORTED, "router algorithm"),
+    _f("router_logits_dtype", "enum", enum_values(DType), "checkpoint", R.ROUTER_DTYPE_UNSUPPORTED, "router logits dtype", ("router_logits_dtype", "in_dtype")),
+    _f("in_dtype", "enum", enum_values(DType), "checkpoint", R.DTYPE_UNSUPPORTED, "model activation dtype"),
+    _f("has_bias", "bool", _BOOL, "checkpoint", R.BIAS_UNSUPPORTED, "experts carry biases"),
+    _f("num_experts", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "global routed experts"),
+    _f("num_local_experts", "int", None, "derived", R.SHAPE_UNSUPPORTED, "experts per EP rank, redundant included", ("num_experts", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "parallel.num_redundant_experts", "parallel.ep_rank")),
+    _f("top_k", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "experts per token"),
+    _f("hidden_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "model hidden size"),
+    _f("intermediate_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "expert intermediate size before sharding"),
+    _f("intermediate_size_per_partition", "int", None, "derived", R.SHAPE_UNALIGNED, "intermediate size / MoE TP size", ("intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("intermediate_divisible", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "intermediate_size is a multiple of the MoE TP size (weights shard evenly)", ("intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("tp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "tensor-parallel size", ("parallel.tp_size",)),
+    _f("dp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "data-parallel size", ("parallel.dp_size",)),
+    _f("moe_tp_size", "int", None, "derived", R.PARALLEL_UNSUPPORTED, "TP size of the experts (tp*dp without EP, 1 with EP)", ("parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("ep_size", "int", None, "derived", R.PARALLEL_UNSUPPORTED, "expert-parallel size (tp*dp with EP, else 1)", ("parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("use_ep", "bool", _BOOL, "deployment", R.PARALLEL_UNSUPPORTED, "expert parallelism enabled", ("parallel.use_ep",)),
+    _f("all2all_backend", "enum", enum_values(All2AllBackend), "deployment", R.PARALLEL_UNSUPPORTED, "configured all2all backend", ("parallel.all2all_backend",)),
+    _f("all2all", "enum", _A2A, "derived", R.PARALLEL_UNSUPPORTED, "all2all kernels in use ('none' unless EP with dp>1)", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
+    _f("dispatch", "enum", _A2A, "derived", R.PARALLEL_UNSUPPORTED, "prepare/finalize kind: all2all, or allgather_reducescatter for DP without all2all, or none", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
+    _f("activation_format", "enum", enum_values(ActivationFormat), "derived", R.PAIRING_INCOMPATIBLE, "format the prepare/finalize produces", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
+    _f("enable_eplb", "bool", _BOOL, "deployment", R.EPLB_UNSUPPORTED, "EPLB enabled", ("parallel.enable_eplb",)),
+    _f("num_redundant_experts", "int", None, "deployment", R.EPLB_UNSUPPORTED, "redundant experts (EPLB)", ("parallel.num_redundant_experts",)),
+    _f("experts_even_across_ep", "bool", _BOOL, "derived", R.EPLB_UNSUPPORTED, "the global experts (routed + redundant) divide evenly across the EP ranks (true without EP)", ("num_experts", "parallel.num_redundant_experts", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("lora", "bool", _BOOL, "deployment", R.LORA_UNSUPPORTED, "LoRA on experts"),
+    _f("batch_invariant", "bool", _BOOL, "deployment", R.BATCH_INVARIANCE_UNSUPPORTED, "batch-invariant kernels requested"),
+    _f("max_num_tokens", "int", None, "deployment", R.SHAPE_UNSUPPORTED, "largest tokens per call"),
+    _f("moe_backend", "str", None, "deployment", R.NOT_REQUESTED, "requested backend ('auto' = priority order)"),
+    _f("model_type", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face model_type of the text model"),
+    _f("architecture", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face architectures[0]"),
+    _f("has_hash_routing", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "the layer routes by a token-hash table (DeepSeek-V4 first layers)"),
+    _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)"),
+    _f("require_decomposed", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "routes adjusted after routing (expert substitution, routing simulator)"),
+    _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)"),
+    _f("act_order", "enum", ACT_ORDERS, "checkpoint", R.QUANT_UNSUPPORTED, "activation ordering of a GPTQ-style checkpoint (none, group, weight, static, dynamic)"),
+    _f("weight_zero_point", "bool", _BOOL, "checkpoint", R.QUANT_UNSUPPORTED, "the weights carry zero points (asymmetric)", ("weight_zero_point", "quant")),
+    _f("marlin_moe_supported", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "vLLM check_moe_marlin_supports_config holds (not ROCm, hidden % 128, group in -1/32/64/128, the partition holds whole groups; tile-aligned with act-order)", ("device.platform", "hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size", "act_order")),
+    _f("weight_groups_aligned", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "the weight groups do not straddle the hidden size or the TP partition (group size divides both; per-channel: true)", ("hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size")),
+    _f("moe_quant_method", "str", None, "derived", R.PATH_NOT_ENABLED, "quantization method that serves the MoE layer: quant_method, except GPTQ/AWQ layers Marlin cannot serve fall back to moe_wna16", ("quant_method", "device.platform", "hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size", "act_order")),
+)
+del R
+
+FIELDS: Mapping[str, FieldSpec] = MappingProxyType({f.name: f for f in _FIELDS})
+
+_PACKAGE_SPEC = FieldSpec("packages.*", "version", None, "environment", ReasonCode.PACKAGE_MISSING, "installed package version", ())
+_ENV_SPEC = FieldSpec("env.*", "str", None, "environment", ReasonCode.ENV_DISABLED, "environment variable", ())
+
+
+def is_known_field(name: str) -> bool:
+    """``True`` for a declared field, ``packages.<name>`` or ``env.<VAR>``."""
+    return name in FIELDS or (name.startswith("packages.") and len(name) > 9) or (name.startswith("env.") and len(name) > 4)
+
+
+def field_spec(name: str) -> FieldSpec:
+    """Spec of ``name``; package and env fields share one generic spec each.
+
+    Raises:
+        KeyError: not a known field.
+    """
+    if name in FIELDS:
+        return FIELDS[name]
+    if name.startswith("packages."):
+        return _PACKAGE_SPEC
+    if name.startswith("env."):
+        return _ENV_SPEC
+    raise KeyError(name)

@@ -1,0 +1,1 @@
+"""moe_oracle.explain: see docs/architecture.md (layers)."""

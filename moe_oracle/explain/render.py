@@ -1,0 +1,489 @@
+"""Text and compact views of a :class:`~moe_oracle.core.decision.Decision`.
+
+The Decision is the record; this module only reads it. ``explain`` is
+:func:`render_explain`, the one-screen answer of ``select`` when nothing is eligible is
+:func:`render_dead_end`, ``select --json`` is :func:`compact_dict`.
+
+A dead end leads with what blocks (:func:`blockers`: the (reason code, field) pairs that
+reject every, or nearly every, candidate meant for this device and quantization), then the
+ranked fixes the caller found (why-not without naming a backend), and only then candidates:
+the closest few, or every one with ``show_all``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from ..core.decision import make_failure, table_order
+from ..core.records import CandidateResult, Failure, Status, jsonable
+from ..core.vocab import ReasonCode, Source
+
+if TYPE_CHECKING:
+    from ..core.decision import Decision
+
+__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request"]
+
+# Codes that say "this kernel is for another problem", not "this deployment is wrong";
+# explain folds candidates that fail any of these (shown with --all).
+IRRELEVANT = frozenset({ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED, ReasonCode.NOT_REQUESTED})
+
+# A rule "blocks" when it rejects at least this share of the candidates meant for the problem.
+NEARLY_EVERY = 0.75
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """One (reason code, field) pair and the candidates it rejects.
+
+    Attributes:
+        code, field: what fails.
+        rejected: how many of ``of`` candidates it rejects.
+        of: the candidates considered (those meant for this device and quantization).
+        failure: one representative failure (observed value, allowed values, hint, reference).
+        rules: every rule id behind it, in table order.
+    """
+
+    code: ReasonCode
+    field: str
+    rejected: int
+    of: int
+    failure: Failure
+    rules: tuple[str, ...]
+
+
+def _memo(decision: "Decision", key: str, compute: Any) -> Any:
+    """``compute(decision)``, once per decision (the views below read the same facts several times)."""
+    memo = decision.view_memo
+    if key not in memo:
+        memo[key] = compute(decision)
+    return memo[key]
+
+
+def _mask(codes: Iterable[ReasonCode]) -> int:
+    """``codes`` as a bit set in ``Decision.code_masks``' layout."""
+    order = list(ReasonCode)
+    return sum(1 << order.index(c) for c in set(codes))
+
+
+_IRRELEVANT_MASK = _mask(IRRELEVANT)
+_OTHER_PROBLEM_MASK = _mask({ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED})
+_CODE_BY_BIT = tuple(ReasonCode)
+
+
+def _relevant(decision: "Decision") -> tuple[list[int], str, str]:
+    """The rejected candidates a dead end is about (rank positions), and how to name one and
+    several of them.
+
+    A strict request: the requested backends' candidates (those for this device and
+    quantization, when any are). Otherwise those not rejected for another quant scheme,
+    platform or request; when that leaves none, every candidate.
+
+    Read from the rows' checks: no failure records are built for the candidates left out.
+    """
+    return _memo(decision, "relevant", _find_relevant)
+
+
+def _find_relevant(decision: "Decision") -> tuple[list[int], str, str]:
+    rows = decision.rows
+    codes = decision.code_masks
+    rejected = [pos for pos, c in enumerate(codes) if c]
+    if decision.requested:
+        asked = [pos for pos in rejected if rows[pos].entry.backend in decision.requested]
+        if asked:
+            meant = [pos for pos in asked if not codes[pos] & _OTHER_PROBLEM_MASK]
+            if meant:
+                return meant, "candidate of the requested backend for this device and quantization", "candidates of the requested backend for this device and quantization"
+            return asked, "candidate of the requested backend", "candidates of the requested backend"
+    meant = [pos for pos in rejected if not codes[pos] & _IRRELEVANT_MASK]
+    if meant:
+        return meant, "candidate for this device and quantization", "candidates for this device and quantization"
+    return rejected, "candidate", "candidates"
+
+
+def unmapped_request(decision: "Decision") -> tuple[str, str | None, tuple[str, ...], str] | None:
+    """When ``moe_backend`` names no backend this layer's oracle maps to a kernel (the engine raises):
+    (the name, the family's request map id or ``None``, the names that would be read, the
+    reference); else ``None``."""
+    return _memo(decision, "unmapped", _find_unmapped)
+
+
+def _find_unmapped(decision: "Decision") -> tuple[str, str | None, tuple[str, ...], str] | None:
+    if decision.requested != () or decision.requested_by != "moe_backend":
+        return None
+    from ..core.engine import request_map
+
+    view = decision.ranking.view
+    values = decision.normalized.values
+    rm = request_map(view, values)
+    if rm is not None:
+        return str(values["moe_backend"]), rm.id, ("auto", *sorted(set(rm.names) | set(rm.auto))), rm.reference
+    accepted = view.accepted_names
+    names = sorted(n for n in view.backend_names if accepted is None or n in accepted)
+    return str(values["moe_backend"]), None, ("auto", *names), ""
+
+
+def _unmapped_blocker(decision: "Decision") -> Blocker:
+    name, rule, allowed, reference = unmapped_request(decision)  # type: ignore[misc]
+    family = decision.normalized.values.get("quant_family")
+    if rule is not None:
+        hint = (f"this {family} layer's oracle maps moe_backend={name} to no kernel ({rule}: it reads auto or one of {', '.join(allowed[1:])}), "
+                f"and the engine raises; drop --moe-backend or request one of those")
+    else:
+        hint = f"moe_backend={name} names no backend modelled for this layer; drop --moe-backend or request one of {', '.join(allowed[1:])}"
+    n = len(decision.rows)
+    failure = Failure.of(ReasonCode.NOT_REQUESTED, "moe_backend", name, list(allowed), rule or "moe_backend",
+                         decision.normalized.sources.get("moe_backend", Source.USER_FLAG), hint, reference)
+    return Blocker(ReasonCode.NOT_REQUESTED, "moe_backend", n, n, failure, (rule or "moe_backend",))
+
+
+def refusing_checks(decision: "Decision") -> list[Any]:
+    """The ``after_selection`` checks the kernel the engine selected fails (the layer is refused
+    then: :attr:`~moe_oracle.core.decision.Decision.refused`), in table order; ``[]`` otherwise."""
+    if decision.refused is None:
+        return []
+    post = decision.ranking.view.after_selection
+    return [c for c in table_order(decision.rows[decision.refused].failures) if c.rule in post]
+
+
+def _refusal_blockers(decision: "Decision") -> tuple[Blocker, ...]:
+    groups: dict[tuple[ReasonCode, str], list[Any]] = {}
+    for chk in refusing_checks(decision):
+        groups.setdefault((chk.code, chk.field), []).append(chk)
+    return tuple(Blocker(code, field, 1, 1, make_failure(checks[0], decision.normalized), tuple(dict.fromkeys(c.rule for c in checks))) for (code, field), checks in groups.items())
+
+
+def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
+    """What rejects every (or nearly every) candidate meant for this device and quantization.
+
+    Candidates rejected for another quant scheme, platform or backend request are left out
+    (unless nothing else is left). Each (code, field) pair counts a candidate once; pairs that
+    reject at least :data:`NEARLY_EVERY` of them are returned, most first (ties: reason-code
+    order); when none reaches that share, the most frequent pair is returned alone.
+
+    Two dead ends are not about many candidates: a ``moe_backend`` this layer's oracle maps to
+    no kernel (one blocker: the name, with the names it reads), and a kernel the engine selected
+    and then refused the layer for (its ``after_selection`` failures, 1 of 1 candidate: the
+    eligible candidates ranked after it are never tried).
+    """
+    if unmapped_request(decision) is not None:
+        return (_unmapped_blocker(decision),)
+    if decision.refused is not None:
+        return _refusal_blockers(decision)
+    pool = _relevant(decision)[0]
+    if not pool:
+        return ()
+    rows = decision.rows
+    groups: dict[tuple[ReasonCode, str], list[Any]] = {}
+    hit: Counter[tuple[ReasonCode, str]] = Counter()
+    for pos in pool:
+        seen = set()
+        for chk in table_order(rows[pos].failures):
+            key = (chk.code, chk.field)
+            groups.setdefault(key, []).append(chk)
+            if key not in seen:
+                hit[key] += 1
+                seen.add(key)
+    order = {code: i for i, code in enumerate(ReasonCode)}
+    ranked = sorted(hit, key=lambda k: (-hit[k], order[k[0]], k[1]))
+    need = math.ceil(NEARLY_EVERY * len(pool))
+    chosen = [k for k in ranked if hit[k] >= need][:limit] or ranked[:1]
+    return tuple(Blocker(k[0], k[1], hit[k], len(pool), make_failure(groups[k][0], decision.normalized), tuple(dict.fromkeys(c.rule for c in groups[k]))) for k in chosen)
+
+
+def code_histogram(candidates: Iterable[CandidateResult]) -> Counter[str]:
+    """Rejected candidates per reason code, each candidate counted once under *every* code it fails."""
+    counts: Counter[str] = Counter()
+    for cand in candidates:
+        for code in {f.code.value for f in cand.failures}:
+            counts[code] += 1
+    return counts
+
+
+def _histogram_text(decision: "Decision") -> str:
+    """:func:`code_histogram` of the rejected candidates, read from the rows' checks."""
+    rows = decision.rows
+    counts: Counter[str] = Counter()
+    rejected = 0
+    for mask, n in Counter(decision.code_masks).items():  # candidates share a handful of code sets
+        if mask:
+            rejected += n
+            while mask:  # each candidate once per code it fails
+                low = mask & -mask
+                counts[_CODE_BY_BIT[low.bit_length() - 1]._value_] += n
+                mask ^= low
+    parts = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    text = f"{len(rows)} candidates: {len(rows) - rejected} eligible, {rejected} rejected"
+    return text + (f"; rejections by code, a candidate counted under every code it fails: {parts}" if parts else "")
+
+
+def short_value(value: Any, limit: int = 90) -> str:
+    """A value for one line: lists are cut between items, never inside a name.
+
+    >>> short_value(["deepep_low_latency", "deepep_high_throughput", "nixl_ep"], 40)
+    '[deepep_low_latency, ... (+2 more)]'
+    """
+    if isinstance(value, (list, tuple, frozenset, set)):
+        items = [short_value(v, limit) for v in (sorted(value, key=str) if isinstance(value, (set, frozenset)) else value)]
+        shown: list[str] = []
+        for item in items:
+            more = len(items) - len(shown) - 1
+            candidate = "[" + ", ".join(shown + [item]) + (f", ... (+{more} more)]" if more else "]")
+            if shown and len(candidate) > limit:
+                return "[" + ", ".join(shown) + f", ... (+{len(items) - len(shown)} more)]"
+            shown.append(item)
+        return "[" + ", ".join(shown) + "]"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {short_value(v, limit)}" for k, v in value.items()) if value else "{}"
+    if isinstance(value, str):
+        return value
+    if value is None or type(value) in (bool, int):  # json.dumps' spelling, without its call
+        return "null" if value is None else ("true" if value is True else "false" if value is False else str(value))
+    return json.dumps(jsonable(value), default=str)
+
+
+def _allowed_text(f: Failure) -> str:
+    return _allowed_value_text(f.allowed)
+
+
+def _allowed_value_text(allowed: Any) -> str:
+    if isinstance(allowed, dict):
+        words = {"multiple_of": "a multiple of", "min": "at least", "max": "at most", "version": "version"}
+        parts = []
+        for key, value in allowed.items():
+            if key == "present":
+                parts.append("installed" if value else "not installed")
+            else:
+                parts.append(f"{words.get(key, key)} {short_value(value)}")
+        return " and ".join(parts)
+    return "one of " + short_value(allowed) if isinstance(allowed, (list, tuple)) else short_value(allowed)
+
+
+def _why(f: Failure) -> str:
+    why = f.hint or ""
+    if f.reference:
+        why += f" ({f.reference})" if why else f.reference
+    return why
+
+
+def _pairing_text(decision: "Decision", cand: CandidateResult, f: Failure) -> str:
+    """A pairing failure in the operator's words: what the prepare/finalize produces, what the kernel needs."""
+    v = decision.normalized.values
+    produced = v.get("activation_format")
+    needs = cand.activation_format.value
+    allowed = short_value(f.allowed)
+    return (
+        f"pairing_incompatible: the prepare/finalize for dispatch {v.get('dispatch')} produces {produced} activations; "
+        f"{cand.kernel} ({cand.interface.value}) consumes {needs} activations and pairs only with dispatch {allowed} [{f.rule}]"
+    )
+
+
+def _failure_lines(decision: "Decision", cand: CandidateResult, indent: str, said: set[str]) -> list[str]:
+    """One line per failure, plus its ``why:`` the first time a rule is shown (``said`` collects them)."""
+    lines = []
+    for f in cand.failures:
+        if f.code is ReasonCode.PAIRING_INCOMPATIBLE and f.field == "dispatch":
+            lines.append(f"{indent}- {_pairing_text(decision, cand, f)}")
+        else:
+            lines.append(f"{indent}- {f.code.value}: {f.field} = {short_value(f.observed)}; allowed {_allowed_text(f)} [{f.rule}]")
+        why = _why(f)
+        if why and f.rule not in said:
+            lines.append(f"{indent}  why: {why}")
+        said.add(f.rule)
+    return lines
+
+
+def _device_text(decision: "Decision") -> str:
+    d = decision.config.device
+    name = f"{d.name} " if d.name else ""
+    if d.capability is not None:
+        return f"{name}({d.platform.value} SM {d.capability})"
+    if d.arch:
+        return f"{name}({d.platform.value} {d.arch})"
+    return f"{name}({d.platform.value})"
+
+
+def _header(decision: "Decision") -> list[str]:
+    v = decision.normalized.values
+    lines = [
+        "MoE layer: {e} experts top-{k}, hidden {h}, intermediate {i} ({ipp} per partition), {q} ({fam}), {act}, routing {r}, logits {ld}".format(
+            e=v["num_experts"], k=v["top_k"], h=v["hidden_size"], i=v["intermediate_size"], ipp=v["intermediate_size_per_partition"],
+            q=v["quant_scheme"], fam=v["quant_family"], act=v["activation"], r=v["routing_method"], ld=v["router_logits_dtype"],
+        ),
+        "Device: {dev}; tp={tp} dp={dp} ep={ep} dispatch={d} format={fmt}{eplb}{lora}".format(
+            dev=_device_text(decision), tp=v["tp_size"], dp=v["dp_size"], ep=v["ep_size"], d=v["dispatch"], fmt=v["activation_format"],
+            eplb=" eplb" if v["enable_eplb"] else "", lora=" lora" if v["lora"] else "",
+        ),
+        f"Environment: {'probed' if decision.environment.probed else 'declared'} (fingerprint {decision.environment.fingerprint}); tables {decision.tables_hash}",
+        f"Answer for: {decision.release.label() if decision.release is not None else 'engine release unknown'}; {decision.view} view, {decision.policy} policy",
+    ]
+    lines += [f"Environment: {note}" for note in decision.environment.notes]
+    if decision.release is not None:
+        lines += [f"Assumed: {text}" for text in decision.release.package_notes()]
+    for warning in decision.warnings:
+        lines.append(f"WARNING: {warning.message}" + (f" [{warning.rule}]" if warning.rule else "") + (f" ({warning.reference})" if warning.reference else ""))
+    lines += [f"Note: {note}" for note in decision.notes]
+    return lines
+
+
+def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[str]:
+    found = blockers(decision)
+    if not found:
+        return []
+    _, one, several = _relevant(decision)
+    lines = ["Blocking:"]
+    for b in found:
+        f = b.failure
+        whom = f"every {one}" if b.rejected == b.of else f"{b.rejected} of {b.of} {several}"
+        more = f" (+{len(b.rules) - 1} more rules)" if len(b.rules) > 1 else ""
+        what = f"{f.field} = {short_value(f.observed)}, allowed {_allowed_text(f)}"
+        if decision.refused is not None:
+            row = decision.rows[decision.refused]
+            effect = f"the engine selects {row.entry.id} ({row.entry.upstream}), then refuses the layer"
+        elif unmapped_request(decision) is not None:
+            effect = "maps to no kernel of this layer, so it rejects every candidate"
+        else:
+            effect = f"rejects {whom}"
+        lines.append(f"  {what}: {effect} ({b.code.value}) [{b.rules[0]}{more}]")
+        why = _why(f)
+        if why:
+            lines.append(f"    why: {why}")
+        if said is not None:
+            said.update(b.rules)
+    return lines
+
+
+def _fix_lines(fixes: Sequence[Any] | None, show: int = 3, serve: bool = False) -> list[str]:
+    if fixes is None:
+        return []
+    if not fixes:
+        return ["Fixes: no change of a few inputs (the model kept) makes a candidate eligible."]
+    from .whynot import alternative_lines
+
+    return ["Fixes, fewest and least disruptive first (each re-checked):"] + alternative_lines(list(fixes)[:show], serve=serve)
+
+
+def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *, command: str = "explain", said: set[str] | None = None, serve: bool = False) -> str:
+    """The ``select`` answer when nothing is eligible: what blocks, the ranked fixes, where to look next.
+
+    ``fixes``: alternatives from :func:`moe_oracle.explain.whynot.fixes` (``None``: not searched);
+    ``serve``: the deployment came from a ``vllm serve`` line, so fixes name its flags
+    (:meth:`moe_oracle.explain.whynot.Alternative.describe`).
+    """
+    unmapped = unmapped_request(decision)
+    n = len(decision.rows)
+    if decision.refused is not None:
+        who = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by})" if decision.requested else "No MoE kernel runs"
+        head = f"{who} for {decision.answered_for}: the engine selects {decision.refused_kernel}, then refuses the layer; {n} candidates."
+    elif unmapped is not None:
+        family = decision.normalized.values.get("quant_family")
+        head = f"Requested backend {unmapped[0]} ({decision.requested_by}) maps to no kernel of this {family} layer for {decision.answered_for}: {n} candidates."
+    elif decision.requested:
+        head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {n} candidates."
+    else:
+        head = f"No MoE kernel is eligible for {decision.answered_for}: {n} candidates."
+    lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes, serve=serve)
+    lines.append(f"Every candidate and reason: moe-oracle {command} ... --all")
+    return "\n".join(lines)
+
+
+def render_failure(decision: "Decision") -> str:
+    """The full trail for an exception or a log: the dead-end summary, then every candidate
+    (every requested one, for a strict request) with every reason."""
+    lines = [render_dead_end(decision).rsplit("\n", 1)[0], "Candidates:"]
+    values = decision.normalized.values
+    for row in decision.rows:  # read from the rows' checks: the message of every NoEligibleKernelError
+        backend = row.entry.backend
+        if decision.requested and backend not in decision.requested:
+            continue
+        reasons = "; ".join(f"{c.code_value}: {c.field}={short_value(c.observed(values))} (allowed {_check_allowed_text(c)}) [{c.rule}]" for c in table_order(row.failures))
+        lines.append(f"  - {row.entry.id} [{backend}]: {reasons}")
+    return "\n".join(lines)
+
+
+def _check_allowed_text(chk: Any) -> str:
+    """:func:`_allowed_text` of ``chk``'s failures (the same for every record of the check: its
+    allowed value is fixed), kept on the immutable check once worded."""
+    text = chk.__dict__.get("_allowed_text")
+    if text is None:
+        text = chk.__dict__["_allowed_text"] = _allowed_value_text(chk.allowed_value)
+    return text
+
+
+def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Sequence[Any] | None = None, closest: int = 5, serve: bool = False) -> str:
+    """The ``explain`` view.
+
+    With a winner: inputs, winner, order, assumptions, then the candidates (rows numbered 1..n
+    as shown; ``rank`` is the priority position). With none: inputs, what blocks, the ranked
+    fixes (``serve``: as :func:`render_dead_end`), then the ``closest`` candidates meant for
+    this problem (fewest failures), or every candidate with ``show_all``.
+    """
+    lines = _header(decision)
+    sel = decision.selected
+    said: set[str] = set()
+    lines.append("")
+    if sel is None:
+        dead = render_dead_end(decision, fixes, said=said, serve=serve).rsplit("\n", 1)[0]
+        lines.append("Selected: NONE - " + dead[0].lower() + dead[1:])
+    else:
+        how = f"shortcut {decision.shortcut} (the engine returns it before its priority order)" if decision.shortcut else f"requested ({decision.requested_by})" if decision.requested else f"priority order {decision.order_rule}"
+        lines.append(f"Selected: {sel.kernel} [backend {sel.backend}, {sel.interface.value}, {sel.activation_format.value}] + prepare/finalize {sel.prepare_finalize}, by {how}")
+    if decision.requested:
+        lines.append(f"Requested backends: {', '.join(decision.requested)} (strict: no fallback)")
+    lines.append("Backend order: " + " > ".join(decision.backend_order))
+    for d in decision.demotions:
+        where, _, anchor = d.position.partition(":")
+        moved = f"directly {where} {anchor}" if anchor else f"to the {d.position}"
+        lines.append(f"Adjustment {d.rule}: {d.backend} moved {moved} - {d.reason}")
+    if sel is not None and sel.assumptions:
+        lines.append(f"Assumptions behind the winner ({len(sel.assumptions)}):")
+        for a in sel.assumptions:
+            lines.append(f"  - {a.hint.split(' (')[0]} [{a.rule}]")
+    lines.append("")
+    lines.append(f"Candidates ({_histogram_text(decision)}):")
+    rows = decision.rows
+    positions: list[int]
+    if show_all:
+        positions = list(range(len(rows)))
+    elif sel is None:
+        positions = sorted(_relevant(decision)[0], key=lambda pos: (len(rows[pos].failures), pos))[:closest]
+        if decision.refused is not None:
+            # The kernel the engine selected and refused the layer for, then those it outranks.
+            first = [decision.refused] + [pos for pos, codes in enumerate(decision.code_masks) if not codes]
+            positions = first + [pos for pos in positions if pos not in first][: max(0, closest - len(first))]
+    else:
+        positions = [pos for pos, codes in enumerate(decision.code_masks) if not codes & _IRRELEVANT_MASK]
+    shown = [decision.candidate_at(pos) for pos in positions]
+    lines.append("   #  rank  kernel [backend, interface]  status")
+    for i, cand in enumerate(shown, start=1):
+        lines.append(f"  {i:>2}. {cand.rank:>4}  {cand.kernel} [{cand.backend}, {cand.interface.value}]  {cand.status.value.upper()}")
+        if cand.status is Status.ELIGIBLE:
+            after = ", which the engine selects and then refuses the layer for" if decision.refused is not None else ""
+            lines.append(f"        eligible, outranked by {cand.outranked_by}{after}")
+        lines += _failure_lines(decision, cand, "        ", said)
+    hidden = len(rows) - len(shown)
+    if hidden:
+        what = "further from this problem (another quant scheme, platform or backend request, or more failures)" if sel is None else "rejected for another quant scheme, platform or backend request"
+        lines.append(f"  ... {hidden} more {what}: --all lists them")
+    return "\n".join(lines)
+
+
+def compact_dict(decision: "Decision", fixes: Sequence[Any] | None = None) -> dict[str, Any]:
+    """``select --json``: the winner and what it rests on, without the candidate list.
+
+    Field names are those of the full record (``schemas/select.schema.json``); ``blocking``
+    (and ``fixes``, when searched) are present when nothing is eligible.
+    """
+    full = decision.to_dict()
+    out = {k: full[k] for k in ("format_version", "selected", "selected_by", "shortcut", "requested", "engine", "view", "policy", "warnings", "summary", "assumptions", "notes", "tables_hash", "fingerprint")}
+    if decision.selected is None:
+        out["blocking"] = [
+            {"code": b.code.value, "field": b.field, "observed": jsonable(b.failure.observed), "allowed": jsonable(b.failure.allowed), "rejected": b.rejected, "of": b.of, "rules": list(b.rules), "hint": b.failure.hint}
+            for b in blockers(decision)
+        ]
+        if fixes is not None:
+            out["fixes"] = [f.to_dict() for f in fixes]
+    return out

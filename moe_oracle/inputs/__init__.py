@@ -1,0 +1,1 @@
+"""moe_oracle.inputs: see docs/architecture.md (layers)."""

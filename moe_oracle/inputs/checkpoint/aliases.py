@@ -1,0 +1,340 @@
+"""MoE layer fields from a Hugging Face config, across the spellings model families use.
+
+:func:`read_moe_fields` turns the text-model config (``text_config`` merged over the top
+level, family defaults filled in) into MoEConfig keyword arguments that every routed-MoE
+layer of the model shares, each with its provenance. Per-layer differences (quantization,
+hash routing) are applied by :mod:`moe_oracle.inputs.checkpoint.model`.
+
+Where the engine's model class hard-codes an input (Mixtral renormalizes, Nemotron-H scores
+with sigmoid and always has a correction bias, Gemma-4 routes with its own function) the
+family record wins over config.json, and the evidence says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ...core.config import Provenance
+from ...core.errors import ConfigError, InputIssue
+from ...core.vocab import Activation, DType, RoutingMethod, Source
+from .families import GENERIC, Family
+from .releases import ReaderRelease
+
+__all__ = [
+    "EXPERT_ALIASES",
+    "SCALING_ALIASES",
+    "SCORING_ALIASES",
+    "TOP_K_ALIASES",
+    "MoEFields",
+    "read_moe_fields",
+    "routing_method_type",
+]
+
+EXPERT_ALIASES = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
+# ``top_k`` is not an alias: transformers < 5 serializes the generation default top_k = 50
+# into many config.json files (Kimi-K2.5, Kimi-K3 carry it beside the real field).
+TOP_K_ALIASES = ("num_experts_per_tok", "num_experts_per_token", "top_k_experts", "experts_per_token", "moe_topk", "moe_k")
+SCORING_ALIASES = ("scoring_func", "moe_router_activation_func", "moe_router_activation", "router_score_function", "router_scoring_func")
+SCALING_ALIASES = ("routed_scaling_factor", "router_scaling_factor", "moe_router_scaling_factor", "route_scale")
+RENORMALIZE_ALIASES = ("norm_topk_prob", "moe_renormalize", "renormalize")
+GROUP_ALIASES = ("n_group", "num_expert_group")
+INTERMEDIATE_ALIASES = ("moe_intermediate_size", "expert_intermediate_size", "intermediate_size")
+LATENT_ALIASES = ("routed_expert_hidden_size", "moe_latent_size")
+ACTIVATION_ALIASES = ("mlp_hidden_act", "hidden_act", "hidden_activation", "activation_function")
+SWIGLU_LIMIT_ALIASES = ("swiglu_limit", "moe_swiglu_limit")
+SITU_BETA_ALIASES = ("activation_situ_beta", "situ_beta")
+SITU_LINEAR_ALIASES = ("activation_situ_linear_beta", "situ_linear_beta")
+
+_ACTS = {
+    "silu": Activation.SILU, "swish": Activation.SILU, "swiglu": Activation.SILU, "gelu": Activation.GELU,
+    "gelu_pytorch_tanh": Activation.GELU_TANH, "gelu_new": Activation.GELU_TANH, "gelu_tanh": Activation.GELU_TANH,
+    "relu2": Activation.RELU2, "situ": Activation.SITU, "swigluoai": Activation.SWIGLUOAI,
+    "swigluoai_uninterleave": Activation.SWIGLUOAI_UNINTERLEAVE, "swiglustep": Activation.SWIGLUSTEP,
+}
+_SCORINGS = ("softmax", "sigmoid", "sqrtsoftplus")
+
+
+def routing_method_type(scoring_func: str, renormalize: bool, num_expert_group: int | None, has_e_score_bias: bool, *, routed_scaling_factor: float | None = 1.0, release: "ReaderRelease | str | None" = None) -> RoutingMethod:
+    """``get_routing_method_type`` (vllm/model_executor/layers/fused_moe/config.py) of vLLM
+    ``release`` (:meth:`ReaderRelease.of`; ``None``: the newest modelled).
+
+    0.31.0 dropped the ``routed_scaling_factor`` argument (fact ``routing_minimax2_any_scale``):
+    sigmoid + bias + renormalize without groups is MiniMax2 whatever the scale (the kernel applies
+    it as routeScale); 0.29.0-0.30.0 answer MiniMax2 only for a scale of 1.0 (or ``None``), else
+    Unspecified. ``routed_scaling_factor``: the value the model class passes its router.
+
+    >>> routing_method_type("sigmoid", True, 8, True).value
+    'deepseek_v3'
+    >>> routing_method_type("sigmoid", True, None, True).value
+    'minimax2'
+    >>> routing_method_type("sigmoid", True, None, True, routed_scaling_factor=2.0, release="0.30.0").value
+    'unspecified'
+    """
+    if scoring_func == "sqrtsoftplus":
+        return RoutingMethod.DEEPSEEK_V4 if renormalize else RoutingMethod.UNSPECIFIED
+    if has_e_score_bias:
+        if scoring_func != "sigmoid" or not renormalize:
+            return RoutingMethod.UNSPECIFIED
+        if (num_expert_group or 0) > 0:
+            return RoutingMethod.DEEPSEEK_V3
+        if ReaderRelease.of(release).holds("routing_minimax2_any_scale") or routed_scaling_factor in (None, 1.0):
+            return RoutingMethod.MINIMAX2
+        return RoutingMethod.UNSPECIFIED
+    if scoring_func == "sigmoid":
+        return RoutingMethod.SIGMOID_RENORM if renormalize else RoutingMethod.SIGMOID
+    if scoring_func == "softmax":
+        return RoutingMethod.RENORMALIZE_NAIVE if renormalize else RoutingMethod.DEFAULT
+    return RoutingMethod.UNSPECIFIED
+
+
+@dataclass(frozen=True)
+class MoEFields:
+    """Fields shared by every routed-MoE layer of one model.
+
+    Attributes:
+        kwargs: MoEConfig keyword arguments (checkpoint half).
+        provenance: source and evidence per field.
+        notes: what the answer rests on when the family is unknown, and other caveats.
+        has_correction_bias: the routed layers carry ``e_score_correction_bias`` (hash-routed
+            DeepSeek-V4 layers do not; the plan clears it there).
+    """
+
+    kwargs: Mapping[str, Any]
+    provenance: tuple[Provenance, ...]
+    notes: tuple[str, ...]
+    has_correction_bias: bool
+
+
+class _Reader:
+    def __init__(self, cfg: Mapping[str, Any], file: str | None, path: str, defaults: Mapping[str, Any], family: Family) -> None:
+        self.cfg, self.file, self.path, self.defaults, self.family = cfg, file, path, defaults, family
+        self.kwargs: dict[str, Any] = {}
+        self.prov: list[Provenance] = []
+        self.notes: list[str] = []
+        self.release: ReaderRelease = ReaderRelease.of(None)
+
+    def put(self, name: str, value: Any, source: Source, evidence: str) -> None:
+        self.kwargs[name] = value
+        self.prov.append(Provenance(name, source, evidence))
+
+    def fail(self, key: str, message: str, value: Any = None, allowed: Any = None) -> ConfigError:
+        return ConfigError([InputIssue(f"{self.path}{key}", message, value, allowed, self.file)])
+
+    def first(self, keys: tuple[str, ...]) -> tuple[str | None, Any, Source]:
+        """First present alias; then the family default (source ``default``)."""
+        for key in keys:
+            if self.cfg.get(key) is not None:
+                return key, self.cfg[key], Source.CHECKPOINT
+        for key in keys:
+            if self.defaults.get(key) is not None:
+                return key, self.defaults[key], Source.DEFAULT
+        return None, None, Source.DEFAULT
+
+    def where(self, key: str, source: Source) -> str:
+        if source is Source.DEFAULT:
+            return f"{key} = {self.defaults.get(key)!r} (absent; default of {self.family.source.split(';')[-1].strip() or 'the config class'})"
+        return f"config.{self.path[2:]}{key}"
+
+    def int_(self, key: str, value: Any, minimum: int = 1) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= 2**40:
+            raise self.fail(key, f"must be an integer from {minimum} to 2**40", value, {"minimum": minimum, "maximum": 2**40})
+        return value
+
+    def float_(self, key: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
+            raise self.fail(key, "must be a finite number", value, {"type": "number"})
+        return float(value)
+
+
+def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None = None, path: str = "$.", model_type: str | None = None, architecture: str | None = None, release: "ReaderRelease | str | None" = None) -> MoEFields:
+    """MoEConfig checkpoint fields shared by the routed layers.
+
+    Args:
+        cfg: text-model config (``text_config`` merged over the top level).
+        family: engine family (defaults and hard-coded inputs).
+        file: path for error messages.
+        path: JSON path prefix of ``cfg`` (``$.text_config.``).
+        model_type: text-model ``model_type``; architecture: ``architectures[0]``.
+        release: the vLLM release the answer is for (its ``get_routing_method_type``).
+
+    Raises:
+        ConfigError: no MoE layer, a missing dimension, or a value outside the vocabulary,
+            naming the field (as spelled in the file), the value and what is allowed.
+    """
+    r = _Reader(cfg, file, path, family.defaults, family)
+    r.release = ReaderRelease.of(release)
+    if family is GENERIC:
+        r.notes.append(f"unknown model_type {model_type!r}: routing rests on the generic fields {', '.join(SCORING_ALIASES[:1] + RENORMALIZE_ALIASES[:1] + GROUP_ALIASES[:1])}, topk_method and use_routing_bias; the activation on {ACTIVATION_ALIASES[1]}")
+    key, num, src = r.first(EXPERT_ALIASES)
+    if num is None or (isinstance(num, int) and not isinstance(num, bool) and num <= 1):
+        raise r.fail("num_experts", "the model config declares no MoE layer (none of " + ", ".join(EXPERT_ALIASES) + " is > 1)", num, None)
+    r.put("num_experts", r.int_(key, num), src, r.where(key, src))
+    key, top_k, src = r.first(TOP_K_ALIASES)
+    if top_k is None:
+        raise r.fail("num_experts_per_tok", "MoE config without experts per token (" + ", ".join(TOP_K_ALIASES) + ")", None, None)
+    r.put("top_k", r.int_(key, top_k), src, r.where(key, src))
+    if top_k > r.kwargs["num_experts"]:
+        raise r.fail(key, "experts per token exceed the number of experts", top_k, {"maximum": r.kwargs["num_experts"]})
+    if cfg.get("hidden_size") is None:
+        raise r.fail("hidden_size", "missing hidden_size", None, None)
+    hidden = r.int_("hidden_size", cfg["hidden_size"])
+    key, latent, _ = r.first(LATENT_ALIASES)
+    if latent is not None:
+        r.put("hidden_size", r.int_(key, latent), Source.INFERRED, f"config.{path[2:]}{key} = {latent}: latent MoE, the experts run at this width (model hidden_size {hidden})")
+    else:
+        r.put("hidden_size", hidden, Source.CHECKPOINT, f"config.{path[2:]}hidden_size")
+    inter_keys = ("intermediate_size",) if family.name == "minimax_m3" else INTERMEDIATE_ALIASES
+    key, inter, src = r.first(inter_keys)
+    if inter is None:
+        raise r.fail("moe_intermediate_size", "missing moe_intermediate_size / intermediate_size", None, None)
+    exact = key != "intermediate_size" or family.name in ("minimax_m3", "mixtral", "gpt_oss", "minimax_m2", "llama4")
+    r.put("intermediate_size", r.int_(key, inter), Source.CHECKPOINT if exact else Source.INFERRED, r.where(key, src) + ("" if exact else " (no moe_intermediate_size: taken as the expert width)"))
+    dtype = cfg.get("torch_dtype", cfg.get("dtype"))
+    if dtype is None:
+        r.put("in_dtype", DType.BFLOAT16, Source.DEFAULT, "no torch_dtype in the config; assumed bfloat16")
+    elif dtype in ("bfloat16", "float16", "float32"):
+        r.put("in_dtype", DType(dtype), Source.CHECKPOINT, f"config.{path[2:]}{'torch_dtype' if 'torch_dtype' in cfg else 'dtype'}")
+    else:
+        raise r.fail("torch_dtype", "model dtype not in the vocabulary", dtype, ["bfloat16", "float16", "float32"])
+    _activation(r)
+    bias = _routing(r)
+    _router_dtype(r)
+    if model_type:
+        r.put("model_type", model_type, Source.CHECKPOINT, f"config.{path[2:]}model_type")
+    if architecture:
+        r.put("architecture", architecture, Source.CHECKPOINT, "config.architectures[0]")
+    _substitution(r)
+    return MoEFields(dict(r.kwargs), tuple(r.prov), tuple(r.notes), bias)
+
+
+def _activation(r: _Reader) -> None:
+    fam = r.family
+    if fam.name == "gpt_oss":
+        r.put("activation", Activation.SWIGLUOAI, Source.INFERRED, f"{fam.source}: swigluoai with gate/up interleaved in w13")
+        r.put("has_bias", True, Source.INFERRED, "model_type gpt_oss: experts carry gate_up_proj_bias and down_proj_bias")
+    elif fam.activation is not None:
+        key, act, _ = r.first(ACTIVATION_ALIASES)
+        r.put("activation", Activation(fam.activation), Source.INFERRED, f"{fam.source}: the model class passes activation {fam.activation}" + (f" (config.{key} = {act})" if key else ""))
+    else:
+        key, act, src = r.first(ACTIVATION_ALIASES)
+        if act is None:
+            r.put("activation", Activation.SILU, Source.DEFAULT, "no hidden_act in the config; assumed silu")
+        else:
+            if not isinstance(act, str) or act not in _ACTS:
+                raise r.fail(key or "hidden_act", "activation not in the MoE vocabulary", act, sorted(_ACTS))
+            base = _ACTS[act]
+            if fam.name == "nemotron_h":
+                r.put("activation", Activation(f"{base.value}_no_mul"), Source.INFERRED, f"config.{key} = {act}; Nemotron-H experts are non-gated (up_proj and down_proj only; vLLM NemotronHMoE)")
+            else:
+                r.put("activation", base, Source.CHECKPOINT if act == base.value else Source.INFERRED, f"{r.where(key, src)} = {act}" + ("" if base is Activation.SITU else " (gated)"))
+    act = r.kwargs["activation"]
+    if act in (Activation.SWIGLUOAI, Activation.SWIGLUOAI_UNINTERLEAVE, Activation.SILU, Activation.SWIGLUSTEP):
+        for name, keys in (("swiglu_limit", SWIGLU_LIMIT_ALIASES), ("swiglu_alpha", ("swiglu_alpha",)), ("swiglu_beta", ("swiglu_beta",))):
+            key, value, src = r.first(keys)
+            if value is not None:
+                r.put(name, r.float_(key, value), src, r.where(key, src))
+    if act is Activation.SITU:
+        for name, keys in (("situ_beta", SITU_BETA_ALIASES), ("situ_linear_beta", SITU_LINEAR_ALIASES)):
+            key, value, src = r.first(keys)
+            if value is None:
+                r.notes.append(f"SiTU activation without {keys[0]}: kernels that accept only some SiTU parameters cannot be checked")
+            else:
+                r.put(name, r.float_(key, value), src, r.where(key, src))
+
+
+def _routing(r: _Reader) -> bool:
+    """Routing inputs; returns whether routed layers carry a correction bias."""
+    fam, cfg = r.family, r.cfg
+    if fam.routing is not None:
+        r.put("routing_method", RoutingMethod(fam.routing), Source.INFERRED, f"{fam.source}: the model class routes with its own function")
+        return False
+    evidence: list[str] = []
+    if fam.scoring is not None:
+        scoring = fam.scoring
+        evidence.append(f"scoring {scoring} ({fam.name} model class)")
+    else:
+        key, scoring, src = r.first(SCORING_ALIASES)
+        if scoring is None:
+            scoring = "softmax"
+            evidence.append("no scoring field: softmax")
+        else:
+            if scoring not in _SCORINGS:
+                raise r.fail(key, "router scoring function not in the vocabulary", scoring, list(_SCORINGS))
+            evidence.append(f"{key}={scoring}" + (" (default)" if src is Source.DEFAULT else ""))
+    if fam.renormalize is not None:
+        renormalize = fam.renormalize
+        evidence.append(f"renormalize={renormalize} ({fam.name} model class)")
+    else:
+        key, value, src = r.first(RENORMALIZE_ALIASES)
+        renormalize = bool(value) if value is not None else False
+        evidence.append(f"{key}={renormalize}" + (" (default)" if src is Source.DEFAULT else "") if key else "no norm_topk_prob: no renormalization")
+    key, groups, gsrc = r.first(GROUP_ALIASES)
+    if groups is not None:
+        groups = r.int_(key, groups, minimum=0)
+        if cfg.get("use_grouped_topk") is False:
+            evidence.append(f"use_grouped_topk=false: {key} not used")
+            groups = None
+        else:
+            evidence.append(f"{key}={groups}" + (" (default)" if gsrc is Source.DEFAULT else ""))
+    method = cfg.get("topk_method")
+    if method == "greedy" and groups is not None:
+        evidence.append("topk_method=greedy: no expert groups")
+        groups = None
+    bias = False
+    if fam.bias is not None:
+        bias = fam.bias
+        if bias:
+            evidence.append(f"e_score_correction_bias always built ({fam.name} model class)")
+    elif method == "noaux_tc":
+        bias = True
+        evidence.append("topk_method=noaux_tc (e_score_correction_bias)")
+    else:
+        key, flag, src = r.first(("use_routing_bias", "moe_router_enable_expert_bias"))
+        if flag:
+            bias = True
+            evidence.append(f"{key}=true" + (" (default)" if src is Source.DEFAULT else ""))
+    skey, rsf, ssrc = r.first(SCALING_ALIASES)
+    passed = (r.float_(skey, rsf) if rsf is not None else 1.0) if fam.passes_routed_scale else 1.0
+    routing = routing_method_type(scoring, renormalize, groups, bias, routed_scaling_factor=passed, release=r.release)
+    bias_evidence = evidence[-1]
+    if bias and scoring == "sigmoid" and renormalize and not (groups or 0) and not r.release.holds("routing_minimax2_any_scale"):
+        evidence.append(f"routed_scaling_factor passed to the router {passed:g}" + ("" if fam.passes_routed_scale else f" (the {fam.name} model class passes none)") + f" ({r.release.words}: MiniMax2 only at 1.0)")
+    r.put("routing_method", routing, Source.INFERRED, f"get_routing_method_type ({r.release.words}): " + ", ".join(evidence))
+    if bias:
+        r.put("has_correction_bias", True, Source.INFERRED, bias_evidence)
+    if groups is not None:
+        r.put("num_expert_group", groups, gsrc, r.where(key, gsrc) if key else "")
+        tkey, tg, tsrc = r.first(("topk_group",))
+        if tg is not None:
+            r.put("topk_group", r.int_("topk_group", tg, minimum=0), tsrc, r.where("topk_group", tsrc))
+    if rsf is not None:
+        r.put("routed_scaling_factor", r.float_(skey, rsf), ssrc, r.where(skey, ssrc))
+    return bias
+
+
+def _router_dtype(r: _Reader) -> None:
+    fam = r.family
+    if fam.router_fp32:
+        r.put("router_logits_dtype", DType.FLOAT32, Source.INFERRED, f"{fam.source}: the gate computes float32 router logits")
+    elif fam.name == "deepseek_v3" and r.cfg.get("moe_router_dtype") == "float32":
+        r.put("router_logits_dtype", DType.FLOAT32, Source.CHECKPOINT, f"config.{r.path[2:]}moe_router_dtype = float32 (deepseek_v2.py _get_moe_router_dtype)")
+
+
+def _substitution(r: _Reader) -> None:
+    """MoNE-pruned checkpoints substitute experts after routing: from vLLM 0.33.0 (fact
+    ``expert_substitution``; P/expert_substitution.py) the layer then needs a decomposed backend.
+    Earlier releases read neither field: the layer is selected as an ordinary MoE layer."""
+    cfg = r.cfg
+    comp = cfg.get("compression_config")
+    transform = comp.get("transform_config") if isinstance(comp, dict) else None
+    if cfg.get("approximate_experts"):
+        field, why = f"config.{r.path[2:]}approximate_experts is set", "expert substitution adjusts routes after routing (P/expert_substitution.py)"
+    elif isinstance(transform, dict) and transform.get("expert_substitution"):
+        field, why = "config.compression_config.transform_config.expert_substitution", "routes adjusted after routing (P/expert_substitution.py)"
+    else:
+        return
+    if r.release.holds("expert_substitution"):
+        r.put("require_decomposed", True, Source.INFERRED, f"{field}: {why}")
+    else:
+        r.notes.append(f"{field}, but {r.release.words} has no expert substitution (P/expert_substitution.py starts in 0.33.0): it is not read, and the layer is selected as an ordinary MoE layer")

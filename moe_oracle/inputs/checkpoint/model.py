@@ -1,0 +1,219 @@
+"""A whole checkpoint: every layer with its kind, its experts' quantization and MoE fields.
+
+:func:`read_checkpoint` combines the family rules (:mod:`.families`), the layer layout
+(:mod:`.layout`), the shared MoE fields (:mod:`.aliases`) and the quantization resolved per
+experts module (:mod:`.quant_formats`) into a frozen :class:`Checkpoint`. Deployment does not
+enter here; :mod:`moe_oracle.explain.plan` adds device and parallelism and asks the oracle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ...core.config import Provenance
+from ...core.errors import ConfigError, InputIssue
+from ...core.vocab import Source
+from .aliases import read_moe_fields
+from .families import GENERIC, Family, family_for, layer_prefix
+from .layout import LayerSpec, layer_layout
+from .quant_formats import ExpertsQuant, QuantFormat, read_quant_format
+from .releases import ReaderRelease
+
+if TYPE_CHECKING:
+    from ...core.versions import EngineRelease
+
+__all__ = ["Checkpoint", "CheckpointLayer", "read_checkpoint"]
+
+
+@dataclass(frozen=True)
+class CheckpointLayer:
+    """One decoder layer of the checkpoint.
+
+    Attributes:
+        spec: index, name, kind, role, module names and why.
+        quant: the routed experts' quantization (MoE layers), else ``None``.
+        shared_excluded_by: the pattern that leaves this layer's shared experts unquantized,
+            ``None`` when they follow the checkpoint scheme or do not exist.
+        kwargs: MoEConfig checkpoint keyword arguments (MoE layers), else ``None``.
+        provenance: provenance of those fields.
+    """
+
+    spec: LayerSpec
+    quant: ExpertsQuant | None
+    shared_excluded_by: str | None
+    kwargs: Mapping[str, Any] | None
+    provenance: tuple[Provenance, ...] = ()
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A model checkpoint as one vLLM release builds it, before deployment.
+
+    Attributes:
+        name: ``_name_or_path``, else the file's name (the directory of a ``config.json``),
+            else ``architectures[0]``.
+        file: config.json path (for messages).
+        model_type: text-model ``model_type``; top_model_type: the top-level one.
+        architecture: ``architectures[0]``.
+        family: the engine family used (``generic`` for an unknown ``model_type``).
+        quant: the quantization document and method.
+        layers: target layers then draft (MTP) layers.
+        notes: caveats (generic fields used, documents not read, MTP modules dropped ...).
+        release: the vLLM release it is read for.
+    """
+
+    name: str | None
+    file: str | None
+    model_type: str | None
+    top_model_type: str | None
+    architecture: str | None
+    family: Family
+    quant: QuantFormat
+    layers: tuple[CheckpointLayer, ...]
+    notes: tuple[str, ...]
+    release: ReaderRelease = ReaderRelease.of(None)
+
+    def moe_layers(self) -> tuple[CheckpointLayer, ...]:
+        return tuple(layer for layer in self.layers if layer.spec.is_moe)
+
+    def representative(self) -> CheckpointLayer:
+        """The layer ``explain --model`` describes: the first routed (not hash-routed) target
+        MoE layer, else the first MoE layer of any kind.
+
+        Raises:
+            ConfigError: the model has no MoE layer.
+        """
+        moe = self.moe_layers()
+        for layer in moe:
+            if layer.spec.role == "target" and layer.spec.kind == "moe":
+                return layer
+        if moe:
+            return moe[0]
+        raise ConfigError([InputIssue("$.num_hidden_layers", "the model has no MoE layer in its layout", None, None, self.file)])
+
+
+def _text_config(cfg: Mapping[str, Any], file: str | None) -> tuple[dict[str, Any], Mapping[str, Any] | None, str]:
+    text = cfg.get("text_config")
+    if text is None:
+        return dict(cfg), None, "$."
+    if not isinstance(text, dict):
+        raise ConfigError([InputIssue("$.text_config", "must be an object", text, None, file)])
+    merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
+    merged.update(text)
+    return merged, text, "$.text_config."
+
+
+def read_checkpoint(
+    cfg: Mapping[str, Any],
+    *,
+    file: str | None = None,
+    beside: Mapping[str, Any] | None = None,
+    override: Mapping[str, Any] | None = None,
+    user_quantization: str | None = None,
+    layers_required: bool = True,
+    release: "EngineRelease | str | ReaderRelease | None" = None,
+) -> Checkpoint:
+    """Read a Hugging Face ``config.json`` into a :class:`Checkpoint`, as vLLM ``release`` builds it.
+
+    Args:
+        cfg: parsed config.json.
+        file: its path, for messages.
+        beside: ``hf_quant_config.json`` found beside it (read as vLLM reads it: only when
+            config.json carries no quantization document).
+        override: an ``hf_quant_config.json`` given explicitly; replaces the document.
+        user_quantization: vLLM ``--quantization`` (``moe_wna16``).
+        layers_required: ``False`` lets a config without ``num_hidden_layers`` describe one
+            MoE layer (``explain``); a plan needs every layer.
+        release: the vLLM release the answer is for (an ``EngineRelease`` is read by its
+            stand-in, :meth:`ReaderRelease.of`); ``None``: the newest modelled release.
+
+    Raises:
+        ConfigError: a missing or malformed field, a quantization or model the release refuses,
+            or a format not read here; each names the field, the value and what is allowed, and
+            a refusal names the release.
+    """
+    rel = ReaderRelease.of(release)
+    text_cfg, text, path = _text_config(cfg, file)
+    top_mt = cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else None
+    text_mt = text_cfg.get("model_type") if isinstance(text_cfg.get("model_type"), str) else None
+    for mt, where in ((top_mt, "$.model_type"), (text_mt, f"{path}model_type")):
+        if mt in ("deepseek_v41", "deepseek_v41_text") and not rel.holds("deepseek_v41_model"):
+            raise ConfigError([InputIssue(where, f"{rel.words} has no DeepSeek-V4.1 model (vllm/models/deepseek_v41 and its registry entries start in vLLM 0.30.0)", mt, None, file)])
+    family = family_for(text_mt, top_mt)
+    filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
+    archs = cfg.get("architectures")
+    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    name = cfg.get("_name_or_path") or _file_name(file) or arch
+    fields = read_moe_fields(text_cfg, family, file=file, path=path, model_type=text_mt, architecture=arch, release=rel)
+    expert_dtype = text_cfg.get("expert_dtype")
+    if expert_dtype is not None and expert_dtype not in ("fp4", "fp8"):
+        raise ConfigError([InputIssue(f"{path}expert_dtype", "Unsupported DeepSeek V4 expert_dtype", expert_dtype, ["fp4", "fp8"], file)])
+    quant = read_quant_format(cfg, text_cfg=text, beside=beside, override=override, user_quantization=user_quantization, model_type=text_mt, expert_dtype=expert_dtype, file=file, release=rel)
+    prefix, inferred = layer_prefix(family, top_mt, text is not None)
+    specs, layout_notes = layer_layout(family, filled, prefix, file=file, path=path, layers_required=layers_required, release=rel)
+    notes = list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)
+    if inferred:
+        notes.append(f"module names assumed to be {prefix}.<i>.{family.experts if family is not GENERIC else 'mlp.experts'} (family {family.name}): exclusion patterns are matched against these names")
+    if expert_dtype is not None and quant.method != "deepseek_v4_fp8":
+        notes.append(f"expert_dtype {expert_dtype!r} is read only by vLLM's DeepSeek-V4 FP8 config; with quant_method {quant.declared!r} it has no effect")
+    layers = []
+    cache: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+    for spec in specs:
+        if not spec.is_moe:
+            layers.append(CheckpointLayer(spec, None, None, None))
+            continue
+        assert spec.experts is not None
+        q = quant.experts(spec.experts, family.proj if family is not GENERIC else ("gate_proj", "up_proj", "down_proj"))
+        hash_layer = spec.kind == "hash_moe"
+        key = (q.scheme, q.method, q.weight_block_size, q.weight_group_size, q.act_order, hash_layer)
+        if key not in cache:
+            kwargs = dict(fields.kwargs)
+            kwargs["quant"] = q.scheme
+            if q.method is not None:
+                kwargs["quant_method"] = q.method
+            if q.weight_block_size is not None:
+                kwargs["weight_block_size"] = q.weight_block_size
+            if q.weight_group_size is not None and q.scheme.weight is not None:
+                kwargs["weight_group_size"] = q.weight_group_size
+            if q.act_order is not None and q.scheme.weight is not None:
+                kwargs["act_order"] = q.act_order
+            if hash_layer:
+                kwargs["has_hash_routing"] = True
+                kwargs.pop("has_correction_bias", None)
+            cache[key] = MappingProxyType(kwargs)
+        prov = list(fields.provenance)
+        prov.append(Provenance("quant", Source.INFERRED, q.evidence))
+        if q.method is not None:
+            prov.append(Provenance("quant_method", Source.CHECKPOINT, f"{quant.source}: quant_method {quant.declared!r} ({quant.method}); MoE method family {q.method}"))
+        if q.weight_block_size is not None:
+            prov.append(Provenance("weight_block_size", Source.CHECKPOINT, f"{quant.source}: {list(q.weight_block_size)}"))
+        if "weight_group_size" in cache[key]:
+            prov.append(Provenance("weight_group_size", Source.CHECKPOINT, f"{quant.source}: group size {q.weight_group_size}"))
+        if "act_order" in cache[key]:
+            prov.append(Provenance("act_order", Source.CHECKPOINT, f"{quant.source}: activation ordering {q.act_order} (GPTQ desc_act / compressed-tensors weights.actorder)"))
+        if hash_layer:
+            prov = [p for p in prov if p.field != "has_correction_bias"]
+            prov.append(Provenance("has_hash_routing", Source.INFERRED, f"{spec.why}; hash layers build no e_score_correction_bias (DeepseekV4MoE)"))
+        shared = quant.shared_excluded_by(spec.shared) if spec.shared else None
+        layers.append(CheckpointLayer(spec, q, shared, cache[key], _dedupe(prov)))
+    if not any(layer.spec.is_moe for layer in layers):
+        raise ConfigError([InputIssue(f"{path}num_hidden_layers", "the layout has no MoE layer (check first_k_dense_replace, moe_layer_freq, mlp_only_layers, decoder_sparse_step)", text_cfg.get("num_hidden_layers"), None, file)])
+    return Checkpoint(name if isinstance(name, str) else None, file, text_mt, top_mt, arch, family, quant, tuple(layers), tuple(dict.fromkeys(notes)), rel)
+
+
+def _file_name(file: str | None) -> str | None:
+    """``DIR`` for ``DIR/config.json``, the stem otherwise (the shipped examples' names)."""
+    if not file:
+        return None
+    path = PurePath(file)
+    return path.parent.name or None if path.name == "config.json" else path.stem
+
+
+def _dedupe(prov: list[Provenance]) -> tuple[Provenance, ...]:
+    by_field: dict[str, Provenance] = {}
+    for p in prov:
+        by_field[p.field] = p
+    return tuple(by_field[k] for k in sorted(by_field))

@@ -1,0 +1,425 @@
+"""Read the environment an operator already has on file: pip, uv and vLLM's own reports.
+
+Four formats are recognised from their content:
+
+* ``pip freeze`` / ``uv pip freeze``: one requirement per line (``name==1.2``,
+  ``name @ git+https://...``, ``-e git+...#egg=name``), parsed with
+  ``packaging.requirements.Requirement``. An editable install without a VCS URL is the
+  comment pip writes before it (``# Editable install with no version control (vllm==0.33.0)``)
+  then ``-e /path``: the comment gives the name and version; a bare ``-e /path`` with neither
+  that comment nor ``#egg=`` names no package and is skipped with a note. It lists every
+  installed distribution (pip leaves out its own pip, setuptools, wheel and distribute), so
+  any other package is absent.
+* ``pip list --format=json`` / ``uv pip list --format=json``: a JSON array of
+  ``{"name", "version"}`` objects; complete, like ``pip freeze``.
+* ``pip list`` / ``uv pip list`` (columns): a ``Package Version`` header, a dashed rule,
+  then one ``name version [location]`` row per distribution; complete.
+* ``vllm collect-env`` (vLLM 0.33.0 vllm/collect_env.py): ``[pip3] name==version`` lines of
+  the packages its name filter keeps (torch, numpy, triton, nvidia*, flashinfer-python, ...),
+  ``vLLM Version : X``, the GPU list (``GPU 0: NVIDIA H200`` from ``nvidia-smi -L``, or
+  ``AMD Instinct MI300X (gfx942...)`` from torch on ROCm) and the ``VAR=value`` lines of its
+  Environment Variables section. Packages it does not list are *unknown*, not absent: the
+  filter also hides names spelled another way.
+
+Local versions (``2.14.0+cu130``) are PEP 440 versions. A direct reference without a
+version (``deep_gemm @ git+...``) is installed at an unknown version: predicates on its
+version abstain (``pip list --format=json`` reports the version and is the better input).
+A direct reference to a wheel (``vllm @ file:///wheels/vllm-0.31.0-cp38-abi3-linux_x86_64.whl``)
+states its version in the filename (PEP 427), read with ``packaging.utils.parse_wheel_filename``;
+the reader notes that the version comes from the filename.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+from urllib.parse import unquote, urlsplit
+
+from packaging.version import InvalidVersion, Version
+
+from ..core.errors import ConfigError, InputIssue
+
+# packaging.requirements and packaging.utils are imported where a name or a requirement is read:
+# with packaging.tags, markers and their parser they are ~15 ms of imports, which a selection
+# that names no package (`moe-oracle select --model M --gpu G`) never uses.
+
+__all__ = ["EnvironmentFile", "PackageSpec", "canonical_name", "parse_environment_text", "parse_requirement", "read_environment_file", "same_version", "unique_specs"]
+
+
+def canonical_name(name: str) -> str:
+    """The PEP 503 normalized form of a distribution name (``packaging.utils.canonicalize_name``).
+
+    >>> canonical_name("Flashinfer_Python")
+    'flashinfer-python'
+    """
+    from packaging.utils import canonicalize_name
+
+    return canonicalize_name(name)
+
+MAX_ENV_FILE_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PackageSpec:
+    """One installed distribution as declared: canonical name and version (``None``: unknown).
+
+    ``version_from`` says where a version not written as a pin came from (``wheel filename``:
+    a ``NAME @ URL`` whose URL names a wheel); ``None`` for a pinned or unknown version.
+    """
+
+    name: str
+    version: str | None
+    reference: str | None = None
+    version_from: str | None = field(default=None, compare=False, repr=False)
+
+    def version_note(self) -> str | None:
+        """The sentence saying where the version came from, when it was not pinned."""
+        if self.version_from is None:
+            return None
+        return f"{self.name} {self.version}: the version is read from the {self.version_from} ({self.reference}), as PEP 427 names wheels"
+
+
+@dataclass(frozen=True)
+class EnvironmentFile:
+    """What an environment file says.
+
+    Attributes:
+        path: the file as given.
+        format: ``pip freeze``, ``pip list --format=json``, ``pip list`` or ``vllm collect-env``.
+        packages: every distribution listed, in file order.
+        complete: the file lists every installed distribution (so an unlisted one is absent).
+        env: ``(name, value)`` of the environment variables the file records.
+        gpus: device names as the file prints them (``NVIDIA H200``), in order.
+        notes: what the reader could not take at face value.
+    """
+
+    path: str
+    format: str
+    packages: tuple[PackageSpec, ...]
+    complete: bool
+    env: tuple[tuple[str, str], ...] = ()
+    gpus: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
+    """One ``pip freeze`` line or ``--package`` value.
+
+    Accepts ``name==version`` (also ``===``), ``name @ url`` (version unknown unless the
+    same line pins one), ``-e URL#egg=name`` and a bare ``name`` (installed, version
+    unknown); extras and markers are allowed and ignored.
+
+    >>> parse_requirement("torch==2.14.0+cu130")
+    PackageSpec(name='torch', version='2.14.0+cu130', reference=None)
+    >>> parse_requirement("deep_gemm @ git+https://github.com/deepseek-ai/DeepGEMM@v2.1.1").version is None
+    True
+    >>> parse_requirement("vllm @ file:///wheels/vllm-0.31.0-cp38-abi3-linux_x86_64.whl").version
+    '0.31.0'
+
+    A URL naming a wheel gives its version through the wheel filename (PEP 427,
+    ``packaging.utils.parse_wheel_filename``); any other URL leaves the version unknown.
+
+    Raises:
+        ConfigError: not a requirement, a range instead of one version, an invalid version,
+            or a wheel URL whose filename is invalid or names another package.
+    """
+    line = text.strip()
+    if line.startswith(("-e ", "--editable ")):
+        egg = re.search(r"[#&]egg=([A-Za-z0-9._-]+)", line)
+        if not egg:
+            raise ConfigError([InputIssue(where, "an editable requirement needs #egg=NAME to name the package", text, None)], headline=f"bad {where}")
+        return PackageSpec(canonical_name(egg.group(1)), None, line.split(None, 1)[1])
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(line)
+    except InvalidRequirement as exc:
+        raise ConfigError([InputIssue(where, f"not a requirement NAME==VERSION or NAME @ URL ({exc})", text, None)], headline=f"bad {where}") from None
+    name = canonical_name(req.name)
+    pins = [s for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
+    if req.url:
+        if pins:
+            return PackageSpec(name, pins[0].version, req.url)
+        return _wheel_reference(name, req.url, text, where)
+    if not req.specifier:
+        return PackageSpec(name, None)  # a bare name: installed, version unknown
+    if len(pins) != 1 or len(req.specifier) != 1:
+        raise ConfigError([InputIssue(where, "declare the installed version exactly: NAME==VERSION (or NAME @ URL)", text, None)], headline=f"bad {where}")
+    version = pins[0].version
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise ConfigError([InputIssue(where, "not a PEP 440 version", version, None)], headline=f"bad {where}") from None
+    return PackageSpec(name, version)
+
+
+def unique_specs(specs: Iterable[tuple[PackageSpec, str | None]], where: str, file: str | None = None) -> tuple[PackageSpec, ...]:
+    """Each package once, in first-seen order; the same declaration repeated is accepted.
+
+    ``specs``: (spec, where it was read: ``"line 3"``, ``"$[2]"``, or ``None``); ``where``: the
+    flag the declarations came from (``--package``, ``--environment``); ``file``: their file.
+
+    >>> [s.version for s in unique_specs([(parse_requirement("vllm==0.9.0"), None), (parse_requirement("vllm==0.9"), None)], "--package")]
+    ['0.9.0']
+
+    Raises:
+        ConfigError: one package declared at two different versions (naming the package, both
+            versions and, for a file, both lines). A pinned version and an unknown one
+            (``NAME @ URL``) are different declarations.
+    """
+    seen: dict[str, tuple[PackageSpec, str | None]] = {}
+    for spec, at in specs:
+        first = seen.get(spec.name)
+        if first is None:
+            seen[spec.name] = (spec, at)
+        elif not (same_version(first[0].version, spec.version) and (spec.version is not None or first[0].reference == spec.reference)):
+            raise ConfigError([InputIssue(f"{where} {spec.name}", f"declared twice with different versions: {_shown(*first)} and {_shown(spec, at)}; declare one version", None, None, file)], headline=f"bad {where}")
+    return tuple(s for s, _ in seen.values())
+
+
+def same_version(a: str | None, b: str | None) -> bool:
+    """Whether two declarations of one package name the same version: equal as PEP 440
+    versions (``0.9`` is ``0.9.0``), or the same text where one is not a PEP 440 version; an
+    unknown version (``None``: ``NAME @ URL``, a bare name) equals only another unknown one.
+    The one test of "one package declared at two versions", for requirement specs
+    (:func:`unique_specs`) and for :class:`~moe_oracle.core.environment.Environment` pairs.
+
+    >>> same_version("0.9", "0.9.0"), same_version("0.9.0", "0.10.0"), same_version(None, None), same_version("1.0", None)
+    (True, False, True, False)
+    """
+    if a is None or b is None:
+        return a is None and b is None
+    if a == b:
+        return True
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return False
+
+
+def _shown(spec: PackageSpec, at: str | None) -> str:
+    text = repr(spec.version) if spec.version is not None else f"an unknown version ({spec.reference or 'no version given'})"
+    return text + (f" ({at})" if at else "")
+
+
+def read_environment_file(path: str | Path) -> EnvironmentFile:
+    """Read and parse an environment file (see the module doc for the formats).
+
+    Raises:
+        ConfigError: unreadable, not UTF-8, too large, or in none of the formats; problems name
+            the file and line.
+    """
+    display = str(path)
+    try:
+        with Path(path).open("rb") as handle:  # bounded: a device such as /dev/zero never ends
+            raw = handle.read(MAX_ENV_FILE_BYTES + 1)
+    except (OSError, ValueError) as exc:
+        raise ConfigError([InputIssue("--environment", f"cannot read: {getattr(exc, 'strerror', None) or exc}", display, None, display)], headline="bad --environment") from None
+    if len(raw) > MAX_ENV_FILE_BYTES:
+        raise ConfigError([InputIssue("--environment", f"larger than {MAX_ENV_FILE_BYTES} bytes", display, None, display)], headline="bad --environment")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([InputIssue("--environment", f"not UTF-8 (invalid byte at offset {exc.start})", display, None, display)], headline="bad --environment") from None
+    return parse_environment_text(text, display)
+
+
+_COLLECT_ENV_MARKERS = ("Versions of relevant libraries", "vLLM Version", "Collecting environment information", "PyTorch version")
+_GPU_LINE = re.compile(r"^\s*GPU \d+: (.+?)\s*$")
+
+
+def parse_environment_text(text: str, path: str = "<text>") -> EnvironmentFile:
+    """Parse the content of an environment file; ``path`` is used in messages.
+
+    Raises:
+        ConfigError: in none of the formats, or a line that does not parse.
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise ConfigError([InputIssue("--environment", "the file is empty", path, None, path)], headline="bad --environment")
+    if stripped.startswith("["):
+        return _pip_json(stripped, path)
+    if any(marker in text for marker in _COLLECT_ENV_MARKERS):
+        return _collect_env(text, path)
+    lines = text.splitlines()
+    first = next((ln for ln in lines if ln.strip()), "")
+    if re.match(r"^\s*Package\s+Version\b", first):
+        return _pip_columns(lines, path)
+    return _pip_freeze(lines, path)
+
+
+def _wheel_reference(name: str, url: str, text: str, where: str) -> PackageSpec:
+    """``NAME @ URL``: the version from the URL's wheel filename, else unknown."""
+    filename = unquote(urlsplit(url).path).rsplit("/", 1)[-1]
+    if not filename.endswith(".whl"):
+        return PackageSpec(name, None, url)
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        wheel_name, version, _, _ = parse_wheel_filename(filename)
+    except InvalidWheelFilename as exc:
+        raise ConfigError([InputIssue(where, f"the URL names a wheel whose filename is invalid ({exc})", text, None)], headline=f"bad {where}") from None
+    if wheel_name != name:
+        raise ConfigError([InputIssue(where, f"the wheel {filename!r} is package {wheel_name!r}, not {name!r}", text, None)], headline=f"bad {where}")
+    return PackageSpec(name, str(version), url, version_from="wheel filename")
+
+
+def _line_error(path: str, number: int, line: str, message: str) -> ConfigError:
+    return ConfigError([InputIssue(f"line {number}", message, line.strip(), None, path)], headline="bad --environment")
+
+
+# pip freeze names an editable install without a VCS URL in a comment on the line before it:
+# "# Editable install with no version control (vllm==0.33.0)", "# Editable Git install with no remote (...)".
+_EDITABLE_COMMENT = re.compile(r"^\s*#\s*Editable\b.*\(\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s()]+)\s*\)\s*$", re.IGNORECASE)
+
+
+def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
+    packages = []
+    notes: list[str] = []
+    editable: tuple[str, str] | None = None  # (name, version) from the comment pip writes before "-e PATH"
+    for number, line in enumerate(lines, start=1):
+        comment = _EDITABLE_COMMENT.match(line)
+        if comment:
+            editable = (comment.group(1), comment.group(2))
+            continue
+        body = line.split(" #", 1)[0].strip() if not line.lstrip().startswith("#") else ""
+        if not body or body.startswith(("-i ", "--index-url", "--extra-index-url", "-f ", "--find-links")):
+            continue
+        named, editable = editable, None
+        if body.startswith(("-e ", "--editable ")) and not re.search(r"[#&]egg=", body):
+            target = body.split(None, 1)[1] if len(body.split(None, 1)) > 1 else ""
+            if named is None:
+                notes.append(f"line {number} ({body}) was skipped: an editable install that names no package (no #egg=NAME and no pip comment before it)")
+                continue
+            try:
+                Version(named[1])
+            except InvalidVersion:
+                raise _line_error(path, number - 1, lines[number - 2], f"not a PEP 440 version: {named[1]!r}") from None
+            packages.append((PackageSpec(canonical_name(named[0]), named[1], target or None), f"line {number}"))
+            continue
+        try:
+            spec = parse_requirement(body, "--environment")
+        except ConfigError as exc:
+            raise _line_error(path, number, line, exc.issues[0].message + "; expected the output of pip freeze, pip list (--format=json), uv pip list or vllm collect-env") from None
+        packages.append((spec, f"line {number}"))
+        note = spec.version_note()
+        if note:
+            notes.append(f"line {number}: {note}")
+    if not packages:
+        raise ConfigError([InputIssue("--environment", "no package found; expected the output of pip freeze, pip list (--format=json), uv pip list or vllm collect-env", path, None, path)], headline="bad --environment")
+    return EnvironmentFile(path, "pip freeze", unique_specs(packages, "--environment", path), True, notes=tuple(notes))
+
+
+def _pip_json(text: str, path: str) -> EnvironmentFile:
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise ConfigError([InputIssue("--environment", f"looks like pip list --format=json but is not valid JSON: {exc}", path, None, path)], headline="bad --environment") from None
+    if not isinstance(data, list):
+        raise ConfigError([InputIssue("$", "pip list --format=json is an array of {name, version}", type(data).__name__, None, path)], headline="bad --environment")
+    packages = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not isinstance(item.get("version"), str):
+            raise ConfigError([InputIssue(f"$[{i}]", "each entry needs a string name and version", item, None, path)], headline="bad --environment")
+        try:
+            Version(item["version"])
+        except InvalidVersion:
+            raise ConfigError([InputIssue(f"$[{i}].version", "not a PEP 440 version", item["version"], None, path)], headline="bad --environment") from None
+        packages.append((PackageSpec(canonical_name(item["name"]), item["version"]), f"$[{i}]"))
+    return EnvironmentFile(path, "pip list --format=json", unique_specs(packages, "--environment", path), True)
+
+
+def _pip_columns(lines: list[str], path: str) -> EnvironmentFile:
+    packages = []
+    for number, line in enumerate(lines, start=1):
+        cols = line.split()
+        if not cols or number == 1 or set(line.strip()) <= {"-", " "}:
+            continue
+        if len(cols) < 2:
+            raise _line_error(path, number, line, "expected NAME VERSION (pip list / uv pip list columns)")
+        try:
+            Version(cols[1])
+        except InvalidVersion:
+            raise _line_error(path, number, line, f"not a PEP 440 version: {cols[1]!r}") from None
+        packages.append((PackageSpec(canonical_name(cols[0]), cols[1]), f"line {number}"))
+    return EnvironmentFile(path, "pip list", unique_specs(packages, "--environment", path), True)
+
+
+def _collect_env(text: str, path: str) -> EnvironmentFile:
+    packages: dict[str, PackageSpec] = {}
+    pip_lines: list[tuple[PackageSpec, str]] = []
+    conda: dict[str, PackageSpec] = {}  # [conda] rows: a package pip also lists is pip's
+    env: list[tuple[str, str]] = []
+    gpus: list[str] = []
+    notes: list[str] = []
+    lines = text.splitlines()
+    in_env = False
+    in_gpus = False
+    vllm_version = None
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if stripped == "Environment Variables":
+            in_env = True
+            continue
+        if in_env:
+            if stripped.startswith("=") or not stripped:
+                continue
+            if "=" in stripped and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", stripped):
+                name, value = stripped.split("=", 1)
+                env.append((name, value))
+            continue
+        if stripped.startswith(("[pip3] ", "[pip] ")):
+            body = stripped.split("] ", 1)[1].strip()
+            if body in ("No relevant packages", "Could not collect"):
+                continue
+            try:
+                spec = parse_requirement(body, "--environment")
+            except ConfigError as exc:
+                raise _line_error(path, number, line, exc.issues[0].message) from None
+            pip_lines.append((spec, f"line {number}"))
+            continue
+        if stripped.startswith("[conda] "):
+            cols = stripped.split()[1:]
+            if len(cols) >= 2 and cols[0] not in ("No", "Could"):
+                try:
+                    Version(cols[1])
+                except InvalidVersion:
+                    continue
+                conda.setdefault(canonical_name(cols[0]), PackageSpec(canonical_name(cols[0]), cols[1]))
+            continue
+        key, sep, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if sep and key == "vLLM Version" and value:
+            vllm_version = value.split()[0]
+            continue
+        if sep and key == "GPU models and configuration":
+            in_gpus = True
+            if value and value not in ("Could not collect", "No CUDA"):
+                # One GPU: `nvidia-smi -L`'s single line stays on the key's line (vLLM 0.33.0
+                # vllm/collect_env.py get_gpu_info, maybe_start_on_next_line).
+                single = _GPU_LINE.match(value)
+                gpus.append(single.group(1) if single else value)
+            continue
+        if in_gpus:
+            match = _GPU_LINE.match(line)
+            if match:
+                gpus.append(match.group(1))
+                continue
+            if stripped:
+                in_gpus = False
+    packages.update({spec.name: spec for spec in unique_specs(pip_lines, "--environment", path)})
+    for name, spec in conda.items():
+        packages.setdefault(name, spec)
+    if vllm_version is not None and "vllm" not in packages:
+        try:
+            Version(vllm_version)
+            packages["vllm"] = PackageSpec("vllm", vllm_version)
+        except InvalidVersion:
+            notes.append(f"vLLM Version {vllm_version!r} is not a PEP 440 version: vllm's version is unknown")
+    notes.append("vllm collect-env lists only the packages its name filter keeps (torch, numpy, triton, nvidia*, flashinfer-python, ...): packages it does not list are unknown, not absent")
+    if len(set(gpus)) > 1:
+        notes.append(f"the file lists different GPUs ({', '.join(dict.fromkeys(gpus))}); the first one is used")
+    return EnvironmentFile(path, "vllm collect-env", tuple(packages.values()), False, tuple(env), tuple(gpus), tuple(notes))

@@ -1,0 +1,440 @@
+"""The untrusted doors: MoEConfig files, Hugging Face configs plus deployment flags.
+
+Everything a user types arrives here and leaves as a frozen :class:`MoEConfig`
+(and, when declared, an :class:`Environment`), or as one
+:class:`~moe_oracle.core.errors.ConfigError` listing every problem with its JSON path,
+the value and what is allowed. Files go through ``yaml.safe_load`` (JSON is YAML; a repeated key is refused: :func:`~moe_oracle.core.tables.safe_load`)
+and ``schemas/moe_config.schema.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..core._resources import examples_dir
+from ..core.catalog import Catalog
+from ..core.config import Device, MoEConfig, ParallelConfig, Provenance
+from ..core.environment import Environment
+from ..core.envvars import env_issues
+from ..core.errors import ConfigError, InputIssue
+from .hardware import lookup_hardware
+from .hf import from_hf_config, load_hf_config
+from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name
+from ..core.tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
+from ..core.vocab import All2AllBackend, Source
+
+__all__ = [
+    "LoadedConfig",
+    "config_document",
+    "example_names",
+    "load_config_file",
+    "parse_quant",
+    "quant_config_beside",
+    "resolve_all2all",
+    "resolve_model_path",
+]
+
+
+AnswerEnv = Callable[[Environment | None, bool], Environment | None]
+"""The environment an answer is for, from a config file's declared one (``None``: not declared)
+and whether the file asks to probe this machine (``environment.probe``)."""
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A config file's content: the layer, and the environment it declares (if any).
+
+    Attributes:
+        config: the layer and deployment.
+        environment: the declared environment (``None``: none declared, or ``probe``).
+        probe: ``environment.probe``: answer for this machine.
+        checkpoint_quant: for ``model.hf_config``, the checkpoint's quantization document
+            (:class:`~moe_oracle.inputs.checkpoint.quant_formats.QuantFormat`), which vLLM checks at
+            start as for ``--model`` (:func:`moe_oracle.inputs.deployment.verify_checkpoint_quantization`);
+            ``None`` for a layer given field by field.
+        checkpoint_scheme: the experts' scheme as the checkpoint has it (before ``model.quant``).
+    """
+
+    config: MoEConfig
+    environment: Environment | None
+    probe: bool
+    checkpoint_quant: Any = None
+    checkpoint_scheme: QuantScheme | None = None
+
+
+def example_names() -> tuple[str, ...]:
+    """Names of the shipped example model configs (file stems)."""
+    return tuple(sorted(p.name[:-5] for p in examples_dir().glob("*.json") if not p.name.endswith(".hf_quant_config.json")))
+
+
+def _example_key(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def resolve_model_path(ref: str, base: Path | None = None) -> Path:
+    """A model reference: a config.json path, a checkpoint directory holding ``config.json``
+    (relative to ``base``), or a shipped example name (matched case- and ``_``/``-``-insensitively).
+
+    Raises:
+        ConfigError: none of these (lists the examples), or a directory without config.json.
+    """
+    candidate = Path(ref)
+    if base is not None and not candidate.is_absolute():
+        candidate = base / candidate
+    if _is_file(candidate):
+        return candidate
+    if _is_dir(candidate):
+        inside = candidate / "config.json"
+        if _is_file(inside):
+            return inside
+        raise ConfigError([InputIssue("--model", "the directory has no config.json (a Hugging Face checkpoint directory holds config.json and, for ModelOpt exports, hf_quant_config.json)", ref, None)])
+    example = examples_dir() / f"{ref}.json"
+    if _is_file(example):
+        return example
+    wanted = _example_key(ref)
+    for name in example_names():
+        if _example_key(name) == wanted:
+            return examples_dir() / f"{name}.json"
+    raise ConfigError([InputIssue("--model", "no such file or checkpoint directory, and not the name of a shipped example", ref, list(example_names()))])
+
+
+def quant_config_beside(model_path: Path) -> Path | None:
+    """The ``hf_quant_config.json`` beside a model config, if there is one.
+
+    ``DIR/config.json`` -> ``DIR/hf_quant_config.json`` (a checkpoint directory);
+    ``NAME.json`` -> ``NAME.hf_quant_config.json`` (the shipped examples' naming).
+    vLLM reads it only when config.json carries no quantization document.
+    """
+    if model_path.name == "config.json":
+        beside = model_path.with_name("hf_quant_config.json")
+    else:
+        beside = model_path.with_name(model_path.name[: -len(".json")] + ".hf_quant_config.json") if model_path.name.endswith(".json") else None
+    return beside if beside is not None and _is_file(beside) else None
+
+
+def _is_file(path: Path) -> bool:
+    # Path.is_file() raises for some unusable names (ENAMETOOLONG, EACCES); those are no file either.
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+_HF_KEYS = ("architectures", "model_type", "num_hidden_layers", "hidden_size", "quantization_config", "text_config")
+
+
+def _looks_like_hf_config(doc: Mapping[str, Any]) -> bool:
+    return "model" not in doc and sum(1 for k in _HF_KEYS if k in doc) >= 2
+
+
+def resolve_all2all(catalog: Catalog, name: str) -> tuple[All2AllBackend, str | None]:
+    """An all2all backend name, with removed/renamed aliases rewritten (and a warning).
+
+    Raises:
+        ConfigError: neither a backend nor an alias.
+    """
+    key = name.strip().lower().replace("-", "_")
+    try:
+        return All2AllBackend(key), None
+    except ValueError:
+        pass
+    alias = catalog.all2all_aliases.get(key)
+    if alias is None:
+        allowed = [b.value for b in All2AllBackend] + sorted(catalog.all2all_aliases)
+        raise ConfigError([InputIssue("$.parallel.all2all_backend", "unknown all2all backend", name, allowed)])
+    warning = f"warning: all2all backend {name!r} is {alias.status} upstream and was rewritten to {alias.to!r} ({alias.note or alias.reference})"
+    return All2AllBackend(alias.to), warning
+
+
+def parse_quant(value: Any, path: str = "--quant") -> QuantScheme:
+    """A scheme name (or reference alias such as ``FP8-Blk``), or ``{weight, activation}``.
+
+    Raises:
+        ConfigError: unknown name or key.
+    """
+    if isinstance(value, QuantScheme):
+        return value
+    if isinstance(value, str):
+        try:
+            return scheme_by_name(value)
+        except KeyError:
+            raise ConfigError([InputIssue(path, "unknown quant scheme", value, [*SCHEMES, *SCHEME_ALIASES])]) from None
+    if isinstance(value, Mapping):
+        try:
+            return QuantScheme(value.get("weight"), value.get("activation"))
+        except ValueError as exc:
+            raise ConfigError([InputIssue(path, str(exc), dict(value), None)]) from None
+    raise ConfigError([InputIssue(path, "must be a scheme name or {weight, activation}", value, [*SCHEMES, *SCHEME_ALIASES])])
+
+
+def _device(doc: Mapping[str, Any]) -> Device:
+    if "gpu" in doc:
+        return lookup_hardware(doc["gpu"]).device
+    return Device(doc["platform"], capability=doc.get("capability"), arch=doc.get("arch"), cpu_amx=doc.get("cpu_amx"), name=doc.get("name"))
+
+
+def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None = None, *, answer_env: AnswerEnv | None = None) -> LoadedConfig:
+    """Load and validate a MoEConfig YAML/JSON file.
+
+    Raises:
+        ConfigError: unreadable, malformed, schema-invalid or semantically invalid; every
+            problem names the file and the JSON path.
+    """
+    path = Path(path)
+    display = str(path)
+    try:
+        with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
+            raw = handle.read(MAX_TABLE_BYTES + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise ConfigError([InputIssue("--config", f"cannot read: {getattr(exc, 'strerror', None) or exc}", display, None, display)]) from None
+    doc, problems = parse_yaml_bytes(display, raw)
+    if problems:
+        raise ConfigError(problems)
+    return config_from_document(doc, catalog, file=display, base=path.parent, schemas=schemas, answer_env=answer_env)
+
+
+def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None, base: Path | None = None, schemas: Schemas | None = None, answer_env: AnswerEnv | None = None) -> LoadedConfig:
+    """Build a config from a parsed document (see ``schemas/moe_config.schema.json``).
+
+    A ``model.hf_config`` checkpoint is read as the answer's vLLM release reads it
+    (``Catalog.release`` of the environment): the document's own ``environment``, or what
+    ``answer_env`` makes of it and of ``environment.probe`` (the command line's
+    ``--package``/``--environment`` declared over it, or the probed machine).
+
+    Raises:
+        ConfigError: every schema problem at once, then the first semantic one.
+    """
+    schemas = schemas or load_schemas()
+    if not isinstance(doc, dict):
+        raise ConfigError([InputIssue("$", "a MoE config file must be a mapping", type(doc).__name__ if doc is not None else "empty file", None, file, keyword="type")])
+    if _looks_like_hf_config(doc):
+        raise ConfigError([InputIssue("--config", "this is a Hugging Face config.json, not a MoEConfig file: use --model " + (file or "PATH") + " (with --gpu and the deployment flags); --config takes the schemas/moe_config.schema.json format", file, None, file, keyword="format")])
+    issues = validate_document(schemas.for_kind("moe_config"), doc, file)
+    if issues:
+        raise ConfigError(issues)
+    env_doc = doc.get("environment")
+    environment = None
+    probe = False
+    if env_doc is not None:
+        probe = bool(env_doc.get("probe", False))
+        if probe and any(env_doc.get(k) for k in ("packages", "absent", "env")):
+            raise ConfigError([InputIssue("$.environment.probe", "probe reads this machine; do not also declare packages, absent or env", True, None, file)])
+        if not probe:
+            pkgs = tuple((name, version) for name, version in (env_doc.get("packages") or {}).items())
+            try:
+                environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()))
+            except ConfigError as exc:
+                # Environment names command-line flags (--package NAME) and its fields (env NAME); here the input is this file.
+                raise ConfigError([replace(i, path=_environment_path(i.path), file=file) for i in exc.issues]) from None
+            from .deployment import answer_release
+
+            issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file, release=answer_release(catalog, environment))
+            if issues:
+                raise ConfigError(issues)
+    src = Source.CONFIG_FILE
+    model = doc["model"]
+    prov: list[Provenance] = []
+    if "hf_config" in model:
+        hf_path = _model_reference(model, "hf_config", base, file)
+        quant_cfg = load_hf_config(_model_reference(model, "hf_quant_config", base, file)) if "hf_quant_config" in model else None
+        beside_path = quant_config_beside(hf_path)
+        from .deployment import engine_release
+
+        answer = answer_env(environment, probe) if answer_env is not None else environment
+        release = engine_release(catalog, answer) if answer is not None else None
+        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, release=release)
+        kwargs = dict(ck.kwargs)
+        prov += list(ck.provenance)
+        checkpoint = (ck.quant, kwargs.get("quant"))
+        if "quant" in model:
+            kwargs["quant"] = parse_quant(model["quant"], "$.model.quant")
+            prov.append(Provenance("quant", src, "config file overrides the checkpoint's quantization"))
+    else:
+        checkpoint = (None, None)
+        kwargs = {k: v for k, v in model.items() if k != "quant"}
+        if "quant" in model:
+            kwargs["quant"] = parse_quant(model["quant"], "$.model.quant")
+        prov += [Provenance(k, src, "") for k in model]
+        if model.get("quant_method") is not None:
+            _check_quant_method(catalog, model["quant_method"], answer_env(environment, probe) if answer_env is not None else environment, file)
+            from ..core.normalize import table_quant_method
+
+            read_as = table_quant_method(model["quant_method"])
+            if read_as != model["quant_method"]:
+                prov.append(Provenance("quant_method", src, f"{model['quant_method']}: the name vLLM's override ends with; the tables read the checkpoint format {read_as}"))
+    try:
+        device = _device(doc["device"])
+    except ConfigError as exc:
+        # replace() keeps the issue's class (a hardware name's did-you-mean never crosses architectures).
+        raise ConfigError([replace(i, path=f"$.device.{i.path.lstrip('$.').replace('--gpu', 'gpu')}", file=file) for i in exc.issues]) from None
+    prov.append(Provenance("device", Source.HARDWARE if "gpu" in doc["device"] else src, f"device {doc['device']}"))
+    par = dict(doc.get("parallel") or {})
+    if "all2all_backend" in par:
+        try:
+            backend, warning = resolve_all2all(catalog, par["all2all_backend"])
+        except ConfigError as exc:
+            raise ConfigError([replace(i, file=file) for i in exc.issues]) from None
+        par["all2all_backend"] = backend
+        prov.append(Provenance("parallel.all2all_backend", src, warning or ""))
+    if par:
+        prov.append(Provenance("parallel", src, ""))
+        prov += [Provenance(f"parallel.{k}", src, "") for k in par if k != "all2all_backend"]
+    for key in ("lora", "batch_invariant", "moe_backend", "max_num_tokens"):
+        if key in doc:
+            kwargs[key] = doc[key]
+            prov.append(Provenance(key, src, ""))
+    try:
+        config = MoEConfig(device=device, parallel=ParallelConfig(**par), provenance=_dedupe(prov), **kwargs)
+    except ConfigError as exc:
+        raise ConfigError([InputIssue(_document_path(i.path, "hf_config" in model), i.message, i.value, i.allowed, file, i.entry, i.keyword) for i in exc.issues]) from None
+    if "moe_backend" in doc:
+        _check_moe_backend(catalog, doc["moe_backend"], environment, file)
+    return LoadedConfig(config, environment, probe, *checkpoint)
+
+
+def _check_quant_method(catalog: Catalog, value: str, environment: Environment | None, file: str | None) -> None:
+    """Refuse a layer's ``quant_method`` that vLLM (the answer's release) does not know, or whose
+    MoE method moe-oracle does not model (:func:`moe_oracle.inputs.deployment.config_quant_method_issue`);
+    the platform's check of the method comes later, once the device is final (a ``--gpu`` flag
+    may replace the file's).
+
+    Raises:
+        ConfigError: naming ``$.model.quant_method``, the value and the allowed names.
+    """
+    from .deployment import answer_release, config_quant_method_issue
+    from .serve import ENGINE_VERSION
+
+    issue = config_quant_method_issue(value, answer_release(catalog, environment or Environment()) or ENGINE_VERSION, file=file)
+    if issue is not None:
+        raise ConfigError([issue])
+
+
+def _check_moe_backend(catalog: Catalog, name: str, environment: Environment | None, file: str | None) -> None:
+    """Refuse a ``moe_backend`` no modelled release accepts, with the message the ``--moe-backend``
+    flag gets (the names the file's release accepts, a did-you-mean); a name only some release
+    accepts is left to selection, which knows the release the answer is for.
+
+    Raises:
+        ConfigError: the name is unknown to every release; the issue names the file.
+    """
+    from ..core.engine import check_request, resolve_request
+
+    try:
+        resolve_request(catalog, name)
+        return
+    except ConfigError as exc:
+        error = exc
+    try:
+        check_request(catalog, name, environment if environment is not None else Environment())
+    except ConfigError as exc:
+        error = exc
+    raise ConfigError([replace(i, file=file) for i in error.issues]) from None
+
+
+def _environment_path(path: str) -> str:
+    """An :class:`Environment` issue's path (``--package NAME``, ``env NAME``, ``absent``) as a path of this document."""
+    head, _, name = path.partition(" ")
+    key = {"--package": "packages", "packages": "packages", "env": "env", "absent": "absent"}.get(head, "packages")
+    return f"$.environment.{key}" + (f".{name}" if name else "")
+
+
+def _model_reference(model: Mapping[str, Any], key: str, base: Path | None, file: str | None) -> Path:
+    """``resolve_model_path`` for ``model.<key>`` of a config file; its error names the file and key."""
+    try:
+        return resolve_model_path(model[key], base)
+    except ConfigError as exc:
+        raise ConfigError([replace(i, path=f"$.model.{key}", file=file) for i in exc.issues]) from None
+
+
+_TOP_LEVEL = ("$.lora", "$.batch_invariant", "$.moe_backend", "$.max_num_tokens", "$.device", "$.parallel")
+
+
+def _document_path(path: str, from_checkpoint: bool) -> str:
+    """A MoEConfig field path (``$.top_k``) as the path of this document (``$.model.top_k``)."""
+    if not path.startswith("$.") or path.startswith(_TOP_LEVEL):
+        return path
+    return ("$.model.hf_config -> " if from_checkpoint else "$.model.") + path[2:]
+
+
+def _dedupe(prov: list[Provenance]) -> tuple[Provenance, ...]:
+    by_field: dict[str, Provenance] = {}
+    for p in prov:
+        if p.field in by_field and not p.evidence:
+            continue
+        by_field[p.field] = p
+    return tuple(by_field[k] for k in sorted(by_field))
+
+
+def config_document(config: MoEConfig, env: Environment | None = None) -> dict[str, Any]:
+    """A document that :func:`config_from_document` turns back into an equal config (provenance aside).
+
+    Used to print replayable failing examples (``moe-oracle explain --config``).
+    """
+    d = config.device
+    model: dict[str, Any] = {
+        "num_experts": config.num_experts,
+        "top_k": config.top_k,
+        "hidden_size": config.hidden_size,
+        "intermediate_size": config.intermediate_size,
+        "activation": config.activation.value,
+        "routing_method": config.routing_method.value,
+        "quant": config.quant.name if config.quant.name in SCHEMES else {"weight": config.quant.weight, "activation": config.quant.activation},
+        "quant_method": config.quant_method,
+        "in_dtype": config.in_dtype.value,
+        "router_logits_dtype": config.router_logits_dtype.value if config.router_logits_dtype else None,
+        "has_bias": config.has_bias,
+        "swiglu_alpha": config.swiglu_alpha,
+        "swiglu_limit": config.swiglu_limit,
+        "swiglu_beta": config.swiglu_beta,
+        "num_expert_group": config.num_expert_group,
+        "topk_group": config.topk_group,
+        "routed_scaling_factor": config.routed_scaling_factor,
+        "has_correction_bias": config.has_correction_bias,
+        "situ_beta": config.situ_beta,
+        "situ_linear_beta": config.situ_linear_beta,
+        "model_type": config.model_type,
+        "architecture": config.architecture,
+        "has_hash_routing": config.has_hash_routing,
+        "require_decomposed": config.require_decomposed,
+        "weight_block_size": list(config.weight_block_size) if config.weight_block_size else None,
+        "weight_group_size": config.weight_group_size,
+        "act_order": config.act_order,
+        "weight_zero_point": config.weight_zero_point,
+    }
+    p = config.parallel
+    doc: dict[str, Any] = {
+        "model": model,
+        "device": {"platform": d.platform.value, "capability": d.capability, "arch": d.arch, "cpu_amx": d.cpu_amx, "name": d.name},
+        "parallel": {
+            "tp_size": p.tp_size,
+            "dp_size": p.dp_size,
+            "use_ep": p.use_ep,
+            "all2all_backend": p.all2all_backend.value,
+            "enable_eplb": p.enable_eplb,
+            "num_redundant_experts": p.num_redundant_experts,
+            "ep_rank": p.ep_rank,
+        },
+        "lora": config.lora,
+        "batch_invariant": config.batch_invariant,
+        "moe_backend": config.moe_backend,
+        "max_num_tokens": config.max_num_tokens,
+    }
+    if env is not None:
+        doc["environment"] = {"probe": False, "packages": dict(env.packages), "absent": sorted(env.absent), "env": dict(env.env)}
+    return doc
+
+
+def dump_document(doc: Mapping[str, Any]) -> str:
+    """YAML text of a config document (``yaml.safe_dump``)."""
+    import yaml  # here only: reading a config goes through tables.safe_load, which imports it
+
+    return yaml.safe_dump(dict(doc), sort_keys=False)

@@ -1,0 +1,202 @@
+"""Hardware catalog: a marketing name -> platform and exact device capability.
+
+Sources: NVIDIA CUDA GPU compute capability table (developer.nvidia.com/cuda-gpus):
+A100 8.0, A10G 8.6, L4/L40/L40S 8.9, H100/H200/H20/H800/GH200 9.0, B200/GB200 10.0,
+B300/GB300 10.3, RTX PRO 6000 Blackwell / RTX 5090 12.0, DGX Spark (GB10) 12.1.
+AMD ROCm GPU support matrix (rocm.docs.amd.com, "GPU hardware specifications"):
+MI210/MI250/MI250X gfx90a (CDNA2), MI300X/MI325X gfx942 (CDNA3), MI355X gfx950 (CDNA4).
+Intel: Arc B580 / Arc Pro B60 are Battlemage (Xe2) GPUs.
+
+Names are looked up as typed in the catalog (``H200``), with dashes, spaces and case
+ignored (``rtx-pro-6000``), or as ``nvidia-smi`` / ``torch.cuda.get_device_name()``
+print them (``NVIDIA H200``, ``NVIDIA A100-SXM4-80GB``, ``AMD Instinct MI300X``): the vendor
+words are dropped and the longest run of leading words that names a catalog entry wins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+from ..core.config import Device
+from ..core.errors import ConfigError, InputIssue
+from ..core.vocab import Platform
+
+__all__ = ["GPU_CATALOG", "HardwareEntry", "HardwareIssue", "lookup_hardware", "suggest_hardware"]
+
+
+@dataclass(frozen=True)
+class HardwareEntry:
+    """One catalog entry: the device record plus facts used by benchmarks.
+
+    Attributes:
+        device: platform, exact capability / arch.
+        description: human name.
+        dense_bf16_tflops: vendor dense bf16 peak (TFLOP/s), ``None`` for CPUs.
+        memory_bandwidth_gbs: vendor HBM/DRAM bandwidth (GB/s), ``None`` if not applicable.
+    """
+
+    device: Device
+    description: str
+    dense_bf16_tflops: float | None = None
+    memory_bandwidth_gbs: float | None = None
+
+
+def _cuda(name: str, sm: int, desc: str, tflops: float | None, gbs: float | None) -> HardwareEntry:
+    return HardwareEntry(Device(Platform.CUDA, capability=sm, name=name), desc, tflops, gbs)
+
+
+def _rocm(name: str, arch: str, desc: str, tflops: float, gbs: float) -> HardwareEntry:
+    return HardwareEntry(Device(Platform.ROCM, arch=arch, name=name), desc, tflops, gbs)
+
+
+_ENTRIES = {
+    "A100": _cuda("A100", 80, "NVIDIA A100 (Ampere, SM 8.0)", 312.0, 2039.0),
+    "A10G": _cuda("A10G", 86, "NVIDIA A10G (Ampere, SM 8.6)", None, 600.0),
+    "L4": _cuda("L4", 89, "NVIDIA L4 (Ada, SM 8.9)", 121.0, 300.0),
+    "L40": _cuda("L40", 89, "NVIDIA L40 (Ada, SM 8.9)", 181.0, 864.0),
+    "L40S": _cuda("L40S", 89, "NVIDIA L40S (Ada, SM 8.9)", 362.0, 864.0),
+    "H20": _cuda("H20", 90, "NVIDIA H20 (Hopper, SM 9.0)", 148.0, 4000.0),
+    "H100": _cuda("H100", 90, "NVIDIA H100 SXM (Hopper, SM 9.0)", 989.0, 3350.0),
+    "H800": _cuda("H800", 90, "NVIDIA H800 SXM (Hopper, SM 9.0)", 989.0, 3350.0),
+    "H200": _cuda("H200", 90, "NVIDIA H200 SXM (Hopper, SM 9.0)", 989.0, 4800.0),
+    "GH200": _cuda("GH200", 90, "NVIDIA GH200 Grace Hopper, 96 GB HBM3 (SM 9.0)", 989.0, 4000.0),
+    "B200": _cuda("B200", 100, "NVIDIA B200 (Blackwell, SM 10.0)", 2250.0, 8000.0),
+    "GB200": _cuda("GB200", 100, "NVIDIA GB200 (Grace Blackwell, SM 10.0)", 2500.0, 8000.0),
+    "B300": _cuda("B300", 103, "NVIDIA B300 (Blackwell Ultra, SM 10.3)", 2250.0, 8000.0),
+    "GB300": _cuda("GB300", 103, "NVIDIA GB300 (Grace Blackwell Ultra, SM 10.3)", 2500.0, 8000.0),
+    "RTX_PRO_6000": _cuda("RTX_PRO_6000", 120, "NVIDIA RTX PRO 6000 Blackwell (SM 12.0)", 503.8, 1792.0),
+    "RTX_5090": _cuda("RTX_5090", 120, "NVIDIA GeForce RTX 5090 (SM 12.0)", 209.5, 1792.0),
+    "DGX_SPARK": _cuda("DGX_SPARK", 121, "NVIDIA DGX Spark, GB10 (SM 12.1)", None, 273.0),
+    "MI210": _rocm("MI210", "gfx90a", "AMD Instinct MI210 (CDNA2, gfx90a)", 181.0, 1638.4),
+    "MI250": _rocm("MI250", "gfx90a", "AMD Instinct MI250 (CDNA2, gfx90a)", 362.1, 3276.8),
+    "MI250X": _rocm("MI250X", "gfx90a", "AMD Instinct MI250X (CDNA2, gfx90a)", 383.0, 3276.8),
+    "MI300X": _rocm("MI300X", "gfx942", "AMD Instinct MI300X (CDNA3, gfx942)", 1307.4, 5300.0),
+    "MI325X": _rocm("MI325X", "gfx942", "AMD Instinct MI325X (CDNA3, gfx942)", 1307.4, 6000.0),
+    "MI355X": _rocm("MI355X", "gfx950", "AMD Instinct MI355X (CDNA4, gfx950)", 2516.6, 8000.0),
+    "ARC_B580": HardwareEntry(Device(Platform.XPU, arch="xe2", name="ARC_B580"), "Intel Arc B580 (Battlemage, Xe2)"),
+    "ARC_PRO_B60": HardwareEntry(Device(Platform.XPU, arch="xe2", name="ARC_PRO_B60"), "Intel Arc Pro B60 (Battlemage, Xe2)"),
+    "CPU_X86_64": HardwareEntry(Device(Platform.CPU, arch="x86_64", name="CPU_X86_64"), "x86-64 CPU (AMX unknown)"),
+    "CPU_X86_64_AMX": HardwareEntry(Device(Platform.CPU, arch="x86_64", cpu_amx=True, name="CPU_X86_64_AMX"), "x86-64 CPU with AMX tiles (Sapphire Rapids+)"),
+    "CPU_PPC64LE": HardwareEntry(Device(Platform.CPU, arch="ppc64le", cpu_amx=False, name="CPU_PPC64LE"), "IBM Power CPU (VSX)"),
+    "CPU_AARCH64": HardwareEntry(Device(Platform.CPU, arch="aarch64", cpu_amx=False, name="CPU_AARCH64"), "AArch64 CPU"),
+}
+
+GPU_CATALOG: Mapping[str, HardwareEntry] = MappingProxyType(_ENTRIES)
+
+_ALIASES = {
+    "GB10": "DGX_SPARK",
+    "SPARK": "DGX_SPARK",
+    "DGX_SPARK": "DGX_SPARK",
+    "RTX_PRO_6000_BLACKWELL": "RTX_PRO_6000",
+    "RTXPRO6000": "RTX_PRO_6000",
+    "5090": "RTX_5090",
+    "CPU": "CPU_X86_64",
+    "X86_64": "CPU_X86_64",
+    "AARCH64": "CPU_AARCH64",
+    "ARM64": "CPU_AARCH64",
+    "ARC_B580_GRAPHICS": "ARC_B580",
+    "ARC_PRO_B60_GRAPHICS": "ARC_PRO_B60",
+}
+
+# Words nvidia-smi, rocm-smi and torch put around the model name; dropped before the lookup.
+_VENDOR_WORDS = frozenset({"NVIDIA", "GEFORCE", "TESLA", "QUADRO", "AMD", "INSTINCT", "RADEON", "INTEL"})
+_MODEL_DESIGNATION = re.compile(r"[A-Z]*[0-9]+")
+
+
+def _key(name: str) -> str:
+    return name.strip().upper().replace("-", "_").replace(" ", "_")
+
+
+def _words(name: str) -> list[str]:
+    """Upper-case words of a device name, split at spaces, dashes, underscores and slashes.
+
+    >>> _words("NVIDIA A100-SXM4-80GB")
+    ['A100', 'SXM4', '80GB']
+    """
+    words = [w for w in re.split(r"[\s_/\-]+", name.strip().upper()) if w]
+    return [w for w in words if w not in _VENDOR_WORDS]
+
+
+def _resolve(name: str) -> str | None:
+    """Catalog key of ``name``: exact key or alias, else the longest leading run of words that is one."""
+    key = _key(name)
+    key = _ALIASES.get(key, key)
+    if key in _ENTRIES:
+        return key
+    # "AMD Instinct MI300X (gfx942:sramecc+:xnack-)", "Intel(R) Arc(TM) B580": parentheses are not the name.
+    words = _words(re.sub(r"\([^)]*\)", " ", name))
+    for end in range(len(words), 0, -1):
+        candidate = "_".join(words[:end])
+        candidate = _ALIASES.get(candidate, candidate)
+        if candidate in _ENTRIES:
+            return candidate
+    return None
+
+
+def _designation(text: str) -> str | None:
+    """The model designation: the letters before, and the first run of, digits (``H200``, ``MI325``, ``RTX5090``).
+
+    >>> _designation("mi325x"), _designation("RTX_PRO_6000")
+    ('MI325', 'RTXPRO6000')
+    """
+    match = _MODEL_DESIGNATION.search(re.sub(r"[^A-Z0-9]", "", text.upper()))
+    return match.group(0) if match else None
+
+
+def _architecture(key: str) -> tuple[object, ...]:
+    d = _ENTRIES[key].device
+    return (d.platform, d.capability, d.arch, d.cpu_amx)
+
+
+def suggest_hardware(name: str) -> str | None:
+    """A did-you-mean for an unknown name that never crosses architectures, or ``None``.
+
+    Vendors name architectures by the model designation, the letters and first digits of a
+    name (H100 vs H200, MI325X vs MI355X, L4 vs L40): a digit changed is another product, so
+    spelling distance alone would guess across architectures. A suggestion therefore shares
+    the designation and differs only after it (``H200X``), or differs by one doubled
+    keystroke (``H2000``); candidates of several architectures give no guess.
+
+    >>> suggest_hardware("H200X"), suggest_hardware("H2000"), suggest_hardware("MI330X")
+    ('H200', 'H200', None)
+    """
+    import difflib
+
+    wanted = _designation(name)
+    if wanted is None:
+        return None
+    undoubled = {wanted[:i] + wanted[i + 1 :] for i in range(1, len(wanted)) if wanted[i] == wanted[i - 1]}
+    for targets in ({wanted}, undoubled):
+        same = [k for k in _ENTRIES if _designation(k) in targets]
+        if same:
+            if len({_architecture(k) for k in same}) > 1:
+                return None
+            return difflib.get_close_matches(_key(name), same, n=1, cutoff=0.0)[0]
+    return None
+
+
+def lookup_hardware(name: str) -> HardwareEntry:
+    """Catalog entry by name; case, dashes and spaces are ignored, nvidia-smi names accepted.
+
+    >>> lookup_hardware("rtx-pro-6000").device.capability
+    120
+    >>> lookup_hardware("NVIDIA H100 80GB HBM3").device.name
+    'H100'
+
+    Raises:
+        ConfigError: unknown name (with a did-you-mean of the same architecture, and the full list).
+    """
+    key = _resolve(name) if isinstance(name, str) else None
+    if key is not None:
+        return _ENTRIES[key]
+    raise ConfigError([HardwareIssue("--gpu", "unknown hardware name", name, sorted(_ENTRIES))])
+
+
+class HardwareIssue(InputIssue):
+    """An unknown device name; its did-you-mean follows :func:`suggest_hardware`, not spelling alone."""
+
+    def suggestion(self) -> str | None:
+        return suggest_hardware(self.value) if isinstance(self.value, str) else None

@@ -1,0 +1,93 @@
+"""The one-layer door: a Hugging Face ``config.json`` -> the checkpoint half of one MoEConfig.
+
+``explain``/``select --model`` describe one MoE layer; :func:`from_hf_config` reads the whole
+checkpoint with :func:`moe_oracle.inputs.checkpoint.read_checkpoint` (every layer, its kind, its
+experts' quantization as the answer's vLLM release matches exclusions) and returns the
+representative layer: the first routed target MoE layer. ``moe-oracle plan`` shows every layer.
+Every inferred field records its evidence (which keys, which rule).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .checkpoint.aliases import routing_method_type
+from .checkpoint.model import read_checkpoint
+from ..core.config import Provenance
+from ..core.errors import ConfigError, InputIssue
+
+__all__ = ["CheckpointFields", "from_hf_config", "load_hf_config", "routing_method_type"]
+
+
+@dataclass(frozen=True)
+class CheckpointFields:
+    """Checkpoint-derived MoEConfig keyword arguments plus their provenance.
+
+    ``kwargs`` can be passed to :class:`~moe_oracle.core.config.MoEConfig` together with the
+    deployment fields; ``provenance`` records source and evidence per field.
+    """
+
+    kwargs: Mapping[str, Any]
+    provenance: tuple[Provenance, ...]
+    model_type: str | None
+    name: str | None
+    quant: Any = None  # the checkpoint's QuantFormat (checked against --quantization once the release is known)
+
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+def load_hf_config(path: str | Path, flag: str = "--model") -> dict[str, Any]:
+    """Read a ``config.json`` (or ``hf_quant_config.json``).
+
+    Raises:
+        ConfigError: unreadable, not UTF-8, not JSON, or not a JSON object.
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable character in the path
+        raise ConfigError([InputIssue(flag, f"cannot read model config: {getattr(exc, 'strerror', None) or exc}", str(path), None, str(path))]) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError([InputIssue("$", f"file is larger than {MAX_CONFIG_BYTES} bytes", None, None, str(path), keyword="size")])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([InputIssue("$", f"not UTF-8 (invalid byte at offset {exc.start})", None, None, str(path), keyword="encoding")]) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError([InputIssue(f"$ (line {exc.lineno}, column {exc.colno})", f"not valid JSON: {exc.msg}", None, None, str(path), keyword="json")]) from None
+    except RecursionError:
+        raise ConfigError([InputIssue("$", "JSON nesting is too deep", None, None, str(path), keyword="json")]) from None
+    except ValueError as exc:  # not a JSONDecodeError: an integer literal past Python's 4300-digit limit
+        raise ConfigError([InputIssue("$", f"not valid JSON: {exc}", None, None, str(path), keyword="json")]) from None
+    if not isinstance(data, dict):
+        raise ConfigError([InputIssue("$", "a model config must be a JSON object", type(data).__name__, None, str(path), keyword="type")])
+    return data
+
+
+def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg: Mapping[str, Any] | None = None, beside: Mapping[str, Any] | None = None, release: Any = None) -> CheckpointFields:
+    """Checkpoint fields of the representative MoE layer of a Hugging Face model config.
+
+    Args:
+        cfg: parsed ``config.json``; a multimodal config's ``text_config`` is used when present.
+        file: path for error messages.
+        quant_cfg: an ``hf_quant_config.json`` given explicitly; it replaces ``quantization_config``.
+        beside: an ``hf_quant_config.json`` found beside config.json; read only when config.json
+            has no quantization document, as vLLM reads it.
+        release: the vLLM release the answer is for (``EngineRelease``, version string or
+            ``None`` for the newest modelled; :meth:`moe_oracle.inputs.checkpoint.releases.ReaderRelease.of`).
+
+    Raises:
+        ConfigError: the model has no MoE layers, a field is missing or outside the vocabulary, or
+            the release refuses the checkpoint (the message names the release).
+    """
+    ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False, release=release)
+    layer = ck.representative()
+    assert layer.kwargs is not None
+    return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name, ck.quant)

@@ -1,0 +1,1 @@
+"""moe_oracle.tools: see docs/architecture.md (layers)."""

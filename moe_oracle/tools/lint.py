@@ -1,0 +1,322 @@
+"""Semantic lint of a loaded catalog, beyond what the JSON Schemas and the loader enforce.
+
+The loader already rejects schema errors, unknown values, duplicate ids, rules
+naming unknown backends or kernels, and kernels that no prepare/finalize pairs
+with. Lint adds what only the whole table set shows:
+
+* ``unsatisfiable``: a check whose allowed set has no value in its field's domain
+  (the kernel can never be eligible);
+* ``request_only``: a backend in no priority order (reachable only with moe_backend);
+* ``never_selected``: a kernel that no config of a seeded sample selects, even when
+  requested (shadowed by a sibling or never eligible);
+* ``order_shadowed``: a priority order that an earlier order always pre-empts;
+* ``adjustment_inert``: an adjustment that moves backends absent from every order it can meet;
+* ``constraint_id_reused``: one rule id with different content in two places;
+* ``duplicate_rule``: two rules of one kernel that test the same predicate under the same condition;
+* ``contradictory_adjustments``: two adjustments that can fire together and move a backend to
+  opposite ends;
+* ``alias_expired``: a deprecated alias still accepted after its removal date;
+* ``no_order``: a (platform, quant family) with no priority order;
+* ``uncovered``: a (platform, quant scheme) that no kernel supports;
+* ``range_admits_no_release``: a fact whose engine range admits none of the modelled releases
+  (it never applies to an answer we can verify);
+* ``range_past_verified``: a range bounded above past the newest verified release (a claim
+  about a release nobody has read yet);
+* ``open_ended``: the facts whose range has a lower bound and no upper one (introduced in a
+  verified release and assumed to continue past the newest one): one note listing them, the
+  first to re-check when a new release ships;
+* ``drift``: a FlashInfer kernel whose SM set differs from what the installed FlashInfer
+  declares (``drift.py``; only with ``drift=True``, or ``drift=None`` and flashinfer importable).
+
+:func:`ranged_items` lists every item with the engine releases it holds for: the hook for rules
+on version ranges (e.g. facts open-ended past the newest verified release).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, replace
+from typing import Any
+
+from packaging.version import Version
+
+from ..core.catalog import Catalog
+from ..core.checks import Check
+from ..core.engine import evaluate
+from ..core.fields import FIELDS
+from ..core.predicates import Predicate
+from ..core.quant import SCHEMES, QuantFamily
+from .sampling import sample_configs
+from ..core.vocab import All2AllBackend, Platform
+
+__all__ = ["Finding", "lint", "ranged_items"]
+
+SAMPLE_SIZE = 2000
+SAMPLE_SEED = 20261130
+TARGETED_STARTS = 5
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One lint result. ``severity``: ``error`` (the tables are wrong), ``warning`` (probably wrong), ``note``."""
+
+    severity: str
+    code: str
+    subject: str
+    message: str
+
+    def format(self) -> str:
+        return f"{self.severity:<7} {self.code:<22} {self.subject}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"severity": self.severity, "code": self.code, "subject": self.subject, "message": self.message}
+
+
+def _domain(field: str) -> tuple[Any, ...] | None:
+    spec = FIELDS.get(field)
+    return spec.domain if spec is not None else None
+
+
+def _satisfiable(pred: Predicate) -> bool:
+    spec = dict(pred.spec)
+    if "min" in spec and "max" in spec and spec["min"] > spec["max"]:
+        return False
+    domain = _domain(pred.field)
+    if domain is None:
+        return True
+    return any(pred.test(v) for v in domain)
+
+
+def _unsatisfiable(catalog: Catalog) -> list[Finding]:
+    out = []
+    known_bad = {k: [kb.check for kb in catalog.known_bad if k in kb.kernels] for k in {k for kb in catalog.known_bad for k in kb.kernels}}
+    for entry in catalog.experts:
+        for chk in entry.checks + tuple(known_bad.get(entry.id, ())):
+            preds = ([chk.predicate] if chk.predicate is not None else []) + list(chk.condition)
+            if chk.predicate is not None and not _satisfiable(chk.predicate):
+                where = "the kernel can never be eligible" if not chk.condition else "the kernel is never eligible when its condition holds"
+                out.append(Finding("error", "unsatisfiable", f"{entry.id}:{chk.rule}", f"no value of {chk.field} passes ({chk.predicate.describe()}); {where}"))
+            elif chk.deny and all(_satisfiable(p) for p in preds) is False:
+                out.append(Finding("warning", "unsatisfiable", f"{entry.id}:{chk.rule}", "the known-bad condition can never hold; the entry never fires"))
+    return out
+
+
+def _request_only(catalog: Catalog) -> list[Finding]:
+    ordered = {b for o in catalog.orders for b in o.backends} | set(catalog.fallback)
+    return [Finding("note", "request_only", b, "in no priority order: selected only with moe_backend") for b in catalog.backends if b not in ordered]
+
+
+def _never_selected(catalog: Catalog) -> list[Finding]:
+    """Kernels no config selects: a seeded sample first, then a targeted search per remaining kernel.
+
+    The targeted search starts from sampled configs, requests the kernel's backend and
+    repairs inputs until the kernel itself is eligible (``whynot.repair``); a kernel
+    that is then still not selected is outranked inside its own backend.
+    """
+    from ..core.engine import request_name
+    from ..explain.whynot import repair
+
+    won: set[str] = set()
+    samples = list(sample_configs(SAMPLE_SIZE, SAMPLE_SEED, catalog))
+    for config, env in samples:
+        d = evaluate(catalog, config, env)
+        if d.kernel:
+            won.add(d.kernel)
+    out = []
+    for entry in catalog.experts:
+        if entry.id in won:
+            continue
+        eligible_once = False
+        for config, env in samples[:TARGETED_STARTS]:
+            name = request_name(catalog, entry.backend)
+            start = config.with_changes(moe_backend=name)
+            if name in catalog.bound_all2all:
+                # The name binds its own all2all backend: vLLM refuses it with any other explicit one.
+                start = start.with_changes(parallel=replace(start.parallel, all2all_backend=All2AllBackend.ALLGATHER_REDUCESCATTER))
+            result = repair(catalog, start, env, lambda row, k=entry.id: row.entry.id == k)
+            if not result.found:
+                continue
+            eligible_once = True
+            if result.decision is not None and result.decision.kernel == entry.id:
+                won.add(entry.id)
+                break
+        if entry.id in won:
+            continue
+        why = "eligible, but always outranked by a sibling of its backend" if eligible_once else "never made eligible"
+        out.append(Finding("warning", "never_selected", entry.id, f"not selected in {SAMPLE_SIZE} sampled configs nor by a targeted search from {TARGETED_STARTS} starts ({why})"))
+    return out
+
+
+def _implies(later: tuple[Predicate, ...], earlier: tuple[Predicate, ...]) -> bool:
+    """Every config matching ``later`` also matches ``earlier`` (finite domains only)."""
+    by_field = {p.field: p for p in later}
+    for p in earlier:
+        q = by_field.get(p.field)
+        domain = _domain(p.field)
+        if q is None or domain is None:
+            return False
+        if not all(p.test(v) for v in domain if q.test(v)):
+            return False
+    return True
+
+
+_QUANT_FIELDS = ("quant_scheme", "weight_quant", "activation_quant", "quant_family")
+
+
+def _scheme_values(name: str) -> dict[str, Any]:
+    scheme = SCHEMES[name]
+    return {"quant_scheme": name, "weight_quant": scheme.weight or "none", "activation_quant": scheme.activation or "none", "quant_family": scheme.family.value}
+
+
+def _compatible(a: tuple[Predicate, ...], b: tuple[Predicate, ...]) -> bool:
+    """Some config may satisfy both conditions.
+
+    Checked per shared finite-domain field, and jointly over the quantization fields, which one
+    scheme determines together (``quant_scheme: [fp8_block]`` excludes ``quant_family: [unquantized]``).
+    """
+    for p in a:
+        for q in b:
+            domain = _domain(p.field)
+            if p.field == q.field and domain is not None and not any(p.test(v) and q.test(v) for v in domain):
+                return False
+    quant = [p for p in (*a, *b) if p.field in _QUANT_FIELDS]
+    if quant and not any(all(p.test(_scheme_values(name)[p.field]) for p in quant) for name in SCHEMES):
+        return False
+    return True
+
+
+def _orders(catalog: Catalog) -> list[Finding]:
+    out = []
+    for j, later in enumerate(catalog.orders):
+        for earlier in catalog.orders[:j]:
+            if _implies(later.when, earlier.when):
+                out.append(Finding("warning", "order_shadowed", later.id, f"never applies: every config it matches is matched first by {earlier.id}"))
+                break
+    in_orders = {b for o in catalog.orders for b in o.backends}
+    for adj in catalog.adjustments:
+        # Only orders that can apply together with the adjustment count.
+        reachable = {b for o in catalog.orders if _compatible(o.when, adj.when) for b in o.backends}
+        if not any(b in reachable for b in adj.move):
+            out.append(Finding("warning", "adjustment_inert", adj.id, f"moves {', '.join(adj.move)}, which no priority order that can apply with it lists"))
+    for opt in catalog.opt_in:
+        if opt.backend not in in_orders:
+            out.append(Finding("note", "opt_in_redundant", opt.id, f"{opt.backend} is in no priority order anyway"))
+    for platform in Platform:
+        for family in QuantFamily:
+            values = {"platform": platform.value, "quant_family": family.value}
+            if not any(all(p.field not in values or p.test(values[p.field]) for p in o.when) for o in catalog.orders):
+                tried = "only the fallback and requested backends are tried" if catalog.fallback else "only requested backends are tried (the engine raises otherwise)"
+                out.append(Finding("note", "no_order", f"{platform.value}/{family.value}", f"no priority order; {tried}"))
+    return out
+
+
+def _constraint_ids(catalog: Catalog) -> list[Finding]:
+    seen: dict[str, tuple[Check, str]] = {}
+    out = []
+    for entry in catalog.experts:
+        for chk in entry.checks:
+            prev = seen.get(chk.rule)
+            key = (chk.field, chk.predicate, chk.condition, chk.deny, chk.code, chk.hint)
+            if prev is None:
+                seen[chk.rule] = (chk, entry.id)
+            elif (prev[0].field, prev[0].predicate, prev[0].condition, prev[0].deny, prev[0].code, prev[0].hint) != key:
+                out.append(Finding("error", "constraint_id_reused", chk.rule, f"different content in {prev[1]} and {entry.id}"))
+    return out
+
+
+def _duplicates_and_contradictions(catalog: Catalog) -> list[Finding]:
+    """Two rules of one kernel that test the same thing, and adjustments that pull one backend both ways."""
+    out = []
+    for entry in catalog.experts:
+        seen: dict[tuple[Any, ...], str] = {}
+        for chk in entry.checks:
+            key = (chk.field, chk.predicate, chk.condition, chk.deny)
+            if key in seen and seen[key] != chk.rule:
+                out.append(Finding("warning", "duplicate_rule", f"{entry.id}:{chk.rule}", f"tests exactly what {seen[key]} tests"))
+            seen.setdefault(key, chk.rule)
+    adjustments = list(catalog.adjustments)
+    for i, a in enumerate(adjustments):
+        for b in adjustments[i + 1 :]:
+            clash = set(a.move) & set(b.move)
+            if clash and a.to != b.to and _compatible(a.when, b.when):
+                out.append(Finding("warning", "contradictory_adjustments", f"{a.id}/{b.id}", f"both can fire for one config and move {', '.join(sorted(clash))} to opposite ends; the later one wins"))
+    return out
+
+
+def _aliases(catalog: Catalog, today: _dt.date) -> list[Finding]:
+    out = []
+    for alias in catalog.all2all_aliases.values():
+        if alias.remove_after and _dt.date.fromisoformat(alias.remove_after) < today:
+            out.append(Finding("warning", "alias_expired", f"all2all:{alias.name}", f"{alias.status} alias past its removal date {alias.remove_after}; remove it"))
+    return out
+
+
+def _coverage(catalog: Catalog) -> list[Finding]:
+    from ..explain.matrix import MATRIX_DEVICES, cell
+
+    out = []
+    for platform in (Platform.CUDA, Platform.ROCM, Platform.CPU):
+        devices = [d for d in MATRIX_DEVICES if d.startswith("CPU") == (platform is Platform.CPU) and (d.startswith("MI") == (platform is Platform.ROCM))]
+        missing = [s for s in SCHEMES if not any(cell(e, d, s).status != "no" for e in catalog.experts for d in devices)]
+        if missing:
+            out.append(Finding("note", "uncovered", platform.value, f"no kernel supports {len(missing)} scheme(s): {', '.join(missing)}"))
+    return out
+
+
+def _ranges(catalog: Catalog) -> list[Finding]:
+    """Findings on engine ranges against the releases ``rules/engine.yaml`` models and verifies."""
+    if catalog.source is None or catalog.engine is None:
+        return []
+    engine = catalog.engine
+    modelled = [r.version for r in engine.releases]
+    verified = [r.version for r in engine.releases if r.verified] or modelled
+    newest = max(verified)
+    out: list[Finding] = []
+    open_ended: list[str] = []
+    for kind, ident, rng in ranged_items(catalog):
+        if rng is None:
+            continue
+        subject = f"{kind}:{ident}"
+        if not any(rng.contains(v, prereleases=True) for v in modelled):
+            out.append(Finding("warning", "range_admits_no_release", subject, f"vLLM {rng} admits none of the modelled releases ({', '.join(str(v) for v in modelled)}): it never applies"))
+            continue
+        uppers = [Version(s.version) for s in rng if s.operator in ("<", "<=")]
+        lowers = [s for s in rng if s.operator in (">", ">=", "==", "~=", "===")]
+        if uppers and min(uppers) > newest:
+            out.append(Finding("warning", "range_past_verified", subject, f"vLLM {rng} is bounded past the newest verified release {newest}: nothing verifies the upper bound"))
+        if lowers and not uppers:
+            open_ended.append(f"{ident} ({rng})")
+    if open_ended:
+        out.append(Finding("note", "open_ended", f"vLLM > {newest}", f"{len(open_ended)} fact(s) introduced in a verified release hold past {newest} unverified (re-check them first at the next release): " + ", ".join(sorted(open_ended))))
+    return out
+
+
+def ranged_items(catalog: Catalog) -> list[tuple[str, str, Any]]:
+    """Every item of ``catalog``'s table set with its engine range: ``(kind, id, SpecifierSet | None)``.
+
+    ``kind`` is experts, prepare_finalize, constraint (``entry:rule``), global_constraint,
+    priority_order, adjustment, opt_in, known_bad, override, backend_alias, all2all_alias,
+    environment or shortcut; ``None`` means every release.
+    """
+    from ..core.compile import versioned_items
+
+    assert catalog.source is not None
+    return versioned_items(catalog.source)
+
+
+def lint(catalog: Catalog, *, today: _dt.date | None = None, sample: bool = True, drift: bool | None = False) -> list[Finding]:
+    """Every finding for ``catalog``, errors first.
+
+    ``drift``: compare the FlashInfer kernels with the installed FlashInfer (``moe_oracle.tools.drift``).
+    ``False`` skips it; ``None`` runs it when flashinfer imports and otherwise adds a note that it
+    was skipped; ``True`` requires it (an unimportable flashinfer is an error).
+    """
+    findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _duplicates_and_contradictions(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog) + _ranges(catalog)
+    if sample:
+        findings += _never_selected(catalog)
+    if drift is not False:
+        from .drift import drift_findings
+
+        findings += drift_findings(catalog, required=drift is True)
+    order = {"error": 0, "warning": 1, "note": 2}
+    return sorted(findings, key=lambda f: (order[f.severity], f.code, f.subject))
