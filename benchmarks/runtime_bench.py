@@ -59,7 +59,7 @@ import torch
 
 from moe_oracle.core.config import Device, MoEConfig
 from moe_oracle.inputs.hf import from_hf_config, load_hf_config
-from moe_oracle.inputs.files import resolve_model_path
+from moe_oracle.inputs.models import resolve_model_path
 from moe_oracle.kernels.reference import reference_moe
 from moe_oracle.core.quant import UNQUANTIZED
 from moe_oracle.runtime.routing import route

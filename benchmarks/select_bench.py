@@ -35,9 +35,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from moe_oracle import Oracle  # noqa: E402
-from moe_oracle.core.catalog import load_catalog  # noqa: E402
+from moe_oracle.core.loading import load_catalog  # noqa: E402
 from moe_oracle.core.engine import evaluate  # noqa: E402
-from moe_oracle.core.errors import NoEligibleKernelError  # noqa: E402
+from moe_oracle.core.decision import NoEligibleKernelError  # noqa: E402
 from moe_oracle.tools.sampling import sample_configs  # noqa: E402
 from moe_oracle.core.tables import cache_dir  # noqa: E402
 

@@ -8,9 +8,9 @@ True
 """
 
 from .core.config import Device, MoEConfig, ParallelConfig, Provenance
-from .core.decision import Decision
+from .core.decision import Decision, NoEligibleKernelError
 from .core.environment import Environment, probe_environment
-from .core.errors import ConfigError, MoEOracleError, NoEligibleKernelError, TableError
+from .core.errors import ConfigError, MoEOracleError, TableError
 from .core.oracle import Oracle, default_catalog, select
 from .core.quant import QuantScheme, scheme_by_name
 from .core.vocab import Activation, All2AllBackend, DType, Interface, Platform, Policy, ReasonCode, RoutingMethod
@@ -40,6 +40,17 @@ __all__ = [
     "probe_environment",
     "scheme_by_name",
     "select",
+    "why_not",
 ]
 
-__version__ = "0.1.0"
+from .core._resources import PACKAGE_VERSION as __version__  # noqa: E402
+
+
+def __getattr__(name: str) -> object:
+    # why_not lives in the explanations layer (moe_oracle.explain.whynot), which imports the input
+    # readers; it is loaded on first use so that `import moe_oracle` stays as light as a select.
+    if name == "why_not":
+        from .explain.whynot import why_not
+
+        return why_not
+    raise AttributeError(f"module 'moe_oracle' has no attribute {name!r}")

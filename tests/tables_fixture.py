@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from moe_oracle.core.catalog import Catalog, load_catalog
+from moe_oracle.core.catalog import Catalog
+from moe_oracle.core.loading import load_catalog
 from moe_oracle.core.config import Device, MoEConfig, ParallelConfig
 from moe_oracle.core.environment import Environment
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
-from .. import __version__
+from ..core._resources import PACKAGE_VERSION as __version__
 
 __all__ = ["build_parser", "main"]
 
@@ -212,7 +212,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
 
 
 def _load_catalog(tables: str | None, view: str = "engine"):
-    from ..core.catalog import load_catalog, load_runtime_catalog
+    from ..core.loading import load_catalog, load_runtime_catalog
     from ..core.oracle import catalog_for_view
 
     if tables is None:
@@ -312,7 +312,8 @@ def _build_inputs(args: argparse.Namespace, catalog: Any, *, probe_device_defaul
     from ..core.environment import probe_device
     from ..core.errors import ConfigError, InputIssue
     from ..inputs.hf import from_hf_config, load_hf_config
-    from ..inputs.files import load_config_file, parse_quant, quant_config_beside, resolve_all2all, resolve_model_path
+    from ..inputs.files import load_config_file, parse_quant, resolve_all2all
+    from ..inputs.models import quant_config_beside, resolve_model_path
     from ..inputs.serve import parse_serve
     from ..core.vocab import DType, Source
 
@@ -609,7 +610,7 @@ def _decide(args: argparse.Namespace, catalog: Any):
 
 
 def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
-    from ..explain.render import compact_dict, render_dead_end, render_explain
+    from ..core.render import compact_dict, render_dead_end, render_explain
 
     decision, found = _decide(args, catalog)
     if args.json:
@@ -629,6 +630,7 @@ def _cmd_explain(args: argparse.Namespace, catalog: Any) -> int:
 def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
     from ..core.errors import ConfigError
     from ..core.oracle import Oracle
+    from ..explain.whynot import why_not
 
     config, env, notes = _build_inputs(args, catalog)
     issues = _refusals(config, args, catalog, env)
@@ -636,7 +638,7 @@ def _cmd_why_not(args: argparse.Namespace, catalog: Any) -> int:
         raise ConfigError(issues)
     keep = [k.strip() for part in args.keep for k in part.split(",") if k.strip()]
     # The model itself is always kept on the command line: an operator cannot change its activation.
-    result = Oracle(catalog, env, policy=args.policy).why_not(config, args.backend, n=args.alternatives, keep={*keep, "model"}, admissible=_admissible(args, catalog, config))
+    result = why_not(Oracle(catalog, env, policy=args.policy), config, args.backend, n=args.alternatives, keep={*keep, "model"}, admissible=_admissible(args, catalog, config))
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -816,7 +818,7 @@ def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
 
 def _cmd_examples() -> int:
     from ..inputs.hardware import GPU_CATALOG
-    from ..inputs.files import example_names
+    from ..inputs.models import example_names
 
     print("Example models (--model NAME):")
     for name in example_names():

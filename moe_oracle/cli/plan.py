@@ -81,11 +81,12 @@ def plan_from_args(args: argparse.Namespace, catalog: Any) -> Any:
     from . import _check_serve_values, _device_flag, _device_from_args, _origins, _serve_release, _unused_gpu_note
     from ..core.config import ParallelConfig, Provenance
     from ..inputs.deployment import answer_release, apply_serve, blame_hf_overrides, check_draft_moe_backend, engine_release, load_serve_checkpoint, serve_model_path, verify_checkpoint_quantization
-    from ..core.engine import check_request, resolve_request
+    from ..core.requests import check_request, resolve_request
     from ..core.environment import probe_device
     from ..core.errors import ConfigError, InputIssue
     from ..inputs.hf import load_hf_config
-    from ..inputs.files import quant_config_beside, resolve_all2all, resolve_model_path
+    from ..inputs.files import resolve_all2all
+    from ..inputs.models import quant_config_beside, resolve_model_path
     from ..core.oracle import Oracle
     from ..explain.plan import build_plan
     from ..inputs.serve import ENGINE_VERSION, parse_serve

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["examples_dir", "package_dir", "runtime_table_dirs", "schema_dir", "table_dirs"]
+__all__ = ["PACKAGE_VERSION", "examples_dir", "package_dir", "runtime_table_dirs", "schema_dir", "table_dirs"]
+
+
+PACKAGE_VERSION = "0.1.0"
+"""This package's own version (``moe_oracle.__version__``; pyproject.toml says the same)."""
 
 
 def package_dir() -> Path:

@@ -2,7 +2,7 @@
 
 Two stages:
 
-1. :func:`load_catalog` reads a table set, validates it against the JSON Schemas and compiles it
+1. :func:`~moe_oracle.core.loading.load_catalog` reads a table set, validates it against the JSON Schemas and compiles it
    once, one small compiler per table kind (:mod:`moe_oracle.core.compile`), into
    :class:`CompiledTables`: every item with the engine releases it holds for (``engine:`` range,
    absent = every release). Any problem raises one :class:`~moe_oracle.core.errors.TableError`
@@ -13,56 +13,31 @@ Two stages:
    Views are built lazily and memoized per compiled table set and admitted-item set
    (:meth:`Catalog.for_version`), so ``select`` pays a dictionary lookup for versioning.
 
-``load_catalog()`` returns the view of the newest modelled release. Two table sets exist: the
+``moe_oracle.core.loading.load_catalog()`` returns the view of the newest modelled release. Two table sets exist: the
 *engine* tables (``moe_oracle/kernels``, ``prepare_finalize``, ``rules``: what vLLM runs) and the
 *runtime* tables (``moe_oracle/runtime_tables``: what this package's runtime can build), loaded by
-:func:`load_runtime_catalog` on top of the engine set.
+:func:`~moe_oracle.core.loading.load_runtime_catalog` on top of the engine set.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from . import catalog_cache
-from ._resources import package_dir, runtime_table_dirs, schema_dir, table_dirs
 from .checks import Check, CheckIndex, Tolerance
 from .environment import Environment
 from .errors import did_you_mean
 from .envvars import EnvVarSpec, RemovedEnvVar
 from .predicates import Predicate, compile_value_spec
-from .tables import Schemas, TableFile, cache_dir, load_schemas, read_tables_cached, table_set_key
 from .versions import EngineRelease, EngineSpec, resolve_release
 from .vocab import ActivationFormat, Interface, ReasonCode
 
-__all__ = [
-    "Adjustment",
-    "All2AllAlias",
-    "BlockRule",
-    "KeyRewrite",
-    "RequestMap",
-    "BackendAlias",
-    "Catalog",
-    "CompiledTables",
-    "ExpertsEntry",
-    "GlobalConstraint",
-    "KnownBad",
-    "OptIn",
-    "Override",
-    "PrepareFinalizeEntry",
-    "PriorityOrder",
-    "Shortcut",
-    "compile_tables",
-    "load_catalog",
-    "load_runtime_catalog",
-]
+__all__ = ["Adjustment", "All2AllAlias", "BlockRule", "KeyRewrite", "RequestMap", "BackendAlias", "Catalog", "CompiledTables", "ExpertsEntry", "GlobalConstraint", "KnownBad", "OptIn", "Override", "PrepareFinalizeEntry", "PriorityOrder", "Shortcut"]
 
 Range = SpecifierSet | None
 
@@ -381,6 +356,9 @@ class CompiledTables:
     engine_names: tuple[tuple[frozenset[str], Range], ...] = ()
     ranges: tuple[SpecifierSet, ...] = ()
     after_selection: frozenset[str] = frozenset()
+    # How a view is made (:func:`moe_oracle.core.compile.link.link`), given by the compiler that
+    # built this set: the records here do not import their compiler.
+    linker: Callable[["CompiledTables", Version, tuple[bool, ...]], "Catalog"] | None = field(default=None, repr=False, compare=False)
     _views: dict[Any, "Catalog"] = field(default_factory=dict, repr=False)
     _keys: dict[Version, tuple[bool, ...]] = field(default_factory=dict, repr=False)
     _releases: dict[Any, EngineRelease] = field(default_factory=dict, repr=False)
@@ -405,9 +383,8 @@ class CompiledTables:
         key = self.key(version)
         cat = self._views.get(key)
         if cat is None:
-            from .compile.link import link
-
-            cat = link(self, version, key)
+            assert self.linker is not None, "CompiledTables built without a linker (use moe_oracle.core.compile.compile_set)"
+            cat = self.linker(self, version, key)
             self._views[key] = cat
         return cat
 
@@ -572,68 +549,6 @@ class Catalog:
         if not release.modelled and Version(release.stand_in) <= version:
             version = Version(release.stand_in)
         return self.for_version(version)
-
-
-def compile_tables(files: Sequence[TableFile], base: CompiledTables | None = None) -> Catalog:
-    """Compile schema-valid table files; return the view of the newest modelled release.
-
-    Files are processed in sorted path order whatever order they are given in.
-
-    Raises:
-        TableError: every semantic problem found, at once.
-    """
-    from .compile import compile_set
-
-    compiled = compile_set(files, base)
-    return compiled.view(compiled.engine.newest.version)
-
-
-def _read(directories: Sequence[Path] | None, defaults: Sequence[Path], schemas: Schemas | None) -> list[TableFile]:
-    from .errors import TableError
-
-    dirs = list(directories) if directories is not None else list(defaults)
-    root = package_dir() if directories is None else None
-    files, issues = read_tables_cached(dirs, schemas, root)
-    if issues:
-        raise TableError(issues)
-    return files
-
-
-def load_catalog(directories: Sequence[Path] | None = None, schemas: Schemas | None = None) -> Catalog:
-    """Load, validate and compile an engine table set (default: the tables shipped in the package).
-
-    Returns the view of the newest modelled engine release; ``catalog.for_version("0.31.0")``
-    gives another release's.
-
-    Raises:
-        TableError: every schema and semantic problem, with file, entry id and JSON path.
-    """
-    dirs = list(directories) if directories is not None else list(table_dirs())
-    location = cache_dir() if schemas is None else None  # validators given: validate and compile afresh
-    key = None
-    if location is not None:
-        tables_key = table_set_key(dirs, schema_dir(), package_dir() if directories is None else None)
-        if tables_key is not None:
-            key = hashlib.sha256(f"{tables_key}:{catalog_cache.code_fingerprint()}".encode()).hexdigest()
-            cached = catalog_cache.load(location, key)
-            if cached is not None:
-                return cached
-    catalog = compile_tables(_read(directories, table_dirs(), schemas))
-    if location is not None and key is not None and table_set_key(dirs, schema_dir(), package_dir() if directories is None else None) == tables_key:
-        catalog_cache.store(location, key, catalog)  # only if no table changed while it was read (see read_tables_cached)
-    return catalog
-
-
-def load_runtime_catalog(engine: Catalog, directories: Sequence[Path] | None = None, schemas: Schemas | None = None) -> Catalog:
-    """Load the runtime table set (default: ``moe_oracle/runtime_tables``) on top of ``engine``'s tables.
-
-    Runtime entries that ``implements`` an engine kernel inherit its checks in every view.
-
-    Raises:
-        TableError: every schema and semantic problem of the runtime tables.
-    """
-    assert engine.source is not None
-    return compile_tables(_read(directories, runtime_table_dirs(), schemas), base=engine.source)
 
 
 def suggest_backend(catalog: Catalog, name: str) -> str | None:

@@ -1,7 +1,7 @@
 """The Decision: one frozen record of a selection, with several views.
 
 ``to_dict()`` follows ``schemas/decision.schema.json`` (its key names are the
-artifact format); the text views live in :mod:`moe_oracle.explain.render` (``render_text()`` and
+artifact format); the text views live in :mod:`moe_oracle.core.render` (``render_text()`` and
 ``render_failure()`` delegate there), ``describe()`` is a one-line log message, ``summary()``
 counts each rejected candidate under its first reason code. Failure records are
 materialized lazily from the compiled checks, so ``select`` stays cheap.
@@ -15,13 +15,14 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from functools import cached_property
-from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from .checks import Check, Tolerance
 from .config import MoEConfig
 from .environment import Environment
+from .errors import MoEOracleError
+from .failures import make_failure, table_order
 from .normalize import Normalized
 from .records import _SCALARS, Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status, json_copy, jsonable
 from .vocab import ReasonCode, Source
@@ -30,11 +31,10 @@ if TYPE_CHECKING:
     from .catalog import Catalog, ExpertsEntry, PrepareFinalizeEntry
     from .versions import EngineRelease
 
-__all__ = ["DECISION_FORMAT_VERSION", "Decision", "Ranking", "Row", "make_failure", "table_order"]
+__all__ = ["DECISION_FORMAT_VERSION", "Decision", "NoEligibleKernelError", "Ranking", "Row"]
 
 DECISION_FORMAT_VERSION = 2
 
-_TABLE_ORDER = attrgetter("table_key")
 _DERIVED = Source.DERIVED.value
 _NO_PATCHES: Mapping[int, Row] = MappingProxyType({})
 _CODE_VALUES = tuple(code.value for code in ReasonCode)
@@ -269,16 +269,6 @@ class Ranking:
         return tuple(out)
 
 
-def table_order(checks: tuple[Check, ...]) -> tuple[Check, ...] | list[Check]:
-    """``checks`` in the order failures are reported (table order: ``Check.seq``, then rule id)."""
-    return sorted(checks, key=_TABLE_ORDER) if len(checks) > 1 else checks
-
-
-def make_failure(chk: Check, norm: Normalized) -> Failure:
-    """The :class:`Failure` record of a failing check under ``norm``."""
-    return Failure.of(chk.code, chk.field, chk.observed(norm.values), chk.allowed_value, chk.rule, norm.sources.get(chk.source_field, Source.DERIVED), chk.hint, chk.reference)
-
-
 @dataclass(frozen=True, eq=False)
 class Decision:
     """The outcome of one selection.
@@ -373,7 +363,7 @@ class Decision:
 
     @cached_property
     def view_memo(self) -> dict[str, Any]:
-        """Facts the text views (:mod:`moe_oracle.explain.render`) derive from this record, kept once
+        """Facts the text views (:mod:`moe_oracle.core.render`) derive from this record, kept once
         derived (the record is immutable, so they are values)."""
         return {}
 
@@ -613,14 +603,14 @@ class Decision:
     # ------------------------------------------------------------------ views (moe_oracle.explain.render)
 
     def render_text(self, *, show_all: bool = False) -> str:
-        """The ``explain`` view (:func:`moe_oracle.explain.render.render_explain`)."""
-        from ..explain.render import render_explain
+        """The ``explain`` view (:func:`moe_oracle.core.render.render_explain`)."""
+        from .render import render_explain
 
         return render_explain(self, show_all=show_all)
 
     def render_failure(self) -> str:
-        """The full trail when nothing is eligible (:func:`moe_oracle.explain.render.render_failure`)."""
-        from ..explain.render import render_failure
+        """The full trail when nothing is eligible (:func:`moe_oracle.core.render.render_failure`)."""
+        from .render import render_failure
 
         return render_failure(self)
 
@@ -641,3 +631,17 @@ def primary_failure(candidate: CandidateResult) -> Failure:
 
 _CODE_ORDER = {code: i for i, code in enumerate(ReasonCode)}
 
+
+class NoEligibleKernelError(MoEOracleError):
+    """No candidate is eligible (or the requested backend is not); carries the full Decision.
+
+    The message (every candidate with every reason) is rendered when it is read (``str(exc)``),
+    not when the error is raised: a caller that catches it and moves on pays nothing for it.
+    """
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+        super().__init__()
+
+    def __str__(self) -> str:
+        return self.decision.render_failure()

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, NoReturn
 from packaging.version import InvalidVersion, Version
 
 from .config import Device
-from ..inputs.envfile import canonical_name, parse_requirement, same_version, unique_specs
+from .packages import canonical_name, parse_requirement, same_version, unique_specs
 from .errors import ConfigError, InputIssue
 from .vocab import Platform
 
@@ -246,7 +246,7 @@ def _item_path(name: str, key: str) -> str:
 
 
 def _unique_pairs(name: str, pairs: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    """``pairs`` with repeats dropped (packages compared as versions, :func:`~moe_oracle.inputs.envfile.same_version`;
+    """``pairs`` with repeats dropped (packages compared as versions, :func:`~moe_oracle.core.packages.same_version`;
     variables as text).
 
     Raises:

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
-
-if TYPE_CHECKING:
-    from .decision import Decision
+from typing import Any, Iterable, Sequence
 
 __all__ = [
     "ConfigError",
     "InputIssue",
     "MoEOracleError",
-    "NoEligibleKernelError",
     "TableError",
     "did_you_mean",
 ]
@@ -174,18 +170,3 @@ class TableError(_IssuesError):
     """A capability table set failed schema or semantic validation; nothing was loaded."""
 
     headline = "invalid capability tables"
-
-
-class NoEligibleKernelError(MoEOracleError):
-    """No candidate is eligible (or the requested backend is not); carries the full Decision.
-
-    The message (every candidate with every reason) is rendered when it is read (``str(exc)``),
-    not when the error is raised: a caller that catches it and moves on pays nothing for it.
-    """
-
-    def __init__(self, decision: "Decision") -> None:
-        self.decision = decision
-        super().__init__()
-
-    def __str__(self) -> str:
-        return self.decision.render_failure()

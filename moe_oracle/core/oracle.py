@@ -18,15 +18,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from .catalog import Catalog, load_catalog, load_runtime_catalog
+from .catalog import Catalog
+from .loading import load_catalog, load_runtime_catalog
 from .config import MoEConfig
 from .decision import Decision
 from .engine import evaluate
 from .environment import Environment, probe_environment
-from .errors import ConfigError, InputIssue, NoEligibleKernelError
+from .errors import ConfigError, InputIssue
+from .decision import NoEligibleKernelError
 from .vocab import Policy
 
-__all__ = ["VIEWS", "Oracle", "catalog_for_view", "default_catalog", "default_runtime_catalog", "select"]
+__all__ = ["VIEWS", "Oracle", "catalog_for_view", "default_catalog", "default_runtime_catalog", "parse_policy", "select"]
 
 VIEWS = ("engine", "runtime")
 """``engine``: what the engine runs (its own kernels only); ``runtime``: what our runtime can build."""
@@ -65,7 +67,12 @@ def catalog_for_view(view: str) -> Catalog:
     raise ConfigError([InputIssue("view", "unknown view", view, list(VIEWS))])
 
 
-def _policy(policy: Policy | str) -> Policy:
+def parse_policy(policy: Policy | str) -> Policy:
+    """``policy`` as a :class:`Policy`.
+
+    Raises:
+        ConfigError: not a policy name (naming the allowed ones).
+    """
     try:
         return Policy(policy)
     except ValueError:
@@ -91,7 +98,7 @@ class Oracle:
     def __init__(self, catalog: Catalog, environment: Environment | None = None, *, policy: Policy | str = Policy.FAITHFUL, memo_size: int = 4096) -> None:
         self._catalog = catalog
         self._environment = environment if environment is not None else Environment()
-        self._policy = _policy(policy)
+        self._policy = parse_policy(policy)
         self._memo: dict[tuple[MoEConfig, str, tuple[str, ...], Policy], Decision] = {}
         self._memo_size = memo_size
 
@@ -149,7 +156,7 @@ class Oracle:
             ConfigError: ``config.moe_backend`` names an unknown backend, or an unknown policy.
         """
         env = env if env is not None else self._environment
-        pol = self._policy if policy is None else _policy(policy)
+        pol = self._policy if policy is None else parse_policy(policy)
         key = (config, env.fingerprint, env.notes, pol)
         decision = self._memo.get(key)
         if decision is None:
@@ -164,14 +171,6 @@ class Oracle:
     def explain(self, config: MoEConfig, env: Environment | None = None, *, policy: Policy | str | None = None) -> Decision:
         """Same as ``select(..., strict=False)``: never raises for "nothing eligible"."""
         return self.select(config, env, strict=False, policy=policy)
-
-    def why_not(self, config: MoEConfig, backend: str, env: Environment | None = None, *, policy: Policy | str | None = None, **options: Any):  # noqa: ANN201 - see whynot.WhyNot
-        """Smallest, least disruptive changes to ``config``/``env`` that make ``backend`` eligible
-        (see :mod:`moe_oracle.explain.whynot`; ``options``: ``n`` alternatives, ``keep`` categories)."""
-        from ..explain.whynot import why_not
-
-        pol = self._policy if policy is None else _policy(policy)
-        return why_not(self, config, backend, env if env is not None else self._environment, policy=pol, **options)
 
     def reload(self, directories: Sequence[Path] | None = None) -> Catalog:
         """Replace the tables with a freshly loaded set; on any error keep serving the old one.
@@ -203,7 +202,7 @@ def select(config: MoEConfig, *, env: Environment | None = None, catalog: Catalo
         NoEligibleKernelError: ``strict`` and nothing is eligible.
         ConfigError: unknown ``moe_backend``, view or policy.
     """
-    decision = evaluate(catalog or catalog_for_view(view), config, env if env is not None else Environment(), policy=_policy(policy))
+    decision = evaluate(catalog or catalog_for_view(view), config, env if env is not None else Environment(), policy=parse_policy(policy))
     if strict and decision.winner is None:
         raise NoEligibleKernelError(decision)
     return decision

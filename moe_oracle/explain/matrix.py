@@ -121,7 +121,7 @@ def matrix_view(catalog: Catalog, gpus: tuple[str, ...] = (), quants: tuple[str,
     Raises:
         ConfigError: an unknown name (with a did-you-mean).
     """
-    from ..core.engine import resolve_request
+    from ..core.requests import resolve_request
     from ..core.errors import ConfigError, InputIssue
     from ..inputs.hardware import lookup_hardware
     from ..core.quant import scheme_by_name

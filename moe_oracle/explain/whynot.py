@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import Counter
 from dataclasses import dataclass, replace
 from itertools import chain, count
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
@@ -32,17 +31,19 @@ from packaging.version import InvalidVersion, Version
 from ..core.checks import Check
 from ..core.config import Device, MoEConfig, ParallelConfig
 from ..core.decision import Decision
-from ..core.engine import evaluate, request_name, resolve_request
+from ..core.engine import evaluate
+from ..core.requests import request_name, resolve_request
 from ..core.errors import ConfigError, InputIssue
 from ..core.environment import ABSENT, Environment
 from ..inputs.hardware import GPU_CATALOG
 from ..core.quant import SCHEMES
+from ..core.oracle import Oracle, parse_policy
+from ..core.render import alternative_lines, refusing_checks
 from ..core.vocab import Activation, All2AllBackend, DType, Policy, RoutingMethod
 
 if TYPE_CHECKING:
     from ..core.catalog import Catalog
     from ..core.decision import Row
-    from ..core.oracle import Oracle
 
 __all__ = ["CATEGORIES", "COSTS", "Alternative", "Edit", "SearchResult", "WhyNot", "fixes", "repair", "search_eligible", "why_not"]
 
@@ -241,8 +242,6 @@ class WhyNot:
             if d is not None and d.winner is not None and d.rows[d.winner].entry.backend in self.backend:
                 return f"{name} is already selected ({self.kernel})."
             if d is not None and d.refused is not None:
-                from .render import refusing_checks
-
                 rules = ", ".join(dict.fromkeys(c.rule for c in refusing_checks(d)))
                 return (f"{name} is already eligible ({self.kernel}), but the engine selects {d.refused_kernel} ahead of it and then refuses the layer [{rules}]; "
                         f"{request_hint(d.ranking.view, self.backend[0], 'request')}.")
@@ -274,14 +273,6 @@ class WhyNot:
             "blocking": list(self.blocking),
             "explored": self.explored,
         }
-
-
-def alternative_lines(alternatives: Iterable[Alternative], indent: str = "  ", *, serve: bool = False) -> list[str]:
-    """Numbered lines, one per alternative; equal costs are marked as ties (``serve``: see
-    :meth:`Alternative.describe`)."""
-    alts = list(alternatives)
-    costs = Counter(a.cost for a in alts)
-    return [f"{indent}{i}. {a.describe(serve=serve)}  [cost {a.cost}{', tie' if costs[a.cost] > 1 else ''}] -> {a.outcome()}" for i, a in enumerate(alts, start=1)]
 
 
 def request_hint(catalog: "Catalog", backend: str, verb: str) -> str:
@@ -799,12 +790,19 @@ def _check_keep(keep: Iterable[str]) -> frozenset[str]:
     return wanted
 
 
-def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, policy: Policy = Policy.FAITHFUL,
+def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment | None = None, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, policy: Policy | str | None = None,
             admissible: Callable[[MoEConfig, Environment], bool] | None = None) -> WhyNot:
     """Up to ``n`` smallest, least disruptive changes that make ``backend_name`` eligible under ``policy``.
 
+    >>> from moe_oracle import Device, MoEConfig, Oracle, why_not
+    >>> cfg = MoEConfig(num_experts=8, top_k=2, hidden_size=4096, intermediate_size=14336, device=Device("cuda", capability=90))
+    >>> why_not(Oracle.default(), cfg, "flashinfer_trtllm", n=1).found
+    True
+
     Args:
+        env: the environment to search from (default: the oracle's).
         keep: input categories (:data:`CATEGORIES`) that must not change; default: the model.
+        policy: default: the oracle's.
         admissible: edited inputs the engine would start with (:func:`search_eligible`).
 
     Raises:
@@ -812,6 +810,8 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
             unknown category.
     """
     catalog = oracle.catalog
+    env = oracle.environment if env is None else env
+    policy = oracle.policy if policy is None else parse_policy(policy)
     kept = _check_keep(keep)
     backend = resolve_request(catalog, backend_name, "--backend")
     if backend is None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from .envfile import PackageSpec, canonical_name, parse_requirement, read_environment_file, unique_specs
+from .envfile import read_environment_file
+from ..core.packages import PackageSpec, canonical_name, parse_requirement, unique_specs
 from ..core.environment import Environment
 from ..core.envvars import env_issues, env_notes
 from ..core.errors import ConfigError, InputIssue, did_you_mean
@@ -109,7 +110,7 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
     """The ``config.json`` a serve line's model resolves to.
 
     ``--hf-config-path`` wins when given. A local path or a shipped example name resolves
-    through :func:`moe_oracle.inputs.files.resolve_model_path`; a Hugging Face id resolves to a shipped
+    through :func:`moe_oracle.inputs.models.resolve_model_path`; a Hugging Face id resolves to a shipped
     example named after the whole id (``nvidia/Qwen3.5-122B-A10B-NVFP4`` ->
     ``nvidia-qwen3.5-122b-a10b-nvfp4``, as examples/models names a vendor's re-quantized
     checkpoint), else after its last component (``Qwen/Qwen3-30B-A3B-FP8`` -> ``qwen3-30b-a3b-fp8``).
@@ -117,7 +118,7 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
     Raises:
         ConfigError: nothing on this machine or among the examples matches.
     """
-    from .files import resolve_model_path
+    from .models import resolve_model_path
 
     ref = serve.hf_config_path or serve.model
     assert ref is not None
@@ -216,7 +217,7 @@ def _quant_document_elsewhere(cfg: Mapping[str, Any], path: Path) -> bool:
     ``quantization_config``: ``hf_quant_config.json`` beside it (vllm/transformers_utils/config.py
     ``get_config``), ``compression_config`` or ``text_config.quantization_config``
     (vllm/transformers_utils/model_arch_config_convertor.py ``get_quantization_config``)."""
-    from .files import quant_config_beside
+    from .models import quant_config_beside
 
     text = cfg.get("text_config")
     return (isinstance(cfg.get("compression_config"), Mapping) or (isinstance(text, Mapping) and isinstance(text.get("quantization_config"), Mapping))

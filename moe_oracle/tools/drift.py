@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..core.catalog import Catalog, ExpertsEntry
-from .lint import Finding
+from .findings import Finding
 from ..explain.matrix import cell_for_values, cuda_values
 from ..core.quant import SCHEMES
 
@@ -399,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import json
     from pathlib import Path
 
-    from ..core.catalog import load_catalog
+    from ..core.loading import load_catalog
     from ..core.oracle import default_catalog
 
     parser = argparse.ArgumentParser(prog="python -m moe_oracle.tools.drift", description="Compare the FlashInfer kernels' SM sets in the tables with the installed FlashInfer.")

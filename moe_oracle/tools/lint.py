@@ -35,11 +35,12 @@ on version ranges (e.g. facts open-ended past the newest verified release).
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from packaging.version import Version
 
+from .findings import Finding
 from ..core.catalog import Catalog
 from ..core.checks import Check
 from ..core.engine import evaluate
@@ -54,22 +55,6 @@ __all__ = ["Finding", "lint", "ranged_items"]
 SAMPLE_SIZE = 2000
 SAMPLE_SEED = 20261130
 TARGETED_STARTS = 5
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One lint result. ``severity``: ``error`` (the tables are wrong), ``warning`` (probably wrong), ``note``."""
-
-    severity: str
-    code: str
-    subject: str
-    message: str
-
-    def format(self) -> str:
-        return f"{self.severity:<7} {self.code:<22} {self.subject}: {self.message}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"severity": self.severity, "code": self.code, "subject": self.subject, "message": self.message}
 
 
 def _domain(field: str) -> tuple[Any, ...] | None:
@@ -113,7 +98,7 @@ def _never_selected(catalog: Catalog) -> list[Finding]:
     repairs inputs until the kernel itself is eligible (``whynot.repair``); a kernel
     that is then still not selected is outranked inside its own backend.
     """
-    from ..core.engine import request_name
+    from ..core.requests import request_name
     from ..explain.whynot import repair
 
     won: set[str] = set()

@@ -12,7 +12,8 @@ from typing import Any, Mapping
 
 from ..core.config import Device, MoEConfig, ParallelConfig
 from ..core.environment import Environment
-from ..core.errors import ConfigError, NoEligibleKernelError
+from ..core.errors import ConfigError
+from ..core.decision import NoEligibleKernelError
 from ..core.oracle import Oracle
 from ..core.quant import QuantScheme
 from .cases import Answer, Deployment

@@ -17,7 +17,7 @@ The engine (vLLM 0.33 model, ``moe_oracle.core.engine.evaluate``) reads those va
 predicates (``Predicate.test``), except for:
 
 * the request name, the scheme and the raw all2all backend (request resolution, implied quant,
-  the bound all2all backend: ``_engine_request``, ``_apply_implied_quant``, ``_bind_all2all``):
+  the bound all2all backend: ``engine_request``, ``apply_implied_quant``, ``bind_all2all``):
   P fixes the first two, and the layout key carries the raw ``all2all_backend``, ``all2all``,
   ``dispatch`` and ``activation_format`` (the prepare/finalize is picked by ``dispatch``); for a
   request that binds an all2all backend the layout key is the parallel shape itself;
@@ -318,7 +318,7 @@ class Sweep:
         raw: tuple[Any, ...] = ()
         if part == "layout":
             # The prepare/finalize each live kernel gets (picked by dispatch), and what the bound
-            # all2all check reads (_bind_all2all): the backend's membership, or the shape itself
+            # all2all check reads (bind_all2all): the backend's membership, or the shape itself
             # under a request that binds one.
             choice = self.view.pf_choice
             raw = (tuple(choice[k].get(v["dispatch"]) for k in sorted(live)), v["all2all_backend"] in self._bound_values)
@@ -368,7 +368,7 @@ class Sweep:
             try:
                 return self._evaluate(device, scheme, request, *rep), False
             except ConfigError as exc:
-                # _engine_request (the name) and _bind_all2all (name and raw all2all backend, which
+                # engine_request (the name) and bind_all2all (name and raw all2all backend, which
                 # the layout key carries) refuse before anything else is read.
                 return None, all(i.path in ("$.moe_backend", "$.parallel.all2all_backend") for i in exc.issues)
 

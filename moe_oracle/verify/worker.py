@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sim = Simulation(args.release, args.tree)
     theirs = VllmSide(sim)
-    from ..core.catalog import load_catalog
+    from ..core.loading import load_catalog
     from ..core.oracle import Oracle
     from .ours import OurSide
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from moe_oracle.core._resources import package_dir
 from moe_oracle.cli import build_parser, main
 from moe_oracle.inputs.hardware import GPU_CATALOG
-from moe_oracle.inputs.files import example_names
+from moe_oracle.inputs.models import example_names
 from moe_oracle.core.quant import SCHEME_ALIASES, SCHEMES
 from moe_oracle.core.vocab import All2AllBackend
 from tests.property import tally

@@ -20,7 +20,8 @@ from moe_oracle.core.engine import evaluate
 from moe_oracle.core.environment import Environment
 from moe_oracle.core.errors import ConfigError
 from moe_oracle.inputs.hf import from_hf_config, load_hf_config
-from moe_oracle.inputs.files import dump_document, example_names, load_config_file
+from moe_oracle.inputs.files import dump_document, load_config_file
+from moe_oracle.inputs.models import example_names
 from moe_oracle.core.oracle import Oracle
 from moe_oracle.explain.plan import build_plan
 from moe_oracle.core.vocab import Platform

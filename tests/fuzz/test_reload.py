@@ -13,7 +13,7 @@ import yaml
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from moe_oracle.core.catalog import load_catalog
+from moe_oracle.core.loading import load_catalog
 from moe_oracle.core.engine import evaluate
 from moe_oracle.core.errors import ConfigError, TableError
 from moe_oracle.core.oracle import Oracle

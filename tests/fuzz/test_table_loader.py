@@ -14,8 +14,10 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from moe_oracle.explain.whynot import why_not
 from moe_oracle.core._resources import package_dir, runtime_table_dirs
-from moe_oracle.core.catalog import Catalog, compile_tables, load_catalog
+from moe_oracle.core.catalog import Catalog
+from moe_oracle.core.loading import compile_tables, load_catalog
 from moe_oracle.core.oracle import default_catalog, default_runtime_catalog
 from moe_oracle.core.engine import evaluate
 from moe_oracle.core.errors import TableError
@@ -246,6 +248,6 @@ def test_odd_but_legal_table_values_select_and_answer_why_not(name, case, absent
     catalog = _odd_catalog(name)
     env = case.env.with_package("torch", None) if absent else case.env
     evaluate(catalog, case.config, env).to_dict()
-    result = Oracle(catalog, env).why_not(case.config, "torch_grouped_mm")
+    result = why_not(Oracle(catalog, env), case.config, "torch_grouped_mm")
     if result.found:
         assert not evaluate(catalog, result.config, result.environment).candidate(result.kernel).failures

@@ -20,7 +20,7 @@ from moe_oracle.core.config import ParallelConfig
 from moe_oracle.core.environment import Environment
 from moe_oracle.inputs.hardware import lookup_hardware
 from moe_oracle.inputs.hf import load_hf_config
-from moe_oracle.inputs.files import quant_config_beside, resolve_model_path
+from moe_oracle.inputs.models import quant_config_beside, resolve_model_path
 from moe_oracle.core.oracle import Oracle, default_catalog
 from moe_oracle.explain.plan import Plan, build_plan
 

@@ -28,7 +28,7 @@ from moe_oracle.core.engine import evaluate
 from moe_oracle.core.environment import Environment
 from moe_oracle.inputs.hardware import lookup_hardware
 from moe_oracle.inputs.hf import from_hf_config, load_hf_config
-from moe_oracle.inputs.files import resolve_model_path
+from moe_oracle.inputs.models import resolve_model_path
 from moe_oracle.core.tables import load_schemas
 
 HERE = Path(__file__).parent

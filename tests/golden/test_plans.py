@@ -16,7 +16,7 @@ import pytest
 from moe_oracle.core.config import ParallelConfig
 from moe_oracle.core.environment import Environment
 from moe_oracle.inputs.hardware import lookup_hardware
-from moe_oracle.inputs.files import example_names
+from moe_oracle.inputs.models import example_names
 from moe_oracle.core.oracle import Oracle, default_catalog
 from moe_oracle.explain.plan import build_plan
 from moe_oracle.core.tables import load_schemas

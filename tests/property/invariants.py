@@ -19,13 +19,16 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
+from moe_oracle.explain.whynot import why_not
 from moe_oracle import cli
-from moe_oracle.core.catalog import Catalog, compile_tables
+from moe_oracle.core.catalog import Catalog
+from moe_oracle.core.loading import compile_tables
 from moe_oracle.core.decision import Decision
 from moe_oracle.inputs.deployment import answer_release, config_quant_method_issue, layer_gate_methods, platform_admits
 from moe_oracle.core.engine import evaluate
 from moe_oracle.core.environment import Environment
-from moe_oracle.core.errors import ConfigError, NoEligibleKernelError
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.core.decision import NoEligibleKernelError
 from moe_oracle.core.fields import FIELDS
 from moe_oracle.inputs.files import config_from_document, load_config_file
 from moe_oracle.core.oracle import Oracle, select
@@ -435,7 +438,7 @@ def check_decision_schema(case: Case) -> None:
 
 def check_why_not(case: Case, backend_name: str, catalog: Catalog = CATALOG) -> None:
     """Applying the why-not answer (result.config, result.environment) makes the backend eligible."""
-    result = Oracle(catalog, case.env).why_not(case.config, backend_name)
+    result = why_not(Oracle(catalog, case.env), case.config, backend_name)
     if not (result.found or result.already_eligible):
         assert result.blocking or result.explored, "no answer and no blocking reason"
         return
@@ -489,7 +492,7 @@ def check_why_not_finds_package_fixes(case: Case, backend_name: str) -> None:
             env = env.with_package(name, version)
         else:
             if not evaluate(CATALOG, case.config, env).candidate(entry.id).failures:
-                result = Oracle(CATALOG, case.env).why_not(case.config, backend_name)
+                result = why_not(Oracle(CATALOG, case.env), case.config, backend_name)
                 assert result.found or result.already_eligible, f"installing {sorted(packages)} makes {entry.id} eligible, but why-not found nothing: {result.render_text()}"
                 return
 

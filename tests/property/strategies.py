@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
 from moe_oracle.core.config import Device, MoEConfig, ParallelConfig, Provenance
-from moe_oracle.core.engine import request_name
+from moe_oracle.core.requests import request_name
 from moe_oracle.core.environment import Environment
 from moe_oracle.core.fields import FIELDS
 from moe_oracle.inputs.hardware import GPU_CATALOG

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from moe_oracle.core.catalog import load_runtime_catalog
+from moe_oracle.core.loading import load_runtime_catalog
 from moe_oracle.core.compile import COMPILERS, ENGINE_REQUIRED, RUNTIME_KINDS
 from moe_oracle.core.errors import TableError
 from moe_oracle.core.oracle import default_catalog

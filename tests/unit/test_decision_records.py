@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from moe_oracle.core.engine import evaluate
-from moe_oracle.core.errors import NoEligibleKernelError
+from moe_oracle.core.decision import NoEligibleKernelError
 from moe_oracle.core.oracle import Oracle
 from moe_oracle.tools.sampling import sample_configs
 

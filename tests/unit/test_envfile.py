@@ -13,7 +13,8 @@ import json
 import pytest
 
 from moe_oracle.cli import main
-from moe_oracle.inputs.envfile import parse_environment_text, parse_requirement, read_environment_file
+from moe_oracle.inputs.envfile import parse_environment_text, read_environment_file
+from moe_oracle.core.packages import parse_requirement
 from moe_oracle.core.environment import ABSENT, Environment
 from moe_oracle.core.errors import ConfigError
 from moe_oracle.core._resources import examples_dir

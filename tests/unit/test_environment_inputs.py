@@ -122,7 +122,7 @@ def test_both_doors_judge_one_package_at_two_versions_alike(a, b, same):
     """Requirement specs (``Environment.declared``, ``unique_specs``) and constructor pairs
     (``Environment(packages=...)``) ask one helper whether two versions are the same."""
     import moe_oracle.core.environment as environment_module
-    from moe_oracle.inputs.envfile import same_version
+    from moe_oracle.core.packages import same_version
 
     assert environment_module.same_version is same_version and same_version(a, b) is same
     assert not hasattr(environment_module, "_same")

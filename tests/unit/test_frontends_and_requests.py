@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from moe_oracle import Device, Environment, MoEConfig, ParallelConfig
-from moe_oracle.core.catalog import load_catalog
+from moe_oracle.core.loading import load_catalog
 from moe_oracle.core.engine import evaluate
 from moe_oracle.core.errors import ConfigError
 from moe_oracle.core.quant import QuantScheme, scheme_by_name
@@ -219,7 +219,7 @@ def test_the_platform_runs_moe_itself(catalog):
 
 
 def test_request_name_is_a_name_the_engine_accepts(catalog):
-    from moe_oracle.core.engine import request_name
+    from moe_oracle.core.requests import request_name
 
     assert request_name(catalog, "vllm_cutlass") == "cutlass"
     assert request_name(catalog, "batched_deep_gemm") == "deep_gemm"
@@ -230,7 +230,7 @@ def test_request_name_is_a_name_the_engine_accepts(catalog):
 def test_the_doors_accept_every_name_a_modelled_release_accepts(catalog):
     # vLLM 0.33.0 KernelConfig.moe_backend accepts deep_gemm_mega_moe and flydsl, which no oracle
     # maps for these layers: the name requests nothing (vLLM raises at selection), it is not bad input.
-    from moe_oracle.core.engine import resolve_request
+    from moe_oracle.core.requests import resolve_request
     from moe_oracle.core.errors import ConfigError
 
     assert resolve_request(catalog, "deep_gemm_mega_moe") == () and resolve_request(catalog, "flydsl") == ()

@@ -12,7 +12,7 @@ import pytest
 
 from moe_oracle.core.errors import ConfigError
 from moe_oracle.inputs.hf import from_hf_config, load_hf_config, routing_method_type
-from moe_oracle.inputs.files import resolve_model_path
+from moe_oracle.inputs.models import resolve_model_path
 
 # model -> (experts, top_k, hidden, intermediate, activation, routing, quant scheme, quant_method)
 EXPECTED = {

@@ -20,7 +20,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from moe_oracle.core.catalog import load_catalog
+from moe_oracle.core.loading import load_catalog
 
 RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 SRC = "P/all2all_utils.py maybe_make_prepare_finalize"

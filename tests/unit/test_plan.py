@@ -12,7 +12,7 @@ from moe_oracle.core.config import Device, ParallelConfig
 from moe_oracle.core.environment import Environment
 from moe_oracle.core.errors import ConfigError
 from moe_oracle.inputs.hardware import lookup_hardware
-from moe_oracle.inputs.files import resolve_model_path
+from moe_oracle.inputs.models import resolve_model_path
 from moe_oracle.core.oracle import Oracle
 from moe_oracle.core.placement import expert_placement
 from moe_oracle.explain.plan import build_plan, layer_ranges

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from moe_oracle.explain.whynot import why_not
 from moe_oracle.cli import main
 from moe_oracle.inputs.serve import platform_quantization
 from moe_oracle.verify.run import RELEASES
@@ -252,9 +253,9 @@ def test_the_search_takes_no_answer_the_engine_would_not_start_with():
     doc = {"model": {"num_experts": 64, "top_k": 4, "hidden_size": 1024, "intermediate_size": 512, "activation": "silu", "quant": "fp8_block", "quant_method": "fp8"}, "device": {"gpu": "H200"}}
     config = config_from_document(doc, catalog).config
     oracle = Oracle(catalog, Environment())
-    moved = oracle.why_not(config, "xpu", n=3)
+    moved = why_not(oracle, config, "xpu", n=3)
     assert any(a.config.device.platform is Platform.XPU for a in moved.alternatives)
-    kept = oracle.why_not(config, "xpu", n=3, admissible=lambda c, e: c.device.platform is not Platform.XPU)
+    kept = why_not(oracle, config, "xpu", n=3, admissible=lambda c, e: c.device.platform is not Platform.XPU)
     assert not any(a.config.device.platform is Platform.XPU for a in kept.alternatives)
 
 

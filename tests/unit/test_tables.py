@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from moe_oracle.core.catalog import load_catalog
+from moe_oracle.core.loading import load_catalog
 from moe_oracle.core.errors import TableError
 from tests.tables_fixture import base_tables, write_tables
 

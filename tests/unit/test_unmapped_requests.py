@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from moe_oracle.explain.whynot import why_not
 from moe_oracle.cli import main
 from moe_oracle.core.errors import ConfigError
 from moe_oracle.core.oracle import Oracle, default_catalog
@@ -54,6 +55,6 @@ def test_why_not_refuses_a_name_that_maps_to_no_kernel(name, capsys):
     text = capsys.readouterr().out
     assert '"backend": []' not in text and json.loads(text)["issues"][0]["value"] == name
     with pytest.raises(ConfigError) as info:
-        Oracle(default_catalog()).why_not(_config("deepseek-r1", "B200", tp_size=8), name)
+        why_not(Oracle(default_catalog()), _config("deepseek-r1", "B200", tp_size=8), name)
     issue = info.value.issues[0]
     assert issue.path == "--backend" and issue.value == name and "triton" in issue.allowed and name not in issue.allowed

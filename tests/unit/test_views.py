@@ -14,7 +14,7 @@ import yaml
 
 from moe_oracle import Device, Environment, MoEConfig, Oracle
 from moe_oracle.core._resources import runtime_table_dirs, table_dirs
-from moe_oracle.core.catalog import load_catalog, load_runtime_catalog
+from moe_oracle.core.loading import load_catalog, load_runtime_catalog
 from moe_oracle.core.engine import evaluate
 from moe_oracle.core.oracle import default_catalog, default_runtime_catalog
 from moe_oracle.tools.sampling import sample_configs

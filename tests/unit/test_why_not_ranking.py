@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 
+from moe_oracle.explain.whynot import why_not
 from moe_oracle.cli import main
 from moe_oracle.core.config import MoEConfig, ParallelConfig
 from moe_oracle.core.environment import Environment
 from moe_oracle.inputs.hardware import lookup_hardware
 from moe_oracle.inputs.hf import from_hf_config, load_hf_config
-from moe_oracle.inputs.files import resolve_model_path
+from moe_oracle.inputs.models import resolve_model_path
 from moe_oracle.core.oracle import Oracle, default_catalog
 from moe_oracle.explain.whynot import COSTS, category
 
@@ -36,7 +37,7 @@ def test_minimax_m2_gets_the_ep_flag_before_a_redeployment(capsys):
 
 
 def test_up_to_n_alternatives_cheapest_first_none_a_superset():
-    r = Oracle(default_catalog()).why_not(_config("minimax-m2", "H200", tp_size=8), "flashinfer_trtllm", Environment(), n=4)
+    r = why_not(Oracle(default_catalog()), _config("minimax-m2", "H200", tp_size=8), "flashinfer_trtllm", Environment(), n=4)
     costs = [a.cost for a in r.alternatives]
     assert 1 < len(costs) <= 4 and costs == sorted(costs)
     keys = [frozenset(e.flag() for e in a.edits) for a in r.alternatives]
@@ -73,7 +74,7 @@ def test_one_device_candidate_per_architecture():
 
 
 def test_the_result_prints_readably():
-    r = Oracle(default_catalog()).why_not(_config("minimax-m2", "H200", tp_size=8), "flashinfer_cutlass", Environment())
+    r = why_not(Oracle(default_catalog()), _config("minimax-m2", "H200", tp_size=8), "flashinfer_cutlass", Environment())
     text = str(r)
     # The name flashinfer_cutlass requests MXFP4's MXFP8 variant backend too (rules/aliases.yaml).
     assert text.startswith("flashinfer_cutlass/flashinfer_cutlass_afp8 becomes eligible") and "1. --ep" in text and "WhyNot(" not in text

@@ -26,13 +26,12 @@ from ..tables import TableFile
 from .aliases import compile_aliases
 from .constraints import compile_constraints
 from .context import CompileContext
-from .frontends import compile_frontends
 from .engine import compile_engine
 from .entries import compile_experts, compile_prepare_finalize
 from .environment import compile_environment
 from .frontends import compile_frontends
 from .known_bad import compile_known_bad
-from .link import pairing_issues, versioned_items
+from .link import link, pairing_issues, versioned_items
 from .overrides import compile_overrides
 from .priority import compile_priority
 from .shortcuts import compile_shortcuts
@@ -145,6 +144,7 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
         engine_names=engine_names,
         rewrites=rewrites,
         block_rules=block_rules,
+        linker=link,
     )
     ranges = {rng for _, _, rng in versioned_items(compiled) if rng is not None}
     if base is not None:

@@ -18,12 +18,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..core.decision import make_failure, table_order
-from ..core.records import CandidateResult, Failure, Status, jsonable
-from ..core.vocab import ReasonCode, Source
+from .failures import make_failure, table_order
+from .records import CandidateResult, Failure, Status, jsonable
+from .vocab import ReasonCode, Source
 
 if TYPE_CHECKING:
-    from ..core.decision import Decision
+    from .decision import Decision
 
 __all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request"]
 
@@ -114,7 +114,7 @@ def unmapped_request(decision: "Decision") -> tuple[str, str | None, tuple[str, 
 def _find_unmapped(decision: "Decision") -> tuple[str, str | None, tuple[str, ...], str] | None:
     if decision.requested != () or decision.requested_by != "moe_backend":
         return None
-    from ..core.engine import request_map
+    from .requests import request_map
 
     view = decision.ranking.view
     values = decision.normalized.values
@@ -356,13 +356,19 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
     return lines
 
 
+def alternative_lines(alternatives: Iterable[Any], indent: str = "  ", *, serve: bool = False) -> list[str]:
+    """Numbered lines, one per alternative; equal costs are marked as ties (``serve``: see
+    :meth:`moe_oracle.explain.whynot.Alternative.describe`)."""
+    alts = list(alternatives)
+    costs = Counter(a.cost for a in alts)
+    return [f"{indent}{i}. {a.describe(serve=serve)}  [cost {a.cost}{', tie' if costs[a.cost] > 1 else ''}] -> {a.outcome()}" for i, a in enumerate(alts, start=1)]
+
+
 def _fix_lines(fixes: Sequence[Any] | None, show: int = 3, serve: bool = False) -> list[str]:
     if fixes is None:
         return []
     if not fixes:
         return ["Fixes: no change of a few inputs (the model kept) makes a candidate eligible."]
-    from .whynot import alternative_lines
-
     return ["Fixes, fewest and least disruptive first (each re-checked):"] + alternative_lines(list(fixes)[:show], serve=serve)
 
 

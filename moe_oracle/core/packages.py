@@ -1,0 +1,170 @@
+"""Installed distributions as declared: a name and a version (PEP 503 names, PEP 440 versions,
+PEP 427 wheel filenames), read with ``packaging``.
+
+The core's :class:`~moe_oracle.core.environment.Environment` and the environment-file readers
+(:mod:`moe_oracle.inputs.envfile`) share these.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+from urllib.parse import unquote, urlsplit
+
+from packaging.version import InvalidVersion, Version
+
+from .errors import ConfigError, InputIssue
+
+# packaging.requirements and packaging.utils are imported where a name or a requirement is read:
+# with packaging.tags, markers and their parser they are ~15 ms of imports, which a selection
+# that names no package (`moe-oracle select --model M --gpu G`) never uses.
+
+__all__ = ["PackageSpec", "canonical_name", "parse_requirement", "same_version", "unique_specs"]
+
+
+def canonical_name(name: str) -> str:
+    """The PEP 503 normalized form of a distribution name (``packaging.utils.canonicalize_name``).
+
+    >>> canonical_name("Flashinfer_Python")
+    'flashinfer-python'
+    """
+    from packaging.utils import canonicalize_name
+
+    return canonicalize_name(name)
+
+
+@dataclass(frozen=True)
+class PackageSpec:
+    """One installed distribution as declared: canonical name and version (``None``: unknown).
+
+    ``version_from`` says where a version not written as a pin came from (``wheel filename``:
+    a ``NAME @ URL`` whose URL names a wheel); ``None`` for a pinned or unknown version.
+    """
+
+    name: str
+    version: str | None
+    reference: str | None = None
+    version_from: str | None = field(default=None, compare=False, repr=False)
+
+    def version_note(self) -> str | None:
+        """The sentence saying where the version came from, when it was not pinned."""
+        if self.version_from is None:
+            return None
+        return f"{self.name} {self.version}: the version is read from the {self.version_from} ({self.reference}), as PEP 427 names wheels"
+
+
+def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
+    """One ``pip freeze`` line or ``--package`` value.
+
+    Accepts ``name==version`` (also ``===``), ``name @ url`` (version unknown unless the
+    same line pins one), ``-e URL#egg=name`` and a bare ``name`` (installed, version
+    unknown); extras and markers are allowed and ignored.
+
+    >>> parse_requirement("torch==2.14.0+cu130")
+    PackageSpec(name='torch', version='2.14.0+cu130', reference=None)
+    >>> parse_requirement("deep_gemm @ git+https://github.com/deepseek-ai/DeepGEMM@v2.1.1").version is None
+    True
+    >>> parse_requirement("vllm @ file:///wheels/vllm-0.31.0-cp38-abi3-linux_x86_64.whl").version
+    '0.31.0'
+
+    A URL naming a wheel gives its version through the wheel filename (PEP 427,
+    ``packaging.utils.parse_wheel_filename``); any other URL leaves the version unknown.
+
+    Raises:
+        ConfigError: not a requirement, a range instead of one version, an invalid version,
+            or a wheel URL whose filename is invalid or names another package.
+    """
+    line = text.strip()
+    if line.startswith(("-e ", "--editable ")):
+        egg = re.search(r"[#&]egg=([A-Za-z0-9._-]+)", line)
+        if not egg:
+            raise ConfigError([InputIssue(where, "an editable requirement needs #egg=NAME to name the package", text, None)], headline=f"bad {where}")
+        return PackageSpec(canonical_name(egg.group(1)), None, line.split(None, 1)[1])
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(line)
+    except InvalidRequirement as exc:
+        raise ConfigError([InputIssue(where, f"not a requirement NAME==VERSION or NAME @ URL ({exc})", text, None)], headline=f"bad {where}") from None
+    name = canonical_name(req.name)
+    pins = [s for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
+    if req.url:
+        if pins:
+            return PackageSpec(name, pins[0].version, req.url)
+        return _wheel_reference(name, req.url, text, where)
+    if not req.specifier:
+        return PackageSpec(name, None)  # a bare name: installed, version unknown
+    if len(pins) != 1 or len(req.specifier) != 1:
+        raise ConfigError([InputIssue(where, "declare the installed version exactly: NAME==VERSION (or NAME @ URL)", text, None)], headline=f"bad {where}")
+    version = pins[0].version
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise ConfigError([InputIssue(where, "not a PEP 440 version", version, None)], headline=f"bad {where}") from None
+    return PackageSpec(name, version)
+
+
+def unique_specs(specs: Iterable[tuple[PackageSpec, str | None]], where: str, file: str | None = None) -> tuple[PackageSpec, ...]:
+    """Each package once, in first-seen order; the same declaration repeated is accepted.
+
+    ``specs``: (spec, where it was read: ``"line 3"``, ``"$[2]"``, or ``None``); ``where``: the
+    flag the declarations came from (``--package``, ``--environment``); ``file``: their file.
+
+    >>> [s.version for s in unique_specs([(parse_requirement("vllm==0.9.0"), None), (parse_requirement("vllm==0.9"), None)], "--package")]
+    ['0.9.0']
+
+    Raises:
+        ConfigError: one package declared at two different versions (naming the package, both
+            versions and, for a file, both lines). A pinned version and an unknown one
+            (``NAME @ URL``) are different declarations.
+    """
+    seen: dict[str, tuple[PackageSpec, str | None]] = {}
+    for spec, at in specs:
+        first = seen.get(spec.name)
+        if first is None:
+            seen[spec.name] = (spec, at)
+        elif not (same_version(first[0].version, spec.version) and (spec.version is not None or first[0].reference == spec.reference)):
+            raise ConfigError([InputIssue(f"{where} {spec.name}", f"declared twice with different versions: {_shown(*first)} and {_shown(spec, at)}; declare one version", None, None, file)], headline=f"bad {where}")
+    return tuple(s for s, _ in seen.values())
+
+
+def same_version(a: str | None, b: str | None) -> bool:
+    """Whether two declarations of one package name the same version: equal as PEP 440
+    versions (``0.9`` is ``0.9.0``), or the same text where one is not a PEP 440 version; an
+    unknown version (``None``: ``NAME @ URL``, a bare name) equals only another unknown one.
+    The one test of "one package declared at two versions", for requirement specs
+    (:func:`unique_specs`) and for :class:`~moe_oracle.core.environment.Environment` pairs.
+
+    >>> same_version("0.9", "0.9.0"), same_version("0.9.0", "0.10.0"), same_version(None, None), same_version("1.0", None)
+    (True, False, True, False)
+    """
+    if a is None or b is None:
+        return a is None and b is None
+    if a == b:
+        return True
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return False
+
+
+def _shown(spec: PackageSpec, at: str | None) -> str:
+    text = repr(spec.version) if spec.version is not None else f"an unknown version ({spec.reference or 'no version given'})"
+    return text + (f" ({at})" if at else "")
+
+
+def _wheel_reference(name: str, url: str, text: str, where: str) -> PackageSpec:
+    """``NAME @ URL``: the version from the URL's wheel filename, else unknown."""
+    filename = unquote(urlsplit(url).path).rsplit("/", 1)[-1]
+    if not filename.endswith(".whl"):
+        return PackageSpec(name, None, url)
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        wheel_name, version, _, _ = parse_wheel_filename(filename)
+    except InvalidWheelFilename as exc:
+        raise ConfigError([InputIssue(where, f"the URL names a wheel whose filename is invalid ({exc})", text, None)], headline=f"bad {where}") from None
+    if wheel_name != name:
+        raise ConfigError([InputIssue(where, f"the wheel {filename!r} is package {wheel_name!r}, not {name!r}", text, None)], headline=f"bad {where}")
+    return PackageSpec(name, str(version), url, version_from="wheel filename")
