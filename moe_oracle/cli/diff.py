@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import copy
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
 from ..core.errors import ConfigError, InputIssue
+from ..inputs.operator_inputs import OperatorInputs
+from .common import operator_inputs, print_json
 
 __all__ = ["add_parser", "run", "parse_side"]
 
@@ -66,29 +68,26 @@ def parse_side(text: str, flag: str) -> dict[str, Any]:
     )
 
 
-def _side_args(args: argparse.Namespace, side: dict[str, Any]) -> argparse.Namespace:
-    """The flags of one side: ``side`` is :func:`parse_side`'s record plus the ``flag`` it was given by."""
-    out = copy.copy(args)
-    out.package = list(args.package)
+def _side_inputs(given: OperatorInputs, side: dict[str, Any]) -> OperatorInputs:
+    """The inputs of one side: ``side`` is :func:`parse_side`'s record plus the ``flag`` it was given by."""
+    changes: dict[str, Any] = {}
     if "packages" in side:
-        out.package += side["packages"]
+        changes["package"] = given.package + tuple(side["packages"])
     if "gpu" in side:
-        out.gpu = side["gpu"]
-        out.platform = out.sm = out.arch = None
-        out.gpu_given_as = f"{side['flag']} gpu:{side['gpu']}"
+        changes.update(gpu=side["gpu"], platform=None, sm=None, arch=None, gpu_given_as=f"{side['flag']} gpu:{side['gpu']}")
     if "environment" in side:
-        if args.environment:
-            raise ConfigError([InputIssue("--environment", "a side given as an environment file replaces --environment; give one of them", args.environment, None)], headline="bad --environment")
-        out.environment = side["environment"]
-    return out
+        if given.environment:
+            raise ConfigError([InputIssue("--environment", "a side given as an environment file replaces --environment; give one of them", given.environment, None)], headline="bad --environment")
+        changes["environment"] = side["environment"]
+    return replace(given, **changes)
 
 
-def _plan_groups(args: argparse.Namespace, catalog: Any, sides: list[tuple[str, dict[str, Any]]]) -> tuple[list[tuple[str, Any, Any]], list[str]]:
+def _plan_groups(given: OperatorInputs, catalog: Any, sides: list[tuple[str, dict[str, Any]]]) -> tuple[list[tuple[str, Any, Any]], list[str]]:
     """Per MoE layer group of the model, its config and environment on each side (``plan`` per side)."""
-    from .plan import plan_from_args
     from ..explain.diff import Side
+    from .plan import plan_from_inputs
 
-    plans = [(text, plan_from_args(_side_args(args, spec), catalog)) for text, spec in sides]
+    plans = [(text, plan_from_inputs(_side_inputs(given, spec), catalog)) for text, spec in sides]
     (label_b, before), (label_a, after) = plans
     by_layers = {tuple(layer.spec.index for layer in g.layers): g for g in after.moe_groups()}
     groups = []
@@ -102,18 +101,22 @@ def _plan_groups(args: argparse.Namespace, catalog: Any, sides: list[tuple[str, 
     return groups, sorted(notes)
 
 
-def run(args: argparse.Namespace, catalog: Any, build_inputs: Callable[..., tuple[Any, Any, list[str]]], print_json: Callable[[Any], None]) -> int:
+def run(args: argparse.Namespace, catalog: Any) -> int:
+    """Run ``diff``; returns 0 (it ran, whether or not anything changed)."""
     from ..explain.diff import Side, diff_groups
+    from ..inputs.deployment import build_deployment
+
+    given = operator_inputs(args)
 
     specs = [(text, {**parse_side(text, flag), "flag": flag}) for flag, text in (("--from", args.side_from), ("--to", args.side_to))]
     if (args.model or args.serve) and not args.config and not args.quant:
         # A whole model: every MoE layer group of its plan, paired by layer indices.
-        groups, notes = _plan_groups(args, catalog, specs)
+        groups, notes = _plan_groups(given, catalog, specs)
     else:
         sides = []
         for text, spec in specs:
-            config, env, side_notes = build_inputs(_side_args(args, spec), catalog)
-            sides.append((Side(text, config, env), side_notes))
+            deployment = build_deployment(_side_inputs(given, spec), catalog)
+            sides.append((Side(text, deployment.config, deployment.environment), deployment.notes))
         (before, notes_b), (after, notes_a) = sides
         groups, notes = [("MoE layers", before, after)], sorted(set(notes_b) | set(notes_a))
     result = diff_groups(catalog, groups, policy=args.policy)

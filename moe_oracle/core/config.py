@@ -189,7 +189,7 @@ class MoEConfig:
             for the method an override ends with (``"modelopt_fp4"``, ``"auto_gptq"``) is read
             as the format it overrides (:func:`moe_oracle.core.normalize.table_quant_method`). Not
             validated here (any string); a config file's value must be one of the release's
-            methods moe-oracle models (:func:`moe_oracle.inputs.deployment.config_quant_method_issue`).
+            methods moe-oracle models (:func:`moe_oracle.inputs.quant_checks.config_quant_method_issue`).
         in_dtype: model activation dtype.
         router_logits_dtype: dtype of router logits; ``None`` means ``in_dtype``.
         has_bias: experts carry biases (gpt-oss).

@@ -23,7 +23,9 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
+from ..core.catalog import Catalog
 from ..inputs.checkpoint import Checkpoint, CheckpointLayer
+from ..inputs.model_deployment import ModelDeployment
 from ..core.config import Device, MoEConfig, ParallelConfig, Provenance
 from ..core.decision import Decision
 from ..core.environment import Environment
@@ -34,7 +36,7 @@ from ..core.refusals import Origin, refusals
 from ..core.versions import EngineRelease
 from ..core.vocab import Source
 
-__all__ = ["PLAN_FORMAT_VERSION", "Plan", "PlanGroup", "RankClass", "build_plan", "layer_ranges"]
+__all__ = ["PLAN_FORMAT_VERSION", "Plan", "PlanGroup", "RankClass", "build_plan", "layer_ranges", "plan_deployment"]
 
 PLAN_FORMAT_VERSION = 1
 
@@ -431,3 +433,17 @@ def _merge(*groups: Sequence[Provenance]) -> tuple[Provenance, ...]:
 def plan_json(plan: Plan) -> str:
     """The plan record as indented JSON text."""
     return json.dumps(plan.to_dict(), indent=2, default=str)
+
+
+def plan_deployment(deployment: ModelDeployment, catalog: Catalog) -> Plan:
+    """The :class:`Plan` of a whole-model deployment read by the one door
+    (:func:`moe_oracle.inputs.model_deployment.build_model_deployment`), selected with ``catalog``
+    under the deployment's environment and the operator's policy."""
+    given = deployment.given
+    return build_plan(
+        deployment.checkpoint, Oracle(catalog, deployment.environment, policy=given.policy), device=deployment.device, parallel=deployment.parallel,
+        moe_backend=deployment.moe_backend, draft_moe_backend=deployment.draft_moe_backend, draft_source=deployment.draft_source,
+        include_draft=deployment.include_draft, draft_by_serve=deployment.draft_by_serve,
+        lora=bool(given.lora), batch_invariant=bool(given.batch_invariant), max_num_tokens=given.max_tokens,
+        expert_placement_strategy=given.expert_placement, environment=deployment.environment, provenance=list(deployment.provenance), notes=list(deployment.notes), origins=deployment.origins(),
+    )

@@ -310,7 +310,7 @@ def _serve_spelling() -> dict[str, str]:
     """moe-oracle flag -> the vllm serve flag that sets the same field (``deployment``'s flag
     table joined with ``serve.SERVE_FLAG_OF``); redundant experts and the draft's backend are
     JSON keys, not flags, and are left out."""
-    from ..inputs.deployment import SERVE_TO_ARGS
+    from ..inputs.serve_apply import SERVE_TO_ARGS
     from ..inputs.serve import SERVE_FLAG_OF
 
     return {flag: SERVE_FLAG_OF[attr] for attr, (_, flag) in SERVE_TO_ARGS.items() if " " not in SERVE_FLAG_OF[attr]}
@@ -650,7 +650,7 @@ def search_eligible(
     ``admissible`` (config, environment) -> whether the engine starts with them at all: edited
     inputs it refuses are no answer, though the search goes on through them (a later edit may
     make them admissible). The CLI passes the platform's quantization check
-    (:func:`moe_oracle.inputs.deployment.platform_admits`): no fix moves a checkpoint to a GPU whose
+    (:func:`moe_oracle.inputs.quant_checks.platform_admits`): no fix moves a checkpoint to a GPU whose
     platform vLLM refuses its method on.
 
     ``selected`` (a dead end's fixes): the layer must also not be refused after selection, and

@@ -49,7 +49,7 @@ class LoadedConfig:
         probe: ``environment.probe``: answer for this machine.
         checkpoint_quant: for ``model.hf_config``, the checkpoint's quantization document
             (:class:`~moe_oracle.inputs.checkpoint.quant_formats.QuantFormat`), which vLLM checks at
-            start as for ``--model`` (:func:`moe_oracle.inputs.deployment.verify_checkpoint_quantization`);
+            start as for ``--model`` (:func:`moe_oracle.inputs.quant_checks.verify_checkpoint_quantization`);
             ``None`` for a layer given field by field.
         checkpoint_scheme: the experts' scheme as the checkpoint has it (before ``model.quant``).
     """
@@ -167,7 +167,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             except ConfigError as exc:
                 # Environment names command-line flags (--package NAME) and its fields (env NAME); here the input is this file.
                 raise ConfigError([replace(i, path=_environment_path(i.path), file=file) for i in exc.issues]) from None
-            from .deployment import answer_release
+            from .declared import answer_release
 
             issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file, release=answer_release(catalog, environment))
             if issues:
@@ -179,7 +179,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         hf_path = _model_reference(model, "hf_config", base, file)
         quant_cfg = load_hf_config(_model_reference(model, "hf_quant_config", base, file)) if "hf_quant_config" in model else None
         beside_path = quant_config_beside(hf_path)
-        from .deployment import engine_release
+        from .declared import engine_release
 
         answer = answer_env(environment, probe) if answer_env is not None else environment
         release = engine_release(catalog, answer) if answer is not None else None
@@ -235,14 +235,15 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
 
 def _check_quant_method(catalog: Catalog, value: str, environment: Environment | None, file: str | None) -> None:
     """Refuse a layer's ``quant_method`` that vLLM (the answer's release) does not know, or whose
-    MoE method moe-oracle does not model (:func:`moe_oracle.inputs.deployment.config_quant_method_issue`);
+    MoE method moe-oracle does not model (:func:`moe_oracle.inputs.quant_checks.config_quant_method_issue`);
     the platform's check of the method comes later, once the device is final (a ``--gpu`` flag
     may replace the file's).
 
     Raises:
         ConfigError: naming ``$.model.quant_method``, the value and the allowed names.
     """
-    from .deployment import answer_release, config_quant_method_issue
+    from .quant_checks import config_quant_method_issue
+    from .declared import answer_release
     from .serve import ENGINE_VERSION
 
     issue = config_quant_method_issue(value, answer_release(catalog, environment or Environment()) or ENGINE_VERSION, file=file)

@@ -57,7 +57,7 @@ Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the
   refuses the command line (argparse "unrecognized arguments");
 * a ``--quantization`` or ``--kv-cache-dtype`` value the release refuses at start is bad input
   too (:func:`serve_value_issues`; ``--quantization`` needs the checkpoint's quantization
-  document, :func:`moe_oracle.inputs.deployment.verify_checkpoint_quantization`).
+  document, :func:`moe_oracle.inputs.quant_checks.verify_checkpoint_quantization`).
 
 ``NAME=VALUE`` words before the command are environment variables of the server process.
 """
@@ -134,7 +134,7 @@ class ServeArgs:
     ``quantization`` is lower-cased as vLLM does (``ModelConfig.validate_quantization_before``);
     it, ``kv_cache_dtype`` and ``allow_deprecated_quantization`` are checked against the
     release's values by :func:`serve_value_issues` (``quantization`` with the checkpoint:
-    :func:`moe_oracle.inputs.deployment.verify_checkpoint_quantization`). ``version``: the vLLM release whose flags
+    :func:`moe_oracle.inputs.quant_checks.verify_checkpoint_quantization`). ``version``: the vLLM release whose flags
     parsed the line.
     """
 
@@ -321,7 +321,7 @@ def quantization_value_issues(q: str, version: str, *, allow_deprecated: bool, f
     checks on the method it ends with: the ``--quantization`` value as given only when the
     checkpoint has no quantization document (online quantization). With one, the override classes
     and the checkpoint's ``quant_method`` decide the method first
-    (:func:`moe_oracle.inputs.deployment.verify_checkpoint_quantization`). ``flag`` names where ``q``
+    (:func:`moe_oracle.inputs.quant_checks.verify_checkpoint_quantization`). ``flag`` names where ``q``
     was given.
 
     Raises:
@@ -344,7 +344,7 @@ def serve_value_issues(serve: ServeArgs, version: str, *, check_quantization: bo
       override classes first (``-q marlin`` on a GPTQ checkpoint becomes ``auto_gptq``, any
       ``-q`` on a ModelOpt FP8 one becomes ``modelopt``), so callers that read the checkpoint
       pass ``check_quantization=False`` and check it with
-      :func:`moe_oracle.inputs.deployment.verify_checkpoint_quantization`.
+      :func:`moe_oracle.inputs.quant_checks.verify_checkpoint_quantization`.
     * ``--kv-cache-dtype`` not a ``CacheDType``: refused by argparse ``choices`` in vLLM
       0.29.0-0.32.0 (vllm/engine/arg_utils.py), by ``CacheConfig._validate_cache_dtype``
       (vllm/config/cache.py) in 0.33.0.

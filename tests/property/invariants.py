@@ -24,7 +24,8 @@ from moe_oracle import cli
 from moe_oracle.core.catalog import Catalog
 from moe_oracle.core.loading import compile_tables
 from moe_oracle.core.decision import Decision
-from moe_oracle.inputs.deployment import answer_release, config_quant_method_issue, layer_gate_methods, platform_admits
+from moe_oracle.inputs.quant_checks import config_quant_method_issue, layer_gate_methods, platform_admits
+from moe_oracle.inputs.declared import answer_release
 from moe_oracle.core.engine import evaluate
 from moe_oracle.core.environment import Environment
 from moe_oracle.core.errors import ConfigError

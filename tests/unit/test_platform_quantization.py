@@ -85,7 +85,7 @@ def test_the_names_deepseek_v4_fp8_s_override_chooses_between_pass_every_platfor
 def test_a_deepseek_v4_quark_mxfp4_document_is_noted_not_refused_on_xpu(tmp_path, capsys):
     """vLLM 0.29.0-0.30.0 take it as deepseek_v4_fp8 (XPU lists it), later releases as quark (XPU
     does not): not modelled, so a note instead of a refusal that would be wrong for 0.29.0-0.30.0."""
-    from moe_oracle.inputs.deployment import verify_checkpoint_quantization
+    from moe_oracle.inputs.quant_checks import verify_checkpoint_quantization
     from moe_oracle.inputs.hardware import lookup_hardware
     from types import SimpleNamespace
 
@@ -349,7 +349,7 @@ def test_a_method_the_serve_lines_flag_chose_stays_checked_under_another_quant(t
     ("fp8_per_block", "does not model"),
 ], ids=lambda v: v or "empty")
 def test_a_config_files_quant_method_must_be_a_modelled_method_of_the_release(value, why, tmp_path, capsys):
-    from moe_oracle.inputs.deployment import modelled_quant_methods
+    from moe_oracle.inputs.quant_checks import modelled_quant_methods
 
     path = tmp_path / "layer.yaml"
     path.write_text(_LAYER % ("fp8_block", repr(value), "H200"))
@@ -402,7 +402,8 @@ def test_every_quant_method_the_tables_read_is_allowed_or_named_why_not():
     a config file, but ptpc_fp8: no modelled release has it (deployment._NOT_A_RELEASE_METHOD)."""
     import yaml
 
-    from moe_oracle.inputs.deployment import _NOT_A_RELEASE_METHOD, modelled_quant_methods
+    from moe_oracle.inputs.quant_checks import _NOT_A_RELEASE_METHOD
+    from moe_oracle.inputs.quant_checks import modelled_quant_methods
 
     read: set[str] = set()
 

@@ -217,7 +217,7 @@ def test_release_values_agree_with_the_serve_facts():
 def test_a_hugging_face_id_resolves_to_its_shipped_example(model, example):
     """examples/models/SOURCES.md lists these ids; a vendor's re-quantized checkpoint is shipped
     under the whole id, the others under the id's last component."""
-    from moe_oracle.inputs.deployment import serve_model_path
+    from moe_oracle.inputs.serve_apply import serve_model_path
 
     assert serve_model_path(parse_serve(f"vllm serve {model} -tp 8", version="0.33.0")).name == example
 

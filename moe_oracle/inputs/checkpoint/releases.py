@@ -1,7 +1,7 @@
 """The vLLM release a checkpoint is read for, and the checkpoint facts that differ between releases.
 
 The checkpoint reader answers for one modelled release: the release the answer is for
-(:func:`moe_oracle.inputs.deployment.answer_release`), or the modelled release standing in for an
+(:func:`moe_oracle.inputs.declared.answer_release`), or the modelled release standing in for an
 unmodelled one. :class:`ReaderRelease` carries that release and the words that name it in
 messages (``vLLM 0.31.0``; ``vLLM 0.29.0 (standing in for 0.28.0)``). :data:`FACTS` lists the
 checkpoint facts that hold for some modelled releases only, each with its release range and the

@@ -1,0 +1,146 @@
+"""What the subcommands share: their input flags, the exit codes, the catalog a command reads, JSON
+output, and the one hand-over from parsed flags to the one door
+(:class:`~moe_oracle.inputs.operator_inputs.OperatorInputs`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..inputs.operator_inputs import OperatorInputs
+
+__all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json"]
+
+EXIT_OK, EXIT_NONE, EXIT_BAD_INPUT = 0, 1, 2
+
+EPILOG_INPUT = """\
+inputs:
+  Describe the layer with --config FILE (YAML/JSON, schemas/moe_config.schema.json) or with
+  --model (a Hugging Face config.json, or a shipped example name: see `moe-oracle examples`)
+  plus the device and deployment flags. Flags given with --config override the file.
+
+  --serve "vllm serve MODEL -tp 8 --enable-expert-parallel ..." reads a vLLM command line
+  instead, with the flags of the release the answer is for (--package vllm==X, --environment or
+  --probe; 0.29.0-0.33.0): model, TP/DP/EP, all2all, EPLB, LoRA, --moe-backend, --quantization,
+  --dtype, ...; flags that do not affect MoE selection are ignored with a note.
+
+environment:
+  Without --probe the environment is declared: packages you do not name are unknown, so
+  predicates on them abstain and the Decision lists them as assumptions. --environment FILE
+  reads `pip freeze`, `pip list --format=json`, `uv pip list` or `vllm collect-env` output
+  (collect-env also names the GPU). --package NAME==VER (or NAME @ URL) declares an installed
+  package, --without NAME an absent one, --env VAR=VALUE an environment variable, parsed as
+  vLLM 0.33.0 parses it (VLLM_USE_DEEP_GEMM=true makes vLLM fail at start: exit 2).
+  Names no table reads are accepted and listed in a note. --probe reads this machine instead
+  and says which interpreter and site-packages it read.
+
+engine release:
+  Answers are for one vLLM release: --package vllm==0.31.0 declares it (and the FlashInfer version
+  it pins, unless you declare flashinfer-python), --probe reads the installed one, and otherwise the
+  newest release the tables model is assumed. Every answer names its release and how it was known;
+  a release the tables do not model gets an answer and a warning.
+
+policy:
+  --policy faithful (default) answers what vLLM does, including kernels with known bugs and kernels
+  an engine path returns without checking them (each with a warning naming the safe alternative).
+  --policy safe rejects known-bad kernels (reason known_bad) and applies every check everywhere.
+
+exit codes: 0 selected, 1 nothing eligible (record printed), 2 bad input.
+"""
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (argparse reports the flag, the value and exits 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def name_arg(text: str) -> str:
+    """argparse type: a non-empty name."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a non-empty name")
+    return text
+
+
+def gpu_help() -> str:
+    from ..inputs.hardware import GPU_CATALOG
+
+    return "hardware catalog name: " + ", ".join(GPU_CATALOG) + " (moe-oracle examples describes them)"
+
+
+def add_input_args(p: argparse.ArgumentParser) -> None:
+    src = p.add_argument_group("layer")
+    src.add_argument("--config", metavar="FILE", help="MoEConfig YAML/JSON file")
+    src.add_argument("--model", type=name_arg, metavar="CONFIG_JSON", help="Hugging Face config.json path or shipped example name")
+    src.add_argument("--serve", type=name_arg, metavar="'vllm serve MODEL ...'", help="a vllm serve command line (one quoted string): model and deployment flags as the answer's vLLM release (--package vllm==X, --environment, --probe) reads them")
+    src.add_argument("--hf-quant-config", metavar="FILE", help="ModelOpt hf_quant_config.json (overrides the model's quantization_config)")
+    src.add_argument("--quant", type=name_arg, metavar="NAME", help="override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk)")
+    dev = p.add_argument_group("device")
+    dev.add_argument("--gpu", type=name_arg, metavar="NAME", help=gpu_help())
+    dev.add_argument("--platform", choices=["cuda", "rocm", "cpu", "xpu", "tpu"], help="platform, when no --gpu")
+    dev.add_argument("--sm", type=int, metavar="N", help="CUDA compute capability as major*10+minor (90 = SM 9.0), with --platform cuda")
+    dev.add_argument("--arch", metavar="ARCH", help="ROCm gfx target (gfx942), XPU generation (xe2) or CPU arch (x86_64)")
+    dep = p.add_argument_group("deployment")
+    dep.add_argument("--tp", type=int, metavar="N", help="tensor-parallel size")
+    dep.add_argument("--dp", type=int, metavar="N", help="data-parallel size")
+    dep.add_argument("--ep", action=argparse.BooleanOptionalAction, default=None, help="enable expert parallelism")
+    dep.add_argument("--all2all", metavar="NAME", help="all2all backend (deepep_low_latency, deepep_high_throughput, allgather_reducescatter, ...)")
+    dep.add_argument("--eplb", action=argparse.BooleanOptionalAction, default=None, help="enable the expert-parallel load balancer")
+    dep.add_argument("--redundant-experts", type=int, metavar="N", help="redundant experts per EP group (EPLB)")
+    dep.add_argument("--moe-backend", type=name_arg, metavar="NAME", help="request a backend (strict: no fallback); 'auto' = priority order")
+    dep.add_argument("--lora", action=argparse.BooleanOptionalAction, default=None, help="LoRA adapters on the experts")
+    dep.add_argument("--batch-invariant", action=argparse.BooleanOptionalAction, default=None, help="require batch-invariant kernels")
+    dep.add_argument("--max-tokens", type=positive_int, metavar="N", help="largest number of tokens per call")
+    env = p.add_argument_group("environment")
+    env.add_argument("--environment", metavar="FILE", help="read installed packages (and, from vllm collect-env, the GPU and env vars) from pip freeze / pip list --format=json / uv pip list / vllm collect-env output; --gpu/--platform (or a --config file's device) win over the file's GPU, with a note")
+    env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable; NAME @ URL and local versions such as +cu130 accepted)")
+    env.add_argument("--without", action="append", default=[], metavar="NAME", help="declare a package absent (repeatable)")
+    env.add_argument("--env", action="append", default=[], metavar="VAR=VALUE", help="declare an environment variable (repeatable)")
+    env.add_argument("--probe", action="store_true", help="probe this interpreter's packages and this process's env vars (and the device, without --gpu); says which interpreter and site-packages it read")
+    p.add_argument("--policy", choices=["faithful", "safe"], default="faithful", help="faithful (default): what vLLM does, known bugs included, with warnings; safe: reject known-bad kernels and unchecked early returns")
+    p.add_argument("--tables", metavar="DIR", help="use the tables under DIR (kernels/, prepare_finalize/, rules/) instead of the shipped ones")
+    p.add_argument("--json", action="store_true", help="print the machine-readable record")
+
+
+def add_view_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--view", choices=["engine", "runtime"], default="engine", help="engine (default): what vLLM runs; runtime: what this package's runtime can build (moe-oracle run)")
+
+
+def load_tables(tables: str | None, view: str = "engine") -> Any:
+    """The catalog a command reads: the shipped tables' view, or the tables under ``tables``.
+
+    Raises:
+        TableError: the tables under ``tables`` do not load.
+    """
+    from ..core.loading import load_catalog, load_runtime_catalog
+    from ..core.oracle import catalog_for_view
+
+    if tables is None:
+        return catalog_for_view(view)
+    root = Path(tables)
+    engine = load_catalog([root / "kernels", root / "prepare_finalize", root / "rules"])
+    return load_runtime_catalog(engine) if view == "runtime" else engine
+
+
+def print_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON (values JSON does not know as their ``str``)."""
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def operator_inputs(args: argparse.Namespace, **changes: Any) -> OperatorInputs:
+    """The operator's inputs from parsed flags: every :class:`OperatorInputs` field the command has
+    a flag for (a command without a flag keeps the field's default), then ``changes``."""
+    values = {name: getattr(args, name) for name in OperatorInputs.field_names() if hasattr(args, name)}
+    for name in ("package", "without", "env"):
+        if name in values:
+            values[name] = tuple(values[name])
+    values.update(changes)
+    return OperatorInputs(**values)

@@ -1,0 +1,98 @@
+"""``moe-oracle run``: build and run the selected kernel on this machine with random weights."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from typing import Any
+
+from .common import EPILOG_INPUT, EXIT_NONE, EXIT_OK, add_input_args, operator_inputs, positive_int, print_json
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any, filled: Any) -> None:
+    """Register ``run`` (its arguments when ``filled("run")``)."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select among what this package's runtime can build (the runtime view), build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
+    if filled("run"):
+        add_input_args(p)
+        p.add_argument("--tokens", type=positive_int, default=32, metavar="N", help="tokens per call (default 32)")
+        p.add_argument("--layers", type=positive_int, default=1, metavar="K", help="layers to run (default 1)")
+        p.add_argument("--max-experts", type=positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
+        p.add_argument("--seed", type=int, default=0)
+
+
+def run(args: argparse.Namespace, catalog: Any) -> int:
+    """Run ``run``; returns the exit code (1: nothing eligible or the runtime cannot build it)."""
+    from ..core.engine import evaluate
+    from ..core.errors import ConfigError, InputIssue
+    from ..core.render import render_failure
+    from ..inputs.deployment import build_deployment, merged_notes
+
+    try:
+        from ..runtime.runner import run_layer
+    except ImportError as exc:
+        raise ConfigError([InputIssue("run", f"the runtime needs torch: pip install 'moe-oracle[runtime]' ({exc})", None, None)]) from None
+    if args.gpu or args.platform or args.sm or args.arch:
+        raise ConfigError([InputIssue("--gpu", "run executes on this machine, whose device is probed; drop --gpu/--platform/--sm/--arch (explain or select describe other machines)", args.gpu or args.platform, None)])
+    given = operator_inputs(args)
+    if not given.probe and not given.declares_environment():
+        given = replace(given, probe=True, probe_implied=True)  # a file's declared environment is then noted, not a conflict
+    deployment = build_deployment(given, catalog, probe_device_default=True)
+    config, env = deployment.config, deployment.environment
+    issues = deployment.refusals()
+    if issues:
+        raise ConfigError(issues)
+    decision = evaluate(catalog, config, env, policy=args.policy)
+    if deployment.notes:
+        decision = replace(decision, notes=merged_notes(decision.notes, deployment.notes))
+    if decision.winner is None:
+        print(render_failure(decision))
+        return EXIT_NONE
+    _check_run_memory(config, args)
+    from ..runtime.errors import AdapterContractError, AdapterImportError, CompositionError, UnsupportedConfigError
+
+    try:
+        # Progress bars only on a terminal: a log or a pipe gets the report alone.
+        report = run_layer(config, decision, tokens=args.tokens, layers=args.layers, seed=args.seed, max_experts=args.max_experts, progress=not args.json and sys.stderr.isatty())
+    except (AdapterImportError, AdapterContractError, CompositionError, UnsupportedConfigError) as exc:
+        sel = decision.selected
+        ours = [b for b in ("torch_grouped_mm", "reference") if b in catalog.backend_names and (sel is None or b != sel.backend)]
+        advice = "Run it inside its own engine" if sel is not None and catalog.experts_by_id(sel.kernel).provider != "moe_oracle" else "Its adapter refuses this layer"
+        print(f"moe-oracle: selected {sel.kernel if sel else None} [{sel.backend if sel else ''}], which this runtime cannot build: {exc}\n"
+              f"{advice}; or try another of ours with " + " or ".join(f"--moe-backend {b}" for b in ours) + ".", file=sys.stderr)
+        return EXIT_NONE
+    if args.json:
+        print_json({"decision": decision.to_dict(), "run": report.to_dict()})
+    else:
+        print(report.describe())
+    return EXIT_OK
+
+
+def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
+    """Refuse a `run` whose weights cannot fit in this machine's memory, naming the fix."""
+    from ..core.errors import ConfigError, InputIssue
+
+    experts = min(config.num_experts, args.max_experts or config.num_experts)
+    rows = (2 if config.activation.is_gated else 1) * config.intermediate_size
+    per_expert = (rows + config.intermediate_size) * config.hidden_size
+    storage = 4 if config.in_dtype.value == "float32" else (1 if config.quant.weight is not None else 2)
+    # Stored weights of every layer, plus the float32 w13 that random initialization draws first,
+    # plus float32 activations of the kernel and of the reference (tokens x top-k x (w13 rows + hidden)).
+    activations = 2 * args.tokens * config.top_k * (rows + config.hidden_size) * 4 + args.tokens * (config.hidden_size + config.num_experts) * 4
+    needed = args.layers * experts * per_expert * storage + experts * rows * config.hidden_size * 4 + activations
+    from ..runtime.runner import available_memory_bytes
+
+    available = available_memory_bytes()
+    if available is None:
+        return
+    if needed > 0.6 * available:
+        if activations > 0.3 * available:
+            raise ConfigError([InputIssue("--tokens", f"{args.tokens} tokens need {activations / 2**30:.1f} GiB of activations and {available / 2**30:.1f} GiB is free; use fewer tokens", args.tokens, None)])
+        per = args.layers * per_expert * storage + rows * config.hidden_size * 4
+        fit = int((0.6 * available - activations) / per)
+        if fit < 1:
+            raise ConfigError([InputIssue("--max-experts", f"one expert of this layer needs {per / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free: it cannot run on this machine", experts, None)])
+        raise ConfigError([InputIssue("--max-experts", f"the layer's weights need {needed / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free; cap the experts allocated, e.g. --max-experts {min(fit, config.num_experts)}", experts, {"maximum": fit})])

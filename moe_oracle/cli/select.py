@@ -1,0 +1,73 @@
+"""``moe-oracle explain`` and ``moe-oracle select``: which kernel one MoE layer gets, and why."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from typing import Any
+
+from .common import EPILOG_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, operator_inputs, print_json
+
+__all__ = ["add_parsers", "decide", "run"]
+
+
+def add_parsers(sub: Any, filled: Any) -> None:
+    """Register ``explain`` and ``select`` (their arguments when ``filled(name)``)."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("explain", help="the ordered candidates with status and every reason", description="Explain which MoE kernel would run and why every other candidate lost.", epilog=EPILOG_INPUT + "\nexample:\n  moe-oracle explain --model deepseek-r1 --gpu B200 --dp 8 --ep --all2all deepep_low_latency", formatter_class=fmt)
+    if filled("explain"):
+        add_input_args(p)
+        add_view_arg(p)
+        p.add_argument("--all", action="store_true", help="also list candidates rejected only for quant/platform/request reasons")
+    p = sub.add_parser("select", help="the winner in one line", description="Print the selected experts kernel and prepare/finalize in one line; when nothing is eligible, what blocks and the ranked fixes in a few lines.", epilog=EPILOG_INPUT + "\nexample:\n  moe-oracle select --model qwen3-30b-a3b --gpu H200 --tp 2", formatter_class=fmt)
+    if filled("select"):
+        add_input_args(p)
+        add_view_arg(p)
+        p.add_argument("--full", action="store_true", help="with --json: the whole Decision record (as explain --json) instead of the compact one")
+
+
+def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
+    """(decision, fixes): the selection with the input notes attached, and for a dead end the
+    ranked fixes (why-not for any kernel, or for the requested backend; ``None`` otherwise).
+
+    Raises:
+        ConfigError: bad input, or a deployment vLLM refuses at start (``--eplb`` without ``--ep``).
+    """
+    from ..core.engine import evaluate
+    from ..core.errors import ConfigError
+    from ..inputs.deployment import admissible, build_deployment, merged_notes
+
+    deployment = build_deployment(operator_inputs(args), catalog)
+    issues = deployment.refusals()
+    if issues:
+        raise ConfigError(issues)
+    config, env = deployment.config, deployment.environment
+    decision = evaluate(catalog, config, env, policy=args.policy)
+    if deployment.notes:
+        decision = replace(decision, notes=merged_notes(decision.notes, deployment.notes))
+    found = None
+    if decision.winner is None:
+        from ..explain.whynot import fixes as find_fixes  # a dead end only: the search is not imported for an answer
+
+        found = find_fixes(catalog, config, env, backends=decision.requested, policy=args.policy, admissible=admissible(deployment, catalog))
+    return decision, found
+
+
+def run(args: argparse.Namespace, catalog: Any) -> int:
+    """Run ``explain`` or ``select`` (``args.command``); returns the exit code."""
+    from ..core.render import compact_dict, render_dead_end, render_explain
+
+    decision, found = decide(args, catalog)
+    if args.json:
+        print_json(compact_dict(decision, found) if args.command == "select" and not args.full else decision.to_dict())
+    elif args.command == "select":
+        if decision.winner is None:
+            print(render_dead_end(decision, found, command="explain", serve=bool(args.serve)))
+        else:
+            print(decision.select_line())
+            for warning in decision.warnings:
+                print(f"warning: {warning.message}", file=sys.stderr)
+    else:
+        print(render_explain(decision, show_all=args.all, fixes=found, serve=bool(args.serve)))
+    return EXIT_OK if decision.winner is not None else EXIT_NONE

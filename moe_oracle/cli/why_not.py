@@ -1,0 +1,46 @@
+"""``moe-oracle why-not``: the smallest, least disruptive changes that make a backend eligible."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import EPILOG_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, name_arg, operator_inputs, positive_int, print_json
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any, filled: Any) -> None:
+    """Register ``why-not`` (its arguments when ``filled("why-not")``)."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=EPILOG_INPUT + "\nexamples:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8        (another GPU)\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device   (none without one: what blocks)", formatter_class=fmt)
+    if filled("why-not"):
+        p.add_argument("--backend", required=True, type=name_arg, metavar="NAME", help="backend id or moe_backend alias")
+        p.add_argument("--alternatives", type=positive_int, default=3, metavar="N", help="show up to N ranked alternatives (default 3; equal costs are marked as ties)")
+        p.add_argument("--keep", action="append", default=[], metavar="CATEGORY[,CATEGORY]", help="inputs that must not change, besides the model (always kept): device, parallel, quant, packages, env, flags; repeat or comma-separate")
+        add_input_args(p)
+        add_view_arg(p)
+
+
+def run(args: argparse.Namespace, catalog: Any) -> int:
+    """Run ``why-not``; returns the exit code (0 found or already eligible, 1 nothing found)."""
+    from ..core.errors import ConfigError
+    from ..core.oracle import Oracle
+    from ..explain.whynot import why_not
+    from ..inputs.deployment import admissible, build_deployment
+
+    deployment = build_deployment(operator_inputs(args), catalog)
+    config, env, notes = deployment.config, deployment.environment, deployment.notes
+    issues = deployment.refusals()
+    if issues:
+        raise ConfigError(issues)
+    keep = [k.strip() for part in args.keep for k in part.split(",") if k.strip()]
+    # The model itself is always kept on the command line: an operator cannot change its activation.
+    result = why_not(Oracle(catalog, env, policy=args.policy), config, args.backend, n=args.alternatives, keep={*keep, "model"}, admissible=admissible(deployment, catalog))
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        for note in notes:
+            print(f"Note: {note}")
+        print(result.render_text(serve=bool(args.serve)))
+    return EXIT_OK if (result.found or result.already_eligible) else EXIT_NONE

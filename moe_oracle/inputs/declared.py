@@ -1,0 +1,179 @@
+"""The environment an operator declares: an environment file, ``--package``/``--without``/``--env``
+and the serve line's variables, merged into one :class:`~moe_oracle.core.environment.Environment`
+with notes; and the engine release an answer is for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from ..core.environment import Environment
+from ..core.envvars import env_issues, env_notes
+from ..core.errors import ConfigError, InputIssue, did_you_mean
+from ..core.packages import PackageSpec, canonical_name, parse_requirement, unique_specs
+from .envfile import read_environment_file
+from .serve import release_values
+
+if TYPE_CHECKING:
+    from ..core.versions import EngineRelease
+
+__all__ = ["DeclaredEnvironment", "answer_release", "declare_environment", "engine_release"]
+
+
+@dataclass(frozen=True)
+class DeclaredEnvironment:
+    """The environment built from the flags, plus where the device may come from."""
+
+    environment: Environment
+    notes: tuple[str, ...]
+    gpu: str | None = None
+    gpu_source: str | None = None
+
+
+def declare_environment(
+    catalog: Any,
+    *,
+    packages: Sequence[str] = (),
+    without: Sequence[str] = (),
+    env: Sequence[str] = (),
+    env_file: str | None = None,
+    serve_env: Iterable[tuple[str, str]] = (),
+    base: Environment | None = None,
+) -> DeclaredEnvironment:
+    """An :class:`Environment` from ``--environment FILE``, ``--package``, ``--without`` and ``--env``.
+
+    Later sources win: the file (or ``base``, a config file's environment), then the serve
+    line's ``NAME=VALUE`` words, then the flags. Only packages and variables the tables read
+    are kept in the record; the others are accepted and listed in a note. Notes and errors on
+    variables name the engine release the declared packages make the answer for
+    (:func:`answer_release`), and its variable names decide which are unknown.
+
+    Raises:
+        ConfigError: a malformed declaration (``--env`` without a variable name), one package
+            given two different versions by ``--package`` (or within the file), one variable
+            given two different values by ``--env``, or a value the engine refuses at start
+            (``VLLM_USE_DEEP_GEMM=true``).
+    """
+    notes: list[str] = []
+    read = set(catalog.package_names)
+    specs: dict[str, PackageSpec] = {}
+    absent: set[str] = set(base.absent) if base is not None else set()
+    complete = bool(base.complete) if base is not None else False
+    variables: dict[str, str] = dict(base.env) if base is not None else {}
+    set_by: dict[str, str] = {name: "the --config file's environment" for name in variables}  # variable -> the input that set it
+    gpu = gpu_source = None
+    file_vars: dict[str, str] = {}
+    doc = None
+    if base is not None:
+        specs.update({n: PackageSpec(n, v) for n, v in base.packages})
+        specs.update({n: PackageSpec(n, None) for n in base.unversioned})
+    # Packages first: they decide the release that the variables' notes and errors are about.
+    if env_file is not None:
+        doc = read_environment_file(env_file)
+        specs.update({p.name: p for p in doc.packages})
+        complete = doc.complete
+    declared_packages = []
+    for spec in unique_specs([(parse_requirement(spec_text, "--package"), None) for spec_text in packages], "--package"):
+        specs[spec.name] = spec
+        absent.discard(spec.name)
+        declared_packages.append(spec.name)
+        if spec.version_note():
+            notes.append(f"--package: {spec.version_note()}")
+    for name in without:
+        key = canonical_name(name)
+        if key in {canonical_name(p) for p in declared_packages}:
+            raise ConfigError([InputIssue("--without", "package declared both installed (--package) and absent (--without)", name, None)], headline="bad --without")
+        specs.pop(key, None)
+        absent.add(key)
+    flag_vars: dict[str, str] = {}
+    for item in env:
+        if "=" not in item:
+            raise ConfigError([InputIssue("--env", "expected VAR=VALUE", item, None)], headline="bad --env")
+        name, value = item.split("=", 1)
+        if not name.strip():
+            raise ConfigError([InputIssue("--env", "the variable name is empty: expected VAR=VALUE", item, None)], headline="bad --env")
+        if name in flag_vars and flag_vars[name] != value:
+            # As a repeated --package: the same declaration twice is accepted, two values are refused.
+            raise ConfigError([InputIssue(f"--env {name}", f"declared twice with different values: {flag_vars[name]!r} and {value!r}; declare one value", None, None)], headline="bad --env")
+        flag_vars[name] = value
+    kept_specs = [s for n, s in specs.items() if n in read]
+    packages_only = Environment(
+        tuple((s.name, s.version) for s in kept_specs if s.version is not None),
+        frozenset(n for n in absent if n in read),
+        complete,
+        unversioned=frozenset(s.name for s in kept_specs if s.version is None),
+    )
+    release = answer_release(catalog, packages_only)
+
+    if env_file is not None and doc is not None:
+        notes += [f"--environment {env_file}: {n}" for n in doc.notes]
+        unread = sorted({p.name for p in doc.packages} - read)
+        kept = sorted({p.name for p in doc.packages} & read)
+        notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} package{'s' if len(doc.packages) != 1 else ''}, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} {'other does' if len(unread) == 1 else 'others do'} not affect selection" if unread else "") + ("; every unlisted package is absent" if doc.complete else ""))
+        file_vars = dict(doc.env)
+        _collect_vars(catalog, file_vars, variables, set_by, notes, f"--environment {env_file}", release, quiet_unread=True)
+        if doc.gpus:
+            gpu, gpu_source = doc.gpus[0], f"--environment {env_file}"
+    serve_vars = dict(serve_env)
+    if serve_vars:
+        _collect_vars(catalog, serve_vars, variables, set_by, notes, "--serve", release, quiet_unread=False)
+    unread = [n for n in sorted({canonical_name(p) for p in declared_packages} | {canonical_name(n) for n in without}) if n not in read]
+    if unread:
+        shown = []
+        for name in unread:
+            guess = did_you_mean(name, sorted(read))
+            shown.append(name + (f" (did you mean {guess!r}?)" if guess else ""))
+        notes.append(f"packages no table reads (accepted; they do not change the answer): {', '.join(shown)}")
+    _collect_vars(catalog, flag_vars, variables, set_by, notes, "--env", release, quiet_unread=False)
+    # Name where each value came from: the engine refuses it, and the operator must find it.
+    origin = {**{n: f"--environment {env_file}:" for n in file_vars}, **{n: "--serve" for n in serve_vars}, **{n: "--env" for n in flag_vars}}
+    issues = [issue for name, value in sorted(variables.items()) for issue in env_issues([(name, value)], catalog.env_vars, origin.get(name, "--env"), release=release)]
+    if issues:
+        raise ConfigError(issues, headline="bad environment variable")
+    environment = replace(packages_only, env=tuple(sorted(variables.items())))
+    for s in kept_specs:
+        if s.version is None:
+            notes.append(f"{s.name} is installed from {s.reference or 'an undeclared version'}: its version is unknown, so version rules on it abstain (pip list --format=json reports it)")
+    return DeclaredEnvironment(environment, tuple(notes), gpu, gpu_source)
+
+
+def engine_release(catalog: Any, env: Environment) -> "EngineRelease | None":
+    """The engine release an answer for ``env`` is for (``Catalog.release``: declared, probed or
+    assumed); ``None`` for a catalog without an engine (hand-built in tests)."""
+    if getattr(catalog, "source", None) is None:
+        return None
+    return catalog.release(env)
+
+
+def answer_release(catalog: Any, env: Environment) -> str | None:
+    """The modelled engine release whose facts an answer for ``env`` states: the declared or
+    probed release when the tables model it, else the modelled release standing in for it
+    (:meth:`~moe_oracle.core.versions.EngineRelease.stand_in`), the newest when none is known;
+    ``None`` for a catalog without an engine (hand-built in tests)."""
+    release = engine_release(catalog, env)
+    return release.stand_in if release is not None else None
+
+
+def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], set_by: dict[str, str], notes: list[str], where: str, release: str | None, *, quiet_unread: bool) -> None:
+    """Keep the variables the tables read in ``into`` (``set_by``: variable -> the input that set
+    it, for the note when a later input overrides it); note removed, irrelevant and unknown ones
+    (as vLLM ``release`` declares its variables: ``engine_facts/vllm-release-values.yaml``)."""
+    read = {s.name for s in catalog.env_vars}
+    removed = {r.name for r in catalog.removed_env_vars}
+    other = []
+    for name, value in given.items():
+        if name in read:
+            if into.get(name, value) != value:  # later sources win (declare_environment): say so
+                notes.append(f"{where}: {name}={value!r} overrides {name}={into[name]!r} from {set_by.get(name, 'an earlier input')}")
+            into[name] = value
+            set_by[name] = where
+        elif name not in removed:
+            other.append(name)
+    shown = [(n, v) for n, v in given.items() if n in read or n in removed or not quiet_unread]
+    # The release's own variable names come from a generated facts file (a large YAML document): read only when there is a variable to note.
+    engine_names = release_values(release)["env_vars"] if shown and release is not None else None
+    for note in env_notes(shown, catalog.env_vars, catalog.removed_env_vars, engine_names, release=release):
+        notes.append(f"{where}: {note}")
+    if quiet_unread and other:
+        notes.append(f"{where}: {len(other)} other environment {'variable does' if len(other) == 1 else 'variables do'} not affect MoE kernel selection")

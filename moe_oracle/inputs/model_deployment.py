@@ -1,0 +1,232 @@
+"""The one door for a whole model (``plan``, ``diff`` of a model): what an operator gave read into
+a :class:`ModelDeployment`, the checkpoint as the answer's release builds it with the device,
+parallel shape, environment and draft (MTP) layers it is planned for.
+
+It shares its pieces with the one-layer door (:mod:`moe_oracle.inputs.deployment`);
+:func:`moe_oracle.explain.plan.plan_deployment` turns the record into a plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.catalog import Catalog
+from ..core.config import Device, ParallelConfig, Provenance
+from ..core.environment import Environment, probe_device
+from ..core.errors import ConfigError, InputIssue
+from ..core.refusals import Origin
+from ..core.requests import check_request, resolve_request
+from ..core.versions import EngineRelease
+from ..core.vocab import Source
+from .checkpoint import Checkpoint, read_checkpoint
+from .declared import DeclaredEnvironment, answer_release, declare_environment, engine_release
+from .deployment import check_serve_values, device_from_inputs, origins_of, probed_environment, serve_release, unused_gpu_note
+from .files import resolve_all2all
+from .hardware import lookup_hardware
+from .hf import load_hf_config
+from .models import quant_config_beside, resolve_model_path
+from .operator_inputs import OperatorInputs
+from .quant_checks import verify_checkpoint_quantization
+from .serve import ENGINE_VERSION, ServeArgs, parse_serve
+from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend, load_serve_checkpoint, serve_model_path
+from .speculative import resolve_draft
+
+__all__ = ["ModelDeployment", "build_model_deployment"]
+
+
+@dataclass(frozen=True)
+class ModelDeployment:
+    """A whole model's oracle inputs.
+
+    Attributes:
+        given: the operator's inputs, with the fields a serve line filled.
+        checkpoint: every layer as the answer's release builds it.
+        environment, release: what the answer is for.
+        device, parallel: where and how it is deployed.
+        moe_backend: the target layers' request (``auto``: none); draft_moe_backend, draft_source:
+            the draft (MTP) layers' request and the flag that gave it (``None``: inherited).
+        include_draft: plan the MTP draft layers; draft_by_serve: a serve line decided that.
+        provenance: where deployment fields came from; notes: inputs with no effect.
+    """
+
+    given: OperatorInputs
+    checkpoint: Checkpoint
+    environment: Environment
+    release: EngineRelease | None
+    device: Device
+    parallel: ParallelConfig
+    moe_backend: str = "auto"
+    draft_moe_backend: str | None = None
+    draft_source: str | None = None
+    include_draft: bool = True
+    draft_by_serve: bool = False
+    provenance: tuple[Provenance, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def origins(self) -> dict[str, Origin]:
+        """Deployment field -> the input that set it (:func:`moe_oracle.inputs.deployment.origins_of`)."""
+        return origins_of(self.given)
+
+
+def _environment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs | None, probe_notes: tuple[str, ...]) -> tuple[Environment, tuple[str, ...], DeclaredEnvironment | None]:
+    """(Environment, notes, declared) from --probe or --environment/--package/--without/--env and the serve line."""
+
+    if given.probe:
+        return probed_environment(given, catalog, probe_notes), (), None
+    declared = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else ())
+    return declared.environment, tuple(declared.notes), declared
+
+
+def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDeployment:
+    """The one door for a whole model: ``given`` read into a :class:`ModelDeployment` (``plan``,
+    and ``diff`` of a whole model per side; inputs a command lacks keep their defaults).
+
+    Raises:
+        ConfigError: a missing or invalid model, device or flag.
+    """
+
+    if given.config:
+        raise ConfigError([InputIssue("--config", "plan reads a whole model: give --model CONFIG_JSON, a checkpoint directory or an example name (--config describes one layer; use explain)", given.config, None)])
+    if given.quant:
+        raise ConfigError([InputIssue("--quant", "plan takes each layer's quantization from the checkpoint and its exclusion lists; --quant overrides one layer (use explain)", given.quant, None)])
+    notes: list[str] = []
+    serve = None
+    if given.no_draft and given.draft_moe_backend:
+        raise ConfigError([InputIssue("--no-draft", "--no-draft leaves the MTP draft layers out, so --draft-moe-backend would have nothing to set: give one of them", given.draft_moe_backend, None)], headline="bad --no-draft")
+    if given.serve:
+        serve = parse_serve(given.serve, version=serve_release(given, catalog))
+        given = apply_serve(given, serve)
+        notes += [f"--serve: {n}" for n in serve.notes]
+        if given.no_draft and serve.draft_moe_backend is not None:
+            raise ConfigError([InputIssue("--no-draft", "--no-draft leaves the MTP draft layers out, but the --serve line's --speculative-config sets the draft's moe_backend: drop one of them", serve.draft_moe_backend, None)], headline="bad --no-draft")
+    if not given.model and serve is None:
+        raise ConfigError([InputIssue("--model", "describe the model with --model CONFIG_JSON, a checkpoint directory, an example name (`moe-oracle examples`), or --serve 'vllm serve MODEL ...'", None, None)])
+    if given.probe and given.environment:
+        raise ConfigError([InputIssue("--probe", "--probe reads this machine; --environment FILE declares another one: give one of them", given.environment, None)], headline="bad --probe")
+    device = device_from_inputs(given)
+    probe_notes: tuple[str, ...] = ()
+    if device is None and given.probe:
+        device, probe_notes = probe_device()
+    env, env_notes, declared = _environment(given, catalog, serve, probe_notes)
+    notes += env_notes
+    if serve is not None:
+        check_serve_values(serve, catalog, env)
+    if device is not None:
+        gpu_note = unused_gpu_note(given, device, declared, given.device_flag())
+        notes += [gpu_note] if gpu_note else []
+    elif declared is not None and declared.gpu is not None:
+
+        device = lookup_hardware(declared.gpu).device
+        notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
+    if device is None:
+        raise ConfigError([InputIssue("--gpu", "the device is required: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
+    if serve is not None:
+        path = serve_model_path(serve)
+        hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
+        notes += [f"--serve: {n}" for n in serve_notes]
+    else:
+        path = resolve_model_path(given.model)
+        hf_cfg = load_hf_config(path)
+    flag_q = given.quantization
+    serve_q = serve.quantization if serve is not None else None
+    if flag_q and serve_q and flag_q != serve_q:
+        raise ConfigError([InputIssue("--quantization", f"given as --quantization {flag_q} and in --serve as --quantization {serve_q}: give one method", flag_q, [serve_q])], headline="bad --quantization")
+    user_q = flag_q or serve_q
+    q_flag = "--quantization" if flag_q else "--serve --quantization"
+    override = load_hf_config(given.hf_quant_config, "--hf-quant-config") if given.hf_quant_config else None
+    beside_path = quant_config_beside(path)
+    beside = load_hf_config(beside_path, "--model") if beside_path else None
+    try:
+        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env))
+    except ConfigError as exc:
+        raise blame_hf_overrides(exc, serve) from None
+    release = answer_release(catalog, env) or ENGINE_VERSION
+    notes += verify_checkpoint_quantization(checkpoint.quant, user_q, q_flag, release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)", device=device)
+    if flag_q and not serve_q and not checkpoint.quant.declared:
+        notes.append(f"--quantization {flag_q} on an unquantized checkpoint is not modelled: the answer is for the unquantized layers")
+    include_draft, draft_notes = _draft_layers(given, serve, checkpoint, release)
+    notes += draft_notes
+    prov: list[Provenance] = []
+    par: dict[str, Any] = {}
+    for flag, key in (("tp", "tp_size"), ("dp", "dp_size"), ("redundant_experts", "num_redundant_experts")):
+        if getattr(given, flag) is not None:
+            par[key] = getattr(given, flag)
+    if given.ep is not None:
+        par["use_ep"] = given.ep
+    if given.eplb is not None:
+        par["enable_eplb"] = given.eplb
+    if given.all2all:
+        backend, warning = resolve_all2all(catalog, given.all2all)
+        par["all2all_backend"] = backend
+        prov.append(Provenance("parallel.all2all_backend", Source.USER_FLAG, warning or f"--all2all {given.all2all}"))
+    if par:
+        prov.append(Provenance("parallel", Source.USER_FLAG, "deployment flags"))
+    parallel = ParallelConfig(**par)
+    draft_flag = given.draft_moe_backend is not None and "draft_moe_backend" not in given.from_serve
+    if draft_flag:
+        check_draft_moe_backend(given.draft_moe_backend, answer_release(catalog, env) or ENGINE_VERSION)
+    for flag, name in (("moe_backend", "--moe-backend"), ("draft_moe_backend", "--draft-moe-backend")):
+        value = getattr(given, flag, None)
+        if value:
+            try:
+                resolve_request(catalog, value)
+                check_request(catalog, value, env)  # the release's accepted names, as the plan's selection reads them
+            except ConfigError as exc:
+                raise ConfigError([InputIssue(name, i.message, i.value, i.allowed) for i in exc.issues]) from None
+    for flag, key in (("lora", "lora"), ("batch_invariant", "batch_invariant")):
+        if getattr(given, flag):
+            prov.append(Provenance(key, Source.USER_FLAG, f"--{flag.replace('_', '-')}"))
+    if given.max_tokens is not None:
+        prov.append(Provenance("max_num_tokens", Source.USER_FLAG, f"--max-tokens {given.max_tokens}"))
+    return ModelDeployment(
+        given=given, checkpoint=checkpoint, environment=env, release=engine_release(catalog, env), device=device, parallel=parallel,
+        moe_backend=given.moe_backend or "auto", draft_moe_backend=given.draft_moe_backend if include_draft else None, draft_source="--draft-moe-backend" if draft_flag else None,
+        include_draft=include_draft, draft_by_serve=serve is not None and include_draft, provenance=tuple(prov), notes=tuple(notes),
+    )
+
+
+def _draft_layers(given: OperatorInputs, serve: Any, checkpoint: Any, release: str) -> tuple[bool, list[str]]:
+    """(plan the checkpoint's MTP draft layers?, notes).
+
+    Without a serve line the MTP layers are planned unless ``--no-draft`` (what they would run
+    under speculative decoding). With one, they are planned only when its speculative config makes
+    vLLM ``release`` draft with them (:func:`moe_oracle.inputs.speculative.resolve_draft`: method ``mtp``
+    or an alias, no other model); otherwise a note says what the draft is.
+
+    Raises:
+        ConfigError: ``--no-draft`` while the serve line drafts with the MTP layers.
+    """
+
+    mtp = sum(1 for layer in checkpoint.layers if layer.spec.role == "draft")
+    no_draft = bool(given.no_draft)
+    backend = given.draft_moe_backend
+    backend_from = "the --serve line's --speculative-config moe_backend" if "draft_moe_backend" in given.from_serve else "--draft-moe-backend"
+    notes: list[str] = []
+    draft = resolve_draft(serve.speculative, serve.model, release) if serve is not None else None
+    if draft is not None and draft.target_mtp and no_draft:
+        raise ConfigError([InputIssue("--no-draft", f"--no-draft leaves the MTP draft layers out, but the --serve line makes vLLM draft with them ({draft.why}): drop one of them", True, None)], headline="bad --no-draft")
+    if not mtp:
+        if no_draft:
+            notes.append("--no-draft: the checkpoint has no MTP layers, so there is nothing to leave out (no effect)")
+        if draft is not None and draft.target_mtp:
+            notes.append(f"the --serve line drafts with the target's MTP layers ({draft.why}), but the checkpoint has no MTP layers: no draft layer is planned (what vLLM does then is not modelled)")
+        elif draft is not None and draft.method is not None:
+            notes.append(f"draft not planned: {draft.why}")
+        if backend and not (draft is not None and draft.separate_model):
+            notes.append(f"{backend_from} {backend} has no effect on the plan: the checkpoint has no MTP draft layers" + (f", and {draft.method} runs no draft model" if draft is not None and draft.method is not None and not draft.target_mtp else ""))
+        elif backend:
+            notes.append(f"{backend_from} {backend} applies to that draft, whose MoE layers are not planned")
+        return False, notes
+    if draft is None:
+        return not no_draft, notes
+    if draft.target_mtp:
+        return True, [f"draft: {draft.why}"]
+    if no_draft:
+        notes.append("--no-draft has no effect: the --serve line makes vLLM build no MTP draft layers")
+    notes.append(f"draft not planned: {draft.why}; the checkpoint's {mtp} MTP layer{'s are' if mtp != 1 else ' is'} not built" + (" and the draft's MoE layers are not planned" if draft.separate_model else ""))
+    if backend and draft.separate_model:
+        notes.append(f"{backend_from} {backend} applies to that draft, not to the checkpoint's MTP layers: not planned")
+    elif backend:
+        notes.append(f"{backend_from} {backend} has no effect: {draft.method or 'no speculative decoding'} builds no draft MoE layer")
+    return False, notes

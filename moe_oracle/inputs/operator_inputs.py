@@ -1,0 +1,86 @@
+"""What an operator gave, as given: one frozen record of every input the command line (or a
+caller of the Python API) can name, before anything is read or checked.
+
+:func:`moe_oracle.inputs.deployment.build_deployment` turns it into oracle inputs; the CLI fills it
+from its parsed flags (:func:`moe_oracle.cli.common.operator_inputs`) and no layer below the CLI
+sees an ``argparse`` namespace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = ["OperatorInputs"]
+
+
+@dataclass(frozen=True)
+class OperatorInputs:
+    """The operator's inputs, each as typed (``None``: not given).
+
+    Layer: ``config`` (a MoEConfig file), ``model`` (a config.json, checkpoint directory or shipped
+    example name), ``serve`` (a ``vllm serve`` line, one string), ``hf_quant_config``, ``quant``.
+    Device: ``gpu`` (hardware catalog or ``nvidia-smi`` name) or ``platform`` with ``sm``
+    (major*10+minor) / ``arch``. Deployment: ``tp``, ``dp``, ``ep``, ``all2all``, ``eplb``,
+    ``redundant_experts``, ``moe_backend``, ``lora``, ``batch_invariant``, ``max_tokens``.
+    Environment: ``environment`` (a file), ``package`` (``NAME==VERSION``), ``without``, ``env``
+    (``VAR=VALUE``), ``probe``. Whole model (``plan``, ``diff``): ``draft_moe_backend``,
+    ``no_draft``, ``expert_placement``, ``quantization`` (vLLM ``--quantization``).
+
+    How the inputs arrived, for messages: ``from_serve`` (the fields a serve line filled),
+    ``gpu_given_as`` (``--to gpu:B200`` where a diff side named the device), ``probe_implied``
+    (``run`` probes unasked, so a file's environment is set aside with a note, not refused).
+    """
+
+    config: str | None = None
+    model: str | None = None
+    serve: str | None = None
+    hf_quant_config: str | None = None
+    quant: str | None = None
+    gpu: str | None = None
+    platform: str | None = None
+    sm: int | None = None
+    arch: str | None = None
+    tp: int | None = None
+    dp: int | None = None
+    ep: bool | None = None
+    all2all: str | None = None
+    eplb: bool | None = None
+    redundant_experts: int | None = None
+    moe_backend: str | None = None
+    lora: bool | None = None
+    batch_invariant: bool | None = None
+    max_tokens: int | None = None
+    environment: str | None = None
+    package: tuple[str, ...] = ()
+    without: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    probe: bool = False
+    policy: str = "faithful"
+    draft_moe_backend: str | None = None
+    no_draft: bool = False
+    expert_placement: str = "linear"
+    quantization: str | None = None
+    from_serve: frozenset[str] = frozenset()
+    gpu_given_as: str | None = None
+    probe_implied: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("package", "without", "env"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """Every field, in declaration order (the CLI copies the flags of these names)."""
+        return tuple(f.name for f in fields(cls))
+
+    def declares_environment(self) -> bool:
+        """Whether packages, absent packages, variables or an environment file are declared."""
+        return bool(self.package or self.without or self.env or self.environment)
+
+    def device_flag(self) -> str:
+        """How the device was given on the command line (``--gpu H200``, ``--to gpu:B200``, ``--platform cuda``)."""
+        if self.gpu_given_as:
+            return self.gpu_given_as
+        return f"--gpu {self.gpu}" if self.gpu else f"--platform {self.platform}"
