@@ -13,7 +13,7 @@ from ..core.envvars import env_issues, env_notes
 from ..core.errors import ConfigError, InputIssue, did_you_mean
 from ..core.packages import PackageSpec, canonical_name, parse_requirement, unique_specs
 from .envfile import read_environment_file
-from .serve import release_values
+from .release_facts import release_values
 
 if TYPE_CHECKING:
     from ..core.versions import EngineRelease

@@ -29,7 +29,8 @@ from .hf import from_hf_config, load_hf_config
 from .models import quant_config_beside, resolve_model_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
-from .serve import ENGINE_VERSION, ServeArgs, parse_serve, release_values, serve_value_issues
+from .serve import ServeArgs, parse_serve, serve_value_issues
+from .release_facts import ENGINE_VERSION, release_values
 from .serve_apply import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
 
 __all__ = ["CheckpointGate", "Deployment", "admissible", "build_deployment", "check_serve_values", "device_from_inputs", "merged_notes", "origins_of", "probed_environment", "serve_release", "unused_gpu_note"]

@@ -244,7 +244,7 @@ def _check_quant_method(catalog: Catalog, value: str, environment: Environment |
     """
     from .quant_checks import config_quant_method_issue
     from .declared import answer_release
-    from .serve import ENGINE_VERSION
+    from .release_facts import ENGINE_VERSION
 
     issue = config_quant_method_issue(value, answer_release(catalog, environment or Environment()) or ENGINE_VERSION, file=file)
     if issue is not None:

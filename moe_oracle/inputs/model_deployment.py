@@ -28,7 +28,8 @@ from .hf import load_hf_config
 from .models import quant_config_beside, resolve_model_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import verify_checkpoint_quantization
-from .serve import ENGINE_VERSION, ServeArgs, parse_serve
+from .serve import ServeArgs, parse_serve
+from .release_facts import ENGINE_VERSION
 from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend, load_serve_checkpoint, serve_model_path
 from .speculative import resolve_draft
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from ..core.errors import ConfigError, InputIssue
-from .serve import PlatformQuantization, platform_quantization, release_values
+from .release_facts import PlatformQuantization, platform_quantization, release_values
 
 __all__ = ["PlatformQuantizationIssue", "checkpoint_quantization", "config_quant_method_issue", "layer_gate_methods", "layer_quantization_methods", "modelled_quant_methods", "platform_admits", "platform_refusal", "quantization_from_flag", "quantization_override", "verify_checkpoint_quantization", "verify_layer_quantization"]
 
@@ -148,7 +148,7 @@ def platform_refusal(method: str, release: str, device: Any, *, path: str, how: 
     override's name where an override took the checkpoint), after the unknown-method check and
     before the deprecation check; ``Platform.verify_quantization`` (vllm/platforms/interface.py)
     raises when the class's ``supported_quantization`` is non-empty and lacks it. The lists are the
-    release's (:func:`moe_oracle.inputs.serve.platform_quantization`): ROCm and XPU have lists (XPU's
+    release's (:func:`moe_oracle.inputs.release_facts.platform_quantization`): ROCm and XPU have lists (XPU's
     differs by release), CUDA and CPU none. ``RocmPlatform.verify_quantization`` (vllm/platforms/rocm.py)
     calls the base check and refuses nothing more (it sets ``VLLM_USE_TRITON_AWQ=1``, which only
     the AWQ linear ops read).
@@ -410,7 +410,7 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
     the same in 0.29.0-0.33.0), in its order:
 
     1. Without a quantization document (online quantization), the ``--quantization`` value
-       itself is checked (:func:`moe_oracle.inputs.serve.quantization_value_issues`).
+       itself is checked (:func:`moe_oracle.inputs.release_facts.quantization_value_issues`).
     2. With one, the override classes run first (:func:`quantization_override`): ``-q marlin``
        on a GPTQ checkpoint becomes ``auto_gptq``, any ``-q`` on a ModelOpt FP8 one ``modelopt``.
        Where none accepts, a ``--quantization`` other than the checkpoint's ``quant_method`` is
@@ -466,7 +466,7 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
             refusal, ``humming`` (not modelled), or a method other than fp8 on an unquantized
             checkpoint (online quantization with it is not modelled).
     """
-    from .serve import quantization_value_issues
+    from .release_facts import quantization_value_issues
 
     config = dict(getattr(quant, "config", None) or {})
     if "quant_method" not in config:  # no quantization document: online quantization, or none

@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from ..core.errors import ConfigError, InputIssue
 from .operator_inputs import OperatorInputs
-from .serve import ServeArgs, engine_facts
+from .serve import ServeArgs
+from .release_facts import engine_facts
 
 __all__ = ["SERVE_TO_ARGS", "apply_serve", "blame_hf_overrides", "check_draft_moe_backend", "load_serve_checkpoint", "serve_model_path"]
 

@@ -100,14 +100,14 @@ def test_the_facts_hold_in_the_release_source(release):
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_release_values_match_the_release_source(release):
-    from moe_oracle.inputs.serve import release_values
+    from moe_oracle.inputs.release_facts import release_values
 
     tree = _tree(release)
     spec = importlib.util.spec_from_file_location("vllm_release_values", ROOT / "tools" / "vllm_release_values.py")
     assert spec is not None and spec.loader is not None
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    from moe_oracle.inputs.serve import platform_quantization
+    from moe_oracle.inputs.release_facts import platform_quantization
     from moe_oracle.core.tables import safe_load_generated
 
     read = tool.release_values(tree)
@@ -180,7 +180,7 @@ def test_speculative_methods_match_the_release_source(release):
 @pytest.mark.parametrize("release", RELEASES)
 def test_serve_facts_match_the_releases_own_parser(release, tmp_path):
     """Each release's serve facts file, regenerated from that release's ``make_arg_parser``."""
-    from moe_oracle.inputs.serve import engine_facts
+    from moe_oracle.inputs.release_facts import engine_facts
     from moe_oracle.core.tables import safe_load
     from moe_oracle.verify.run import VllmEnv
 

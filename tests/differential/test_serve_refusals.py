@@ -3,8 +3,8 @@
 For each modelled release, command lines ``vllm serve m --FLAG VALUE`` (and ``--FLAG BAD --FLAG
 GOOD``: an earlier occurrence is converted too) are built from the serve facts for every
 value-taking flag whose values moe_oracle checks only through the generic type/choices check
-(``serve._value_rules``; the flags with a reader of their own on every occurrence are left out,
-and for those whose last occurrence has one (``serve._LAST_READ``: stricter by design, e.g.
+(``serve_argv.value_rules``; the flags with a reader of their own on every occurrence are left out,
+and for those whose last occurrence has one (``serve_argv.LAST_READ``: stricter by design, e.g.
 ``-tp 0``, ``--hf-overrides plain``) only lines whose last value it accepts are built; flags
 with an Action of their own (``action:`` in the facts, e.g. ``--lora-modules``) are left out: what
 the action refuses is not modelled), with sample values per type kind (good, bad, edge: ``" 8"``, ``"8_000"``,
@@ -37,7 +37,9 @@ from pathlib import Path
 import pytest
 
 from moe_oracle.core.errors import ConfigError
-from moe_oracle.inputs.serve import _LAST_READ, ServeArgs, _value_rules, engine_facts, parse_serve
+from moe_oracle.inputs.serve import ServeArgs, parse_serve
+from moe_oracle.inputs.serve_argv import LAST_READ, value_rules
+from moe_oracle.inputs.release_facts import engine_facts
 from moe_oracle.verify.run import RELEASES
 
 pytestmark = pytest.mark.differential
@@ -67,7 +69,7 @@ def _words(flag: dict) -> list[str]:
 
 
 def _lines(release: str) -> list[list[str]]:
-    rules = _value_rules(release)
+    rules = value_rules(release)
     lines = []
     for flag in engine_facts(release)["serve_flags"]:
         if flag["dest"] not in rules or flag["dest"] in ("config", "model") or "action" in flag:
@@ -76,7 +78,7 @@ def _lines(release: str) -> list[list[str]]:
         good = next((w for w in words if w.strip() and w != "None"), None)
         option = flag["options"][0]
         for word in words:
-            if flag["dest"] not in _LAST_READ:
+            if flag["dest"] not in LAST_READ:
                 lines.append(["m", option, word])
             if good is not None:
                 lines.append(["m", option, word, option, good])

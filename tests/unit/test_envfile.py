@@ -201,12 +201,11 @@ def test_probe_next_to_a_file_that_declares_no_environment_or_asks_to_probe(tmp_
 def test_run_probes_unasked_and_notes_the_files_environment():
     """``run`` executes here, so it probes without --probe: the file's environment is set aside
     with a note rather than refused."""
-    import argparse
-
-    from moe_oracle.cli import _probe_over_file
     from moe_oracle.core.environment import Environment
+    from moe_oracle.inputs.deployment import _probe_over_file
+    from moe_oracle.inputs.operator_inputs import OperatorInputs
 
-    note = _probe_over_file(argparse.Namespace(config="layer.yaml", probe_implied=True), Environment(packages={"vllm": "0.29.0"}))
+    note = _probe_over_file(OperatorInputs(config="layer.yaml", probe_implied=True), Environment(packages={"vllm": "0.29.0"}))
     assert "vllm==0.29.0" in note and "not used" in note
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from moe_oracle.explain.whynot import why_not
 from moe_oracle.cli import main
-from moe_oracle.inputs.serve import platform_quantization
+from moe_oracle.inputs.release_facts import platform_quantization
 from moe_oracle.verify.run import RELEASES
 
 NVFP4 = "nvidia-qwen3.5-122b-a10b-nvfp4"  # ModelOpt NVFP4: vLLM checks it as modelopt_fp4
@@ -264,7 +264,7 @@ def test_the_search_takes_no_answer_the_engine_would_not_start_with():
 # cannot run this checkpoint so, so the answer is for another checkpoint of the same format with
 # those experts. Its method is not the document's: the document's platform check is noted, and the
 # layer is held to the methods such a checkpoint can have (deployment.verify_layer_quantization), on
-# every path and in why-not's search alike (cli._verify_quantization, cli._admissible).
+# every path and in why-not's search alike (moe_oracle.inputs.deployment: _verify_quantization, admissible).
 
 
 def _nvfp4(kind: str, tmp_path: Path) -> list[str]:

@@ -12,7 +12,8 @@ import pytest
 
 from moe_oracle.cli import main
 from moe_oracle.core.errors import ConfigError
-from moe_oracle.inputs.serve import SELECTION_FLAGS, UNMODELLED_FLAGS, engine_facts, parse_serve
+from moe_oracle.inputs.serve import SELECTION_FLAGS, UNMODELLED_FLAGS, parse_serve
+from moe_oracle.inputs.release_facts import engine_facts
 
 
 def test_every_classified_flag_is_a_real_vllm_flag():
@@ -203,7 +204,7 @@ def test_a_deprecated_method_needs_allow_deprecated_quantization():
 def test_release_values_agree_with_the_serve_facts():
     """engine_facts/vllm-release-values.yaml's 0.33.0 variable names are the serve facts file's
     (the file against each release's source: tests/differential/test_release_sources.py)."""
-    from moe_oracle.inputs.serve import release_values
+    from moe_oracle.inputs.release_facts import release_values
 
     assert tuple(sorted(engine_facts()["env_vars"])) == release_values("0.33.0")["env_vars"]
 
@@ -324,7 +325,7 @@ _R1 = "vllm serve deepseek-ai/DeepSeek-R1 -tp 8"
 
 def test_there_is_a_facts_file_per_modelled_release():
     """tools/vllm_cli_facts.py output for 0.29.0-0.33.0 (tests/differential checks each against its tree)."""
-    from moe_oracle.inputs.serve import serve_releases
+    from moe_oracle.inputs.release_facts import serve_releases
     from moe_oracle.verify.run import RELEASES
 
     assert serve_releases() == RELEASES
@@ -710,7 +711,7 @@ def test_every_value_taking_flag_has_a_type_kind(version):
     """The facts record each flag's argparse type as one of argtypes.KINDS; a callable the
     generator could not classify is named (type_callable), and its choices are not checked."""
     from moe_oracle.inputs.argtypes import KINDS
-    from moe_oracle.inputs.serve import _value_rules
+    from moe_oracle.inputs.serve_argv import value_rules as _value_rules
 
     flags = [f for f in engine_facts(version)["serve_flags"] if f["value"] != "none"]
     assert all(f["type"] in KINDS for f in flags)
@@ -801,7 +802,7 @@ def test_disable_prefix_is_enable_expert_parallel_off_only_where_enable_disable_
 
 @pytest.mark.parametrize("version", ["0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"])
 def test_the_parser_registers_the_releases_option_strings_in_its_order(version):
-    from moe_oracle.inputs.serve import _parser
+    from moe_oracle.inputs.serve_argv import release_parser as _parser
 
     assert list(_parser(version)[0]._option_string_actions) == engine_facts(version)["option_strings"]
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Mapping
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ..serve import ENGINE_VERSION
+from ..release_facts import ENGINE_VERSION
 
 if TYPE_CHECKING:
     from ...core.versions import EngineRelease

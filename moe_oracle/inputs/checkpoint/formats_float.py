@@ -1,0 +1,87 @@
+"""Routed experts of the FP8 formats (``fp8``, DeepSeek-V4 ``deepseek_v4_fp8``, ``fbgemm_fp8``) and
+MXFP4 (``mxfp4``, ``gpt_oss_mxfp4``), as vLLM 0.29.0-0.33.0 reads them (Q/ = vllm/model_executor/layers/quantization/)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...core.quant import SCHEMES, UNQUANTIZED
+from . import matching as m
+from .quant_records import ExpertsQuant, excluded, family_of, issue, str_list
+
+if TYPE_CHECKING:
+    from .quant_formats import QuantFormat
+
+__all__ = ["deepseek_v4_experts", "fbgemm_experts", "fp8_block", "fp8_experts", "mxfp4_experts"]
+
+
+def fp8_block(q: QuantFormat, block: Any, path: str) -> tuple[int, int]:
+    if not isinstance(block, list) or len(block) != 2 or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in block):
+        raise q.fail(path, "the block size of FP8 weights must be [block_n, block_k], two positive integers (Fp8Config)", block, {"length": 2})
+    return (block[0], block[1])
+
+
+def fp8_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQuant:
+    """Q/fp8.py ``Fp8Config.from_config`` / ``get_quant_method`` / ``Fp8MoEMethod``."""
+    c = q.config
+    scheme = c.get("activation_scheme")
+    if scheme is None:
+        raise q.fail(".activation_scheme", "Fp8Config requires activation_scheme", None, ["static", "dynamic"])
+    if scheme not in ("static", "dynamic"):
+        raise q.fail(".activation_scheme", "unsupported activation scheme (Fp8Config)", scheme, ["static", "dynamic"])
+    block = c.get("weight_block_size")
+    if block is not None:
+        if not isinstance(block, list) or len(block) != 2:
+            raise q.fail(".weight_block_size", "the quantization block size of weight must have 2 dimensions (Fp8Config)", block, {"length": 2})
+        if scheme != "dynamic":
+            raise q.fail(".activation_scheme", f"{q.release.words} refuses an FP8 block checkpoint with static activations: 'The block-wise quantization only supports dynamic activation scheme'", scheme, ["dynamic"])
+    ignored = str_list(c.get("ignored_layers")) or str_list(c.get("modules_to_not_convert"))
+    hit = m.vllm_is_layer_skipped(module, ignored)
+    if hit is not None:
+        return excluded(q, hit, "is_layer_skipped, exact mode: an ignored name containing 'experts' contains the experts prefix")
+    if q.method == "deepseek_v4_fp8":
+        return deepseek_v4_experts(q, block)
+    if c.get("store_dtype") == "mxfp4":
+        return ExpertsQuant(SCHEMES["mxfp4_w16"], "mxfp4", evidence=f"{q.source}: fp8 with store_dtype mxfp4: Fp8Config builds Mxfp4MoEMethod (no activation key)")
+    if block is not None:
+        b = fp8_block(q, block, ".weight_block_size")
+        return ExpertsQuant(SCHEMES["fp8_block"], family_of(q), weight_block_size=b, evidence=f"{q.source}: fp8 with weight_block_size {list(b)}: Fp8MoEMethod (block weights, dynamic 1x{b[1]} activations)")
+    if scheme == "static":
+        return ExpertsQuant(SCHEMES["fp8_tensor_static"], family_of(q), evidence=f"{q.source}: fp8 per-tensor, static activations (Fp8MoEMethod)")
+    return ExpertsQuant(SCHEMES["fp8_tensor_dynamic"], family_of(q), evidence=f"{q.source}: fp8 per-tensor, dynamic per-tensor activations (Fp8MoEMethod; per-token under VLLM_BATCH_INVARIANT)")
+
+
+def deepseek_v4_experts(q: QuantFormat, block: Any) -> ExpertsQuant:
+    """vllm/models/deepseek_v4/quant_config.py ``DeepseekV4FP8Config.get_quant_method``: FP4 experts
+    get ``Mxfp4MoEMethod``, with the activation key kMxfp8Dynamic from 0.33.0 (fact
+    ``deepseek_v4_mxfp4_activation_key``; before, none)."""
+    dtype = q.expert_dtype or "fp4"
+    if dtype not in ("fp4", "fp8"):
+        raise issue(q.file, "$.expert_dtype", "Unsupported DeepSeek V4 expert_dtype (DeepseekV4FP8Config)", dtype, ["fp4", "fp8"])
+    why = f"expert_dtype {dtype}" + ("" if q.expert_dtype else " (absent: vLLM assumes fp4)")
+    if dtype == "fp4":
+        algo = str(q.config.get("moe_quant_algo") or "").upper()
+        if algo == "NVFP4":
+            return ExpertsQuant(SCHEMES["nvfp4"], "modelopt", weight_group_size=16, evidence=f"{q.source}: deepseek_v4_fp8, {why}, moe_quant_algo NVFP4: ModelOptNvFp4FusedMoE (W4A4)")
+        if not q.release.holds("deepseek_v4_mxfp4_activation_key"):
+            return ExpertsQuant(SCHEMES["mxfp4_w16"], "mxfp4", evidence=f"{q.source}: deepseek_v4_fp8, {why}: Mxfp4MoEMethod with no activation key ({q.release.words}; 0.33.0 passes kMxfp8Dynamic)")
+        return ExpertsQuant(SCHEMES["mxfp4_mxfp8"], "mxfp4", evidence=f"{q.source}: deepseek_v4_fp8, {why}: Mxfp4MoEMethod with activation key MXFP8 (kMxfp8Dynamic)")
+    b = fp8_block(q, block, ".weight_block_size") if block is not None else None
+    scheme = SCHEMES["fp8_block"] if b else SCHEMES["fp8_tensor_dynamic"]
+    return ExpertsQuant(scheme, family_of(q), weight_block_size=b, evidence=f"{q.source}: deepseek_v4_fp8, {why}: Fp8MoEMethod" + (f" with {list(b)} blocks" if b else ""))
+
+
+def fbgemm_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQuant:
+    """Q/fbgemm_fp8.py: ``get_quant_method`` returns nothing for RoutedExperts."""
+    if "modules_to_not_convert" not in q.config or "activation_scale_ub" not in q.config:
+        missing = [k for k in ("modules_to_not_convert", "activation_scale_ub") if k not in q.config]
+        raise q.fail(f".{missing[0]}", "FBGEMMFp8Config requires modules_to_not_convert and activation_scale_ub", None, missing)
+    return ExpertsQuant(UNQUANTIZED, None, excluded_by="(fbgemm_fp8 quantizes linear layers only)", evidence=f"{q.source}: fbgemm_fp8 gives RoutedExperts no quant method, so the experts run unquantized (FBGEMMFp8Config.get_quant_method)")
+
+
+def mxfp4_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQuant:
+    """Q/mxfp4.py: every RoutedExperts gets Mxfp4MoEMethod; no exclusion is read for experts."""
+    listed = str_list(q.config.get("modules_to_not_convert"))
+    hit = m.vllm_is_layer_skipped(module, listed)
+    notes = (f"{hit!r} names these experts, but Mxfp4Config never skips RoutedExperts",) if hit else ()
+    return ExpertsQuant(SCHEMES["mxfp4_w16"], family_of(q), weight_group_size=32, evidence=f"{q.source}: {q.method}: Mxfp4MoEMethod with no activation key (BF16-activation variants preferred)", notes=notes)
