@@ -358,7 +358,7 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
 
 def alternative_lines(alternatives: Iterable[Any], indent: str = "  ", *, serve: bool = False) -> list[str]:
     """Numbered lines, one per alternative; equal costs are marked as ties (``serve``: see
-    :meth:`moe_oracle.explain.whynot.Alternative.describe`)."""
+    :meth:`moe_oracle.explain.whynot_edits.Alternative.describe`)."""
     alts = list(alternatives)
     costs = Counter(a.cost for a in alts)
     return [f"{indent}{i}. {a.describe(serve=serve)}  [cost {a.cost}{', tie' if costs[a.cost] > 1 else ''}] -> {a.outcome()}" for i, a in enumerate(alts, start=1)]
@@ -377,7 +377,7 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
 
     ``fixes``: alternatives from :func:`moe_oracle.explain.whynot.fixes` (``None``: not searched);
     ``serve``: the deployment came from a ``vllm serve`` line, so fixes name its flags
-    (:meth:`moe_oracle.explain.whynot.Alternative.describe`).
+    (:meth:`moe_oracle.explain.whynot_edits.Alternative.describe`).
     """
     unmapped = unmapped_request(decision)
     n = len(decision.rows)

@@ -99,7 +99,7 @@ def _never_selected(catalog: Catalog) -> list[Finding]:
     that is then still not selected is outranked inside its own backend.
     """
     from ..core.requests import request_name
-    from ..explain.whynot import repair
+    from ..explain.whynot_search import repair
 
     won: set[str] = set()
     samples = list(sample_configs(SAMPLE_SIZE, SAMPLE_SEED, catalog))

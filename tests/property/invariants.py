@@ -472,7 +472,7 @@ def _satisfying(specs: Sequence[str]) -> str | None:
 def check_why_not_finds_package_fixes(case: Case, backend_name: str) -> None:
     """When installing packages (at most MAX_EDITS, at versions the tables accept) is all a
     candidate of the backend lacks, why-not finds an answer."""
-    from moe_oracle.explain.whynot import MAX_EDITS
+    from moe_oracle.explain.whynot_search import MAX_EDITS
 
     backends = CATALOG.backend_names[backend_name.strip().lower().replace("-", "_")]
     model = _model(case)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from moe_oracle.core.config import Device, MoEConfig, ParallelConfig
-from moe_oracle.explain.whynot import MAX_EDITS
+from moe_oracle.explain.whynot_search import MAX_EDITS
 from tests.property import invariants as inv
 from tests.property.profiles import budget
 from tests.property.strategies import CATALOG, LEAF_PATHS, LEAVES, Case, backend_names, cases, note_case, refused_env_values, targeted_cases

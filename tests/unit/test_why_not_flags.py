@@ -116,7 +116,7 @@ def test_a_fix_that_edits_a_flag_twice_names_it_once(capsys, tmp_path):
 
 def test_merged_flags_keep_the_last_value_at_the_first_place():
     from moe_oracle.core.environment import ABSENT
-    from moe_oracle.explain.whynot import Alternative, Edit
+    from moe_oracle.explain.whynot_edits import Alternative, Edit
 
     edits = (Edit("parallel.use_ep", False, True, 1), Edit("parallel.tp_size", 2, 1, 3), Edit("parallel", "tp=1 dp=8", "tp=8 dp=1", 3),
              Edit("packages.deep-gemm", ABSENT, "2.1.0", 2), Edit("packages.deep_gemm", "2.1.0", ABSENT, 2), Edit("parallel.use_ep", True, False, 1))

@@ -18,7 +18,7 @@ from moe_oracle.inputs.hardware import lookup_hardware
 from moe_oracle.inputs.hf import from_hf_config, load_hf_config
 from moe_oracle.inputs.models import resolve_model_path
 from moe_oracle.core.oracle import Oracle, default_catalog
-from moe_oracle.explain.whynot import COSTS, category
+from moe_oracle.explain.whynot_edits import COSTS, category
 
 MINIMAX = ["--model", "minimax-m2", "--gpu", "H200", "--tp", "8"]
 
@@ -66,7 +66,7 @@ def test_unknown_keep_category_is_bad_input(capsys):
 
 def test_one_device_candidate_per_architecture():
     """H100, H200, H20, H800 and GH200 are one GPU to suggest (SM 9.0), not five ties."""
-    from moe_oracle.explain.whynot import _architectures
+    from moe_oracle.explain.whynot_moves import _architectures
 
     archs = [(d.platform, d.capability, d.arch, d.cpu_amx) for _, d in _architectures()]
     assert len(archs) == len(set(archs))

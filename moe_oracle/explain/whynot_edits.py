@@ -1,0 +1,293 @@
+"""Why-not edits: one input change (:class:`Edit`), a re-checked set of them (:class:`Alternative`),
+what each costs an operator (:data:`COSTS`) and how an edit set reads as flags and as a serve line."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
+
+from packaging.utils import canonicalize_name
+
+from ..core.config import Device, MoEConfig
+from ..core.decision import Decision
+from ..core.requests import request_name
+from ..core.environment import ABSENT, Environment
+
+if TYPE_CHECKING:
+    from ..core.catalog import Catalog
+
+__all__ = ["Alternative", "CATEGORIES", "COSTS", "DEFAULT_KEEP", "Edit", "category", "edit_text", "request_hint", "serve_line_edits"]
+
+
+# How disruptive a change is for an operator; the search minimizes the sum.
+COSTS = {"flag": 1, "package": 2, "redeploy": 3, "resize": 4, "numerics": 4, "hardware": 5, "model": 8}
+
+
+# --keep categories -> how to recognise their edit targets.
+CATEGORIES = ("device", "parallel", "quant", "packages", "env", "flags", "model")
+
+
+DEFAULT_KEEP = frozenset({"model"})
+
+
+def category(target: str) -> str:
+    """The --keep category of an edit target.
+
+    >>> category("parallel.use_ep"), category("packages.deep-gemm"), category("activation")
+    ('parallel', 'packages', 'model')
+    """
+    if target == "device":
+        return "device"
+    if target.startswith("parallel") or target == "enable_eplb":
+        return "parallel"
+    if target in ("quant", "quant_method", "in_dtype"):
+        return "quant"
+    if target.startswith("packages."):
+        return "packages"
+    if target.startswith("env.") or target == "batch_invariant":
+        return "env"
+    if target in ("moe_backend", "lora", "max_num_tokens"):
+        return "flags"
+    return "model"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to an input: ``target`` is a MoEConfig path (``parallel.tp_size``),
+    ``device``, ``packages.<name>`` or ``env.<VAR>``."""
+
+    target: str
+    before: Any
+    after: Any
+    cost: int
+
+    def describe(self) -> str:
+        return f"{self.target}: {edit_text(self.before)} -> {edit_text(self.after)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "before": edit_text(self.before), "after": edit_text(self.after), "cost": self.cost, "flag": self.flag(), "change": self.change()}
+
+    def flag(self) -> str | None:
+        """The change as the operator types it on the moe-oracle command line (``--ep``, ``--no-ep``,
+        ``--tp 4``, ``--gpu B200``, ``--env VAR=0``); None for a change no flag makes (another
+        checkpoint or model: :meth:`change`)."""
+        t, after = self.target, self.after
+        if t == "device":
+            return f"--gpu {edit_text(after)}"
+        if t == "parallel.use_ep":
+            return "--ep" if after else "--no-ep"
+        if t == "parallel.tp_size":
+            return f"--tp {after}"
+        if t == "parallel.dp_size":
+            return f"--dp {after}"
+        if t == "parallel.all2all_backend":
+            return f"--all2all {edit_text(after)}"
+        if t == "parallel":
+            return _preset_flag(str(after), str(self.before))
+        if t == "enable_eplb":
+            return "--eplb" if after else "--no-eplb"
+        if t.startswith("packages."):
+            return f"--without {t[9:]}" if after is ABSENT else (f"--package {t[9:]}" if str(after).startswith("installed") else f"--package {t[9:]}=={after}")
+        if t.startswith("env."):
+            return f"--env {t[4:]}={edit_text(after)}"
+        if t == "batch_invariant":
+            return "--batch-invariant" if after else "--no-batch-invariant --env VLLM_BATCH_INVARIANT=0"
+        if t == "lora":
+            return "--lora" if after else "--no-lora"
+        if t == "quant":
+            return f"--quant {after}"
+        if t == "moe_backend":
+            return f"--moe-backend {after}"
+        if t == "max_num_tokens":
+            return f"--max-tokens {after}"
+        return None
+
+    def change(self) -> str | None:
+        """A change no moe-oracle flag makes, in words (None when :meth:`flag` makes it)."""
+        if self.flag() is not None:
+            return None
+        t, after = self.target, self.after
+        if t == "quant_method":
+            return f"a {edit_text(after)} checkpoint (quant_method {edit_text(self.before)} -> {edit_text(after)})"
+        if t == "in_dtype":
+            return f"{edit_text(after)} activations (vllm serve --dtype {edit_text(after)}, or --serve '... --dtype {edit_text(after)}')"
+        return f"another model: {t} {edit_text(self.before)} -> {edit_text(after)}"
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One edit set that makes the target eligible, with the selection it leads to.
+
+    Attributes:
+        edits: the changes, cheapest first.
+        kernel: the targeted candidate that becomes eligible.
+        config, environment: the inputs with the edits applied.
+        decision: the selection under them (its winner may be another kernel).
+    """
+
+    edits: tuple[Edit, ...]
+    kernel: str
+    config: MoEConfig
+    environment: Environment
+    decision: Decision
+
+    @property
+    def cost(self) -> int:
+        return sum(e.cost for e in self.edits)
+
+    def flags(self) -> str:
+        """The moe-oracle flags that make the change (pasteable after the original ones), each
+        flag once with the value the edits leave (:func:`_merge_flags`)."""
+        return _merge_flags(f for e in self.edits if (f := e.flag()))
+
+    def changes(self) -> list[str]:
+        """Changes no flag makes (another checkpoint, another model), in words."""
+        return [c for e in self.edits if (c := e.change())]
+
+    def describe(self, *, serve: bool = False) -> str:
+        """The flags, then the changes no flag makes; with ``serve`` (the deployment came from a
+        ``vllm serve`` line), the flags that the serve line sets are given as its edits
+        (:func:`serve_line_edits`): moe-oracle refuses one setting given both ways."""
+        flags = self.flags()
+        if serve:
+            edits, rest = serve_line_edits(flags)
+            flags = "; ".join(x for x in (f"in the vllm serve line: {edits}" if edits else "", rest) if x)
+        other = "; ".join(self.changes())
+        if not other:
+            return flags
+        return f"{flags} with {other}" if flags else other
+
+    def outcome(self) -> str:
+        winner = self.decision.kernel
+        if winner == self.kernel:
+            return f"{self.kernel} selected"
+        backend = next((r.entry.backend for r in self.decision.rows if r.entry.id == self.kernel), self.kernel)
+        view = self.decision.ranking.view
+        if request_name(view, backend) == self.config.moe_backend:
+            return f"{self.kernel} eligible, outranked by {winner} (--moe-backend {self.config.moe_backend} selects both; the engine takes {winner} first)"
+        return f"{self.kernel} eligible, outranked by {winner} ({request_hint(view, backend, 'add')})"
+
+    def to_dict(self) -> dict[str, Any]:
+        edits, rest = serve_line_edits(self.flags())
+        return {"flags": self.flags(), "serve_line": {"edits": edits, "flags": rest}, "changes": self.changes(), "cost": self.cost, "kernel": self.kernel, "winner_after": self.decision.kernel, "edits": [e.to_dict() for e in self.edits]}
+
+
+def request_hint(catalog: "Catalog", backend: str, verb: str) -> str:
+    """How to run ``backend`` on purpose: ``--moe-backend NAME`` with a name the release accepts,
+    or, where none selects it, that only the priority order reaches it."""
+    name = request_name(catalog, backend)
+    if name == "auto":
+        return f"no --moe-backend name selects {backend}; only the priority order reaches it"
+    return f"{verb} --moe-backend {name} to run it" if verb == "add" else f"{verb} it with --moe-backend {name}"
+
+
+def _preset_flag(text: str, before: str = "") -> str:
+    """``tp=1 dp=8 ep all2all=deepep_low_latency`` -> ``--tp 1 --dp 8 --ep --all2all deepep_low_latency``;
+    with ``before``, only what differs from it (``--no-ep`` where it had EP).
+
+    >>> _preset_flag("tp=1 dp=8 ep all2all=deepep_low_latency")
+    '--tp 1 --dp 8 --ep --all2all deepep_low_latency'
+    >>> _preset_flag("tp=8 dp=1", "tp=8 dp=1 ep all2all=naive")
+    '--no-ep'
+    """
+    old = set(before.split())
+    words = text.split()
+    out = []
+    for word in words:
+        if word in old:
+            continue
+        key, _, value = word.partition("=")
+        out.append(f"--{key} {value}" if value else f"--{key}")
+    if "ep" in old and "ep" not in words:
+        out.append("--no-ep")
+    return " ".join(out)
+
+
+def _serve_spelling() -> dict[str, str]:
+    """moe-oracle flag -> the vllm serve flag that sets the same field (``deployment``'s flag
+    table joined with ``serve.SERVE_FLAG_OF``); redundant experts and the draft's backend are
+    JSON keys, not flags, and are left out."""
+    from ..inputs.serve_apply import SERVE_TO_ARGS
+    from ..inputs.serve import SERVE_FLAG_OF
+
+    return {flag: SERVE_FLAG_OF[attr] for attr, (_, flag) in SERVE_TO_ARGS.items() if " " not in SERVE_FLAG_OF[attr]}
+
+
+def serve_line_edits(flags: str) -> tuple[str, str]:
+    r"""A fix's moe-oracle flags split into (the same change as ``vllm serve`` flags, the flags no
+    serve flag sets: ``--gpu``, ``--package``, ``--env`` ...). Appended to the serve line, the
+    edits take effect: vLLM's argparse keeps a repeated flag's last value, and a boolean turned
+    off is its ``--no-`` form (argparse ``BooleanOptionalAction`` in vLLM 0.29.0-0.32.0; vLLM
+    0.33.0 still accepts ``--no-enable-expert-parallel`` beside ``--disable-expert-parallel``).
+    Redundant experts go through ``--eplb-config``.
+
+    >>> serve_line_edits("--tp 1 --dp 16 --no-eplb --redundant-experts 0 --gpu B200")
+    ('--tensor-parallel-size 1 --data-parallel-size 16 --no-enable-eplb --eplb-config \'{"num_redundant_experts": 0}\'', '--gpu B200')
+    """
+    spelling = _serve_spelling()
+    edits: list[str] = []
+    rest: list[str] = []
+    for option in _options([flags]):
+        name = option[0]
+        if name in spelling:
+            edits.append(" ".join([spelling[name], *option[1:]]))
+        elif name.startswith("--no-") and "--" + name[5:] in spelling:
+            edits.append("--no-" + spelling["--" + name[5:]][2:])
+        elif name == "--redundant-experts" and len(option) == 2:
+            edits.append(f"--eplb-config '{{\"num_redundant_experts\": {option[1]}}}'")
+        else:
+            rest.append(" ".join(option))
+    return " ".join(edits), " ".join(rest)
+
+
+def _options(texts: Iterable[str]) -> list[list[str]]:
+    """Flag texts as options: each flag with the words that follow it."""
+    options: list[list[str]] = []
+    for text in texts:
+        for word in text.split():
+            if word.startswith("--") or not options:
+                options.append([word])
+            else:
+                options[-1].append(word)
+    return options
+
+
+def _flag_key(option: list[str]) -> tuple[str, ...]:
+    """What one option sets: ``--no-ep`` and ``--ep`` set the same thing, ``--package X==1`` and
+    ``--without X`` the same package, ``--env VAR=1`` and ``--env VAR=0`` the same variable."""
+    name = option[0]
+    if name in ("--package", "--without") and len(option) > 1:
+        return ("package", str(canonicalize_name(option[1].split("==")[0])))
+    if name == "--env" and len(option) > 1:
+        return ("env", option[1].partition("=")[0])
+    return (name[5:] if name.startswith("--no-") else name[2:],)
+
+
+def _merge_flags(texts: Iterable[str]) -> str:
+    """Edits' flags joined, each input set once: where two edits set the same flag (a tp edit,
+    then a whole redeployment), the later value stays, at the first one's place, as applying the
+    edits in order leaves it.
+
+    >>> _merge_flags(["--tp 1", "--tp 8 --dp 1"])
+    '--tp 8 --dp 1'
+    >>> _merge_flags(["--ep", "--dp 8", "--no-ep", "--env A=1", "--env A=0"])
+    '--no-ep --dp 8 --env A=0'
+    """
+    options = _options(texts)
+    merged: dict[tuple[str, ...], list[str]] = {}
+    for option in options:
+        merged[_flag_key(option)] = option  # an existing key keeps its place, takes the later value
+    return " ".join(" ".join(option) for option in merged.values())
+
+
+def edit_text(value: Any) -> str:
+    if value is ABSENT:
+        return "not installed"
+    if isinstance(value, Device):
+        if value.name:
+            return value.name
+        return f"{value.platform.value} {value.capability or value.arch or ''}".strip()
+    if hasattr(value, "value"):
+        return str(value.value)
+    if hasattr(value, "name") and not isinstance(value, str):
+        return str(value.name)
+    return str(value)

@@ -1,0 +1,221 @@
+"""The why-not search: best first over edit sets, each re-evaluated, cheapest first (:func:`search_eligible`),
+and the greedy repair lint uses (:func:`repair`)."""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, replace
+from itertools import chain, count
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+
+
+from ..core.checks import Check
+from ..core.config import MoEConfig
+from ..core.decision import Decision
+from ..core.engine import evaluate
+from ..core.requests import request_name
+from ..core.environment import Environment
+from ..core.vocab import Policy
+from .whynot_edits import COSTS, Alternative, Edit, edit_text
+from .whynot_moves import EditGen, State, candidate_edits, wrap_config
+
+if TYPE_CHECKING:
+    from ..core.catalog import Catalog
+    from ..core.decision import Row
+
+__all__ = ["MAX_EDITS", "MAX_EXPANSIONS", "SearchResult", "repair", "search_eligible", "target_failures"]
+
+
+MAX_EXPANSIONS = 400
+
+
+MAX_EDITS = 4
+
+
+def target_failures(decision: Decision, target: Callable[["Row"], bool], *, selected: bool = False) -> tuple[list[Check] | None, str | None]:
+    """Failing checks of the least-failing targeted candidate, or (None, kernel) if one is eligible.
+
+    ``selected``: a layer the engine refuses after selecting a kernel (``Decision.refused``) has
+    none: the failures to fix are that kernel's, whatever is eligible behind it.
+    """
+    if selected and decision.refused is not None:
+        return list(decision.rows[decision.refused].failures), None
+    best: list[Check] | None = None
+    for row in decision.rows:
+        if not target(row):
+            continue
+        if not row.failures:
+            return None, row.entry.id
+        if best is None or len(row.failures) < len(best):
+            best = list(row.failures)
+    return best or [], None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Outcome of :func:`search_eligible`: the best edit set (``edits``) and every one found."""
+
+    found: bool
+    kernel: str | None
+    edits: tuple[Edit, ...]
+    config: MoEConfig
+    environment: Environment
+    decision: Decision | None
+    blocking: tuple[str, ...]
+    explored: int
+    alternatives: tuple[Alternative, ...] = ()
+
+
+def _key(edits: Iterable[Edit]) -> frozenset[str]:
+    return frozenset(f"{e.target}={edit_text(e.after)}" for e in edits)
+
+
+def search_eligible(
+    catalog: "Catalog",
+    config: MoEConfig,
+    env: Environment,
+    target: Callable[["Row"], bool],
+    *,
+    max_expansions: int = MAX_EXPANSIONS,
+    n: int = 1,
+    keep: frozenset[str] = frozenset(),
+    policy: Policy = Policy.FAITHFUL,
+    selected: bool = False,
+    admissible: Callable[[MoEConfig, Environment], bool] | None = None,
+) -> SearchResult:
+    """Up to ``n`` cheapest edit sets (each at most :data:`MAX_EDITS` edits, none in a ``keep``
+    category, none a superset of a cheaper one) after which a row matching ``target`` has no
+    failure under ``policy``, cheapest first (ties in the order found).
+
+    ``admissible`` (config, environment) -> whether the engine starts with them at all: edited
+    inputs it refuses are no answer, though the search goes on through them (a later edit may
+    make them admissible). The CLI passes the platform's quantization check
+    (:func:`moe_oracle.inputs.quant_checks.platform_admits`): no fix moves a checkpoint to a GPU whose
+    platform vLLM refuses its method on.
+
+    ``selected`` (a dead end's fixes): the layer must also not be refused after selection, and
+    the request may be dropped or changed: ``moe_backend`` back to auto where the name maps to
+    no kernel, or to the backend of an eligible candidate the refused kernel outranks."""
+    tie = count()
+    frontier: list[tuple[int, int, int, tuple[Edit, ...], State]] = [(0, 0, next(tie), (), (config, env))]
+    seen: set[frozenset[str]] = set()
+    explored = 0
+    blocking: tuple[str, ...] = ()
+    found: list[Alternative] = []
+    while frontier and explored < max_expansions and len(found) < n:
+        cost, _, _, edits, state = heapq.heappop(frontier)
+        if any(_key(a.edits) <= _key(edits) for a in found):
+            continue  # contains a cheaper answer: not a different way
+        explored += 1
+        try:
+            decision = evaluate(catalog, state[0], state[1], policy=policy)
+        except Exception:  # noqa: BLE001 - an edit produced an invalid config; skip it
+            continue
+        failing, kernel = target_failures(decision, target, selected=selected)
+        if failing is None:
+            if not edits:
+                return SearchResult(True, kernel, (), state[0], state[1], decision, (), explored)
+            assert kernel is not None
+            if admissible is not None and not admissible(*state):
+                continue  # the engine would not start with these inputs: no fix
+            if decision.winner is not None and any(w.code == "unchecked" for w in decision.warnings):
+                continue  # the engine selects a kernel whose unchecked check fails when it is built: no fix
+            alt = Alternative(edits, kernel, state[0], state[1], decision)
+            # Another way to the same inputs (a preset that only drops --ep, as --no-ep did) is no new fix.
+            if not any((a.config == alt.config and a.environment.fingerprint == alt.environment.fingerprint) or a.describe() == alt.describe() for a in found):
+                found.append(alt)
+            continue
+        if not edits:
+            blocking = tuple(f"{c.code.value}: {c.field} [{c.rule}]" for c in failing)
+        if len(edits) >= MAX_EDITS or not failing:
+            continue
+        values = dict(decision.normalized.values)
+        proposals = candidate_edits(failing[0], state, values, keep)
+        if selected and "flags" not in keep:
+            proposals = chain(_request_edits(catalog, decision, target, state), proposals)
+        for name, apply, before, after, edit_cost in proposals:
+            earlier = next((e for e in edits if e.target == name), None)
+            # A package edit may be revised: installing it can satisfy a presence check and then
+            # fail its version range (installed 1.0.0, needs >=2.9). Other targets are edited once.
+            if earlier is not None and not name.startswith("packages."):
+                continue
+            try:
+                new_state = apply(state)
+            except Exception:  # noqa: BLE001 - e.g. a ParallelConfig the edit made invalid
+                continue
+            kept = tuple(e for e in edits if e is not earlier)
+            if earlier is not None:
+                before = earlier.before
+            new_edits = kept + (Edit(name, before, after, edit_cost),)
+            key = _key(new_edits)
+            if key in seen:
+                continue
+            seen.add(key)
+            base = cost - (earlier.cost if earlier is not None else 0)
+            heapq.heappush(frontier, (base + edit_cost, len(new_edits), next(tie), new_edits, new_state))
+    if found:
+        best = found[0]
+        return SearchResult(True, best.kernel, best.edits, best.config, best.environment, best.decision, (), explored, tuple(found))
+    return SearchResult(False, None, (), config, env, None, blocking, explored)
+
+
+def _request_edits(catalog: "Catalog", decision: Decision, target: Callable[["Row"], bool], state: State) -> Iterator[EditGen]:
+    """``moe_backend`` edits a dead end's request suggests: ``auto`` where the name maps to no
+    kernel of this layer (the engine raises), and, where the engine selects a kernel and then
+    refuses the layer, the backend of each eligible targeted candidate ranked after it."""
+    config = state[0]
+    current = config.moe_backend
+    if decision.requested == () and current != "auto":
+        yield "moe_backend", wrap_config(lambda c: replace(c, moe_backend="auto")), current, "auto", COSTS["flag"]
+    if decision.refused is None:
+        return
+    asked: list[str] = []
+    for row in decision.rows[decision.refused + 1:]:
+        if not row.failures and target(row):
+            name = request_name(catalog, row.entry.backend)
+            if name not in asked and name not in ("auto", current):
+                asked.append(name)
+    for name in asked:
+        yield "moe_backend", wrap_config(lambda c, v=name: replace(c, moe_backend=v)), current, name, COSTS["flag"]
+
+
+def repair(catalog: "Catalog", config: MoEConfig, env: Environment, target: Callable[["Row"], bool], *, max_rounds: int = 16, policy: Policy = Policy.FAITHFUL) -> SearchResult:
+    """Greedy repair: fix the target's first failing check with its cheapest working edit, repeat.
+
+    Among the edits that fix the check, the one leaving the fewest failures wins. Not minimal
+    (that is :func:`search_eligible`'s job) but reaches far-away configs in few rounds; lint
+    uses it to show that a kernel can be eligible at all.
+    """
+    state: State = (config, env)
+    edits: tuple[Edit, ...] = ()
+    explored = 0
+    visited = {(config, env.fingerprint)}
+    for _ in range(max_rounds):
+        decision = evaluate(catalog, state[0], state[1], policy=policy)
+        explored += 1
+        failing, kernel = target_failures(decision, target)
+        if failing is None:
+            return SearchResult(True, kernel, edits, state[0], state[1], decision, (), explored)
+        if not failing:
+            break
+        chk = failing[0]
+        best: tuple[int, int, State, Edit] | None = None
+        for name, apply, before, after, edit_cost in candidate_edits(chk, state, dict(decision.normalized.values)):
+            try:
+                new_state = apply(state)
+                if (new_state[0], new_state[1].fingerprint) in visited:
+                    continue  # never undo an earlier repair: that oscillates
+                trial = evaluate(catalog, new_state[0], new_state[1], policy=policy)
+            except Exception:  # noqa: BLE001 - an edit produced an invalid config; try the next
+                continue
+            explored += 1
+            still, _ = target_failures(trial, target)
+            remaining = 0 if still is None else len(still)
+            if still is not None and any(c.rule == chk.rule for c in still):
+                continue
+            if best is None or (remaining, edit_cost) < best[:2]:
+                best = (remaining, edit_cost, new_state, Edit(name, before, after, edit_cost))
+        if best is None:
+            return SearchResult(False, None, edits, state[0], state[1], None, (f"{chk.code.value}: {chk.field} [{chk.rule}]",), explored)
+        state, edits = best[2], edits + (best[3],)
+        visited.add((state[0], state[1].fingerprint))
+    return SearchResult(False, None, edits, state[0], state[1], None, (), explored)
