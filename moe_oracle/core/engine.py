@@ -29,7 +29,8 @@ from typing import Any, Mapping
 from .catalog import Catalog, KeyRewrite, PriorityOrder, RequestMap, Shortcut
 from .checks import Check, Outcome
 from .config import MoEConfig, Provenance
-from .decision import Decision, Ranking, Row
+from .decision import Decision
+from .ranking import Ranking, Row
 from .failures import make_failure
 from .environment import Environment
 from .envvars import env_notes

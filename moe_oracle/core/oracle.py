@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from .catalog import Catalog
 from .loading import load_catalog, load_runtime_catalog

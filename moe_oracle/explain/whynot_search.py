@@ -20,7 +20,7 @@ from .whynot_moves import EditGen, State, candidate_edits, wrap_config
 
 if TYPE_CHECKING:
     from ..core.catalog import Catalog
-    from ..core.decision import Row
+    from ..core.ranking import Row
 
 __all__ = ["MAX_EDITS", "MAX_EXPANSIONS", "SearchResult", "repair", "search_eligible", "target_failures"]
 

@@ -152,7 +152,8 @@ def test_fast_constructors_build_what_the_dataclass_init_builds(catalog):
     dataclass constructor does, and ``Decision.of`` refuses a missing or unknown field."""
     from dataclasses import fields, replace
 
-    from moe_oracle.core.decision import Decision, Ranking
+    from moe_oracle.core.decision import Decision
+    from moe_oracle.core.ranking import Ranking
 
     config, env = next(iter(sample_configs(1, 3, catalog)))
     d = evaluate(catalog, config, env)
