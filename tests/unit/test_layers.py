@@ -28,7 +28,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "inputs": frozenset({"core", "inputs"}),
     "explain": frozenset({"core", "inputs", "explain"}),
     "runtime": frozenset({"core", "inputs", "runtime"}),
-    "verify": frozenset({"core", "inputs", "verify"}),
+    "verify": frozenset({"core", "inputs", "explain", "verify"}),
     "tools": frozenset({"core", "inputs", "explain", "tools"}),
     "cli": frozenset({"core", "inputs", "explain", "tools", "runtime", "verify", "cli"}),
     "root": frozenset({"core", "inputs", "explain", "tools", "runtime", "verify", "cli", "root"}),
