@@ -18,7 +18,7 @@ from ..quant import QuantScheme
 from .cases import Answer, Deployment
 from .frontends import QUANT_METHOD
 
-__all__ = ["OurSide", "PACKAGE_NAMES", "FLASHINFER_PINS", "FRONT_END_QUANT_METHOD"]
+__all__ = ["OurSide", "PACKAGE_NAMES", "FLASHINFER_PINS", "FLASHINFER_SUBSTITUTES", "FRONT_END_QUANT_METHOD", "flashinfer_installed"]
 
 PACKAGE_NAMES: Mapping[str, str] = {
     "flashinfer": "flashinfer-python",
@@ -44,8 +44,34 @@ FLASHINFER_PINS: Mapping[str, str] = {
     "0.31.0": "0.7.0.post1",
     "0.32.0": "0.7.0.post1",
     "0.33.0": "0.7.2.post1",
+    "0.34.0": "0.7.3",
 }
 """flashinfer-python version each vLLM release pins (its wheel METADATA ``Requires-Dist``)."""
+
+FLASHINFER_SUBSTITUTES: Mapping[str, tuple[str, str]] = {
+    "0.7.3": (
+        "0.7.4",
+        "vLLM 0.34.0 pins flashinfer-python==0.7.3, which the package index does not serve (it has "
+        "0.7.2.post1 and 0.7.4); the nearest served version stands in. Its selection-relevant facts "
+        "are checked against the pin's by moe_oracle.verify.flashinfer_substitute.",
+    ),
+}
+"""Pinned FlashInfer version -> (the version the environment installs instead, why). A pin the
+index does not serve is replaced by the nearest served version; the environment's manifest
+(``DIR/setup.json``) records the substitution."""
+
+
+def flashinfer_installed(release: str) -> str | None:
+    """The flashinfer-python version the differential environment holds for vLLM ``release``:
+    its pin, or the documented substitute of a pin the index does not serve (``None``: unknown release).
+
+    >>> flashinfer_installed("0.33.0"), flashinfer_installed("0.34.0"), flashinfer_installed("9.9.9")
+    ('0.7.2.post1', '0.7.4', None)
+    """
+    pin = FLASHINFER_PINS.get(release)
+    if pin is None:
+        return None
+    return FLASHINFER_SUBSTITUTES[pin][0] if pin in FLASHINFER_SUBSTITUTES else pin
 
 FRONT_END_QUANT_METHOD: Mapping[str, str | None] = QUANT_METHOD
 """Front end -> the checkpoint ``quant_method`` it stands for (``None``: not known)."""
@@ -56,7 +82,8 @@ def environment_for(dep: Deployment, release: str) -> Environment:
     packages = [("vllm", release)]
     for short in dep.packages:
         name = PACKAGE_NAMES[short]
-        version = FLASHINFER_PINS.get(release, "0.7.2.post1") if short == "flashinfer" else "1.0"
+        # The version vLLM's side runs against (the pin, or its documented substitute).
+        version = (flashinfer_installed(release) or "0.7.2.post1") if short == "flashinfer" else "1.0"
         packages.append((name, version))
     return Environment(tuple(packages), frozenset(), True, dep.env)
 

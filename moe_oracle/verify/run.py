@@ -28,11 +28,11 @@ from typing import Any, Callable, Sequence
 from .._resources import package_dir
 from .cases import Answer, Deployment
 from .divergences import Divergence, load_divergences, match_divergence
-from .ours import FLASHINFER_PINS
+from .ours import flashinfer_installed
 
 __all__ = ["Record", "ReleaseReport", "Report", "VllmEnv", "run_release", "verify"]
 
-RELEASES: tuple[str, ...] = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+RELEASES: tuple[str, ...] = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 """The vLLM releases the tables model and the harness verifies."""
 
 
@@ -64,7 +64,7 @@ class VllmEnv:
 
     def pythonpath(self, release: str) -> str:
         parts = [str(self.tree(release))]
-        pin = FLASHINFER_PINS.get(release)
+        pin = flashinfer_installed(release)
         if pin and (self.flashinfer / pin).is_dir():
             parts.append(str(self.flashinfer / pin))
         parts.append(str(package_dir().parent))
