@@ -17,6 +17,7 @@ from ..oracle import Oracle
 from ..quant import QuantScheme
 from .cases import Answer, Deployment
 from .frontends import QUANT_METHOD
+from .releases import flashinfer_pins, flashinfer_substitutes
 
 __all__ = ["OurSide", "PACKAGE_NAMES", "FLASHINFER_PINS", "FLASHINFER_SUBSTITUTES", "FRONT_END_QUANT_METHOD", "flashinfer_installed"]
 
@@ -38,27 +39,13 @@ PACKAGE_NAMES: Mapping[str, str] = {
 }
 """Deployment package name -> the distribution name our tables read."""
 
-FLASHINFER_PINS: Mapping[str, str] = {
-    "0.29.0": "0.6.18",
-    "0.30.0": "0.6.18.post1",
-    "0.31.0": "0.7.0.post1",
-    "0.32.0": "0.7.0.post1",
-    "0.33.0": "0.7.2.post1",
-    "0.34.0": "0.7.3",
-}
-"""flashinfer-python version each vLLM release pins (its wheel METADATA ``Requires-Dist``)."""
+FLASHINFER_PINS: Mapping[str, str] = flashinfer_pins()
+"""flashinfer-python version each vLLM release pins (its wheel METADATA ``Requires-Dist``; ``rules/engine.yaml`` pins)."""
 
-FLASHINFER_SUBSTITUTES: Mapping[str, tuple[str, str]] = {
-    "0.7.3": (
-        "0.7.4",
-        "vLLM 0.34.0 pins flashinfer-python==0.7.3, which the package index does not serve (it has "
-        "0.7.2.post1 and 0.7.4); the nearest served version stands in. Its selection-relevant facts "
-        "are checked against the pin's by moe_oracle.verify.flashinfer_substitute.",
-    ),
-}
-"""Pinned FlashInfer version -> (the version the environment installs instead, why). A pin the
-index does not serve is replaced by the nearest served version; the environment's manifest
-(``DIR/setup.json``) records the substitution."""
+FLASHINFER_SUBSTITUTES: Mapping[str, tuple[str, str]] = flashinfer_substitutes()
+"""Pinned FlashInfer version -> (the version the environment installs instead, why), for a pin the
+package index does not serve (``rules/engine.yaml`` ``substitutes``). The environment's manifest
+(``DIR/setup.json``) records the substitution; moe_oracle.verify.flashinfer_substitute checks it."""
 
 
 def flashinfer_installed(release: str) -> str | None:

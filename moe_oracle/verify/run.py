@@ -29,11 +29,12 @@ from .._resources import package_dir
 from .cases import Answer, Deployment
 from .divergences import Divergence, load_divergences, match_divergence
 from .ours import flashinfer_installed
+from .releases import harness_releases
 
 __all__ = ["Record", "ReleaseReport", "Report", "VllmEnv", "run_release", "verify"]
 
-RELEASES: tuple[str, ...] = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
-"""The vLLM releases the tables model and the harness verifies."""
+RELEASES: tuple[str, ...] = harness_releases()
+"""The vLLM releases the tables model and the harness verifies (``rules/engine.yaml``, oldest first)."""
 
 
 @dataclass(frozen=True)
