@@ -28,7 +28,8 @@ from ..checks import Check, build_index
 from ..errors import InputIssue, TableError
 from ..predicates import compile_value_spec
 from ..versions import admits, parse_range
-from ..vocab import Interface, ReasonCode
+from ..normalize import BATCHED_DISPATCH
+from ..vocab import ActivationFormat, Interface, ReasonCode
 from .formats import KEY as _BY_ENGINE, identity_for
 
 __all__ = ["link", "pairing_issues"]
@@ -153,6 +154,21 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         raise TableError(issues)
     pf_choice: list[dict[str, int]] = []
     construction: set[str] = {c.rule for pf in pfs for c in pf.checks}
+    # Dispatch kinds whose prepare/finalize produces another format than the one normalization
+    # derives from the dispatch alone (vLLM 0.34.0: DeepEP v2 produces PaddedStandard). vLLM 0.34.0
+    # computes the format from the parallel config before selecting (P/config.py
+    # FusedMoEConfig.activation_format), so experts that cannot consume it are refused at selection.
+    # (A dispatch kind some P/F still serves in the derived format, e.g. "none" with the XPU batched
+    # P/F beside the standard ones, is left to the pairing.)
+    formats_by_dispatch: dict[str, set[ActivationFormat]] = {}
+    for pf in pfs:
+        for d in pf.dispatch:
+            formats_by_dispatch.setdefault(d, set()).add(pf.activation_format)
+    produced_elsewhere: dict[str, ActivationFormat] = {}
+    for d, formats in formats_by_dispatch.items():
+        derived = ActivationFormat.BATCHED_EXPERTS if d in BATCHED_DISPATCH else ActivationFormat.STANDARD
+        if derived not in formats and len(formats) == 1:
+            produced_elsewhere[d] = next(iter(formats))
     final_experts: list[ExpertsEntry] = []
     kb_owner: list[int] = []
     kb_checks: list[tuple[Check, ...]] = []
@@ -173,7 +189,18 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
             f"{fmt}-format experts; the all2all backend (or the request) makes the oracle expect another format", entry.reference,
         )
         construction.add(pairing.rule)
-        extra = [peek, pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend, entry.interface.value, entry.implements or entry.id)]
+        extra = [peek]
+        refused = sorted(d for d, f in produced_elsewhere.items() if not entry.activation_format.is_superset(f))
+        if refused and entry.provider != "platform":  # a platform's own MoE takes no prepare/finalize
+            # Only while the format is the one derived from the dispatch: a moe_backend that forces
+            # the batched format (batched_triton) decides first in P/config.py activation_format.
+            derived_only = (compile_value_spec("activation_format", [ActivationFormat.STANDARD.value]),)
+            extra.append(Check(
+                f"{entry.id}.activation_format.dispatch", "dispatch", compile_value_spec("dispatch", {"not_in": refused}), derived_only, False, ReasonCode.PAIRING_INCOMPATIBLE,
+                f"{fmt}-format experts; the all2all backend produces " + ", ".join(sorted({produced_elsewhere[d].value for d in refused})) + " activations (" + ", ".join(refused) + ")",
+                entry.reference,
+            ))
+        extra += [pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend, entry.interface.value, entry.implements or entry.id)]
         own = _sequenced(entry.checks + tuple(extra))
         final_experts.append(replace(entry, checks=own))
         bad = [kb.check for kb in known_bad if entry.id in kb.kernels or (entry.implements is not None and entry.implements in kb.kernels)]
