@@ -185,3 +185,25 @@ def test_shipped_tables_give_0_34_its_own_formats_and_keep_0_33():
 def test_flashinfer_substitute_bracket():
     assert bracket("0.7.3", ["0.7.4", "0.6.18", "0.7.2.post1"]) == ("0.7.2.post1", "0.7.4")
     assert bracket("0.7.3", ["0.7.4"]) == (None, "0.7.4")
+
+
+def test_deepep_v2_refuses_standard_only_experts_at_selection_from_0_34():
+    """vLLM 0.34.0 P/config.py FusedMoEConfig.activation_format: DeepEP v2 makes PaddedStandard before
+    selection, so FlashInfer CUTLASS (Standard only) loses where 0.33.0 selected it; a moe_backend
+    that forces the batched format decides first."""
+    from moe_oracle import Device, Environment, MoEConfig, ParallelConfig
+    from moe_oracle.catalog import load_catalog
+    from moe_oracle.engine import evaluate
+
+    c = load_catalog()
+    from moe_oracle.quant import QuantScheme
+
+    config = MoEConfig(num_experts=256, top_k=8, hidden_size=7168, intermediate_size=2048, device=Device("cuda", capability=90),
+                       quant=QuantScheme("fp8_static_block128", "fp8_dynamic_group128"), quant_method="fp8",
+                       parallel=ParallelConfig(dp_size=2, use_ep=True, all2all_backend="deepep_v2"))
+    env = lambda v: Environment.declared([f"vllm=={v}", "deep-ep==1.0", "flashinfer-python==0.7.4"])  # noqa: E731
+    old, new = evaluate(c, config, env("0.33.0")), evaluate(c, config, env("0.34.0"))
+    assert old.kernel == "flashinfer_cutlass"  # DeepSeek-R1 FP8 on H200, DP2 + EP + deepep_v2
+    assert new.kernel == "deep_gemm" and c.for_version("0.34.0").experts_by_id("deep_gemm").activation_format.value == "padded_standard"
+    fi = next(x for x in new.candidates if x.kernel == "flashinfer_cutlass")
+    assert "flashinfer_cutlass.activation_format.dispatch" in {f.rule for f in fi.failures}
