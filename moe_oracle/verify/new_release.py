@@ -89,7 +89,7 @@ def _short(detail: str) -> str:
     """The stable part of an error text: the exception type and its first words, numbers masked.
 
     >>> _short("ValueError: EPLB currently only supports even distribution of experts across ranks. Got 130 experts")
-    'ValueError: EPLB currently only supports even distribution of experts'
+    'ValueError: EPLB currently only supports even distribution of experts across'
     """
     text = re.sub(r"\d+", "N", detail.split("\n")[0])
     text = re.sub(r"'[^']*'", "'…'", text)
@@ -207,6 +207,25 @@ def _nearest_served(python: Path, package: str, pin: str, pip_args: Sequence[str
     above = sorted(v for v in versions if v > p and not v.is_prerelease)
     below = sorted((v for v in versions if v < p and not v.is_prerelease), reverse=True)
     return str(above[0]) if above else (str(below[0]) if below else None)
+
+
+def _unexpected_import_errors(errors: dict[str, str]) -> dict[str, str]:
+    """The worker's import errors other than a missing optional package (``cases.PACKAGES``: those
+    fail in every release, e.g. the DeepEP prepare/finalize modules without ``deep_ep``).
+
+    >>> sorted(_unexpected_import_errors({"a": "ModuleNotFoundError: No module named 'deep_ep'", "b": "ImportError: cannot import name 'x'"}))
+    ['b']
+    """
+    from .cases import PACKAGES
+
+    optional = set(PACKAGES)
+    out = {}
+    for module, error in errors.items():
+        m = re.match(r"ModuleNotFoundError: No module named '([\w.]+)'", error)
+        if m and m.group(1).split(".")[0] in optional:
+            continue
+        out[module] = error
+    return out
 
 
 def _facts_changes(previous: str, release: str) -> list[str]:
@@ -365,9 +384,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = [f"{s['agree']}/{s['compared']} agree ({100 * s['agreement']:.2f} %), {s['not_driven']} not driven; {s['timings']}"]
         for fam, f in s["by_family"].items():
             lines.append(f"      {fam:12s} {f['agree']:6d}/{f['compared']:<6d} {100 * f['agreement']:6.2f} %")
+        unexpected = _unexpected_import_errors(rep.import_errors)
         if rep.import_errors:
-            lines.append(f"      modules that failed to import in the worker: {sorted(rep.import_errors)}")
-            log.left.append(f"the harness could not import {len(rep.import_errors)} vLLM module(s) of {args.release} ({', '.join(sorted(rep.import_errors)[:5])}): extend moe_oracle/verify/vllm_sim.py")
+            lines.append(f"      modules that failed to import in the worker: {len(rep.import_errors)}, of which {len(unexpected)} not for a missing optional package: {sorted(unexpected)}")
+        if unexpected:
+            log.left.append(f"the harness could not import {len(unexpected)} vLLM module(s) of {args.release} for a reason other than a missing optional package ({', '.join(sorted(unexpected)[:5])}): extend moe_oracle/verify/vllm_sim.py")
         return "\n".join(lines)
 
     def serve_tier() -> str:
