@@ -14,6 +14,15 @@ the environment variable names it declares, read statically (``ast``, no import)
   as ``CacheDType | str`` checked by ``CacheConfig._validate_cache_dtype`` against
   ``KV_CACHE_DTYPES`` (the literal plus dtypes a platform registers; none in-tree);
 * ``env_vars``: vllm/envs.py ``environment_variables`` (its keys);
+* ``removed_env_vars`` (0.34.0+; empty before): vllm/envs.py ``removed_environment_variables``,
+  name -> the migration hint. ``Platform.validate_environ`` (vllm/platforms/interface.py, called
+  from ``EngineArgs`` at start) raises ``"{name} has been removed. {hint}"`` for each one set,
+  whatever its value; before 0.34.0 such a variable was only "unknown" (a warning unless
+  ``--fail-on-environ-validation``);
+* ``env_value_rules`` (0.34.0+): the variables ``validate_environ`` checks by value before that
+  (``if env == NAME: if value != ACCEPTED: raise ValueError(...)``, then a warning), name ->
+  ``{accepted, refusal}`` with the refusal as a ``str.format`` template over ``value``. Any other
+  statement shape in that loop stops the tool;
 * ``platforms``: per in-tree platform class that vllm/platforms/__init__.py names
   (``"vllm.platforms.<module>.<Class>"``, keyed by ``<module>``; ``interface.UnspecifiedPlatform``
   left out), the ``supported_quantization`` list its class resolves to (its own or the nearest
@@ -205,20 +214,98 @@ def platform_facts(tree_root: Path) -> dict[str, dict[str, object]]:
     return out
 
 
+def _joined(node: ast.expr) -> str:
+    """A string constant, or implicitly concatenated / parenthesized constants."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    raise ValueError(f"expected a string constant, got {ast.unparse(node)}")
+
+
+def removed_env_vars(envs: ast.Module) -> dict[str, str]:
+    """vllm/envs.py ``removed_environment_variables`` (name -> hint); ``{}`` when the release has none."""
+    try:
+        node = _assigned(envs, "removed_environment_variables")
+    except LookupError:
+        return {}
+    if not isinstance(node, ast.Dict):
+        raise ValueError(f"removed_environment_variables is not a dict literal: {ast.unparse(node)}")
+    return {_joined(k): _joined(v) for k, v in zip(node.keys, node.values)}
+
+
+def _template(node: ast.expr, names: dict[str, str]) -> str:
+    if isinstance(node, ast.Constant):
+        return str(node.value).replace("{", "{{").replace("}", "}}")
+    if not isinstance(node, ast.JoinedStr):
+        raise ValueError(f"expected an f-string, got {ast.unparse(node)}")
+    parts = []
+    for value in node.values:
+        if isinstance(value, ast.Constant):
+            parts.append(str(value.value).replace("{", "{{").replace("}", "}}"))
+        else:
+            assert isinstance(value, ast.FormattedValue) and value.conversion == -1 and value.format_spec is None
+            parts.append(names[ast.unparse(value.value)])
+    return "".join(parts)
+
+
+def env_value_rules(interface: ast.Module, removed: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The per-variable value checks at the top of ``Platform.validate_environ``'s loop.
+
+    Recognized statements in the loop body: ``if env == NAME: [if value != C: raise
+    ValueError(f"...")] ...; continue`` (a value rule), ``if hint := envs.removed_environment_variables.get(env):
+    raise ...`` (needs ``removed``), and the unknown-variable check. Anything else raises.
+    """
+    platform = next(n for n in interface.body if isinstance(n, ast.ClassDef) and n.name == "Platform")
+    try:
+        fn = _function(platform, "validate_environ")
+    except LookupError:
+        if removed:
+            raise
+        return {}  # a release without the check on the Platform class has no value rules
+    loops = [n for n in ast.walk(fn) if isinstance(n, ast.For)]
+    if len(loops) != 1:
+        raise ValueError("Platform.validate_environ: expected one loop over os.environ")
+    rules: dict[str, dict[str, str]] = {}
+    for stmt in loops[0].body:
+        text = ast.unparse(stmt)
+        if isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare) and ast.unparse(stmt.test.left) == "env" and isinstance(stmt.test.ops[0], ast.Eq):
+            name = _joined(stmt.test.comparators[0])
+            inner = [n for n in stmt.body if isinstance(n, ast.If)]
+            if len(inner) != 1 or not isinstance(stmt.body[-1], ast.Continue):
+                raise ValueError(f"validate_environ: unrecognized rule for {name}: {text}")
+            test = inner[0].test
+            if not (isinstance(test, ast.Compare) and ast.unparse(test.left) == "value" and isinstance(test.ops[0], ast.NotEq)):
+                raise ValueError(f"validate_environ: unrecognized value test for {name}: {ast.unparse(test)}")
+            (raised,) = inner[0].body
+            assert isinstance(raised, ast.Raise) and isinstance(raised.exc, ast.Call) and ast.unparse(raised.exc.func) == "ValueError", text
+            rules[name] = {"accepted": _joined(test.comparators[0]), "refusal": _template(raised.exc.args[0], {"value": "{value}", "env": "{name}"})}
+        elif "removed_environment_variables" in text:
+            if "raise ValueError(f'{env} has been removed. {hint}')" not in text:
+                raise ValueError(f"validate_environ: unrecognized removed-variable rule: {text}")
+        elif "Unknown vLLM environment variable detected" in text:
+            continue
+        else:
+            raise ValueError(f"validate_environ: unrecognized statement: {text}")
+    return rules
+
+
 def release_values(tree_root: Path) -> dict[str, object]:
     """The values of one release tree (``<root>/vllm``)."""
     def parse(rel: str) -> ast.Module:
         return ast.parse((tree_root / "vllm" / rel).read_text(encoding="utf-8"))
 
     quant = parse("model_executor/layers/quantization/__init__.py")
-    envs = _assigned(parse("envs.py"), "environment_variables")
+    envs_module = parse("envs.py")
+    envs = _assigned(envs_module, "environment_variables")
     assert isinstance(envs, ast.Dict)
+    removed = removed_env_vars(envs_module)
     _check_call_site(parse("config/model.py"))
     return {
         "quantization": _strings(_assigned(quant, "QuantizationMethods")),
         "deprecated_quantization": _strings(_assigned(quant, "DEPRECATED_QUANTIZATION_METHODS")),
         "kv_cache_dtype": _strings(_assigned(parse("config/cache.py"), "CacheDType")),
         "env_vars": sorted(k.value for k in envs.keys if isinstance(k, ast.Constant)),
+        "removed_env_vars": removed,
+        "env_value_rules": env_value_rules(parse("platforms/interface.py"), removed),
         "platform_refusal": _refusal_template(parse("platforms/interface.py")),
         "platforms": platform_facts(tree_root),
     }
@@ -229,7 +316,7 @@ def main(src: str, out: str) -> None:
     releases = sorted((p.name for p in root.iterdir() if (p / "vllm" / "envs.py").is_file()), key=lambda v: tuple(int(x) for x in v.split(".")))
     doc = {
         "engine": "vllm",
-        "source": "generated by tools/vllm_release_values.py: vllm/model_executor/layers/quantization/__init__.py QuantizationMethods and DEPRECATED_QUANTIZATION_METHODS, vllm/config/cache.py CacheDType, vllm/envs.py environment_variables, vllm/platforms/*.py supported_quantization / device_name / verify_quantization of the classes vllm/platforms/__init__.py names",
+        "source": "generated by tools/vllm_release_values.py: vllm/model_executor/layers/quantization/__init__.py QuantizationMethods and DEPRECATED_QUANTIZATION_METHODS, vllm/config/cache.py CacheDType, vllm/envs.py environment_variables and removed_environment_variables, Platform.validate_environ, vllm/platforms/*.py supported_quantization / device_name / verify_quantization of the classes vllm/platforms/__init__.py names",
         "releases": {v: release_values(root / v) for v in releases},
     }
     with open(out, "w", encoding="utf-8") as handle:

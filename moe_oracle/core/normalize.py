@@ -46,6 +46,9 @@ __all__ = ["TABLE_QUANT_METHOD", "EnvVarSpec", "Normalized", "apply_block_rules"
 _BLOCK_KEYS = frozenset({"fp8_static_block128", "fp8_static_block128_e8m0"})
 
 _BATCHED_DISPATCH = frozenset({All2AllBackend.DEEPEP_LOW_LATENCY.value, All2AllBackend.NIXL_EP.value})
+BATCHED_DISPATCH = _BATCHED_DISPATCH
+"""Dispatch kinds whose prepare/finalize produces the batched-experts format (the format the
+engine derives from the dispatch; compile.link compares each release's P/F with it)."""
 
 # Quantization methods whose MoE layer falls back to MoeWNA16 when Marlin cannot serve it
 # (vLLM 0.29.0-0.33.0 Q/auto_gptq.py and Q/auto_awq.py get_quant_method).

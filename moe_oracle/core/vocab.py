@@ -145,11 +145,36 @@ class ActivationFormat(str, enum.Enum):
     """Layout experts consume (vLLM ``FusedMoEActivationFormat``).
 
     ``standard``: hidden states ``[num_tokens, hidden]``;
-    ``batched_experts``: ``[num_local_experts, max_tokens_per_expert, hidden]``.
+    ``batched_experts``: ``[num_local_experts, max_tokens_per_expert, hidden]``;
+    ``padded_standard`` (vLLM 0.34.0+): ``[rows, hidden]`` where ``rows`` is an upper bound on the
+    tokens received and the padding rows carry ``topk_ids == -1`` (DeepEP v2 produces it).
     """
 
     STANDARD = "standard"
     BATCHED_EXPERTS = "batched_experts"
+    PADDED_STANDARD = "padded_standard"
+
+    def is_superset(self, produced: "ActivationFormat") -> bool:
+        """Whether experts declaring this format consume what a prepare/finalize producing
+        ``produced`` hands them. Directional: ``padded_standard`` experts take ``standard`` input
+        (no padding is the zero-padding case), not the reverse; every other format only itself.
+
+        Source: vLLM 0.34.0 P/modular_kernel.py ``FusedMoEActivationFormat.is_superset``.
+
+        >>> ActivationFormat.PADDED_STANDARD.is_superset(ActivationFormat.STANDARD)
+        True
+        >>> ActivationFormat.STANDARD.is_superset(ActivationFormat.PADDED_STANDARD)
+        False
+        """
+        return self is produced or (self is ActivationFormat.PADDED_STANDARD and produced is ActivationFormat.STANDARD)
+
+    def consumed(self) -> tuple["ActivationFormat", ...]:
+        """The produced formats experts of this format consume (this one first).
+
+        >>> [f.value for f in ActivationFormat.PADDED_STANDARD.consumed()]
+        ['padded_standard', 'standard']
+        """
+        return (self, *(f for f in ActivationFormat if f is not self and self.is_superset(f)))
 
 
 class Interface(str, enum.Enum):

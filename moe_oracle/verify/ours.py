@@ -18,8 +18,9 @@ from ..core.oracle import Oracle
 from ..core.quant import QuantScheme
 from .cases import Answer, Deployment
 from .frontends import QUANT_METHOD
+from .releases import flashinfer_pins, flashinfer_substitutes
 
-__all__ = ["OurSide", "PACKAGE_NAMES", "FLASHINFER_PINS", "FRONT_END_QUANT_METHOD"]
+__all__ = ["OurSide", "PACKAGE_NAMES", "FLASHINFER_PINS", "FLASHINFER_SUBSTITUTES", "FRONT_END_QUANT_METHOD", "flashinfer_installed"]
 
 PACKAGE_NAMES: Mapping[str, str] = {
     "flashinfer": "flashinfer-python",
@@ -39,14 +40,26 @@ PACKAGE_NAMES: Mapping[str, str] = {
 }
 """Deployment package name -> the distribution name our tables read."""
 
-FLASHINFER_PINS: Mapping[str, str] = {
-    "0.29.0": "0.6.18",
-    "0.30.0": "0.6.18.post1",
-    "0.31.0": "0.7.0.post1",
-    "0.32.0": "0.7.0.post1",
-    "0.33.0": "0.7.2.post1",
-}
-"""flashinfer-python version each vLLM release pins (its wheel METADATA ``Requires-Dist``)."""
+FLASHINFER_PINS: Mapping[str, str] = flashinfer_pins()
+"""flashinfer-python version each vLLM release pins (its wheel METADATA ``Requires-Dist``; ``rules/engine.yaml`` pins)."""
+
+FLASHINFER_SUBSTITUTES: Mapping[str, tuple[str, str]] = flashinfer_substitutes()
+"""Pinned FlashInfer version -> (the version the environment installs instead, why), for a pin the
+package index does not serve (``rules/engine.yaml`` ``substitutes``). The environment's manifest
+(``DIR/setup.json``) records the substitution; moe_oracle.verify.flashinfer_substitute checks it."""
+
+
+def flashinfer_installed(release: str) -> str | None:
+    """The flashinfer-python version the differential environment holds for vLLM ``release``:
+    its pin, or the documented substitute of a pin the index does not serve (``None``: unknown release).
+
+    >>> flashinfer_installed("0.33.0"), flashinfer_installed("0.34.0"), flashinfer_installed("9.9.9")
+    ('0.7.2.post1', '0.7.4', None)
+    """
+    pin = FLASHINFER_PINS.get(release)
+    if pin is None:
+        return None
+    return FLASHINFER_SUBSTITUTES[pin][0] if pin in FLASHINFER_SUBSTITUTES else pin
 
 FRONT_END_QUANT_METHOD: Mapping[str, str | None] = QUANT_METHOD
 """Front end -> the checkpoint ``quant_method`` it stands for (``None``: not known)."""
@@ -57,7 +70,8 @@ def environment_for(dep: Deployment, release: str) -> Environment:
     packages = [("vllm", release)]
     for short in dep.packages:
         name = PACKAGE_NAMES[short]
-        version = FLASHINFER_PINS.get(release, "0.7.2.post1") if short == "flashinfer" else "1.0"
+        # The version vLLM's side runs against (the pin, or its documented substitute).
+        version = (flashinfer_installed(release) or "0.7.2.post1") if short == "flashinfer" else "1.0"
         packages.append((name, version))
     return Environment(tuple(packages), frozenset(), True, dep.env)
 

@@ -28,12 +28,13 @@ from typing import Any, Callable, Sequence
 from ..core._resources import package_dir
 from .cases import Answer, Deployment
 from .divergences import Divergence, load_divergences, match_divergence
-from .ours import FLASHINFER_PINS
+from .ours import flashinfer_installed
+from .releases import harness_releases
 
 __all__ = ["Record", "ReleaseReport", "Report", "VllmEnv", "run_release", "verify"]
 
-RELEASES: tuple[str, ...] = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
-"""The vLLM releases the tables model and the harness verifies."""
+RELEASES: tuple[str, ...] = harness_releases()
+"""The vLLM releases the tables model and the harness verifies (``rules/engine.yaml``, oldest first)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class VllmEnv:
 
     def pythonpath(self, release: str) -> str:
         parts = [str(self.tree(release))]
-        pin = FLASHINFER_PINS.get(release)
+        pin = flashinfer_installed(release)
         if pin and (self.flashinfer / pin).is_dir():
             parts.append(str(self.flashinfer / pin))
         parts.append(str(package_dir().parent))

@@ -9,6 +9,9 @@ Lays out what :class:`moe_oracle.verify.run.VllmEnv` expects::
     DIR/src/<release>/         each vLLM release's wheel, unzipped without its compiled parts
                                (Python sources, JSON/YAML/template data, dist-info)
     DIR/fi/<version>/          each flashinfer-python version a release pins, installed --target --no-deps
+                               (a pin the index does not serve: its documented substitute,
+                               ``moe_oracle.verify.ours.FLASHINFER_SUBSTITUTES``, recorded in
+                               ``DIR/setup.json`` under ``flashinfer_substitutions``)
 
 Each step is skipped when its result is already there, so the command can be re-run to add a
 release. vLLM itself is never installed into the venv: the worker puts the release's tree first
@@ -31,7 +34,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..core._resources import package_dir
-from .ours import FLASHINFER_PINS
+from .ours import FLASHINFER_PINS, FLASHINFER_SUBSTITUTES, flashinfer_installed
 from .run import RELEASES
 
 __all__ = ["main", "extract_release", "REQUIREMENTS"]
@@ -120,6 +123,23 @@ def _flashinfer(directory: Path, version: str, python: Path, pip_args: Sequence[
     _run([str(python), "-m", "pip", "install", "-q", "--no-deps", *pip_args, "--target", str(target), f"flashinfer-python=={version}"], f"installing flashinfer-python=={version} into {target}")
 
 
+def _write_manifest(directory: Path, releases: Sequence[str]) -> None:
+    """``DIR/setup.json``: every release unpacked so far (a re-run with ``--releases`` adds to it),
+    the FlashInfer versions installed, and each substitution of a pin the index does not serve."""
+    path = directory / "setup.json"
+    old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    present = sorted({*old.get("releases", ()), *releases, *(p.name for p in (directory / "src").iterdir() if (p / "vllm").is_dir())}, key=lambda v: tuple(int(x) for x in v.split(".")))
+    known = [r for r in present if r in FLASHINFER_PINS]
+    substitutions = {r: {"pinned": FLASHINFER_PINS[r], "installed": FLASHINFER_SUBSTITUTES[FLASHINFER_PINS[r]][0], "why": FLASHINFER_SUBSTITUTES[FLASHINFER_PINS[r]][1]} for r in known if FLASHINFER_PINS[r] in FLASHINFER_SUBSTITUTES}
+    doc = {
+        "releases": present,
+        "flashinfer": sorted({v for r in known if (v := flashinfer_installed(r))}),
+        "flashinfer_substitutions": substitutions,
+        "torch": TORCH,
+    }
+    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.setup_env", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", type=Path, required=True, help="where to build the environment (MOE_ORACLE_VLLM_ENV then points here)")
@@ -133,12 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         python = _venv(directory, args.pip_arg)
         for release in args.releases:
             _release(directory, release, python, args.pip_arg, args.keep_wheels)
-        for version in sorted({FLASHINFER_PINS[r] for r in args.releases}):
+        for version in sorted({flashinfer_installed(r) for r in args.releases}):
             _flashinfer(directory, version, python, args.pip_arg)
     except SetupError as exc:
         print(f"setup_env: error: {exc}", file=sys.stderr)
         return 1
-    (directory / "setup.json").write_text(json.dumps({"releases": sorted(args.releases), "flashinfer": sorted({FLASHINFER_PINS[r] for r in args.releases}), "torch": TORCH}, indent=1) + "\n", encoding="utf-8")
+    _write_manifest(directory, args.releases)
     print(f"setup_env: done; export MOE_ORACLE_VLLM_ENV={directory}", file=sys.stderr)
     return 0
 

@@ -69,8 +69,8 @@ def test_variables_selection_does_not_read_are_noted_and_typos_get_a_guess(capsy
     code = main(["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--env", "VLLM_LOGGING_LEVEL=DEBUG", "--env", "VLLM_USE_DEEPGEMM=0", "--json"])
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert code == 0
-    assert any("VLLM_LOGGING_LEVEL is read by vLLM 0.33.0 but not by MoE kernel selection" in n for n in notes)
-    assert any("VLLM_USE_DEEPGEMM is not a vLLM 0.33.0 variable" in n and "VLLM_USE_DEEP_GEMM" in n for n in notes)
+    assert any("VLLM_LOGGING_LEVEL is read by vLLM 0.34.0 but not by MoE kernel selection" in n for n in notes)
+    assert any("VLLM_USE_DEEPGEMM is not a vLLM 0.34.0 variable" in n and "VLLM_USE_DEEP_GEMM" in n for n in notes)
 
 
 def test_a_probed_environment_with_a_bad_value_is_bad_input(monkeypatch, capsys):

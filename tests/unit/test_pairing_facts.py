@@ -21,8 +21,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from moe_oracle.core.loading import load_catalog
+from moe_oracle.core.vocab import ActivationFormat
 
-RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 SRC = "P/all2all_utils.py maybe_make_prepare_finalize"
 
 
@@ -44,11 +45,11 @@ class Fact:
     platform: str | None = None
 
 
-MOD, MONO, STD, BAT = "modular", "monolithic", "standard", "batched_experts"
+MOD, MONO, STD, BAT, PAD = "modular", "monolithic", "standard", "batched_experts", "padded_standard"
 _ALL2ALL_MODULAR = (
     # dispatch, class, branch, releases
     ("deepep_high_throughput", "DeepEPHTPrepareAndFinalize", "moe.use_deepep_ht_kernels", ">=0.29.0"),
-    ("deepep_v2", "DeepEPV2PrepareAndFinalize", "moe.use_deepep_v2_kernels", ">=0.29.0"),
+    ("deepep_v2", "DeepEPV2PrepareAndFinalize", "moe.use_deepep_v2_kernels", ">=0.29.0,<0.34.0"),
     ("moonep", "MoonEPPrepareAndFinalize", "moe.use_moonep_kernels", ">=0.31.0"),
     ("mori_high_throughput", "MoriPrepareAndFinalize", "moe.use_mori_kernels", ">=0.29.0"),
     ("mori_low_latency", "MoriPrepareAndFinalize", "moe.use_mori_kernels", ">=0.29.0"),
@@ -86,6 +87,21 @@ for _dispatch, _cls, _branch in _ALL2ALL_BATCHED:
         Fact(">=0.29.0", _dispatch, MONO, STD, None, None, f"{SRC}: {_branch} (modular only)"),
         Fact(">=0.29.0", _dispatch, MOD, STD, None, None, f"{SRC}: {_branch} returns a batched-format P/F"),
     ]
+# vLLM 0.34.0: DeepEP v2 produces PaddedStandard (P/prepare_finalize/deepep_v2.py); the experts format
+# must be a superset of the P/F's (P/modular_kernel.py FusedMoEActivationFormat.is_superset, checked in
+# FusedMoEExperts.is_supported_config and P/oracle/base.py make_moe_kernel): PaddedStandard experts take
+# every Standard P/F too, Standard experts no longer take DeepEP v2.
+_V2 = f"{SRC}: moe.use_deepep_v2_kernels (0.34.0 P/prepare_finalize/deepep_v2.py: PaddedStandard)"
+FACTS += [
+    Fact(">=0.34.0", "deepep_v2", MOD, PAD, "DeepEPV2PrepareAndFinalize", "DeepEPV2PrepareAndFinalize", _V2),
+    Fact(">=0.34.0", "deepep_v2", MOD, STD, None, None, _V2 + "; a Standard experts class is not a superset of PaddedStandard"),
+    Fact(">=0.34.0", "deepep_v2", MONO, STD, None, None, _V2 + " (modular only)"),
+    Fact(">=0.34.0", "deepep_v2", MOD, BAT, None, None, _V2),
+    Fact(">=0.34.0", "none", MOD, PAD, "MoEPrepareAndFinalizeNoDPEPModular", "make_moe_prepare_and_finalize_no_dp_ep", f"{SRC}: not use_all2all_kernels, dp_size == 1 (PaddedStandard is a superset of Standard)"),
+    Fact(">=0.34.0", "allgather_reducescatter", MOD, PAD, "MoEPrepareAndFinalizeNaiveDPEPModular", "make_moe_prepare_and_finalize_naive_dp_ep", f"{SRC}: dp_size > 1 without all2all kernels (PaddedStandard is a superset of Standard)"),
+    Fact(">=0.34.0", "deepep_high_throughput", MOD, PAD, "DeepEPHTPrepareAndFinalize", "DeepEPHTPrepareAndFinalize", f"{SRC}: moe.use_deepep_ht_kernels (PaddedStandard is a superset of Standard)"),
+    Fact(">=0.34.0", "deepep_low_latency", MOD, PAD, None, None, f"{SRC}: moe.use_deepep_ll_kernels returns a batched-format P/F"),
+]
 FACTS += [
     Fact(">=0.29.0", d, MONO, BAT, None, None, f"{SRC}: no monolithic batched P/F exists")
     for d in ("none", "allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency", "deepep_v2", "mori_high_throughput", "nixl_ep")
@@ -100,7 +116,8 @@ def _ours(view, dispatch: str, interface: str, fmt: str) -> dict[str, frozenset[
     """P/F upstream class -> the platforms it runs on, among the view's entries serving the combination."""
     out: dict[str, frozenset[str]] = {}
     for pf in view.prepare_finalize:
-        if pf.interface.value == interface and pf.activation_format.value == fmt and dispatch in pf.dispatch:
+        # experts of format ``fmt`` take a P/F whose format ``fmt`` is a superset of (vLLM 0.34.0; equality before)
+        if pf.interface.value == interface and ActivationFormat(fmt).is_superset(pf.activation_format) and dispatch in pf.dispatch:
             plats = pf.declared.get("platforms") or {}
             out[pf.upstream] = frozenset(plats)
     return out

@@ -69,7 +69,7 @@ def test_the_platform_lists_per_release(release):
     assert {"fp8", "modelopt", "compressed-tensors", "auto_gptq", "mxfp4"} <= xpu and not {"modelopt_fp4", "quark", "fbgemm_fp8", "humming"} & xpu
     # XPU's list grows: moe_wna16 from 0.30.0, fp8_per_channel from 0.32.0.
     assert ("moe_wna16" in xpu) == (release != "0.29.0")
-    assert ("fp8_per_channel" in xpu) == (release in ("0.32.0", "0.33.0"))
+    assert ("fp8_per_channel" in xpu) == (release in ("0.32.0", "0.33.0", "0.34.0"))
     assert gates["rocm"].refusal("moe_wna16") == "moe_wna16 quantization is currently not supported in rocm."
 
 

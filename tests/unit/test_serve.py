@@ -125,9 +125,9 @@ def test_serve_environment_words_are_read_and_checked_as_vllm_reads_them(capsys)
     code = main(["explain", "--gpu", "H200", "--serve", "FOO=1 VLLM_USE_DEEP_GEMM=0 vllm serve deepseek-ai/DeepSeek-R1 -tp 8", "--json"])
     record = json.loads(capsys.readouterr().out)
     assert code == 0 and record["environment"]["env"] == {"VLLM_USE_DEEP_GEMM": "0"}
-    assert "--serve: FOO is not read by vLLM 0.33.0: ignored" in record["notes"]
+    assert "--serve: FOO is not read by vLLM 0.34.0: ignored" in record["notes"]
     assert main(["select", "--gpu", "H200", "--serve", "VLLM_USE_DEEP_GEMM=true vllm serve deepseek-ai/DeepSeek-R1 -tp 8"]) == 2
-    assert "--serve VLLM_USE_DEEP_GEMM: vLLM 0.33.0 reads VLLM_USE_DEEP_GEMM with bool(int(...))" in capsys.readouterr().err
+    assert "--serve VLLM_USE_DEEP_GEMM: vLLM 0.34.0 reads VLLM_USE_DEEP_GEMM with bool(int(...))" in capsys.readouterr().err
 
 
 def test_speculative_config_moe_backend_is_the_drafts():
@@ -164,7 +164,7 @@ def test_a_value_the_release_refuses_at_start_is_bad_input(command, flag, value,
     assert main([command, "--gpu", "H200", "--serve", f"vllm serve qwen3-30b-a3b -tp 2 {flag}"]) == 2
     err = capsys.readouterr().err
     name = "--quantization" if "q" in flag.split()[0] else "--kv-cache-dtype"
-    assert err.startswith("moe-oracle: error: bad --serve") and f"--serve {name}: vLLM 0.33.0" in err and f"(got '{value}')" in err
+    assert err.startswith("moe-oracle: error: bad --serve") and f"--serve {name}: vLLM 0.34.0" in err and f"(got '{value}')" in err
     assert ("allowed: awq, auto_awq, fp8" if name == "--quantization" else "allowed: auto, float16, bfloat16, fp8") in err
 
 
@@ -359,9 +359,9 @@ def test_cli_parses_the_serve_line_for_the_declared_release(capsys):
 
 
 def test_an_unmodelled_release_is_parsed_with_its_stand_in(capsys):
-    """vllm==0.34.0 is answered with 0.33.0's facts (EngineRelease.stand_in), and the message names 0.33.0."""
-    assert main(["select", "--gpu", "H200", "--package", "vllm==0.34.0", "--serve", f"{_R1} --enable-bf16x3-router-gemm"]) == 2
-    assert "vLLM 0.33.0 does not know --enable-bf16x3-router-gemm" in capsys.readouterr().err
+    """vllm==0.35.0 is answered with 0.34.0's facts (EngineRelease.stand_in), and the message names 0.34.0."""
+    assert main(["select", "--gpu", "H200", "--package", "vllm==0.35.0", "--serve", f"{_R1} --enable-bf16x3-router-gemm"]) == 2
+    assert "vLLM 0.34.0 does not know --enable-bf16x3-router-gemm" in capsys.readouterr().err
 
 
 def test_a_modelled_release_refuses_a_value_naming_the_serve_flag(capsys):
@@ -590,7 +590,7 @@ def test_kernel_config_keys_are_the_releases(version, words, ok):
 def test_cli_refuses_a_dashed_kernel_config_key(capsys):
     serve = "vllm serve Qwen/Qwen3-30B-A3B-FP8 -tp 2 --kernel-config '{\"moe-backend\":\"marlin\"}'"
     assert main(["select", "--gpu", "H200", "--serve", serve]) == 2
-    assert "--serve --kernel-config moe-backend: vLLM 0.33.0 refuses this key" in capsys.readouterr().err
+    assert "--serve --kernel-config moe-backend: vLLM 0.34.0 refuses this key" in capsys.readouterr().err
 
 
 # --- --speculative-config: json.loads on every occurrence, then the last one wins -----------------
@@ -645,7 +645,7 @@ def test_a_value_the_releases_argparse_refuses_is_bad_input(version, flag, bad, 
 def test_cli_refuses_a_max_model_len_vllm_cannot_read(capsys):
     assert main(["select", "--gpu", "H200", "--serve", "vllm serve deepseek-ai/DeepSeek-R1 -tp 8 --max-model-len abc"]) == 2
     err = capsys.readouterr().err
-    assert "--serve --max-model-len: vLLM 0.33.0 refuses the command line" in err and "(got 'abc')" in err and "-1 or auto" in err
+    assert "--serve --max-model-len: vLLM 0.34.0 refuses the command line" in err and "(got 'abc')" in err and "-1 or auto" in err
 
 
 @pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])

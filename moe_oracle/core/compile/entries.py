@@ -19,6 +19,7 @@ from ..predicates import compile_value_spec
 from ..tables import TableFile
 from ..vocab import ActivationFormat, Interface
 from .context import INVALID, CompileContext
+from .formats import identity_issues
 from .values import predicate, ranged_constraints, requirement_checks
 
 __all__ = ["compile_experts", "compile_prepare_finalize"]
@@ -39,6 +40,12 @@ def _target(ctx: CompileContext, raw: Mapping[str, Any], index: int, pool: Seque
             return entry
     ctx.issue(f"$.entries[{index}].implements", f"implements an unknown engine {what} entry", name, sorted(e.id for e in pool))
     return None
+
+
+def _format_issues(ctx: CompileContext, raw: Mapping[str, Any], path: str) -> None:
+    releases = [r.version for r in ctx.engine.releases] if ctx.engine is not None else []
+    for where, message, value in identity_issues(raw, releases, ctx.engine.name if ctx.engine is not None else "vllm"):
+        ctx.issue(path + where[1:], message, value)
 
 
 def _own_checks(ctx: CompileContext, eid: str, raw: Mapping[str, Any], reference: str, path: str, what: str) -> tuple[list[Check], list[Any]]:
@@ -75,6 +82,7 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
             reference = raw.get("reference", tf.data["reference"])
             what = target.upstream if target is not None else raw.get("upstream", eid)
             rng = ctx.engine_range(raw, path)
+            _format_issues(ctx, raw, path)
             checks, ranges = _own_checks(ctx, eid, raw, reference, path, f"{eid} ({what})" if target is not None else what)
             if ctx.count() != n or rng is INVALID or (raw.get("implements") and target is None):
                 continue
@@ -120,6 +128,7 @@ def compile_prepare_finalize(ctx: CompileContext, files: Sequence[TableFile]) ->
             reference = raw.get("reference", tf.data["reference"])
             what = target.upstream if target is not None else raw["upstream"]
             rng = ctx.engine_range(raw, path)
+            _format_issues(ctx, raw, path)
             checks, ranges = _own_checks(ctx, pid, raw, reference, path, what)
             if ctx.count() != n or rng is INVALID or (raw.get("implements") and target is None):
                 continue

@@ -27,8 +27,10 @@ from ..catalog import Catalog, CompiledTables, ExpertsEntry, KnownBad, PrepareFi
 from ..checks import Check, build_index
 from ..errors import InputIssue, TableError
 from ..predicates import compile_value_spec
-from ..versions import admits
-from ..vocab import Interface, ReasonCode
+from ..versions import admits, parse_range
+from ..normalize import BATCHED_DISPATCH
+from ..vocab import ActivationFormat, Interface, ReasonCode
+from .formats import KEY as _BY_ENGINE, identity_for
 
 __all__ = ["link", "pairing_issues"]
 
@@ -46,12 +48,17 @@ def _entries(entries: Iterable[E], version: Version, base: dict[str, _Entry] | N
         if not admits(e.engine, version):
             continue
         checks = [c for c, r in zip(e.checks, e.check_engine) if admits(r, version)] if e.check_engine else list(e.checks)
+        identity: dict[str, Any] = {}
         if e.implements is not None:
             target = (base or {}).get(e.implements)
             if target is None:
                 continue  # the engine entry it implements does not exist in this release
             checks = list(target.checks) + checks
-        out.append(replace(e, checks=tuple(checks), check_engine=()))
+            # the release's identity of the engine entry (already resolved in ``base``)
+            identity = {"activation_format": target.activation_format, "upstream": target.upstream}
+        elif e.declared.get(_BY_ENGINE):
+            identity = identity_for(e.declared, version)
+        out.append(replace(e, checks=tuple(checks), check_engine=(), **identity))
     return out
 
 
@@ -70,7 +77,9 @@ def _pairings(experts: Sequence[ExpertsEntry], pfs: Sequence[PrepareFinalizeEntr
     for entry in experts:
         choice: dict[str, int] = {}
         for j, pf in enumerate(pfs):
-            if pf.interface is entry.interface and pf.activation_format is entry.activation_format:
+            # vLLM 0.34.0 is_supported_config / make_moe_kernel: the experts format must be a
+            # superset of what the prepare/finalize produces (equality before PaddedStandard existed).
+            if pf.interface is entry.interface and entry.activation_format.is_superset(pf.activation_format):
                 for d in sorted(pf.dispatch):
                     if d in choice:
                         issues.append(InputIssue("$.dispatch", f"two prepare/finalize entries serve dispatch {d!r} for {entry.interface.value} {entry.activation_format.value} experts: {pfs[choice[d]].id} and {pf.id} (engine release {version})", d, None, entry.file, entry.id, "semantic"))
@@ -145,6 +154,21 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         raise TableError(issues)
     pf_choice: list[dict[str, int]] = []
     construction: set[str] = {c.rule for pf in pfs for c in pf.checks}
+    # Dispatch kinds whose prepare/finalize produces another format than the one normalization
+    # derives from the dispatch alone (vLLM 0.34.0: DeepEP v2 produces PaddedStandard). vLLM 0.34.0
+    # computes the format from the parallel config before selecting (P/config.py
+    # FusedMoEConfig.activation_format), so experts that cannot consume it are refused at selection.
+    # (A dispatch kind some P/F still serves in the derived format, e.g. "none" with the XPU batched
+    # P/F beside the standard ones, is left to the pairing.)
+    formats_by_dispatch: dict[str, set[ActivationFormat]] = {}
+    for pf in pfs:
+        for d in pf.dispatch:
+            formats_by_dispatch.setdefault(d, set()).add(pf.activation_format)
+    produced_elsewhere: dict[str, ActivationFormat] = {}
+    for d, formats in formats_by_dispatch.items():
+        derived = ActivationFormat.BATCHED_EXPERTS if d in BATCHED_DISPATCH else ActivationFormat.STANDARD
+        if derived not in formats and len(formats) == 1:
+            produced_elsewhere[d] = next(iter(formats))
     final_experts: list[ExpertsEntry] = []
     kb_owner: list[int] = []
     kb_checks: list[tuple[Check, ...]] = []
@@ -157,14 +181,26 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
             f"{entry.interface.value} {entry.activation_format.value}-format experts pair only with a prepare/finalize for dispatch {', '.join(allowed)}", entry.reference,
         )
         fmt = entry.activation_format.value
+        consumed = [f.value for f in entry.activation_format.consumed()]
         # The oracle peeks the activation format before selecting (vLLM P/oracle/*.py "peak into
-        # the P/F selection"); is_supported_config rejects experts of the other format.
+        # the P/F selection"); is_supported_config rejects experts whose format is not a superset.
         peek = Check(
-            f"{entry.id}.activation_format", "activation_format", compile_value_spec("activation_format", [fmt]), (), False, ReasonCode.PAIRING_INCOMPATIBLE,
+            f"{entry.id}.activation_format", "activation_format", compile_value_spec("activation_format", consumed), (), False, ReasonCode.PAIRING_INCOMPATIBLE,
             f"{fmt}-format experts; the all2all backend (or the request) makes the oracle expect another format", entry.reference,
         )
         construction.add(pairing.rule)
-        extra = [peek, pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend, entry.interface.value, entry.implements or entry.id)]
+        extra = [peek]
+        refused = sorted(d for d, f in produced_elsewhere.items() if not entry.activation_format.is_superset(f))
+        if refused and entry.provider != "platform":  # a platform's own MoE takes no prepare/finalize
+            # Only while the format is the one derived from the dispatch: a moe_backend that forces
+            # the batched format (batched_triton) decides first in P/config.py activation_format.
+            derived_only = (compile_value_spec("activation_format", [ActivationFormat.STANDARD.value]),)
+            extra.append(Check(
+                f"{entry.id}.activation_format.dispatch", "dispatch", compile_value_spec("dispatch", {"not_in": refused}), derived_only, False, ReasonCode.PAIRING_INCOMPATIBLE,
+                f"{fmt}-format experts; the all2all backend produces " + ", ".join(sorted({produced_elsewhere[d].value for d in refused})) + " activations (" + ", ".join(refused) + ")",
+                entry.reference,
+            ))
+        extra += [pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend, entry.interface.value, entry.implements or entry.id)]
         own = _sequenced(entry.checks + tuple(extra))
         final_experts.append(replace(entry, checks=own))
         bad = [kb.check for kb in known_bad if entry.id in kb.kernels or (entry.implements is not None and entry.implements in kb.kernels)]
@@ -258,12 +294,15 @@ def versioned_items(compiled: CompiledTables) -> list[tuple[str, str, Any]]:
     The hook for lint rules on ranges (e.g. facts open-ended past the newest verified release).
     """
     out: list[tuple[str, str, Any]] = []
+    engine = compiled.engine.name if compiled.engine is not None else "vllm"
     for e in compiled.experts:
         out.append(("experts", e.id, e.engine))
         out += [("constraint", f"{e.id}:{c.rule}", r) for c, r in zip(e.checks, e.check_engine) if r is not None]
+        out += [("identity", f"{e.id}:{_BY_ENGINE}[{i}]", parse_range(item["engine"][engine])) for i, item in enumerate(e.declared.get(_BY_ENGINE) or ())]
     for p in compiled.prepare_finalize:
         out.append(("prepare_finalize", p.id, p.engine))
         out += [("constraint", f"{p.id}:{c.rule}", r) for c, r in zip(p.checks, p.check_engine) if r is not None]
+        out += [("identity", f"{p.id}:{_BY_ENGINE}[{i}]", parse_range(item["engine"][engine])) for i, item in enumerate(p.declared.get(_BY_ENGINE) or ())]
     out += [("global_constraint", g.check.rule, g.engine) for g in compiled.constraints]
     out += [("priority_order", o.id, o.engine) for o in compiled.priority.orders]
     out += [("adjustment", a.id, a.engine) for a in compiled.priority.adjustments]
