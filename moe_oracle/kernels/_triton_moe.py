@@ -22,6 +22,12 @@ Layout of one call (``T`` tokens, top-``K``, ``N = T*K`` (token, k) pairs, ``E``
   bf16 write per output element; only real rows are read.
 * :func:`quantize_rows`: per-token or per-1x128-group dynamic fp8 (e4m3fn) quantization, scale
   ``max(amax / 448, 1e-12)`` as :mod:`moe_oracle.runtime.fp8` computes it.
+* :func:`bf16_grouped_gemm`: grouped GEMM ``A [rows, K] bf16 x B [E, N, K] bf16`` over
+  expert-ordered rows, the tile -> expert map (each expert padded to whole ``BLOCK_M`` tiles)
+  computed in the kernel from the group counts; GEMM1 reads the tokens' rows through the sorted
+  token index and applies the activation (``[gate; up]`` halves or interleaved rows, bias) to its
+  float32 accumulators before the one bf16 rounding. Tiles per layer and token count:
+  ``runtime_tables/paths/bf16_grouped.yaml``.
 * :func:`fp8_block_gemm`: grouped GEMM ``A [rows, K] fp8 (1x128 scales) x B [E, N, K] fp8 (128x128
   scales)`` with the tile -> expert map computed in the kernel from the group counts; GEMM1 fuses
   the gated activation and the group-128 fp8 quantization of its output into the epilogue.

@@ -24,7 +24,8 @@ Two implementations of the same math:
 
 Numerics (both paths): bf16 inputs, fp32 accumulation inside each GEMM, bf16 GEMM outputs, the
 activation and the weighted sum in float32; four bf16 roundings in all (GEMM1 out, activation
-out, GEMM2 out, final sum). The fp8 per-channel experts quantize the input per token
+out, GEMM2 out, final sum); three on the Triton GEMM path, whose GEMM1 applies the activation to
+its float32 accumulators. The fp8 per-channel experts quantize the input per token
 (``fp8_dynamic_token``) and the GEMM2 input per row, as :mod:`moe_oracle.runtime.fp8` does.
 
 Source: PyTorch ``aten/src/ATen/native/cuda/GroupedBlas.cpp`` (bf16 CUTLASS fast path for device
