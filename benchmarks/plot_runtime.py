@@ -82,15 +82,68 @@ def plot_model(model: dict, limits: dict, device: str, out: Path) -> Path:
     return path
 
 
+PEER_STYLE = {
+    "ours": dict(color="tab:blue", marker="o", lw=2.2, label="ours"),
+    "peer": dict(color="tab:red", marker="s", label="vLLM Triton fused_moe (stand-in alignment counted)"),
+    "peer w/o align": dict(color="tab:red", marker="x", ls=":", label="vLLM Triton fused_moe without alignment"),
+}
+
+
+def plot_peer(model: dict, limits: dict, device: str, out: Path) -> Path:
+    """Ours against vLLM's Triton kernel (runtime_bench.py --peer): time and % of floor against tokens."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(13, 4.8))
+    ticks = sorted({r["tokens"] for r in model["rows"]})
+    for k, kw in PEER_STYLE.items():
+        rows = sorted((r for r in model["rows"] if r["kernel"] == k), key=lambda r: r["tokens"])
+        if not rows:
+            continue
+        t = [r["tokens"] for r in rows]
+        ax_t.plot(t, [r["ms"] for r in rows], ms=4, **kw)
+        ax_p.plot(t, [100 * r["floor_ms"] / r["ms"] for r in rows], ms=4, **kw)
+    floor = sorted((r for r in model["rows"] if r["kernel"] == "ours"), key=lambda r: r["tokens"])
+    ax_t.plot([r["tokens"] for r in floor], [r["floor_ms"] for r in floor], color="black", lw=1, ls="-.", label="floor: max(FLOPs/peak, bytes/bandwidth)")
+    ax_p.axhline(100, color="black", lw=1, ls="-.")
+    ax_p.plot([16, 16], [80, 100], color="green", lw=3, alpha=0.5, label="target: >= 80 % at 16 tokens")
+    ax_p.plot([2048, max(ticks)], [60, 60], color="green", lw=3, alpha=0.5, label="target: >= 60 % from 2,048 tokens")
+    for ax in (ax_t, ax_p):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.set_xlabel("tokens per call")
+        ax.grid(True, which="both", alpha=0.3)
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+    ax_t.set_yscale("log")
+    ax_t.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax_t.yaxis.set_minor_formatter(NullFormatter())
+    ax_t.set_ylabel("ms per call (CUDA graph replay, best round's median)")
+    ax_p.set_ylabel("% of floor")
+    ax_p.set_ylim(0, 105)
+    ax_t.legend(fontsize=7.5, loc="upper left")
+    ax_p.legend(fontsize=7.5, loc="lower right")
+    peak = limits["fp8_tflops" if model["fp8"] else "bf16_tflops"]
+    fig.suptitle(f"{model['label']} [{model['scheme']}] on {device}: ours vs vLLM 0.33.0 Triton (peak {peak:.0f} TFLOP/s, copy {limits['copy_gbs']:.0f} GB/s, measured)", fontsize=10)
+    fig.tight_layout()
+    path = out / f"h200_peer_{model['model']}.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("json", type=Path)
     parser.add_argument("--out-dir", type=Path, default=Path("."))
+    parser.add_argument("--peer", action="store_true", help="the JSON is runtime_bench.py --peer's: draw ours against vLLM's Triton kernel")
     args = parser.parse_args(argv)
     data = json.loads(args.json.read_text())
     args.out_dir.mkdir(parents=True, exist_ok=True)
     for model in data["models"]:
-        print(plot_model(model, data["limits"], data["device"], args.out_dir))
+        print((plot_peer if args.peer else plot_model)(model, data["limits"], data["device"], args.out_dir))
     return 0
 
 

@@ -38,7 +38,18 @@ swigluoai), a DeepSeek-V3 EP8 shard (32 of 256 experts, hidden 7168, intermediat
 with uniform routing, modelled as a 32-expert top-8 layer), and in fp8: the DeepSeek shard and
 Qwen3-30B-A3B-FP8 (``fp8_block``), Llama-4-Maverick (``fp8_channel_token``).
 
+With ``--peer FOLDER`` (the folder benchmarks/prepare_peer.py unpacks from the vLLM wheel) it
+times instead, for the five layers of issue 23 by default, ``ours`` against vLLM's Triton
+fused-MoE kernel (benchmarks/vllm_peer.py: vLLM's kernel and tuned configs, its compiled helpers
+stood in for by ours and timed separately as ``peer align``), interleaved over ``--rounds`` rounds,
+and prints ours / peer and the share of the floor of both, with the numerics of both against the
+float32 reference at ``--check-tokens``; ``--csv`` and ``--plots`` write the rows and one figure
+per layer (time and % of floor against tokens).
+
 Usage::
+
+    python benchmarks/prepare_peer.py                               # here: downloads the wheel -> .peer/
+    python benchmarks/runtime_bench.py --peer .peer/vllm-0.33.0 --json peer.json --csv peer.csv --plots figs/
 
     python benchmarks/runtime_bench.py --json out.json            # everything (CUDA)
     python benchmarks/runtime_bench.py --models qwen3-30b-a3b --tokens 16 8192
@@ -351,6 +362,127 @@ def bench_model(model: Model, args: argparse.Namespace, limits: dict) -> dict:
                 rows=rows, numerics=numerics)
 
 
+PEER_MODELS = ["qwen3-30b-a3b", "mixtral-8x7b", "deepseek-v3-ep8", "deepseek-v3-ep8-fp8", "qwen3-30b-a3b-fp8"]
+"""The five layers of issue 23, measured against vLLM's Triton kernel with ``--peer``."""
+
+PEER_NOTE = (
+    "peer = vLLM {version} fused_moe_kernel (Triton source from the wheel, vLLM's tuned H200 configs) launched as vLLM launches it; "
+    "its compiled helpers are STOOD IN FOR by our code, timed separately: moe_align_block_size -> our Triton layout kernels + scatter + "
+    "searchsorted ('peer align'), silu_and_mul (+ fp8 1x128 quantization) -> our Triton activation kernel, moe_sum -> torch.sum. "
+    "ours/peer counts the peer's alignment at our stand-in's time; ours/peer-w/o-align leaves it out."
+)
+
+
+def _path_label(experts, tokens: int) -> str:  # noqa: ANN001
+    """Which path of ours served ``tokens`` (bf16: the path table's choice; fp8: our block GEMM)."""
+    path_for = getattr(experts, "path_for", None)
+    if path_for is None or getattr(experts, "paths", None) is None:
+        return type(experts).__name__
+    choice = path_for(tokens)
+    if choice.path != "triton":
+        return choice.path
+    t1, t2 = choice.gemm1, choice.gemm2
+    return f"triton {t1.block_m}x{t1.block_n}x{t1.block_k}w{t1.num_warps}s{t1.num_stages} / {t2.block_m}x{t2.block_n}x{t2.block_k}w{t2.num_warps}s{t2.num_stages}"
+
+
+def bench_peer_model(model: Model, args: argparse.Namespace, limits: dict, peer) -> dict:  # noqa: ANN001
+    """Ours against the peer (vllm_peer.py) on one layer: the same routed inputs and weights."""
+    from vllm_peer import VLLMTritonPeer
+
+    spec = model_spec(model)
+    fp8 = spec.quant.weight is not None
+    peak = limits["fp8_tflops" if fp8 else "bf16_tflops"]
+    t0 = time.time()
+    weights = make_random_weights(spec, seed=0, device=DEVICE, generator_device=DEVICE)
+    ours = experts_for(spec, weights)
+    if args.paths is not None and getattr(ours, "paths", None) is not None:
+        from moe_oracle.kernels.bf16_paths import load_paths
+
+        ours.paths = load_paths(str(args.paths))
+    theirs = VLLMTritonPeer(peer, spec, weights)
+    print(f"# {model.label}: E={spec.num_experts} top-{spec.top_k} H={spec.hidden_size} I={spec.intermediate_size} {spec.quant.name}; "
+          f"weights {weights.bytes_per_expert() * spec.num_experts / 2**30:.1f} GiB, built in {time.time() - t0:.1f}s; peer configs: {theirs.config_file or 'none (vLLM default heuristic)'}", flush=True)
+    rows, numerics = [], {}
+    gen = torch.Generator(device=DEVICE).manual_seed(1)
+    for tokens in args.tokens:
+        x = torch.randn(tokens, spec.hidden_size, generator=gen, device=DEVICE).to(torch.bfloat16)
+        logits = torch.randn(tokens, spec.num_experts, generator=gen, device=DEVICE)
+        topk_w, topk_ids = route(logits, spec.routing, correction_bias=weights.correction_bias)
+        topk_w, topk_ids = topk_w.float().contiguous(), topk_ids.to(torch.int64).contiguous()
+        touched = int(torch.unique(topk_ids).numel())
+        flops, nbytes = layer_counts(spec, tokens, touched, weights)
+        floor = max(flops / (peak * 1e9), nbytes / (limits["copy_gbs"] * 1e6))
+        with torch.no_grad():
+            calls = {"ours": (lambda: ours.apply(x, topk_w, topk_ids)), **theirs.parts(x, topk_w, topk_ids)}
+            best: dict[str, float] = {}
+            for _ in range(args.rounds):  # interleaved: ours, peer, peer's parts; each round's median, best round kept
+                for name, fn in calls.items():
+                    try:
+                        ms = time_graph_ms(fn, samples=args.samples)
+                    except Exception as exc:  # reported, not fatal
+                        print(f"  {name:<16} {tokens:>6}  failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                        continue
+                    best[name] = min(best.get(name, float("inf")), ms)
+            if tokens == args.check_tokens:
+                ref = reference_moe(x, logits, weights, spec)
+                for name, fn in (("ours", calls["ours"]), ("peer", calls["peer"])):
+                    out = fn().float()
+                    numerics[f"{name}_normwise_vs_reference"] = float((out - ref).abs().max() / ref.abs().max())
+                if fp8:  # the peer rounds GEMM1's output to bf16 before the activation: the reference that does the same
+                    ref16 = reference_moe(x, logits, weights, spec, gemm1_dtype=torch.bfloat16)
+                    out = calls["peer"]().float()
+                    numerics["peer_normwise_vs_reference_gemm1_bf16"] = float((out - ref16).abs().max() / ref16.abs().max())
+                numerics["tokens"] = tokens
+                del ref
+        for name, ms in best.items():
+            rows.append(dict(kernel=name, tokens=tokens, ms=ms, tflops=flops / ms / 1e9, gbs=nbytes / ms / 1e6, flops=flops, bytes=nbytes,
+                             experts_touched=touched, floor_ms=floor))
+        o, pr, pw, al = (best.get(k, float("nan")) for k in ("ours", "peer", "peer w/o align", "peer align"))
+        print(f"  T={tokens:>5}: ours {o:.4f}  peer {pr:.4f} (w/o align {pw:.4f}, align {al:.4f})  ours/peer {o / pr:.2f} ({o / pw:.2f})  "
+              f"floor {floor:.4f}: ours {100 * floor / o:.0f} %, peer {100 * floor / pr:.0f} %  [ours: {_path_label(ours, tokens)}; peer: {theirs.config_source(tokens)}]", flush=True)
+        rows[-1]["path"] = _path_label(ours, tokens)
+        rows[-1]["peer_config"] = theirs.config_source(tokens)
+    print(f"  numerics (normwise max|out-ref|/max|ref| vs the float32 reference): {numerics}", flush=True)
+    del weights, ours, theirs
+    torch.cuda.empty_cache()
+    return dict(model=model.name, label=model.label, fp8=fp8, scheme=spec.quant.name, num_experts=spec.num_experts, top_k=spec.top_k,
+                hidden=spec.hidden_size, intermediate=spec.intermediate_size, activation=spec.activation.value, bias=spec.has_bias,
+                rows=rows, numerics=numerics)
+
+
+def peer_summary(results: list[dict]) -> str:
+    """Per layer and token count: ours, peer, ratios and shares of the floor (the done-when targets marked)."""
+    lines = [f"{'layer':<22} {'tokens':>6} {'ours ms':>8} {'peer ms':>8} {'ours/peer':>9} {'(w/o al.)':>9} {'ours %fl':>8} {'peer %fl':>8}  targets"]
+    for res in results:
+        for t in sorted({r["tokens"] for r in res["rows"]}):
+            by = {r["kernel"]: r for r in res["rows"] if r["tokens"] == t}
+            if "ours" not in by or "peer" not in by:
+                continue
+            o, p = by["ours"]["ms"], by["peer"]["ms"]
+            pw = by.get("peer w/o align", {}).get("ms", float("nan"))
+            fl = by["ours"]["floor_ms"]
+            share = 100 * fl / o
+            need = 80 if t <= 16 else 60 if t >= 2048 else None
+            marks = ["ratio ok" if o <= p else "RATIO MISSED"]
+            if need:
+                marks.append(f">={need}% ok" if share >= need else f">={need}% MISSED")
+            lines.append(f"{res['model']:<22} {t:>6} {o:>8.4f} {p:>8.4f} {o / p:>9.2f} {o / pw:>9.2f} {share:>7.0f}% {100 * fl / p:>7.0f}%  {', '.join(marks)}")
+    return "\n".join(lines)
+
+
+def write_csv(results: list[dict], path: Path) -> None:
+    """One row per layer, kernel and token count (what the figures draw)."""
+    import csv
+
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["model", "kernel", "tokens", "ms", "floor_ms", "pct_of_floor", "tflops", "gbs", "experts_touched"])
+        for res in results:
+            for r in res["rows"]:
+                w.writerow([res["model"], r["kernel"], r["tokens"], f"{r['ms']:.5f}", f"{r['floor_ms']:.5f}", f"{100 * r['floor_ms'] / r['ms']:.1f}",
+                            f"{r['tflops']:.1f}", f"{r['gbs']:.0f}", r["experts_touched"]])
+
+
 def summary(results: list[dict]) -> str:
     """Per model and token count: ours / gemms+act (bf16 targets) and fp8 ours vs bf16 ours."""
     lines = [f"{'model':<24} {'tokens':>6} {'ours ms':>9} {'gemms+act':>9} {'ratio':>6} {'target':>7} {'bf16 ours':>9} {'fp8/bf16':>8}"]
@@ -379,7 +511,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-tokens", type=int, default=256, help="compare with the float32 reference at this token count")
     parser.add_argument("--portable", action="store_true", help="also time the bf16 adapter's plain-torch path")
     parser.add_argument("--json", type=Path, default=None, help="write limits and rows as JSON here")
+    parser.add_argument("--peer", type=Path, default=None, help="folder from benchmarks/prepare_peer.py: time ours against vLLM's Triton kernel (default models: the five of issue 23)")
+    parser.add_argument("--rounds", type=int, default=2, help="with --peer: interleaved rounds per token count (best round's median kept)")
+    parser.add_argument("--csv", type=Path, default=None, help="with --peer: write the rows as CSV here")
+    parser.add_argument("--plots", type=Path, default=None, help="with --peer: draw one PNG per layer into this folder (needs matplotlib)")
+    parser.add_argument("--paths", type=Path, default=None, help="a bf16 path table (benchmarks/bf16_tune.py --out) instead of the shipped one")
     args = parser.parse_args(argv)
+    if args.peer is not None and args.models == list(MODELS):
+        args.models = list(PEER_MODELS)
     if not torch.cuda.is_available():
         parser.error("this benchmark times CUDA graphs: it needs a CUDA device")
     if args.check_tokens not in args.tokens:
@@ -393,8 +532,19 @@ def main(argv: list[str] | None = None) -> int:
     show("before", limits)
     results = []
     record = {"device": name, "torch": torch.__version__, "limits": limits, "limits_before": limits, "models": results}
+    peer = None
+    if args.peer is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from vllm_peer import load_peer
+
+        import triton
+
+        peer = load_peer(args.peer)
+        record["peer"] = peer.manifest
+        record["triton"] = triton.__version__
+        print("# " + PEER_NOTE.format(version=peer.manifest.get("vllm", "?")) + f" Triton {triton.__version__}; wheel {peer.manifest.get('wheel')} sha256 {peer.manifest.get('sha256', '?')[:16]}", flush=True)
     for key in args.models:
-        results.append(bench_model(MODELS[key], args, limits))
+        results.append(bench_model(MODELS[key], args, limits) if peer is None else bench_peer_model(MODELS[key], args, limits, peer))
         if args.json:  # written after each model: a later failure keeps what was measured
             args.json.write_text(json.dumps(record, indent=1))
     after = machine_limits()
@@ -404,7 +554,22 @@ def main(argv: list[str] | None = None) -> int:
     record["limits"] = {k: max(limits[k], after[k]) for k in limits}
     if args.json:
         args.json.write_text(json.dumps(record, indent=1))
-    print(summary(results))
+    if peer is None:
+        print(summary(results))
+        return 0
+    if args.csv:
+        write_csv(results, args.csv)
+    if args.plots:
+        from plot_runtime import plot_peer
+
+        args.plots.mkdir(parents=True, exist_ok=True)
+        try:
+            for res in results:
+                print(plot_peer(res, record["limits"], name, args.plots), flush=True)
+        except ImportError as exc:
+            print(f"# no plots here ({exc}): draw them from the JSON with benchmarks/plot_runtime.py --peer", flush=True)
+    print("# " + PEER_NOTE.format(version=peer.manifest.get("vllm", "?")))
+    print(peer_summary(results))
     return 0
 
 

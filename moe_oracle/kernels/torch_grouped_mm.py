@@ -11,6 +11,12 @@ Two implementations of the same math:
   each token's ``K`` rows with their routing weights in float32 and writes bf16 once. Pairs of
   other ranks' experts are neither copied nor computed nor read. Nothing reads a device value on
   the host, so a call can be captured in a CUDA graph.
+  For small and middling token counts the two GEMMs are instead our Triton grouped GEMM
+  (:func:`~moe_oracle.kernels._triton_moe.bf16_grouped_gemm`: GEMM1 reads each token's row in
+  place through the sorted token index and applies the activation to its float32 accumulators, so
+  neither the gathered copy nor GEMM1's raw output is written); which path serves which token
+  count, and with which tile shapes, is the table ``runtime_tables/paths/bf16_grouped.yaml``
+  (:mod:`moe_oracle.kernels.bf16_paths`), tuned on an H200.
 * **Portable path** (any other device; torch >= 2.13 runs ``_grouped_mm`` on CPU through a
   per-group loop): plain torch ops -- sort, per-expert rows padded to 16 (``_GROUP_ALIGN``), one
   bf16 buffer of static size ``T*K + E_local*15`` rows, the activation in float32, an
@@ -18,7 +24,8 @@ Two implementations of the same math:
 
 Numerics (both paths): bf16 inputs, fp32 accumulation inside each GEMM, bf16 GEMM outputs, the
 activation and the weighted sum in float32; four bf16 roundings in all (GEMM1 out, activation
-out, GEMM2 out, final sum). The fp8 per-channel experts quantize the input per token
+out, GEMM2 out, final sum); three on the Triton GEMM path, whose GEMM1 applies the activation to
+its float32 accumulators. The fp8 per-channel experts quantize the input per token
 (``fp8_dynamic_token``) and the GEMM2 input per row, as :mod:`moe_oracle.runtime.fp8` does.
 
 Source: PyTorch ``aten/src/ATen/native/cuda/GroupedBlas.cpp`` (bf16 CUTLASS fast path for device
@@ -107,14 +114,24 @@ class TorchGroupedMMExperts(ModularExperts):
         require_unquantized_bf16(name, spec, IMPLEMENTED_ACTIVATIONS)
         if not hasattr(torch, "_grouped_mm"):
             raise UnsupportedConfigError(name, "torch", torch.__version__, ">=2.9 (torch._grouped_mm)")
-        self._w13_t = weights.w13.to(torch.bfloat16).transpose(-2, -1)  # [E, hidden, w13_rows], column-major view
-        self._w2_t = weights.w2.to(torch.bfloat16).transpose(-2, -1)  # [E, intermediate, hidden]
+        self._w13 = weights.w13.to(torch.bfloat16).contiguous()  # [E, w13_rows, hidden] (the Triton GEMM's layout)
+        self._w2 = weights.w2.to(torch.bfloat16).contiguous()  # [E, hidden, intermediate]
+        self._w13_t = self._w13.transpose(-2, -1)  # [E, hidden, w13_rows], column-major view (torch._grouped_mm)
+        self._w2_t = self._w2.transpose(-2, -1)  # [E, intermediate, hidden]
         self._bias13 = None if weights.w13_bias is None else weights.w13_bias.float().contiguous()
         self._bias2 = None if weights.w2_bias is None else weights.w2_bias.float().contiguous()
         # Bias tables with one extra zero row for buffer rows no expert owns (padding, other ranks' pairs).
         self._b13 = None if self._bias13 is None else torch.cat([self._bias13, self._bias13.new_zeros(1, spec.w13_rows)])
         self._b2 = None if self._bias2 is None else torch.cat([self._bias2, self._bias2.new_zeros(1, spec.hidden_size)])
         self._ops = triton_ops(weights.device) if use_triton else None
+        self.paths = None
+        """The path table (:func:`moe_oracle.kernels.bf16_paths.load_paths`) when the Triton kernels run here."""
+        if self._ops is not None:
+            from .bf16_paths import load_paths
+
+            self.paths = load_paths()
+        self.force_path: object = None
+        """A :class:`~moe_oracle.kernels.bf16_paths.PathChoice` that overrides the table (benchmarks and tuning only)."""
 
     def apply(self, hidden_states, topk_weights, topk_ids, *, a1_scale=None, expert_num_tokens=None):  # noqa: ANN001, ANN201 - see ModularExperts.apply
         if a1_scale is not None:
@@ -126,9 +143,27 @@ class TorchGroupedMMExperts(ModularExperts):
             return self._apply_triton(hidden_states, topk_weights, topk_ids)
         return self._apply_portable(hidden_states, topk_weights, topk_ids)
 
+    def path_for(self, tokens: int):  # noqa: ANN201 - PathChoice
+        """The path serving a call of ``tokens`` tokens (``force_path``, else the table's choice)."""
+        if self.force_path is not None:
+            return self.force_path
+        spec = self.spec
+        return self.paths.choose(spec.num_local_experts, spec.hidden_size, spec.intermediate_size, spec.top_k, tokens)
+
     def _apply_triton(self, hidden_states: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor) -> torch.Tensor:
         ops, spec = self._ops, self.spec
         x = hidden_states.to(torch.bfloat16).contiguous()
+        choice = self.path_for(topk_ids.shape[0])
+        if choice.path == "triton":
+            # Our grouped GEMMs: indices only (GEMM1 reads each token's row in place), the activation
+            # in GEMM1's epilogue, GEMM2 on GEMM1's expert-ordered rows, then the weighted combine.
+            layout = ops.route_layout(topk_ids, spec.first_local_expert, spec.num_local_experts)
+            a = ops.bf16_grouped_gemm(
+                x, self._w13, layout.counts, layout.rows, choice.gemm1, sorted_tok=layout.sorted_tok,
+                act=spec.activation, bias=self._bias13, swiglu_alpha=_alpha(spec), swiglu_limit=_limit(spec),
+            )
+            y = ops.bf16_grouped_gemm(a, self._w2, layout.counts, layout.rows, choice.gemm2)
+            return ops.combine(y, layout, topk_weights, topk_ids, spec.first_local_expert, bias=self._bias2)
         layout = ops.route_layout(topk_ids, spec.first_local_expert, spec.num_local_experts, x=x)
         h = torch._grouped_mm(layout.buf, self._w13_t, offs=layout.offs)  # [rows, w13_rows]; rows past offs[-1] not computed
         a, _ = ops.activation(h, spec.activation, layout.offs, bias=self._bias13, swiglu_alpha=_alpha(spec), swiglu_limit=_limit(spec))

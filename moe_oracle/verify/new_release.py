@@ -20,7 +20,7 @@ Steps, each timed and logged (a step that fails is recorded and the kit goes on 
    answering for the new release (each ``engine:`` range admits it as it admits the previous
    one, so the tables stand in with the previous release's facts);
 7. **serve tier**: ``tests/differential/test_serve_refusals.py`` for the new release (the
-   release's own parser against ``moe_oracle.serve``);
+   release's own parser against ``moe_oracle.inputs.serve``);
 8. **report**: the disagreements grouped by cause (:func:`group_disagreements`), each group next
    to the functions of vLLM's selection, quantization, config and platform modules whose bodies
    changed between the previous modelled release and this one (:mod:`.source_diff`), then what
@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from .._resources import package_dir
+from ..core._resources import package_dir
 from .source_diff import TreeDiff, diff_trees
 
 __all__ = ["Cause", "group_disagreements", "main", "wheel_facts"]
@@ -402,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tail = "\n".join(proc.stdout.strip().splitlines()[-12:])
         state["serve_ok"] = proc.returncode == 0
         if proc.returncode != 0:
-            log.left.append("the serve tier disagrees: moe_oracle.serve reads the release's flags from its facts file; read the failures above (a new flag kind or Action needs code)")
+            log.left.append("the serve tier disagrees: moe_oracle.inputs.serve reads the release's flags from its facts file; read the failures above (a new flag kind or Action needs code)")
         return ("passed" if proc.returncode == 0 else f"FAILED (exit {proc.returncode})") + "\n" + "\n".join("      " + x for x in tail.splitlines())
 
     def source() -> str:
