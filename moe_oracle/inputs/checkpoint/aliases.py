@@ -188,7 +188,7 @@ def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None 
     key, inter, src = r.first(inter_keys)
     if inter is None:
         raise r.fail("moe_intermediate_size", "missing moe_intermediate_size / intermediate_size", None, None)
-    exact = key != "intermediate_size" or family.name in ("minimax_m3", "mixtral", "gpt_oss", "minimax_m2", "llama4")
+    exact = key != "intermediate_size" or family.name in ("minimax_m3", "mixtral", "gpt_oss", "minimax_m2", "llama4", "phimoe")
     r.put("intermediate_size", r.int_(key, inter), Source.CHECKPOINT if exact else Source.INFERRED, r.where(key, src) + ("" if exact else " (no moe_intermediate_size: taken as the expert width)"))
     dtype = cfg.get("torch_dtype", cfg.get("dtype"))
     if dtype is None:
@@ -272,13 +272,15 @@ def _routing(r: _Reader) -> bool:
     key, groups, gsrc = r.first(GROUP_ALIASES)
     if groups is not None:
         groups = r.int_(key, groups, minimum=0)
-        if cfg.get("use_grouped_topk") is False:
+        if fam.grouped:
+            evidence.append(f"{key}={groups}" + (" (default)" if gsrc is Source.DEFAULT else "") + f" (use_grouped_topk=True in the {fam.name} model class)")
+        elif cfg.get("use_grouped_topk") is False:
             evidence.append(f"use_grouped_topk=false: {key} not used")
             groups = None
         else:
             evidence.append(f"{key}={groups}" + (" (default)" if gsrc is Source.DEFAULT else ""))
     method = cfg.get("topk_method")
-    if method == "greedy" and groups is not None:
+    if method == "greedy" and groups is not None and not fam.grouped:
         evidence.append("topk_method=greedy: no expert groups")
         groups = None
     bias = False

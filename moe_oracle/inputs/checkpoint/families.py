@@ -33,7 +33,7 @@ class Family:
         model_types: text-model ``model_type`` values it covers.
         layout: how MoE layers are chosen: ``first_k_dense`` (``first_k_dense_replace`` and
             ``moe_layer_freq``, int or per-layer list), ``sparse_step`` (``mlp_only_layers``
-            and ``decoder_sparse_step``), ``interleave`` (``interleave_moe_layer_step``),
+            and ``decoder_sparse_step``), ``first_k`` (``first_k_dense_replace`` only), ``interleave`` (``interleave_moe_layer_step``),
             ``hybrid_pattern`` (``hybrid_override_pattern`` letter ``E``), ``hash_then_moe``
             (DeepSeek-V4 ``mlp_layer_types`` / ``num_hash_layers``), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
@@ -51,6 +51,8 @@ class Family:
         routing: routing method the class fixes (custom routers), else ``None``.
         router_fp32: the class computes router logits in float32 (``GateLinear(out_dtype=float32)``).
         shared_always: every MoE layer has a shared expert whatever config.json says (Llama-4).
+        grouped: the class passes ``use_grouped_topk=True`` whatever config.json says (GLM-4.5:
+            ``topk_method`` and ``use_grouped_topk`` are not read).
         passes_routed_scale: the class hands config.json's ``routed_scaling_factor`` to its router
             (``False``: the router's default 1.0), which 0.29.0-0.30.0 ``get_routing_method_type``
             reads.
@@ -74,6 +76,7 @@ class Family:
     router_fp32: bool = False
     shared_always: bool = False
     passes_routed_scale: bool = True
+    grouped: bool = False
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     source: str = ""
     notes: tuple[str, ...] = ()
@@ -117,6 +120,12 @@ FAMILIES: tuple[Family, ...] = (
     Family("nemotron_h", ("nemotron_h",), "hybrid_pattern", experts="mixer.experts", shared="mixer.shared_experts", proj=("up_proj", "down_proj"), mtp="nemotron_h",
            scoring="sigmoid", bias=True, router_fp32=True, defaults=_d(norm_topk_prob=True, n_group=1, topk_group=1, routed_scaling_factor=1.0),
            source="vLLM 0.33.0 nemotron_h.py NemotronHMoE (sigmoid, e_score_correction_bias, non-gated experts, latent MoE), nemotron_h_mtp.py; transformers 5.20.2 NemotronHConfig"),
+    Family("glm4_moe", ("glm4_moe",), "first_k", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, router_fp32=True, grouped=True,
+           defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0, first_k_dense_replace=1, n_shared_experts=1, hidden_act="silu"),
+           source="vLLM 0.33.0 glm4_moe.py Glm4MoE (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk=True with n_group/topk_group, fp32 router logits; MoE when layer_idx >= first_k_dense_replace), glm4_moe_mtp.py (MTP layers model.layers.<N+k>); transformers 5.20.2 Glm4MoeConfig"),
+    Family("phimoe", ("phimoe",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), renormalize=False, routing="custom",
+           source="vLLM 0.33.0 phimoe.py PhiMoE (custom_routing_function=phimoe_routing_function, renormalize=False: CustomRoutingRouter answers RoutingMethodType.Custom); transformers 5.20.2 PhiMoEConfig",
+           notes=("PhiMoE routes with its own sparsemixer function (phimoe_routing_function): only kernels that accept a custom router apply",)),
     Family("gemma4", ("gemma4_text", "gemma4"), "all", experts="experts", renormalize=True, activation="gelu_tanh", routing="custom",
            source="vLLM 0.33.0 gemma4.py Gemma4DecoderLayer (MoE block beside the dense MLP when num_experts is set; Gemma4Router custom routing, activation gelu_tanh)",
            notes=("each Gemma-4 MoE layer also runs a dense MLP in parallel",)),

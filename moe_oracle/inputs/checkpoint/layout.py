@@ -149,6 +149,9 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
         layout = _generic_layout(cfg, notes)
     if layout == "first_k_dense":
         return _first_k_dense(cfg, n, file, path)
+    if layout == "first_k":
+        first_k = _int(cfg, "first_k_dense_replace", 0, file, path) or 0
+        return [("dense", f"index < first_k_dense_replace ({first_k})") if i < first_k else ("moe", f"index >= first_k_dense_replace ({first_k}); {family.name} reads no moe_layer_freq") for i in range(n)]
     if layout == "sparse_step":
         only = cfg.get("mlp_only_layers") or []
         if not isinstance(only, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in only):
@@ -218,7 +221,12 @@ def _draft_layers(family: Family, cfg: Mapping[str, Any], n: int, prefix: str, s
     out: list[LayerSpec] = []
     if mtp == "deepseek":
         k = _int(cfg, "num_nextn_predict_layers", 0, file, path) or 0
-        if k:
+        if k and family.layout == "first_k":
+            first_k = _int(cfg, "first_k_dense_replace", 0, file, path) or 0
+            for j in range(k):
+                kind = "moe" if n + j >= first_k else "dense"
+                out.append(_spec(family, prefix, n + j, f"mtp.{j}", kind, "draft", f"num_nextn_predict_layers = {k}: MTP layer {n + j}; index {'>=' if kind == 'moe' else '<'} first_k_dense_replace ({first_k})", shared))
+        elif k:
             freq_cfg = dict(cfg)
             if isinstance(freq_cfg.get("moe_layer_freq"), list):
                 freq_cfg["moe_layer_freq"] = 1

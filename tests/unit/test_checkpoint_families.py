@@ -1,0 +1,61 @@
+"""Model families vLLM hard-codes and a new user met read wrongly (issue 20).
+
+Configs are the published Hugging Face config.json values (GLM-4.5: zai-org/GLM-4.5; Phi-3.5-MoE:
+microsoft/Phi-3.5-MoE-instruct); the expected values come from the vLLM 0.33.0 model classes named
+per test.
+"""
+
+from __future__ import annotations
+
+from moe_oracle.inputs.checkpoint import read_checkpoint
+
+GLM45 = {
+    "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "hidden_size": 5120, "intermediate_size": 12288,
+    "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 1, "num_experts_per_tok": 8, "n_group": 1,
+    "topk_group": 1, "first_k_dense_replace": 3, "norm_topk_prob": True, "routed_scaling_factor": 2.5, "num_hidden_layers": 92,
+    "num_nextn_predict_layers": 1, "hidden_act": "silu", "torch_dtype": "bfloat16",
+}
+
+PHI35 = {
+    "architectures": ["PhiMoEForCausalLM"], "model_type": "phimoe", "hidden_size": 4096, "intermediate_size": 6400,
+    "num_hidden_layers": 32, "num_local_experts": 16, "num_experts_per_tok": 2, "hidden_act": "silu", "torch_dtype": "bfloat16",
+    "router_jitter_noise": 0.01, "input_jitter_noise": 0.01,
+}
+
+
+def test_glm45_routes_like_deepseek_v3():
+    # glm4_moe.py Glm4MoE: scoring_func="sigmoid", e_score_correction_bias, use_grouped_topk=True,
+    # num_expert_group=n_group; get_routing_method_type -> DeepSeekV3 (was: softmax, renormalize_naive)
+    ck = read_checkpoint(GLM45, release="0.33.0")
+    layer = ck.representative()
+    k = layer.kwargs
+    assert ck.family.name == "glm4_moe"
+    assert (k["routing_method"].value, k["has_correction_bias"], k["num_expert_group"], k["topk_group"]) == ("deepseek_v3", True, 1, 1)
+    assert k["router_logits_dtype"].value == "float32" and k["routed_scaling_factor"] == 2.5
+
+
+def test_glm45_layout_first_k_dense_then_moe_and_its_mtp_layer():
+    ck = read_checkpoint({**GLM45, "moe_layer_freq": 2}, release="0.33.0")
+    kinds = [l.spec.kind for l in ck.layers if l.spec.role == "target"]
+    # layer_idx >= first_k_dense_replace; moe_layer_freq is not read by Glm4MoeDecoderLayer
+    assert kinds[:3] == ["dense"] * 3 and kinds[3:] == ["moe"] * 89
+    drafts = [l for l in ck.layers if l.spec.role == "draft"]
+    assert [(d.spec.index, d.spec.kind, d.spec.experts) for d in drafts] == [(92, "moe", "model.layers.92.mlp.experts")]
+    assert ck.layers[3].spec.shared == "model.layers.3.mlp.shared_experts"
+
+
+def test_glm45_ignores_topk_method_and_use_grouped_topk():
+    k = read_checkpoint({**GLM45, "topk_method": "greedy", "use_grouped_topk": False}, release="0.33.0").representative().kwargs
+    assert k["routing_method"].value == "deepseek_v3" and k["num_expert_group"] == 1
+
+
+def test_phi35_moe_routes_with_its_own_function():
+    # phimoe.py PhiMoE: custom_routing_function=phimoe_routing_function, renormalize=False ->
+    # CustomRoutingRouter.routing_method_type = Custom (was: default softmax top-k)
+    ck = read_checkpoint(PHI35, release="0.33.0")
+    layer = ck.representative()
+    assert ck.family.name == "phimoe"
+    assert layer.kwargs["routing_method"].value == "custom"
+    assert layer.spec.experts == "model.layers.0.block_sparse_moe.experts"
+    assert layer.kwargs["intermediate_size"] == 6400
+    assert all(l.spec.kind == "moe" for l in ck.layers) and len(ck.layers) == 32
