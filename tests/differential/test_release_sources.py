@@ -250,6 +250,10 @@ def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
         return "_is_quark_mxfp4_ocp" in _code(tree / "vllm/models/deepseek_v4/quant_config.py", "DeepseekV4FP8Config.override_quantization_method")
     if fact == "deepseek_v41_model":
         return (tree / "vllm/models/deepseek_v41").is_dir() and "'vllm.models.deepseek_v41'" in ast.unparse(ast.parse((tree / "vllm/model_executor/models/registry.py").read_text(encoding="utf-8")))
+    if fact == "deepseek_v4_modelopt_ignore":
+        v41 = tree / "vllm/models/deepseek_v41/quant_config.py"
+        picked = "DeepseekV41FP8Config" in _code(q / "__init__.py", "get_quantization_config")
+        return picked and "_modelopt_ignore" in _code(v41, "DeepseekV4FP8Config.from_config") and "_is_nvfp4_expert_layer" in _code(v41, "DeepseekV4FP8Config.get_quant_method")
     if fact == "deepseek_v4_mxfp4_activation_key":
         return "Mxfp4MoEMethod(layer.moe_config, activation_key=kMxfp8Dynamic)" in _code(tree / "vllm/models/deepseek_v4/quant_config.py", "DeepseekV4FP8Config.get_quant_method")
     if fact == "routing_minimax2_any_scale":

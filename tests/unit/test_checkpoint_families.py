@@ -59,3 +59,26 @@ def test_phi35_moe_routes_with_its_own_function():
     assert layer.spec.experts == "model.layers.0.block_sparse_moe.experts"
     assert layer.kwargs["intermediate_size"] == 6400
     assert all(l.spec.kind == "moe" for l in ck.layers) and len(ck.layers) == 32
+
+
+def _nvidia_v4():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples/models/nvidia-deepseek-v4-flash-nvfp4.json").read_text())
+
+
+def test_nvidia_deepseek_v4_nvfp4_keeps_the_ignored_mtp_experts_mxfp4():
+    # vllm/models/deepseek_v41/quant_config.py (the CUDA/ROCm class from 0.30.0): from_config keeps
+    # `ignore`; 0.32.0+ _is_nvfp4_expert_layer matches mtp.0.ffn.experts against 'mtp.*'
+    ck = read_checkpoint(_nvidia_v4(), release="0.33.0")
+    by_role = {(l.spec.role, l.quant.scheme.name) for l in ck.moe_layers()}
+    assert by_role == {("target", "nvfp4"), ("draft", "mxfp4_mxfp8")}
+    draft = [l for l in ck.moe_layers() if l.spec.role == "draft"][0]
+    assert "'mtp.*'" in draft.quant.evidence and draft.kwargs["quant_method"] == "mxfp4"
+
+
+def test_before_0_32_the_ignore_list_is_not_read_and_mtp_is_nvfp4():
+    ck = read_checkpoint(_nvidia_v4(), release="0.31.0")
+    assert {l.quant.scheme.name for l in ck.moe_layers()} == {"nvfp4"}
+    assert any("'ignore' list is not read" in n for n in ck.notes)

@@ -204,7 +204,10 @@ def read_quant_format(
     if method == "fbgemm_fp8":
         notes.append("fbgemm_fp8 is deprecated in vLLM 0.29.0-0.33.0 (DEPRECATED_QUANTIZATION_METHODS): it loads only with --allow-deprecated-quantization")
     if method == "deepseek_v4_fp8" and str_list(doc.get("ignore")) and not (doc.get("ignored_layers") or doc.get("modules_to_not_convert")):
-        notes.append("the document's 'ignore' list is not read: DeepseekV4FP8Config (an Fp8Config) reads only ignored_layers / modules_to_not_convert")
+        if rel.holds("deepseek_v4_modelopt_ignore") and str(doc.get("moe_quant_algo") or "").upper() == "NVFP4":
+            notes.append(f"{rel.words}: the document's 'ignore' list leaves no layer unquantized (DeepseekV4FP8Config, an Fp8Config, reads ignored_layers / modules_to_not_convert for that); with moe_quant_algo NVFP4 it keeps the experts it names in native MXFP4 (vllm/models/deepseek_v41/quant_config.py _is_nvfp4_expert_layer, CUDA/ROCm)")
+        else:
+            notes.append(f"{rel.words}: the document's 'ignore' list is not read: DeepseekV4FP8Config (an Fp8Config) reads only ignored_layers / modules_to_not_convert")
     return QuantFormat(method, declared, source, MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel)
 
 
