@@ -82,3 +82,32 @@ def test_before_0_32_the_ignore_list_is_not_read_and_mtp_is_nvfp4():
     ck = read_checkpoint(_nvidia_v4(), release="0.31.0")
     assert {l.quant.scheme.name for l in ck.moe_layers()} == {"nvfp4"}
     assert any("'ignore' list is not read" in n for n in ck.notes)
+
+
+V41_FLASH = {
+    "architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41",
+    "text_config": {"hidden_size": 4096, "moe_intermediate_size": 2048, "n_routed_experts": 384, "num_experts_per_tok": 6, "num_hidden_layers": 43,
+                    "num_hash_layers": 3, "n_shared_experts": 1, "scoring_func": "sqrtsoftplus", "norm_topk_prob": True, "routed_scaling_factor": 1.5,
+                    "swiglu_limit": 10.0, "num_nextn_predict_layers": 1, "dspark_n_routed_experts": 128, "dspark_num_experts_per_tok": 3,
+                    "torch_dtype": "bfloat16"},
+}
+
+
+def test_deepseek_v41_has_no_hash_layers_and_its_dspark_draft_uses_its_own_experts():
+    # vllm/models/deepseek_v41/nvidia/model.py DeepseekV4MoE: num_hash_layers=0; layers with
+    # index >= num_hidden_layers take dspark_n_routed_experts / dspark_num_experts_per_tok
+    ck = read_checkpoint(V41_FLASH, release="0.33.0")
+    target = [l for l in ck.layers if l.spec.role == "target"]
+    draft = [l for l in ck.layers if l.spec.role == "draft"]
+    assert ck.family.name == "deepseek_v41"
+    assert {l.spec.kind for l in target} == {"moe"} and len(target) == 43
+    assert all(not l.kwargs.get("has_hash_routing") for l in target)
+    assert (target[0].kwargs["num_experts"], target[0].kwargs["top_k"]) == (384, 6)
+    assert [(d.spec.index, d.spec.experts, d.kwargs["num_experts"], d.kwargs["top_k"]) for d in draft] == [(43, "mtp.0.ffn.experts", 128, 3)]
+    assert any("num_hash_layers is not read" in n for n in ck.notes)
+
+
+def test_deepseek_v41_builds_three_dspark_layers_without_a_count():
+    # nvidia/dspark.py: n_mtp_layers or num_nextn_predict_layers or 3
+    cfg = {**V41_FLASH, "text_config": {k: v for k, v in V41_FLASH["text_config"].items() if k != "num_nextn_predict_layers"}}
+    assert [l.spec.name for l in read_checkpoint(cfg, release="0.33.0").layers if l.spec.role == "draft"] == ["mtp.0", "mtp.1", "mtp.2"]

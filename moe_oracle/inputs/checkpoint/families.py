@@ -40,6 +40,8 @@ class Family:
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
         proj: checkpoint projection names of one expert (gate, up, down; non-gated: up, down).
         mtp: MTP layout: ``deepseek`` (layers ``N..N+k-1``), ``deepseek_v4`` (``mtp.{k}``),
+            ``dspark`` (DeepSeek-V4.1 DSpark draft: ``n_mtp_layers`` or ``num_nextn_predict_layers``
+            or 3 layers ``mtp.{k}``),
             ``qwen3_5`` (``mtp.layers.{k}``), ``nemotron_h`` (``mtp_hybrid_override_pattern``),
             ``minimax_m3`` (``num_mtp_modules``), ``dropped`` (vLLM drops the MTP weights),
             ``None`` (no MTP).
@@ -56,6 +58,8 @@ class Family:
         passes_routed_scale: the class hands config.json's ``routed_scaling_factor`` to its router
             (``False``: the router's default 1.0), which 0.29.0-0.30.0 ``get_routing_method_type``
             reads.
+        draft_fields: MoE fields the draft (MTP / DSpark) layers read from other config keys
+            (``num_experts`` -> ``dspark_n_routed_experts``); absent or 0: the target's value.
         defaults: field defaults of the transformers (or vLLM) config class.
         source: where these facts come from.
         notes: facts the plan repeats for every layer of the family.
@@ -77,6 +81,7 @@ class Family:
     shared_always: bool = False
     passes_routed_scale: bool = True
     grouped: bool = False
+    draft_fields: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     source: str = ""
     notes: tuple[str, ...] = ()
@@ -94,7 +99,11 @@ FAMILIES: tuple[Family, ...] = (
     Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True,
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="sigmoid"),
            source="vLLM 0.33.0 vllm/models/deepseek_v32 (GlmMoeDsaForCausalLM = DeepseekV32ForCausalLM); transformers 5.20.2 GlmMoeDsaConfig"),
-    Family("deepseek_v4", ("deepseek_v4", "deepseek_v41"), "hash_then_moe", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), mtp="deepseek_v4", router_fp32=True,
+    Family("deepseek_v41", ("deepseek_v41", "deepseek_v41_text"), "all", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), mtp="dspark", router_fp32=True,
+           defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0),
+           draft_fields=MappingProxyType({"num_experts": ("dspark_n_routed_experts",), "top_k": ("dspark_num_experts_per_tok",)}),
+           source="vLLM 0.33.0 vllm/models/deepseek_v41/nvidia/model.py DeepseekV4MoE (num_hash_layers=0 on every layer; layers >= num_hidden_layers use dspark_n_routed_experts / dspark_num_experts_per_tok), nvidia/dspark.py (n_mtp_layers or num_nextn_predict_layers or 3 draft layers, loaded from mtp.<k>); vllm/transformers_utils/configs/deepseek_v41.py"),
+    Family("deepseek_v4", ("deepseek_v4",), "hash_then_moe", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), mtp="deepseek_v4", router_fp32=True,
            scoring=None, defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0, num_hash_layers=3),
            source="vLLM 0.33.0 vllm/models/deepseek_v4/nvidia/{model,mtp}.py DeepseekV4MoE; transformers 5.20.2 DeepseekV4Config"),
     Family("kimi_k3", ("kimi_linear", "kimi_k3"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", bias=True,
@@ -146,7 +155,7 @@ _WRAPPER_PREFIX = {
     "gemma4": "model.language_model.layers",
     "minimax_m3_vl": "language_model.model.layers",
 }
-_PREFIX_BY_FAMILY = {"deepseek_v4": "layers", "nemotron_h": "backbone.layers"}
+_PREFIX_BY_FAMILY = {"deepseek_v4": "layers", "deepseek_v41": "layers", "nemotron_h": "backbone.layers"}
 
 
 def family_for(text_model_type: str | None, top_model_type: str | None) -> Family:

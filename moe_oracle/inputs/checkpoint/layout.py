@@ -190,6 +190,10 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
             return [("hash_moe", f"mlp_layer_types[{i}] = hash_moe") if t == "hash_moe" else ("moe", f"mlp_layer_types[{i}] = moe") for i, t in enumerate(types[:n])]
         h = _int(cfg, "num_hash_layers", 3, file, path) or 0
         return [("hash_moe", f"index < num_hash_layers ({h}): routed by the token-hash table") if i < h else ("moe", f"index >= num_hash_layers ({h})") for i in range(n)]
+    if layout == "all" and family.name == "deepseek_v41":
+        for key in ("num_hash_layers", "mlp_layer_types"):
+            if cfg.get(key):
+                notes.append(f"{key} is not read: vLLM's DeepSeek-V4.1 DeepseekV4MoE passes num_hash_layers=0 (no hash-routed layer)")
     if layout == "mlp_layer_types":
         types = cfg["mlp_layer_types"]
         if not isinstance(types, list) or len(types) < n:
@@ -237,6 +241,10 @@ def _draft_layers(family: Family, cfg: Mapping[str, Any], n: int, prefix: str, s
     elif mtp == "deepseek_v4":
         k = _int(cfg, "num_nextn_predict_layers", 0, file, path) or 0
         out += [_spec(family, prefix, n + j, f"mtp.{j}", "moe", "draft", f"num_nextn_predict_layers = {k}: MTP layer mtp.{j} (vLLM numbers it {n + j}; not hash-routed)", shared, base=f"mtp.{j}") for j in range(k)]
+    elif mtp == "dspark":
+        k, key = next(((v, key) for key in ("n_mtp_layers", "num_nextn_predict_layers") if (v := _int(cfg, key, None, file, path))), (3, None))
+        why = f"{key} = {k}" if key else "no n_mtp_layers / num_nextn_predict_layers: vLLM builds 3"
+        out += [_spec(family, prefix, n + j, f"mtp.{j}", "moe", "draft", f"{why}: DSpark draft layer {n + j} (weights mtp.{j}; not hash-routed)", shared, base=f"mtp.{j}") for j in range(k)]
     elif mtp == "qwen3_5":
         k = _int(cfg, "mtp_num_hidden_layers", 0, file, path) or 0
         out += [_spec(family, prefix, n + j, f"mtp.{j}", "moe", "draft", f"mtp_num_hidden_layers = {k}: MTP layer mtp.layers.{j}", shared, base=f"mtp.layers.{j}") for j in range(k)]

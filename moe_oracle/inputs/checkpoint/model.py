@@ -161,6 +161,7 @@ def read_checkpoint(
         notes.append(f"expert_dtype {expert_dtype!r} is read only by vLLM's DeepSeek-V4 FP8 config; with quant_method {quant.declared!r} it has no effect")
     layers = []
     cache: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+    draft_over, draft_prov = _draft_overrides(family, text_cfg, fields.kwargs, path, file)
     for spec in specs:
         if not spec.is_moe:
             layers.append(CheckpointLayer(spec, None, None, None))
@@ -168,9 +169,12 @@ def read_checkpoint(
         assert spec.experts is not None
         q = quant.experts(spec.experts, family.proj if family is not GENERIC else ("gate_proj", "up_proj", "down_proj"))
         hash_layer = spec.kind == "hash_moe"
-        key = (q.scheme, q.method, q.weight_block_size, q.weight_group_size, q.act_order, hash_layer)
+        draft = spec.role == "draft" and bool(draft_over)
+        key = (q.scheme, q.method, q.weight_block_size, q.weight_group_size, q.act_order, hash_layer, draft)
         if key not in cache:
             kwargs = dict(fields.kwargs)
+            if draft:
+                kwargs.update(draft_over)
             kwargs["quant"] = q.scheme
             if q.method is not None:
                 kwargs["quant_method"] = q.method
@@ -185,6 +189,8 @@ def read_checkpoint(
                 kwargs.pop("has_correction_bias", None)
             cache[key] = MappingProxyType(kwargs)
         prov = list(fields.provenance)
+        if draft:
+            prov += draft_prov
         prov.append(Provenance("quant", Source.INFERRED, q.evidence))
         if q.method is not None:
             prov.append(Provenance("quant_method", Source.CHECKPOINT, f"{quant.source}: quant_method {quant.declared!r} ({quant.method}); MoE method family {q.method}"))
@@ -202,6 +208,29 @@ def read_checkpoint(
     if not any(layer.spec.is_moe for layer in layers):
         raise ConfigError([InputIssue(f"{path}num_hidden_layers", "the layout has no MoE layer (check first_k_dense_replace, moe_layer_freq, mlp_only_layers, decoder_sparse_step)", text_cfg.get("num_hidden_layers"), None, file)])
     return Checkpoint(name if isinstance(name, str) else None, file, text_mt, top_mt, arch, family, quant, tuple(layers), tuple(dict.fromkeys(notes)), rel)
+
+
+def _draft_overrides(family: Family, cfg: Mapping[str, Any], kwargs: Mapping[str, Any], path: str, file: str | None) -> tuple[dict[str, Any], list[Provenance]]:
+    """The MoE fields draft layers take from their own keys (:attr:`Family.draft_fields`).
+
+    Raises:
+        ConfigError: a draft key that is not a positive integer, or a draft top-k above its
+            expert count.
+    """
+    over: dict[str, Any] = {}
+    prov: list[Provenance] = []
+    for name, keys in family.draft_fields.items():
+        key = next((k for k in keys if cfg.get(k)), None)
+        if key is None:
+            continue
+        value = cfg[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError([InputIssue(f"{path}{key}", "must be a positive integer", value, {"minimum": 1}, file)])
+        over[name] = value
+        prov.append(Provenance(name, Source.CHECKPOINT, f"config.{path[2:]}{key} (draft layers; {family.source.split(';')[0]})"))
+    if over.get("top_k", kwargs.get("top_k", 0)) > over.get("num_experts", kwargs.get("num_experts", 0)):
+        raise ConfigError([InputIssue(f"{path}{family.draft_fields.get('top_k', ('top_k',))[0]}", "draft experts per token exceed the draft experts", over.get("top_k", kwargs.get("top_k")), {"maximum": over.get("num_experts", kwargs.get("num_experts"))}, file)])
+    return over, prov
 
 
 def _file_name(file: str | None) -> str | None:
