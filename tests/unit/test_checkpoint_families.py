@@ -111,3 +111,21 @@ def test_deepseek_v41_builds_three_dspark_layers_without_a_count():
     # nvidia/dspark.py: n_mtp_layers or num_nextn_predict_layers or 3
     cfg = {**V41_FLASH, "text_config": {k: v for k, v in V41_FLASH["text_config"].items() if k != "num_nextn_predict_layers"}}
     assert [l.spec.name for l in read_checkpoint(cfg, release="0.33.0").layers if l.spec.role == "draft"] == ["mtp.0", "mtp.1", "mtp.2"]
+
+
+def _minimax_m2():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples/models/minimax-m2.json").read_text())
+
+
+def test_quant_method_mxfp8_loads_as_modelopt_mxfp8_with_ignored_layers_as_exclusions():
+    # Q/__init__.py: "mxfp8" -> ModelOptMxFp8Config; its from_config rewrites a MiniMax-style
+    # document into ModelOpt MXFP8 with ignored_layers as exclude_modules (was: refused)
+    cfg = {k: v for k, v in _minimax_m2().items() if k != "quantization_config"}
+    cfg["quantization_config"] = {"quant_method": "mxfp8", "ignored_layers": ["lm_head", "model.layers.1.block_sparse_moe.experts"]}
+    ck = read_checkpoint(cfg, release="0.33.0")
+    assert ck.quant.method == "modelopt_mxfp8"
+    assert ck.layers[0].quant.scheme.name == "mxfp8" and ck.layers[0].kwargs["quant_method"] == "modelopt"
+    assert ck.layers[1].quant.scheme.name == "unquantized" and ck.layers[1].quant.excluded_by == "model.layers.1.block_sparse_moe.experts"
