@@ -304,3 +304,15 @@ def test_checkpoint_constants_match_the_release_source(release):
     assert compared, path
     literals = {c.value for n in compared for c in ast.walk(n.comparators[0]) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
     assert literals == set(claimed), (path, literals)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_moe_architecture_list_matches_the_release_source(release):
+    """moe_oracle/inputs/checkpoint/architectures.py lists exactly the MoE architectures the
+    release's registry and model files give (moe_oracle.tools.vllm_moe_archs)."""
+    from moe_oracle.inputs.checkpoint.architectures import VLLM_MOE_ARCHITECTURES
+    from moe_oracle.tools.vllm_moe_archs import moe_architectures
+
+    found = moe_architectures(_tree(release))
+    listed = {a for a, spec in VLLM_MOE_ARCHITECTURES.items() if spec.registered(release)}
+    assert listed == set(found), (sorted(listed - set(found)), sorted(set(found) - listed))

@@ -17,7 +17,8 @@ from ...core.config import Provenance
 from ...core.errors import ConfigError, InputIssue
 from ...core.vocab import Source
 from .aliases import read_moe_fields
-from .families import GENERIC, Family, family_for, layer_prefix
+from .architectures import VLLM_MOE_ARCHITECTURES, architecture_notes
+from .families import FAMILIES, GENERIC, Family, family_for, layer_prefix
 from .layout import LayerSpec, layer_layout
 from .quant_formats import ExpertsQuant, QuantFormat, read_quant_format
 from .releases import ReaderRelease
@@ -143,9 +144,15 @@ def read_checkpoint(
         if mt in ("deepseek_v41", "deepseek_v41_text") and not rel.holds("deepseek_v41_model"):
             raise ConfigError([InputIssue(where, f"{rel.words} has no DeepSeek-V4.1 model (vllm/models/deepseek_v41 and its registry entries start in vLLM 0.30.0)", mt, None, file)])
     family = family_for(text_mt, top_mt)
-    filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
     archs = cfg.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    arch_notes: list[str] = []
+    by_arch = VLLM_MOE_ARCHITECTURES.get(arch) if arch else None
+    if family is GENERIC and by_arch is not None and by_arch.family is not None:
+        family = next(f for f in FAMILIES if f.name == by_arch.family)
+        arch_notes.append(f"model_type {text_mt or top_mt!r} is not one of family {family.name}'s; read as {family.name} because vLLM builds {arch} with that model class ({by_arch.module})")
+    arch_notes += architecture_notes(arch, family, rel)
+    filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
     name = cfg.get("_name_or_path") or _file_name(file) or arch
     fields = read_moe_fields(text_cfg, family, file=file, path=path, model_type=text_mt, architecture=arch, release=rel)
     expert_dtype = text_cfg.get("expert_dtype")
@@ -154,7 +161,7 @@ def read_checkpoint(
     quant = read_quant_format(cfg, text_cfg=text, beside=beside, override=override, user_quantization=user_quantization, model_type=text_mt, expert_dtype=expert_dtype, file=file, release=rel)
     prefix, inferred = layer_prefix(family, top_mt, text is not None)
     specs, layout_notes = layer_layout(family, filled, prefix, file=file, path=path, layers_required=layers_required, release=rel)
-    notes = list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)
+    notes = arch_notes + list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)
     if inferred:
         notes.append(f"module names assumed to be {prefix}.<i>.{family.experts if family is not GENERIC else 'mlp.experts'} (family {family.name}): exclusion patterns are matched against these names")
     if expert_dtype is not None and quant.method != "deepseek_v4_fp8":
