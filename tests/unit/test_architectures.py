@@ -10,8 +10,20 @@ from moe_oracle.inputs.checkpoint import read_checkpoint
 from moe_oracle.inputs.checkpoint.architectures import VLLM_MOE_ARCHITECTURES, unmodelled_architectures
 from moe_oracle.inputs.checkpoint.families import FAMILIES
 
-OLMOE = {"architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024, "num_experts": 64,
-         "num_experts_per_tok": 8, "num_hidden_layers": 16, "norm_topk_prob": False}
+# baidu/ERNIE-4.5-21B-A3B-PT config fields (moe_num_experts, moe_k: generic aliases)
+ERNIE = {"architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe", "hidden_size": 2560, "intermediate_size": 12288,
+         "moe_intermediate_size": 1536, "moe_num_experts": 64, "moe_k": 6, "num_hidden_layers": 28, "moe_layer_start_index": 1}
+
+
+def test_olmoe_and_qwen2_moe_are_known_families():
+    # olmoe.py OlmoeMoE: renormalize=False whatever norm_topk_prob says; qwen2_moe.py: gated shared expert
+    olmoe = read_checkpoint({"architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024,
+                             "num_experts": 64, "num_experts_per_tok": 8, "num_hidden_layers": 16, "norm_topk_prob": True}, release="0.33.0")
+    assert olmoe.family.name == "olmoe" and olmoe.representative().kwargs["routing_method"].value == "default"
+    qwen2 = read_checkpoint({"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_size": 2048, "moe_intermediate_size": 1408,
+                             "num_experts": 60, "num_experts_per_tok": 4, "num_hidden_layers": 24, "shared_expert_intermediate_size": 5632}, release="0.33.0")
+    layer = qwen2.representative()
+    assert qwen2.family.name == "qwen2_moe" and layer.spec.shared == "model.layers.0.mlp.shared_expert" and layer.kwargs["routing_method"].value == "default"
 
 
 def test_every_mapped_family_exists_and_every_family_has_an_architecture():
@@ -21,17 +33,17 @@ def test_every_mapped_family_exists_and_every_family_has_an_architecture():
 
 
 def test_an_unmodelled_registered_architecture_is_said_in_plan_and_select(capsys, tmp_path):
-    ck = read_checkpoint(OLMOE, release="0.33.0")
-    assert ck.family.name == "generic" and "OlmoeForCausalLM" in unmodelled_architectures("0.33.0")
-    assert any("registers OlmoeForCausalLM" in n and "does not model" in n for n in ck.notes)
+    ck = read_checkpoint(ERNIE, release="0.33.0")
+    assert ck.family.name == "generic" and "Ernie4_5_MoeForCausalLM" in unmodelled_architectures("0.33.0")
+    assert any("registers Ernie4_5_MoeForCausalLM" in n and "does not model" in n for n in ck.notes)
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(OLMOE))
+    path.write_text(json.dumps(ERNIE))
     assert main(["select", "--model", str(path), "--gpu", "H200", "--tp", "1"]) == 0
     assert "moe-oracle does not model" in capsys.readouterr().err
 
 
 def test_an_architecture_a_release_does_not_register_is_said():
-    cfg = {**OLMOE, "architectures": ["K2HorizonForCausalLM"], "model_type": "k2_horizon"}
+    cfg = {**ERNIE, "architectures": ["K2HorizonForCausalLM"], "model_type": "k2_horizon"}
     assert not VLLM_MOE_ARCHITECTURES["K2HorizonForCausalLM"].registered("0.29.0") and VLLM_MOE_ARCHITECTURES["K2HorizonForCausalLM"].registered("0.33.0")
     assert any("does not register K2HorizonForCausalLM" in n for n in read_checkpoint(cfg, release="0.29.0").notes)
 

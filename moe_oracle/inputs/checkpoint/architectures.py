@@ -136,13 +136,13 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "NemotronHForCausalLM": Arch("nemotron_h", ">=0.29.0", 'nemotron_h'),
     "NemotronHMTPModel": Arch("nemotron_h_mtp", ">=0.29.0", 'nemotron_h'),
     "NemotronHPuzzleForCausalLM": Arch("nemotron_h", ">=0.29.0", None),
-    "OlmoeForCausalLM": Arch("olmoe", ">=0.29.0", None),
+    "OlmoeForCausalLM": Arch("olmoe", ">=0.29.0", 'olmoe'),
     "PanguEmbeddedForCausalLM": Arch("openpangu", ">=0.29.0", None),
     "PanguProMoEV2ForCausalLM": Arch("openpangu", ">=0.29.0", None),
     "PanguUltraMoEForCausalLM": Arch("openpangu", ">=0.29.0", None),
     "Param2MoEForCausalLM": Arch("param2moe", ">=0.29.0", None),
     "PhiMoEForCausalLM": Arch("phimoe", ">=0.29.0", 'phimoe'),
-    "Qwen2MoeForCausalLM": Arch("qwen2_moe", ">=0.29.0", None),
+    "Qwen2MoeForCausalLM": Arch("qwen2_moe", ">=0.29.0", 'qwen2_moe'),
     "Qwen3ASRForConditionalGeneration": Arch("qwen3_asr", ">=0.29.0", None),
     "Qwen3MoeForCausalLM": Arch("qwen3_moe", ">=0.29.0", 'qwen3_moe'),
     "Qwen3NextForCausalLM": Arch("qwen3_next", ">=0.29.0", 'qwen3_5_moe'),
@@ -176,8 +176,8 @@ def unmodelled_architectures(release: str) -> tuple[str, ...]:
 def architecture_notes(architecture: str | None, family: Family, release: ReaderRelease) -> tuple[str, ...]:
     """What the answer says about the architecture: unmodelled, or not registered by the release.
 
-    >>> architecture_notes("OlmoeForCausalLM", GENERIC, ReaderRelease.of("0.33.0"))[0][:72]
-    'vLLM 0.33.0 registers OlmoeForCausalLM (model file olmoe) as a MoE archi'
+    >>> architecture_notes("Ernie4_5_MoeForCausalLM", GENERIC, ReaderRelease.of("0.33.0"))[0][:70]
+    'vLLM 0.33.0 registers Ernie4_5_MoeForCausalLM (model file ernie45_moe)'
     """
     if architecture is None:
         return ()
