@@ -129,3 +129,14 @@ def test_quant_method_mxfp8_loads_as_modelopt_mxfp8_with_ignored_layers_as_exclu
     assert ck.quant.method == "modelopt_mxfp8"
     assert ck.layers[0].quant.scheme.name == "mxfp8" and ck.layers[0].kwargs["quant_method"] == "modelopt"
     assert ck.layers[1].quant.scheme.name == "unquantized" and ck.layers[1].quant.excluded_by == "model.layers.1.block_sparse_moe.experts"
+
+
+def test_glm45_refuses_an_activation_other_than_silu():
+    # glm4_moe.py Glm4MoE.__init__: ValueError("Unsupported activation: ... Only silu is supported for now.")
+    import pytest
+
+    from moe_oracle.core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        read_checkpoint({**GLM45, "hidden_act": "gelu"}, release="0.33.0")
+    assert info.value.issues[0].path == "$.hidden_act" and info.value.issues[0].allowed == ["silu"]

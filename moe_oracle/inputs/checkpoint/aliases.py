@@ -223,6 +223,8 @@ def _activation(r: _Reader) -> None:
         else:
             if not isinstance(act, str) or act not in _ACTS:
                 raise r.fail(key or "hidden_act", "activation not in the MoE vocabulary", act, sorted(_ACTS))
+            if fam.hidden_acts and act not in fam.hidden_acts:
+                raise r.fail(key or "hidden_act", f"{fam.name} model class refuses it ({fam.source.split(';')[0]}: 'Unsupported activation')", act, list(fam.hidden_acts))
             base = _ACTS[act]
             if fam.name == "nemotron_h":
                 r.put("activation", Activation(f"{base.value}_no_mul"), Source.INFERRED, f"config.{key} = {act}; Nemotron-H experts are non-gated (up_proj and down_proj only; vLLM NemotronHMoE)")

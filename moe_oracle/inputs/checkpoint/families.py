@@ -53,6 +53,8 @@ class Family:
         routing: routing method the class fixes (custom routers), else ``None``.
         router_fp32: the class computes router logits in float32 (``GateLinear(out_dtype=float32)``).
         shared_always: every MoE layer has a shared expert whatever config.json says (Llama-4).
+        hidden_acts: the ``hidden_act`` values the class accepts (others raise at build), empty:
+            any the vocabulary knows.
         grouped: the class passes ``use_grouped_topk=True`` whatever config.json says (GLM-4.5:
             ``topk_method`` and ``use_grouped_topk`` are not read).
         passes_routed_scale: the class hands config.json's ``routed_scaling_factor`` to its router
@@ -81,6 +83,7 @@ class Family:
     shared_always: bool = False
     passes_routed_scale: bool = True
     grouped: bool = False
+    hidden_acts: tuple[str, ...] = ()
     draft_fields: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     source: str = ""
@@ -129,7 +132,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("nemotron_h", ("nemotron_h",), "hybrid_pattern", experts="mixer.experts", shared="mixer.shared_experts", proj=("up_proj", "down_proj"), mtp="nemotron_h",
            scoring="sigmoid", bias=True, router_fp32=True, defaults=_d(norm_topk_prob=True, n_group=1, topk_group=1, routed_scaling_factor=1.0),
            source="vLLM 0.33.0 nemotron_h.py NemotronHMoE (sigmoid, e_score_correction_bias, non-gated experts, latent MoE), nemotron_h_mtp.py; transformers 5.20.2 NemotronHConfig"),
-    Family("glm4_moe", ("glm4_moe",), "first_k", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, router_fp32=True, grouped=True,
+    Family("glm4_moe", ("glm4_moe",), "first_k", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, router_fp32=True, grouped=True, hidden_acts=("silu",),
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0, first_k_dense_replace=1, n_shared_experts=1, hidden_act="silu"),
            source="vLLM 0.33.0 glm4_moe.py Glm4MoE (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk=True with n_group/topk_group, fp32 router logits; MoE when layer_idx >= first_k_dense_replace), glm4_moe_mtp.py (MTP layers model.layers.<N+k>); transformers 5.20.2 Glm4MoeConfig"),
     Family("phimoe", ("phimoe",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), renormalize=False, routing="custom",
