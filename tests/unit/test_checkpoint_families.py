@@ -140,3 +140,15 @@ def test_glm45_refuses_an_activation_other_than_silu():
     with pytest.raises(ConfigError) as info:
         read_checkpoint({**GLM45, "hidden_act": "gelu"}, release="0.33.0")
     assert info.value.issues[0].path == "$.hidden_act" and info.value.issues[0].allowed == ["silu"]
+
+
+def test_the_v41_plan_names_the_dspark_speculative_method(tmp_path, capsys):
+    # vllm/models/deepseek_v41/nvidia/dspark.py: the V4.1 draft is the DSpark model (method dspark)
+    import json
+
+    from moe_oracle.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(V41_FLASH))
+    assert main(["plan", "--model", str(path), "--gpu", "B200", "--tp", "8"]) == 0
+    assert "--speculative-config method=dspark" in capsys.readouterr().out
