@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from packaging.specifiers import SpecifierSet
-
 from .families import GENERIC, Family
 from .releases import ReaderRelease
 
@@ -45,6 +43,8 @@ class Arch:
     family: str | None
 
     def registered(self, release: str) -> bool:
+        from packaging.specifiers import SpecifierSet  # imported where read (select imports what answering needs)
+
         return SpecifierSet(self.engine).contains(release)
 
 
