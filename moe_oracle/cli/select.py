@@ -68,6 +68,9 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
             print(decision.select_line())
             for warning in decision.warnings:
                 print(f"warning: {warning.message}", file=sys.stderr)
+            for note in decision.notes:  # the one-layer answer is not the whole model's (see plan)
+                if note.startswith("--model: ") and ("moe-oracle plan" in note or "does not model" in note or "does not register" in note):
+                    print(f"note: {note.removeprefix('--model: ')}", file=sys.stderr)
     else:
         print(render_explain(decision, show_all=args.all, fixes=found, serve=bool(args.serve)))
     return EXIT_OK if decision.winner is not None else EXIT_NONE

@@ -48,10 +48,25 @@ from .vocab import Policy, ReasonCode, Source
 __all__ = ["evaluate"]
 
 
-def _override(catalog: Catalog, values: Mapping[str, Any], sources: Mapping[str, Source]) -> tuple[str, str] | None:
+def _override(catalog: Catalog, values: Mapping[str, Any], sources: Mapping[str, Source]) -> tuple[str, str, tuple[Check, ...]] | None:
+    """The first environment override that fires: (backend requested, rule id, assumptions).
+
+    An override whose known inputs hold and some input is unknown (a ROCm device whose gfx arch
+    is not known, which decides between the RDNA4 rule and the others) fires on the assumption
+    that the unknown inputs hold: the returned checks record it on the forced candidates, so the
+    answer says what it rests on instead of silently dropping the override.
+    """
     for ov in catalog.overrides:
-        if any(sources.get(name) is Source.ENV_VAR for name in ov.explicit_fields) and holds(ov.when, values):
-            return ov.request, ov.id
+        if not any(sources.get(name) is Source.ENV_VAR for name in ov.explicit_fields):
+            continue
+        held = holds(ov.when, values)
+        if held:
+            return ov.request, ov.id, ()
+        if held is None:
+            unknown = tuple(p for p in ov.when if values.get(p.field) is None)
+            checks = tuple(Check(ov.id, p.field, p, (), False, ReasonCode.SM_UNSUPPORTED if p.field == "gpu_arch" else ReasonCode.PATH_NOT_ENABLED,
+                                 f"the environment override {ov.id} fires only then: {ov.reason}", ov.reference, seq=-1) for p in unknown)
+            return ov.request, ov.id, checks
     return None
 
 
@@ -200,9 +215,13 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             norm = Normalized(values, sources)
     # The FP8 front end pads the TP shard only for an explicit moe_backend, not for an env override.
     explicit = requested
+    override_assumed: tuple[Check, ...] = ()
     if requested is None and env.env:  # an override needs an explicitly set variable
         ov = _override(view, values, sources)
         if ov is not None:
+            override_assumed = ov[2]
+            if override_assumed:
+                notes.append(f"environment override {ov[1]} applied on an assumption: " + "; ".join(f"{c.field} is unknown, assumed {c.predicate.describe() if c.predicate else ''}" for c in override_assumed))
             requested, requested_by = ((ov[0],) if family_map is None else family_map.names.get(ov[0], (ov[0],))), ov[1]
             values = dict(values)
             sources = dict(sources)
@@ -237,6 +256,8 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
                 extra_fail[opt.backend] = extra_fail.get(opt.backend, ()) + (opt.check,)
             elif held is None:
                 extra_abstain[opt.backend] = extra_abstain.get(opt.backend, ()) + (opt.check,)
+    for backend in (requested or ()) if override_assumed else ():
+        extra_abstain[backend] = extra_abstain.get(backend, ()) + override_assumed
     own_fail: Mapping[int, tuple[Check, ...]] = {}
     family_checks = _request_checks(family_map, requested) if (family_map is not None and requested is not None) else None
     if family_checks is not None:

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, NoReturn
 from packaging.version import InvalidVersion, Version
 
 from .config import Device
-from .packages import canonical_name, parse_requirement, same_version, unique_specs
+from .packages import canonical_name, parse_requirement, provided_by, same_version, unique_specs
 from .errors import ConfigError, InputIssue
 from .vocab import Platform
 
@@ -119,6 +119,12 @@ class Environment:
             return version
         if key in self.unversioned:
             return None
+        for dist in provided_by(key):  # amd-aiter installs the module vLLM imports as aiter
+            version = self._versions.get(dist)  # type: ignore[attr-defined]
+            if version is not None:
+                return version
+            if dist in self.unversioned:
+                return None
         if key in self.absent or self.complete:
             return ABSENT
         return None

@@ -141,7 +141,34 @@ _MXFP4_DSV4_METHODS = frozenset({"fp8", "deepseek_v4_fp8", "deepseek_v41_fp8"})
 _MXFP4_UNKEYED_METHODS = frozenset({"mxfp4", "gpt_oss_mxfp4", "compressed-tensors"})
 
 
-def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str | None) -> str:
+_GPT_OSS_ROUTINGS = frozenset({"renormalize", "renormalize_naive", "default", "unspecified"})
+
+
+def gpt_oss_ruled_out(activation: str | None, routing_method: str | None, has_hash_routing: bool = False, has_bias: bool | None = None) -> str | None:
+    """Why a layer cannot be GPT-OSS's, or ``None`` when it may be.
+
+    vLLM 0.33.0 ``gpt_oss.py MLPBlock`` always builds its experts with activation swigluoai, with
+    expert biases, softmax scoring and renormalize=True (a softmax routing method); a hash-routed
+    layer, a DeepSeek-V4/V3 or sigmoid routing, another activation or bias-free experts are not
+    GPT-OSS's.
+
+    >>> gpt_oss_ruled_out("silu", "deepseek_v4")
+    'routing deepseek_v4 (GPT-OSS routes with softmax)'
+    >>> gpt_oss_ruled_out("swigluoai", "renormalize", has_bias=True) is None
+    True
+    """
+    if has_hash_routing:
+        return "hash-routed layer (GPT-OSS has none)"
+    if routing_method is not None and routing_method not in _GPT_OSS_ROUTINGS:
+        return f"routing {routing_method} (GPT-OSS routes with softmax)"
+    if activation is not None and activation != "swigluoai":
+        return f"activation {activation} (GPT-OSS experts use swigluoai)"
+    if has_bias is False:
+        return "experts without biases (GPT-OSS experts carry biases)"
+    return None
+
+
+def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str | None, not_gpt_oss: str | None = None) -> str:
     """Which vLLM MXFP4 entry point selects the experts of a layer with ``weight`` weights.
 
     vLLM 0.29.0-0.33.0: ``quant_method: mxfp4`` resolves to ``GptOssMxfp4Config`` only for
@@ -156,7 +183,9 @@ def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str
     question). With ``quant_method: mxfp4`` and an unknown model type the checkpoint is taken as
     GPT-OSS (``generic``): the published checkpoints that declare ``mxfp4`` are GPT-OSS, other MXFP4
     models reach ``Mxfp4MoEMethod`` through another quant method (DeepSeek-V4's ``fp8``) or vLLM's
-    rewrite at load (Kimi-K3's compressed-tensors).
+    rewrite at load (Kimi-K3's compressed-tensors). ``not_gpt_oss`` (:func:`gpt_oss_ruled_out`):
+    the layer's own fields rule GPT-OSS out, so an unknown model type is not taken as GPT-OSS and
+    ``Mxfp4Config`` (``deepseek_v4``) answers, as vLLM does for any model type but ``gpt_oss``.
 
     Returns:
         ``none`` (weights are not MXFP4), ``generic``, ``deepseek_v4`` or ``compressed_tensors``.
@@ -164,7 +193,9 @@ def mxfp4_selector(weight: str | None, quant_method: str | None, model_type: str
     if weight != "mxfp4_static":
         return NONE
     if quant_method == "mxfp4":
-        return "deepseek_v4" if model_type not in (None, "gpt_oss") else "generic"
+        if model_type is None:
+            return "deepseek_v4" if not_gpt_oss else "generic"
+        return "deepseek_v4" if model_type != "gpt_oss" else "generic"
     if quant_method == "compressed-tensors":
         return "compressed_tensors"
     if quant_method in _MXFP4_DSV4_METHODS:
@@ -242,8 +273,14 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["activation_quant"], sources["activation_quant"] = q.activation or NONE, qsrc
     values["quant_family"], sources["quant_family"] = q.family._value_, Source.DERIVED
     values["quant_method"], sources["quant_method"] = quant_method, _source(config, "quant_method", given)
-    selector = mxfp4_selector(q.weight, named, config.model_type)
-    guessed = selector != NONE and (named is None or (named == "mxfp4" and config.model_type is None))
+    not_gpt_oss = None
+    if config.model_type is None:  # only fields somebody gave (or a checkpoint set) rule GPT-OSS out
+        def _set(name: str) -> bool:
+            return _source(config, name, given) is not Source.DEFAULT
+        not_gpt_oss = gpt_oss_ruled_out(config.activation._value_ if _set("activation") else None, config.routing_method._value_ if _set("routing_method") else None,
+                                        config.has_hash_routing, config.has_bias if _set("has_bias") else None)
+    selector = mxfp4_selector(q.weight, named, config.model_type, not_gpt_oss)
+    guessed = selector != NONE and (named is None or (named == "mxfp4" and config.model_type is None and not not_gpt_oss))
     values["mxfp4_selector"], sources["mxfp4_selector"] = selector, Source.DEFAULT if guessed else Source.DERIVED
     unkeyed = q.weight == "mxfp4_static" and named in _MXFP4_UNKEYED_METHODS
     values["selector_activation_quant"], sources["selector_activation_quant"] = NONE if unkeyed else (q.activation or NONE), Source.DERIVED

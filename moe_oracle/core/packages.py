@@ -20,7 +20,48 @@ from .errors import ConfigError, InputIssue
 # with packaging.tags, markers and their parser they are ~15 ms of imports, which a selection
 # that names no package (`moe-oracle select --model M --gpu G`) never uses.
 
-__all__ = ["PackageSpec", "canonical_name", "parse_requirement", "same_version", "unique_specs"]
+__all__ = ["PACKAGE_IMPORTS", "PROVIDERS", "PackageSpec", "canonical_name", "parse_requirement", "provided_by", "same_version", "unique_specs"]
+
+PACKAGE_IMPORTS: dict[str, str] = {
+    "aiter": "aiter",  # vllm/utils/import_utils.py has_aiter: _has_module("aiter")
+    "amd-quark": "quark",  # import_utils.has_quark
+    "b12x": "b12x",  # vllm/utils/b12x.py has_b12x
+    "deep-ep": "deep_ep",  # import_utils.has_deep_ep
+    "deep-gemm": "deep_gemm",  # import_utils.has_deep_gemm (or the vendored vllm.third_party.deep_gemm)
+    "flashinfer-python": "flashinfer",  # vllm/utils/flashinfer.py has_flashinfer: find_spec("flashinfer")
+    "flydsl": "flydsl",  # v1/attention/ops/flydsl_*: import flydsl
+    "hpc": "hpc",  # vllm/utils/hpc.py has_hpc: find_spec("hpc")
+    "humming": "humming",  # import_utils.has_humming
+    "moonep": "moonep",  # import_utils.has_moonep
+    "mori": "mori",  # import_utils.has_mori
+    "nixl-ep": "nixl_ep",  # import_utils.has_nixl_ep
+    "triton-kernels": "triton_kernels",  # import_utils.has_triton_kernels (or vllm.third_party.triton_kernels)
+    "zentorch": "zentorch",
+}
+"""Every package name the tables read (``packages.<name>``) -> the module vLLM imports for it
+(vLLM 0.33.0 sources named per entry). The tables name the package by its distribution where the
+distribution is named like the module (PEP 503: ``deep_gemm`` is ``deep-gemm``); the ones whose
+distribution is named otherwise are in :data:`PROVIDERS`."""
+
+PROVIDERS: dict[str, tuple[tuple[str, str], ...]] = {
+    "aiter": (("amd-aiter", "amd_aiter-0.1.7.post2.dev18 wheel metadata: Name amd-aiter, top_level.txt aiter, aiter_meta"),),
+}
+"""Table package name -> distributions (other than one of the same name) whose metadata says
+they install the module vLLM imports for it, with the evidence. ROCm images list AITER as
+``amd-aiter`` in ``pip freeze``; vLLM imports ``aiter``. (The PyPI distribution named ``aiter`` is
+an unrelated asynchronous-iterator library; a freeze naming it is read as the tables' ``aiter``,
+as before.)"""
+
+
+def provided_by(name: str) -> tuple[str, ...]:
+    """Distributions that provide table package ``name`` besides ``name`` itself.
+
+    >>> provided_by("aiter")
+    ('amd-aiter',)
+    >>> provided_by("flashinfer-python")
+    ()
+    """
+    return tuple(d for d, _ in PROVIDERS.get(name, ()))
 
 
 def canonical_name(name: str) -> str:

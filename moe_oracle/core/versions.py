@@ -232,14 +232,32 @@ def resolve_release(spec: EngineSpec, env: Environment) -> EngineRelease:
         for name, pinned in rel.pins.items():
             if env.package_canonical(name) is None:
                 assumed[name] = pinned
-    warnings += _package_warnings(spec, env)
+    warnings += _package_warnings(spec, env, rel)
     return EngineRelease(spec.name, spec.display, str(version), known, "", rel is not None, stand_in, tuple(warnings), MappingProxyType(assumed))
 
 
-def _package_warnings(spec: EngineSpec, env: Environment) -> tuple[str, ...]:
+def _package_warnings(spec: EngineSpec, env: Environment, release: "ModelledRelease | None" = None) -> tuple[str, ...]:
+    """Warnings for a declared pinned package (``flashinfer-python``) the tables do not model.
+
+    The modelled versions of a package are those the releases pin plus the newest declared
+    (``rules/engine.yaml``). A newer version, an older one, or one between them that no release
+    pins is warned about as an unmodelled engine release is; so is a modelled version that is not
+    the one ``release`` pins (vLLM's wheel requires its pin: the two were not released together).
+    """
     out = []
     for name, newest in spec.newest_packages.items():
         value = env.package_canonical(name)
-        if isinstance(value, str) and Version(value) > Version(newest):
+        if not isinstance(value, str):
+            continue
+        version = Version(value)
+        modelled = sorted({Version(r.pins[name]) for r in spec.releases if name in r.pins} | {Version(newest)})
+        if version > Version(newest):
             out.append(f"{name} {value} is newer than the newest the tables know ({newest}); its facts are assumed unchanged since {newest}")
+        elif version < modelled[0]:
+            out.append(f"{name} {value} is older than any version the tables model ({', '.join(map(str, modelled))}); its facts are those of {modelled[0]}, assumed unchanged back to {value}")
+        elif version not in modelled:
+            below = max(v for v in modelled if v <= version)
+            out.append(f"{name} {value} is not a modelled version ({', '.join(map(str, modelled))}); facts of {below} that are not known to have changed are assumed")
+        elif release is not None and name in release.pins and version != Version(release.pins[name]):
+            out.append(f"{spec.display} {release.version} pins {name}=={release.pins[name]}; you declared {value}: the answer uses the facts whose {name} ranges admit {value}, a pairing vLLM did not ship")
     return tuple(out)

@@ -407,7 +407,8 @@ def build_plan(
     out.sort(key=lambda g: (g.role != "target", g.layers[0].spec.index))
     notes = list(checkpoint.notes) + list(notes)
     if any(layer.spec.role == "draft" for layer in layers):
-        built = "draft (MTP) layers: " if draft_by_serve else "draft (MTP) layers are built only when serving with speculative decoding (--speculative-config method=mtp); "
+        method = "dspark" if checkpoint.family.mtp == "dspark" else "mtp"  # DeepSeek-V4.1's draft is the DSpark model (vllm/models/deepseek_v41/nvidia/dspark.py)
+        built = "draft (MTP) layers: " if draft_by_serve else f"draft (MTP) layers are built only when serving with speculative decoding (--speculative-config method={method}); "
         notes.append(built + "their moe_backend is " + ("the speculative config's" if draft_moe_backend is not None else f"inherited from the target ({who} SpeculativeConfig.moe_backend unset)"))
     return Plan(checkpoint, device, parallel, moe_backend, draft_backend, draft_source, tuple(out), tuple(notes), env, expert_placement_strategy, release)
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from ..core.environment import Environment
 from ..core.envvars import env_issues, env_notes
 from ..core.errors import ConfigError, InputIssue, did_you_mean
-from ..core.packages import PackageSpec, canonical_name, parse_requirement, unique_specs
+from ..core.packages import PackageSpec, canonical_name, parse_requirement, provided_by, unique_specs
 from .envfile import read_environment_file
 from .release_facts import release_values
 
@@ -57,6 +57,7 @@ def declare_environment(
     """
     notes: list[str] = []
     read = set(catalog.package_names)
+    read |= {dist for name in catalog.package_names for dist in provided_by(name)}  # amd-aiter provides aiter
     specs: dict[str, PackageSpec] = {}
     absent: set[str] = set(base.absent) if base is not None else set()
     complete = bool(base.complete) if base is not None else False

@@ -230,6 +230,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         kwargs = dict(ck.kwargs)
         ck_quant, ck_scheme = ck.quant, kwargs.get("quant")
         ck_prov = tuple(ck.provenance)
+        notes += [f"--model: {n}" for n in ck.notes]
         if serve is not None and serve.dtype not in (None, "auto"):
             kwargs["in_dtype"] = DType({"half": "float16", "float": "float32"}.get(serve.dtype, serve.dtype))
             ck_prov = tuple(p for p in ck_prov if p.field != "in_dtype") + (Provenance("in_dtype", flag, f"--serve --dtype {serve.dtype}"),)

@@ -35,6 +35,7 @@ class CheckpointFields:
     model_type: str | None
     name: str | None
     quant: Any = None  # the checkpoint's QuantFormat (checked against --quantization once the release is known)
+    notes: tuple[str, ...] = ()  # what the one-layer answer should say about the whole model (layer kinds, unmodelled architecture)
 
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -90,4 +91,26 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
     ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False, release=release)
     layer = ck.representative()
     assert layer.kwargs is not None
-    return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name, ck.quant)
+    return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name, ck.quant, _model_notes(ck, layer))
+
+
+def _model_notes(ck: Any, layer: Any) -> tuple[str, ...]:
+    """Notes a one-layer answer (``select``, ``explain``) carries about the rest of the model.
+
+    * the layer answered is not the only kind of MoE layer (other routing, quantization, expert
+      count, hash routing or draft layers): ``moe-oracle plan`` answers every one;
+    * the architecture has no family record, or the release does not register it.
+    """
+    notes = [n for n in ck.notes if n.startswith(("unknown model_type", "model_type ")) or "moe-oracle does not model" in n or "does not register" in n or "not among the MoE architectures" in n]
+    kinds: dict[Any, list[str]] = {}
+    for other in ck.moe_layers():
+        key = (other.spec.kind, other.spec.role, tuple(sorted((k, str(v)) for k, v in (other.kwargs or {}).items())))
+        kinds.setdefault(key, []).append(other.spec.name)
+    if len(kinds) > 1:
+        def label(key: Any, names: list[str]) -> str:
+            kind, role, _ = key
+            span = names[0] if len(names) == 1 else f"{names[0]}..{names[-1]} ({len(names)})"
+            return f"{span} {'hash-routed ' if kind == 'hash_moe' else ''}{'draft' if role == 'draft' else 'target'}"
+        groups = "; ".join(label(k, v) for k, v in kinds.items())
+        notes.append(f"this answer is for MoE layer {layer.spec.name} only: the model has {len(kinds)} kinds of MoE layer ({groups}); `moe-oracle plan` answers every layer")
+    return tuple(notes)

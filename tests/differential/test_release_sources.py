@@ -250,6 +250,10 @@ def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
         return "_is_quark_mxfp4_ocp" in _code(tree / "vllm/models/deepseek_v4/quant_config.py", "DeepseekV4FP8Config.override_quantization_method")
     if fact == "deepseek_v41_model":
         return (tree / "vllm/models/deepseek_v41").is_dir() and "'vllm.models.deepseek_v41'" in ast.unparse(ast.parse((tree / "vllm/model_executor/models/registry.py").read_text(encoding="utf-8")))
+    if fact == "deepseek_v4_modelopt_ignore":
+        v41 = tree / "vllm/models/deepseek_v41/quant_config.py"
+        picked = "DeepseekV41FP8Config" in _code(q / "__init__.py", "get_quantization_config")
+        return picked and "_modelopt_ignore" in _code(v41, "DeepseekV4FP8Config.from_config") and "_is_nvfp4_expert_layer" in _code(v41, "DeepseekV4FP8Config.get_quant_method")
     if fact == "deepseek_v4_mxfp4_activation_key":
         return "Mxfp4MoEMethod(layer.moe_config, activation_key=kMxfp8Dynamic)" in _code(tree / "vllm/models/deepseek_v4/quant_config.py", "DeepseekV4FP8Config.get_quant_method")
     if fact == "routing_minimax2_any_scale":
@@ -300,3 +304,15 @@ def test_checkpoint_constants_match_the_release_source(release):
     assert compared, path
     literals = {c.value for n in compared for c in ast.walk(n.comparators[0]) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
     assert literals == set(claimed), (path, literals)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_moe_architecture_list_matches_the_release_source(release):
+    """moe_oracle/inputs/checkpoint/architectures.py lists exactly the MoE architectures the
+    release's registry and model files give (moe_oracle.tools.vllm_moe_archs)."""
+    from moe_oracle.inputs.checkpoint.architectures import VLLM_MOE_ARCHITECTURES
+    from moe_oracle.tools.vllm_moe_archs import moe_architectures
+
+    found = moe_architectures(_tree(release))
+    listed = {a for a, spec in VLLM_MOE_ARCHITECTURES.items() if spec.registered(release)}
+    assert listed == set(found), (sorted(listed - set(found)), sorted(set(found) - listed))

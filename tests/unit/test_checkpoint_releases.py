@@ -220,7 +220,7 @@ DSV4 = {"model_type": "deepseek_v4", "n_routed_experts": 16, "num_hash_layers": 
 
 def test_deepseek_v41_exists_from_0_30():
     cfg = {**BASE, **DSV4, "model_type": "deepseek_v41"}
-    assert read_checkpoint(cfg, release="0.30.0").family.name == "deepseek_v4"
+    assert read_checkpoint(cfg, release="0.30.0").family.name == "deepseek_v41"
     with pytest.raises(ConfigError) as info:
         read_checkpoint(cfg, release="0.29.0")
     assert info.value.issues[0].path == "$.model_type" and "vLLM 0.29.0 has no DeepSeek-V4.1 model" in info.value.issues[0].message

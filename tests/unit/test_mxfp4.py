@@ -314,3 +314,14 @@ def test_moe_backend_names_outside_the_release_are_refused():
                   env=(("VLLM_ROCM_USE_AITER", "1"),)).experts == "AiterW4A16ExpertsMonolithic"
     # map_mxfp4_backend knows xpu, KernelConfig does not: refused at start.
     assert answer("0.33.0", platform="xpu", capability=None, moe_backend="xpu").status == "error"
+
+
+def test_an_mxfp4_layer_without_model_type_whose_routing_rules_out_gpt_oss_is_not_answered_as_gpt_oss():
+    # vLLM: quant_method mxfp4 is GptOssMxfp4Config only for model_type gpt_oss (Q/mxfp4.py
+    # override_quantization_method); GPT-OSS's MLPBlock routes with softmax and swigluoai, so a
+    # DeepSeek-V4 layer (sqrtsoftplus routing) without a model_type is Mxfp4Config's.
+    v = _values(front_end="mxfp4", routing_method="deepseek_v4", activation="silu", swiglu_limit=10.0)
+    assert v["mxfp4_selector"] == "deepseek_v4"
+    assert mxfp4_selector("mxfp4_static", "mxfp4", None, "routing deepseek_v4") == "deepseek_v4"
+    # GPT-OSS's own fields keep the GPT-OSS guess
+    assert _values(front_end="mxfp4", routing_method="renormalize", activation="swigluoai", has_bias=True)["mxfp4_selector"] == "generic"

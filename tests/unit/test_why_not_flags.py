@@ -93,9 +93,11 @@ def test_dead_end_fixes_are_pasteable(capsys, argv):
 
 # A sampled layer (sample_configs seed 3, #1290) where the search edits --tp and then redeploys
 # the same GPUs: the redeployment's --tp used to follow the first one (`--tp 1 --tp 8 --dp 1`).
+# model_type gpt_oss keeps the layer on the generic MXFP4 selector it was found with (without a
+# model_type, its deepseek_v4 routing now rules GPT-OSS out: core/normalize.gpt_oss_ruled_out).
 REDEPLOYED_TWICE = {
     "model": {"num_experts": 8, "top_k": 5, "hidden_size": 5120, "intermediate_size": 8192, "activation": "silu", "quant": "mxfp4_mxfp4",
-              "quant_method": "mxfp4", "routing_method": "deepseek_v4", "in_dtype": "float32"},
+              "quant_method": "mxfp4", "routing_method": "deepseek_v4", "in_dtype": "float32", "model_type": "gpt_oss"},
     "device": {"gpu": "MI325X"},
     "parallel": {"tp_size": 2, "dp_size": 8, "all2all_backend": "deepep_high_throughput"},
     "batch_invariant": True,

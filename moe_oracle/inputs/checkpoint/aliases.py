@@ -188,7 +188,7 @@ def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None 
     key, inter, src = r.first(inter_keys)
     if inter is None:
         raise r.fail("moe_intermediate_size", "missing moe_intermediate_size / intermediate_size", None, None)
-    exact = key != "intermediate_size" or family.name in ("minimax_m3", "mixtral", "gpt_oss", "minimax_m2", "llama4")
+    exact = key != "intermediate_size" or family.name in ("minimax_m3", "mixtral", "gpt_oss", "minimax_m2", "llama4", "phimoe", "olmoe")
     r.put("intermediate_size", r.int_(key, inter), Source.CHECKPOINT if exact else Source.INFERRED, r.where(key, src) + ("" if exact else " (no moe_intermediate_size: taken as the expert width)"))
     dtype = cfg.get("torch_dtype", cfg.get("dtype"))
     if dtype is None:
@@ -223,6 +223,8 @@ def _activation(r: _Reader) -> None:
         else:
             if not isinstance(act, str) or act not in _ACTS:
                 raise r.fail(key or "hidden_act", "activation not in the MoE vocabulary", act, sorted(_ACTS))
+            if fam.hidden_acts and act not in fam.hidden_acts:
+                raise r.fail(key or "hidden_act", f"{fam.name} model class refuses it ({fam.source.split(';')[0]}: 'Unsupported activation')", act, list(fam.hidden_acts))
             base = _ACTS[act]
             if fam.name == "nemotron_h":
                 r.put("activation", Activation(f"{base.value}_no_mul"), Source.INFERRED, f"config.{key} = {act}; Nemotron-H experts are non-gated (up_proj and down_proj only; vLLM NemotronHMoE)")
@@ -272,13 +274,15 @@ def _routing(r: _Reader) -> bool:
     key, groups, gsrc = r.first(GROUP_ALIASES)
     if groups is not None:
         groups = r.int_(key, groups, minimum=0)
-        if cfg.get("use_grouped_topk") is False:
+        if fam.grouped:
+            evidence.append(f"{key}={groups}" + (" (default)" if gsrc is Source.DEFAULT else "") + f" (use_grouped_topk=True in the {fam.name} model class)")
+        elif cfg.get("use_grouped_topk") is False:
             evidence.append(f"use_grouped_topk=false: {key} not used")
             groups = None
         else:
             evidence.append(f"{key}={groups}" + (" (default)" if gsrc is Source.DEFAULT else ""))
     method = cfg.get("topk_method")
-    if method == "greedy" and groups is not None:
+    if method == "greedy" and groups is not None and not fam.grouped:
         evidence.append("topk_method=greedy: no expert groups")
         groups = None
     bias = False

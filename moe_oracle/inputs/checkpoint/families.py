@@ -33,13 +33,15 @@ class Family:
         model_types: text-model ``model_type`` values it covers.
         layout: how MoE layers are chosen: ``first_k_dense`` (``first_k_dense_replace`` and
             ``moe_layer_freq``, int or per-layer list), ``sparse_step`` (``mlp_only_layers``
-            and ``decoder_sparse_step``), ``interleave`` (``interleave_moe_layer_step``),
+            and ``decoder_sparse_step``), ``first_k`` (``first_k_dense_replace`` only), ``interleave`` (``interleave_moe_layer_step``),
             ``hybrid_pattern`` (``hybrid_override_pattern`` letter ``E``), ``hash_then_moe``
             (DeepSeek-V4 ``mlp_layer_types`` / ``num_hash_layers``), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
         proj: checkpoint projection names of one expert (gate, up, down; non-gated: up, down).
         mtp: MTP layout: ``deepseek`` (layers ``N..N+k-1``), ``deepseek_v4`` (``mtp.{k}``),
+            ``dspark`` (DeepSeek-V4.1 DSpark draft: ``n_mtp_layers`` or ``num_nextn_predict_layers``
+            or 3 layers ``mtp.{k}``),
             ``qwen3_5`` (``mtp.layers.{k}``), ``nemotron_h`` (``mtp_hybrid_override_pattern``),
             ``minimax_m3`` (``num_mtp_modules``), ``dropped`` (vLLM drops the MTP weights),
             ``None`` (no MTP).
@@ -51,9 +53,15 @@ class Family:
         routing: routing method the class fixes (custom routers), else ``None``.
         router_fp32: the class computes router logits in float32 (``GateLinear(out_dtype=float32)``).
         shared_always: every MoE layer has a shared expert whatever config.json says (Llama-4).
+        hidden_acts: the ``hidden_act`` values the class accepts (others raise at build), empty:
+            any the vocabulary knows.
+        grouped: the class passes ``use_grouped_topk=True`` whatever config.json says (GLM-4.5:
+            ``topk_method`` and ``use_grouped_topk`` are not read).
         passes_routed_scale: the class hands config.json's ``routed_scaling_factor`` to its router
             (``False``: the router's default 1.0), which 0.29.0-0.30.0 ``get_routing_method_type``
             reads.
+        draft_fields: MoE fields the draft (MTP / DSpark) layers read from other config keys
+            (``num_experts`` -> ``dspark_n_routed_experts``); absent or 0: the target's value.
         defaults: field defaults of the transformers (or vLLM) config class.
         source: where these facts come from.
         notes: facts the plan repeats for every layer of the family.
@@ -74,6 +82,9 @@ class Family:
     router_fp32: bool = False
     shared_always: bool = False
     passes_routed_scale: bool = True
+    grouped: bool = False
+    hidden_acts: tuple[str, ...] = ()
+    draft_fields: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     source: str = ""
     notes: tuple[str, ...] = ()
@@ -91,7 +102,11 @@ FAMILIES: tuple[Family, ...] = (
     Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True,
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="sigmoid"),
            source="vLLM 0.33.0 vllm/models/deepseek_v32 (GlmMoeDsaForCausalLM = DeepseekV32ForCausalLM); transformers 5.20.2 GlmMoeDsaConfig"),
-    Family("deepseek_v4", ("deepseek_v4", "deepseek_v41"), "hash_then_moe", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), mtp="deepseek_v4", router_fp32=True,
+    Family("deepseek_v41", ("deepseek_v41", "deepseek_v41_text"), "all", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), mtp="dspark", router_fp32=True,
+           defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0),
+           draft_fields=MappingProxyType({"num_experts": ("dspark_n_routed_experts",), "top_k": ("dspark_num_experts_per_tok",)}),
+           source="vLLM 0.33.0 vllm/models/deepseek_v41/nvidia/model.py DeepseekV4MoE (num_hash_layers=0 on every layer; layers >= num_hidden_layers use dspark_n_routed_experts / dspark_num_experts_per_tok), nvidia/dspark.py (n_mtp_layers or num_nextn_predict_layers or 3 draft layers, loaded from mtp.<k>); vllm/transformers_utils/configs/deepseek_v41.py"),
+    Family("deepseek_v4", ("deepseek_v4",), "hash_then_moe", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), mtp="deepseek_v4", router_fp32=True,
            scoring=None, defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0, num_hash_layers=3),
            source="vLLM 0.33.0 vllm/models/deepseek_v4/nvidia/{model,mtp}.py DeepseekV4MoE; transformers 5.20.2 DeepseekV4Config"),
     Family("kimi_k3", ("kimi_linear", "kimi_k3"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", bias=True,
@@ -117,6 +132,17 @@ FAMILIES: tuple[Family, ...] = (
     Family("nemotron_h", ("nemotron_h",), "hybrid_pattern", experts="mixer.experts", shared="mixer.shared_experts", proj=("up_proj", "down_proj"), mtp="nemotron_h",
            scoring="sigmoid", bias=True, router_fp32=True, defaults=_d(norm_topk_prob=True, n_group=1, topk_group=1, routed_scaling_factor=1.0),
            source="vLLM 0.33.0 nemotron_h.py NemotronHMoE (sigmoid, e_score_correction_bias, non-gated experts, latent MoE), nemotron_h_mtp.py; transformers 5.20.2 NemotronHConfig"),
+    Family("glm4_moe", ("glm4_moe",), "first_k", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, router_fp32=True, grouped=True, hidden_acts=("silu",),
+           defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0, first_k_dense_replace=1, n_shared_experts=1, hidden_act="silu"),
+           source="vLLM 0.33.0 glm4_moe.py Glm4MoE (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk=True with n_group/topk_group, fp32 router logits; MoE when layer_idx >= first_k_dense_replace), glm4_moe_mtp.py (MTP layers model.layers.<N+k>); transformers 5.20.2 Glm4MoeConfig"),
+    Family("phimoe", ("phimoe",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), renormalize=False, routing="custom",
+           source="vLLM 0.33.0 phimoe.py PhiMoE (custom_routing_function=phimoe_routing_function, renormalize=False: CustomRoutingRouter answers RoutingMethodType.Custom); transformers 5.20.2 PhiMoEConfig",
+           notes=("PhiMoE routes with its own sparsemixer function (phimoe_routing_function): only kernels that accept a custom router apply",)),
+    Family("qwen2_moe", ("qwen2_moe",), "sparse_step", shared="mlp.shared_expert", scoring="softmax",
+           defaults=_d(norm_topk_prob=False, decoder_sparse_step=1, shared_expert_intermediate_size=5632, hidden_act="silu"),
+           source="vLLM 0.33.0 qwen2_moe.py Qwen2MoeSparseMoeBlock (softmax, renormalize=norm_topk_prob, gated shared_expert when shared_expert_intermediate_size > 0), Qwen2MoeDecoderLayer (mlp_only_layers, decoder_sparse_step); transformers 5.20.2 Qwen2MoeConfig"),
+    Family("olmoe", ("olmoe",), "all", scoring="softmax", renormalize=False, activation="silu",
+           source="vLLM 0.33.0 olmoe.py OlmoeMoE (renormalize=False whatever norm_topk_prob says, no activation passed: FusedMoE's silu, experts sized by intermediate_size; every layer MoE); transformers 5.20.2 OlmoeConfig"),
     Family("gemma4", ("gemma4_text", "gemma4"), "all", experts="experts", renormalize=True, activation="gelu_tanh", routing="custom",
            source="vLLM 0.33.0 gemma4.py Gemma4DecoderLayer (MoE block beside the dense MLP when num_experts is set; Gemma4Router custom routing, activation gelu_tanh)",
            notes=("each Gemma-4 MoE layer also runs a dense MLP in parallel",)),
@@ -137,7 +163,7 @@ _WRAPPER_PREFIX = {
     "gemma4": "model.language_model.layers",
     "minimax_m3_vl": "language_model.model.layers",
 }
-_PREFIX_BY_FAMILY = {"deepseek_v4": "layers", "nemotron_h": "backbone.layers"}
+_PREFIX_BY_FAMILY = {"deepseek_v4": "layers", "deepseek_v41": "layers", "nemotron_h": "backbone.layers"}
 
 
 def family_for(text_model_type: str | None, top_model_type: str | None) -> Family:

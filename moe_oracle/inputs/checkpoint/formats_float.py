@@ -3,6 +3,8 @@ MXFP4 (``mxfp4``, ``gpt_oss_mxfp4``), as vLLM 0.29.0-0.33.0 reads them (Q/ = vll
 
 from __future__ import annotations
 
+import fnmatch
+
 from typing import TYPE_CHECKING, Any
 
 from ...core.quant import SCHEMES, UNQUANTIZED
@@ -40,7 +42,7 @@ def fp8_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQu
     if hit is not None:
         return excluded(q, hit, "is_layer_skipped, exact mode: an ignored name containing 'experts' contains the experts prefix")
     if q.method == "deepseek_v4_fp8":
-        return deepseek_v4_experts(q, block)
+        return deepseek_v4_experts(q, block, module)
     if c.get("store_dtype") == "mxfp4":
         return ExpertsQuant(SCHEMES["mxfp4_w16"], "mxfp4", evidence=f"{q.source}: fp8 with store_dtype mxfp4: Fp8Config builds Mxfp4MoEMethod (no activation key)")
     if block is not None:
@@ -51,17 +53,39 @@ def fp8_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQu
     return ExpertsQuant(SCHEMES["fp8_tensor_dynamic"], family_of(q), evidence=f"{q.source}: fp8 per-tensor, dynamic per-tensor activations (Fp8MoEMethod; per-token under VLLM_BATCH_INVARIANT)")
 
 
-def deepseek_v4_experts(q: QuantFormat, block: Any) -> ExpertsQuant:
+def _dsv4_modelopt_ignored(q: QuantFormat, module: str) -> str | None:
+    """The ``ignore`` pattern that keeps these NVFP4-export experts in the native MXFP4 format.
+
+    vLLM 0.32.0+ on CUDA/ROCm quantize with ``vllm/models/deepseek_v41/quant_config.py
+    DeepseekV4FP8Config`` (``Q/__init__.py get_quantization_config``), whose ``from_config``
+    keeps the document's ``ignore`` list and whose ``_is_nvfp4_expert_layer`` names a layer
+    ``layers.<i>.ffn.experts`` (target) or ``mtp.<k>.ffn.experts`` (draft, built as layer
+    ``N + k``) and matches it with ``fnmatch.fnmatchcase``. ``module`` is our checkpoint name of
+    the experts, which for DeepSeek-V4 is exactly that name.
+    """
+    if not q.release.holds("deepseek_v4_modelopt_ignore"):
+        return None
+    ignore = str_list(q.config.get("ignore"))
+    name = module.removeprefix("model.")
+    return next((p for p in ignore if fnmatch.fnmatchcase(name, p)), None)
+
+
+def deepseek_v4_experts(q: QuantFormat, block: Any, module: str = "") -> ExpertsQuant:
     """vllm/models/deepseek_v4/quant_config.py ``DeepseekV4FP8Config.get_quant_method``: FP4 experts
     get ``Mxfp4MoEMethod``, with the activation key kMxfp8Dynamic from 0.33.0 (fact
-    ``deepseek_v4_mxfp4_activation_key``; before, none)."""
+    ``deepseek_v4_mxfp4_activation_key``; before, none); with ``moe_quant_algo`` NVFP4,
+    ``ModelOptNvFp4FusedMoE``, except (0.32.0+, fact ``deepseek_v4_modelopt_ignore``) experts
+    the document's ``ignore`` list names, which stay MXFP4 (:func:`_dsv4_modelopt_ignored`)."""
     dtype = q.expert_dtype or "fp4"
     if dtype not in ("fp4", "fp8"):
         raise issue(q.file, "$.expert_dtype", "Unsupported DeepSeek V4 expert_dtype (DeepseekV4FP8Config)", dtype, ["fp4", "fp8"])
     why = f"expert_dtype {dtype}" + ("" if q.expert_dtype else " (absent: vLLM assumes fp4)")
     if dtype == "fp4":
         algo = str(q.config.get("moe_quant_algo") or "").upper()
-        if algo == "NVFP4":
+        kept = _dsv4_modelopt_ignored(q, module) if algo == "NVFP4" else None
+        if kept is not None:
+            why += f", moe_quant_algo NVFP4 but ignore entry {kept!r} names {module.removeprefix('model.')} (deepseek_v41/quant_config.py _is_nvfp4_expert_layer, the CUDA/ROCm class; native MXFP4 kept)"
+        elif algo == "NVFP4":
             return ExpertsQuant(SCHEMES["nvfp4"], "modelopt", weight_group_size=16, evidence=f"{q.source}: deepseek_v4_fp8, {why}, moe_quant_algo NVFP4: ModelOptNvFp4FusedMoE (W4A4)")
         if not q.release.holds("deepseek_v4_mxfp4_activation_key"):
             return ExpertsQuant(SCHEMES["mxfp4_w16"], "mxfp4", evidence=f"{q.source}: deepseek_v4_fp8, {why}: Mxfp4MoEMethod with no activation key ({q.release.words}; 0.33.0 passes kMxfp8Dynamic)")

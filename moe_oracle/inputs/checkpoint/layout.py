@@ -149,6 +149,9 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
         layout = _generic_layout(cfg, notes)
     if layout == "first_k_dense":
         return _first_k_dense(cfg, n, file, path)
+    if layout == "first_k":
+        first_k = _int(cfg, "first_k_dense_replace", 0, file, path) or 0
+        return [("dense", f"index < first_k_dense_replace ({first_k})") if i < first_k else ("moe", f"index >= first_k_dense_replace ({first_k}); {family.name} reads no moe_layer_freq") for i in range(n)]
     if layout == "sparse_step":
         only = cfg.get("mlp_only_layers") or []
         if not isinstance(only, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in only):
@@ -187,6 +190,10 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
             return [("hash_moe", f"mlp_layer_types[{i}] = hash_moe") if t == "hash_moe" else ("moe", f"mlp_layer_types[{i}] = moe") for i, t in enumerate(types[:n])]
         h = _int(cfg, "num_hash_layers", 3, file, path) or 0
         return [("hash_moe", f"index < num_hash_layers ({h}): routed by the token-hash table") if i < h else ("moe", f"index >= num_hash_layers ({h})") for i in range(n)]
+    if layout == "all" and family.name == "deepseek_v41":
+        for key in ("num_hash_layers", "mlp_layer_types"):
+            if cfg.get(key):
+                notes.append(f"{key} is not read: vLLM's DeepSeek-V4.1 DeepseekV4MoE passes num_hash_layers=0 (no hash-routed layer)")
     if layout == "mlp_layer_types":
         types = cfg["mlp_layer_types"]
         if not isinstance(types, list) or len(types) < n:
@@ -218,7 +225,12 @@ def _draft_layers(family: Family, cfg: Mapping[str, Any], n: int, prefix: str, s
     out: list[LayerSpec] = []
     if mtp == "deepseek":
         k = _int(cfg, "num_nextn_predict_layers", 0, file, path) or 0
-        if k:
+        if k and family.layout == "first_k":
+            first_k = _int(cfg, "first_k_dense_replace", 0, file, path) or 0
+            for j in range(k):
+                kind = "moe" if n + j >= first_k else "dense"
+                out.append(_spec(family, prefix, n + j, f"mtp.{j}", kind, "draft", f"num_nextn_predict_layers = {k}: MTP layer {n + j}; index {'>=' if kind == 'moe' else '<'} first_k_dense_replace ({first_k})", shared))
+        elif k:
             freq_cfg = dict(cfg)
             if isinstance(freq_cfg.get("moe_layer_freq"), list):
                 freq_cfg["moe_layer_freq"] = 1
@@ -229,6 +241,10 @@ def _draft_layers(family: Family, cfg: Mapping[str, Any], n: int, prefix: str, s
     elif mtp == "deepseek_v4":
         k = _int(cfg, "num_nextn_predict_layers", 0, file, path) or 0
         out += [_spec(family, prefix, n + j, f"mtp.{j}", "moe", "draft", f"num_nextn_predict_layers = {k}: MTP layer mtp.{j} (vLLM numbers it {n + j}; not hash-routed)", shared, base=f"mtp.{j}") for j in range(k)]
+    elif mtp == "dspark":
+        k, key = next(((v, key) for key in ("n_mtp_layers", "num_nextn_predict_layers") if (v := _int(cfg, key, None, file, path))), (3, None))
+        why = f"{key} = {k}" if key else "no n_mtp_layers / num_nextn_predict_layers: vLLM builds 3"
+        out += [_spec(family, prefix, n + j, f"mtp.{j}", "moe", "draft", f"{why}: DSpark draft layer {n + j} (weights mtp.{j}; not hash-routed)", shared, base=f"mtp.{j}") for j in range(k)]
     elif mtp == "qwen3_5":
         k = _int(cfg, "mtp_num_hidden_layers", 0, file, path) or 0
         out += [_spec(family, prefix, n + j, f"mtp.{j}", "moe", "draft", f"mtp_num_hidden_layers = {k}: MTP layer mtp.layers.{j}", shared, base=f"mtp.layers.{j}") for j in range(k)]

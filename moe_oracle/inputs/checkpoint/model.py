@@ -17,7 +17,8 @@ from ...core.config import Provenance
 from ...core.errors import ConfigError, InputIssue
 from ...core.vocab import Source
 from .aliases import read_moe_fields
-from .families import GENERIC, Family, family_for, layer_prefix
+from .architectures import VLLM_MOE_ARCHITECTURES, architecture_notes
+from .families import FAMILIES, GENERIC, Family, family_for, layer_prefix
 from .layout import LayerSpec, layer_layout
 from .quant_formats import ExpertsQuant, QuantFormat, read_quant_format
 from .releases import ReaderRelease
@@ -143,9 +144,15 @@ def read_checkpoint(
         if mt in ("deepseek_v41", "deepseek_v41_text") and not rel.holds("deepseek_v41_model"):
             raise ConfigError([InputIssue(where, f"{rel.words} has no DeepSeek-V4.1 model (vllm/models/deepseek_v41 and its registry entries start in vLLM 0.30.0)", mt, None, file)])
     family = family_for(text_mt, top_mt)
-    filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
     archs = cfg.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    arch_notes: list[str] = []
+    by_arch = VLLM_MOE_ARCHITECTURES.get(arch) if arch else None
+    if family is GENERIC and by_arch is not None and by_arch.family is not None:
+        family = next(f for f in FAMILIES if f.name == by_arch.family)
+        arch_notes.append(f"model_type {text_mt or top_mt!r} is not one of family {family.name}'s; read as {family.name} because vLLM builds {arch} with that model class ({by_arch.module})")
+    arch_notes += architecture_notes(arch, family, rel)
+    filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
     name = cfg.get("_name_or_path") or _file_name(file) or arch
     fields = read_moe_fields(text_cfg, family, file=file, path=path, model_type=text_mt, architecture=arch, release=rel)
     expert_dtype = text_cfg.get("expert_dtype")
@@ -154,13 +161,14 @@ def read_checkpoint(
     quant = read_quant_format(cfg, text_cfg=text, beside=beside, override=override, user_quantization=user_quantization, model_type=text_mt, expert_dtype=expert_dtype, file=file, release=rel)
     prefix, inferred = layer_prefix(family, top_mt, text is not None)
     specs, layout_notes = layer_layout(family, filled, prefix, file=file, path=path, layers_required=layers_required, release=rel)
-    notes = list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)
+    notes = arch_notes + list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)
     if inferred:
         notes.append(f"module names assumed to be {prefix}.<i>.{family.experts if family is not GENERIC else 'mlp.experts'} (family {family.name}): exclusion patterns are matched against these names")
     if expert_dtype is not None and quant.method != "deepseek_v4_fp8":
         notes.append(f"expert_dtype {expert_dtype!r} is read only by vLLM's DeepSeek-V4 FP8 config; with quant_method {quant.declared!r} it has no effect")
     layers = []
     cache: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+    draft_over, draft_prov = _draft_overrides(family, text_cfg, fields.kwargs, path, file)
     for spec in specs:
         if not spec.is_moe:
             layers.append(CheckpointLayer(spec, None, None, None))
@@ -168,9 +176,12 @@ def read_checkpoint(
         assert spec.experts is not None
         q = quant.experts(spec.experts, family.proj if family is not GENERIC else ("gate_proj", "up_proj", "down_proj"))
         hash_layer = spec.kind == "hash_moe"
-        key = (q.scheme, q.method, q.weight_block_size, q.weight_group_size, q.act_order, hash_layer)
+        draft = spec.role == "draft" and bool(draft_over)
+        key = (q.scheme, q.method, q.weight_block_size, q.weight_group_size, q.act_order, hash_layer, draft)
         if key not in cache:
             kwargs = dict(fields.kwargs)
+            if draft:
+                kwargs.update(draft_over)
             kwargs["quant"] = q.scheme
             if q.method is not None:
                 kwargs["quant_method"] = q.method
@@ -185,6 +196,8 @@ def read_checkpoint(
                 kwargs.pop("has_correction_bias", None)
             cache[key] = MappingProxyType(kwargs)
         prov = list(fields.provenance)
+        if draft:
+            prov += draft_prov
         prov.append(Provenance("quant", Source.INFERRED, q.evidence))
         if q.method is not None:
             prov.append(Provenance("quant_method", Source.CHECKPOINT, f"{quant.source}: quant_method {quant.declared!r} ({quant.method}); MoE method family {q.method}"))
@@ -202,6 +215,29 @@ def read_checkpoint(
     if not any(layer.spec.is_moe for layer in layers):
         raise ConfigError([InputIssue(f"{path}num_hidden_layers", "the layout has no MoE layer (check first_k_dense_replace, moe_layer_freq, mlp_only_layers, decoder_sparse_step)", text_cfg.get("num_hidden_layers"), None, file)])
     return Checkpoint(name if isinstance(name, str) else None, file, text_mt, top_mt, arch, family, quant, tuple(layers), tuple(dict.fromkeys(notes)), rel)
+
+
+def _draft_overrides(family: Family, cfg: Mapping[str, Any], kwargs: Mapping[str, Any], path: str, file: str | None) -> tuple[dict[str, Any], list[Provenance]]:
+    """The MoE fields draft layers take from their own keys (:attr:`Family.draft_fields`).
+
+    Raises:
+        ConfigError: a draft key that is not a positive integer, or a draft top-k above its
+            expert count.
+    """
+    over: dict[str, Any] = {}
+    prov: list[Provenance] = []
+    for name, keys in family.draft_fields.items():
+        key = next((k for k in keys if cfg.get(k)), None)
+        if key is None:
+            continue
+        value = cfg[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError([InputIssue(f"{path}{key}", "must be a positive integer", value, {"minimum": 1}, file)])
+        over[name] = value
+        prov.append(Provenance(name, Source.CHECKPOINT, f"config.{path[2:]}{key} (draft layers; {family.source.split(';')[0]})"))
+    if over.get("top_k", kwargs.get("top_k", 0)) > over.get("num_experts", kwargs.get("num_experts", 0)):
+        raise ConfigError([InputIssue(f"{path}{family.draft_fields.get('top_k', ('top_k',))[0]}", "draft experts per token exceed the draft experts", over.get("top_k", kwargs.get("top_k")), {"maximum": over.get("num_experts", kwargs.get("num_experts"))}, file)])
+    return over, prov
 
 
 def _file_name(file: str | None) -> str | None:

@@ -41,7 +41,7 @@ __all__ = ["SUPPORTED_METHODS", "ExpertsQuant", "QuantFormat", "read_quant_forma
 
 SUPPORTED_METHODS = (
     "fp8", "deepseek_v4_fp8", "compressed-tensors", "modelopt", "modelopt_fp4", "modelopt_mxfp8",
-    "modelopt_mixed", "mxfp4", "gpt_oss_mxfp4", "quark", "gptq", "awq", "moe_wna16", "fbgemm_fp8",
+    "modelopt_mixed", "mxfp4", "mxfp8", "gpt_oss_mxfp4", "quark", "gptq", "awq", "moe_wna16", "fbgemm_fp8",
 )
 """vLLM quantization methods whose routed-experts handling this module reproduces."""
 
@@ -193,6 +193,9 @@ def read_quant_format(
         # _verify_quantization: an empty quant_method means no quantization.
         return QuantFormat(None, None, f"{source} without quant_method (unquantized)", MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel)
     method = _detect_method(doc, declared, user_quantization, model_type, file, rel)
+    if declared == "mxfp8" and "quantization" not in doc and not doc.get("quant_algo"):
+        doc = _minimax_mxfp8(doc)
+        notes.append(f"{rel.words}: quant_method 'mxfp8' loads with ModelOptMxFp8Config, which reads the document as ModelOpt MXFP8 with its ignored_layers as exclude_modules (Q/modelopt.py ModelOptMxFp8Config.from_config)")
     scale_fmt = doc.get("scale_fmt")  # read at config load (vllm/transformers_utils/config.py), from the checkpoint's document
     if method == "deepseek_v4_fp8" and declared == "quark":
         doc = _deepseek_v4_from_quark(doc)
@@ -204,8 +207,22 @@ def read_quant_format(
     if method == "fbgemm_fp8":
         notes.append("fbgemm_fp8 is deprecated in vLLM 0.29.0-0.33.0 (DEPRECATED_QUANTIZATION_METHODS): it loads only with --allow-deprecated-quantization")
     if method == "deepseek_v4_fp8" and str_list(doc.get("ignore")) and not (doc.get("ignored_layers") or doc.get("modules_to_not_convert")):
-        notes.append("the document's 'ignore' list is not read: DeepseekV4FP8Config (an Fp8Config) reads only ignored_layers / modules_to_not_convert")
+        if rel.holds("deepseek_v4_modelopt_ignore") and str(doc.get("moe_quant_algo") or "").upper() == "NVFP4":
+            notes.append(f"{rel.words}: the document's 'ignore' list leaves no layer unquantized (DeepseekV4FP8Config, an Fp8Config, reads ignored_layers / modules_to_not_convert for that); with moe_quant_algo NVFP4 it keeps the experts it names in native MXFP4 (vllm/models/deepseek_v41/quant_config.py _is_nvfp4_expert_layer, CUDA/ROCm)")
+        else:
+            notes.append(f"{rel.words}: the document's 'ignore' list is not read: DeepseekV4FP8Config (an Fp8Config) reads only ignored_layers / modules_to_not_convert")
     return QuantFormat(method, declared, source, MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel)
+
+
+def _minimax_mxfp8(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Q/modelopt.py ``ModelOptMxFp8Config.from_config`` (0.29.0-0.33.0): a MiniMax-style
+    ``quant_method: mxfp8`` document without ``quant_algo`` becomes a legacy ModelOpt MXFP8 one.
+
+    >>> _minimax_mxfp8({"quant_method": "mxfp8", "ignored_layers": ["lm_head"]})["quantization"]
+    {'quant_algo': 'MXFP8', 'kv_cache_quant_algo': None, 'exclude_modules': ['lm_head']}
+    """
+    return {"quant_method": "modelopt", "quantization": {"quant_algo": "MXFP8", "kv_cache_quant_algo": doc.get("kv_cache_quant_algo"),
+                                                         "exclude_modules": list(doc.get("ignored_layers") or [])}}
 
 
 def _deepseek_v4_from_quark(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -279,6 +296,9 @@ def _detect_method(doc: Mapping[str, Any], declared: str, user: str | None, mode
             return declared
     if declared in ("mxfp4", "gpt_oss_mxfp4"):
         return "gpt_oss_mxfp4" if model_type == "gpt_oss" else "mxfp4"
+    if declared == "mxfp8":
+        # Q/__init__.py get_quantization_config: "mxfp8" -> ModelOptMxFp8Config (MiniMax-style checkpoints)
+        return "modelopt_mxfp8"
     dsv4_types = _DSV41_MODEL_TYPES if rel.holds("deepseek_v41_model") else _DSV4_MODEL_TYPES
     if declared in ("fp8", "deepseek_v4_fp8") and model_type in dsv4_types:
         return "deepseek_v4_fp8"

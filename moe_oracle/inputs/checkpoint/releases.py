@@ -68,6 +68,8 @@ FACTS: Mapping[str, Fact] = MappingProxyType({
                                            "vllm/models/deepseek_v4/quant_config.py DeepseekV4FP8Config.override_quantization_method, from_config"),
     "deepseek_v41_model": Fact(">=0.30.0", "vLLM has the DeepSeek-V4.1 model (model_type deepseek_v41)",
                                "vllm/models/deepseek_v41; vllm/model_executor/models/registry.py"),
+    "deepseek_v4_modelopt_ignore": Fact(">=0.32.0", "DeepSeek-V4 NVFP4 exports (moe_quant_algo NVFP4) keep the experts their 'ignore' list names (mtp.*) in native MXFP4; before, every FP4 expert layer is NVFP4",
+                                        "vllm/models/deepseek_v41/quant_config.py DeepseekV4FP8Config.from_config / _is_nvfp4_expert_layer (the class Q/__init__.py get_quantization_config picks on CUDA/ROCm)"),
     "deepseek_v4_mxfp4_activation_key": Fact(">=0.33.0", "DeepSeek-V4 FP4 experts hand Mxfp4MoEMethod the activation key kMxfp8Dynamic (before: none)",
                                              "vllm/models/deepseek_v4/quant_config.py DeepseekV4FP8Config.get_quant_method"),
     "routing_minimax2_any_scale": Fact(">=0.31.0", "sigmoid + correction bias + renormalize without expert groups is MiniMax2 routing whatever routed_scaling_factor is (before: only at 1.0, else Unspecified)",

@@ -1,0 +1,63 @@
+"""Every MoE architecture vLLM registers is a known family or listed as unmodelled with the reason,
+and the one-layer answers (select, explain) say when the model has other kinds of MoE layer."""
+
+from __future__ import annotations
+
+import json
+
+from moe_oracle.cli import main
+from moe_oracle.inputs.checkpoint import read_checkpoint
+from moe_oracle.inputs.checkpoint.architectures import VLLM_MOE_ARCHITECTURES, unmodelled_architectures
+from moe_oracle.inputs.checkpoint.families import FAMILIES
+
+# baidu/ERNIE-4.5-21B-A3B-PT config fields (moe_num_experts, moe_k: generic aliases)
+ERNIE = {"architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe", "hidden_size": 2560, "intermediate_size": 12288,
+         "moe_intermediate_size": 1536, "moe_num_experts": 64, "moe_k": 6, "num_hidden_layers": 28, "moe_layer_start_index": 1}
+
+
+def test_olmoe_and_qwen2_moe_are_known_families():
+    # olmoe.py OlmoeMoE: renormalize=False whatever norm_topk_prob says; qwen2_moe.py: gated shared expert
+    olmoe = read_checkpoint({"architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024,
+                             "num_experts": 64, "num_experts_per_tok": 8, "num_hidden_layers": 16, "norm_topk_prob": True}, release="0.33.0")
+    assert olmoe.family.name == "olmoe" and olmoe.representative().kwargs["routing_method"].value == "default"
+    qwen2 = read_checkpoint({"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_size": 2048, "moe_intermediate_size": 1408,
+                             "num_experts": 60, "num_experts_per_tok": 4, "num_hidden_layers": 24, "shared_expert_intermediate_size": 5632}, release="0.33.0")
+    layer = qwen2.representative()
+    assert qwen2.family.name == "qwen2_moe" and layer.spec.shared == "model.layers.0.mlp.shared_expert" and layer.kwargs["routing_method"].value == "default"
+
+
+def test_every_mapped_family_exists_and_every_family_has_an_architecture():
+    names = {f.name for f in FAMILIES}
+    mapped = {a.family for a in VLLM_MOE_ARCHITECTURES.values() if a.family is not None}
+    assert mapped <= names and names <= mapped, (mapped - names, names - mapped)
+
+
+def test_an_unmodelled_registered_architecture_is_said_in_plan_and_select(capsys, tmp_path):
+    ck = read_checkpoint(ERNIE, release="0.33.0")
+    assert ck.family.name == "generic" and "Ernie4_5_MoeForCausalLM" in unmodelled_architectures("0.33.0")
+    assert any("registers Ernie4_5_MoeForCausalLM" in n and "does not model" in n for n in ck.notes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(ERNIE))
+    assert main(["select", "--model", str(path), "--gpu", "H200", "--tp", "1"]) == 0
+    assert "moe-oracle does not model" in capsys.readouterr().err
+
+
+def test_an_architecture_a_release_does_not_register_is_said():
+    cfg = {**ERNIE, "architectures": ["K2HorizonForCausalLM"], "model_type": "k2_horizon"}
+    assert not VLLM_MOE_ARCHITECTURES["K2HorizonForCausalLM"].registered("0.29.0") and VLLM_MOE_ARCHITECTURES["K2HorizonForCausalLM"].registered("0.33.0")
+    assert any("does not register K2HorizonForCausalLM" in n for n in read_checkpoint(cfg, release="0.29.0").notes)
+
+
+def test_select_says_when_the_layer_it_answers_is_not_the_only_kind(capsys):
+    assert main(["select", "--model", "deepseek-v4-flash", "--gpu", "B200", "--tp", "8"]) == 0
+    err = capsys.readouterr().err
+    assert "3 kinds of MoE layer" in err and "moe-oracle plan" in err
+    assert main(["select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "1"]) == 0
+    assert "kinds of MoE layer" not in capsys.readouterr().err
+
+
+def test_explain_says_it_too(capsys):
+    assert main(["explain", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8"]) == 0
+    assert "2 kinds of MoE layer (3..60 (58) target; mtp.0 draft)" in capsys.readouterr().out  # the MTP layer is built apart
+    assert main(["explain", "--model", "nvidia-deepseek-v4-flash-nvfp4", "--gpu", "B200", "--tp", "8"]) == 0
+    assert "kinds of MoE layer" in capsys.readouterr().out

@@ -1,0 +1,154 @@
+"""Model families vLLM hard-codes and a new user met read wrongly (issue 20).
+
+Configs are the published Hugging Face config.json values (GLM-4.5: zai-org/GLM-4.5; Phi-3.5-MoE:
+microsoft/Phi-3.5-MoE-instruct); the expected values come from the vLLM 0.33.0 model classes named
+per test.
+"""
+
+from __future__ import annotations
+
+from moe_oracle.inputs.checkpoint import read_checkpoint
+
+GLM45 = {
+    "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "hidden_size": 5120, "intermediate_size": 12288,
+    "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 1, "num_experts_per_tok": 8, "n_group": 1,
+    "topk_group": 1, "first_k_dense_replace": 3, "norm_topk_prob": True, "routed_scaling_factor": 2.5, "num_hidden_layers": 92,
+    "num_nextn_predict_layers": 1, "hidden_act": "silu", "torch_dtype": "bfloat16",
+}
+
+PHI35 = {
+    "architectures": ["PhiMoEForCausalLM"], "model_type": "phimoe", "hidden_size": 4096, "intermediate_size": 6400,
+    "num_hidden_layers": 32, "num_local_experts": 16, "num_experts_per_tok": 2, "hidden_act": "silu", "torch_dtype": "bfloat16",
+    "router_jitter_noise": 0.01, "input_jitter_noise": 0.01,
+}
+
+
+def test_glm45_routes_like_deepseek_v3():
+    # glm4_moe.py Glm4MoE: scoring_func="sigmoid", e_score_correction_bias, use_grouped_topk=True,
+    # num_expert_group=n_group; get_routing_method_type -> DeepSeekV3 (was: softmax, renormalize_naive)
+    ck = read_checkpoint(GLM45, release="0.33.0")
+    layer = ck.representative()
+    k = layer.kwargs
+    assert ck.family.name == "glm4_moe"
+    assert (k["routing_method"].value, k["has_correction_bias"], k["num_expert_group"], k["topk_group"]) == ("deepseek_v3", True, 1, 1)
+    assert k["router_logits_dtype"].value == "float32" and k["routed_scaling_factor"] == 2.5
+
+
+def test_glm45_layout_first_k_dense_then_moe_and_its_mtp_layer():
+    ck = read_checkpoint({**GLM45, "moe_layer_freq": 2}, release="0.33.0")
+    kinds = [l.spec.kind for l in ck.layers if l.spec.role == "target"]
+    # layer_idx >= first_k_dense_replace; moe_layer_freq is not read by Glm4MoeDecoderLayer
+    assert kinds[:3] == ["dense"] * 3 and kinds[3:] == ["moe"] * 89
+    drafts = [l for l in ck.layers if l.spec.role == "draft"]
+    assert [(d.spec.index, d.spec.kind, d.spec.experts) for d in drafts] == [(92, "moe", "model.layers.92.mlp.experts")]
+    assert ck.layers[3].spec.shared == "model.layers.3.mlp.shared_experts"
+
+
+def test_glm45_ignores_topk_method_and_use_grouped_topk():
+    k = read_checkpoint({**GLM45, "topk_method": "greedy", "use_grouped_topk": False}, release="0.33.0").representative().kwargs
+    assert k["routing_method"].value == "deepseek_v3" and k["num_expert_group"] == 1
+
+
+def test_phi35_moe_routes_with_its_own_function():
+    # phimoe.py PhiMoE: custom_routing_function=phimoe_routing_function, renormalize=False ->
+    # CustomRoutingRouter.routing_method_type = Custom (was: default softmax top-k)
+    ck = read_checkpoint(PHI35, release="0.33.0")
+    layer = ck.representative()
+    assert ck.family.name == "phimoe"
+    assert layer.kwargs["routing_method"].value == "custom"
+    assert layer.spec.experts == "model.layers.0.block_sparse_moe.experts"
+    assert layer.kwargs["intermediate_size"] == 6400
+    assert all(l.spec.kind == "moe" for l in ck.layers) and len(ck.layers) == 32
+
+
+def _nvidia_v4():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples/models/nvidia-deepseek-v4-flash-nvfp4.json").read_text())
+
+
+def test_nvidia_deepseek_v4_nvfp4_keeps_the_ignored_mtp_experts_mxfp4():
+    # vllm/models/deepseek_v41/quant_config.py (the CUDA/ROCm class from 0.30.0): from_config keeps
+    # `ignore`; 0.32.0+ _is_nvfp4_expert_layer matches mtp.0.ffn.experts against 'mtp.*'
+    ck = read_checkpoint(_nvidia_v4(), release="0.33.0")
+    by_role = {(l.spec.role, l.quant.scheme.name) for l in ck.moe_layers()}
+    assert by_role == {("target", "nvfp4"), ("draft", "mxfp4_mxfp8")}
+    draft = [l for l in ck.moe_layers() if l.spec.role == "draft"][0]
+    assert "'mtp.*'" in draft.quant.evidence and draft.kwargs["quant_method"] == "mxfp4"
+
+
+def test_before_0_32_the_ignore_list_is_not_read_and_mtp_is_nvfp4():
+    ck = read_checkpoint(_nvidia_v4(), release="0.31.0")
+    assert {l.quant.scheme.name for l in ck.moe_layers()} == {"nvfp4"}
+    assert any("'ignore' list is not read" in n for n in ck.notes)
+
+
+V41_FLASH = {
+    "architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41",
+    "text_config": {"hidden_size": 4096, "moe_intermediate_size": 2048, "n_routed_experts": 384, "num_experts_per_tok": 6, "num_hidden_layers": 43,
+                    "num_hash_layers": 3, "n_shared_experts": 1, "scoring_func": "sqrtsoftplus", "norm_topk_prob": True, "routed_scaling_factor": 1.5,
+                    "swiglu_limit": 10.0, "num_nextn_predict_layers": 1, "dspark_n_routed_experts": 128, "dspark_num_experts_per_tok": 3,
+                    "torch_dtype": "bfloat16"},
+}
+
+
+def test_deepseek_v41_has_no_hash_layers_and_its_dspark_draft_uses_its_own_experts():
+    # vllm/models/deepseek_v41/nvidia/model.py DeepseekV4MoE: num_hash_layers=0; layers with
+    # index >= num_hidden_layers take dspark_n_routed_experts / dspark_num_experts_per_tok
+    ck = read_checkpoint(V41_FLASH, release="0.33.0")
+    target = [l for l in ck.layers if l.spec.role == "target"]
+    draft = [l for l in ck.layers if l.spec.role == "draft"]
+    assert ck.family.name == "deepseek_v41"
+    assert {l.spec.kind for l in target} == {"moe"} and len(target) == 43
+    assert all(not l.kwargs.get("has_hash_routing") for l in target)
+    assert (target[0].kwargs["num_experts"], target[0].kwargs["top_k"]) == (384, 6)
+    assert [(d.spec.index, d.spec.experts, d.kwargs["num_experts"], d.kwargs["top_k"]) for d in draft] == [(43, "mtp.0.ffn.experts", 128, 3)]
+    assert any("num_hash_layers is not read" in n for n in ck.notes)
+
+
+def test_deepseek_v41_builds_three_dspark_layers_without_a_count():
+    # nvidia/dspark.py: n_mtp_layers or num_nextn_predict_layers or 3
+    cfg = {**V41_FLASH, "text_config": {k: v for k, v in V41_FLASH["text_config"].items() if k != "num_nextn_predict_layers"}}
+    assert [l.spec.name for l in read_checkpoint(cfg, release="0.33.0").layers if l.spec.role == "draft"] == ["mtp.0", "mtp.1", "mtp.2"]
+
+
+def _minimax_m2():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples/models/minimax-m2.json").read_text())
+
+
+def test_quant_method_mxfp8_loads_as_modelopt_mxfp8_with_ignored_layers_as_exclusions():
+    # Q/__init__.py: "mxfp8" -> ModelOptMxFp8Config; its from_config rewrites a MiniMax-style
+    # document into ModelOpt MXFP8 with ignored_layers as exclude_modules (was: refused)
+    cfg = {k: v for k, v in _minimax_m2().items() if k != "quantization_config"}
+    cfg["quantization_config"] = {"quant_method": "mxfp8", "ignored_layers": ["lm_head", "model.layers.1.block_sparse_moe.experts"]}
+    ck = read_checkpoint(cfg, release="0.33.0")
+    assert ck.quant.method == "modelopt_mxfp8"
+    assert ck.layers[0].quant.scheme.name == "mxfp8" and ck.layers[0].kwargs["quant_method"] == "modelopt"
+    assert ck.layers[1].quant.scheme.name == "unquantized" and ck.layers[1].quant.excluded_by == "model.layers.1.block_sparse_moe.experts"
+
+
+def test_glm45_refuses_an_activation_other_than_silu():
+    # glm4_moe.py Glm4MoE.__init__: ValueError("Unsupported activation: ... Only silu is supported for now.")
+    import pytest
+
+    from moe_oracle.core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        read_checkpoint({**GLM45, "hidden_act": "gelu"}, release="0.33.0")
+    assert info.value.issues[0].path == "$.hidden_act" and info.value.issues[0].allowed == ["silu"]
+
+
+def test_the_v41_plan_names_the_dspark_speculative_method(tmp_path, capsys):
+    # vllm/models/deepseek_v41/nvidia/dspark.py: the V4.1 draft is the DSpark model (method dspark)
+    import json
+
+    from moe_oracle.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(V41_FLASH))
+    assert main(["plan", "--model", str(path), "--gpu", "B200", "--tp", "8"]) == 0
+    assert "--speculative-config method=dspark" in capsys.readouterr().out
