@@ -46,7 +46,13 @@ Stand-ins (vLLM 0.29.0-0.33.0):
 8. **CUDA streams and events** (``torch.cuda.Stream`` / ``Event`` / ``current_stream``: the shared
    experts' auxiliary stream, vLLM 0.33.0 ``vllm/utils/torch_utils.py aux_stream``): inert objects
    while the model is built (:func:`cuda_runtime`), restored after.
-9. Everything :class:`moe_oracle.verify.vllm_sim.Simulation` stands in for (platform with a
+9. **Model inspection in a subprocess** (``vllm.model_executor.models.registry._run_in_subprocess``,
+   used to inspect a lazily registered architecture "to avoid initializing CUDA"): run in this
+   process instead, where the simulation is installed (:func:`install_registry_inprocess`).
+10. **GPU workspace manager** (``vllm.v1.worker.workspace.init_workspace_manager``, which the GPU
+    model runner calls before building; sparse-attention layers need it): initialised on the meta
+    device (:func:`init_workspace`).
+11. Everything :class:`moe_oracle.verify.vllm_sim.Simulation` stands in for (platform with a
    pinned device capability, compiled capability queries, optional-package probes, env vars):
    see that module.
 """
@@ -221,13 +227,41 @@ modelled — the corpus's ROCm deployments do not reach those probes' quant meth
 _MANAGED_BY_SIM = ("cpu_fused_moe_int8", "moe_gptq_gemm_rdna3")
 
 
-def _standin_op(name: str) -> Any:
-    def op(*_a: Any, **_k: Any) -> Any:
-        raise RuntimeError(f"torch.ops._C.{name} is a stand-in (model-construction tier): it cannot run")
+class _StandInOp:
+    """A compiled op of a GPU build: every overload (``.default``, ``.out`` ...) is itself; calling raises."""
 
-    op.__name__ = name
-    op.default = op  # type: ignore[attr-defined]
-    return op
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return self
+
+    def __call__(self, *_a: Any, **_k: Any) -> Any:
+        raise RuntimeError(f"torch.ops._C.{self.__name__} is a stand-in (model-construction tier): it cannot run")
+
+
+def _standin_op(name: str) -> Any:
+    return _StandInOp(name)
+
+
+def install_registry_inprocess() -> None:
+    """Stand-in 9."""
+    reg = importlib.import_module("vllm.model_executor.models.registry")
+    reg._run_in_subprocess = lambda fn: fn()
+
+
+def init_workspace() -> None:
+    """Stand-in 10 (a release without the workspace module needs none)."""
+    import torch
+
+    try:
+        ws = importlib.import_module("vllm.v1.worker.workspace")
+    except ImportError:
+        return
+    if getattr(ws, "_manager", None) is None and hasattr(ws, "init_workspace_manager"):
+        ws.init_workspace_manager(torch.device("meta"))
 
 
 def install_gpu_ops(platform_of: Any) -> None:
@@ -284,13 +318,14 @@ def cuda_runtime() -> Any:
 
     @contextlib.contextmanager
     def ctx() -> Any:
-        saved = (torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream)
+        saved = (torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream, torch.cuda.current_device)
         torch.cuda.Stream, torch.cuda.Event = _StreamStandIn, _StreamStandIn  # type: ignore[misc, assignment]
         torch.cuda.current_stream = lambda *_a, **_k: _StreamStandIn()  # type: ignore[assignment]
+        torch.cuda.current_device = lambda: 0  # type: ignore[assignment]
         try:
             yield
         finally:
-            torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream = saved  # type: ignore[misc, assignment]
+            torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream, torch.cuda.current_device = saved  # type: ignore[misc, assignment]
 
     return ctx()
 
@@ -336,6 +371,9 @@ def self_check() -> list[str]:
     for name in sorted(_probed_c_ops()):
         if name not in REVIEWED_GPU_PROBES and name not in CPU_BUILD_OPS and not name.endswith("_cpu") and name not in _MANAGED_BY_SIM:
             problems.append(f"the MoE/quantization code probes torch.ops._C.{name}: not reviewed (standins 7)")
+    reg = importlib.import_module("vllm.model_executor.models.registry")
+    if not hasattr(reg, "_run_in_subprocess"):
+        problems.append("vllm.model_executor.models.registry._run_in_subprocess is gone (standins 9)")
     try:
         from vllm.config import CompilationMode  # noqa: F401
     except ImportError:

@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     standins.patch_stub_values()
     sim = Simulation(args.release, args.tree)
     standins.install_gpu_ops(lambda: sim._platform)
+    standins.install_registry_inprocess()
+    standins.init_workspace()
     problems = standins.self_check()
     from .reader import install_selector_recorder
 
