@@ -127,6 +127,27 @@ def build_case(sim: Any, case: dict[str, Any], root: Path) -> dict[str, Any]:
     return out
 
 
+def _isolated(sim: Any, case: dict[str, Any], root: Path) -> dict[str, Any]:
+    """Build ``case`` in a forked child of this (already imported) process, so that what one
+    model's construction leaves behind in vLLM's module state (caches, workspace, lazily bound
+    globals) cannot change the next case. The child writes its record to a file and exits."""
+    result = root / f"{case['id'].replace('/', '_')}.result.json"
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            result.write_text(json.dumps(build_case(sim, case, root), default=str))
+        except BaseException as exc:  # noqa: BLE001
+            result.write_text(json.dumps({"id": case["id"], "status": "error", "error": f"worker: {type(exc).__name__}: {exc}"[:600], "layers": []}))
+            code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if result.exists():
+        return json.loads(result.read_text())
+    return {"id": case["id"], "status": "error", "error": f"worker child died (wait status {status})", "layers": []}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.model_build.worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--release", required=True)
@@ -156,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             fh.write(json.dumps({"summary": {"release": args.release, "self_check": problems}}) + "\n")
             return 3
         for case in cases:
-            fh.write(json.dumps(build_case(sim, case, Path(tmp)), default=str) + "\n")
+            fh.write(json.dumps(_isolated(sim, case, Path(tmp)), default=str) + "\n")
             fh.flush()
         fh.write(json.dumps({"summary": {"release": args.release, "cases": len(cases), "import_s": round(t_import, 2), "total_s": round(time.perf_counter() - t0, 2), "self_check": problems}}) + "\n")
     return 0
