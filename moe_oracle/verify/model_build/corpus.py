@@ -31,7 +31,9 @@ class Deployment:
         gpu: our hardware catalog name (``--gpu``).
         platform, capability, arch: what the vLLM simulation pins (must be what ``gpu`` means).
         tp, dp, ep, all2all: parallelism (``all2all`` ``None``: the release's default).
-        packages: optional packages present, by the harness's short names
+        packages: optional packages present, by the harness's short names (CUDA deployments carry
+            FlashInfer and the CUTLASS DSL: every vLLM 0.29-0.33 wheel requires
+            ``flashinfer-python`` and ``nvidia-cutlass-dsl``, so a CUDA install has them)
             (:data:`moe_oracle.verify.cases.PACKAGES`); every other one is absent on both sides.
         speculative: MTP speculative decoding for models that carry MTP layers.
     """
@@ -50,10 +52,10 @@ class Deployment:
 
 
 DEPLOYMENTS: tuple[Deployment, ...] = (
-    Deployment("H200-tp8", "H200", "cuda", 90, None, tp=8, packages=("flashinfer", "deep_gemm")),
-    Deployment("B200-dp8-ep-deepep_ht-mtp", "B200", "cuda", 100, None, dp=8, ep=True, all2all="deepep_high_throughput", packages=("flashinfer", "deep_gemm", "deep_ep"), speculative=True),
+    Deployment("H200-tp8", "H200", "cuda", 90, None, tp=8, packages=("flashinfer", "cutlass", "deep_gemm")),
+    Deployment("B200-dp8-ep-deepep_ht-mtp", "B200", "cuda", 100, None, dp=8, ep=True, all2all="deepep_high_throughput", packages=("flashinfer", "cutlass", "deep_gemm", "deep_ep"), speculative=True),
     Deployment("MI300X-tp8", "MI300X", "rocm", None, "gfx942", tp=8, packages=("aiter",)),
-    Deployment("H100-tp2-dp4-ep-deepep_ll", "H100", "cuda", 90, None, tp=2, dp=4, ep=True, all2all="deepep_low_latency", packages=("flashinfer", "deep_gemm", "deep_ep")),
+    Deployment("H100-tp2-dp4-ep-deepep_ll", "H100", "cuda", 90, None, tp=2, dp=4, ep=True, all2all="deepep_low_latency", packages=("flashinfer", "cutlass", "deep_gemm", "deep_ep")),
 )
 """The deployments of the extended corpus (``MOE_ORACLE_MODEL_BUILD=full``)."""
 

@@ -56,11 +56,16 @@ def _capture_plans() -> Iterator[list[Any]]:
         mod.build_plan = original
 
 
+CUTLASS_DSL_PINS: dict[str, str] = {"0.29.0": "4.6.2", "0.30.0": "4.7.1", "0.31.0": "4.7.1", "0.32.0": "4.8.0", "0.33.0": "4.8.0"}
+"""nvidia-cutlass-dsl version each vLLM release pins (its wheel METADATA ``Requires-Dist``)."""
+
+
 def freeze_text(release: str, packages: list[str]) -> str:
-    """The environment file: vLLM ``release``, FlashInfer at the version it pins, the others 1.0."""
+    """The environment file: vLLM ``release``, FlashInfer and the CUTLASS DSL at the versions it
+    pins, the others 1.0 (as :mod:`moe_oracle.verify.ours` declares them)."""
     lines = [f"vllm=={release}"]
     for short in packages:
-        version = FLASHINFER_PINS.get(release, "0.7.2.post1") if short == "flashinfer" else "1.0"
+        version = FLASHINFER_PINS.get(release, "0.7.2.post1") if short == "flashinfer" else CUTLASS_DSL_PINS.get(release, "4.8.0") if short == "cutlass" else "1.0"
         lines.append(f"{PACKAGE_NAMES[short]}=={version}")
     return "\n".join(lines) + "\n"
 

@@ -29,7 +29,7 @@ Stand-ins (vLLM 0.29.0-0.33.0):
    the ``@support_torch_compile`` decorator does not import the compile backends (which need
    compiled custom ops). ``max_cudagraph_capture_size`` etc. stay as the config computed them.
 5. **Meta device**: the model is built under ``torch.device("meta")`` (no weights allocated),
-   inside :class:`CudaToMeta`, a ``TorchFunctionMode`` that turns an explicit CUDA device in a
+   inside :class:`CudaToMeta`, a ``TorchFunctionMode`` that turns an explicit CUDA device (or accelerator index) in a
    tensor factory / ``.to()`` / ``.cuda()`` into ``meta`` (vLLM 0.33.0's ``cutlass_mla`` module
    allocates a 128 MB CUDA workspace when the MLA backend is imported; this CPU torch has no CUDA).
 6. **Type unions of stand-in package attributes**: P/F modules annotate with
@@ -52,7 +52,18 @@ Stand-ins (vLLM 0.29.0-0.33.0):
 10. **GPU workspace manager** (``vllm.v1.worker.workspace.init_workspace_manager``, which the GPU
     model runner calls before building; sparse-attention layers need it): initialised on the meta
     device (:func:`init_workspace`).
-11. Everything :class:`moe_oracle.verify.vllm_sim.Simulation` stands in for (platform with a
+11. **Triton dtypes** on vLLM's ``triton.language`` placeholder (``vllm.triton_utils``; this
+    environment has no triton): module-level constants such as ``tl.bfloat16`` in attention
+    kernels (0.33.0 ``v1/attention/ops/turboquant_soa``, imported by ROCm attention backends) get
+    ``None`` as the placeholder's own dtypes do, and the placeholder's ``triton.Config`` keeps its
+    arguments (``kwargs``, ``num_warps``, ``num_stages``) as triton's does (0.33.0
+    ``mamba/ops/ssd_chunk_scan.py`` filters autotune configs by them at import on SM 9.0)
+    (:func:`patch_triton_placeholder`).
+12. **GPU-host packages no selection reads**: ``torchvision`` (image processors of multimodal
+    models, imported when the registry inspects e.g. ``Llama4ForConditionalGeneration``) and
+    ``cuda`` (cuda-python, imported by 0.33.0 ``minimax_rms_norm``) are stand-in modules
+    (:func:`install_host_packages`); calling anything in them raises.
+13. Everything :class:`moe_oracle.verify.vllm_sim.Simulation` stands in for (platform with a
    pinned device capability, compiled capability queries, optional-package probes, env vars):
    see that module.
 """
@@ -95,6 +106,10 @@ _CONDITIONAL_PF_NAMES: tuple[str, ...] = (
     "NixlEPPrepareAndFinalize",
     "NIXL_EP_QUANT_BLOCK_SHAPE",
     "MoonEPPrepareAndFinalize",
+    "MOONEP_DEFAULT_NUM_PREFETCH_SLOTS",
+    "MOONEP_DEFAULT_NUM_SMS",
+    "MOONEP_DEFAULT_TOKEN_PADDING",
+    "QuantFormat",  # under `if TYPE_CHECKING:` (0.33.0), never bound at run time
 )
 
 
@@ -185,7 +200,9 @@ def _is_cuda(device: Any) -> bool:
         return device.type == "cuda"
     if isinstance(device, str):
         return device.startswith("cuda")
-    return False
+    # An int is an accelerator index (torch reads ``device=0`` as the current accelerator); vLLM
+    # passes ``current_platform.current_device()``, which stand-in 8 answers with 0.
+    return isinstance(device, int) and not isinstance(device, bool)
 
 
 def cuda_to_meta() -> Any:
@@ -244,6 +261,57 @@ class _StandInOp:
 
 def _standin_op(name: str) -> Any:
     return _StandInOp(name)
+
+
+_TRITON_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "uint16", "uint32", "uint64", "float8e4nv", "float8e4b8", "float8e4b15", "float8e5", "float8e5b16")
+
+HOST_PACKAGES: tuple[str, ...] = ("torchvision", "cuda")
+"""Top-level modules stood in by :func:`install_host_packages` (stand-in 12)."""
+
+
+def patch_triton_placeholder() -> None:
+    """Stand-in 11 (only where vLLM runs on its placeholder)."""
+    try:
+        tu = importlib.import_module("vllm.triton_utils")
+    except ImportError:
+        return
+    tl = getattr(tu, "tl", None)
+    if tl is None or type(tl).__name__ != "TritonLanguagePlaceholder":
+        return
+    for name in _TRITON_DTYPES:
+        if not hasattr(tl, name):
+            setattr(tl, name, None)
+    triton = getattr(tu, "triton", None)
+    if triton is not None and type(triton).__name__ == "TritonPlaceholder":
+        triton.Config = _TritonConfig
+
+
+class _TritonConfig:
+    """``triton.Config(kwargs, num_warps=4, num_stages=3, ...)``: the arguments, kept."""
+
+    def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3, **extra: Any) -> None:
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.extra = extra
+
+
+def install_host_packages() -> None:
+    """Stand-in 12: a meta-path finder serving stand-in modules for :data:`HOST_PACKAGES`."""
+    import importlib.abc
+    import importlib.machinery
+    import sys
+
+    from ..vllm_sim import _StubLoader
+
+    class HostFinder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+            if fullname.split(".")[0] not in HOST_PACKAGES:
+                return None
+            return importlib.machinery.ModuleSpec(fullname, _StubLoader(set()), is_package=True)
+
+    if not any(type(f).__name__ == "HostFinder" for f in sys.meta_path):
+        sys.meta_path.append(HostFinder())
 
 
 def install_registry_inprocess() -> None:
@@ -319,6 +387,8 @@ def cuda_runtime() -> Any:
     @contextlib.contextmanager
     def ctx() -> Any:
         saved = (torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream, torch.cuda.current_device)
+        saved_empty = torch.accelerator.empty_cache
+        torch.accelerator.empty_cache = lambda: None  # type: ignore[assignment]
         torch.cuda.Stream, torch.cuda.Event = _StreamStandIn, _StreamStandIn  # type: ignore[misc, assignment]
         torch.cuda.current_stream = lambda *_a, **_k: _StreamStandIn()  # type: ignore[assignment]
         torch.cuda.current_device = lambda: 0  # type: ignore[assignment]
@@ -326,6 +396,7 @@ def cuda_runtime() -> Any:
             yield
         finally:
             torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream, torch.cuda.current_device = saved  # type: ignore[misc, assignment]
+            torch.accelerator.empty_cache = saved_empty  # type: ignore[assignment]
 
     return ctx()
 
@@ -346,6 +417,24 @@ def reload_all2all_utils() -> None:
     importlib.reload(mod)
 
 
+def _import_time_conditional_names(source: str) -> set[str]:
+    """Names a module imports inside module-level ``if`` blocks (at any nesting)."""
+    import ast
+
+    names: set[str] = set()
+
+    def visit(nodes: list[Any], inside_if: bool) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If):
+                visit(node.body, True)
+                visit(node.orelse, True)
+            elif isinstance(node, ast.ImportFrom) and inside_if:
+                names.update(a.asname or a.name for a in node.names)
+
+    visit(ast.parse(source).body, False)
+    return names
+
+
 def self_check() -> list[str]:
     """What a vLLM upgrade moved among the internals stood in for (empty: all fit)."""
     import inspect
@@ -364,10 +453,8 @@ def self_check() -> list[str]:
         src = inspect.getsource(mod.get_ep_all2all_manager)
         if "device_communicator" not in src or "all2all_manager" not in src:
             problems.append(f"{A2A}.get_ep_all2all_manager no longer reads ep_group.device_communicator.all2all_manager")
-    src = inspect.getsource(mod)
-    for name in _CONDITIONAL_PF_NAMES:
-        if name not in src:
-            problems.append(f"{A2A} no longer names {name} (the reload list is stale)")
+    for name in sorted(_import_time_conditional_names(inspect.getsource(mod)) - set(_CONDITIONAL_PF_NAMES)):
+        problems.append(f"{A2A} imports {name} under an import-time condition the reload list does not name (standins 3)")
     for name in sorted(_probed_c_ops()):
         if name not in REVIEWED_GPU_PROBES and name not in CPU_BUILD_OPS and not name.endswith("_cpu") and name not in _MANAGED_BY_SIM:
             problems.append(f"the MoE/quantization code probes torch.ops._C.{name}: not reviewed (standins 7)")

@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     sim = Simulation(args.release, args.tree)
     standins.install_gpu_ops(lambda: sim._platform)
     standins.install_registry_inprocess()
+    standins.patch_triton_placeholder()
+    standins.install_host_packages()
     standins.init_workspace()
     problems = standins.self_check()
     from .reader import install_selector_recorder
