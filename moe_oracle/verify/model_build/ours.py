@@ -132,7 +132,7 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
     dense: list[dict[str, Any]] = []
     for gi, g in enumerate(record["groups"]):
         obj = plan.groups[gi] if plan is not None and gi < len(plan.groups) else None
-        if g["kind"] != "moe" or obj is None or obj.decision is None:
+        if obj is None or obj.decision is None:
             for idx, name in zip(g["layers"], g["names"]):
                 dense.append({"role": g["role"], "index": idx, "name": name, "kind": g["kind"], "why": g["why"]})
             continue
@@ -173,5 +173,5 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
             "excluded_by": q.get("excluded_by") or [],
         }
         for idx, name in zip(g["layers"], g["names"]):
-            layers.append({"role": g["role"], "index": idx, "name": name, **base})
+            layers.append({"role": g["role"], "index": idx, "name": name, "kind": g["kind"], **base})
     return {"status": "ok", "error": None, "layers": layers, "dense": dense, "plan_argv": argv, "model_family": record["model"].get("family"), "notes": record.get("notes", [])}

@@ -32,6 +32,9 @@ Stand-ins (vLLM 0.29.0-0.33.0):
    inside :class:`CudaToMeta`, a ``TorchFunctionMode`` that turns an explicit CUDA device (or accelerator index) in a
    tensor factory / ``.to()`` / ``.cuda()`` into ``meta`` (vLLM 0.33.0's ``cutlass_mla`` module
    allocates a 128 MB CUDA workspace when the MLA backend is imported; this CPU torch has no CUDA).
+   5b: an integer/bool tensor of fewer than 2**20 elements created without a device is made on the
+   CPU with real values (expert maps: 0.31.0 calls ``nonzero`` on one while building the layer,
+   which meta tensors cannot answer); see :func:`_small_integer_tensor`.
 6. **Type unions of stand-in package attributes**: P/F modules annotate with
    ``deep_ep.Config | None`` at class-definition time; the stand-in attribute values of
    :mod:`moe_oracle.verify.vllm_sim` (``_StubValue``) get ``__or__``/``__ror__`` returning
@@ -205,6 +208,55 @@ def _is_cuda(device: Any) -> bool:
     return isinstance(device, int) and not isinstance(device, bool)
 
 
+_SMALL_NUMEL = 1 << 20
+_INT_FACTORIES = ("full", "zeros", "ones", "empty", "arange", "tensor", "as_tensor")
+
+
+def _small_integer_tensor(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Stand-in 5b: an integer/bool tensor of < 2**20 elements created with no device is made on
+    the CPU (with real values), not on meta. Such tensors are vLLM's bookkeeping (expert maps,
+    routing tables; 0.31.0 ``ExpertMapManager.get_compressed_map_string`` calls ``torch.where``,
+    i.e. ``nonzero``, on the expert map while the layer is built), never weights. Returns
+    ``None`` when the rule does not apply (the call then proceeds as usual)."""
+    import math
+
+    import torch
+
+    name = getattr(func, "__name__", "")
+    if name not in _INT_FACTORIES or getattr(func, "__module__", "") not in ("torch", "torch._C._VariableFunctions", None) and not func.__qualname__.startswith("_VariableFunctionsClass"):
+        return None
+    dtype = kwargs.get("dtype")
+    if name in ("tensor", "as_tensor"):
+        if not args or isinstance(args[0], torch.Tensor):
+            return None
+        try:
+            t = func(*args, **{**kwargs, "device": "cpu"})
+        except Exception:  # noqa: BLE001 - leave it to the usual path
+            return None
+        return t if not (t.dtype.is_floating_point or t.dtype.is_complex) and t.numel() < _SMALL_NUMEL else None
+    if name == "arange":
+        if dtype is None and any(isinstance(a, float) for a in args):
+            return None
+    elif dtype is None:
+        return None
+    if dtype is not None and (dtype.is_floating_point or dtype.is_complex):
+        return None
+    if name != "arange":
+        size = args[0] if args and isinstance(args[0], (tuple, list, torch.Size)) else [a for a in args if isinstance(a, int)][: (1 if name == "full" else len(args))]
+        if name == "full" and args and isinstance(args[0], int):
+            size = [args[0]]
+        try:
+            numel = math.prod(int(x) for x in size)
+        except (TypeError, ValueError):
+            return None
+        if numel >= _SMALL_NUMEL:
+            return None
+    try:
+        return func(*args, **{**kwargs, "device": "cpu"})
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def cuda_to_meta() -> Any:
     """A ``TorchFunctionMode`` instance (stand-in 5): explicit CUDA devices become ``meta``."""
     import torch
@@ -215,6 +267,10 @@ def cuda_to_meta() -> Any:
             kwargs = dict(kwargs or {})
             if _is_cuda(kwargs.get("device")):
                 kwargs["device"] = torch.device("meta")
+            elif kwargs.get("device") is None:
+                small = _small_integer_tensor(func, args, kwargs)
+                if small is not None:
+                    return small
             name = getattr(func, "__name__", "")
             if name == "cuda" and args and isinstance(args[0], torch.Tensor):
                 return args[0].to("meta")
