@@ -88,17 +88,29 @@ def _worker(env: VllmEnv, release: str, case_dicts: list[dict[str, Any]], tmp: P
     return [r for r in rows if "summary" not in r], summary
 
 
-def run_release(env: VllmEnv, release: str, corpus: Sequence[Case], divergences: list[dict[str, Any]] | None = None) -> ReleaseResult:
-    """Build every case with ``release`` and compare with our plan."""
+def build_release(env: VllmEnv, release: str, corpus: Sequence[Case], keep: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
+    """The vLLM side: one worker builds every case (thread-safe; the workers are processes)."""
+    dicts = [c.to_dict() for c in corpus]
+    t0 = time.perf_counter()
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        built, summary = _worker(env, release, dicts, keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="moe_oracle_mb_") as tmp:
+            built, summary = _worker(env, release, dicts, Path(tmp))
+    return built, summary, time.perf_counter() - t0
+
+
+def run_release(env: VllmEnv, release: str, corpus: Sequence[Case], divergences: list[dict[str, Any]] | None = None, built_side: tuple[list[dict[str, Any]], dict[str, Any], float] | None = None) -> ReleaseResult:
+    """Build every case with ``release`` (or take ``built_side`` from :func:`build_release`) and
+    compare with our plan. Our side runs in this thread (not thread-safe: run one at a time)."""
     from .ours import our_layers
 
     divergences = load_divergences() if divergences is None else divergences
     res = ReleaseResult(release, cases=len(corpus))
     dicts = [c.to_dict() for c in corpus]
-    t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="moe_oracle_mb_") as tmp:
-        built, summary = _worker(env, release, dicts, Path(tmp))
-    res.timings["vllm_s"] = round(time.perf_counter() - t0, 1)
+    built, summary, seconds = built_side if built_side is not None else build_release(env, release, corpus)
+    res.timings["vllm_s"] = round(seconds, 1)
     res.timings["vllm_import_s"] = summary.get("import_s", 0.0)
     res.self_check = list(summary.get("self_check") or ([summary["error"]] if "error" in summary else []))
     by_id = {b["id"]: b for b in built}
@@ -154,13 +166,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="*", help="only these model names")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--keep", type=Path, help="keep the workers' case and output files here")
     args = parser.parse_args(argv)
     env = VllmEnv.from_dir(args.env)
     corpus = cases(corpus_dirs(), DEPLOYMENTS if args.full else QUICK_DEPLOYMENTS)
     if args.models:
         corpus = [c for c in corpus if c.model in args.models]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(lambda r: run_release(env, r, corpus), args.releases))
+        sides = list(pool.map(lambda r: build_release(env, r, corpus, args.keep), args.releases))
+    results = [run_release(env, r, corpus, built_side=side) for r, side in zip(args.releases, sides)]
     report = []
     for res in results:
         print(render(res), flush=True)

@@ -127,6 +127,8 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
         record = json.loads(text)
     except ValueError:
         return {"status": "error", "error": f"exit {rc}: {(err.getvalue() or text)[-400:]}", "layers": [], "dense": [], "plan_argv": argv}
+    if not isinstance(record, dict) or "groups" not in record:
+        return {"status": "error", "error": f"exit {rc}: no plan: {json.dumps(record)[:400]}", "layers": [], "dense": [], "plan_argv": argv}
     plan = plans[-1] if plans else None
     layers: list[dict[str, Any]] = []
     dense: list[dict[str, Any]] = []
