@@ -38,14 +38,11 @@ QUICK_MODELS = (
     "qwen3-30b-a3b-fp8",
     "gpt-oss-20b",
     "mixtral-8x7b-instruct-v0.1",
-    "glm-5",
     "nvidia-nemotron-3-nano-30b-a3b-nvfp4",
-    "minimax-m2",
-    "qwen3.5-122b-a10b",
 )
-"""Models of the CI subset: FP8 block (DeepSeek, Qwen3, MiniMax), MXFP4 with biases (gpt-oss),
-unquantized softmax (Mixtral), sigmoid+bias grouped routing with MTP (GLM-5), ModelOpt NVFP4 relu2
-(Nemotron), hybrid attention MoE with shared experts (Qwen3.5)."""
+"""Models of the CI subset: FP8 block with grouped sigmoid+bias routing and an MTP draft
+(DeepSeek-R1), FP8 block refined under TP (Qwen3-30B-FP8), MXFP4 with biases and SwiGLU-OAI
+(gpt-oss), unquantized softmax (Mixtral), ModelOpt NVFP4 with relu2 (Nemotron-3-Nano)."""
 
 MIN_LAYERS_PER_RELEASE = 200
 

@@ -101,7 +101,18 @@ def compare_case(release: str, case: dict[str, Any], vllm: dict[str, Any], ours:
     agree: Counter = Counter()
     diffs: list[Difference] = []
     dep = case["deployment"]["name"]
-    theirs = {(L["role"], L["index"]): L for L in vllm["layers"]}
+    # vLLM names MTP layers either after the target's layers (DeepSeek: model.layers.61) or from 0
+    # in their own module (Qwen3.5 / Nemotron-H: mtp.layers.0); our plan numbers them after the
+    # target's layers. A draft index below the target's layer count is shifted by that count.
+    n_target = vllm.get("num_hidden_layers") or 0
+
+    def _key(L: dict[str, Any]) -> tuple[str, Any]:
+        idx = L["index"]
+        if L["role"] == "draft" and isinstance(idx, int) and idx < n_target:
+            idx += n_target
+        return (L["role"], idx)
+
+    theirs = {_key(L): L for L in vllm["layers"]}
     mine = {(L["role"], L["index"]): L for L in ours["layers"]}
     dense = {(d["role"], d["index"]): d for d in ours["dense"]}
     roles = {r for r, _ in theirs} | {r for r, _ in mine}
