@@ -444,6 +444,11 @@ def cuda_runtime() -> Any:
     def ctx() -> Any:
         saved = (torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream, torch.cuda.current_device)
         saved_empty = torch.accelerator.empty_cache
+        saved_props = torch.cuda.get_device_properties
+        # FlashInfer's attention backend sizes work by the SM count (0.33.0 v1/attention/backends/
+        # flashinfer.py get_device_sm_count): the simulated GPU's, as Simulation reports it.
+        torch.cuda.get_device_properties = lambda *_a, **_k: types.SimpleNamespace(  # type: ignore[assignment]
+            multi_processor_count=132, name="simulated", major=9, minor=0, total_memory=141 << 30, gcnArchName="gfx942", warp_size=32, L2_cache_size=50 << 20)
         torch.accelerator.empty_cache = lambda: None  # type: ignore[assignment]
         torch.cuda.Stream, torch.cuda.Event = _StreamStandIn, _StreamStandIn  # type: ignore[misc, assignment]
         torch.cuda.current_stream = lambda *_a, **_k: _StreamStandIn()  # type: ignore[assignment]
@@ -453,6 +458,7 @@ def cuda_runtime() -> Any:
         finally:
             torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream, torch.cuda.current_device = saved  # type: ignore[misc, assignment]
             torch.accelerator.empty_cache = saved_empty  # type: ignore[assignment]
+            torch.cuda.get_device_properties = saved_props  # type: ignore[assignment]
 
     return ctx()
 
