@@ -447,8 +447,14 @@ def cuda_runtime() -> Any:
         saved_props = torch.cuda.get_device_properties
         # FlashInfer's attention backend sizes work by the SM count (0.33.0 v1/attention/backends/
         # flashinfer.py get_device_sm_count): the simulated GPU's, as Simulation reports it.
-        torch.cuda.get_device_properties = lambda *_a, **_k: types.SimpleNamespace(  # type: ignore[assignment]
-            multi_processor_count=132, name="simulated", major=9, minor=0, total_memory=141 << 30, gcnArchName="gfx942", warp_size=32, L2_cache_size=50 << 20)
+        def props(*_a: Any, **_k: Any) -> Any:
+            from vllm.platforms import current_platform
+
+            cap = current_platform.get_device_capability()
+            major, minor = (cap.major, cap.minor) if cap is not None else (0, 0)
+            return types.SimpleNamespace(multi_processor_count=132, name="simulated", major=major, minor=minor, total_memory=141 << 30, gcnArchName="gfx942", warp_size=32, L2_cache_size=50 << 20)
+
+        torch.cuda.get_device_properties = props  # type: ignore[assignment]
         torch.accelerator.empty_cache = lambda: None  # type: ignore[assignment]
         torch.cuda.Stream, torch.cuda.Event = _StreamStandIn, _StreamStandIn  # type: ignore[misc, assignment]
         torch.cuda.current_stream = lambda *_a, **_k: _StreamStandIn()  # type: ignore[assignment]
