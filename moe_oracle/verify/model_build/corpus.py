@@ -1,0 +1,129 @@
+"""The corpus: every MoE ``config.json`` shipped (``examples/models``) or collected
+(``../shared/models``), each under a handful of deployments.
+
+A :class:`Case` is JSON-only so both sides can read it: the vLLM worker
+(:mod:`.worker`) and our side (:mod:`.ours`). A ``*.hf_quant_config.json`` is paired with the
+``config.json`` of the same stem, or, where none exists (Nemotron-3-Nano NVFP4), with the BF16
+config its source notes name (:data:`QUANT_PAIRS`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+__all__ = ["Case", "DEPLOYMENTS", "QUICK_DEPLOYMENTS", "model_files", "cases", "QUANT_PAIRS"]
+
+QUANT_PAIRS: dict[str, str] = {
+    "nvidia-nemotron-3-nano-30b-a3b-nvfp4": "nvidia-nemotron-3-nano-30b-a3b-bf16",
+}
+"""hf_quant_config stem -> config.json stem, where the stems differ (shared/models/SOURCES.md)."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A machine and a parallel shape, as both sides are told.
+
+    Attributes:
+        name: short label (``H200-tp8``).
+        gpu: our hardware catalog name (``--gpu``).
+        platform, capability, arch: what the vLLM simulation pins (must be what ``gpu`` means).
+        tp, dp, ep, all2all: parallelism (``all2all`` ``None``: the release's default).
+        packages: optional packages present, by the harness's short names (CUDA deployments carry
+            FlashInfer and the CUTLASS DSL: every vLLM 0.29-0.33 wheel requires
+            ``flashinfer-python`` and ``nvidia-cutlass-dsl``, so a CUDA install has them)
+            (:data:`moe_oracle.verify.cases.PACKAGES`); every other one is absent on both sides.
+        speculative: MTP speculative decoding for models that carry MTP layers.
+    """
+
+    name: str
+    gpu: str
+    platform: str
+    capability: int | None
+    arch: str | None
+    tp: int = 1
+    dp: int = 1
+    ep: bool = False
+    all2all: str | None = None
+    packages: tuple[str, ...] = ()
+    speculative: bool = False
+
+
+DEPLOYMENTS: tuple[Deployment, ...] = (
+    Deployment("H200-tp8", "H200", "cuda", 90, None, tp=8, packages=("flashinfer", "cutlass", "deep_gemm")),
+    Deployment("B200-dp8-ep-deepep_ht-mtp", "B200", "cuda", 100, None, dp=8, ep=True, all2all="deepep_high_throughput", packages=("flashinfer", "cutlass", "deep_gemm", "deep_ep"), speculative=True),
+    Deployment("MI300X-tp8", "MI300X", "rocm", None, "gfx942", tp=8, packages=("aiter",)),
+    Deployment("H100-tp2-dp4-ep-deepep_ll", "H100", "cuda", 90, None, tp=2, dp=4, ep=True, all2all="deepep_low_latency", packages=("flashinfer", "cutlass", "deep_gemm", "deep_ep")),
+)
+"""The deployments of the extended corpus (``MOE_ORACLE_MODEL_BUILD=full``)."""
+
+QUICK_DEPLOYMENTS: tuple[Deployment, ...] = DEPLOYMENTS[:3]
+"""The CI subset: H200 TP8, B200 DP8+EP over DeepEP HT with MTP, MI300X TP8."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One model under one deployment."""
+
+    id: str
+    model: str
+    config: str
+    hf_quant_config: str | None
+    deployment: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def model_files(dirs: Iterable[Path]) -> list[tuple[str, Path, Path | None]]:
+    """``(name, config.json, hf_quant_config.json | None)`` for every model in ``dirs``,
+    deduplicated by content (the first directory wins a name)."""
+    seen_names: set[str] = set()
+    seen_content: set[str] = set()
+    out = []
+    for d in dirs:
+        if not d.is_dir():
+            continue
+        files = sorted(d.glob("*.json"))
+        quant = {p.name[: -len(".hf_quant_config.json")]: p for p in files if p.name.endswith(".hf_quant_config.json")}
+        configs = {p.stem: p for p in files if not p.name.endswith(".hf_quant_config.json")}
+        for stem, cfg in configs.items():
+            digest = hashlib.sha256(cfg.read_bytes() + (quant[stem].read_bytes() if stem in quant else b"")).hexdigest()
+            if stem in seen_names or digest in seen_content:
+                continue
+            seen_names.add(stem)
+            seen_content.add(digest)
+            out.append((stem, cfg, quant.get(stem)))
+        for qstem, qpath in quant.items():
+            if qstem in configs:
+                continue
+            base = QUANT_PAIRS.get(qstem)
+            if base is None or base not in configs or qstem in seen_names:
+                continue
+            seen_names.add(qstem)
+            out.append((qstem, configs[base], qpath))
+    return out
+
+
+def _has_mtp(config: Path) -> bool:
+    import json
+
+    cfg = json.loads(config.read_text())
+    text = cfg.get("text_config", cfg)
+    return bool(text.get("num_nextn_predict_layers") or text.get("mtp_num_hidden_layers") or text.get("num_mtp_layers"))
+
+
+def cases(dirs: Iterable[Path], deployments: Iterable[Deployment]) -> list[Case]:
+    """Every model under every deployment (speculative decoding only where the model has MTP layers)."""
+    out = []
+    models = model_files(dirs)
+    for dep in deployments:
+        for name, cfg, quant in models:
+            d = asdict(dep)
+            d["packages"] = list(dep.packages)
+            spec = dep.speculative and _has_mtp(cfg)
+            d["speculative"] = {"method": "mtp", "num_speculative_tokens": 1} if spec else None
+            out.append(Case(f"{name}@{dep.name}", name, str(cfg), str(quant) if quant else None, d))
+    return out

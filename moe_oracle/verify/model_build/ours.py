@@ -1,0 +1,179 @@
+"""Our side: ``moe-oracle plan --json`` for a :class:`~.corpus.Case`, layer by layer.
+
+The plan runs through the CLI entry (``moe_oracle.cli.main``) with a ``pip freeze``-style
+environment file (every package not listed is absent, as on the vLLM side). ``plan --json``
+records each group's kind, role, quant keys, selected kernel and prepare/finalize, but not the
+layer's own inputs (experts, top-k, sizes, routing, activation ...); those are read from the
+plan's Decision objects, captured while the CLI builds the plan (:func:`_capture_plans`, the one
+place that knows where ``build_plan`` lives). Recommendation (for whoever owns ``plan.py``): put
+each group's ``decision.to_dict()["inputs"]`` into ``plan --json`` and this capture can go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..ours import FLASHINFER_PINS, PACKAGE_NAMES
+
+__all__ = ["our_layers", "plan_argv"]
+
+_PLAN_MODULES = ("moe_oracle.plan", "moe_oracle.planning.plan", "moe_oracle.plan.plan")
+
+
+@contextlib.contextmanager
+def _capture_plans() -> Iterator[list[Any]]:
+    """Record every Plan ``build_plan`` returns while the CLI runs."""
+    mod = None
+    for name in _PLAN_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(mod, "build_plan"):
+            break
+        mod = None
+    if mod is None:
+        raise RuntimeError(f"build_plan not found in any of {_PLAN_MODULES}: update moe_oracle/verify/model_build/ours.py")
+    original = mod.build_plan
+    plans: list[Any] = []
+
+    def hook(*args: Any, **kwargs: Any) -> Any:
+        plan = original(*args, **kwargs)
+        plans.append(plan)
+        return plan
+
+    mod.build_plan = hook
+    try:
+        yield plans
+    finally:
+        mod.build_plan = original
+
+
+CUTLASS_DSL_PINS: dict[str, str] = {"0.29.0": "4.6.2", "0.30.0": "4.7.1", "0.31.0": "4.7.1", "0.32.0": "4.8.0", "0.33.0": "4.8.0"}
+"""nvidia-cutlass-dsl version each vLLM release pins (its wheel METADATA ``Requires-Dist``)."""
+
+
+def freeze_text(release: str, packages: list[str]) -> str:
+    """The environment file: vLLM ``release``, FlashInfer and the CUTLASS DSL at the versions it
+    pins, the others 1.0 (as :mod:`moe_oracle.verify.ours` declares them)."""
+    lines = [f"vllm=={release}"]
+    for short in packages:
+        version = FLASHINFER_PINS.get(release, "0.7.2.post1") if short == "flashinfer" else CUTLASS_DSL_PINS.get(release, "4.8.0") if short == "cutlass" else "1.0"
+        lines.append(f"{PACKAGE_NAMES[short]}=={version}")
+    return "\n".join(lines) + "\n"
+
+
+def plan_argv(case: dict[str, Any], env_file: Path) -> list[str]:
+    dep = case["deployment"]
+    argv = ["plan", "--model", case["config"], "--gpu", dep["gpu"], "--tp", str(dep["tp"]), "--dp", str(dep["dp"]), "--environment", str(env_file), "--json"]
+    if case.get("hf_quant_config"):
+        argv += ["--hf-quant-config", case["hf_quant_config"]]
+    if dep["ep"]:
+        argv.append("--ep")
+    if dep.get("all2all"):
+        argv += ["--all2all", dep["all2all"]]
+    if not dep.get("speculative"):
+        argv.append("--no-draft")
+    return argv
+
+
+def _upstream_pf() -> dict[str, str]:
+    """Our prepare/finalize id -> vLLM class name (``upstream`` of the shipped P/F tables)."""
+    import yaml
+
+    from ..._resources import package_dir
+
+    out: dict[str, str] = {}
+    for path in sorted(package_dir().rglob("prepare_finalize/*.yaml")):
+        doc = yaml.safe_load(path.read_text()) or {}
+        for entry in doc.get("entries", []) or []:
+            if "id" in entry and "upstream" in entry:
+                out[entry["id"]] = entry["upstream"]
+    return out
+
+
+_METHOD_RE = re.compile(r"\b([A-Z][A-Za-z0-9]*MoEMethod)\b")
+
+
+def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
+    """``{"status", "error", "layers": [...], "dense": [...], "plan_argv"}`` for ``case`` under ``release``.
+
+    Each layer: role, index, name and the fields :mod:`.compare` compares, in our vocabulary.
+    """
+    from ...cli import main
+
+    pf_names = _upstream_pf()
+    with tempfile.TemporaryDirectory() as tmp:
+        env_file = Path(tmp) / "freeze.txt"
+        env_file.write_text(freeze_text(release, list(case["deployment"].get("packages", []))))
+        argv = plan_argv(case, env_file)
+        out, err = io.StringIO(), io.StringIO()
+        with _capture_plans() as plans, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(argv)
+            except SystemExit as exc:
+                rc = exc.code if isinstance(exc.code, int) else 2
+            except Exception as exc:  # noqa: BLE001 - recorded as our side failing
+                return {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:400], "layers": [], "dense": [], "plan_argv": argv}
+    text = out.getvalue()
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return {"status": "error", "error": f"exit {rc}: {(err.getvalue() or text)[-400:]}", "layers": [], "dense": [], "plan_argv": argv}
+    if not isinstance(record, dict) or "groups" not in record:
+        return {"status": "error", "error": f"exit {rc}: no plan: {json.dumps(record)[:400]}", "layers": [], "dense": [], "plan_argv": argv}
+    plan = plans[-1] if plans else None
+    layers: list[dict[str, Any]] = []
+    dense: list[dict[str, Any]] = []
+    for gi, g in enumerate(record["groups"]):
+        obj = plan.groups[gi] if plan is not None and gi < len(plan.groups) else None
+        if obj is None or obj.decision is None:
+            for idx, name in zip(g["layers"], g["names"]):
+                dense.append({"role": g["role"], "index": idx, "name": name, "kind": g["kind"], "why": g["why"]})
+            continue
+        cfg = obj.decision.config
+        inputs = {k: v.get("value") if isinstance(v, dict) else v for k, v in obj.decision.to_dict()["inputs"].items()}
+        q = g.get("quant") or {}
+        sel = g.get("selected") or {}
+        adapter = sel.get("adapter") or ""
+        evidence = q.get("evidence") or ""
+        method = _METHOD_RE.search(evidence)
+        base = {
+            "num_experts": cfg.num_experts + cfg.parallel.num_redundant_experts,
+            "num_local_experts": inputs.get("num_local_experts"),
+            "top_k": cfg.top_k,
+            "hidden_size": cfg.hidden_size,
+            "intermediate_per_partition": inputs.get("intermediate_size_per_partition"),
+            "activation": cfg.activation.value,
+            "routing_method": cfg.routing_method.value,
+            "correction_bias": bool(cfg.has_correction_bias),
+            "has_bias": bool(cfg.has_bias),
+            "in_dtype": cfg.in_dtype.value,
+            "router_logits_dtype": (cfg.router_logits_dtype or cfg.in_dtype).value,
+            "swiglu_alpha": cfg.swiglu_alpha,
+            "swiglu_beta": cfg.swiglu_beta,
+            "swiglu_limit": cfg.swiglu_limit,
+            "situ_beta": cfg.situ_beta,
+            "situ_linear_beta": cfg.situ_linear_beta,
+            "has_hash_routing": bool(cfg.has_hash_routing),
+            "num_expert_group": cfg.num_expert_group,
+            "topk_group": cfg.topk_group,
+            "weight_key": cfg.quant.weight,
+            "activation_key": cfg.quant.activation,
+            "quant_method": q.get("method"),
+            "quant_method_class": method.group(1) if method else None,
+            "experts_class": adapter.rsplit(":", 1)[-1] if adapter else None,
+            "backend": sel.get("backend"),
+            "prepare_finalize": pf_names.get(sel.get("prepare_finalize") or "", sel.get("prepare_finalize")),
+            "excluded_by": q.get("excluded_by") or [],
+        }
+        for idx, name in zip(g["layers"], g["names"]):
+            layers.append({"role": g["role"], "index": idx, "name": name, "kind": g["kind"], **base})
+    return {"status": "ok", "error": None, "layers": layers, "dense": dense, "plan_argv": argv, "model_family": record["model"].get("family"), "notes": record.get("notes", [])}

@@ -1,0 +1,536 @@
+"""Every piece of a vLLM process this tier stands in for while a release builds a model (worker side).
+
+One place, each with a self-check (:func:`self_check`) that fails when the vLLM internal it
+replaces has moved. What is *not* here runs as vLLM's own code: the engine arguments become a
+``VllmConfig`` through ``EngineArgs.create_engine_config``; the model class comes from the
+release's registry; ``initialize_model`` builds it; every ``FusedMoE`` layer, router, quant
+method, selector and ``maybe_make_prepare_finalize`` is the release's.
+
+Stand-ins (vLLM 0.29.0-0.33.0):
+
+1. **Process groups** (``vllm.distributed.parallel_state._TP/_PP/_DP/_EP/_PCP/_DCP/_EPLB/_WORLD``
+   and, where present, ``_ETP``/``_INNER_DP_WORLD``): a :class:`GroupStandIn` per group, as rank 0
+   sees it: ``world_size``, ``rank_in_group`` 0, ``rank`` 0, ``ranks``, ``local_rank`` 0,
+   ``is_first_rank``/``is_last_rank`` true, ``device_group``/``cpu_group`` a
+   :class:`ProcessGroupStandIn` (``size()``, ``rank()``), ``device_communicator`` carrying the
+   all2all manager (EP group only). Any other attribute raises, so a release that starts using
+   one fails loudly instead of silently reading a default. Sizes: TP = ``--tp``, DP = ``--dp``,
+   EP = TP x DP (vLLM's EP group spans DP x PCP x TP), PP = PCP = DCP = 1, WORLD = TP x DP.
+2. **All2all manager** (``get_ep_group().device_communicator.all2all_manager``, read by
+   ``vllm.model_executor.layers.fused_moe.all2all_utils.get_ep_all2all_manager``): an
+   :class:`All2AllManagerStandIn` with ``world_size`` = EP size, ``rank`` 0, ``dp_world_size`` =
+   DP, ``max_num_ep_ranks`` = EP size, and ``get_handle(kwargs)`` returning a
+   :class:`HandleStandIn` that records the kwargs (no communication buffer exists).
+3. **Optional P/F modules bound at import**: ``all2all_utils`` imports the DeepEP / MoRI / NIXL /
+   MoonEP prepare-finalize classes only if the package probe is true *at import*; it is
+   re-executed (``importlib.reload``) after the deployment's packages are applied, so the names
+   exist exactly when vLLM would have imported them.
+4. **Compilation**: ``compilation_config.mode`` is set to ``NONE`` after the config is built, so
+   the ``@support_torch_compile`` decorator does not import the compile backends (which need
+   compiled custom ops). ``max_cudagraph_capture_size`` etc. stay as the config computed them.
+5. **Meta device**: the model is built under ``torch.device("meta")`` (no weights allocated),
+   inside :class:`CudaToMeta`, a ``TorchFunctionMode`` that turns an explicit CUDA device (or accelerator index) in a
+   tensor factory / ``.to()`` / ``.cuda()`` into ``meta`` (vLLM 0.33.0's ``cutlass_mla`` module
+   allocates a 128 MB CUDA workspace when the MLA backend is imported; this CPU torch has no CUDA).
+   5b: an integer/bool tensor of fewer than 2**20 elements created without a device is made on the
+   CPU with real values (expert maps: 0.31.0 calls ``nonzero`` on one while building the layer,
+   which meta tensors cannot answer); see :func:`_small_integer_tensor`.
+6. **Type unions of stand-in package attributes**: P/F modules annotate with
+   ``deep_ep.Config | None`` at class-definition time; the stand-in attribute values of
+   :mod:`moe_oracle.verify.vllm_sim` (``_StubValue``) get ``__or__``/``__ror__`` returning
+   themselves (:func:`patch_stub_values`), so such modules import as they would with the package.
+7. **Compiled ops of a GPU build** (``torch.ops._C.<name>``, read by layers at construction, e.g.
+   ``SiluAndMul`` binds ``torch.ops._C.silu_and_mul``): on a simulated CUDA/ROCm platform a
+   name this CPU torch lacks resolves to a stand-in op that raises when called
+   (:func:`install_gpu_ops`), except the ops only vLLM's CPU build has (:data:`CPU_BUILD_OPS`, and
+   any name ending ``_cpu``) and the ops :mod:`moe_oracle.verify.vllm_sim` manages per deployment.
+   ``hasattr`` probes of the MoE / quantization code see these as a GPU build does; the
+   self-check fails on a probed name not reviewed here (:data:`REVIEWED_GPU_PROBES`).
+8. **CUDA streams and events** (``torch.cuda.Stream`` / ``Event`` / ``current_stream``: the shared
+   experts' auxiliary stream, vLLM 0.33.0 ``vllm/utils/torch_utils.py aux_stream``): inert objects
+   while the model is built (:func:`cuda_runtime`), restored after.
+9. **Model inspection in a subprocess** (``vllm.model_executor.models.registry._run_in_subprocess``,
+   used to inspect a lazily registered architecture "to avoid initializing CUDA"): run in this
+   process instead, where the simulation is installed (:func:`install_registry_inprocess`).
+10. **GPU workspace manager** (``vllm.v1.worker.workspace.init_workspace_manager``, which the GPU
+    model runner calls before building; sparse-attention layers need it): initialised on the meta
+    device (:func:`init_workspace`).
+11. **Triton dtypes** on vLLM's ``triton.language`` placeholder (``vllm.triton_utils``; this
+    environment has no triton): module-level constants such as ``tl.bfloat16`` in attention
+    kernels (0.33.0 ``v1/attention/ops/turboquant_soa``, imported by ROCm attention backends) get
+    ``None`` as the placeholder's own dtypes do, and the placeholder's ``triton.Config`` keeps its
+    arguments (``kwargs``, ``num_warps``, ``num_stages``) as triton's does (0.33.0
+    ``mamba/ops/ssd_chunk_scan.py`` filters autotune configs by them at import on SM 9.0)
+    (:func:`patch_triton_placeholder`).
+12. **GPU-host packages no selection reads**: ``torchvision`` (image processors of multimodal
+    models, imported when the registry inspects e.g. ``Llama4ForConditionalGeneration``) and
+    ``cuda`` (cuda-python, imported by 0.33.0 ``minimax_rms_norm``) are stand-in modules
+    (:func:`install_host_packages`); calling anything in them raises.
+13. Everything :class:`moe_oracle.verify.vllm_sim.Simulation` stands in for (platform with a
+   pinned device capability, compiled capability queries, optional-package probes, env vars):
+   see that module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+from typing import Any
+
+__all__ = [
+    "GroupStandIn",
+    "ProcessGroupStandIn",
+    "All2AllManagerStandIn",
+    "HandleStandIn",
+    "GROUP_GLOBALS",
+    "install_groups",
+    "reload_all2all_utils",
+    "patch_stub_values",
+    "install_gpu_ops",
+    "cuda_runtime",
+    "self_check",
+]
+
+GROUP_GLOBALS: tuple[str, ...] = ("_TP", "_PP", "_DP", "_EP", "_PCP", "_DCP", "_EPLB", "_WORLD")
+"""``vllm.distributed.parallel_state`` globals every modelled release has (checked by :func:`self_check`)."""
+
+OPTIONAL_GROUP_GLOBALS: tuple[str, ...] = ("_ETP", "_INNER_DP_WORLD")
+"""Globals only some releases have; stood in where present."""
+
+A2A = "vllm.model_executor.layers.fused_moe.all2all_utils"
+
+# Names all2all_utils binds only when a package probe is true at import (0.29.0-0.33.0).
+_CONDITIONAL_PF_NAMES: tuple[str, ...] = (
+    "DeepEPHTPrepareAndFinalize",
+    "DeepEPLLPrepareAndFinalize",
+    "DEEPEP_QUANT_BLOCK_SHAPE",
+    "DeepEPV2PrepareAndFinalize",
+    "MoriPrepareAndFinalize",
+    "NixlEPPrepareAndFinalize",
+    "NIXL_EP_QUANT_BLOCK_SHAPE",
+    "MoonEPPrepareAndFinalize",
+    "MOONEP_DEFAULT_NUM_PREFETCH_SLOTS",
+    "MOONEP_DEFAULT_NUM_SMS",
+    "MOONEP_DEFAULT_TOKEN_PADDING",
+    "QuantFormat",  # under `if TYPE_CHECKING:` (0.33.0), never bound at run time
+)
+
+
+class ProcessGroupStandIn:
+    """``torch.distributed.ProcessGroup`` as rank 0 of ``size`` ranks: ``size()`` and ``rank()`` only."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+
+    def size(self) -> int:
+        return self._size
+
+    def rank(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return f"<process group stand-in size={self._size}>"
+
+
+class HandleStandIn:
+    """What ``all2all_manager.get_handle(kwargs)`` returns: records the kwargs, nothing else."""
+
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        self.kwargs = dict(kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the model-construction tier has no communication buffer: handle.{name} was read")
+
+
+class All2AllManagerStandIn:
+    """The EP group's all2all manager as rank 0 sees it."""
+
+    def __init__(self, world_size: int, dp_world_size: int) -> None:
+        self.world_size = world_size
+        self.rank = 0
+        self.dp_world_size = dp_world_size
+        self.dp_rank = 0
+        self.max_num_ep_ranks = world_size
+        self.handles: list[HandleStandIn] = []
+
+    def get_handle(self, kwargs: dict[str, Any]) -> HandleStandIn:
+        handle = HandleStandIn(kwargs)
+        self.handles.append(handle)
+        return handle
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the model-construction tier stands in for the all2all manager: .{name} was read")
+
+
+class GroupStandIn:
+    """A ``GroupCoordinator`` as rank 0 of ``world_size`` ranks (no process group exists)."""
+
+    def __init__(self, name: str, world_size: int, all2all: All2AllManagerStandIn | None = None) -> None:
+        self.unique_name = name
+        self.world_size = world_size
+        self.rank_in_group = 0
+        self.rank = 0
+        self.local_rank = 0
+        self.ranks = list(range(world_size))
+        self.device_group = ProcessGroupStandIn(world_size)
+        self.cpu_group = ProcessGroupStandIn(world_size)
+        self.device_communicator = types.SimpleNamespace(all2all_manager=all2all) if all2all is not None else None
+        self.is_first_rank = True
+        self.is_last_rank = True
+        self.use_device_communicator = all2all is not None
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the model-construction tier simulates no process group: GroupCoordinator.{name} was read ({self.unique_name})")
+
+
+def install_groups(tp: int, dp: int, use_ep: bool) -> All2AllManagerStandIn:
+    """Install the group stand-ins for a TP x DP deployment (rank 0); returns the all2all manager."""
+    import vllm.distributed.parallel_state as ps
+
+    ep = tp * dp
+    manager = All2AllManagerStandIn(ep, dp)
+    sizes = {"_TP": tp, "_PP": 1, "_DP": dp, "_EP": ep, "_PCP": 1, "_DCP": 1, "_EPLB": ep, "_WORLD": tp * dp, "_ETP": 1, "_INNER_DP_WORLD": dp}
+    for name in GROUP_GLOBALS + OPTIONAL_GROUP_GLOBALS:
+        if name in GROUP_GLOBALS or hasattr(ps, name):
+            setattr(ps, name, GroupStandIn(name.strip("_").lower(), sizes[name], manager if name == "_EP" else None))
+    return manager
+
+
+def _is_cuda(device: Any) -> bool:
+    import torch
+
+    if isinstance(device, torch.device):
+        return device.type == "cuda"
+    if isinstance(device, str):
+        return device.startswith("cuda")
+    # An int is an accelerator index (torch reads ``device=0`` as the current accelerator); vLLM
+    # passes ``current_platform.current_device()``, which stand-in 8 answers with 0.
+    return isinstance(device, int) and not isinstance(device, bool)
+
+
+_SMALL_NUMEL = 1 << 20
+_INT_FACTORIES = ("full", "zeros", "ones", "empty", "arange", "tensor", "as_tensor")
+
+
+def _small_integer_tensor(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Stand-in 5b: an integer/bool tensor of < 2**20 elements created with no device is made on
+    the CPU (with real values), not on meta. Such tensors are vLLM's bookkeeping (expert maps,
+    routing tables; 0.31.0 ``ExpertMapManager.get_compressed_map_string`` calls ``torch.where``,
+    i.e. ``nonzero``, on the expert map while the layer is built), never weights. Returns
+    ``None`` when the rule does not apply (the call then proceeds as usual)."""
+    import math
+
+    import torch
+
+    name = getattr(func, "__name__", "")
+    if name not in _INT_FACTORIES or getattr(func, "__module__", "") not in ("torch", "torch._C._VariableFunctions", None) and not func.__qualname__.startswith("_VariableFunctionsClass"):
+        return None
+    dtype = kwargs.get("dtype")
+    if name in ("tensor", "as_tensor"):
+        if not args or isinstance(args[0], torch.Tensor):
+            return None
+        try:
+            t = func(*args, **{**kwargs, "device": "cpu"})
+        except Exception:  # noqa: BLE001 - leave it to the usual path
+            return None
+        return t if not (t.dtype.is_floating_point or t.dtype.is_complex) and t.numel() < _SMALL_NUMEL else None
+    if name == "arange":
+        if dtype is None and any(isinstance(a, float) for a in args):
+            return None
+    elif dtype is None:
+        return None
+    if dtype is not None and (dtype.is_floating_point or dtype.is_complex):
+        return None
+    if name != "arange":
+        size = args[0] if args and isinstance(args[0], (tuple, list, torch.Size)) else [a for a in args if isinstance(a, int)][: (1 if name == "full" else len(args))]
+        if name == "full" and args and isinstance(args[0], int):
+            size = [args[0]]
+        try:
+            numel = math.prod(int(x) for x in size)
+        except (TypeError, ValueError):
+            return None
+        if numel >= _SMALL_NUMEL:
+            return None
+    try:
+        return func(*args, **{**kwargs, "device": "cpu"})
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def cuda_to_meta() -> Any:
+    """A ``TorchFunctionMode`` instance (stand-in 5): explicit CUDA devices become ``meta``."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class CudaToMeta(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+            kwargs = dict(kwargs or {})
+            if _is_cuda(kwargs.get("device")):
+                kwargs["device"] = torch.device("meta")
+            elif kwargs.get("device") is None:
+                small = _small_integer_tensor(func, args, kwargs)
+                if small is not None:
+                    return small
+            name = getattr(func, "__name__", "")
+            if name == "cuda" and args and isinstance(args[0], torch.Tensor):
+                return args[0].to("meta")
+            if name == "to" and len(args) > 1 and _is_cuda(args[1]):
+                args = (args[0], torch.device("meta"), *args[2:])
+            return func(*args, **kwargs)
+
+    return CudaToMeta()
+
+
+CPU_BUILD_OPS: frozenset[str] = frozenset({
+    "cpu_fused_moe_int8", "cpu_has_amx_fp8", "create_onednn_mm_handler", "int8_scaled_mm_with_quant",
+    "fp8_scaled_mm_with_quant", "dynamic_4bit_int_moe", "convert_weight_packed_scale_zp",
+})
+"""``torch.ops._C`` ops only vLLM's CPU build registers (vLLM 0.29-0.33 csrc/cpu/torch_bindings.cpp names)."""
+
+REVIEWED_GPU_PROBES: frozenset[str] = frozenset({
+    "allspark_w8a16_gemm", "awq_dequantize", "awq_gemm", "awq_marlin_repack", "copy_and_expand_dflash_inputs_kernel_impl",
+    "cutlass_encode_and_reorder_int4b", "cutlass_encode_and_reorder_int4b_grouped", "cutlass_pack_scale_fp8", "cutlass_w4a8_mm",
+    "fp32_router_gemm", "gptq_gemm", "gptq_marlin_repack", "hadacore_transform", "machete_mm", "marlin_gemm",
+    "minimax_allreduce_rms_qk", "permute_cols", "scaled_fp4_quant",
+})
+"""``hasattr(torch.ops._C, name)`` probes in the MoE / quantization code whose op a CUDA build has
+(present here as stand-ins on CUDA/ROCm). ROCm builds lack some (machete, cutlass_*, allspark): not
+modelled — the corpus's ROCm deployments do not reach those probes' quant methods."""
+
+_MANAGED_BY_SIM = ("cpu_fused_moe_int8", "moe_gptq_gemm_rdna3")
+
+
+class _StandInOp:
+    """A compiled op of a GPU build: every overload (``.default``, ``.out`` ...) is itself; calling raises."""
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return self
+
+    def __call__(self, *_a: Any, **_k: Any) -> Any:
+        raise RuntimeError(f"torch.ops._C.{self.__name__} is a stand-in (model-construction tier): it cannot run")
+
+
+def _standin_op(name: str) -> Any:
+    return _StandInOp(name)
+
+
+_TRITON_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "uint16", "uint32", "uint64", "float8e4nv", "float8e4b8", "float8e4b15", "float8e5", "float8e5b16")
+
+HOST_PACKAGES: tuple[str, ...] = ("torchvision", "cuda")
+"""Top-level modules stood in by :func:`install_host_packages` (stand-in 12)."""
+
+
+def patch_triton_placeholder() -> None:
+    """Stand-in 11 (only where vLLM runs on its placeholder)."""
+    try:
+        tu = importlib.import_module("vllm.triton_utils")
+    except ImportError:
+        return
+    tl = getattr(tu, "tl", None)
+    if tl is None or type(tl).__name__ != "TritonLanguagePlaceholder":
+        return
+    for name in _TRITON_DTYPES:
+        if not hasattr(tl, name):
+            setattr(tl, name, None)
+    triton = getattr(tu, "triton", None)
+    if triton is not None and type(triton).__name__ == "TritonPlaceholder":
+        triton.Config = _TritonConfig
+
+
+class _TritonConfig:
+    """``triton.Config(kwargs, num_warps=4, num_stages=3, ...)``: the arguments, kept."""
+
+    def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3, **extra: Any) -> None:
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.extra = extra
+
+
+def install_host_packages() -> None:
+    """Stand-in 12: a meta-path finder serving stand-in modules for :data:`HOST_PACKAGES`."""
+    import importlib.abc
+    import importlib.machinery
+    import sys
+
+    from ..vllm_sim import _StubLoader
+
+    class HostFinder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+            if fullname.split(".")[0] not in HOST_PACKAGES:
+                return None
+            return importlib.machinery.ModuleSpec(fullname, _StubLoader(set()), is_package=True)
+
+    if not any(type(f).__name__ == "HostFinder" for f in sys.meta_path):
+        sys.meta_path.append(HostFinder())
+
+
+def install_registry_inprocess() -> None:
+    """Stand-in 9."""
+    reg = importlib.import_module("vllm.model_executor.models.registry")
+    reg._run_in_subprocess = lambda fn: fn()
+
+
+def init_workspace() -> None:
+    """Stand-in 10 (a release without the workspace module needs none)."""
+    import torch
+
+    try:
+        ws = importlib.import_module("vllm.v1.worker.workspace")
+    except ImportError:
+        return
+    if getattr(ws, "_manager", None) is None and hasattr(ws, "init_workspace_manager"):
+        ws.init_workspace_manager(torch.device("meta"))
+
+
+def install_gpu_ops(platform_of: Any) -> None:
+    """Stand-in 7: ``platform_of()`` names the simulated platform at lookup time."""
+    import torch
+
+    ns = torch.ops._C
+    base = type(ns)
+    if getattr(base, "__moe_oracle_gpu_ops__", False):
+        return
+
+    class GpuBuildOps(base):  # type: ignore[misc, valid-type]
+        __moe_oracle_gpu_ops__ = True
+
+        def __getattr__(self, name: str) -> Any:
+            try:
+                return base.__getattr__(self, name)
+            except AttributeError:
+                if name.startswith("__") or platform_of() not in ("cuda", "rocm") or name in CPU_BUILD_OPS or name.endswith("_cpu") or name in _MANAGED_BY_SIM:
+                    raise
+                return _standin_op(name)
+
+    ns.__class__ = GpuBuildOps
+
+
+def _probed_c_ops() -> set[str]:
+    import re
+    from pathlib import Path
+
+    import vllm
+
+    root = Path(vllm.__file__).parent
+    text = "".join(f.read_text() for sub in ("model_executor/layers/fused_moe", "model_executor/layers/quantization") for f in (root / sub).rglob("*.py"))
+    return set(re.findall(r'hasattr\(\s*torch\.ops\._C,\s*"([a-z0-9_]+)"', text))
+
+
+class _StreamStandIn:
+    """An inert CUDA stream / event: methods return ``None``."""
+
+    def __init__(self, *_a: Any, **_k: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *_a, **_k: None
+
+
+def cuda_runtime() -> Any:
+    """Stand-in 8, as a context manager."""
+    import contextlib
+
+    import torch
+
+    @contextlib.contextmanager
+    def ctx() -> Any:
+        saved = (torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream, torch.cuda.current_device)
+        saved_empty = torch.accelerator.empty_cache
+        saved_props = torch.cuda.get_device_properties
+        # FlashInfer's attention backend sizes work by the SM count (0.33.0 v1/attention/backends/
+        # flashinfer.py get_device_sm_count): the simulated GPU's, as Simulation reports it.
+        def props(*_a: Any, **_k: Any) -> Any:
+            from vllm.platforms import current_platform
+
+            cap = current_platform.get_device_capability()
+            major, minor = (cap.major, cap.minor) if cap is not None else (0, 0)
+            return types.SimpleNamespace(multi_processor_count=132, name="simulated", major=major, minor=minor, total_memory=141 << 30, gcnArchName="gfx942", warp_size=32, L2_cache_size=50 << 20)
+
+        torch.cuda.get_device_properties = props  # type: ignore[assignment]
+        torch.accelerator.empty_cache = lambda: None  # type: ignore[assignment]
+        torch.cuda.Stream, torch.cuda.Event = _StreamStandIn, _StreamStandIn  # type: ignore[misc, assignment]
+        torch.cuda.current_stream = lambda *_a, **_k: _StreamStandIn()  # type: ignore[assignment]
+        torch.cuda.current_device = lambda: 0  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream, torch.cuda.current_device = saved  # type: ignore[misc, assignment]
+            torch.accelerator.empty_cache = saved_empty  # type: ignore[assignment]
+            torch.cuda.get_device_properties = saved_props  # type: ignore[assignment]
+
+    return ctx()
+
+
+def patch_stub_values() -> None:
+    """Let ``X | None`` annotations on stand-in package attributes evaluate (stand-in 6)."""
+    from ..vllm_sim import _StubValue
+
+    _StubValue.__or__ = lambda self, other: self  # type: ignore[method-assign]
+    _StubValue.__ror__ = lambda self, other: self  # type: ignore[method-assign]
+
+
+def reload_all2all_utils() -> None:
+    """Re-execute ``all2all_utils`` so its import-time package probes see the deployment's packages."""
+    mod = importlib.import_module(A2A)
+    for name in _CONDITIONAL_PF_NAMES:
+        vars(mod).pop(name, None)
+    importlib.reload(mod)
+
+
+def _import_time_conditional_names(source: str) -> set[str]:
+    """Names a module imports inside module-level ``if`` blocks (at any nesting)."""
+    import ast
+
+    names: set[str] = set()
+
+    def visit(nodes: list[Any], inside_if: bool) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If):
+                visit(node.body, True)
+                visit(node.orelse, True)
+            elif isinstance(node, ast.ImportFrom) and inside_if:
+                names.update(a.asname or a.name for a in node.names)
+
+    visit(ast.parse(source).body, False)
+    return names
+
+
+def self_check() -> list[str]:
+    """What a vLLM upgrade moved among the internals stood in for (empty: all fit)."""
+    import inspect
+
+    import vllm.distributed.parallel_state as ps
+
+    problems = [f"vllm.distributed.parallel_state.{g} is gone" for g in GROUP_GLOBALS if not hasattr(ps, g)]
+    for getter in ("get_tp_group", "get_pp_group", "get_dp_group", "get_ep_group", "get_pcp_group", "get_dcp_group", "get_tensor_model_parallel_world_size"):
+        if not hasattr(ps, getter):
+            problems.append(f"vllm.distributed.parallel_state.{getter} is gone")
+    mod = importlib.import_module(A2A)
+    for fn in ("get_ep_all2all_manager", "maybe_make_prepare_finalize"):
+        if not hasattr(mod, fn):
+            problems.append(f"{A2A}.{fn} is gone")
+    if hasattr(mod, "get_ep_all2all_manager"):
+        src = inspect.getsource(mod.get_ep_all2all_manager)
+        if "device_communicator" not in src or "all2all_manager" not in src:
+            problems.append(f"{A2A}.get_ep_all2all_manager no longer reads ep_group.device_communicator.all2all_manager")
+    for name in sorted(_import_time_conditional_names(inspect.getsource(mod)) - set(_CONDITIONAL_PF_NAMES)):
+        problems.append(f"{A2A} imports {name} under an import-time condition the reload list does not name (standins 3)")
+    for name in sorted(_probed_c_ops()):
+        if name not in REVIEWED_GPU_PROBES and name not in CPU_BUILD_OPS and not name.endswith("_cpu") and name not in _MANAGED_BY_SIM:
+            problems.append(f"the MoE/quantization code probes torch.ops._C.{name}: not reviewed (standins 7)")
+    reg = importlib.import_module("vllm.model_executor.models.registry")
+    if not hasattr(reg, "_run_in_subprocess"):
+        problems.append("vllm.model_executor.models.registry._run_in_subprocess is gone (standins 9)")
+    try:
+        from vllm.config import CompilationMode  # noqa: F401
+    except ImportError:
+        problems.append("vllm.config.CompilationMode is gone")
+    return problems

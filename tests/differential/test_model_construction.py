@@ -1,0 +1,100 @@
+"""The model-construction tier: each modelled vLLM release builds the model itself, layer by layer.
+
+For every release 0.29.0-0.33.0, ``moe_oracle.verify.model_build`` lets that release build each
+corpus model on the meta device from its ``config.json`` (+ ``hf_quant_config.json``) under each
+deployment (stand-ins: ``moe_oracle/verify/model_build/standins.py``), reads every fused-MoE layer
+it made (experts, top-k, sizes, routing, activation, quant keys, selected experts class, backend,
+prepare/finalize) and compares with ``moe-oracle plan --json`` for the same inputs.
+
+Fails on: the stand-ins' self-check; a case the release cannot build that the reviewed list
+(``moe_oracle/verify/model_build/divergences.yaml``, ``not_built``) does not name; a layer field on
+which the two sides differ that no reviewed divergence explains; and when too few layers were
+compared (the self-check that the tier ran at all).
+
+Marker ``differential`` (deselected by default). Size: the CI subset (:data:`QUICK_MODELS` x the
+three quick deployments, about 1 min per release on a 2-core machine); ``MOE_ORACLE_MODEL_BUILD=full``
+runs every model of ``examples/models`` and ``../shared/models`` under every deployment of
+``corpus.DEPLOYMENTS`` (several minutes per release).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from moe_oracle.verify.model_build.compare import DIVERGENCES, load_divergences
+from moe_oracle.verify.model_build.corpus import DEPLOYMENTS, QUICK_DEPLOYMENTS, cases
+from moe_oracle.verify.model_build.driver import corpus_dirs, render, run_release
+from moe_oracle.verify.run import RELEASES, VllmEnv
+
+pytestmark = pytest.mark.differential
+
+QUICK_MODELS = (
+    "deepseek-r1",
+    "qwen3-30b-a3b-fp8",
+    "gpt-oss-20b",
+    "mixtral-8x7b-instruct-v0.1",
+    "nvidia-nemotron-3-nano-30b-a3b-nvfp4",
+)
+"""Models of the CI subset: FP8 block with grouped sigmoid+bias routing and an MTP draft
+(DeepSeek-R1), FP8 block refined under TP (Qwen3-30B-FP8), MXFP4 with biases and SwiGLU-OAI
+(gpt-oss), unquantized softmax (Mixtral), ModelOpt NVFP4 with relu2 (Nemotron-3-Nano)."""
+
+OLDER_RELEASE_MODELS = ("deepseek-r1", "qwen3-30b-a3b-fp8", "gpt-oss-20b")
+"""The CI subset for releases before the newest (to keep the tier near ten minutes on 2 cores)."""
+
+MIN_LAYERS_PER_RELEASE = 150
+
+
+def _full() -> bool:
+    return os.environ.get("MOE_ORACLE_MODEL_BUILD", "") == "full"
+
+
+@pytest.fixture(scope="module")
+def vllm_env() -> VllmEnv:
+    directory = os.environ.get("MOE_ORACLE_VLLM_ENV")
+    if not directory:
+        pytest.skip("MOE_ORACLE_VLLM_ENV is not set: build the vLLM environment with `python -m moe_oracle.verify.setup_env --dir DIR`")
+    try:
+        return VllmEnv.from_dir(Path(directory))
+    except FileNotFoundError as exc:
+        pytest.fail(f"MOE_ORACLE_VLLM_ENV={directory} is not a vLLM environment: {exc}")
+
+
+def _reviewed_not_built(release: str, case_id: str, error: str) -> str | None:
+    doc = yaml.safe_load(DIVERGENCES.read_text()) or {}
+    for e in doc.get("not_built") or []:
+        if fnmatch.fnmatch(case_id, e["case"]) and fnmatch.fnmatch(release, e.get("release", "*")) and fnmatch.fnmatch(error, e.get("error", "*")):
+            return e["id"]
+    return None
+
+
+def test_divergence_file_is_well_formed():
+    entries = load_divergences()
+    doc = yaml.safe_load(DIVERGENCES.read_text()) or {}
+    ids = [e["id"] for e in entries] + [e["id"] for e in doc.get("not_built") or []]
+    assert len(ids) == len(set(ids)), "divergence ids must be unique"
+    for e in doc.get("not_built") or []:
+        assert e.get("case") and e.get("reason"), f"not_built entry {e.get('id')} needs case and reason"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_release_builds_the_model_our_plan_describes(vllm_env, release):
+    corpus = cases(corpus_dirs(), DEPLOYMENTS if _full() else QUICK_DEPLOYMENTS)
+    if not _full():
+        models = QUICK_MODELS if release == RELEASES[-1] else OLDER_RELEASE_MODELS
+        corpus = [c for c in corpus if c.model in models]
+    assert corpus, "empty corpus: examples/models not found"
+    res = run_release(vllm_env, release, corpus)
+    print(render(res))
+    assert not res.self_check, f"vLLM {release}: the stand-ins no longer fit: {res.self_check}"
+    unreviewed = {cid: err for cid, err in res.not_built.items() if _reviewed_not_built(release, cid, err) is None}
+    assert not unreviewed, f"vLLM {release}: cases the release could not build and no reviewed entry names:\n" + "\n".join(f"  {k}: {v[:200]}" for k, v in unreviewed.items())
+    assert not res.ours_failed, f"vLLM {release}: our plan failed: {res.ours_failed}"
+    assert res.layers >= MIN_LAYERS_PER_RELEASE, f"vLLM {release}: only {res.layers} layers compared"
+    shown = "\n".join(f"  {d.case} [{d.role} {d.index}] {d.field}: vLLM {d.vllm!r} | ours {d.ours!r}" for d in res.unexplained[:30])
+    assert not res.unexplained, f"vLLM {release}: {len(res.unexplained)} layer-field differences no reviewed divergence explains:\n{shown}"
