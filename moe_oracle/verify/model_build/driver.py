@@ -29,7 +29,7 @@ __all__ = ["ReleaseResult", "run_release", "main", "corpus_dirs"]
 
 def corpus_dirs() -> list[Path]:
     """``examples/models`` of this checkout, then ``../shared/models`` beside it (where present)."""
-    from ..._resources import package_dir
+    from ...core._resources import package_dir
 
     root = package_dir().parent
     out = [root / "examples" / "models"]

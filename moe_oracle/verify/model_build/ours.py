@@ -1,60 +1,24 @@
-"""Our side: ``moe-oracle plan --json`` for a :class:`~.corpus.Case`, layer by layer.
+"""Our side: the plan ``moe-oracle plan --json`` prints for a :class:`~.corpus.Case`, layer by layer.
 
-The plan runs through the CLI entry (``moe_oracle.cli.main``) with a ``pip freeze``-style
-environment file (every package not listed is absent, as on the vLLM side). ``plan --json``
-records each group's kind, role, quant keys, selected kernel and prepare/finalize, but not the
-layer's own inputs (experts, top-k, sizes, routing, activation ...); those are read from the
-plan's Decision objects, captured while the CLI builds the plan (:func:`_capture_plans`, the one
-place that knows where ``build_plan`` lives). Recommendation (for whoever owns ``plan.py``): put
-each group's ``decision.to_dict()["inputs"]`` into ``plan --json`` and this capture can go.
+The case's inputs go through the one door the CLI uses
+(:func:`moe_oracle.inputs.model_deployment.build_model_deployment`, then
+:func:`moe_oracle.explain.plan.plan_deployment`) with a ``pip freeze``-style environment file
+(every package not listed is absent, as on the vLLM side). The plan's record gives each group's
+kind, role, quant keys, selected kernel and prepare/finalize; the layer's own inputs (experts,
+top-k, sizes, routing, activation ...) are read from the group's Decision.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import io
 import json
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..ours import FLASHINFER_PINS, PACKAGE_NAMES
 
 __all__ = ["our_layers", "plan_argv"]
-
-_PLAN_MODULES = ("moe_oracle.plan", "moe_oracle.planning.plan", "moe_oracle.plan.plan")
-
-
-@contextlib.contextmanager
-def _capture_plans() -> Iterator[list[Any]]:
-    """Record every Plan ``build_plan`` returns while the CLI runs."""
-    mod = None
-    for name in _PLAN_MODULES:
-        try:
-            mod = importlib.import_module(name)
-        except ImportError:
-            continue
-        if hasattr(mod, "build_plan"):
-            break
-        mod = None
-    if mod is None:
-        raise RuntimeError(f"build_plan not found in any of {_PLAN_MODULES}: update moe_oracle/verify/model_build/ours.py")
-    original = mod.build_plan
-    plans: list[Any] = []
-
-    def hook(*args: Any, **kwargs: Any) -> Any:
-        plan = original(*args, **kwargs)
-        plans.append(plan)
-        return plan
-
-    mod.build_plan = hook
-    try:
-        yield plans
-    finally:
-        mod.build_plan = original
-
 
 CUTLASS_DSL_PINS: dict[str, str] = {"0.29.0": "4.6.2", "0.30.0": "4.7.1", "0.31.0": "4.7.1", "0.32.0": "4.8.0", "0.33.0": "4.8.0"}
 """nvidia-cutlass-dsl version each vLLM release pins (its wheel METADATA ``Requires-Dist``)."""
@@ -68,6 +32,15 @@ def freeze_text(release: str, packages: list[str]) -> str:
         version = FLASHINFER_PINS.get(release, "0.7.2.post1") if short == "flashinfer" else CUTLASS_DSL_PINS.get(release, "4.8.0") if short == "cutlass" else "1.0"
         lines.append(f"{PACKAGE_NAMES[short]}=={version}")
     return "\n".join(lines) + "\n"
+
+
+def plan_inputs(case: dict[str, Any], env_file: Path) -> Any:
+    """The operator's inputs of :func:`plan_argv`, handed to the one door (no CLI in between)."""
+    from ...inputs.operator_inputs import OperatorInputs
+
+    dep = case["deployment"]
+    return OperatorInputs(model=case["config"], gpu=dep["gpu"], tp=dep["tp"], dp=dep["dp"], environment=str(env_file), hf_quant_config=case.get("hf_quant_config"),
+                          ep=True if dep["ep"] else None, all2all=dep.get("all2all") or None, no_draft=not dep.get("speculative"))
 
 
 def plan_argv(case: dict[str, Any], env_file: Path) -> list[str]:
@@ -88,7 +61,7 @@ def _upstream_pf() -> dict[str, str]:
     """Our prepare/finalize id -> vLLM class name (``upstream`` of the shipped P/F tables)."""
     import yaml
 
-    from ..._resources import package_dir
+    from ...core._resources import package_dir
 
     out: dict[str, str] = {}
     for path in sorted(package_dir().rglob("prepare_finalize/*.yaml")):
@@ -107,29 +80,24 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
 
     Each layer: role, index, name and the fields :mod:`.compare` compares, in our vocabulary.
     """
-    from ...cli import main
+    from ...core.errors import ConfigError
+    from ...core.oracle import default_catalog
+    from ...explain.plan import plan_deployment
+    from ...inputs.model_deployment import build_model_deployment
 
     pf_names = _upstream_pf()
     with tempfile.TemporaryDirectory() as tmp:
         env_file = Path(tmp) / "freeze.txt"
         env_file.write_text(freeze_text(release, list(case["deployment"].get("packages", []))))
         argv = plan_argv(case, env_file)
-        out, err = io.StringIO(), io.StringIO()
-        with _capture_plans() as plans, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                rc = main(argv)
-            except SystemExit as exc:
-                rc = exc.code if isinstance(exc.code, int) else 2
-            except Exception as exc:  # noqa: BLE001 - recorded as our side failing
-                return {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:400], "layers": [], "dense": [], "plan_argv": argv}
-    text = out.getvalue()
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return {"status": "error", "error": f"exit {rc}: {(err.getvalue() or text)[-400:]}", "layers": [], "dense": [], "plan_argv": argv}
-    if not isinstance(record, dict) or "groups" not in record:
-        return {"status": "error", "error": f"exit {rc}: no plan: {json.dumps(record)[:400]}", "layers": [], "dense": [], "plan_argv": argv}
-    plan = plans[-1] if plans else None
+        catalog = default_catalog()
+        try:
+            plan = plan_deployment(build_model_deployment(plan_inputs(case, env_file), catalog), catalog)
+        except ConfigError as exc:
+            return {"status": "error", "error": f"exit 2: {exc}"[-400:], "layers": [], "dense": [], "plan_argv": argv}
+        except Exception as exc:  # noqa: BLE001 - recorded as our side failing
+            return {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:400], "layers": [], "dense": [], "plan_argv": argv}
+    record = json.loads(json.dumps(plan.to_dict(), default=str))  # what `moe-oracle plan --json` prints
     layers: list[dict[str, Any]] = []
     dense: list[dict[str, Any]] = []
     for gi, g in enumerate(record["groups"]):
