@@ -107,8 +107,25 @@ def vllm_layers(model: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _device() -> dict[str, Any]:
+    """This process's device as vLLM's current platform reports it (platform, and the SM of a CUDA device)."""
+    from vllm.platforms import current_platform
+
+    for name in ("cuda", "rocm", "xpu", "cpu"):
+        if getattr(current_platform, f"is_{name}")():
+            out: dict[str, Any] = {"platform": name}
+            if name == "cuda":
+                cap = current_platform.get_device_capability()
+                if cap is not None:
+                    out["sm"] = cap.to_int() if hasattr(cap, "to_int") else cap[0] * 10 + cap[1]
+            return out
+    return {}
+
+
 def _inputs_from(vllm_config: Any, config_path: Path) -> Any:
-    """The operator's inputs this vLLM process was started with, for the one door."""
+    """The operator's inputs this vLLM process was started with, for the one door: the model's
+    config, vLLM's parallel and kernel config, the device its platform reports, this process's
+    packages and variables (probed)."""
     from ..inputs.operator_inputs import OperatorInputs
 
     par = vllm_config.parallel_config
@@ -127,6 +144,7 @@ def _inputs_from(vllm_config: Any, config_path: Path) -> Any:
         moe_backend=None if backend in (None, "auto") else str(backend),
         no_draft=getattr(vllm_config, "speculative_config", None) is None,
         probe=True,
+        **_device(),
     )
 
 

@@ -105,6 +105,8 @@ def build_case(sim: Any, case: dict[str, Any], root: Path) -> dict[str, Any]:
             model = initialize_model(vllm_config=vc)
             out["model_class"] = type(model).__name__
             out["layers"] = read_layers(model, "target")
+            if case.get("plugin"):
+                out["plugin"] = _plugin(model, vc, root)
         del model
         spec = getattr(vc, "speculative_config", None)
         if spec is not None and getattr(spec, "draft_model_config", None) is not None:
@@ -125,6 +127,27 @@ def build_case(sim: Any, case: dict[str, Any], root: Path) -> dict[str, Any]:
         out["trace"] = traceback.format_exc()[-2000:]
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out
+
+
+def _plugin(model: Any, vllm_config: Any, root: Path) -> dict[str, Any]:
+    """vLLM's own plugin loader (``vllm.plugins.load_general_plugins``) finds the ``moe_oracle``
+    entry point (declared by a dist-info on ``sys.path``, as ``pip install`` writes it) and calls
+    it; then the observer reads ``model`` (built on the meta device: no weights were processed)."""
+    import importlib
+
+    from .. import vllm_plugin
+
+    info = root / "moe_oracle_plugin_check-0.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: moe-oracle-plugin-check\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[vllm.general_plugins]\nmoe_oracle = moe_oracle.verify.vllm_plugin:register\n")
+    sys.path.insert(0, str(root))
+    plugins = importlib.import_module("vllm.plugins")
+    plugins.plugins_loaded = False
+    plugins.load_general_plugins()
+    loader = importlib.import_module("vllm.model_executor.model_loader.base_loader").BaseModelLoader
+    record = vllm_plugin.observe(model, vllm_config)
+    return {"wrapped": bool(getattr(loader.load_model, "_moe_oracle_observer", False)), "groups": record["groups"] if record else None}
 
 
 def _isolated(sim: Any, case: dict[str, Any], root: Path) -> dict[str, Any]:
