@@ -178,7 +178,8 @@ class Answer:
             MoE itself: vLLM TPU / out-of-tree).
         experts: experts class name (vLLM ``__name__``; ours: the winner's ``upstream``).
         activation_format: ``standard`` | ``batched_experts`` (``None`` unless ok).
-        backend: vLLM backend enum name or our backend id (informational).
+        backend: the vLLM backend enum member name (ours: translated from our selection by
+            :func:`~moe_oracle.verify.backend_names.vllm_backend_name`); compared when both are ok.
         detail: error text, or our kernel id.
     """
 
@@ -196,12 +197,22 @@ class Answer:
         return cls(**dict(data))
 
     def agrees(self, other: "Answer") -> bool:
-        """Same outcome: both refuse, or both select the same experts class in the same format."""
+        """Same outcome: both refuse, or both select the same experts class in the same format
+        through the same backend member (the activation variant: MXFP4 TRT-LLM BF16 vs MXFP8 is
+        one class, two members)."""
         if self.status != other.status:
             return False
         if self.status == "ok":
-            return (self.experts, self.activation_format) == (other.experts, other.activation_format)
+            return (self.experts, self.activation_format, self.backend) == (other.experts, other.activation_format, other.backend)
         return True
+
+    def differs_in(self, other: "Answer") -> tuple[str, ...]:
+        """Which parts of the answer differ: ``status``, ``experts``, ``activation_format``, ``backend``."""
+        if self.status != other.status:
+            return ("status",)
+        if self.status != "ok":
+            return ()
+        return tuple(k for k in ("experts", "activation_format", "backend") if getattr(self, k) != getattr(other, k))
 
 
 DEFAULTS: Mapping[str, Any] = {f.name: f.default for f in fields(Deployment) if f.name != "platform"}

@@ -15,6 +15,7 @@ from ..environment import Environment
 from ..errors import ConfigError, NoEligibleKernelError
 from ..oracle import Oracle
 from ..quant import QuantScheme
+from .backend_names import UnknownBackend, vllm_backend_name
 from .cases import Answer, Deployment
 from .frontends import QUANT_METHOD
 
@@ -159,4 +160,9 @@ class OurSide:
             return Answer("platform", backend=entry.backend, detail=entry.id)
         if entry.provider != "vllm":
             return Answer("error", experts=entry.upstream, backend=entry.backend, detail=f"only our runtime's {entry.id} is eligible")
-        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=entry.backend, detail=entry.id)
+        family = decision.normalized.values.get("quant_family") or dep.family
+        try:
+            backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut)
+        except UnknownBackend as exc:
+            backend = f"(unknown: {exc})"
+        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id)
