@@ -186,6 +186,10 @@ class OurSide:
         """
         if getattr(decision, "refused", None) is not None:
             return "construction"
+        # A rule that cites vLLM's config validation refuses at start whichever kernel it binds
+        # (e.g. validate_flashinfer_moe_ep_model binds only the requested MoE-EP kernels).
+        if any(rule_stage(f.reference) == "config" for c in decision.candidates for f in c.failures):
+            return "config"
         layer = self.oracle.catalog.layer_rules
         found: dict[str, str] = {}
         for c in decision.candidates:
