@@ -66,6 +66,12 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
     stages = summary["refusal_stages"]
     print(f"  full comparison (class, format, backend member, refusal stage): {100 * summary['full_agreement']:.2f} %; "
           f"refusal stage {stages['same_stage']}/{stages['both_refuse']}; differs in {summary['differs_in']}; stage pairs {stages['pairs']}")
+    from moe_oracle.oracle import default_catalog
+    from moe_oracle.verify.coverage import coverage
+
+    cov = coverage(rel.records, default_catalog().for_version(release)).summary()
+    print(f"  coverage: {cov['triples']} (family, class, backend) triples over {cov['selections']} agreeing selections; "
+          f"all2all without a selection {cov['unreached_all2all']}; {len(cov['unreached_kernels'])} vLLM kernels of the tables never selected: {cov['unreached_kernels']}")
     for fam, f in summary["by_family"].items():
         print(f"  {fam:12s} {f['agree']}/{f['compared']} ({100 * f['agreement']:.2f} %)")
     # Self-check: every family was compared through its own front ends in this release.
