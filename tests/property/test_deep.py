@@ -5,7 +5,7 @@ with **fresh seeds** every time and more examples than ``ci``.
 
 Run it with ``python3 -m pytest -m property_deep tests/property`` (``.ci/run`` does, and prints its
 time). Size: ``MOE_ORACLE_DEEP_EXAMPLES`` examples for the one-case engine invariants (default
-1500), a tenth of it for each table-edit invariant (each recompiles the tables). A failure prints
+1000), a tenth of it for each table-edit invariant (each recompiles the tables). A failure prints
 its seed and a ``@reproduce_failure`` blob; keep every case found as an explicit example
 (tests/property/found_cases.py).
 """
@@ -25,7 +25,7 @@ from tests.property.table_mutations import added_kernels, narrowings, widenings
 
 pytestmark = pytest.mark.property_deep
 
-EXAMPLES = int(os.environ.get("MOE_ORACLE_DEEP_EXAMPLES", "1500"))
+EXAMPLES = int(os.environ.get("MOE_ORACLE_DEEP_EXAMPLES", "1000"))
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 
