@@ -28,12 +28,13 @@ from moe_oracle.verify.space import FAMILY_SCHEMES, FRONT_ENDS_BY_FAMILY, random
 pytestmark = pytest.mark.differential
 
 MIN_AGREEMENT = 0.995
-MIN_STAGE_AGREEMENT = 0.9
+MIN_STAGE_AGREEMENT = 0.95
 """Both sides refuse at the same stage (config, layer, selection, construction) on at least this
-share of the deployments both refuse. Measured (dt25, before the config-stage refinement of
-ours.OurSide.stage): 0.33.0 99.76 % (820/822, seed 11), 0.30.0 97.8 % (544/556), 0.29.0 89.1 %
-(515/578: 55 deployments vLLM refuses at config that we place at selection); the floor is
-below the measured figures until the older releases' gaps are explained (/work/notes/dt25.md)."""
+share of the deployments both refuse. Measured (dt25): 0.33.0 99.76 % (820/822, seed 11, 1500
+deployments), 0.29.0 96.89 % (560/578, seed 1, 1000): 13 of the 18 are --moe-backend
+flashinfer_moe_ep_mega_* names vLLM refuses at start (validate_flashinfer_moe_ep_model, not a
+DeepSeek-V4 model) where our tables answer "nothing eligible" from the selection; 3 are EPLB
+gates vLLM reaches before our tables' failures say so (/work/notes/dt25.md)."""
 NEWEST = RELEASES[-1]
 
 
