@@ -282,6 +282,8 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     taken = _shortcut(view, values, ranking, notes, deferred) if (policy is Policy.FAITHFUL and view.shortcuts) else None
     if taken is not None:
         shortcut, ranking, winner, waived = taken
+        if winner is None:
+            refused = 0  # the shortcut's first kernel: vLLM returns it or raises (_return_or_raise), and the layer is refused
     else:
         ranking, winner, waived, refused = _first_selected(view, ranking, notes, bool(deferred))
         after = _after_selection(view, values, ranking, winner, notes) if (winner is not None and policy is Policy.FAITHFUL and view.shortcuts) else None

@@ -19,7 +19,10 @@ from typing import Any, Mapping
 
 from .frontends import FRONT_ENDS as _REGISTRY
 
-__all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer"]
+__all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer", "STAGES"]
+
+STAGES: tuple[str, ...] = ("config", "layer", "selection", "construction")
+"""Where a refusal happens (:attr:`Answer.stage`), in the order vLLM gets there."""
 
 PACKAGES: tuple[str, ...] = (
     "flashinfer",  # flashinfer-python at the version the release pins (with cubins)
@@ -178,8 +181,15 @@ class Answer:
             MoE itself: vLLM TPU / out-of-tree).
         experts: experts class name (vLLM ``__name__``; ours: the winner's ``upstream``).
         activation_format: ``standard`` | ``batched_experts`` (``None`` unless ok).
-        backend: vLLM backend enum name or our backend id (informational).
+        backend: the vLLM backend enum member name (ours: translated from our selection by
+            :func:`~moe_oracle.verify.backend_names.vllm_backend_name`); compared when both are ok.
         detail: error text, or our kernel id.
+        stage: for a refusal (``error``), where it happened, one of :data:`STAGES`: ``config``
+            (vLLM's ParallelConfig / KernelConfig / VllmConfig validation; ours: the input refused),
+            ``layer`` (the layer factory's and the routed-experts EPLB checks; ours: a constraint
+            binding every kernel), ``selection`` (the quantization method or the family's oracle
+            raises; ours: nothing eligible), ``construction`` (the selected experts class, or
+            ``create_weights``; ours: the engine selects a kernel, then refuses the layer).
     """
 
     status: str
@@ -187,6 +197,7 @@ class Answer:
     activation_format: str | None = None
     backend: str | None = None
     detail: str = ""
+    stage: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -196,12 +207,28 @@ class Answer:
         return cls(**dict(data))
 
     def agrees(self, other: "Answer") -> bool:
-        """Same outcome: both refuse, or both select the same experts class in the same format."""
+        """Same outcome: both refuse, or both select the same experts class in the same format
+        through the same backend member (the activation variant: MXFP4 TRT-LLM BF16 vs MXFP8 is
+        one class, two members)."""
         if self.status != other.status:
             return False
         if self.status == "ok":
-            return (self.experts, self.activation_format) == (other.experts, other.activation_format)
+            return (self.experts, self.activation_format, self.backend) == (other.experts, other.activation_format, other.backend)
         return True
+
+    def same_stage(self, other: "Answer") -> bool:
+        """Both refuse at the same stage (``True`` unless both are refusals with known, different stages)."""
+        if self.status != "error" or other.status != "error" or self.stage is None or other.stage is None:
+            return True
+        return self.stage == other.stage
+
+    def differs_in(self, other: "Answer") -> tuple[str, ...]:
+        """Which parts of the answer differ: ``status``, ``experts``, ``activation_format``, ``backend``."""
+        if self.status != other.status:
+            return ("status",)
+        if self.status != "ok":
+            return ()
+        return tuple(k for k in ("experts", "activation_format", "backend") if getattr(self, k) != getattr(other, k))
 
 
 DEFAULTS: Mapping[str, Any] = {f.name: f.default for f in fields(Deployment) if f.name != "platform"}

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..core.config import Device, MoEConfig, ParallelConfig
+from ..core.decision import NoEligibleKernelError
 from ..core.environment import Environment
 from ..core.errors import ConfigError
-from ..core.decision import NoEligibleKernelError
 from ..core.oracle import Oracle
 from ..core.quant import QuantScheme
+from .backend_names import UnknownBackend, vllm_backend_name
 from .cases import Answer, Deployment
 from .frontends import QUANT_METHOD
 from .releases import flashinfer_pins, flashinfer_substitutes
@@ -122,6 +123,32 @@ def config_for(dep: Deployment) -> MoEConfig:
     )
 
 
+def _eplb_gate(reference: str) -> bool:
+    return "supports_eplb" in reference or "EPLB gate" in reference
+
+
+def rule_stage(reference: str) -> str:
+    """The stage (:data:`.cases.STAGES`) of the vLLM code a rule's ``reference`` cites first:
+    ``vllm/config/*.py`` is ``config``; ``create_weights`` is ``construction``; the layer factory
+    (``P/layer.py``, ``P/config.py FusedMoEConfig``) and the routed-experts EPLB gate
+    (``supports_eplb``) are ``layer``; anything else (a quantization method's constructor, its
+    config, the family's oracle) is ``selection``.
+
+    >>> rule_stage("vLLM 0.29.0-0.33.0 Q/moe_wna16.py MoeWNA16Method.create_weights")
+    'construction'
+    >>> rule_stage("vLLM 0.31.0-0.33.0 vllm/config/vllm.py VllmConfig.__post_init__")
+    'config'
+    """
+    first = reference.split(";")[0]
+    if "vllm/config/" in first:
+        return "config"
+    if "create_weights" in first or "validate_fp8_block_shape" in first:
+        return "construction"
+    if "P/layer.py" in first or "P/config.py FusedMoEConfig" in first or "supports_eplb" in first or "EPLB gate" in reference:
+        return "layer"
+    return "selection"
+
+
 class OurSide:
     """Answers deployments from one table set.
 
@@ -160,18 +187,59 @@ class OurSide:
             })
         return out
 
+    def stage(self, decision: Any) -> str:
+        """Where our refusal happens (:data:`.cases.STAGES`), from what the tables say of it.
+
+        ``construction`` when the engine selects a kernel and then refuses the layer (an
+        after-selection check, or a shortcut that raises). Otherwise the failing rules that bind
+        every kernel (``Catalog.layer_rules``) are placed by the vLLM code their reference cites
+        (:func:`rule_stage`); vLLM raises at the earliest: ``config``, then ``layer``, then
+        ``selection``, then the routed-experts EPLB gate (``layer``, after the method selected);
+        a layer refused only by ``create_weights`` checks is ``construction`` when
+        some kernel fails nothing else (vLLM selects it, then builds the weights), else
+        ``selection`` (nothing is eligible before that).
+        """
+        if getattr(decision, "refused", None) is not None:
+            return "construction"
+        # A rule that cites vLLM's config validation refuses at start whichever kernel it binds
+        # (e.g. validate_flashinfer_moe_ep_model binds only the requested MoE-EP kernels).
+        if any(rule_stage(f.reference) == "config" for c in decision.candidates for f in c.failures):
+            return "config"
+        layer = self.oracle.catalog.layer_rules
+        found: dict[str, str] = {}
+        for c in decision.candidates:
+            for f in c.failures:
+                if f.rule in layer:
+                    found[f.rule] = rule_stage(f.reference)
+        stages = set(found.values())
+        # The routed-experts EPLB gate (supports_eplb) runs after the method has selected.
+        late = {r for r, st in found.items() if st == "layer" and _eplb_gate(next(f.reference for c in decision.candidates for f in c.failures if f.rule == r))}
+        early = {found[r] for r in found if r not in late}
+        for stage in ("config", "layer", "selection"):
+            if stage in early:
+                return stage
+        # Past selection only when some kernel fails nothing but these later checks (vLLM selects it).
+        if stages and any(c.failures and all(f.rule in found for f in c.failures) for c in decision.candidates):
+            return "layer" if late else "construction"
+        return "selection"
+
     def answer(self, dep: Deployment) -> Answer:
         try:
             config = config_for(dep)
             decision = self.oracle.select(config, environment_for(dep, self.release))
         except NoEligibleKernelError as exc:
-            return Answer("error", detail=f"nothing eligible ({exc.decision.summary()})"[:300])
+            return Answer("error", detail=f"nothing eligible ({exc.decision.summary()})"[:300], stage=self.stage(exc.decision))
         except (ConfigError, ValueError) as exc:
-            return Answer("error", detail=f"refused: {exc}"[:300])
+            return Answer("error", detail=f"refused: {exc}"[:300], stage="config")
         row = decision.rows[decision.winner]
         entry = row.entry
         if entry.provider == "platform":
             return Answer("platform", backend=entry.backend, detail=entry.id)
         if entry.provider != "vllm":
             return Answer("error", experts=entry.upstream, backend=entry.backend, detail=f"only our runtime's {entry.id} is eligible")
-        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=entry.backend, detail=entry.id)
+        family = decision.normalized.values.get("quant_family") or dep.family
+        try:
+            backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut)
+        except UnknownBackend as exc:
+            backend = f"(unknown: {exc})"
+        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id)

@@ -125,9 +125,24 @@ class ReleaseReport:
             out[r.case.family][1] += 1
         return {k: (v[0], v[1]) for k, v in sorted(out.items())}
 
+    def stages(self) -> dict[str, Any]:
+        """Refusals on both sides by (vLLM's stage, ours) and how many name the same stage."""
+        both = [r for r in self.compared if r.vllm.status == "error" and r.ours.status == "error"]
+        pairs = Counter(f"{r.vllm.stage}|{r.ours.stage}" for r in both)
+        same = sum(r.vllm.same_stage(r.ours) for r in both)
+        return {"both_refuse": len(both), "same_stage": same, "agreement": round(same / len(both), 5) if both else 1.0, "pairs": dict(pairs.most_common())}
+
+    def full_agreement(self) -> float:
+        """Agreement on the full comparison: status, class, format, backend member, and the refusal stage."""
+        rows = self.compared
+        return sum(r.agree and r.vllm.same_stage(r.ours) for r in rows) / len(rows) if rows else 1.0
+
     def summary(self) -> dict[str, Any]:
         rows = self.compared
         return {
+            "full_agreement": round(self.full_agreement(), 5),
+            "refusal_stages": self.stages(),
+            "differs_in": dict(Counter(",".join(r.vllm.differs_in(r.ours)) for r in rows if not r.agree)),
             "release": self.release,
             "cases": len(self.records),
             "compared": len(rows),

@@ -73,6 +73,26 @@ def _no_weight_loader(*_args: Any, **_kwargs: Any) -> None:
     """Stands in for RoutedExperts.weight_loader: the harness loads no weights."""
 
 
+def refusal_stage(stage: str, exc: BaseException) -> str:
+    """The stage of a refusal raised while the harness was in ``stage`` (:data:`.cases.STAGES`):
+    inside the quantization front end, an exception raised from an experts class's own code
+    (``P/experts/``, ``modular_kernel.py``) or from ``create_weights`` is ``construction``."""
+    if stage != "selection":
+        return stage
+    tb = exc.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename.replace("\\", "/"), tb.tb_frame.f_code.co_name))
+        tb = tb.tb_next
+    for filename, func in reversed(frames):
+        if "/vllm/" not in filename:
+            continue
+        if func == "create_weights" or "/fused_moe/experts/" in filename or filename.endswith("/modular_kernel.py"):
+            return "construction"
+        return "selection"
+    return "selection"
+
+
 class VllmSide:
     """Answers deployments with one release's selection code.
 
@@ -94,6 +114,7 @@ class VllmSide:
         self.moe_fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEConfig) if f.init}
         self.routing = {m.value[0] if isinstance(m.value, tuple) else m.value: m for m in self.cfg_mod.RoutingMethodType}
         self._front_ends: dict[str, Callable[..., tuple[Any, Any]]] = {}
+        self.stage = "config"
 
     # ------------------------------------------------------------------ translation
 
@@ -197,10 +218,12 @@ class VllmSide:
                 and what ``KernelConfig`` refuses (a ``moe_backend`` outside the release's
                 ``MoEBackend`` literal).
         """
+        self.stage = "config"
         dep = self.start_checks(dep)
         par = self.parallel_config(dep)
         # KernelConfig validates and normalizes --moe-backend (lower case, "_" for "-") at start.
         moe_backend = self.kernel_cls(moe_backend=dep.moe_backend).moe_backend
+        self.stage = "layer"
         global_experts = dep.num_experts + dep.num_redundant_experts
         if dep.enable_eplb:
             if par.use_ep and global_experts % par.ep_size != 0:
@@ -305,7 +328,9 @@ class VllmSide:
         Raises:
             whatever the release raises (vLLM refusing the deployment).
         """
+        self.stage = "layer"
         self.check_eplb(dep, method)
+        self.stage = "construction"
         self.sim.set_tp_world(dep.tp_size)
         torch = self.torch
         layer = torch.nn.Module()
@@ -339,15 +364,17 @@ class VllmSide:
             self._model_config(dep)
         except ValueError as exc:
             return Answer("unsupported", detail=str(exc))
+        self.stage = "config"
         try:
             front = self.front_end(dep.front_end)
             moe = self.moe_config(dep)
+            self.stage = "selection"
             backend, experts = front(self, dep, moe)
         except NotDriven as exc:
             # A KeyError raised by the release's own code is the release refusing, not the harness.
             return Answer("unsupported", detail=f"not driven: {exc}")
         except Exception as exc:  # noqa: BLE001 - any exception is vLLM refusing the deployment
-            return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300])
+            return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300], stage=refusal_stage(self.stage, exc))
         backend_name = getattr(backend, "name", str(backend))
         if experts is None:
             return Answer("platform", backend=backend_name, detail=f"vLLM returns {backend_name} with no experts class")

@@ -125,6 +125,14 @@ def _local_experts(physical: int, ep: int, rank: int | None) -> int:
     return base + (1 if rank < extra else 0)
 
 
+def _zero_point(config: MoEConfig) -> bool | None:
+    """Whether the checkpoint's weights carry zero points: as declared, else what the weight key
+    says (an ``_asym`` key is asymmetric); ``None`` for an unquantized layer (nothing declared)."""
+    if config.weight_zero_point is not None:
+        return config.weight_zero_point
+    return None if config.quant.weight is None else not QUANT_KEYS[config.quant.weight].symmetric
+
+
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -435,6 +443,13 @@ class Model:
             "lora": config.lora,
             "max_num_tokens": config.max_num_tokens,
             "moe_backend": config.moe_backend,
+            # The checkpoint's quantization details, read as compressed-tensors / GPTQ describe them
+            # (quantization_config group_size, actorder / desc_act, symmetric): without them every
+            # front-end rewrite that tests them (frontends.yaml ct_w4a8_*) abstains here and the
+            # re-derivation keeps a scheme vLLM 0.29.0-0.30.0 rewrites.
+            "weight_group_size": config.weight_group_size,
+            "act_order": config.act_order,
+            "weight_zero_point": _zero_point(config),
         }
         raw_env = dict(env.env)
         for var in self.env_vars:

@@ -155,3 +155,37 @@ def test_deterministic_catches_a_fresh_evaluation_that_differs(monkeypatch):
     monkeypatch.setattr(oracle_module, "evaluate", drifting)
     with pytest.raises(AssertionError):
         inv.check_deterministic(case)
+
+
+# ---------------------------------------------------------------- the checkpoint fields the
+# reference model now derives from the config itself (issue 25): a wrong engine value is caught.
+
+
+def _with_value(monkeypatch, case, name, value):
+    """Make ``inv.decide(case)`` answer a copy of its Decision whose normalized ``name`` is ``value``."""
+    from moe_oracle.normalize import Normalized
+
+    real = inv.evaluate(inv.CATALOG, case.config, case.env)
+    values = dict(real.normalized.values)
+    values[name] = value
+    planted = copy.copy(real)
+    planted.__dict__["normalized"] = Normalized(values, real.normalized.sources)
+    for memo in _MEMOS:
+        memo.cache_clear()
+    monkeypatch.setattr(inv, "_decided", lambda c: planted if c == case else real)
+
+
+def _ct_w4a8():
+    from tests.property.found_cases import CT_W4A8_FP8_OLD_RELEASE
+
+    return CT_W4A8_FP8_OLD_RELEASE
+
+
+@pytest.mark.parametrize(("name", "wrong"), [("weight_group_size", 128), ("weight_zero_point", True), ("act_order", "group")])
+def test_normalized_values_catches_a_wrong_checkpoint_field(monkeypatch, name, wrong):
+    case = _ct_w4a8()
+    inv.check_normalized_values(case)  # passes unplanted
+    assert inv.decide(case).normalized.values[name] != wrong
+    _with_value(monkeypatch, case, name, wrong)
+    with pytest.raises(AssertionError, match=name):
+        inv.check_normalized_values(case)

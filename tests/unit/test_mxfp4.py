@@ -202,7 +202,7 @@ def answer(release, **kw):
 
 def test_gpt_oss_on_blackwell_runs_trtllm_bf16_variant():
     a = answer("0.33.0", capability=100, packages=("flashinfer", "triton_kernels"))
-    assert (a.experts, a.backend) == ("TrtLlmMxfp4ExpertsMonolithic", "flashinfer_trtllm")
+    assert (a.experts, a.backend, a.detail) == ("TrtLlmMxfp4ExpertsMonolithic", "FLASHINFER_TRTLLM_MXFP4_BF16", "flashinfer_trtllm_mxfp4_monolithic")
 
 
 @pytest.mark.parametrize("release, expected", [("0.31.0", "error"), ("0.32.0", "MarlinExperts"), ("0.33.0", "MarlinExperts")])
@@ -272,7 +272,7 @@ def test_deepseek_v4_selector_on_rocm_with_deepseek_v4_routing():
 def test_deepseek_v4_selector_on_blackwell_prefers_mxfp8_activations():
     a = answer("0.33.0", model_type="deepseek_v4", capability=100, routing_method="deepseek_v4", activation="silu", has_bias=False, swiglu_limit=None,
                packages=("flashinfer",))
-    assert (a.experts, a.backend) == ("TrtLlmMxfp4ExpertsModular", "flashinfer_trtllm_afp8")
+    assert (a.experts, a.backend) == ("TrtLlmMxfp4ExpertsModular", "FLASHINFER_TRTLLM_MXFP4_MXFP8")
 
 
 def test_compressed_tensors_picks_cutlass_marlin_or_xpu_unchecked():

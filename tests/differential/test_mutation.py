@@ -1,0 +1,43 @@
+"""The selection tier catches edits of the tables (issue 25): a CI-sized sample of single-edit
+mutants (moe_oracle/verify/mutate.py) run over a fresh vLLM 0.33.0 sample.
+
+Marker ``differential`` (needs ``$MOE_ORACLE_VLLM_ENV``). Sizes: ``MOE_ORACLE_MUTANTS`` mutants
+(default 12), ``MOE_ORACLE_MUTATION_CASES`` deployments (default 400), ``MOE_ORACLE_MUTATION_POOL``
+deployments for the equivalence check (default 200); the full run is
+``python -m moe_oracle.verify.mutate --records RUN.jsonl --release 0.33.0`` over a run's records.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from moe_oracle.verify.mutate import mutants, score
+from moe_oracle.verify.run import VllmEnv, verify
+from moe_oracle.verify.space import random_deployments
+
+pytestmark = pytest.mark.differential
+
+MIN_SCORE = 0.5
+"""Killed / (killed + survived) on the CI sample; see the README for the measured full figures."""
+
+
+def test_a_sample_of_table_mutants_is_caught():
+    directory = os.environ.get("MOE_ORACLE_VLLM_ENV")
+    if not directory:
+        pytest.skip("MOE_ORACLE_VLLM_ENV is not set")
+    env = VllmEnv.from_dir(Path(directory))
+    n = int(os.environ.get("MOE_ORACLE_MUTATION_CASES", "400"))
+    report = verify(env, ["0.33.0"], random_deployments(n, seed=101), jobs=max(1, os.cpu_count() or 1))
+    records = [r.to_dict() for r in report.releases[0].records]
+    every = list(mutants())
+    sample = random.Random(int(os.environ.get("MOE_ORACLE_MUTATION_SEED", "0"))).sample(every, int(os.environ.get("MOE_ORACLE_MUTANTS", "12")))
+    pool = random_deployments(int(os.environ.get("MOE_ORACLE_MUTATION_POOL", "200")), seed=102)
+    result = score(records, "0.33.0", sample, pool, progress=print)
+    print(f"mutation score {result['score']} {result['counts']}")
+    decided = result["counts"]["killed"] + result["counts"]["survived"]
+    assert decided, f"every sampled mutant was equivalent or invalid: {result['counts']}"
+    assert result["score"] >= MIN_SCORE, f"mutation score {result['score']} < {MIN_SCORE}: survivors {result['survived']}"

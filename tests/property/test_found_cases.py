@@ -1,0 +1,37 @@
+"""The cases issue 25 found beyond CI's examples (tests/property/found_cases.py), each run on its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from moe_oracle.core.records import Status
+from tests.property import invariants as inv
+from tests.property.found_cases import ADDED_KERNEL_OUTRANKS_WINNER, CT_W4A8_FP8_OLD_RELEASE, MOONEP_SHORTCUT_RAISES, added_kernel_mutation
+
+pytestmark = pytest.mark.property
+
+@pytest.mark.parametrize("name", ["non_winners_explained", "decision_schema", "requested"])
+def test_moonep_shortcut_refusal_explains_every_candidate(name):
+    inv.ENGINE_INVARIANTS[name](MOONEP_SHORTCUT_RAISES)
+
+
+def test_moonep_shortcut_case_is_the_refusal_it_describes():
+    # The case must stay a MoonEP shortcut refusal with triton failure-free (what made it bite).
+    d = inv.decide(MOONEP_SHORTCUT_RAISES)
+    assert d.shortcut == "shortcut.moonep" and d.winner is None
+    assert d.candidates[0].kernel == "moonep_experts" and d.candidates[0].failures
+    assert any(c.kernel == "triton" and c.status is Status.ELIGIBLE for c in d.candidates)
+
+
+@pytest.mark.parametrize("name", sorted(inv.ENGINE_INVARIANTS))
+def test_ct_w4a8_fp8_on_a_release_before_the_rewrite_bound(name):
+    assert inv.decide(CT_W4A8_FP8_OLD_RELEASE).normalized.values["quant_scheme"] == "w4a8_int8_group32"
+    inv.ENGINE_INVARIANTS[name](CT_W4A8_FP8_OLD_RELEASE)
+
+
+def test_added_kernel_that_outranks_the_winner_keeps_the_verdicts():
+    mutation = added_kernel_mutation()
+    grown = inv.decide(ADDED_KERNEL_OUTRANKS_WINNER, inv.compiled(mutation.files))
+    assert grown.kernel == mutation.new_id  # the copy outranks the old winner: the case still bites
+    assert inv.decide(ADDED_KERNEL_OUTRANKS_WINNER).kernel == "triton_batched"
+    inv.check_added_kernel_keeps_verdicts([ADDED_KERNEL_OUTRANKS_WINNER], mutation.files, mutation.new_id)
