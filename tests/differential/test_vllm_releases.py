@@ -1,6 +1,6 @@
 """The differential CI tier: our tables against every vLLM release's own selection code.
 
-Runs :func:`moe_oracle.verify.run.verify` for each release 0.29.0-0.33.0 over seeded random
+Runs :func:`moe_oracle.verify.run.verify` for each release of rules/engine.yaml (0.29.0-0.34.0) over seeded random
 deployments of every quant family (``moe_oracle.verify.space``), in the environment
 ``$MOE_ORACLE_VLLM_ENV`` names (built by ``python -m moe_oracle.verify.setup_env --dir DIR``).
 Fails on any disagreement the reviewed list (``moe_oracle/verify/divergences.yaml``) does not
