@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Mapping
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ..serve import ENGINE_VERSION
 
 if TYPE_CHECKING:
     from ..versions import EngineRelease
@@ -125,5 +124,18 @@ class ReaderRelease:
         return SpecifierSet(FACTS[fact].engine).contains(Version(self.version), prereleases=True)
 
 
-NEWEST = ReaderRelease(ENGINE_VERSION, f"vLLM {ENGINE_VERSION}")
+def _newest_modelled() -> str:
+    """The newest release of ``rules/engine.yaml`` (read once at import; serve.ENGINE_VERSION is the
+    same fact kept by hand, to be derived from the engine table after the restructure)."""
+    import yaml
+    from packaging.version import Version
+
+    from .._resources import package_dir
+
+    doc = yaml.safe_load((package_dir() / "rules" / "engine.yaml").read_text(encoding="utf-8"))
+    return str(max((str(r["version"]) for r in doc["releases"]), key=Version))
+
+
+_NEWEST_VERSION = _newest_modelled()
+NEWEST = ReaderRelease(_NEWEST_VERSION, f"vLLM {_NEWEST_VERSION}")
 """The newest modelled release: what the reader answers for when no release is given."""
