@@ -125,15 +125,16 @@ class ReaderRelease:
 
 
 def _newest_modelled() -> str:
-    """The newest release of ``rules/engine.yaml`` (read once at import; serve.ENGINE_VERSION is the
-    same fact kept by hand, to be derived from the engine table after the restructure)."""
-    import yaml
-    from packaging.version import Version
+    """The newest release of ``rules/engine.yaml`` (serve.ENGINE_VERSION is the same fact kept by
+    hand, to be derived from the engine table after the restructure). Read with a pattern, not YAML:
+    the select fast path imports neither yaml nor packaging's heavier modules."""
+    import re
 
     from .._resources import package_dir
 
-    doc = yaml.safe_load((package_dir() / "rules" / "engine.yaml").read_text(encoding="utf-8"))
-    return str(max((str(r["version"]) for r in doc["releases"]), key=Version))
+    text = (package_dir() / "rules" / "engine.yaml").read_text(encoding="utf-8")
+    versions = re.findall(r'^\s*-\s*version:\s*"?(\d+(?:\.\d+)*)"?\s*$', text, re.M)
+    return max(versions, key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
 _NEWEST_VERSION = _newest_modelled()
