@@ -36,6 +36,7 @@ _MTP: Mapping[str, frozenset[str]] = {
     "0.31.0": frozenset(_MTP_COMMON + ("glm5_next_mtp",)),
     "0.32.0": frozenset(_MTP_COMMON + ("glm5_next_mtp",)),
     "0.33.0": frozenset(_MTP_COMMON + ("glm5_next_mtp", "step5_mtp")),
+    "0.34.0": frozenset(_MTP_COMMON + ("glm5_next_mtp", "step5_mtp", "nemotron3_5_transcribe_mtp")),
 }
 _OTHER: Mapping[str, frozenset[str]] = {
     "0.29.0": frozenset(_OTHER_COMMON + ("medusa", "mlp_speculator")),
@@ -43,6 +44,8 @@ _OTHER: Mapping[str, frozenset[str]] = {
     "0.31.0": frozenset(_OTHER_COMMON + ("medusa", "mlp_speculator")),
     "0.32.0": frozenset(_OTHER_COMMON + ("medusa", "mlp_speculator")),
     "0.33.0": frozenset(_OTHER_COMMON),
+    # vLLM 0.34.0 vllm/config/speculative.py: SpeculativeMethod no longer lists custom_class
+    "0.34.0": frozenset(m for m in _OTHER_COMMON if m != "custom_class"),
 }
 _NO_DRAFT_MODEL = frozenset({"ngram", "ngram_gpu", "suffix", "custom_class", "extract_hidden_states"})
 

@@ -158,7 +158,8 @@ def test_eplb_platforms_match_the_release_source(release):
     from moe_oracle.core.refusals import eplb_platforms
 
     tree = ast.parse((_tree(release) / "vllm/config/parallel.py").read_text(encoding="utf-8"))
-    (block,) = [n for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == "self.enable_eplb"]
+    # 0.34.0 has a second ``if self.enable_eplb:`` (compute_eplb_num_redundant_experts) with no nested if.
+    (block,) = [n for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == "self.enable_eplb" and any(isinstance(m, ast.If) for m in n.body)]
     condition = next(n for n in block.body if isinstance(n, ast.If)).test
     called = {n.func.attr for n in ast.walk(condition) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and ast.unparse(n.func.value) == "current_platform"}
     assert called and called <= set(_PLATFORM_TESTS), f"vLLM {release}: cannot read the EPLB platform condition {ast.unparse(condition)!r}"

@@ -3,7 +3,7 @@
 Compares what a user sees: the status, the experts class, its activation format and the backend
 enum member (the activation variant), and for refusals the stage that refused.
 
-Runs :func:`moe_oracle.verify.run.verify` for each release 0.29.0-0.33.0 over seeded random
+Runs :func:`moe_oracle.verify.run.verify` for each release of rules/engine.yaml (0.29.0-0.34.0) over seeded random
 deployments of every quant family (``moe_oracle.verify.space``), in the environment
 ``$MOE_ORACLE_VLLM_ENV`` names (built by ``python -m moe_oracle.verify.setup_env --dir DIR``).
 Fails on any disagreement the reviewed list (``moe_oracle/verify/divergences.yaml``) does not
@@ -70,7 +70,7 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
     stages = summary["refusal_stages"]
     print(f"  full comparison (class, format, backend member, refusal stage): {100 * summary['full_agreement']:.2f} %; "
           f"refusal stage {stages['same_stage']}/{stages['both_refuse']}; differs in {summary['differs_in']}; stage pairs {stages['pairs']}")
-    from moe_oracle.oracle import default_catalog
+    from moe_oracle.core.oracle import default_catalog
     from moe_oracle.verify.coverage import coverage
 
     cov = coverage(rel.records, default_catalog().for_version(release)).summary()

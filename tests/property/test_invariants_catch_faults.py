@@ -163,7 +163,7 @@ def test_deterministic_catches_a_fresh_evaluation_that_differs(monkeypatch):
 
 def _with_value(monkeypatch, case, name, value):
     """Make ``inv.decide(case)`` answer a copy of its Decision whose normalized ``name`` is ``value``."""
-    from moe_oracle.normalize import Normalized
+    from moe_oracle.core.normalize import Normalized
 
     real = inv.evaluate(inv.CATALOG, case.config, case.env)
     values = dict(real.normalized.values)

@@ -310,13 +310,13 @@ def ct_group_dir(tmp_path):
 @pytest.mark.parametrize(("release", "code", "fragment"), [
     ("0.29.0", 0, ""),
     ("0.30.0", 2, "vLLM 0.30.0 refuses compressed-tensors group/dynamic activation ordering"),
-    ("0.34.0", 2, "vLLM 0.33.0 (standing in for 0.34.0) refuses"),
+    ("0.35.0", 2, "vLLM 0.34.0 (standing in for 0.35.0) refuses"),
 ])
 @pytest.mark.parametrize("command", ["select", "plan"])
 def test_the_command_line_reads_the_checkpoint_for_the_declared_release(ct_group_dir, release, code, fragment, command, capsys):
     assert main([command, "--model", ct_group_dir, "--gpu", "H200", "--package", f"vllm=={release}"]) == code
     err = capsys.readouterr().err
-    assert fragment in err and ("0.33.0 refuses" not in err or release == "0.34.0")
+    assert fragment in err and ("0.34.0 refuses" not in err or release == "0.35.0")
 
 
 @pytest.mark.parametrize(("file_release", "flag_release", "code", "fragment"), [
@@ -324,7 +324,7 @@ def test_the_command_line_reads_the_checkpoint_for_the_declared_release(ct_group
     ("0.30.0", None, 2, "vLLM 0.30.0 refuses compressed-tensors group/dynamic activation ordering"),
     ("0.30.0", "0.29.0", 0, ""),  # --package is declared over the file's environment
     (None, "0.29.0", 0, ""),
-    (None, None, 2, "vLLM 0.33.0 refuses"),
+    (None, None, 2, "vLLM 0.34.0 refuses"),
 ])
 def test_a_config_files_checkpoint_is_read_for_the_answers_release(ct_group_dir, tmp_path, file_release, flag_release, code, fragment, capsys):
     doc = f"model: {{hf_config: {ct_group_dir}/config.json}}\ndevice: {{gpu: H200}}\n"

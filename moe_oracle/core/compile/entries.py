@@ -19,7 +19,7 @@ from ..predicates import compile_value_spec
 from ..tables import TableFile
 from ..vocab import ActivationFormat, Interface
 from .context import INVALID, CompileContext
-from .formats import identity_issues
+from .formats import identity_issues, with_parsed
 from .values import predicate, ranged_constraints, requirement_checks
 
 __all__ = ["compile_experts", "compile_prepare_finalize"]
@@ -100,7 +100,7 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
                     reference=reference,
                     file=tf.path,
                     notes=raw.get("notes", ""),
-                    declared=MappingProxyType(dict(raw)),
+                    declared=MappingProxyType(with_parsed(raw, ctx.engine.name if ctx.engine is not None else "vllm")),
                     checks=tuple(checks),
                     engine=rng,  # type: ignore[arg-type]
                     implements=target.id if target is not None else None,
@@ -146,7 +146,7 @@ def compile_prepare_finalize(ctx: CompileContext, files: Sequence[TableFile]) ->
                     upstream=what,
                     reference=reference,
                     file=tf.path,
-                    declared=MappingProxyType(dict(raw)),
+                    declared=MappingProxyType(with_parsed(raw, ctx.engine.name if ctx.engine is not None else "vllm")),
                     checks=tuple(checks),
                     engine=rng,  # type: ignore[arg-type]
                     implements=target.id if target is not None else None,

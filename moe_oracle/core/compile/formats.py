@@ -18,9 +18,12 @@ from packaging.version import Version
 from ..versions import admits, parse_range
 from ..vocab import ActivationFormat
 
-__all__ = ["KEY", "FIELDS", "identity_for", "identity_issues"]
+__all__ = ["KEY", "FIELDS", "PARSED_KEY", "identity_for", "identity_issues", "with_parsed"]
 
 KEY = "by_engine"
+PARSED_KEY = "_by_engine_parsed"
+"""Where compilation keeps the parsed ranges in an entry's ``declared`` mapping, so that linking a
+view (at load, on the select fast path) builds no SpecifierSet."""
 FIELDS = ("activation_format", "upstream", "adapter")
 """The entry fields a ``by_engine`` item may replace."""
 
@@ -33,8 +36,10 @@ def identity_for(declared: Mapping[str, Any], version: Version, engine: str = "v
     >>> identity_for(d, Version("0.34.0"))["activation_format"].value, identity_for(d, Version("0.33.0"))
     ('padded_standard', {})
     """
-    for item in declared.get(KEY) or ():
-        if admits(parse_range(item["engine"][engine]), version):
+    parsed = declared.get(PARSED_KEY)
+    items = parsed if parsed is not None else [(parse_range(item["engine"][engine]), item) for item in declared.get(KEY) or ()]
+    for rng, item in items:
+        if admits(rng, version):
             out = {k: item[k] for k in FIELDS if k in item}
             if "activation_format" in out:
                 out["activation_format"] = ActivationFormat(out["activation_format"])
@@ -70,3 +75,12 @@ def identity_issues(raw: Mapping[str, Any], releases: Iterable[Version], engine:
         if len(hits) > 1:
             issues.append((hits[1], f"overlaps {hits[0]} at release {v}", str(v)))
     return issues
+
+
+def with_parsed(raw: Mapping[str, Any], engine: str = "vllm") -> dict[str, Any]:
+    """``raw`` plus its ``by_engine`` ranges parsed once (:data:`PARSED_KEY`); call after
+    :func:`identity_issues` found none."""
+    out = dict(raw)
+    if raw.get(KEY):
+        out[PARSED_KEY] = tuple((parse_range(item["engine"][engine]), item) for item in raw[KEY])
+    return out

@@ -27,10 +27,10 @@ from ..catalog import Catalog, CompiledTables, ExpertsEntry, KnownBad, PrepareFi
 from ..checks import Check, build_index
 from ..errors import InputIssue, TableError
 from ..predicates import compile_value_spec
-from ..versions import admits, parse_range
+from ..versions import admits
 from ..normalize import BATCHED_DISPATCH
 from ..vocab import ActivationFormat, Interface, ReasonCode
-from .formats import KEY as _BY_ENGINE, identity_for
+from .formats import KEY as _BY_ENGINE, PARSED_KEY as _PARSED, identity_for
 
 __all__ = ["link", "pairing_issues"]
 
@@ -294,15 +294,14 @@ def versioned_items(compiled: CompiledTables) -> list[tuple[str, str, Any]]:
     The hook for lint rules on ranges (e.g. facts open-ended past the newest verified release).
     """
     out: list[tuple[str, str, Any]] = []
-    engine = compiled.engine.name if compiled.engine is not None else "vllm"
     for e in compiled.experts:
         out.append(("experts", e.id, e.engine))
         out += [("constraint", f"{e.id}:{c.rule}", r) for c, r in zip(e.checks, e.check_engine) if r is not None]
-        out += [("identity", f"{e.id}:{_BY_ENGINE}[{i}]", parse_range(item["engine"][engine])) for i, item in enumerate(e.declared.get(_BY_ENGINE) or ())]
+        out += [("identity", f"{e.id}:{_BY_ENGINE}[{i}]", rng) for i, (rng, _) in enumerate(e.declared.get(_PARSED) or ())]
     for p in compiled.prepare_finalize:
         out.append(("prepare_finalize", p.id, p.engine))
         out += [("constraint", f"{p.id}:{c.rule}", r) for c, r in zip(p.checks, p.check_engine) if r is not None]
-        out += [("identity", f"{p.id}:{_BY_ENGINE}[{i}]", parse_range(item["engine"][engine])) for i, item in enumerate(p.declared.get(_BY_ENGINE) or ())]
+        out += [("identity", f"{p.id}:{_BY_ENGINE}[{i}]", rng) for i, (rng, _) in enumerate(p.declared.get(_PARSED) or ())]
     out += [("global_constraint", g.check.rule, g.engine) for g in compiled.constraints]
     out += [("priority_order", o.id, o.engine) for o in compiled.priority.orders]
     out += [("adjustment", a.id, a.engine) for a in compiled.priority.adjustments]

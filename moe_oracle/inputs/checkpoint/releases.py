@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Mapping
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ..release_facts import ENGINE_VERSION
 
 if TYPE_CHECKING:
     from ...core.versions import EngineRelease
@@ -127,5 +126,19 @@ class ReaderRelease:
         return SpecifierSet(FACTS[fact].engine).contains(Version(self.version), prereleases=True)
 
 
-NEWEST = ReaderRelease(ENGINE_VERSION, f"vLLM {ENGINE_VERSION}")
+def _newest_modelled() -> str:
+    """The newest release of ``rules/engine.yaml`` (serve.ENGINE_VERSION is the same fact kept by
+    hand, to be derived from the engine table after the restructure). Read with a pattern, not YAML:
+    the select fast path imports neither yaml nor packaging's heavier modules."""
+    import re
+
+    from ...core._resources import package_dir
+
+    text = (package_dir() / "rules" / "engine.yaml").read_text(encoding="utf-8")
+    versions = re.findall(r'^\s*-\s*version:\s*"?(\d+(?:\.\d+)*)"?\s*$', text, re.M)
+    return max(versions, key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+_NEWEST_VERSION = _newest_modelled()
+NEWEST = ReaderRelease(_NEWEST_VERSION, f"vLLM {_NEWEST_VERSION}")
 """The newest modelled release: what the reader answers for when no release is given."""
