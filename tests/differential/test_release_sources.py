@@ -37,7 +37,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from moe_oracle.verify.run import RELEASES
-from tests.unit.test_pairing_facts import BAT, FACTS, MOD, MONO, SRC, STD
+from tests.unit.test_pairing_facts import BAT, FACTS, MOD, MONO, PAD, SRC, STD
 
 pytestmark = pytest.mark.differential
 
@@ -73,7 +73,8 @@ def _class_shape(pf_dir: Path, cls: str) -> tuple[str, str]:
                 fmt = STD
                 for item in node.body:
                     if isinstance(item, ast.FunctionDef) and item.name == "activation_format":
-                        fmt = BAT if "BatchedExperts" in ast.unparse(item) else STD
+                        body = ast.unparse(item)
+                        fmt = BAT if "BatchedExperts" in body else PAD if "PaddedStandard" in body else STD
                 return interface, fmt
     raise AssertionError(f"class {cls} not found under {pf_dir}")
 
@@ -88,7 +89,10 @@ def test_the_facts_hold_in_the_release_source(release):
         if version not in SpecifierSet(fact.releases) or fact.upstream is None:
             continue
         assert fact.via in names, f"vLLM {release}: {fact.via} is not called in {SRC}"
-        assert _class_shape(fused / "prepare_finalize", fact.upstream) == (fact.interface, fact.format), f"vLLM {release}: {fact.upstream}"
+        interface, produced = _class_shape(fused / "prepare_finalize", fact.upstream)
+        # The experts' format must take what the P/F produces: the same format, or from 0.34.0
+        # PaddedStandard experts on a Standard P/F (FusedMoEActivationFormat.is_superset).
+        assert interface == fact.interface and (produced == fact.format or (fact.format == PAD and produced == STD)), f"vLLM {release}: {fact.upstream} ({interface}, {produced}) for {fact.interface} {fact.format} experts"
     # And the release has no all2all branch the facts do not name (besides passthrough, 0.32.0+,
     # which binds FlashInfer MoE-EP kernels and is not in our all2all vocabulary).
     branches = {n for n in names if n.startswith("use_") and n.endswith("_kernels")} - {"use_all2all_kernels"}
@@ -289,6 +293,7 @@ def test_checkpoint_constants_match_the_release_source(release):
     """The literals the checkpoint reader copies: B12X codec contracts (vllm/utils/b12x.py, where
     the release has them) and the model types DeepSeek-V4's FP8 config claims."""
     from moe_oracle.inputs.checkpoint import quant_formats as qf
+    from moe_oracle.inputs.checkpoint import quant_records
     from moe_oracle.inputs.checkpoint.releases import ReaderRelease
 
     tree = _tree(release)
@@ -296,7 +301,7 @@ def test_checkpoint_constants_match_the_release_source(release):
     if rel.holds("modelopt_mixed_b12x_codecs"):
         b12x = ast.parse((tree / "vllm/utils/b12x.py").read_text(encoding="utf-8"))
         (value,) = [n.value for n in b12x.body if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "B12X_BLOCK_CODECS" for t in n.targets)]
-        assert {k.upper(): v for k, v in ast.literal_eval(value).items()} == qf._B12X_BLOCK_CODECS
+        assert {k.upper(): v for k, v in ast.literal_eval(value).items()} == quant_records.B12X_BLOCK_CODECS
     claimed = qf._DSV41_MODEL_TYPES if rel.holds("deepseek_v41_model") else qf._DSV4_MODEL_TYPES
     path = tree / ("vllm/models/deepseek_v41/quant_config.py" if rel.holds("deepseek_v41_model") else "vllm/models/deepseek_v4/quant_config.py")
     node = _definition(path, "DeepseekV4FP8Config.override_quantization_method")

@@ -27,7 +27,7 @@ def test_vllm_loads_the_plugin_and_it_answers_for_every_layer_group():
     if not directory:
         pytest.skip("MOE_ORACLE_VLLM_ENV is not set")
     env = VllmEnv.from_dir(Path(directory))
-    case = next(c for c in cases(corpus_dirs(), QUICK_DEPLOYMENTS) if c.model == "qwen3-30b-a3b-fp8" and c.deployment.platform == "cuda")
+    case = next(c for c in cases(corpus_dirs(), QUICK_DEPLOYMENTS) if c.model == "qwen3-30b-a3b-fp8" and c.deployment["platform"] == "cuda")
     with tempfile.TemporaryDirectory() as tmp:
         (built,), summary = _worker(env, "0.33.0", [{**case.to_dict(), "plugin": True}], Path(tmp))
     assert built["status"] == "ok", built.get("error") or summary
