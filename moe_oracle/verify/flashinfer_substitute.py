@@ -144,7 +144,7 @@ def _env_for(directory: Path, fi_version: str):
         version: str = fi_version
 
         def pythonpath(self, release: str) -> str:
-            from .._resources import package_dir
+            from ..core._resources import package_dir
 
             return os.pathsep.join([str(self.tree(release)), str(self.flashinfer / self.version), str(package_dir().parent)])
 

@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from .._resources import package_dir
+from ..core._resources import package_dir
 from .source_diff import TreeDiff, diff_trees
 
 __all__ = ["Cause", "group_disagreements", "main", "wheel_facts"]

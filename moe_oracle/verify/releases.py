@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import yaml
 from packaging.version import Version
 
-from .._resources import package_dir
+from ..core._resources import package_dir
 
 __all__ = ["ENGINE_TABLE", "Release", "harness_releases", "register_release", "read_releases"]
 

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from moe_oracle.compile.formats import identity_for, identity_issues
+from moe_oracle.core.compile.formats import identity_for, identity_issues
 from moe_oracle.verify.flashinfer_substitute import bracket
 from moe_oracle.verify.new_release import group_disagreements, related_functions, wheel_facts
 from moe_oracle.verify.releases import ENGINE_TABLE, read_releases, register_release
 from moe_oracle.verify.source_diff import diff_trees, functions_of
-from moe_oracle.vocab import ActivationFormat
+from moe_oracle.core.vocab import ActivationFormat
 
 OLD = '''"""doc"""
 X = [1, 2]
@@ -101,8 +101,8 @@ def test_register_release_appends_once_keeps_comments_and_refuses_older(tmp_path
 
 
 def test_registered_table_still_compiles(tmp_path):
-    from moe_oracle.catalog import load_catalog
-    from moe_oracle._resources import table_dirs
+    from moe_oracle.core.loading import load_catalog
+    from moe_oracle.core._resources import table_dirs
 
     dirs = []
     for d in table_dirs():
@@ -168,7 +168,7 @@ def test_identity_by_engine_applies_in_its_range_and_reports_overlaps():
 
 
 def test_shipped_tables_give_0_34_its_own_formats_and_keep_0_33():
-    from moe_oracle.catalog import load_catalog
+    from moe_oracle.core.loading import load_catalog
 
     c = load_catalog()
     old, new = c.for_version("0.33.0"), c.for_version("0.34.0")
@@ -192,11 +192,11 @@ def test_deepep_v2_refuses_standard_only_experts_at_selection_from_0_34():
     selection, so FlashInfer CUTLASS (Standard only) loses where 0.33.0 selected it; a moe_backend
     that forces the batched format decides first."""
     from moe_oracle import Device, Environment, MoEConfig, ParallelConfig
-    from moe_oracle.catalog import load_catalog
-    from moe_oracle.engine import evaluate
+    from moe_oracle.core.loading import load_catalog
+    from moe_oracle.core.engine import evaluate
 
     c = load_catalog()
-    from moe_oracle.quant import QuantScheme
+    from moe_oracle.core.quant import QuantScheme
 
     config = MoEConfig(num_experts=256, top_k=8, hidden_size=7168, intermediate_size=2048, device=Device("cuda", capability=90),
                        quant=QuantScheme("fp8_static_block128", "fp8_dynamic_group128"), quant_method="fp8",
