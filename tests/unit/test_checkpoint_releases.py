@@ -310,7 +310,7 @@ def ct_group_dir(tmp_path):
 @pytest.mark.parametrize(("release", "code", "fragment"), [
     ("0.29.0", 0, ""),
     ("0.30.0", 2, "vLLM 0.30.0 refuses compressed-tensors group/dynamic activation ordering"),
-    ("0.34.0", 2, "vLLM 0.33.0 (standing in for 0.34.0) refuses"),
+    ("0.35.0", 2, "vLLM 0.34.0 (standing in for 0.35.0) refuses"),
 ])
 @pytest.mark.parametrize("command", ["select", "plan"])
 def test_the_command_line_reads_the_checkpoint_for_the_declared_release(ct_group_dir, release, code, fragment, command, capsys):
@@ -324,7 +324,7 @@ def test_the_command_line_reads_the_checkpoint_for_the_declared_release(ct_group
     ("0.30.0", None, 2, "vLLM 0.30.0 refuses compressed-tensors group/dynamic activation ordering"),
     ("0.30.0", "0.29.0", 0, ""),  # --package is declared over the file's environment
     (None, "0.29.0", 0, ""),
-    (None, None, 2, "vLLM 0.33.0 refuses"),
+    (None, None, 2, "vLLM 0.34.0 refuses"),  # the newest modelled release, assumed
 ])
 def test_a_config_files_checkpoint_is_read_for_the_answers_release(ct_group_dir, tmp_path, file_release, flag_release, code, fragment, capsys):
     doc = f"model: {{hf_config: {ct_group_dir}/config.json}}\ndevice: {{gpu: H200}}\n"
