@@ -24,6 +24,7 @@ from ..core.errors import ConfigError, InputIssue
 from ..core.refusals import FLAG, Origin, refusals
 from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
+from .eplb_defaults import default_redundant_experts
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import lookup_hardware
@@ -284,6 +285,9 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
 
     env = answer_env(file_env, file_probe)
     notes += answered.get("notes", [])
+    config, eplb_note = default_redundant_experts(config, answer_release(catalog, env))
+    if eplb_note:
+        notes.append(eplb_note)
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     quant_notes, gate = _verify_quantization(given, catalog, config, env, serve, ck_quant, ck_scheme)
