@@ -19,7 +19,7 @@ from ..core.config import MoEConfig, ParallelConfig, Provenance
 from ..core.versions import admits
 from ..core.vocab import Source
 
-__all__ = ["DEFAULT_COUNT_RANGE", "default_redundant_experts", "minimum_redundant"]
+__all__ = ["DEFAULT_COUNT_RANGE", "default_redundant_experts", "default_redundant_parallel", "minimum_redundant"]
 
 DEFAULT_COUNT_RANGE = SpecifierSet(">=0.34.0")
 """The releases that compute the count when it is not given (vLLM 0.34.0 vllm/config/parallel.py
@@ -56,3 +56,15 @@ def default_redundant_experts(config: MoEConfig, release: str | None) -> tuple[M
     new = replace(config, parallel=replace(par, num_redundant_experts=count), provenance=provenance)
     note = f"EPLB without a redundant-expert count: vLLM {release} picks num_redundant_experts={count}, the least that spreads the {config.num_experts} experts evenly over EP={ep} (vllm/config/parallel.py compute_eplb_num_redundant_experts)"
     return new, note
+
+
+def default_redundant_parallel(par: ParallelConfig, num_experts: int, release: str | None, *, given: bool) -> tuple[ParallelConfig, str | None]:
+    """:func:`default_redundant_experts` for a whole model (``plan``): ``par`` with the count vLLM
+    ``release`` computes from the model's ``num_experts`` (``model_config.get_num_experts()``)
+    when EPLB is on and no count was ``given``; the note saying so, else ``None``."""
+    if given or release is None or not admits(DEFAULT_COUNT_RANGE, Version(release)) or not par.enable_eplb:
+        return par, None
+    ep = par.tp_size * par.dp_size
+    count = minimum_redundant(num_experts, ep)
+    note = f"EPLB without a redundant-expert count: vLLM {release} picks num_redundant_experts={count}, the least that spreads the {num_experts} experts evenly over EP={ep} (vllm/config/parallel.py compute_eplb_num_redundant_experts)"
+    return replace(par, num_redundant_experts=count), note

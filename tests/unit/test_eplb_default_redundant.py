@@ -46,3 +46,12 @@ def test_an_explicit_uneven_count_is_still_refused_in_0_34(tmp_path, layer, caps
         argv = ["select", "--config", str(path), "--package", "vllm==0.34.0"]
     assert main(argv) == 2
     assert "60 + 0 redundant" in capsys.readouterr().err
+
+
+def test_plan_computes_the_count_from_the_models_experts_from_0_34(capsys):
+    argv = ["plan", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "6", "--ep", "--eplb"]
+    assert main([*argv, "--package", "vllm==0.34.0"]) == 0
+    out = capsys.readouterr().out
+    assert "eplb+4" in out and "vLLM 0.34.0 picks num_redundant_experts=4" in out  # 128 experts over EP 6
+    assert main([*argv, "--package", "vllm==0.33.0"]) == 2
+    assert "128 + 0 redundant" in capsys.readouterr().err
