@@ -248,8 +248,8 @@ def test_plan_and_diff_refuse_what_select_refuses(command, capsys):
     extra = ["--from", "vllm==0.31.0", "--to", "vllm==0.33.0"] if command == "diff" else []
     assert main([command, *flags, *extra]) == 2
     err = capsys.readouterr().err
-    # diff plans its --from release first, and the refusal names it (select answers for 0.33.0).
-    assert "do not split evenly over 8 EP ranks" in err and err == (select_err.replace("0.33.0", "0.31.0") if command == "diff" else select_err)
+    # diff plans its --from release first, and the refusal names it (select answers for the newest, 0.34.0).
+    assert "do not split evenly over 8 EP ranks" in err and err == (select_err.replace("0.34.0", "0.31.0") if command == "diff" else select_err)
 
 
 # --- break-test findings: speculative method, inputs with no effect, release, checkpoint quantization
@@ -317,9 +317,9 @@ def test_plan_names_the_release_it_is_for(capsys):
     code, record, _ = _plan_cli(["--model", "qwen3.5-122b-a10b", "--gpu", "H200", "--package", "vllm==0.29.0"], capsys)
     assert code == 0 and record["engine"]["version"] == "0.29.0"
     assert any("vLLM 0.29.0 SpeculativeConfig.moe_backend unset" in n for n in record["notes"])
-    assert main(["plan", "--model", "qwen3.5-122b-a10b", "--gpu", "H200", "--package", "vllm==0.34.0"]) == 0
+    assert main(["plan", "--model", "qwen3.5-122b-a10b", "--gpu", "H200", "--package", "vllm==0.35.0"]) == 0
     out = capsys.readouterr().out
-    assert "Answer for: vLLM 0.34.0 (declared)" in out and "WARNING: answers are for vLLM" in out
+    assert "Answer for: vLLM 0.35.0 (declared)" in out and "WARNING: answers are for vLLM" in out
 
 
 def test_a_deprecated_method_in_the_checkpoint_is_refused_without_the_allow_flag(tmp_path, capsys):
@@ -344,7 +344,7 @@ def test_cli_plan_draft_backend_is_matched_exactly(value, capsys):
     """vLLM's SpeculativeConfig.moe_backend (MoEBackend | None) is not lower-cased or de-dashed."""
     assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--draft-moe-backend", value]) == 2
     err = capsys.readouterr().err
-    assert "--draft-moe-backend: vLLM 0.33.0 refuses this draft MoE backend" in err and "write it as " in err
+    assert "--draft-moe-backend: vLLM 0.34.0 refuses this draft MoE backend" in err and "write it as " in err
 
 
 def test_cli_plan_a_draft_flag_vllm_refuses_is_not_reported_as_a_disagreement(capsys):
