@@ -19,36 +19,20 @@ from ..core.tables import read_generated
 __all__ = ["ENGINE_VERSION", "PlatformQuantization", "engine_facts", "env_start_rules", "platform_quantization", "quantization_value_issues", "release_values", "serve_releases"]
 
 
-def _newest_modelled() -> str:
-    """The newest release the shipped ``rules/engine.yaml`` lists (what ``Catalog.release``
-    assumes when no release is known), so the fallback moves with each registered release.
-
-    Raises:
-        LookupError: the shipped engine table lists no release, or one without a serve facts file.
-    """
-    import yaml
-    from packaging.version import Version
-
-    doc = yaml.safe_load((package_dir() / "rules" / "engine.yaml").read_text(encoding="utf-8"))
-    versions = [str(r["version"]) for r in (doc or {}).get("releases") or ()]
-    if not versions:
-        raise LookupError("rules/engine.yaml lists no release")
-    newest = max(versions, key=Version)
-    if not (package_dir() / "engine_facts" / f"vllm-{newest}.yaml").is_file():
-        raise LookupError(f"rules/engine.yaml lists vLLM {newest} but engine_facts/vllm-{newest}.yaml is missing (tools/vllm_cli_facts.py writes it)")
-    return newest
-
-
-ENGINE_VERSION = _newest_modelled()
-"""The newest modelled release (the newest of the shipped ``rules/engine.yaml``): the one a serve
-line is parsed for, and whose facts an answer states, when no engine release is known (a catalog
-without an engine, hand-built in tests) — the same release the shipped catalog assumes."""
 
 
 def serve_releases() -> tuple[str, ...]:
     """The releases with a serve facts file (``engine_facts/vllm-<version>.yaml``), oldest first."""
     names = (p.name.removeprefix("vllm-").removesuffix(".yaml") for p in (package_dir() / "engine_facts").glob("vllm-*.yaml"))
     return tuple(sorted((n for n in names if n[:1].isdigit()), key=lambda v: tuple(int(x) for x in v.split(".") if x.isdigit())))
+
+
+ENGINE_VERSION = serve_releases()[-1]
+"""The newest modelled release: the newest with a serve facts file, which registering a release
+writes with its ``rules/engine.yaml`` entry (tests/unit/test_engine_version_fallback.py checks the
+two agree). The one a serve line is parsed for, and whose facts an answer states, when no engine
+release is known (a catalog without an engine, hand-built in tests) — the release the shipped
+catalog assumes. Read from the directory listing, so importing this module parses no YAML."""
 
 
 @lru_cache(maxsize=8)
