@@ -188,8 +188,8 @@ def test_answers_name_the_release_and_the_view(capsys):
     code, out, _ = run(capsys, "explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--view", "runtime", "--json")
     record = json.loads(out)
     assert code == 0 and record["view"] == "runtime" and record["selected"]["kernel"] == "torch_grouped_mm" and record["engine"]["known"] == "assumed"
-    code, out, _ = run(capsys, "explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--package", "vllm==0.34.0")
-    assert code == 0 and "WARNING: answers are for vLLM 0.29.0\u20130.33.0; you declared 0.34.0" in out
+    code, out, _ = run(capsys, "explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--package", "vllm==0.35.0")
+    assert code == 0 and "WARNING: answers are for vLLM 0.29.0\u20130.34.0; you declared 0.35.0" in out
 
 
 def test_a_declared_variables_note_is_given_once_naming_where_it_was_declared(capsys):
