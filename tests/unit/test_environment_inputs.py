@@ -249,7 +249,7 @@ def test_an_unknown_moe_backend_in_a_config_file_gets_the_flags_message(tmp_path
     allowed = file_line.split("allowed: ", 1)[1].split(";")[0].split(", ")
     assert allowed.count("auto") == 1
     if view == "engine":
-        assert "vLLM 0.33.0 does not accept" in file_line and "cpu" not in allowed  # only what the release accepts
+        assert "vLLM 0.34.0 does not accept" in file_line and "cpu" not in allowed  # only what the release accepts
     if name == "flashinfer_trtlm":
         assert file_line.endswith("did you mean 'flashinfer_trtllm'?")
 

@@ -45,7 +45,7 @@ def test_the_record_names_the_refused_kernel_and_validates(capsys):
 def test_the_dead_end_blames_the_refusal_and_finds_the_fixes(capsys):
     assert main(["select", *KIMI]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("No MoE kernel runs for vLLM 0.33.0") and "the engine selects marlin, then refuses the layer" in out
+    assert out.startswith("No MoE kernel runs for vLLM 0.34.0") and "the engine selects marlin, then refuses the layer" in out
     assert "rejects every candidate" not in out and "no change of a few inputs" not in out
     assert f"then refuses the layer (eplb_unsupported) [{RULE}]" in out
     fixes = [line.strip() for line in out.splitlines() if line.startswith("  ") and ". " in line and "[cost" in line]

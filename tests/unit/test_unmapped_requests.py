@@ -29,7 +29,7 @@ FP8_NAMES = ["auto", "aiter", "cutlass", "deep_gemm", "flashinfer_cutlass", "fla
 def test_the_dead_end_says_the_name_maps_to_no_kernel_and_to_drop_it(name, capsys):
     assert main(["select", *R1, "--moe-backend", name]) == 1  # the outcome is unchanged: the engine raises
     out = capsys.readouterr().out
-    assert out.startswith(f"Requested backend {name} (moe_backend) maps to no kernel of this fp8 layer for vLLM 0.33.0")
+    assert out.startswith(f"Requested backend {name} (moe_backend) maps to no kernel of this fp8 layer for vLLM 0.34.0")
     assert "allowed one of [aiter]" not in out and "no change of a few inputs" not in out
     assert f"moe_backend = {name}, allowed one of [auto, aiter, cutlass, deep_gemm" in out
     assert "it reads auto or one of aiter, cutlass, deep_gemm, flashinfer_cutlass, flashinfer_trtllm, hpc, humming, marlin, triton" in out
