@@ -144,3 +144,24 @@ def operator_inputs(args: argparse.Namespace, **changes: Any) -> OperatorInputs:
             values[name] = tuple(values[name])
     values.update(changes)
     return OperatorInputs(**values)
+
+
+def release_warnings(catalog: Any, sides: "list[tuple[str | None, Any]]") -> list[str]:
+    """The engine-release warnings of each answer (an unmodelled release, one registered
+    ``verified: false``, a pinned package newer than the tables know), as ``select``, ``explain``
+    and ``plan`` show them; ``sides``: (label or ``None``, the answer's Environment). A warning
+    that every side shares is given once, without a label."""
+    from ..inputs.declared import engine_release
+
+    per_side = []
+    for label, env in sides:
+        release = engine_release(catalog, env)
+        per_side.append((label, release.warnings if release is not None else ()))
+    shared = set.intersection(*(set(w) for _, w in per_side)) if per_side else set()
+    out: list[str] = []
+    for label, warnings in per_side:
+        for w in warnings:
+            text = w if (w in shared or label is None) else f"{label}: {w}"
+            if text not in out:
+                out.append(text)
+    return out

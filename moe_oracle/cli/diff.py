@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from ..core.errors import ConfigError, InputIssue
 from ..inputs.operator_inputs import OperatorInputs
-from .common import operator_inputs, print_json
+from .common import operator_inputs, print_json, release_warnings
 
 __all__ = ["add_parser", "run", "parse_side"]
 
@@ -120,9 +120,13 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
         (before, notes_b), (after, notes_a) = sides
         groups, notes = [("MoE layers", before, after)], sorted(set(notes_b) | set(notes_a))
     result = diff_groups(catalog, groups, policy=args.policy)
+    sides_env = [(side.label, side.environment) for _, before, after in groups[:1] for side in (before, after)]
+    warnings = release_warnings(catalog, sides_env)
     if args.json:
-        print_json({**result.to_dict(), "notes": notes})
+        print_json({**result.to_dict(), "notes": notes, "warnings": warnings})
     else:
+        for warning in warnings:
+            print(f"WARNING: {warning}")
         for note in notes:
             print(f"Note: {note}")
         print(result.render_text())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EPILOG_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, name_arg, operator_inputs, positive_int, print_json
+from .common import EPILOG_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, name_arg, operator_inputs, positive_int, print_json, release_warnings
 
 __all__ = ["add_parser", "run"]
 
@@ -37,9 +37,12 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     keep = [k.strip() for part in args.keep for k in part.split(",") if k.strip()]
     # The model itself is always kept on the command line: an operator cannot change its activation.
     result = why_not(Oracle(catalog, env, policy=args.policy), config, args.backend, n=args.alternatives, keep={*keep, "model"}, admissible=admissible(deployment, catalog))
+    warnings = release_warnings(catalog, [(None, env)])
     if args.json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), "warnings": warnings})
     else:
+        for warning in warnings:
+            print(f"WARNING: {warning}")
         for note in notes:
             print(f"Note: {note}")
         print(result.render_text(serve=bool(args.serve)))

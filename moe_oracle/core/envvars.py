@@ -17,7 +17,10 @@ selection, and the closed list in ``rules/environment.yaml`` names the way per v
 The parse kinds are the same in every modelled release (0.29.0-0.33.0). Variables vLLM removed
 (``removed:`` in the same file) are not read at all; vLLM warns ``Unknown vLLM environment
 variable detected`` (vllm/platforms/interface.py ``validate_environ``; vllm/envs.py in 0.29.0).
-We say so and name the replacement. Every message names the release the answer is for
+We say so and name the replacement. From vLLM 0.34.0 ``Platform.validate_environ`` refuses
+at start a variable of ``envs.removed_environment_variables`` whatever its value ("NAME has
+been removed. HINT") and ``VLLM_USE_V2_MODEL_RUNNER`` with any value but ``1``
+(:func:`start_refusals`, over the facts the caller reads for its release). Every message names the release the answer is for
 (``release``), whose facts it states.
 """
 
@@ -35,6 +38,7 @@ __all__ = [
     "env_issues",
     "env_notes",
     "parse_env_value",
+    "start_refusals",
 ]
 
 PARSE_KINDS = ("int", "true_or_1", "str")
@@ -144,6 +148,54 @@ def env_issues(env: Iterable[tuple[str, str]], specs: Iterable[EnvVarSpec], path
             issue = _int_issue(spec, raw, where, release)
             issues.append(InputIssue(issue.path, issue.message, issue.value, issue.allowed, file, keyword=issue.keyword))
     return issues
+
+
+def start_refusals(
+    env: Iterable[tuple[str, str]],
+    removed: Mapping[str, str],
+    value_rules: Mapping[str, Mapping[str, str]],
+    *,
+    origin: Mapping[str, str] | None = None,
+    file: str | None = None,
+    release: str | None,
+) -> tuple[list[InputIssue], list[str]]:
+    """(issues, notes): the variables the engine release refuses at start, and those a value
+    rule accepts with only a warning.
+
+    vLLM 0.34.0 ``Platform.validate_environ`` (vllm/platforms/interface.py, called from
+    ``EngineArgs.create_engine_config`` whatever ``--fail-on-environ-validation`` says) walks the
+    process's variables: a name with a value rule (``VLLM_USE_V2_MODEL_RUNNER``) raises its
+    ``refusal`` unless the value is ``accepted`` (then it only warns); a name in
+    ``removed_environment_variables`` (vllm/envs.py) raises ``"{name} has been removed. {hint}"``
+    whatever its value. Earlier releases have neither (both mappings empty).
+
+    ``removed``: name -> hint; ``value_rules``: name -> ``{"accepted", "refusal"}`` with
+    ``refusal`` a template over ``value`` (``moe_oracle.inputs.release_facts.env_start_rules``);
+    ``origin``: name -> where it was given (``--env``, ``--serve``, ``--environment F:``,
+    ``$.environment.env``; default ``--env``); ``release``: the release the messages name.
+
+    >>> issues, notes = start_refusals([("VLLM_MARLIN_INPUT_DTYPE", "fp8")], {"VLLM_MARLIN_INPUT_DTYPE": "Use humming."}, {}, release="0.34.0")
+    >>> issues[0].path, issues[0].message
+    ('--env VLLM_MARLIN_INPUT_DTYPE', 'vLLM 0.34.0 refuses it at start (Platform.validate_environ): VLLM_MARLIN_INPUT_DTYPE has been removed. Use humming.')
+    """
+    origin = origin or {}
+    issues: list[InputIssue] = []
+    notes: list[str] = []
+    for name, value in env:
+        where = origin.get(name, "--env")
+        path = f"{where}.{name}" if where.startswith("$") else f"{where} {name}"
+        rule = value_rules.get(name)
+        if rule is not None:
+            if value != rule["accepted"]:
+                message = rule["refusal"].format(value=value)
+                issues.append(InputIssue(path, f"{_vllm(release)} refuses it at start (Platform.validate_environ): {message}", value, [rule["accepted"]], file, keyword="env_value"))
+            else:
+                notes.append(f"{name}={value}: {_vllm(release)} accepts this value only with a warning at start and does not read it otherwise (Platform.validate_environ)")
+            continue
+        hint = removed.get(name)
+        if hint is not None:
+            issues.append(InputIssue(path, f"{_vllm(release)} refuses it at start (Platform.validate_environ): {name} has been removed. {hint}", value, None, file, keyword="env_value"))
+    return issues, notes
 
 
 def env_notes(

@@ -218,7 +218,7 @@ def resolve_release(spec: EngineSpec, env: Environment) -> EngineRelease:
     newest = spec.newest
     if value is None or value is ABSENT:
         basis = "newest modelled" if value is None else f"newest modelled; {spec.name} is not installed"
-        return EngineRelease(spec.name, spec.display, str(newest.version), Known.ASSUMED, basis, True, str(newest.version), _package_warnings(spec, env))
+        return EngineRelease(spec.name, spec.display, str(newest.version), Known.ASSUMED, basis, True, str(newest.version), _unverified(spec, newest) + _package_warnings(spec, env))
     version = Version(value)
     known = Known.PROBED if env.probed else Known.DECLARED
     rel = spec.modelled(version)
@@ -229,11 +229,24 @@ def resolve_release(spec: EngineSpec, env: Environment) -> EngineRelease:
         warnings.append(warning)
     else:
         stand_in = str(rel.version)
+        warnings += _unverified(spec, rel)
         for name, pinned in rel.pins.items():
             if env.package_canonical(name) is None:
                 assumed[name] = pinned
     warnings += _package_warnings(spec, env, rel)
     return EngineRelease(spec.name, spec.display, str(version), known, "", rel is not None, stand_in, tuple(warnings), MappingProxyType(assumed))
+
+
+def _unverified(spec: EngineSpec, rel: ModelledRelease) -> tuple[str, ...]:
+    """The warning for a modelled release registered ``verified: false`` (``rules/engine.yaml``:
+    its facts are encoded but the differential tiers have not yet reached their thresholds on it).
+
+    >>> _unverified(EngineSpec("vllm", "vLLM", ()), ModelledRelease(Version("0.34.0"), False, None, {}))
+    ('vLLM 0.34.0 is modelled but not verified (rules/engine.yaml verified: false): its facts are encoded from its source, but the differential checks against its code have not yet passed; treat the answer with care',)
+    """
+    if rel.verified:
+        return ()
+    return (f"{spec.display} {rel.version} is modelled but not verified (rules/engine.yaml verified: false): its facts are encoded from its source, but the differential checks against its code have not yet passed; treat the answer with care",)
 
 
 def _package_warnings(spec: EngineSpec, env: Environment, release: "ModelledRelease | None" = None) -> tuple[str, ...]:

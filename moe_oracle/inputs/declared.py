@@ -9,16 +9,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..core.environment import Environment
-from ..core.envvars import env_issues, env_notes
+from ..core.envvars import env_issues, env_notes, start_refusals
 from ..core.errors import ConfigError, InputIssue, did_you_mean
 from ..core.packages import PackageSpec, canonical_name, parse_requirement, provided_by, unique_specs
 from .envfile import read_environment_file
-from .release_facts import release_values
+from .release_facts import env_start_rules, release_values
 
 if TYPE_CHECKING:
     from ..core.versions import EngineRelease
 
-__all__ = ["DeclaredEnvironment", "answer_release", "declare_environment", "engine_release"]
+__all__ = ["DeclaredEnvironment", "answer_release", "declare_environment", "engine_release", "start_issues"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,9 @@ def declare_environment(
         ConfigError: a malformed declaration (``--env`` without a variable name), one package
             given two different versions by ``--package`` (or within the file), one variable
             given two different values by ``--env``, or a value the engine refuses at start
-            (``VLLM_USE_DEEP_GEMM=true``).
+            (``VLLM_USE_DEEP_GEMM=true``; from vLLM 0.34.0 a removed variable such as
+            ``VLLM_MARLIN_INPUT_DTYPE`` or ``VLLM_USE_V2_MODEL_RUNNER`` other than ``1``:
+            :func:`~moe_oracle.core.envvars.start_refusals`).
     """
     notes: list[str] = []
     read = set(catalog.package_names)
@@ -130,6 +132,11 @@ def declare_environment(
     # Name where each value came from: the engine refuses it, and the operator must find it.
     origin = {**{n: f"--environment {env_file}:" for n in file_vars}, **{n: "--serve" for n in serve_vars}, **{n: "--env" for n in flag_vars}}
     issues = [issue for name, value in sorted(variables.items()) for issue in env_issues([(name, value)], catalog.env_vars, origin.get(name, "--env"), release=release)]
+    # Every declared variable is in vLLM's environment, read by the tables or not: the release's start-up check sees them all.
+    every = {**(dict(base.env) if base is not None else {}), **file_vars, **serve_vars, **flag_vars}
+    start_issues, start_notes = _start_checks(every, origin, release)
+    issues += start_issues
+    notes += start_notes
     if issues:
         raise ConfigError(issues, headline="bad environment variable")
     environment = replace(packages_only, env=tuple(sorted(variables.items())))
@@ -156,6 +163,25 @@ def answer_release(catalog: Any, env: Environment) -> str | None:
     return release.stand_in if release is not None else None
 
 
+def _start_checks(env: Mapping[str, str], origin: Mapping[str, str], release: str | None, file: str | None = None) -> tuple[list[InputIssue], list[str]]:
+    """The start-up refusals (and warnings) of ``release`` for ``env``
+    (:func:`~moe_oracle.core.envvars.start_refusals` over
+    :func:`~moe_oracle.inputs.release_facts.env_start_rules`); none without a release."""
+    if release is None or not env:
+        return [], []
+    removed, rules = env_start_rules(release)
+    if not removed and not rules:
+        return [], []
+    return start_refusals(sorted(env.items()), removed, rules, origin=origin, file=file, release=release)
+
+
+def start_issues(env: Iterable[tuple[str, str]], where: str, release: str | None, file: str | None = None) -> list[InputIssue]:
+    """The variables of ``env`` (all given in ``where``: ``$.environment.env``, ``this process's
+    environment:``) that vLLM ``release`` refuses at start (empty before 0.34.0)."""
+    given = dict(env)
+    return _start_checks(given, {n: where for n in given}, release, file)[0]
+
+
 def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], set_by: dict[str, str], notes: list[str], where: str, release: str | None, *, quiet_unread: bool) -> None:
     """Keep the variables the tables read in ``into`` (``set_by``: variable -> the input that set
     it, for the note when a later input overrides it); note removed, irrelevant and unknown ones
@@ -171,7 +197,8 @@ def _collect_vars(catalog: Any, given: Mapping[str, str], into: dict[str, str], 
             set_by[name] = where
         elif name not in removed:
             other.append(name)
-    shown = [(n, v) for n, v in given.items() if n in read or n in removed or not quiet_unread]
+    checked = set().union(*env_start_rules(release)) if release is not None else set()  # noted or refused by _start_checks
+    shown = [(n, v) for n, v in given.items() if n not in checked and (n in read or n in removed or not quiet_unread)]
     # The release's own variable names come from a generated facts file (a large YAML document): read only when there is a variable to note.
     engine_names = release_values(release)["env_vars"] if shown and release is not None else None
     for note in env_notes(shown, catalog.env_vars, catalog.removed_env_vars, engine_names, release=release):

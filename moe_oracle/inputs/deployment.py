@@ -11,6 +11,8 @@ shares these pieces.
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -22,7 +24,8 @@ from ..core.errors import ConfigError, InputIssue
 from ..core.refusals import FLAG, Origin, refusals
 from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
-from .declared import answer_release, declare_environment, engine_release
+from .eplb_defaults import default_redundant_experts
+from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
@@ -112,7 +115,10 @@ def probed_environment(given: OperatorInputs, catalog: Any, probe_notes: tuple[s
     if given.package or given.without or given.env or given.environment:
         raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--environment", None, None)], headline="bad --probe")
     env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
-    issues = env_issues(env.env, catalog.env_vars, path="this process's environment:", release=answer_release(catalog, env))
+    release = answer_release(catalog, env)
+    issues = env_issues(env.env, catalog.env_vars, path="this process's environment:", release=release)
+    # The release's start-up check reads every variable of the process, not only those the tables read.
+    issues += start_issues(((n, v) for n, v in os.environ.items()), "this process's environment:", release)
     if issues:
         raise ConfigError(issues, headline="bad environment variable")
     if probe_notes:
@@ -280,6 +286,9 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
 
     env = answer_env(file_env, file_probe)
     notes += answered.get("notes", [])
+    config, eplb_note = default_redundant_experts(config, answer_release(catalog, env))
+    if eplb_note:
+        notes.append(eplb_note)
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     quant_notes, gate = _verify_quantization(given, catalog, config, env, serve, ck_quant, ck_scheme)

@@ -167,9 +167,11 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             except ConfigError as exc:
                 # Environment names command-line flags (--package NAME) and its fields (env NAME); here the input is this file.
                 raise ConfigError([replace(i, path=_environment_path(i.path), file=file) for i in exc.issues]) from None
-            from .declared import answer_release
+            from .declared import answer_release, start_issues
 
-            issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file, release=answer_release(catalog, environment))
+            release = answer_release(catalog, environment)
+            issues = env_issues(environment.env, catalog.env_vars, "$.environment.env", file, release=release)
+            issues += start_issues(environment.env, "$.environment.env", release, file)
             if issues:
                 raise ConfigError(issues)
     src = Source.CONFIG_FILE

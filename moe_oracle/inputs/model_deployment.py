@@ -29,6 +29,7 @@ from .models import quant_config_beside, resolve_model_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import verify_checkpoint_quantization
 from .serve import ServeArgs, parse_serve
+from .eplb_defaults import default_redundant_parallel
 from .release_facts import ENGINE_VERSION
 from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend, load_serve_checkpoint, serve_model_path
 from .speculative import resolve_draft
@@ -164,6 +165,12 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     if par:
         prov.append(Provenance("parallel", Source.USER_FLAG, "deployment flags"))
     parallel = ParallelConfig(**par)
+    targets = {layer.kwargs["num_experts"] for layer in checkpoint.moe_layers() if layer.spec.role == "target" and "num_experts" in layer.kwargs}
+    if len(targets) == 1:
+        parallel, eplb_note = default_redundant_parallel(parallel, targets.pop(), answer_release(catalog, env), given=given.redundant_experts is not None)
+        if eplb_note:
+            notes.append(eplb_note)
+            prov.append(Provenance("parallel.num_redundant_experts", Source.DERIVED, eplb_note))
     draft_flag = given.draft_moe_backend is not None and "draft_moe_backend" not in given.from_serve
     if draft_flag:
         check_draft_moe_backend(given.draft_moe_backend, answer_release(catalog, env) or ENGINE_VERSION)

@@ -225,6 +225,14 @@ _NOT_A_RELEASE_METHOD = {
 }
 
 
+_ONLINE_LINEAR_ONLY: Mapping[str, str] = {
+    "mxfp4_hadamard32": "vLLM 0.34.0 vllm/config/quantization.py _ONLINE_SHORTHANDS: linear only, no moe field; online/base.py returns UnquantizedFusedMoEMethod for routed experts",
+}
+"""Online ``--quantization`` shorthands that leave the MoE layers unquantized, with the source
+(present only in the releases whose ``QuantizationMethods`` list them: the unknown-method check
+comes first)."""
+
+
 def modelled_quant_methods(release: str) -> tuple[str, ...]:
     """The ``quant_method`` values a config file's layer may name for vLLM ``release``: the
     release's methods (vllm/model_executor/layers/quantization/__init__.py ``QuantizationMethods``,
@@ -480,6 +488,8 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         if issues:
             raise ConfigError(issues, headline=f"bad {flag.split()[0]}")
         notes = _out_of_tree_note([user], release, device)
+        if user in _ONLINE_LINEAR_ONLY:
+            return notes + [f"{flag.split()[-1]} {user}: vLLM {release} quantizes only the linear layers online with it; the MoE layers stay unquantized (UnquantizedFusedMoEMethod; {_ONLINE_LINEAR_ONLY[user]})"]
         if user != "fp8":
             # vLLM quantizes online with that method (humming: HummingMoEMethod) or fails to build
             # its config; only online fp8 is modelled (load_serve_checkpoint), and answering for

@@ -16,18 +16,23 @@ from ..core._resources import package_dir
 from ..core.errors import InputIssue
 from ..core.tables import read_generated
 
-__all__ = ["ENGINE_VERSION", "PlatformQuantization", "engine_facts", "platform_quantization", "quantization_value_issues", "release_values", "serve_releases"]
+__all__ = ["ENGINE_VERSION", "PlatformQuantization", "engine_facts", "env_start_rules", "platform_quantization", "quantization_value_issues", "release_values", "serve_releases"]
 
 
-ENGINE_VERSION = "0.33.0"
-"""The newest modelled release: the one a serve line is parsed for when no engine release is known
-(a catalog without an engine, hand-built in tests)."""
 
 
 def serve_releases() -> tuple[str, ...]:
     """The releases with a serve facts file (``engine_facts/vllm-<version>.yaml``), oldest first."""
     names = (p.name.removeprefix("vllm-").removesuffix(".yaml") for p in (package_dir() / "engine_facts").glob("vllm-*.yaml"))
     return tuple(sorted((n for n in names if n[:1].isdigit()), key=lambda v: tuple(int(x) for x in v.split(".") if x.isdigit())))
+
+
+ENGINE_VERSION = serve_releases()[-1]
+"""The newest modelled release: the newest with a serve facts file, which registering a release
+writes with its ``rules/engine.yaml`` entry (tests/unit/test_engine_version_fallback.py checks the
+two agree). The one a serve line is parsed for, and whose facts an answer states, when no engine
+release is known (a catalog without an engine, hand-built in tests) — the release the shipped
+catalog assumes. Read from the directory listing, so importing this module parses no YAML."""
 
 
 @lru_cache(maxsize=8)
@@ -121,6 +126,32 @@ def _of_release(by_release: Mapping[str, Any], version: str) -> Any:
     if version not in by_release:
         raise LookupError(f"no release values for vLLM {version}; the file holds {', '.join(by_release)}")
     return by_release[version]
+
+
+@lru_cache(maxsize=16)
+def env_start_rules(version: str) -> tuple[Mapping[str, str], Mapping[str, Mapping[str, str]]]:
+    """The variables vLLM ``version`` refuses at start, per ``engine_facts/vllm-release-values.yaml``
+    (``tools/vllm_release_values.py``): (``removed_env_vars``: name -> the hint its message ends
+    with, vllm/envs.py ``removed_environment_variables``; ``env_value_rules``: name ->
+    ``{accepted, refusal}``, the ``if env == NAME: if value != accepted: raise`` rules of
+    ``Platform.validate_environ``, vllm/platforms/interface.py, ``refusal`` a ``str.format``
+    template over ``value``). Both are empty before vLLM 0.34.0, which added them.
+
+    >>> removed, rules = env_start_rules("0.34.0")
+    >>> "VLLM_MARLIN_INPUT_DTYPE" in removed, rules["VLLM_USE_V2_MODEL_RUNNER"]["accepted"]
+    (True, '1')
+    >>> tuple(dict(m) for m in env_start_rules("0.33.0"))
+    ({}, {})
+
+    Raises:
+        LookupError: ``version`` is not a release the file holds (the modelled releases).
+    """
+    doc = read_generated(package_dir() / "engine_facts" / "vllm-release-values.yaml")
+    by_release = {str(v): kinds for v, kinds in doc["releases"].items()}
+    kinds = _of_release(by_release, version)
+    removed = {str(k): str(v) for k, v in (kinds.get("removed_env_vars") or {}).items()}
+    rules = {str(k): {"accepted": str(v["accepted"]), "refusal": str(v["refusal"])} for k, v in (kinds.get("env_value_rules") or {}).items()}
+    return MappingProxyType(removed), MappingProxyType(rules)
 
 
 def platform_quantization(version: str) -> Mapping[str, PlatformQuantization]:

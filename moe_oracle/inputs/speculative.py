@@ -50,6 +50,10 @@ _OTHER: Mapping[str, frozenset[str]] = {
 _NO_DRAFT_MODEL = frozenset({"ngram", "ngram_gpu", "suffix", "custom_class", "extract_hidden_states"})
 
 
+_NO_REGISTRY = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
+"""Releases without ``registered_speculative_methods`` (vLLM 0.34.0 added it: vllm/config/speculative.py)."""
+
+
 def speculative_methods(release: str) -> tuple[frozenset[str], frozenset[str]]:
     """(MTP aliases, other methods) of ``SpeculativeMethod`` in vLLM ``release``.
 
@@ -135,7 +139,8 @@ def resolve_draft(spec: Mapping[str, Any] | None, target_model: str | None, rele
     model = spec.get("model")
     model = str(model) if model is not None else None
     if method is not None and (not isinstance(method, str) or (method not in mtp and method not in other)):
-        raise ConfigError([InputIssue("--serve --speculative-config method", f"vLLM {release} knows no such speculative method (SpeculativeMethod, vllm/config/speculative.py)", method, sorted(mtp | other))], headline="bad --serve")
+        plugins = "; a method a vLLM plugin registers is not modelled" if release not in _NO_REGISTRY else ""
+        raise ConfigError([InputIssue("--serve --speculative-config method", f"vLLM {release} knows no such speculative method (SpeculativeMethod, vllm/config/speculative.py){plugins}", method, sorted(mtp | other))], headline="bad --serve")
     if method is None:
         method = "ngram" if model in ("ngram", "[ngram]") else "draft_model"
         if method == "draft_model":

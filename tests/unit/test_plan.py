@@ -248,8 +248,8 @@ def test_plan_and_diff_refuse_what_select_refuses(command, capsys):
     extra = ["--from", "vllm==0.31.0", "--to", "vllm==0.33.0"] if command == "diff" else []
     assert main([command, *flags, *extra]) == 2
     err = capsys.readouterr().err
-    # diff plans its --from release first, and the refusal names it (select answers for 0.33.0).
-    assert "do not split evenly over 8 EP ranks" in err and err == (select_err.replace("0.33.0", "0.31.0") if command == "diff" else select_err)
+    # diff plans its --from release first, and the refusal names it (select answers for the newest, 0.34.0).
+    assert "do not split evenly over 8 EP ranks" in err and err == (select_err.replace("0.34.0", "0.31.0") if command == "diff" else select_err)
 
 
 # --- break-test findings: speculative method, inputs with no effect, release, checkpoint quantization

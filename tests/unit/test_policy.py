@@ -39,10 +39,10 @@ def test_faithful_selects_a_known_bad_kernel_with_the_safe_alternative_and_safe_
     faithful = evaluate(catalog, config, Environment())
     assert faithful.kernel == "flashinfer_cutlass" and faithful.policy == "faithful"
     assert known_bad(faithful) == [("known_bad.flashinfer_cutlass_unquantized_unaligned_hang", "triton")]
-    warning = faithful.warnings[0]
+    warning = next(w for w in faithful.warnings if w.code != "engine_release")  # 0.34.0 (assumed) adds its unverified warning
     assert "#51492" in warning.reference and "(hang)" in warning.message and "the safe policy selects triton" in warning.message
     safe = evaluate(catalog, config, Environment(), policy="safe")
-    assert safe.kernel == "triton" and safe.warnings == () and safe.policy == "safe"
+    assert safe.kernel == "triton" and [w for w in safe.warnings if w.code != "engine_release"] == [] and safe.policy == "safe"
     assert [f.code for f in safe.candidate("flashinfer_cutlass").failures] == [ReasonCode.KNOWN_BAD]
     valid(faithful), valid(safe)
 

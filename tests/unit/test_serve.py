@@ -23,7 +23,7 @@ def test_every_classified_flag_is_a_real_vllm_flag():
 
 
 def test_the_facts_file_is_vllm_0_33_0():
-    facts = engine_facts()
+    facts = engine_facts("0.33.0")
     assert facts["version"] == "0.33.0" and len(facts["serve_flags"]) > 300
     assert "VLLM_USE_DEEP_GEMM" in facts["env_vars"]
 
@@ -206,7 +206,8 @@ def test_release_values_agree_with_the_serve_facts():
     (the file against each release's source: tests/differential/test_release_sources.py)."""
     from moe_oracle.inputs.release_facts import release_values
 
-    assert tuple(sorted(engine_facts()["env_vars"])) == release_values("0.33.0")["env_vars"]
+    for version in ("0.33.0", "0.34.0"):
+        assert tuple(sorted(engine_facts(version)["env_vars"])) == release_values(version)["env_vars"]
 
 
 @pytest.mark.parametrize(("model", "example"), [
