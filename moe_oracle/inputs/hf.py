@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from .bounds import check_model_config
 from .checkpoint.aliases import routing_method_type
 from .checkpoint.model import read_checkpoint
 from ..core.config import Provenance
@@ -85,8 +86,10 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
 
     Raises:
         ConfigError: the model has no MoE layers, a field is missing or outside the vocabulary, or
-            the release refuses the checkpoint (the message names the release).
+            the release refuses the checkpoint (the message names the release), a count is past
+            its bound or vLLM would refuse the config at load (:mod:`moe_oracle.inputs.bounds`).
     """
+    check_model_config(cfg, file)
     ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False, release=release)
     layer = ck.representative()
     assert layer.kwargs is not None

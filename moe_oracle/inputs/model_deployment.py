@@ -19,6 +19,7 @@ from ..core.refusals import Origin
 from ..core.requests import check_request, resolve_request
 from ..core.versions import EngineRelease
 from ..core.vocab import Source
+from .bounds import check_model_config
 from .checkpoint import Checkpoint, read_checkpoint
 from .declared import DeclaredEnvironment, answer_release, declare_environment, engine_release
 from .deployment import check_serve_values, device_from_inputs, origins_of, probed_environment, serve_release, unused_gpu_note
@@ -139,6 +140,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
     try:
+        check_model_config(hf_cfg, str(path))
         checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env))
     except ConfigError as exc:
         raise blame_hf_overrides(exc, serve) from None

@@ -1,0 +1,87 @@
+"""Issue 24: what an operator meets. Bounded work on any input, impossible configs refused with
+vLLM's check named, messages that point at what the user wrote, and the friction items. Each test
+here failed before the change it covers."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from moe_oracle.cli import main
+from moe_oracle.core._resources import examples_dir
+
+R1 = json.loads((examples_dir() / "deepseek-r1.json").read_text())
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _model(tmp_path: Path, **changes: object) -> str:
+    cfg = dict(R1)
+    cfg.update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return str(path)
+
+
+# ----------------------------------------------------------------------------- bounded work
+
+
+@pytest.mark.parametrize("command", ["select", "plan"])
+def test_mtp_layer_count_is_bounded_and_fast(tmp_path: Path, command: str) -> None:
+    start = time.perf_counter()
+    code, out, err = cli(command, "--model", _model(tmp_path, num_nextn_predict_layers=10**6), "--gpu", "H200", "--tp", "8")
+    assert time.perf_counter() - start < 2.0
+    assert code == 2, out
+    assert "num_nextn_predict_layers" in err and "at most 16" in err and "MTP" in err
+
+
+def test_layer_count_message_states_the_bound(tmp_path: Path) -> None:
+    code, _, err = cli("select", "--model", _model(tmp_path, num_hidden_layers=10**9), "--gpu", "H200")
+    assert code == 2
+    assert "num_hidden_layers" in err and "at most 1024" in err
+
+
+# ------------------------------------------------------------------ impossible configs refused
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"n_group": 0}, "n_group", "grouped_topk"),
+        ({"n_group": 7}, "n_group", "divide the 256 experts"),
+        ({"topk_group": 100}, "topk_group", "n_group = 8"),
+        ({"model_type": 7}, "model_type", "AutoConfig"),
+    ],
+)
+def test_impossible_model_configs_are_refused_naming_vllms_check(tmp_path: Path, changes: dict, field: str, words: str) -> None:
+    code, out, err = cli("select", "--model", _model(tmp_path, **changes), "--gpu", "H200", "--tp", "8")
+    assert code == 2, out
+    assert f"$.{field}" in err and words in err
+
+
+def test_unclosed_regex_target_is_refused(tmp_path: Path) -> None:
+    q = {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"], "config_groups": {"group_0": {"targets": ["re:[unclosed"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False}, "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "symmetric": True, "dynamic": True}}}}
+    code, out, err = cli("select", "--model", _model(tmp_path, quantization_config=q), "--gpu", "H200", "--tp", "8")
+    assert code == 2, out
+    assert "config_groups.group_0.targets[0]" in err and "re.error" in err
+
+
+def test_python_api_refuses_the_same(tmp_path: Path) -> None:
+    from moe_oracle.core.errors import ConfigError
+    from moe_oracle.inputs.hf import from_hf_config
+
+    with pytest.raises(ConfigError, match="n_group"):
+        from_hf_config({**R1, "n_group": 0})
