@@ -85,3 +85,17 @@ def test_python_api_refuses_the_same(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="n_group"):
         from_hf_config({**R1, "n_group": 0})
+
+
+_BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['x'] * 9)}]\n" for p, c in zip(["", "a", "b", "c", "d", "e", "f", "g"], "abcdefgh"))
+
+
+@pytest.mark.parametrize(("text", "words"), [(_BOMB, "alias bomb"), ("a: &a [*a]\n", "refers to itself"), ("a: " + "[" * 5000 + "]" * 5000 + "\n", "too deep")])
+def test_serve_config_alias_bomb_refused_fast(tmp_path: Path, text: str, words: str) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text)
+    start = time.perf_counter()
+    code, out, err = cli("select", "--serve", f"vllm serve deepseek-ai/DeepSeek-R1 --config {path}", "--gpu", "H200")
+    assert time.perf_counter() - start < 2.0
+    assert code == 2, out
+    assert "--serve --config" in err and words in err
