@@ -186,13 +186,60 @@ _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _DASHES = re.compile(r"(?<=--)[^.=]*")
 
 
+_SUBSTITUTION = re.compile(r"\$\(|`|\$\{|\$[A-Za-z_]")
+
+
 def command_words(command: str | Sequence[str]) -> list[str]:
+    """The words of a serve line, split as a POSIX shell splits them (``shlex``), nothing expanded.
+
+    Raises:
+        ConfigError: unbalanced quotes, or a word holding a shell substitution (``$(...)``,
+            backquotes, ``${VAR}``, ``$VAR``): no shell runs, so the line would be read with the
+            substitution's text as flag words (``$(rm -rf x)`` became ``--node-rank``'s ``-rf``).
+    """
     if isinstance(command, str):
         try:
-            return shlex.split(command.replace("\\\n", " "))
+            words = shlex.split(command.replace("\\\n", " "))
         except ValueError as exc:
             raise ConfigError([InputIssue("--serve", f"not a shell command line: {exc}", command, None)], headline="bad --serve") from None
-    return list(command)
+    else:
+        words = list(command)
+    text = command if isinstance(command, str) else " ".join(words)
+    if isinstance(command, str) and (hit := _SUBSTITUTION.search(_unquoted_single(command))):
+        start = hit.start()
+        shown = command[start : start + 40]
+        raise ConfigError([InputIssue("--serve", f"shell substitution is not expanded: moe-oracle reads the line as words and runs no shell; write the value it stands for instead of {shown!r}", text, None)], headline="bad --serve")
+    return words
+
+
+def _unquoted_single(command: str) -> str:
+    """``command`` with its single-quoted spans blanked (a shell expands nothing inside them)."""
+    return re.sub(r"'[^']*'", lambda m: " " * len(m.group(0)), command)
+
+
+_OTHER_ENGINES = (
+    ("SGLang", re.compile(r"^(sglang(\.launch_server)?|python[0-9.]* -m sglang\S*)$"), ("--model-path", "--tp-size", "--dp-size", "--ep-size", "--moe-runner-backend", "--moe-a2a-backend")),
+    ("TensorRT-LLM", re.compile(r"^(trtllm-\S+|python[0-9.]* -m tensorrt_llm\S*)$"), ("--tp_size", "--pp_size", "--ep_size", "--moe_expert_parallel_size", "--moe_backend", "--extra_llm_api_options")),
+)
+
+
+def other_engine(words: Sequence[str]) -> str | None:
+    """``"SGLang"`` or ``"TensorRT-LLM"`` when a command line is another engine's: its launcher
+    (``python -m sglang.launch_server``, ``trtllm-serve``) or a flag of its own that vLLM has not
+    (``--model-path``; ``--tp_size``, which vLLM would read as an unknown ``--tp-size``); else ``None``."""
+    if not words:
+        return None
+    first = Path(words[0]).name
+    launched = (first, " ".join([first, *words[1:3]]))  # `trtllm-serve`, `python -m sglang.launch_server`
+    for name, launcher, _ in _OTHER_ENGINES:
+        if any(launcher.match(head) for head in launched):
+            return name
+    if first == "vllm" or any(w.startswith("vllm.") for w in words[1:3]):
+        return None
+    for name, _, flags in _OTHER_ENGINES:
+        if any(w.split("=", 1)[0] in flags for w in words):
+            return name
+    return None
 
 
 # The two entry points a serve line can name (vLLM 0.29.0-0.33.0): ``vllm serve`` (also
@@ -231,6 +278,9 @@ def strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tupl
             env.append((name, value))
             i += 1
     rest = words[i:]
+    engine = other_engine(rest)
+    if engine is not None:
+        raise ConfigError([InputIssue("--serve", f"this is {'an' if engine == 'SGLang' else 'a'} {engine} command line; moe-oracle answers for vLLM (give the `vllm serve MODEL ...` line of the same deployment)", command, ["vllm serve MODEL [flags]"])], headline="bad --serve")
     if rest and Path(rest[0]).name == "vllm":
         if len(rest) < 2 or rest[1] != "serve":
             raise ConfigError([InputIssue("--serve", "expected a `vllm serve ...` command line", command, ["vllm serve MODEL [flags]"])], headline="bad --serve")

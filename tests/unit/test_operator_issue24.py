@@ -99,3 +99,43 @@ def test_serve_config_alias_bomb_refused_fast(tmp_path: Path, text: str, words: 
     assert time.perf_counter() - start < 2.0
     assert code == 2, out
     assert "--serve --config" in err and words in err
+
+
+# ------------------------------------------------------------------ messages
+
+
+def test_shell_substitution_is_named_not_read_as_flags() -> None:
+    code, _, err = cli("select", "--serve", "vllm serve Qwen/Qwen3-30B-A3B $(rm -rf x) -tp 2", "--gpu", "H200")
+    assert code == 2
+    assert "shell substitution is not expanded" in err and "--node-rank" not in err
+
+
+def test_single_quoted_dollar_is_not_a_substitution() -> None:
+    code, out, err = cli("select", "--serve", "vllm serve Qwen/Qwen3-30B-A3B -tp 2 --served-model-name '$x'", "--gpu", "H200")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("line", "engine"),
+    [
+        ("python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 2", "SGLang"),
+        ("Qwen/Qwen3-30B-A3B --model-path x", "SGLang"),
+        ("trtllm-serve Qwen/Qwen3-30B-A3B --tp_size 2", "TensorRT-LLM"),
+        ("Qwen/Qwen3-30B-A3B --tp_size 2", "TensorRT-LLM"),
+    ],
+)
+def test_other_engines_command_lines_are_named(line: str, engine: str) -> None:
+    code, _, err = cli("select", "--serve", line, "--gpu", "H200")
+    assert code == 2
+    assert f"{engine} command line; moe-oracle answers for vLLM" in err and "did you mean" not in err
+
+
+def test_all2all_abbreviation_did_you_mean() -> None:
+    code, _, err = cli("select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--all2all", "deepep_ll", "--ep", "--dp", "2")
+    assert code == 2 and "did you mean 'deepep_low_latency'" in err
+
+
+def test_why_not_backend_family_did_you_mean() -> None:
+    code, _, err = cli("why-not", "--backend", "flashinfer", "--model", "qwen3-30b-a3b", "--gpu", "H200")
+    assert code == 2
+    assert "did you mean one of" in err and "flashinfer_cutlass" in err and "flashinfer_trtllm" in err
