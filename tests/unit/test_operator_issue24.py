@@ -139,3 +139,59 @@ def test_why_not_backend_family_did_you_mean() -> None:
     code, _, err = cli("why-not", "--backend", "flashinfer", "--model", "qwen3-30b-a3b", "--gpu", "H200")
     assert code == 2
     assert "did you mean one of" in err and "flashinfer_cutlass" in err and "flashinfer_trtllm" in err
+
+
+# ------------------------------------------------------------------ friction
+
+
+def test_model_takes_a_hugging_face_id_like_serve() -> None:
+    flag = cli("select", "--model", "Qwen/Qwen3-30B-A3B-FP8", "--gpu", "H200")
+    serve = cli("select", "--serve", "vllm serve Qwen/Qwen3-30B-A3B-FP8", "--gpu", "H200")
+    assert flag[0] == serve[0] == 0, flag[2]
+    assert flag[1].split(" for vLLM")[0] == serve[1].split(" for vLLM")[0]
+
+
+def test_unknown_hf_id_is_charged_to_model() -> None:
+    code, _, err = cli("select", "--model", "nobody/NoSuchModel", "--gpu", "H200")
+    assert code == 2 and "--model: 'nobody/NoSuchModel' is not a local checkpoint" in err and "does not download" in err
+
+
+def test_hf_quant_config_takes_a_shipped_example_name() -> None:
+    code, out, err = cli("select", "--model", "nvidia-nemotron-3-nano-30b-a3b-bf16", "--hf-quant-config", "nvidia-nemotron-3-nano-30b-a3b-nvfp4", "--gpu", "B200")
+    assert code == 0, err
+    assert "nvfp4" in out
+
+
+def test_hf_quant_config_as_model_points_to_the_flag() -> None:
+    path = examples_dir() / "nvidia-nemotron-3-nano-30b-a3b-nvfp4.hf_quant_config.json"
+    code, _, err = cli("select", "--model", str(path), "--gpu", "B200")
+    assert code == 2 and "--hf-quant-config" in err and "declares no MoE layer" not in err
+
+
+@pytest.mark.parametrize(("flag", "first", "second"), [("--model", "qwen3-30b-a3b", "deepseek-r1"), ("--serve", "vllm serve a", "vllm serve b"), ("--config", "a.yaml", "b.yaml"), ("--platform", "cuda", "rocm"), ("--sm", "90", "100"), ("--hf-quant-config", "a", "b")])
+def test_repeated_source_flags_are_refused(flag: str, first: str, second: str) -> None:
+    code, _, err = cli("select", "--gpu", "H200", flag, first, flag, second)
+    assert code == 2 and f"argument {flag}: given more than once" in err
+
+
+@pytest.mark.parametrize(("flag", "first", "second"), [("--gpu", "H200", "B200"), ("--quant", "fp8_block", "unquantized"), ("--tp", "2", "4")])
+def test_repeated_deployment_flags_say_the_last_wins(flag: str, first: str, second: str) -> None:
+    """why-not's fixes are flags appended to the command (``--gpu B200`` after ``--gpu H200``):
+    the later value is used, and stderr says so."""
+    argv = ["select", "--model", "qwen3-30b-a3b", *(["--gpu", "H200"] if flag != "--gpu" else [])]
+    code, _, err = cli(*argv, flag, first, flag, second)
+    assert code == 0, err
+    assert f"warning: {flag} given more than once: the last ({second!r}" in err or f"the last ({int(second)!r}" in err
+
+
+def test_unknown_consumer_gpu_hints_platform_and_sm() -> None:
+    code, _, err = cli("select", "--model", "qwen3-30b-a3b", "--gpu", "NVIDIA GeForce RTX 4090")
+    assert code == 2 and "--platform cuda --sm 89" in err
+
+
+def test_from_hf_config_json_string_is_a_clear_error() -> None:
+    from moe_oracle.core.errors import ConfigError
+    from moe_oracle.inputs.hf import from_hf_config
+
+    with pytest.raises(ConfigError, match="not a JSON string: pass load_hf_config"):
+        from_hf_config(json.dumps(R1))  # type: ignore[arg-type]
