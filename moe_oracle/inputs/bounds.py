@@ -41,7 +41,7 @@ class Bound:
     real: str
 
 
-_LAYERS = Bound(1024, "the deepest released decoders have 126 layers (Llama-3.1-405B), MoE models up to 94 (Qwen3-235B-A22B)")
+_LAYERS = Bound(256, "the deepest released decoders have 126 layers (Llama-3.1-405B), MoE models up to 94 (Qwen3-235B-A22B)")
 _MTP = Bound(16, "released models carry 1 MTP layer (DeepSeek-V3/R1, GLM-4.5, Qwen3-Next, MiMo)")
 _EXPERTS = Bound(16384, "released MoE models route over at most 512 experts (Qwen3-Next, Qwen3.5)")
 _TOPK = Bound(1024, "released MoE models activate at most 22 experts per token")

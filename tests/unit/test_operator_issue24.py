@@ -51,7 +51,7 @@ def test_mtp_layer_count_is_bounded_and_fast(tmp_path: Path, command: str) -> No
 def test_layer_count_message_states_the_bound(tmp_path: Path) -> None:
     code, _, err = cli("select", "--model", _model(tmp_path, num_hidden_layers=10**9), "--gpu", "H200")
     assert code == 2
-    assert "num_hidden_layers" in err and "at most 1024" in err
+    assert "num_hidden_layers" in err and "at most 256" in err
 
 
 # ------------------------------------------------------------------ impossible configs refused
