@@ -107,7 +107,7 @@ def _int(value: Any) -> int | None:
 def _grouping_issues(section: Mapping[str, Any], path: str, file: str | None) -> list[InputIssue]:
     n_group, topk_group = _int(section.get("n_group")), _int(section.get("topk_group"))
     experts = next((_int(section.get(k)) for k in _EXPERT_KEYS if _int(section.get(k)) is not None), None)
-    where = "vLLM 0.33.0 grouped_topk (fused_moe/router/grouped_topk_router.py)"
+    where = "vLLM 0.29.0-0.33.0 grouped_topk (fused_moe/router/grouped_topk_router.py)"
     out = []
     if n_group is not None and n_group < 1:
         out.append(InputIssue(f"{path}n_group", f"must be >= 1: {where} reshapes the router scores into n_group groups, and vLLM fails at start on {n_group}", n_group, {"minimum": 1}, file, keyword="minimum"))

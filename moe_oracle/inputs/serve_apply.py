@@ -253,7 +253,7 @@ def blame_hf_overrides(exc: ConfigError, serve: ServeArgs | None) -> ConfigError
             continue
         key, value = hit
         shown = json.dumps(value) if isinstance(value, (Mapping, list)) else repr(value)
-        where = f" (applied to {issue.file})" if issue.file else ""
+        where = f" (applied to the config of {serve.hf_config_path or serve.model})" if issue.file else ""  # the model as written, not where its example is installed
         issues.append(replace(issue, path=f"--serve --hf-overrides {key}", file=None, message=f"--hf-overrides sets {key} to {shown}{where}: {issue.message}"))
     if all(a is b for a, b in zip(issues, exc.issues)):
         return exc

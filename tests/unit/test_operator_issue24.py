@@ -195,3 +195,22 @@ def test_from_hf_config_json_string_is_a_clear_error() -> None:
 
     with pytest.raises(ConfigError, match="not a JSON string: pass load_hf_config"):
         from_hf_config(json.dumps(R1))  # type: ignore[arg-type]
+
+
+def test_hf_overrides_errors_name_the_flag_and_the_model_as_written() -> None:
+    code, _, err = cli("select", "--serve", "vllm serve deepseek-ai/DeepSeek-R1 --hf-overrides '{\"n_group\": 7}'", "--gpu", "H200")
+    assert code == 2
+    assert "--serve --hf-overrides n_group" in err and "deepseek-ai/DeepSeek-R1" in err
+    assert str(examples_dir()) not in err
+
+
+def test_hf_quant_config_not_read_note_only_when_it_is_not_read() -> None:
+    from moe_oracle.inputs.checkpoint import read_checkpoint
+
+    cfg = json.loads((examples_dir() / "nvidia-nemotron-3-nano-30b-a3b-bf16.json").read_text())
+    beside = json.loads((examples_dir() / "nvidia-nemotron-3-nano-30b-a3b-nvfp4.hf_quant_config.json").read_text())
+    read = read_checkpoint(cfg, beside=beside)
+    assert read.quant.source.startswith("hf_quant_config.json beside")
+    assert not any("is not read" in n for n in read.quant.notes)
+    shadowed = read_checkpoint({**cfg, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}}, beside=beside)
+    assert any("hf_quant_config.json beside config.json is not read" in n for n in shadowed.quant.notes)
