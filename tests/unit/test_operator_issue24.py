@@ -214,3 +214,48 @@ def test_hf_quant_config_not_read_note_only_when_it_is_not_read() -> None:
     assert not any("is not read" in n for n in read.quant.notes)
     shadowed = read_checkpoint({**cfg, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}}, beside=beside)
     assert any("hf_quant_config.json beside config.json is not read" in n for n in shadowed.quant.notes)
+
+
+# ------------------------------------------------------------------ schemas for why-not and diff
+
+
+def _bundled(name: str) -> dict:
+    from moe_oracle.core._resources import schema_dir
+
+    return json.loads((schema_dir() / "bundled" / f"{name}.schema.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["why-not", "--backend", "deep_gemm", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2"],
+        ["why-not", "--backend", "deep_gemm", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8"],
+        ["why-not", "--backend", "flashinfer_trtllm", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--tp", "8"],
+    ],
+)
+def test_why_not_json_validates_against_its_schema(argv: list[str]) -> None:
+    import jsonschema
+
+    code, out, err = cli(*argv, "--json")
+    assert code in (0, 1), err
+    jsonschema.validate(json.loads(out), _bundled("why_not"))
+
+
+def test_diff_json_validates_against_its_schema() -> None:
+    import jsonschema
+
+    code, out, err = cli("diff", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--from", "vllm==0.29.0", "--to", "vllm==0.33.0", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    jsonschema.validate(record, _bundled("diff"))
+    assert record["groups"]
+
+
+def test_why_not_schema_refuses_a_record_missing_a_field() -> None:
+    import jsonschema
+
+    code, out, _ = cli("why-not", "--backend", "deep_gemm", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--json")
+    record = json.loads(out)
+    del record["alternatives"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(record, _bundled("why_not"))
