@@ -18,6 +18,7 @@ import shutil
 import pytest
 
 from tests.fuzz import deep
+from tests.property import tally as counts
 
 pytestmark = pytest.mark.fuzz_deep
 
@@ -50,7 +51,13 @@ def test_deep_fuzz(shard: str) -> None:
         tally = deep.drive(streams[shard](), deep.CLI_BOUND_S if shard == "cli" else deep.LAYER_BOUND_S, cli=shard == "cli")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("\nfuzz_deep " + tally.line(shard))
+    line = "fuzz_deep " + tally.line(shard)
+    print("\n" + line)  # shown with -s and without workers
+    counts.bump(f"bad inputs: fuzz_deep {shard}", tally.count)  # summed in the terminal summary, workers included
+    report = os.environ.get("MOE_ORACLE_FUZZ_REPORT")
+    if report:  # .ci/run prints this file: the figures per shard, under pytest-xdist too
+        with open(report, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
     assert tally.count == n
 
 

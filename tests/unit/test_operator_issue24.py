@@ -259,3 +259,15 @@ def test_why_not_schema_refuses_a_record_missing_a_field() -> None:
     del record["alternatives"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(record, _bundled("why_not"))
+
+
+def test_readme_shows_the_python_path_from_a_hf_config_with_an_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    block = next(b for b in blocks if "from_hf_config" in b and "Environment.declared" in b)
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    scope: dict = {}
+    exec(block, scope)  # noqa: S102 - the README's own example
+    assert scope["decision"].kernel and scope["decision"].release.label() == "vLLM 0.31.0 (declared)"
