@@ -56,7 +56,7 @@ def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
 
 def run(args: argparse.Namespace, catalog: Any) -> int:
     """Run ``explain`` or ``select`` (``args.command``); returns the exit code."""
-    from ..core.render import compact_dict, render_dead_end, render_explain
+    from ..core.render import actionable_notes, compact_dict, render_dead_end, render_explain
 
     decision, found = decide(args, catalog)
     if args.json:
@@ -68,6 +68,8 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
             print(decision.select_line())
             for warning in decision.warnings:
                 print(f"warning: {warning.message}", file=sys.stderr)
+            for note in actionable_notes(decision.notes):
+                print(f"note: {note}", file=sys.stderr)
     else:
         print(render_explain(decision, show_all=args.all, fixes=found, serve=bool(args.serve)))
     return EXIT_OK if decision.winner is not None else EXIT_NONE

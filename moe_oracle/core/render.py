@@ -25,7 +25,7 @@ from .vocab import ReasonCode, Source
 if TYPE_CHECKING:
     from .decision import Decision
 
-__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request"]
+__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request", "actionable_notes"]
 
 # Codes that say "this kernel is for another problem", not "this deployment is wrong";
 # explain folds candidates that fail any of these (shown with --all).
@@ -493,3 +493,19 @@ def compact_dict(decision: "Decision", fixes: Sequence[Any] | None = None) -> di
         if fixes is not None:
             out["fixes"] = [f.to_dict() for f in fixes]
     return out
+
+
+# Words of a note that asks the user to change what they wrote (core/envvars.py env_notes and the
+# input notes): a replacement to use, a likely typo, a value read otherwise than written.
+_ACTIONABLE = ("; use ", "did you mean", " is read as ", "has no effect", " is not a vLLM", "is not read")
+
+
+def actionable_notes(notes: Iterable[str]) -> list[str]:
+    """The notes that change what the user should do (a removed variable and its replacement, a
+    likely typo, a value read otherwise than written): ``select`` prints them on stderr, as it
+    does warnings, since its one line drops the rest.
+
+    >>> actionable_notes(["--env: X has no effect: ...; use --moe-backend marlin", "device H200 from --gpu"])
+    ['--env: X has no effect: ...; use --moe-backend marlin']
+    """
+    return [n for n in notes if any(word in n for word in _ACTIONABLE)]

@@ -271,3 +271,11 @@ def test_readme_shows_the_python_path_from_a_hf_config_with_an_environment(monke
     scope: dict = {}
     exec(block, scope)  # noqa: S102 - the README's own example
     assert scope["decision"].kernel and scope["decision"].release.label() == "vLLM 0.31.0 (declared)"
+
+
+def test_select_prints_notes_that_change_what_to_do_on_stderr() -> None:
+    code, out, err = cli("select", "--model", "qwen3-30b-a3b-fp8", "--gpu", "B200", "--env", "VLLM_USE_FLASHINFER_MOE_FP8=1")
+    assert code == 0 and "\n" not in out.strip()
+    assert "note: --env: VLLM_USE_FLASHINFER_MOE_FP8 has no effect" in err and "use --moe-backend" in err
+    _, _, quiet = cli("select", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8")
+    assert "note:" not in quiet
