@@ -54,11 +54,47 @@ def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
     return decision, found
 
 
+# CUDA compute capabilities vLLM's kernels distinguish (Ampere, Ada, Hopper, Blackwell
+# datacenter and its 10.3 refresh, Blackwell consumer/workstation), tried when --platform cuda
+# comes without --sm.
+CANDIDATE_SMS = (80, 89, 90, 100, 103, 120)
+
+
+def per_candidate_sm(args: argparse.Namespace, catalog: Any) -> list[tuple[int, str]]:
+    """With ``--platform cuda`` and no ``--sm`` (no ``--gpu``, ``--config``, ``--environment`` or
+    ``--probe`` naming the device): ``(sm, winner)`` per candidate capability
+    (:data:`CANDIDATE_SMS`) when the winners differ, else ``[]``. A capability whose inputs are
+    refused is left out."""
+    from ..core.engine import evaluate
+    from ..core.errors import ConfigError
+    from ..inputs.deployment import build_deployment
+
+    if args.platform != "cuda" or args.sm is not None or args.gpu or args.config or args.probe or args.environment:
+        return []
+    out = []
+    for sm in CANDIDATE_SMS:
+        try:
+            dep = build_deployment(operator_inputs(args, sm=sm), catalog)
+        except ConfigError:
+            continue
+        if dep.refusals():
+            continue
+        d = evaluate(catalog, dep.config, dep.environment, policy=args.policy)
+        out.append((sm, d.kernel or "nothing eligible"))
+    return out if len({w for _, w in out}) > 1 else []
+
+
 def run(args: argparse.Namespace, catalog: Any) -> int:
     """Run ``explain`` or ``select`` (``args.command``); returns the exit code."""
     from ..core.render import actionable_notes, compact_dict, render_dead_end, render_explain
 
     decision, found = decide(args, catalog)
+    per_sm = per_candidate_sm(args, catalog)
+    if per_sm:
+        line = "--platform cuda without --sm: the answer depends on the compute capability: " + "; ".join(f"SM {sm // 10}.{sm % 10} (--sm {sm}): {w}" for sm, w in per_sm)
+        decision = replace(decision, notes=(*decision.notes, line))
+        if args.command == "select" and not args.json:  # explain prints it among its notes
+            print(f"note: {line}", file=sys.stderr)
     if args.json:
         print_json(compact_dict(decision, found) if args.command == "select" and not args.full else decision.to_dict())
     elif args.command == "select":

@@ -279,3 +279,11 @@ def test_select_prints_notes_that_change_what_to_do_on_stderr() -> None:
     assert "note: --env: VLLM_USE_FLASHINFER_MOE_FP8 has no effect" in err and "use --moe-backend" in err
     _, _, quiet = cli("select", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8")
     assert "note:" not in quiet
+
+
+def test_platform_cuda_without_sm_answers_per_candidate_sm() -> None:
+    code, out, err = cli("select", "--model", "qwen3-30b-a3b-fp8", "--platform", "cuda")
+    assert code == 0
+    assert "the answer depends on the compute capability" in err and "SM 9.0 (--sm 90): " in err and "SM 10.0 (--sm 100): " in err
+    code, out, err = cli("select", "--model", "qwen3-30b-a3b-fp8", "--platform", "cuda", "--sm", "90")
+    assert "depends on the compute capability" not in err
