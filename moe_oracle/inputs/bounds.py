@@ -75,6 +75,7 @@ COUNT_BOUNDS: Mapping[str, Bound] = {
 """Count fields of a model config and their bounds (checked at the top level and in every
 nested ``*_config`` object but ``quantization_config``)."""
 
+_LOOSE_TYPES = frozenset({"moe_layer_freq", "top_k"})  # a list or another meaning in some families: bounded when an integer, not typed
 _LIST_BOUND = Bound(_LAYERS.maximum, _LAYERS.real)
 _LIST_FIELDS = ("layer_types", "mlp_only_layers", "hybrid_override_pattern", "moe_layers", "layers_block_type")
 _EXPERT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
@@ -91,7 +92,9 @@ def _count_issues(section: Mapping[str, Any], path: str, file: str | None) -> li
     out = []
     for key, bound in COUNT_BOUNDS.items():
         value = section.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > bound.maximum:
+        if value is not None and key not in _LOOSE_TYPES and (isinstance(value, bool) or not isinstance(value, int)):
+            out.append(InputIssue(f"{path}{key}", f"must be an integer (a count; {bound.real})", value, {"type": "integer", "maximum": bound.maximum}, file, keyword="type"))
+        elif isinstance(value, int) and not isinstance(value, bool) and value > bound.maximum:
             out.append(InputIssue(f"{path}{key}", f"must be at most {bound.maximum} ({bound.real})", value, {"maximum": bound.maximum}, file, keyword="maximum"))
     for key in _LIST_FIELDS:
         value = section.get(key)

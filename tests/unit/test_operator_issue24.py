@@ -287,3 +287,13 @@ def test_platform_cuda_without_sm_answers_per_candidate_sm() -> None:
     assert "the answer depends on the compute capability" in err and "SM 9.0 (--sm 90): " in err and "SM 10.0 (--sm 100): " in err
     code, out, err = cli("select", "--model", "qwen3-30b-a3b-fp8", "--platform", "cuda", "--sm", "90")
     assert "depends on the compute capability" not in err
+
+
+def test_a_count_that_is_not_an_integer_is_refused_not_a_traceback() -> None:
+    """Found by the fuzz_deep tier: a string num_nextn_predict_layers reached a comparison with 0."""
+    from moe_oracle.core.errors import ConfigError
+    from moe_oracle.inputs.hf import from_hf_config
+
+    cfg = json.loads((examples_dir() / "deepseek-v4-flash.json").read_text())
+    with pytest.raises(ConfigError, match=r"num_nextn_predict_layers: must be an integer"):
+        from_hf_config({**cfg, "num_nextn_predict_layers": "$(rm -rf x)"})
