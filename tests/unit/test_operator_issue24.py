@@ -297,3 +297,21 @@ def test_a_count_that_is_not_an_integer_is_refused_not_a_traceback() -> None:
     cfg = json.loads((examples_dir() / "deepseek-v4-flash.json").read_text())
     with pytest.raises(ConfigError, match=r"num_nextn_predict_layers: must be an integer"):
         from_hf_config({**cfg, "num_nextn_predict_layers": "$(rm -rf x)"})
+
+
+def test_run_on_cpu_says_what_it_costs_before_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    import sys as _sys
+
+    import moe_oracle.runtime.runner as runner
+
+    seen: list[str] = []
+
+    def stop(*_a: object, **_k: object) -> None:
+        seen.append(_sys.stderr.getvalue())  # what was said before the layer is built
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_layer", stop)
+    with pytest.raises(KeyboardInterrupt):
+        cli("run", "--model", "qwen3-30b-a3b", "--tokens", "16")
+    assert seen and "on CPU this allocates about" in seen[0] and "M random weights (128 experts" in seen[0] and "--max-experts 16" in seen[0]
