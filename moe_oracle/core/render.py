@@ -25,7 +25,7 @@ from .vocab import ReasonCode, Source
 if TYPE_CHECKING:
     from .decision import Decision
 
-__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request", "actionable_notes"]
+__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request", "actionable_notes", "winner_notes"]
 
 # Codes that say "this kernel is for another problem", not "this deployment is wrong";
 # explain folds candidates that fail any of these (shown with --all).
@@ -497,7 +497,7 @@ def compact_dict(decision: "Decision", fixes: Sequence[Any] | None = None) -> di
 
 # Words of a note that asks the user to change what they wrote (core/envvars.py env_notes and the
 # input notes): a replacement to use, a likely typo, a value read otherwise than written.
-_ACTIONABLE = ("; use ", "did you mean", " is read as ", "has no effect", " is not a vLLM", "is not read")
+_ACTIONABLE = ("; use ", "did you mean", " is read as ", "has no effect", " is not a vLLM", "is not read", "weight-only (W8A16)", "on a ROCm device: DeepEP")
 
 
 def actionable_notes(notes: Iterable[str]) -> list[str]:
@@ -509,3 +509,30 @@ def actionable_notes(notes: Iterable[str]) -> list[str]:
     ['--env: X has no effect: ...; use --moe-backend marlin']
     """
     return [n for n in notes if any(word in n for word in _ACTIONABLE)]
+
+
+def winner_notes(decision: "Decision", config: Any) -> list[str]:
+    """What the winner's one line does not say and the operator should know:
+
+    * Marlin running an FP8 scheme runs it weight-only (W8A16): activations stay in 16 bits
+      (vLLM 0.29.0-0.33.0 quantization/utils/marlin_utils_fp8.py: "Weight-only FP8 compression
+      will be used leveraging the Marlin kernel" on GPUs without native FP8);
+    * a DeepEP all2all on a ROCm device: DeepEP is NVIDIA's (NVSHMEM); vLLM's CUDA-like
+      communicator creates its manager on ROCm only where a ``deep_ep`` build imports, and AMD's own
+      all2all backends are MORI's (``mori_low_latency``, ``mori_high_throughput``).
+    """
+    sel = decision.selected
+    if sel is None:
+        return []
+    out = []
+    quant = getattr(config, "quant", None)
+    weight = str(getattr(quant, "weight", "") or "")
+    act = str(getattr(quant, "activation", "") or "")
+    if sel.backend == "marlin" and weight.startswith("fp8") and act.startswith("fp8"):
+        out.append(f"marlin runs this FP8 checkpoint weight-only (W8A16): activations stay {getattr(getattr(config, 'in_dtype', None), 'value', '16-bit')}, the FP8 activation scales are not used (vLLM marlin_utils_fp8.py: no native FP8 on this GPU)")
+    a2a = getattr(getattr(config, "parallel", None), "all2all_backend", None)
+    a2a_name = getattr(a2a, "value", a2a)
+    platform = getattr(getattr(getattr(config, "device", None), "platform", None), "value", None)
+    if platform == "rocm" and isinstance(a2a_name, str) and a2a_name.startswith("deepep"):
+        out.append(f"--all2all {a2a_name} on a ROCm device: DeepEP is NVIDIA's (NVSHMEM) and runs only where a ROCm build of deep_ep imports; AMD's all2all backends are mori_low_latency / mori_high_throughput")
+    return out

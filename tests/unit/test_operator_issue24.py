@@ -315,3 +315,17 @@ def test_run_on_cpu_says_what_it_costs_before_it_starts(monkeypatch: pytest.Monk
     with pytest.raises(KeyboardInterrupt):
         cli("run", "--model", "qwen3-30b-a3b", "--tokens", "16")
     assert seen and "on CPU this allocates about" in seen[0] and "M random weights (128 experts" in seen[0] and "--max-experts 16" in seen[0]
+
+
+def test_marlin_on_a100_fp8_is_labelled_weight_only() -> None:
+    code, out, err = cli("select", "--model", "qwen3-30b-a3b-fp8", "--gpu", "A100")
+    assert code == 0 and out.startswith("marlin")
+    assert "weight-only (W8A16)" in err
+    _, _, h200 = cli("select", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200")
+    assert "weight-only" not in h200
+
+
+def test_deepep_on_mi300x_is_noted() -> None:
+    code, _, err = cli("select", "--model", "deepseek-r1", "--gpu", "MI300X", "--dp", "8", "--ep", "--all2all", "deepep_low_latency")
+    assert code in (0, 1)
+    assert "on a ROCm device: DeepEP is NVIDIA's" in err and "mori_low_latency" in err
