@@ -419,6 +419,24 @@ def _check_allowed_text(chk: Any) -> str:
     return text
 
 
+def _backend_order(decision: "Decision") -> str:
+    """The priority order over the backends with a kernel for this platform: a backend each of
+    whose kernels fails its own ``platform_unsupported`` check is left out (and counted)."""
+    from .codes import ReasonCode
+
+    foreign = set()
+    by_backend: dict[str, list[Any]] = {}
+    for c in decision.candidates:
+        by_backend.setdefault(c.backend, []).append(c)
+    for backend, rows in by_backend.items():
+        # the kernel's own platform check (its rule id starts with the kernel's), not a prepare/finalize's
+        if all(any(f.code == ReasonCode.PLATFORM_UNSUPPORTED and str(f.rule).startswith(f"{r.kernel}.") for f in r.failures) for r in rows):
+            foreign.add(backend)
+    shown = [b for b in decision.backend_order if b not in foreign]
+    left = len(decision.backend_order) - len(shown)
+    return " > ".join(shown) + (f" ({left} backend{'s' if left != 1 else ''} of other platforms left out)" if left else "")
+
+
 def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Sequence[Any] | None = None, closest: int = 5, serve: bool = False) -> str:
     """The ``explain`` view.
 
@@ -439,7 +457,7 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
         lines.append(f"Selected: {sel.kernel} [backend {sel.backend}, {sel.interface.value}, {sel.activation_format.value}] + prepare/finalize {sel.prepare_finalize}, by {how}")
     if decision.requested:
         lines.append(f"Requested backends: {', '.join(decision.requested)} (strict: no fallback)")
-    lines.append("Backend order: " + " > ".join(decision.backend_order))
+    lines.append("Backend order: " + _backend_order(decision))
     for d in decision.demotions:
         where, _, anchor = d.position.partition(":")
         moved = f"directly {where} {anchor}" if anchor else f"to the {d.position}"

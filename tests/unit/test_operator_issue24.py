@@ -329,3 +329,12 @@ def test_deepep_on_mi300x_is_noted() -> None:
     code, _, err = cli("select", "--model", "deepseek-r1", "--gpu", "MI300X", "--dp", "8", "--ep", "--all2all", "deepep_low_latency")
     assert code in (0, 1)
     assert "on a ROCm device: DeepEP is NVIDIA's" in err and "mori_low_latency" in err
+
+
+def test_backend_order_lists_this_platforms_backends() -> None:
+    _, out, _ = cli("explain", "--model", "qwen3-30b-a3b", "--gpu", "H200")
+    line = next(l for l in out.splitlines() if l.startswith("Backend order:"))
+    assert "aiter" not in line and "batched_triton" in line and "of other platforms left out" in line
+    _, out, _ = cli("explain", "--model", "qwen3-30b-a3b", "--gpu", "MI300X")
+    line = next(l for l in out.splitlines() if l.startswith("Backend order:"))
+    assert "aiter" in line and "flashinfer_trtllm" not in line
