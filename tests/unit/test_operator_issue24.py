@@ -338,3 +338,11 @@ def test_backend_order_lists_this_platforms_backends() -> None:
     _, out, _ = cli("explain", "--model", "qwen3-30b-a3b", "--gpu", "MI300X")
     line = next(l for l in out.splitlines() if l.startswith("Backend order:"))
     assert "aiter" in line and "flashinfer_trtllm" not in line
+
+
+def test_why_not_blocking_lines_get_their_why() -> None:
+    code, out, _ = cli("why-not", "--backend", "aiter", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--keep", "device")
+    assert code == 1
+    lines = out.splitlines()
+    blocking = [i for i, l in enumerate(lines) if l.startswith("  - ") and l.endswith("]")]
+    assert blocking and all(lines[i + 1].lstrip().startswith("why: ") for i in blocking)
