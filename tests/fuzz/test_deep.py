@@ -26,10 +26,10 @@ SCALE = float(os.environ.get("MOE_ORACLE_FUZZ_SCALE", "1"))
 
 # (shard, inputs at scale 1): 101,000 in all.
 SHARDS = {
-    "model_configs": 22_000,
+    "model_configs": 16_000,
     "serve_lines": 30_000,
     "serve_config_files": 8_000,
-    "environment_texts": 20_000,
+    "environment_texts": 26_000,
     "flag_values": 15_000,
     "cli": 6_000,
 }
