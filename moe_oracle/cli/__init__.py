@@ -111,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(commands=frozenset(words))  # the arguments of the command run, not of all ten
     args = parser.parse_args(words)
+    for line in getattr(args, "repeated_flags", None) or ():
+        print(f"warning: {line}", file=sys.stderr)
     try:
         if args.command == "lint":
             return lint.run(args)

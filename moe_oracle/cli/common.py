@@ -63,6 +63,31 @@ def positive_int(text: str) -> int:
     return value
 
 
+class Once(argparse.Action):
+    """Store a flag's value; a second occurrence is an error (as a repeated ``--package NAME`` is),
+    never a silent "the last one wins"."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        before = getattr(namespace, self.dest, None)
+        if before is not None:
+            raise argparse.ArgumentError(self, f"given more than once ({before!r}, then {values!r}): give it once")
+        setattr(namespace, self.dest, values)
+
+
+class LastWins(argparse.Action):
+    """Store a flag's value; a later occurrence replaces it, said on stderr (``why-not``'s fixes
+    are flags appended to the command, ``--gpu B200`` after ``--gpu H200``, so a repeat is allowed
+    here, never silent)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        before = getattr(namespace, self.dest, None)
+        if before is not None and before != values:
+            repeated = list(getattr(namespace, "repeated_flags", None) or [])
+            repeated.append(f"{option_string} given more than once: the last ({values!r}) is used, not {before!r}")
+            setattr(namespace, "repeated_flags", repeated)
+        setattr(namespace, self.dest, values)
+
+
 def name_arg(text: str) -> str:
     """argparse type: a non-empty name."""
     if not text.strip():
@@ -78,35 +103,35 @@ def gpu_help() -> str:
 
 def add_input_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("layer")
-    src.add_argument("--config", metavar="FILE", help="MoEConfig YAML/JSON file")
-    src.add_argument("--model", type=name_arg, metavar="CONFIG_JSON", help="Hugging Face config.json path or shipped example name")
-    src.add_argument("--serve", type=name_arg, metavar="'vllm serve MODEL ...'", help="a vllm serve command line (one quoted string): model and deployment flags as the answer's vLLM release (--package vllm==X, --environment, --probe) reads them")
-    src.add_argument("--hf-quant-config", metavar="FILE", help="ModelOpt hf_quant_config.json (overrides the model's quantization_config)")
-    src.add_argument("--quant", type=name_arg, metavar="NAME", help="override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk)")
+    src.add_argument("--config", action=Once, metavar="FILE", help="MoEConfig YAML/JSON file")
+    src.add_argument("--model", action=Once, type=name_arg, metavar="CONFIG_JSON", help="Hugging Face config.json path or shipped example name")
+    src.add_argument("--serve", action=Once, type=name_arg, metavar="'vllm serve MODEL ...'", help="a vllm serve command line (one quoted string): model and deployment flags as the answer's vLLM release (--package vllm==X, --environment, --probe) reads them")
+    src.add_argument("--hf-quant-config", action=Once, metavar="FILE", help="ModelOpt hf_quant_config.json (overrides the model's quantization_config)")
+    src.add_argument("--quant", action=LastWins, type=name_arg, metavar="NAME", help="override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk)")
     dev = p.add_argument_group("device")
-    dev.add_argument("--gpu", type=name_arg, metavar="NAME", help=gpu_help())
-    dev.add_argument("--platform", choices=["cuda", "rocm", "cpu", "xpu", "tpu"], help="platform, when no --gpu")
-    dev.add_argument("--sm", type=int, metavar="N", help="CUDA compute capability as major*10+minor (90 = SM 9.0), with --platform cuda")
-    dev.add_argument("--arch", metavar="ARCH", help="ROCm gfx target (gfx942), XPU generation (xe2) or CPU arch (x86_64)")
+    dev.add_argument("--gpu", action=LastWins, type=name_arg, metavar="NAME", help=gpu_help())
+    dev.add_argument("--platform", action=Once, choices=["cuda", "rocm", "cpu", "xpu", "tpu"], help="platform, when no --gpu")
+    dev.add_argument("--sm", action=Once, type=int, metavar="N", help="CUDA compute capability as major*10+minor (90 = SM 9.0), with --platform cuda")
+    dev.add_argument("--arch", action=Once, metavar="ARCH", help="ROCm gfx target (gfx942), XPU generation (xe2) or CPU arch (x86_64)")
     dep = p.add_argument_group("deployment")
-    dep.add_argument("--tp", type=int, metavar="N", help="tensor-parallel size")
-    dep.add_argument("--dp", type=int, metavar="N", help="data-parallel size")
+    dep.add_argument("--tp", action=LastWins, type=int, metavar="N", help="tensor-parallel size")
+    dep.add_argument("--dp", action=LastWins, type=int, metavar="N", help="data-parallel size")
     dep.add_argument("--ep", action=argparse.BooleanOptionalAction, default=None, help="enable expert parallelism")
-    dep.add_argument("--all2all", metavar="NAME", help="all2all backend (deepep_low_latency, deepep_high_throughput, allgather_reducescatter, ...)")
+    dep.add_argument("--all2all", action=LastWins, metavar="NAME", help="all2all backend (deepep_low_latency, deepep_high_throughput, allgather_reducescatter, ...)")
     dep.add_argument("--eplb", action=argparse.BooleanOptionalAction, default=None, help="enable the expert-parallel load balancer")
-    dep.add_argument("--redundant-experts", type=int, metavar="N", help="redundant experts per EP group (EPLB)")
-    dep.add_argument("--moe-backend", type=name_arg, metavar="NAME", help="request a backend (strict: no fallback); 'auto' = priority order")
+    dep.add_argument("--redundant-experts", action=LastWins, type=int, metavar="N", help="redundant experts per EP group (EPLB)")
+    dep.add_argument("--moe-backend", action=LastWins, type=name_arg, metavar="NAME", help="request a backend (strict: no fallback); 'auto' = priority order")
     dep.add_argument("--lora", action=argparse.BooleanOptionalAction, default=None, help="LoRA adapters on the experts")
     dep.add_argument("--batch-invariant", action=argparse.BooleanOptionalAction, default=None, help="require batch-invariant kernels")
-    dep.add_argument("--max-tokens", type=positive_int, metavar="N", help="largest number of tokens per call")
+    dep.add_argument("--max-tokens", action=Once, type=positive_int, metavar="N", help="largest number of tokens per call")
     env = p.add_argument_group("environment")
-    env.add_argument("--environment", metavar="FILE", help="read installed packages (and, from vllm collect-env, the GPU and env vars) from pip freeze / pip list --format=json / uv pip list / vllm collect-env output; --gpu/--platform (or a --config file's device) win over the file's GPU, with a note")
+    env.add_argument("--environment", action=Once, metavar="FILE", help="read installed packages (and, from vllm collect-env, the GPU and env vars) from pip freeze / pip list --format=json / uv pip list / vllm collect-env output; --gpu/--platform (or a --config file's device) win over the file's GPU, with a note")
     env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable; NAME @ URL and local versions such as +cu130 accepted)")
     env.add_argument("--without", action="append", default=[], metavar="NAME", help="declare a package absent (repeatable)")
     env.add_argument("--env", action="append", default=[], metavar="VAR=VALUE", help="declare an environment variable (repeatable)")
     env.add_argument("--probe", action="store_true", help="probe this interpreter's packages and this process's env vars (and the device, without --gpu); says which interpreter and site-packages it read")
     p.add_argument("--policy", choices=["faithful", "safe"], default="faithful", help="faithful (default): what vLLM does, known bugs included, with warnings; safe: reject known-bad kernels and unchecked early returns")
-    p.add_argument("--tables", metavar="DIR", help="use the tables under DIR (kernels/, prepare_finalize/, rules/) instead of the shipped ones")
+    p.add_argument("--tables", action=Once, metavar="DIR", help="use the tables under DIR (kernels/, prepare_finalize/, rules/) instead of the shipped ones")
     p.add_argument("--json", action="store_true", help="print the machine-readable record")
 
 

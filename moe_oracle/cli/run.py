@@ -52,6 +52,8 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
         print(render_failure(decision))
         return EXIT_NONE
     _check_run_memory(config, args)
+    if config.device.platform.value == "cpu" and not args.json:
+        print(f"run: {run_cost(config, args)}", file=sys.stderr)
     from ..runtime.errors import AdapterContractError, AdapterImportError, CompositionError, UnsupportedConfigError
 
     try:
@@ -69,6 +71,33 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     else:
         print(report.describe())
     return EXIT_OK
+
+
+# Weights drawn and built per second by `run` on CPU, measured on the 2-core CI machine under load
+# (issue 24: Qwen3-30B-A3B, 128 experts x 3 x 768 x 2048 = 604 M weights, 16 tokens: 58 s, 3.4 GB).
+_CPU_WEIGHTS_PER_S = 10e6
+
+
+def run_memory_bytes(config: Any, args: argparse.Namespace) -> tuple[int, int]:
+    """(bytes ``run`` allocates, weights it draws): stored weights of every layer, the float32 w13
+    random initialization draws first, and the float32 activations of kernel and reference."""
+    experts = min(config.num_experts, args.max_experts or config.num_experts)
+    rows = (2 if config.activation.is_gated else 1) * config.intermediate_size
+    per_expert = (rows + config.intermediate_size) * config.hidden_size
+    storage = 4 if config.in_dtype.value == "float32" else (1 if config.quant.weight is not None else 2)
+    activations = 2 * args.tokens * config.top_k * (rows + config.hidden_size) * 4 + args.tokens * (config.hidden_size + config.num_experts) * 4
+    return args.layers * experts * per_expert * storage + experts * rows * config.hidden_size * 4 + activations, args.layers * experts * per_expert
+
+
+def run_cost(config: Any, args: argparse.Namespace) -> str:
+    """What a CPU ``run`` will cost, said before it starts: memory, weights drawn, an estimate of
+    the time (:data:`_CPU_WEIGHTS_PER_S`), and how to size it down (``--max-experts``)."""
+    needed, weights = run_memory_bytes(config, args)
+    seconds = weights / _CPU_WEIGHTS_PER_S
+    experts = min(config.num_experts, args.max_experts or config.num_experts)
+    smaller = max(1, min(experts, config.top_k * 2))
+    hint = f"; --max-experts {smaller} runs it in about {seconds * smaller / experts:.0f} s" if seconds > 10 and smaller < experts else ""
+    return f"on CPU this allocates about {needed / 2**30:.1f} GiB and draws {weights / 1e6:.0f} M random weights ({experts} experts x {args.layers} layer(s)): about {seconds:.0f} s at ~{_CPU_WEIGHTS_PER_S / 1e6:.0f} M weights/s{hint}"
 
 
 def _check_run_memory(config: Any, args: argparse.Namespace) -> None:

@@ -46,6 +46,10 @@ def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
     decision = evaluate(catalog, config, env, policy=args.policy)
     if deployment.notes:
         decision = replace(decision, notes=merged_notes(decision.notes, deployment.notes))
+    from ..core.render import winner_notes
+
+    if extra := winner_notes(decision, config):
+        decision = replace(decision, notes=(*decision.notes, *extra))
     found = None
     if decision.winner is None:
         from ..explain.whynot import fixes as find_fixes  # a dead end only: the search is not imported for an answer
@@ -54,11 +58,47 @@ def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
     return decision, found
 
 
+# CUDA compute capabilities vLLM's kernels distinguish (Ampere, Ada, Hopper, Blackwell
+# datacenter and its 10.3 refresh, Blackwell consumer/workstation), tried when --platform cuda
+# comes without --sm.
+CANDIDATE_SMS = (80, 89, 90, 100, 103, 120)
+
+
+def per_candidate_sm(args: argparse.Namespace, catalog: Any) -> list[tuple[int, str]]:
+    """With ``--platform cuda`` and no ``--sm`` (no ``--gpu``, ``--config``, ``--environment`` or
+    ``--probe`` naming the device): ``(sm, winner)`` per candidate capability
+    (:data:`CANDIDATE_SMS`) when the winners differ, else ``[]``. A capability whose inputs are
+    refused is left out."""
+    from ..core.engine import evaluate
+    from ..core.errors import ConfigError
+    from ..inputs.deployment import build_deployment
+
+    if args.platform != "cuda" or args.sm is not None or args.gpu or args.config or args.probe or args.environment:
+        return []
+    out = []
+    for sm in CANDIDATE_SMS:
+        try:
+            dep = build_deployment(operator_inputs(args, sm=sm), catalog)
+        except ConfigError:
+            continue
+        if dep.refusals():
+            continue
+        d = evaluate(catalog, dep.config, dep.environment, policy=args.policy)
+        out.append((sm, d.kernel or "nothing eligible"))
+    return out if len({w for _, w in out}) > 1 else []
+
+
 def run(args: argparse.Namespace, catalog: Any) -> int:
     """Run ``explain`` or ``select`` (``args.command``); returns the exit code."""
-    from ..core.render import compact_dict, render_dead_end, render_explain
+    from ..core.render import actionable_notes, compact_dict, render_dead_end, render_explain
 
     decision, found = decide(args, catalog)
+    per_sm = per_candidate_sm(args, catalog)
+    if per_sm:
+        line = "--platform cuda without --sm: the answer depends on the compute capability: " + "; ".join(f"SM {sm // 10}.{sm % 10} (--sm {sm}): {w}" for sm, w in per_sm)
+        decision = replace(decision, notes=(*decision.notes, line))
+        if args.command == "select" and not args.json:  # explain prints it among its notes
+            print(f"note: {line}", file=sys.stderr)
     if args.json:
         print_json(compact_dict(decision, found) if args.command == "select" and not args.full else decision.to_dict())
     elif args.command == "select":
@@ -68,9 +108,12 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
             print(decision.select_line())
             for warning in decision.warnings:
                 print(f"warning: {warning.message}", file=sys.stderr)
+            shown = actionable_notes(decision.notes)
             for note in decision.notes:  # the one-layer answer is not the whole model's (see plan)
-                if note.startswith("--model: ") and ("moe-oracle plan" in note or "does not model" in note or "does not register" in note):
-                    print(f"note: {note.removeprefix('--model: ')}", file=sys.stderr)
+                if note not in shown and note.startswith("--model: ") and ("moe-oracle plan" in note or "does not model" in note or "does not register" in note):
+                    shown.append(note)
+            for note in shown:
+                print(f"note: {note.removeprefix('--model: ')}", file=sys.stderr)
     else:
         print(render_explain(decision, show_all=args.all, fixes=found, serve=bool(args.serve)))
     return EXIT_OK if decision.winner is not None else EXIT_NONE

@@ -45,5 +45,29 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
             print(f"WARNING: {warning}")
         for note in notes:
             print(f"Note: {note}")
-        print(result.render_text(serve=bool(args.serve)))
+        text = result.render_text(serve=bool(args.serve))
+        if not result.found and result.blocking:
+            from ..core.engine import evaluate
+
+            text = with_why_lines(text, evaluate(catalog, config, env, policy=args.policy))
+        print(text)
     return EXIT_OK if (result.found or result.already_eligible) else EXIT_NONE
+
+
+def with_why_lines(text: str, decision: Any) -> str:
+    """``text`` with a ``why:`` line (the check's hint and source, as ``select``'s dead end gives
+    it) under each blocking line ``  - code: field [rule]``, from ``decision`` (the deployment as
+    given, before any edit)."""
+    why = {}
+    for c in decision.candidates:
+        for f in c.failures:
+            if f.hint and f.rule not in why:
+                why[f.rule] = f"{f.hint} ({f.reference})" if f.reference else f.hint
+    out = []
+    for line in text.splitlines():
+        out.append(line)
+        if line.startswith("  - ") and line.endswith("]"):
+            rule = line.rsplit("[", 1)[-1][:-1]
+            if rule in why:
+                out.append(f"      why: {why[rule]}")
+    return "\n".join(out)

@@ -24,6 +24,8 @@ def did_you_mean(value: Any, allowed: Iterable[Any]) -> str | None:
 
     >>> did_you_mean("deepep_low_latncy", ["deepep_low_latency", "nixl_ep"])
     'deepep_low_latency'
+    >>> did_you_mean("deepep_ll", ["deepep_v2", "deepep_low_latency"])
+    'deepep_low_latency'
     """
     if not isinstance(value, str):
         return None
@@ -32,6 +34,10 @@ def did_you_mean(value: Any, allowed: Iterable[Any]) -> str | None:
     key = value.lower().replace("-", "_")
     if key in lowered and lowered[key] != value:
         return lowered[key]
+    for low, option in lowered.items():  # an abbreviation: deepep_ll for deepep_low_latency
+        parts = low.split("_")
+        if any(key == "_".join(parts[:i] + ["".join(p[:1] for p in parts[i:])]) for i in range(len(parts) - 1)):
+            return option
     match = difflib.get_close_matches(key, list(lowered), n=1, cutoff=0.6)
     return lowered[match[0]] if match else None
 
@@ -78,10 +84,20 @@ class InputIssue:
             shown = ", ".join(str(a) for a in list(self.allowed)[:24])
             more = f", ... ({len(self.allowed)} in all)" if len(self.allowed) > 24 else ""
             text += f"; allowed: {shown}{more}"
+        family = self.family()
         suggestion = self.suggestion()
-        if suggestion:
+        if len(family) > 1:
+            text += f"; did you mean one of {', '.join(family)}?"
+        elif suggestion:
             text += f"; did you mean {suggestion!r}?"
         return text
+
+    def family(self) -> list[str]:
+        """The allowed names ``value`` is the stem of (``flashinfer`` -> every ``flashinfer_*``)."""
+        if not isinstance(self.value, str) or not isinstance(self.allowed, (list, tuple)) or len(self.value) < 3:
+            return []
+        stem = self.value.lower().replace("-", "_").rstrip("_") + "_"
+        return [str(a) for a in self.allowed if str(a).lower().startswith(stem)]
 
     def to_dict(self) -> dict[str, Any]:
         from .records import jsonable

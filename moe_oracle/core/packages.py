@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 from urllib.parse import unquote, urlsplit
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from .errors import ConfigError, InputIssue
 
@@ -141,7 +141,7 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
     version = pins[0].version
     try:
         Version(version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
         raise ConfigError([InputIssue(where, "not a PEP 440 version", version, None)], headline=f"bad {where}") from None
     return PackageSpec(name, version)
 
@@ -186,7 +186,7 @@ def same_version(a: str | None, b: str | None) -> bool:
         return True
     try:
         return Version(a) == Version(b)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
         return False
 
 

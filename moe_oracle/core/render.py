@@ -25,7 +25,7 @@ from .vocab import ReasonCode, Source
 if TYPE_CHECKING:
     from .decision import Decision
 
-__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request"]
+__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request", "actionable_notes", "winner_notes"]
 
 # Codes that say "this kernel is for another problem", not "this deployment is wrong";
 # explain folds candidates that fail any of these (shown with --all).
@@ -419,6 +419,24 @@ def _check_allowed_text(chk: Any) -> str:
     return text
 
 
+def _backend_order(decision: "Decision") -> str:
+    """The priority order over the backends with a kernel for this platform: a backend each of
+    whose kernels fails its own ``platform_unsupported`` check is left out (and counted)."""
+    from .codes import ReasonCode
+
+    foreign = set()
+    by_backend: dict[str, list[Any]] = {}
+    for c in decision.candidates:
+        by_backend.setdefault(c.backend, []).append(c)
+    for backend, rows in by_backend.items():
+        # the kernel's own platform check (its rule id starts with the kernel's), not a prepare/finalize's
+        if all(any(f.code == ReasonCode.PLATFORM_UNSUPPORTED and str(f.rule).startswith(f"{r.kernel}.") for f in r.failures) for r in rows):
+            foreign.add(backend)
+    shown = [b for b in decision.backend_order if b not in foreign]
+    left = len(decision.backend_order) - len(shown)
+    return " > ".join(shown) + (f" ({left} backend{'s' if left != 1 else ''} of other platforms left out)" if left else "")
+
+
 def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Sequence[Any] | None = None, closest: int = 5, serve: bool = False) -> str:
     """The ``explain`` view.
 
@@ -439,7 +457,7 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
         lines.append(f"Selected: {sel.kernel} [backend {sel.backend}, {sel.interface.value}, {sel.activation_format.value}] + prepare/finalize {sel.prepare_finalize}, by {how}")
     if decision.requested:
         lines.append(f"Requested backends: {', '.join(decision.requested)} (strict: no fallback)")
-    lines.append("Backend order: " + " > ".join(decision.backend_order))
+    lines.append("Backend order: " + _backend_order(decision))
     for d in decision.demotions:
         where, _, anchor = d.position.partition(":")
         moved = f"directly {where} {anchor}" if anchor else f"to the {d.position}"
@@ -492,4 +510,47 @@ def compact_dict(decision: "Decision", fixes: Sequence[Any] | None = None) -> di
         ]
         if fixes is not None:
             out["fixes"] = [f.to_dict() for f in fixes]
+    return out
+
+
+# Words of a note that asks the user to change what they wrote (core/envvars.py env_notes and the
+# input notes): a replacement to use, a likely typo, a value read otherwise than written.
+_ACTIONABLE = ("; use ", "did you mean", " is read as ", "has no effect", " is not a vLLM", "is not read", "weight-only (W8A16)", "on a ROCm device: DeepEP")
+
+
+def actionable_notes(notes: Iterable[str]) -> list[str]:
+    """The notes that change what the user should do (a removed variable and its replacement, a
+    likely typo, a value read otherwise than written): ``select`` prints them on stderr, as it
+    does warnings, since its one line drops the rest.
+
+    >>> actionable_notes(["--env: X has no effect: ...; use --moe-backend marlin", "device H200 from --gpu"])
+    ['--env: X has no effect: ...; use --moe-backend marlin']
+    """
+    return [n for n in notes if any(word in n for word in _ACTIONABLE)]
+
+
+def winner_notes(decision: "Decision", config: Any) -> list[str]:
+    """What the winner's one line does not say and the operator should know:
+
+    * Marlin running an FP8 scheme runs it weight-only (W8A16): activations stay in 16 bits
+      (vLLM 0.29.0-0.33.0 quantization/utils/marlin_utils_fp8.py: "Weight-only FP8 compression
+      will be used leveraging the Marlin kernel" on GPUs without native FP8);
+    * a DeepEP all2all on a ROCm device: DeepEP is NVIDIA's (NVSHMEM); vLLM's CUDA-like
+      communicator creates its manager on ROCm only where a ``deep_ep`` build imports, and AMD's own
+      all2all backends are MORI's (``mori_low_latency``, ``mori_high_throughput``).
+    """
+    sel = decision.selected
+    if sel is None:
+        return []
+    out = []
+    quant = getattr(config, "quant", None)
+    weight = str(getattr(quant, "weight", "") or "")
+    act = str(getattr(quant, "activation", "") or "")
+    if sel.backend == "marlin" and weight.startswith("fp8") and act.startswith("fp8"):
+        out.append(f"marlin runs this FP8 checkpoint weight-only (W8A16): activations stay {getattr(getattr(config, 'in_dtype', None), 'value', '16-bit')}, the FP8 activation scales are not used (vLLM marlin_utils_fp8.py: no native FP8 on this GPU)")
+    a2a = getattr(getattr(config, "parallel", None), "all2all_backend", None)
+    a2a_name = getattr(a2a, "value", a2a)
+    platform = getattr(getattr(getattr(config, "device", None), "platform", None), "value", None)
+    if platform == "rocm" and isinstance(a2a_name, str) and a2a_name.startswith("deepep"):
+        out.append(f"--all2all {a2a_name} on a ROCm device: DeepEP is NVIDIA's (NVSHMEM) and runs only where a ROCm build of deep_ep imports; AMD's all2all backends are mori_low_latency / mori_high_throughput")
     return out

@@ -29,7 +29,7 @@ from .declared import answer_release, declare_environment, engine_release, start
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
-from .models import quant_config_beside, resolve_model_path
+from .models import quant_config_beside, refuse_quant_config_as_model, resolve_model_reference, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
 from .serve import ServeArgs, parse_serve, serve_value_issues
@@ -214,14 +214,15 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         if device is not None:
             changes["device"] = device
     elif given.model or serve is not None:
-        quant_cfg = load_hf_config(given.hf_quant_config, "--hf-quant-config") if given.hf_quant_config else None
+        quant_cfg = load_hf_config(resolve_quant_config_path(given.hf_quant_config), "--hf-quant-config") if given.hf_quant_config else None
         if serve is not None:
             path = serve_model_path(serve)
             hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
             notes += [f"--serve: {n}" for n in serve_notes]
         else:
-            path = resolve_model_path(given.model)
+            path = resolve_model_reference(given.model)
             hf_cfg = load_hf_config(path)
+            refuse_quant_config_as_model(hf_cfg, path)
         beside = quant_config_beside(path)
         # The checkpoint is read as the answer's release reads it: the environment is known here
         # (declared, or probed once and reused below).

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from ..core.errors import ConfigError, InputIssue
 from ..core.packages import PackageSpec, canonical_name, parse_requirement, unique_specs
@@ -145,7 +145,7 @@ def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
                 continue
             try:
                 Version(named[1])
-            except InvalidVersion:
+            except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
                 raise _line_error(path, number - 1, lines[number - 2], f"not a PEP 440 version: {named[1]!r}") from None
             packages.append((PackageSpec(canonical_name(named[0]), named[1], target or None), f"line {number}"))
             continue
@@ -175,7 +175,7 @@ def _pip_json(text: str, path: str) -> EnvironmentFile:
             raise ConfigError([InputIssue(f"$[{i}]", "each entry needs a string name and version", item, None, path)], headline="bad --environment")
         try:
             Version(item["version"])
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
             raise ConfigError([InputIssue(f"$[{i}].version", "not a PEP 440 version", item["version"], None, path)], headline="bad --environment") from None
         packages.append((PackageSpec(canonical_name(item["name"]), item["version"]), f"$[{i}]"))
     return EnvironmentFile(path, "pip list --format=json", unique_specs(packages, "--environment", path), True)
@@ -191,7 +191,7 @@ def _pip_columns(lines: list[str], path: str) -> EnvironmentFile:
             raise _line_error(path, number, line, "expected NAME VERSION (pip list / uv pip list columns)")
         try:
             Version(cols[1])
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
             raise _line_error(path, number, line, f"not a PEP 440 version: {cols[1]!r}") from None
         packages.append((PackageSpec(canonical_name(cols[0]), cols[1]), f"line {number}"))
     return EnvironmentFile(path, "pip list", unique_specs(packages, "--environment", path), True)
@@ -235,7 +235,7 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
             if len(cols) >= 2 and cols[0] not in ("No", "Could"):
                 try:
                     Version(cols[1])
-                except InvalidVersion:
+                except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
                     continue
                 conda.setdefault(canonical_name(cols[0]), PackageSpec(canonical_name(cols[0]), cols[1]))
             continue
@@ -266,7 +266,7 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
         try:
             Version(vllm_version)
             packages["vllm"] = PackageSpec("vllm", vllm_version)
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
             notes.append(f"vLLM Version {vllm_version!r} is not a PEP 440 version: vllm's version is unknown")
     notes.append("vllm collect-env lists only the packages its name filter keeps (torch, numpy, triton, nvidia*, flashinfer-python, ...): packages it does not list are unknown, not absent")
     if len(set(gpus)) > 1:

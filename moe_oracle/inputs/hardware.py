@@ -192,7 +192,34 @@ def lookup_hardware(name: str) -> HardwareEntry:
     key = _resolve(name) if isinstance(name, str) else None
     if key is not None:
         return _ENTRIES[key]
-    raise ConfigError([HardwareIssue("--gpu", "unknown hardware name", name, sorted(_ENTRIES))])
+    hint = capability_hint(name) if isinstance(name, str) else None
+    message = "unknown hardware name" + (f"; {hint[1]} is a CUDA GPU of compute capability {hint[0] // 10}.{hint[0] % 10}: describe it with --platform cuda --sm {hint[0]}" if hint else "")
+    raise ConfigError([HardwareIssue("--gpu", message, name, sorted(_ENTRIES))])
+
+
+# NVIDIA GPUs outside the catalog, by the number in their name, with their compute capability
+# (NVIDIA's CUDA GPUs list): enough to point at --platform cuda --sm N.
+_OTHER_NVIDIA = (
+    (re.compile(r"\b(rtx\s*)?50[5-9]0\b|rtx\s*pro\s*[0-9]+\s*blackwell"), 120, "a GeForce RTX 50 series (Blackwell) GPU"),
+    (re.compile(r"\b(rtx\s*)?40[5-9]0\b|rtx\s*[0-9]+\s*ada|\bl20\b"), 89, "a GeForce RTX 40 series / Ada GPU"),
+    (re.compile(r"\b(rtx\s*)?30[5-9]0\b|\ba[2-6]000\b|\ba40\b|\ba30\b|\ba16\b|\ba2\b"), 86, "an Ampere GPU"),
+    (re.compile(r"\b(rtx\s*)?20[6-8]0\b|\bt4\b|titan\s*rtx"), 75, "a Turing GPU"),
+    (re.compile(r"\bv100\b"), 70, "a Volta GPU"),
+)
+
+
+def capability_hint(name: str) -> tuple[int, str] | None:
+    """``(sm, what)`` for an NVIDIA GPU the catalog lacks, from its name (``NVIDIA GeForce RTX 4090``
+    -> ``(89, ...)``); ``None`` when the name says nothing known.
+
+    >>> capability_hint("NVIDIA GeForce RTX 4090")[0]
+    89
+    """
+    low = name.lower()
+    for pattern, sm, what in _OTHER_NVIDIA:
+        if pattern.search(low):
+            return sm, f"{name!r} ({what})"
+    return None
 
 
 class HardwareIssue(InputIssue):

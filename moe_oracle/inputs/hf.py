@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from .bounds import check_model_config
 from .checkpoint.aliases import routing_method_type
 from .checkpoint.model import read_checkpoint
 from ..core.config import Provenance
@@ -85,9 +86,14 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
             ``None`` for the newest modelled; :meth:`moe_oracle.inputs.checkpoint.releases.ReaderRelease.of`).
 
     Raises:
-        ConfigError: the model has no MoE layers, a field is missing or outside the vocabulary, or
-            the release refuses the checkpoint (the message names the release).
+        ConfigError: ``cfg`` is not a mapping (a JSON string, a path), the model has no MoE layers, a field is missing or outside the vocabulary, or
+            the release refuses the checkpoint (the message names the release), a count is past
+            its bound or vLLM would refuse the config at load (:mod:`moe_oracle.inputs.bounds`).
     """
+    if not isinstance(cfg, Mapping):
+        what = "a JSON string" if isinstance(cfg, (str, bytes)) and str(cfg if isinstance(cfg, str) else cfg[:1].decode(errors="replace")).lstrip()[:1] in ("{", "[") else type(cfg).__name__
+        raise ConfigError([InputIssue("cfg", f"from_hf_config takes the parsed config.json (a dict), not {what}: pass load_hf_config(path) or json.loads(text)", None, None, file, keyword="type")])
+    check_model_config(cfg, file)
     ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False, release=release)
     layer = ck.representative()
     assert layer.kwargs is not None

@@ -19,13 +19,14 @@ from ..core.refusals import Origin
 from ..core.requests import check_request, resolve_request
 from ..core.versions import EngineRelease
 from ..core.vocab import Source
+from .bounds import check_model_config
 from .checkpoint import Checkpoint, read_checkpoint
 from .declared import DeclaredEnvironment, answer_release, declare_environment, engine_release
 from .deployment import check_serve_values, device_from_inputs, origins_of, probed_environment, serve_release, unused_gpu_note
 from .files import resolve_all2all
 from .hardware import lookup_hardware
 from .hf import load_hf_config
-from .models import quant_config_beside, resolve_model_path
+from .models import quant_config_beside, refuse_quant_config_as_model, resolve_model_reference, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import verify_checkpoint_quantization
 from .serve import ServeArgs, parse_serve
@@ -128,18 +129,20 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
         notes += [f"--serve: {n}" for n in serve_notes]
     else:
-        path = resolve_model_path(given.model)
+        path = resolve_model_reference(given.model)
         hf_cfg = load_hf_config(path)
+        refuse_quant_config_as_model(hf_cfg, path)
     flag_q = given.quantization
     serve_q = serve.quantization if serve is not None else None
     if flag_q and serve_q and flag_q != serve_q:
         raise ConfigError([InputIssue("--quantization", f"given as --quantization {flag_q} and in --serve as --quantization {serve_q}: give one method", flag_q, [serve_q])], headline="bad --quantization")
     user_q = flag_q or serve_q
     q_flag = "--quantization" if flag_q else "--serve --quantization"
-    override = load_hf_config(given.hf_quant_config, "--hf-quant-config") if given.hf_quant_config else None
+    override = load_hf_config(resolve_quant_config_path(given.hf_quant_config), "--hf-quant-config") if given.hf_quant_config else None
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
     try:
+        check_model_config(hf_cfg, str(path))
         checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env))
     except ConfigError as exc:
         raise blame_hf_overrides(exc, serve) from None

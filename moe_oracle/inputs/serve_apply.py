@@ -107,30 +107,24 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
     Raises:
         ConfigError: nothing on this machine or among the examples matches.
     """
-    from .models import resolve_model_path
+    from .models import resolve_model_path, resolve_model_reference
 
     ref = serve.hf_config_path or serve.model
     assert ref is not None
+    local = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
     try:
-        return resolve_model_path(ref, base)
-    except ConfigError as first:
-        local = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
         if local.is_dir():
             # A checkpoint directory: its config.json, never a shipped example of the same name.
             try:
                 return resolve_model_path(str(local / "config.json"))
             except ConfigError:
                 raise ConfigError([InputIssue("--serve MODEL", "the checkpoint directory has no config.json", str(local), None)], headline="bad --serve") from None
-        tail = ref.rstrip("/").rsplit("/", 1)[-1]
-        whole = ref.strip("/").replace("/", "-").lower() if ref.count("/") == 1 and not ref.startswith((".", "/")) else ""
-        for candidate in dict.fromkeys([whole, tail, tail.lower()]):
-            if candidate and candidate != ref:
-                try:
-                    return resolve_model_path(candidate, base)
-                except ConfigError:
-                    continue
-        issue = first.issues[0]
-        raise ConfigError([InputIssue("--serve MODEL", f"{ref!r} is not a local checkpoint or config.json, and {tail!r} is not a shipped example (this tool does not download models; pass the checkpoint directory or its config.json)", ref, issue.allowed)], headline="bad --serve") from None
+    except OSError:
+        pass
+    try:
+        return resolve_model_reference(ref, base, "--serve MODEL")
+    except ConfigError as exc:
+        raise ConfigError(exc.issues, headline="bad --serve") from None
 
 
 def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -259,7 +253,7 @@ def blame_hf_overrides(exc: ConfigError, serve: ServeArgs | None) -> ConfigError
             continue
         key, value = hit
         shown = json.dumps(value) if isinstance(value, (Mapping, list)) else repr(value)
-        where = f" (applied to {issue.file})" if issue.file else ""
+        where = f" (applied to the config of {serve.hf_config_path or serve.model})" if issue.file else ""  # the model as written, not where its example is installed
         issues.append(replace(issue, path=f"--serve --hf-overrides {key}", file=None, message=f"--hf-overrides sets {key} to {shown}{where}: {issue.message}"))
     if all(a is b for a, b in zip(issues, exc.issues)):
         return exc

@@ -186,13 +186,60 @@ _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _DASHES = re.compile(r"(?<=--)[^.=]*")
 
 
+_SUBSTITUTION = re.compile(r"\$\(|`|\$\{|\$[A-Za-z_]")
+
+
 def command_words(command: str | Sequence[str]) -> list[str]:
+    """The words of a serve line, split as a POSIX shell splits them (``shlex``), nothing expanded.
+
+    Raises:
+        ConfigError: unbalanced quotes, or a word holding a shell substitution (``$(...)``,
+            backquotes, ``${VAR}``, ``$VAR``): no shell runs, so the line would be read with the
+            substitution's text as flag words (``$(rm -rf x)`` became ``--node-rank``'s ``-rf``).
+    """
     if isinstance(command, str):
         try:
-            return shlex.split(command.replace("\\\n", " "))
+            words = shlex.split(command.replace("\\\n", " "))
         except ValueError as exc:
             raise ConfigError([InputIssue("--serve", f"not a shell command line: {exc}", command, None)], headline="bad --serve") from None
-    return list(command)
+    else:
+        words = list(command)
+    text = command if isinstance(command, str) else " ".join(words)
+    if isinstance(command, str) and (hit := _SUBSTITUTION.search(_unquoted_single(command))):
+        start = hit.start()
+        shown = command[start : start + 40]
+        raise ConfigError([InputIssue("--serve", f"shell substitution is not expanded: moe-oracle reads the line as words and runs no shell; write the value it stands for instead of {shown!r}", text, None)], headline="bad --serve")
+    return words
+
+
+def _unquoted_single(command: str) -> str:
+    """``command`` with its single-quoted spans blanked (a shell expands nothing inside them)."""
+    return re.sub(r"'[^']*'", lambda m: " " * len(m.group(0)), command)
+
+
+_OTHER_ENGINES = (
+    ("SGLang", re.compile(r"^(sglang(\.launch_server)?|python[0-9.]* -m sglang\S*)$"), ("--model-path", "--tp-size", "--dp-size", "--ep-size", "--moe-runner-backend", "--moe-a2a-backend")),
+    ("TensorRT-LLM", re.compile(r"^(trtllm-\S+|python[0-9.]* -m tensorrt_llm\S*)$"), ("--tp_size", "--pp_size", "--ep_size", "--moe_expert_parallel_size", "--moe_backend", "--extra_llm_api_options")),
+)
+
+
+def other_engine(words: Sequence[str]) -> str | None:
+    """``"SGLang"`` or ``"TensorRT-LLM"`` when a command line is another engine's: its launcher
+    (``python -m sglang.launch_server``, ``trtllm-serve``) or a flag of its own that vLLM has not
+    (``--model-path``; ``--tp_size``, which vLLM would read as an unknown ``--tp-size``); else ``None``."""
+    if not words:
+        return None
+    first = Path(words[0]).name
+    launched = (first, " ".join([first, *words[1:3]]))  # `trtllm-serve`, `python -m sglang.launch_server`
+    for name, launcher, _ in _OTHER_ENGINES:
+        if any(launcher.match(head) for head in launched):
+            return name
+    if first == "vllm" or any(w.startswith("vllm.") for w in words[1:3]):
+        return None
+    for name, _, flags in _OTHER_ENGINES:
+        if any(w.split("=", 1)[0] in flags for w in words):
+            return name
+    return None
 
 
 # The two entry points a serve line can name (vLLM 0.29.0-0.33.0): ``vllm serve`` (also
@@ -231,6 +278,9 @@ def strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tupl
             env.append((name, value))
             i += 1
     rest = words[i:]
+    engine = other_engine(rest)
+    if engine is not None:
+        raise ConfigError([InputIssue("--serve", f"this is {'an' if engine == 'SGLang' else 'a'} {engine} command line; moe-oracle answers for vLLM (give the `vllm serve MODEL ...` line of the same deployment)", command, ["vllm serve MODEL [flags]"])], headline="bad --serve")
     if rest and Path(rest[0]).name == "vllm":
         if len(rest) < 2 or rest[1] != "serve":
             raise ConfigError([InputIssue("--serve", "expected a `vllm serve ...` command line", command, ["vllm serve MODEL [flags]"])], headline="bad --serve")
@@ -404,6 +454,74 @@ def _dotted_value(key: str, text: str) -> Any:
         raise ConfigError([InputIssue(f"--serve {key}", f"vLLM stops with a traceback on this value ({type(exc).__name__} escapes FlexibleArgumentParser.parse_args, which tries json.loads, then human_readable_int, then keeps the text)", shown, None)], headline="bad --serve") from None
 
 
+MAX_SERVE_CONFIG_BYTES = 1 << 16
+MAX_SERVE_CONFIG_DEPTH = 32
+MAX_SERVE_CONFIG_NODES = 100_000
+"""A serve line's ``--config`` file: at most this many bytes, and this many YAML nodes once its
+aliases are expanded (vLLM turns every list item into a word of the command line, so an alias bomb
+of a few hundred bytes is millions of words; real serve configs have a few dozen keys), and at most
+this deep in flow brackets (PyYAML's pure-Python scanner is quadratic in open flow collections:
+5,000 nested ``[`` take seconds before its recursion limit)."""
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` outside quoted scalars and comments (an upper bound on
+    the document's flow depth; a plain scalar holding a bracket may count, which only errs long)."""
+    depth = deepest = 0
+    quote = ""
+    comment = False
+    for ch in text:
+        if comment:
+            comment = ch != "\n"
+        elif quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def _check_expanded_size(root: Any, path: str) -> None:
+    """Refuse a composed YAML graph whose alias expansion exceeds :data:`MAX_SERVE_CONFIG_NODES`
+    nodes, or that refers to itself (a recursive anchor), before it is constructed or walked.
+
+    Each node's expanded size is computed once (aliases share the node object), so the check is
+    linear in the file, whatever the expansion.
+
+    Raises:
+        ConfigError: too large once expanded, or recursive.
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: Any) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise ConfigError([InputIssue("--serve --config", "a YAML anchor refers to itself (a recursive alias): vLLM's yaml.safe_load builds a cyclic value no flag can take", path, None)], headline="bad --serve")
+        open_nodes.add(key)
+        total = 1
+        children = node.value if isinstance(node.value, list) else []
+        for child in children:
+            parts = child if isinstance(child, tuple) else (child,)
+            for part in parts:
+                total += size(part)
+                if total > MAX_SERVE_CONFIG_NODES:
+                    raise ConfigError([InputIssue("--serve --config", f"expands to more than {MAX_SERVE_CONFIG_NODES} YAML values through its aliases (an alias bomb; vLLM would make a command-line word of each list item)", path, {"maxNodes": MAX_SERVE_CONFIG_NODES})], headline="bad --serve")
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root)
+
+
 def config_file_args(path_text: str, base: Path | None, loader_options: frozenset[str]) -> tuple[list[str], list[str]]:
     """The words vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.load_config_file``
     (vllm/utils/argparse_utils.py) makes of a ``--config`` YAML file, and the keys the file gives
@@ -427,14 +545,25 @@ def config_file_args(path_text: str, base: Path | None, loader_options: frozense
     import yaml
 
     try:
-        loader = yaml.SafeLoader(path.read_text(encoding="utf-8"))
+        with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
+            raw = handle.read(MAX_SERVE_CONFIG_BYTES + 1)
+        if len(raw) > MAX_SERVE_CONFIG_BYTES:
+            raise ConfigError([InputIssue("--serve --config", f"the file is larger than {MAX_SERVE_CONFIG_BYTES} bytes (a serve config names a few dozen flags)", str(path), {"maxBytes": MAX_SERVE_CONFIG_BYTES})], headline="bad --serve")
+        text = raw.decode("utf-8")
+        if _flow_depth(text) > MAX_SERVE_CONFIG_DEPTH:
+            raise RecursionError
+        loader = yaml.SafeLoader(text)
         try:  # yaml.safe_load, keeping the node to find the repeated keys in one parse
             node = loader.get_single_node()
+            if node is not None:
+                _check_expanded_size(node, str(path))  # before anything walks the aliases' expansion
             doc = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError([InputIssue("--serve --config", f"cannot read: {exc}", str(path), None)], headline="bad --serve") from None
+    except RecursionError:
+        raise ConfigError([InputIssue("--serve --config", f"YAML nesting is too deep (more than {MAX_SERVE_CONFIG_DEPTH} levels; a serve config is a flat mapping of flags)", str(path), {"maxDepth": MAX_SERVE_CONFIG_DEPTH})], headline="bad --serve") from None
     if not isinstance(doc, dict):
         raise ConfigError([InputIssue("--serve --config", "must be a YAML mapping of flag names to values", str(path), None)], headline="bad --serve")
     keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)] if isinstance(node, yaml.MappingNode) else []

@@ -183,7 +183,7 @@ def read_quant_format(
     # _normalize_quantization_config runs on the document the HF config carries, before the
     # loader may swap a MIXED_PRECISION document without quantized_layers for the file beside it.
     declared = _normalized_method(doc, file, source, rel)
-    if beside is not None and override is None and "config.json" in source:
+    if beside is not None and override is None and source.startswith("config.json"):  # config.json's own document, not the file beside it
         if modelopt_algo(doc) == "MIXED_PRECISION" and "quantized_layers" not in doc:
             doc, source = dict(beside), "hf_quant_config.json beside config.json (config.json's MIXED_PRECISION document has no quantized_layers)"
             doc["quant_method"] = declared
