@@ -54,8 +54,10 @@ def _entries(entries: Iterable[E], version: Version, base: dict[str, _Entry] | N
             if target is None:
                 continue  # the engine entry it implements does not exist in this release
             checks = list(target.checks) + checks
-            # the release's identity of the engine entry (already resolved in ``base``)
-            identity = {"activation_format": target.activation_format, "upstream": target.upstream}
+            # the release's upstream class of the engine entry (already resolved in ``base``); the
+            # activation format stays the entry's own: our adapter consumes what our runtime's
+            # prepare/finalize produce (Standard), whatever format vLLM's class declares in this release
+            identity = {"upstream": target.upstream}
         elif e.declared.get(_BY_ENGINE):
             identity = identity_for(e.declared, version)
         out.append(replace(e, checks=tuple(checks), check_engine=(), **identity))
