@@ -40,7 +40,7 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
   (against the FlashInfer the release pins, on ``sys.path``) when it is present, with
   the cubin probe true. References bound into other modules are rebound. FlashInfer's
   CuTe-DSL modules need nvidia-cutlass-dsl (a dependency of flashinfer-python this environment
-  lacks): the probes see the names their source defines (``_ModuleView``). b12x is probed once
+  lacks): the probes see the names their source defines (``ModuleView``). b12x is probed once
   at import by ``vllm.utils.b12x``; its answer follows the deployment (``_refresh_b12x``).
 * **Environment variables**: ``os.environ`` per deployment (vLLM reads ``vllm.envs``
   lazily); AITER's cached flags are refreshed with vLLM's own ``refresh_env_variables``.
@@ -51,7 +51,6 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
 from __future__ import annotations
 
 import ast
-import enum
 import functools
 import importlib
 import importlib.abc
@@ -63,46 +62,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .cases import Deployment
+from .sim_standins import MODULE_PACKAGES, CACHED, EXTENSION_STANDINS, GroupStandIn, ModuleView, SIMULATED_COMPUTE_UNITS, StubFinder, StubModule, ZENTORCH_OPS, compiled_op, defined_names, flashinfer_source
 
 __all__ = ["Simulation", "MODULE_PACKAGES"]
 
-_CACHED = functools._lru_cache_wrapper  # what functools.cache / lru_cache return
-
-MODULE_PACKAGES: dict[str, str] = {
-    "deep_gemm": "deep_gemm",
-    "vllm.third_party.deep_gemm": "deep_gemm",
-    "deep_ep": "deep_ep",
-    "triton_kernels": "triton_kernels",
-    "vllm.third_party.triton_kernels": "triton_kernels",
-    "aiter": "aiter",
-    "mori": "mori",
-    "nixl_ep": "nixl_ep",
-    "moonep": "moonep",
-    "humming": "humming",
-    "b12x": "b12x",
-    "flydsl": "flydsl",
-    "cutlass": "cutlass",
-    "zentorch": "zentorch",
-    "quark": "quark",
-    "flashinfer": "flashinfer",
-}
-"""Module name vLLM probes -> the deployment package that makes it present."""
-
-_EXTENSION_STANDINS = (
-    "vllm._C",
-    "vllm._C_stable_libtorch",
-    "vllm._moe_C",
-    "vllm._moe_C_stable_libtorch",
-    "vllm._qutlass_C",
-    "vllm._rocm_C",
-    "vllm._flashmla_C",
-    "vllm._flashmla_extension_C",
-    "vllm.cumem_allocator",
-    "vllm_xpu_kernels",
-    "vllm_xpu_kernels._C",
-    "vllm_xpu_kernels._moe_C",
-    "vllm_xpu_kernels._xpu_C",
-)
 
 _CUDA_QUERIES: dict[str, Callable[[int], bool]] = {
     "cutlass_scaled_mm_supports_fp8": lambda cap: cap > 88,
@@ -113,174 +76,8 @@ _CUDA_QUERIES: dict[str, Callable[[int], bool]] = {
 }
 
 
-class _StubValue:
-    """An attribute of a stand-in package: a distinct, memoized object per dotted path.
-
-    Attribute access yields further stand-ins (so enum members compare by identity);
-    calling one raises, because what the real package would answer is unknown.
-    """
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._children: dict[str, "_StubValue"] = {}
-
-    def __getattr__(self, name: str) -> "_StubValue":
-        if name.startswith("__"):
-            raise AttributeError(name)
-        child = self._children.get(name)
-        if child is None:
-            child = self._children[name] = _StubValue(f"{self._path}.{name}")
-        return child
-
-    def __call__(self, *_a: Any, **_k: Any) -> Any:
-        raise RuntimeError(f"{self._path} is a stand-in in the differential harness")
-
-    def __repr__(self) -> str:
-        return f"<stand-in {self._path}>"
-
-
-_SIMULATED_COMPUTE_UNITS = 132
-"""SM / CU / EU count the simulated GPU reports (a device query that sizes workspaces, never selection)."""
-
 # Compiled ops probed with hasattr (see the module docstring for the build assumptions).
 _CPU_INT8_MOE_ARCHES = frozenset({"aarch64", "arm64", "ppc64le", "ppc64"})
-_ZENTORCH_OPS = ("zentorch_fused_moe", "zentorch_woq_repack_weight")
-
-
-def _compiled_op(name: str) -> Callable[..., Any]:
-    def op(*_a: Any, **_k: Any) -> Any:
-        raise RuntimeError(f"{name} is a stand-in for a compiled op in the differential harness")
-
-    op.__name__ = name
-    return op
-
-
-class _StubModule(types.ModuleType):
-    """A stand-in module: every attribute is a :class:`_StubValue`."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = _StubValue(f"{self.__name__}.{name}")
-        setattr(self, name, value)
-        return value
-
-
-_STUB_TOPS: dict[str, str] = {name: pkg for name, pkg in MODULE_PACKAGES.items() if "." not in name and name != "flashinfer"}
-
-# Attributes a stand-in module must really have because vLLM's selection code computes with
-# them (not just compares identities). humming.config.GemmType: vLLM 0.33.0
-# P/experts/fused_humming_moe.py compares ``cls.humming_gemm_type().value.lower()`` with the
-# names get_humming_moe_gemm_type() derives ("indexed", "grouped_contiguous", "grouped_masked"),
-# so each member's value is that name.
-def _aiter_fused_moe(*args: Any, gate_mode: Any = None, **kwargs: Any) -> Any:
-    """Stands in for ``aiter.fused_moe.fused_moe`` of an AITER >= 0.1.14 (ROCm/aiter#3123 added
-    ``gate_mode``); vLLM 0.33.0 ``rocm_aiter_ops.fused_moe_supports_gate_mode`` reads its signature."""
-    raise RuntimeError("aiter.fused_moe.fused_moe is a stand-in in the differential harness")
-
-
-_STANDIN_ATTRS: dict[str, dict[str, Any]] = {
-    "humming.config": {
-        "GemmType": enum.Enum("GemmType", {"INDEXED": "indexed", "GROUPED_CONTIGUOUS": "grouped_contiguous", "GROUPED_MASKED": "grouped_masked"}),
-    },
-    "aiter.fused_moe": {"fused_moe": _aiter_fused_moe},
-}
-
-
-class _StubLoader(importlib.abc.Loader):
-    def __init__(self, created: set[str]) -> None:
-        self.created = created
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        self.created.add(spec.name)
-        module = _StubModule(spec.name)
-        module.__path__ = []  # a package: its submodules are stubs too
-        module.__is_stand_in__ = True
-        return module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        for name, value in _STANDIN_ATTRS.get(module.__name__, {}).items():
-            setattr(module, name, value)
-
-
-class _StubFinder(importlib.abc.MetaPathFinder):
-    """Stand-in modules for optional packages the deployment declares present (none is installed here)."""
-
-    def __init__(self, sim: "Simulation") -> None:
-        self.sim = sim
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if self.sim._hide_stubs:
-            return None
-        pkg = _STUB_TOPS.get(fullname.split(".")[0])
-        if pkg is None or pkg not in self.sim._packages:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, _StubLoader(self.sim._stubs), is_package=True)
-
-
-class _GroupStandIn:
-    """The tensor-parallel group as rank 0 of a ``world_size`` group sees it (no process group).
-
-    Quantization methods read only ``world_size`` while creating weights (vLLM 0.29-0.33
-    Q/utils/fp8_utils.py validate_fp8_block_shape_moe); anything else raises.
-    """
-
-    def __init__(self, world_size: int) -> None:
-        self.world_size = world_size
-        self.rank_in_group = 0
-
-    def __getattr__(self, name: str) -> Any:
-        raise RuntimeError(f"the differential harness simulates no process group: GroupCoordinator.{name} was read")
-
-
-@functools.cache
-def _flashinfer_source(module_name: str) -> Path | None:
-    """The source file of a FlashInfer module (package ``__init__.py`` or ``.py``), found without importing it."""
-    top = sys.modules.get("flashinfer")
-    if top is None or getattr(top, "__file__", None) is None or not module_name.startswith("flashinfer"):
-        return None
-    base = Path(top.__file__).parent.joinpath(*module_name.split(".")[1:])
-    for candidate in (base / "__init__.py", base.with_suffix(".py")):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-@functools.cache
-def _defined_names(path: Path) -> frozenset[str]:
-    """Names a module's source binds at top level, including under ``try``/``with``/``if``."""
-    names: set[str] = set()
-    stack = list(ast.parse(path.read_text()).body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-        elif isinstance(node, (ast.Try, ast.With, ast.If)):
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                for child in getattr(node, field, []):
-                    stack.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
-    return frozenset(names)
-
-
-class _ModuleView:
-    """A FlashInfer module as vLLM's probes see it where its CuTe DSL is installed (see
-    :meth:`Simulation._flashinfer_submodule`): the imported module's attributes, else a stand-in
-    for any name its source defines."""
-
-    def __init__(self, name: str, real: types.ModuleType | None, names: frozenset[str]) -> None:
-        self._name, self._real, self._names = name, real, names
-
-    def __getattr__(self, attr: str) -> Any:
-        if self._real is not None and hasattr(self._real, attr):
-            return getattr(self._real, attr)
-        if attr in self._names:
-            return _StubValue(f"{self._name}.{attr}")
-        raise AttributeError(attr)
 
 
 class Simulation:
@@ -308,7 +105,7 @@ class Simulation:
         self._stubs: set[str] = set()
         self._hide_stubs = False
         self._fi_unimportable: set[str] = set()
-        sys.meta_path.insert(0, _StubFinder(self))
+        sys.meta_path.insert(0, StubFinder(self))
         import torch
 
         self.torch = torch
@@ -405,7 +202,7 @@ class Simulation:
 
         root = Path(vllm.__file__).parent / "model_executor"
         text = "".join(f.read_text() for sub in ("layers/fused_moe", "layers/quantization", "kernels/linear") for f in (root / sub).rglob("*.py"))
-        problems = [f"no MoE module probes the compiled op {op} any more" for op in ("cpu_fused_moe_int8", "moe_gptq_gemm_rdna3", *_ZENTORCH_OPS) if op not in text]
+        problems = [f"no MoE module probes the compiled op {op} any more" for op in ("cpu_fused_moe_int8", "moe_gptq_gemm_rdna3", *ZENTORCH_OPS) if op not in text]
         if "zen_cpu" not in self._classes:
             problems.append("vllm.platforms.zen_cpu.ZenCpuPlatform is gone")
         return problems
@@ -423,9 +220,9 @@ class Simulation:
             raise RuntimeError(f"self-check: vLLM {self.release} should come from {self.tree}, imported {vllm.__file__}")
 
     def _install_standins(self) -> None:
-        for name in _EXTENSION_STANDINS:
+        for name in EXTENSION_STANDINS:
             sys.modules.setdefault(name, types.ModuleType(name))
-        sys.modules.setdefault("vllm.vllm_flash_attn", _StubModule("vllm.vllm_flash_attn"))
+        sys.modules.setdefault("vllm.vllm_flash_attn", StubModule("vllm.vllm_flash_attn"))
         import torch
 
         sim = self
@@ -472,7 +269,7 @@ class Simulation:
             def num_compute_units(cls, device_id: int = 0) -> int:
                 # Sizes the Marlin workspace that vLLM 0.29.0's GPTQ/AWQ create_weights allocate;
                 # no selection reads it.
-                return _SIMULATED_COMPUTE_UNITS
+                return SIMULATED_COMPUTE_UNITS
 
         classes["cuda"] = SimCuda
         self._rocm = self._import_rocm()
@@ -491,7 +288,7 @@ class Simulation:
 
                 @classmethod
                 def num_compute_units(cls, device_id: int = 0) -> int:
-                    return _SIMULATED_COMPUTE_UNITS
+                    return SIMULATED_COMPUTE_UNITS
 
             classes["rocm"] = SimRocm
         import vllm.platforms.cpu as cpu_mod
@@ -527,7 +324,7 @@ class Simulation:
 
                 @classmethod
                 def num_compute_units(cls, device_id: int = 0) -> int:
-                    return _SIMULATED_COMPUTE_UNITS
+                    return SIMULATED_COMPUTE_UNITS
 
             classes["xpu"] = SimXpu
         except Exception:  # noqa: BLE001 - a release whose XPU platform cannot load here
@@ -617,13 +414,13 @@ class Simulation:
         in 0.6.18 ... 0.7.2.post1), which this environment does not install: FlashInfer's CuTe-DSL
         modules fail to import here, and FlashInfer's own ``__init__`` silently skips the names it
         imports from them. vLLM's probes only ask whether a module has a name, so they get a
-        :class:`_ModuleView`: the module as it imports here, plus every name its source defines at
+        :class:`ModuleView`: the module as it imports here, plus every name its source defines at
         any nesting (read with ``ast``, never executed). A ``cutlass`` stand-in is never what
         FlashInfer imports (the stand-ins are hidden while FlashInfer modules import).
         """
         if "flashinfer" not in self._packages:
             return None
-        path = _flashinfer_source(module_name)
+        path = flashinfer_source(module_name)
         if path is None:
             return None
         real = sys.modules.get(module_name)
@@ -635,7 +432,7 @@ class Simulation:
                 self._fi_unimportable.add(module_name)
             finally:
                 self._hide_stubs = False
-        return _ModuleView(module_name, real, _defined_names(path))
+        return ModuleView(module_name, real, defined_names(path))
 
     def _flashinfer_probe(self, original: Callable[..., Any]) -> Callable[..., Any]:
         sim = self
@@ -667,12 +464,12 @@ class Simulation:
                 if hit is not None and hit[0] is value:
                     namespace[attr] = hit[1]
                     continue
-                if isinstance(value, _CACHED) and str(getattr(value, "__module__", "")).startswith("vllm"):
+                if isinstance(value, CACHED) and str(getattr(value, "__module__", "")).startswith("vllm"):
                     caches.append(value)
                 elif isinstance(value, type) and value.__module__ == mod.__name__:
                     for member in list(vars(value).values()):
                         func = getattr(member, "__func__", member)
-                        if isinstance(func, _CACHED):
+                        if isinstance(func, CACHED):
                             caches.append(func)
         self._caches = caches
         self._aiter_found_modules = [m for m in mods if "IS_AITER_FOUND" in vars(m)]
@@ -754,11 +551,11 @@ class Simulation:
             ("_rocm_C", "moe_gptq_gemm_rdna3"): dep.platform == "rocm",
         }
         zen = self._platform_class(dep) == "zen_cpu"
-        present.update({("zentorch", op): zen for op in _ZENTORCH_OPS})
+        present.update({("zentorch", op): zen for op in ZENTORCH_OPS})
         for (ns_name, op), want in present.items():
             ns = getattr(torch.ops, ns_name)
             if want:
-                setattr(ns, op, _compiled_op(f"torch.ops.{ns_name}.{op}"))
+                setattr(ns, op, compiled_op(f"torch.ops.{ns_name}.{op}"))
             elif op in vars(ns):
                 delattr(ns, op)
 
@@ -778,7 +575,7 @@ class Simulation:
         sim = self
         subs = {}
         for name in list(mod._B12X_SUBMODULES):
-            stub = _StubModule(name) if present else None
+            stub = StubModule(name) if present else None
             if stub is not None and name == "b12x.moe.fused_moe":
                 stub.is_supported = lambda device=None: sim._platform == "cuda" and sim._capability in (120, 121)
             subs[name] = stub
@@ -802,7 +599,7 @@ class Simulation:
         """Make ``get_tensor_model_parallel_world_size()`` answer ``tp_size`` (rank 0's view)."""
         import vllm.distributed.parallel_state as ps
 
-        ps._TP = _GroupStandIn(tp_size)
+        ps._TP = GroupStandIn(tp_size)
 
     def modules_loaded(self) -> Iterable[str]:
         return sorted(n for n in sys.modules if n.startswith("vllm"))

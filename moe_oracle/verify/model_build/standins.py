@@ -37,7 +37,7 @@ Stand-ins (vLLM 0.29.0-0.33.0):
    which meta tensors cannot answer); see :func:`_small_integer_tensor`.
 6. **Type unions of stand-in package attributes**: P/F modules annotate with
    ``deep_ep.Config | None`` at class-definition time; the stand-in attribute values of
-   :mod:`moe_oracle.verify.vllm_sim` (``_StubValue``) get ``__or__``/``__ror__`` returning
+   :mod:`moe_oracle.verify.vllm_sim` (``StubValue``) get ``__or__``/``__ror__`` returning
    themselves (:func:`patch_stub_values`), so such modules import as they would with the package.
 7. **Compiled ops of a GPU build** (``torch.ops._C.<name>``, read by layers at construction, e.g.
    ``SiluAndMul`` binds ``torch.ops._C.silu_and_mul``): on a simulated CUDA/ROCm platform a
@@ -358,13 +358,13 @@ def install_host_packages() -> None:
     import importlib.machinery
     import sys
 
-    from ..vllm_sim import _StubLoader
+    from ..sim_standins import StubLoader
 
     class HostFinder(importlib.abc.MetaPathFinder):
         def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
             if fullname.split(".")[0] not in HOST_PACKAGES:
                 return None
-            return importlib.machinery.ModuleSpec(fullname, _StubLoader(set()), is_package=True)
+            return importlib.machinery.ModuleSpec(fullname, StubLoader(set()), is_package=True)
 
     if not any(type(f).__name__ == "HostFinder" for f in sys.meta_path):
         sys.meta_path.append(HostFinder())
@@ -471,10 +471,10 @@ def cuda_runtime() -> Any:
 
 def patch_stub_values() -> None:
     """Let ``X | None`` annotations on stand-in package attributes evaluate (stand-in 6)."""
-    from ..vllm_sim import _StubValue
+    from ..sim_standins import StubValue
 
-    _StubValue.__or__ = lambda self, other: self  # type: ignore[method-assign]
-    _StubValue.__ror__ = lambda self, other: self  # type: ignore[method-assign]
+    StubValue.__or__ = lambda self, other: self  # type: ignore[method-assign]
+    StubValue.__ror__ = lambda self, other: self  # type: ignore[method-assign]
 
 
 def reload_all2all_utils() -> None:

@@ -1,0 +1,230 @@
+"""The pieces the vLLM simulation (:mod:`moe_oracle.verify.vllm_sim`) stands in with on a CPU
+machine: stub values and modules for CUDA-only extensions, the import finder that serves them,
+compiled-op stand-ins, a process-group stand-in, and read-only views of FlashInfer submodules
+(what they define, read from source). The simulation's self-check holds each to the release."""
+
+from __future__ import annotations
+
+import ast
+import enum
+import functools
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .vllm_sim import Simulation
+
+__all__ = ["MODULE_PACKAGES", "STANDIN_ATTRS", "STUB_TOPS", "CACHED", "EXTENSION_STANDINS", "GroupStandIn", "ModuleView", "SIMULATED_COMPUTE_UNITS", "StubFinder", "StubLoader", "StubModule", "StubValue", "ZENTORCH_OPS", "aiter_fused_moe", "compiled_op", "defined_names", "flashinfer_source"]
+
+MODULE_PACKAGES: dict[str, str] = {
+    "deep_gemm": "deep_gemm",
+    "vllm.third_party.deep_gemm": "deep_gemm",
+    "deep_ep": "deep_ep",
+    "triton_kernels": "triton_kernels",
+    "vllm.third_party.triton_kernels": "triton_kernels",
+    "aiter": "aiter",
+    "mori": "mori",
+    "nixl_ep": "nixl_ep",
+    "moonep": "moonep",
+    "humming": "humming",
+    "b12x": "b12x",
+    "flydsl": "flydsl",
+    "cutlass": "cutlass",
+    "zentorch": "zentorch",
+    "quark": "quark",
+    "flashinfer": "flashinfer",
+}
+"""Module name vLLM probes -> the deployment package that makes it present."""
+
+STUB_TOPS: dict[str, str] = {name: pkg for name, pkg in MODULE_PACKAGES.items() if "." not in name and name != "flashinfer"}
+
+
+CACHED = functools._lru_cache_wrapper  # what functools.cache / lru_cache return
+
+
+EXTENSION_STANDINS = (
+    "vllm._C",
+    "vllm._C_stable_libtorch",
+    "vllm._moe_C",
+    "vllm._moe_C_stable_libtorch",
+    "vllm._qutlass_C",
+    "vllm._rocm_C",
+    "vllm._flashmla_C",
+    "vllm._flashmla_extension_C",
+    "vllm.cumem_allocator",
+    "vllm_xpu_kernels",
+    "vllm_xpu_kernels._C",
+    "vllm_xpu_kernels._moe_C",
+    "vllm_xpu_kernels._xpu_C",
+)
+
+
+class StubValue:
+    """An attribute of a stand-in package: a distinct, memoized object per dotted path.
+
+    Attribute access yields further stand-ins (so enum members compare by identity);
+    calling one raises, because what the real package would answer is unknown.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._children: dict[str, "StubValue"] = {}
+
+    def __getattr__(self, name: str) -> "StubValue":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        child = self._children.get(name)
+        if child is None:
+            child = self._children[name] = StubValue(f"{self._path}.{name}")
+        return child
+
+    def __call__(self, *_a: Any, **_k: Any) -> Any:
+        raise RuntimeError(f"{self._path} is a stand-in in the differential harness")
+
+    def __repr__(self) -> str:
+        return f"<stand-in {self._path}>"
+
+
+SIMULATED_COMPUTE_UNITS = 132
+"""SM / CU / EU count the simulated GPU reports (a device query that sizes workspaces, never selection)."""
+
+
+ZENTORCH_OPS = ("zentorch_fused_moe", "zentorch_woq_repack_weight")
+
+
+def compiled_op(name: str) -> Callable[..., Any]:
+    def op(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError(f"{name} is a stand-in for a compiled op in the differential harness")
+
+    op.__name__ = name
+    return op
+
+
+class StubModule(types.ModuleType):
+    """A stand-in module: every attribute is a :class:`StubValue`."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = StubValue(f"{self.__name__}.{name}")
+        setattr(self, name, value)
+        return value
+
+
+# Attributes a stand-in module must really have because vLLM's selection code computes with
+# them (not just compares identities). humming.config.GemmType: vLLM 0.33.0
+# P/experts/fused_humming_moe.py compares ``cls.humming_gemm_type().value.lower()`` with the
+# names get_humming_moe_gemm_type() derives ("indexed", "grouped_contiguous", "grouped_masked"),
+# so each member's value is that name.
+def aiter_fused_moe(*args: Any, gate_mode: Any = None, **kwargs: Any) -> Any:
+    """Stands in for ``aiter.fused_moe.fused_moe`` of an AITER >= 0.1.14 (ROCm/aiter#3123 added
+    ``gate_mode``); vLLM 0.33.0 ``rocm_aiter_ops.fused_moe_supports_gate_mode`` reads its signature."""
+    raise RuntimeError("aiter.fused_moe.fused_moe is a stand-in in the differential harness")
+
+
+class StubLoader(importlib.abc.Loader):
+    def __init__(self, created: set[str]) -> None:
+        self.created = created
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        self.created.add(spec.name)
+        module = StubModule(spec.name)
+        module.__path__ = []  # a package: its submodules are stubs too
+        module.__is_stand_in__ = True
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        for name, value in STANDIN_ATTRS.get(module.__name__, {}).items():
+            setattr(module, name, value)
+
+
+class StubFinder(importlib.abc.MetaPathFinder):
+    """Stand-in modules for optional packages the deployment declares present (none is installed here)."""
+
+    def __init__(self, sim: "Simulation") -> None:
+        self.sim = sim
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if self.sim._hide_stubs:
+            return None
+        pkg = STUB_TOPS.get(fullname.split(".")[0])
+        if pkg is None or pkg not in self.sim._packages:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, StubLoader(self.sim._stubs), is_package=True)
+
+
+class GroupStandIn:
+    """The tensor-parallel group as rank 0 of a ``world_size`` group sees it (no process group).
+
+    Quantization methods read only ``world_size`` while creating weights (vLLM 0.29-0.33
+    Q/utils/fp8_utils.py validate_fp8_block_shape_moe); anything else raises.
+    """
+
+    def __init__(self, world_size: int) -> None:
+        self.world_size = world_size
+        self.rank_in_group = 0
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the differential harness simulates no process group: GroupCoordinator.{name} was read")
+
+
+@functools.cache
+def flashinfer_source(module_name: str) -> Path | None:
+    """The source file of a FlashInfer module (package ``__init__.py`` or ``.py``), found without importing it."""
+    top = sys.modules.get("flashinfer")
+    if top is None or getattr(top, "__file__", None) is None or not module_name.startswith("flashinfer"):
+        return None
+    base = Path(top.__file__).parent.joinpath(*module_name.split(".")[1:])
+    for candidate in (base / "__init__.py", base.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@functools.cache
+def defined_names(path: Path) -> frozenset[str]:
+    """Names a module's source binds at top level, including under ``try``/``with``/``if``."""
+    names: set[str] = set()
+    stack = list(ast.parse(path.read_text()).body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Try, ast.With, ast.If)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []):
+                    stack.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return frozenset(names)
+
+
+class ModuleView:
+    """A FlashInfer module as vLLM's probes see it where its CuTe DSL is installed (see
+    :meth:`Simulation._flashinfer_submodule`): the imported module's attributes, else a stand-in
+    for any name its source defines."""
+
+    def __init__(self, name: str, real: types.ModuleType | None, names: frozenset[str]) -> None:
+        self._name, self._real, self._names = name, real, names
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._real is not None and hasattr(self._real, attr):
+            return getattr(self._real, attr)
+        if attr in self._names:
+            return StubValue(f"{self._name}.{attr}")
+        raise AttributeError(attr)
+
+STANDIN_ATTRS: dict[str, dict[str, Any]] = {
+    "humming.config": {
+        "GemmType": enum.Enum("GemmType", {"INDEXED": "indexed", "GROUPED_CONTIGUOUS": "grouped_contiguous", "GROUPED_MASKED": "grouped_masked"}),
+    },
+    "aiter.fused_moe": {"fused_moe": aiter_fused_moe},
+}
