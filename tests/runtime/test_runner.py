@@ -81,5 +81,5 @@ def test_cli_run_selects_among_what_our_runtime_builds(capsys):
 
     code = main(["run", "--model", "qwen3-30b-a3b", "--package", "torch==2.13.0", "--max-experts", "2", "--tokens", "2", "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert code == 0 and out["decision"]["view"] == "runtime" and out["decision"]["engine"]["label"] == "vLLM 0.33.0 (assumed: newest modelled)"
+    assert code == 0 and out["decision"]["view"] == "runtime" and out["decision"]["engine"]["label"] == "vLLM 0.34.0 (assumed: newest modelled)"
     assert out["decision"]["selected"]["adapter"].startswith("moe_oracle.") and out["run"]["kernel"] == out["decision"]["selected"]["kernel"]
