@@ -36,7 +36,7 @@ from .serve import ServeArgs, parse_serve, serve_value_issues
 from .release_facts import ENGINE_VERSION, release_values
 from .serve_apply import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
 
-__all__ = ["CheckpointGate", "Deployment", "admissible", "build_deployment", "check_serve_values", "device_from_inputs", "merged_notes", "origins_of", "probed_environment", "serve_release", "unused_gpu_note"]
+__all__ = ["CheckpointGate", "Deployment", "admissible", "build_deployment", "check_serve_values", "device_from_inputs", "merged_notes", "origins_of", "probed_environment", "read_model_config", "serve_release", "unused_gpu_note"]
 
 CheckpointGate = tuple[Any, Any, tuple[str, ...], "tuple[str, ...] | None"]
 """(the checkpoint's experts scheme, its quant method, the method vLLM checks for it, the method the
@@ -215,14 +215,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
             changes["device"] = device
     elif given.model or serve is not None:
         quant_cfg = load_hf_config(resolve_quant_config_path(given.hf_quant_config), "--hf-quant-config") if given.hf_quant_config else None
-        if serve is not None:
-            path = serve_model_path(serve)
-            hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
-            notes += [f"--serve: {n}" for n in serve_notes]
-        else:
-            path = resolve_model_reference(given.model)
-            hf_cfg = load_hf_config(path)
-            refuse_quant_config_as_model(hf_cfg, path)
+        path, hf_cfg, model_notes = read_model_config(given, serve)
+        notes += model_notes
         beside = quant_config_beside(path)
         # The checkpoint is read as the answer's release reads it: the environment is known here
         # (declared, or probed once and reused below).
@@ -294,6 +288,23 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     quant_notes, gate = _verify_quantization(given, catalog, config, env, serve, ck_quant, ck_scheme)
     return Deployment(given, config, env, engine_release(catalog, env), tuple(notes + quant_notes), serve, gate)
+
+
+def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[Any, dict[str, Any], list[str]]:
+    """(path, config.json as vLLM reads it, notes) of the model the serve line or ``--model`` names;
+    a serve line's ``--hf-overrides`` applied (:func:`~moe_oracle.inputs.serve_apply.load_serve_checkpoint`).
+
+    Raises:
+        ConfigError: no such model, an unreadable config, or a quantization document given as the model.
+    """
+    if serve is not None:
+        path = serve_model_path(serve)
+        hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
+        return path, hf_cfg, [f"--serve: {n}" for n in serve_notes]
+    path = resolve_model_reference(given.model)
+    hf_cfg = load_hf_config(path)
+    refuse_quant_config_as_model(hf_cfg, path)
+    return path, hf_cfg, []
 
 
 def _verify_quantization(given: OperatorInputs, catalog: Catalog, config: MoEConfig, env: Environment, serve: ServeArgs | None, ck_quant: Any, ck_scheme: Any) -> tuple[list[str], CheckpointGate | None]:

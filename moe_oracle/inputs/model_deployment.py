@@ -22,17 +22,17 @@ from ..core.vocab import Source
 from .bounds import check_model_config
 from .checkpoint import Checkpoint, read_checkpoint
 from .declared import DeclaredEnvironment, answer_release, declare_environment, engine_release
-from .deployment import check_serve_values, device_from_inputs, origins_of, probed_environment, serve_release, unused_gpu_note
+from .deployment import check_serve_values, device_from_inputs, origins_of, probed_environment, read_model_config, serve_release, unused_gpu_note
 from .files import resolve_all2all
 from .hardware import lookup_hardware
 from .hf import load_hf_config
-from .models import quant_config_beside, refuse_quant_config_as_model, resolve_model_reference, resolve_quant_config_path
+from .models import quant_config_beside, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import verify_checkpoint_quantization
 from .serve import ServeArgs, parse_serve
 from .eplb_defaults import default_redundant_parallel
 from .release_facts import ENGINE_VERSION
-from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend, load_serve_checkpoint, serve_model_path
+from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend
 from .speculative import resolve_draft
 
 __all__ = ["ModelDeployment", "build_model_deployment"]
@@ -119,19 +119,12 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         gpu_note = unused_gpu_note(given, device, declared, given.device_flag())
         notes += [gpu_note] if gpu_note else []
     elif declared is not None and declared.gpu is not None:
-
         device = lookup_hardware(declared.gpu).device
         notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
     if device is None:
         raise ConfigError([InputIssue("--gpu", "the device is required: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
-    if serve is not None:
-        path = serve_model_path(serve)
-        hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
-        notes += [f"--serve: {n}" for n in serve_notes]
-    else:
-        path = resolve_model_reference(given.model)
-        hf_cfg = load_hf_config(path)
-        refuse_quant_config_as_model(hf_cfg, path)
+    path, hf_cfg, model_notes = read_model_config(given, serve)
+    notes += model_notes
     flag_q = given.quantization
     serve_q = serve.quantization if serve is not None else None
     if flag_q and serve_q and flag_q != serve_q:
