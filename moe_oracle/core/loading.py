@@ -14,7 +14,6 @@ from typing import Sequence
 from . import catalog_cache
 from ._resources import package_dir, runtime_table_dirs, schema_dir, table_dirs
 from .catalog import Catalog, CompiledTables
-from .compile import compile_set
 from .errors import TableError
 from .tables import Schemas, TableFile, cache_dir, read_tables_cached, table_set_key
 
@@ -29,7 +28,9 @@ def compile_tables(files: Sequence[TableFile], base: CompiledTables | None = Non
     Raises:
         TableError: every semantic problem found, at once.
     """
-    compiled = compile_set(files, base)
+    from .compile import tableset  # compiled only when no cached catalog answers (start-up)
+
+    compiled = tableset.compile_set(files, base)
     return compiled.view(compiled.engine.newest.version)
 
 

@@ -177,7 +177,8 @@ def test_validated_table_cache_hit_miss_and_corruption(tmp_path, monkeypatch):
 
 
 def test_compiled_catalog_cache_hit_and_every_miss(tmp_path, monkeypatch):
-    from moe_oracle.core import catalog_cache, loading as compile_pkg  # load_catalog calls loading.compile_set
+    from moe_oracle.core import catalog_cache
+    from moe_oracle.core.compile import tableset as compile_pkg
     from moe_oracle.core.engine import evaluate
     from moe_oracle.tools.sampling import sample_configs
 
