@@ -46,10 +46,6 @@ def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
     decision = evaluate(catalog, config, env, policy=args.policy)
     if deployment.notes:
         decision = replace(decision, notes=merged_notes(decision.notes, deployment.notes))
-    from ..core.render import winner_notes
-
-    if extra := winner_notes(decision, config):
-        decision = replace(decision, notes=(*decision.notes, *extra))
     found = None
     if decision.winner is None:
         from ..explain.whynot import fixes as find_fixes  # a dead end only: the search is not imported for an answer

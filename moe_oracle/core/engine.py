@@ -44,6 +44,7 @@ from .records import DecisionWarning, Demotion
 from .requests import apply_implied_quant, bind_all2all, engine_request, family_request, held_groups, holds
 from .versions import EngineRelease
 from .vocab import Policy, ReasonCode, Source
+from .winner_notes import winner_notes
 
 __all__ = ["evaluate"]
 
@@ -308,7 +309,7 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         requested_by=requested_by,
         ranking=ranking,
         winner=winner,
-        notes=tuple(notes) + ((implied_note,) if implied_note else ()) + ((bound_note,) if bound_note else ()) + _config_warnings(config) + _input_notes(config, env, values, view, release),
+        notes=tuple(notes) + ((implied_note,) if implied_note else ()) + ((bound_note,) if bound_note else ()) + _config_warnings(config) + _input_notes(config, env, values, view, release) + winner_notes(ranking.entry(winner).backend if winner is not None else None, config),
         release=release,
         view=view.view_name,
         policy=policy.value,

@@ -25,7 +25,7 @@ from .vocab import ReasonCode, Source
 if TYPE_CHECKING:
     from .decision import Decision
 
-__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request", "actionable_notes", "winner_notes"]
+__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request", "actionable_notes"]
 
 # Codes that say "this kernel is for another problem", not "this deployment is wrong";
 # explain folds candidates that fail any of these (shown with --all).
@@ -527,30 +527,3 @@ def actionable_notes(notes: Iterable[str]) -> list[str]:
     ['--env: X has no effect: ...; use --moe-backend marlin']
     """
     return [n for n in notes if any(word in n for word in _ACTIONABLE)]
-
-
-def winner_notes(decision: "Decision", config: Any) -> list[str]:
-    """What the winner's one line does not say and the operator should know:
-
-    * Marlin running an FP8 scheme runs it weight-only (W8A16): activations stay in 16 bits
-      (vLLM 0.29.0-0.33.0 quantization/utils/marlin_utils_fp8.py: "Weight-only FP8 compression
-      will be used leveraging the Marlin kernel" on GPUs without native FP8);
-    * a DeepEP all2all on a ROCm device: DeepEP is NVIDIA's (NVSHMEM); vLLM's CUDA-like
-      communicator creates its manager on ROCm only where a ``deep_ep`` build imports, and AMD's own
-      all2all backends are MORI's (``mori_low_latency``, ``mori_high_throughput``).
-    """
-    sel = decision.selected
-    if sel is None:
-        return []
-    out = []
-    quant = getattr(config, "quant", None)
-    weight = str(getattr(quant, "weight", "") or "")
-    act = str(getattr(quant, "activation", "") or "")
-    if sel.backend == "marlin" and weight.startswith("fp8") and act.startswith("fp8"):
-        out.append(f"marlin runs this FP8 checkpoint weight-only (W8A16): activations stay {getattr(getattr(config, 'in_dtype', None), 'value', '16-bit')}, the FP8 activation scales are not used (vLLM marlin_utils_fp8.py: no native FP8 on this GPU)")
-    a2a = getattr(getattr(config, "parallel", None), "all2all_backend", None)
-    a2a_name = getattr(a2a, "value", a2a)
-    platform = getattr(getattr(getattr(config, "device", None), "platform", None), "value", None)
-    if platform == "rocm" and isinstance(a2a_name, str) and a2a_name.startswith("deepep"):
-        out.append(f"--all2all {a2a_name} on a ROCm device: DeepEP is NVIDIA's (NVSHMEM) and runs only where a ROCm build of deep_ep imports; AMD's all2all backends are mori_low_latency / mori_high_throughput")
-    return out
