@@ -117,13 +117,16 @@ def search_eligible(
             assert kernel is not None
             if admissible is not None and not admissible(*state):
                 continue  # the engine would not start with these inputs: no fix
-            if decision.winner is not None and any(w.code == "unchecked" for w in decision.warnings):
-                continue  # the engine selects a kernel whose unchecked check fails when it is built: no fix
-            alt = Alternative(edits, kernel, state[0], state[1], decision)
-            # Another way to the same inputs (a preset that only drops --ep, as --no-ep did) is no new fix.
-            if not any((a.config == alt.config and a.environment.fingerprint == alt.environment.fingerprint) or a.describe() == alt.describe() for a in found):
-                found.append(alt)
-            continue
+            unchecked = {w.rule for w in decision.warnings if w.code == "unchecked"} if decision.winner is not None else set()
+            if not unchecked:
+                alt = Alternative(edits, kernel, state[0], state[1], decision)
+                # Another way to the same inputs (a preset that only drops --ep, as --no-ep did) is no new fix.
+                if not any((a.config == alt.config and a.environment.fingerprint == alt.environment.fingerprint) or a.describe() == alt.describe() for a in found):
+                    found.append(alt)
+                continue
+            # The engine selects a kernel whose unchecked check (its prepare/finalize's) fails when
+            # it is built: no fix yet, but an edit that satisfies that check may make one.
+            failing = _checks_named(decision, unchecked)
         if not edits:
             blocking = tuple(f"{c.code.value}: {c.field} [{c.rule}]" for c in failing)
         if len(edits) >= MAX_EDITS or not failing:
@@ -156,6 +159,17 @@ def search_eligible(
         best = found[0]
         return SearchResult(True, best.kernel, best.edits, best.config, best.environment, best.decision, (), explored, tuple(found))
     return SearchResult(False, None, (), config, env, None, blocking, explored)
+
+
+def _checks_named(decision: Decision, rules: set[str]) -> list[Check]:
+    """The checks with these rule ids, as some candidate of ``decision`` failed them (a waived
+    check is not kept on the winner's row; a candidate that shares the prepare/finalize fails it)."""
+    out: dict[str, Check] = {}
+    for row in decision.rows:
+        for chk in row.failures:
+            if chk.rule in rules:
+                out.setdefault(chk.rule, chk)
+    return [out[r] for r in sorted(out)]
 
 
 def _request_edits(catalog: "Catalog", decision: Decision, target: Callable[["Row"], bool], state: State) -> Iterator[EditGen]:

@@ -481,7 +481,7 @@ def _satisfying(specs: Sequence[str]) -> str | None:
 
 def check_why_not_finds_package_fixes(case: Case, backend_name: str) -> None:
     """When installing packages (at most MAX_EDITS, at versions the tables accept) is all a
-    candidate of the backend lacks, why-not finds an answer."""
+    candidate of the backend lacks, and the deployment then builds, why-not finds an answer."""
     from moe_oracle.explain.whynot_search import MAX_EDITS
 
     backends = CATALOG.backend_names[backend_name.strip().lower().replace("-", "_")]
@@ -502,7 +502,10 @@ def check_why_not_finds_package_fixes(case: Case, backend_name: str) -> None:
                 break
             env = env.with_package(name, version)
         else:
-            if not evaluate(CATALOG, case.config, env).candidate(entry.id).failures:
+            after = evaluate(CATALOG, case.config, env)
+            # A fix must leave a deployment vLLM builds: not one where the engine returns another
+            # kernel unchecked (a shortcut) whose check then fails.
+            if not after.candidate(entry.id).failures and not any(w.code == "unchecked" for w in after.warnings):
                 result = why_not(Oracle(CATALOG, case.env), case.config, backend_name)
                 assert result.found or result.already_eligible, f"installing {sorted(packages)} makes {entry.id} eligible, but why-not found nothing: {result.render_text()}"
                 return

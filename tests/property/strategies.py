@@ -832,6 +832,16 @@ REGRESSIONS: Mapping[str, tuple[Case, str]] = {
                parallel__enable_eplb=True, parallel__num_redundant_experts=691774),
         "flashinfer_trtllm",
     ),
+    # why-not stopped once installing aiter made aiter_unquantized eligible: the engine then
+    # selected it with its DeepEP prepare/finalize unchecked (deep-ep absent), and the search did
+    # not go on to install deep-ep too (found by the doors property test, 2026-12-03).
+    "why_not_goes_past_an_unchecked_prepare_finalize": (
+        pinned(
+            Environment.declared(["vllm==0.33.0"], absent=["aiter", "deep-ep"], env={"VLLM_ROCM_USE_AITER": "1", "VLLM_ROCM_USE_AITER_MOE": "1"}),
+            device=GPU_CATALOG["MI300X"].device, parallel__dp_size=2, parallel__use_ep=True, parallel__all2all_backend=All2AllBackend.DEEPEP_HIGH_THROUGHPUT,
+        ),
+        "aiter",
+    ),
 }
 """Cases (with a backend name) that once broke an invariant; tests/property/test_regressions.py runs them every time."""
 
