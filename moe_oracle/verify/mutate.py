@@ -9,9 +9,14 @@ recomputed with the mutant. A mutant is *killed* when a deployment that agreed o
 comparison (status, class, format, backend member, refusal stage) no longer does.
 
 A mutant no deployment of the run kills is checked on a larger pool of deployments with our side
-alone (the original tables against the mutant): if it changes no answer there it is set aside as
+alone (the original tables against the mutant, on the tier's comparison): if it changes no answer there it is set aside as
 *equivalent on the pool* (the pool is a sample, not the exhaustive product of the discrete axes:
-an equivalent mutant may still be a real change the pool does not reach). The score is
+an equivalent mutant may still be a real change the pool does not reach). Otherwise the pool
+deployments on which the mutant answers differently are *targeted*: up to ``targeted`` of them
+per mutant are put to vLLM (one batch for all mutants), and the mutant is killed when vLLM agrees
+with the original tables and not with the mutant on one of them. A targeted deployment where
+vLLM agrees with neither, or with the mutant, is a disagreement of the shipped tables: it is
+listed (``original_disagrees``), and the tier's own run would report it too. The score is
 killed / (killed + survived).
 
 Usage::
@@ -23,10 +28,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -37,16 +43,24 @@ from ..core.tables import TableFile, check_document, load_schemas, read_tables_c
 from .cases import Answer, Deployment
 from .ours import OurSide
 
-__all__ = ["Mutant", "mutants", "score"]
+__all__ = ["Mutant", "mutants", "score", "vllm_answers"]
 
 
 @dataclass(frozen=True)
 class Mutant:
-    """One edit of the shipped tables."""
+    """One edit of the shipped tables.
+
+    Attributes:
+        kernel: the experts entry the edit touches (``None``: an order, shortcut or override).
+        focus: deployment fields the edit is about (``(("capability", 103),)`` for a dropped
+            SM), set on the deployments that target it (:func:`targeted_pool`).
+    """
 
     operator: str
     description: str
     files: tuple[TableFile, ...]
+    kernel: str | None = None
+    focus: tuple[tuple[str, Any], ...] = ()
 
 
 def _shipped() -> tuple[TableFile, ...]:
@@ -96,10 +110,10 @@ def mutants(files: tuple[TableFile, ...] | None = None) -> Iterator[Mutant]:
                     yield from _emit(files, tf.path, data, operator, f"drop {item.get('id', i)}")
 
 
-def _emit(files: tuple[TableFile, ...], path: str, data: Any, operator: str, what: str) -> Iterator[Mutant]:
+def _emit(files: tuple[TableFile, ...], path: str, data: Any, operator: str, what: str, kernel: str | None = None, focus: tuple[tuple[str, Any], ...] = ()) -> Iterator[Mutant]:
     out = _with(files, path, data, what)
     if out is not None:
-        yield Mutant(operator, what, out)
+        yield Mutant(operator, what, out, kernel, focus)
 
 
 def _entry_mutants(files: tuple[TableFile, ...], tf: TableFile, j: int, entry: dict[str, Any]) -> Iterator[Mutant]:
@@ -110,28 +124,51 @@ def _entry_mutants(files: tuple[TableFile, ...], tf: TableFile, j: int, entry: d
         for cap in caps:
             data = _copy(tf.data)
             data["entries"][j]["platforms"]["cuda"]["device_capability"] = [c for c in caps if c != cap]
-            yield from _emit(files, tf.path, data, "drop an SM", f"{eid}: drop SM {cap}")
+            yield from _emit(files, tf.path, data, "drop an SM", f"{eid}: drop SM {cap}", eid, (("platform", "cuda"), ("capability", cap), ("arch", None), ("cpu_amx", None)))
     if len(platforms) > 1:
         for p in platforms:
             data = _copy(tf.data)
             del data["entries"][j]["platforms"][p]
-            yield from _emit(files, tf.path, data, "drop a platform", f"{eid}: drop platform {p}")
+            yield from _emit(files, tf.path, data, "drop a platform", f"{eid}: drop platform {p}", eid)
     acts = (entry.get("supports") or {}).get("activation")
     if isinstance(acts, list) and len(acts) > 1:
         for a in acts:
             data = _copy(tf.data)
             data["entries"][j]["supports"]["activation"] = [x for x in acts if x != a]
-            yield from _emit(files, tf.path, data, "drop an activation", f"{eid}: drop activation {a}")
+            yield from _emit(files, tf.path, data, "drop an activation", f"{eid}: drop activation {a}", eid, (("activation", a),))
     for var in entry.get("env") or {}:
         data = _copy(tf.data)
         del data["entries"][j]["env"][var]
         if not data["entries"][j]["env"]:
             del data["entries"][j]["env"]
-        yield from _emit(files, tf.path, data, "drop an env effect", f"{eid}: drop env {var}")
+        yield from _emit(files, tf.path, data, "drop an env effect", f"{eid}: drop env {var}", eid)
 
 
 def _ours(oracle: Oracle, release: str) -> OurSide:
     return OurSide(release, oracle)
+
+
+def targeted_pool(mutant: Mutant, release: str, side: OurSide, per_kernel: int = 4, seed: int = 0) -> list[Deployment]:
+    """Deployments aimed at ``mutant``: ones our original tables answer with its kernel (the
+    guided sampler, :func:`moe_oracle.verify.guided.guided_deployments`), each also with the
+    mutant's focus fields set (the dropped SM, activation). ``[]`` for an edit of no one kernel."""
+    if mutant.kernel is None:
+        return []
+    from .guided import guided_deployments
+
+    found, _unreached = guided_deployments(release, per_kernel=per_kernel, seed=seed, kernels=[mutant.kernel], side=side)
+    out = list(found)
+    if mutant.focus:
+        for dep in found:
+            try:
+                out.append(replace(dep, **dict(mutant.focus)))
+            except (TypeError, ValueError):
+                continue  # the focus makes no valid deployment of this one
+    return out
+
+
+def _agrees(theirs: Answer, ours: Answer) -> bool:
+    return theirs.agrees(ours) and theirs.same_stage(ours)
 
 
 def score(
@@ -140,34 +177,84 @@ def score(
     sample: Sequence[Mutant],
     pool: Sequence[Deployment] = (),
     progress: Callable[[str], None] | None = None,
+    *,
+    ask_vllm: Callable[[Sequence[Deployment]], Sequence[Answer]] | None = None,
+    targeted: int = 4,
+    aim: bool = True,
 ) -> dict[str, Any]:
-    """Run every mutant of ``sample`` over ``records`` (a run's JSON records: ``case``, ``vllm``)."""
+    """Run every mutant of ``sample`` over ``records`` (a run's JSON records: ``case``, ``vllm``).
+
+    ``ask_vllm`` (deployments -> vLLM's answers in the same order, e.g. :func:`vllm_answers`)
+    puts up to ``targeted`` pool deployments per unkilled, non-equivalent mutant to vLLM; without
+    it such a mutant counts as survived. ``aim``: add each mutant's :func:`targeted_pool` to the
+    pool (deployments that select its kernel, with the dropped value set).
+    """
     base = OurSide(release)
     cases = [(Deployment.from_dict(r["case"]), Answer.from_dict(r["vllm"])) for r in records if r["vllm"]["status"] != "unsupported"]
-    agreeing = [(d, v) for d, v in cases if (lambda o: v.agrees(o) and v.same_stage(o))(base.answer(d))]
+    agreeing = [(d, v) for d, v in cases if _agrees(v, base.answer(d))]
     pool_base = [(d, base.answer(d)) for d in pool]
-    out: dict[str, Any] = {"killed": [], "survived": [], "equivalent": [], "invalid": []}
+    out: dict[str, Any] = {"killed": [], "survived": [], "equivalent": [], "invalid": [], "original_disagrees": []}
+    pending: list[tuple[str, list[tuple[Deployment, Answer, Answer]]]] = []
     for m in sample:
         t0 = time.perf_counter()
+        name = f"{m.operator}: {m.description}"
         try:
             side = _ours(Oracle(compile_tables(m.files)), release)
         except Exception as exc:  # noqa: BLE001 - a mutant the compiler refuses is no mutant
-            out["invalid"].append(f"{m.operator}: {m.description}: {type(exc).__name__}")
+            out["invalid"].append(f"{name}: {type(exc).__name__}")
             continue
-        killer = next((d for d, v in agreeing if not (lambda o: v.agrees(o) and v.same_stage(o))(side.answer(d))), None)
+        killer = next((d for d, v in agreeing if not _agrees(v, side.answer(d))), None)
         if killer is not None:
             verdict = "killed"
-        elif any(side.answer(d) != a for d, a in pool_base):
-            verdict = "survived"
         else:
-            verdict = "equivalent"
-        out[verdict].append(f"{m.operator}: {m.description}")
+            aimed = [(d, base.answer(d)) for d in targeted_pool(m, release, base)] if aim else []
+            differing = [(d, a, m_a) for d, a in (*aimed, *pool_base) if not _agrees(a, m_a := side.answer(d))]
+            if not differing:
+                verdict = "equivalent"
+            elif ask_vllm is not None:
+                pending.append((name, differing[:targeted]))
+                verdict = "targeted"
+            else:
+                verdict = "survived"
+        if verdict != "targeted":
+            out[verdict].append(name)
         if progress:
-            progress(f"{verdict:10s} {m.operator}: {m.description} ({time.perf_counter() - t0:.1f} s)")
+            progress(f"{verdict:10s} {name} ({time.perf_counter() - t0:.1f} s)")
+    if pending and ask_vllm is not None:
+        batch = list({d.key(): d for _, rows in pending for d, _, _ in rows}.values())
+        if progress:
+            progress(f"asking vLLM {release} about {len(batch)} targeted deployments of {len(pending)} mutants")
+        answers = {d.key(): v for d, v in zip(batch, ask_vllm(batch))}
+        for name, rows in pending:
+            killed = False
+            for d, original, mutated in rows:
+                v = answers[d.key()]
+                if v.status == "unsupported":
+                    continue
+                if not _agrees(v, original):
+                    out["original_disagrees"].append(f"{name}: {d.key()}")
+                elif not _agrees(v, mutated):
+                    killed = True
+            out["killed" if killed else "survived"].append(name)
+            if progress:
+                progress(f"{'killed' if killed else 'survived':10s} {name} (targeted, {len(rows)} deployments)")
     decided = len(out["killed"]) + len(out["survived"])
     out["score"] = round(len(out["killed"]) / decided, 4) if decided else None
     out["counts"] = {k: len(v) for k, v in out.items() if isinstance(v, list)}
     return out
+
+
+def vllm_answers(env: Any, release: str, jobs: int = 2) -> Callable[[Sequence[Deployment]], list[Answer]]:
+    """``ask_vllm`` for :func:`score`: the release's answers for deployments, from one tier run
+    (``env``: a :class:`moe_oracle.verify.run.VllmEnv`)."""
+    from .run import run_release
+
+    def ask(deployments: Sequence[Deployment]) -> list[Answer]:
+        report = run_release(env, release, list(deployments), jobs=jobs)
+        by_key = {r.case.key(): r.vllm for r in report.records}
+        return [by_key[d.key()] for d in deployments]
+
+    return ask
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=0, help="mutants to draw (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pool", type=int, default=0, help="random deployments (ours only) for the equivalence check")
+    parser.add_argument("--targeted", type=int, default=4, help="pool deployments per unkilled mutant put to vLLM (0: none)")
+    parser.add_argument("--env", type=Path, help="the differential environment (default $MOE_ORACLE_VLLM_ENV) for the targeted deployments")
     parser.add_argument("--out", type=Path, help="write the result as JSON")
     args = parser.parse_args(argv)
     records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
@@ -187,7 +276,13 @@ def main(argv: list[str] | None = None) -> int:
     pool = random_deployments(args.pool, seed=args.seed + 1000) if args.pool else ()
     print(f"{len(every)} mutants; running {len(chosen)} over {len(records)} deployments (pool {len(pool)})", flush=True)
     t0 = time.perf_counter()
-    result = score(records, args.release, chosen, pool, progress=lambda s: print(s, flush=True))
+    env_dir = args.env or (Path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
+    ask = None
+    if args.targeted and env_dir is not None:
+        from .run import VllmEnv
+
+        ask = vllm_answers(VllmEnv.from_dir(env_dir), args.release)
+    result = score(records, args.release, chosen, pool, progress=lambda s: print(s, flush=True), ask_vllm=ask, targeted=args.targeted)
     result["seconds"] = round(time.perf_counter() - t0, 1)
     print(json.dumps({k: result[k] for k in ("score", "counts", "seconds")}))
     if args.out:

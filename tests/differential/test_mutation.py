@@ -3,7 +3,7 @@ mutants (moe_oracle/verify/mutate.py) run over a fresh vLLM 0.33.0 sample.
 
 Marker ``differential`` (needs ``$MOE_ORACLE_VLLM_ENV``). Sizes: ``MOE_ORACLE_MUTANTS`` mutants
 (default 12), ``MOE_ORACLE_MUTATION_CASES`` deployments (default 400), ``MOE_ORACLE_MUTATION_POOL``
-deployments for the equivalence check (default 200); the full run is
+deployments for the equivalence check and the targeted deployments put to vLLM (default 200); the full run is
 ``python -m moe_oracle.verify.mutate --records RUN.jsonl --release 0.33.0`` over a run's records.
 """
 
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from moe_oracle.verify.mutate import mutants, score
+from moe_oracle.verify.mutate import mutants, score, vllm_answers
 from moe_oracle.verify.run import VllmEnv, verify
 from moe_oracle.verify.space import random_deployments
 
 pytestmark = pytest.mark.differential
 
-MIN_SCORE = 0.5
+MIN_SCORE = 0.9
 """Killed / (killed + survived) on the CI sample; see the README for the measured full figures."""
 
 
@@ -36,8 +36,9 @@ def test_a_sample_of_table_mutants_is_caught():
     every = list(mutants())
     sample = random.Random(int(os.environ.get("MOE_ORACLE_MUTATION_SEED", "0"))).sample(every, int(os.environ.get("MOE_ORACLE_MUTANTS", "12")))
     pool = random_deployments(int(os.environ.get("MOE_ORACLE_MUTATION_POOL", "200")), seed=102)
-    result = score(records, "0.33.0", sample, pool, progress=print)
+    result = score(records, "0.33.0", sample, pool, progress=print, ask_vllm=vllm_answers(env, "0.33.0", jobs=max(1, os.cpu_count() or 1)))
     print(f"mutation score {result['score']} {result['counts']}")
     decided = result["counts"]["killed"] + result["counts"]["survived"]
     assert decided, f"every sampled mutant was equivalent or invalid: {result['counts']}"
+    assert not result["original_disagrees"], f"targeted deployments where the shipped tables disagree with vLLM: {result['original_disagrees'][:5]}"
     assert result["score"] >= MIN_SCORE, f"mutation score {result['score']} < {MIN_SCORE}: survivors {result['survived']}"
