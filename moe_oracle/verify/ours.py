@@ -242,4 +242,15 @@ class OurSide:
             backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut)
         except UnknownBackend as exc:
             backend = f"(unknown: {exc})"
-        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id)
+        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id, prepare_finalize=self.pf_class(decision.prepare_finalize))
+
+    def pf_class(self, pf_id: str | None) -> str | None:
+        """The vLLM class of our prepare/finalize ``pf_id`` (its table entry's ``upstream``);
+        ``None`` for ``None``.
+
+        Raises:
+            KeyError: an id the catalog does not hold.
+        """
+        if pf_id is None:
+            return None
+        return self.oracle.catalog.prepare_finalize_by_id(pf_id).upstream
