@@ -254,9 +254,12 @@ class Answer:
         ``maybe_make_prepare_finalize`` serves the deployment, and the release's
         ``make_*_moe_kernel`` asserts it is not ``None`` when the weights are processed) agrees
         only with ours selecting a kernel without any P/F, which the engine never does; so it is a
-        disagreement, as is vLLM raising while building it."""
+        disagreement. vLLM raising while building it agrees with ours warning that building it fails
+        (:data:`PF_RAISES` on both sides, :meth:`.ours.OurSide.pf_answer`), and with nothing else."""
         if not self.pf_compared(other):
             return True
+        if all(a.prepare_finalize.startswith(PF_RAISES) for a in (self, other)):  # type: ignore[union-attr]
+            return True  # both fail to build it (the exception and our rule are not compared)
         return self.prepare_finalize == other.prepare_finalize
 
     def differs_in(self, other: "Answer") -> tuple[str, ...]:

@@ -390,6 +390,10 @@ class VllmSide:
         moe, method, layer = self.loaded
         state = (dep.platform, dep.capability, dep.arch, dep.packages)
         if state != self._pf_state:
+            if self._pf_state is None:
+                # Stand-in 12 (``cuda``): 0.29.0's nixl_ep P/F imports device_communicators/all2all.py,
+                # which imports flashinfer.comm, which needs cuda-python.
+                standins.install_host_packages()
             standins.patch_stub_values()
             standins.reload_all2all_utils()
             self._pf_state = state
