@@ -89,6 +89,8 @@ def _print_text(report: Report, replay: bool) -> None:
               f"({pf['no_method']} without a quant method to ask with, {sum(pf['not_asked'].values())} not asked {pf['not_asked']}); full comparison {100 * s['full_agreement']:.2f} %")
         for fam, f in pf["by_family"].items():
             print(f"    P/F {fam:12s} {f['agree']:6d}/{f['compared']:<6d} {100 * f['agreement']:6.2f} %")
+        for div, n in pf["reviewed_divergences"].items():
+            print(f"    P/F reviewed divergence ({n}): {div}")
         for pair, n in list(pf["pairs"].items())[:8]:
             print(f"    P/F differs ({n}): vLLM {pair.replace('|', ' | ours ')}")
         t = s["timings"]

@@ -117,6 +117,11 @@ class ReleaseReport:
     def unexplained(self) -> list[Record]:
         return [r for r in self.compared if not r.agree and r.divergence is None]
 
+    @property
+    def pf_unexplained(self) -> list[Record]:
+        """Deployments whose selection agrees but whose prepare/finalize differs, unreviewed."""
+        return [r for r in self.compared if r.agree and not r.vllm.same_pf(r.ours) and r.divergence is None]
+
     def by_family(self) -> dict[str, tuple[int, int]]:
         """family -> (agreeing, compared)."""
         out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -145,7 +150,8 @@ class ReleaseReport:
             fam[r.case.family][0] += r.vllm.same_pf(r.ours)
             fam[r.case.family][1] += 1
         same = sum(a for a, _ in fam.values())
-        pairs = Counter(f"{r.vllm.prepare_finalize[:90]}|{r.ours.prepare_finalize}" for r in rows if not r.vllm.same_pf(r.ours))
+        pairs = Counter(f"{r.vllm.prepare_finalize[:90]}|{r.ours.prepare_finalize}" for r in rows if not r.vllm.same_pf(r.ours) and r.divergence is None)
+        reviewed = Counter(r.divergence for r in rows if not r.vllm.same_pf(r.ours) and r.divergence is not None)
         classes = Counter(r.vllm.prepare_finalize for r in rows if r.vllm.same_pf(r.ours))
         return {
             "compared": len(rows),
@@ -155,6 +161,8 @@ class ReleaseReport:
             "same": same,
             "agreement": round(same / len(rows), 5) if rows else 1.0,
             "by_family": {k: {"agree": a, "compared": n, "agreement": round(a / n, 5) if n else 1.0} for k, (a, n) in sorted(fam.items())},
+            "reviewed_divergences": dict(reviewed.most_common()),
+            "unreviewed": sum(pairs.values()),
             "classes": dict(classes.most_common()),
             "pairs": dict(pairs.most_common()),
         }
@@ -238,7 +246,8 @@ def run_release(
         for x in raw:
             dep = Deployment.from_dict(x["case"])
             theirs, mine = Answer.from_dict(x["vllm"]), Answer.from_dict(x["ours"])
-            div = None if x["agree"] else match_divergence(divergences, release, dep, theirs, mine)
+            differs = not x["agree"] or not theirs.same_pf(mine)
+            div = match_divergence(divergences, release, dep, theirs, mine) if differs else None
             report.records.append(Record(dep, theirs, mine, x["agree"], tuple(x.get("why", ())), div.id if div else None))
         for key in ("import_s", "vllm_s", "ours_s"):
             report.timings[key] = round(report.timings.get(key, 0.0) + summary[key], 3)
@@ -266,11 +275,12 @@ def verify(
 
 
 def write_disagreements(report: Report, directory: Path, limit: int = 200) -> list[Path]:
-    """Write each unexplained disagreement as a small replayable JSON file (at most ``limit`` per release)."""
+    """Write each unexplained disagreement (prepare/finalize ones included) as a small replayable
+    JSON file (at most ``limit`` per release)."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for rel in report.releases:
-        for rec in rel.unexplained[:limit]:
+        for rec in (rel.unexplained + rel.pf_unexplained)[:limit]:
             path = directory / f"{rel.release}-{rec.case.family}-{rec.case.key()}.json"
             path.write_text(json.dumps({"release": rel.release, **rec.to_dict()}, indent=1) + "\n")
             paths.append(path)

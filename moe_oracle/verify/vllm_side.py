@@ -377,7 +377,8 @@ class VllmSide:
         stand-ins (:mod:`~moe_oracle.verify.model_build.standins` 1-3 and 5): the process groups
         and the all2all manager of rank 0, installed for the call and then put back so that
         selection never sees them; ``all2all_utils`` re-executed when the platform or packages
-        change (its import-time probes bind the optional P/F classes).
+        change (its import-time probes bind the optional P/F classes). A P/F whose activation format
+        is not the experts class's is answered as raising: ``FusedMoEKernel`` asserts they match.
         """
         if self.loaded is None or not str(getattr(experts, "__module__", "")).startswith("vllm"):
             # No method, or one that runs its own kernel (frontends/layer.py _SELF_RUNNING): no P/F.
@@ -415,7 +416,15 @@ class VllmSide:
         if got["error"]:
             # The quant config is read from the meta-device layer: a failure there is the harness's.
             return (PF_UNASKED if got["error"].startswith("get_fused_moe_quant_config:") else PF_RAISES) + got["error"]
-        return got["class"] or PF_NONE
+        if got["class"] is None:
+            return PF_NONE
+        fmt = experts.activation_format()
+        fmt_value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value
+        if got["activation_format"] is not None and got["activation_format"] != fmt_value:
+            # FusedMoEKernel._post_init_setup (P/modular_kernel.py, 0.29.0-0.33.0) asserts the two
+            # formats are equal: the kernel cannot be built with this P/F.
+            return f"{PF_RAISES}{got['class']} ({got['activation_format']}) cannot serve {experts.__name__} ({fmt_value})"
+        return got["class"]
 
     # ------------------------------------------------------------------ answer
 

@@ -168,7 +168,7 @@ def install_selector_recorder() -> int:
 
 
 def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, input_dtype: Callable[[Any], Any] | None = None) -> dict[str, Any]:
-    """``{"class", "error"}``: what the release's ``maybe_make_prepare_finalize`` builds for a layer
+    """``{"class", "error", "activation_format"}``: what the release's ``maybe_make_prepare_finalize`` builds for a layer
     (``class`` ``None`` with no error: it returned ``None``). Needs the process-group stand-ins of
     :mod:`.standins` installed. Shared with the selection tier (:mod:`moe_oracle.verify.vllm_side`).
     ``input_dtype``: quant config -> the ``input_dtype`` the caller's ``make_*_moe_kernel`` passes
@@ -192,7 +192,10 @@ def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, inp
         pf = a2a.maybe_make_prepare_finalize(**kwargs)
     except Exception as exc:  # noqa: BLE001 - vLLM refusing to build the P/F (recorded)
         return {"class": None, "error": f"{type(exc).__name__}: {exc}"[:200]}
-    return {"class": type(pf).__name__ if pf is not None else None, "error": None}
+    fmt = getattr(pf, "activation_format", None) if pf is not None else None
+    fmt_value = getattr(fmt, "value", None)
+    return {"class": type(pf).__name__ if pf is not None else None, "error": None,
+            "activation_format": fmt_value[0] if isinstance(fmt_value, tuple) else fmt_value}
 
 
 def read_layers(model: Any, role: str) -> list[dict[str, Any]]:
