@@ -19,10 +19,22 @@ from typing import Any, Mapping
 
 from .frontends import FRONT_ENDS as _REGISTRY
 
-__all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer", "STAGES"]
+__all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer", "STAGES", "PF_NONE", "PF_RAISES", "PF_UNASKED"]
 
 STAGES: tuple[str, ...] = ("config", "layer", "selection", "construction")
 """Where a refusal happens (:attr:`Answer.stage`), in the order vLLM gets there."""
+
+PF_NONE = "(none)"
+""":attr:`Answer.prepare_finalize` where vLLM's ``maybe_make_prepare_finalize`` returns ``None``."""
+
+PF_RAISES = "(raises) "
+"""Prefix of :attr:`Answer.prepare_finalize` where building the P/F raises (the exception follows)."""
+
+PF_UNASKED = "(not asked) "
+"""Prefix of :attr:`Answer.prepare_finalize` where the harness could not ask: the method's
+``get_fused_moe_quant_config`` fails on the meta-device layer (scales that only
+``process_weights_after_loading`` creates, e.g. online MXFP8/NVFP4 quantization; the reason follows).
+Not compared (:meth:`Answer.pf_compared`); counted in the report."""
 
 PACKAGES: tuple[str, ...] = (
     "flashinfer",  # flashinfer-python at the version the release pins (with cubins)
@@ -190,6 +202,13 @@ class Answer:
             binding every kernel), ``selection`` (the quantization method or the family's oracle
             raises; ours: nothing eligible), ``construction`` (the selected experts class, or
             ``create_weights``; ours: the engine selects a kernel, then refuses the layer).
+        prepare_finalize: for ``ok``, the prepare/finalize class the layer gets (vLLM: the class
+            ``maybe_make_prepare_finalize`` builds for the deployment with the method's
+            ``FusedMoEQuantConfig``; ours: the ``upstream`` of the selected P/F entry).
+            :data:`PF_NONE` where vLLM builds none; ``PF_RAISES`` + the exception where building
+            it raises; ``None`` or a :data:`PF_UNASKED` text: not asked (the ``direct`` front end
+            constructs no quantization method, so it has no quant config to ask with; refusals).
+            See :meth:`same_pf`.
     """
 
     status: str
@@ -198,6 +217,7 @@ class Answer:
     backend: str | None = None
     detail: str = ""
     stage: str | None = None
+    prepare_finalize: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -222,13 +242,35 @@ class Answer:
             return True
         return self.stage == other.stage
 
+    def pf_compared(self, other: "Answer") -> bool:
+        """Whether the prepare/finalize is compared: both select (``ok``) and both name one
+        (a class, :data:`PF_NONE` or a :data:`PF_RAISES` text; not a :data:`PF_UNASKED` one)."""
+        known = [a.prepare_finalize for a in (self, other)]
+        return self.status == other.status == "ok" and all(v is not None and not v.startswith(PF_UNASKED) for v in known)
+
+    def same_pf(self, other: "Answer") -> bool:
+        """Both build the same prepare/finalize class (``True`` where it is not compared,
+        :meth:`pf_compared`). vLLM building none (:data:`PF_NONE`: no branch of
+        ``maybe_make_prepare_finalize`` serves the deployment, and the release's
+        ``make_*_moe_kernel`` asserts it is not ``None`` when the weights are processed) agrees
+        only with ours selecting a kernel without any P/F, which the engine never does; so it is a
+        disagreement. vLLM raising while building it agrees with ours warning that building it fails
+        (:data:`PF_RAISES` on both sides, :meth:`.ours.OurSide.pf_answer`), and with nothing else."""
+        if not self.pf_compared(other):
+            return True
+        if all(a.prepare_finalize.startswith(PF_RAISES) for a in (self, other)):  # type: ignore[union-attr]
+            return True  # both fail to build it (the exception and our rule are not compared)
+        return self.prepare_finalize == other.prepare_finalize
+
     def differs_in(self, other: "Answer") -> tuple[str, ...]:
-        """Which parts of the answer differ: ``status``, ``experts``, ``activation_format``, ``backend``."""
+        """Which parts of the answer differ: ``status``, ``experts``, ``activation_format``,
+        ``backend``, ``prepare_finalize``."""
         if self.status != other.status:
             return ("status",)
         if self.status != "ok":
             return ()
-        return tuple(k for k in ("experts", "activation_format", "backend") if getattr(self, k) != getattr(other, k))
+        out = tuple(k for k in ("experts", "activation_format", "backend") if getattr(self, k) != getattr(other, k))
+        return out + (("prepare_finalize",) if not self.same_pf(other) else ())
 
 
 DEFAULTS: Mapping[str, Any] = {f.name: f.default for f in fields(Deployment) if f.name != "platform"}

@@ -84,12 +84,22 @@ def _print_text(report: Report, replay: bool) -> None:
         print(f"vLLM {rel.release}: {s['agree']}/{s['compared']} agree ({100 * s['agreement']:.2f} %); {sum(s['reviewed_divergences'].values())} reviewed divergences, {s['unexplained']} unexplained; {s['not_driven']} not driven")
         for fam, f in s["by_family"].items():
             print(f"  {fam:12s} {f['agree']:6d}/{f['compared']:<6d} {100 * f['agreement']:6.2f} %")
+        pf = s["prepare_finalize"]
+        print(f"  prepare/finalize: {pf['same']}/{pf['compared']} same class ({100 * pf['agreement']:.2f} %) of {pf['both_select']} both selecting "
+              f"({pf['no_method']} without a quant method to ask with, {sum(pf['not_asked'].values())} not asked {pf['not_asked']}); full comparison {100 * s['full_agreement']:.2f} %")
+        for fam, f in pf["by_family"].items():
+            print(f"    P/F {fam:12s} {f['agree']:6d}/{f['compared']:<6d} {100 * f['agreement']:6.2f} %")
+        for div, n in pf["reviewed_divergences"].items():
+            print(f"    P/F reviewed divergence ({n}): {div}")
+        for pair, n in list(pf["pairs"].items())[:8]:
+            print(f"    P/F differs ({n}): vLLM {pair.replace('|', ' | ours ')}")
         t = s["timings"]
         print(f"  time: {t.get('wall_s')} s wall (import {t.get('import_s')} s, vLLM {t.get('vllm_s')} s, ours {t.get('ours_s')} s, summed over workers)")
         shown = rel.unexplained if replay else rel.unexplained[:10]
         for rec in shown:
             v, o = rec.vllm, rec.ours
-            print(f"  - {rec.case.key()} {rec.case.family}/{rec.case.front_end} {rec.case.platform} {rec.case.capability or rec.case.arch or ''}: vLLM {v.status} {v.experts or v.detail[:80]} | ours {o.status} {o.experts or o.detail[:80]}")
+            pf = f" (P/F vLLM {v.prepare_finalize} | ours {o.prepare_finalize})" if not v.same_pf(o) else ""
+            print(f"  - {rec.case.key()} {rec.case.family}/{rec.case.front_end} {rec.case.platform} {rec.case.capability or rec.case.arch or ''}: vLLM {v.status} {v.experts or v.detail[:80]} | ours {o.status} {o.experts or o.detail[:80]}{pf}")
             if replay:
                 print(json.dumps(rec.case.to_dict()))
                 for w in rec.why:

@@ -17,7 +17,7 @@ from ..core.errors import ConfigError
 from ..core.oracle import Oracle
 from ..core.quant import QuantScheme
 from .backend_names import UnknownBackend, vllm_backend_name
-from .cases import Answer, Deployment
+from .cases import PF_RAISES, Answer, Deployment
 from .frontends import QUANT_METHOD
 from .releases import flashinfer_pins, flashinfer_substitutes
 
@@ -242,4 +242,29 @@ class OurSide:
             backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut)
         except UnknownBackend as exc:
             backend = f"(unknown: {exc})"
-        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id)
+        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id, prepare_finalize=self.pf_answer(decision))
+
+    def pf_answer(self, decision: Any) -> str | None:
+        """What building the winner's prepare/finalize gives: its vLLM class, or ``PF_RAISES`` and
+        the rule where the engine warns that vLLM selects the kernel without checking a
+        requirement of that P/F which fails when the kernel is built (warning code ``unchecked``,
+        e.g. ``deepep_high_throughput.packages.deep-ep``: vLLM 0.29-0.33 P/all2all_utils.py binds
+        the DeepEP classes only when the package is present)."""
+        pf_id = decision.prepare_finalize
+        if pf_id is None:
+            return None
+        for w in decision.warnings:
+            if w.code == "unchecked" and w.rule and w.rule.startswith(pf_id + "."):
+                return PF_RAISES + w.rule
+        return self.pf_class(pf_id)
+
+    def pf_class(self, pf_id: str | None) -> str | None:
+        """The vLLM class of our prepare/finalize ``pf_id`` (its table entry's ``upstream``);
+        ``None`` for ``None``.
+
+        Raises:
+            KeyError: an id the catalog does not hold.
+        """
+        if pf_id is None:
+            return None
+        return self.oracle.catalog.prepare_finalize_by_id(pf_id).upstream

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..core._resources import package_dir
-from .cases import Answer, Deployment
+from .cases import PF_UNASKED, Answer, Deployment
 from .divergences import Divergence, load_divergences, match_divergence
 from .ours import flashinfer_installed
 from .releases import harness_releases
@@ -117,6 +117,11 @@ class ReleaseReport:
     def unexplained(self) -> list[Record]:
         return [r for r in self.compared if not r.agree and r.divergence is None]
 
+    @property
+    def pf_unexplained(self) -> list[Record]:
+        """Deployments whose selection agrees but whose prepare/finalize differs, unreviewed."""
+        return [r for r in self.compared if r.agree and not r.vllm.same_pf(r.ours) and r.divergence is None]
+
     def by_family(self) -> dict[str, tuple[int, int]]:
         """family -> (agreeing, compared)."""
         out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -132,17 +137,49 @@ class ReleaseReport:
         same = sum(r.vllm.same_stage(r.ours) for r in both)
         return {"both_refuse": len(both), "same_stage": same, "agreement": round(same / len(both), 5) if both else 1.0, "pairs": dict(pairs.most_common())}
 
+    def prepare_finalize(self) -> dict[str, Any]:
+        """The prepare/finalize comparison (:meth:`.cases.Answer.same_pf`): over the deployments
+        where both sides select and vLLM's front end built a method to ask with, how many name the
+        same class; per family, and the (vLLM, ours) pairs that differ."""
+        rows = [r for r in self.compared if r.vllm.pf_compared(r.ours)]
+        both_ok = [r for r in self.compared if r.vllm.status == r.ours.status == "ok"]
+        unasked = Counter(r.case.front_end for r in both_ok if (r.vllm.prepare_finalize or "").startswith(PF_UNASKED))
+        no_method = sum(r.vllm.prepare_finalize is None for r in both_ok)
+        fam: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for r in rows:
+            fam[r.case.family][0] += r.vllm.same_pf(r.ours)
+            fam[r.case.family][1] += 1
+        same = sum(a for a, _ in fam.values())
+        pairs = Counter(f"{r.vllm.prepare_finalize[:90]}|{r.ours.prepare_finalize}" for r in rows if not r.vllm.same_pf(r.ours) and r.divergence is None)
+        reviewed = Counter(r.divergence for r in rows if not r.vllm.same_pf(r.ours) and r.divergence is not None)
+        classes = Counter(r.vllm.prepare_finalize for r in rows if r.vllm.same_pf(r.ours))
+        return {
+            "compared": len(rows),
+            "both_select": len(both_ok),
+            "no_method": no_method,
+            "not_asked": dict(unasked.most_common()),
+            "same": same,
+            "agreement": round(same / len(rows), 5) if rows else 1.0,
+            "by_family": {k: {"agree": a, "compared": n, "agreement": round(a / n, 5) if n else 1.0} for k, (a, n) in sorted(fam.items())},
+            "reviewed_divergences": dict(reviewed.most_common()),
+            "unreviewed": sum(pairs.values()),
+            "classes": dict(classes.most_common()),
+            "pairs": dict(pairs.most_common()),
+        }
+
     def full_agreement(self) -> float:
-        """Agreement on the full comparison: status, class, format, backend member, and the refusal stage."""
+        """Agreement on the full comparison: status, class, format, backend member, the refusal
+        stage and the prepare/finalize."""
         rows = self.compared
-        return sum(r.agree and r.vllm.same_stage(r.ours) for r in rows) / len(rows) if rows else 1.0
+        return sum(r.agree and r.vllm.same_stage(r.ours) and r.vllm.same_pf(r.ours) for r in rows) / len(rows) if rows else 1.0
 
     def summary(self) -> dict[str, Any]:
         rows = self.compared
         return {
             "full_agreement": round(self.full_agreement(), 5),
             "refusal_stages": self.stages(),
-            "differs_in": dict(Counter(",".join(r.vllm.differs_in(r.ours)) for r in rows if not r.agree)),
+            "prepare_finalize": self.prepare_finalize(),
+            "differs_in": dict(Counter(",".join(r.vllm.differs_in(r.ours)) for r in rows if not (r.agree and r.vllm.same_pf(r.ours)))),
             "release": self.release,
             "cases": len(self.records),
             "compared": len(rows),
@@ -209,7 +246,8 @@ def run_release(
         for x in raw:
             dep = Deployment.from_dict(x["case"])
             theirs, mine = Answer.from_dict(x["vllm"]), Answer.from_dict(x["ours"])
-            div = None if x["agree"] else match_divergence(divergences, release, dep, theirs, mine)
+            differs = not x["agree"] or not theirs.same_pf(mine)
+            div = match_divergence(divergences, release, dep, theirs, mine) if differs else None
             report.records.append(Record(dep, theirs, mine, x["agree"], tuple(x.get("why", ())), div.id if div else None))
         for key in ("import_s", "vllm_s", "ours_s"):
             report.timings[key] = round(report.timings.get(key, 0.0) + summary[key], 3)
@@ -237,11 +275,12 @@ def verify(
 
 
 def write_disagreements(report: Report, directory: Path, limit: int = 200) -> list[Path]:
-    """Write each unexplained disagreement as a small replayable JSON file (at most ``limit`` per release)."""
+    """Write each unexplained disagreement (prepare/finalize ones included) as a small replayable
+    JSON file (at most ``limit`` per release)."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for rel in report.releases:
-        for rec in rel.unexplained[:limit]:
+        for rec in (rel.unexplained + rel.pf_unexplained)[:limit]:
             path = directory / f"{rel.release}-{rec.case.family}-{rec.case.key()}.json"
             path.write_text(json.dumps({"release": rel.release, **rec.to_dict()}, indent=1) + "\n")
             paths.append(path)

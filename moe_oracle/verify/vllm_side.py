@@ -6,7 +6,9 @@ redundant-expert refusals), then runs the requested quantization front end of th
 release: ``direct`` calls the family's ``select_*_moe_backend`` with the deployment's
 quant keys; named front ends construct the release's quantization-method class,
 whose constructor builds the keys (e.g. FP8 block refinement under TP) and selects.
-Whatever that code raises is vLLM refusing the deployment.
+Whatever that code raises is vLLM refusing the deployment. After a method selected and
+created its weights, the release's ``maybe_make_prepare_finalize`` is asked for the layer's
+prepare/finalize (:meth:`VllmSide.prepare_finalize`).
 
 Imports vLLM and torch: only the verification worker imports this module.
 """
@@ -19,7 +21,7 @@ import types
 import typing
 from typing import Any, Callable
 
-from .cases import Answer, Deployment
+from .cases import PF_NONE, PF_RAISES, PF_UNASKED, Answer, Deployment
 from .frontends import NotDriven
 from .vllm_sim import Simulation
 
@@ -115,6 +117,8 @@ class VllmSide:
         self.routing = {m.value[0] if isinstance(m.value, tuple) else m.value: m for m in self.cfg_mod.RoutingMethodType}
         self._front_ends: dict[str, Callable[..., tuple[Any, Any]]] = {}
         self.stage = "config"
+        self.loaded: tuple[Any, Any, Any] | None = None
+        self._pf_state: tuple[Any, ...] | None = None
 
     # ------------------------------------------------------------------ translation
 
@@ -282,6 +286,9 @@ class VllmSide:
             dtype=getattr(self.torch, dep.in_dtype),
             quantization_config=None,
             quantization=None,
+            # Read by maybe_make_prepare_finalize for DeepEP v2 (0.33.0 P/all2all_utils.py: CUDA
+            # graphs unless --enforce-eager, which the harness never passes).
+            enforce_eager=False,
         )
         try:
             cfg.model_config = fake
@@ -354,6 +361,74 @@ class VllmSide:
             params["intermediate_size_full"] = moe.intermediate_size
         with torch.device("meta"):
             method.create_weights(layer=layer, **params)
+        self.loaded = (moe, method, layer)
+
+    # ------------------------------------------------------------------ prepare/finalize
+
+    def prepare_finalize(self, dep: Deployment, backend: Any, experts: Any) -> str | None:
+        """The prepare/finalize class the release builds for the layer :meth:`load` made
+        (``None``: no method was loaded, as for the ``direct`` front end).
+
+        Asked as the release's ``make_*_moe_kernel`` asks it, through the model-construction
+        tier's :func:`~moe_oracle.verify.model_build.reader.prepare_finalize_of` (the method's
+        ``FusedMoEQuantConfig`` from the meta-device layer, ``allow_new_interface=True``,
+        ``use_monolithic`` from the experts class; 0.33.0 ``make_fp8_moe_kernel`` also passes the
+        model dtype as ``input_dtype`` for FlashInfer CUTLASS block FP8), with that tier's
+        stand-ins (:mod:`~moe_oracle.verify.model_build.standins` 1-3 and 5): the process groups
+        and the all2all manager of rank 0, installed for the call and then put back so that
+        selection never sees them; ``all2all_utils`` re-executed when the platform or packages
+        change (its import-time probes bind the optional P/F classes). A P/F whose activation format
+        is not the experts class's is answered as raising: ``FusedMoEKernel`` asserts they match.
+        """
+        if self.loaded is None or not str(getattr(experts, "__module__", "")).startswith("vllm"):
+            # No method, or one that runs its own kernel (frontends/layer.py _SELF_RUNNING): no P/F.
+            return None
+        import vllm.distributed.parallel_state as ps
+
+        from .model_build import standins
+        from .model_build.reader import prepare_finalize_of
+
+        moe, method, layer = self.loaded
+        state = (dep.platform, dep.capability, dep.arch, dep.packages)
+        if state != self._pf_state:
+            if self._pf_state is None:
+                # Stand-in 12 (``cuda``): 0.29.0's nixl_ep P/F imports device_communicators/all2all.py,
+                # which imports flashinfer.comm, which needs cuda-python.
+                standins.install_host_packages()
+            standins.patch_stub_values()
+            try:
+                standins.reload_all2all_utils()
+            except Exception as exc:  # noqa: BLE001 - a stand-in gap: counted as not asked, never as vLLM's answer
+                self._pf_state = None
+                return f"{PF_UNASKED}harness: re-executing all2all_utils: {type(exc).__name__}: {exc}"[:300]
+            self._pf_state = state
+        names = [g for g in standins.GROUP_GLOBALS + standins.OPTIONAL_GROUP_GLOBALS if hasattr(ps, g)]
+        saved = {g: getattr(ps, g) for g in names}
+        torch = self.torch
+        fp8_cutlass = getattr(backend, "name", None) == "FLASHINFER_CUTLASS" and type(backend).__name__ == "Fp8MoeBackend"
+
+        def input_dtype(quant_config: Any) -> Any:
+            return moe.in_dtype if fp8_cutlass and getattr(quant_config, "is_block_quantized", False) else None
+
+        try:
+            standins.install_groups(dep.tp_size, dep.dp_size, dep.use_ep)
+            with torch.device("meta"), standins.cuda_to_meta(), standins.cuda_runtime():
+                got = prepare_finalize_of(moe, method, layer, experts, input_dtype)
+        finally:
+            for g, v in saved.items():
+                setattr(ps, g, v)
+        if got["error"]:
+            # The quant config is read from the meta-device layer: a failure there is the harness's.
+            return (PF_UNASKED if got["error"].startswith("get_fused_moe_quant_config:") else PF_RAISES) + got["error"]
+        if got["class"] is None:
+            return PF_NONE
+        fmt = experts.activation_format()
+        fmt_value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value
+        if got["activation_format"] is not None and got["activation_format"] != fmt_value:
+            # FusedMoEKernel._post_init_setup (P/modular_kernel.py, 0.29.0-0.33.0) asserts the two
+            # formats are equal: the kernel cannot be built with this P/F.
+            return f"{PF_RAISES}{got['class']} ({got['activation_format']}) cannot serve {experts.__name__} ({fmt_value})"
+        return got["class"]
 
     # ------------------------------------------------------------------ answer
 
@@ -365,6 +440,7 @@ class VllmSide:
         except ValueError as exc:
             return Answer("unsupported", detail=str(exc))
         self.stage = "config"
+        self.loaded = None
         try:
             front = self.front_end(dep.front_end)
             moe = self.moe_config(dep)
@@ -380,4 +456,4 @@ class VllmSide:
             return Answer("platform", backend=backend_name, detail=f"vLLM returns {backend_name} with no experts class")
         fmt = experts.activation_format()
         value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value
-        return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name)
+        return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name, prepare_finalize=self.prepare_finalize(dep, backend, experts))

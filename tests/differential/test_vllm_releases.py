@@ -68,8 +68,12 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
     print(f"vLLM {release}: {summary['agree']}/{summary['compared']} agree ({100 * summary['agreement']:.2f} %), "
           f"{summary['unexplained']} unexplained, {summary['not_driven']} not driven, {summary['timings']}")
     stages = summary["refusal_stages"]
-    print(f"  full comparison (class, format, backend member, refusal stage): {100 * summary['full_agreement']:.2f} %; "
+    print(f"  full comparison (class, format, backend member, refusal stage, P/F): {100 * summary['full_agreement']:.2f} %; "
           f"refusal stage {stages['same_stage']}/{stages['both_refuse']}; differs in {summary['differs_in']}; stage pairs {stages['pairs']}")
+    pf = summary["prepare_finalize"]
+    print(f"  prepare/finalize: {pf['same']}/{pf['compared']} same class ({100 * pf['agreement']:.2f} %), {pf['no_method']} without a method to ask with, "
+          f"not asked {pf['not_asked']}; reviewed {pf['reviewed_divergences']}; unreviewed {pf['pairs']}; per family "
+          + ", ".join(f"{k} {f['agree']}/{f['compared']}" for k, f in pf["by_family"].items()))
     from moe_oracle.core.oracle import default_catalog
     from moe_oracle.verify.coverage import coverage
 

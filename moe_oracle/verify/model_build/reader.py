@@ -27,9 +27,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["read_layers", "BACKEND_ATTRS", "install_selector_recorder"]
+__all__ = ["read_layers", "BACKEND_ATTRS", "install_selector_recorder", "prepare_finalize_of"]
 
 P = "vllm.model_executor.layers.fused_moe"
 Q = "vllm.model_executor.layers.quantization"
@@ -167,7 +167,12 @@ def install_selector_recorder() -> int:
     return n
 
 
-def _prepare_finalize(moe: Any, method: Any, layer: Any, experts_cls: Any) -> dict[str, Any]:
+def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, input_dtype: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+    """``{"class", "error", "activation_format"}``: what the release's ``maybe_make_prepare_finalize`` builds for a layer
+    (``class`` ``None`` with no error: it returned ``None``). Needs the process-group stand-ins of
+    :mod:`.standins` installed. Shared with the selection tier (:mod:`moe_oracle.verify.vllm_side`).
+    ``input_dtype``: quant config -> the ``input_dtype`` the caller's ``make_*_moe_kernel`` passes
+    (only where the release's function takes it)."""
     a2a = importlib.import_module(f"{P}.all2all_utils")
     mk = importlib.import_module(f"{P}.modular_kernel")
     try:
@@ -179,13 +184,18 @@ def _prepare_finalize(moe: Any, method: Any, layer: Any, experts_cls: Any) -> di
     if "allow_new_interface" in params:
         kwargs["allow_new_interface"] = True
     monolithic = getattr(mk, "FusedMoEExpertsMonolithic", None)
+    if input_dtype is not None and "input_dtype" in params:
+        kwargs["input_dtype"] = input_dtype(quant_config)
     if "use_monolithic" in params:
         kwargs["use_monolithic"] = bool(monolithic is not None and isinstance(experts_cls, type) and issubclass(experts_cls, monolithic))
     try:
         pf = a2a.maybe_make_prepare_finalize(**kwargs)
     except Exception as exc:  # noqa: BLE001 - vLLM refusing to build the P/F (recorded)
         return {"class": None, "error": f"{type(exc).__name__}: {exc}"[:200]}
-    return {"class": type(pf).__name__ if pf is not None else None, "error": None}
+    fmt = getattr(pf, "activation_format", None) if pf is not None else None
+    fmt_value = getattr(fmt, "value", None)
+    return {"class": type(pf).__name__ if pf is not None else None, "error": None,
+            "activation_format": fmt_value[0] if isinstance(fmt_value, tuple) else fmt_value}
 
 
 def read_layers(model: Any, role: str) -> list[dict[str, Any]]:
@@ -243,6 +253,6 @@ def read_layers(model: Any, role: str) -> list[dict[str, Any]]:
         }
         for attr in _ROUTER_ATTRS:
             rec[attr] = _plain(getattr(router, attr, None)) if router is not None else None
-        rec["prepare_finalize"] = _prepare_finalize(moe, method, mod, experts_cls)
+        rec["prepare_finalize"] = prepare_finalize_of(moe, method, mod, experts_cls)
         out.append(rec)
     return out

@@ -24,7 +24,10 @@ Stand-ins (vLLM 0.29.0-0.33.0):
 3. **Optional P/F modules bound at import**: ``all2all_utils`` imports the DeepEP / MoRI / NIXL /
    MoonEP prepare-finalize classes only if the package probe is true *at import*; it is
    re-executed (``importlib.reload``) after the deployment's packages are applied, so the names
-   exist exactly when vLLM would have imported them.
+   exist exactly when vLLM would have imported them. A stand-in ``nixl_ep`` gets
+   ``topk_idx_t = torch.int64`` first (:data:`PACKAGE_DTYPES`): ``prepare_finalize/nixl_ep.py``
+   (0.29.0-0.33.0) asserts at import that ``getattr(nixl_ep, "topk_idx_t", torch.int64)`` is a
+   ``torch.dtype``; int64 is its own fallback.
 4. **Compilation**: ``compilation_config.mode`` is set to ``NONE`` after the config is built, so
    the ``@support_torch_compile`` decorator does not import the compile backends (which need
    compiled custom ops). ``max_cudagraph_capture_size`` etc. stay as the config computed them.
@@ -477,8 +480,24 @@ def patch_stub_values() -> None:
     StubValue.__ror__ = lambda self, other: self  # type: ignore[method-assign]
 
 
+PACKAGE_DTYPES: dict[str, dict[str, str]] = {"nixl_ep": {"topk_idx_t": "int64"}}
+"""Stand-in package module -> attributes a P/F module checks to be a ``torch`` dtype at import (stand-in 3)."""
+
+
 def reload_all2all_utils() -> None:
     """Re-execute ``all2all_utils`` so its import-time package probes see the deployment's packages."""
+    import sys
+
+    import torch
+
+    for package, attrs in PACKAGE_DTYPES.items():
+        try:
+            module = sys.modules.get(package) or importlib.import_module(package)
+        except ImportError:  # absent from this deployment
+            continue
+        if getattr(module, "__is_stand_in__", False):
+            for attr, dtype in attrs.items():
+                setattr(module, attr, getattr(torch, dtype))
     mod = importlib.import_module(A2A)
     for name in _CONDITIONAL_PF_NAMES:
         vars(mod).pop(name, None)
