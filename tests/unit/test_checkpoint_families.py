@@ -152,3 +152,28 @@ def test_the_v41_plan_names_the_dspark_speculative_method(tmp_path, capsys):
     path.write_text(json.dumps(V41_FLASH))
     assert main(["plan", "--model", str(path), "--gpu", "B200", "--tp", "8"]) == 0
     assert "--speculative-config method=dspark" in capsys.readouterr().out
+
+
+def _glm5():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples/models/glm-5.json").read_text())
+
+
+def test_glm5_mtp_draft_router_logits_take_the_model_dtype():
+    # deepseek_v2.py _get_moe_router_dtype: float32 for model_type glm_moe_dsa; the MTP draft's
+    # config is renamed deepseek_mtp (vllm/config/speculative.py hf_config_override), so its gate
+    # keeps GateLinear's default out_dtype (None: the model dtype) unless moe_router_dtype says float32.
+    layers = read_checkpoint(_glm5(), release="0.33.0").moe_layers()
+    target = {l.kwargs["router_logits_dtype"].value for l in layers if l.spec.role == "target"}
+    draft = {l.kwargs["router_logits_dtype"].value for l in layers if l.spec.role == "draft"}
+    assert (target, draft) == ({"float32"}, {"bfloat16"})
+    forced = read_checkpoint({**_glm5(), "moe_router_dtype": "float32"}, release="0.33.0").moe_layers()
+    assert {l.kwargs["router_logits_dtype"].value for l in forced if l.spec.role == "draft"} == {"float32"}
+
+
+def test_glm45_mtp_draft_keeps_float32_router_logits():
+    # glm4_moe.py Glm4MoE passes router_logits_dtype=torch.float32 whatever the model type.
+    layers = read_checkpoint(GLM45, release="0.33.0").moe_layers()
+    assert {l.kwargs["router_logits_dtype"].value for l in layers if l.spec.role == "draft"} == {"float32"}

@@ -52,6 +52,10 @@ class Family:
         activation: activation the class passes to ``FusedMoE`` whatever config.json says.
         routing: routing method the class fixes (custom routers), else ``None``.
         router_fp32: the class computes router logits in float32 (``GateLinear(out_dtype=float32)``).
+        draft_router_fp32: the same for the draft (MTP) layers where it differs from the
+            target's (``None``: as the target). ``False``: the float32 gate rests on a
+            ``model_type`` test that the draft's config no longer passes, so the draft's router
+            logits are float32 only where ``moe_router_dtype`` says so, else the model dtype.
         shared_always: every MoE layer has a shared expert whatever config.json says (Llama-4).
         hidden_acts: the ``hidden_act`` values the class accepts (others raise at build), empty:
             any the vocabulary knows.
@@ -80,6 +84,7 @@ class Family:
     activation: str | None = None
     routing: str | None = None
     router_fp32: bool = False
+    draft_router_fp32: bool | None = None
     shared_always: bool = False
     passes_routed_scale: bool = True
     grouped: bool = False
@@ -99,9 +104,10 @@ _DSV3 = _d(n_group=8, topk_group=4, norm_topk_prob=True, routed_scaling_factor=2
 FAMILIES: tuple[Family, ...] = (
     Family("deepseek_v3", ("deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_v2"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek",
            defaults=_DSV3, source="vLLM 0.33.0 deepseek_v2.py DeepseekV2DecoderLayer / DeepseekV2MoE; transformers 5.20.2 DeepseekV3Config"),
-    Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True,
+    Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True, draft_router_fp32=False,
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="sigmoid"),
-           source="vLLM 0.33.0 vllm/models/deepseek_v32 (GlmMoeDsaForCausalLM = DeepseekV32ForCausalLM); transformers 5.20.2 GlmMoeDsaConfig"),
+           source="vLLM 0.33.0 vllm/models/deepseek_v32 (GlmMoeDsaForCausalLM = DeepseekV32ForCausalLM); deepseek_v2.py _get_moe_router_dtype (float32 for model_type glm_moe_dsa, which "
+                  "SpeculativeConfig.hf_config_override renames to deepseek_mtp for the MTP draft, 0.29.0-0.34.0 vllm/config/speculative.py); transformers 5.20.2 GlmMoeDsaConfig"),
     Family("deepseek_v41", ("deepseek_v41", "deepseek_v41_text"), "all", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), mtp="dspark", router_fp32=True,
            defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0),
            draft_fields=MappingProxyType({"num_experts": ("dspark_n_routed_experts",), "top_k": ("dspark_num_experts_per_tok",)}),

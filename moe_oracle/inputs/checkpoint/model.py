@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.config import Provenance
 from ...core.errors import ConfigError, InputIssue
-from ...core.vocab import Source
+from ...core.vocab import DType, Source
 from .aliases import read_moe_fields
 from .architectures import VLLM_MOE_ARCHITECTURES, architecture_notes
 from .families import FAMILIES, GENERIC, Family, family_for, layer_prefix
@@ -226,6 +226,11 @@ def _draft_overrides(family: Family, cfg: Mapping[str, Any], kwargs: Mapping[str
     """
     over: dict[str, Any] = {}
     prov: list[Provenance] = []
+    if family.draft_router_fp32 is False and family.router_fp32:
+        fp32 = cfg.get("moe_router_dtype") == "float32"
+        over["router_logits_dtype"] = DType.FLOAT32 if fp32 else kwargs["in_dtype"]
+        why = f"config.{path[2:]}moe_router_dtype = float32" if fp32 else f"no moe_router_dtype float32: the model dtype {kwargs['in_dtype'].value}"
+        prov.append(Provenance("router_logits_dtype", Source.INFERRED, f"draft layers: {why} (the speculative config renames model_type {family.model_types[0]} to deepseek_mtp, so deepseek_v2.py _get_moe_router_dtype's float32 for {family.model_types[0]} does not apply)"))
     for name, keys in family.draft_fields.items():
         key = next((k for k in keys if cfg.get(k)), None)
         if key is None:
