@@ -74,6 +74,22 @@ def _upstream_pf() -> dict[str, str]:
 
 _METHOD_RE = re.compile(r"\b([A-Z][A-Za-z0-9]*MoEMethod)\b")
 
+_BLOCK_OF = {"block_128x128": (128, 128)}
+"""Granularity of a block weight key -> the block its vLLM constant names."""
+
+
+def selector_weight_key(weight: str | None, block: list[int] | None) -> str | None:
+    """Our weight key as the selector receives it. A block key whose block the front end changed
+    (the plan's ``selector_weight_block``: refined to the TP shard) matches no vLLM constant;
+    vLLM's side then reads ``dtype/static/(n, k)`` (:func:`.reader.describe_key`), and so does ours."""
+    from ...core.quant import QUANT_KEYS
+
+    key = QUANT_KEYS.get(weight) if weight else None
+    native = _BLOCK_OF.get(key.granularity.value) if key is not None else None
+    if key is None or native is None or not block or tuple(block) == native:
+        return weight
+    return f"{key.dtype}/{'static' if key.static else 'dynamic'}/({block[0]}, {block[1]})"
+
 
 def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
     """``{"status", "error", "layers": [...], "dense": [...], "plan_argv"}`` for ``case`` under ``release``.
@@ -133,7 +149,7 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
             "has_hash_routing": bool(cfg.has_hash_routing),
             "num_expert_group": cfg.num_expert_group,
             "topk_group": cfg.topk_group,
-            "weight_key": cfg.quant.weight,
+            "weight_key": selector_weight_key(cfg.quant.weight, q.get("selector_weight_block")),
             "activation_key": cfg.quant.activation,
             "quant_method": q.get("method"),
             "quant_method_class": method.group(1) if method else None,
