@@ -177,3 +177,23 @@ def test_glm45_mtp_draft_keeps_float32_router_logits():
     # glm4_moe.py Glm4MoE passes router_logits_dtype=torch.float32 whatever the model type.
     layers = read_checkpoint(GLM45, release="0.33.0").moe_layers()
     assert {l.kwargs["router_logits_dtype"].value for l in layers if l.spec.role == "draft"} == {"float32"}
+
+
+def _minimax_m3():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples/models/minimax-m3.json").read_text())
+
+
+def test_minimax_m3_on_rocm_routes_minimax2_before_0_31():
+    # vLLM 0.29.0-0.33.0 minimax_m3/amd/model.py MiniMaxM3MoE passes apply_routed_scale_to_output
+    # (AITER fused shared experts off), so the router gets routed_scaling_factor 1.0 and 0.29-0.30
+    # get_routing_method_type answers MiniMax2; the CUDA class hands the router 2.0: Unspecified.
+    def routing(release, platform):
+        return read_checkpoint(_minimax_m3(), release=release, platform=platform).moe_layers()[0].kwargs["routing_method"].value
+
+    assert [routing("0.30.0", p) for p in ("cuda", "rocm", None)] == ["unspecified", "minimax2", "unspecified"]
+    assert routing("0.29.0", "rocm") == "minimax2"
+    assert {routing("0.33.0", p) for p in ("cuda", "rocm")} == {"minimax2"}
+    assert any("VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS" in n for n in read_checkpoint(_minimax_m3(), release="0.30.0", platform="rocm").notes)

@@ -64,6 +64,9 @@ class Family:
         passes_routed_scale: the class hands config.json's ``routed_scaling_factor`` to its router
             (``False``: the router's default 1.0), which 0.29.0-0.30.0 ``get_routing_method_type``
             reads.
+        scale_to_output_on: platforms whose model class applies ``routed_scaling_factor`` to the
+            MoE output (``apply_routed_scale_to_output=True``), so that its router gets 1.0 (which
+            0.29.0-0.30.0 ``get_routing_method_type`` reads).
         draft_fields: MoE fields the draft (MTP / DSpark) layers read from other config keys
             (``num_experts`` -> ``dspark_n_routed_experts``); absent or 0: the target's value.
         defaults: field defaults of the transformers (or vLLM) config class.
@@ -87,6 +90,7 @@ class Family:
     draft_router_fp32: bool | None = None
     shared_always: bool = False
     passes_routed_scale: bool = True
+    scale_to_output_on: tuple[str, ...] = ()
     grouped: bool = False
     hidden_acts: tuple[str, ...] = ()
     draft_fields: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
@@ -131,9 +135,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("minimax_m2", ("minimax_m2",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), mtp="dropped", renormalize=True, router_fp32=True, passes_routed_scale=False,
            source="vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE (renormalize=True, no routed_scaling_factor passed; MTP layers dropped at load)"),
     Family("minimax_m3", ("minimax_m3", "minimax_m3_text", "minimax_m3_vl"), "first_k_dense", experts="block_sparse_moe.experts", shared="block_sparse_moe.shared_experts",
-           proj=("w1", "w3", "w2"), mtp="minimax_m3", renormalize=True, router_fp32=True, activation="swigluoai_uninterleave",
+           proj=("w1", "w3", "w2"), mtp="minimax_m3", renormalize=True, router_fp32=True, activation="swigluoai_uninterleave", scale_to_output_on=("rocm",),
            defaults=_d(scoring_func="sigmoid", use_routing_bias=True, routed_scaling_factor=2.0, swiglu_alpha=1.702, swiglu_beta=1.0, swiglu_limit=7.0, num_mtp_modules=1, moe_layer_freq=[0] * 3 + [1] * 57),
-           source="vLLM 0.33.0 vllm/models/minimax_m3/nvidia/{model,mtp}.py MiniMaxM3MoE (renormalize=True, swigluoai_uninterleave, fp32 router logits, experts sized by intermediate_size); vllm/transformers_utils/configs/minimax_m3.py defaults",
+           source="vLLM 0.33.0 vllm/models/minimax_m3/nvidia/{model,mtp}.py MiniMaxM3MoE (renormalize=True, swigluoai_uninterleave, fp32 router logits, experts sized by intermediate_size); "
+                  "0.29.0-0.33.0 amd/model.py MiniMaxM3MoE (apply_routed_scale_to_output=not use_aiter_moe_fse: the router gets 1.0 unless AITER fused shared experts run on gfx950); vllm/transformers_utils/configs/minimax_m3.py defaults",
            notes=("MiniMax-M3 experts use intermediate_size; dense layers use dense_intermediate_size",)),
     Family("nemotron_h", ("nemotron_h",), "hybrid_pattern", experts="mixer.experts", shared="mixer.shared_experts", proj=("up_proj", "down_proj"), mtp="nemotron_h",
            scoring="sigmoid", bias=True, router_fp32=True, defaults=_d(norm_topk_prob=True, n_group=1, topk_group=1, routed_scaling_factor=1.0),

@@ -116,6 +116,7 @@ def read_checkpoint(
     user_quantization: str | None = None,
     layers_required: bool = True,
     release: "EngineRelease | str | ReaderRelease | None" = None,
+    platform: str | None = None,
 ) -> Checkpoint:
     """Read a Hugging Face ``config.json`` into a :class:`Checkpoint`, as vLLM ``release`` builds it.
 
@@ -130,6 +131,8 @@ def read_checkpoint(
             MoE layer (``explain``); a plan needs every layer.
         release: the vLLM release the answer is for (an ``EngineRelease`` is read by its
             stand-in, :meth:`ReaderRelease.of`); ``None``: the newest modelled release.
+        platform: the device's platform value (``cuda``, ``rocm`` ...), for model classes that
+            differ by platform; ``None``: as the CUDA class builds it.
 
     Raises:
         ConfigError: a missing or malformed field, a quantization or model the release refuses,
@@ -154,7 +157,7 @@ def read_checkpoint(
     arch_notes += architecture_notes(arch, family, rel)
     filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
     name = cfg.get("_name_or_path") or _file_name(file) or arch
-    fields = read_moe_fields(text_cfg, family, file=file, path=path, model_type=text_mt, architecture=arch, release=rel)
+    fields = read_moe_fields(text_cfg, family, file=file, path=path, model_type=text_mt, architecture=arch, release=rel, platform=platform)
     expert_dtype = text_cfg.get("expert_dtype")
     if expert_dtype is not None and expert_dtype not in ("fp4", "fp8"):
         raise ConfigError([InputIssue(f"{path}expert_dtype", "Unsupported DeepSeek V4 expert_dtype", expert_dtype, ["fp4", "fp8"], file)])
