@@ -197,3 +197,21 @@ def test_minimax_m3_on_rocm_routes_minimax2_before_0_31():
     assert routing("0.29.0", "rocm") == "minimax2"
     assert {routing("0.33.0", p) for p in ("cuda", "rocm")} == {"minimax2"}
     assert any("VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS" in n for n in read_checkpoint(_minimax_m3(), release="0.30.0", platform="rocm").notes)
+
+
+def _redhat_v4():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples/models/redhatai-deepseek-v4-flash-nvfp4-fp8.json").read_text())
+
+
+def test_compressed_tensors_matches_the_projection_names_the_platforms_v4_class_hands_its_experts():
+    # From vLLM 0.32.0 compressed-tensors matches <experts>.0.<ckpt proj name>. The CUDA
+    # DeepseekV4MoE passes ckpt_names ("w1", "w2", "w3"); the amd class passes none, so RoutedExperts
+    # keeps gate_proj/up_proj/down_proj and RedHat's target 're:.*ffn.*(gate|up|down)_proj$' matches.
+    def label(release, platform):
+        return read_checkpoint(_redhat_v4(), release=release, platform=platform).moe_layers()[0].quant.label
+
+    assert label("0.33.0", "rocm") == "nvfp4" and label("0.33.0", "cuda") == "bf16"
+    assert label("0.31.0", "cuda") == "nvfp4"  # before 0.32.0: gate_proj/up_proj/down_proj for every model

@@ -177,7 +177,7 @@ def read_checkpoint(
             layers.append(CheckpointLayer(spec, None, None, None))
             continue
         assert spec.experts is not None
-        q = quant.experts(spec.experts, family.proj if family is not GENERIC else ("gate_proj", "up_proj", "down_proj"))
+        q = quant.experts(spec.experts, family.proj_on.get(platform or "cuda", family.proj) if family is not GENERIC else ("gate_proj", "up_proj", "down_proj"))
         hash_layer = spec.kind == "hash_moe"
         draft = spec.role == "draft" and bool(draft_over)
         key = (q.scheme, q.method, q.weight_block_size, q.weight_group_size, q.act_order, hash_layer, draft)
