@@ -4,7 +4,8 @@ The case's inputs go through the one door the CLI uses
 (:func:`moe_oracle.inputs.model_deployment.build_model_deployment`, then
 :func:`moe_oracle.explain.plan.plan_deployment`) with a ``pip freeze``-style environment file
 (every package not listed is absent, as on the vLLM side). The plan's record gives each group's
-kind, role, quant keys, selected kernel and prepare/finalize; the layer's own inputs (experts,
+kind, role, quant keys, selected kernel (its backend as vLLM's enum member name,
+:mod:`..backend_names`) and prepare/finalize; the layer's own inputs (experts,
 top-k, sizes, routing, activation ...) are read from the group's Decision.
 """
 
@@ -16,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..backend_names import UnknownBackend, vllm_backend_name
 from ..ours import FLASHINFER_PINS, PACKAGE_NAMES
 
 __all__ = ["our_layers", "plan_argv"]
@@ -91,6 +93,19 @@ def selector_weight_key(weight: str | None, block: list[int] | None) -> str | No
     return f"{key.dtype}/{'static' if key.static else 'dynamic'}/({block[0]}, {block[1]})"
 
 
+def _backend_member(decision: Any, sel: dict[str, Any]) -> str | None:
+    """Our selection as the name of vLLM's backend enum member (:mod:`..backend_names`, as the
+    selection tier translates it): ``flashinfer_trtllm`` on an MXFP4 layer is
+    ``FLASHINFER_TRTLLM_MXFP4_BF16``, a batched Marlin ``BATCHED_MARLIN``."""
+    if not sel or not sel.get("kernel"):
+        return None
+    family = decision.normalized.values.get("quant_family") or ""
+    try:
+        return vllm_backend_name(family, sel.get("backend") or "", sel["kernel"], decision.shortcut)
+    except UnknownBackend as exc:
+        return f"(unknown: {exc})"
+
+
 def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
     """``{"status", "error", "layers": [...], "dense": [...], "plan_argv"}`` for ``case`` under ``release``.
 
@@ -154,7 +169,7 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
             "quant_method": q.get("method"),
             "quant_method_class": method.group(1) if method else None,
             "experts_class": adapter.rsplit(":", 1)[-1] if adapter else None,
-            "backend": sel.get("backend"),
+            "backend": _backend_member(obj.decision, sel),
             "prepare_finalize": pf_names.get(sel.get("prepare_finalize") or "", sel.get("prepare_finalize")),
             "excluded_by": q.get("excluded_by") or [],
         }
