@@ -124,6 +124,25 @@ class PlanGroup:
         """Every exclusion entry that left this group's shared experts unquantized."""
         return tuple(dict.fromkeys(layer.shared_excluded_by for layer in self.layers if layer.shared_excluded_by is not None))
 
+    def selector_weight_block(self) -> list[int] | None:
+        """``[block_n, block_k]`` of the weight key the front end hands the kernel selector: the
+        checkpoint's block, or the block refined to the TP shard (vLLM 0.29.0+ Q/fp8.py
+        ``Fp8MoEMethod.__init__``, P/oracle/fp8.py ``refine_fp8_moe_block_shape``; the normalized
+        field ``weight_block``). ``None`` without block weights or without a decision."""
+        if self.decision is None:
+            return None
+        block = self.decision.normalized.values.get("weight_block")
+        if not isinstance(block, str) or "x" not in block:
+            return None
+        n, k = block.split("x", 1)
+        return [int(n), int(k)]
+
+    def block_refined(self) -> bool:
+        """The selector's weight block is not the checkpoint's (refined to the TP shard)."""
+        q = self.first.quant
+        sel = self.selector_weight_block()
+        return sel is not None and q is not None and q.weight_block_size is not None and tuple(sel) != tuple(q.weight_block_size)
+
     def label(self) -> str:
         """``layers 3–60 (58)`` / ``layer 61 (MTP mtp.0)``."""
         n = len(self.layers)
@@ -154,7 +173,8 @@ class PlanGroup:
         }
         if first.quant is not None:
             q = first.quant
-            out["quant"] = {"scheme": q.label, "weight": q.scheme.weight, "activation": q.scheme.activation, "method": q.method, "excluded_by": list(self.excluded_by()), "evidence": q.evidence, "weight_block_size": list(q.weight_block_size) if q.weight_block_size else None, "weight_group_size": q.weight_group_size}
+            out["quant"] = {"scheme": q.label, "weight": q.scheme.weight, "activation": q.scheme.activation, "method": q.method, "excluded_by": list(self.excluded_by()), "evidence": q.evidence, "weight_block_size": list(q.weight_block_size) if q.weight_block_size else None,
+                            "selector_weight_block": self.selector_weight_block(), "weight_group_size": q.weight_group_size}
         if first.spec.shared is not None:
             out["shared_experts"] = {"module": first.spec.shared, "excluded_by": list(self.shared_excluded_by()), "quantized": first.shared_excluded_by is None}
         if self.decision is not None:
@@ -270,6 +290,10 @@ class Plan:
         sel = g.decision.selected
         target = f"{sel.kernel} [{sel.backend}, {sel.interface.value}] + {sel.prepare_finalize}" if sel else "NO KERNEL (" + g.decision.summary() + ")"
         line = f"{g.label()}: {kind} {q.label} -> {target}"
+        if g.block_refined():
+            assert q.weight_block_size is not None
+            sel_block = g.selector_weight_block() or []
+            line += f"\n      weight block {q.weight_block_size[0]}x{q.weight_block_size[1]} refined to {sel_block[0]}x{sel_block[1]} to fit the TP shard; the kernel is selected for the refined block"
         if g.role == "draft":
             line += f"; moe_backend {g.decision.config.moe_backend}"
         if q.excluded_by is not None:

@@ -222,7 +222,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         # (declared, or probed once and reused below).
         release = engine_release(catalog, answer_env(None, False))
         try:
-            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None, release=release)
+            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None, release=release, platform=device.platform.value if device is not None else None)
         except ConfigError as exc:
             raise blame_hf_overrides(exc, serve) from None
         if device is None:

@@ -108,6 +108,15 @@ def parse_quant(value: Any, path: str = "--quant") -> QuantScheme:
     raise ConfigError([InputIssue(path, "must be a scheme name or {weight, activation}", value, [*SCHEMES, *SCHEME_ALIASES])])
 
 
+def _platform_of(doc: Any) -> str | None:
+    """The platform of the file's device for the checkpoint reader, ``None`` when the device
+    is malformed (its error is raised where the device is read)."""
+    try:
+        return _device(doc).platform.value if isinstance(doc, Mapping) else None
+    except ConfigError:
+        return None
+
+
 def _device(doc: Mapping[str, Any]) -> Device:
     if "gpu" in doc:
         return lookup_hardware(doc["gpu"]).device
@@ -185,7 +194,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
 
         answer = answer_env(environment, probe) if answer_env is not None else environment
         release = engine_release(catalog, answer) if answer is not None else None
-        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, release=release)
+        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, release=release, platform=_platform_of(doc.get("device")))
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)
         checkpoint = (ck.quant, kwargs.get("quant"))

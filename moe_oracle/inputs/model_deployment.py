@@ -136,7 +136,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     beside = load_hf_config(beside_path, "--model") if beside_path else None
     try:
         check_model_config(hf_cfg, str(path))
-        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env))
+        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env), platform=device.platform.value)
     except ConfigError as exc:
         raise blame_hf_overrides(exc, serve) from None
     release = answer_release(catalog, env) or ENGINE_VERSION

@@ -152,3 +152,66 @@ def test_the_v41_plan_names_the_dspark_speculative_method(tmp_path, capsys):
     path.write_text(json.dumps(V41_FLASH))
     assert main(["plan", "--model", str(path), "--gpu", "B200", "--tp", "8"]) == 0
     assert "--speculative-config method=dspark" in capsys.readouterr().out
+
+
+def _glm5():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples/models/glm-5.json").read_text())
+
+
+def test_glm5_mtp_draft_router_logits_take_the_model_dtype():
+    # deepseek_v2.py _get_moe_router_dtype: float32 for model_type glm_moe_dsa; the MTP draft's
+    # config is renamed deepseek_mtp (vllm/config/speculative.py hf_config_override), so its gate
+    # keeps GateLinear's default out_dtype (None: the model dtype) unless moe_router_dtype says float32.
+    layers = read_checkpoint(_glm5(), release="0.33.0").moe_layers()
+    target = {l.kwargs["router_logits_dtype"].value for l in layers if l.spec.role == "target"}
+    draft = {l.kwargs["router_logits_dtype"].value for l in layers if l.spec.role == "draft"}
+    assert (target, draft) == ({"float32"}, {"bfloat16"})
+    forced = read_checkpoint({**_glm5(), "moe_router_dtype": "float32"}, release="0.33.0").moe_layers()
+    assert {l.kwargs["router_logits_dtype"].value for l in forced if l.spec.role == "draft"} == {"float32"}
+
+
+def test_glm45_mtp_draft_keeps_float32_router_logits():
+    # glm4_moe.py Glm4MoE passes router_logits_dtype=torch.float32 whatever the model type.
+    layers = read_checkpoint(GLM45, release="0.33.0").moe_layers()
+    assert {l.kwargs["router_logits_dtype"].value for l in layers if l.spec.role == "draft"} == {"float32"}
+
+
+def _minimax_m3():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples/models/minimax-m3.json").read_text())
+
+
+def test_minimax_m3_on_rocm_routes_minimax2_before_0_31():
+    # vLLM 0.29.0-0.33.0 minimax_m3/amd/model.py MiniMaxM3MoE passes apply_routed_scale_to_output
+    # (AITER fused shared experts off), so the router gets routed_scaling_factor 1.0 and 0.29-0.30
+    # get_routing_method_type answers MiniMax2; the CUDA class hands the router 2.0: Unspecified.
+    def routing(release, platform):
+        return read_checkpoint(_minimax_m3(), release=release, platform=platform).moe_layers()[0].kwargs["routing_method"].value
+
+    assert [routing("0.30.0", p) for p in ("cuda", "rocm", None)] == ["unspecified", "minimax2", "unspecified"]
+    assert routing("0.29.0", "rocm") == "minimax2"
+    assert {routing("0.33.0", p) for p in ("cuda", "rocm")} == {"minimax2"}
+    assert any("VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS" in n for n in read_checkpoint(_minimax_m3(), release="0.30.0", platform="rocm").notes)
+
+
+def _redhat_v4():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples/models/redhatai-deepseek-v4-flash-nvfp4-fp8.json").read_text())
+
+
+def test_compressed_tensors_matches_the_projection_names_the_platforms_v4_class_hands_its_experts():
+    # From vLLM 0.32.0 compressed-tensors matches <experts>.0.<ckpt proj name>. The CUDA
+    # DeepseekV4MoE passes ckpt_names ("w1", "w2", "w3"); the amd class passes none, so RoutedExperts
+    # keeps gate_proj/up_proj/down_proj and RedHat's target 're:.*ffn.*(gate|up|down)_proj$' matches.
+    def label(release, platform):
+        return read_checkpoint(_redhat_v4(), release=release, platform=platform).moe_layers()[0].quant.label
+
+    assert label("0.33.0", "rocm") == "nvfp4" and label("0.33.0", "cuda") == "bf16"
+    assert label("0.31.0", "cuda") == "nvfp4"  # before 0.32.0: gate_proj/up_proj/down_proj for every model

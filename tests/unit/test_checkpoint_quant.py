@@ -281,6 +281,15 @@ def test_mxfp4_never_skips_routed_experts():
     assert name == "mxfp4_w16" and layer.quant.notes
 
 
+def test_mxfp4_method_class_follows_the_config_class_the_model_type_picks():
+    # vLLM 0.29.0-0.34.0 Q/mxfp4.py: GptOssMxfp4Config (claimed for model_type gpt_oss) builds
+    # GptOssMxfp4MoEMethod; Mxfp4Config, for any other model type, Mxfp4MoEMethod.
+    _, _, gpt_oss = quant({"quant_method": "mxfp4"}, model_type="gpt_oss")
+    _, _, other = quant({"quant_method": "mxfp4"}, model_type="qwen3_moe")
+    assert "gpt_oss_mxfp4: GptOssMxfp4MoEMethod" in gpt_oss.quant.evidence
+    assert "mxfp4: Mxfp4MoEMethod" in other.quant.evidence and "GptOss" not in other.quant.evidence
+
+
 # ------------------------------------------------------------------ exclusion matching
 
 

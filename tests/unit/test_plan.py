@@ -162,6 +162,21 @@ def test_cli_plan_json_validates_against_the_schema(capsys):
     assert record["placement"]["256"]["ranks"][7]["redundant"] == 8
 
 
+def test_plan_reports_the_fp8_block_refined_to_the_tp_shard(capsys):
+    # vLLM 0.29.0+ Q/fp8.py Fp8MoEMethod: Qwen3-30B-A3B-FP8 at TP8 has 768 / 8 = 96 intermediate
+    # per rank, which cuts a 128 block: refine_fp8_moe_block_shape gives gcd(128, 128, 96, 2048) = 32,
+    # and the selector is handed a 32x32 weight key (only TritonExperts takes it).
+    assert main(["plan", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--tp", "8", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert list(load_schemas().for_kind("plan").iter_errors(record)) == []
+    q = record["groups"][0]["quant"]
+    assert (q["weight_block_size"], q["selector_weight_block"], record["groups"][0]["selected"]["kernel"]) == ([128, 128], [32, 32], "triton")
+    assert main(["plan", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--tp", "8"]) == 0
+    assert "weight block 128x128 refined to 32x32" in capsys.readouterr().out
+    assert main(["plan", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--tp", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["groups"][0]["quant"]["selector_weight_block"] == [128, 128]
+
+
 def test_cli_plan_exit_code_1_when_a_layer_gets_no_kernel(capsys):
     assert main(["plan", "--model", "gpt-oss-20b", "--gpu", "H200", "--moe-backend", "aiter"]) == 1
     assert "NO KERNEL" in capsys.readouterr().out

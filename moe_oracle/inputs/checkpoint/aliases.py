@@ -113,6 +113,7 @@ class _Reader:
         self.prov: list[Provenance] = []
         self.notes: list[str] = []
         self.release: ReaderRelease = ReaderRelease.of(None)
+        self.platform: str | None = None
 
     def put(self, name: str, value: Any, source: Source, evidence: str) -> None:
         self.kwargs[name] = value
@@ -147,7 +148,7 @@ class _Reader:
         return float(value)
 
 
-def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None = None, path: str = "$.", model_type: str | None = None, architecture: str | None = None, release: "ReaderRelease | str | None" = None) -> MoEFields:
+def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None = None, path: str = "$.", model_type: str | None = None, architecture: str | None = None, release: "ReaderRelease | str | None" = None, platform: str | None = None) -> MoEFields:
     """MoEConfig checkpoint fields shared by the routed layers.
 
     Args:
@@ -157,6 +158,8 @@ def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None 
         path: JSON path prefix of ``cfg`` (``$.text_config.``).
         model_type: text-model ``model_type``; architecture: ``architectures[0]``.
         release: the vLLM release the answer is for (its ``get_routing_method_type``).
+        platform: the device's platform (``cuda``, ``rocm`` ...), where a family's model class
+            differs by platform (:attr:`Family.scale_to_output_on`); ``None``: the CUDA class.
 
     Raises:
         ConfigError: no MoE layer, a missing dimension, or a value outside the vocabulary,
@@ -164,6 +167,7 @@ def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None 
     """
     r = _Reader(cfg, file, path, family.defaults, family)
     r.release = ReaderRelease.of(release)
+    r.platform = platform
     if family is GENERIC:
         r.notes.append(f"unknown model_type {model_type!r}: routing rests on the generic fields {', '.join(SCORING_ALIASES[:1] + RENORMALIZE_ALIASES[:1] + GROUP_ALIASES[:1])}, topk_method and use_routing_bias; the activation on {ACTIVATION_ALIASES[1]}")
     key, num, src = r.first(EXPERT_ALIASES)
@@ -299,11 +303,16 @@ def _routing(r: _Reader) -> bool:
             bias = True
             evidence.append(f"{key}=true" + (" (default)" if src is Source.DEFAULT else ""))
     skey, rsf, ssrc = r.first(SCALING_ALIASES)
-    passed = (r.float_(skey, rsf) if rsf is not None else 1.0) if fam.passes_routed_scale else 1.0
+    to_output = r.platform is not None and r.platform in fam.scale_to_output_on
+    passed = (r.float_(skey, rsf) if rsf is not None else 1.0) if fam.passes_routed_scale and not to_output else 1.0
+    if to_output:
+        r.notes.append(f"{fam.name} on {r.platform}: the model class applies routed_scaling_factor to the MoE output and hands its router 1.0; "
+                       "read with AITER fused shared experts off (VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS unset, its default: with it set on gfx950 without EP the class routes through grouped top-k instead, which is not modelled)")
     routing = routing_method_type(scoring, renormalize, groups, bias, routed_scaling_factor=passed, release=r.release)
     bias_evidence = evidence[-1]
     if bias and scoring == "sigmoid" and renormalize and not (groups or 0) and not r.release.holds("routing_minimax2_any_scale"):
-        evidence.append(f"routed_scaling_factor passed to the router {passed:g}" + ("" if fam.passes_routed_scale else f" (the {fam.name} model class passes none)") + f" ({r.release.words}: MiniMax2 only at 1.0)")
+        why = f" (the {fam.name} model class passes none)" if not fam.passes_routed_scale else f" (the {fam.name} model class on {r.platform} applies the scale to the MoE output)" if to_output else ""
+        evidence.append(f"routed_scaling_factor passed to the router {passed:g}{why} ({r.release.words}: MiniMax2 only at 1.0)")
     r.put("routing_method", routing, Source.INFERRED, f"get_routing_method_type ({r.release.words}): " + ", ".join(evidence))
     if bias:
         r.put("has_correction_bias", True, Source.INFERRED, bias_evidence)

@@ -38,7 +38,11 @@ class Family:
             (DeepSeek-V4 ``mlp_layer_types`` / ``num_hash_layers``), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
-        proj: checkpoint projection names of one expert (gate, up, down; non-gated: up, down).
+        proj: projection names of one expert (gate, up, down; non-gated: up, down) as the model
+            class hands them to ``RoutedExperts`` (``ckpt_names`` / ``ckpt_*_proj_name``; a class
+            that passes none gets ``gate_proj``/``up_proj``/``down_proj``); compressed-tensors
+            matches ``<experts>.0.<proj>`` with them from vLLM 0.32.0.
+        proj_on: ``proj`` of the platforms whose model class hands other names (by platform value).
         mtp: MTP layout: ``deepseek`` (layers ``N..N+k-1``), ``deepseek_v4`` (``mtp.{k}``),
             ``dspark`` (DeepSeek-V4.1 DSpark draft: ``n_mtp_layers`` or ``num_nextn_predict_layers``
             or 3 layers ``mtp.{k}``),
@@ -52,6 +56,10 @@ class Family:
         activation: activation the class passes to ``FusedMoE`` whatever config.json says.
         routing: routing method the class fixes (custom routers), else ``None``.
         router_fp32: the class computes router logits in float32 (``GateLinear(out_dtype=float32)``).
+        draft_router_fp32: the same for the draft (MTP) layers where it differs from the
+            target's (``None``: as the target). ``False``: the float32 gate rests on a
+            ``model_type`` test that the draft's config no longer passes, so the draft's router
+            logits are float32 only where ``moe_router_dtype`` says so, else the model dtype.
         shared_always: every MoE layer has a shared expert whatever config.json says (Llama-4).
         hidden_acts: the ``hidden_act`` values the class accepts (others raise at build), empty:
             any the vocabulary knows.
@@ -60,6 +68,9 @@ class Family:
         passes_routed_scale: the class hands config.json's ``routed_scaling_factor`` to its router
             (``False``: the router's default 1.0), which 0.29.0-0.30.0 ``get_routing_method_type``
             reads.
+        scale_to_output_on: platforms whose model class applies ``routed_scaling_factor`` to the
+            MoE output (``apply_routed_scale_to_output=True``), so that its router gets 1.0 (which
+            0.29.0-0.30.0 ``get_routing_method_type`` reads).
         draft_fields: MoE fields the draft (MTP / DSpark) layers read from other config keys
             (``num_experts`` -> ``dspark_n_routed_experts``); absent or 0: the target's value.
         defaults: field defaults of the transformers (or vLLM) config class.
@@ -73,6 +84,7 @@ class Family:
     experts: str = "mlp.experts"
     shared: str | None = None
     proj: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
+    proj_on: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     mtp: str | None = None
     scoring: str | None = None
     renormalize: bool | None = None
@@ -80,8 +92,10 @@ class Family:
     activation: str | None = None
     routing: str | None = None
     router_fp32: bool = False
+    draft_router_fp32: bool | None = None
     shared_always: bool = False
     passes_routed_scale: bool = True
+    scale_to_output_on: tuple[str, ...] = ()
     grouped: bool = False
     hidden_acts: tuple[str, ...] = ()
     draft_fields: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
@@ -94,19 +108,26 @@ def _d(**kw: Any) -> Mapping[str, Any]:
     return MappingProxyType(kw)
 
 
+_GATE_UP_DOWN = ("gate_proj", "up_proj", "down_proj")
+_V4_PROJ_ON = _d(rocm=_GATE_UP_DOWN, xpu=_GATE_UP_DOWN, cpu=_GATE_UP_DOWN)
+"""DeepSeek-V4 (and V4.1, whose classes reuse its DeepseekV4MoE): only the CUDA class hands
+RoutedExperts w1/w3/w2 (vLLM 0.32.0-0.34.0 vllm/models/deepseek_v4/nvidia/model.py
+``ckpt_names=("w1", "w2", "w3")``); the amd, xpu and cpu classes pass none (FusedMoE's defaults)."""
+
 _DSV3 = _d(n_group=8, topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="softmax")
 
 FAMILIES: tuple[Family, ...] = (
     Family("deepseek_v3", ("deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_v2"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek",
            defaults=_DSV3, source="vLLM 0.33.0 deepseek_v2.py DeepseekV2DecoderLayer / DeepseekV2MoE; transformers 5.20.2 DeepseekV3Config"),
-    Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True,
+    Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True, draft_router_fp32=False,
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="sigmoid"),
-           source="vLLM 0.33.0 vllm/models/deepseek_v32 (GlmMoeDsaForCausalLM = DeepseekV32ForCausalLM); transformers 5.20.2 GlmMoeDsaConfig"),
-    Family("deepseek_v41", ("deepseek_v41", "deepseek_v41_text"), "all", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), mtp="dspark", router_fp32=True,
+           source="vLLM 0.33.0 vllm/models/deepseek_v32 (GlmMoeDsaForCausalLM = DeepseekV32ForCausalLM); deepseek_v2.py _get_moe_router_dtype (float32 for model_type glm_moe_dsa, which "
+                  "SpeculativeConfig.hf_config_override renames to deepseek_mtp for the MTP draft, 0.29.0-0.34.0 vllm/config/speculative.py); transformers 5.20.2 GlmMoeDsaConfig"),
+    Family("deepseek_v41", ("deepseek_v41", "deepseek_v41_text"), "all", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), proj_on=_V4_PROJ_ON, mtp="dspark", router_fp32=True,
            defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0),
            draft_fields=MappingProxyType({"num_experts": ("dspark_n_routed_experts",), "top_k": ("dspark_num_experts_per_tok",)}),
            source="vLLM 0.33.0 vllm/models/deepseek_v41/nvidia/model.py DeepseekV4MoE (num_hash_layers=0 on every layer; layers >= num_hidden_layers use dspark_n_routed_experts / dspark_num_experts_per_tok), nvidia/dspark.py (n_mtp_layers or num_nextn_predict_layers or 3 draft layers, loaded from mtp.<k>); vllm/transformers_utils/configs/deepseek_v41.py"),
-    Family("deepseek_v4", ("deepseek_v4",), "hash_then_moe", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), mtp="deepseek_v4", router_fp32=True,
+    Family("deepseek_v4", ("deepseek_v4",), "hash_then_moe", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), proj_on=_V4_PROJ_ON, mtp="deepseek_v4", router_fp32=True,
            scoring=None, defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0, num_hash_layers=3),
            source="vLLM 0.33.0 vllm/models/deepseek_v4/nvidia/{model,mtp}.py DeepseekV4MoE; transformers 5.20.2 DeepseekV4Config"),
     Family("kimi_k3", ("kimi_linear", "kimi_k3"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", bias=True,
@@ -125,9 +146,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("minimax_m2", ("minimax_m2",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), mtp="dropped", renormalize=True, router_fp32=True, passes_routed_scale=False,
            source="vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE (renormalize=True, no routed_scaling_factor passed; MTP layers dropped at load)"),
     Family("minimax_m3", ("minimax_m3", "minimax_m3_text", "minimax_m3_vl"), "first_k_dense", experts="block_sparse_moe.experts", shared="block_sparse_moe.shared_experts",
-           proj=("w1", "w3", "w2"), mtp="minimax_m3", renormalize=True, router_fp32=True, activation="swigluoai_uninterleave",
+           mtp="minimax_m3", renormalize=True, router_fp32=True, activation="swigluoai_uninterleave", scale_to_output_on=("rocm",),
            defaults=_d(scoring_func="sigmoid", use_routing_bias=True, routed_scaling_factor=2.0, swiglu_alpha=1.702, swiglu_beta=1.0, swiglu_limit=7.0, num_mtp_modules=1, moe_layer_freq=[0] * 3 + [1] * 57),
-           source="vLLM 0.33.0 vllm/models/minimax_m3/nvidia/{model,mtp}.py MiniMaxM3MoE (renormalize=True, swigluoai_uninterleave, fp32 router logits, experts sized by intermediate_size); vllm/transformers_utils/configs/minimax_m3.py defaults",
+           source="vLLM 0.33.0 vllm/models/minimax_m3/nvidia/{model,mtp}.py MiniMaxM3MoE (renormalize=True, swigluoai_uninterleave, fp32 router logits, experts sized by intermediate_size; no ckpt_names: RoutedExperts keeps gate_proj/up_proj/down_proj, though the checkpoint's experts are w1/w3/w2); "
+                  "0.29.0-0.33.0 amd/model.py MiniMaxM3MoE (apply_routed_scale_to_output=not use_aiter_moe_fse: the router gets 1.0 unless AITER fused shared experts run on gfx950); vllm/transformers_utils/configs/minimax_m3.py defaults",
            notes=("MiniMax-M3 experts use intermediate_size; dense layers use dense_intermediate_size",)),
     Family("nemotron_h", ("nemotron_h",), "hybrid_pattern", experts="mixer.experts", shared="mixer.shared_experts", proj=("up_proj", "down_proj"), mtp="nemotron_h",
            scoring="sigmoid", bias=True, router_fp32=True, defaults=_d(norm_topk_prob=True, n_group=1, topk_group=1, routed_scaling_factor=1.0),

@@ -104,8 +104,13 @@ def fbgemm_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> Expert
 
 
 def mxfp4_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQuant:
-    """Q/mxfp4.py: every RoutedExperts gets Mxfp4MoEMethod; no exclusion is read for experts."""
+    """Q/mxfp4.py: every RoutedExperts gets the config's ``_make_moe_method``; no exclusion is read
+    for experts. ``GptOssMxfp4Config`` (the method ``gpt_oss_mxfp4``, which its override claims for
+    ``model_type: gpt_oss``) builds ``GptOssMxfp4MoEMethod``, ``Mxfp4Config`` ``Mxfp4MoEMethod``
+    (vLLM 0.29.0-0.34.0 Q/mxfp4.py)."""
     listed = str_list(q.config.get("modules_to_not_convert"))
     hit = m.vllm_is_layer_skipped(module, listed)
-    notes = (f"{hit!r} names these experts, but Mxfp4Config never skips RoutedExperts",) if hit else ()
-    return ExpertsQuant(SCHEMES["mxfp4_w16"], family_of(q), weight_group_size=32, evidence=f"{q.source}: {q.method}: Mxfp4MoEMethod with no activation key (BF16-activation variants preferred)", notes=notes)
+    config_cls = "GptOssMxfp4Config" if q.method == "gpt_oss_mxfp4" else "Mxfp4Config"
+    notes = (f"{hit!r} names these experts, but {config_cls} never skips RoutedExperts",) if hit else ()
+    method_cls = "GptOssMxfp4MoEMethod" if q.method == "gpt_oss_mxfp4" else "Mxfp4MoEMethod"
+    return ExpertsQuant(SCHEMES["mxfp4_w16"], family_of(q), weight_group_size=32, evidence=f"{q.source}: {q.method}: {method_cls} with no activation key (BF16-activation variants preferred)", notes=notes)

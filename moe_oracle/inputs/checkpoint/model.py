@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.config import Provenance
 from ...core.errors import ConfigError, InputIssue
-from ...core.vocab import Source
+from ...core.vocab import DType, Source
 from .aliases import read_moe_fields
 from .architectures import VLLM_MOE_ARCHITECTURES, architecture_notes
 from .families import FAMILIES, GENERIC, Family, family_for, layer_prefix
@@ -116,6 +116,7 @@ def read_checkpoint(
     user_quantization: str | None = None,
     layers_required: bool = True,
     release: "EngineRelease | str | ReaderRelease | None" = None,
+    platform: str | None = None,
 ) -> Checkpoint:
     """Read a Hugging Face ``config.json`` into a :class:`Checkpoint`, as vLLM ``release`` builds it.
 
@@ -130,6 +131,8 @@ def read_checkpoint(
             MoE layer (``explain``); a plan needs every layer.
         release: the vLLM release the answer is for (an ``EngineRelease`` is read by its
             stand-in, :meth:`ReaderRelease.of`); ``None``: the newest modelled release.
+        platform: the device's platform value (``cuda``, ``rocm`` ...), for model classes that
+            differ by platform; ``None``: as the CUDA class builds it.
 
     Raises:
         ConfigError: a missing or malformed field, a quantization or model the release refuses,
@@ -154,7 +157,7 @@ def read_checkpoint(
     arch_notes += architecture_notes(arch, family, rel)
     filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
     name = cfg.get("_name_or_path") or _file_name(file) or arch
-    fields = read_moe_fields(text_cfg, family, file=file, path=path, model_type=text_mt, architecture=arch, release=rel)
+    fields = read_moe_fields(text_cfg, family, file=file, path=path, model_type=text_mt, architecture=arch, release=rel, platform=platform)
     expert_dtype = text_cfg.get("expert_dtype")
     if expert_dtype is not None and expert_dtype not in ("fp4", "fp8"):
         raise ConfigError([InputIssue(f"{path}expert_dtype", "Unsupported DeepSeek V4 expert_dtype", expert_dtype, ["fp4", "fp8"], file)])
@@ -174,7 +177,7 @@ def read_checkpoint(
             layers.append(CheckpointLayer(spec, None, None, None))
             continue
         assert spec.experts is not None
-        q = quant.experts(spec.experts, family.proj if family is not GENERIC else ("gate_proj", "up_proj", "down_proj"))
+        q = quant.experts(spec.experts, family.proj_on.get(platform or "cuda", family.proj) if family is not GENERIC else ("gate_proj", "up_proj", "down_proj"))
         hash_layer = spec.kind == "hash_moe"
         draft = spec.role == "draft" and bool(draft_over)
         key = (q.scheme, q.method, q.weight_block_size, q.weight_group_size, q.act_order, hash_layer, draft)
@@ -226,6 +229,11 @@ def _draft_overrides(family: Family, cfg: Mapping[str, Any], kwargs: Mapping[str
     """
     over: dict[str, Any] = {}
     prov: list[Provenance] = []
+    if family.draft_router_fp32 is False and family.router_fp32:
+        fp32 = cfg.get("moe_router_dtype") == "float32"
+        over["router_logits_dtype"] = DType.FLOAT32 if fp32 else kwargs["in_dtype"]
+        why = f"config.{path[2:]}moe_router_dtype = float32" if fp32 else f"no moe_router_dtype float32: the model dtype {kwargs['in_dtype'].value}"
+        prov.append(Provenance("router_logits_dtype", Source.INFERRED, f"draft layers: {why} (the speculative config renames model_type {family.model_types[0]} to deepseek_mtp, so deepseek_v2.py _get_moe_router_dtype's float32 for {family.model_types[0]} does not apply)"))
     for name, keys in family.draft_fields.items():
         key = next((k for k in keys if cfg.get(k)), None)
         if key is None:

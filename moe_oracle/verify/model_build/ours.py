@@ -4,7 +4,8 @@ The case's inputs go through the one door the CLI uses
 (:func:`moe_oracle.inputs.model_deployment.build_model_deployment`, then
 :func:`moe_oracle.explain.plan.plan_deployment`) with a ``pip freeze``-style environment file
 (every package not listed is absent, as on the vLLM side). The plan's record gives each group's
-kind, role, quant keys, selected kernel and prepare/finalize; the layer's own inputs (experts,
+kind, role, quant keys, selected kernel (its backend as vLLM's enum member name,
+:mod:`..backend_names`) and prepare/finalize; the layer's own inputs (experts,
 top-k, sizes, routing, activation ...) are read from the group's Decision.
 """
 
@@ -16,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..backend_names import UnknownBackend, vllm_backend_name
 from ..ours import FLASHINFER_PINS, PACKAGE_NAMES
 
 __all__ = ["our_layers", "plan_argv"]
@@ -73,6 +75,35 @@ def _upstream_pf() -> dict[str, str]:
 
 
 _METHOD_RE = re.compile(r"\b([A-Z][A-Za-z0-9]*MoEMethod)\b")
+
+_BLOCK_OF = {"block_128x128": (128, 128)}
+"""Granularity of a block weight key -> the block its vLLM constant names."""
+
+
+def selector_weight_key(weight: str | None, block: list[int] | None) -> str | None:
+    """Our weight key as the selector receives it. A block key whose block the front end changed
+    (the plan's ``selector_weight_block``: refined to the TP shard) matches no vLLM constant;
+    vLLM's side then reads ``dtype/static/(n, k)`` (:func:`.reader.describe_key`), and so does ours."""
+    from ...core.quant import QUANT_KEYS
+
+    key = QUANT_KEYS.get(weight) if weight else None
+    native = _BLOCK_OF.get(key.granularity.value) if key is not None else None
+    if key is None or native is None or not block or tuple(block) == native:
+        return weight
+    return f"{key.dtype}/{'static' if key.static else 'dynamic'}/({block[0]}, {block[1]})"
+
+
+def _backend_member(decision: Any, sel: dict[str, Any]) -> str | None:
+    """Our selection as the name of vLLM's backend enum member (:mod:`..backend_names`, as the
+    selection tier translates it): ``flashinfer_trtllm`` on an MXFP4 layer is
+    ``FLASHINFER_TRTLLM_MXFP4_BF16``, a batched Marlin ``BATCHED_MARLIN``."""
+    if not sel or not sel.get("kernel"):
+        return None
+    family = decision.normalized.values.get("quant_family") or ""
+    try:
+        return vllm_backend_name(family, sel.get("backend") or "", sel["kernel"], decision.shortcut)
+    except UnknownBackend as exc:
+        return f"(unknown: {exc})"
 
 
 def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
@@ -133,12 +164,12 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
             "has_hash_routing": bool(cfg.has_hash_routing),
             "num_expert_group": cfg.num_expert_group,
             "topk_group": cfg.topk_group,
-            "weight_key": cfg.quant.weight,
+            "weight_key": selector_weight_key(cfg.quant.weight, q.get("selector_weight_block")),
             "activation_key": cfg.quant.activation,
             "quant_method": q.get("method"),
             "quant_method_class": method.group(1) if method else None,
             "experts_class": adapter.rsplit(":", 1)[-1] if adapter else None,
-            "backend": sel.get("backend"),
+            "backend": _backend_member(obj.decision, sel),
             "prepare_finalize": pf_names.get(sel.get("prepare_finalize") or "", sel.get("prepare_finalize")),
             "excluded_by": q.get("excluded_by") or [],
         }

@@ -10,7 +10,8 @@ holds what the release's own objects say; nothing is derived from the checkpoint
   ``num_local_experts``, ``top_k``, ``hidden_size`` (``hidden_dim``, after any all2all padding),
   ``intermediate_per_partition``, ``activation`` (``MoEActivation`` value), ``swiglu_alpha/beta/limit``,
   ``situ_beta``/``situ_linear_beta``, ``has_bias``, ``in_dtype``, ``router_logits_dtype``,
-  ``routing_method`` (``RoutingMethodType`` name), ``has_hash_routing``, ``require_decomposed``.
+  ``routing_method`` (``RoutingMethodType`` name), ``has_hash_routing`` (0.29.0-0.30.0: from the
+  router's hash table, :func:`_hash_routed`), ``require_decomposed``.
 * From the router (the runner's ``router``): its class, ``scoring_func``, ``renormalize``,
   ``use_grouped_topk``, ``num_expert_group``, ``topk_group``, ``routed_scaling_factor``,
   ``correction_bias`` (an ``e_score_correction_bias`` is present).
@@ -198,6 +199,16 @@ def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, inp
             "activation_format": fmt_value[0] if isinstance(fmt_value, tuple) else fmt_value}
 
 
+def _hash_routed(moe: Any, router: Any) -> bool:
+    """``FusedMoEConfig.has_hash_routing`` (0.31.0+, P/layer.py: ``hash_indices_table is not
+    None``). vLLM 0.29.0-0.30.0 build hash-routed layers too (DeepSeek-V4's ``DeepseekV4MoE``
+    hands ``hash_indices_table`` to the router) but their ``FusedMoEConfig`` has no such field:
+    there the router's own table answers (``FusedTopKBiasRouter._hash_indices_table``)."""
+    if hasattr(moe, "has_hash_routing"):
+        return bool(moe.has_hash_routing)
+    return router is not None and getattr(router, "_hash_indices_table", None) is not None
+
+
 def read_layers(model: Any, role: str) -> list[dict[str, Any]]:
     """One record per ``RoutedExperts`` in ``model`` (decoder order)."""
     routed_cls = importlib.import_module(P).RoutedExperts if hasattr(importlib.import_module(P), "RoutedExperts") else importlib.import_module(f"{P}.routed_experts").RoutedExperts
@@ -238,7 +249,7 @@ def read_layers(model: Any, role: str) -> list[dict[str, Any]]:
             "in_dtype": _dtype(moe.in_dtype),
             "router_logits_dtype": _dtype(getattr(moe, "router_logits_dtype", None)),
             "routing_method": _enum_name(getattr(moe, "routing_method", None)),
-            "has_hash_routing": bool(getattr(moe, "has_hash_routing", False)),
+            "has_hash_routing": _hash_routed(moe, router),
             "require_decomposed": bool(getattr(moe, "require_decomposed_backend", False)),
             "router_class": type(router).__name__ if router is not None else None,
             "correction_bias": router is not None and getattr(router, "e_score_correction_bias", None) is not None,

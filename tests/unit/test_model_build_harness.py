@@ -1,0 +1,44 @@
+"""The model-build tier's harness pieces that need no vLLM: the layer reader on stand-in objects,
+our side's translation of the plan into vLLM's vocabulary."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from moe_oracle.verify.model_build.corpus import DEPLOYMENTS, cases
+from moe_oracle.verify.model_build.driver import corpus_dirs
+from moe_oracle.verify.model_build.ours import our_layers
+from moe_oracle.verify.model_build.reader import _hash_routed
+
+
+def test_hash_routing_is_read_from_the_config_where_it_has_the_field():
+    # vLLM 0.31.0+ FusedMoEConfig.has_hash_routing (P/layer.py: hash_indices_table is not None)
+    table_router = SimpleNamespace(_hash_indices_table=object())
+    assert _hash_routed(SimpleNamespace(has_hash_routing=False), table_router) is False
+    assert _hash_routed(SimpleNamespace(has_hash_routing=True), None) is True
+
+
+def test_before_0_31_the_routers_hash_table_answers():
+    # vLLM 0.29.0-0.30.0: no such field; DeepseekV4MoE hands hash_indices_table to FusedTopKBiasRouter
+    no_field = SimpleNamespace()
+    assert _hash_routed(no_field, SimpleNamespace(_hash_indices_table=object())) is True
+    assert _hash_routed(no_field, SimpleNamespace(_hash_indices_table=None)) is False
+    assert _hash_routed(no_field, None) is False
+
+
+def _case(model: str, deployment: str) -> dict:
+    return next(c.to_dict() for c in cases(corpus_dirs(), DEPLOYMENTS) if c.model == model and c.deployment["name"] == deployment)
+
+
+def test_our_backend_is_compared_as_vllms_enum_member():
+    # The MXFP4 backend enum names the activation variant (vLLM 0.33.0 P/oracle/mxfp4.py
+    # Mxfp4MoeBackend); a batched Marlin under DeepEP LL is BATCHED_MARLIN.
+    h200 = our_layers(_case("gpt-oss-20b", "H200-tp8"), "0.33.0")
+    ll = our_layers(_case("gpt-oss-20b", "H100-tp2-dp4-ep-deepep_ll"), "0.33.0")
+    assert {L["backend"] for L in h200["layers"]} == {"FLASHINFER_CUTLASS_MXFP4_BF16"}
+    assert {L["backend"] for L in ll["layers"]} == {"BATCHED_MARLIN"}
+
+
+def test_a_refined_fp8_block_is_compared_as_vllms_unnamed_key():
+    layers = our_layers(_case("qwen3-30b-a3b-fp8", "H200-tp8"), "0.33.0")["layers"]
+    assert {L["weight_key"] for L in layers} == {"float8_e4m3fn/static/(32, 32)"}
