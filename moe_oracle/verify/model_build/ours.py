@@ -3,7 +3,8 @@
 The case's inputs go through the one door the CLI uses
 (:func:`moe_oracle.inputs.model_deployment.build_model_deployment`, then
 :func:`moe_oracle.explain.plan.plan_deployment`) with a ``pip freeze``-style environment file
-(every package not listed is absent, as on the vLLM side). The plan's record gives each group's
+(every package not listed is absent, as on the vLLM side: flashinfer-cubin among them) and every
+host tool declared found or not (``--tool``, as the vLLM side's lookups answer). The plan's record gives each group's
 kind, role, quant keys, selected kernel and prepare/finalize; the layer's own inputs (experts,
 top-k, sizes, routing, activation ...) are read from the group's Decision.
 """
@@ -16,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ...core.environment import HOST_TOOLS
 from ..ours import FLASHINFER_PINS, PACKAGE_NAMES
 
 __all__ = ["our_layers", "plan_argv"]
@@ -29,7 +31,7 @@ def freeze_text(release: str, packages: list[str]) -> str:
     pins, the others 1.0 (as :mod:`moe_oracle.verify.ours` declares them)."""
     lines = [f"vllm=={release}"]
     for short in packages:
-        version = FLASHINFER_PINS.get(release, "0.7.2.post1") if short == "flashinfer" else CUTLASS_DSL_PINS.get(release, "4.8.0") if short == "cutlass" else "1.0"
+        version = FLASHINFER_PINS.get(release, "0.7.2.post1") if short in ("flashinfer", "flashinfer_cubin") else CUTLASS_DSL_PINS.get(release, "4.8.0") if short == "cutlass" else "1.0"
         lines.append(f"{PACKAGE_NAMES[short]}=={version}")
     return "\n".join(lines) + "\n"
 
@@ -40,7 +42,14 @@ def plan_inputs(case: dict[str, Any], env_file: Path) -> Any:
 
     dep = case["deployment"]
     return OperatorInputs(model=case["config"], gpu=dep["gpu"], tp=dep["tp"], dp=dep["dp"], environment=str(env_file), hf_quant_config=case.get("hf_quant_config"),
-                          ep=True if dep["ep"] else None, all2all=dep.get("all2all") or None, no_draft=not dep.get("speculative"))
+                          ep=True if dep["ep"] else None, all2all=dep.get("all2all") or None, no_draft=not dep.get("speculative"), tool=tool_flags(case))
+
+
+def tool_flags(case: dict[str, Any]) -> tuple[str, ...]:
+    """``--tool NAME=yes|no`` for every host tool: the case's tools found, the others not (as the
+    vLLM side's lookups answer them)."""
+    found = set(case["deployment"].get("tools", ()))
+    return tuple(f"{name}={'yes' if name in found else 'no'}" for name in HOST_TOOLS)
 
 
 def plan_argv(case: dict[str, Any], env_file: Path) -> list[str]:
@@ -54,6 +63,8 @@ def plan_argv(case: dict[str, Any], env_file: Path) -> list[str]:
         argv += ["--all2all", dep["all2all"]]
     if not dep.get("speculative"):
         argv.append("--no-draft")
+    for flag in tool_flags(case):
+        argv += ["--tool", flag]
     return argv
 
 
