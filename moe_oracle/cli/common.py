@@ -129,6 +129,7 @@ def add_input_args(p: argparse.ArgumentParser) -> None:
     env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable; NAME @ URL and local versions such as +cu130 accepted)")
     env.add_argument("--without", action="append", default=[], metavar="NAME", help="declare a package absent (repeatable)")
     env.add_argument("--env", action="append", default=[], metavar="VAR=VALUE", help="declare an environment variable (repeatable)")
+    env.add_argument("--tool", action="append", default=[], metavar="NAME[=yes|no]", help="declare a host tool found or not (repeatable): nvcc (on PATH; also the nvcc FlashInfer's JIT runs unless jit_nvcc is declared), jit_nvcc, ninja. Without flashinfer-cubin, vLLM's FlashInfer kernels need them (unknown: assumed found)")
     env.add_argument("--probe", action="store_true", help="probe this interpreter's packages and this process's env vars (and the device, without --gpu); says which interpreter and site-packages it read")
     p.add_argument("--policy", choices=["faithful", "safe"], default="faithful", help="faithful (default): what vLLM does, known bugs included, with warnings; safe: reject known-bad kernels and unchecked early returns")
     p.add_argument("--tables", action=Once, metavar="DIR", help="use the tables under DIR (kernels/, prepare_finalize/, rules/) instead of the shipped ones")
@@ -164,7 +165,7 @@ def operator_inputs(args: argparse.Namespace, **changes: Any) -> OperatorInputs:
     """The operator's inputs from parsed flags: every :class:`OperatorInputs` field the command has
     a flag for (a command without a flag keeps the field's default), then ``changes``."""
     values = {name: getattr(args, name) for name in OperatorInputs.field_names() if hasattr(args, name)}
-    for name in ("package", "without", "env"):
+    for name in ("package", "without", "env", "tool"):
         if name in values:
             values[name] = tuple(values[name])
     values.update(changes)

@@ -206,7 +206,9 @@ class KnownBad:
 @dataclass(frozen=True)
 class GlobalConstraint:
     """A constraint that binds every kernel (``backends``: only these; ``except_backends``: not these;
-    ``interfaces``: only kernels of these interfaces; ``except_kernels``: not these kernel ids)."""
+    ``interfaces``: only kernels of these interfaces; ``except_kernels``: not these kernel ids;
+    ``packages``: only the kernels and prepare/finalize entries that require one of these packages,
+    e.g. a gate on whether an installed package is usable at all)."""
 
     check: Check
     backends: tuple[str, ...] = ()
@@ -214,13 +216,17 @@ class GlobalConstraint:
     engine: Range = field(default=None, compare=False)
     interfaces: tuple[str, ...] = ()
     except_kernels: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
 
     @property
     def binds_every_kernel(self) -> bool:
         """No ``applies_to``: a fact of the layer, checked before any oracle runs."""
-        return not (self.backends or self.except_backends or self.interfaces or self.except_kernels)
+        return not (self.backends or self.except_backends or self.interfaces or self.except_kernels or self.packages)
 
-    def applies(self, backend: str, interface: str | None = None, kernel: str | None = None) -> bool:
+    def applies(self, backend: str, interface: str | None = None, kernel: str | None = None, requires: frozenset[str] = frozenset()) -> bool:
+        """Whether the constraint binds a kernel of ``backend`` (``requires``: the packages it requires)."""
+        if self.packages and not requires.intersection(self.packages):
+            return False
         if self.backends and backend not in self.backends:
             return False
         if self.interfaces and interface is not None and interface not in self.interfaces:

@@ -368,8 +368,7 @@ def _domain(field: str, env_types: Mapping[str, str]) -> tuple[Any, ...] | None:
         return FIELDS[field].domain
     if field.startswith("env.") and env_types.get(field[4:]) == "bool":
         return (False, True)
-    field_spec(field)  # KeyError for unknown fields
-    return None
+    return field_spec(field).domain  # KeyError for unknown fields; tools.* are bools
 
 
 def _plain(members: Sequence[tuple[int, Predicate]], env_types: Mapping[str, str], failing: dict[Predicate, tuple[Any, ...]]) -> PlainChecks:

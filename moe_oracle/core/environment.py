@@ -4,8 +4,10 @@ An :class:`Environment` is either *declared* (offline explanation: packages
 given on the command line; any other package is unknown, so predicates on it
 abstain and are recorded as assumptions) or *probed* from the running machine
 (:func:`probe_environment`: every package the tables name is looked up, so a
-package not found is known to be absent). It is frozen and carries a sha256
-fingerprint that every Decision echoes.
+package not found is known to be absent). Besides packages and variables it may say which
+host tools of the closed list :data:`HOST_TOOLS` are found (FlashInfer's JIT toolchain); a tool
+nobody declared or probed is unknown. It is frozen and carries a sha256 fingerprint that every
+Decision echoes.
 
 Only :func:`probe_environment` touches the host. Checks never read ``os.environ``.
 """
@@ -18,7 +20,8 @@ import json
 import os
 import platform as _platform
 from pathlib import Path
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Iterable, Mapping, NoReturn
 
 from packaging.version import InvalidVersion, Version
@@ -28,7 +31,7 @@ from .packages import canonical_name, parse_requirement, provided_by, same_versi
 from .errors import ConfigError, InputIssue
 from .vocab import Platform
 
-__all__ = ["ABSENT", "Environment", "parse_package_spec", "probe_device", "probe_environment"]
+__all__ = ["ABSENT", "HOST_TOOLS", "Environment", "parse_package_spec", "probe_device", "probe_environment", "probe_tools"]
 
 
 class _Absent(enum.Enum):
@@ -41,6 +44,20 @@ class _Absent(enum.Enum):
 
 
 ABSENT = _Absent.ABSENT
+
+
+HOST_TOOLS: Mapping[str, str] = MappingProxyType({
+    "nvcc": "`nvcc` is on PATH (vLLM 0.29.0-0.31.0 has_flashinfer() looks for it there only: shutil.which(\"nvcc\"))",
+    "jit_nvcc": "the nvcc FlashInfer's JIT would run exists: <CUDA home>/bin/nvcc, the CUDA home being $CUDA_HOME, else $CUDA_PATH, "
+                "else the directory above the `nvcc` on PATH, else /usr/local/cuda (vLLM 0.32.0+ vllm/utils/flashinfer.py _flashinfer_nvcc_path)",
+    "ninja": "`ninja` is on PATH (vLLM 0.32.0+ has_flashinfer(): shutil.which(\"ninja\"))",
+})
+"""The closed list of host tools selection may read (field ``tools.<name>``): name -> what "found" means.
+
+vLLM's has_flashinfer() needs FlashInfer's precompiled kernels (flashinfer-cubin, or
+VLLM_HAS_FLASHINFER_CUBIN) or the toolchain its JIT runs; ``rules/constraints.yaml`` says which
+tools each release reads. A declared ``nvcc`` stands for ``jit_nvcc`` too unless that is declared
+(:mod:`moe_oracle.inputs.declared`): an nvcc on PATH is the one the JIT runs."""
 
 
 @dataclass(frozen=True)
@@ -59,12 +76,16 @@ class Environment:
         unversioned: canonical names installed at a version nobody declared (a direct
             reference such as ``deep_gemm @ git+...``): neither absent nor known, so
             predicates on them abstain even in a complete environment.
+        tools: ``(name, found)`` of the host tools of :data:`HOST_TOOLS` that were declared or
+            probed (a mapping is stored as sorted pairs); an unlisted tool is unknown, even in a
+            complete environment (a package list says nothing of PATH).
 
     Raises:
         ConfigError: (a ``ValueError``) a field of the wrong shape (a bare string for a
             collection; ``packages``/``env`` items that are not ``(name, string)`` pairs; an empty
             name), one package or variable given two different values, a package declared both
-            installed and absent, or a version that is not PEP 440.
+            installed and absent, a version that is not PEP 440, or a tool outside
+            :data:`HOST_TOOLS` or not given as a bool.
     """
 
     packages: tuple[tuple[str, str], ...] = ()
@@ -74,6 +95,7 @@ class Environment:
     probed: bool = False
     notes: tuple[str, ...] = ()
     unversioned: frozenset[str] = frozenset()
+    tools: tuple[tuple[str, bool], ...] = ()
     fingerprint: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -83,6 +105,7 @@ class Environment:
         object.__setattr__(self, "env", tuple(sorted(_unique_pairs("env", _pairs("env", self.env)))))
         object.__setattr__(self, "notes", tuple(_names("notes", self.notes)))
         object.__setattr__(self, "unversioned", frozenset(canonical_name(n) for n in _names("unversioned", self.unversioned)) - {n for n, _ in packages})
+        object.__setattr__(self, "tools", _tools(self.tools))
         clash = ({n for n, _ in packages} | self.unversioned) & self.absent
         if clash:
             raise ConfigError([InputIssue("--package", "package declared both installed and absent", sorted(clash), None)])
@@ -103,6 +126,7 @@ class Environment:
                 "env": self.env,
                 "probed": self.probed,
                 **({"unversioned": sorted(self.unversioned)} if self.unversioned else {}),
+                **({"tools": self.tools} if self.tools else {}),
             },
             sort_keys=True,
         )
@@ -129,6 +153,18 @@ class Environment:
             return ABSENT
         return None
 
+    def tool(self, name: str) -> bool | None:
+        """Whether host tool ``name`` (:data:`HOST_TOOLS`) is found; ``None`` when unknown."""
+        for tool, found in self.tools:
+            if tool == name:
+                return found
+        return None
+
+    def with_tool(self, name: str, found: bool | None) -> "Environment":
+        """Copy with host tool ``name`` found or not (``None``: unknown)."""
+        tools = tuple((n, v) for n, v in self.tools if n != name) + (((name, found),) if found is not None else ())
+        return replace(self, tools=tools)
+
     def env_value(self, name: str) -> str | None:
         """Raw value of environment variable ``name``, ``None`` when unset."""
         for var, value in self.env:
@@ -145,14 +181,14 @@ class Environment:
             absent = absent | {key}
         else:
             packages = packages + ((key, version),)
-        return Environment(packages, absent, self.complete, self.env, self.probed, self.notes, self.unversioned - {key})
+        return Environment(packages, absent, self.complete, self.env, self.probed, self.notes, self.unversioned - {key}, self.tools)
 
     def with_env(self, name: str, value: str | None) -> "Environment":
         """Copy with environment variable ``name`` set to ``value`` (``None``: unset)."""
         env = tuple((n, v) for n, v in self.env if n != name)
         if value is not None:
             env = env + ((name, value),)
-        return Environment(self.packages, self.absent, self.complete, env, self.probed, self.notes, self.unversioned)
+        return Environment(self.packages, self.absent, self.complete, env, self.probed, self.notes, self.unversioned, self.tools)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -163,6 +199,7 @@ class Environment:
             "probed": self.probed,
             "notes": list(self.notes),
             **({"unversioned": sorted(self.unversioned)} if self.unversioned else {}),
+            **({"tools": dict(self.tools)} if self.tools else {}),
             "fingerprint": self.fingerprint,
         }
 
@@ -247,6 +284,31 @@ def _pairs(name: str, value: object) -> tuple[tuple[str, str], ...]:
     return tuple((k, v) for k, v in items)
 
 
+def _tools(value: object) -> tuple[tuple[str, bool], ...]:
+    """``value`` (``(name, found)`` pairs or a mapping) as sorted pairs of :data:`HOST_TOOLS` names and bools.
+
+    Raises:
+        ConfigError: one string, an item that is not a pair, a name outside :data:`HOST_TOOLS`,
+            a value that is not a bool, or one tool given two values.
+    """
+    if isinstance(value, (str, bytes)):
+        _shape_error("tools", "expected a mapping TOOL -> bool or (tool, bool) pairs, not one string", value)
+    items = tuple(value.items()) if isinstance(value, Mapping) else tuple(value)  # type: ignore[arg-type]
+    seen: dict[str, bool] = {}
+    for item in items:
+        if isinstance(item, (str, bytes)) or not isinstance(item, (tuple, list)) or len(item) != 2:
+            _shape_error("tools", "every item must be a (tool, found) pair (or give a mapping TOOL -> bool)", item)
+        name, found = item
+        if name not in HOST_TOOLS:
+            raise ConfigError([InputIssue(f"tools {name}", "not a host tool selection reads", name, sorted(HOST_TOOLS))], headline="bad Environment tools")
+        if not isinstance(found, bool):
+            raise ConfigError([InputIssue(f"tools {name}", f"found or not is a bool; got {type(found).__name__}", found, [True, False])], headline="bad Environment tools")
+        if seen.get(name, found) != found:
+            raise ConfigError([InputIssue(f"tools {name}", "declared both found and not found", None, None)], headline="bad Environment tools")
+        seen[name] = found
+    return tuple(sorted(seen.items()))
+
+
 def _item_path(name: str, key: str) -> str:
     return f"--package {key}" if name == "packages" else f"{name} {key}"
 
@@ -291,8 +353,9 @@ def parse_package_spec(spec: str) -> tuple[str, str]:
     return parsed.name, parsed.version
 
 
-def probe_environment(package_names: Iterable[str], env_var_names: Iterable[str]) -> Environment:
-    """Read installed versions of ``package_names`` and the values of ``env_var_names``.
+def probe_environment(package_names: Iterable[str], env_var_names: Iterable[str], tool_names: Iterable[str] = tuple(HOST_TOOLS)) -> Environment:
+    """Read installed versions of ``package_names``, the values of ``env_var_names`` and which
+    host tools of ``tool_names`` are found (:func:`probe_tools`).
 
     Never raises for a failed probe: the package counts as absent and a note says why.
     The result is ``complete``: packages not found are known absent.
@@ -313,7 +376,37 @@ def probe_environment(package_names: Iterable[str], env_var_names: Iterable[str]
             notes.append(f"package {name}: probe failed ({type(exc).__name__}: {exc}); treated as absent")
     notes.insert(0, probe_source(tuple(locations)))
     env = tuple((var, os.environ[var]) for var in sorted(set(env_var_names)) if var in os.environ)
-    return Environment(tuple(packages), frozenset(), True, env, True, tuple(notes))
+    return Environment(tuple(packages), frozenset(), True, env, True, tuple(notes), tools=probe_tools(tool_names, os.environ))
+
+
+def probe_tools(names: Iterable[str], environ: Mapping[str, str], which: Any = None) -> tuple[tuple[str, bool], ...]:
+    """Look the host tools ``names`` (:data:`HOST_TOOLS`) up as vLLM does (``which``: the PATH
+    lookup, ``shutil.which`` unless given; ``environ``: the variables CUDA_HOME / CUDA_PATH are read from).
+
+    >>> found = {"nvcc": "/opt/cuda/bin/nvcc", "/opt/cuda/bin/nvcc": "/opt/cuda/bin/nvcc"}
+    >>> probe_tools(["nvcc", "jit_nvcc", "ninja"], {}, found.get)
+    (('jit_nvcc', True), ('ninja', False), ('nvcc', True))
+    >>> probe_tools(["jit_nvcc"], {"CUDA_HOME": "/elsewhere"}, found.get)
+    (('jit_nvcc', False),)
+    """
+    import shutil
+
+    lookup = which or shutil.which
+    out = []
+    for name in sorted(set(names)):
+        if name == "nvcc":
+            out.append((name, lookup("nvcc") is not None))
+        elif name == "ninja":
+            out.append((name, lookup("ninja") is not None))
+        elif name == "jit_nvcc":
+            # vLLM 0.32.0+ _flashinfer_nvcc_path: the CUDA home is $CUDA_HOME, else $CUDA_PATH,
+            # else two levels above the nvcc on PATH, else /usr/local/cuda; nvcc must sit in its bin/.
+            home = environ.get("CUDA_HOME") or environ.get("CUDA_PATH")
+            if not home:
+                on_path = lookup("nvcc")
+                home = os.path.dirname(os.path.dirname(on_path)) if on_path else "/usr/local/cuda"
+            out.append((name, lookup(os.path.join(home, "bin", "nvcc")) is not None))
+    return tuple(out)
 
 
 def _site_of(dist: Any) -> str:

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from .config import ACT_ORDERS
+from .environment import HOST_TOOLS
 from .quant import QUANT_KEYS, SCHEMES, QuantFamily
 from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Platform, ReasonCode, RoutingMethod, enum_values
 
@@ -129,11 +130,12 @@ FIELDS: Mapping[str, FieldSpec] = MappingProxyType({f.name: f for f in _FIELDS})
 
 _PACKAGE_SPEC = FieldSpec("packages.*", "version", None, "environment", ReasonCode.PACKAGE_MISSING, "installed package version", ())
 _ENV_SPEC = FieldSpec("env.*", "str", None, "environment", ReasonCode.ENV_DISABLED, "environment variable", ())
+_TOOL_SPEC = FieldSpec("tools.*", "bool", _BOOL, "environment", ReasonCode.PACKAGE_MISSING, "host tool found (nvcc, ninja: FlashInfer's JIT toolchain)", ())
 
 
 def is_known_field(name: str) -> bool:
-    """``True`` for a declared field, ``packages.<name>`` or ``env.<VAR>``."""
-    return name in FIELDS or (name.startswith("packages.") and len(name) > 9) or (name.startswith("env.") and len(name) > 4)
+    """``True`` for a declared field, ``packages.<name>``, ``env.<VAR>`` or ``tools.<host tool>``."""
+    return name in FIELDS or (name.startswith("packages.") and len(name) > 9) or (name.startswith("env.") and len(name) > 4) or (name.startswith("tools.") and name[6:] in HOST_TOOLS)
 
 
 def field_spec(name: str) -> FieldSpec:
@@ -148,4 +150,6 @@ def field_spec(name: str) -> FieldSpec:
         return _PACKAGE_SPEC
     if name.startswith("env."):
         return _ENV_SPEC
+    if name.startswith("tools.") and name[6:] in HOST_TOOLS:
+        return _TOOL_SPEC
     raise KeyError(name)

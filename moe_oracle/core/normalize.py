@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .config import MoEConfig
-from .environment import Environment
+from .environment import HOST_TOOLS, Environment
 from .envvars import EnvVarSpec, parse_env_value
 from .fields import NONE
 from .quant import QUANT_KEYS, QuantScheme, method_weight_key
@@ -92,7 +92,7 @@ class Normalized:
     """Field values and their sources for one (config, environment) pair.
 
     ``values`` and ``sources`` are read-only mappings keyed by field name
-    (``packages.<name>`` and ``env.<VAR>`` included for the names the catalog reads).
+    (``packages.<name>`` and ``env.<VAR>`` included for the names the catalog reads, ``tools.<name>`` for every host tool).
     ``lookup`` is the mapping behind ``values`` when it is a read-only view of a dict (the engine's
     check index reads it directly: a view adds a call to each of a few hundred lookups); never
     written to.
@@ -415,6 +415,8 @@ def _environment_fields(env: Environment, package_names: tuple[str, ...], env_va
             values[field], sources[field] = spec.default, Source.DEFAULT
         else:
             values[field], sources[field] = parse_env_value(spec, raw), Source.ENV_VAR
+    for name in HOST_TOOLS:  # unknown (None) unless declared or probed: a predicate on it abstains
+        values[f"tools.{name}"], sources[f"tools.{name}"] = env.tool(name), Source.HOST_TOOL
     if len(memo) >= 8:  # one entry per view the environment is evaluated under: a handful
         memo.clear()
     memo[key] = (package_names, env_vars, assumed, values, sources)

@@ -29,6 +29,7 @@ PACKAGE_IMPORTS: dict[str, str] = {
     "deep-ep": "deep_ep",  # import_utils.has_deep_ep
     "deep-gemm": "deep_gemm",  # import_utils.has_deep_gemm (or the vendored vllm.third_party.deep_gemm)
     "flashinfer-python": "flashinfer",  # vllm/utils/flashinfer.py has_flashinfer: find_spec("flashinfer")
+    "flashinfer-cubin": "flashinfer_cubin",  # vllm/utils/flashinfer.py has_flashinfer_cubin: find_spec("flashinfer_cubin")
     "flydsl": "flydsl",  # v1/attention/ops/flydsl_*: import flydsl
     "hpc": "hpc",  # vllm/utils/hpc.py has_hpc: find_spec("hpc")
     "humming": "humming",  # import_utils.has_humming

@@ -199,6 +199,7 @@ class Source(str, enum.Enum):
     PACKAGE = "package"  # installed-package set (declared or probed)
     ENGINE_PIN = "engine_pin"  # not declared: the version the engine release pins (rules/engine.yaml)
     ENV_VAR = "env_var"  # one of the closed list of environment variables
+    HOST_TOOL = "host_tool"  # a host tool of the closed list (nvcc, ninja), declared or probed
     DEFAULT = "default"  # the documented default
     DERIVED = "derived"  # computed from other fields during normalization
 

@@ -41,7 +41,7 @@ def category(target: str) -> str:
         return "parallel"
     if target in ("quant", "quant_method", "in_dtype"):
         return "quant"
-    if target.startswith("packages."):
+    if target.startswith(("packages.", "tools.")):  # installing a host tool is installing software
         return "packages"
     if target.startswith("env.") or target == "batch_invariant":
         return "env"
@@ -89,6 +89,8 @@ class Edit:
             return f"--without {t[9:]}" if after is ABSENT else (f"--package {t[9:]}" if str(after).startswith("installed") else f"--package {t[9:]}=={after}")
         if t.startswith("env."):
             return f"--env {t[4:]}={edit_text(after)}"
+        if t.startswith("tools."):
+            return f"--tool {t[6:]}={'yes' if after else 'no'}"
         if t == "batch_invariant":
             return "--batch-invariant" if after else "--no-batch-invariant --env VLLM_BATCH_INVARIANT=0"
         if t == "lora":
@@ -257,8 +259,8 @@ def _flag_key(option: list[str]) -> tuple[str, ...]:
     name = option[0]
     if name in ("--package", "--without") and len(option) > 1:
         return ("package", str(canonicalize_name(option[1].split("==")[0])))
-    if name == "--env" and len(option) > 1:
-        return ("env", option[1].partition("=")[0])
+    if name in ("--env", "--tool") and len(option) > 1:
+        return (name[2:], option[1].partition("=")[0])
     return (name[5:] if name.startswith("--no-") else name[2:],)
 
 

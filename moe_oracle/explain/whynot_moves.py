@@ -124,6 +124,12 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
         if current not in (None, ABSENT):
             yield field, (lambda s: (s[0], s[1].with_package(name, None))), current, ABSENT, COSTS["package"]
         return
+    if field.startswith("tools."):
+        tool = field[6:]
+        for found in (True, False):
+            if env.tool(tool) is not found:
+                yield field, (lambda s, f=found: (s[0], s[1].with_tool(tool, f))), env.tool(tool), found, COSTS["package"]
+        return
     if field.startswith("env."):
         var = field[4:]
         options = _allowed_values(chk, field) or ["1", "0"]

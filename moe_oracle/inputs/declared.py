@@ -1,6 +1,6 @@
-"""The environment an operator declares: an environment file, ``--package``/``--without``/``--env``
-and the serve line's variables, merged into one :class:`~moe_oracle.core.environment.Environment`
-with notes; and the engine release an answer is for.
+"""The environment an operator declares: an environment file, ``--package``/``--without``/``--env``/
+``--tool`` and the serve line's variables, merged into one
+:class:`~moe_oracle.core.environment.Environment` with notes; and the engine release an answer is for.
 """
 
 from __future__ import annotations
@@ -8,17 +8,60 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ..core.environment import Environment
+from ..core.environment import HOST_TOOLS, Environment
 from ..core.envvars import env_issues, env_notes, start_refusals
 from ..core.errors import ConfigError, InputIssue, did_you_mean
-from ..core.packages import PackageSpec, canonical_name, parse_requirement, provided_by, unique_specs
+from ..core.packages import PACKAGE_IMPORTS, PackageSpec, canonical_name, parse_requirement, provided_by, unique_specs
 from .envfile import read_environment_file
 from .release_facts import env_start_rules, release_values
 
 if TYPE_CHECKING:
     from ..core.versions import EngineRelease
 
-__all__ = ["DeclaredEnvironment", "answer_release", "declare_environment", "engine_release", "start_issues"]
+__all__ = ["DeclaredEnvironment", "answer_release", "declare_environment", "engine_release", "parse_tools", "start_issues", "with_implied_tools"]
+
+_FOUND = {"yes": True, "true": True, "1": True, "found": True, "no": False, "false": False, "0": False, "absent": False, "missing": False}
+
+
+def parse_tools(items: Sequence[str]) -> dict[str, bool]:
+    """``--tool NAME[=yes|no]`` items as ``{name: found}`` (a bare name is found).
+
+    >>> parse_tools(["nvcc", "ninja=no"])
+    {'nvcc': True, 'ninja': False}
+
+    Raises:
+        ConfigError: a name outside :data:`~moe_oracle.core.environment.HOST_TOOLS`, a value
+            other than yes/no (true/false, 1/0, found/absent/missing), or one tool given twice
+            with different values.
+    """
+    out: dict[str, bool] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if name not in HOST_TOOLS:
+            guess = did_you_mean(name, sorted(HOST_TOOLS))
+            raise ConfigError([InputIssue("--tool", "not a host tool selection reads" + (f" (did you mean {guess!r}?)" if guess else ""), name, sorted(HOST_TOOLS))], headline="bad --tool")
+        value = _FOUND.get(raw.strip().lower()) if sep else True
+        if value is None:
+            raise ConfigError([InputIssue(f"--tool {name}", "expected NAME=yes or NAME=no", raw, ["yes", "no"])], headline="bad --tool")
+        if out.get(name, value) != value:
+            raise ConfigError([InputIssue(f"--tool {name}", "declared both found and not found; declare one", None, None)], headline="bad --tool")
+        out[name] = value
+    return out
+
+
+def with_implied_tools(tools: Mapping[str, bool]) -> tuple[tuple[str, bool], ...]:
+    """``tools`` with ``jit_nvcc`` implied by ``nvcc`` where only ``nvcc`` is declared: the nvcc on
+    PATH is the one FlashInfer's JIT runs unless $CUDA_HOME / $CUDA_PATH point elsewhere (declare
+    ``jit_nvcc`` for that case).
+
+    >>> with_implied_tools({"nvcc": False})
+    (('jit_nvcc', False), ('nvcc', False))
+    """
+    out = dict(tools)
+    if "nvcc" in out and "jit_nvcc" not in out:
+        out["jit_nvcc"] = out["nvcc"]
+    return tuple(sorted(out.items()))
 
 
 @dataclass(frozen=True)
@@ -40,11 +83,14 @@ def declare_environment(
     env_file: str | None = None,
     serve_env: Iterable[tuple[str, str]] = (),
     base: Environment | None = None,
+    tools: Sequence[str] = (),
 ) -> DeclaredEnvironment:
-    """An :class:`Environment` from ``--environment FILE``, ``--package``, ``--without`` and ``--env``.
+    """An :class:`Environment` from ``--environment FILE``, ``--package``, ``--without``, ``--env``
+    and ``--tool``.
 
     Later sources win: the file (or ``base``, a config file's environment), then the serve
-    line's ``NAME=VALUE`` words, then the flags. Only packages and variables the tables read
+    line's ``NAME=VALUE`` words, then the flags (``tools``: ``--tool NAME[=yes|no]`` items,
+    :func:`parse_tools`; host tools a file says nothing of stay unknown). Only packages and variables the tables read
     are kept in the record; the others are accepted and listed in a note. Notes and errors on
     variables name the engine release the declared packages make the answer for
     (:func:`answer_release`), and its variable names decide which are unknown.
@@ -64,6 +110,8 @@ def declare_environment(
     absent: set[str] = set(base.absent) if base is not None else set()
     complete = bool(base.complete) if base is not None else False
     variables: dict[str, str] = dict(base.env) if base is not None else {}
+    found_tools: dict[str, bool] = dict(base.tools) if base is not None else {}
+    flag_tools = dict(with_implied_tools(parse_tools(tools)))
     set_by: dict[str, str] = {name: "the --config file's environment" for name in variables}  # variable -> the input that set it
     gpu = gpu_source = None
     file_vars: dict[str, str] = {}
@@ -76,6 +124,7 @@ def declare_environment(
         doc = read_environment_file(env_file)
         specs.update({p.name: p for p in doc.packages})
         complete = doc.complete
+        found_tools.update(with_implied_tools(dict(doc.tools)))
     declared_packages = []
     for spec in unique_specs([(parse_requirement(spec_text, "--package"), None) for spec_text in packages], "--package"):
         specs[spec.name] = spec
@@ -124,8 +173,10 @@ def declare_environment(
     unread = [n for n in sorted({canonical_name(p) for p in declared_packages} | {canonical_name(n) for n in without}) if n not in read]
     if unread:
         shown = []
+        by_module = {module.replace("_", "-"): dist for dist, module in PACKAGE_IMPORTS.items() if dist in read}
         for name in unread:
-            guess = did_you_mean(name, sorted(read))
+            # The module's name first (flashinfer is flashinfer-python's), then the closest spelling.
+            guess = by_module.get(name) or did_you_mean(name, sorted(read))
             shown.append(name + (f" (did you mean {guess!r}?)" if guess else ""))
         notes.append(f"packages no table reads (accepted; they do not change the answer): {', '.join(shown)}")
     _collect_vars(catalog, flag_vars, variables, set_by, notes, "--env", release, quiet_unread=False)
@@ -139,7 +190,8 @@ def declare_environment(
     notes += start_notes
     if issues:
         raise ConfigError(issues, headline="bad environment variable")
-    environment = replace(packages_only, env=tuple(sorted(variables.items())))
+    found_tools.update(flag_tools)
+    environment = replace(packages_only, env=tuple(sorted(variables.items())), tools=tuple(sorted(found_tools.items())))
     for s in kept_specs:
         if s.version is None:
             notes.append(f"{s.name} is installed from {s.reference or 'an undeclared version'}: its version is unknown, so version rules on it abstain (pip list --format=json reports it)")

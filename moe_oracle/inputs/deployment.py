@@ -112,8 +112,8 @@ def probed_environment(given: OperatorInputs, catalog: Any, probe_notes: tuple[s
         ConfigError: packages or variables also declared, or a variable the engine refuses.
     """
 
-    if given.package or given.without or given.env or given.environment:
-        raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--environment", None, None)], headline="bad --probe")
+    if given.package or given.without or given.env or given.tool or given.environment:
+        raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--tool/--environment", None, None)], headline="bad --probe")
     env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
     release = answer_release(catalog, env)
     issues = env_issues(env.env, catalog.env_vars, path="this process's environment:", release=release)
@@ -122,7 +122,7 @@ def probed_environment(given: OperatorInputs, catalog: Any, probe_notes: tuple[s
     if issues:
         raise ConfigError(issues, headline="bad environment variable")
     if probe_notes:
-        env = Environment(env.packages, env.absent, env.complete, env.env, env.probed, env.notes + probe_notes)
+        env = replace(env, notes=env.notes + probe_notes)
     return env
 
 
@@ -139,7 +139,7 @@ def serve_release(given: OperatorInputs, catalog: Any) -> str:
     if given.probe:
         env = probed_environment(given, catalog, ())
     else:
-        env = declare_environment(catalog, packages=given.package, without=given.without, env_file=given.environment).environment
+        env = declare_environment(catalog, packages=given.package, without=given.without, env_file=given.environment, tools=given.tool).environment
     return answer_release(catalog, env) or ENGINE_VERSION
 
 
@@ -172,7 +172,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     probe_notes: tuple[str, ...] = ()
     declared = None
     if not given.probe:
-        declared = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else ())
+        declared = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), tools=given.tool)
         gpu_note = unused_gpu_note(given, device, declared, given.device_flag()) if device is not None else None
         notes += [gpu_note] if gpu_note else []
         if device is None and declared.gpu is not None and not given.config:
@@ -193,12 +193,12 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
                 answered["notes"] = [_probe_over_file(given, file_env)]
             if given.probe or file_probe:
                 answered["env"] = probed_environment(given, catalog, probe_notes)
-            elif file_env is not None and not (given.package or given.without or given.env or given.environment or (serve and serve.env)):
+            elif file_env is not None and not (given.package or given.without or given.env or given.tool or given.environment or (serve and serve.env)):
                 answered["env"] = file_env
             else:
                 found = declared
                 if file_env is not None:
-                    found = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), base=file_env)
+                    found = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), base=file_env, tools=given.tool)
                 assert found is not None
                 answered["env"], answered["notes"] = found.environment, list(found.notes)
         return answered["env"]

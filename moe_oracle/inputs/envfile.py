@@ -19,7 +19,9 @@ Four formats are recognised from their content:
   ``vLLM Version : X``, the GPU list (``GPU 0: NVIDIA H200`` from ``nvidia-smi -L``, or
   ``AMD Instinct MI300X (gfx942...)`` from torch on ROCm) and the ``VAR=value`` lines of its
   Environment Variables section. Packages it does not list are *unknown*, not absent: the
-  filter also hides names spelled another way.
+  filter also hides names spelled another way. Its ``CUDA runtime version`` is what
+  ``nvcc --version`` printed (vllm/collect_env.py get_running_cuda_version): a version says
+  ``nvcc`` is on PATH, ``Could not collect`` that it is not (host tool ``nvcc``).
 
 Local versions (``2.14.0+cu130``) are PEP 440 versions. A direct reference without a
 version (``deep_gemm @ git+...``) is installed at an unknown version: predicates on its
@@ -59,6 +61,7 @@ class EnvironmentFile:
         env: ``(name, value)`` of the environment variables the file records.
         gpus: device names as the file prints them (``NVIDIA H200``), in order.
         notes: what the reader could not take at face value.
+        tools: ``(name, found)`` of the host tools the file reveals (collect-env: ``nvcc``).
     """
 
     path: str
@@ -68,6 +71,7 @@ class EnvironmentFile:
     env: tuple[tuple[str, str], ...] = ()
     gpus: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    tools: tuple[tuple[str, bool], ...] = ()
 
 
 def read_environment_file(path: str | Path) -> EnvironmentFile:
@@ -204,6 +208,7 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
     env: list[tuple[str, str]] = []
     gpus: list[str] = []
     notes: list[str] = []
+    tools: tuple[tuple[str, bool], ...] = ()
     lines = text.splitlines()
     in_env = False
     in_gpus = False
@@ -244,6 +249,13 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
         if sep and key == "vLLM Version" and value:
             vllm_version = value.split()[0]
             continue
+        if sep and key == "CUDA runtime version" and value and value != "No CUDA":
+            # vLLM's collect-env runs `nvcc --version` through the shell: a version means nvcc is on PATH.
+            found = value != "Could not collect"
+            tools = (("nvcc", found),)
+            if not found:
+                notes.append("CUDA runtime version: Could not collect (collect-env could not run `nvcc --version`): nvcc is taken as not on PATH")
+            continue
         if sep and key == "GPU models and configuration":
             in_gpus = True
             if value and value not in ("Could not collect", "No CUDA"):
@@ -271,4 +283,4 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
     notes.append("vllm collect-env lists only the packages its name filter keeps (torch, numpy, triton, nvidia*, flashinfer-python, ...): packages it does not list are unknown, not absent")
     if len(set(gpus)) > 1:
         notes.append(f"the file lists different GPUs ({', '.join(dict.fromkeys(gpus))}); the first one is used")
-    return EnvironmentFile(path, "vllm collect-env", tuple(packages.values()), False, tuple(env), tuple(gpus), tuple(notes))
+    return EnvironmentFile(path, "vllm collect-env", tuple(packages.values()), False, tuple(env), tuple(gpus), tuple(notes), tools)

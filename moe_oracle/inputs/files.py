@@ -167,12 +167,14 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     probe = False
     if env_doc is not None:
         probe = bool(env_doc.get("probe", False))
-        if probe and any(env_doc.get(k) for k in ("packages", "absent", "env")):
-            raise ConfigError([InputIssue("$.environment.probe", "probe reads this machine; do not also declare packages, absent or env", True, None, file)])
+        if probe and any(env_doc.get(k) for k in ("packages", "absent", "env", "tools")):
+            raise ConfigError([InputIssue("$.environment.probe", "probe reads this machine; do not also declare packages, absent, env or tools", True, None, file)])
         if not probe:
+            from .declared import with_implied_tools
+
             pkgs = tuple((name, version) for name, version in (env_doc.get("packages") or {}).items())
             try:
-                environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()))
+                environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()), tools=with_implied_tools(dict(env_doc.get("tools") or {})))
             except ConfigError as exc:
                 # Environment names command-line flags (--package NAME) and its fields (env NAME); here the input is this file.
                 raise ConfigError([replace(i, path=_environment_path(i.path), file=file) for i in exc.issues]) from None
@@ -287,7 +289,7 @@ def _check_moe_backend(catalog: Catalog, name: str, environment: Environment | N
 def _environment_path(path: str) -> str:
     """An :class:`Environment` issue's path (``--package NAME``, ``env NAME``, ``absent``) as a path of this document."""
     head, _, name = path.partition(" ")
-    key = {"--package": "packages", "packages": "packages", "env": "env", "absent": "absent"}.get(head, "packages")
+    key = {"--package": "packages", "packages": "packages", "env": "env", "absent": "absent", "tools": "tools"}.get(head, "packages")
     return f"$.environment.{key}" + (f".{name}" if name else "")
 
 
@@ -373,7 +375,7 @@ def config_document(config: MoEConfig, env: Environment | None = None) -> dict[s
         "max_num_tokens": config.max_num_tokens,
     }
     if env is not None:
-        doc["environment"] = {"probe": False, "packages": dict(env.packages), "absent": sorted(env.absent), "env": dict(env.env)}
+        doc["environment"] = {"probe": False, "packages": dict(env.packages), "absent": sorted(env.absent), "env": dict(env.env), **({"tools": dict(env.tools)} if env.tools else {})}
     return doc
 
 

@@ -77,7 +77,7 @@ def _environment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs | Non
 
     if given.probe:
         return probed_environment(given, catalog, probe_notes), (), None
-    declared = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else ())
+    declared = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), tools=given.tool)
     return declared.environment, tuple(declared.notes), declared
 
 

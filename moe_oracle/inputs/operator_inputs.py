@@ -23,7 +23,7 @@ class OperatorInputs:
     (major*10+minor) / ``arch``. Deployment: ``tp``, ``dp``, ``ep``, ``all2all``, ``eplb``,
     ``redundant_experts``, ``moe_backend``, ``lora``, ``batch_invariant``, ``max_tokens``.
     Environment: ``environment`` (a file), ``package`` (``NAME==VERSION``), ``without``, ``env``
-    (``VAR=VALUE``), ``probe``. Whole model (``plan``, ``diff``): ``draft_moe_backend``,
+    (``VAR=VALUE``), ``tool`` (``NAME[=yes|no]``: host tools found, FlashInfer's JIT toolchain), ``probe``. Whole model (``plan``, ``diff``): ``draft_moe_backend``,
     ``no_draft``, ``expert_placement``, ``quantization`` (vLLM ``--quantization``).
 
     How the inputs arrived, for messages: ``from_serve`` (the fields a serve line filled),
@@ -54,6 +54,7 @@ class OperatorInputs:
     package: tuple[str, ...] = ()
     without: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
+    tool: tuple[str, ...] = ()
     probe: bool = False
     policy: str = "faithful"
     draft_moe_backend: str | None = None
@@ -65,7 +66,7 @@ class OperatorInputs:
     probe_implied: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("package", "without", "env"):
+        for name in ("package", "without", "env", "tool"):
             value = getattr(self, name)
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))
@@ -76,8 +77,8 @@ class OperatorInputs:
         return tuple(f.name for f in fields(cls))
 
     def declares_environment(self) -> bool:
-        """Whether packages, absent packages, variables or an environment file are declared."""
-        return bool(self.package or self.without or self.env or self.environment)
+        """Whether packages, absent packages, variables, host tools or an environment file are declared."""
+        return bool(self.package or self.without or self.env or self.tool or self.environment)
 
     def device_flag(self) -> str:
         """How the device was given on the command line (``--gpu H200``, ``--to gpu:B200``, ``--platform cuda``)."""

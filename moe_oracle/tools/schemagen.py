@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.environment import HOST_TOOLS
 from ..core.fields import FIELDS, NONE
 from ..core.quant import QUANT_KEYS, SCHEME_ALIASES, SCHEMES, QuantFamily
 from ..core.vocab import Activation, ActivationFormat, All2AllBackend, DType, Interface, Platform, Policy, ReasonCode, RoutingMethod, Source, enum_values
@@ -54,6 +55,7 @@ def vocabulary_schema() -> dict[str, Any]:
                 {"enum": list(FIELDS)},
                 {"type": "string", "pattern": "^packages\\.[a-z0-9][a-z0-9._-]*$"},
                 {"type": "string", "pattern": "^env\\.[A-Z][A-Z0-9_]*$"},
+                {"enum": [f"tools.{name}" for name in HOST_TOOLS]},
             ],
         },
         "scalar": {"type": ["string", "integer", "number", "boolean"]},

@@ -6,8 +6,9 @@ A :class:`Deployment` holds only JSON values (strings, numbers, booleans, lists,
 ``moe_oracle.core.quant`` key names); each side translates them into its own objects.
 
 Packages are the optional packages vLLM probes at selection time, by our short
-names (:data:`PACKAGES`); any package not listed is absent. Environment variables
-are the raw strings vLLM would read.
+names (:data:`PACKAGES`); any package not listed is absent. Tools are the host tools
+found (:data:`moe_oracle.core.environment.HOST_TOOLS`: FlashInfer's JIT toolchain); any
+tool not listed is not found. Environment variables are the raw strings vLLM would read.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
+from ..core.environment import HOST_TOOLS
 from .frontends import FRONT_ENDS as _REGISTRY
 
 __all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer", "STAGES", "PF_NONE", "PF_RAISES", "PF_UNASKED"]
@@ -37,7 +39,8 @@ PF_UNASKED = "(not asked) "
 Not compared (:meth:`Answer.pf_compared`); counted in the report."""
 
 PACKAGES: tuple[str, ...] = (
-    "flashinfer",  # flashinfer-python at the version the release pins (with cubins)
+    "flashinfer",  # flashinfer-python at the version the release pins
+    "flashinfer_cubin",  # flashinfer-cubin (FlashInfer's precompiled kernels) at that version
     "deep_gemm",  # DeepGEMM (vLLM also vendors it as vllm.third_party.deep_gemm)
     "deep_ep",  # DeepEP (high-throughput / low-latency / v2 all2all)
     "triton_kernels",  # OpenAI triton_kernels (gpt-oss MXFP4)
@@ -81,6 +84,8 @@ class Deployment:
         moe_backend: requested backend (vLLM ``--moe-backend`` value) or ``auto``.
         env: environment variables (name -> raw string).
         packages: optional packages present (:data:`PACKAGES`), sorted.
+        tools: host tools found (``nvcc`` on PATH, ``jit_nvcc``, ``ninja``), sorted; vLLM's
+            lookups of them are answered from this (:class:`~moe_oracle.verify.sim_standins.ToolLookup`).
         model_type, architecture: Hugging Face identifiers (``None``: no model config).
         has_hash_routing, require_decomposed: routing features of the layer.
         weight_group_size: weight quantization group size of a GPTQ/AWQ/compressed-tensors
@@ -123,6 +128,7 @@ class Deployment:
     moe_backend: str = "auto"
     env: tuple[tuple[str, str], ...] = ()
     packages: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
     model_type: str | None = None
     architecture: str | None = None
     has_hash_routing: bool = False
@@ -138,6 +144,10 @@ class Deployment:
         if self.front_end not in FRONT_ENDS:
             raise ValueError(f"front_end: {self.front_end!r}; allowed {list(FRONT_ENDS)}")
         object.__setattr__(self, "packages", tuple(sorted(set(self.packages))))
+        bad_tools = sorted(set(self.tools) - set(HOST_TOOLS))
+        if bad_tools:
+            raise ValueError(f"tools: unknown {bad_tools}; allowed {list(HOST_TOOLS)}")
+        object.__setattr__(self, "tools", tuple(sorted(set(self.tools))))
         object.__setattr__(self, "env", tuple(sorted((str(k), str(v)) for k, v in dict(self.env).items())))
         if self.block is not None:
             object.__setattr__(self, "block", tuple(self.block))
@@ -151,6 +161,7 @@ class Deployment:
         out = asdict(self)
         out["env"] = dict(self.env)
         out["packages"] = list(self.packages)
+        out["tools"] = list(self.tools)
         out["block"] = list(self.block) if self.block is not None else None
         return out
 
@@ -168,8 +179,9 @@ class Deployment:
         kwargs = dict(data)
         if "env" in kwargs:
             kwargs["env"] = tuple(dict(kwargs["env"]).items())
-        if "packages" in kwargs:
-            kwargs["packages"] = tuple(kwargs["packages"])
+        for name in ("packages", "tools"):
+            if name in kwargs:
+                kwargs[name] = tuple(kwargs[name])
         if kwargs.get("block") is not None:
             kwargs["block"] = tuple(kwargs["block"])
         return cls(**kwargs)
@@ -179,8 +191,8 @@ class Deployment:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
 
     def state_key(self) -> tuple[Any, ...]:
-        """What the vLLM side must re-simulate when it changes (platform, packages, env)."""
-        return (self.platform, self.capability, self.arch, self.cpu_amx, self.packages, self.env)
+        """What the vLLM side must re-simulate when it changes (platform, packages, tools, env)."""
+        return (self.platform, self.capability, self.arch, self.cpu_amx, self.packages, self.tools, self.env)
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def _probe_in_worker(release: str) -> dict[str, Any]:
     from .vllm_sim import Simulation
 
     sim = Simulation(release, None)
-    sim.apply(Deployment(platform="cuda", capability=100, packages=("flashinfer",)))
+    sim.apply(Deployment(platform="cuda", capability=100, packages=("flashinfer", "flashinfer_cubin")))
     fi_utils = importlib.import_module("vllm.utils.flashinfer")
     out: dict[str, Any] = {}
     for name, fn in sorted(vars(fi_utils).items()):
@@ -196,7 +196,7 @@ def check_substitute(directory: Path, release: str, cases: int = 5000, seed: int
         probes[version] = json.loads(proc.stdout.strip().splitlines()[-1])
     differing = sorted(k for k in set(probes[lo]) | set(probes[hi]) if probes[lo].get(k) != probes[hi].get(k) and "informational" not in k)
     sample = [d for d in random_deployments(cases * 3, seed) if d.platform == "cuda"]
-    sample = [dataclasses.replace(d, packages=tuple(sorted({*d.packages, "flashinfer"}))) for d in sample][:cases]
+    sample = [dataclasses.replace(d, packages=tuple(sorted({*d.packages, "flashinfer", "flashinfer_cubin"}))) for d in sample][:cases]
     answers = {}
     for version in (lo, hi):
         rep = run_release(_env_for(directory, version), release, sample, jobs=jobs)

@@ -4,7 +4,7 @@ Independent draws rarely line up every axis a kernel needs (issue 25: MoRI and p
 selected, W4A8-INT8 never selected, no XPU kernel). For each kernel of the release's tables that
 vLLM provides, :func:`guided_deployments` starts from random deployments of the sampler
 (:mod:`.space`) and *solves* for it: it asks our tables why the kernel lost and repairs the
-deployment along the failing fields it can set (device, all2all, request, packages, environment
+deployment along the failing fields it can set (device, all2all, request, packages, host tools, environment
 variables, activation, routing, dtype, bias, LoRA), up to ``steps`` times. A deployment is kept
 when our tables then select the kernel; vLLM judges it in the run, so a wrong table shows up as
 a disagreement, never as coverage.
@@ -42,6 +42,7 @@ def repair(dep: Deployment, failures: Sequence[Any], request: str | None, rng: r
     changes: dict[str, Any] = {}
     env = dict(dep.env)
     packages = set(dep.packages)
+    tools = set(dep.tools)
     for f in failures:
         field, allowed = f.field, f.allowed
         pick = rng.choice(allowed) if isinstance(allowed, (list, tuple)) and allowed else None
@@ -65,6 +66,8 @@ def repair(dep: Deployment, failures: Sequence[Any], request: str | None, rng: r
             short = _DISTRIBUTION_TO_SHORT.get(field[9:])
             if short in PACKAGES:
                 packages.add(short)
+        elif field.startswith("tools.") and isinstance(pick, bool):
+            (tools.add if pick else tools.discard)(field[6:])
         elif field.startswith("env.") and pick is not None:
             env[field[4:]] = ("1" if pick else "0") if isinstance(pick, bool) else str(pick)
         elif field in ("activation", "routing_method", "in_dtype") and pick:
@@ -73,7 +76,7 @@ def repair(dep: Deployment, failures: Sequence[Any], request: str | None, rng: r
             changes[field] = pick
         elif field == "enable_eplb" and pick is False:
             changes.update(enable_eplb=False, num_redundant_experts=0)
-    return replace(dep, env=tuple(env.items()), packages=tuple(sorted(packages)), **changes)
+    return replace(dep, env=tuple(env.items()), packages=tuple(sorted(packages)), tools=tuple(sorted(tools)), **changes)
 
 
 def guided_deployments(

@@ -2,8 +2,9 @@
 
 The deployment becomes a :class:`~moe_oracle.core.config.MoEConfig` and an exact
 :class:`~moe_oracle.core.environment.Environment` (every package not declared is known
-absent; vLLM is the release asked about; FlashInfer, when present, is the version
-that release pins), and the engine selects with the default (faithful) policy.
+absent and every host tool not declared known not found; vLLM is the release asked about;
+FlashInfer and flashinfer-cubin, when present, are the version that release pins), and the
+engine selects with the default (faithful) policy.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any, Mapping
 
 from ..core.config import Device, MoEConfig, ParallelConfig
 from ..core.decision import NoEligibleKernelError
-from ..core.environment import Environment
+from ..core.environment import HOST_TOOLS, Environment
 from ..core.errors import ConfigError
 from ..core.oracle import Oracle
 from ..core.quant import QuantScheme
@@ -25,6 +26,7 @@ __all__ = ["OurSide", "PACKAGE_NAMES", "FLASHINFER_PINS", "FLASHINFER_SUBSTITUTE
 
 PACKAGE_NAMES: Mapping[str, str] = {
     "flashinfer": "flashinfer-python",
+    "flashinfer_cubin": "flashinfer-cubin",
     "deep_gemm": "deep-gemm",
     "deep_ep": "deep-ep",
     "triton_kernels": "triton-kernels",
@@ -67,14 +69,14 @@ FRONT_END_QUANT_METHOD: Mapping[str, str | None] = QUANT_METHOD
 
 
 def environment_for(dep: Deployment, release: str) -> Environment:
-    """The exact environment of ``dep`` under vLLM ``release``."""
+    """The exact environment of ``dep`` under vLLM ``release`` (every host tool known: found or not)."""
     packages = [("vllm", release)]
     for short in dep.packages:
         name = PACKAGE_NAMES[short]
         # The version vLLM's side runs against (the pin, or its documented substitute).
-        version = (flashinfer_installed(release) or "0.7.2.post1") if short == "flashinfer" else "1.0"
+        version = (flashinfer_installed(release) or "0.7.2.post1") if short in ("flashinfer", "flashinfer_cubin") else "1.0"
         packages.append((name, version))
-    return Environment(tuple(packages), frozenset(), True, dep.env)
+    return Environment(tuple(packages), frozenset(), True, dep.env, tools=tuple((t, t in dep.tools) for t in HOST_TOOLS))
 
 
 def config_for(dep: Deployment) -> MoEConfig:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     from .vllm_sim import Simulation
 
-__all__ = ["MODULE_PACKAGES", "STANDIN_ATTRS", "STUB_TOPS", "CACHED", "EXTENSION_STANDINS", "GroupStandIn", "ModuleView", "SIMULATED_COMPUTE_UNITS", "StubFinder", "StubLoader", "StubModule", "StubValue", "ZENTORCH_OPS", "aiter_fused_moe", "compiled_op", "defined_names", "flashinfer_source"]
+__all__ = ["MODULE_PACKAGES", "STANDIN_ATTRS", "STUB_TOPS", "CACHED", "EXTENSION_STANDINS", "GroupStandIn", "ModuleView", "SIMULATED_COMPUTE_UNITS", "StubFinder", "StubLoader", "StubModule", "StubValue", "ToolLookup", "ZENTORCH_OPS", "aiter_fused_moe", "compiled_op", "defined_names", "flashinfer_source"]
 
 MODULE_PACKAGES: dict[str, str] = {
     "deep_gemm": "deep_gemm",
@@ -38,6 +38,7 @@ MODULE_PACKAGES: dict[str, str] = {
     "zentorch": "zentorch",
     "quark": "quark",
     "flashinfer": "flashinfer",
+    "flashinfer_cubin": "flashinfer_cubin",
 }
 """Module name vLLM probes -> the deployment package that makes it present."""
 
@@ -156,6 +157,38 @@ class StubFinder(importlib.abc.MetaPathFinder):
         if pkg is None or pkg not in self.sim._packages:
             return None
         return importlib.machinery.ModuleSpec(fullname, StubLoader(self.sim._stubs), is_package=True)
+
+
+class ToolLookup:
+    """``shutil`` as ``vllm.utils.flashinfer`` sees it: ``which`` answers FlashInfer's toolchain
+    lookups from the deployment's declared host tools (``tools()``: names of
+    :data:`moe_oracle.core.environment.HOST_TOOLS` found), never from this machine's PATH.
+
+    A bare ``nvcc`` is the lookup on PATH (tool ``nvcc``), a path ending in ``bin/nvcc`` the nvcc
+    under a CUDA home that vLLM derived (``jit_nvcc``), ``ninja`` the lookup on PATH (``ninja``);
+    any other call goes to ``shutil``.
+    """
+
+    def __init__(self, tools: Callable[[], frozenset[str]]) -> None:
+        self._tools = tools
+
+    def which(self, cmd: str, *args: Any, **kwargs: Any) -> str | None:
+        import os
+        import shutil
+
+        found = self._tools()
+        if cmd == "nvcc":
+            return "/simulated/cuda/bin/nvcc" if "nvcc" in found else None
+        if cmd == "ninja":
+            return "/simulated/bin/ninja" if "ninja" in found else None
+        if os.path.basename(cmd) == "nvcc" and os.path.basename(os.path.dirname(cmd)) == "bin":
+            return cmd if "jit_nvcc" in found else None
+        return shutil.which(cmd, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        import shutil
+
+        return getattr(shutil, name)
 
 
 class GroupStandIn:

@@ -275,6 +275,37 @@ FAMILY_ENV_VARS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
 
 _PACKAGE_WEIGHTS = {"flashinfer": 0.7, "deep_gemm": 0.6, "deep_ep": 0.4, "triton_kernels": 0.5, "aiter": 0.6, "humming": 0.3}
 
+_FLASHINFER_APART = ("flashinfer_cubin",)
+"""Packages drawn with FlashInfer's availability (:func:`_flashinfer_availability`), not in the common draw."""
+
+TOOLCHAINS: tuple[tuple[tuple[str, ...], float], ...] = (
+    (("jit_nvcc", "ninja", "nvcc"), 0.4),  # a CUDA toolkit on PATH and vLLM's ninja
+    ((), 0.2),  # neither (a runtime-only image)
+    (("jit_nvcc", "nvcc"), 0.15),  # nvcc, no ninja on PATH (0.29-0.31 need only nvcc)
+    (("jit_nvcc", "ninja"), 0.1),  # the toolkit under /usr/local/cuda, not on PATH (found from 0.32)
+    (("ninja",), 0.1),
+    (("ninja", "nvcc"), 0.05),  # nvcc on PATH while CUDA_HOME points elsewhere (0.32+ does not find it)
+)
+"""Host tools found (with weights): FlashInfer's JIT toolchain as installs have it."""
+
+
+def _flashinfer_availability(dep: Deployment) -> Deployment:
+    """``dep`` with what decides whether vLLM counts FlashInfer as available (has_flashinfer):
+    flashinfer-cubin, ``VLLM_HAS_FLASHINFER_CUBIN`` and the host tools, drawn from a generator
+    seeded by the deployment's own draws (so every other axis keeps its sequence)."""
+    sub = random.Random("flashinfer-availability:" + dep.key())
+    packages = set(dep.packages)
+    if sub.random() < (0.45 if "flashinfer" in packages else 0.1):
+        packages.add("flashinfer_cubin")
+    env = dict(dep.env)
+    roll = sub.random()
+    if roll < 0.08:
+        env["VLLM_HAS_FLASHINFER_CUBIN"] = "1"
+    elif roll < 0.12:
+        env["VLLM_HAS_FLASHINFER_CUBIN"] = "0"
+    tools = _pick(sub, [t for t, _ in TOOLCHAINS], [w for _, w in TOOLCHAINS])
+    return replace(dep, packages=tuple(sorted(packages)), env=tuple(env.items()), tools=tools)
+
 _TP_DP = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8), (2, 4), (4, 2), (16, 1))
 
 
@@ -365,10 +396,10 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     for name, values in FAMILY_ENV_VARS.get(family, ()):
         if rng.random() < 0.2:
             env[name] = _pick(rng, values)
-    packages = tuple(p for p in PACKAGES if rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
+    packages = tuple(p for p in PACKAGES if p not in _FLASHINFER_APART and rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS + FAMILY_MOE_BACKENDS.get(family, ()))
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
-    return _family_axes(Deployment(
+    return _flashinfer_availability(_family_axes(Deployment(
         platform=platform,
         capability=cap,
         arch=arch,
@@ -406,7 +437,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
         **checkpoint,
-    ))
+    )))
 
 
 def random_deployments(n: int, seed: int, families: Sequence[str] | None = None) -> list[Deployment]:
@@ -443,8 +474,8 @@ def exhaustive_deployments(
     platforms: Sequence[str] | None = None,
 ) -> Iterator[Deployment]:
     """The product of the discrete axes (device x scheme x front end x activation x routing x
-    parallel shape x all2all x LoRA x request) for each shape, with FlashInfer, DeepGEMM,
-    triton_kernels and AITER present."""
+    parallel shape x all2all x LoRA x request) for each shape, with FlashInfer (and its
+    precompiled kernels, flashinfer-cubin), DeepGEMM, triton_kernels and AITER present."""
     fams = list(families or FAMILY_SCHEMES)
     parallel = ((1, 1, False, "allgather_reducescatter"), (8, 1, False, "allgather_reducescatter"), (8, 1, True, "allgather_reducescatter"),
                 (1, 8, True, "deepep_low_latency"), (1, 8, True, "deepep_high_throughput"), (2, 4, True, "flashinfer_nvlink_one_sided"))
@@ -464,7 +495,7 @@ def exhaustive_deployments(
                 for model_type in _EXHAUSTIVE_MODEL_TYPES.get(front, (None,)):
                     base = Deployment(platform=platform, capability=cap, arch=arch, cpu_amx=amx, family=family, front_end=front, weight_key=weight, activation_key=act,
                                       block=block, num_experts=e, top_k=k, hidden_size=h, intermediate_size=i, model_type=model_type,
-                                      packages=("aiter", "deep_gemm", "flashinfer", "triton_kernels"), **_exhaustive_checkpoint(family, front, weight))
+                                      packages=("aiter", "deep_gemm", "flashinfer", "flashinfer_cubin", "triton_kernels"), **_exhaustive_checkpoint(family, front, weight))
                     for activation, routing in itertools.product(("silu", "swigluoai", "relu2_no_mul"), ("renormalize", "deepseek_v3", "default")):
                         for tp, dp, ep, a2a in parallel:
                             for lora, backend in ((False, "auto"), (True, "auto"), (False, "triton")):

@@ -37,11 +37,21 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
 * **Optional packages**: ``vllm.utils.import_utils._has_module`` / ``_has_module_spec``
   answer from the deployment for the modules in :data:`MODULE_PACKAGES`; every
   ``has_flashinfer*`` probe returns False when FlashInfer is absent and runs for real
-  (against the FlashInfer the release pins, on ``sys.path``) when it is present, with
-  the cubin probe true. References bound into other modules are rebound. FlashInfer's
+  (against the FlashInfer the release pins, on ``sys.path``) when it is present.
+  ``has_flashinfer_cubin`` runs for real: it reads ``VLLM_HAS_FLASHINFER_CUBIN`` and finds
+  ``flashinfer_cubin`` where the deployment declares flashinfer-cubin (a stand-in module,
+  :class:`StubFinder`). References bound into other modules are rebound. FlashInfer's
   CuTe-DSL modules need nvidia-cutlass-dsl (a dependency of flashinfer-python this environment
   lacks): the probes see the names their source defines (``ModuleView``). b12x is probed once
   at import by ``vllm.utils.b12x``; its answer follows the deployment (``_refresh_b12x``).
+* **Host tool lookups** (FlashInfer's JIT toolchain): ``vllm.utils.flashinfer`` looks nvcc and
+  ninja up with ``shutil.which`` (0.29.0-0.31.0 ``which("nvcc")``; 0.32.0+ ``_flashinfer_nvcc_path``,
+  which derives a CUDA home and looks up ``<home>/bin/nvcc``, and ``which("ninja")``). The module's
+  ``shutil`` is :class:`ToolLookup`, which answers those lookups from the deployment's declared
+  tools (``nvcc``: a bare ``nvcc`` lookup; ``jit_nvcc``: any ``.../bin/nvcc`` path; ``ninja``) and
+  passes every other call to ``shutil``; vLLM's own code derives the CUDA home and combines the
+  answers. Self-check: every ``which(`` of the module is ``shutil.which(``, the module still
+  holds the stand-in, and has_flashinfer still reads has_flashinfer_cubin.
 * **Environment variables**: ``os.environ`` per deployment (vLLM reads ``vllm.envs``
   lazily); AITER's cached flags are refreshed with vLLM's own ``refresh_env_variables``.
 * **Caches**: every ``functools`` cache inside ``vllm.*`` is cleared when the platform,
@@ -62,7 +72,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .cases import Deployment
-from .sim_standins import MODULE_PACKAGES, CACHED, EXTENSION_STANDINS, GroupStandIn, ModuleView, SIMULATED_COMPUTE_UNITS, StubFinder, StubModule, ZENTORCH_OPS, compiled_op, defined_names, flashinfer_source
+from .sim_standins import MODULE_PACKAGES, CACHED, EXTENSION_STANDINS, GroupStandIn, ModuleView, SIMULATED_COMPUTE_UNITS, StubFinder, StubModule, ToolLookup, ZENTORCH_OPS, compiled_op, defined_names, flashinfer_source
 
 __all__ = ["Simulation", "MODULE_PACKAGES"]
 
@@ -74,6 +84,24 @@ _CUDA_QUERIES: dict[str, Callable[[int], bool]] = {
     "mxfp4_experts_quant_supported": lambda cap: 100 <= cap <= 119,
     "cutlass_scaled_mm_supports_fp4": lambda cap: 100 <= cap <= 129,
 }
+
+
+def _check_tool_lookup(fi: types.ModuleType) -> list[str]:
+    """The host-tool stand-in still sees every toolchain lookup of ``vllm.utils.flashinfer``."""
+    problems = []
+    if not isinstance(getattr(fi, "shutil", None), ToolLookup):
+        problems.append("vllm.utils.flashinfer.shutil is not the host-tool stand-in (nvcc/ninja lookups would read this machine)")
+    source = Path(fi.__file__).read_text()
+    if source.count("which(") != source.count("shutil.which("):
+        problems.append("vllm.utils.flashinfer looks a tool up other than through shutil.which")
+    tree = ast.parse(source)
+    funcs = {n.name: ast.get_source_segment(source, n) or "" for n in tree.body if isinstance(n, ast.FunctionDef)}
+    gate = funcs.get("has_flashinfer", "")
+    if "has_flashinfer_cubin()" not in gate or not ('shutil.which("nvcc")' in gate or "_flashinfer_nvcc_path()" in gate):
+        problems.append("vllm.utils.flashinfer.has_flashinfer no longer gates on has_flashinfer_cubin() and an nvcc lookup")
+    if 'find_spec("flashinfer_cubin")' not in funcs.get("has_flashinfer_cubin", ""):
+        problems.append("vllm.utils.flashinfer.has_flashinfer_cubin no longer finds flashinfer_cubin with find_spec")
+    return problems
 
 
 # Compiled ops probed with hasattr (see the module docstring for the build assumptions).
@@ -97,6 +125,7 @@ class Simulation:
         self.tree = tree
         self._state: tuple[Any, ...] | None = None
         self._packages: frozenset[str] = frozenset()
+        self._tools: frozenset[str] = frozenset()
         # Modules are imported as on an H100 (some compute capability flags at import).
         self._platform = "cuda"
         self._capability = 90
@@ -176,6 +205,8 @@ class Simulation:
         fi = sys.modules.get("vllm.utils.flashinfer")
         if fi is None or not hasattr(fi, "has_flashinfer_cubin"):
             problems.append("vllm.utils.flashinfer.has_flashinfer_cubin is gone")
+        else:
+            problems += _check_tool_lookup(fi)
         ops = getattr(sys.modules.get("vllm._aiter_ops"), "rocm_aiter_ops", None)
         if ops is None or not hasattr(ops, "refresh_env_variables"):
             problems.append("vllm._aiter_ops.rocm_aiter_ops.refresh_env_variables is gone")
@@ -401,11 +432,12 @@ class Simulation:
                 if not name.startswith("has_flashinfer") or not callable(value):
                     continue
                 if name == "has_flashinfer_cubin":
-                    self._register(value, lambda: "flashinfer" in sim._packages)
-                    continue
+                    continue  # runs for real: the variable, and flashinfer_cubin found per deployment
                 self._register(value, self._flashinfer_probe(value))
             if hasattr(fi, "_get_submodule"):
                 fi._get_submodule = self._flashinfer_submodule
+            if hasattr(fi, "shutil"):
+                fi.shutil = ToolLookup(lambda: sim._tools)
 
     def _flashinfer_submodule(self, module_name: str) -> Any:
         """``vllm.utils.flashinfer._get_submodule`` for a FlashInfer that has its CuTe DSL.
@@ -510,6 +542,7 @@ class Simulation:
             raise ValueError(f"platform {dep.platform!r} cannot be simulated for vLLM {self.release}")
         self._platform = dep.platform
         self._packages = frozenset(dep.packages)
+        self._tools = frozenset(dep.tools)
         if dep.platform == "cuda":
             self._capability = int(dep.capability or 90)
         elif dep.platform == "rocm" and self._rocm is not None:

@@ -101,6 +101,11 @@ def pairing_issues(compiled: CompiledTables, version: Version) -> list[InputIssu
     return _pairings(experts, pfs, version)[1]
 
 
+def _required_packages(checks: Sequence[Check]) -> frozenset[str]:
+    """The packages an entry requires: its unconditional ``packages.<name>`` presence checks."""
+    return frozenset(c.field[9:] for c in checks if c.field.startswith("packages.") and not c.condition and c.predicate is not None and ("present", True) in c.predicate.spec)
+
+
 def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> Catalog:
     """The :class:`~moe_oracle.core.catalog.Catalog` of ``compiled`` for engine release ``version``.
 
@@ -129,6 +134,12 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         if ok(s.engine) and (s.otherwise in kernel_ids if s.otherwise is not None else any(k in kernel_ids for k in s.try_kernels)) and (not s.selected or any(k in kernel_ids for k in s.selected))
     )
     global_checks = [g for g in compiled.constraints if ok(g.engine)]
+    # A constraint on whether a package is usable binds the prepare/finalize entries that require it
+    # too, under a rule id of the entry's own: prepare/finalize rules are checked at construction
+    # (``construction`` below), and the experts' copies must not be taken for such.
+    package_gates = [g for g in global_checks if g.packages]
+    if package_gates:
+        pfs = [replace(pf, checks=pf.checks + tuple(replace(g.check, rule=f"{pf.id}.{g.check.rule}") for g in package_gates if _required_packages(pf.checks).intersection(g.packages))) for pf in pfs]
     known_bad: list[KnownBad] = [kb for kb in compiled.known_bad if ok(kb.engine)]
 
     backend_names: dict[str, tuple[str, ...]] = {b: (b,) for b in sorted(backends)}
@@ -202,7 +213,8 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
                 f"{fmt}-format experts; the all2all backend produces " + ", ".join(sorted({produced_elsewhere[d].value for d in refused})) + " activations (" + ", ".join(refused) + ")",
                 entry.reference,
             ))
-        extra += [pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend, entry.interface.value, entry.implements or entry.id)]
+        requires = _required_packages(entry.checks)
+        extra += [pairing, request_checks[entry.backend]] + [g.check for g in global_checks if g.applies(entry.backend, entry.interface.value, entry.implements or entry.id, requires)]
         own = _sequenced(entry.checks + tuple(extra))
         final_experts.append(replace(entry, checks=own))
         bad = [kb.check for kb in known_bad if entry.id in kb.kernels or (entry.implements is not None and entry.implements in kb.kernels)]

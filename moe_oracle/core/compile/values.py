@@ -15,6 +15,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from ..checks import Check
+from ..environment import HOST_TOOLS
 from ..fields import FIELDS, field_spec, is_known_field
 from ..predicates import Predicate, compile_value_spec
 from ..vocab import Platform, ReasonCode
@@ -29,7 +30,7 @@ _NUMERIC = ("min", "max", "multiple_of", "not_multiple_of")
 
 def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> bool:
     if not is_known_field(fieldname):
-        ctx.issue(path, "unknown field", fieldname, list(FIELDS) + ["packages.<name>", "env.<VAR>"])
+        ctx.issue(path, "unknown field", fieldname, list(FIELDS) + ["packages.<name>", "env.<VAR>"] + [f"tools.{t}" for t in HOST_TOOLS])
         return False
     if fieldname.startswith("env.") and fieldname[4:] not in ctx.env_types:
         ctx.issue(path, "environment variable is not declared in rules/environment.yaml", fieldname[4:], sorted(ctx.env_types))

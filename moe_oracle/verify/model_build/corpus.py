@@ -33,8 +33,12 @@ class Deployment:
         tp, dp, ep, all2all: parallelism (``all2all`` ``None``: the release's default).
         packages: optional packages present, by the harness's short names (CUDA deployments carry
             FlashInfer and the CUTLASS DSL: every vLLM 0.29-0.33 wheel requires
-            ``flashinfer-python`` and ``nvidia-cutlass-dsl``, so a CUDA install has them)
+            ``flashinfer-python`` and ``nvidia-cutlass-dsl``, so a CUDA install has them; none
+            carries ``flashinfer-cubin``, which no vLLM wheel requires)
             (:data:`moe_oracle.verify.cases.PACKAGES`); every other one is absent on both sides.
+        tools: host tools found (:data:`moe_oracle.core.environment.HOST_TOOLS`); every other
+            one is not found on both sides. Without flashinfer-cubin they decide whether vLLM
+            counts FlashInfer as available (vllm/utils/flashinfer.py has_flashinfer).
         speculative: MTP speculative decoding for models that carry MTP layers.
     """
 
@@ -48,16 +52,23 @@ class Deployment:
     ep: bool = False
     all2all: str | None = None
     packages: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
     speculative: bool = False
 
 
+_TOOLKIT = ("jit_nvcc", "ninja", "nvcc")
+_NVCC_ONLY = ("jit_nvcc", "nvcc")
+
 DEPLOYMENTS: tuple[Deployment, ...] = (
-    Deployment("H200-tp8", "H200", "cuda", 90, None, tp=8, packages=("flashinfer", "cutlass", "deep_gemm")),
-    Deployment("B200-dp8-ep-deepep_ht-mtp", "B200", "cuda", 100, None, dp=8, ep=True, all2all="deepep_high_throughput", packages=("flashinfer", "cutlass", "deep_gemm", "deep_ep"), speculative=True),
+    Deployment("H200-tp8", "H200", "cuda", 90, None, tp=8, packages=("flashinfer", "cutlass", "deep_gemm"), tools=_TOOLKIT),
+    Deployment("B200-dp8-ep-deepep_ht-mtp", "B200", "cuda", 100, None, dp=8, ep=True, all2all="deepep_high_throughput", packages=("flashinfer", "cutlass", "deep_gemm", "deep_ep"), tools=_NVCC_ONLY, speculative=True),
     Deployment("MI300X-tp8", "MI300X", "rocm", None, "gfx942", tp=8, packages=("aiter",)),
     Deployment("H100-tp2-dp4-ep-deepep_ll", "H100", "cuda", 90, None, tp=2, dp=4, ep=True, all2all="deepep_low_latency", packages=("flashinfer", "cutlass", "deep_gemm", "deep_ep")),
 )
-"""The deployments of the extended corpus (``MOE_ORACLE_MODEL_BUILD=full``)."""
+"""The deployments of the extended corpus (``MOE_ORACLE_MODEL_BUILD=full``). None has
+flashinfer-cubin; the host tools differ so that vLLM's FlashInfer gate goes both ways: H200 has a
+CUDA toolkit and ninja (FlashInfer available in every release), B200 nvcc without ninja
+(available in 0.29.0-0.31.0, off from 0.32.0), H100 neither (off in every release)."""
 
 QUICK_DEPLOYMENTS: tuple[Deployment, ...] = DEPLOYMENTS[:3]
 """The CI subset: H200 TP8, B200 DP8+EP over DeepEP HT with MTP, MI300X TP8."""
@@ -123,6 +134,7 @@ def cases(dirs: Iterable[Path], deployments: Iterable[Deployment]) -> list[Case]
         for name, cfg, quant in models:
             d = asdict(dep)
             d["packages"] = list(dep.packages)
+            d["tools"] = list(dep.tools)
             spec = dep.speculative and _has_mtp(cfg)
             d["speculative"] = {"method": "mtp", "num_speculative_tokens": 1} if spec else None
             out.append(Case(f"{name}@{dep.name}", name, str(cfg), str(quant) if quant else None, d))

@@ -6,6 +6,7 @@ The case's inputs go through the one door the CLI uses
 (every package not listed is absent, as on the vLLM side). The plan's record gives each group's
 kind, role, quant keys, selected kernel (its backend as vLLM's enum member name,
 :mod:`..backend_names`) and prepare/finalize; the layer's own inputs (experts,
+from ...core.environment import HOST_TOOLS
 top-k, sizes, routing, activation ...) are read from the group's Decision.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backend_names import UnknownBackend, vllm_backend_name
+from ...core.environment import HOST_TOOLS
 from ..ours import FLASHINFER_PINS, PACKAGE_NAMES
 
 __all__ = ["our_layers", "plan_argv"]
@@ -31,7 +33,7 @@ def freeze_text(release: str, packages: list[str]) -> str:
     pins, the others 1.0 (as :mod:`moe_oracle.verify.ours` declares them)."""
     lines = [f"vllm=={release}"]
     for short in packages:
-        version = FLASHINFER_PINS.get(release, "0.7.2.post1") if short == "flashinfer" else CUTLASS_DSL_PINS.get(release, "4.8.0") if short == "cutlass" else "1.0"
+        version = FLASHINFER_PINS.get(release, "0.7.2.post1") if short in ("flashinfer", "flashinfer_cubin") else CUTLASS_DSL_PINS.get(release, "4.8.0") if short == "cutlass" else "1.0"
         lines.append(f"{PACKAGE_NAMES[short]}=={version}")
     return "\n".join(lines) + "\n"
 
@@ -42,7 +44,14 @@ def plan_inputs(case: dict[str, Any], env_file: Path) -> Any:
 
     dep = case["deployment"]
     return OperatorInputs(model=case["config"], gpu=dep["gpu"], tp=dep["tp"], dp=dep["dp"], environment=str(env_file), hf_quant_config=case.get("hf_quant_config"),
-                          ep=True if dep["ep"] else None, all2all=dep.get("all2all") or None, no_draft=not dep.get("speculative"))
+                          ep=True if dep["ep"] else None, all2all=dep.get("all2all") or None, no_draft=not dep.get("speculative"), tool=tool_flags(case))
+
+
+def tool_flags(case: dict[str, Any]) -> tuple[str, ...]:
+    """``--tool NAME=yes|no`` for every host tool: the case's tools found, the others not (as the
+    vLLM side's lookups answer them)."""
+    found = set(case["deployment"].get("tools", ()))
+    return tuple(f"{name}={'yes' if name in found else 'no'}" for name in HOST_TOOLS)
 
 
 def plan_argv(case: dict[str, Any], env_file: Path) -> list[str]:
@@ -56,6 +65,8 @@ def plan_argv(case: dict[str, Any], env_file: Path) -> list[str]:
         argv += ["--all2all", dep["all2all"]]
     if not dep.get("speculative"):
         argv.append("--no-draft")
+    for flag in tool_flags(case):
+        argv += ["--tool", flag]
     return argv
 
 

@@ -82,7 +82,7 @@ def build_case(sim: Any, case: dict[str, Any], root: Path) -> dict[str, Any]:
     dep = case["deployment"]
     t0 = time.perf_counter()
     out: dict[str, Any] = {"id": case["id"], "status": "ok", "error": None, "layers": [], "draft_status": None, "draft_error": None}
-    sim.apply(Deployment(platform=dep["platform"], capability=dep.get("capability"), arch=dep.get("arch"), packages=tuple(sorted(dep.get("packages", ()))), env=tuple(sorted(dep.get("env", {}).items()))))
+    sim.apply(Deployment(platform=dep["platform"], capability=dep.get("capability"), arch=dep.get("arch"), packages=tuple(sorted(dep.get("packages", ()))), tools=tuple(sorted(dep.get("tools", ()))), env=tuple(sorted(dep.get("env", {}).items()))))
     standins.reload_all2all_utils()
     standins.install_groups(dep["tp"], dep["dp"], dep["ep"])
     stage = "config"
