@@ -317,18 +317,25 @@ class VllmSide:
             raise NotImplementedError(f"EPLB is not supported {type(method).__name__}.")
 
     def load(self, dep: Deployment, moe: Any, method: Any) -> None:
-        """What the layer does with the quantization method after it selected (vLLM 0.29-0.33
-        P/routed_experts.py ``RoutedExperts.__init__``): refuse EPLB when the method does not
-        support it, then ``create_weights`` (here on the meta device, so nothing is allocated),
-        whose shape checks refuse deployments too (e.g. FP8 weight blocks that do not divide
-        the TP shard, Q/utils/fp8_utils.py validate_fp8_block_shape_moe). The TP group is the
-        attention TP group of rank 0 (``tp_size`` ranks). ``maybe_roundup_sizes`` only pads the
-        hidden size for some all2all backends, which no create_weights check reads; it is not run.
+        """What the layer does with the quantization method after it selected (vLLM 0.29.0-0.34.0
+        P/routed_experts.py ``RoutedExperts.__init__``): the method's ``maybe_roundup_sizes``
+        pads the hidden size and the intermediate size per partition (the all2all kernels'
+        hidden-size round-up of P/all2all_utils.py ``maybe_roundup_layer_hidden_size``, then the
+        selected backend's own, e.g. MXFP4 and unquantized) and the layer writes the padded sizes
+        into its ``FusedMoEConfig``; then it refuses EPLB when the method does not support it, and
+        calls ``create_weights`` with the padded sizes (here on the meta device, so nothing is
+        allocated), whose shape checks refuse deployments too (e.g. FP8 weight blocks that do not
+        divide the TP shard, Q/utils/fp8_utils.py validate_fp8_block_shape_moe; compressed-tensors
+        W4A8-FP8 ``hidden_size % 256``, which the DeepEP round-up can satisfy). The TP group is the
+        attention TP group of rank 0 (``tp_size`` ranks).
 
         Raises:
             whatever the release raises (vLLM refusing the deployment).
         """
         self.stage = "layer"
+        hidden, partition = method.maybe_roundup_sizes(moe.hidden_dim, moe.intermediate_size_per_partition, moe.in_dtype, moe.moe_parallel_config)
+        moe.hidden_dim = hidden
+        moe.intermediate_size_per_partition = partition
         self.check_eplb(dep, method)
         self.stage = "construction"
         self.sim.set_tp_world(dep.tp_size)
