@@ -30,12 +30,16 @@ calls ``create_weights`` with them. Two steps, in this order:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from packaging.version import Version
 
 from .fields import NONE
 from .vocab import All2AllBackend
+
+if TYPE_CHECKING:
+    from .decision import Decision
+    from .versions import EngineRelease
 
 __all__ = [
     "COMPILED_HIDDEN_SIZES",
@@ -44,9 +48,12 @@ __all__ = [
     "PadRule",
     "PadStep",
     "UNQUANTIZED_RULES",
+    "aiter_intermediate_alignment",
     "all2all_hidden_size",
+    "decision_layer_sizes",
     "layer_sizes",
     "round_up",
+    "rules_version",
 ]
 
 COMPILED_HIDDEN_SIZES: tuple[int, ...] = (2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192)
@@ -57,6 +64,13 @@ _XFER_ATOM_BYTES = 512  # 32 (warp) x 16 bytes (int4): DeepEP HT / v2 intranode 
 _ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 _BYTE_ROUNDED = frozenset({All2AllBackend.DEEPEP_HIGH_THROUGHPUT.value, All2AllBackend.DEEPEP_V2.value})
 _LISTED = frozenset({All2AllBackend.DEEPEP_LOW_LATENCY.value, All2AllBackend.NIXL_EP.value})
+
+_A2A_WHY = {
+    All2AllBackend.DEEPEP_HIGH_THROUGHPUT.value: "DeepEP high-throughput copies token rows in whole 512-byte units",
+    All2AllBackend.DEEPEP_V2.value: "DeepEP v2 copies token rows in whole 512-byte units",
+    All2AllBackend.DEEPEP_LOW_LATENCY.value: "DeepEP low-latency kernels exist for hidden sizes " + ", ".join(map(str, COMPILED_HIDDEN_SIZES)),
+    All2AllBackend.NIXL_EP.value: "NIXL-EP kernels exist for hidden sizes " + ", ".join(map(str, COMPILED_HIDDEN_SIZES)),
+}
 
 _A2A_REFERENCE = {
     All2AllBackend.DEEPEP_HIGH_THROUGHPUT.value: "vLLM 0.29.0-0.34.0 P/prepare_finalize/deepep_ht.py DeepEPHTPrepareAndFinalize.maybe_roundup_layer_hidden_size (via P/all2all_utils.py maybe_roundup_layer_hidden_size)",
@@ -298,7 +312,7 @@ def layer_sizes(values: Mapping[str, Any], backend: str | None, version: Version
     padded_hidden = int(values.get("padded_hidden_size", hidden))
     all2all = values.get("all2all", NONE)
     if padded_hidden != hidden:
-        steps.append(PadStep(f"pad.all2all.{all2all}", "hidden_size", hidden, padded_hidden, f"{all2all} rounds the hidden size up for its kernels", _A2A_REFERENCE.get(all2all, "vLLM P/all2all_utils.py maybe_roundup_layer_hidden_size")))
+        steps.append(PadStep(f"pad.all2all.{all2all}", "hidden_size", hidden, padded_hidden, _A2A_WHY.get(all2all, f"{all2all} rounds the hidden size up"), _A2A_REFERENCE.get(all2all, "vLLM P/all2all_utils.py maybe_roundup_layer_hidden_size")))
     padded_partition = partition
     method = _method_rules(values) if backend is not None else None
     if method is not None:
@@ -315,3 +329,24 @@ def layer_sizes(values: Mapping[str, Any], backend: str | None, version: Version
                 steps.append(PadStep(rule.id, "intermediate_size_per_partition", partition, p, f"{rule.note}: a multiple of {inter}", rule.reference))
             padded_hidden, padded_partition = h, p
     return LayerSizes(hidden, padded_hidden, partition, padded_partition, tuple(steps))
+
+
+def rules_version(release: "EngineRelease | None") -> Version | None:
+    """The release whose rules apply: the release itself, or for an unmodelled release at or after
+    the oldest modelled one the release standing in for it (as
+    :meth:`moe_oracle.core.catalog.Catalog.for_release` chooses the tables' view)."""
+    if release is None:
+        return None
+    version = release.parsed
+    if not release.modelled and Version(release.stand_in) <= version:
+        version = Version(release.stand_in)
+    return version
+
+
+def decision_layer_sizes(decision: "Decision") -> LayerSizes | None:
+    """The sizes vLLM builds the layer of ``decision`` with (``None``: no kernel selected, so
+    vLLM builds nothing)."""
+    if decision.winner is None:
+        return None
+    backend = decision.ranking.entry(decision.winner).backend
+    return layer_sizes(decision.normalized.values, backend, rules_version(decision.release))
