@@ -15,6 +15,7 @@ from ..core.decision import NoEligibleKernelError
 from ..core.environment import Environment
 from ..core.errors import ConfigError
 from ..core.oracle import Oracle
+from ..core.padding import decision_layer_sizes
 from ..core.quant import QuantScheme
 from .backend_names import UnknownBackend, vllm_backend_name
 from .cases import Answer, Deployment
@@ -242,4 +243,6 @@ class OurSide:
             backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut)
         except UnknownBackend as exc:
             backend = f"(unknown: {exc})"
-        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id)
+        sizes = decision_layer_sizes(decision) if dep.front_end != "direct" else None
+        padded = (sizes.padded_hidden_size, sizes.padded_intermediate_size_per_partition) if sizes is not None else None
+        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id, sizes=padded)

@@ -68,6 +68,15 @@ QUANT_KEY_NAMES: dict[str, str] = {
 
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
+# (FusedMoEParallelConfig flag, the P/F class P/all2all_utils.py maybe_roundup_layer_hidden_size
+# calls for it; bound at import only when the package probe holds, vLLM 0.29.0-0.34.0).
+_ALL2ALL_PF = (
+    ("use_deepep_ht_kernels", "DeepEPHTPrepareAndFinalize"),
+    ("use_deepep_ll_kernels", "DeepEPLLPrepareAndFinalize"),
+    ("use_deepep_v2_kernels", "DeepEPV2PrepareAndFinalize"),
+    ("use_nixl_ep_kernels", "NixlEPPrepareAndFinalize"),
+)
+
 
 def _no_weight_loader(*_args: Any, **_kwargs: Any) -> None:
     """Stands in for RoutedExperts.weight_loader: the harness loads no weights."""
@@ -115,6 +124,7 @@ class VllmSide:
         self.routing = {m.value[0] if isinstance(m.value, tuple) else m.value: m for m in self.cfg_mod.RoutingMethodType}
         self._front_ends: dict[str, Callable[..., tuple[Any, Any]]] = {}
         self.stage = "config"
+        self.sizes: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ translation
 
@@ -316,6 +326,31 @@ class VllmSide:
         if dep.enable_eplb and not getattr(method, "supports_eplb", True):
             raise NotImplementedError(f"EPLB is not supported {type(method).__name__}.")
 
+    def round_up(self, moe: Any, method: Any) -> None:
+        """The layer's padding step (vLLM 0.29.0-0.34.0 P/routed_experts.py ``RoutedExperts.__init__``,
+        right after the quantization method is built): the method's own ``maybe_roundup_sizes``,
+        whose result the layer writes into ``moe`` (``hidden_dim``, ``intermediate_size_per_partition``).
+        The padded sizes are kept for the answer (:attr:`.cases.Answer.sizes`).
+
+        Raises:
+            NotDriven: the deployment runs DeepEP / NIXL kernels whose prepare/finalize class
+                ``all2all_utils`` never imported (package absent, or a platform that is not
+                CUDA-alike): real vLLM refuses it at start-up, in the all2all manager, which the
+                tier does not build; the case is not compared.
+            whatever the release raises (NIXL / DeepEP LL above their largest hidden size).
+        """
+        self.stage = "layer"
+        par = moe.moe_parallel_config
+        a2a = vars(importlib.import_module(f"{P}.all2all_utils"))
+        for flag, name in _ALL2ALL_PF:
+            if getattr(par, flag, False) and name not in a2a:
+                raise NotDriven(f"{name} was never imported (its package is absent or the platform is not CUDA-alike): vLLM refuses this all2all backend at start-up, "
+                                "when the EP group's all2all manager asserts its package (vllm/distributed/device_communicators/all2all.py), before any layer; the tier builds no all2all manager")
+        hidden, partition = method.maybe_roundup_sizes(moe.hidden_dim, moe.intermediate_size_per_partition, moe.in_dtype, moe.moe_parallel_config)
+        moe.hidden_dim = hidden
+        moe.intermediate_size_per_partition = partition
+        self.sizes = (int(hidden), int(partition))
+
     def load(self, dep: Deployment, moe: Any, method: Any) -> None:
         """What the layer does with the quantization method after it selected (vLLM 0.29.0-0.34.0
         P/routed_experts.py ``RoutedExperts.__init__``): the method's ``maybe_roundup_sizes``
@@ -332,10 +367,7 @@ class VllmSide:
         Raises:
             whatever the release raises (vLLM refusing the deployment).
         """
-        self.stage = "layer"
-        hidden, partition = method.maybe_roundup_sizes(moe.hidden_dim, moe.intermediate_size_per_partition, moe.in_dtype, moe.moe_parallel_config)
-        moe.hidden_dim = hidden
-        moe.intermediate_size_per_partition = partition
+        self.round_up(moe, method)
         self.check_eplb(dep, method)
         self.stage = "construction"
         self.sim.set_tp_world(dep.tp_size)
@@ -372,6 +404,7 @@ class VllmSide:
         except ValueError as exc:
             return Answer("unsupported", detail=str(exc))
         self.stage = "config"
+        self.sizes = None
         try:
             front = self.front_end(dep.front_end)
             moe = self.moe_config(dep)
@@ -387,4 +420,4 @@ class VllmSide:
             return Answer("platform", backend=backend_name, detail=f"vLLM returns {backend_name} with no experts class")
         fmt = experts.activation_format()
         value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value
-        return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name)
+        return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name, sizes=self.sizes)
