@@ -94,6 +94,7 @@ _FIELDS = (
     _f("top_k", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "experts per token"),
     _f("hidden_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "model hidden size"),
     _f("intermediate_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "expert intermediate size before sharding"),
+    _f("padded_hidden_size", "int", None, "derived", R.SHAPE_UNALIGNED, "hidden size the quant method's create_weights gets: hidden_size rounded up for the DeepEP HT/LL/v2 or NIXL-EP all2all kernels (vLLM maybe_roundup_layer_hidden_size; the selected backend's own padding follows, see plan's layer_sizes)", ("hidden_size", "in_dtype", "parallel.all2all_backend", "parallel.use_ep", "parallel.tp_size", "parallel.dp_size")),
     _f("intermediate_size_per_partition", "int", None, "derived", R.SHAPE_UNALIGNED, "intermediate size / MoE TP size", ("intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
     _f("intermediate_divisible", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "intermediate_size is a multiple of the MoE TP size (weights shard evenly)", ("intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
     _f("tp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "tensor-parallel size", ("parallel.tp_size",)),
@@ -122,6 +123,7 @@ _FIELDS = (
     _f("weight_zero_point", "bool", _BOOL, "checkpoint", R.QUANT_UNSUPPORTED, "the weights carry zero points (asymmetric)", ("weight_zero_point", "quant")),
     _f("marlin_moe_supported", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "vLLM check_moe_marlin_supports_config holds (not ROCm, hidden % 128, group in -1/32/64/128, the partition holds whole groups; tile-aligned with act-order)", ("device.platform", "hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size", "act_order")),
     _f("weight_groups_aligned", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "the weight groups do not straddle the hidden size or the TP partition (group size divides both; per-channel: true)", ("hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size")),
+    _f("padded_weight_groups_aligned", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "the weight groups divide padded_hidden_size and the TP partition, as create_weights checks them (per-channel: true)", ("hidden_size", "in_dtype", "intermediate_size", "parallel.all2all_backend", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size")),
     _f("moe_quant_method", "str", None, "derived", R.PATH_NOT_ENABLED, "quantization method that serves the MoE layer: quant_method, except GPTQ/AWQ layers Marlin cannot serve fall back to moe_wna16", ("quant_method", "device.platform", "hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size", "act_order")),
 )
 del R

@@ -35,6 +35,7 @@ from .config import MoEConfig
 from .environment import HOST_TOOLS, Environment
 from .envvars import EnvVarSpec, parse_env_value
 from .fields import NONE
+from .padding import all2all_hidden_size
 from .quant import QUANT_KEYS, QuantScheme, method_weight_key
 from .vocab import ActivationFormat, All2AllBackend, Platform, Source
 
@@ -341,6 +342,10 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["num_local_experts"], sources["num_local_experts"] = local, Source.DERIVED
     ispp = config.intermediate_size // moe_tp
     values["intermediate_size_per_partition"], sources["intermediate_size_per_partition"] = ispp, Source.DERIVED
+    # What create_weights gets after the all2all kernels' round-up (core/padding.py, step 1).
+    padded_hidden = all2all_hidden_size(config.hidden_size, config.in_dtype._value_, all2all)
+    values["padded_hidden_size"], sources["padded_hidden_size"] = padded_hidden, Source.DERIVED
+    values["padded_weight_groups_aligned"], sources["padded_weight_groups_aligned"] = None if group is None else (group <= 0 or (padded_hidden % group == 0 and ispp % group == 0)), Source.DERIVED
     values["intermediate_divisible"], sources["intermediate_divisible"] = config.intermediate_size % moe_tp == 0, Source.DERIVED
     if q.weight in _BLOCK_KEYS:
         bn, bk = config.weight_block_size or (128, 128)

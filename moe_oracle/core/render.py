@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .failures import make_failure, table_order
+from .padding import decision_layer_sizes
 from .records import CandidateResult, Failure, Status, jsonable
 from .vocab import ReasonCode, Source
 
@@ -455,6 +456,9 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
     else:
         how = f"shortcut {decision.shortcut} (the engine returns it before its priority order)" if decision.shortcut else f"requested ({decision.requested_by})" if decision.requested else f"priority order {decision.order_rule}"
         lines.append(f"Selected: {sel.kernel} [backend {sel.backend}, {sel.interface.value}, {sel.activation_format.value}] + prepare/finalize {sel.prepare_finalize}, by {how}")
+        sizes = decision_layer_sizes(decision)
+        if sizes is not None and sizes.padded:
+            lines.append(f"Weights padded: {sizes.text()}")
     if decision.requested:
         lines.append(f"Requested backends: {', '.join(decision.requested)} (strict: no fallback)")
     lines.append("Backend order: " + _backend_order(decision))

@@ -31,6 +31,7 @@ from ..core.decision import Decision
 from ..core.environment import Environment
 from ..core.errors import ConfigError
 from ..core.oracle import Oracle
+from ..core.padding import LayerSizes, decision_layer_sizes
 from ..core.placement import Placement, expert_placement, ranges_text
 from ..core.refusals import Origin, refusals
 from ..core.versions import EngineRelease
@@ -116,6 +117,11 @@ class PlanGroup:
     def ranks_agree(self) -> bool:
         return len({c.decision.fingerprint() for c in self.rank_classes}) <= 1
 
+    def layer_sizes(self) -> LayerSizes | None:
+        """The checkpoint's hidden size and intermediate size per partition, and the padded ones
+        vLLM builds the weights with for the selected kernel (``None``: no kernel, or not MoE)."""
+        return decision_layer_sizes(self.decision) if self.decision is not None else None
+
     def excluded_by(self) -> tuple[str, ...]:
         """Every exclusion entry that left this group's routed experts unquantized."""
         return tuple(dict.fromkeys(layer.quant.excluded_by for layer in self.layers if layer.quant is not None and layer.quant.excluded_by is not None))
@@ -184,6 +190,9 @@ class PlanGroup:
             out["summary"] = record["summary"]
             out["fingerprint"] = record["fingerprint"]
             out["moe_backend"] = self.decision.config.moe_backend
+            sizes = self.layer_sizes()
+            if sizes is not None:
+                out["layer_sizes"] = sizes.to_dict()
         return out
 
 
@@ -296,6 +305,9 @@ class Plan:
             line += f"\n      weight block {q.weight_block_size[0]}x{q.weight_block_size[1]} refined to {sel_block[0]}x{sel_block[1]} to fit the TP shard; the kernel is selected for the refined block"
         if g.role == "draft":
             line += f"; moe_backend {g.decision.config.moe_backend}"
+        sizes = g.layer_sizes()
+        if sizes is not None and sizes.padded:
+            line += f"\n      weights padded: {sizes.text()}"
         if q.excluded_by is not None:
             more = len(g.excluded_by()) - 1
             line += f"\n      because the experts are left unquantized: {q.evidence}" + (f" (and {more} more entries, one per layer)" if more > 0 else "")

@@ -221,6 +221,11 @@ class Answer:
             it raises; ``None`` or a :data:`PF_UNASKED` text: not asked (the ``direct`` front end
             constructs no quantization method, so it has no quant config to ask with; refusals).
             See :meth:`same_pf`.
+        sizes: ``(hidden, intermediate per partition)`` the layer's weights are built with, after
+            the all2all kernels' and the selected backend's padding (vLLM: its ``FusedMoEConfig``
+            after the method's ``maybe_roundup_sizes``; ours: :func:`moe_oracle.core.padding.decision_layer_sizes`);
+            ``None`` where the harness built no method (the ``direct`` front end). Compared when
+            both are ok and both known.
     """
 
     status: str
@@ -230,13 +235,22 @@ class Answer:
     detail: str = ""
     stage: str | None = None
     prepare_finalize: str | None = None
+    sizes: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["sizes"] = list(self.sizes) if self.sizes is not None else None
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Answer":
-        return cls(**dict(data))
+        values = dict(data)
+        sizes = values.get("sizes")
+        values["sizes"] = tuple(sizes) if sizes is not None else None
+        return cls(**values)
+
+    def _sizes_agree(self, other: "Answer") -> bool:
+        return self.sizes is None or other.sizes is None or self.sizes == other.sizes
 
     def agrees(self, other: "Answer") -> bool:
         """Same outcome: both refuse, or both select the same experts class in the same format
@@ -245,7 +259,7 @@ class Answer:
         if self.status != other.status:
             return False
         if self.status == "ok":
-            return (self.experts, self.activation_format, self.backend) == (other.experts, other.activation_format, other.backend)
+            return (self.experts, self.activation_format, self.backend) == (other.experts, other.activation_format, other.backend) and self._sizes_agree(other)
         return True
 
     def same_stage(self, other: "Answer") -> bool:
@@ -276,13 +290,13 @@ class Answer:
 
     def differs_in(self, other: "Answer") -> tuple[str, ...]:
         """Which parts of the answer differ: ``status``, ``experts``, ``activation_format``,
-        ``backend``, ``prepare_finalize``."""
+        ``backend``, ``prepare_finalize``, ``sizes``."""
         if self.status != other.status:
             return ("status",)
         if self.status != "ok":
             return ()
         out = tuple(k for k in ("experts", "activation_format", "backend") if getattr(self, k) != getattr(other, k))
-        return out + (("prepare_finalize",) if not self.same_pf(other) else ())
+        return out + (("prepare_finalize",) if not self.same_pf(other) else ()) + (() if self._sizes_agree(other) else ("sizes",))
 
 
 DEFAULTS: Mapping[str, Any] = {f.name: f.default for f in fields(Deployment) if f.name != "platform"}

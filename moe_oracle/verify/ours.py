@@ -16,6 +16,7 @@ from ..core.decision import NoEligibleKernelError
 from ..core.environment import HOST_TOOLS, Environment
 from ..core.errors import ConfigError
 from ..core.oracle import Oracle
+from ..core.padding import decision_layer_sizes
 from ..core.quant import QuantScheme
 from .backend_names import UnknownBackend, vllm_backend_name
 from .cases import PF_RAISES, Answer, Deployment
@@ -244,7 +245,9 @@ class OurSide:
             backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut)
         except UnknownBackend as exc:
             backend = f"(unknown: {exc})"
-        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id, prepare_finalize=self.pf_answer(decision))
+        sizes = decision_layer_sizes(decision) if dep.front_end != "direct" else None
+        padded = (sizes.padded_hidden_size, sizes.padded_intermediate_size_per_partition) if sizes is not None else None
+        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id, prepare_finalize=self.pf_answer(decision), sizes=padded)
 
     def pf_answer(self, decision: Any) -> str | None:
         """What building the winner's prepare/finalize gives: its vLLM class, or ``PF_RAISES`` and

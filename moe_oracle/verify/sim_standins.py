@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     from .vllm_sim import Simulation
 
-__all__ = ["MODULE_PACKAGES", "STANDIN_ATTRS", "STUB_TOPS", "CACHED", "EXTENSION_STANDINS", "GroupStandIn", "ModuleView", "SIMULATED_COMPUTE_UNITS", "StubFinder", "StubLoader", "StubModule", "StubValue", "ToolLookup", "ZENTORCH_OPS", "aiter_fused_moe", "compiled_op", "defined_names", "flashinfer_source"]
+__all__ = ["MODULE_PACKAGES", "STANDIN_ABSENT", "STANDIN_ATTRS", "STUB_TOPS", "CACHED", "EXTENSION_STANDINS", "GroupStandIn", "ModuleView", "SIMULATED_COMPUTE_UNITS", "StubFinder", "StubLoader", "StubModule", "StubValue", "ToolLookup", "ZENTORCH_OPS", "aiter_fused_moe", "compiled_op", "defined_names", "flashinfer_source"]
 
 MODULE_PACKAGES: dict[str, str] = {
     "deep_gemm": "deep_gemm",
@@ -90,6 +90,13 @@ class StubValue:
     def __repr__(self) -> str:
         return f"<stand-in {self._path}>"
 
+    # ``deep_ep.Config | None`` in a prepare/finalize module's annotations (evaluated when the
+    # class is defined) stays the stand-in, so the module imports as it would with the package.
+    def __or__(self, _other: Any) -> "StubValue":
+        return self
+
+    __ror__ = __or__
+
 
 SIMULATED_COMPUTE_UNITS = 132
 """SM / CU / EU count the simulated GPU reports (a device query that sizes workspaces, never selection)."""
@@ -110,7 +117,7 @@ class StubModule(types.ModuleType):
     """A stand-in module: every attribute is a :class:`StubValue`."""
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("__") or name in STANDIN_ABSENT.get(self.__name__, ()):
             raise AttributeError(name)
         value = StubValue(f"{self.__name__}.{name}")
         setattr(self, name, value)
@@ -254,6 +261,13 @@ class ModuleView:
         if attr in self._names:
             return StubValue(f"{self._name}.{attr}")
         raise AttributeError(attr)
+
+STANDIN_ABSENT: dict[str, frozenset[str]] = {
+    # vLLM 0.29.0-0.34.0 P/prepare_finalize/nixl_ep.py reads getattr(nixl_ep, "topk_idx_t",
+    # torch.int64) at import and asserts a torch dtype: without the name it takes its own default.
+    "nixl_ep": frozenset({"topk_idx_t"}),
+}
+"""Names a stand-in module does not have, where vLLM falls back to its own value when one is missing."""
 
 STANDIN_ATTRS: dict[str, dict[str, Any]] = {
     "humming.config": {

@@ -70,6 +70,15 @@ QUANT_KEY_NAMES: dict[str, str] = {
 
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
+# (FusedMoEParallelConfig flag, the P/F class P/all2all_utils.py maybe_roundup_layer_hidden_size
+# calls for it; bound at import only when the package probe holds, vLLM 0.29.0-0.34.0).
+_ALL2ALL_PF = (
+    ("use_deepep_ht_kernels", "DeepEPHTPrepareAndFinalize"),
+    ("use_deepep_ll_kernels", "DeepEPLLPrepareAndFinalize"),
+    ("use_deepep_v2_kernels", "DeepEPV2PrepareAndFinalize"),
+    ("use_nixl_ep_kernels", "NixlEPPrepareAndFinalize"),
+)
+
 
 def _no_weight_loader(*_args: Any, **_kwargs: Any) -> None:
     """Stands in for RoutedExperts.weight_loader: the harness loads no weights."""
@@ -119,6 +128,7 @@ class VllmSide:
         self.stage = "config"
         self.loaded: tuple[Any, Any, Any] | None = None
         self._pf_state: tuple[Any, ...] | None = None
+        self.sizes: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ translation
 
@@ -323,19 +333,48 @@ class VllmSide:
         if dep.enable_eplb and not getattr(method, "supports_eplb", True):
             raise NotImplementedError(f"EPLB is not supported {type(method).__name__}.")
 
+    def round_up(self, moe: Any, method: Any) -> None:
+        """The layer's padding step (vLLM 0.29.0-0.34.0 P/routed_experts.py ``RoutedExperts.__init__``,
+        right after the quantization method is built): the method's own ``maybe_roundup_sizes``,
+        whose result the layer writes into ``moe`` (``hidden_dim``, ``intermediate_size_per_partition``).
+        The padded sizes are kept for the answer (:attr:`.cases.Answer.sizes`).
+
+        Raises:
+            NotDriven: the deployment runs DeepEP / NIXL kernels whose prepare/finalize class
+                ``all2all_utils`` never imported (package absent, or a platform that is not
+                CUDA-alike): real vLLM refuses it at start-up, in the all2all manager, which the
+                tier does not build; the case is not compared.
+            whatever the release raises (NIXL / DeepEP LL above their largest hidden size).
+        """
+        self.stage = "layer"
+        par = moe.moe_parallel_config
+        a2a = vars(importlib.import_module(f"{P}.all2all_utils"))
+        for flag, name in _ALL2ALL_PF:
+            if getattr(par, flag, False) and name not in a2a:
+                raise NotDriven(f"{name} was never imported (its package is absent or the platform is not CUDA-alike): vLLM refuses this all2all backend at start-up, "
+                                "when the EP group's all2all manager asserts its package (vllm/distributed/device_communicators/all2all.py), before any layer; the tier builds no all2all manager")
+        hidden, partition = method.maybe_roundup_sizes(moe.hidden_dim, moe.intermediate_size_per_partition, moe.in_dtype, moe.moe_parallel_config)
+        moe.hidden_dim = hidden
+        moe.intermediate_size_per_partition = partition
+        self.sizes = (int(hidden), int(partition))
+
     def load(self, dep: Deployment, moe: Any, method: Any) -> None:
-        """What the layer does with the quantization method after it selected (vLLM 0.29-0.33
-        P/routed_experts.py ``RoutedExperts.__init__``): refuse EPLB when the method does not
-        support it, then ``create_weights`` (here on the meta device, so nothing is allocated),
-        whose shape checks refuse deployments too (e.g. FP8 weight blocks that do not divide
-        the TP shard, Q/utils/fp8_utils.py validate_fp8_block_shape_moe). The TP group is the
-        attention TP group of rank 0 (``tp_size`` ranks). ``maybe_roundup_sizes`` only pads the
-        hidden size for some all2all backends, which no create_weights check reads; it is not run.
+        """What the layer does with the quantization method after it selected (vLLM 0.29.0-0.34.0
+        P/routed_experts.py ``RoutedExperts.__init__``): the method's ``maybe_roundup_sizes``
+        pads the hidden size and the intermediate size per partition (the all2all kernels'
+        hidden-size round-up of P/all2all_utils.py ``maybe_roundup_layer_hidden_size``, then the
+        selected backend's own, e.g. MXFP4 and unquantized) and the layer writes the padded sizes
+        into its ``FusedMoEConfig``; then it refuses EPLB when the method does not support it, and
+        calls ``create_weights`` with the padded sizes (here on the meta device, so nothing is
+        allocated), whose shape checks refuse deployments too (e.g. FP8 weight blocks that do not
+        divide the TP shard, Q/utils/fp8_utils.py validate_fp8_block_shape_moe; compressed-tensors
+        W4A8-FP8 ``hidden_size % 256``, which the DeepEP round-up can satisfy). The TP group is the
+        attention TP group of rank 0 (``tp_size`` ranks).
 
         Raises:
             whatever the release raises (vLLM refusing the deployment).
         """
-        self.stage = "layer"
+        self.round_up(moe, method)
         self.check_eplb(dep, method)
         self.stage = "construction"
         self.sim.set_tp_world(dep.tp_size)
@@ -441,6 +480,7 @@ class VllmSide:
             return Answer("unsupported", detail=str(exc))
         self.stage = "config"
         self.loaded = None
+        self.sizes = None
         try:
             front = self.front_end(dep.front_end)
             moe = self.moe_config(dep)
@@ -456,4 +496,4 @@ class VllmSide:
             return Answer("platform", backend=backend_name, detail=f"vLLM returns {backend_name} with no experts class")
         fmt = experts.activation_format()
         value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value
-        return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name, prepare_finalize=self.prepare_finalize(dep, backend, experts))
+        return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name, prepare_finalize=self.prepare_finalize(dep, backend, experts), sizes=self.sizes)

@@ -52,6 +52,15 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
   passes every other call to ``shutil``; vLLM's own code derives the CUDA home and combines the
   answers. Self-check: every ``which(`` of the module is ``shutil.which(``, the module still
   holds the stand-in, and has_flashinfer still reads has_flashinfer_cubin.
+* **All2all prepare/finalize classes bound at import**: ``P/all2all_utils.py`` imports the DeepEP,
+  MoRI, NIXL and MoonEP prepare/finalize classes only when the package probe is true at import
+  (on a CUDA-alike platform). The module is re-executed (``importlib.reload``) whenever the
+  deployment changes which of those packages are present or whether the platform is CUDA-alike, so
+  the names exist exactly when vLLM would have imported them: the layer's own
+  ``maybe_roundup_sizes`` (DeepEP / NIXL hidden-size padding) then runs as vLLM's code.
+* **NCCL runtime version** (``vllm.utils.import_utils._get_runtime_nccl_version``, read by
+  ``has_deep_ep_v2``): the version DeepEP v2 requires (``DEEPEP_V2_MIN_NCCL_VERSION_RAW``), as on
+  a host where DeepEP v2 is installed; without ``deep_ep`` the probe is false before it is read.
 * **Environment variables**: ``os.environ`` per deployment (vLLM reads ``vllm.envs``
   lazily); AITER's cached flags are refreshed with vLLM's own ``refresh_env_variables``.
 * **Caches**: every ``functools`` cache inside ``vllm.*`` is cleared when the platform,
@@ -102,6 +111,11 @@ def _check_tool_lookup(fi: types.ModuleType) -> list[str]:
     if 'find_spec("flashinfer_cubin")' not in funcs.get("has_flashinfer_cubin", ""):
         problems.append("vllm.utils.flashinfer.has_flashinfer_cubin no longer finds flashinfer_cubin with find_spec")
     return problems
+
+
+_ALL2ALL_UTILS = "vllm.model_executor.layers.fused_moe.all2all_utils"
+_ALL2ALL_PACKAGES = frozenset({"deep_ep", "nixl_ep", "mori", "moonep"})
+"""Packages whose presence ``all2all_utils`` tests at import (vLLM 0.29.0-0.34.0)."""
 
 
 # Compiled ops probed with hasattr (see the module docstring for the build assumptions).
@@ -166,6 +180,8 @@ class Simulation:
         self._vllm_config_ctx.__enter__()
         self._probe_originals: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
         self._install_probes()
+        self._a2a_names = self._all2all_conditional_names()
+        self._a2a_key: tuple[bool, frozenset[str]] = (True, frozenset())  # as imported above (H100, no packages)
         self._caches: list[Any] = []
         self._modules_seen = 0
         self._rebind()
@@ -202,6 +218,10 @@ class Simulation:
 
         if not hasattr(iu, "_has_module"):
             problems.append("vllm.utils.import_utils._has_module is gone (optional packages are probed elsewhere)")
+        if hasattr(iu, "has_deep_ep_v2") and not hasattr(iu, "_get_runtime_nccl_version"):
+            problems.append("vllm.utils.import_utils.has_deep_ep_v2 no longer reads _get_runtime_nccl_version (the NCCL stand-in)")
+        if not self._a2a_names:
+            problems.append(f"{_ALL2ALL_UTILS} binds no prepare/finalize class under an import-time condition any more (nothing to re-execute)")
         fi = sys.modules.get("vllm.utils.flashinfer")
         if fi is None or not hasattr(fi, "has_flashinfer_cubin"):
             problems.append("vllm.utils.flashinfer.has_flashinfer_cubin is gone")
@@ -404,6 +424,8 @@ class Simulation:
         import vllm.utils.import_utils as iu
 
         sim = self
+        if hasattr(iu, "_get_runtime_nccl_version") and hasattr(iu, "DEEPEP_V2_MIN_NCCL_VERSION_RAW"):
+            iu._get_runtime_nccl_version = lambda: iu.DEEPEP_V2_MIN_NCCL_VERSION_RAW
         orig_has_module = iu._has_module
         orig_has_spec = getattr(iu, "_has_module_spec", None)
 
@@ -562,6 +584,7 @@ class Simulation:
         os.environ.update(dep.env_map)
         self._refresh_aiter()
         self._refresh_b12x()
+        self._refresh_all2all()
         for cache in self._caches:
             try:
                 cache.cache_clear()
@@ -613,6 +636,33 @@ class Simulation:
                 stub.is_supported = lambda device=None: sim._platform == "cuda" and sim._capability in (120, 121)
             subs[name] = stub
         mod._B12X_SUBMODULES = subs
+
+    def _all2all_conditional_names(self) -> frozenset[str]:
+        """Names ``all2all_utils`` imports inside module-level ``if`` blocks (read from its source)."""
+        mod = importlib.import_module(_ALL2ALL_UTILS)
+        names: set[str] = set()
+
+        def visit(nodes: list[ast.stmt], inside: bool) -> None:
+            for node in nodes:
+                if isinstance(node, ast.If):
+                    visit(node.body, True)
+                    visit(node.orelse, True)
+                elif isinstance(node, ast.ImportFrom) and inside:
+                    names.update(a.asname or a.name for a in node.names)
+
+        visit(ast.parse(Path(mod.__file__).read_text()).body, False)
+        return frozenset(names)
+
+    def _refresh_all2all(self) -> None:
+        """Re-execute ``all2all_utils`` when its import-time conditions change (see the module docstring)."""
+        key = (self._platform in ("cuda", "rocm"), self._packages & _ALL2ALL_PACKAGES)
+        if key == self._a2a_key:
+            return
+        mod = importlib.import_module(_ALL2ALL_UTILS)
+        for name in self._a2a_names:
+            vars(mod).pop(name, None)
+        importlib.reload(mod)
+        self._a2a_key = key
 
     def _refresh_aiter(self) -> None:
         mod = sys.modules.get("vllm._aiter_ops")

@@ -28,7 +28,10 @@ from . import NotDriven
 Q = "vllm.model_executor.layers.quantization"
 
 
-def _result(side: Any, dep: Deployment, method: Any) -> tuple[Any, Any]:
+def _result(side: Any, dep: Deployment, moe: Any, method: Any) -> tuple[Any, Any]:
+    # The layer pads (the method's maybe_roundup_sizes), then applies the EPLB gate; these
+    # methods' create_weights check nothing the tier compares, so it is not run.
+    side.round_up(moe, method)
     side.check_eplb(dep, method)
     return method.mxfp4_backend, method.experts_cls
 
@@ -50,7 +53,7 @@ def mxfp4_method(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
     name = override({"quant_method": "mxfp4"}, None, hf_config=hf_config)
     config_cls = mod.GptOssMxfp4Config if name == "gpt_oss_mxfp4" else mod.Mxfp4Config
     config = config_cls()
-    return _result(side, dep, config._make_moe_method(moe))
+    return _result(side, dep, moe, config._make_moe_method(moe))
 
 
 def compressed_tensors_mxfp4(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
@@ -62,7 +65,7 @@ def compressed_tensors_mxfp4(side: Any, dep: Deployment, moe: Any) -> tuple[Any,
     if dep.activation_key not in (None, "mxfp4_dynamic"):
         raise NotDriven(f"compressed-tensors MXFP4 with {dep.activation_key} activations is another method")
     mod = importlib.import_module(f"{Q}.compressed_tensors.compressed_tensors_moe.compressed_tensors_moe_w4a4_mxfp4")
-    return _result(side, dep, mod.CompressedTensorsW4A4Mxfp4MoEMethod(moe))
+    return _result(side, dep, moe, mod.CompressedTensorsW4A4Mxfp4MoEMethod(moe))
 
 
 _QUARK_INPUTS: dict[str | None, dict[str, Any] | None] = {
@@ -87,4 +90,4 @@ def quark_mxfp4(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
         method = cls(weight, _QUARK_INPUTS[dep.activation_key], moe)
     else:  # vLLM 0.30.0+: quant keys
         method = cls(moe, side.quant_key("mxfp4_static"), side.quant_key(dep.activation_key))
-    return _result(side, dep, method)
+    return _result(side, dep, moe, method)

@@ -155,12 +155,15 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
         adapter = sel.get("adapter") or ""
         evidence = q.get("evidence") or ""
         method = _METHOD_RE.search(evidence)
+        # vLLM's FusedMoEConfig holds the padded sizes the weights are built with; the plan gives
+        # them beside the checkpoint's (layer_sizes, for a group with a selected kernel).
+        sizes = g.get("layer_sizes") or {}
         base = {
             "num_experts": cfg.num_experts + cfg.parallel.num_redundant_experts,
             "num_local_experts": inputs.get("num_local_experts"),
             "top_k": cfg.top_k,
-            "hidden_size": cfg.hidden_size,
-            "intermediate_per_partition": inputs.get("intermediate_size_per_partition"),
+            "hidden_size": sizes.get("padded_hidden_size", cfg.hidden_size),
+            "intermediate_per_partition": sizes.get("padded_intermediate_size_per_partition", inputs.get("intermediate_size_per_partition")),
             "activation": cfg.activation.value,
             "routing_method": cfg.routing_method.value,
             "correction_bias": bool(cfg.has_correction_bias),
