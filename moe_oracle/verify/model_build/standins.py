@@ -56,8 +56,11 @@ Stand-ins (vLLM 0.29.0-0.34.0):
 9. **Model inspection in a subprocess** (``vllm.model_executor.models.registry._run_in_subprocess``,
    used to inspect a lazily registered architecture "to avoid initializing CUDA"): run in this
    process instead, where the simulation is installed (:func:`install_registry_inprocess`). vLLM
-   logs why an inspection failed and raises only "failed to be inspected"; the stand-in keeps the
-   exception (:data:`INSPECTION_ERRORS`) so the worker can name the cause.
+   logs why loading or inspecting an architecture failed and raises only "failed to be inspected";
+   the stand-in and ``_LazyRegisteredModel.load_model_cls`` keep the exception
+   (:data:`INSPECTION_ERRORS`) so the worker can name the cause (a handler on vLLM's logger would
+   not do: 0.34.0 re-applies its logging ``dictConfig`` when the engine config is made). (vLLM's on-disk model-info cache, ``$VLLM_CACHE_ROOT/modelinfos``, can let an
+   inspection pass that a fresh import fails: the same error then comes from the model's load.)
 10. **GPU workspace manager** (``vllm.v1.worker.workspace.init_workspace_manager``, which the GPU
     model runner calls before building; sparse-attention layers need it): initialised on the meta
     device (:func:`init_workspace`).
@@ -394,21 +397,31 @@ def install_host_packages() -> None:
 
 
 INSPECTION_ERRORS: list[str] = []
-"""Stand-in 9: ``"ExceptionType: message"`` of each in-process inspection that raised, in order."""
+"""Stand-in 9: ``"ExceptionType: message"`` of each exception raised while vLLM's model registry
+inspected or loaded a lazily registered architecture (vLLM logs it and goes on), in order."""
+
+REGISTRY = "vllm.model_executor.models.registry"
 
 
-def install_registry_inprocess() -> None:
-    """Stand-in 9."""
-    reg = importlib.import_module("vllm.model_executor.models.registry")
-
-    def run_here(fn: Any) -> Any:
+def _recording(fn: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn()
+            return fn(*args, **kwargs)
         except Exception as exc:
             INSPECTION_ERRORS.append(f"{type(exc).__name__}: {exc}")
             raise
 
-    reg._run_in_subprocess = run_here
+    call.__moe_oracle_recording__ = True  # type: ignore[attr-defined]
+    return call
+
+
+def install_registry_inprocess() -> None:
+    """Stand-in 9."""
+    reg = importlib.import_module(REGISTRY)
+    reg._run_in_subprocess = _recording(lambda fn: fn())
+    lazy = reg._LazyRegisteredModel
+    if not getattr(lazy.load_model_cls, "__moe_oracle_recording__", False):
+        lazy.load_model_cls = _recording(lazy.load_model_cls)
 
 
 GATE_LINEAR = "vllm.model_executor.layers.fused_moe.router.gate_linear"
@@ -641,6 +654,8 @@ def self_check() -> list[str]:
     reg = importlib.import_module("vllm.model_executor.models.registry")
     if not hasattr(reg, "_run_in_subprocess"):
         problems.append("vllm.model_executor.models.registry._run_in_subprocess is gone (standins 9)")
+    if not hasattr(getattr(reg, "_LazyRegisteredModel", None), "load_model_cls"):
+        problems.append("vllm.model_executor.models.registry._LazyRegisteredModel.load_model_cls is gone (standins 9)")
     try:
         from vllm.config import CompilationMode  # noqa: F401
     except ImportError:
