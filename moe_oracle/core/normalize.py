@@ -118,9 +118,12 @@ class Normalized:
 # DeepSeek-V4 one as deepseek_v4_fp8, GPTQ as auto_gptq, AWQ as auto_awq (awq_marlin). The
 # names the engine reads itself stay: gpt_oss_mxfp4 (GptOssMxfp4Config: the generic MXFP4
 # selector whatever the model type, mxfp4_selector), mxfp8 and nvfp4_per_token (online methods).
+# vLLM 0.34.0's w4afp8 (Q/w4afp8.py W4AFP8Config) hands its routed experts to compressed-tensors'
+# CompressedTensorsW4A8Fp8MoEMethod, so the compressed-tensors W4A8-FP8 rules hold for them.
 TABLE_QUANT_METHOD: Mapping[str, str] = MappingProxyType({
     "modelopt_fp4": "modelopt", "modelopt_mxfp8": "modelopt", "modelopt_mixed": "modelopt",
     "deepseek_v4_fp8": "fp8", "auto_gptq": "gptq", "auto_awq": "awq", "awq_marlin": "awq",
+    "w4afp8": "compressed-tensors",
 })
 
 

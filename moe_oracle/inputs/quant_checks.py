@@ -225,6 +225,17 @@ _NOT_A_RELEASE_METHOD = {
 }
 
 
+WITHOUT_DOCUMENT: tuple[str, ...] = ("fp8", "w4afp8")
+"""``--quantization`` methods moe-oracle models on a checkpoint without a quantization document:
+``fp8`` (online FP8, :mod:`moe_oracle.inputs.serve_apply`) and, where the release has it,
+``w4afp8`` (vLLM 0.34.0 vllm/model_executor/model_loader/weight_utils.py ``get_quant_config``:
+``W4AFP8Config`` has no config file names, so vLLM builds ``W4AFP8Config()`` with its defaults)."""
+
+FROM_FLAG = "_moe_oracle_from_flag"
+"""Key :mod:`moe_oracle.inputs.serve_apply` sets in the document it writes for a method of
+:data:`WITHOUT_DOCUMENT` (its value: the flag): vLLM checks that method as given on the serve line
+(no document), so refusals name the flag, not a checkpoint."""
+
 _ONLINE_LINEAR_ONLY: Mapping[str, str] = {
     "mxfp4_hadamard32": "vLLM 0.34.0 vllm/config/quantization.py _ONLINE_SHORTHANDS: linear only, no moe field; online/base.py returns UnquantizedFusedMoEMethod for routed experts",
 }
@@ -477,7 +488,7 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
     from .release_facts import quantization_value_issues
 
     config = dict(getattr(quant, "config", None) or {})
-    if "quant_method" not in config:  # no quantization document: online quantization, or none
+    if "quant_method" not in config or config.get(FROM_FLAG):  # no quantization document: online quantization, or none
         if user is None:
             return []
         issues = quantization_value_issues(user, release, allow_deprecated=allow_deprecated, flag=flag)
@@ -490,11 +501,12 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         notes = _out_of_tree_note([user], release, device)
         if user in _ONLINE_LINEAR_ONLY:
             return notes + [f"{flag.split()[-1]} {user}: vLLM {release} quantizes only the linear layers online with it; the MoE layers stay unquantized (UnquantizedFusedMoEMethod; {_ONLINE_LINEAR_ONLY[user]})"]
-        if user != "fp8":
+        if user not in WITHOUT_DOCUMENT:
             # vLLM quantizes online with that method (humming: HummingMoEMethod) or fails to build
-            # its config; only online fp8 is modelled (load_serve_checkpoint), and answering for
-            # the unquantized layer would be wrong.
-            raise ConfigError([InputIssue(flag, f"{flag.split()[-1]} {user} on an unquantized checkpoint is not modelled: vLLM {release} quantizes the layer online with that method or refuses it; moe-oracle models online quantization only for fp8", user, ["fp8"])], headline=f"bad {flag.split()[0]}")
+            # its config; only fp8 and w4afp8 are modelled (serve_apply), and answering for the
+            # unquantized layer would be wrong.
+            modelled = [m for m in WITHOUT_DOCUMENT if m in release_values(release)["quantization"]]
+            raise ConfigError([InputIssue(flag, f"{flag.split()[-1]} {user} on an unquantized checkpoint is not modelled: vLLM {release} quantizes the layer online with that method or refuses it; moe-oracle models it only for {', '.join(modelled)}", user, modelled)], headline=f"bad {flag.split()[0]}")
         return notes
     declared = getattr(quant, "declared", None) or None  # "" -> None, as _verify_quantization does after the override loop
     headline = f"bad {flag.split()[0]}"

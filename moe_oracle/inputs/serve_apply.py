@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from ..core.errors import ConfigError, InputIssue
 from .operator_inputs import OperatorInputs
+from .quant_checks import FROM_FLAG
 from .serve import ServeArgs
 from .release_facts import engine_facts
 
@@ -164,6 +165,9 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
             if q == "fp8":  # another method is refused by verify_checkpoint_quantization (not modelled)
                 cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic"}
                 notes.append("--quantization fp8 on an unquantized checkpoint: vLLM quantizes the experts online (static per-tensor FP8 weights, dynamic per-tensor activations)")
+            elif q == "w4afp8":  # vLLM 0.34.0 get_quant_config: W4AFP8Config() (no config file names)
+                cfg["quantization_config"] = {"quant_method": "w4afp8", FROM_FLAG: "--quantization w4afp8"}
+                notes.append("--quantization w4afp8 on a checkpoint without a quantization document: vLLM builds W4AFP8Config() with its defaults (INT4 group-128 experts with dynamic FP8 per-token activations, CompressedTensorsW4A8Fp8MoEMethod); the checkpoint's BF16 weights would not load into that layout")
         elif q == method:
             notes.append(f"--quantization {q} matches the checkpoint's quant_method: no effect")
     return cfg, notes

@@ -67,11 +67,14 @@ SHORTCUT_BACKENDS: Mapping[str, str] = {
     # when it picks CutlassExpertsMxfp4 or (from the device probe) MarlinExperts; only the b12x /
     # MoE-EP request path and XPU set another member (vLLM 0.32.0-0.33.0
     # Q/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_w4a4_mxfp4.py lines 56-78;
-    # 0.29.0-0.31.0 the same, lines 50-71).
+    # 0.29.0-0.31.0 the same, lines 50-71; 0.34.0 the same, lines 60-83, with a deep_gemm request
+    # also sent to the selector: the .deep_gemm shortcuts).
     "shortcut.ct_mxfp4_cutlass": "MARLIN",
     "shortcut.ct_mxfp4_cutlass.old": "MARLIN",
+    "shortcut.ct_mxfp4_cutlass.deep_gemm": "MARLIN",
     "shortcut.ct_mxfp4_marlin": "MARLIN",
     "shortcut.ct_mxfp4_marlin.old": "MARLIN",
+    "shortcut.ct_mxfp4_marlin.deep_gemm": "MARLIN",
 }
 """Shortcut id -> the member vLLM reports when that early return picks the class."""
 

@@ -272,6 +272,8 @@ def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
         assert node is not None
         (value,) = [n.value for n in ast.walk(node) if isinstance(n, ast.Assign) and any(ast.unparse(t) == "self.enable_moe_block" for t in n.targets)]
         return "num_experts" in ast.unparse(value)
+    if fact == "w4afp8_method":
+        return (q / "w4afp8.py").is_file() and "CompressedTensorsW4A8Fp8MoEMethod" in _code(q / "w4afp8.py", "W4AFP8Config.get_quant_method")
     raise AssertionError(f"no source reading for checkpoint fact {fact!r}: add one")
 
 

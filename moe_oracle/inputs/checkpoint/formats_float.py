@@ -1,5 +1,6 @@
-"""Routed experts of the FP8 formats (``fp8``, DeepSeek-V4 ``deepseek_v4_fp8``, ``fbgemm_fp8``) and
-MXFP4 (``mxfp4``, ``gpt_oss_mxfp4``), as vLLM 0.29.0-0.33.0 reads them (Q/ = vllm/model_executor/layers/quantization/)."""
+"""Routed experts of the FP8 formats (``fp8``, DeepSeek-V4 ``deepseek_v4_fp8``, ``fbgemm_fp8``, and
+0.34.0's ``w4afp8``, an FP8 config whose experts are INT4) and MXFP4 (``mxfp4``, ``gpt_oss_mxfp4``),
+as vLLM 0.29.0-0.34.0 reads them (Q/ = vllm/model_executor/layers/quantization/)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .quant_records import ExpertsQuant, excluded, family_of, issue, str_list
 if TYPE_CHECKING:
     from .quant_formats import QuantFormat
 
-__all__ = ["deepseek_v4_experts", "fbgemm_experts", "fp8_block", "fp8_experts", "mxfp4_experts"]
+__all__ = ["deepseek_v4_experts", "fbgemm_experts", "fp8_block", "fp8_experts", "mxfp4_experts", "w4afp8_experts"]
 
 
 def fp8_block(q: QuantFormat, block: Any, path: str) -> tuple[int, int]:
@@ -51,6 +52,26 @@ def fp8_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQu
     if scheme == "static":
         return ExpertsQuant(SCHEMES["fp8_tensor_static"], family_of(q), evidence=f"{q.source}: fp8 per-tensor, static activations (Fp8MoEMethod)")
     return ExpertsQuant(SCHEMES["fp8_tensor_dynamic"], family_of(q), evidence=f"{q.source}: fp8 per-tensor, dynamic per-tensor activations (Fp8MoEMethod; per-token under VLLM_BATCH_INVARIANT)")
+
+
+def w4afp8_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQuant:
+    """vLLM 0.34.0 Q/w4afp8.py ``W4AFP8Config``: ``from_config`` reads ``group_size`` (default 128)
+    and ``ignored_layers`` / ``modules_to_not_convert``; ``get_quant_method`` gives routed experts
+    that ``is_layer_skipped`` keeps ``CompressedTensorsW4A8Fp8MoEMethod`` with symmetric INT4
+    group weights and dynamic FP8 per-token activations (the W4A8-FP8 keys), whose constructor
+    refuses any group size but 128 (the tables' compressed-tensors W4A8-FP8 rules check it:
+    ``weight_group_size``). ``-q w4afp8`` on a checkpoint without a document builds
+    ``W4AFP8Config()``: the same with the defaults."""
+    c = q.config
+    group = c.get("group_size", 128)
+    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+        raise q.fail(".group_size", "W4AFP8Config's group_size must be a positive integer (INT4 weight groups)", group, {"minimum": 1})
+    ignored = str_list(c.get("ignored_layers")) or str_list(c.get("modules_to_not_convert"))
+    hit = m.vllm_is_layer_skipped(module, ignored)
+    if hit is not None:
+        return excluded(q, hit, "W4AFP8Config.get_quant_method: is_layer_skipped, exact mode")
+    return ExpertsQuant(SCHEMES["w4a8_fp8"], family_of(q), weight_group_size=group,
+                        evidence=f"{q.source}: w4afp8: W4AFP8Config gives the routed experts CompressedTensorsW4A8Fp8MoEMethod (symmetric INT4 weights in groups of {group}, dynamic FP8 per-token activations)")
 
 
 def _dsv4_modelopt_ignored(q: QuantFormat, module: str) -> str | None:

@@ -27,10 +27,11 @@ from ...core.errors import ConfigError, InputIssue
 from ...core.quant import UNQUANTIZED
 from . import matching as m
 from .formats_ct import ct_experts
-from .formats_float import fbgemm_experts, fp8_experts, mxfp4_experts
+from .formats_float import fbgemm_experts, fp8_experts, mxfp4_experts, w4afp8_experts
 from .formats_int import awq_experts, gptq_experts, moe_wna16_experts
 from .formats_modelopt import modelopt_experts, modelopt_mixed_experts
 from .formats_quark import quark_experts
+from ..quant_checks import FROM_FLAG
 from .quant_records import MODELOPT_LEGACY_ALGOS, ExpertsQuant, issue, modelopt_algo, modelopt_exclude, str_list
 from .releases import NEWEST, ReaderRelease
 
@@ -41,7 +42,7 @@ __all__ = ["SUPPORTED_METHODS", "ExpertsQuant", "QuantFormat", "read_quant_forma
 
 SUPPORTED_METHODS = (
     "fp8", "deepseek_v4_fp8", "compressed-tensors", "modelopt", "modelopt_fp4", "modelopt_mxfp8",
-    "modelopt_mixed", "mxfp4", "mxfp8", "gpt_oss_mxfp4", "quark", "gptq", "awq", "moe_wna16", "fbgemm_fp8",
+    "modelopt_mixed", "mxfp4", "mxfp8", "gpt_oss_mxfp4", "quark", "gptq", "awq", "moe_wna16", "fbgemm_fp8", "w4afp8",
 )
 """vLLM quantization methods whose routed-experts handling this module reproduces."""
 
@@ -180,6 +181,8 @@ def read_quant_format(
             raise issue(file, "$.quantization_config", "must be an object", cfg.get("quantization_config"))
         return QuantFormat(None, None, "no quantization_config", file=file, model_type=model_type, expert_dtype=expert_dtype, release=rel)
     doc = dict(doc)
+    if doc.get(FROM_FLAG):
+        source = f"{doc[FROM_FLAG]} (no quantization document)"
     # _normalize_quantization_config runs on the document the HF config carries, before the
     # loader may swap a MIXED_PRECISION document without quantized_layers for the file beside it.
     declared = _normalized_method(doc, file, source, rel)
@@ -189,6 +192,10 @@ def read_quant_format(
             doc["quant_method"] = declared
         else:
             notes.append("hf_quant_config.json beside config.json is not read: config.json carries the quantization document (vllm/transformers_utils/config.py)")
+    if doc.get(FROM_FLAG) and declared == "w4afp8" and not rel.holds("w4afp8_method"):
+        # The serve line's --quantization, written as a document by serve_apply, names a method
+        # this release lacks: no document, and verify_checkpoint_quantization refuses the flag.
+        return QuantFormat(None, None, f"{doc[FROM_FLAG]} (a method {rel.words} does not have)", MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel)
     if not declared:
         # _verify_quantization: an empty quant_method means no quantization.
         return QuantFormat(None, None, f"{source} without quant_method (unquantized)", MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel)
@@ -306,6 +313,10 @@ def _detect_method(doc: Mapping[str, Any], declared: str, user: str | None, mode
         return "deepseek_v4_fp8"
     if declared in ("fp8", "compressed-tensors", "quark", "fbgemm_fp8", "moe_wna16"):
         return declared
+    if declared == "w4afp8":
+        if not rel.holds("w4afp8_method"):
+            raise issue(file, "$.quantization_config.quant_method", f"{rel.words} refuses the checkpoint at start: 'Unknown quantization method: w4afp8' (the w4afp8 method, Q/w4afp8.py, is new in vLLM 0.34.0)", declared, [m_ for m_ in SUPPORTED_METHODS if m_ != "w4afp8"])
+        return declared
     raise issue(file, "$.quantization_config.quant_method", f"quantization method not read by moe-oracle ({rel.words} also has experts_int8, torchao, inc, fp_quant, humming and online methods, which we do not model)", declared or None, list(SUPPORTED_METHODS))
 
 
@@ -342,4 +353,5 @@ _RESOLVERS: Mapping[str, Callable[[QuantFormat, str, tuple[str, ...]], ExpertsQu
     "gptq": gptq_experts,
     "awq": awq_experts,
     "moe_wna16": moe_wna16_experts,
+    "w4afp8": w4afp8_experts,
 })

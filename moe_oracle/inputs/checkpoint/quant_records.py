@@ -54,7 +54,8 @@ def str_list(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-MOE_FAMILY = {"deepseek_v4_fp8": "fp8", "gpt_oss_mxfp4": "mxfp4", "modelopt_fp4": "modelopt", "modelopt_mxfp8": "modelopt", "modelopt_mixed": "modelopt"}
+MOE_FAMILY = {"deepseek_v4_fp8": "fp8", "gpt_oss_mxfp4": "mxfp4", "modelopt_fp4": "modelopt", "modelopt_mxfp8": "modelopt", "modelopt_mixed": "modelopt",
+              "w4afp8": "compressed-tensors"}
 
 
 def family_of(q: QuantFormat) -> str | None:

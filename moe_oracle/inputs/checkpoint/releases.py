@@ -75,6 +75,8 @@ FACTS: Mapping[str, Fact] = MappingProxyType({
                                        "vllm/model_executor/layers/fused_moe/config.py get_routing_method_type"),
     "expert_substitution": Fact(">=0.33.0", "MoNE expert substitution (approximate_experts, compression_config.transform_config.expert_substitution) adjusts routes after routing, so the layer needs a decomposed backend (before: the fields are not read)",
                                 "vllm/model_executor/layers/fused_moe/expert_substitution.py make_expert_substitution (P/layer.py)"),
+    "w4afp8_method": Fact(">=0.34.0", "the w4afp8 checkpoint method: W4AFP8Config (an Fp8Config) hands the routed experts to CompressedTensorsW4A8Fp8MoEMethod (INT4 group weights, dynamic FP8 per-token activations)",
+                          "Q/w4afp8.py W4AFP8Config.get_quant_method; Q/__init__.py QuantizationMethods"),
     "gemma4_moe_by_num_experts": Fact(">=0.32.0", "a Gemma-4 decoder layer builds its MoE block when num_experts is set (before: when enable_moe_block or use_second_mlp_block is true)",
                                       "vllm/model_executor/models/gemma4.py Gemma4DecoderLayer.__init__ (enable_moe_block)"),
 })

@@ -6,7 +6,7 @@ replaces has moved. What is *not* here runs as vLLM's own code: the engine argum
 release's registry; ``initialize_model`` builds it; every ``FusedMoE`` layer, router, quant
 method, selector and ``maybe_make_prepare_finalize`` is the release's.
 
-Stand-ins (vLLM 0.29.0-0.33.0):
+Stand-ins (vLLM 0.29.0-0.34.0):
 
 1. **Process groups** (``vllm.distributed.parallel_state._TP/_PP/_DP/_EP/_PCP/_DCP/_EPLB/_WORLD``
    and, where present, ``_ETP``/``_INNER_DP_WORLD``): a :class:`GroupStandIn` per group, as rank 0
@@ -51,10 +51,19 @@ Stand-ins (vLLM 0.29.0-0.33.0):
    self-check fails on a probed name not reviewed here (:data:`REVIEWED_GPU_PROBES`).
 8. **CUDA streams and events** (``torch.cuda.Stream`` / ``Event`` / ``current_stream``: the shared
    experts' auxiliary stream, vLLM 0.33.0 ``vllm/utils/torch_utils.py aux_stream``): inert objects
-   while the model is built (:func:`cuda_runtime`), restored after.
+   while the model is built (:func:`cuda_runtime`), restored after; so are the current device
+   (``torch.cuda.current_device``, ``torch.accelerator.current_device_index``: 0; vLLM 0.34.0
+   ``v1/attention/backends/mla/flashmla_sparse.py`` sizes its work by the SM count of
+   ``torch.accelerator.current_device_index()`` when DeepSeek-V3.2 / GLM-5 attention is built) and
+   the device properties (the simulated GPU's capability, 132 SMs).
 9. **Model inspection in a subprocess** (``vllm.model_executor.models.registry._run_in_subprocess``,
    used to inspect a lazily registered architecture "to avoid initializing CUDA"): run in this
-   process instead, where the simulation is installed (:func:`install_registry_inprocess`).
+   process instead, where the simulation is installed (:func:`install_registry_inprocess`). vLLM
+   logs why loading or inspecting an architecture failed and raises only "failed to be inspected";
+   the stand-in and ``_LazyRegisteredModel.load_model_cls`` keep the exception
+   (:data:`INSPECTION_ERRORS`) so the worker can name the cause (a handler on vLLM's logger would
+   not do: 0.34.0 re-applies its logging ``dictConfig`` when the engine config is made). (vLLM's on-disk model-info cache, ``$VLLM_CACHE_ROOT/modelinfos``, can let an
+   inspection pass that a fresh import fails: the same error then comes from the model's load.)
 10. **GPU workspace manager** (``vllm.v1.worker.workspace.init_workspace_manager``, which the GPU
     model runner calls before building; sparse-attention layers need it): initialised on the meta
     device (:func:`init_workspace`).
@@ -69,7 +78,19 @@ Stand-ins (vLLM 0.29.0-0.33.0):
     models, imported when the registry inspects e.g. ``Llama4ForConditionalGeneration``) and
     ``cuda`` (cuda-python, imported by 0.33.0 ``minimax_rms_norm``) are stand-in modules
     (:func:`install_host_packages`); calling anything in them raises.
-13. Everything :class:`moe_oracle.verify.vllm_sim.Simulation` stands in for (platform with a
+13. **The SM 9.0 BF16x3 router-GEMM warm-up** (vLLM 0.34.0 ``P/router/gate_linear.py``
+    ``GateLinear._register_sm90_bf16x3_warmup``, called while an unquantized router gate is built
+    on Hopper, e.g. MiniMax-M2): it imports a CuTe-DSL kernel module (``quack``, absent here) only
+    to register a JIT warm-up for later; it is a no-op here (:func:`skip_router_gemm_warmup`). The
+    self-check fails if the method starts setting anything on the layer.
+14. **FlashInfer's communication module** (``flashinfer.comm`` and below; it imports cuda-python and
+    the CuTe DSL at import): unimportable here (``ImportError``, :func:`block_flashinfer_comm`), so
+    vLLM takes its own "FlashInfer all-reduce unavailable" path (``vllm/distributed/
+    device_communicators/flashinfer_all_reduce.py`` catches ``ImportError``; 0.34.0 Qwen3.5's NVIDIA
+    ops import it at module import). All-reduce fusion only; no MoE selection reads it (the
+    simulation's FlashInfer probes read module sources, see :mod:`moe_oracle.verify.vllm_sim`).
+    The self-check fails if vLLM stops catching ``ImportError`` around that import.
+15. Everything :class:`moe_oracle.verify.vllm_sim.Simulation` stands in for (platform with a
    pinned device capability, compiled capability queries, optional-package probes, env vars):
    see that module.
 """
@@ -77,6 +98,7 @@ Stand-ins (vLLM 0.29.0-0.33.0):
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import types
 from typing import Any
 
@@ -91,6 +113,9 @@ __all__ = [
     "patch_stub_values",
     "install_gpu_ops",
     "cuda_runtime",
+    "skip_router_gemm_warmup",
+    "block_flashinfer_comm",
+    "INSPECTION_ERRORS",
     "self_check",
 ]
 
@@ -102,13 +127,14 @@ OPTIONAL_GROUP_GLOBALS: tuple[str, ...] = ("_ETP", "_INNER_DP_WORLD")
 
 A2A = "vllm.model_executor.layers.fused_moe.all2all_utils"
 
-# Names all2all_utils binds only when a package probe is true at import (0.29.0-0.33.0).
+# Names all2all_utils binds only when a package probe is true at import (0.29.0-0.34.0).
 _CONDITIONAL_PF_NAMES: tuple[str, ...] = (
     "DeepEPHTPrepareAndFinalize",
     "DeepEPLLPrepareAndFinalize",
     "DEEPEP_QUANT_BLOCK_SHAPE",
     "DeepEPV2PrepareAndFinalize",
     "MoriPrepareAndFinalize",
+    "MoriEPv2PrepareAndFinalize",  # 0.34.0, beside MoriPrepareAndFinalize under has_mori()
     "NixlEPPrepareAndFinalize",
     "NIXL_EP_QUANT_BLOCK_SHAPE",
     "MoonEPPrepareAndFinalize",
@@ -373,10 +399,106 @@ def install_host_packages() -> None:
         sys.meta_path.append(HostFinder())
 
 
+INSPECTION_ERRORS: list[str] = []
+"""Stand-in 9: ``"ExceptionType: message"`` of each exception raised while vLLM's model registry
+inspected or loaded a lazily registered architecture (vLLM logs it and goes on), in order."""
+
+REGISTRY = "vllm.model_executor.models.registry"
+
+
+def _recording(fn: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            INSPECTION_ERRORS.append(f"{type(exc).__name__}: {exc}")
+            raise
+
+    call.__moe_oracle_recording__ = True  # type: ignore[attr-defined]
+    return call
+
+
 def install_registry_inprocess() -> None:
     """Stand-in 9."""
-    reg = importlib.import_module("vllm.model_executor.models.registry")
-    reg._run_in_subprocess = lambda fn: fn()
+    reg = importlib.import_module(REGISTRY)
+    reg._run_in_subprocess = _recording(lambda fn: fn())
+    lazy = reg._LazyRegisteredModel
+    if not getattr(lazy.load_model_cls, "__moe_oracle_recording__", False):
+        lazy.load_model_cls = _recording(lazy.load_model_cls)
+
+
+GATE_LINEAR = "vllm.model_executor.layers.fused_moe.router.gate_linear"
+_WARMUP = "_register_sm90_bf16x3_warmup"
+
+
+def skip_router_gemm_warmup() -> None:
+    """Stand-in 13 (a release whose ``GateLinear`` has no such warm-up needs none)."""
+    try:
+        mod = importlib.import_module(GATE_LINEAR)
+    except ImportError:
+        return
+    cls = getattr(mod, "GateLinear", None)
+    if cls is not None and _WARMUP in vars(cls):
+        setattr(cls, _WARMUP, lambda self: None)
+
+
+def _warmup_sets_state(source: str) -> bool:
+    """Whether a method's source assigns to anything (an attribute, a global): more than a warm-up."""
+    import ast
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(source))
+    return any(isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Global, ast.Nonlocal)) and not (isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets)) for n in ast.walk(tree))
+
+
+FLASHINFER_COMM = "flashinfer.comm"
+
+
+class _FlashInferCommBlocker:
+    """Stand-in 14: a meta-path finder that makes ``flashinfer.comm`` (and below) raise ``ImportError``."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname == FLASHINFER_COMM or fullname.startswith(FLASHINFER_COMM + "."):
+            raise ImportError(f"{fullname} needs cuda-python and the CuTe DSL: unimportable in the model-construction tier (standins 14)", name=fullname)
+        return None
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+def block_flashinfer_comm() -> None:
+    """Stand-in 14 (idempotent)."""
+    import sys
+
+    for name in [m for m in sys.modules if m == FLASHINFER_COMM or m.startswith(FLASHINFER_COMM + ".")]:
+        del sys.modules[name]
+    if not any(isinstance(f, _FlashInferCommBlocker) for f in sys.meta_path):
+        sys.meta_path.insert(0, _FlashInferCommBlocker())
+
+
+def _flashinfer_comm_import_guarded(source: str) -> bool:
+    """Whether every ``import flashinfer.comm...`` at module level of ``source`` sits in a
+    ``try`` whose handlers catch ``ImportError`` (or a base of it)."""
+    import ast
+
+    def imports_comm(node: Any) -> bool:
+        if isinstance(node, ast.Import):
+            return any(a.name == FLASHINFER_COMM or a.name.startswith(FLASHINFER_COMM + ".") for a in node.names)
+        return isinstance(node, ast.ImportFrom) and (node.module or "").startswith(FLASHINFER_COMM)
+
+    def ok(nodes: list[Any], guarded: bool) -> bool:
+        for node in nodes:
+            if imports_comm(node) and not guarded:
+                return False
+            if isinstance(node, ast.Try):
+                catches = any(h.type is None or any(isinstance(n, ast.Name) and n.id in ("ImportError", "Exception", "BaseException") for n in ast.walk(h.type)) for h in node.handlers)
+                if not ok(node.body, guarded or catches) or not ok(node.orelse + node.finalbody, guarded):
+                    return False
+            elif isinstance(node, ast.If) and not (ok(node.body, guarded) and ok(node.orelse, guarded)):
+                return False
+        return True
+
+    return ok(ast.parse(source).body, False)
 
 
 def init_workspace() -> None:
@@ -448,6 +570,7 @@ def cuda_runtime() -> Any:
         saved = (torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream, torch.cuda.current_device)
         saved_empty = torch.accelerator.empty_cache
         saved_props = torch.cuda.get_device_properties
+        saved_index = torch.accelerator.current_device_index
         # FlashInfer's attention backend sizes work by the SM count (0.33.0 v1/attention/backends/
         # flashinfer.py get_device_sm_count): the simulated GPU's, as Simulation reports it.
         def props(*_a: Any, **_k: Any) -> Any:
@@ -462,12 +585,14 @@ def cuda_runtime() -> Any:
         torch.cuda.Stream, torch.cuda.Event = _StreamStandIn, _StreamStandIn  # type: ignore[misc, assignment]
         torch.cuda.current_stream = lambda *_a, **_k: _StreamStandIn()  # type: ignore[assignment]
         torch.cuda.current_device = lambda: 0  # type: ignore[assignment]
+        torch.accelerator.current_device_index = lambda: 0  # type: ignore[assignment]
         try:
             yield
         finally:
             torch.cuda.Stream, torch.cuda.Event, torch.cuda.current_stream, torch.cuda.current_device = saved  # type: ignore[misc, assignment]
             torch.accelerator.empty_cache = saved_empty  # type: ignore[assignment]
             torch.cuda.get_device_properties = saved_props  # type: ignore[assignment]
+            torch.accelerator.current_device_index = saved_index  # type: ignore[assignment]
 
     return ctx()
 
@@ -548,8 +673,19 @@ def self_check() -> list[str]:
     reg = importlib.import_module("vllm.model_executor.models.registry")
     if not hasattr(reg, "_run_in_subprocess"):
         problems.append("vllm.model_executor.models.registry._run_in_subprocess is gone (standins 9)")
+    if not hasattr(getattr(reg, "_LazyRegisteredModel", None), "load_model_cls"):
+        problems.append("vllm.model_executor.models.registry._LazyRegisteredModel.load_model_cls is gone (standins 9)")
     try:
         from vllm.config import CompilationMode  # noqa: F401
     except ImportError:
         problems.append("vllm.config.CompilationMode is gone")
+    try:
+        gate = importlib.import_module(GATE_LINEAR).GateLinear
+    except (ImportError, AttributeError):
+        gate = None
+    if gate is not None and _WARMUP in vars(gate) and _warmup_sets_state(inspect.getsource(vars(gate)[_WARMUP])):
+        problems.append(f"{GATE_LINEAR}.GateLinear.{_WARMUP} now sets state: it is more than a warm-up (standins 13)")
+    fi_ar = importlib.util.find_spec("vllm.distributed.device_communicators.flashinfer_all_reduce")
+    if fi_ar is not None and fi_ar.origin and not _flashinfer_comm_import_guarded(open(fi_ar.origin).read()):
+        problems.append("vllm.distributed.device_communicators.flashinfer_all_reduce imports flashinfer.comm without catching ImportError (standins 14)")
     return problems

@@ -123,7 +123,9 @@ def build_case(sim: Any, case: dict[str, Any], root: Path) -> dict[str, Any]:
                 out["draft_trace"] = traceback.format_exc()[-1500:]
     except Exception as exc:  # noqa: BLE001 - recorded with the stage
         out["status"] = "error"
-        out["error"] = f"{stage}: {type(exc).__name__}: {exc}"[:600]
+        # vLLM says only "failed to be inspected"; the inspection's own exception (standins 9) comes first.
+        cause = f" (inspection raised {standins.INSPECTION_ERRORS[-1][:300]})" if "failed to be inspected" in str(exc) and standins.INSPECTION_ERRORS else ""
+        out["error"] = f"{stage}: {type(exc).__name__}{cause}: {exc}"[:900]
         out["trace"] = traceback.format_exc()[-2000:]
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out
@@ -190,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     standins.patch_triton_placeholder()
     standins.install_host_packages()
     standins.init_workspace()
+    standins.skip_router_gemm_warmup()
+    standins.block_flashinfer_comm()
     problems = standins.self_check()
     from .reader import install_selector_recorder
 
