@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from ..core.vocab import Activation
-from ._triton_common import _ACT_CODES, INTERPRET, _gated, _pow2, _to_bf16, _unary
+from ._triton_common import _ACT_CODES, INTERPRET, _gated, _pow2, _to_bf16, _unary, weight_descriptor
 
 __all__ = ["GemmTile", "bf16_grouped_gemm"]
 
@@ -25,13 +25,14 @@ __all__ = ["GemmTile", "bf16_grouped_gemm"]
 @triton.jit
 def _bf16_grouped_gemm_kernel(
     a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, counts_ptr,
-    num_local, n_out, k_dim, up_off, gate_step, max_tiles_m,
+    num_local, n_out, n_w, k_dim, up_off, gate_step, max_tiles_m,
     stride_am, stride_be, stride_bn, stride_bias_e, stride_cm,
     alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
     INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
-    EVEN_K: tl.constexpr, EMULATE: tl.constexpr,
+    EVEN_K: tl.constexpr, B_DESC: tl.constexpr, EMULATE: tl.constexpr,
 ):
+    # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads; gate_step 1).
     # Tile order: GROUP_M m-tiles share each n-tile (L2 reuse of the weight tile), as in the fp8 kernel.
     pid = tl.program_id(0)
     num_pid_n = tl.cdiv(n_out, BLOCK_N)
@@ -69,34 +70,46 @@ def _bf16_grouped_gemm_kernel(
     # Weight rows: gate row of output column n is n * gate_step, its up row that + up_off
     # ([gate; up] halves: step 1, up_off n_out; interleaved: step 2, up_off 1).
     g_rows = rn_safe.to(tl.int64) * gate_step
-    b_ptrs = b_ptr + e64 * stride_be + g_rows[None, :] * stride_bn + rk[:, None]
+    if B_DESC:
+        b_row = e * n_w + pid_n * BLOCK_N
+    else:
+        b_ptrs = b_ptr + e64 * stride_be + g_rows[None, :] * stride_bn + rk[:, None]
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     if GATED:
-        bu_ptrs = b_ptrs + up_off * stride_bn
+        if not B_DESC:
+            bu_ptrs = b_ptrs + up_off * stride_bn
         acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, k_dim, BLOCK_K):
         if EVEN_K:
             a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
-            b = tl.load(b_ptrs)
         else:
             kmask = (k0 + rk) < k_dim
             a = tl.load(a_ptrs, mask=rmask[:, None] & kmask[None, :], other=0.0)
+        if B_DESC:  # a box past K is zero-filled
+            b = b_ptr.load([b_row, k0]).T
+        elif EVEN_K:
+            b = tl.load(b_ptrs)
+        else:
             b = tl.load(b_ptrs, mask=kmask[:, None], other=0.0)
         if EMULATE:  # Triton's interpreter multiplies bf16 dot operands wrongly (3.9); float32 products are exact
             a = a.to(tl.float32)
             b = b.to(tl.float32)
         acc = tl.dot(a, b, acc)
         if GATED:
-            if EVEN_K:
-                bu = tl.load(bu_ptrs)
+            if B_DESC:
+                bu = b_ptr.load([b_row + up_off, k0]).T
             else:
-                bu = tl.load(bu_ptrs, mask=kmask[:, None], other=0.0)
+                if EVEN_K:
+                    bu = tl.load(bu_ptrs)
+                else:
+                    bu = tl.load(bu_ptrs, mask=kmask[:, None], other=0.0)
+                bu_ptrs += BLOCK_K
             if EMULATE:
                 bu = bu.to(tl.float32)
             acc_u = tl.dot(a, bu, acc_u)
-            bu_ptrs += BLOCK_K
         a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K
+        if not B_DESC:
+            b_ptrs += BLOCK_K
     if HAS_BIAS:
         brow = bias_ptr + e64 * stride_bias_e
         acc += tl.load(brow + g_rows, mask=nmask, other=0.0)[None, :]
@@ -115,10 +128,13 @@ def _bf16_grouped_gemm_kernel(
 @dataclass(frozen=True)
 class GemmTile:
     """Tile shape of :func:`bf16_grouped_gemm`: ``BLOCK_M x BLOCK_N`` outputs per program (gated: ``BLOCK_N``
-    columns of the activation, i.e. ``2 * BLOCK_N`` weight rows), ``BLOCK_K`` per step.
+    columns of the activation, i.e. ``2 * BLOCK_N`` weight rows), ``BLOCK_K`` per step. ``tma``: load
+    the weights through a tensor descriptor (TMA, SM 90+); pointers where
+    :func:`~moe_oracle.kernels._triton_common.weight_descriptor` gives none or the gate/up rows are
+    interleaved.
 
     Raises:
-        ValueError: a block size not a power of two of at least 16, or warps/stages/group out of range.
+        ValueError: a block size not a power of two of at least 16, or warps/stages/group/tma out of range.
     """
 
     block_m: int
@@ -127,6 +143,7 @@ class GemmTile:
     num_warps: int = 4
     num_stages: int = 3
     group_m: int = 1
+    tma: bool = False
 
     def __post_init__(self) -> None:
         for field in ("block_m", "block_n", "block_k"):
@@ -139,6 +156,8 @@ class GemmTile:
             raise ValueError(f"GemmTile.num_stages: {self.num_stages!r} is not allowed; 1 to 8")
         if not 1 <= self.group_m <= 256:
             raise ValueError(f"GemmTile.group_m: {self.group_m!r} is not allowed; 1 to 256")
+        if not isinstance(self.tma, bool):
+            raise ValueError(f"GemmTile.tma: {self.tma!r} is not allowed; true or false")
 
 
 def bf16_grouped_gemm(
@@ -194,14 +213,15 @@ def bf16_grouped_gemm(
     gate_step, up_off = (2, 1) if interleaved else (1, n_out)
     if bias is not None:
         bias = bias.float().contiguous()
+    desc = weight_descriptor(w, tile.block_n, tile.block_k) if tile.tma and not interleaved else None
     _bf16_grouped_gemm_kernel[grid](
-        a, sorted_tok if sorted_tok is not None else counts, w, bias if bias is not None else counts, out, counts,
-        num_local, n_out, k_dim, up_off, gate_step if gated else 1, max_tiles_m,
+        a, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, bias if bias is not None else counts, out, counts,
+        num_local, n_out, n_w, k_dim, up_off, gate_step if gated else 1, max_tiles_m,
         a.stride(0), w.stride(0), w.stride(1), 0 if bias is None else bias.stride(0), out.stride(0),
         float(swiglu_alpha), float(swiglu_limit),
         BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, BLOCK_E=_pow2(num_local), GROUP_M=tile.group_m,
         INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, HAS_BIAS=bias is not None,
-        EVEN_K=k_dim % tile.block_k == 0, EMULATE=INTERPRET,
+        EVEN_K=k_dim % tile.block_k == 0, B_DESC=desc is not None, EMULATE=INTERPRET,
         num_warps=tile.num_warps, num_stages=tile.num_stages,
     )
     return out

@@ -10,6 +10,7 @@ kernels use the hardware conversions).
 
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
@@ -18,7 +19,12 @@ import triton.language as tl
 
 from ..core.vocab import Activation
 
-__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available"]
+__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "weight_descriptor"]
+
+try:  # Triton >= 3.4: host-side tensor descriptors (TMA on SM 90+)
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older Triton
+    TensorDescriptor = None
 
 try:  # Triton >= 3.4
     INTERPRET = bool(triton.knobs.runtime.interpret)
@@ -57,6 +63,27 @@ def available(device: torch.device) -> bool:
 
 def _pow2(n: int) -> int:
     return triton.next_power_of_2(max(int(n), 1))
+
+
+@functools.lru_cache(maxsize=8)
+def _tma_device(device: torch.device) -> bool:
+    return INTERPRET or (device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9)
+
+
+def weight_descriptor(w: torch.Tensor, block_rows: int, block_k: int):  # noqa: ANN201 - TensorDescriptor | None
+    """A tensor descriptor (TMA on SM 90+) over the weights ``w [E, N_w, K]`` seen as ``[E * N_w, K]``,
+    boxes of ``[block_rows, block_k]``; ``None`` where TMA cannot serve them (Triton without host
+    descriptors, a device before SM 90, weights not contiguous or not 16-byte aligned), and the
+    GEMMs then load the weights through pointers.
+
+    A box that runs past the last row or past ``K`` is zero-filled; one that runs past an expert's
+    rows reads the next expert's, which only feed output columns the GEMMs do not store.
+    """
+    if TensorDescriptor is None or not _tma_device(w.device) or not w.is_contiguous():
+        return None
+    if w.data_ptr() % 16 or (w.shape[-1] * w.element_size()) % 16:
+        return None
+    return TensorDescriptor.from_tensor(w.view(-1, w.shape[-1]), [block_rows, block_k])
 
 
 # ----------------------------------------------------------------------------- shared math

@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from ..core.vocab import Activation
-from ._triton_common import _ACT_CODES, _GROUP, INTERPRET, _gated, _pow2, _to_bf16, _to_fp8, _unary
+from ._triton_common import _ACT_CODES, _GROUP, INTERPRET, _gated, _pow2, _to_bf16, _to_fp8, _unary, weight_descriptor
 
 __all__ = ["BLOCK_CONFIGS", "BlockConfig", "block_config", "fp8_block_gemm"]
 
@@ -25,12 +25,15 @@ __all__ = ["BLOCK_CONFIGS", "BlockConfig", "block_config", "fp8_block_gemm"]
 @triton.jit
 def _fp8_block_gemm_kernel(
     a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, counts_ptr,
-    num_local, n_out, k_dim, up_off, max_tiles_m,
+    num_local, n_out, n_w, k_dim, up_off, max_tiles_m,
     stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm,
     alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
-    INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, EMULATE: tl.constexpr,
+    INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr,
+    EMULATE: tl.constexpr,
 ):
+    # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads).
+    # BLOCK_N > 128 (plain GEMM only): one weight scale per 128 output columns, a vector per K step.
     pid = tl.program_id(0)
     num_pid_n = tl.cdiv(n_out, BLOCK_N)
     in_group = GROUP_M * num_pid_n
@@ -62,26 +65,43 @@ def _fp8_block_gemm_kernel(
     a_ptrs = a_ptr + arow[:, None] * stride_am + rk[None, :]
     as_ptrs = as_ptr + arow * stride_asm
     e64 = e.to(tl.int64)
-    b_ptrs = b_ptr + e64 * stride_be + rn.to(tl.int64)[None, :] * stride_bn + rk[:, None]
-    bs_ptrs = bs_ptr + e64 * stride_bse + ((pid_n * BLOCK_N) // 128) * stride_bsn
+    if B_DESC:
+        b_row = e * n_w + pid_n * BLOCK_N
+    else:
+        b_ptrs = b_ptr + e64 * stride_be + rn.to(tl.int64)[None, :] * stride_bn + rk[:, None]
+    if BLOCK_N > 128:
+        bs_ptrs = bs_ptr + e64 * stride_bse + (rn // 128) * stride_bsn
+    else:
+        bs_ptrs = bs_ptr + e64 * stride_bse + ((pid_n * BLOCK_N) // 128) * stride_bsn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     if GATED:
-        bu_ptrs = b_ptrs + up_off * stride_bn
+        if not B_DESC:
+            bu_ptrs = b_ptrs + up_off * stride_bn
         bus_ptrs = bs_ptr + e64 * stride_bse + ((up_off + pid_n * BLOCK_N) // 128) * stride_bsn
         acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for kb in range(0, tl.cdiv(k_dim, BLOCK_K)):
         a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
         a_s = tl.load(as_ptrs + kb, mask=rmask, other=0.0)
-        b = tl.load(b_ptrs)
+        if B_DESC:
+            b = b_ptr.load([b_row, kb * BLOCK_K]).T
+        else:
+            b = tl.load(b_ptrs)
         b_s = tl.load(bs_ptrs + kb)
-        acc += tl.dot(a, b) * (a_s[:, None] * b_s)
+        if BLOCK_N > 128:
+            acc += tl.dot(a, b) * (a_s[:, None] * b_s[None, :])
+        else:
+            acc += tl.dot(a, b) * (a_s[:, None] * b_s)
         if GATED:
-            bu = tl.load(bu_ptrs)
+            if B_DESC:
+                bu = b_ptr.load([b_row + up_off, kb * BLOCK_K]).T
+            else:
+                bu = tl.load(bu_ptrs)
+                bu_ptrs += BLOCK_K
             bu_s = tl.load(bus_ptrs + kb)
             acc_u += tl.dot(a, bu) * (a_s[:, None] * bu_s)
-            bu_ptrs += BLOCK_K
         a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K
+        if not B_DESC:
+            b_ptrs += BLOCK_K
     if GATED:
         out = _gated(acc, acc_u, alpha, limit, ACT)
     elif ACT >= 0:
@@ -99,12 +119,35 @@ def _fp8_block_gemm_kernel(
 
 @dataclass(frozen=True)
 class BlockConfig:
-    """Tile shape of :func:`fp8_block_gemm` (``BLOCK_N = BLOCK_K = 128``: one weight scale per tile step)."""
+    """Tile shape of :func:`fp8_block_gemm`: ``BLOCK_M x block_n`` outputs per program, ``BLOCK_K = 128``
+    (one weight scale per 128 x 128 tile step); ``block_n`` 256 only without ``quant_out``.
+    ``tma``: load the weights through a tensor descriptor (TMA, SM 90+; pointers where
+    :func:`~moe_oracle.kernels._triton_common.weight_descriptor` gives none).
+
+    Raises:
+        ValueError: a field out of its range (the message names field, value and what is allowed).
+    """
 
     block_m: int
     num_warps: int
     num_stages: int
     group_m: int = 8
+    block_n: int = 128
+    tma: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.block_m, int) or self.block_m < 16 or self.block_m & (self.block_m - 1):
+            raise ValueError(f"BlockConfig.block_m: {self.block_m!r} is not allowed; a power of two >= 16")
+        if self.block_n not in (128, 256):
+            raise ValueError(f"BlockConfig.block_n: {self.block_n!r} is not allowed; 128 or 256")
+        if self.num_warps not in (1, 2, 4, 8, 16):
+            raise ValueError(f"BlockConfig.num_warps: {self.num_warps!r} is not allowed; one of 1, 2, 4, 8, 16")
+        if not 1 <= self.num_stages <= 8:
+            raise ValueError(f"BlockConfig.num_stages: {self.num_stages!r} is not allowed; 1 to 8")
+        if not 1 <= self.group_m <= 256:
+            raise ValueError(f"BlockConfig.group_m: {self.group_m!r} is not allowed; 1 to 256")
+        if not isinstance(self.tma, bool):
+            raise ValueError(f"BlockConfig.tma: {self.tma!r} is not allowed; true or false")
 
 
 BLOCK_CONFIGS = {
@@ -164,7 +207,8 @@ def fp8_block_gemm(
         ``(out, scale)``: ``scale`` ``[rows, n // 128]`` when ``quant_out``, else ``None``.
 
     Raises:
-        ValueError: ``K`` or the output width not a multiple of 128, an interleaved activation.
+        ValueError: ``K`` or the output width not a multiple of 128, an interleaved activation, a
+            ``block_n`` of 256 with ``quant_out`` or with an output width not a multiple of 256.
     """
     num_local, n_w, k_dim = w.shape
     gated = False
@@ -182,16 +226,20 @@ def fp8_block_gemm(
     if rows == 0 or num_local == 0:
         return out, scale
     cfg = config or block_config(rows, num_local, gated)
+    if cfg.block_n != 128 and (quant_out or n_out % cfg.block_n):
+        raise ValueError(f"fp8_block_gemm: block_n {cfg.block_n} needs a plain GEMM (no quant_out) with N a multiple of it, got N={n_out}")
+    desc = weight_descriptor(w, cfg.block_n, 128) if cfg.tma else None
     max_tiles_m = triton.cdiv(rows, cfg.block_m) + num_local
-    grid = (max_tiles_m * (n_out // 128),)
+    grid = (max_tiles_m * (n_out // cfg.block_n),)
     _fp8_block_gemm_kernel[grid](
-        a, a_scale, sorted_tok if sorted_tok is not None else counts, w, w_scale, out, scale if scale is not None else out, counts,
-        num_local, n_out, k_dim, n_out, max_tiles_m,
+        a, a_scale, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, w_scale, out,
+        scale if scale is not None else out, counts,
+        num_local, n_out, n_w, k_dim, n_out, max_tiles_m,
         a.stride(0), a_scale.stride(0), w.stride(0), w.stride(1), w_scale.stride(0), w_scale.stride(1),
         out.stride(0), 0 if scale is None else scale.stride(0),
         float(swiglu_alpha), float(swiglu_limit),
-        BLOCK_M=cfg.block_m, BLOCK_N=128, BLOCK_K=128, BLOCK_E=_pow2(num_local), GROUP_M=cfg.group_m,
-        INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, QUANT_OUT=quant_out, EMULATE=INTERPRET,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=128, BLOCK_E=_pow2(num_local), GROUP_M=cfg.group_m,
+        INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, QUANT_OUT=quant_out, B_DESC=desc is not None,
+        EMULATE=INTERPRET, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, scale
