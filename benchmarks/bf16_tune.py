@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runtime_bench import MODELS, TOKENS, model_spec, time_graph_ms  # noqa: E402
 
 from moe_oracle.kernels import _triton_moe as ops  # noqa: E402
-from moe_oracle.kernels.bf16_paths import PathChoice, default_table_path  # noqa: E402
+from moe_oracle.kernels.path_tables import PathChoice, default_table_path  # noqa: E402
 from moe_oracle.kernels.torch_grouped_mm import TorchGroupedMMExperts  # noqa: E402
 from moe_oracle.runtime.routing import route  # noqa: E402
 from moe_oracle.runtime.weights import make_random_weights  # noqa: E402

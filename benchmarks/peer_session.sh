@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# One GPU call for issue 23 on the lent H200 (how benchmarks/results/h200_peer_* were made):
+# One GPU call for issue 23 on the lent H200 (how benchmarks/results/h200_peer_* and h200_kernel_sweep.log were made):
 #
 #   python benchmarks/prepare_peer.py                    # here, where the package index is reachable
-#   OUT=/tmp/out STAGES="tune ship tests bench" bash benchmarks/peer_session.sh   # there (device tool, carrying .peer, .whl)
+#   OUT=/tmp/out STAGES="sweep ship tests bench" bash benchmarks/peer_session.sh   # there (device tool, carrying .peer, .whl)
 #
-# Stages, in this order (each writes one file under $OUT):
-#   tune   tune.log, bf16_tuned.yaml   tiles and path per layer and token count (benchmarks/bf16_tune.py)
-#   ship   the tuned table replaces runtime_tables/paths/bf16_grouped.yaml in this copy (tested and timed below;
-#          copy $OUT/bf16_tuned.yaml into the repository afterwards to commit what was measured)
+# Stages, in this order (each writes its files under $OUT):
+#   sweep  sweep.log, kernel_sweep.log, fp8_block.yaml, bf16_grouped.yaml   tiles of our Triton GEMMs per layer and
+#          token count (benchmarks/kernel_sweep.py: the fp8 layers, bf16 Qwen3 from 1,024 tokens)
+#   tune   tune.log, bf16_tuned.yaml   bf16 tiles and path per layer and token count (benchmarks/bf16_tune.py)
+#   ship   the swept (else tuned) tables replace runtime_tables/paths/ in this copy (tested and timed below;
+#          copy them from $OUT into the repository afterwards to commit what was measured)
 #   tests  gpu_tests.log    pytest -m gpu tests/runtime (without the NCCL scenarios)
-#   bench  bench.log, peer.json        ours vs vLLM's Triton kernel (runtime_bench.py --peer), with the
-#                                      tuned table when the tune stage wrote one, else the shipped table
+#   bench  bench.log, peer.json        ours vs vLLM's Triton kernel (runtime_bench.py --peer) with the shipped tables
 # The figures are drawn afterwards from peer.json (benchmarks/plot_runtime.py --peer; no GPU needed).
+# T_SWEEP / DEADLINE / T_TUNE / T_TESTS / T_BENCH bound each stage (seconds); ROUNDS, SAMPLES the bench.
 set -u
 OUT=${OUT:-/tmp/moe-oracle-peer}
-STAGES=${STAGES:-tune ship tests bench}
+STAGES=${STAGES:-sweep ship tests bench}
 PEER=${PEER:-.peer/vllm-0.33.0}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 MOE_ORACLE_CACHE_DIR=/tmp/moe-oracle-cache
@@ -25,20 +27,33 @@ export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
 has() { case " $STAGES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 stamp() { echo "== $1 ($(date -u +%H:%M:%S))"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.used --format=csv,noheader
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
+if has sweep; then
+    stamp "kernel_sweep.py"
+    { stamp "kernel_sweep.py"; timeout ${T_SWEEP:-220} python3 benchmarks/kernel_sweep.py --out-dir "$OUT" --jobs ${JOBS:-12} --deadline ${DEADLINE:-150} 2>&1; } > "$OUT/sweep.log"
+    grep -E "^# |whole call|deadline|Error" "$OUT/sweep.log" | tail -12
+fi
 if has tune; then
     { stamp "bf16 tiles and paths"; timeout ${T_TUNE:-220} python3 benchmarks/bf16_tune.py --out "$OUT/bf16_tuned.yaml" 2>&1; } > "$OUT/tune.log"
     grep -E "whole call|wrote|Error" "$OUT/tune.log" | tail -30
 fi
-if has ship && [ -s "$OUT/bf16_tuned.yaml" ]; then  # test and time the table that will be committed
-    cp "$OUT/bf16_tuned.yaml" moe_oracle/runtime_tables/paths/bf16_grouped.yaml && echo "== the tuned table is now runtime_tables/paths/bf16_grouped.yaml"
+if has ship; then  # test and time the tables that will be committed
+    if [ -s "$OUT/fp8_block.yaml" ] && [ -s "$OUT/bf16_grouped.yaml" ]; then
+        cp "$OUT/fp8_block.yaml" "$OUT/bf16_grouped.yaml" moe_oracle/runtime_tables/paths/ && echo "== the swept tables are now runtime_tables/paths/"
+    elif [ -s "$OUT/bf16_tuned.yaml" ]; then
+        cp "$OUT/bf16_tuned.yaml" moe_oracle/runtime_tables/paths/bf16_grouped.yaml && echo "== the tuned table is now runtime_tables/paths/bf16_grouped.yaml"
+    else
+        echo "== nothing to ship: the committed tables are tested and timed"
+    fi
 fi
 if has tests; then
+    stamp "pytest -m gpu tests/runtime"
     { stamp "pytest -m gpu tests/runtime"; timeout ${T_TESTS:-110} python3 -m pytest -m gpu tests/runtime --ignore=tests/runtime/test_distributed.py -q -p no:cacheprovider -rA 2>&1; } > "$OUT/gpu_tests.log"
     tail -3 "$OUT/gpu_tests.log"
 fi
 if has bench; then
-    paths=()
-    if ! has ship && [ -s "$OUT/bf16_tuned.yaml" ]; then paths=(--paths "$OUT/bf16_tuned.yaml"); fi
-    { stamp "runtime_bench.py --peer $PEER ${paths[*]}"; timeout ${T_BENCH:-270} python3 benchmarks/runtime_bench.py --peer "$PEER" "${paths[@]}" --samples ${SAMPLES:-9} --rounds ${ROUNDS:-2} --json "$OUT/peer.json" 2>&1; } > "$OUT/bench.log"
-    grep -vE "^  T=" "$OUT/bench.log" | tail -45
+    stamp "runtime_bench.py --peer $PEER"
+    { stamp "runtime_bench.py --peer $PEER"; timeout ${T_BENCH:-270} python3 benchmarks/runtime_bench.py --peer "$PEER" --samples ${SAMPLES:-9} --rounds ${ROUNDS:-2} --json "$OUT/peer.json" 2>&1; } > "$OUT/bench.log"
+    grep -vE "^  T=" "$OUT/bench.log" | tail -40
 fi
+stamp "done"

@@ -373,16 +373,24 @@ PEER_NOTE = (
 )
 
 
+def _tile_label(t) -> str:  # noqa: ANN001 - GemmTile or BlockConfig
+    k = getattr(t, "block_k", 128)
+    return f"{t.block_m}x{t.block_n}x{k}w{t.num_warps}s{t.num_stages}" + (f"g{t.group_m}" if t.group_m != 1 else "") + ("tma" if t.tma else "")
+
+
 def _path_label(experts, tokens: int) -> str:  # noqa: ANN001
-    """Which path of ours served ``tokens`` (bf16: the path table's choice; fp8: our block GEMM)."""
+    """Which path and tiles of ours served ``tokens`` (bf16: the path table's choice; fp8: the tile table's, or the kernel's own)."""
+    configs_for = getattr(experts, "configs_for", None)
+    if configs_for is not None:
+        c1, c2 = configs_for(tokens)
+        return "fp8 " + ("kernel default" if c1 is None else f"{_tile_label(c1)} / {_tile_label(c2)}")
     path_for = getattr(experts, "path_for", None)
     if path_for is None or getattr(experts, "paths", None) is None:
         return type(experts).__name__
     choice = path_for(tokens)
     if choice.path != "triton":
         return choice.path
-    t1, t2 = choice.gemm1, choice.gemm2
-    return f"triton {t1.block_m}x{t1.block_n}x{t1.block_k}w{t1.num_warps}s{t1.num_stages} / {t2.block_m}x{t2.block_n}x{t2.block_k}w{t2.num_warps}s{t2.num_stages}"
+    return f"triton {_tile_label(choice.gemm1)} / {_tile_label(choice.gemm2)}"
 
 
 def bench_peer_model(model: Model, args: argparse.Namespace, limits: dict, peer) -> dict:  # noqa: ANN001
@@ -396,7 +404,7 @@ def bench_peer_model(model: Model, args: argparse.Namespace, limits: dict, peer)
     weights = make_random_weights(spec, seed=0, device=DEVICE, generator_device=DEVICE)
     ours = experts_for(spec, weights)
     if args.paths is not None and getattr(ours, "paths", None) is not None:
-        from moe_oracle.kernels.bf16_paths import load_paths
+        from moe_oracle.kernels.path_tables import load_paths
 
         ours.paths = load_paths(str(args.paths))
     theirs = VLLMTritonPeer(peer, spec, weights)

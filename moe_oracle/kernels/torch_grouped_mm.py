@@ -16,7 +16,7 @@ Two implementations of the same math:
   place through the sorted token index and applies the activation to its float32 accumulators, so
   neither the gathered copy nor GEMM1's raw output is written); which path serves which token
   count, and with which tile shapes, is the table ``runtime_tables/paths/bf16_grouped.yaml``
-  (:mod:`moe_oracle.kernels.bf16_paths`), tuned on an H200.
+  (:mod:`moe_oracle.kernels.path_tables`), tuned on an H200.
 * **Portable path** (any other device; torch >= 2.13 runs ``_grouped_mm`` on CPU through a
   per-group loop): plain torch ops -- sort, per-expert rows padded to 16 (``_GROUP_ALIGN``), one
   bf16 buffer of static size ``T*K + E_local*15`` rows, the activation in float32, an
@@ -125,13 +125,13 @@ class TorchGroupedMMExperts(ModularExperts):
         self._b2 = None if self._bias2 is None else torch.cat([self._bias2, self._bias2.new_zeros(1, spec.hidden_size)])
         self._ops = triton_ops(weights.device) if use_triton else None
         self.paths = None
-        """The path table (:func:`moe_oracle.kernels.bf16_paths.load_paths`) when the Triton kernels run here."""
+        """The path table (:func:`moe_oracle.kernels.path_tables.load_paths`) when the Triton kernels run here."""
         if self._ops is not None:
-            from .bf16_paths import load_paths
+            from .path_tables import load_paths
 
             self.paths = load_paths()
         self.force_path: object = None
-        """A :class:`~moe_oracle.kernels.bf16_paths.PathChoice` that overrides the table (benchmarks and tuning only)."""
+        """A :class:`~moe_oracle.kernels.path_tables.PathChoice` that overrides the table (benchmarks and tuning only)."""
 
     def apply(self, hidden_states, topk_weights, topk_ids, *, a1_scale=None, expert_num_tokens=None):  # noqa: ANN001, ANN201 - see ModularExperts.apply
         if a1_scale is not None:

@@ -80,8 +80,21 @@ class TritonFP8BlockExperts(ModularExperts):
         self._w2 = weights.w2.contiguous()
         self._s13 = weights.w13_scale.float().contiguous()
         self._s2 = weights.w2_scale.float().contiguous()
+        from .path_tables import fp8_table_path, load_paths
+
+        self.paths = load_paths(str(fp8_table_path()))
+        """The tile table ``runtime_tables/paths/fp8_block.yaml`` (:mod:`moe_oracle.kernels.path_tables`)."""
         self.configs: tuple[object, object] | None = None
-        """``(GEMM1 config, GEMM2 config)`` to override :func:`~moe_oracle.kernels._triton_moe.block_config` (tuning only)."""
+        """``(GEMM1 config, GEMM2 config)`` that override the table (tuning only)."""
+
+    def configs_for(self, tokens: int) -> tuple[object, object]:
+        """The two GEMMs' tiles for a call of ``tokens`` tokens: :attr:`configs`, else the table's
+        choice, else ``(None, None)`` (the kernel's own :func:`~moe_oracle.kernels._triton_moe.block_config`)."""
+        if self.configs is not None:
+            return self.configs
+        spec = self.spec
+        choice = self.paths.choose(spec.num_local_experts, spec.hidden_size, spec.intermediate_size, spec.top_k, tokens)
+        return (None, None) if choice is None else (choice.gemm1, choice.gemm2)
 
     def apply(self, hidden_states, topk_weights, topk_ids, *, a1_scale=None, expert_num_tokens=None):  # noqa: ANN001, ANN201 - see ModularExperts.apply
         if a1_scale is not None:
@@ -92,7 +105,7 @@ class TritonFP8BlockExperts(ModularExperts):
             return torch.zeros(tokens, spec.hidden_size, dtype=torch.bfloat16, device=hidden_states.device)
         alpha = GPT_OSS_SWIGLU_ALPHA if spec.swiglu_alpha is None else spec.swiglu_alpha
         limit = GPT_OSS_SWIGLU_LIMIT if spec.swiglu_limit is None else spec.swiglu_limit
-        cfg1, cfg2 = self.configs or (None, None)
+        cfg1, cfg2 = self.configs_for(tokens)
         xq, xs = ops.quantize_rows(hidden_states.to(torch.bfloat16).contiguous(), 128)  # [T, H] fp8, [T, H/128]
         layout = ops.route_layout(topk_ids, spec.first_local_expert, spec.num_local_experts)
         a, a_scale = ops.fp8_block_gemm(

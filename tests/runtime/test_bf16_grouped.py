@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from helpers import BF16_REL_TOL, inputs, normwise_error, small_spec, with_swapped_gate_up
-from moe_oracle.kernels.bf16_paths import PathChoice, load_paths, parse_paths
+from moe_oracle.kernels.path_tables import PathChoice, fp8_table_path, load_paths, parse_paths
 from moe_oracle.kernels.reference import reference_moe
 from moe_oracle.prepare_finalize.no_dp_ep import NoDPEPModular
 from moe_oracle.runtime.kernel import FusedMoEKernel
@@ -75,6 +75,10 @@ def _expected(x, w, counts, sorted_tok, act=None, bias=None):  # noqa: ANN001, A
         ("swigluoai", True, 64, dict(m=16, n=16, k=32)),  # interleaved gate/up rows, bias
         ("gelu_no_mul", True, 48, dict(m=16, n=32, k=16)),
         (None, False, 80, dict(m=16, n=64, k=32, group_m=4)),  # plain GEMM (GEMM2), width not a multiple of BLOCK_N
+        # weights through a tensor descriptor: a box past K (zero-filled), past the last expert's rows, interleaved (pointers)
+        ("silu", False, 96, dict(m=32, n=16, k=64, tma=True)),
+        (None, False, 80, dict(m=16, n=64, k=32, tma=True)),
+        ("swigluoai", True, 64, dict(m=16, n=16, k=32, tma=True)),
     ],
 )
 def test_bf16_grouped_gemm_matches_float32_math(ops, act, interleaved_bias, k, tile):
@@ -197,6 +201,50 @@ def test_path_table_chooses_by_tokens_for_tuned_shapes_and_by_rows_per_expert_ot
 def test_path_table_errors_name_the_field_the_value_and_what_is_allowed(over, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("[", r"\[")):
         parse_paths(_doc(**over), "t.yaml")
+
+
+def _fp8_doc(**over):  # noqa: ANN003, ANN202
+    doc = {
+        "kind": "runtime_paths",
+        "experts": "triton_fp8_block",
+        "shapes": [{"name": "ds", "num_experts": 32, "hidden_size": 7168, "intermediate_size": 2048, "top_k": 8,
+                    "ranges": [{"max_tokens": 64, "path": "triton", "gemm1": {"m": 16, "n": 128}, "gemm2": {"m": 16, "n": 128}},
+                               {"path": "triton", "gemm1": {"m": 64, "n": 128, "warps": 8, "stages": 3, "tma": True},
+                                "gemm2": {"m": 64, "n": 256, "warps": 8, "stages": 4, "group_m": 16, "tma": True}}]}],
+    }
+    doc.update(over)
+    return doc
+
+
+def test_fp8_tile_table_gives_block_configs_and_leaves_other_layers_to_the_kernel():
+    from moe_oracle.kernels._triton_moe import BlockConfig
+
+    table = parse_paths(_fp8_doc(), "f.yaml")
+    small, large = table.choose(32, 7168, 2048, 8, 64), table.choose(32, 7168, 2048, 8, 65)
+    assert small.gemm1 == BlockConfig(16, 4, 3) and small.path == "triton"
+    assert large.gemm1 == BlockConfig(64, 8, 3, tma=True) and large.gemm2 == BlockConfig(64, 8, 4, group_m=16, block_n=256, tma=True)
+    assert table.choose(32, 7168, 1024, 8, 64) is None  # no default ranges: the kernel's block_config
+    assert load_paths(str(fp8_table_path())).experts == "triton_fp8_block"
+
+
+@pytest.mark.parametrize(
+    "gemm2, message",
+    [
+        ({"m": 64, "n": 128, "k": 64}, "k is 128"),
+        ({"m": 64, "n": 192}, "block_n: 192 is not allowed; 128 or 256"),
+        ({"m": 64, "n": 128, "tma": "yes"}, "tma: 'yes' is not allowed; true or false"),
+        ({"m": 48, "n": 128}, "block_m: 48 is not allowed"),
+    ],
+)
+def test_fp8_tile_table_errors_name_the_field_the_value_and_what_is_allowed(gemm2, message):
+    doc = _fp8_doc()
+    doc["shapes"][0]["ranges"][1]["gemm2"] = gemm2
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        parse_paths(doc, "f.yaml")
+    with pytest.raises(ValueError, match="path = 'torch_grouped_mm' is not allowed; one of triton"):
+        parse_paths(_fp8_doc(default=[{"path": "torch_grouped_mm"}]), "f.yaml")
+    with pytest.raises(ValueError, match="experts = 'cutlass' is not allowed"):
+        parse_paths(_fp8_doc(experts="cutlass"), "f.yaml")
 
 
 def test_path_table_refuses_a_shape_twice_and_a_bad_size():

@@ -143,6 +143,30 @@ def test_fp8_block_cuda_matches_reference(shape, tokens):
     assert err <= BF16_REL_TOL
 
 
+@pytest.mark.parametrize("shape_index", range(4))
+def test_every_range_of_the_shipped_fp8_tile_table_runs_right_on_gpu(shape_index):
+    """Each tuned layer of ``runtime_tables/paths/fp8_block.yaml`` at its real sizes, at one token
+    count inside each of its ranges (the largest just past the last limit), against the float32 reference."""
+    from moe_oracle.kernels.path_tables import fp8_table_path, load_paths
+
+    table = load_paths(str(fp8_table_path()))
+    if shape_index >= len(table.shapes):
+        pytest.skip(f"the fp8 table tunes {len(table.shapes)} layers")
+    shape = table.shapes[shape_index]
+    e, h, i, k = shape.key
+    spec = small_spec(num_experts=e, top_k=k, hidden=h, intermediate=i, dtype="bfloat16", quant=SCHEMES["fp8_block"])
+    w = make_random_weights(spec, seed=5, device="cuda", generator_device="cuda")
+    experts = TritonFP8BlockExperts(spec, w)
+    limits = [int(r.limit) for r in shape.ranges if r.limit]
+    for tokens in sorted({16, *limits, (limits[-1] + 1) if limits else 4096}):
+        x, logits = inputs(spec, tokens, seed=tokens)
+        x, logits = x.cuda(), logits.cuda()
+        out = FusedMoEKernel(NoDPEPModular(spec), experts)(x, logits)
+        assert torch.isfinite(out).all()
+        err = normwise_error(out, reference_moe(x, logits, w, spec))
+        assert err <= BF16_REL_TOL, (shape.name, tokens, experts.configs_for(tokens), err)
+
+
 def test_fp8_block_cuda_negative_controls():
     spec = small_spec(dtype="bfloat16", quant=SCHEMES["fp8_block"], num_experts=32, top_k=4, hidden=1024, intermediate=512)
     w, x, logits = _on_cuda(spec, 128)

@@ -202,6 +202,59 @@ def test_fp8_block_experts_match_reference(ops, activation, tokens):
     assert normwise_error(out, reference_moe(x, logits, w, spec)) <= BF16_REL_TOL
 
 
+def _block_scaled(a, a_scale, w, w_scale, counts):  # noqa: ANN001, ANN202
+    """float32 math of the block-scaled grouped GEMM: rows in expert order, scales broadcast over their 128-blocks."""
+    out, start = [], 0
+    for e, c in enumerate(counts.tolist()):
+        rows = a[start:start + c].float() * a_scale[start:start + c].repeat_interleave(128, 1)
+        out.append(rows @ (w[e].float() * w_scale[e].repeat_interleave(128, 0).repeat_interleave(128, 1)).T)
+        start += c
+    return torch.cat(out)
+
+
+def test_fp8_block_gemm_tile_options_give_the_same_math(ops):
+    """Every tile option (BLOCK_N 256 with a weight-scale vector per K step, weights through a tensor
+    descriptor, GROUP_M) against float32 math on the same fp8 operands and scales."""
+    gen = torch.Generator().manual_seed(6)
+    num_local, n, k = 3, 256, 256
+    counts = torch.tensor([5, 0, 20], dtype=torch.int32)
+    rows = int(counts.sum())
+    w13 = (torch.randn(num_local, 2 * n, k, generator=gen) / 16).to(torch.float8_e4m3fn)
+    s13 = torch.rand(num_local, 2 * n // 128, k // 128, generator=gen) + 0.5
+    w2 = (torch.randn(num_local, k, n, generator=gen) / 16).to(torch.float8_e4m3fn)
+    s2 = torch.rand(num_local, k // 128, n // 128, generator=gen) + 0.5
+    xq, xs = ops.quantize_rows(torch.randn(rows, k, generator=gen).to(torch.bfloat16), 128)
+    h = _block_scaled(xq, xs, w13, s13, counts)
+    act = torch.nn.functional.silu(h[:, :n]) * h[:, n:]
+    plain = _block_scaled(xq, xs, w2, s2, counts)
+    for cfg in (ops.BlockConfig(16, 4, 3), ops.BlockConfig(16, 4, 3, tma=True), ops.BlockConfig(32, 4, 3, group_m=2, tma=True)):
+        out, scale = ops.fp8_block_gemm(xq, xs, w13, s13, counts, rows, act="silu", quant_out=True, config=cfg)
+        assert normwise_error(out.float() * scale.repeat_interleave(128, 1), act) <= 2.0**-4, cfg  # e4m3 output
+    for cfg in (ops.BlockConfig(16, 4, 3), ops.BlockConfig(16, 4, 3, block_n=256), ops.BlockConfig(32, 4, 3, block_n=256, tma=True), ops.BlockConfig(16, 4, 3, tma=True)):
+        out, _ = ops.fp8_block_gemm(xq, xs, w2, s2, counts, rows, config=cfg)
+        assert normwise_error(out, plain) <= 2.0**-8, cfg  # one bf16 rounding
+    with pytest.raises(ValueError, match="block_n 256 needs a plain GEMM"):
+        ops.fp8_block_gemm(xq, xs, w13, s13, counts, rows, act="silu", quant_out=True, config=ops.BlockConfig(16, 4, 3, block_n=256))
+
+
+def test_fp8_block_experts_take_their_tiles_from_the_table(ops):
+    from moe_oracle.kernels.path_tables import parse_paths
+    from moe_oracle.kernels.triton_fp8_block import TritonFP8BlockExperts
+
+    spec = small_spec(num_experts=8, top_k=2, hidden=256, intermediate=256, dtype="bfloat16", quant=SCHEMES["fp8_block"])
+    w = make_random_weights(spec, seed=1)
+    x, logits = inputs(spec, 24, seed=2)
+    experts = TritonFP8BlockExperts(spec, w)
+    assert experts.configs_for(24) == (None, None)  # the shipped table tunes other layers
+    tile = {"m": 16, "n": 256, "warps": 4, "stages": 3, "tma": True}
+    experts.paths = parse_paths({"kind": "runtime_paths", "experts": "triton_fp8_block", "shapes": [
+        {"name": "t", "num_experts": 8, "hidden_size": 256, "intermediate_size": 256, "top_k": 2,
+         "ranges": [{"path": "triton", "gemm1": dict(tile, n=128), "gemm2": tile}]}]}, "t.yaml")
+    assert experts.configs_for(24)[1] == ops.BlockConfig(16, 4, 3, block_n=256, tma=True)
+    out = FusedMoEKernel(NoDPEPModular(spec), experts)(x, logits)
+    assert normwise_error(out, reference_moe(x, logits, w, spec)) <= BF16_REL_TOL
+
+
 def test_fp8_block_negative_controls_and_expert_parallel(ops):
     from moe_oracle.kernels.triton_fp8_block import TritonFP8BlockExperts
 

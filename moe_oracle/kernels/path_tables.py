@@ -1,9 +1,17 @@
-"""Which bf16 experts path serves which token count: the table ``runtime_tables/paths/bf16_grouped.yaml``.
+"""Which path and tiles of our experts serve which token count: the tables under ``runtime_tables/paths/``.
 
-:class:`~moe_oracle.kernels.torch_grouped_mm.TorchGroupedMMExperts` has two ways to run its two
-GEMMs on CUDA: PyTorch's CUTLASS grouped GEMM (``torch._grouped_mm``, path ``torch_grouped_mm``)
-and our Triton grouped GEMM (:func:`~moe_oracle.kernels._triton_moe.bf16_grouped_gemm`, path
-``triton``: GEMM1 reads the tokens' rows in place and applies the activation in its epilogue).
+* ``bf16_grouped.yaml`` (``experts: torch_grouped_mm``):
+  :class:`~moe_oracle.kernels.torch_grouped_mm.TorchGroupedMMExperts` has two ways to run its two
+  GEMMs on CUDA: PyTorch's CUTLASS grouped GEMM (``torch._grouped_mm``, path ``torch_grouped_mm``)
+  and our Triton grouped GEMM (:func:`~moe_oracle.kernels._triton_moe.bf16_grouped_gemm`, path
+  ``triton``: GEMM1 reads the tokens' rows in place and applies the activation in its epilogue).
+  Tiles are :class:`~moe_oracle.kernels._triton_moe.GemmTile`.
+* ``fp8_block.yaml`` (``experts: triton_fp8_block``):
+  :class:`~moe_oracle.kernels.triton_fp8_block.TritonFP8BlockExperts` runs our 128x128-block fp8
+  GEMM (path ``triton`` only); the table gives its two GEMMs' tiles
+  (:class:`~moe_oracle.kernels._triton_moe.BlockConfig`, ``k`` fixed at 128). ``default`` may be
+  left out: other layers then take the kernel's own choice (``block_config``).
+
 Which one serves a call is read from the table at each call, by the call's token count (a host
 integer: no device value is read, so the choice is captured by a CUDA graph like the rest).
 
@@ -11,7 +19,7 @@ Table layout (YAML; every field is checked at load, an error names the file, the
 and what is allowed)::
 
     kind: runtime_paths
-    experts: torch_grouped_mm           # the runtime entry these paths belong to
+    experts: torch_grouped_mm           # the runtime entry these paths belong to (see above)
     measured: <where the numbers come from>
     shapes:                             # tuned layers, matched exactly on local experts, hidden,
       - name: ...                       # intermediate size per partition and top-k
@@ -26,7 +34,8 @@ and what is allowed)::
       - {max_rows_per_expert: 8, path: triton, gemm1: TILE, gemm2: TILE}
       - {path: torch_grouped_mm}
 
-    TILE = {m: 16, n: 64, k: 128, warps: 4, stages: 4, group_m: 1}   (GemmTile fields)
+    TILE = {m: 16, n: 64, k: 128, warps: 4, stages: 4, group_m: 1, tma: false}   (GemmTile fields)
+    TILE = {m: 64, n: 128, warps: 8, stages: 3, group_m: 8, tma: true}          (BlockConfig fields)
 """
 
 from __future__ import annotations
@@ -38,12 +47,15 @@ from typing import Any
 
 from ..core._resources import package_dir
 
-__all__ = ["PATHS", "PathChoice", "PathTable", "load_paths"]
+__all__ = ["EXPERTS", "PATHS", "PathChoice", "PathTable", "fp8_table_path", "load_paths"]
 
 PATHS = ("triton", "torch_grouped_mm")
-"""Path names a table may use."""
+"""Path names a bf16 table may use."""
 
-_TILE_KEYS = {"m": "block_m", "n": "block_n", "k": "block_k", "warps": "num_warps", "stages": "num_stages", "group_m": "group_m"}
+EXPERTS = {"torch_grouped_mm": PATHS, "triton_fp8_block": ("triton",)}
+"""The ``experts`` a table may name -> the paths it may use."""
+
+_TILE_KEYS = {"m": "block_m", "n": "block_n", "k": "block_k", "warps": "num_warps", "stages": "num_stages", "group_m": "group_m", "tma": "tma"}
 
 
 def default_table_path() -> Path:
@@ -51,10 +63,16 @@ def default_table_path() -> Path:
     return package_dir() / "runtime_tables" / "paths" / "bf16_grouped.yaml"
 
 
+def fp8_table_path() -> Path:
+    """``moe_oracle/runtime_tables/paths/fp8_block.yaml``."""
+    return package_dir() / "runtime_tables" / "paths" / "fp8_block.yaml"
+
+
 @dataclass(frozen=True)
 class PathChoice:
     """One range's choice: ``path`` (one of :data:`PATHS`) and, for ``triton``, the two GEMMs' tiles
-    (:class:`~moe_oracle.kernels._triton_moe.GemmTile`; ``None`` for ``torch_grouped_mm``)."""
+    (:class:`~moe_oracle.kernels._triton_moe.GemmTile` or, in an fp8 table,
+    :class:`~moe_oracle.kernels._triton_moe.BlockConfig`; ``None`` for ``torch_grouped_mm``)."""
 
     path: str
     gemm1: Any = None
@@ -80,18 +98,22 @@ class PathTable:
 
     source: str
     shapes: tuple[_Shape, ...]
-    default: tuple[_Range, ...]
+    default: tuple[_Range, ...] | None
+    experts: str = "torch_grouped_mm"
 
-    def choose(self, num_experts: int, hidden_size: int, intermediate_size: int, top_k: int, tokens: int) -> PathChoice:
+    def choose(self, num_experts: int, hidden_size: int, intermediate_size: int, top_k: int, tokens: int) -> PathChoice | None:
         """The path for a call of ``tokens`` tokens on a layer of ``num_experts`` local experts.
 
         A tuned shape (exact match of the four sizes) is looked up by ``tokens``; any other layer
-        by the mean routed rows per local expert, ``tokens * top_k / num_experts``.
+        by the mean routed rows per local expert, ``tokens * top_k / num_experts`` (``None`` when
+        the table has no ``default``: the kernel's own choice).
         """
         key = (num_experts, hidden_size, intermediate_size, top_k)
         for shape in self.shapes:
             if shape.key == key:
                 return _first(shape.ranges, tokens)
+        if self.default is None:
+            return None
         return _first(self.default, tokens * top_k / max(num_experts, 1))
 
     def shape_name(self, num_experts: int, hidden_size: int, intermediate_size: int, top_k: int) -> str | None:
@@ -117,18 +139,28 @@ def _positive_int(where: str, field: str, value: Any) -> int:
     return value
 
 
-def _tile(where: str, field: str, value: Any):  # noqa: ANN202 - GemmTile (imported lazily: needs triton)
-    from ._triton_moe import GemmTile
+def _tile(where: str, field: str, value: Any, experts: str):  # noqa: ANN202 - GemmTile / BlockConfig (imported lazily: needs triton)
+    if experts == "triton_fp8_block":
+        from ._triton_moe import BlockConfig as tile_type
 
-    if not isinstance(value, dict) or set(value) - set(_TILE_KEYS) or not {"m", "n", "k"} <= set(value):
-        raise _fail(where, field, value, f"a mapping with keys m, n, k and optionally warps, stages, group_m")
+        required, allowed, what = {"m", "n"}, set(_TILE_KEYS) - {"k"}, "keys m, n and optionally warps, stages, group_m, tma (k is 128)"
+    else:
+        from ._triton_moe import GemmTile as tile_type
+
+        required, allowed, what = {"m", "n", "k"}, set(_TILE_KEYS), "keys m, n, k and optionally warps, stages, group_m, tma"
+    if not isinstance(value, dict) or set(value) - allowed or not required <= set(value):
+        raise _fail(where, field, value, f"a mapping with {what}")
+    kwargs = {_TILE_KEYS[k]: v for k, v in value.items()}
+    if experts == "triton_fp8_block":  # BlockConfig takes warps and stages positionally
+        kwargs.setdefault("num_warps", 4)
+        kwargs.setdefault("num_stages", 3)
     try:
-        return GemmTile(**{_TILE_KEYS[k]: v for k, v in value.items()})
+        return tile_type(**kwargs)
     except ValueError as exc:
         raise ValueError(f"{where}: {field}: {exc}") from exc
 
 
-def _ranges(where: str, items: Any, limit_key: str) -> tuple[_Range, ...]:
+def _ranges(where: str, items: Any, limit_key: str, experts: str = "torch_grouped_mm") -> tuple[_Range, ...]:
     if not isinstance(items, list) or not items:
         raise _fail(where, "ranges", items, "a non-empty list")
     out, last = [], None
@@ -140,8 +172,8 @@ def _ranges(where: str, items: Any, limit_key: str) -> tuple[_Range, ...]:
         if extra:
             raise _fail(at, "key", sorted(extra)[0], f"one of {limit_key}, path, gemm1, gemm2")
         path = item.get("path")
-        if path not in PATHS:
-            raise _fail(at, "path", path, f"one of {', '.join(PATHS)}")
+        if path not in EXPERTS[experts]:
+            raise _fail(at, "path", path, f"one of {', '.join(EXPERTS[experts])}")
         limit = item.get(limit_key)
         if limit is not None:
             if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0:
@@ -152,7 +184,7 @@ def _ranges(where: str, items: Any, limit_key: str) -> tuple[_Range, ...]:
         elif i != len(items) - 1:
             raise _fail(at, limit_key, None, "given on every range but the last")
         if path == "triton":
-            choice = PathChoice(path, _tile(at, "gemm1", item.get("gemm1")), _tile(at, "gemm2", item.get("gemm2")))
+            choice = PathChoice(path, _tile(at, "gemm1", item.get("gemm1"), experts), _tile(at, "gemm2", item.get("gemm2"), experts))
         else:
             if "gemm1" in item or "gemm2" in item:
                 raise _fail(at, "gemm1/gemm2", item.get("gemm1", item.get("gemm2")), "only on path triton")
@@ -176,6 +208,9 @@ def parse_paths(doc: Any, source: str) -> PathTable:
         raise _fail(source, "key", sorted(extra)[0], "one of kind, experts, measured, notes, shapes, default")
     if doc.get("kind") != "runtime_paths":
         raise _fail(source, "kind", doc.get("kind"), "runtime_paths")
+    experts = doc.get("experts", "torch_grouped_mm")
+    if experts not in EXPERTS:
+        raise _fail(source, "experts", experts, f"one of {', '.join(EXPERTS)}")
     shapes = []
     seen: set[tuple[int, int, int, int]] = set()
     for i, item in enumerate(doc.get("shapes") or []):
@@ -192,9 +227,12 @@ def parse_paths(doc: Any, source: str) -> PathTable:
         if key in seen:
             raise _fail(at, "shape", key, "each (num_experts, hidden_size, intermediate_size, top_k) once")
         seen.add(key)
-        shapes.append(_Shape(name, key, _ranges(f"{at}.ranges", item.get("ranges"), "max_tokens")))
-    default = _ranges(f"{source}: default", doc.get("default"), "max_rows_per_expert")
-    return PathTable(source, tuple(shapes), default)
+        shapes.append(_Shape(name, key, _ranges(f"{at}.ranges", item.get("ranges"), "max_tokens", experts)))
+    if doc.get("default") is None and experts == "triton_fp8_block":
+        default = None  # other layers: the kernel's own choice
+    else:
+        default = _ranges(f"{source}: default", doc.get("default"), "max_rows_per_expert", experts)
+    return PathTable(source, tuple(shapes), default, experts)
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,0 +1,227 @@
+"""Our bf16 grouped GEMM over expert-sorted rows (the decode path of the bf16 experts), activation fused into GEMM1.
+
+Serves :class:`~moe_oracle.kernels.torch_grouped_mm.TorchGroupedMMExperts` on the token counts its
+path table (``runtime_tables/paths/bf16_grouped.yaml``) gives to ``triton``. GEMM1 reads the
+tokens' rows through the sorted token index (no gathered copy) and applies the activation
+(``[gate; up]`` halves or interleaved rows, bias) to its float32 accumulators before the one bf16
+rounding. Triton 3.9's interpreter multiplies bf16 dot operands wrongly: under the interpreter
+the operands are upcast to float32 before ``tl.dot``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from ..core.vocab import Activation
+from ._triton_common import _ACT_CODES, INTERPRET, _gated, _pow2, _to_bf16, _unary, weight_descriptor
+
+__all__ = ["GemmTile", "bf16_grouped_gemm"]
+
+
+@triton.jit
+def _bf16_grouped_gemm_kernel(
+    a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, counts_ptr,
+    num_local, n_out, n_w, k_dim, up_off, gate_step, max_tiles_m,
+    stride_am, stride_be, stride_bn, stride_bias_e, stride_cm,
+    alpha, limit,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
+    INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
+    EVEN_K: tl.constexpr, B_DESC: tl.constexpr, EMULATE: tl.constexpr,
+):
+    # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads; gate_step 1).
+    # Tile order: GROUP_M m-tiles share each n-tile (L2 reuse of the weight tile), as in the fp8 kernel.
+    pid = tl.program_id(0)
+    num_pid_n = tl.cdiv(n_out, BLOCK_N)
+    in_group = GROUP_M * num_pid_n
+    first_m = (pid // in_group) * GROUP_M
+    group_size = tl.minimum(max_tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % group_size
+    pid_n = (pid % in_group) // group_size
+    # m-tile -> (expert, rows): expert e owns ceil(count_e / BLOCK_M) tiles (block-size padding in the
+    # tile map only; the rows themselves are stored unpadded, in expert order).
+    er = tl.arange(0, BLOCK_E)
+    cnt = tl.load(counts_ptr + er, mask=er < num_local, other=0)
+    tiles = (cnt + BLOCK_M - 1) // BLOCK_M
+    tile_end = tl.cumsum(tiles, 0)
+    if pid_m >= tl.sum(tiles, axis=0):
+        return
+    e = tl.sum((tile_end <= pid_m).to(tl.int32), axis=0)
+    sel = er == e
+    row_end_all = tl.cumsum(cnt, 0)
+    row_begin = tl.sum(tl.where(sel, row_end_all - cnt, 0), axis=0)
+    row_end = tl.sum(tl.where(sel, row_end_all, 0), axis=0)
+    tile_begin = tl.sum(tl.where(sel, tile_end - tiles, 0), axis=0)
+    rows = row_begin + (pid_m - tile_begin) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rmask = rows < row_end
+    if INDIRECT:
+        arow = tl.load(tok_ptr + rows, mask=rmask, other=0).to(tl.int64)
+    else:
+        arow = rows.to(tl.int64)
+    rk = tl.arange(0, BLOCK_K)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = rn < n_out
+    rn_safe = tl.where(nmask, rn, 0)
+    e64 = e.to(tl.int64)
+    a_ptrs = a_ptr + arow[:, None] * stride_am + rk[None, :]
+    # Weight rows: gate row of output column n is n * gate_step, its up row that + up_off
+    # ([gate; up] halves: step 1, up_off n_out; interleaved: step 2, up_off 1).
+    g_rows = rn_safe.to(tl.int64) * gate_step
+    if B_DESC:
+        b_row = e * n_w + pid_n * BLOCK_N
+    else:
+        b_ptrs = b_ptr + e64 * stride_be + g_rows[None, :] * stride_bn + rk[:, None]
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    if GATED:
+        if not B_DESC:
+            bu_ptrs = b_ptrs + up_off * stride_bn
+        acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, k_dim, BLOCK_K):
+        if EVEN_K:
+            a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
+        else:
+            kmask = (k0 + rk) < k_dim
+            a = tl.load(a_ptrs, mask=rmask[:, None] & kmask[None, :], other=0.0)
+        if B_DESC:  # a box past K is zero-filled
+            b = b_ptr.load([b_row, k0]).T
+        elif EVEN_K:
+            b = tl.load(b_ptrs)
+        else:
+            b = tl.load(b_ptrs, mask=kmask[:, None], other=0.0)
+        if EMULATE:  # Triton's interpreter multiplies bf16 dot operands wrongly (3.9); float32 products are exact
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc)
+        if GATED:
+            if B_DESC:
+                bu = b_ptr.load([b_row + up_off, k0]).T
+            else:
+                if EVEN_K:
+                    bu = tl.load(bu_ptrs)
+                else:
+                    bu = tl.load(bu_ptrs, mask=kmask[:, None], other=0.0)
+                bu_ptrs += BLOCK_K
+            if EMULATE:
+                bu = bu.to(tl.float32)
+            acc_u = tl.dot(a, bu, acc_u)
+        a_ptrs += BLOCK_K
+        if not B_DESC:
+            b_ptrs += BLOCK_K
+    if HAS_BIAS:
+        brow = bias_ptr + e64 * stride_bias_e
+        acc += tl.load(brow + g_rows, mask=nmask, other=0.0)[None, :]
+        if GATED:
+            acc_u += tl.load(brow + g_rows + up_off, mask=nmask, other=0.0)[None, :]
+    if GATED:
+        out = _gated(acc, acc_u, alpha, limit, ACT)
+    elif ACT >= 0:
+        out = _unary(acc, ACT)
+    else:
+        out = acc
+    c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + rn[None, :]
+    tl.store(c_ptrs, _to_bf16(out, EMULATE), mask=rmask[:, None] & nmask[None, :])
+
+
+@dataclass(frozen=True)
+class GemmTile:
+    """Tile shape of :func:`bf16_grouped_gemm`: ``BLOCK_M x BLOCK_N`` outputs per program (gated: ``BLOCK_N``
+    columns of the activation, i.e. ``2 * BLOCK_N`` weight rows), ``BLOCK_K`` per step. ``tma``: load
+    the weights through a tensor descriptor (TMA, SM 90+); pointers where
+    :func:`~moe_oracle.kernels._triton_common.weight_descriptor` gives none or the gate/up rows are
+    interleaved.
+
+    Raises:
+        ValueError: a block size not a power of two of at least 16, or warps/stages/group/tma out of range.
+    """
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int = 4
+    num_stages: int = 3
+    group_m: int = 1
+    tma: bool = False
+
+    def __post_init__(self) -> None:
+        for field in ("block_m", "block_n", "block_k"):
+            v = getattr(self, field)
+            if not isinstance(v, int) or v < 16 or v & (v - 1):
+                raise ValueError(f"GemmTile.{field}: {v!r} is not allowed; a power of two >= 16")
+        if self.num_warps not in (1, 2, 4, 8, 16):
+            raise ValueError(f"GemmTile.num_warps: {self.num_warps!r} is not allowed; one of 1, 2, 4, 8, 16")
+        if not 1 <= self.num_stages <= 8:
+            raise ValueError(f"GemmTile.num_stages: {self.num_stages!r} is not allowed; 1 to 8")
+        if not 1 <= self.group_m <= 256:
+            raise ValueError(f"GemmTile.group_m: {self.group_m!r} is not allowed; 1 to 256")
+        if not isinstance(self.tma, bool):
+            raise ValueError(f"GemmTile.tma: {self.tma!r} is not allowed; true or false")
+
+
+def bf16_grouped_gemm(
+    a: torch.Tensor,
+    w: torch.Tensor,
+    counts: torch.Tensor,
+    rows: int,
+    tile: GemmTile,
+    *,
+    sorted_tok: torch.Tensor | None = None,
+    act: Activation | None = None,
+    bias: torch.Tensor | None = None,
+    swiglu_alpha: float = 1.702,
+    swiglu_limit: float = 7.0,
+) -> torch.Tensor:
+    """Grouped GEMM over expert-sorted rows, bf16 in and out, float32 accumulation.
+
+    Row ``r`` of group ``e`` (groups in expert order, ``counts[e]`` rows each, no padding between
+    groups) is ``A[r] @ W[e].T`` (+ bias, then the activation when ``act`` is given).
+
+    Args:
+        a: ``[*, K]`` bf16, K contiguous; with ``sorted_tok`` row ``r`` reads ``a[sorted_tok[r]]``
+            (GEMM1 reads the tokens' hidden rows in place: no gathered copy).
+        w: ``[E, N_w, K]`` bf16 (vLLM layout, K contiguous).
+        counts: ``[E]`` int32 rows per expert (:attr:`Layout.counts`).
+        rows: static row count of the output (``>= sum(counts)``; rows past it are left unwritten).
+        tile: the tile shape.
+        act: ``None``: plain GEMM, ``[rows, N_w]``. A gated activation (``[gate; up]`` halves or
+            interleaved rows): ``N_w = 2 * n``, output ``[rows, n]``, the activation applied to the
+            float32 accumulators (no bf16 rounding before it). A ``*_no_mul`` one: ``[rows, N_w]``.
+        bias: ``[E, N_w]`` float32 added to the accumulators before the activation, or ``None``.
+
+    Returns:
+        ``[rows, n_out]`` bf16.
+
+    Raises:
+        ValueError: dtypes other than bf16, or ``a``'s width not ``w``'s K.
+    """
+    if a.dtype != torch.bfloat16 or w.dtype != torch.bfloat16:
+        raise ValueError(f"bf16_grouped_gemm takes bf16 a and w, got {a.dtype} and {w.dtype}")
+    num_local, n_w, k_dim = w.shape
+    if a.shape[-1] != k_dim or a.stride(-1) != 1 or w.stride(-1) != 1:
+        raise ValueError(f"bf16_grouped_gemm: a [*, {a.shape[-1]}] must be [*, K={k_dim}] with K contiguous (and w's K contiguous)")
+    gated, interleaved, code = False, False, -1
+    if act is not None:
+        code, gated, interleaved = _ACT_CODES[Activation(act)]
+    n_out = n_w // 2 if gated else n_w
+    out = torch.empty(rows, n_out, dtype=torch.bfloat16, device=w.device)
+    if rows == 0 or num_local == 0:
+        return out
+    max_tiles_m = triton.cdiv(rows, tile.block_m) + num_local
+    grid = (max_tiles_m * triton.cdiv(n_out, tile.block_n),)
+    gate_step, up_off = (2, 1) if interleaved else (1, n_out)
+    if bias is not None:
+        bias = bias.float().contiguous()
+    desc = weight_descriptor(w, tile.block_n, tile.block_k) if tile.tma and not interleaved else None
+    _bf16_grouped_gemm_kernel[grid](
+        a, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, bias if bias is not None else counts, out, counts,
+        num_local, n_out, n_w, k_dim, up_off, gate_step if gated else 1, max_tiles_m,
+        a.stride(0), w.stride(0), w.stride(1), 0 if bias is None else bias.stride(0), out.stride(0),
+        float(swiglu_alpha), float(swiglu_limit),
+        BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, BLOCK_E=_pow2(num_local), GROUP_M=tile.group_m,
+        INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, HAS_BIAS=bias is not None,
+        EVEN_K=k_dim % tile.block_k == 0, B_DESC=desc is not None, EMULATE=INTERPRET,
+        num_warps=tile.num_warps, num_stages=tile.num_stages,
+    )
+    return out
