@@ -464,29 +464,6 @@ this deep in flow brackets (PyYAML's pure-Python scanner is quadratic in open fl
 5,000 nested ``[`` take seconds before its recursion limit)."""
 
 
-def _flow_depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` outside quoted scalars and comments (an upper bound on
-    the document's flow depth; a plain scalar holding a bracket may count, which only errs long)."""
-    depth = deepest = 0
-    quote = ""
-    comment = False
-    for ch in text:
-        if comment:
-            comment = ch != "\n"
-        elif quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#":
-            comment = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth = max(0, depth - 1)
-    return deepest
-
-
 def _check_expanded_size(root: Any, path: str) -> None:
     """Refuse a composed YAML graph whose alias expansion exceeds :data:`MAX_SERVE_CONFIG_NODES`
     nodes, or that refers to itself (a recursive anchor), before it is constructed or walked.
@@ -544,13 +521,15 @@ def config_file_args(path_text: str, base: Path | None, loader_options: frozense
         raise ConfigError([InputIssue("--serve --config", "vLLM reads only .yaml/.yml config files", str(path), None)], headline="bad --serve")
     import yaml
 
+    from ..core._yaml_loaders import flow_depth
+
     try:
         with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
             raw = handle.read(MAX_SERVE_CONFIG_BYTES + 1)
         if len(raw) > MAX_SERVE_CONFIG_BYTES:
             raise ConfigError([InputIssue("--serve --config", f"the file is larger than {MAX_SERVE_CONFIG_BYTES} bytes (a serve config names a few dozen flags)", str(path), {"maxBytes": MAX_SERVE_CONFIG_BYTES})], headline="bad --serve")
         text = raw.decode("utf-8")
-        if _flow_depth(text) > MAX_SERVE_CONFIG_DEPTH:
+        if flow_depth(text) > MAX_SERVE_CONFIG_DEPTH:
             raise RecursionError
         loader = yaml.SafeLoader(text)
         try:  # yaml.safe_load, keeping the node to find the repeated keys in one parse

@@ -1,0 +1,84 @@
+"""A new user's trial of the README (issue 24, session 6): what the trial found, each test failing
+before the change that covers it. The findings: /work/notes/user24_findings.md."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from moe_oracle.cli import main
+from moe_oracle.core._resources import examples_dir
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
+def timed(*argv: str) -> tuple[int, str, str, float]:
+    start = time.process_time()
+    code, out, err = cli(*argv)
+    return code, out, err, time.process_time() - start
+
+
+_LAYER = "model: {num_experts: 256, top_k: 8, hidden_size: 7168, intermediate_size: 2048}\ndevice: {gpu: H200}\n"
+
+
+# ------------------------------------------------------------------ a --config file is bounded work
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    """Anchors under the layer's own keys (so the schema reads them): 9**levels values once expanded."""
+    keys = ["act_order", "activation", "architecture", "has_bias", "in_dtype", "model_type", "quant", "quant_method", "routing_method"]
+    text = "model:\n  num_experts: 256\n  top_k: 8\n  hidden_size: 7168\n  intermediate_size: 2048\n"
+    text += f"  {keys[0]}: &a0 [1,1,1,1,1,1,1,1,1]\n"
+    for i in range(1, levels):
+        text += f"  {keys[i]}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]\n"
+    return text + "device: {gpu: H200}\n"
+
+
+def test_config_alias_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(_alias_bomb())
+    code, _, err, cpu = timed("select", "--config", str(path))
+    assert code == 2 and cpu < 2.0
+    assert "alias" in err and "200000" in err and "bomb.yaml" in err
+
+
+def test_large_yaml_config_is_refused_quickly_and_large_json_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text(_LAYER + "".join(f"# padding line {i}\n" for i in range(20_000)))
+    code, _, err, cpu = timed("select", "--config", str(big))
+    assert code == 2 and cpu < 2.0
+    assert "larger than 262144 bytes" in err and "JSON" in err
+    doc = {"model": {"num_experts": 256, "top_k": 8, "hidden_size": 7168, "intermediate_size": 2048}, "device": {"gpu": "H200"}}
+    as_json = tmp_path / "big.json"
+    as_json.write_text(json.dumps(doc) + " " * 300_000)
+    code, out, err, cpu = timed("select", "--config", str(as_json))
+    assert code == 0, err
+    assert "[triton, modular]" in out or "modular" in out
+
+
+def test_large_json_config_repeating_a_key_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    path.write_text('{"device": {"gpu": "H200"}, "device": {"gpu": "B200"}}' + " " * 300_000)
+    code, _, err = cli("select", "--config", str(path))
+    assert code == 2 and "duplicate key 'device'" in err
+
+
+def test_deeply_nested_yaml_config_is_refused_quickly(tmp_path: Path) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text("model: " + "[" * 5000 + "]" * 5000 + "\n")
+    code, _, err, cpu = timed("select", "--config", str(path))
+    assert code == 2 and cpu < 1.0
+    assert "nesting is too deep" in err and "64" in err
