@@ -82,3 +82,41 @@ def test_deeply_nested_yaml_config_is_refused_quickly(tmp_path: Path) -> None:
     code, _, err, cpu = timed("select", "--config", str(path))
     assert code == 2 and cpu < 1.0
     assert "nesting is too deep" in err and "64" in err
+
+
+# ------------------------------------------------------------- an environment file is bounded work
+
+
+def test_environment_file_of_300k_lines_is_refused_quickly(tmp_path: Path) -> None:
+    path = tmp_path / "freeze.txt"
+    path.write_text("".join(f"pkg{i}==1.0\n" for i in range(300_000)))
+    code, _, err, cpu = timed("select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", str(path))
+    assert code == 2 and cpu < 2.0
+    assert "300000 lines" in err and "at most 20000" in err
+
+
+def test_pip_json_listing_too_many_packages_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "list.json"
+    path.write_text(json.dumps([{"name": f"p{i}", "version": "1.0"} for i in range(10_001)]))
+    code, _, err = cli("select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", str(path))
+    assert code == 2 and "10001 packages" in err and "10000" in err
+
+
+def test_environment_line_too_long_is_refused_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "freeze.txt"
+    path.write_text("vllm==0.31.0\nflashinfer-python @ https://x/" + "y" * 5000 + "\n")
+    code, _, err = cli("select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", str(path))
+    assert code == 2 and "line 2" in err and "at most 4096" in err
+
+
+@pytest.mark.parametrize("where", ["--package", "--environment"])
+def test_a_version_too_long_for_a_release_is_refused_not_echoed(tmp_path: Path, where: str) -> None:
+    version = "0.31.0" + ".0" * 2000
+    if where == "--package":
+        code, out, err = cli("select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--package", f"vllm=={version}")
+    else:
+        path = tmp_path / "freeze.txt"
+        path.write_text(f"vllm=={version}\n")
+        code, out, err = cli("select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", str(path))
+    assert code == 2, out
+    assert "at most 128 characters" in err and len(err) < 1000
