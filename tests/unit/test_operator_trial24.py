@@ -120,3 +120,34 @@ def test_a_version_too_long_for_a_release_is_refused_not_echoed(tmp_path: Path, 
         code, out, err = cli("select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", str(path))
     assert code == 2, out
     assert "at most 128 characters" in err and len(err) < 1000
+
+
+# ------------------------------------------------------- serve-line values: no traceback, named flag
+
+
+def _serve(line: str) -> tuple[int, str, str]:
+    return cli("select", "--gpu", "H200", "--serve", line)
+
+
+_EPLB = "vllm serve deepseek-r1 -tp 8 -dp 2 --enable-expert-parallel --enable-eplb --eplb-config "
+
+
+@pytest.mark.parametrize("value, says", [("Infinity", "expected an integer"), ("NaN", "expected an integer"), ("1.5", "fractional part"), ("1e99", "implausibly large")])
+def test_eplb_config_redundant_experts_number_is_refused_naming_the_flag(value: str, says: str) -> None:
+    code, _, err = _serve(_EPLB + "'{\"num_redundant_experts\": " + value + "}'")
+    assert code == 2 and "Traceback" not in err
+    assert "--serve --eplb-config num_redundant_experts" in err and says in err
+
+
+@pytest.mark.parametrize("flag", ["--hf-overrides", "--speculative-config", "--kernel-config"])
+def test_deeply_nested_json_flag_is_refused_not_a_traceback(flag: str) -> None:
+    code, _, err = _serve(f"vllm serve deepseek-r1 {flag} '" + "[" * 5000 + "]" * 5000 + "'")
+    assert code == 2 and "Traceback" not in err
+    assert f"--serve {flag}" in err and "nested too deeply" in err
+
+
+@pytest.mark.parametrize("line, flag", [("-tp 100000000000000000000", "--tensor-parallel-size"), ("-dp 100000000000000000000", "--data-parallel-size"), ("--max-num-batched-tokens 100000000000000000000", "--max-num-batched-tokens")])
+def test_huge_serve_count_is_charged_to_the_serve_flag(line: str, flag: str) -> None:
+    code, _, err = _serve(f"vllm serve deepseek-r1 {line}")
+    assert code == 2
+    assert f"--serve {flag}" in err and "bad --tp" not in err and "$.parallel" not in err and "$.max_num_tokens" not in err
