@@ -121,15 +121,23 @@ def _grouping_issues(section: Mapping[str, Any], path: str, file: str | None) ->
     return out
 
 
+def _quant_documents(cfg: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The quantization documents a config carries: top level, and in a nested ``*_config``
+    (``text_config.quantization_config``: Kimi-K2.5, Qwen3.5), where the readers find it too."""
+    for path, section in _sections(cfg):
+        q = section.get("quantization_config")
+        if isinstance(q, Mapping):
+            yield f"{path}quantization_config", q
+
+
 def _regex_issues(cfg: Mapping[str, Any], file: str | None) -> list[InputIssue]:
-    q = cfg.get("quantization_config")
-    if not isinstance(q, Mapping):
-        return []
     where = "vLLM 0.33.0 is_equal_or_regex_match (quantization/utils/config_utils.py) compiles it with re.match when a layer is matched, and the load fails with re.error"
-    places: list[tuple[str, Any]] = [("$.quantization_config.ignore", q.get("ignore"))]
-    groups = q.get("config_groups")
-    if isinstance(groups, Mapping):
-        places += [(f"$.quantization_config.config_groups.{name}.targets", g.get("targets")) for name, g in groups.items() if isinstance(g, Mapping)]
+    places: list[tuple[str, Any]] = []
+    for base, q in _quant_documents(cfg):
+        places.append((f"{base}.ignore", q.get("ignore")))
+        groups = q.get("config_groups")
+        if isinstance(groups, Mapping):
+            places += [(f"{base}.config_groups.{name}.targets", g.get("targets")) for name, g in groups.items() if isinstance(g, Mapping)]
     out = []
     for path, entries in places:
         if not isinstance(entries, list):

@@ -151,3 +151,22 @@ def test_huge_serve_count_is_charged_to_the_serve_flag(line: str, flag: str) -> 
     code, _, err = _serve(f"vllm serve deepseek-r1 {line}")
     assert code == 2
     assert f"--serve {flag}" in err and "bad --tp" not in err and "$.parallel" not in err and "$.max_num_tokens" not in err
+
+
+# --------------------------------------------- a compressed-tensors re: pattern nested in text_config
+
+
+@pytest.mark.parametrize("where", ["targets", "ignore"])
+def test_uncompilable_re_pattern_in_a_nested_quantization_config_is_refused(tmp_path: Path, where: str) -> None:
+    cfg = json.loads((examples_dir() / "kimi-k2.5.json").read_text())
+    q = cfg["text_config"]["quantization_config"]  # Kimi-K2.5 keeps its document under text_config
+    if where == "targets":
+        q["config_groups"]["group_0"]["targets"] = ["re:[unclosed"]
+    else:
+        q["ignore"].append("re:[unclosed")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    for command in ("select", "plan"):
+        code, out, err = cli(command, "--model", str(path), "--gpu", "H200", "--tp", "8")
+        assert code == 2, out
+        assert "$.text_config.quantization_config." in err and "re:[unclosed" in err and "re.error" in err
