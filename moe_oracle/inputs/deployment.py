@@ -221,10 +221,11 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         # The checkpoint is read as the answer's release reads it: the environment is known here
         # (declared, or probed once and reused below).
         release = engine_release(catalog, answer_env(None, False))
+        beside_cfg = load_hf_config(beside) if beside else None
         try:
-            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None, release=release)
+            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release)
         except ConfigError as exc:
-            raise blame_hf_overrides(exc, serve) from None
+            raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release)) from None
         if device is None:
             named_by = "--serve" if serve is not None else "--model"
             raise ConfigError([InputIssue("--gpu", f"the device is required with {named_by}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])

@@ -170,3 +170,25 @@ def test_uncompilable_re_pattern_in_a_nested_quantization_config_is_refused(tmp_
         code, out, err = cli(command, "--model", str(path), "--gpu", "H200", "--tp", "8")
         assert code == 2, out
         assert "$.text_config.quantization_config." in err and "re:[unclosed" in err and "re.error" in err
+
+
+# --------------------------------- --hf-overrides: a conflict it causes is charged to it, not the file
+
+
+@pytest.mark.parametrize("command", ["select", "plan"])
+@pytest.mark.parametrize("override", ["--hf-overrides '{\"num_experts\": 7}'", "--hf-overrides.num_experts 7"])
+def test_override_conflicting_with_a_file_field_is_charged_to_the_override(command: str, override: str) -> None:
+    code, _, err = cli(command, "--gpu", "H200", "--serve", f"vllm serve qwen3-30b-a3b {override}")
+    assert code == 2
+    assert "--serve --hf-overrides" in err and '{"num_experts": 7}' in err and "num_experts_per_tok" in err
+    assert "site-packages" not in err and str(examples_dir()) not in err and "bad --serve" in err
+
+
+def test_a_broken_file_stays_charged_to_the_file_under_an_override(tmp_path: Path) -> None:
+    cfg = json.loads((examples_dir() / "qwen3-30b-a3b.json").read_text())
+    cfg["num_experts_per_tok"] = 500  # broken without any override
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    code, _, err = cli("select", "--gpu", "H200", "--serve", f"vllm serve {path} --hf-overrides '{{\"num_experts\": 7}}'")
+    assert code == 2
+    assert f"{path}: $.num_experts_per_tok" in err and "with --hf-overrides" not in err
