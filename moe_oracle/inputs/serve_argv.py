@@ -205,11 +205,44 @@ def command_words(command: str | Sequence[str]) -> list[str]:
     else:
         words = list(command)
     text = command if isinstance(command, str) else " ".join(words)
+    if isinstance(command, str) and (op := _shell_operator(command)) is not None:
+        start, what = op
+        shown = command[start : start + 40]
+        raise ConfigError([InputIssue("--serve", f"{what} is not interpreted: moe-oracle reads the words of one command and runs no shell; give only the `vllm serve ...` command, without {shown!r}", text, None)], headline="bad --serve")
     if isinstance(command, str) and (hit := _SUBSTITUTION.search(_unquoted_single(command))):
         start = hit.start()
         shown = command[start : start + 40]
         raise ConfigError([InputIssue("--serve", f"shell substitution is not expanded: moe-oracle reads the line as words and runs no shell; write the value it stands for instead of {shown!r}", text, None)], headline="bad --serve")
     return words
+
+
+def _shell_operator(command: str) -> tuple[int, str] | None:
+    """The first shell control operator, redirection or comment outside quotes (``;``, ``&&``,
+    ``|``, ``>``, ``<``, a trailing ``&``, ``#`` at the start of a word), as (offset, what it is),
+    or ``None``. A shell ends the command there (``vllm serve M; rm -rf x``), so read as words
+    they became flags and values (``-rf`` as ``--node-rank``'s abbreviation)."""
+    quote = ""
+    escaped = False
+    for i, ch in enumerate(command):
+        if escaped:
+            escaped = False
+        elif quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                escaped = True
+        elif ch == "\\":
+            escaped = True
+        elif ch in "'\"":
+            quote = ch
+        elif ch in ";|&":
+            op = ch * 2 if ch in "|&" and command[i + 1 : i + 2] == ch else ch
+            return i, f"the shell operator {op!r}"
+        elif ch in "<>":
+            return i, f"the shell redirection {ch!r}"
+        elif ch == "#" and (i == 0 or command[i - 1].isspace()):
+            return i, "a shell comment"
+    return None
 
 
 def _unquoted_single(command: str) -> str:

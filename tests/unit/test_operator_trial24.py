@@ -192,3 +192,18 @@ def test_a_broken_file_stays_charged_to_the_file_under_an_override(tmp_path: Pat
     code, _, err = cli("select", "--gpu", "H200", "--serve", f"vllm serve {path} --hf-overrides '{{\"num_experts\": 7}}'")
     assert code == 2
     assert f"{path}: $.num_experts_per_tok" in err and "with --hf-overrides" not in err
+
+
+# -------------------------------------------- shell operators in a serve line are named as such
+
+
+@pytest.mark.parametrize("tail, what", [("; rm -rf x", "';'"), ("&& echo hi", "'&&'"), ("| tee log", "'|'"), ("> log 2>&1 &", "'>'"), ("# a comment", "a shell comment")])
+def test_shell_operator_in_a_serve_line_is_named_not_read_as_flags(tail: str, what: str) -> None:
+    code, _, err = _serve(f"vllm serve deepseek-r1 -tp 8 {tail}")
+    assert code == 2
+    assert what in err and "runs no shell" in err and "--node-rank" not in err and "extra words" not in err
+
+
+def test_quoted_or_escaped_operator_characters_are_values() -> None:
+    code, out, err = _serve("vllm serve deepseek-r1 -tp 8 --served-model-name 'a;b|c#d' --hf-overrides '{\"x#\": \"&\"}' --api-key a\\;b")
+    assert code == 0, err
