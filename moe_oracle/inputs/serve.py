@@ -73,7 +73,7 @@ from typing import Any, Mapping, Sequence
 from . import argtypes
 from ..core.errors import ConfigError, InputIssue, did_you_mean
 from .release_facts import ENGINE_VERSION, engine_facts, quantization_value_issues, release_values
-from .serve_argv import API_SERVER, EVERY_OCCURRENCE, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
+from .serve_argv import API_SERVER, EVERY_OCCURRENCE, FOREIGN_FLAGS, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
 
 __all__ = ["SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "ServeArgs", "parse_serve", "serve_value_issues"]
 
@@ -503,8 +503,12 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
         issues = []
         for flag in unknown:
             name = flag.split("=", 1)[0]
-            guess = did_you_mean(name, known)
-            hint = f"; did you mean {guess}?" if guess else ""
+            if name in FOREIGN_FLAGS:
+                engine, ours = FOREIGN_FLAGS[name]
+                hint = f": {name} is a flag of {engine}; in vLLM: {ours}"
+            else:
+                guess = did_you_mean(name, known)
+                hint = f"; did you mean {guess}?" if guess else ""
             issues.append(InputIssue("--serve", f"vLLM {version} does not know {name} and would refuse the command line{hint}", None, None))
         raise ConfigError(issues, headline="bad --serve")
     positional_extra = [w for w in extras if not w.startswith("-")]

@@ -22,7 +22,7 @@ from . import argtypes
 from ..core.errors import ConfigError, InputIssue
 from .release_facts import engine_facts
 
-__all__ = ["API_SERVER", "EVERY_OCCURRENCE", "LAST_READ", "NONE_WORDS", "Refused", "VLLM_SERVE", "command_words", "config_file_args", "merge_dotted", "release_parser", "strip_launcher", "value_issues", "value_rules", "vllm_rewrite"]
+__all__ = ["API_SERVER", "EVERY_OCCURRENCE", "FOREIGN_FLAGS", "LAST_READ", "NONE_WORDS", "Refused", "VLLM_SERVE", "command_words", "config_file_args", "merge_dotted", "release_parser", "strip_launcher", "value_issues", "value_rules", "vllm_rewrite"]
 
 
 class Refused(Exception):
@@ -254,6 +254,23 @@ _OTHER_ENGINES = (
     ("SGLang", re.compile(r"^(sglang(\.launch_server)?|python[0-9.]* -m sglang\S*)$"), ("--model-path", "--tp-size", "--dp-size", "--ep-size", "--moe-runner-backend", "--moe-a2a-backend")),
     ("TensorRT-LLM", re.compile(r"^(trtllm-\S+|python[0-9.]* -m tensorrt_llm\S*)$"), ("--tp_size", "--pp_size", "--ep_size", "--moe_expert_parallel_size", "--moe_backend", "--extra_llm_api_options")),
 )
+
+
+# Flags of other engines' launchers that vLLM has not, as they arrive in a vllm serve line
+# (underscores already dashes, as vLLM rewrites them), with the engine and vLLM's spelling.
+FOREIGN_FLAGS: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "--model-path": ("SGLang", "the model as `vllm serve MODEL`"),
+    "--tp-size": ("SGLang / TensorRT-LLM", "--tensor-parallel-size (-tp)"),
+    "--dp-size": ("SGLang", "--data-parallel-size (-dp)"),
+    "--ep-size": ("SGLang / TensorRT-LLM", "--enable-expert-parallel (EP spans TP x DP in vLLM)"),
+    "--pp-size": ("TensorRT-LLM", "--pipeline-parallel-size (-pp)"),
+    "--moe-expert-parallel-size": ("TensorRT-LLM", "--enable-expert-parallel (EP spans TP x DP in vLLM)"),
+    "--moe-runner-backend": ("SGLang", "--moe-backend"),
+    "--moe-a2a-backend": ("SGLang", "--all2all-backend"),
+    "--extra-llm-api-options": ("TensorRT-LLM", "separate flags (--config FILE takes a YAML of vLLM flags)"),
+    "--model-id": ("Text Generation Inference", "the model as `vllm serve MODEL`"),
+    "--num-shard": ("Text Generation Inference", "--tensor-parallel-size (-tp)"),
+})
 
 
 def other_engine(words: Sequence[str]) -> str | None:

@@ -207,3 +207,13 @@ def test_shell_operator_in_a_serve_line_is_named_not_read_as_flags(tail: str, wh
 def test_quoted_or_escaped_operator_characters_are_values() -> None:
     code, out, err = _serve("vllm serve deepseek-r1 -tp 8 --served-model-name 'a;b|c#d' --hf-overrides '{\"x#\": \"&\"}' --api-key a\\;b")
     assert code == 0, err
+
+
+# ------------------------------- another engine's flag inside a vllm serve line is named as such
+
+
+@pytest.mark.parametrize("flag, engine, ours", [("--model-path x", "SGLang", "vllm serve MODEL"), ("--tp_size 8", "TensorRT-LLM", "--tensor-parallel-size"), ("--tp-size 8", "SGLang", "--tensor-parallel-size"), ("--num-shard 8", "Text Generation Inference", "--tensor-parallel-size"), ("--moe-runner-backend triton", "SGLang", "--moe-backend")])
+def test_other_engines_flag_in_a_vllm_line_names_the_engine_not_an_unrelated_flag(flag: str, engine: str, ours: str) -> None:
+    code, _, err = _serve(f"vllm serve qwen3-30b-a3b {flag}")
+    assert code == 2
+    assert engine in err and ours in err and "did you mean" not in err
