@@ -217,3 +217,14 @@ def test_other_engines_flag_in_a_vllm_line_names_the_engine_not_an_unrelated_fla
     code, _, err = _serve(f"vllm serve qwen3-30b-a3b {flag}")
     assert code == 2
     assert engine in err and ours in err and "did you mean" not in err
+
+
+# ------------------------------------------------------------------------- matrix within 2 s
+
+
+@pytest.mark.parametrize("args", [(), ("--markdown",)])
+def test_full_matrix_takes_well_under_two_seconds_of_cpu(args: tuple[str, ...]) -> None:
+    cli("matrix", "--gpu", "H200", "--quant", "fp8_block")  # the catalog loaded once, as a CLI call finds it cached
+    code, out, _, cpu = timed("matrix", *args)
+    assert code == 0 and "triton" in out
+    assert cpu < 1.5, f"{cpu:.2f} s of CPU"
