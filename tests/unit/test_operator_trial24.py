@@ -228,3 +228,17 @@ def test_full_matrix_takes_well_under_two_seconds_of_cpu(args: tuple[str, ...]) 
     code, out, _, cpu = timed("matrix", *args)
     assert code == 0 and "triton" in out
     assert cpu < 1.5, f"{cpu:.2f} s of CPU"
+
+
+# ---------------------------------------------------------------- the Python API the README shows
+
+
+def test_scheme_by_name_unknown_is_a_config_error_naming_the_allowed_names() -> None:
+    from moe_oracle import scheme_by_name
+    from moe_oracle.core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        scheme_by_name("fp9")
+    text = str(caught.value)
+    assert "fp9" in text and "fp8_block" in text and "unknown quant scheme" in text
+    assert isinstance(caught.value, KeyError)  # callers that look names up keep working
