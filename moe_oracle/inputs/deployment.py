@@ -83,6 +83,9 @@ def device_from_inputs(given: OperatorInputs):
             raise ConfigError([InputIssue("--gpu", "give either --gpu or --platform/--sm/--arch, not both", given.gpu, None)])
         return lookup_hardware(given.gpu).device
     if given.platform:
+        if given.arch and str(given.platform).lower() == "cuda":
+            # no table reads an arch on CUDA: the capability decides (--sm), and an arch would be dropped unsaid
+            raise ConfigError([InputIssue("--arch", "is read on rocm (gfx942), xpu (xe2) and cpu (x86_64), not on --platform cuda: give the compute capability with --sm (90 for SM 9.0)", given.arch, None)])
         return Device(given.platform, capability=given.sm, arch=given.arch)
     if given.sm or given.arch:
         raise ConfigError([InputIssue("--sm/--arch", "needs --platform", given.sm or given.arch, ["cuda", "rocm", "cpu", "xpu"])])

@@ -242,3 +242,14 @@ def test_scheme_by_name_unknown_is_a_config_error_naming_the_allowed_names() -> 
     text = str(caught.value)
     assert "fp9" in text and "fp8_block" in text and "unknown quant scheme" in text
     assert isinstance(caught.value, KeyError)  # callers that look names up keep working
+
+
+# --------------------------------------------------------------------- device flags that conflict
+
+
+def test_arch_with_platform_cuda_is_refused_like_sm_with_rocm() -> None:
+    code, out, err = cli("select", "--model", "deepseek-r1", "--platform", "cuda", "--arch", "gfx942")
+    assert code == 2, out
+    assert "--arch" in err and "gfx942" in err and "--sm" in err
+    code, _, err = cli("select", "--model", "deepseek-r1", "--platform", "rocm", "--sm", "90")
+    assert code == 2 and "only meaningful on platform cuda" in err
