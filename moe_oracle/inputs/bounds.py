@@ -107,6 +107,13 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _divisors(n: int) -> list[int] | None:
+    """Every divisor of ``n`` in order (``None`` past the experts' bound, which is refused anyway)."""
+    if n > _EXPERTS.maximum:
+        return None
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
 def _grouping_issues(section: Mapping[str, Any], path: str, file: str | None) -> list[InputIssue]:
     n_group, topk_group = _int(section.get("n_group")), _int(section.get("topk_group"))
     experts = next((_int(section.get(k)) for k in _EXPERT_KEYS if _int(section.get(k)) is not None), None)
@@ -115,7 +122,7 @@ def _grouping_issues(section: Mapping[str, Any], path: str, file: str | None) ->
     if n_group is not None and n_group < 1:
         out.append(InputIssue(f"{path}n_group", f"must be >= 1: {where} reshapes the router scores into n_group groups, and vLLM fails at start on {n_group}", n_group, {"minimum": 1}, file, keyword="minimum"))
     elif n_group is not None and experts is not None and experts > 0 and experts % n_group:
-        out.append(InputIssue(f"{path}n_group", f"must divide the {experts} experts: {where} reshapes the scores to (tokens, n_group, experts // n_group), and vLLM fails at start", n_group, [d for d in range(1, min(experts, 64) + 1) if experts % d == 0], file, keyword="divisor"))
+        out.append(InputIssue(f"{path}n_group", f"must divide the {experts} experts: {where} reshapes the scores to (tokens, n_group, experts // n_group), and vLLM fails at start", n_group, _divisors(experts), file, keyword="divisor"))
     if topk_group is not None and n_group is not None and n_group >= 1 and (topk_group > n_group or topk_group < 1):
         out.append(InputIssue(f"{path}topk_group", f"must be between 1 and n_group = {n_group}: {where} takes topk(k=topk_group) over the n_group groups, and vLLM fails at start", topk_group, {"minimum": 1, "maximum": n_group}, file, keyword="maximum"))
     return out

@@ -253,3 +253,25 @@ def test_arch_with_platform_cuda_is_refused_like_sm_with_rocm() -> None:
     assert "--arch" in err and "gfx942" in err and "--sm" in err
     code, _, err = cli("select", "--model", "deepseek-r1", "--platform", "rocm", "--sm", "90")
     assert code == 2 and "only meaningful on platform cuda" in err
+
+
+# ------------------------------------------------------------- messages list the true allowed values
+
+
+def test_n_group_message_lists_every_divisor_of_the_experts(tmp_path: Path) -> None:
+    cfg = json.loads((examples_dir() / "deepseek-r1.json").read_text())
+    cfg["n_group"] = 7
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    code, _, err = cli("select", "--model", str(path), "--gpu", "H200")
+    assert code == 2
+    assert "allowed: 1, 2, 4, 8, 16, 32, 64, 128, 256" in err
+
+
+def test_the_value_is_stated_even_when_the_file_name_contains_it(tmp_path: Path) -> None:
+    cfg = json.loads((examples_dir() / "deepseek-r1.json").read_text())
+    cfg["num_nextn_predict_layers"] = 17
+    path = tmp_path / "nextn17.json"  # the file name holds "17": the value was judged already said
+    path.write_text(json.dumps(cfg))
+    code, _, err = cli("select", "--model", str(path), "--gpu", "H200")
+    assert code == 2 and "at most 16" in err and "(got 17)" in err
