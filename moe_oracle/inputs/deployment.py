@@ -27,7 +27,7 @@ from ..core.vocab import DType, Source
 from .eplb_defaults import default_redundant_experts
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
-from .hardware import lookup_hardware
+from .hardware import capability_hint, lookup_hardware
 from .hf import from_hf_config, load_hf_config
 from .models import quant_config_beside, refuse_quant_config_as_model, resolve_model_reference, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
@@ -183,7 +183,9 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
             try:
                 device = lookup_hardware(declared.gpu).device
             except ConfigError as exc:
-                raise ConfigError([InputIssue(declared.gpu_source or "--environment", f"the GPU {declared.gpu!r} is not in the hardware catalog; give --gpu NAME or --platform cuda --sm N", declared.gpu, exc.issues[0].allowed)], headline="bad --environment") from None
+                hint = capability_hint(declared.gpu)
+                advice = f"{hint[1]} is a CUDA GPU of compute capability {hint[0] // 10}.{hint[0] % 10}: give --platform cuda --sm {hint[0]}" if hint else "give --gpu NAME or --platform cuda --sm N"
+                raise ConfigError([InputIssue(declared.gpu_source or "--environment", f"the GPU {declared.gpu!r} is not in the hardware catalog; {advice}", declared.gpu, exc.issues[0].allowed)], headline="bad --environment") from None
             notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
     if device is None and (given.probe or probe_device_default) and not given.config:
         device, probe_notes = probe_device()

@@ -275,3 +275,11 @@ def test_the_value_is_stated_even_when_the_file_name_contains_it(tmp_path: Path)
     path.write_text(json.dumps(cfg))
     code, _, err = cli("select", "--model", str(path), "--gpu", "H200")
     assert code == 2 and "at most 16" in err and "(got 17)" in err
+
+
+def test_collect_env_gpu_outside_the_catalog_gets_the_sm_hint_as_gpu_does(tmp_path: Path) -> None:
+    path = tmp_path / "collect.txt"
+    path.write_text("Collecting environment information...\nGPU models and configuration:\nGPU 0: NVIDIA GeForce RTX 4090\n\nvLLM Version: 0.33.0\n")
+    code, _, err = cli("select", "--model", "qwen3-30b-a3b", "--environment", str(path))
+    assert code == 2
+    assert "RTX 4090" in err and "--platform cuda --sm 89" in err
