@@ -283,3 +283,13 @@ def test_collect_env_gpu_outside_the_catalog_gets_the_sm_hint_as_gpu_does(tmp_pa
     code, _, err = cli("select", "--model", "qwen3-30b-a3b", "--environment", str(path))
     assert code == 2
     assert "RTX 4090" in err and "--platform cuda --sm 89" in err
+
+
+# ------------------------------------------------------ vLLM's flags typed on moe-oracle's command
+
+
+@pytest.mark.parametrize("flag, ours", [(("--tensor-parallel-size", "8"), "--tp"), (("-tp", "8"), "--tp"), (("--enable-expert-parallel",), "--ep"), (("--all2all-backend", "naive"), "--all2all")])
+def test_a_vllm_flag_on_the_moe_oracle_command_names_moe_oracles_flag(flag: tuple[str, ...], ours: str) -> None:
+    code, _, err = cli("select", "--model", "deepseek-r1", "--gpu", "H200", *flag)
+    assert code == 2
+    assert f"{flag[0]} is vLLM's; moe-oracle's is {ours}" in err and "--serve" in err
