@@ -293,3 +293,9 @@ def test_a_vllm_flag_on_the_moe_oracle_command_names_moe_oracles_flag(flag: tupl
     code, _, err = cli("select", "--model", "deepseek-r1", "--gpu", "H200", *flag)
     assert code == 2
     assert f"{flag[0]} is vLLM's; moe-oracle's is {ours}" in err and "--serve" in err
+
+
+@pytest.mark.parametrize("given, write", [("9.0", "90"), ("sm_90", "90"), ("12.1", "121")])
+def test_sm_written_as_other_tools_print_it_is_answered_with_our_spelling(given: str, write: str) -> None:
+    code, _, err = cli("select", "--model", "deepseek-r1", "--platform", "cuda", "--sm", given)
+    assert code == 2 and f"write {write}" in err and "major*10+minor" in err
