@@ -299,3 +299,12 @@ def test_a_vllm_flag_on_the_moe_oracle_command_names_moe_oracles_flag(flag: tupl
 def test_sm_written_as_other_tools_print_it_is_answered_with_our_spelling(given: str, write: str) -> None:
     code, _, err = cli("select", "--model", "deepseek-r1", "--platform", "cuda", "--sm", given)
     assert code == 2 and f"write {write}" in err and "major*10+minor" in err
+
+
+def test_run_without_torch_says_so_in_its_headline(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "moe_oracle.runtime.runner", None)  # as where torch is not installed
+    code, _, err = cli("run", "--model", "qwen3-30b-a3b", "--tokens", "16")
+    assert code == 2
+    assert "run needs torch" in err and "invalid MoE configuration" not in err
