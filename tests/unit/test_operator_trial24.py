@@ -308,3 +308,12 @@ def test_run_without_torch_says_so_in_its_headline(monkeypatch: pytest.MonkeyPat
     code, _, err = cli("run", "--model", "qwen3-30b-a3b", "--tokens", "16")
     assert code == 2
     assert "run needs torch" in err and "invalid MoE configuration" not in err
+
+
+def test_a_nested_quantization_document_problem_is_located_under_text_config(tmp_path: Path) -> None:
+    cfg = json.loads((examples_dir() / "kimi-k2.5.json").read_text())
+    cfg["text_config"]["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 0
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    code, _, err = cli("select", "--model", str(path), "--gpu", "H200", "--tp", "8")
+    assert code == 2 and "$.text_config.quantization_config.group_size" in err
