@@ -97,6 +97,24 @@ def _freeze_at_exit() -> None:
     atexit.register(gc.freeze)
 
 
+# vLLM's own flags, which an operator types from habit: moe-oracle's flag for each (or --serve).
+_VLLM_FLAGS = {
+    "--tensor-parallel-size": "--tp", "-tp": "--tp", "--data-parallel-size": "--dp", "-dp": "--dp",
+    "--enable-expert-parallel": "--ep", "-ep": "--ep", "--all2all-backend": "--all2all",
+    "--enable-eplb": "--eplb", "--enable-lora": "--lora", "--max-num-batched-tokens": "--max-tokens",
+    "--quantization": "--quant SCHEME (or -q inside --serve)", "-q": "--quant SCHEME (or -q inside --serve)",
+}
+
+
+def _unrecognized(extras: Sequence[str]) -> str:
+    """argparse's "unrecognized arguments" message, with moe-oracle's spelling of a vLLM flag."""
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    hints = [f"{w.split('=', 1)[0]} is vLLM's; moe-oracle's is {_VLLM_FLAGS[w.split('=', 1)[0]]}" for w in extras if w.split("=", 1)[0] in _VLLM_FLAGS]
+    if hints:
+        message += " (" + "; ".join(dict.fromkeys(hints)) + "; or give the whole line as --serve 'vllm serve MODEL ...')"
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``moe-oracle`` script; returns the exit code.
 
@@ -110,7 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _freeze_at_exit()
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(commands=frozenset(words))  # the arguments of the command run, not of all ten
-    args = parser.parse_args(words)
+    args, extras = parser.parse_known_args(words)
+    if extras:
+        parser.error(_unrecognized(extras))
     for line in getattr(args, "repeated_flags", None) or ():
         print(f"warning: {line}", file=sys.stderr)
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,20 @@ policy:
 
 exit codes: 0 selected, 1 nothing eligible (record printed), 2 bad input.
 """
+
+
+def capability(text: str) -> int:
+    """argparse type of ``--sm``: major*10+minor as one integer; the spellings other tools print
+    (``9.0`` from torch, ``sm_90`` from nvcc) are refused with the one taken here."""
+    try:
+        return int(text)
+    except ValueError:
+        match = re.fullmatch(r"\s*(?:sm_?)?(\d+)(?:\.(\d))?\s*", text, re.IGNORECASE)
+        hint = ""
+        if match:
+            major, minor = match.groups()
+            hint = f": write {int(major) * 10 + int(minor) if minor is not None else int(major)}"
+        raise argparse.ArgumentTypeError(f"expected the compute capability as one integer, major*10+minor (90 for SM 9.0), got {text!r}{hint}") from None
 
 
 def positive_int(text: str) -> int:
@@ -111,7 +126,7 @@ def add_input_args(p: argparse.ArgumentParser) -> None:
     dev = p.add_argument_group("device")
     dev.add_argument("--gpu", action=LastWins, type=name_arg, metavar="NAME", help=gpu_help())
     dev.add_argument("--platform", action=Once, choices=["cuda", "rocm", "cpu", "xpu", "tpu"], help="platform, when no --gpu")
-    dev.add_argument("--sm", action=Once, type=int, metavar="N", help="CUDA compute capability as major*10+minor (90 = SM 9.0), with --platform cuda")
+    dev.add_argument("--sm", action=Once, type=capability, metavar="N", help="CUDA compute capability as major*10+minor (90 = SM 9.0), with --platform cuda")
     dev.add_argument("--arch", action=Once, metavar="ARCH", help="ROCm gfx target (gfx942), XPU generation (xe2) or CPU arch (x86_64)")
     dep = p.add_argument_group("deployment")
     dep.add_argument("--tp", action=LastWins, type=int, metavar="N", help="tensor-parallel size")

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     try:
         from ..runtime.runner import run_layer
     except ImportError as exc:
-        raise ConfigError([InputIssue("run", f"the runtime needs torch: pip install 'moe-oracle[runtime]' ({exc})", None, None)]) from None
+        raise ConfigError([InputIssue("run", f"the runtime needs torch: pip install 'moe-oracle[runtime]' ({exc})", None, None)], headline="moe-oracle run needs torch") from None
     if args.gpu or args.platform or args.sm or args.arch:
         raise ConfigError([InputIssue("--gpu", "run executes on this machine, whose device is probed; drop --gpu/--platform/--sm/--arch (explain or select describe other machines)", args.gpu or args.platform, None)])
     given = operator_inputs(args)

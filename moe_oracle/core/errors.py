@@ -47,6 +47,15 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _says(message: str, shown: str) -> bool:
+    """Whether ``message`` already states the value ``shown`` as a word of its own: not merely as
+    part of another number or name, nor in the file name or path the issue is headed by (a file
+    ``nextn17.json`` hid "(got 17)")."""
+    import re
+
+    return re.search(rf"(?<![\w.]){re.escape(shown)}(?![\w])", message) is not None
+
+
 @dataclass(frozen=True)
 class InputIssue:
     """One problem in an input document (config file, table, model config, flag).
@@ -78,7 +87,7 @@ class InputIssue:
         where = ":".join(p for p in (self.file, self.entry) if p)
         head = f"{where}: {self.path}" if where else self.path
         text = f"{head}: {self.message}"
-        if self.value is not None and _short(self.value) not in text:
+        if self.value is not None and not _says(self.message, _short(self.value)):
             text += f" (got {_short(self.value)})"
         if isinstance(self.allowed, (list, tuple)) and self.allowed:
             shown = ", ".join(str(a) for a in list(self.allowed)[:24])

@@ -20,7 +20,7 @@ from .errors import ConfigError, InputIssue
 # with packaging.tags, markers and their parser they are ~15 ms of imports, which a selection
 # that names no package (`moe-oracle select --model M --gpu G`) never uses.
 
-__all__ = ["PACKAGE_IMPORTS", "PROVIDERS", "PackageSpec", "canonical_name", "parse_requirement", "provided_by", "same_version", "unique_specs"]
+__all__ = ["MAX_REQUIREMENT_CHARS", "MAX_VERSION_CHARS", "PACKAGE_IMPORTS", "PROVIDERS", "PackageSpec", "canonical_name", "parse_requirement", "parse_version", "provided_by", "same_version", "unique_specs"]
 
 PACKAGE_IMPORTS: dict[str, str] = {
     "aiter": "aiter",  # vllm/utils/import_utils.py has_aiter: _has_module("aiter")
@@ -96,6 +96,24 @@ class PackageSpec:
         return f"{self.name} {self.version}: the version is read from the {self.version_from} ({self.reference}), as PEP 427 names wheels"
 
 
+MAX_VERSION_CHARS = 128
+MAX_REQUIREMENT_CHARS = 4096
+"""A declared version is at most this long (released versions, local parts included, are under 40
+characters: ``2.14.0+cu130``); a requirement line (``NAME @ URL``) at most this long. Past them the
+text is no release, and every answer and note would repeat it."""
+
+
+def parse_version(text: str) -> Version:
+    """``Version(text)``, refusing a text longer than :data:`MAX_VERSION_CHARS`.
+
+    Raises:
+        ValueError: not a PEP 440 version, or too long to be a release's.
+    """
+    if len(text) > MAX_VERSION_CHARS:
+        raise ValueError(f"a version is at most {MAX_VERSION_CHARS} characters")
+    return Version(text)
+
+
 def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
     """One ``pip freeze`` line or ``--package`` value.
 
@@ -118,6 +136,8 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
             or a wheel URL whose filename is invalid or names another package.
     """
     line = text.strip()
+    if len(line) > MAX_REQUIREMENT_CHARS:
+        raise ConfigError([InputIssue(where, f"a requirement is at most {MAX_REQUIREMENT_CHARS} characters (got {len(line)})", None, None)], headline=f"bad {where}")
     if line.startswith(("-e ", "--editable ")):
         egg = re.search(r"[#&]egg=([A-Za-z0-9._-]+)", line)
         if not egg:
@@ -141,9 +161,9 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
         raise ConfigError([InputIssue(where, "declare the installed version exactly: NAME==VERSION (or NAME @ URL)", text, None)], headline=f"bad {where}")
     version = pins[0].version
     try:
-        Version(version)
-    except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
-        raise ConfigError([InputIssue(where, "not a PEP 440 version", version, None)], headline=f"bad {where}") from None
+        parse_version(version)
+    except ValueError:  # InvalidVersion, too long, or a number past int()'s 4300-digit limit
+        raise ConfigError([InputIssue(where, f"not a PEP 440 version of at most {MAX_VERSION_CHARS} characters", version, None)], headline=f"bad {where}") from None
     return PackageSpec(name, version)
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
+from .errors import ConfigError, InputIssue
+
 __all__ = [
     "Granularity",
     "QuantFamily",
@@ -25,6 +27,7 @@ __all__ = [
     "QUANT_KEYS",
     "SCHEMES",
     "UNQUANTIZED",
+    "UnknownSchemeError",
     "method_weight_key",
     "scheme_by_name",
 ]
@@ -235,6 +238,14 @@ SCHEME_ALIASES: Mapping[str, str] = MappingProxyType({alias: name for name, _, _
 UNQUANTIZED = SCHEMES["unquantized"]
 
 
+class UnknownSchemeError(ConfigError, KeyError):
+    """A quant scheme name that is neither a scheme nor an alias: a :class:`ConfigError` naming
+    the allowed names (with a did-you-mean), and a ``KeyError`` for callers that look names up."""
+
+    def __str__(self) -> str:  # KeyError's would print the repr of the message
+        return ConfigError.__str__(self)
+
+
 def scheme_by_name(name: str) -> QuantScheme:
     """Look up a named scheme; reference aliases (``FP8-Blk``) are accepted too.
 
@@ -242,13 +253,14 @@ def scheme_by_name(name: str) -> QuantScheme:
     'fp8_block'
 
     Raises:
-        KeyError: ``name`` is neither a scheme name nor an alias.
+        UnknownSchemeError: ``name`` is neither a scheme name nor an alias (a ``ConfigError``
+            and a ``KeyError``).
     """
-    if name in SCHEMES:
+    if isinstance(name, str) and name in SCHEMES:
         return SCHEMES[name]
-    if name in SCHEME_ALIASES:
+    if isinstance(name, str) and name in SCHEME_ALIASES:
         return SCHEMES[SCHEME_ALIASES[name]]
-    raise KeyError(name)
+    raise UnknownSchemeError([InputIssue("$.quant", "unknown quant scheme", name, [*SCHEMES, *SCHEME_ALIASES])])
 
 
 # (quantization method, bits) -> the weight key its MoE method builds when the group size is not 32

@@ -48,6 +48,14 @@ KIND_DIRS: Mapping[str, tuple[str, ...]] = {
     "rules": ("priority", "known_bad", "constraints", "aliases", "environment", "overrides", "shortcuts", "engine", "frontends"),
 }
 MAX_TABLE_BYTES = 4 * 1024 * 1024
+MAX_YAML_BYTES = 256 * 1024
+MAX_YAML_NODES = 200_000
+MAX_YAML_DEPTH = 64
+"""A document read by :func:`parse_yaml_bytes` (tables, ``--config`` files): at most
+:data:`MAX_TABLE_BYTES` bytes as JSON, :data:`MAX_YAML_BYTES` as other YAML (the pure-Python
+parser reads about 0.4 MB/s here; the largest shipped table is 80 kB), :data:`MAX_YAML_NODES`
+values once aliases are expanded (the largest shipped table has 5,500) and :data:`MAX_YAML_DEPTH`
+levels of flow brackets."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,29 @@ def yaml_error_issue(path: str, exc: BaseException) -> InputIssue:
     return InputIssue(path=f"$ ({where})", message=f"not valid YAML: {problem}", file=path, keyword="yaml")
 
 
+def _large_json(display: str, text: str) -> tuple[Any, list[InputIssue]]:
+    """A document past :data:`MAX_YAML_BYTES`, read as JSON by the C parser (a Hugging Face
+    config.json given as ``--config``): YAML of this size would take the pure-Python one seconds."""
+    size = {"maxBytes": MAX_YAML_BYTES}
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)
+        if len(out) != len(items):
+            repeated = next(k for i, (k, _) in enumerate(items) if k in dict(items[:i]))
+            raise ValueError(f"found duplicate key {repeated!r}")
+        return out
+
+    if not text.lstrip().startswith(("{", "[")):
+        return None, [InputIssue("$", f"a YAML document larger than {MAX_YAML_BYTES} bytes is not read (JSON is, up to {MAX_TABLE_BYTES} bytes; tables and config files are a few kB)", None, size, display, keyword="size")]
+    try:
+        return json.loads(text, object_pairs_hook=pairs), []
+    except RecursionError:
+        return None, [InputIssue("$", "JSON nesting is too deep", None, None, display, keyword="json")]
+    except ValueError as exc:  # JSONDecodeError is a ValueError; so is a repeated key
+        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        return None, [InputIssue(f"${where}", f"not valid JSON: {exc.msg if isinstance(exc, json.JSONDecodeError) else exc} (a document larger than {MAX_YAML_BYTES} bytes is read only as JSON)", None, size, display, keyword="json")]
+
+
 def parse_yaml_bytes(display: str, raw: bytes) -> tuple[Any, list[InputIssue]]:
     """:func:`safe_load` of ``raw`` (duplicate keys refused) with every failure turned into an issue (never raises)."""
     if len(raw) > MAX_TABLE_BYTES:
@@ -147,8 +178,14 @@ def parse_yaml_bytes(display: str, raw: bytes) -> tuple[Any, list[InputIssue]]:
         return None, [InputIssue("$", f"not UTF-8: byte {exc.start} ({raw[exc.start:exc.start + 1]!r}) is invalid", None, None, display, keyword="encoding")]
     import yaml
 
+    from ._yaml_loaders import YamlTooLarge, bounded_load
+
+    if len(raw) > MAX_YAML_BYTES:
+        return _large_json(display, text)
     try:
-        return safe_load(text), []
+        return bounded_load(text, max_nodes=MAX_YAML_NODES, max_depth=MAX_YAML_DEPTH), []
+    except YamlTooLarge as exc:
+        return None, [InputIssue("$", str(exc), None, {"maxNodes": MAX_YAML_NODES, "maxDepth": MAX_YAML_DEPTH}, display, keyword="size")]
     except yaml.YAMLError as exc:
         return None, [yaml_error_issue(display, exc)]
     except RecursionError:

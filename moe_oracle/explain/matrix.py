@@ -72,6 +72,19 @@ def _relevant(chk: Check) -> bool:
     return not (chk.rule.startswith("constraint.") and any(p.field not in _READ for p in chk.condition))
 
 
+_RELEVANT: dict[int, tuple[Any, tuple[Check, ...]]] = {}
+
+
+def _relevant_checks(entry: ExpertsEntry) -> tuple[Check, ...]:
+    """``entry``'s checks that decide a cell, worked out once per entry (a matrix asks for each
+    entry's cells hundreds of times: 2.7 million ``_relevant`` calls drew the full matrix)."""
+    hit = _RELEVANT.get(id(entry.checks))
+    if hit is None or hit[0] is not entry.checks:
+        hit = (entry.checks, tuple(c for c in entry.checks if _relevant(c)))
+        _RELEVANT[id(entry.checks)] = hit
+    return hit[1]
+
+
 def cell(entry: ExpertsEntry, device_name: str, scheme_name: str) -> Cell:
     """Support of ``entry`` for ``scheme_name`` on ``device_name`` (see module doc)."""
     return cell_for_values(entry, _values(device_name, scheme_name))
@@ -81,9 +94,7 @@ def cell_for_values(entry: ExpertsEntry, values: Mapping[str, Any]) -> Cell:
     """Support of ``entry`` for device/quant ``values`` (e.g. from :func:`cuda_values`); other checks are ignored."""
     failed: list[str] = []
     conditional: list[str] = []
-    for chk in entry.checks:
-        if not _relevant(chk):
-            continue
+    for chk in _relevant_checks(entry):
         outcome = chk.evaluate(values)
         if outcome is Outcome.FAIL:
             failed.append(chk.rule)

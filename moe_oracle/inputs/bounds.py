@@ -107,6 +107,13 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _divisors(n: int) -> list[int] | None:
+    """Every divisor of ``n`` in order (``None`` past the experts' bound, which is refused anyway)."""
+    if n > _EXPERTS.maximum:
+        return None
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
 def _grouping_issues(section: Mapping[str, Any], path: str, file: str | None) -> list[InputIssue]:
     n_group, topk_group = _int(section.get("n_group")), _int(section.get("topk_group"))
     experts = next((_int(section.get(k)) for k in _EXPERT_KEYS if _int(section.get(k)) is not None), None)
@@ -115,21 +122,29 @@ def _grouping_issues(section: Mapping[str, Any], path: str, file: str | None) ->
     if n_group is not None and n_group < 1:
         out.append(InputIssue(f"{path}n_group", f"must be >= 1: {where} reshapes the router scores into n_group groups, and vLLM fails at start on {n_group}", n_group, {"minimum": 1}, file, keyword="minimum"))
     elif n_group is not None and experts is not None and experts > 0 and experts % n_group:
-        out.append(InputIssue(f"{path}n_group", f"must divide the {experts} experts: {where} reshapes the scores to (tokens, n_group, experts // n_group), and vLLM fails at start", n_group, [d for d in range(1, min(experts, 64) + 1) if experts % d == 0], file, keyword="divisor"))
+        out.append(InputIssue(f"{path}n_group", f"must divide the {experts} experts: {where} reshapes the scores to (tokens, n_group, experts // n_group), and vLLM fails at start", n_group, _divisors(experts), file, keyword="divisor"))
     if topk_group is not None and n_group is not None and n_group >= 1 and (topk_group > n_group or topk_group < 1):
         out.append(InputIssue(f"{path}topk_group", f"must be between 1 and n_group = {n_group}: {where} takes topk(k=topk_group) over the n_group groups, and vLLM fails at start", topk_group, {"minimum": 1, "maximum": n_group}, file, keyword="maximum"))
     return out
 
 
+def _quant_documents(cfg: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The quantization documents a config carries: top level, and in a nested ``*_config``
+    (``text_config.quantization_config``: Kimi-K2.5, Qwen3.5), where the readers find it too."""
+    for path, section in _sections(cfg):
+        q = section.get("quantization_config")
+        if isinstance(q, Mapping):
+            yield f"{path}quantization_config", q
+
+
 def _regex_issues(cfg: Mapping[str, Any], file: str | None) -> list[InputIssue]:
-    q = cfg.get("quantization_config")
-    if not isinstance(q, Mapping):
-        return []
     where = "vLLM 0.33.0 is_equal_or_regex_match (quantization/utils/config_utils.py) compiles it with re.match when a layer is matched, and the load fails with re.error"
-    places: list[tuple[str, Any]] = [("$.quantization_config.ignore", q.get("ignore"))]
-    groups = q.get("config_groups")
-    if isinstance(groups, Mapping):
-        places += [(f"$.quantization_config.config_groups.{name}.targets", g.get("targets")) for name, g in groups.items() if isinstance(g, Mapping)]
+    places: list[tuple[str, Any]] = []
+    for base, q in _quant_documents(cfg):
+        places.append((f"{base}.ignore", q.get("ignore")))
+        groups = q.get("config_groups")
+        if isinstance(groups, Mapping):
+            places += [(f"{base}.config_groups.{name}.targets", g.get("targets")) for name, g in groups.items() if isinstance(g, Mapping)]
     out = []
     for path, entries in places:
         if not isinstance(entries, list):

@@ -27,7 +27,7 @@ from ..core.vocab import DType, Source
 from .eplb_defaults import default_redundant_experts
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
-from .hardware import lookup_hardware
+from .hardware import capability_hint, lookup_hardware
 from .hf import from_hf_config, load_hf_config
 from .models import quant_config_beside, refuse_quant_config_as_model, resolve_model_reference, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
@@ -83,6 +83,9 @@ def device_from_inputs(given: OperatorInputs):
             raise ConfigError([InputIssue("--gpu", "give either --gpu or --platform/--sm/--arch, not both", given.gpu, None)])
         return lookup_hardware(given.gpu).device
     if given.platform:
+        if given.arch and str(given.platform).lower() == "cuda":
+            # no table reads an arch on CUDA: the capability decides (--sm), and an arch would be dropped unsaid
+            raise ConfigError([InputIssue("--arch", "is read on rocm (gfx942), xpu (xe2) and cpu (x86_64), not on --platform cuda: give the compute capability with --sm (90 for SM 9.0)", given.arch, None)])
         return Device(given.platform, capability=given.sm, arch=given.arch)
     if given.sm or given.arch:
         raise ConfigError([InputIssue("--sm/--arch", "needs --platform", given.sm or given.arch, ["cuda", "rocm", "cpu", "xpu"])])
@@ -180,7 +183,9 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
             try:
                 device = lookup_hardware(declared.gpu).device
             except ConfigError as exc:
-                raise ConfigError([InputIssue(declared.gpu_source or "--environment", f"the GPU {declared.gpu!r} is not in the hardware catalog; give --gpu NAME or --platform cuda --sm N", declared.gpu, exc.issues[0].allowed)], headline="bad --environment") from None
+                hint = capability_hint(declared.gpu)
+                advice = f"{hint[1]} is a CUDA GPU of compute capability {hint[0] // 10}.{hint[0] % 10}: give --platform cuda --sm {hint[0]}" if hint else "give --gpu NAME or --platform cuda --sm N"
+                raise ConfigError([InputIssue(declared.gpu_source or "--environment", f"the GPU {declared.gpu!r} is not in the hardware catalog; {advice}", declared.gpu, exc.issues[0].allowed)], headline="bad --environment") from None
             notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
     if device is None and (given.probe or probe_device_default) and not given.config:
         device, probe_notes = probe_device()
@@ -221,10 +226,12 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         # The checkpoint is read as the answer's release reads it: the environment is known here
         # (declared, or probed once and reused below).
         release = engine_release(catalog, answer_env(None, False))
+        beside_cfg = load_hf_config(beside) if beside else None
+        platform = device.platform.value if device is not None else None
         try:
-            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=load_hf_config(beside) if beside else None, release=release, platform=device.platform.value if device is not None else None)
+            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform)
         except ConfigError as exc:
-            raise blame_hf_overrides(exc, serve) from None
+            raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform)) from None
         if device is None:
             named_by = "--serve" if serve is not None else "--model"
             raise ConfigError([InputIssue("--gpu", f"the device is required with {named_by}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])

@@ -38,15 +38,20 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import Version
-
 from ..core.errors import ConfigError, InputIssue
-from ..core.packages import PackageSpec, canonical_name, parse_requirement, unique_specs
+from ..core.packages import MAX_VERSION_CHARS, PackageSpec, canonical_name, parse_requirement, parse_version, unique_specs
 
 __all__ = ["EnvironmentFile", "parse_environment_text", "read_environment_file"]
 
 
 MAX_ENV_FILE_BYTES = 8 * 1024 * 1024
+MAX_ENV_LINES = 20_000
+MAX_ENV_PACKAGES = 10_000
+MAX_ENV_LINE_CHARS = 4096
+"""An environment file has at most this many lines (a ``pip freeze`` of a large environment has
+about a thousand; ``vllm collect-env`` a few hundred) and packages, and lines of at most this many
+characters (``NAME @ URL``): past them reading it would cost seconds per file, and nothing real is
+that large."""
 
 
 @dataclass(frozen=True)
@@ -111,9 +116,14 @@ def parse_environment_text(text: str, path: str = "<text>") -> EnvironmentFile:
         raise ConfigError([InputIssue("--environment", "the file is empty", path, None, path)], headline="bad --environment")
     if stripped.startswith("["):
         return _pip_json(stripped, path)
+    lines = text.splitlines()
+    if len(lines) > MAX_ENV_LINES:
+        raise ConfigError([InputIssue("--environment", f"has {len(lines)} lines; at most {MAX_ENV_LINES} are read (a pip freeze of a large environment has about a thousand)", None, {"maxLines": MAX_ENV_LINES}, path)], headline="bad --environment")
+    long = next((i for i, ln in enumerate(lines, start=1) if len(ln) > MAX_ENV_LINE_CHARS), None)
+    if long is not None:
+        raise ConfigError([InputIssue(f"line {long}", f"has {len(lines[long - 1])} characters; at most {MAX_ENV_LINE_CHARS} are read", None, {"maxLength": MAX_ENV_LINE_CHARS}, path)], headline="bad --environment")
     if any(marker in text for marker in _COLLECT_ENV_MARKERS):
         return _collect_env(text, path)
-    lines = text.splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     if re.match(r"^\s*Package\s+Version\b", first):
         return _pip_columns(lines, path)
@@ -148,9 +158,9 @@ def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
                 notes.append(f"line {number} ({body}) was skipped: an editable install that names no package (no #egg=NAME and no pip comment before it)")
                 continue
             try:
-                Version(named[1])
+                parse_version(named[1])
             except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
-                raise _line_error(path, number - 1, lines[number - 2], f"not a PEP 440 version: {named[1]!r}") from None
+                raise _line_error(path, number - 1, lines[number - 2], f"not a PEP 440 version of at most {MAX_VERSION_CHARS} characters: {named[1]!r}") from None
             packages.append((PackageSpec(canonical_name(named[0]), named[1], target or None), f"line {number}"))
             continue
         try:
@@ -173,14 +183,16 @@ def _pip_json(text: str, path: str) -> EnvironmentFile:
         raise ConfigError([InputIssue("--environment", f"looks like pip list --format=json but is not valid JSON: {exc}", path, None, path)], headline="bad --environment") from None
     if not isinstance(data, list):
         raise ConfigError([InputIssue("$", "pip list --format=json is an array of {name, version}", type(data).__name__, None, path)], headline="bad --environment")
+    if len(data) > MAX_ENV_PACKAGES:
+        raise ConfigError([InputIssue("$", f"lists {len(data)} packages; at most {MAX_ENV_PACKAGES} are read", None, {"maxItems": MAX_ENV_PACKAGES}, path)], headline="bad --environment")
     packages = []
     for i, item in enumerate(data):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not isinstance(item.get("version"), str):
             raise ConfigError([InputIssue(f"$[{i}]", "each entry needs a string name and version", item, None, path)], headline="bad --environment")
         try:
-            Version(item["version"])
+            parse_version(item["version"])
         except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
-            raise ConfigError([InputIssue(f"$[{i}].version", "not a PEP 440 version", item["version"], None, path)], headline="bad --environment") from None
+            raise ConfigError([InputIssue(f"$[{i}].version", f"not a PEP 440 version of at most {MAX_VERSION_CHARS} characters", item["version"], None, path)], headline="bad --environment") from None
         packages.append((PackageSpec(canonical_name(item["name"]), item["version"]), f"$[{i}]"))
     return EnvironmentFile(path, "pip list --format=json", unique_specs(packages, "--environment", path), True)
 
@@ -194,9 +206,9 @@ def _pip_columns(lines: list[str], path: str) -> EnvironmentFile:
         if len(cols) < 2:
             raise _line_error(path, number, line, "expected NAME VERSION (pip list / uv pip list columns)")
         try:
-            Version(cols[1])
+            parse_version(cols[1])
         except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
-            raise _line_error(path, number, line, f"not a PEP 440 version: {cols[1]!r}") from None
+            raise _line_error(path, number, line, f"not a PEP 440 version of at most {MAX_VERSION_CHARS} characters: {cols[1]!r}") from None
         packages.append((PackageSpec(canonical_name(cols[0]), cols[1]), f"line {number}"))
     return EnvironmentFile(path, "pip list", unique_specs(packages, "--environment", path), True)
 
@@ -239,7 +251,7 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
             cols = stripped.split()[1:]
             if len(cols) >= 2 and cols[0] not in ("No", "Could"):
                 try:
-                    Version(cols[1])
+                    parse_version(cols[1])
                 except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
                     continue
                 conda.setdefault(canonical_name(cols[0]), PackageSpec(canonical_name(cols[0]), cols[1]))
@@ -276,7 +288,7 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
         packages.setdefault(name, spec)
     if vllm_version is not None and "vllm" not in packages:
         try:
-            Version(vllm_version)
+            parse_version(vllm_version)
             packages["vllm"] = PackageSpec("vllm", vllm_version)
         except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
             notes.append(f"vLLM Version {vllm_version!r} is not a PEP 440 version: vllm's version is unknown")

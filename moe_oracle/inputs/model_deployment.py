@@ -134,11 +134,14 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     override = load_hf_config(resolve_quant_config_path(given.hf_quant_config), "--hf-quant-config") if given.hf_quant_config else None
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
+    def read(cfg: dict[str, Any]) -> Any:
+        check_model_config(cfg, str(path))
+        return read_checkpoint(cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env), platform=device.platform.value)
+
     try:
-        check_model_config(hf_cfg, str(path))
-        checkpoint = read_checkpoint(hf_cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env), platform=device.platform.value)
+        checkpoint = read(hf_cfg)
     except ConfigError as exc:
-        raise blame_hf_overrides(exc, serve) from None
+        raise blame_hf_overrides(exc, serve, lambda: read(load_hf_config(path))) from None
     release = answer_release(catalog, env) or ENGINE_VERSION
     notes += verify_checkpoint_quantization(checkpoint.quant, user_q, q_flag, release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)", device=device)
     if flag_q and not serve_q and not checkpoint.quant.declared:

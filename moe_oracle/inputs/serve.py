@@ -73,7 +73,7 @@ from typing import Any, Mapping, Sequence
 from . import argtypes
 from ..core.errors import ConfigError, InputIssue, did_you_mean
 from .release_facts import ENGINE_VERSION, engine_facts, quantization_value_issues, release_values
-from .serve_argv import API_SERVER, EVERY_OCCURRENCE, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
+from .serve_argv import API_SERVER, EVERY_OCCURRENCE, FOREIGN_FLAGS, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
 
 __all__ = ["SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "ServeArgs", "parse_serve", "serve_value_issues"]
 
@@ -205,13 +205,21 @@ def serve_value_issues(serve: ServeArgs, version: str, *, check_quantization: bo
     return issues
 
 
+_MAX_COUNT = 2**40  # the bound MoEConfig puts on every count, checked here to name the serve flag
+
+
 def _int_flag(flag: str, value: Any, command: str) -> int:
+    if isinstance(value, float) and value == value and abs(value) != float("inf") and not value.is_integer():
+        # a JSON number in --eplb-config: vLLM's pydantic refuses a fraction for an int field
+        raise ConfigError([InputIssue(f"--serve {flag}", "expected an integer (vLLM's config refuses a number with a fractional part)", value, None)], headline="bad --serve")
     try:
         number = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: JSON Infinity
         raise ConfigError([InputIssue(f"--serve {flag}", "expected an integer", value, None)], headline="bad --serve") from None
     if number < 1:
         raise ConfigError([InputIssue(f"--serve {flag}", "expected an integer >= 1", number, None)], headline="bad --serve")
+    if number > _MAX_COUNT:
+        raise ConfigError([InputIssue(f"--serve {flag}", "is implausibly large (> 2**40)", number, {"maximum": _MAX_COUNT})], headline="bad --serve")
     return number
 
 
@@ -222,6 +230,8 @@ def _json_object(flag: str, value: Any) -> dict[str, Any]:
         parsed = json.loads(value)
     except (TypeError, json.JSONDecodeError):
         raise ConfigError([InputIssue(f"--serve {flag}", "expected a JSON object", value, None)], headline="bad --serve") from None
+    except RecursionError:
+        raise ConfigError([InputIssue(f"--serve {flag}", "JSON nested too deeply for json.loads (vLLM stops with RecursionError at start)", value, None)], headline="bad --serve") from None
     if not isinstance(parsed, dict):
         raise ConfigError([InputIssue(f"--serve {flag}", "expected a JSON object", value, None)], headline="bad --serve")
     return parsed
@@ -233,6 +243,8 @@ def _json_value(flag: str, text: str, version: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         raise ConfigError([InputIssue(f"--serve {flag}", f"vLLM {version} refuses the command line (argparse: json.loads cannot convert this value; every occurrence is converted, not only the last)", text, None)], headline="bad --serve") from None
+    except RecursionError:
+        raise ConfigError([InputIssue(f"--serve {flag}", f"JSON nested too deeply for json.loads (vLLM {version} stops with RecursionError at start)", text, None)], headline="bad --serve") from None
 
 
 def _draft_moe_backend(spec_json: Mapping[str, Any], allowed: Sequence[str], version: str) -> str | None:
@@ -314,6 +326,8 @@ def _human_int(flag: str, value: str) -> int:
         raise ConfigError([InputIssue(f"--serve {flag}", "expected a token count such as 8192, 8k (8000) or 8K (8192)", value, None)], headline="bad --serve") from None
     if result < 1:
         raise ConfigError([InputIssue(f"--serve {flag}", "expected at least one token", value, None)], headline="bad --serve")
+    if result > _MAX_COUNT:
+        raise ConfigError([InputIssue(f"--serve {flag}", "is implausibly large (> 2**40)", value, {"maximum": _MAX_COUNT})], headline="bad --serve")
     return result
 
 
@@ -489,8 +503,12 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
         issues = []
         for flag in unknown:
             name = flag.split("=", 1)[0]
-            guess = did_you_mean(name, known)
-            hint = f"; did you mean {guess}?" if guess else ""
+            if name in FOREIGN_FLAGS:
+                engine, ours = FOREIGN_FLAGS[name]
+                hint = f": {name} is a flag of {engine}; in vLLM: {ours}"
+            else:
+                guess = did_you_mean(name, known)
+                hint = f"; did you mean {guess}?" if guess else ""
             issues.append(InputIssue("--serve", f"vLLM {version} does not know {name} and would refuse the command line{hint}", None, None))
         raise ConfigError(issues, headline="bad --serve")
     positional_extra = [w for w in extras if not w.startswith("-")]

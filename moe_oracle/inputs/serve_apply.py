@@ -9,7 +9,7 @@ import json
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..core.errors import ConfigError, InputIssue
 from .operator_inputs import OperatorInputs
@@ -239,25 +239,44 @@ def _override_at(overrides: Mapping[str, Any], path: str) -> tuple[str, Any] | N
     return (".".join(keys), node) if keys else None
 
 
-def blame_hf_overrides(exc: ConfigError, serve: ServeArgs | None) -> ConfigError:
+def _reads(read: Callable[[], object]) -> bool:
+    try:
+        read()
+    except ConfigError:
+        return False
+    return True
+
+
+def blame_hf_overrides(exc: ConfigError, serve: ServeArgs | None, read_file_alone: Callable[[], object] | None = None) -> ConfigError:
     """``exc`` with each problem in a field the serve line's ``--hf-overrides`` set charged to that
     flag (``--serve --hf-overrides KEY``, with the value given and what is allowed) instead of the
-    checkpoint file; problems in the file's own fields are kept as they are.
+    checkpoint file. A problem in a field of the file's own is charged to the overrides too when
+    the file alone reads without error (``read_file_alone`` raises no ConfigError: an override of ``num_experts`` below
+    the file's ``num_experts_per_tok``); else it is the file's, kept as it is.
 
-    Returns ``exc`` itself when no problem lies in an overridden field.
+    Returns ``exc`` itself when no problem is the overrides'.
     """
     overrides = serve.hf_overrides if serve is not None else None
     if not overrides:
         return exc
+    model = serve.hf_config_path or serve.model  # the model as written, not where its example is installed
+    alone_ok: list[bool] = []
     issues = []
     for issue in exc.issues:
         hit = _override_at(overrides, issue.path)
         if hit is None:
-            issues.append(issue)
+            if read_file_alone is not None and not alone_ok:
+                alone_ok.append(_reads(read_file_alone))
+            if alone_ok and alone_ok[0]:
+                given = json.dumps(dict(overrides), sort_keys=True)
+                given = given if len(given) <= 80 else given[:77] + "..."
+                issues.append(replace(issue, path="--serve --hf-overrides", file=None, message=f"with --hf-overrides {given} applied, the config of {model} fails: {issue.path}: {issue.message}"))
+            else:
+                issues.append(issue)
             continue
         key, value = hit
         shown = json.dumps(value) if isinstance(value, (Mapping, list)) else repr(value)
-        where = f" (applied to the config of {serve.hf_config_path or serve.model})" if issue.file else ""  # the model as written, not where its example is installed
+        where = f" (applied to the config of {model})" if issue.file else ""
         issues.append(replace(issue, path=f"--serve --hf-overrides {key}", file=None, message=f"--hf-overrides sets {key} to {shown}{where}: {issue.message}"))
     if all(a is b for a, b in zip(issues, exc.issues)):
         return exc

@@ -22,7 +22,7 @@ from . import argtypes
 from ..core.errors import ConfigError, InputIssue
 from .release_facts import engine_facts
 
-__all__ = ["API_SERVER", "EVERY_OCCURRENCE", "LAST_READ", "NONE_WORDS", "Refused", "VLLM_SERVE", "command_words", "config_file_args", "merge_dotted", "release_parser", "strip_launcher", "value_issues", "value_rules", "vllm_rewrite"]
+__all__ = ["API_SERVER", "EVERY_OCCURRENCE", "FOREIGN_FLAGS", "LAST_READ", "NONE_WORDS", "Refused", "VLLM_SERVE", "command_words", "config_file_args", "merge_dotted", "release_parser", "strip_launcher", "value_issues", "value_rules", "vllm_rewrite"]
 
 
 class Refused(Exception):
@@ -205,11 +205,44 @@ def command_words(command: str | Sequence[str]) -> list[str]:
     else:
         words = list(command)
     text = command if isinstance(command, str) else " ".join(words)
+    if isinstance(command, str) and (op := _shell_operator(command)) is not None:
+        start, what = op
+        shown = command[start : start + 40]
+        raise ConfigError([InputIssue("--serve", f"{what} is not interpreted: moe-oracle reads the words of one command and runs no shell; give only the `vllm serve ...` command, without {shown!r}", text, None)], headline="bad --serve")
     if isinstance(command, str) and (hit := _SUBSTITUTION.search(_unquoted_single(command))):
         start = hit.start()
         shown = command[start : start + 40]
         raise ConfigError([InputIssue("--serve", f"shell substitution is not expanded: moe-oracle reads the line as words and runs no shell; write the value it stands for instead of {shown!r}", text, None)], headline="bad --serve")
     return words
+
+
+def _shell_operator(command: str) -> tuple[int, str] | None:
+    """The first shell control operator, redirection or comment outside quotes (``;``, ``&&``,
+    ``|``, ``>``, ``<``, a trailing ``&``, ``#`` at the start of a word), as (offset, what it is),
+    or ``None``. A shell ends the command there (``vllm serve M; rm -rf x``), so read as words
+    they became flags and values (``-rf`` as ``--node-rank``'s abbreviation)."""
+    quote = ""
+    escaped = False
+    for i, ch in enumerate(command):
+        if escaped:
+            escaped = False
+        elif quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                escaped = True
+        elif ch == "\\":
+            escaped = True
+        elif ch in "'\"":
+            quote = ch
+        elif ch in ";|&":
+            op = ch * 2 if ch in "|&" and command[i + 1 : i + 2] == ch else ch
+            return i, f"the shell operator {op!r}"
+        elif ch in "<>":
+            return i, f"the shell redirection {ch!r}"
+        elif ch == "#" and (i == 0 or command[i - 1].isspace()):
+            return i, "a shell comment"
+    return None
 
 
 def _unquoted_single(command: str) -> str:
@@ -221,6 +254,23 @@ _OTHER_ENGINES = (
     ("SGLang", re.compile(r"^(sglang(\.launch_server)?|python[0-9.]* -m sglang\S*)$"), ("--model-path", "--tp-size", "--dp-size", "--ep-size", "--moe-runner-backend", "--moe-a2a-backend")),
     ("TensorRT-LLM", re.compile(r"^(trtllm-\S+|python[0-9.]* -m tensorrt_llm\S*)$"), ("--tp_size", "--pp_size", "--ep_size", "--moe_expert_parallel_size", "--moe_backend", "--extra_llm_api_options")),
 )
+
+
+# Flags of other engines' launchers that vLLM has not, as they arrive in a vllm serve line
+# (underscores already dashes, as vLLM rewrites them), with the engine and vLLM's spelling.
+FOREIGN_FLAGS: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "--model-path": ("SGLang", "the model as `vllm serve MODEL`"),
+    "--tp-size": ("SGLang / TensorRT-LLM", "--tensor-parallel-size (-tp)"),
+    "--dp-size": ("SGLang", "--data-parallel-size (-dp)"),
+    "--ep-size": ("SGLang / TensorRT-LLM", "--enable-expert-parallel (EP spans TP x DP in vLLM)"),
+    "--pp-size": ("TensorRT-LLM", "--pipeline-parallel-size (-pp)"),
+    "--moe-expert-parallel-size": ("TensorRT-LLM", "--enable-expert-parallel (EP spans TP x DP in vLLM)"),
+    "--moe-runner-backend": ("SGLang", "--moe-backend"),
+    "--moe-a2a-backend": ("SGLang", "--all2all-backend"),
+    "--extra-llm-api-options": ("TensorRT-LLM", "separate flags (--config FILE takes a YAML of vLLM flags)"),
+    "--model-id": ("Text Generation Inference", "the model as `vllm serve MODEL`"),
+    "--num-shard": ("Text Generation Inference", "--tensor-parallel-size (-tp)"),
+})
 
 
 def other_engine(words: Sequence[str]) -> str | None:
@@ -464,29 +514,6 @@ this deep in flow brackets (PyYAML's pure-Python scanner is quadratic in open fl
 5,000 nested ``[`` take seconds before its recursion limit)."""
 
 
-def _flow_depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` outside quoted scalars and comments (an upper bound on
-    the document's flow depth; a plain scalar holding a bracket may count, which only errs long)."""
-    depth = deepest = 0
-    quote = ""
-    comment = False
-    for ch in text:
-        if comment:
-            comment = ch != "\n"
-        elif quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#":
-            comment = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth = max(0, depth - 1)
-    return deepest
-
-
 def _check_expanded_size(root: Any, path: str) -> None:
     """Refuse a composed YAML graph whose alias expansion exceeds :data:`MAX_SERVE_CONFIG_NODES`
     nodes, or that refers to itself (a recursive anchor), before it is constructed or walked.
@@ -544,13 +571,15 @@ def config_file_args(path_text: str, base: Path | None, loader_options: frozense
         raise ConfigError([InputIssue("--serve --config", "vLLM reads only .yaml/.yml config files", str(path), None)], headline="bad --serve")
     import yaml
 
+    from ..core._yaml_loaders import flow_depth
+
     try:
         with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
             raw = handle.read(MAX_SERVE_CONFIG_BYTES + 1)
         if len(raw) > MAX_SERVE_CONFIG_BYTES:
             raise ConfigError([InputIssue("--serve --config", f"the file is larger than {MAX_SERVE_CONFIG_BYTES} bytes (a serve config names a few dozen flags)", str(path), {"maxBytes": MAX_SERVE_CONFIG_BYTES})], headline="bad --serve")
         text = raw.decode("utf-8")
-        if _flow_depth(text) > MAX_SERVE_CONFIG_DEPTH:
+        if flow_depth(text) > MAX_SERVE_CONFIG_DEPTH:
             raise RecursionError
         loader = yaml.SafeLoader(text)
         try:  # yaml.safe_load, keeping the node to find the repeated keys in one parse

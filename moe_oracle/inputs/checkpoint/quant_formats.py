@@ -124,7 +124,7 @@ class QuantFormat:
         return None
 
     def fail(self, path: str, message: str, value: Any = None, allowed: Any = None) -> ConfigError:
-        where = "$.quantization_config" if "config.json" in self.source or "text_config" in self.source else "$"
+        where = "$.text_config.quantization_config" if "text_config" in self.source else "$.quantization_config" if "config.json" in self.source else "$"
         return ConfigError([InputIssue(f"{where}{path}", message, value, allowed, self.file)])
 
 
