@@ -93,5 +93,7 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
         for r in rel.unexplained[:20]
     )
     assert not rel.unexplained, f"vLLM {release}: {len(rel.unexplained)} disagreements no reviewed divergence explains:\n{shown}"
+    pf_shown = "\n".join(f"  {r.case.key()} {r.case.family} {r.case.all2all_backend}: vLLM {r.vllm.prepare_finalize} | ours {r.ours.prepare_finalize}" for r in rel.pf_unexplained[:20])
+    assert not rel.pf_unexplained, f"vLLM {release}: {len(rel.pf_unexplained)} prepare/finalize differences no reviewed divergence explains:\n{pf_shown}"
     assert rel.agreement >= MIN_AGREEMENT, f"vLLM {release}: agreement {100 * rel.agreement:.2f} % < {100 * MIN_AGREEMENT} %"
     assert stages["agreement"] >= MIN_STAGE_AGREEMENT, f"vLLM {release}: refusal stages agree on {100 * stages['agreement']:.2f} % < {100 * MIN_STAGE_AGREEMENT} %: {stages['pairs']}"
