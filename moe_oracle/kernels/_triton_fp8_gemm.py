@@ -158,7 +158,9 @@ BLOCK_CONFIGS = {
 expert, config) in order, ``None`` for any larger load. The fastest of six tile shapes on the H200
 for a DeepSeek-V3 EP8 shard and Qwen3-30B-A3B-FP8 at 16 to 8,192 tokens
 (benchmarks/results/h200_fp8_block_tuning.log; BLOCK_M 128 won GEMM1 for Qwen3 above 64 rows per
-expert by 6-12 % and lost for DeepSeek by 12 %: one table for both keeps BLOCK_M 64)."""
+expert by 6-12 % and lost for DeepSeek by 12 %: one table for both keeps BLOCK_M 64). The kernel's
+own choice when no config is given; the experts adapter takes tuned layers' tiles from
+``runtime_tables/paths/fp8_block.yaml`` instead."""
 
 
 def block_config(rows: int, num_local: int, gated: bool = False) -> BlockConfig:

@@ -36,7 +36,11 @@ Layout of one call (``T`` tokens, top-``K``, ``N = T*K`` (token, k) pairs, ``E``
   ``runtime_tables/paths/bf16_grouped.yaml``.
 * :func:`fp8_block_gemm`: grouped GEMM ``A [rows, K] fp8 (1x128 scales) x B [E, N, K] fp8 (128x128
   scales)`` with the tile -> expert map computed in the kernel from the group counts; GEMM1 fuses
-  the gated activation and the group-128 fp8 quantization of its output into the epilogue.
+  the gated activation and the group-128 fp8 quantization of its output into the epilogue. Tiles:
+  ``runtime_tables/paths/fp8_block.yaml``.
+
+Both GEMMs can load the weights through a TMA tensor descriptor (tile option ``tma``, SM 90+,
+:func:`~moe_oracle.kernels._triton_common.weight_descriptor`) instead of pointers.
 
 Numerics: float32 accumulation and activation math; bf16 and fp8 casts round to nearest even (fp8
 saturates at +-448). Triton's CPU interpreter (``TRITON_INTERPRET=1``, used by the CPU tests)

@@ -11,7 +11,10 @@ copy is written); GEMM1 (:func:`~moe_oracle.kernels._triton_moe.fp8_block_gemm`)
 ``dot(A_kb, W_kb) * a_scale * w_scale`` per 128-wide K step in float32, applies the gated
 activation to the ``[gate; up]`` tile pair in its epilogue and stores the result as fp8 with one
 scale per row and 128 columns (the GEMM2 input quantization, fused); GEMM2 writes bf16; the
-combine sums each token's rows with their routing weights in float32 and writes bf16.
+combine sums each token's rows with their routing weights in float32 and writes bf16. The two
+GEMMs' tiles come, per call, from ``runtime_tables/paths/fp8_block.yaml`` by token count for the
+layers tuned there (an H200 sweep, ``benchmarks/kernel_sweep.py``), else from the kernel's own
+choice by mean rows per expert.
 
 Numerics against the float32 reference (which dequantizes the weights and simulates the same
 activation quantization): the fp8 inputs are the same values on both sides; GEMM1's output is
