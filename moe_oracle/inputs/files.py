@@ -170,11 +170,10 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         if probe and any(env_doc.get(k) for k in ("packages", "absent", "env", "tools")):
             raise ConfigError([InputIssue("$.environment.probe", "probe reads this machine; do not also declare packages, absent, env or tools", True, None, file)])
         if not probe:
-            from .declared import with_implied_tools
-
             pkgs = tuple((name, version) for name, version in (env_doc.get("packages") or {}).items())
             try:
-                environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()), tools=with_implied_tools(dict(env_doc.get("tools") or {})))
+                # tools: exactly as written (a document is exact; the --tool flag's nvcc -> jit_nvcc shorthand does not apply).
+                environment = Environment(pkgs, frozenset(env_doc.get("absent") or ()), False, tuple((env_doc.get("env") or {}).items()), tools=tuple((env_doc.get("tools") or {}).items()))
             except ConfigError as exc:
                 # Environment names command-line flags (--package NAME) and its fields (env NAME); here the input is this file.
                 raise ConfigError([replace(i, path=_environment_path(i.path), file=file) for i in exc.issues]) from None

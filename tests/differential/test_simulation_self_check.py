@@ -3,7 +3,8 @@
 Each case builds :class:`moe_oracle.verify.vllm_sim.Simulation` for vLLM 0.33.0 in the vLLM
 environment (``$MOE_ORACLE_VLLM_ENV``), checks that the untouched simulation fits, then plants
 one stale internal (a module still holding an original optional-package probe, a probe function
-that moved, a platform object swapped behind the simulation's back) and requires ``self_check``
+that moved, a platform object swapped behind the simulation's back, FlashInfer's toolchain lookups
+reading this machine again) and requires ``self_check``
 to name it. Deselected by default (marker ``differential``).
 """
 
@@ -43,6 +44,11 @@ elif plant == "moved_probe":
 elif plant == "platform_swapped":
     import vllm.platforms as platforms
     platforms._current_platform = object()
+elif plant == "tool_lookup_restored":
+    # FlashInfer's nvcc/ninja lookups reading this machine again instead of the declared tools.
+    import shutil
+    import vllm.utils.flashinfer as fi
+    fi.shutil = shutil
 print(json.dumps({"before": before, "after": sim.self_check()}))
 """
 
@@ -61,6 +67,7 @@ def vllm_env() -> VllmEnv:
         ("stale_probe", "vllm._stale_probe_holder.has_module still holds an original optional-package probe"),
         ("moved_probe", "vllm.utils.import_utils._has_module is gone"),
         ("platform_swapped", "vllm.platforms._current_platform is not the installed platform object"),
+        ("tool_lookup_restored", "vllm.utils.flashinfer.shutil is not the host-tool stand-in"),
     ],
 )
 def test_self_check_names_what_moved(vllm_env, plant, expected):

@@ -62,7 +62,7 @@ from packaging.version import InvalidVersion, Version
 from moe_oracle.core._resources import table_dirs
 from moe_oracle.core.config import MoEConfig
 from moe_oracle.core.quant import QUANT_KEYS, SCHEMES, QuantScheme
-from moe_oracle.core.environment import ABSENT, Environment
+from moe_oracle.core.environment import ABSENT, HOST_TOOLS, Environment
 from moe_oracle.core.fields import field_spec
 from moe_oracle.core.vocab import All2AllBackend, Platform
 
@@ -335,7 +335,14 @@ class Model:
         names: set[str] = set()
         for raw in (*self.experts, *self.pfs, *self.known_bad):
             names |= set(raw.get("packages") or {})
+        for c in self.constraints:  # a gate on a package's usability reads others (flashinfer-cubin)
+            names |= {f[9:] for f in (c["field"], *(c.get("if") or {})) if f.startswith("packages.")}
         return names
+
+    def _package_gates(self, raw: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        """Constraints ``applies_to.packages`` binds to an entry that requires one of those packages."""
+        required = set(raw.get("packages") or {})
+        return [c for c in self.constraints if required & set((c.get("applies_to") or {}).get("packages") or ())]
 
     # ------------------------------------------------------------------ values
 
@@ -475,6 +482,8 @@ class Model:
             for name, pinned in ((rel or {}).get("pins") or {}).items():
                 if f"packages.{name}" in v and v[f"packages.{name}"] is None:
                     v[f"packages.{name}"] = pinned
+        for name in HOST_TOOLS:  # found, not found, or unknown (None) as declared or probed
+            v[f"tools.{name}"] = dict(env.tools).get(name)
         for name, value in (derived or {}).items():
             v.setdefault(name, value)
         return v
@@ -557,6 +566,8 @@ class Model:
                     continue
                 if kernel in applies.get("except_kernels", []):
                     continue
+                if applies.get("packages") and not set(applies["packages"]) & set(e.get("packages") or {}):
+                    continue
                 shared.append(self._shared_constraint(c))
             return tuple(own), tuple(shared)
 
@@ -600,7 +611,8 @@ class Model:
             if pf is None:
                 return ()
             own = self._memo(("pf", pf["id"]), lambda: tuple(self._requirements(pf["id"], pf)))
-            return own + tuple(self._shared_constraint(c) for c in pf.get("constraints") or ())
+            gates = tuple(replace(self._constraint(c), rule=f"{pf['id']}.{c['id']}") for c in self._package_gates(pf))
+            return own + tuple(self._shared_constraint(c) for c in pf.get("constraints") or ()) + gates
 
         return self._memo(("pf_for", e["id"], dispatch), make)
 
@@ -704,6 +716,7 @@ class Model:
             for pf in self.pfs:
                 out |= {r.rule for r in self._requirements(pf["id"], pf)}
                 out |= {c["id"] for c in pf.get("constraints") or ()}
+                out |= {f"{pf['id']}.{c['id']}" for c in self._package_gates(pf)}
             return frozenset(out)
 
         return self._memo(("construction",), make)

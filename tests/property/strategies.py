@@ -38,7 +38,7 @@ from packaging.specifiers import SpecifierSet
 
 from moe_oracle.core.config import Device, MoEConfig, ParallelConfig, Provenance
 from moe_oracle.core.requests import request_name
-from moe_oracle.core.environment import Environment
+from moe_oracle.core.environment import HOST_TOOLS, Environment
 from moe_oracle.core.fields import FIELDS
 from moe_oracle.inputs.hardware import GPU_CATALOG
 from moe_oracle.inputs.files import config_document, dump_document, resolve_all2all
@@ -543,6 +543,8 @@ def _env_value(spec: Any) -> st.SearchStrategy[str]:
 _ZERO_TO_THREE = st.integers(0, 3)
 _BOOL = st.booleans()
 _PACKAGE_STATE = st.sampled_from(("unknown", "absent", "version"))
+_TOOL_STATE = st.sampled_from((None, True, False))
+_TOOL_FOUND = st.sampled_from((None, True))
 _EXTRA_PACKAGES = st.lists(unread_packages(), max_size=2, unique=True)
 _EXTRA_VARS = st.lists(unread_env_vars(), max_size=2, unique=True)
 
@@ -572,6 +574,8 @@ def environments(draw: st.DrawFn, *, installed: bool = False, extras: bool = Tru
     for spec in CATALOG.env_vars:
         if draw(_ZERO_TO_THREE if installed else _BOOL) in (0, False):
             env[spec.name] = draw(_env_value(spec))
+    # Host tools (FlashInfer's JIT toolchain): found, not found, or unknown; installed: found or unknown.
+    tools = tuple((name, state) for name in HOST_TOOLS if (state := draw(_TOOL_FOUND if installed else _TOOL_STATE)) is not None)
     if extras:
         for name in draw(_EXTRA_PACKAGES):
             if draw(_BOOL):
@@ -580,7 +584,7 @@ def environments(draw: st.DrawFn, *, installed: bool = False, extras: bool = Tru
                 absent.add(name)
         for var in draw(_EXTRA_VARS):
             env[var] = draw(text_values())
-    return Environment(tuple(packages), frozenset(absent), False, tuple(env.items()))
+    return Environment(tuple(packages), frozenset(absent), False, tuple(env.items()), tools=tools)
 
 
 # ------------------------------------------------------------------------------ cases

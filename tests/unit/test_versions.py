@@ -182,7 +182,10 @@ def test_shipped_engine_table_models_vllm_0_29_to_0_34_with_flashinfer_pins(cata
 def test_declaring_vllm_alone_answers_for_its_flashinfer(catalog):
     d = evaluate(catalog, MoEConfig(num_experts=128, top_k=8, hidden_size=2048, intermediate_size=768, device=B200), vllm("0.31.0"))
     assert d.normalized.values["packages.flashinfer-python"] == "0.7.0.post1" and d.release.label() == "vLLM 0.31.0 (declared)"
-    assert d.kernel == "flashinfer_trtllm_bf16_monolithic" and not d.selected.assumptions
+    # The pin is a known version, not an assumption; what stays unknown is the host's toolchain
+    # (FlashInfer's gate without flashinfer-cubin, rules/constraints.yaml), assumed found.
+    assert d.kernel == "flashinfer_trtllm_bf16_monolithic"
+    assert [(a.field, a.rule) for a in d.selected.assumptions] == [("tools.nvcc", "constraint.flashinfer_toolchain.nvcc_on_path")]
 
 
 def test_shipped_ranged_fact_trtllm_bf16_minimax2_routing_from_0_32(catalog):
