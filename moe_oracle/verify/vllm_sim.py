@@ -153,6 +153,7 @@ class Simulation:
         self._install_probes()
         self._a2a_names = self._all2all_conditional_names()
         self._a2a_key: tuple[bool, frozenset[str]] = (True, frozenset())  # as imported above (H100, no packages)
+        self.a2a_error: str | None = None
         self._caches: list[Any] = []
         self._modules_seen = 0
         self._rebind()
@@ -628,8 +629,15 @@ class Simulation:
         mod = importlib.import_module(_ALL2ALL_UTILS)
         for name in self._a2a_names:
             vars(mod).pop(name, None)
-        importlib.reload(mod)
         self._a2a_key = key
+        self.a2a_error = None
+        try:
+            importlib.reload(mod)
+        except Exception as exc:  # noqa: BLE001 - e.g. 0.29.0 nixl_ep imports flashinfer.comm, which needs cuda-python
+            # The names bound before the failing import stay; the others are missing, and a layer
+            # that needs one is not driven (VllmSide.round_up).
+            self.a2a_error = f"re-executing all2all_utils failed here: {type(exc).__name__}: {exc}"[:200]
+            self.import_errors[f"{_ALL2ALL_UTILS} (re-executed for {sorted(key[1])})"] = self.a2a_error
 
     def _refresh_aiter(self) -> None:
         mod = sys.modules.get("vllm._aiter_ops")
