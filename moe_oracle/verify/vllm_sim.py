@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .cases import Deployment
-from .sim_standins import MODULE_PACKAGES, CACHED, EXTENSION_STANDINS, GroupStandIn, ModuleView, SIMULATED_COMPUTE_UNITS, StubFinder, StubModule, ZENTORCH_OPS, compiled_op, defined_names, flashinfer_source
+from .sim_standins import MODULE_PACKAGES, CACHED, conditional_imports, EXTENSION_STANDINS, GroupStandIn, ModuleView, SIMULATED_COMPUTE_UNITS, StubFinder, StubModule, ZENTORCH_OPS, compiled_op, defined_names, flashinfer_source
 
 __all__ = ["Simulation", "MODULE_PACKAGES"]
 
@@ -151,7 +151,7 @@ class Simulation:
         self._vllm_config_ctx.__enter__()
         self._probe_originals: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
         self._install_probes()
-        self._a2a_names = self._all2all_conditional_names()
+        self._a2a_names = conditional_imports(Path(importlib.import_module(_ALL2ALL_UTILS).__file__))
         self._a2a_key: tuple[bool, frozenset[str]] = (True, frozenset())  # as imported above (H100, no packages)
         self.a2a_error: str | None = None
         self._caches: list[Any] = []
@@ -604,22 +604,6 @@ class Simulation:
                 stub.is_supported = lambda device=None: sim._platform == "cuda" and sim._capability in (120, 121)
             subs[name] = stub
         mod._B12X_SUBMODULES = subs
-
-    def _all2all_conditional_names(self) -> frozenset[str]:
-        """Names ``all2all_utils`` imports inside module-level ``if`` blocks (read from its source)."""
-        mod = importlib.import_module(_ALL2ALL_UTILS)
-        names: set[str] = set()
-
-        def visit(nodes: list[ast.stmt], inside: bool) -> None:
-            for node in nodes:
-                if isinstance(node, ast.If):
-                    visit(node.body, True)
-                    visit(node.orelse, True)
-                elif isinstance(node, ast.ImportFrom) and inside:
-                    names.update(a.asname or a.name for a in node.names)
-
-        visit(ast.parse(Path(mod.__file__).read_text()).body, False)
-        return frozenset(names)
 
     def _refresh_all2all(self) -> None:
         """Re-execute ``all2all_utils`` when its import-time conditions change (see the module docstring)."""
