@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     from .vllm_sim import Simulation
 
-__all__ = ["MODULE_PACKAGES", "STANDIN_ABSENT", "STANDIN_ATTRS", "STUB_TOPS", "CACHED", "EXTENSION_STANDINS", "GroupStandIn", "ModuleView", "SIMULATED_COMPUTE_UNITS", "StubFinder", "StubLoader", "StubModule", "StubValue", "ToolLookup", "ZENTORCH_OPS", "aiter_fused_moe", "compiled_op", "defined_names", "flashinfer_source"]
+__all__ = ["MODULE_PACKAGES", "STANDIN_ABSENT", "STANDIN_ATTRS", "STUB_TOPS", "CACHED", "EXTENSION_STANDINS", "GroupStandIn", "ModuleView", "SIMULATED_COMPUTE_UNITS", "StubFinder", "StubLoader", "StubModule", "StubValue", "ToolLookup", "ZENTORCH_OPS", "aiter_fused_moe", "compiled_op", "conditional_imports", "defined_names", "flashinfer_source"]
 
 MODULE_PACKAGES: dict[str, str] = {
     "deep_gemm": "deep_gemm",
@@ -244,6 +244,23 @@ def defined_names(path: Path) -> frozenset[str]:
             for field in ("body", "orelse", "finalbody", "handlers"):
                 for child in getattr(node, field, []):
                     stack.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return frozenset(names)
+
+
+def conditional_imports(path: Path) -> frozenset[str]:
+    """Names a module's source imports inside module-level ``if`` blocks (at any nesting): the
+    names it binds only when a condition holds at import (``all2all_utils``' package probes)."""
+    names: set[str] = set()
+
+    def visit(nodes: list[ast.stmt], inside: bool) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If):
+                visit(node.body, True)
+                visit(node.orelse, True)
+            elif isinstance(node, ast.ImportFrom) and inside:
+                names.update(a.asname or a.name for a in node.names)
+
+    visit(ast.parse(path.read_text()).body, False)
     return frozenset(names)
 
 

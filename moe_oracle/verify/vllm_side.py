@@ -351,8 +351,9 @@ class VllmSide:
         a2a = vars(importlib.import_module(f"{P}.all2all_utils"))
         for flag, name in _ALL2ALL_PF:
             if getattr(par, flag, False) and name not in a2a:
-                raise NotDriven(f"{name} was never imported (its package is absent or the platform is not CUDA-alike): vLLM refuses this all2all backend at start-up, "
-                                "when the EP group's all2all manager asserts its package (vllm/distributed/device_communicators/all2all.py), before any layer; the tier builds no all2all manager")
+                why = self.sim.a2a_error or "its package is absent or the platform is not CUDA-alike"
+                raise NotDriven(f"{name} was not imported ({why}): without its package vLLM refuses this all2all backend at start-up, "
+                                "when the EP group's all2all manager asserts it (vllm/distributed/device_communicators/all2all.py), before any layer; the tier builds no all2all manager")
         hidden, partition = method.maybe_roundup_sizes(moe.hidden_dim, moe.intermediate_size_per_partition, moe.in_dtype, moe.moe_parallel_config)
         moe.hidden_dim = hidden
         moe.intermediate_size_per_partition = partition

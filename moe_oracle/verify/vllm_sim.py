@@ -81,7 +81,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .cases import Deployment
-from .sim_standins import MODULE_PACKAGES, CACHED, EXTENSION_STANDINS, GroupStandIn, ModuleView, SIMULATED_COMPUTE_UNITS, StubFinder, StubModule, ToolLookup, ZENTORCH_OPS, compiled_op, defined_names, flashinfer_source
+from .sim_standins import MODULE_PACKAGES, CACHED, conditional_imports, EXTENSION_STANDINS, GroupStandIn, ModuleView, SIMULATED_COMPUTE_UNITS, StubFinder, StubModule, ToolLookup, ZENTORCH_OPS, compiled_op, defined_names, flashinfer_source
 
 __all__ = ["Simulation", "MODULE_PACKAGES"]
 
@@ -180,8 +180,9 @@ class Simulation:
         self._vllm_config_ctx.__enter__()
         self._probe_originals: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
         self._install_probes()
-        self._a2a_names = self._all2all_conditional_names()
+        self._a2a_names = conditional_imports(Path(importlib.import_module(_ALL2ALL_UTILS).__file__))
         self._a2a_key: tuple[bool, frozenset[str]] = (True, frozenset())  # as imported above (H100, no packages)
+        self.a2a_error: str | None = None
         self._caches: list[Any] = []
         self._modules_seen = 0
         self._rebind()
@@ -637,22 +638,6 @@ class Simulation:
             subs[name] = stub
         mod._B12X_SUBMODULES = subs
 
-    def _all2all_conditional_names(self) -> frozenset[str]:
-        """Names ``all2all_utils`` imports inside module-level ``if`` blocks (read from its source)."""
-        mod = importlib.import_module(_ALL2ALL_UTILS)
-        names: set[str] = set()
-
-        def visit(nodes: list[ast.stmt], inside: bool) -> None:
-            for node in nodes:
-                if isinstance(node, ast.If):
-                    visit(node.body, True)
-                    visit(node.orelse, True)
-                elif isinstance(node, ast.ImportFrom) and inside:
-                    names.update(a.asname or a.name for a in node.names)
-
-        visit(ast.parse(Path(mod.__file__).read_text()).body, False)
-        return frozenset(names)
-
     def _refresh_all2all(self) -> None:
         """Re-execute ``all2all_utils`` when its import-time conditions change (see the module docstring)."""
         key = (self._platform in ("cuda", "rocm"), self._packages & _ALL2ALL_PACKAGES)
@@ -661,8 +646,15 @@ class Simulation:
         mod = importlib.import_module(_ALL2ALL_UTILS)
         for name in self._a2a_names:
             vars(mod).pop(name, None)
-        importlib.reload(mod)
         self._a2a_key = key
+        self.a2a_error = None
+        try:
+            importlib.reload(mod)
+        except Exception as exc:  # noqa: BLE001 - e.g. 0.29.0 nixl_ep imports flashinfer.comm, which needs cuda-python
+            # The names bound before the failing import stay; the others are missing, and a layer
+            # that needs one is not driven (VllmSide.round_up).
+            self.a2a_error = f"re-executing all2all_utils failed here: {type(exc).__name__}: {exc}"[:200]
+            self.import_errors[f"{_ALL2ALL_UTILS} (re-executed for {sorted(key[1])})"] = self.a2a_error
 
     def _refresh_aiter(self) -> None:
         mod = sys.modules.get("vllm._aiter_ops")

@@ -207,6 +207,18 @@ _FEATURE_FIELD = {"lora": "lora", "batch_invariant": "batch_invariant", "eplb": 
 _BATCHED_DISPATCH = ("deepep_low_latency", "nixl_ep")
 
 
+def _all2all_hidden(hidden: int, dtype: str, all2all: str) -> int:
+    """The hidden size create_weights gets (vLLM 0.29.0-0.34.0 P/all2all_utils.py
+    maybe_roundup_layer_hidden_size): DeepEP HT / v2 copy rows in 512-byte units; DeepEP LL and
+    NIXL-EP kernels exist for eight sizes (vLLM raises above the largest: left as it is here)."""
+    if all2all in ("deepep_high_throughput", "deepep_v2"):
+        width = 4 if dtype == "float32" else 2
+        return (hidden * width + 511) // 512 * 512 // width
+    if all2all in _BATCHED_DISPATCH:
+        return min((h for h in (2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192) if h >= hidden), default=hidden)
+    return hidden
+
+
 def _code(field: str) -> str:
     return field_spec(field).code.value
 
@@ -436,6 +448,7 @@ class Model:
             "intermediate_size": config.intermediate_size,
             "intermediate_size_per_partition": config.intermediate_size // moe_tp,
             "intermediate_divisible": config.intermediate_size % moe_tp == 0,
+            "padded_hidden_size": _all2all_hidden(config.hidden_size, config.in_dtype.value, all2all),
             "tp_size": par.tp_size,
             "dp_size": par.dp_size,
             "moe_tp_size": moe_tp,
