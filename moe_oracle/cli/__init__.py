@@ -31,7 +31,8 @@ Try:
   moe-oracle codes                          (what every reason code means)
 
 Every answer names the engine release it is for (--package vllm==X, --environment FILE with
-pip freeze or collect_env output, or --probe; else the newest modelled release, assumed). --json on each command for machines.
+pip freeze or collect_env output, or --probe; else the newest modelled release, assumed). --json on explain, select, why-not,
+diff, plan, lint and run for machines.
 
 exit codes: 0 a kernel was selected (or the command succeeded), 1 nothing eligible (the
 full record is printed), 2 bad input (flags, config files, tables).

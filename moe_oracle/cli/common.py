@@ -20,12 +20,13 @@ EXIT_OK, EXIT_NONE, EXIT_BAD_INPUT = 0, 1, 2
 EPILOG_INPUT = """\
 inputs:
   Describe the layer with --config FILE (YAML/JSON, schemas/moe_config.schema.json) or with
-  --model (a Hugging Face config.json, or a shipped example name: see `moe-oracle examples`)
+  --model (a Hugging Face config.json or checkpoint directory, a shipped example's name, or the
+  Hugging Face id that names one: see `moe-oracle examples`; nothing is downloaded)
   plus the device and deployment flags. Flags given with --config override the file.
 
   --serve "vllm serve MODEL -tp 8 --enable-expert-parallel ..." reads a vLLM command line
   instead, with the flags of the release the answer is for (--package vllm==X, --environment or
-  --probe; 0.29.0-0.33.0): model, TP/DP/EP, all2all, EPLB, LoRA, --moe-backend, --quantization,
+  --probe; 0.29.0-0.34.0): model, TP/DP/EP, all2all, EPLB, LoRA, --moe-backend, --quantization,
   --dtype, ...; flags that do not affect MoE selection are ignored with a note.
 
 environment:
@@ -34,7 +35,7 @@ environment:
   reads `pip freeze`, `pip list --format=json`, `uv pip list` or `vllm collect-env` output
   (collect-env also names the GPU). --package NAME==VER (or NAME @ URL) declares an installed
   package, --without NAME an absent one, --env VAR=VALUE an environment variable, parsed as
-  vLLM 0.33.0 parses it (VLLM_USE_DEEP_GEMM=true makes vLLM fail at start: exit 2).
+  the answer's vLLM release parses it (VLLM_USE_DEEP_GEMM=true makes vLLM fail at start: exit 2).
   Names no table reads are accepted and listed in a note. --probe reads this machine instead
   and says which interpreter and site-packages it read.
 
@@ -119,7 +120,7 @@ def gpu_help() -> str:
 def add_input_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("layer")
     src.add_argument("--config", action=Once, metavar="FILE", help="MoEConfig YAML/JSON file")
-    src.add_argument("--model", action=Once, type=name_arg, metavar="CONFIG_JSON", help="Hugging Face config.json path or shipped example name")
+    src.add_argument("--model", action=Once, type=name_arg, metavar="CONFIG_JSON", help="a Hugging Face config.json or checkpoint directory, a shipped example's name, or the Hugging Face id that names one (nothing is downloaded)")
     src.add_argument("--serve", action=Once, type=name_arg, metavar="'vllm serve MODEL ...'", help="a vllm serve command line (one quoted string): model and deployment flags as the answer's vLLM release (--package vllm==X, --environment, --probe) reads them")
     src.add_argument("--hf-quant-config", action=Once, metavar="FILE", help="ModelOpt hf_quant_config.json (overrides the model's quantization_config)")
     src.add_argument("--quant", action=LastWins, type=name_arg, metavar="NAME", help="override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk)")

@@ -163,7 +163,7 @@ def model_configs(seed: int, n: int) -> Iterator[tuple[str, Callable[[], Any]]]:
 
 _LAUNCHERS = ("vllm serve", "", "python -m vllm.entrypoints.openai.api_server", "VLLM_USE_DEEP_GEMM=1 vllm serve", "env A=1 vllm serve", "python -m sglang.launch_server", "trtllm-serve", "vllm", "vllm bench")
 _MODELS = ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-FP8", "deepseek-ai/DeepSeek-R1", "openai/gpt-oss-120b", "nobody/none", "", "--model x", "'a b'", "\"unclosed")
-_VALUES = ("1", "0", "-1", "8", "2**31", "1e3", "0x10", "auto", "fp8", "deepep_low_latency", "'{\"moe_backend\": \"x\"}'", "{}", "'{'", "true", "None", "", "$(id)", "`id`", "${HOME}", "a" * 200, "٣", "1k", "1Ki", "[1]")
+_VALUES = ("1", "0", "-1", "8", "2**31", "1e3", "0x10", "auto", "fp8", "deepep_low_latency", "'{\"moe_backend\": \"x\"}'", "{}", "'{'", "true", "None", "", "$(id)", "`id`", "${HOME}", "a" * 200, "٣", "1k", "1Ki", "[1]", "'{\"num_redundant_experts\": Infinity}'", "'{\"num_redundant_experts\": 1.5}'", "'" + "[" * 3000 + "]" * 3000 + "'", "'" + "{\"a\": " * 2000 + "1" + "}" * 2000 + "'")
 
 
 def serve_lines(seed: int, n: int) -> Iterator[tuple[str, Callable[[], Any]]]:
@@ -172,7 +172,7 @@ def serve_lines(seed: int, n: int) -> Iterator[tuple[str, Callable[[], Any]]]:
 
     rng = random.Random(seed)
     options = {r: [o for f in engine_facts(r)["serve_flags"] for o in f["options"]] for r in RELEASES}
-    junk = ("--tp_size", "--model-path", "-rf", "--", "-", "--no-such-flag", "--moe-backend=", "--config", "--config x.yaml", "|", ";", "&&", ">", "\\\n")
+    junk = ("--tp_size", "--model-path", "-rf", "--", "-", "--no-such-flag", "--moe-backend=", "--config", "--config x.yaml", "|", ";", "&&", ">", "\\\n", "# c", "; rm -rf x", "--eplb-config '{\"num_redundant_experts\": Infinity}'")
     for _ in range(n):
         release = rng.choice(RELEASES)
         words = [rng.choice(_LAUNCHERS), rng.choice(_MODELS)]

@@ -167,6 +167,14 @@ def serialize(doc: Any, *, as_json: bool) -> bytes:
 # ------------------------------------------------------------------------------ byte edits
 
 _BOMB = b"".join(b"l%d: &l%d [%s]\n" % (i, i, b",".join([b"*l%d" % (i - 1)] * 9) if i else b"x,x,x,x,x,x,x,x,x") for i in range(8))
+# The same bomb under a MoE layer's own keys, where the schema walks into the values (the top-level
+# one above is refused as unknown keys before anything reads them).
+_LAYER_BOMB = (
+    b"model:\n  num_experts: 8\n  top_k: 2\n  hidden_size: 4096\n  intermediate_size: 14336\n"
+    + b"".join(b"  %s: &l%d [%s]\n" % (key, i, b",".join([b"*l%d" % (i - 1)] * 9) if i else b"1,1,1,1,1,1,1,1,1")
+               for i, key in enumerate((b"act_order", b"activation", b"architecture", b"has_bias", b"in_dtype", b"model_type", b"quant", b"quant_method", b"routing_method")))
+    + b"device: {gpu: H200}\n"
+)
 SNIPPETS = (
     b"!!python/object/apply:os.system ['echo pwned']",
     b"!!python/name:os.system",
@@ -201,7 +209,7 @@ SNIPPETS = (
 @st.composite
 def byte_edits(draw: st.DrawFn, raw: bytes, *, json_text: bool = False) -> Bad:
     """One byte-level edit of ``raw`` (a serialized document)."""
-    op = draw(st.sampled_from(("truncate", "insert", "flip", "garbage", "empty", "bom", "nul", "latin1", "utf16", "snippet", "replace_value", "bomb", "deep", "huge", "whitespace")))
+    op = draw(st.sampled_from(("truncate", "insert", "flip", "garbage", "empty", "bom", "nul", "latin1", "utf16", "snippet", "replace_value", "bomb", "layer_bomb", "deep", "huge", "whitespace")))
     n = len(raw)
     if op == "truncate":
         at = draw(st.integers(0, max(n - 1, 0)))
@@ -243,6 +251,8 @@ def byte_edits(draw: st.DrawFn, raw: bytes, *, json_text: bool = False) -> Bad:
         return Bad(f"{snippet[:40]!r} as the whole document", snippet)
     if op == "bomb":
         return Bad("alias bomb (9**8 nodes) prepended", _BOMB + raw)
+    if op == "layer_bomb":
+        return Bad("alias bomb (9**9 values) under a layer's keys", _LAYER_BOMB)
     if op == "deep":
         depth = draw(st.sampled_from((200, 990, 5000, 100_000)))
         opener, closer = (b"[", b"]") if draw(st.booleans()) else (b"{a: ", b"}") if not json_text else (b'{"a": ', b"}")

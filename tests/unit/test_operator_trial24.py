@@ -317,3 +317,30 @@ def test_a_nested_quantization_document_problem_is_located_under_text_config(tmp
     path.write_text(json.dumps(cfg))
     code, _, err = cli("select", "--model", str(path), "--gpu", "H200", "--tp", "8")
     assert code == 2 and "$.text_config.quantization_config.group_size" in err
+
+
+# -------------------------------------------------------------- the README states the release range
+
+
+def test_the_readme_names_the_newest_modelled_release_where_it_states_the_range() -> None:
+    import re
+
+    from moe_oracle.verify.releases import harness_releases
+
+    newest = harness_releases()[-1]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    ranges = re.findall(r"0\.29\.0 … (\d+\.\d+\.\d+)", readme)
+    assert ranges and set(ranges) == {newest}, ranges
+    newer = re.search(r"a release newer than\s+(\S+) is answered as (\S+),", readme)
+    assert newer and newer.groups() == (newest, newest)
+    warning = re.search(r"WARNING: answers are for vLLM 0\.29\.0–(\S+); you declared (\S+): facts of (\S+) ", readme)
+    assert warning and warning.group(1) == newest and warning.group(3) == newest
+
+
+def test_help_says_what_model_takes_and_which_commands_take_json() -> None:
+    _, out, _ = cli("explain", "--help")
+    assert "checkpoint directory" in out and "Hugging Face id" in out and "0.29.0-0.33.0" not in out
+    _, top, _ = cli("--help")
+    assert "--json on each command" not in top and "--json on explain" in top
+    _, lint_help, _ = cli("lint", "--help")
+    assert "10 s" in lint_help
