@@ -12,18 +12,25 @@ from moe_oracle.core.oracle import Oracle
 from moe_oracle.tools.sampling import sample_configs
 
 
-def _decisions(catalog, n=300, seed=23):
+def _inputs(catalog, n=300, seed=23):
+    """(config, environment, policy, decision): the sampled inputs with their Decision (whose
+    ``config`` is the one the engine selected with, after any front-end rewrite, not the input)."""
     for config, env in sample_configs(n, seed, catalog):
         for policy in ("faithful", "safe"):
-            yield evaluate(catalog, config, env, policy=policy)
+            yield config, env, policy, evaluate(catalog, config, env, policy=policy)
+
+
+def _decisions(catalog, n=300, seed=23):
+    for *_, decision in _inputs(catalog, n, seed):
+        yield decision
 
 
 def test_candidate_dicts_from_rows_equal_the_records(catalog):
     checked = failures = 0
-    for fast in _decisions(catalog):
+    for config, env, policy, fast in _inputs(catalog):
         record = fast.to_dict()  # built from the rows: no CandidateResult exists yet
         assert "candidates" not in fast.__dict__
-        slow = evaluate(catalog, fast.config, fast.environment, policy=fast.policy)
+        slow = evaluate(catalog, config, env, policy=policy)  # the same inputs (a rewrite's note included)
         assert record["candidates"] == [c.to_dict() for c in slow.candidates]
         assert slow.to_dict() == record  # to_dict after the records exist takes the records' path
         checked += 1

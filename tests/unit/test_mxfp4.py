@@ -201,7 +201,7 @@ def answer(release, **kw):
 
 
 def test_gpt_oss_on_blackwell_runs_trtllm_bf16_variant():
-    a = answer("0.33.0", capability=100, packages=("flashinfer", "triton_kernels"))
+    a = answer("0.33.0", capability=100, packages=("flashinfer", "flashinfer_cubin", "triton_kernels"))
     assert (a.experts, a.backend, a.detail) == ("TrtLlmMxfp4ExpertsMonolithic", "FLASHINFER_TRTLLM_MXFP4_BF16", "flashinfer_trtllm_mxfp4_monolithic")
 
 
@@ -232,7 +232,7 @@ def test_consumer_blackwell_runs_marlin_before_triton():
     d = evaluate_dep(Deployment(**{**GPT_OSS, "capability": 120, "packages": ("triton_kernels",)}), "0.32.0")
     assert ("priority.mxfp4.sm12x_demotes_triton", "triton", "after:marlin") in {(x.rule, x.backend, x.position) for x in d.demotions}
     # Where Marlin cannot run (FlashInfer's two-sided NVLink all2all), TRITON's modular class is next.
-    nvl = dict(capability=120, packages=("triton_kernels", "flashinfer"), dp_size=2, use_ep=True, all2all_backend="flashinfer_nvlink_two_sided")
+    nvl = dict(capability=120, packages=("triton_kernels", "flashinfer", "flashinfer_cubin"), dp_size=2, use_ep=True, all2all_backend="flashinfer_nvlink_two_sided")
     assert answer("0.32.0", **nvl).experts == "OAITritonExperts"
     # On SM 10.0 TRITON comes before Marlin.
     assert answer("0.33.0", capability=100, packages=("triton_kernels",)).experts == "OAITritonMxfp4ExpertsMonolithic"
@@ -253,10 +253,10 @@ def test_qwen38_tep8_emulation_until_033(release, expected):
 
 
 def test_trtllm_lora_experts_only_on_an_explicit_request():
-    explicit = answer("0.33.0", capability=100, packages=("flashinfer",), lora=True, moe_backend="flashinfer_trtllm")
+    explicit = answer("0.33.0", capability=100, packages=("flashinfer", "flashinfer_cubin"), lora=True, moe_backend="flashinfer_trtllm")
     assert explicit.experts == "TrtLlmMxfp4LoRAExperts"
-    assert answer("0.32.0", capability=100, packages=("flashinfer",), lora=True, moe_backend="flashinfer_trtllm").status == "error"
-    auto = answer("0.33.0", capability=100, packages=("flashinfer", "triton_kernels"), lora=True)
+    assert answer("0.32.0", capability=100, packages=("flashinfer", "flashinfer_cubin"), lora=True, moe_backend="flashinfer_trtllm").status == "error"
+    auto = answer("0.33.0", capability=100, packages=("flashinfer", "flashinfer_cubin", "triton_kernels"), lora=True)
     assert auto.experts != "TrtLlmMxfp4LoRAExperts"
 
 
@@ -271,7 +271,7 @@ def test_deepseek_v4_selector_on_rocm_with_deepseek_v4_routing():
 
 def test_deepseek_v4_selector_on_blackwell_prefers_mxfp8_activations():
     a = answer("0.33.0", model_type="deepseek_v4", capability=100, routing_method="deepseek_v4", activation="silu", has_bias=False, swiglu_limit=None,
-               packages=("flashinfer",))
+               packages=("flashinfer", "flashinfer_cubin"))
     assert (a.experts, a.backend) == ("TrtLlmMxfp4ExpertsModular", "FLASHINFER_TRTLLM_MXFP4_MXFP8")
 
 
@@ -290,7 +290,7 @@ def test_compressed_tensors_picks_cutlass_marlin_or_xpu_unchecked():
 @pytest.mark.parametrize("release, expected", [("0.32.0", "TrtLlmMxfp4ExpertsMonolithic"), ("0.33.0", "TrtLlmMxfp4ExpertsModular")])
 def test_quark_takes_the_backends_first_class_until_033(release, expected):
     # DP 2: the monolithic TRT-LLM class fails its parallel check, the modular one is selected.
-    a = answer(release, front_end="quark_mxfp4", model_type=None, capability=100, dp_size=2, packages=("flashinfer",))
+    a = answer(release, front_end="quark_mxfp4", model_type=None, capability=100, dp_size=2, packages=("flashinfer", "flashinfer_cubin"))
     assert a.experts == expected
 
 
