@@ -189,7 +189,9 @@ class Answer:
             ``layer`` (the layer factory's and the routed-experts EPLB checks; ours: a constraint
             binding every kernel), ``selection`` (the quantization method or the family's oracle
             raises; ours: nothing eligible), ``construction`` (the selected experts class, or
-            ``create_weights``; ours: the engine selects a kernel, then refuses the layer).
+            ``create_weights``; ours: the engine selects a kernel, then refuses the layer). A
+            case not driven (``unsupported``) because vLLM refuses it at start-up, in a part the
+            harness does not build, has stage ``config``.
         sizes: ``(hidden, intermediate per partition)`` the layer's weights are built with, after
             the all2all kernels' and the selected backend's padding (vLLM: its ``FusedMoEConfig``
             after the method's ``maybe_roundup_sizes``; ours: :func:`moe_oracle.core.padding.decision_layer_sizes`);
