@@ -213,7 +213,9 @@ class Answer:
             ``layer`` (the layer factory's and the routed-experts EPLB checks; ours: a constraint
             binding every kernel), ``selection`` (the quantization method or the family's oracle
             raises; ours: nothing eligible), ``construction`` (the selected experts class, or
-            ``create_weights``; ours: the engine selects a kernel, then refuses the layer).
+            ``create_weights``; ours: the engine selects a kernel, then refuses the layer). A
+            case not driven (``unsupported``) because vLLM refuses it at start-up, in a part the
+            harness does not build, has stage ``config``.
         prepare_finalize: for ``ok``, the prepare/finalize class the layer gets (vLLM: the class
             ``maybe_make_prepare_finalize`` builds for the deployment with the method's
             ``FusedMoEQuantConfig``; ours: the ``upstream`` of the selected P/F entry).

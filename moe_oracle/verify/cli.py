@@ -81,7 +81,7 @@ def _cases(args: argparse.Namespace) -> list[Deployment]:
 def _print_text(report: Report, replay: bool) -> None:
     for rel in report.releases:
         s = rel.summary()
-        print(f"vLLM {rel.release}: {s['agree']}/{s['compared']} agree ({100 * s['agreement']:.2f} %); {sum(s['reviewed_divergences'].values())} reviewed divergences, {s['unexplained']} unexplained; {s['not_driven']} not driven")
+        print(f"vLLM {rel.release}: {s['agree']}/{s['compared']} agree ({100 * s['agreement']:.2f} %); {sum(s['reviewed_divergences'].values())} reviewed divergences, {s['unexplained']} unexplained; {s['not_driven']} not driven ({s['not_driven_at_start']} refused at start-up by a part the tier does not build)")
         for fam, f in s["by_family"].items():
             print(f"  {fam:12s} {f['agree']:6d}/{f['compared']:<6d} {100 * f['agreement']:6.2f} %")
         pf = s["prepare_finalize"]

@@ -188,6 +188,7 @@ class ReleaseReport:
             "reviewed_divergences": dict(Counter(r.divergence for r in rows if r.divergence)),
             "unexplained": len(self.unexplained),
             "not_driven": len(self.records) - len(rows),
+            "not_driven_at_start": sum(r.vllm.status == "unsupported" and r.vllm.stage == "config" for r in self.records),
             "by_family": {k: {"agree": a, "compared": n, "agreement": round(a / n, 5) if n else 1.0} for k, (a, n) in self.by_family().items()},
             "timings": self.timings,
         }

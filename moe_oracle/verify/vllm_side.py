@@ -353,7 +353,7 @@ class VllmSide:
             if getattr(par, flag, False) and name not in a2a:
                 why = self.sim.a2a_error or "its package is absent or the platform is not CUDA-alike"
                 raise NotDriven(f"{name} was not imported ({why}): without its package vLLM refuses this all2all backend at start-up, "
-                                "when the EP group's all2all manager asserts it (vllm/distributed/device_communicators/all2all.py), before any layer; the tier builds no all2all manager")
+                                "when the EP group's all2all manager asserts it (vllm/distributed/device_communicators/all2all.py), before any layer; the tier builds no all2all manager", at_start=True)
         hidden, partition = method.maybe_roundup_sizes(moe.hidden_dim, moe.intermediate_size_per_partition, moe.in_dtype, moe.moe_parallel_config)
         moe.hidden_dim = hidden
         moe.intermediate_size_per_partition = partition
@@ -489,7 +489,7 @@ class VllmSide:
             backend, experts = front(self, dep, moe)
         except NotDriven as exc:
             # A KeyError raised by the release's own code is the release refusing, not the harness.
-            return Answer("unsupported", detail=f"not driven: {exc}")
+            return Answer("unsupported", detail=f"not driven: {exc}", stage="config" if exc.at_start else None)
         except Exception as exc:  # noqa: BLE001 - any exception is vLLM refusing the deployment
             return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300], stage=refusal_stage(self.stage, exc))
         backend_name = getattr(backend, "name", str(backend))

@@ -86,7 +86,10 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
     driven = {(r.case.family, r.case.front_end) for r in rel.compared}
     expected = {(fam, fe) for fam in FAMILY_SCHEMES for fe in FRONT_ENDS_BY_FAMILY.get(fam, ("direct",))}
     assert expected <= driven, f"vLLM {release}: never driven: {sorted(expected - driven)}"
-    assert summary["not_driven"] <= 0.05 * summary["cases"], f"vLLM {release}: {summary['not_driven']} of {summary['cases']} deployments not driven"
+    # The harness's own gaps; deployments vLLM refuses at start-up in a part the tier does not
+    # build (DeepEP / NIXL without the package: the all2all manager asserts it) are counted apart.
+    gaps = summary["not_driven"] - summary["not_driven_at_start"]
+    assert gaps <= 0.05 * summary["cases"], f"vLLM {release}: {gaps} of {summary['cases']} deployments not driven ({summary['not_driven_at_start']} more refused at start-up)"
     shown = "\n".join(
         f"  {r.case.key()} {r.case.family}/{r.case.front_end} {r.case.platform} {r.case.capability or r.case.arch or ''}: "
         f"vLLM {r.vllm.status} {r.vllm.experts or r.vllm.detail[:80]} | ours {r.ours.status} {r.ours.experts or r.ours.detail[:80]}"

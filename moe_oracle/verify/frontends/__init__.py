@@ -19,7 +19,16 @@ __all__ = ["FRONT_ENDS", "NotDriven", "QUANT_METHOD"]
 
 
 class NotDriven(Exception):
-    """The harness cannot build this case for this release (not a vLLM refusal)."""
+    """The harness cannot build this case for this release (not a vLLM refusal).
+
+    ``at_start``: vLLM refuses the deployment at start-up in a part the harness does not build
+    (the EP all2all manager asserting its package), so no layer is ever built to compare; counted
+    apart from the harness's own gaps (``not_driven_at_start`` in the report).
+    """
+
+    def __init__(self, message: str, *, at_start: bool = False) -> None:
+        super().__init__(message)
+        self.at_start = at_start
 
 
 FRONT_ENDS: dict[str, str] = {
