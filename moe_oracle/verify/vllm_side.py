@@ -464,11 +464,20 @@ class VllmSide:
             return PF_NONE
         fmt = experts.activation_format()
         fmt_value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value
-        if got["activation_format"] is not None and got["activation_format"] != fmt_value:
-            # FusedMoEKernel._post_init_setup (P/modular_kernel.py, 0.29.0-0.33.0) asserts the two
-            # formats are equal: the kernel cannot be built with this P/F.
+        if got["activation_format"] is not None and got["activation_format"] != fmt_value and not self._format_serves(fmt, got["activation_format"]):
+            # FusedMoEKernel._post_init_setup (P/modular_kernel.py) asserts the formats are equal
+            # (0.29.0-0.33.0) or that the experts' is a superset of the P/F's (0.34.0
+            # FusedMoEActivationFormat.is_superset): the kernel cannot be built with this P/F.
             return f"{PF_RAISES}{got['class']} ({got['activation_format']}) cannot serve {experts.__name__} ({fmt_value})"
         return got["class"]
+
+    @staticmethod
+    def _format_serves(experts_format: Any, pf_value: str) -> bool:
+        """Whether the release's own ``is_superset`` (0.34.0+) lets experts of ``experts_format``
+        take a P/F of format ``pf_value`` (``False`` where the release has no such method)."""
+        superset = getattr(experts_format, "is_superset", None)
+        members = [m for m in type(experts_format) if (m.value[0] if isinstance(m.value, tuple) else m.value) == pf_value]
+        return callable(superset) and bool(members) and bool(superset(members[0]))
 
     # ------------------------------------------------------------------ answer
 
