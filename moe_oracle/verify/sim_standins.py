@@ -247,9 +247,10 @@ def defined_names(path: Path) -> frozenset[str]:
     return frozenset(names)
 
 
-def conditional_imports(path: Path) -> frozenset[str]:
-    """Names a module's source imports inside module-level ``if`` blocks (at any nesting): the
-    names it binds only when a condition holds at import (``all2all_utils``' package probes)."""
+def conditional_imports(source: str) -> frozenset[str]:
+    """Names a module's ``source`` imports inside module-level ``if`` blocks (at any nesting):
+    the names it binds only when a condition holds at import (``all2all_utils``' package probes;
+    read by the selection tier's simulation and the model-construction stand-ins' self-check)."""
     names: set[str] = set()
 
     def visit(nodes: list[ast.stmt], inside: bool) -> None:
@@ -260,7 +261,7 @@ def conditional_imports(path: Path) -> frozenset[str]:
             elif isinstance(node, ast.ImportFrom) and inside:
                 names.update(a.asname or a.name for a in node.names)
 
-    visit(ast.parse(path.read_text()).body, False)
+    visit(ast.parse(source).body, False)
     return frozenset(names)
 
 

@@ -180,7 +180,7 @@ class Simulation:
         self._vllm_config_ctx.__enter__()
         self._probe_originals: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
         self._install_probes()
-        self._a2a_names = conditional_imports(Path(importlib.import_module(_ALL2ALL_UTILS).__file__))
+        self._a2a_names = conditional_imports(Path(importlib.import_module(_ALL2ALL_UTILS).__file__).read_text())
         self._a2a_key: tuple[bool, frozenset[str]] = (True, frozenset())  # as imported above (H100, no packages)
         self.a2a_error: str | None = None
         self._caches: list[Any] = []

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from moe_oracle.verify.model_build import standins
+from moe_oracle.verify.sim_standins import conditional_imports
 
 GUARDED = """
 fi_ar_available = False
@@ -61,5 +62,5 @@ if current_platform.is_cuda_alike():
     if has_new_thing():
         from .prepare_finalize.new import NewPrepareAndFinalize
 """
-    names = standins._import_time_conditional_names(source)
+    names = conditional_imports(source)
     assert names - set(standins._CONDITIONAL_PF_NAMES) == {"NewPrepareAndFinalize"}

@@ -102,6 +102,8 @@ import importlib.util
 import types
 from typing import Any
 
+from ..sim_standins import conditional_imports
+
 __all__ = [
     "GroupStandIn",
     "ProcessGroupStandIn",
@@ -629,24 +631,6 @@ def reload_all2all_utils() -> None:
     importlib.reload(mod)
 
 
-def _import_time_conditional_names(source: str) -> set[str]:
-    """Names a module imports inside module-level ``if`` blocks (at any nesting)."""
-    import ast
-
-    names: set[str] = set()
-
-    def visit(nodes: list[Any], inside_if: bool) -> None:
-        for node in nodes:
-            if isinstance(node, ast.If):
-                visit(node.body, True)
-                visit(node.orelse, True)
-            elif isinstance(node, ast.ImportFrom) and inside_if:
-                names.update(a.asname or a.name for a in node.names)
-
-    visit(ast.parse(source).body, False)
-    return names
-
-
 def self_check() -> list[str]:
     """What a vLLM upgrade moved among the internals stood in for (empty: all fit)."""
     import inspect
@@ -665,7 +649,7 @@ def self_check() -> list[str]:
         src = inspect.getsource(mod.get_ep_all2all_manager)
         if "device_communicator" not in src or "all2all_manager" not in src:
             problems.append(f"{A2A}.get_ep_all2all_manager no longer reads ep_group.device_communicator.all2all_manager")
-    for name in sorted(_import_time_conditional_names(inspect.getsource(mod)) - set(_CONDITIONAL_PF_NAMES)):
+    for name in sorted(conditional_imports(inspect.getsource(mod)) - set(_CONDITIONAL_PF_NAMES)):
         problems.append(f"{A2A} imports {name} under an import-time condition the reload list does not name (standins 3)")
     for name in sorted(_probed_c_ops()):
         if name not in REVIEWED_GPU_PROBES and name not in CPU_BUILD_OPS and not name.endswith("_cpu") and name not in _MANAGED_BY_SIM:
