@@ -124,7 +124,7 @@ class Decision:
             row.pf.id if row.pf is not None else None,
             status,
             tuple(make_failure(c, norm) for c in table_order(row.failures)),
-            tuple(c.assumption for c in row.abstentions),
+            tuple(c.assumption for c in table_order(row.abstentions)),
             pos + 1,
             self.outranked_by if status is Status.ELIGIBLE else None,
         )
@@ -358,7 +358,7 @@ class Decision:
                 cand["status"], cand["outranked_by"] = eligible, winner_id
             cand["failures"] = failures
             assumptions = []
-            for c in row.abstentions:  # Assumption.to_dict from the check's template (hundreds per record)
+            for c in table_order(row.abstentions):  # Assumption.to_dict from the check's template (hundreds per record)
                 d = c.assumption_template.copy()
                 copy = c.allowed_copy
                 if copy is not None:

@@ -19,6 +19,11 @@ and by a plain test (tests/property/test_found_cases.py).
   old winner's prepare/finalize failure (``batched_local_xpu.platform``), waived while it was the
   winner (an ``unchecked`` warning), is a failure again. The invariant compared failures without
   the winner's waived ones; fixed in tests/property/invariants.py.
+* :data:`MARLIN_COPY_REORDERS_ASSUMPTIONS` -- FP8 per-tensor weights and dynamic activations on an
+  A100, ``vllm==0.28.9`` (the deep tier's seed 20261203): a copy of ``marlin`` at the head of
+  kernels/aiter.yaml wins, and ``marlin``'s assumptions came out in another order as an eligible
+  candidate (read from the whole bit set) than as the winner (read row by row). Candidate records
+  now list assumptions in table order, as failures (moe_oracle/core/decision.py).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from moe_oracle.core.quant import QuantScheme
 from moe_oracle.core.vocab import Activation, All2AllBackend, RoutingMethod
 from tests.property.strategies import Case, pinned
 
-__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MOONEP_SHORTCUT_RAISES", "added_kernel_mutation"]
+__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "added_kernel_mutation"]
 
 MOONEP_SHORTCUT_RAISES: Case = pinned(
     Environment.declared(packages=["moonep==1.0", "vllm==0.33.0"]),
@@ -65,14 +70,28 @@ ADDED_KERNEL_OUTRANKS_WINNER: Case = pinned(
 )
 
 
-def added_kernel_mutation():  # noqa: ANN201 - table_mutations.Mutation
-    """The edit of :data:`ADDED_KERNEL_OUTRANKS_WINNER`: ``triton_batched`` copied as
-    ``triton_batched_fuzz_copy`` (same backend) at the head of kernels/aiter.yaml."""
+MARLIN_COPY_REORDERS_ASSUMPTIONS: Case = pinned(
+    Environment.declared(packages=["vllm==0.28.9"], env={"VLLM_BATCH_INVARIANT": "0", "VLLM_ROCM_USE_AITER_MOE": "0", "VLLM_USE_FLASHINFER_MOE_INT4": "0"}),
+    device=GPU_CATALOG["A100"].device,
+    num_experts=8,
+    top_k=1,
+    hidden_size=1024,
+    intermediate_size=96,
+    routing_method=RoutingMethod.RENORMALIZE_NAIVE,
+    quant=QuantScheme("fp8_static_tensor", "fp8_dynamic_tensor"),
+    architecture="DeepseekV3ForCausalLM",
+)
+
+
+def added_kernel_mutation(source: str = "triton_batched"):  # noqa: ANN201 - table_mutations.Mutation
+    """The edit of :data:`ADDED_KERNEL_OUTRANKS_WINNER` (``source`` ``triton_batched``) and of
+    :data:`MARLIN_COPY_REORDERS_ASSUMPTIONS` (``marlin``): ``source`` copied as
+    ``<source>_fuzz_copy`` (same backend) at the head of kernels/aiter.yaml."""
     from tests.property.table_mutations import _finish, _fresh, _site, shipped_files
 
-    path, j = _site("triton_batched")
+    path, j = _site(source)
     entry = _fresh(next(tf for tf in shipped_files() if tf.path == path).data["entries"][j])
-    entry["id"] = "triton_batched_fuzz_copy"
+    new_id = entry["id"] = f"{source}_fuzz_copy"
     doc = _fresh(next(tf for tf in shipped_files() if tf.path == "kernels/aiter.yaml").data)
     doc["entries"].insert(0, entry)
-    return _finish("copy of triton_batched as triton_batched_fuzz_copy (backend batched_triton) at kernels/aiter.yaml[0]", {"kernels/aiter.yaml": doc}, "triton_batched", "triton_batched_fuzz_copy")
+    return _finish(f"copy of {source} as {new_id} (backend {entry['backend']}) at kernels/aiter.yaml[0]", {"kernels/aiter.yaml": doc}, source, new_id)

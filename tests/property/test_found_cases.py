@@ -6,7 +6,7 @@ import pytest
 
 from moe_oracle.core.records import Status
 from tests.property import invariants as inv
-from tests.property.found_cases import ADDED_KERNEL_OUTRANKS_WINNER, CT_W4A8_FP8_OLD_RELEASE, MOONEP_SHORTCUT_RAISES, added_kernel_mutation
+from tests.property.found_cases import ADDED_KERNEL_OUTRANKS_WINNER, CT_W4A8_FP8_OLD_RELEASE, MARLIN_COPY_REORDERS_ASSUMPTIONS, MOONEP_SHORTCUT_RAISES, added_kernel_mutation
 
 pytestmark = pytest.mark.property
 
@@ -35,3 +35,13 @@ def test_added_kernel_that_outranks_the_winner_keeps_the_verdicts():
     assert grown.kernel == mutation.new_id  # the copy outranks the old winner: the case still bites
     assert inv.decide(ADDED_KERNEL_OUTRANKS_WINNER).kernel == "triton_batched"
     inv.check_added_kernel_keeps_verdicts([ADDED_KERNEL_OUTRANKS_WINNER], mutation.files, mutation.new_id)
+
+
+def test_added_copy_of_the_winner_keeps_its_assumptions_in_order():
+    mutation = added_kernel_mutation("marlin")
+    grown = inv.decide(MARLIN_COPY_REORDERS_ASSUMPTIONS, inv.compiled(mutation.files))
+    assert grown.kernel == mutation.new_id and inv.decide(MARLIN_COPY_REORDERS_ASSUMPTIONS).kernel == "marlin"
+    # The old winner's assumptions are several (the order could differ) and the same set.
+    before = [c for c in inv.decide(MARLIN_COPY_REORDERS_ASSUMPTIONS).candidates if c.kernel == "marlin"][0]
+    assert len(before.assumptions) > 2
+    inv.check_added_kernel_keeps_verdicts([MARLIN_COPY_REORDERS_ASSUMPTIONS], mutation.files, mutation.new_id)
