@@ -11,6 +11,7 @@ import json
 import pytest
 
 from moe_oracle.core.errors import ConfigError
+from moe_oracle.inputs.checkpoint import read_checkpoint
 from moe_oracle.inputs.hf import from_hf_config, load_hf_config, routing_method_type
 from moe_oracle.inputs.models import resolve_model_path
 
@@ -44,9 +45,13 @@ def test_real_model_configs(model):
     assert all(p.evidence for p in ck.provenance if p.field in ("routing_method", "quant"))
 
 
-def test_gpt_oss_swiglu_parameters_and_bias():
-    k = from_hf_config(load_hf_config(resolve_model_path("gpt-oss-20b"))).kwargs
-    assert (k["swiglu_alpha"], k["swiglu_limit"], k["has_bias"]) == (1.702, 7.0, True)
+def test_gpt_oss_swiglu_parameters_stay_unset_as_vllm_leaves_them_and_bias():
+    # vLLM 0.29.0-0.34.0 gpt_oss.py passes no swiglu_* to FusedMoE: its FusedMoEConfig holds None
+    # although config.json has swiglu_limit 7.0 (the MXFP4 method applies 1.702 / 7.0 itself).
+    cfg = load_hf_config(resolve_model_path("gpt-oss-20b"))
+    k = from_hf_config(cfg).kwargs
+    assert (k.get("swiglu_alpha"), k.get("swiglu_limit"), k["has_bias"]) == (None, None, True)
+    assert any("swiglu_limit = 7.0 not passed to FusedMoE" in n for n in read_checkpoint(cfg).notes)
 
 
 def test_deepseek_grouped_topk_parameters_are_recorded_with_evidence():

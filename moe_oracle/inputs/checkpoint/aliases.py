@@ -236,10 +236,17 @@ def _activation(r: _Reader) -> None:
                 r.put("activation", base, Source.CHECKPOINT if act == base.value else Source.INFERRED, f"{r.where(key, src)} = {act}" + ("" if base is Activation.SITU else " (gated)"))
     act = r.kwargs["activation"]
     if act in (Activation.SWIGLUOAI, Activation.SWIGLUOAI_UNINTERLEAVE, Activation.SILU, Activation.SWIGLUSTEP):
+        unread = []
         for name, keys in (("swiglu_limit", SWIGLU_LIMIT_ALIASES), ("swiglu_alpha", ("swiglu_alpha",)), ("swiglu_beta", ("swiglu_beta",))):
             key, value, src = r.first(keys)
-            if value is not None:
+            if value is None:
+                continue
+            if fam.passes_swiglu:
                 r.put(name, r.float_(key, value), src, r.where(key, src))
+            else:
+                unread.append(f"{key} = {value}")
+        if unread:
+            r.notes.append(f"{', '.join(unread)} not passed to FusedMoE ({fam.source.split(';')[0]}): the layer's swiglu parameters are None, as vLLM's FusedMoEConfig holds them")
     if act is Activation.SITU:
         for name, keys in (("situ_beta", SITU_BETA_ALIASES), ("situ_linear_beta", SITU_LINEAR_ALIASES)):
             key, value, src = r.first(keys)

@@ -68,6 +68,10 @@ class Family:
         passes_routed_scale: the class hands config.json's ``routed_scaling_factor`` to its router
             (``False``: the router's default 1.0), which 0.29.0-0.30.0 ``get_routing_method_type``
             reads.
+        passes_swiglu: the class hands config.json's ``swiglu_limit`` / ``swiglu_alpha`` /
+            ``swiglu_beta`` to ``FusedMoE`` (``False``: it passes none, so vLLM's
+            ``FusedMoEConfig`` holds ``None`` whatever config.json says, and selection reads
+            ``None``).
         scale_to_output_on: platforms whose model class applies ``routed_scaling_factor`` to the
             MoE output (``apply_routed_scale_to_output=True``), so that its router gets 1.0 (which
             0.29.0-0.30.0 ``get_routing_method_type`` reads).
@@ -95,6 +99,7 @@ class Family:
     draft_router_fp32: bool | None = None
     shared_always: bool = False
     passes_routed_scale: bool = True
+    passes_swiglu: bool = True
     scale_to_output_on: tuple[str, ...] = ()
     grouped: bool = False
     hidden_acts: tuple[str, ...] = ()
@@ -141,8 +146,9 @@ FAMILIES: tuple[Family, ...] = (
            defaults=_d(interleave_moe_layer_step=1), source="vLLM 0.33.0 llama4.py Llama4DecoderLayer (MoE when (i + 1) % interleave_moe_layer_step == 0), Llama4MoE.custom_routing_function"),
     Family("mixtral", ("mixtral",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), scoring="softmax", renormalize=True,
            source="vLLM 0.33.0 mixtral.py MixtralMoE (renormalize=True)"),
-    Family("gpt_oss", ("gpt_oss",), "all", renormalize=True, scoring="softmax", activation="swigluoai",
-           defaults=_d(swiglu_limit=7.0, swiglu_alpha=1.702), source="vLLM 0.33.0 gpt_oss.py MLPBlock (renormalize=True, activation swigluoai)"),
+    Family("gpt_oss", ("gpt_oss",), "all", renormalize=True, scoring="softmax", activation="swigluoai", passes_swiglu=False,
+           source="vLLM 0.29.0-0.34.0 gpt_oss.py MLPBlock (renormalize=True, activation swigluoai, no swiglu_* arguments: GptOssMxfp4MoEMethod puts alpha 1.702, beta 1.0, "
+                  "limit 7.0 in its FusedMoEQuantConfig, and SwiGLU-OAI kernels given None use the same constants)"),
     Family("minimax_m2", ("minimax_m2",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), mtp="dropped", renormalize=True, router_fp32=True, passes_routed_scale=False,
            source="vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE (renormalize=True, no routed_scaling_factor passed; MTP layers dropped at load)"),
     Family("minimax_m3", ("minimax_m3", "minimax_m3_text", "minimax_m3_vl"), "first_k_dense", experts="block_sparse_moe.experts", shared="block_sparse_moe.shared_experts",

@@ -20,7 +20,8 @@ holds what the release's own objects say; nothing is derived from the checkpoint
 * ``prepare_finalize``: the class ``maybe_make_prepare_finalize`` returns for the layer's
   ``FusedMoEConfig`` and the method's ``FusedMoEQuantConfig`` (``allow_new_interface=True``,
   ``use_monolithic`` from the experts class, as the releases' ``make_*_moe_kernel`` call it),
-  with the process-group pieces of :mod:`.standins`; or the exception it raised.
+  with the process-group pieces of :mod:`.standins` (and the loaded-weight names of
+  :mod:`.unloaded`, listed in ``loaded_names_bound``); or the exception it raised.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import importlib
 import inspect
 import re
 from typing import Any, Callable
+
+from .unloaded import quant_config_with_loaded_names
 
 __all__ = ["read_layers", "BACKEND_ATTRS", "install_selector_recorder", "prepare_finalize_of"]
 
@@ -106,6 +109,16 @@ class _KeyNames:
         return out
 
 
+_IMPLIED_WEIGHT_KEY = {
+    "select_mxfp4_moe_backend": "kMxfp4Static",
+    "select_deepseek_v4_mxfp4_moe_backend": "kMxfp4Static",
+    "select_mxfp8_moe_backend": "kMxfp8Static",
+}
+"""Selectors that take no ``weight_key`` (vLLM 0.29.0-0.34.0 ``P/oracle/mxfp4.py``,
+``P/oracle/mxfp8.py``: the format is the selector's own) -> the weight key their name implies,
+recorded as the call's ``weight_key`` (``weight_key_implied``: true). The unquantized selector
+implies none."""
+
 _SELECTOR_CALLS: dict[int, dict[str, Any]] = {}
 """id(FusedMoEConfig) -> the last selector call for it: selector name, weight_key, activation_key."""
 
@@ -140,9 +153,11 @@ def install_selector_recorder() -> int:
                 try:
                     bound = sig.bind_partial(*args, **kwargs).arguments
                     config = bound.get("config", bound.get("moe_config", args[0] if args else None))
+                    implied = None if "weight_key" in sig.parameters else _IMPLIED_WEIGHT_KEY.get(original.__name__)
                     _SELECTOR_CALLS[id(config)] = {
                         "selector": original.__name__,
-                        "weight_key": keys.name(bound["weight_key"]) if bound.get("weight_key") is not None else None,
+                        "weight_key": keys.name(bound["weight_key"]) if bound.get("weight_key") is not None else implied,
+                        "weight_key_implied": implied is not None,
                         "activation_key": keys.name(bound["activation_key"]) if bound.get("activation_key") is not None else None,
                     }
                 except Exception:  # noqa: BLE001 - recording never changes what vLLM does
@@ -177,7 +192,7 @@ def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, inp
     a2a = importlib.import_module(f"{P}.all2all_utils")
     mk = importlib.import_module(f"{P}.modular_kernel")
     try:
-        quant_config = method.get_fused_moe_quant_config(layer)
+        quant_config, bound = quant_config_with_loaded_names(method, layer)
     except Exception as exc:  # noqa: BLE001 - recorded: the P/F cannot be asked without it
         return {"class": None, "error": f"get_fused_moe_quant_config: {type(exc).__name__}: {exc}"[:200]}
     params = inspect.signature(a2a.maybe_make_prepare_finalize).parameters
@@ -196,7 +211,7 @@ def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, inp
     fmt = getattr(pf, "activation_format", None) if pf is not None else None
     fmt_value = getattr(fmt, "value", None)
     return {"class": type(pf).__name__ if pf is not None else None, "error": None,
-            "activation_format": fmt_value[0] if isinstance(fmt_value, tuple) else fmt_value}
+            "activation_format": fmt_value[0] if isinstance(fmt_value, tuple) else fmt_value, "loaded_names_bound": bound}
 
 
 def _hash_routed(moe: Any, router: Any) -> bool:

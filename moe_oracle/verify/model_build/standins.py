@@ -90,7 +90,12 @@ Stand-ins (vLLM 0.29.0-0.34.0):
     ops import it at module import). All-reduce fusion only; no MoE selection reads it (the
     simulation's FlashInfer probes read module sources, see :mod:`moe_oracle.verify.vllm_sim`).
     The self-check fails if vLLM stops catching ``ImportError`` around that import.
-15. Everything :class:`moe_oracle.verify.vllm_sim.Simulation` stands in for (platform with a
+15. **Names made by loading weights** (``process_weights_after_loading`` never runs: no weights):
+    where a quant method's ``get_fused_moe_quant_config`` reads a name only that step makes
+    (compressed-tensors NVFP4: ``w13_weight_scale_2`` from ``w13_weight_global_scale``), the name
+    is bound to the created meta parameter before vLLM is asked for the prepare/finalize; see
+    :mod:`.unloaded` (its own self-check is part of :func:`self_check`).
+16. Everything :class:`moe_oracle.verify.vllm_sim.Simulation` stands in for (platform with a
    pinned device capability, compiled capability queries, optional-package probes, env vars):
    see that module.
 """
@@ -103,6 +108,7 @@ import types
 from typing import Any
 
 from ..sim_standins import conditional_imports
+from .unloaded import self_check as unloaded_self_check
 
 __all__ = [
     "GroupStandIn",
@@ -672,4 +678,4 @@ def self_check() -> list[str]:
     fi_ar = importlib.util.find_spec("vllm.distributed.device_communicators.flashinfer_all_reduce")
     if fi_ar is not None and fi_ar.origin and not _flashinfer_comm_import_guarded(open(fi_ar.origin).read()):
         problems.append("vllm.distributed.device_communicators.flashinfer_all_reduce imports flashinfer.comm without catching ImportError (standins 14)")
-    return problems
+    return problems + unloaded_self_check()
