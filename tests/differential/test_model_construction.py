@@ -7,7 +7,9 @@ it made (experts, top-k, sizes, routing, activation, quant keys, selected expert
 prepare/finalize) and compares with ``moe-oracle plan --json`` for the same inputs.
 
 Fails on: the stand-ins' self-check; a case the release cannot build that the reviewed list
-(``moe_oracle/verify/model_build/divergences.yaml``, ``not_built``) does not name; a layer field on
+(``moe_oracle/verify/model_build/divergences.yaml``, ``not_built``) does not name; a case the
+release refused at selection ("No ... MoE backend supports") where our plan selects a kernel for
+every layer of that role; a layer field on
 which the two sides differ that no reviewed divergence explains; and when too few layers were
 compared (the self-check that the tier ran at all).
 
@@ -109,6 +111,7 @@ def test_release_builds_the_model_our_plan_describes(vllm_env, release):
     unreviewed = {cid: err for cid, err in res.not_built.items() if _reviewed_not_built(release, cid, err) is None}
     assert not unreviewed, f"vLLM {release}: cases the release could not build and no reviewed entry names:\n" + "\n".join(f"  {k}: {v[:200]}" for k, v in unreviewed.items())
     assert not res.ours_failed, f"vLLM {release}: our plan failed: {res.ours_failed}"
+    assert not res.refusals_differ, f"vLLM {release}: the release refused layers our plan gives a kernel: {res.refusals_differ}"
     assert res.layers >= MIN_LAYERS_PER_RELEASE, f"vLLM {release}: only {res.layers} layers compared"
     shown = "\n".join(f"  {d.case} [{d.role} {d.index}] {d.field}: vLLM {d.vllm!r} | ours {d.ours!r}" for d in res.unexplained[:30])
     assert not res.unexplained, f"vLLM {release}: {len(res.unexplained)} layer-field differences no reviewed divergence explains:\n{shown}"

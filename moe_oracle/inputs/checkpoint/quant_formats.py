@@ -199,6 +199,10 @@ def read_quant_format(
     if not declared:
         # _verify_quantization: an empty quant_method means no quantization.
         return QuantFormat(None, None, f"{source} without quant_method (unquantized)", MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel)
+    if declared == "compressed-tensors" and doc.get("format") == "mxfp4-pack-quantized" and _architecture(cfg) in _MXFP4_REROUTED_ARCHITECTURES:
+        doc["quant_method"] = declared = "mxfp4"
+        notes.append(f"{rel.words}: {_architecture(cfg)} checkpoints in compressed-tensors mxfp4-pack-quantized are rewritten to quant_method 'mxfp4' at load, so the experts get Mxfp4Config's Mxfp4MoEMethod "
+                     "(vllm/model_executor/models/config.py KimiK3ForConditionalGenerationConfig.verify_and_update_model_config); the document's ignore list is not read for experts")
     method = _detect_method(doc, declared, user_quantization, model_type, file, rel)
     if declared == "mxfp8" and "quantization" not in doc and not doc.get("quant_algo"):
         doc = _minimax_mxfp8(doc)
@@ -266,6 +270,17 @@ def _normalized_method(doc: dict[str, Any], file: str | None, source: str, rel: 
     method = method.lower().replace("compressed_tensors", "compressed-tensors")
     doc["quant_method"] = method
     return method
+
+
+_MXFP4_REROUTED_ARCHITECTURES = ("KimiK3ForConditionalGeneration", "KimiK3MTPModel")
+"""Architectures whose compressed-tensors ``mxfp4-pack-quantized`` document vLLM rewrites to
+``quant_method: mxfp4`` before resolving the method (vLLM 0.29.0-0.34.0
+``vllm/model_executor/models/config.py`` ``MODELS_CONFIG_MAP`` -> ``KimiK3ForConditionalGenerationConfig``)."""
+
+
+def _architecture(cfg: Mapping[str, Any]) -> str | None:
+    archs = cfg.get("architectures")
+    return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
 
 
 _DSV4_MODEL_TYPES = ("deepseek_v4",)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,12 @@ class ReleaseResult:
     differences: list[Difference] = field(default_factory=list)
     self_check: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    refusals: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def refusals_differ(self) -> dict[str, str]:
+        """Cases vLLM refused at selection where our plan did not refuse the same role's layers."""
+        return {cid: v for cid, v in self.refusals.items() if v != "agree"}
 
     @property
     def unexplained(self) -> list[Difference]:
@@ -72,6 +79,7 @@ class ReleaseResult:
             "layers_all_fields_agree": self.layers - len(bad), "layers_with_unexplained": len(bad_unexplained),
             "per_field": {f: f"{self.agree[f]}/{n}" for f, n in sorted(self.compared.items())},
             "differences": len(self.differences), "unexplained": len(self.unexplained),
+            "refusals_compared": len(self.refusals), "refusals_differ": self.refusals_differ,
             "self_check": self.self_check, "timings": self.timings,
         }
 
@@ -118,7 +126,9 @@ def run_release(env: VllmEnv, release: str, corpus: Sequence[Case], divergences:
     for case in dicts:
         theirs = by_id.get(case["id"])
         if theirs is None or theirs["status"] != "ok":
-            res.not_built[case["id"]] = (theirs or {}).get("error") or "worker produced no record"
+            error = res.not_built[case["id"]] = (theirs or {}).get("error") or "worker produced no record"
+            if _REFUSAL.search(error):
+                res.refusals[case["id"]] = _refusal_verdict(error, our_layers(case, release))
             continue
         res.built += 1
         if theirs.get("draft_status") == "error":
@@ -137,6 +147,24 @@ def run_release(env: VllmEnv, release: str, corpus: Sequence[Case], divergences:
     return res
 
 
+_REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the deployment configuration")
+"""A build that stopped because the release's selector found no backend for a layer (vLLM
+0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend`` raise this): a verdict our plan can be
+compared with."""
+
+
+def _refusal_verdict(error: str, mine: dict[str, Any]) -> str:
+    """``agree`` when our plan also selects no kernel for some MoE layer of the refused role,
+    else what it does instead."""
+    role = error.split(":", 1)[0]
+    if mine["status"] != "ok":
+        return f"our plan failed: {mine['error']}"[:300]
+    picks = Counter(l["experts_class"] for l in mine["layers"] if l["role"] == role)
+    if None in picks:
+        return "agree"
+    return "ours selects " + ", ".join(f"{k} ({n} layers)" for k, n in sorted(picks.items()))
+
+
 def render(res: ReleaseResult) -> str:
     s = res.summary()
     lines = [f"vLLM {res.release}: {s['built']}/{s['cases']} cases built, {s['layers']} layers compared, "
@@ -145,7 +173,9 @@ def render(res: ReleaseResult) -> str:
     lines += [f"  self-check: {p}" for p in res.self_check]
     lines.append("  per field: " + ", ".join(f"{f} {v}" for f, v in s["per_field"].items()))
     for cid, err in sorted(res.not_built.items()):
-        lines.append(f"  NOT BUILT {cid}: {err[:300]}")
+        verdict = res.refusals.get(cid)
+        tag = "" if verdict is None else (" [refused by vLLM; our plan refuses too]" if verdict == "agree" else f" [refused by vLLM; DIFFERS: {verdict}]")
+        lines.append(f"  NOT BUILT {cid}{tag}: {err[:300]}")
     for cid, err in sorted(res.draft_not_built.items()):
         lines.append(f"  DRAFT NOT BUILT {cid}: {err[:300]}")
     for cid, err in sorted(res.ours_failed.items()):
