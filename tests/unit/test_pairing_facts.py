@@ -51,8 +51,11 @@ _ALL2ALL_MODULAR = (
     ("deepep_high_throughput", "DeepEPHTPrepareAndFinalize", "moe.use_deepep_ht_kernels", ">=0.29.0"),
     ("deepep_v2", "DeepEPV2PrepareAndFinalize", "moe.use_deepep_v2_kernels", ">=0.29.0,<0.34.0"),
     ("moonep", "MoonEPPrepareAndFinalize", "moe.use_moonep_kernels", ">=0.31.0"),
-    ("mori_high_throughput", "MoriPrepareAndFinalize", "moe.use_mori_kernels", ">=0.29.0"),
-    ("mori_low_latency", "MoriPrepareAndFinalize", "moe.use_mori_kernels", ">=0.29.0"),
+    ("mori_high_throughput", "MoriPrepareAndFinalize", "moe.use_mori_kernels", ">=0.29.0,<0.34.0"),
+    ("mori_low_latency", "MoriPrepareAndFinalize", "moe.use_mori_kernels", ">=0.29.0,<0.34.0"),
+    # 0.34.0 splits the branch: the deprecated names stay MoRI EPv1 (FusedMoEParallelConfig.use_mori_epv1_kernels).
+    ("mori_high_throughput", "MoriPrepareAndFinalize", "moe.use_mori_epv1_kernels", ">=0.34.0"),
+    ("mori_low_latency", "MoriPrepareAndFinalize", "moe.use_mori_epv1_kernels", ">=0.34.0"),
     ("flashinfer_nvlink_two_sided", "FlashInferNVLinkTwoSidedPrepareAndFinalize", "moe.use_fi_nvl_two_sided_kernels", ">=0.29.0"),
     ("flashinfer_nvlink_one_sided", "FlashInferNVLinkOneSidedPrepareAndFinalize", "moe.use_fi_nvl_one_sided_kernels", ">=0.29.0"),
 )
