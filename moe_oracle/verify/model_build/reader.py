@@ -31,6 +31,7 @@ import inspect
 import re
 from typing import Any, Callable
 
+from .all2all_standin import retype_ep_manager
 from .unloaded import quant_config_with_loaded_names
 
 __all__ = ["read_layers", "BACKEND_ATTRS", "install_selector_recorder", "prepare_finalize_of"]
@@ -195,6 +196,7 @@ def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, inp
         quant_config, bound = quant_config_with_loaded_names(method, layer)
     except Exception as exc:  # noqa: BLE001 - recorded: the P/F cannot be asked without it
         return {"class": None, "error": f"get_fused_moe_quant_config: {type(exc).__name__}: {exc}"[:200]}
+    retype_ep_manager(getattr(moe.moe_parallel_config, "all2all_backend", None))
     params = inspect.signature(a2a.maybe_make_prepare_finalize).parameters
     kwargs: dict[str, Any] = {"moe": moe, "quant_config": quant_config}
     if "allow_new_interface" in params:

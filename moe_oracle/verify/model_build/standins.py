@@ -20,7 +20,9 @@ Stand-ins (vLLM 0.29.0-0.34.0):
    ``vllm.model_executor.layers.fused_moe.all2all_utils.get_ep_all2all_manager``): an
    :class:`All2AllManagerStandIn` with ``world_size`` = EP size, ``rank`` 0, ``dp_world_size`` =
    DP, ``max_num_ep_ranks`` = EP size, and ``get_handle(kwargs)`` returning a
-   :class:`HandleStandIn` that records the kwargs (no communication buffer exists).
+   :class:`HandleStandIn` that records the kwargs (no communication buffer exists); typed as the
+   release's manager class for the backends whose prepare/finalize asserts it (FlashInfer NVLink,
+   NIXL EP); see :mod:`.all2all_standin` (its own self-check is part of :func:`self_check`).
 3. **Optional P/F modules bound at import**: ``all2all_utils`` imports the DeepEP / MoRI / NIXL /
    MoonEP prepare-finalize classes only if the package probe is true *at import*; it is
    re-executed (``importlib.reload``) after the deployment's packages are applied, so the names
@@ -108,6 +110,8 @@ import types
 from typing import Any
 
 from ..sim_standins import conditional_imports
+from .all2all_standin import All2AllManagerStandIn, HandleStandIn
+from .all2all_standin import self_check as all2all_self_check
 from .unloaded import self_check as unloaded_self_check
 
 __all__ = [
@@ -167,36 +171,6 @@ class ProcessGroupStandIn:
 
     def __repr__(self) -> str:
         return f"<process group stand-in size={self._size}>"
-
-
-class HandleStandIn:
-    """What ``all2all_manager.get_handle(kwargs)`` returns: records the kwargs, nothing else."""
-
-    def __init__(self, kwargs: dict[str, Any]) -> None:
-        self.kwargs = dict(kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        raise RuntimeError(f"the model-construction tier has no communication buffer: handle.{name} was read")
-
-
-class All2AllManagerStandIn:
-    """The EP group's all2all manager as rank 0 sees it."""
-
-    def __init__(self, world_size: int, dp_world_size: int) -> None:
-        self.world_size = world_size
-        self.rank = 0
-        self.dp_world_size = dp_world_size
-        self.dp_rank = 0
-        self.max_num_ep_ranks = world_size
-        self.handles: list[HandleStandIn] = []
-
-    def get_handle(self, kwargs: dict[str, Any]) -> HandleStandIn:
-        handle = HandleStandIn(kwargs)
-        self.handles.append(handle)
-        return handle
-
-    def __getattr__(self, name: str) -> Any:
-        raise RuntimeError(f"the model-construction tier stands in for the all2all manager: .{name} was read")
 
 
 class GroupStandIn:
@@ -678,4 +652,4 @@ def self_check() -> list[str]:
     fi_ar = importlib.util.find_spec("vllm.distributed.device_communicators.flashinfer_all_reduce")
     if fi_ar is not None and fi_ar.origin and not _flashinfer_comm_import_guarded(open(fi_ar.origin).read()):
         problems.append("vllm.distributed.device_communicators.flashinfer_all_reduce imports flashinfer.comm without catching ImportError (standins 14)")
-    return problems + unloaded_self_check()
+    return problems + all2all_self_check() + unloaded_self_check()

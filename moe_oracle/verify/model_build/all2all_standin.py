@@ -1,0 +1,129 @@
+"""Stand-in 2 of :mod:`.standins`: the EP group's all2all manager (worker side).
+
+vLLM builds the manager when the EP communicator starts (``vllm/distributed/device_communicators/
+cuda_communicator.py``: one class per ``all2all_backend``); the prepare/finalize classes read it
+through ``get_ep_group().device_communicator.all2all_manager``. No process group exists here, so
+:class:`All2AllManagerStandIn` answers what rank 0 of the EP group knows (``world_size``, ``rank``,
+``dp_world_size``, ``max_num_ep_ranks``) and records what a prepare/finalize asks it to set up
+(``get_handle``, ``initialize``, ``get_communication``, ``commit_staged_state``); reading anything
+else raises, so a release that starts using more fails loudly.
+
+Some prepare/finalize classes assert the manager's class (vLLM 0.33.0-0.34.0
+``prepare_finalize/flashinfer_nvlink_one_sided.py`` ``isinstance(all2all_manager,
+FlashInferNVLinkOneSidedManager)``, 0.34.0 the two-sided one, 0.29.0 ``nixl_ep.py``): for those
+backends (:data:`TYPED_MANAGERS`) the stand-in is an instance of a subclass of the release's own
+manager class whose every attribute lookup still goes through the stand-in's allow-list; the real
+class's ``__init__`` and methods never run. :func:`self_check` fails when a release asserts another
+manager class.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["All2AllManagerStandIn", "HandleStandIn", "TYPED_MANAGERS", "manager_standin", "retype_ep_manager", "self_check"]
+
+MANAGERS_MODULE = "vllm.distributed.device_communicators.all2all"
+
+TYPED_MANAGERS: dict[str, str] = {
+    "flashinfer_nvlink_one_sided": "FlashInferNVLinkOneSidedManager",
+    "flashinfer_nvlink_two_sided": "FlashInferNVLinkTwoSidedManager",
+    "flashinfer_all2allv": "FlashInferNVLinkTwoSidedManager",
+    "nixl_ep": "NixlEPAll2AllManager",
+}
+"""``all2all_backend`` -> the manager class vLLM 0.29.0-0.34.0 ``CudaCommunicator`` builds for it,
+for the backends whose prepare/finalize asserts that class."""
+
+_ALLOWED = frozenset({"world_size", "rank", "dp_world_size", "dp_rank", "max_num_ep_ranks", "handles", "calls",
+                      "get_handle", "initialize", "get_communication", "commit_staged_state"})
+
+
+class HandleStandIn:
+    """What ``all2all_manager.get_handle(kwargs)`` (or ``get_communication``) returns: records the
+    kwargs, nothing else."""
+
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        self.kwargs = dict(kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the model-construction tier has no communication buffer: handle.{name} was read")
+
+
+class All2AllManagerStandIn:
+    """The EP group's all2all manager as rank 0 sees it."""
+
+    def __init__(self, world_size: int, dp_world_size: int) -> None:
+        vars(self).update(world_size=world_size, rank=0, dp_world_size=dp_world_size, dp_rank=0, max_num_ep_ranks=world_size, handles=[], calls=[])
+
+    def get_handle(self, kwargs: dict[str, Any]) -> HandleStandIn:
+        handle = HandleStandIn(kwargs)
+        self.handles.append(handle)
+        return handle
+
+    def initialize(self, **kwargs: Any) -> None:
+        """FlashInfer one-sided: sizes the workspace (recorded, none allocated)."""
+        self.calls.append(("initialize", kwargs))
+
+    def get_communication(self, **kwargs: Any) -> HandleStandIn:
+        """FlashInfer two-sided (0.34.0): the communication object (recorded)."""
+        self.calls.append(("get_communication", kwargs))
+        return HandleStandIn(kwargs)
+
+    def commit_staged_state(self) -> None:
+        """NIXL EP (0.29.0): commits the expert layout staged for the buffer (recorded)."""
+        self.calls.append(("commit_staged_state", {}))
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _ALLOWED or (name.startswith("__") and name.endswith("__")):
+            return object.__getattribute__(self, name)
+        raise RuntimeError(f"the model-construction tier stands in for the all2all manager: .{name} was read")
+
+
+def manager_standin(backend: str | None, world_size: int, dp_world_size: int) -> All2AllManagerStandIn:
+    """The stand-in for ``backend``: typed as the release's manager class where a prepare/finalize
+    asserts it (:data:`TYPED_MANAGERS`), else the plain stand-in.
+
+    Raises:
+        AttributeError: the release has no manager class of that name (the self-check names it).
+    """
+    name = TYPED_MANAGERS.get(backend or "")
+    if name is None:
+        return All2AllManagerStandIn(world_size, dp_world_size)
+    real = getattr(importlib.import_module(MANAGERS_MODULE), name)
+    typed = type(f"{name}StandIn", (All2AllManagerStandIn, real), {"__init__": All2AllManagerStandIn.__init__})
+    return typed(world_size, dp_world_size)
+
+
+def retype_ep_manager(backend: str | None) -> All2AllManagerStandIn | None:
+    """Give the installed EP group stand-in (:func:`.standins.install_groups`) the manager
+    stand-in for ``backend`` (the layer's ``moe_parallel_config.all2all_backend``), as vLLM's
+    communicator would have built it for that backend. Returns it (``None``: no EP communicator,
+    or a real one: only a stand-in is replaced)."""
+    import vllm.distributed.parallel_state as ps
+
+    comm = vars(ps._EP).get("device_communicator") if ps._EP is not None else None
+    if comm is None:
+        return None
+    old = comm.all2all_manager
+    if not isinstance(old, All2AllManagerStandIn):
+        return None  # a real manager (not under the stand-ins): left alone
+    comm.all2all_manager = manager_standin(backend, old.world_size, old.dp_world_size)
+    return comm.all2all_manager
+
+
+_ASSERTED = re.compile(r"isinstance\(\s*(?:self\.)?all2all_manager\s*,\s*(\w+)\s*\)")
+
+
+def self_check() -> list[str]:
+    """A manager class a prepare/finalize of this release asserts that :data:`TYPED_MANAGERS` does
+    not type, or a typed class the release lacks."""
+    pf_dir = Path(inspect.getfile(importlib.import_module("vllm.model_executor.layers.fused_moe"))).parent / "prepare_finalize"
+    asserted = {m for f in sorted(pf_dir.glob("*.py")) for m in _ASSERTED.findall(f.read_text())}
+    problems = [f"a prepare/finalize asserts all2all_manager is a {m}: not typed by the stand-in (standins 2)" for m in sorted(asserted - set(TYPED_MANAGERS.values()))]
+    mod = importlib.import_module(MANAGERS_MODULE)
+    problems += [f"{MANAGERS_MODULE}.{m} is gone (standins 2)" for m in sorted(set(TYPED_MANAGERS.values())) if not hasattr(mod, m)]
+    return problems
