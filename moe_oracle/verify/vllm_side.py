@@ -70,13 +70,21 @@ QUANT_KEY_NAMES: dict[str, str] = {
 
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
-# (FusedMoEParallelConfig flag, the P/F class P/all2all_utils.py maybe_roundup_layer_hidden_size
-# calls for it; bound at import only when the package probe holds, vLLM 0.29.0-0.34.0).
+# (FusedMoEParallelConfig flag, the P/F class P/all2all_utils.py binds for it only when the package
+# probe holds at import, vLLM 0.29.0-0.34.0): without that class the all2all manager of the backend
+# refuses at start-up.
 _ALL2ALL_PF = (
     ("use_deepep_ht_kernels", "DeepEPHTPrepareAndFinalize"),
     ("use_deepep_ll_kernels", "DeepEPLLPrepareAndFinalize"),
     ("use_deepep_v2_kernels", "DeepEPV2PrepareAndFinalize"),
     ("use_nixl_ep_kernels", "NixlEPPrepareAndFinalize"),
+    # MoRI and MoonEP managers refuse too: MoriAll2AllManager asserts has_mori(), MoonEPAll2AllManager
+    # calls check_moonep_system_support() (RuntimeError without moonep), vLLM 0.29.0-0.34.0
+    # vllm/distributed/device_communicators/all2all.py, vllm/utils/import_utils.py.
+    ("use_mori_kernels", "MoriPrepareAndFinalize"),
+    ("use_mori_epv1_kernels", "MoriPrepareAndFinalize"),
+    ("use_mori_epv2_kernels", "MoriEPv2PrepareAndFinalize"),
+    ("use_moonep_kernels", "MoonEPPrepareAndFinalize"),
 )
 
 
@@ -340,7 +348,7 @@ class VllmSide:
         The padded sizes are kept for the answer (:attr:`.cases.Answer.sizes`).
 
         Raises:
-            NotDriven: the deployment runs DeepEP / NIXL kernels whose prepare/finalize class
+            NotDriven: the deployment runs DeepEP / NIXL / MoRI / MoonEP kernels whose prepare/finalize class
                 ``all2all_utils`` never imported (package absent, or a platform that is not
                 CUDA-alike): real vLLM refuses it at start-up, in the all2all manager, which the
                 tier does not build; the case is not compared.
