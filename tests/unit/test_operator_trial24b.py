@@ -171,3 +171,39 @@ def test_packages_as_a_list_says_the_mapping_form(tmp_path: Path) -> None:
 def test_quoted_values_are_read(tmp_path: Path) -> None:
     code, out, err = cli("select", "--config", str(_env_file(tmp_path, '  packages: {vllm: "0.33.0"}\n  env: {VLLM_USE_DEEP_GEMM: "1"}\n')))
     assert code in (0, 1), err
+
+
+# ------------------------------------------------------------------ launcher prefixes in a serve line
+
+
+@pytest.mark.parametrize(("line", "launcher", "given"), [
+    ("sudo vllm serve deepseek-r1 -tp 8", "`sudo`", "--serve 'vllm serve deepseek-r1 -tp 8'"),
+    ("sudo -E vllm serve deepseek-r1", "`sudo -E`", "--serve 'vllm serve deepseek-r1'"),
+    ("nohup vllm serve deepseek-r1 -tp 8", "`nohup`", "--serve 'vllm serve deepseek-r1 -tp 8'"),
+    ("uv run vllm serve deepseek-r1", "`uv run`", "--serve 'vllm serve deepseek-r1'"),
+    ("CUDA_VISIBLE_DEVICES=0 sudo vllm serve deepseek-r1", "`sudo`", "--serve 'CUDA_VISIBLE_DEVICES=0 vllm serve deepseek-r1'"),
+    ("sudo python3 -m vllm.entrypoints.openai.api_server --model deepseek-r1", "`sudo`", "--serve 'python3 -m vllm.entrypoints.openai.api_server --model deepseek-r1'"),
+    ("docker run --gpus all -p 8000:8000 vllm/vllm-openai --model deepseek-r1 -tp 8", "a docker command line", "--serve 'vllm serve deepseek-r1 -tp 8'"),
+    ("docker run --runtime nvidia --gpus all --ipc=host vllm/vllm-openai:latest deepseek-r1", "a docker command line", "--serve 'vllm serve deepseek-r1'"),
+    ("podman run --device nvidia.com/gpu=all docker.io/vllm/vllm-openai:v0.33.0 --model=deepseek-r1 -ep", "a podman command line", "--serve 'vllm serve deepseek-r1 -ep'"),
+])
+def test_launcher_prefixes_give_the_vllm_command(line: str, launcher: str, given: str) -> None:
+    """Were "would refuse these extra words (got 'vllm serve deepseek-r1')" and "does not know --gpus"."""
+    code, out, err = cli("select", "--gpu", "B200", "--serve", line)
+    assert code == 2 and not out and err.startswith("moe-oracle: error: bad --serve ")
+    assert launcher in err and given in err and "extra words" not in err and "--gpus" not in err.split("(got")[0]
+    suggested = given.split("--serve ", 1)[1].strip("'")
+    if "CUDA_VISIBLE_DEVICES" not in suggested:
+        assert cli("select", "--gpu", "B200", "--serve", suggested)[0] == 0
+
+
+def test_a_container_line_without_a_vllm_image_asks_for_the_command() -> None:
+    code, _, err = cli("select", "--gpu", "B200", "--serve", "docker run --gpus all myorg/server:1 --model deepseek-r1")
+    assert code == 2 and "a docker command line is not read" in err and "vllm serve MODEL [flags]" in err
+
+
+@pytest.mark.parametrize("line", ["python -m vllm.entrypoints.openai.api_server --model deepseek-r1 -tp 8", "python3 -m vllm.entrypoints.openai.api_server --model deepseek-r1"])
+def test_the_api_server_module_is_read_as_vllm_runs_it(line: str) -> None:
+    """vLLM 0.29.0-0.34.0 still run it (0.34.0 warns it is deprecated): taken, not refused."""
+    code, out, err = cli("select", "--gpu", "B200", "--serve", line)
+    assert code == 0 and out and "launches vLLM" not in err
