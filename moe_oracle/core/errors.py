@@ -152,6 +152,8 @@ def _flag_of(path: str) -> str | None:
     (``$.top_k`` -> ``top_k``)."""
     if path in _FLAG_FOR_PATH:
         return _FLAG_FOR_PATH[path]
+    if path.startswith("$.") and " " not in path:
+        return path[2:]
     return _field_of(path)
 
 
