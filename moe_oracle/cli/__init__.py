@@ -158,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "plan":
             return plan.cmd_plan(args, catalog)
     except (ConfigError, TableError) as exc:
+        exc = exc.naming_flags()  # the API's headline names Device.capability; the command line's --sm
         if getattr(args, "json", False):
             print_json(exc.to_dict())
         else:

@@ -101,6 +101,8 @@ class Device:
 
     def __post_init__(self) -> None:
         _coerce_enum(self, "platform", Platform, path="device.")
+        if isinstance(self.capability, int) and not isinstance(self.capability, bool) and self.capability < 10:
+            raise ConfigError([InputIssue("$.device.capability", f"must be >= 10 (got {self.capability}): a compute capability is written major*10+minor, e.g. 90 for SM 9.0, 100 for SM 10.0", self.capability, {"minimum": 10, "maximum": 200})])
         _check_int(self, "capability", minimum=10, optional=True, path="device.")
         if self.capability is not None and self.platform is not Platform.CUDA:
             raise ConfigError([InputIssue("$.device.capability", "a CUDA compute capability is only meaningful on platform cuda", self.capability, None)])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 __all__ = [
     "ConfigError",
@@ -127,7 +127,8 @@ def _json_safe(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool, type(None), list, tuple, dict, frozenset, set))
 
 
-# MoEConfig field paths the command-line flags set, for a headline that names the flag.
+# MoEConfig field paths the command-line flags set, for the CLI's headline that names the flag
+# (:meth:`_IssuesError.naming_flags`).
 _FLAG_FOR_PATH = {
     "$.parallel.tp_size": "--tp",
     "$.parallel.dp_size": "--dp",
@@ -140,16 +141,30 @@ _FLAG_FOR_PATH = {
     "$.max_num_tokens": "--max-tokens",
 }
 
+# The Python API's names for the records a field path starts in: ``Device(capability=999)`` is
+# headed "bad Device.capability", not by the flag that sets it on the command line.
+_API_RECORD = {"device": "Device", "parallel": "ParallelConfig"}
+
 
 def _flag_of(path: str) -> str | None:
-    """The input an issue path names: a flag (``--gpu``; ``--serve MODEL`` -> ``--serve``; a field a
-    flag sets, ``$.parallel.tp_size`` -> ``--tp``), else the field (``$.top_k`` -> ``top_k``)."""
-    if path.startswith("--"):
-        return path.split()[0].split("/")[0]
+    """The input an issue path names on the command line: a flag (``--gpu``; ``--serve MODEL`` ->
+    ``--serve``; a field a flag sets, ``$.parallel.tp_size`` -> ``--tp``), else the field
+    (``$.top_k`` -> ``top_k``)."""
     if path in _FLAG_FOR_PATH:
         return _FLAG_FOR_PATH[path]
     if path.startswith("$.") and " " not in path:
         return path[2:]
+    return _field_of(path)
+
+
+def _field_of(path: str) -> str | None:
+    """The input an issue path names in the Python API: a flag as written (``--gpu``), a record's
+    field (``$.parallel.tp_size`` -> ``ParallelConfig.tp_size``), else the field (``$.top_k`` -> ``top_k``)."""
+    if path.startswith("--"):
+        return path.split()[0].split("/")[0]
+    if path.startswith("$.") and " " not in path:
+        head, _, rest = path[2:].partition(".")
+        return f"{_API_RECORD[head]}.{rest}" if rest and head in _API_RECORD else path[2:]
     return None
 
 
@@ -173,13 +188,29 @@ class _IssuesError(MoEOracleError):
 
     def title(self) -> str:
         """What failed, first: the headline given, else ``bad <input>`` when every issue names
-        the same file or flag (``bad --gpu``, ``bad model.json``), else the class headline."""
+        the same file or input (``bad --gpu``, ``bad model.json``, ``bad Device.capability``),
+        else the class headline."""
+        return self._title(_field_of)
+
+    def _title(self, name_of: Callable[[str], str | None]) -> str:
         if "headline" in self.__dict__:
             return self.headline
-        wheres = {issue.file or _flag_of(issue.path) for issue in self.issues}
+        wheres = {issue.file or name_of(issue.path) for issue in self.issues}
         if len(wheres) == 1 and None not in wheres:
             return f"bad {wheres.pop()}"
         return self.headline
+
+    def naming_flags(self) -> "_IssuesError":
+        """The same error headed as the command line sees it: a field a flag sets is named by
+        the flag (``bad --sm``, not ``bad Device.capability``). ``self`` when nothing changes."""
+        title = self._title(_flag_of)
+        if title == self.title():
+            return self
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.headline = title
+        new.args = (str(new),)
+        return new
 
     def to_dict(self) -> dict[str, Any]:
         return {"error": type(self).__name__, "message": self.title(), "issues": [i.to_dict() for i in self.issues]}

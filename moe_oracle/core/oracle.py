@@ -154,7 +154,9 @@ class Oracle:
         Raises:
             NoEligibleKernelError: ``strict`` and no candidate is eligible; carries the Decision.
             ConfigError: ``config.moe_backend`` names an unknown backend, or an unknown policy.
+            TypeError: ``config`` is not a MoEConfig (a dict of its fields, say).
         """
+        _require_config(config, "Oracle.select")
         env = env if env is not None else self._environment
         pol = self._policy if policy is None else parse_policy(policy)
         key = (config, env.fingerprint, env.notes, pol)
@@ -193,6 +195,16 @@ class Oracle:
         self._memo.clear()
 
 
+def _require_config(config: object, call: str) -> None:
+    """A clear TypeError for what is not a :class:`MoEConfig` (a dict was "unhashable type")."""
+    if not isinstance(config, MoEConfig):
+        raise TypeError(
+            f"{call} takes a MoEConfig, not {type(config).__name__}: build one with MoEConfig(num_experts=..., top_k=..., "
+            "hidden_size=..., intermediate_size=..., device=Device(...)), or from a Hugging Face config.json with "
+            "moe_oracle.inputs.hf.from_hf_config(load_hf_config(path)) and MoEConfig(device=..., **ck.kwargs)"
+        )
+
+
 def select(config: MoEConfig, *, env: Environment | None = None, catalog: Catalog | None = None, strict: bool = True, view: str = "engine", policy: Policy | str = Policy.FAITHFUL) -> Decision:
     """Select without an Oracle object (no memo). See :meth:`Oracle.select`.
 
@@ -201,7 +213,9 @@ def select(config: MoEConfig, *, env: Environment | None = None, catalog: Catalo
     Raises:
         NoEligibleKernelError: ``strict`` and nothing is eligible.
         ConfigError: unknown ``moe_backend``, view or policy.
+        TypeError: ``config`` is not a MoEConfig.
     """
+    _require_config(config, "select")
     decision = evaluate(catalog or catalog_for_view(view), config, env if env is not None else Environment(), policy=parse_policy(policy))
     if strict and decision.winner is None:
         raise NoEligibleKernelError(decision)

@@ -30,7 +30,7 @@ from typing import Any, Iterator, Mapping
 
 from ..core.errors import ConfigError, InputIssue
 
-__all__ = ["COUNT_BOUNDS", "Bound", "check_model_config", "model_config_issues"]
+__all__ = ["CONFIG_FILE_BOUNDS", "COUNT_BOUNDS", "Bound", "check_model_config", "model_config_issues"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,19 @@ COUNT_BOUNDS: Mapping[str, Bound] = {
 }
 """Count fields of a model config and their bounds (checked at the top level and in every
 nested ``*_config`` object but ``quantization_config``)."""
+
+CONFIG_FILE_BOUNDS: Mapping[str, Bound] = {
+    "num_experts": _EXPERTS,
+    "top_k": _TOPK,
+    "hidden_size": _SIZE,
+    "intermediate_size": _SIZE,
+    "num_expert_group": _GROUPS,
+    "topk_group": _GROUPS,
+}
+"""The same bounds on a ``--config`` file's ``model:`` counts (the MoEConfig fields the config.json
+counts above become), so that neither door takes a count no model has; they are the maxima of
+``schemas/moe_config.schema.json``'s ``model_explicit``. The Python API's MoEConfig takes any count
+up to 2**40: a caller building configs in code is not an operator typing one."""
 
 _LOOSE_TYPES = frozenset({"moe_layer_freq", "top_k"})  # a list or another meaning in some families: bounded when an integer, not typed
 _LIST_BOUND = Bound(_LAYERS.maximum, _LAYERS.real)

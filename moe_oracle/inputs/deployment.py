@@ -258,7 +258,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         par["enable_eplb"] = given.eplb
     if given.redundant_experts is not None:
         par["num_redundant_experts"] = given.redundant_experts
-    if given.all2all:
+    if given.all2all is not None:  # '' is refused by name, not read as "not given"
         backend, warning = resolve_all2all(catalog, given.all2all)
         par["all2all_backend"] = backend
         prov.append(Provenance("parallel.all2all_backend", flag, warning or f"--all2all {given.all2all}"))

@@ -18,6 +18,7 @@ from ..core.config import Device, MoEConfig, ParallelConfig, Provenance
 from ..core.environment import Environment
 from ..core.envvars import env_issues
 from ..core.errors import ConfigError, InputIssue
+from .file_hints import explain_schema_issues
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
 from .models import quant_config_beside, resolve_model_path
@@ -161,7 +162,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         raise ConfigError([InputIssue("--config", "this is a Hugging Face config.json, not a MoEConfig file: use --model " + (file or "PATH") + " (with --gpu and the deployment flags); --config takes the schemas/moe_config.schema.json format", file, None, file, keyword="format")])
     issues = validate_document(schemas.for_kind("moe_config"), doc, file)
     if issues:
-        raise ConfigError(issues)
+        raise ConfigError(explain_schema_issues(issues, doc))
     env_doc = doc.get("environment")
     environment = None
     probe = False

@@ -157,7 +157,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         par["use_ep"] = given.ep
     if given.eplb is not None:
         par["enable_eplb"] = given.eplb
-    if given.all2all:
+    if given.all2all is not None:  # '' is refused by name, not read as "not given"
         backend, warning = resolve_all2all(catalog, given.all2all)
         par["all2all_backend"] = backend
         prov.append(Provenance("parallel.all2all_backend", Source.USER_FLAG, warning or f"--all2all {given.all2all}"))

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 from . import argtypes
 from ..core.errors import ConfigError, InputIssue
 from .release_facts import engine_facts
+from .serve_launchers import launcher_issue
 
 __all__ = ["API_SERVER", "EVERY_OCCURRENCE", "FOREIGN_FLAGS", "LAST_READ", "NONE_WORDS", "Refused", "VLLM_SERVE", "command_words", "config_file_args", "merge_dotted", "release_parser", "strip_launcher", "value_issues", "value_rules", "vllm_rewrite"]
 
@@ -331,6 +332,9 @@ def strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tupl
     engine = other_engine(rest)
     if engine is not None:
         raise ConfigError([InputIssue("--serve", f"this is {'an' if engine == 'SGLang' else 'a'} {engine} command line; moe-oracle answers for vLLM (give the `vllm serve MODEL ...` line of the same deployment)", command, ["vllm serve MODEL [flags]"])], headline="bad --serve")
+    wrapped = launcher_issue(rest, command, [f"{name}={value}" for name, value in env])
+    if wrapped is not None:
+        raise ConfigError([wrapped], headline="bad --serve")
     if rest and Path(rest[0]).name == "vllm":
         if len(rest) < 2 or rest[1] != "serve":
             raise ConfigError([InputIssue("--serve", "expected a `vllm serve ...` command line", command, ["vllm serve MODEL [flags]"])], headline="bad --serve")

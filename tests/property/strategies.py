@@ -40,6 +40,7 @@ from moe_oracle.core.config import Device, MoEConfig, ParallelConfig, Provenance
 from moe_oracle.core.requests import request_name
 from moe_oracle.core.environment import HOST_TOOLS, Environment
 from moe_oracle.core.fields import FIELDS
+from moe_oracle.inputs.bounds import CONFIG_FILE_BOUNDS
 from moe_oracle.inputs.hardware import GPU_CATALOG
 from moe_oracle.inputs.files import config_document, dump_document, resolve_all2all
 from moe_oracle.core.oracle import default_catalog
@@ -81,9 +82,15 @@ __all__ = [
 CATALOG = default_catalog()
 
 # Limits of schemas/moe_config.schema.json: generated configs stay inside them so that every
-# example can be written to a config file and replayed with `moe-oracle explain --config`.
+# example can be written to a config file and replayed with `moe-oracle explain --config`. The
+# model's counts are held to the bounds a config.json's are (CONFIG_FILE_BOUNDS, issue 24: the file
+# door refuses 10**12 experts as --model does). MoEConfig itself still takes up to 2**40; the draws
+# stop at the door's bounds because a drawn case the file door refuses could not be replayed, and
+# the tables' own bounds on these sizes (at most 8192 today, each drawn one either side) lie well
+# inside the caps.
 MAX_SIZE = 2**40
 MAX_PARALLEL = 2**20
+MAX_COUNT = {name: bound.maximum for name, bound in CONFIG_FILE_BOUNDS.items()}
 
 
 # ------------------------------------------------------------------------------ catalog harvest
@@ -259,7 +266,7 @@ _CUDA_CAPABILITY = st.one_of(st.none(), st.sampled_from(CAPABILITIES), st.intege
 
 @lru_cache(maxsize=4096)
 def _top_k(num_experts: int) -> st.SearchStrategy[int]:
-    return st.one_of(st.integers(1, min(num_experts, 16)), st.integers(1, num_experts))
+    return st.one_of(st.integers(1, min(num_experts, 16)), st.integers(1, min(num_experts, MAX_COUNT["top_k"])))
 
 
 @lru_cache(maxsize=4096)
@@ -298,10 +305,10 @@ def _provenance(ctx: Ctx) -> st.SearchStrategy[tuple[Provenance, ...]]:
 
 
 LEAVES: Mapping[str, Leaf] = {
-    "num_experts": _const(_sizes("num_experts", _EXPERTS, MAX_SIZE)),
+    "num_experts": _const(_sizes("num_experts", _EXPERTS, MAX_COUNT["num_experts"])),
     "top_k": lambda ctx: _top_k(ctx["num_experts"]),
-    "hidden_size": _const(_sizes("hidden_size", _HIDDEN, MAX_SIZE)),
-    "intermediate_size": _const(_sizes("intermediate_size", _INTERMEDIATE, MAX_SIZE)),
+    "hidden_size": _const(_sizes("hidden_size", _HIDDEN, MAX_COUNT["hidden_size"])),
+    "intermediate_size": _const(_sizes("intermediate_size", _INTERMEDIATE, MAX_COUNT["intermediate_size"])),
     "device.platform": _const(st.sampled_from(list(Platform))),
     "device.capability": lambda ctx: _CUDA_CAPABILITY if ctx["device.platform"] is Platform.CUDA else _NONE,
     "device.arch": _const(st.one_of(st.none(), st.sampled_from(ARCHES), text_values())),
@@ -317,8 +324,8 @@ LEAVES: Mapping[str, Leaf] = {
     "swiglu_alpha": _const(st.one_of(st.none(), _floats())),
     "swiglu_limit": _const(st.one_of(st.none(), _floats())),
     "swiglu_beta": _const(st.one_of(st.none(), _floats())),
-    "num_expert_group": _const(st.one_of(st.none(), st.integers(0, 64), st.integers(0, MAX_SIZE))),
-    "topk_group": _const(st.one_of(st.none(), st.integers(0, 64), st.integers(0, MAX_SIZE))),
+    "num_expert_group": _const(st.one_of(st.none(), st.integers(0, 64), st.integers(0, MAX_COUNT["num_expert_group"]))),
+    "topk_group": _const(st.one_of(st.none(), st.integers(0, 64), st.integers(0, MAX_COUNT["topk_group"]))),
     "routed_scaling_factor": _const(_floats()),
     "has_correction_bias": _const(st.booleans()),
     "situ_beta": _const(st.one_of(st.none(), _floats())),

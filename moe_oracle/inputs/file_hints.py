@@ -1,0 +1,70 @@
+"""What a ``--config`` file's schema problems mean for the person who wrote the file.
+
+jsonschema says what failed ("True is not of type 'string'", "16385 is greater than the maximum of
+16384"); the operator needs why and what to write instead. :func:`explain_schema_issues` rewrites
+the messages of the problems a hand-written file meets most, keeping path, value and file:
+
+* a count of ``model:`` past its bound (:data:`~moe_oracle.inputs.bounds.CONFIG_FILE_BOUNDS`):
+  the allowed range and what released models use, as a config.json's count is refused;
+* ``device.capability`` out of range: it is written major*10+minor;
+* a scalar where a string belongs (``environment.env``, ``environment.packages``): YAML 1.1, which
+  ``yaml.safe_load`` reads, takes an unquoted ``yes``/``no``/``on``/``off``/``true`` as a boolean and
+  ``0.33`` or ``1`` as a number; quoting keeps it a string;
+* ``environment.packages`` written as a list (``[vllm==0.33.0]``): it is a mapping name -> version.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any, Iterable
+
+from ..core.errors import InputIssue
+from .bounds import CONFIG_FILE_BOUNDS
+
+__all__ = ["explain_schema_issues"]
+
+_STRING_MAPS = ("env", "packages")
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*(\S+)\s*$")
+
+
+def _quoting(name: str, value: Any) -> str:
+    """How YAML read ``value``, and the quoted line to write instead."""
+    if isinstance(value, bool):
+        meant = ("1" if value else "0") if name.startswith("VLLM_") else "..."
+        return f'the boolean {str(value).lower()} (unquoted yes/no, on/off and true/false are booleans in YAML); quote it, e.g. {name}: "{meant}"'
+    return f'the number {value!r}; quote it, e.g. {name}: "{value!r}"'
+
+
+def _packages_form(value: Any) -> str:
+    """``packages`` as it should be written, from the list the user gave when its items are
+    ``name==version`` requirements; else a generic example."""
+    pairs = [_REQUIREMENT.match(item) for item in value if isinstance(item, str)] if isinstance(value, list) else []
+    if pairs and all(pairs) and len(pairs) == len(value):
+        body = ", ".join(f'{m.group(1)}: "{m.group(2)}"' for m in pairs[:8])
+        return f"write packages: {{{body}}}"
+    return 'write packages: {vllm: "0.33.0", torch: "2.9.0"}'
+
+
+def _explain(issue: InputIssue, raw: Any) -> InputIssue:
+    path, keyword, value = issue.path, issue.keyword, issue.value
+    field = path[len("$.model."):] if path.startswith("$.model.") else None
+    if field in CONFIG_FILE_BOUNDS and keyword in ("maximum", "minimum") and isinstance(value, int):
+        bound = CONFIG_FILE_BOUNDS[field]
+        low = 0 if field in ("num_expert_group", "topk_group") else 1
+        return replace(issue, message=f"must be from {low} to {bound.maximum} ({bound.real}; a config.json's count is held to the same bound)", allowed={"minimum": low, "maximum": bound.maximum})
+    if path == "$.device.capability" and keyword in ("maximum", "minimum"):
+        return replace(issue, message=f"must be from 10 to 200 (got {value!r}): a compute capability is written major*10+minor, e.g. 90 for SM 9.0, 100 for SM 10.0", allowed={"minimum": 10, "maximum": 200})
+    parts = path.split(".")
+    if keyword == "type" and len(parts) == 4 and parts[:2] == ["$", "environment"] and parts[2] in _STRING_MAPS and isinstance(value, (bool, int, float)):
+        return replace(issue, message=f"must be a string: YAML read the unquoted value as {_quoting(parts[3], value)}", allowed={"type": "string"})
+    if path == "$.environment.packages" and keyword == "type" and isinstance(raw, list):
+        return replace(issue, message=f"must be a mapping of package name to installed version, not a list: {_packages_form(raw)}", value=raw, allowed={"type": "object"})
+    return issue
+
+
+def explain_schema_issues(issues: Iterable[InputIssue], doc: Any) -> list[InputIssue]:
+    """``issues`` (from validating ``doc`` against ``moe_config``'s schema) with messages that say
+    what to write; problems not listed in the module doc are kept as they are."""
+    packages = doc.get("environment", {}).get("packages") if isinstance(doc, dict) and isinstance(doc.get("environment"), dict) else None
+    return [_explain(issue, packages if issue.path == "$.environment.packages" else None) for issue in issues]
