@@ -362,10 +362,24 @@ class VllmSide:
                 why = self.sim.a2a_error or "its package is absent or the platform is not CUDA-alike"
                 raise NotDriven(f"{name} was not imported ({why}): without its package vLLM refuses this all2all backend at start-up, "
                                 "when the EP group's all2all manager asserts it (vllm/distributed/device_communicators/all2all.py), before any layer; the tier builds no all2all manager", at_start=True)
+        if (getattr(par, "use_fi_nvl_one_sided_kernels", False) or getattr(par, "use_fi_nvl_two_sided_kernels", False)) and self._cuda_alike() \
+                and not importlib.import_module("vllm.utils.flashinfer").has_flashinfer():
+            raise NotDriven("the FlashInfer NVLink all2all manager asserts has_flashinfer_nvlink_one_sided() / _two_sided() when the EP communicator starts, "
+                            "false here because has_flashinfer() is false (no flashinfer-python, or neither flashinfer-cubin nor nvcc; vllm/utils/flashinfer.py "
+                            "has_flashinfer_comm); vLLM refuses at start-up, before any layer; the tier builds no all2all manager", at_start=True)
         hidden, partition = method.maybe_roundup_sizes(moe.hidden_dim, moe.intermediate_size_per_partition, moe.in_dtype, moe.moe_parallel_config)
         moe.hidden_dim = hidden
         moe.intermediate_size_per_partition = partition
         self.sizes = (int(hidden), int(partition))
+
+    @staticmethod
+    def _cuda_alike() -> bool:
+        """CUDA and ROCm start ``CudaCommunicator``, which builds each backend's own manager; the
+        CPU and XPU communicators fall back to the allgather/reduce-scatter one (vLLM
+        0.29.0-0.34.0 vllm/distributed/device_communicators/)."""
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_cuda_alike())
 
     def load(self, dep: Deployment, moe: Any, method: Any) -> None:
         """What the layer does with the quantization method after it selected (vLLM 0.29.0-0.34.0

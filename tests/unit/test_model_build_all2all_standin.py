@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from moe_oracle.verify.model_build.all2all_standin import All2AllManagerStandIn, HandleStandIn
+from moe_oracle.verify.model_build.all2all_standin import _TYPED_ALLOWED, All2AllManagerStandIn, HandleStandIn
 
 
 def test_sizes_and_recorded_calls():
@@ -14,10 +14,24 @@ def test_sizes_and_recorded_calls():
     assert (m.world_size, m.rank, m.dp_world_size, m.max_num_ep_ranks) == (8, 0, 4, 8)
     h = m.get_handle({"num_experts": 64})
     assert isinstance(h, HandleStandIn) and h.kwargs == {"num_experts": 64} and m.handles == [h]
+    with pytest.raises(RuntimeError, match="initialize was read"):
+        m.initialize  # the plain stand-in (a CPU / XPU fallback manager) has no FlashInfer set-up
+
+
+def test_a_typed_stand_in_records_the_set_up_its_prepare_finalize_makes():
+    class FlashInferManager:  # what the release's manager class would be
+        pass
+
+    m = _typed(FlashInferManager)
     m.initialize(max_num_tokens=16, top_k=2)
     comm = m.get_communication(top_k=2)
     m.commit_staged_state()
     assert [c[0] for c in m.calls] == ["initialize", "get_communication", "commit_staged_state"] and comm.kwargs == {"top_k": 2}
+
+
+def _typed(real: type) -> All2AllManagerStandIn:
+    typed = type(f"{real.__name__}StandIn", (All2AllManagerStandIn, real), {"__init__": All2AllManagerStandIn.__init__, "_allowed": _TYPED_ALLOWED})
+    return typed(4, 1)
 
 
 def test_any_other_read_raises_even_from_a_typed_subclass():
@@ -27,8 +41,7 @@ def test_any_other_read_raises_even_from_a_typed_subclass():
 
         buffer = "real attribute"
 
-    typed = type("RealManagerStandIn", (All2AllManagerStandIn, RealManager), {"__init__": All2AllManagerStandIn.__init__})
-    m = typed(4, 1)
+    m = _typed(RealManager)
     assert isinstance(m, RealManager) and m.world_size == 4
     for name in ("prepare_workspace", "buffer", "cpu_group"):
         with pytest.raises(RuntimeError, match=f"all2all manager: .{name} was read"):

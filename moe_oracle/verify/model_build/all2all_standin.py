@@ -5,8 +5,8 @@ cuda_communicator.py``: one class per ``all2all_backend``); the prepare/finalize
 through ``get_ep_group().device_communicator.all2all_manager``. No process group exists here, so
 :class:`All2AllManagerStandIn` answers what rank 0 of the EP group knows (``world_size``, ``rank``,
 ``dp_world_size``, ``max_num_ep_ranks``) and records what a prepare/finalize asks it to set up
-(``get_handle``, ``initialize``, ``get_communication``, ``commit_staged_state``); reading anything
-else raises, so a release that starts using more fails loudly.
+(``get_handle``; the typed stand-ins below also ``initialize``, ``get_communication``,
+``commit_staged_state``); reading anything else raises, so a release that starts using more fails loudly.
 
 Some prepare/finalize classes assert the manager's class (vLLM 0.33.0-0.34.0
 ``prepare_finalize/flashinfer_nvlink_one_sided.py`` ``isinstance(all2all_manager,
@@ -38,8 +38,8 @@ TYPED_MANAGERS: dict[str, str] = {
 """``all2all_backend`` -> the manager class vLLM 0.29.0-0.34.0 ``CudaCommunicator`` builds for it,
 for the backends whose prepare/finalize asserts that class."""
 
-_ALLOWED = frozenset({"world_size", "rank", "dp_world_size", "dp_rank", "max_num_ep_ranks", "handles", "calls",
-                      "get_handle", "initialize", "get_communication", "commit_staged_state"})
+_ALLOWED = frozenset({"world_size", "rank", "dp_world_size", "dp_rank", "max_num_ep_ranks", "handles", "calls", "get_handle", "_allowed"})
+_TYPED_ALLOWED = _ALLOWED | {"initialize", "get_communication", "commit_staged_state"}
 
 
 class HandleStandIn:
@@ -77,24 +77,30 @@ class All2AllManagerStandIn:
         """NIXL EP (0.29.0): commits the expert layout staged for the buffer (recorded)."""
         self.calls.append(("commit_staged_state", {}))
 
+    _allowed = _ALLOWED
+
     def __getattribute__(self, name: str) -> Any:
-        if name in _ALLOWED or (name.startswith("__") and name.endswith("__")):
+        if name in object.__getattribute__(self, "_allowed") or (name.startswith("__") and name.endswith("__")):
             return object.__getattribute__(self, name)
         raise RuntimeError(f"the model-construction tier stands in for the all2all manager: .{name} was read")
 
 
-def manager_standin(backend: str | None, world_size: int, dp_world_size: int) -> All2AllManagerStandIn:
+def manager_standin(backend: str | None, world_size: int, dp_world_size: int, cuda_alike: bool = True) -> All2AllManagerStandIn:
     """The stand-in for ``backend``: typed as the release's manager class where a prepare/finalize
-    asserts it (:data:`TYPED_MANAGERS`), else the plain stand-in.
+    asserts it (:data:`TYPED_MANAGERS`) and the platform's communicator builds that class
+    (``cuda_alike``: CUDA and ROCm use ``CudaCommunicator``; the CPU and XPU communicators fall back
+    to ``AgRsAll2AllManager`` for every backend, vLLM 0.29.0-0.34.0 ``cpu_communicator.py`` /
+    ``xpu_communicator.py``), else the plain stand-in, which has only ``get_handle`` (so a
+    FlashInfer or NIXL prepare/finalize fails on it, as on the fallback manager).
 
     Raises:
         AttributeError: the release has no manager class of that name (the self-check names it).
     """
-    name = TYPED_MANAGERS.get(backend or "")
+    name = TYPED_MANAGERS.get(backend or "") if cuda_alike else None
     if name is None:
         return All2AllManagerStandIn(world_size, dp_world_size)
     real = getattr(importlib.import_module(MANAGERS_MODULE), name)
-    typed = type(f"{name}StandIn", (All2AllManagerStandIn, real), {"__init__": All2AllManagerStandIn.__init__})
+    typed = type(f"{name}StandIn", (All2AllManagerStandIn, real), {"__init__": All2AllManagerStandIn.__init__, "_allowed": _TYPED_ALLOWED})
     return typed(world_size, dp_world_size)
 
 
@@ -111,7 +117,9 @@ def retype_ep_manager(backend: str | None) -> All2AllManagerStandIn | None:
     old = comm.all2all_manager
     if not isinstance(old, All2AllManagerStandIn):
         return None  # a real manager (not under the stand-ins): left alone
-    comm.all2all_manager = manager_standin(backend, old.world_size, old.dp_world_size)
+    from vllm.platforms import current_platform
+
+    comm.all2all_manager = manager_standin(backend, old.world_size, old.dp_world_size, current_platform.is_cuda_alike())
     return comm.all2all_manager
 
 
