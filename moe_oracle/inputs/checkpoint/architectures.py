@@ -67,7 +67,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "DFlash2BeamDraftModel": Arch("vllm.models.beam", ">=0.33.0", None),
     "DSparkDraftModel": Arch("vllm.models.deepseek_v4", ">=0.29.0", 'deepseek_v4'),
     "DSparkV41DraftModel": Arch("vllm.models.deepseek_v41", ">=0.30.0", 'deepseek_v41'),
-    "DbrxForCausalLM": Arch("dbrx", ">=0.29.0", None),
+    "DbrxForCausalLM": Arch("dbrx", ">=0.29.0", 'dbrx'),
     "DeepSeekMTPModel": Arch("deepseek_mtp", ">=0.29.0", 'deepseek_v3'),
     "DeepSeekV4MTPModel": Arch("vllm.models.deepseek_v4", ">=0.29.0", 'deepseek_v4'),
     "DeepseekForCausalLM": Arch("deepseek_v2", ">=0.29.0", None),
@@ -81,7 +81,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "Dots3NoteForCausalLM": Arch("vllm.models.dots3_note", ">=0.29.0", None),
     "Dots3NoteMTPModel": Arch("vllm.models.dots3_note", ">=0.29.0", None),
     "EagleMistralLarge3ForCausalLM": Arch("mistral_large_3_eagle", ">=0.34.0", None),
-    "Ernie4_5_MoeForCausalLM": Arch("ernie45_moe", ">=0.29.0", None),
+    "Ernie4_5_MoeForCausalLM": Arch("ernie45_moe", ">=0.29.0", 'ernie45_moe'),
     "Ernie4_5_VLMoeForConditionalGeneration": Arch("ernie45_vl", ">=0.29.0", None),
     "Exaone4_5_MTP": Arch("exaone4_5_mtp", ">=0.29.0", None),
     "ExaoneMoEForCausalLM": Arch("exaone_moe", ">=0.32.0", None),
@@ -90,8 +90,8 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "FlintForCausalLM": Arch("vllm.models.flint", ">=0.33.0", None),
     "Gemma4ForCausalLM": Arch("gemma4", ">=0.29.0", 'gemma4'),
     "Glm4MoeForCausalLM": Arch("glm4_moe", ">=0.29.0", 'glm4_moe'),
-    "Glm4MoeLiteForCausalLM": Arch("glm4_moe_lite", ">=0.29.0", None),
-    "Glm4MoeLiteMTPModel": Arch("glm4_moe_lite_mtp", ">=0.29.0", None),
+    "Glm4MoeLiteForCausalLM": Arch("glm4_moe_lite", ">=0.29.0", 'glm4_moe_lite'),
+    "Glm4MoeLiteMTPModel": Arch("glm4_moe_lite_mtp", ">=0.29.0", 'glm4_moe_lite'),
     "Glm4MoeMTPModel": Arch("glm4_moe_mtp", ">=0.29.0", 'glm4_moe'),
     "Glm5NextForCausalLM": Arch("vllm.models.glm5next", ">=0.30.0", None),
     "Glm5NextForConditionalGeneration": Arch("vllm.models.glm5next", ">=0.30.0", None),
@@ -99,10 +99,10 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "GlmMoeDsaForCausalLM": Arch("vllm.models.deepseek_v32", ">=0.29.0", 'glm_moe_dsa'),
     "GlmOcrMTPModel": Arch("glm_ocr_mtp", ">=0.29.0", None),
     "GptOssForCausalLM": Arch("gpt_oss", ">=0.29.0", 'gpt_oss'),
-    "GraniteMoeForCausalLM": Arch("granitemoe", ">=0.29.0", None),
-    "GraniteMoeHybridForCausalLM": Arch("granitemoehybrid", ">=0.29.0", None),
+    "GraniteMoeForCausalLM": Arch("granitemoe", ">=0.29.0", 'granitemoe'),
+    "GraniteMoeHybridForCausalLM": Arch("granitemoehybrid", ">=0.29.0", 'granitemoe'),
     "GraniteMoeSWAForCausalLM": Arch("granitemoeshared", ">=0.29.0", None),
-    "GraniteMoeSharedForCausalLM": Arch("granitemoeshared", ">=0.29.0", None),
+    "GraniteMoeSharedForCausalLM": Arch("granitemoeshared", ">=0.29.0", 'granitemoe'),
     "HYV3ForCausalLM": Arch("hy_v3", ">=0.29.0", None),
     "HYV4ForCausalLM": Arch("vllm.models.hy_v4", ">=0.29.0", None),
     "HYV4MTPModel": Arch("vllm.models.hy_v4", ">=0.29.0", None),
@@ -114,7 +114,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "InternS2MobiusForConditionalGeneration": Arch("interns2_mobius", ">=0.29.0", None),
     "InternS2MobiusMTP": Arch("interns2_mobius", ">=0.29.0", None),
     "InternS2PreviewForConditionalGeneration": Arch("interns2_preview", ">=0.29.0", None),
-    "JambaForCausalLM": Arch("jamba", ">=0.29.0", None),
+    "JambaForCausalLM": Arch("jamba", ">=0.29.0", 'jamba'),
     "K2HorizonForCausalLM": Arch("k2_horizon", ">=0.30.0", None),
     "KimiK31ForConditionalGeneration": Arch("vllm.models.kimi_k3", ">=0.34.0", None),
     "KimiK3ForConditionalGeneration": Arch("vllm.models.kimi_k3", ">=0.29.0", 'kimi_k3'),
@@ -153,7 +153,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "Qwen3NextForCausalLM": Arch("qwen3_next", ">=0.29.0", 'qwen3_5_moe'),
     "Qwen3NextMTP": Arch("qwen3_next_mtp", ">=0.29.0", 'qwen3_5_moe'),
     "Qwen3OmniMoeForConditionalGeneration": Arch("qwen3_omni_moe_thinker", ">=0.29.0", None),
-    "Qwen3VLMoeForConditionalGeneration": Arch("qwen3_vl_moe", ">=0.29.0", None),
+    "Qwen3VLMoeForConditionalGeneration": Arch("qwen3_vl_moe", ">=0.29.0", 'qwen3_vl_moe'),
     "Qwen3_5ForCausalLM": Arch("qwen3_5", ">=0.29.0", None),
     "Qwen3_5ForConditionalGeneration": Arch("qwen3_5", ">=0.29.0", None),
     "Qwen3_5MTP": Arch("qwen3_5_mtp", ">=0.29.0", None),
@@ -184,8 +184,8 @@ def unmodelled_architectures(release: str) -> tuple[str, ...]:
 def architecture_notes(architecture: str | None, family: Family, release: ReaderRelease) -> tuple[str, ...]:
     """What the answer says about the architecture: unmodelled, or not registered by the release.
 
-    >>> architecture_notes("Ernie4_5_MoeForCausalLM", GENERIC, ReaderRelease.of("0.33.0"))[0][:70]
-    'vLLM 0.33.0 registers Ernie4_5_MoeForCausalLM (model file ernie45_moe)'
+    >>> architecture_notes("Step3TextForCausalLM", GENERIC, ReaderRelease.of("0.33.0"))[0][:66]
+    'vLLM 0.33.0 registers Step3TextForCausalLM (model file step3_text)'
     """
     if architecture is None:
         return ()

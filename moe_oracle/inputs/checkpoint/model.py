@@ -155,6 +155,8 @@ def read_checkpoint(
         family = next(f for f in FAMILIES if f.name == by_arch.family)
         arch_notes.append(f"model_type {text_mt or top_mt!r} is not one of family {family.name}'s; read as {family.name} because vLLM builds {arch} with that model class ({by_arch.module})")
     arch_notes += architecture_notes(arch, family, rel)
+    text_cfg, key_notes = _nested_keys(family, text_cfg, path, file)
+    arch_notes += key_notes
     filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
     name = cfg.get("_name_or_path") or _file_name(file) or arch
     fields = read_moe_fields(text_cfg, family, file=file, path=path, model_type=text_mt, architecture=arch, release=rel, platform=platform)
@@ -246,6 +248,35 @@ def _draft_overrides(family: Family, cfg: Mapping[str, Any], kwargs: Mapping[str
     if over.get("top_k", kwargs.get("top_k", 0)) > over.get("num_experts", kwargs.get("num_experts", 0)):
         raise ConfigError([InputIssue(f"{path}{family.draft_fields.get('top_k', ('top_k',))[0]}", "draft experts per token exceed the draft experts", over.get("top_k", kwargs.get("top_k")), {"maximum": over.get("num_experts", kwargs.get("num_experts"))}, file)])
     return over, prov
+
+
+def _nested_keys(family: Family, cfg: dict[str, Any], path: str, file: str | None) -> tuple[dict[str, Any], list[str]]:
+    """``cfg`` with the generic keys a family's model class reads from nested objects
+    (:attr:`Family.keys`) filled in, where config.json does not set them at the top.
+
+    Raises:
+        ConfigError: a nested object on the way is not an object.
+    """
+    if not family.keys:
+        return cfg, []
+    out = dict(cfg)
+    read = []
+    for key, dotted in family.keys.items():
+        if out.get(key) is not None:
+            continue
+        node: Any = cfg
+        parts = dotted.split(".")
+        for i, part in enumerate(parts):
+            if node is None:
+                break
+            if not isinstance(node, Mapping):
+                raise ConfigError([InputIssue(f"{path}{'.'.join(parts[:i])}", "must be an object", node, None, file)])
+            node = node.get(part)
+        if node is not None:
+            out[key] = node
+            read.append(f"{key} from {dotted}")
+    notes = [f"{family.name}: read " + ", ".join(read) + f" ({family.source.split(';')[0].split(' (')[0]})"] if read else []
+    return out, notes
 
 
 def _file_name(file: str | None) -> str | None:
