@@ -188,6 +188,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("qwen3_vl_moe", ("qwen3_vl_moe_text", "qwen3_vl_moe"), "sparse_step", defaults=_d(decoder_sparse_step=1),
            source="vLLM 0.33.0-0.34.0 qwen3_vl_moe.py Qwen3MoeLLMModel (the text model is qwen3_moe.py Qwen3MoeModel: Qwen3MoeDecoderLayer layout, Qwen3MoeSparseMoeBlock "
                   "renormalize=config.norm_topk_prob, softmax); transformers 5.20.2 Qwen3VLMoeTextConfig (no norm_topk_prob default: the published configs set it)"),
+    Family("qwen3_omni_moe", ("qwen3_omni_moe_text",), "sparse_step", defaults=_d(decoder_sparse_step=1, norm_topk_prob=True),
+           source="vLLM 0.33.0-0.34.0 qwen3_omni_moe_thinker.py Qwen3OmniMoeThinkerForConditionalGeneration (registered for Qwen3OmniMoeForConditionalGeneration: the thinker only, "
+                  "its text model qwen3_moe.py Qwen3MoeModel: Qwen3MoeDecoderLayer layout, Qwen3MoeSparseMoeBlock renormalize=config.norm_topk_prob, softmax; "
+                  "checkpoint weights thinker.model.layers.<i>); transformers 5.20.2 Qwen3OmniMoeTextConfig"),
     Family("dbrx", ("dbrx",), "all", experts="ffn.experts", scoring="softmax", renormalize=True, activation="silu", expert_width_is_intermediate=True,
            keys=_d(num_experts="ffn_config.moe_num_experts", num_experts_per_tok="ffn_config.moe_top_k", moe_intermediate_size="ffn_config.ffn_hidden_size",
                    hidden_size="d_model", num_hidden_layers="n_layers"),
@@ -211,6 +215,12 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0-0.34.0 glm4_moe_lite.py Glm4MoeLite (= glm4_moe.py Glm4MoE: sigmoid, e_score_correction_bias, use_grouped_topk, fp32 router logits), "
                   "Glm4MoeLiteDecoderLayer (MoE when index >= first_k_dense_replace and index % moe_layer_freq == 0), glm4_moe_lite_mtp.py (model.layers.<N+k>); "
                   "transformers 5.20.2 Glm4MoeLiteConfig"),
+    Family("lfm2_moe", ("lfm2_moe",), "first_k", experts="feed_forward.experts", proj=("w1", "w3", "w2"), scoring="sigmoid", grouped=True, activation="silu",
+           keys=_d(first_k_dense_replace="num_dense_layers", use_routing_bias="use_expert_bias"),
+           defaults=_d(num_dense_layers=2, n_group=1, topk_group=1, norm_topk_prob=True, use_routing_bias=True, routed_scaling_factor=1.0),
+           source="vLLM 0.33.0-0.34.0 lfm2_moe.py Lfm2MoeSparseMoeBlock (scoring_func sigmoid, use_grouped_topk with num_expert_group=1 / topk_group=1 whatever config.json says, "
+                  "e_score_correction_bias when use_expert_bias, renormalize=norm_topk_prob, no activation passed: silu, ckpt_names w1/w2/w3), Lfm2MoeDecoderLayer / "
+                  "Lfm2MoeShortConvDecoderLayer (dense feed_forward when index < num_dense_layers, else MoE, attention and conv layers alike); transformers 5.20.2 Lfm2MoeConfig"),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
@@ -228,6 +238,7 @@ _WRAPPER_PREFIX = {
     "gemma4": "model.language_model.layers",
     "minimax_m3_vl": "language_model.model.layers",
     "qwen3_vl_moe": "model.language_model.layers",
+    "qwen3_omni_moe": "thinker.model.layers",
 }
 _PREFIX_BY_FAMILY = {"deepseek_v4": "layers", "deepseek_v41": "layers", "nemotron_h": "backbone.layers", "dbrx": "transformer.blocks"}
 

@@ -97,14 +97,26 @@ class Checkpoint:
 
 
 def _text_config(cfg: Mapping[str, Any], file: str | None) -> tuple[dict[str, Any], Mapping[str, Any] | None, str]:
+    """The text model's config merged over the top level, the text config itself, its JSON path.
+
+    An omni model (Qwen3-Omni) nests it one level deeper, in ``thinker_config.text_config``:
+    vLLM builds only the thinker (registry: ``Qwen3OmniMoeForConditionalGeneration`` ->
+    ``qwen3_omni_moe_thinker``), so the talker's config is not read.
+    """
     text = cfg.get("text_config")
+    path = "$.text_config"
+    thinker = cfg.get("thinker_config")
+    if text is None and thinker is not None:
+        if not isinstance(thinker, dict):
+            raise ConfigError([InputIssue("$.thinker_config", "must be an object", thinker, None, file)])
+        text, path = thinker.get("text_config"), "$.thinker_config.text_config"
     if text is None:
         return dict(cfg), None, "$."
     if not isinstance(text, dict):
-        raise ConfigError([InputIssue("$.text_config", "must be an object", text, None, file)])
-    merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
+        raise ConfigError([InputIssue(path, "must be an object", text, None, file)])
+    merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config", "thinker_config", "talker_config", "code2wav_config")}
     merged.update(text)
-    return merged, text, "$.text_config."
+    return merged, text, path + "."
 
 
 def read_checkpoint(
