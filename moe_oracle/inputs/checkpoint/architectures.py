@@ -84,8 +84,8 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "Ernie4_5_MoeForCausalLM": Arch("ernie45_moe", ">=0.29.0", 'ernie45_moe'),
     "Ernie4_5_VLMoeForConditionalGeneration": Arch("ernie45_vl", ">=0.29.0", None),
     "Exaone4_5_MTP": Arch("exaone4_5_mtp", ">=0.29.0", None),
-    "ExaoneMoEForCausalLM": Arch("exaone_moe", ">=0.32.0", None),
-    "ExaoneMoeForCausalLM": Arch("exaone_moe", ">=0.29.0", None),
+    "ExaoneMoEForCausalLM": Arch("exaone_moe", ">=0.32.0", 'exaone_moe'),
+    "ExaoneMoeForCausalLM": Arch("exaone_moe", ">=0.29.0", 'exaone_moe'),
     "ExaoneMoeMTP": Arch("exaone_moe_mtp", ">=0.29.0", None),
     "FlintForCausalLM": Arch("vllm.models.flint", ">=0.33.0", None),
     "Gemma4ForCausalLM": Arch("gemma4", ">=0.29.0", 'gemma4'),
@@ -124,7 +124,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "Lfm2MoeForCausalLM": Arch("lfm2_moe", ">=0.29.0", 'lfm2_moe'),
     "Llama4ForCausalLM": Arch("llama4", ">=0.29.0", 'llama4'),
     "Llama4ForConditionalGeneration": Arch("mllama4", ">=0.29.0", 'llama4'),
-    "LongcatFlashForCausalLM": Arch("longcat_flash", ">=0.29.0", None),
+    "LongcatFlashForCausalLM": Arch("longcat_flash", ">=0.29.0", 'longcat_flash'),
     "MellumForCausalLM": Arch("mellum", ">=0.29.0,<=0.31.0", None),
     "MiMoV2FlashForCausalLM": Arch("mimo_v2", ">=0.29.0", None),
     "MiMoV2ForCausalLM": Arch("mimo_v2", ">=0.29.0", None),
@@ -165,7 +165,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "Qwen4ExpMTP": Arch("vllm.models.qwen4_exp", ">=0.29.0", None),
     "SarvamMLAForCausalLM": Arch("sarvam", ">=0.29.0", None),
     "SarvamMoEForCausalLM": Arch("sarvam", ">=0.29.0", None),
-    "Step3TextForCausalLM": Arch("step3_text", ">=0.29.0", None),
+    "Step3TextForCausalLM": Arch("step3_text", ">=0.29.0", 'step3_text'),
     "Step3p5ForCausalLM": Arch("step3p5", ">=0.29.0", None),
     "Step5ForCausalLM": Arch("vllm.models.step5", ">=0.33.0", None),
     "Step5ForConditionalGeneration": Arch("vllm.models.step5", ">=0.33.0", None),
@@ -184,8 +184,8 @@ def unmodelled_architectures(release: str) -> tuple[str, ...]:
 def architecture_notes(architecture: str | None, family: Family, release: ReaderRelease) -> tuple[str, ...]:
     """What the answer says about the architecture: unmodelled, or not registered by the release.
 
-    >>> architecture_notes("Step3TextForCausalLM", GENERIC, ReaderRelease.of("0.33.0"))[0][:66]
-    'vLLM 0.33.0 registers Step3TextForCausalLM (model file step3_text)'
+    >>> architecture_notes("AfmoeForCausalLM", GENERIC, ReaderRelease.of("0.33.0"))[0][:57]
+    'vLLM 0.33.0 registers AfmoeForCausalLM (model file afmoe)'
     """
     if architecture is None:
         return ()

@@ -40,7 +40,9 @@ class Family:
             (DeepSeek-V4 ``mlp_layer_types`` / ``num_hash_layers``), ``start_end_interval``
             (ERNIE-4.5: ``moe_layer_start_index`` <= index <= ``moe_layer_end_index`` and
             ``(index + 1) % moe_layer_interval == 0``), ``period_offset`` (Jamba: ``index %
-            expert_layer_period == expert_layer_offset``), ``all``.
+            expert_layer_period == expert_layer_offset``), ``moe_layers_enum`` (Step3: the
+            comma-separated indices), ``mlp_layer_types`` (``sparse`` entries; without the list,
+            ``first_k_dense_replace`` as the config class derives it), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
         proj: projection names of one expert (gate, up, down; non-gated: up, down) as the model
@@ -221,6 +223,21 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0-0.34.0 lfm2_moe.py Lfm2MoeSparseMoeBlock (scoring_func sigmoid, use_grouped_topk with num_expert_group=1 / topk_group=1 whatever config.json says, "
                   "e_score_correction_bias when use_expert_bias, renormalize=norm_topk_prob, no activation passed: silu, ckpt_names w1/w2/w3), Lfm2MoeDecoderLayer / "
                   "Lfm2MoeShortConvDecoderLayer (dense feed_forward when index < num_dense_layers, else MoE, attention and conv layers alike); transformers 5.20.2 Lfm2MoeConfig"),
+    Family("step3_text", ("step3_text",), "moe_layers_enum", experts="moe.experts", shared="share_expert", scoring="softmax", activation="silu", shared_always=True,
+           keys=_d(num_experts_per_tok="moe_top_k", norm_topk_prob="norm_expert_weight"), defaults=_d(norm_topk_prob=False),
+           source="vLLM 0.33.0-0.34.0 step3_text.py FusedMoEBlock (moe_num_experts, moe_top_k, renormalize=norm_expert_weight, no activation passed: silu), "
+                  "Step3TextDecoderLayer (MoE plus share_expert in the layers listed by the comma-separated moe_layers_enum); vllm/transformers_utils/configs/step3_vl.py Step3TextConfig"),
+    Family("longcat_flash", ("longcat_flash",), "all", scoring="softmax", renormalize=False, bias=True, router_fp32=True, activation="silu",
+           keys=_d(num_hidden_layers="num_layers", moe_intermediate_size="expert_ffn_hidden_size"),
+           source="vLLM 0.33.0-0.34.0 longcat_flash.py LongcatMoe (renormalize=False, e_score_correction_bias always, float32 router logits, zero_expert_type with zero_expert_num "
+                  "zero experts beside n_routed_experts), FlashDecoderLayer (one MoE per layer at model.layers.<i>.mlp); transformers 5.20.2 LongcatFlashConfig (num_layers, "
+                  "expert_ffn_hidden_size, moe_topk)",
+           notes=("LongCat-Flash routes to zero_expert_num zero (identity) experts beside the routed ones; the plan describes the routed experts only",)),
+    Family("exaone_moe", ("exaone_moe",), "mlp_layer_types", shared="mlp.shared_experts", scoring="sigmoid", bias=True, grouped=True, activation="silu",
+           defaults=_d(first_k_dense_replace=1, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, num_shared_experts=1),
+           source="vLLM 0.33.0-0.34.0 exaone_moe.py ExaoneMoe (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, activation silu, "
+                  "renormalize=norm_topk_prob), ExaoneMoeDecoderLayer (MoE where mlp_layer_types[i] == 'sparse' and not an MTP layer: MTP layers are dense); "
+                  "transformers 5.20.2 ExaoneMoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")

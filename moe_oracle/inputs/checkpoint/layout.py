@@ -201,6 +201,16 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
         for key in ("num_hash_layers", "mlp_layer_types"):
             if cfg.get(key):
                 notes.append(f"{key} is not read: vLLM's DeepSeek-V4.1 DeepseekV4MoE passes num_hash_layers=0 (no hash-routed layer)")
+    if layout == "moe_layers_enum":
+        spec = cfg.get("moe_layers_enum")
+        if not isinstance(spec, str) or not all(t.strip().isdigit() for t in spec.strip().split(",")):
+            raise _fail(file, f"{path}moe_layers_enum", "Step3 needs the MoE layer indices as a comma-separated string (step3_text.py splits it on ',')", spec, None)
+        idx = {int(t) for t in spec.strip().split(",")}
+        return [("moe", f"index in moe_layers_enum") if i in idx else ("dense", "index not in moe_layers_enum") for i in range(n)]
+    if layout == "mlp_layer_types" and cfg.get("mlp_layer_types") is None:
+        first_k = _int(cfg, "first_k_dense_replace", 0, file, path) or 0
+        return [("dense", f"no mlp_layer_types: index < first_k_dense_replace ({first_k}) (the config class's derivation)") if i < first_k
+                else ("moe", f"no mlp_layer_types: index >= first_k_dense_replace ({first_k}) (the config class's derivation)") for i in range(n)]
     if layout == "mlp_layer_types":
         types = cfg["mlp_layer_types"]
         if not isinstance(types, list) or len(types) < n:
