@@ -126,7 +126,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "Llama4ForConditionalGeneration": Arch("mllama4", ">=0.29.0", 'llama4'),
     "LongcatFlashForCausalLM": Arch("longcat_flash", ">=0.29.0", 'longcat_flash'),
     "MellumForCausalLM": Arch("mellum", ">=0.29.0,<=0.31.0", None),
-    "MiMoV2FlashForCausalLM": Arch("mimo_v2", ">=0.29.0", None),
+    "MiMoV2FlashForCausalLM": Arch("mimo_v2", ">=0.29.0", 'mimo_v2_flash'),
     "MiMoV2ForCausalLM": Arch("mimo_v2", ">=0.29.0", None),
     "MingV3ASRForConditionalGeneration": Arch("ming_v3_asr", ">=0.34.0", None),
     "MiniMaxM2ForCausalLM": Arch("minimax_m2", ">=0.29.0", 'minimax_m2'),

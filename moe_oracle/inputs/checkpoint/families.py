@@ -42,7 +42,8 @@ class Family:
             ``(index + 1) % moe_layer_interval == 0``), ``period_offset`` (Jamba: ``index %
             expert_layer_period == expert_layer_offset``), ``moe_layers_enum`` (Step3: the
             comma-separated indices), ``mlp_layer_types`` (``sparse`` entries; without the list,
-            ``first_k_dense_replace`` as the config class derives it), ``all``.
+            ``first_k_dense_replace`` as the config class derives it), ``moe_layer_freq_list``
+            (MiMo-V2: non-zero entries of a per-layer ``moe_layer_freq`` list), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
         proj: projection names of one expert (gate, up, down; non-gated: up, down) as the model
@@ -238,6 +239,11 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0-0.34.0 exaone_moe.py ExaoneMoe (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, activation silu, "
                   "renormalize=norm_topk_prob), ExaoneMoeDecoderLayer (MoE where mlp_layer_types[i] == 'sparse' and not an MTP layer: MTP layers are dense); "
                   "transformers 5.20.2 ExaoneMoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
+    Family("mimo_v2_flash", ("mimo_v2_flash",), "moe_layer_freq_list", scoring="sigmoid", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",),
+           defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True),
+           source="vLLM 0.33.0-0.34.0 mimo_v2.py MiMoV2MoE (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, "
+                  "renormalize=norm_topk_prob, GateLinear out_dtype float32, silu only), MiMoV2DecoderLayer.is_moe_layer (MoE only where a per-layer moe_layer_freq list is "
+                  "non-zero: an integer moe_layer_freq gives no MoE layer); transformers 5.20.2 MimoV2FlashConfig"),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")

@@ -201,6 +201,13 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
         for key in ("num_hash_layers", "mlp_layer_types"):
             if cfg.get(key):
                 notes.append(f"{key} is not read: vLLM's DeepSeek-V4.1 DeepseekV4MoE passes num_hash_layers=0 (no hash-routed layer)")
+    if layout == "moe_layer_freq_list":
+        freq = cfg.get("moe_layer_freq")
+        if not isinstance(freq, list):
+            return [("dense", f"moe_layer_freq is not a per-layer list ({freq!r}): {family.name} builds no MoE layer")] * n
+        if len(freq) < n:
+            raise _fail(file, f"{path}moe_layer_freq", f"a per-layer moe_layer_freq list needs one entry per layer ({n})", len(freq), {"minItems": n})
+        return [("moe", f"moe_layer_freq[{i}] = {freq[i]}") if freq[i] else ("dense", f"moe_layer_freq[{i}] = {freq[i]}") for i in range(n)]
     if layout == "moe_layers_enum":
         spec = cfg.get("moe_layers_enum")
         if not isinstance(spec, str) or not all(t.strip().isdigit() for t in spec.strip().split(",")):
