@@ -244,6 +244,12 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0-0.34.0 mimo_v2.py MiMoV2MoE (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, "
                   "renormalize=norm_topk_prob, GateLinear out_dtype float32, silu only), MiMoV2DecoderLayer.is_moe_layer (MoE only where a per-layer moe_layer_freq list is "
                   "non-zero: an integer moe_layer_freq gives no MoE layer); transformers 5.20.2 MimoV2FlashConfig"),
+    Family("cohere2_moe", ("cohere2_moe",), "mlp_layer_types", shared="mlp.shared_experts", activation="silu", expert_width_is_intermediate=True,
+           keys=_d(scoring_func="expert_selection_fn"), defaults=_d(norm_topk_prob=True, first_k_dense_replace=0, scoring_func="softmax"),
+           source="vLLM 0.33.0-0.34.0 cohere2_moe.py Cohere2MoeSparseMoeBlock (experts sized by intermediate_size, renormalize=norm_topk_prob, no activation passed: silu; "
+                  "expert_selection_fn sigmoid: custom_routing_function token_choice_with_bias, which 0.29.0-0.34.0 router/custom_routing_router.py answers as "
+                  "SigmoidRenorm / Sigmoid by renormalize, else softmax), Cohere2MoeDecoderLayer (dense where mlp_layer_types[i] == 'dense'); "
+                  "transformers 5.20.2 Cohere2MoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
