@@ -32,12 +32,27 @@ def test_every_mapped_family_exists_and_every_family_has_an_architecture():
     assert mapped <= names and names <= mapped, (mapped - names, names - mapped)
 
 
-def test_an_unmodelled_registered_architecture_is_said_in_plan_and_select(capsys, tmp_path):
+# AFMoE-shaped fields under generic names; afmoe has no family yet
+AFMOE = {"architectures": ["AfmoeForCausalLM"], "model_type": "afmoe", "hidden_size": 2048, "intermediate_size": 6144,
+         "moe_intermediate_size": 1024, "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 32}
+
+
+def test_ernie_is_read_as_its_model_class_builds_it():
+    # vLLM 0.33.0-0.34.0 ernie45_moe.py: MoE from moe_layer_start_index; softmax with an
+    # e_score_correction_bias always built (get_routing_method_type: Unspecified), fp32 router logits
     ck = read_checkpoint(ERNIE, release="0.33.0")
-    assert ck.family.name == "generic" and "Ernie4_5_MoeForCausalLM" in unmodelled_architectures("0.33.0")
-    assert any("registers Ernie4_5_MoeForCausalLM" in n and "does not model" in n for n in ck.notes)
+    assert ck.family.name == "ernie45_moe" and "Ernie4_5_MoeForCausalLM" not in unmodelled_architectures("0.33.0")
+    assert [layer.spec.kind for layer in ck.layers[:2]] == ["dense", "moe"] and len(ck.moe_layers()) == 27
+    kw = ck.representative().kwargs
+    assert kw["routing_method"].value == "unspecified" and kw["has_correction_bias"] and kw["router_logits_dtype"].value == "float32"
+
+
+def test_an_unmodelled_registered_architecture_is_said_in_plan_and_select(capsys, tmp_path):
+    ck = read_checkpoint(AFMOE, release="0.33.0")
+    assert ck.family.name == "generic" and "AfmoeForCausalLM" in unmodelled_architectures("0.33.0")
+    assert any("registers AfmoeForCausalLM" in n and "does not model" in n for n in ck.notes)
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(ERNIE))
+    path.write_text(json.dumps(AFMOE))
     assert main(["select", "--model", str(path), "--gpu", "H200", "--tp", "1"]) == 0
     assert "moe-oracle does not model" in capsys.readouterr().err
 

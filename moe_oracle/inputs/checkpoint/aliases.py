@@ -192,7 +192,7 @@ def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None 
     key, inter, src = r.first(inter_keys)
     if inter is None:
         raise r.fail("moe_intermediate_size", "missing moe_intermediate_size / intermediate_size", None, None)
-    exact = key != "intermediate_size" or family.name in ("minimax_m3", "mixtral", "gpt_oss", "minimax_m2", "llama4", "phimoe", "olmoe")
+    exact = key != "intermediate_size" or family.expert_width_is_intermediate or family.name in ("minimax_m3", "mixtral", "gpt_oss", "minimax_m2", "llama4", "phimoe", "olmoe")
     r.put("intermediate_size", r.int_(key, inter), Source.CHECKPOINT if exact else Source.INFERRED, r.where(key, src) + ("" if exact else " (no moe_intermediate_size: taken as the expert width)"))
     dtype = cfg.get("torch_dtype", cfg.get("dtype"))
     if dtype is None:

@@ -9,7 +9,9 @@ class supplies when config.json omits a field. A ``model_type`` not listed falls
 :data:`GENERIC`, and the plan says which generic fields its answer rests on.
 
 Sources: vLLM 0.33.0 ``vllm/model_executor/models/{deepseek_v2,qwen3_moe,qwen3_5,qwen3_next,
-llama4,mixtral,gpt_oss,minimax_m2,nemotron_h,nemotron_h_mtp,gemma4}.py`` and
+llama4,mixtral,gpt_oss,minimax_m2,nemotron_h,nemotron_h_mtp,gemma4}.py`` (and, checked against
+0.33.0 and 0.34.0 by the model-construction tier, ``{qwen3_vl_moe,dbrx,jamba,granitemoe,
+granitemoeshared,granitemoehybrid,ernie45_moe,ernie_mtp,glm4_moe_lite,glm4_moe_lite_mtp}.py``) and
 ``vllm/models/{deepseek_v4,kimi_k3,minimax_m3}/nvidia/{model,mtp}.py``, ``vllm/config/
 speculative.py hf_config_override``; defaults from transformers 5.20.2 config classes and
 ``vllm/transformers_utils/configs/minimax_m3.py``.
@@ -35,7 +37,13 @@ class Family:
             ``moe_layer_freq``, int or per-layer list), ``sparse_step`` (``mlp_only_layers``
             and ``decoder_sparse_step``), ``first_k`` (``first_k_dense_replace`` only), ``interleave`` (``interleave_moe_layer_step``),
             ``hybrid_pattern`` (``hybrid_override_pattern`` letter ``E``), ``hash_then_moe``
-            (DeepSeek-V4 ``mlp_layer_types`` / ``num_hash_layers``), ``all``.
+            (DeepSeek-V4 ``mlp_layer_types`` / ``num_hash_layers``), ``start_end_interval``
+            (ERNIE-4.5: ``moe_layer_start_index`` <= index <= ``moe_layer_end_index`` and
+            ``(index + 1) % moe_layer_interval == 0``), ``period_offset`` (Jamba: ``index %
+            expert_layer_period == expert_layer_offset``), ``moe_layers_enum`` (Step3: the
+            comma-separated indices), ``mlp_layer_types`` (``sparse`` entries; without the list,
+            ``first_k_dense_replace`` as the config class derives it), ``moe_layer_freq_list``
+            (MiMo-V2: non-zero entries of a per-layer ``moe_layer_freq`` list), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
         proj: projection names of one expert (gate, up, down; non-gated: up, down) as the model
@@ -78,6 +86,10 @@ class Family:
         draft_fields: MoE fields the draft (MTP / DSpark) layers read from other config keys
             (``num_experts`` -> ``dspark_n_routed_experts``); absent or 0: the target's value.
         defaults: field defaults of the transformers (or vLLM) config class.
+        keys: MoE fields the model class reads from a nested config object rather than the
+            generic keys (DBRX ``ffn_config.moe_num_experts``): generic key -> dotted path.
+        expert_width_is_intermediate: the class sizes its experts by ``intermediate_size``
+            (no ``moe_intermediate_size`` key exists for the family), so reading it is exact.
         source: where these facts come from.
         notes: facts the plan repeats for every layer of the family.
     """
@@ -105,6 +117,8 @@ class Family:
     hidden_acts: tuple[str, ...] = ()
     draft_fields: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    expert_width_is_intermediate: bool = False
     source: str = ""
     notes: tuple[str, ...] = ()
 
@@ -174,6 +188,68 @@ FAMILIES: tuple[Family, ...] = (
     Family("gemma4", ("gemma4_text", "gemma4"), "all", experts="experts", renormalize=True, activation="gelu_tanh", routing="custom",
            source="vLLM 0.33.0 gemma4.py Gemma4DecoderLayer (MoE block beside the dense MLP when num_experts is set; Gemma4Router custom routing, activation gelu_tanh)",
            notes=("each Gemma-4 MoE layer also runs a dense MLP in parallel",)),
+    Family("qwen3_vl_moe", ("qwen3_vl_moe_text", "qwen3_vl_moe"), "sparse_step", defaults=_d(decoder_sparse_step=1),
+           source="vLLM 0.33.0-0.34.0 qwen3_vl_moe.py Qwen3MoeLLMModel (the text model is qwen3_moe.py Qwen3MoeModel: Qwen3MoeDecoderLayer layout, Qwen3MoeSparseMoeBlock "
+                  "renormalize=config.norm_topk_prob, softmax); transformers 5.20.2 Qwen3VLMoeTextConfig (no norm_topk_prob default: the published configs set it)"),
+    Family("qwen3_omni_moe", ("qwen3_omni_moe_text",), "sparse_step", defaults=_d(decoder_sparse_step=1, norm_topk_prob=True),
+           source="vLLM 0.33.0-0.34.0 qwen3_omni_moe_thinker.py Qwen3OmniMoeThinkerForConditionalGeneration (registered for Qwen3OmniMoeForConditionalGeneration: the thinker only, "
+                  "its text model qwen3_moe.py Qwen3MoeModel: Qwen3MoeDecoderLayer layout, Qwen3MoeSparseMoeBlock renormalize=config.norm_topk_prob, softmax; "
+                  "checkpoint weights thinker.model.layers.<i>); transformers 5.20.2 Qwen3OmniMoeTextConfig"),
+    Family("dbrx", ("dbrx",), "all", experts="ffn.experts", scoring="softmax", renormalize=True, activation="silu", expert_width_is_intermediate=True,
+           keys=_d(num_experts="ffn_config.moe_num_experts", num_experts_per_tok="ffn_config.moe_top_k", moe_intermediate_size="ffn_config.ffn_hidden_size",
+                   hidden_size="d_model", num_hidden_layers="n_layers"),
+           source="vLLM 0.33.0-0.34.0 dbrx.py DbrxMoE (FusedMoEFactory from ffn_config.moe_num_experts / moe_top_k / ffn_hidden_size and d_model, renormalize=True, "
+                  "no activation passed: silu; every block DbrxMoE at transformer.blocks.<i>.ffn)"),
+    Family("jamba", ("jamba",), "period_offset", experts="feed_forward.experts", scoring="softmax", renormalize=False, activation="silu", expert_width_is_intermediate=True,
+           defaults=_d(expert_layer_period=2, expert_layer_offset=1),
+           source="vLLM 0.33.0-0.34.0 jamba.py JambaMoE (renormalize=False, no activation passed: silu, experts sized by intermediate_size) in the layers where "
+                  "config.layers_num_experts > 1; transformers 5.20.2 JambaConfig (layers_num_experts: index % expert_layer_period == expert_layer_offset)"),
+    Family("granitemoe", ("granitemoe", "granitemoeshared", "granitemoehybrid"), "all", experts="block_sparse_moe.experts", shared="shared_mlp", proj=("w1", "w3", "w2"),
+           scoring="softmax", renormalize=True, activation="silu", expert_width_is_intermediate=True,
+           source="vLLM 0.33.0-0.34.0 granitemoe.py GraniteMoeMoE (renormalize=True, no activation passed: silu, experts sized by intermediate_size); granitemoeshared.py / "
+                  "granitemoehybrid.py (GraniteMoeMoE in every layer, Mamba and attention alike, plus shared_mlp when shared_intermediate_size > 0)"),
+    Family("ernie45_moe", ("ernie4_5_moe",), "start_end_interval", shared="mlp.shared_experts", mtp="deepseek", scoring="softmax", renormalize=True, bias=True, router_fp32=True,
+           activation="silu", defaults=_d(moe_layer_start_index=1, moe_layer_interval=1),
+           source="vLLM 0.33.0-0.34.0 ernie45_moe.py Ernie4_5_MoeMoE (renormalize=True, e_score_correction_bias always built, GateLinear out_dtype float32 and "
+                  "router_logits_dtype float32, no activation passed), Ernie4_5_MoeDecoderLayer (MoE when start <= index <= end and (index + 1) % interval == 0), "
+                  "ernie_mtp.py (MTP layers model.layers.<N+k>, built by the same decoder layer); transformers 5.20.2 Ernie4_5_MoeConfig (moe_layer_end_index -1 = the last layer)"),
+    Family("glm4_moe_lite", ("glm4_moe_lite",), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, router_fp32=True, grouped=True, hidden_acts=("silu",),
+           defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.8, first_k_dense_replace=1, moe_layer_freq=1, n_shared_experts=1, hidden_act="silu"),
+           source="vLLM 0.33.0-0.34.0 glm4_moe_lite.py Glm4MoeLite (= glm4_moe.py Glm4MoE: sigmoid, e_score_correction_bias, use_grouped_topk, fp32 router logits), "
+                  "Glm4MoeLiteDecoderLayer (MoE when index >= first_k_dense_replace and index % moe_layer_freq == 0), glm4_moe_lite_mtp.py (model.layers.<N+k>); "
+                  "transformers 5.20.2 Glm4MoeLiteConfig"),
+    Family("lfm2_moe", ("lfm2_moe",), "first_k", experts="feed_forward.experts", proj=("w1", "w3", "w2"), scoring="sigmoid", grouped=True, activation="silu",
+           keys=_d(first_k_dense_replace="num_dense_layers", use_routing_bias="use_expert_bias"),
+           defaults=_d(num_dense_layers=2, n_group=1, topk_group=1, norm_topk_prob=True, use_routing_bias=True, routed_scaling_factor=1.0),
+           source="vLLM 0.33.0-0.34.0 lfm2_moe.py Lfm2MoeSparseMoeBlock (scoring_func sigmoid, use_grouped_topk with num_expert_group=1 / topk_group=1 whatever config.json says, "
+                  "e_score_correction_bias when use_expert_bias, renormalize=norm_topk_prob, no activation passed: silu, ckpt_names w1/w2/w3), Lfm2MoeDecoderLayer / "
+                  "Lfm2MoeShortConvDecoderLayer (dense feed_forward when index < num_dense_layers, else MoE, attention and conv layers alike); transformers 5.20.2 Lfm2MoeConfig"),
+    Family("step3_text", ("step3_text",), "moe_layers_enum", experts="moe.experts", shared="share_expert", scoring="softmax", activation="silu", shared_always=True,
+           keys=_d(num_experts_per_tok="moe_top_k", norm_topk_prob="norm_expert_weight"), defaults=_d(norm_topk_prob=False),
+           source="vLLM 0.33.0-0.34.0 step3_text.py FusedMoEBlock (moe_num_experts, moe_top_k, renormalize=norm_expert_weight, no activation passed: silu), "
+                  "Step3TextDecoderLayer (MoE plus share_expert in the layers listed by the comma-separated moe_layers_enum); vllm/transformers_utils/configs/step3_vl.py Step3TextConfig"),
+    Family("longcat_flash", ("longcat_flash",), "all", scoring="softmax", renormalize=False, bias=True, router_fp32=True, activation="silu",
+           keys=_d(num_hidden_layers="num_layers", moe_intermediate_size="expert_ffn_hidden_size"),
+           source="vLLM 0.33.0-0.34.0 longcat_flash.py LongcatMoe (renormalize=False, e_score_correction_bias always, float32 router logits, zero_expert_type with zero_expert_num "
+                  "zero experts beside n_routed_experts), FlashDecoderLayer (one MoE per layer at model.layers.<i>.mlp); transformers 5.20.2 LongcatFlashConfig (num_layers, "
+                  "expert_ffn_hidden_size, moe_topk)",
+           notes=("LongCat-Flash routes to zero_expert_num zero (identity) experts beside the routed ones; the plan describes the routed experts only",)),
+    Family("exaone_moe", ("exaone_moe",), "mlp_layer_types", shared="mlp.shared_experts", scoring="sigmoid", bias=True, grouped=True, activation="silu",
+           defaults=_d(first_k_dense_replace=1, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, num_shared_experts=1),
+           source="vLLM 0.33.0-0.34.0 exaone_moe.py ExaoneMoe (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, activation silu, "
+                  "renormalize=norm_topk_prob), ExaoneMoeDecoderLayer (MoE where mlp_layer_types[i] == 'sparse' and not an MTP layer: MTP layers are dense); "
+                  "transformers 5.20.2 ExaoneMoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
+    Family("mimo_v2_flash", ("mimo_v2_flash",), "moe_layer_freq_list", scoring="sigmoid", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",),
+           defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True),
+           source="vLLM 0.33.0-0.34.0 mimo_v2.py MiMoV2MoE (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, "
+                  "renormalize=norm_topk_prob, GateLinear out_dtype float32, silu only), MiMoV2DecoderLayer.is_moe_layer (MoE only where a per-layer moe_layer_freq list is "
+                  "non-zero: an integer moe_layer_freq gives no MoE layer); transformers 5.20.2 MimoV2FlashConfig"),
+    Family("cohere2_moe", ("cohere2_moe",), "mlp_layer_types", shared="mlp.shared_experts", activation="silu", expert_width_is_intermediate=True,
+           keys=_d(scoring_func="expert_selection_fn"), defaults=_d(norm_topk_prob=True, first_k_dense_replace=0, scoring_func="softmax"),
+           source="vLLM 0.33.0-0.34.0 cohere2_moe.py Cohere2MoeSparseMoeBlock (experts sized by intermediate_size, renormalize=norm_topk_prob, no activation passed: silu; "
+                  "expert_selection_fn sigmoid: custom_routing_function token_choice_with_bias, which 0.29.0-0.34.0 router/custom_routing_router.py answers as "
+                  "SigmoidRenorm / Sigmoid by renormalize, else softmax), Cohere2MoeDecoderLayer (dense where mlp_layer_types[i] == 'dense'); "
+                  "transformers 5.20.2 Cohere2MoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
@@ -190,8 +266,10 @@ _WRAPPER_PREFIX = {
     "qwen3_5": "model.language_model.layers",
     "gemma4": "model.language_model.layers",
     "minimax_m3_vl": "language_model.model.layers",
+    "qwen3_vl_moe": "model.language_model.layers",
+    "qwen3_omni_moe": "thinker.model.layers",
 }
-_PREFIX_BY_FAMILY = {"deepseek_v4": "layers", "deepseek_v41": "layers", "nemotron_h": "backbone.layers"}
+_PREFIX_BY_FAMILY = {"deepseek_v4": "layers", "deepseek_v41": "layers", "nemotron_h": "backbone.layers", "dbrx": "transformer.blocks"}
 
 
 def family_for(text_model_type: str | None, top_model_type: str | None) -> Family:

@@ -190,10 +190,34 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
             return [("hash_moe", f"mlp_layer_types[{i}] = hash_moe") if t == "hash_moe" else ("moe", f"mlp_layer_types[{i}] = moe") for i, t in enumerate(types[:n])]
         h = _int(cfg, "num_hash_layers", 3, file, path) or 0
         return [("hash_moe", f"index < num_hash_layers ({h}): routed by the token-hash table") if i < h else ("moe", f"index >= num_hash_layers ({h})") for i in range(n)]
+    if layout == "start_end_interval":
+        return _start_end_interval(cfg, n, n, file, path)
+    if layout == "period_offset":
+        period = _int(cfg, "expert_layer_period", 2, file, path, minimum=1) or 1
+        offset = _int(cfg, "expert_layer_offset", 1, file, path) or 0
+        return [("moe", f"index % expert_layer_period ({period}) == expert_layer_offset ({offset})") if i % period == offset
+                else ("dense", f"index % expert_layer_period ({period}) != expert_layer_offset ({offset})") for i in range(n)]
     if layout == "all" and family.name == "deepseek_v41":
         for key in ("num_hash_layers", "mlp_layer_types"):
             if cfg.get(key):
                 notes.append(f"{key} is not read: vLLM's DeepSeek-V4.1 DeepseekV4MoE passes num_hash_layers=0 (no hash-routed layer)")
+    if layout == "moe_layer_freq_list":
+        freq = cfg.get("moe_layer_freq")
+        if not isinstance(freq, list):
+            return [("dense", f"moe_layer_freq is not a per-layer list ({freq!r}): {family.name} builds no MoE layer")] * n
+        if len(freq) < n:
+            raise _fail(file, f"{path}moe_layer_freq", f"a per-layer moe_layer_freq list needs one entry per layer ({n})", len(freq), {"minItems": n})
+        return [("moe", f"moe_layer_freq[{i}] = {freq[i]}") if freq[i] else ("dense", f"moe_layer_freq[{i}] = {freq[i]}") for i in range(n)]
+    if layout == "moe_layers_enum":
+        spec = cfg.get("moe_layers_enum")
+        if not isinstance(spec, str) or not all(t.strip().isdigit() for t in spec.strip().split(",")):
+            raise _fail(file, f"{path}moe_layers_enum", "Step3 needs the MoE layer indices as a comma-separated string (step3_text.py splits it on ',')", spec, None)
+        idx = {int(t) for t in spec.strip().split(",")}
+        return [("moe", f"index in moe_layers_enum") if i in idx else ("dense", "index not in moe_layers_enum") for i in range(n)]
+    if layout == "mlp_layer_types" and cfg.get("mlp_layer_types") is None:
+        first_k = _int(cfg, "first_k_dense_replace", 0, file, path) or 0
+        return [("dense", f"no mlp_layer_types: index < first_k_dense_replace ({first_k}) (the config class's derivation)") if i < first_k
+                else ("moe", f"no mlp_layer_types: index >= first_k_dense_replace ({first_k}) (the config class's derivation)") for i in range(n)]
     if layout == "mlp_layer_types":
         types = cfg["mlp_layer_types"]
         if not isinstance(types, list) or len(types) < n:
@@ -203,6 +227,27 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
             raise _fail(file, f"{path}mlp_layer_types", "unknown MLP layer type", sorted({t for t in types if t not in kind}, key=str), sorted(kind))
         return [(kind[t], f"mlp_layer_types[{i}] = {t}") for i, t in enumerate(types[:n])]
     return [("moe", "every layer is MoE (" + (family.source or "no layout field") + ")")] * n
+
+
+def _start_end_interval(cfg: Mapping[str, Any], n: int, count: int, file: str | None, path: str) -> list[tuple[str, str]]:
+    """ERNIE-4.5: MoE where ``start <= index <= end`` and ``(index + 1) % interval == 0``; an end
+    of -1 (the config class's default) is the last target layer, ``n - 1``."""
+    start = _int(cfg, "moe_layer_start_index", 0, file, path) or 0
+    end = cfg.get("moe_layer_end_index", -1)
+    if end == -1 or end is None:
+        end = n - 1
+    elif isinstance(end, bool) or not isinstance(end, int) or end < 0:
+        raise _fail(file, f"{path}moe_layer_end_index", "must be a layer index or -1 (the last layer)", end, {"minimum": -1})
+    interval = _int(cfg, "moe_layer_interval", 1, file, path, minimum=1) or 1
+    out = []
+    for i in range(count):
+        if start <= i <= end and (i + 1) % interval == 0:
+            out.append(("moe", f"moe_layer_start_index ({start}) <= index <= moe_layer_end_index ({end}) and (index + 1) % moe_layer_interval ({interval}) == 0"))
+        elif (i + 1) % interval:
+            out.append(("dense", f"(index + 1) % moe_layer_interval ({interval}) != 0"))
+        else:
+            out.append(("dense", f"index outside moe_layer_start_index ({start}) .. moe_layer_end_index ({end})"))
+    return out
 
 
 def _generic_layout(cfg: Mapping[str, Any], notes: list[str]) -> str:
@@ -230,6 +275,11 @@ def _draft_layers(family: Family, cfg: Mapping[str, Any], n: int, prefix: str, s
             for j in range(k):
                 kind = "moe" if n + j >= first_k else "dense"
                 out.append(_spec(family, prefix, n + j, f"mtp.{j}", kind, "draft", f"num_nextn_predict_layers = {k}: MTP layer {n + j}; index {'>=' if kind == 'moe' else '<'} first_k_dense_replace ({first_k})", shared))
+        elif k and family.layout == "start_end_interval":
+            kinds = _start_end_interval(cfg, n, n + k, file, path)
+            for j in range(k):
+                kind, why = kinds[n + j]
+                out.append(_spec(family, prefix, n + j, f"mtp.{j}", kind, "draft", f"num_nextn_predict_layers = {k}: MTP layer {n + j}, built by the target's decoder layer class; {why}", shared))
         elif k:
             freq_cfg = dict(cfg)
             if isinstance(freq_cfg.get("moe_layer_freq"), list):

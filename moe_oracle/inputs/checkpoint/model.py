@@ -97,14 +97,26 @@ class Checkpoint:
 
 
 def _text_config(cfg: Mapping[str, Any], file: str | None) -> tuple[dict[str, Any], Mapping[str, Any] | None, str]:
+    """The text model's config merged over the top level, the text config itself, its JSON path.
+
+    An omni model (Qwen3-Omni) nests it one level deeper, in ``thinker_config.text_config``:
+    vLLM builds only the thinker (registry: ``Qwen3OmniMoeForConditionalGeneration`` ->
+    ``qwen3_omni_moe_thinker``), so the talker's config is not read.
+    """
     text = cfg.get("text_config")
+    path = "$.text_config"
+    thinker = cfg.get("thinker_config")
+    if text is None and thinker is not None:
+        if not isinstance(thinker, dict):
+            raise ConfigError([InputIssue("$.thinker_config", "must be an object", thinker, None, file)])
+        text, path = thinker.get("text_config"), "$.thinker_config.text_config"
     if text is None:
         return dict(cfg), None, "$."
     if not isinstance(text, dict):
-        raise ConfigError([InputIssue("$.text_config", "must be an object", text, None, file)])
-    merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
+        raise ConfigError([InputIssue(path, "must be an object", text, None, file)])
+    merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config", "thinker_config", "talker_config", "code2wav_config")}
     merged.update(text)
-    return merged, text, "$.text_config."
+    return merged, text, path + "."
 
 
 def read_checkpoint(
@@ -155,6 +167,8 @@ def read_checkpoint(
         family = next(f for f in FAMILIES if f.name == by_arch.family)
         arch_notes.append(f"model_type {text_mt or top_mt!r} is not one of family {family.name}'s; read as {family.name} because vLLM builds {arch} with that model class ({by_arch.module})")
     arch_notes += architecture_notes(arch, family, rel)
+    text_cfg, key_notes = _nested_keys(family, text_cfg, path, file)
+    arch_notes += key_notes
     filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
     name = cfg.get("_name_or_path") or _file_name(file) or arch
     fields = read_moe_fields(text_cfg, family, file=file, path=path, model_type=text_mt, architecture=arch, release=rel, platform=platform)
@@ -165,6 +179,8 @@ def read_checkpoint(
     prefix, inferred = layer_prefix(family, top_mt, text is not None)
     specs, layout_notes = layer_layout(family, filled, prefix, file=file, path=path, layers_required=layers_required, release=rel)
     notes = arch_notes + list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)
+    if family.name == "exaone_moe" and text_cfg.get("swiglu_limits") is not None:
+        notes.append("swiglu_limits (per layer) not modelled: vLLM's exaone_moe.py passes each layer its own swiglu_limit (none where <= 0); the plan reads no limit")
     if inferred:
         notes.append(f"module names assumed to be {prefix}.<i>.{family.experts if family is not GENERIC else 'mlp.experts'} (family {family.name}): exclusion patterns are matched against these names")
     if expert_dtype is not None and quant.method != "deepseek_v4_fp8":
@@ -246,6 +262,35 @@ def _draft_overrides(family: Family, cfg: Mapping[str, Any], kwargs: Mapping[str
     if over.get("top_k", kwargs.get("top_k", 0)) > over.get("num_experts", kwargs.get("num_experts", 0)):
         raise ConfigError([InputIssue(f"{path}{family.draft_fields.get('top_k', ('top_k',))[0]}", "draft experts per token exceed the draft experts", over.get("top_k", kwargs.get("top_k")), {"maximum": over.get("num_experts", kwargs.get("num_experts"))}, file)])
     return over, prov
+
+
+def _nested_keys(family: Family, cfg: dict[str, Any], path: str, file: str | None) -> tuple[dict[str, Any], list[str]]:
+    """``cfg`` with the generic keys a family's model class reads from nested objects
+    (:attr:`Family.keys`) filled in, where config.json does not set them at the top.
+
+    Raises:
+        ConfigError: a nested object on the way is not an object.
+    """
+    if not family.keys:
+        return cfg, []
+    out = dict(cfg)
+    read = []
+    for key, dotted in family.keys.items():
+        if out.get(key) is not None:
+            continue
+        node: Any = cfg
+        parts = dotted.split(".")
+        for i, part in enumerate(parts):
+            if node is None:
+                break
+            if not isinstance(node, Mapping):
+                raise ConfigError([InputIssue(f"{path}{'.'.join(parts[:i])}", "must be an object", node, None, file)])
+            node = node.get(part)
+        if node is not None:
+            out[key] = node
+            read.append(f"{key} from {dotted}")
+    notes = [f"{family.name}: read " + ", ".join(read) + f" ({family.source.split(';')[0].split(' (')[0]})"] if read else []
+    return out, notes
 
 
 def _file_name(file: str | None) -> str | None:

@@ -29,11 +29,13 @@ __all__ = ["ReleaseResult", "run_release", "main", "corpus_dirs"]
 
 
 def corpus_dirs() -> list[Path]:
-    """``examples/models`` of this checkout, then ``../shared/models`` beside it (where present)."""
+    """``examples/models`` of this checkout, its ``registry/`` subfolder (one synthetic config per
+    registered MoE architecture that no shipped checkpoint covers; not shipped examples), then
+    ``../shared/models`` beside it (where present)."""
     from ...core._resources import package_dir
 
     root = package_dir().parent
-    out = [root / "examples" / "models"]
+    out = [root / "examples" / "models", root / "examples" / "models" / "registry"]
     for shared in (root.parent / "shared" / "models", Path("/work/shared/models")):
         if shared.is_dir() and shared not in out:
             out.append(shared)
