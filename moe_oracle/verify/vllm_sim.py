@@ -81,7 +81,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .cases import Deployment
-from .sim_standins import MODULE_PACKAGES, CACHED, conditional_imports, EXTENSION_STANDINS, GroupStandIn, ModuleView, SIMULATED_COMPUTE_UNITS, StubFinder, StubModule, ToolLookup, ZENTORCH_OPS, compiled_op, defined_names, flashinfer_source
+from .sim_platforms import simulated_platforms
+from .sim_standins import MODULE_PACKAGES, CACHED, conditional_imports, EXTENSION_STANDINS, GroupStandIn, ModuleView, StubFinder, StubModule, ToolLookup, ZENTORCH_OPS, compiled_op, defined_names, flashinfer_source
 
 __all__ = ["Simulation", "MODULE_PACKAGES"]
 
@@ -301,94 +302,8 @@ class Simulation:
         torch.ops._C.cpu_has_amx_fp8 = cpu_has_amx_fp8
 
     def _platform_classes(self) -> dict[str, type]:
-        classes: dict[str, type] = {}
-        interface = self.interface
-        sim = self
-
-        import vllm.platforms.cuda as cuda_mod
-
-        class SimCuda(cuda_mod.CudaPlatform):  # type: ignore[misc, valid-type]
-            @classmethod
-            def get_device_capability(cls, device_id: int = 0) -> Any:
-                cap = sim._capability
-                return interface.DeviceCapability(major=cap // 10, minor=cap % 10)
-
-            @classmethod
-            def get_device_name(cls, device_id: int = 0) -> str:
-                return f"simulated SM {sim._capability}"
-
-            @classmethod
-            def num_compute_units(cls, device_id: int = 0) -> int:
-                # Sizes the Marlin workspace that vLLM 0.29.0's GPTQ/AWQ create_weights allocate;
-                # no selection reads it.
-                return SIMULATED_COMPUTE_UNITS
-
-        classes["cuda"] = SimCuda
         self._rocm = self._import_rocm()
-        if self._rocm is not None:
-            rocm = self._rocm
-
-            class SimRocm(rocm.RocmPlatform):  # type: ignore[misc, name-defined]
-                @classmethod
-                def get_device_capability(cls, device_id: int = 0) -> Any:
-                    cap = rocm._capability_from_gcn_arch(rocm._GCN_ARCH)
-                    return interface.DeviceCapability(major=cap[0], minor=cap[1]) if cap else None
-
-                @classmethod
-                def get_device_name(cls, device_id: int = 0) -> str:
-                    return f"simulated {rocm._GCN_ARCH}"
-
-                @classmethod
-                def num_compute_units(cls, device_id: int = 0) -> int:
-                    return SIMULATED_COMPUTE_UNITS
-
-            classes["rocm"] = SimRocm
-        import vllm.platforms.cpu as cpu_mod
-
-        class SimCpu(cpu_mod.CpuPlatform):  # type: ignore[misc, name-defined]
-            @classmethod
-            def get_cpu_architecture(cls) -> Any:
-                return sim._cpu_arch_enum()
-
-        classes["cpu"] = SimCpu
-        try:
-            import vllm.platforms.zen_cpu as zen_mod
-
-            class SimZenCpu(zen_mod.ZenCpuPlatform):  # type: ignore[misc, name-defined]
-                @classmethod
-                def get_cpu_architecture(cls) -> Any:
-                    return sim._cpu_arch_enum()
-
-            classes["zen_cpu"] = SimZenCpu
-        except Exception:  # noqa: BLE001 - a release without the Zen platform
-            pass
-        try:
-            import vllm.platforms.xpu as xpu_mod
-
-            class SimXpu(xpu_mod.XPUPlatform):  # type: ignore[misc, name-defined]
-                @classmethod
-                def get_device_capability(cls, device_id: int = 0) -> Any:
-                    return None
-
-                @classmethod
-                def get_device_name(cls, device_id: int = 0) -> str:
-                    return "simulated XPU"
-
-                @classmethod
-                def num_compute_units(cls, device_id: int = 0) -> int:
-                    return SIMULATED_COMPUTE_UNITS
-
-            classes["xpu"] = SimXpu
-        except Exception:  # noqa: BLE001 - a release whose XPU platform cannot load here
-            pass
-
-        class SimTpu(interface.Platform):  # type: ignore[misc, name-defined]
-            _enum = interface.PlatformEnum.TPU
-            device_name = "tpu"
-            device_type = "tpu"
-
-        classes["tpu"] = SimTpu
-        return classes
+        return simulated_platforms(self)
 
     def _import_rocm(self) -> types.ModuleType | None:
         torch = self.torch
