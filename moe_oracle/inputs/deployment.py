@@ -25,6 +25,7 @@ from ..core.refusals import FLAG, Origin, refusals
 from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
 from .eplb_defaults import default_redundant_experts
+from .ep_refusal import engine_num_experts, ep_without_experts
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import capability_hint, lookup_hardware
@@ -56,6 +57,8 @@ class Deployment:
         notes: one sentence per input with no effect or read in a way the operator may not expect.
         serve: the parsed ``vllm serve`` line, if one was given.
         checkpoint_gate: see :data:`CheckpointGate` (``None`` without a checkpoint).
+        engine_num_experts: the expert count vLLM's model config reads from the checkpoint
+            (:func:`moe_oracle.inputs.ep_refusal.engine_num_experts`; ``None`` without one).
     """
 
     given: OperatorInputs
@@ -65,6 +68,7 @@ class Deployment:
     notes: tuple[str, ...] = ()
     serve: ServeArgs | None = None
     checkpoint_gate: CheckpointGate | None = None
+    engine_num_experts: int | None = None
 
     def origins(self) -> dict[str, Origin]:
         """Deployment field -> the input that set it (:func:`origins_of`)."""
@@ -72,8 +76,16 @@ class Deployment:
 
     def refusals(self) -> list[InputIssue]:
         """What the answer's release refuses at start (EPLB without EP, ...), each naming the input
-        that set it and advising a change there (:func:`moe_oracle.core.refusals.refusals`)."""
-        return refusals(self.config, release=self.release, origins=self.origins())
+        that set it and advising a change there (:func:`moe_oracle.core.refusals.refusals`), and
+        expert parallelism on a checkpoint vLLM finds no experts in (:mod:`.ep_refusal`)."""
+        issues = refusals(self.config, release=self.release, origins=self.origins())
+        if self.engine_num_experts == 0 and self.config.parallel.use_ep:
+            origin = self.origins().get("parallel.use_ep")
+            where = {"serve": "--serve --enable-expert-parallel", "file": "$.parallel.use_ep"}.get(origin.kind if origin else "flag", "--ep")
+            issue = ep_without_experts({}, True, where, self.release.facts_named() if self.release else f"vLLM {ENGINE_VERSION}", origin.file if origin else None)
+            assert issue is not None
+            issues.append(issue)
+        return issues
 
 
 def device_from_inputs(given: OperatorInputs):
@@ -208,6 +220,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
                 answered["env"], answered["notes"] = found.environment, list(found.notes)
         return answered["env"]
 
+    engine_experts: int | None = None  # a checkpoint's count as vLLM's model config reads it
     if given.config:
         loaded = load_config_file(given.config, catalog, answer_env=answer_env)
         config, file_env, file_probe = loaded.config, loaded.environment, loaded.probe
@@ -244,6 +257,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
             ck_prov = tuple(p for p in ck_prov if p.field != "in_dtype") + (Provenance("in_dtype", flag, f"--serve --dtype {serve.dtype}"),)
         config = MoEConfig(device=device, provenance=ck_prov + (Provenance("device", Source.HARDWARE, f"--gpu {given.gpu}" if given.gpu else "--platform" if given.platform else "device"),), **kwargs)
         changes = {}
+        engine_experts = engine_num_experts(hf_cfg)
     else:
         raise ConfigError([InputIssue("--model", "describe the layer with --model CONFIG_JSON (or an example name), --serve 'vllm serve MODEL ...' or --config FILE; `moe-oracle examples` lists the shipped models", None, None)])
 
@@ -294,7 +308,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     quant_notes, gate = _verify_quantization(given, catalog, config, env, serve, ck_quant, ck_scheme)
-    return Deployment(given, config, env, engine_release(catalog, env), tuple(notes + quant_notes), serve, gate)
+    return Deployment(given, config, env, engine_release(catalog, env), tuple(notes + quant_notes), serve, gate, engine_experts)
 
 
 def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[Any, dict[str, Any], list[str]]:

@@ -31,6 +31,7 @@ from .operator_inputs import OperatorInputs
 from .quant_checks import verify_checkpoint_quantization
 from .serve import ServeArgs, parse_serve
 from .eplb_defaults import default_redundant_parallel
+from .ep_refusal import ep_without_experts
 from .release_facts import ENGINE_VERSION
 from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend
 from .speculative import resolve_draft
@@ -164,6 +165,11 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     if par:
         prov.append(Provenance("parallel", Source.USER_FLAG, "deployment flags"))
     parallel = ParallelConfig(**par)
+    ep_origin = origins_of(given).get("parallel.use_ep")
+    refused = ep_without_experts(hf_cfg, parallel.use_ep, {"serve": "--serve --enable-expert-parallel"}.get(ep_origin.kind if ep_origin else "flag", "--ep"),
+                                 f"vLLM {answer_release(catalog, env) or ENGINE_VERSION}")
+    if refused is not None:
+        raise ConfigError([refused])
     targets = {layer.kwargs["num_experts"] for layer in checkpoint.moe_layers() if layer.spec.role == "target" and "num_experts" in layer.kwargs}
     if len(targets) == 1:
         parallel, eplb_note = default_redundant_parallel(parallel, targets.pop(), answer_release(catalog, env), given=given.redundant_experts is not None)

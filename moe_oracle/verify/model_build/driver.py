@@ -149,15 +149,21 @@ def run_release(env: VllmEnv, release: str, corpus: Sequence[Case], divergences:
     return res
 
 
-_REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the deployment configuration")
-"""A build that stopped because the release's selector found no backend for a layer (vLLM
-0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend`` raise this): a verdict our plan can be
-compared with."""
+_REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the deployment configuration|Number of experts in the model must be greater than 0 when expert parallelism")
+"""A build that stopped on a verdict our plan can be compared with: the release's selector found
+no backend for a layer (vLLM 0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend``), or its model
+config refused expert parallelism (``_verify_with_expert_parallelism``)."""
+
+_START_REFUSALS = {"Number of experts in the model must be greater than 0": "refuses expert parallelism for this model at start"}
+"""vLLM's start-up refusal -> what our plan's refusal (exit 2) says for it (:mod:`moe_oracle.inputs.ep_refusal`)."""
 
 
 def _refusal_verdict(error: str, mine: dict[str, Any]) -> str:
-    """``agree`` when our plan also selects no kernel for some MoE layer of the refused role,
-    else what it does instead."""
+    """``agree`` when our plan also selects no kernel for some MoE layer of the refused role (or,
+    for a start-up refusal, refuses the deployment the same way), else what it does instead."""
+    ours = next((o for v, o in _START_REFUSALS.items() if v in error), None)
+    if ours is not None:
+        return "agree" if mine["status"] != "ok" and ours in (mine["error"] or "") else f"ours does not refuse at start: {mine['status']} {mine['error'] or ''}"[:300]
     role = error.split(":", 1)[0]
     if mine["status"] != "ok":
         return f"our plan failed: {mine['error']}"[:300]
