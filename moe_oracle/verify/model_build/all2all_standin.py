@@ -112,14 +112,17 @@ def retype_ep_manager(backend: str | None) -> All2AllManagerStandIn | None:
     import vllm.distributed.parallel_state as ps
 
     comm = vars(ps._EP).get("device_communicator") if ps._EP is not None else None
-    if comm is None:
-        return None
-    old = comm.all2all_manager
-    if not isinstance(old, All2AllManagerStandIn):
-        return None  # a real manager (not under the stand-ins): left alone
+    if comm is None or "installed_by_standins" not in vars(comm):
+        return None  # no EP communicator, or a real one (not under the stand-ins): left alone
     from vllm.platforms import current_platform
 
-    comm.all2all_manager = manager_standin(backend, old.world_size, old.dp_world_size, current_platform.is_cuda_alike())
+    if not (current_platform.is_cuda_alike() or current_platform.is_cpu() or current_platform.is_xpu()):
+        # The base DeviceCommunicatorBase (TPU, out-of-tree platforms) builds no all2all manager:
+        # get_ep_all2all_manager asserts one exists (vLLM 0.29.0-0.34.0 P/all2all_utils.py).
+        comm.all2all_manager = None
+        return None
+    ep, dp = vars(ps._EP)["world_size"], vars(ps._DP)["world_size"]
+    comm.all2all_manager = manager_standin(backend, ep, dp, current_platform.is_cuda_alike())
     return comm.all2all_manager
 
 

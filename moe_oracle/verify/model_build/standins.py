@@ -22,7 +22,9 @@ Stand-ins (vLLM 0.29.0-0.34.0):
    DP, ``max_num_ep_ranks`` = EP size, and ``get_handle(kwargs)`` returning a
    :class:`HandleStandIn` that records the kwargs (no communication buffer exists); typed as the
    release's manager class for the backends whose prepare/finalize asserts it (FlashInfer NVLink,
-   NIXL EP); see :mod:`.all2all_standin` (its own self-check is part of :func:`self_check`).
+   NIXL EP) on CUDA-alike platforms, left plain on CPU / XPU (whose communicators fall back to
+   the allgather/reduce-scatter manager), and absent on platforms whose communicator builds none
+   (TPU); see :mod:`.all2all_standin` (its own self-check is part of :func:`self_check`).
 3. **Optional P/F modules bound at import**: ``all2all_utils`` imports the DeepEP / MoRI / NIXL /
    MoonEP prepare-finalize classes only if the package probe is true *at import*; it is
    re-executed (``importlib.reload``) after the deployment's packages are applied, so the names
@@ -187,7 +189,7 @@ class GroupStandIn:
         self.ranks = list(range(world_size))
         self.device_group = ProcessGroupStandIn(world_size)
         self.cpu_group = ProcessGroupStandIn(world_size)
-        self.device_communicator = types.SimpleNamespace(all2all_manager=all2all) if all2all is not None else None
+        self.device_communicator = types.SimpleNamespace(all2all_manager=all2all, installed_by_standins=True) if all2all is not None else None
         self.is_first_rank = True
         self.is_last_rank = True
         self.use_device_communicator = all2all is not None
