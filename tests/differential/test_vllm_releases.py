@@ -99,7 +99,6 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
     # Unreviewed prepare/finalize differences are printed (and written as replay files by `verify`)
     # but do not fail the test yet. The harness gaps are closed (the all2all-manager stand-in per
     # platform and backend; MoRI / MoonEP / FlashInfer NVLink refused at start); left, at CI's sizes: our FlashInfer
-    # one-sided payload rule where Marlin runs weight-only (ours), NIXL's bare AssertionError on
-    # unquantized batched Triton (untraced); README "prepare/finalize".
+    # one-sided payload rule where Marlin runs weight-only (ours); README "prepare/finalize".
     assert rel.agreement >= MIN_AGREEMENT, f"vLLM {release}: agreement {100 * rel.agreement:.2f} % < {100 * MIN_AGREEMENT} %"
     assert stages["agreement"] >= MIN_STAGE_AGREEMENT, f"vLLM {release}: refusal stages agree on {100 * stages['agreement']:.2f} % < {100 * MIN_STAGE_AGREEMENT} %: {stages['pairs']}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from moe_oracle.verify.model_build.all2all_standin import _TYPED_ALLOWED, All2AllManagerStandIn, HandleStandIn
+from moe_oracle.verify.model_build.all2all_standin import All2AllManagerStandIn, HandleStandIn, typed_class
 
 
 def test_sizes_and_recorded_calls():
@@ -30,8 +30,7 @@ def test_a_typed_stand_in_records_the_set_up_its_prepare_finalize_makes():
 
 
 def _typed(real: type) -> All2AllManagerStandIn:
-    typed = type(f"{real.__name__}StandIn", (All2AllManagerStandIn, real), {"__init__": All2AllManagerStandIn.__init__, "_allowed": _TYPED_ALLOWED})
-    return typed(4, 1)
+    return typed_class(real)(4, 1)
 
 
 def test_any_other_read_raises_even_from_a_typed_subclass():
@@ -48,3 +47,13 @@ def test_any_other_read_raises_even_from_a_typed_subclass():
             getattr(m, name)
     with pytest.raises(RuntimeError, match="handle.buffer"):
         m.get_handle({}).buffer
+
+
+def test_a_typed_stand_in_answers_sizes_its_release_class_computes():
+    class BufferedManager:  # as vLLM 0.34.0 NixlEPAll2AllManager.max_num_ep_ranks: a property over its buffer
+        @property
+        def max_num_ep_ranks(self) -> int:
+            raise AssertionError("the real property ran")
+
+    m = typed_class(BufferedManager)(8, 2)
+    assert (m.max_num_ep_ranks, m.world_size, m.dp_world_size) == (8, 8, 2)

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["All2AllManagerStandIn", "HandleStandIn", "TYPED_MANAGERS", "manager_standin", "retype_ep_manager", "self_check"]
+__all__ = ["All2AllManagerStandIn", "HandleStandIn", "TYPED_MANAGERS", "manager_standin", "retype_ep_manager", "self_check", "typed_class"]
 
 MANAGERS_MODULE = "vllm.distributed.device_communicators.all2all"
 
@@ -38,7 +38,8 @@ TYPED_MANAGERS: dict[str, str] = {
 """``all2all_backend`` -> the manager class vLLM 0.29.0-0.34.0 ``CudaCommunicator`` builds for it,
 for the backends whose prepare/finalize asserts that class."""
 
-_ALLOWED = frozenset({"world_size", "rank", "dp_world_size", "dp_rank", "max_num_ep_ranks", "handles", "calls", "get_handle", "_allowed"})
+_SIZES = ("world_size", "rank", "dp_world_size", "dp_rank", "max_num_ep_ranks")
+_ALLOWED = frozenset({*_SIZES, "handles", "calls", "get_handle", "_allowed"})
 _TYPED_ALLOWED = _ALLOWED | {"initialize", "get_communication", "commit_staged_state"}
 
 
@@ -99,9 +100,18 @@ def manager_standin(backend: str | None, world_size: int, dp_world_size: int, cu
     name = TYPED_MANAGERS.get(backend or "") if cuda_alike else None
     if name is None:
         return All2AllManagerStandIn(world_size, dp_world_size)
-    real = getattr(importlib.import_module(MANAGERS_MODULE), name)
-    typed = type(f"{name}StandIn", (All2AllManagerStandIn, real), {"__init__": All2AllManagerStandIn.__init__, "_allowed": _TYPED_ALLOWED})
-    return typed(world_size, dp_world_size)
+    return typed_class(getattr(importlib.import_module(MANAGERS_MODULE), name))(world_size, dp_world_size)
+
+
+def typed_class(real: type) -> type:
+    """A stand-in class that is a subclass of the release's manager class ``real`` (so that an
+    ``isinstance`` assert holds) while every attribute lookup still goes through the stand-in's
+    allow-list, with the set-up calls a typed prepare/finalize makes recorded."""
+    # The release's class may define the sizes as properties over its live buffer (0.34.0
+    # NixlEPAll2AllManager.max_num_ep_ranks asserts the buffer exists); a data descriptor of the
+    # base class would win over the instance's value, so the typed class shadows each with its own.
+    shadows = {n: property(lambda self, n=n: vars(self)[n]) for n in _SIZES}
+    return type(f"{real.__name__}StandIn", (All2AllManagerStandIn, real), {"__init__": All2AllManagerStandIn.__init__, "_allowed": _TYPED_ALLOWED, **shadows})
 
 
 def retype_ep_manager(backend: str | None) -> All2AllManagerStandIn | None:
