@@ -208,7 +208,8 @@ class GlobalConstraint:
     """A constraint that binds every kernel (``backends``: only these; ``except_backends``: not these;
     ``interfaces``: only kernels of these interfaces; ``except_kernels``: not these kernel ids;
     ``packages``: only the kernels and prepare/finalize entries that require one of these packages,
-    e.g. a gate on whether an installed package is usable at all)."""
+    e.g. a gate on whether an installed package is usable at all; ``construction``: vLLM makes the
+    check only when it builds the selected kernel, as a prepare/finalize's own checks)."""
 
     check: Check
     backends: tuple[str, ...] = ()
@@ -217,6 +218,7 @@ class GlobalConstraint:
     interfaces: tuple[str, ...] = ()
     except_kernels: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
+    construction: bool = False
 
     @property
     def binds_every_kernel(self) -> bool:

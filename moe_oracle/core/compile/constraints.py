@@ -38,5 +38,6 @@ def compile_constraints(ctx: CompileContext, files: Sequence[TableFile]) -> tupl
                 out.append(GlobalConstraint(
                     chk, tuple(applies.get("backends", ())), tuple(applies.get("except_backends", ())), rng,  # type: ignore[arg-type]
                     tuple(applies.get("interfaces", ())), tuple(applies.get("except_kernels", ())), tuple(applies.get("packages", ())),
+                    raw.get("checked") == "construction",
                 ))
     return tuple(out)

@@ -166,7 +166,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
     if issues:
         raise TableError(issues)
     pf_choice: list[dict[str, int]] = []
-    construction: set[str] = {c.rule for pf in pfs for c in pf.checks}
+    construction: set[str] = {c.rule for pf in pfs for c in pf.checks} | {g.check.rule for g in global_checks if g.construction}
     # Dispatch kinds whose prepare/finalize produces another format than the one normalization
     # derives from the dispatch alone (vLLM 0.34.0: DeepEP v2 produces PaddedStandard). vLLM 0.34.0
     # computes the format from the parallel config before selecting (P/config.py
