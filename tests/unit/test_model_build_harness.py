@@ -42,3 +42,20 @@ def test_our_backend_is_compared_as_vllms_enum_member():
 def test_a_refined_fp8_block_is_compared_as_vllms_unnamed_key():
     layers = our_layers(_case("qwen3-30b-a3b-fp8", "H200-tp8"), "0.33.0")["layers"]
     assert {L["weight_key"] for L in layers} == {"float8_e4m3fn/static/(32, 32)"}
+
+
+def test_a_refusal_by_vllm_is_compared_with_our_plan():
+    from moe_oracle.verify.model_build.driver import _REFUSAL, _refusal_verdict
+
+    selection = "target: NotImplementedError: No MXFP4 MoE backend supports the deployment configuration."
+    assert _REFUSAL.search(selection)
+    refused = {"status": "ok", "error": None, "layers": [{"role": "target", "experts_class": None}]}
+    picked = {"status": "ok", "error": None, "layers": [{"role": "target", "experts_class": "MarlinExperts"}]}
+    assert _refusal_verdict(selection, refused) == "agree"
+    assert _refusal_verdict(selection, picked).startswith("ours selects MarlinExperts")
+    start = "config: ValidationError: Value error, Number of experts in the model must be greater than 0 when expert parallelism is enabled."
+    assert _REFUSAL.search(start)
+    # Our plan's refusal, as our_layers records it (the last 400 characters of the exit-2 message).
+    ours = {"status": "error", "error": ("exit 2: bad --ep: vLLM 0.33.0 refuses expert parallelism ... and finds none (\"Number of experts in the model must be greater than 0 when expert parallelism is enabled\")")[-400:], "layers": []}
+    assert _refusal_verdict(start, ours) == "agree"
+    assert _refusal_verdict(start, picked).startswith("ours does not refuse at start")

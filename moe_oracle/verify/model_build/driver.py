@@ -154,7 +154,7 @@ _REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the de
 no backend for a layer (vLLM 0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend``), or its model
 config refused expert parallelism (``_verify_with_expert_parallelism``)."""
 
-_START_REFUSALS = {"Number of experts in the model must be greater than 0": "refuses expert parallelism for this model at start"}
+_START_REFUSALS = {"Number of experts in the model must be greater than 0": "finds none (\"Number of experts in the model must be greater than 0"}
 """vLLM's start-up refusal -> what our plan's refusal (exit 2) says for it (:mod:`moe_oracle.inputs.ep_refusal`)."""
 
 
