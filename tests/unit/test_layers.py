@@ -191,3 +191,13 @@ def test_the_law_can_fail():
         assert layer_of("moe_oracle.explain.whynot") not in ALLOWED[layer_of("moe_oracle.core.engine")]
     finally:
         RUNTIME_GRAPH = saved
+
+
+MAX_MODULE_LINES = 600
+"""Issue 22: a module does one job; past ~600 lines it is split by job (no module is generated data)."""
+
+
+def test_no_module_is_over_the_size_law():
+    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.rglob("*.py")}
+    over = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert sizes and not over, f"modules over {MAX_MODULE_LINES} lines (split them by job): {over}"
