@@ -14,7 +14,8 @@ alone (the original tables against the mutant, on the tier's comparison): if it 
 an equivalent mutant may still be a real change the pool does not reach). Otherwise the pool
 deployments on which the mutant answers differently are *targeted*: up to ``targeted`` of them
 per mutant are put to vLLM (one batch for all mutants), and the mutant is killed when vLLM agrees
-with the original tables and not with the mutant on one of them. A targeted deployment where
+with the original tables and not with the mutant on one of them; when vLLM drives none of them
+(refused at start, or not expressible in the release) the mutant is *undriven*, not scored. A targeted deployment where
 vLLM agrees with neither, or with the mutant, is a disagreement of the shipped tables: it is
 listed (``original_disagrees``), and the tier's own run would report it too. The score is
 killed / (killed + survived).
@@ -193,7 +194,7 @@ def score(
     cases = [(Deployment.from_dict(r["case"]), Answer.from_dict(r["vllm"])) for r in records if r["vllm"]["status"] != "unsupported"]
     agreeing = [(d, v) for d, v in cases if _agrees(v, base.answer(d))]
     pool_base = [(d, base.answer(d)) for d in pool]
-    out: dict[str, Any] = {"killed": [], "survived": [], "equivalent": [], "invalid": [], "original_disagrees": []}
+    out: dict[str, Any] = {"killed": [], "survived": [], "undriven": [], "equivalent": [], "invalid": [], "original_disagrees": []}
     pending: list[tuple[str, list[tuple[Deployment, Answer, Answer]]]] = []
     for m in sample:
         t0 = time.perf_counter()
@@ -227,17 +228,22 @@ def score(
         answers = {d.key(): v for d, v in zip(batch, ask_vllm(batch))}
         for name, rows in pending:
             killed = False
+            driven = 0
             for d, original, mutated in rows:
                 v = answers[d.key()]
                 if v.status == "unsupported":
                     continue
+                driven += 1
                 if not _agrees(v, original):
                     out["original_disagrees"].append(f"{name}: {d.key()}")
                 elif not _agrees(v, mutated):
                     killed = True
-            out["killed" if killed else "survived"].append(name)
+            # Every targeted deployment not driven (vLLM refuses it at start, or the release cannot
+            # express it): no evidence either way, so neither killed nor survived.
+            verdict = "killed" if killed else "survived" if driven else "undriven"
+            out[verdict].append(name)
             if progress:
-                progress(f"{'killed' if killed else 'survived':10s} {name} (targeted, {len(rows)} deployments)")
+                progress(f"{verdict:10s} {name} (targeted, {len(rows)} deployments, {driven} driven)")
     decided = len(out["killed"]) + len(out["survived"])
     out["score"] = round(len(out["killed"]) / decided, 4) if decided else None
     out["counts"] = {k: len(v) for k, v in out.items() if isinstance(v, list)}

@@ -34,6 +34,8 @@ def _score(sides: dict[str, Any], monkeypatch: pytest.MonkeyPatch, vllm_like: st
     def ask(deployments):
         if vllm_like == "neither":
             return [Answer("platform") for _ in deployments]
+        if vllm_like == "undriven":
+            return [Answer("unsupported") for _ in deployments]
         return [sides[vllm_like].answer(d) for d in deployments]
 
     return mutate.score([], RELEASE, [sides["mutant"]], (), ask_vllm=ask if vllm_like else None)
@@ -61,3 +63,9 @@ def test_a_targeted_deployment_where_the_shipped_tables_disagree_is_listed(sides
 
 def test_without_vllm_an_unkilled_changing_mutant_survives(sides, monkeypatch):
     assert _score(sides, monkeypatch, None)["counts"]["survived"] == 1
+
+
+def test_a_mutant_whose_targeted_deployments_vllm_cannot_drive_is_not_scored(sides, monkeypatch):
+    # e.g. a DeepEP deployment without deep_ep: vLLM refuses it at start, so it says nothing.
+    result = _score(sides, monkeypatch, "undriven")
+    assert result["counts"]["undriven"] == 1 and result["counts"]["survived"] == 0 and result["score"] is None
