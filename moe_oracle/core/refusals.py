@@ -16,7 +16,7 @@ from .errors import InputIssue
 if TYPE_CHECKING:
     from .versions import EngineRelease
 
-__all__ = ["EPLB_PLATFORMS", "FLAG", "Origin", "eplb_platforms", "no_effect_notes", "refusals"]
+__all__ = ["EPLB_PLATFORMS", "FLAG", "Origin", "eplb_platforms", "no_effect_notes", "refusals", "where_given"]
 
 
 @dataclass(frozen=True)
@@ -55,10 +55,10 @@ _INPUTS = {
 }
 
 
-def _where(field: str, origin: Origin) -> str:
-    """The issue path: ``--eplb``, ``--serve --enable-eplb`` or ``$.parallel.enable_eplb``.
+def where_given(field: str, origin: Origin) -> str:
+    """The issue path naming where ``field`` was given: ``--eplb``, ``--serve --enable-eplb`` or ``$.parallel.enable_eplb``.
 
-    >>> _where("parallel.use_ep", Origin("serve"))
+    >>> where_given("parallel.use_ep", Origin("serve"))
     '--serve --enable-expert-parallel'
     """
     flag, serve_flag = _INPUTS[field]
@@ -130,7 +130,7 @@ def refusals(config: Any, *, release: "EngineRelease | None" = None, origins: Ma
         origin = origins.get(field, FLAG)
         if turn_on is not None:
             message += f"; {_turn_on(turn_on, origins.get(turn_on, origin))}"
-        issues.append(InputIssue(_where(field, origin), message, value, None, origin.file, keyword="engine_refuses"))
+        issues.append(InputIssue(where_given(field, origin), message, value, None, origin.file, keyword="engine_refuses"))
 
     if p.enable_eplb:
         if not p.use_ep:

@@ -21,11 +21,11 @@ from ..core.config import Device, MoEConfig, ParallelConfig, Provenance
 from ..core.environment import Environment, probe_device, probe_environment
 from ..core.envvars import env_issues
 from ..core.errors import ConfigError, InputIssue
-from ..core.refusals import FLAG, Origin, refusals
+from ..core.refusals import FLAG, Origin, refusals, where_given
 from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
 from .eplb_defaults import default_redundant_experts
-from .ep_refusal import engine_num_experts, ep_without_experts
+from .ep_refusal import engine_num_experts, ep_refusal
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import capability_hint, lookup_hardware
@@ -78,13 +78,11 @@ class Deployment:
         """What the answer's release refuses at start (EPLB without EP, ...), each naming the input
         that set it and advising a change there (:func:`moe_oracle.core.refusals.refusals`), and
         expert parallelism on a checkpoint vLLM finds no experts in (:mod:`.ep_refusal`)."""
-        issues = refusals(self.config, release=self.release, origins=self.origins())
+        origins = self.origins()
+        issues = refusals(self.config, release=self.release, origins=origins)
         if self.engine_num_experts == 0 and self.config.parallel.use_ep:
-            origin = self.origins().get("parallel.use_ep")
-            where = {"serve": "--serve --enable-expert-parallel", "file": "$.parallel.use_ep"}.get(origin.kind if origin else "flag", "--ep")
-            issue = ep_without_experts({}, True, where, self.release.facts_named() if self.release else f"vLLM {ENGINE_VERSION}", origin.file if origin else None)
-            assert issue is not None
-            issues.append(issue)
+            origin = origins.get("parallel.use_ep", FLAG)
+            issues.append(ep_refusal(where_given("parallel.use_ep", origin), self.release.facts_named() if self.release else f"vLLM {ENGINE_VERSION}", origin.file))
         return issues
 
 

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from ..core.errors import InputIssue
 
-__all__ = ["ENGINE_NUM_EXPERTS_KEYS", "engine_num_experts", "ep_without_experts"]
+__all__ = ["ENGINE_NUM_EXPERTS_KEYS", "engine_num_experts", "ep_refusal", "ep_without_experts"]
 
 ENGINE_NUM_EXPERTS_KEYS: tuple[str, ...] = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
 """The top-level keys vLLM reads the model's expert count from, in its order."""
@@ -50,12 +50,15 @@ def engine_num_experts(cfg: Mapping[str, Any]) -> int:
     return max((c for c in counts if isinstance(c, int)), default=0)
 
 
-def ep_without_experts(cfg: Mapping[str, Any], use_ep: bool, where: str, who: str, file: str | None = None) -> InputIssue | None:
-    """The refusal when ``use_ep`` and vLLM finds no experts in ``cfg`` (else ``None``); ``where``
-    names the input that turned expert parallelism on (``--ep``, ``--serve --enable-expert-parallel``),
-    ``who`` the release (``vLLM 0.33.0``)."""
-    if not use_ep or engine_num_experts(cfg) > 0:
-        return None
+def ep_refusal(where: str, who: str, file: str | None = None) -> InputIssue:
+    """The refusal of expert parallelism on a model vLLM finds no experts in; ``where`` names the
+    input that turned it on (:func:`moe_oracle.core.refusals.where_given`: ``--ep``,
+    ``--serve --enable-expert-parallel``, ``$.parallel.use_ep``), ``who`` the release (``vLLM 0.33.0``)."""
     return InputIssue(where, f"{who} refuses expert parallelism for this model at start: its model config reads the expert count from a top-level "
                       f"{' / '.join(ENGINE_NUM_EXPERTS_KEYS)} of the text config and finds none (\"Number of experts in the model must be greater than 0 when expert "
                       "parallelism is enabled\", vllm/config/model.py _verify_with_expert_parallelism); serve it without expert parallelism", True, None, file, keyword="engine_refuses")
+
+
+def ep_without_experts(cfg: Mapping[str, Any], use_ep: bool, where: str, who: str, file: str | None = None) -> InputIssue | None:
+    """:func:`ep_refusal` when ``use_ep`` and vLLM finds no experts in ``cfg``, else ``None``."""
+    return ep_refusal(where, who, file) if use_ep and engine_num_experts(cfg) == 0 else None

@@ -15,7 +15,7 @@ from ..core.catalog import Catalog
 from ..core.config import Device, ParallelConfig, Provenance
 from ..core.environment import Environment, probe_device
 from ..core.errors import ConfigError, InputIssue
-from ..core.refusals import Origin
+from ..core.refusals import FLAG, Origin, where_given
 from ..core.requests import check_request, resolve_request
 from ..core.versions import EngineRelease
 from ..core.vocab import Source
@@ -165,9 +165,8 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     if par:
         prov.append(Provenance("parallel", Source.USER_FLAG, "deployment flags"))
     parallel = ParallelConfig(**par)
-    ep_origin = origins_of(given).get("parallel.use_ep")
-    refused = ep_without_experts(hf_cfg, parallel.use_ep, {"serve": "--serve --enable-expert-parallel"}.get(ep_origin.kind if ep_origin else "flag", "--ep"),
-                                 f"vLLM {answer_release(catalog, env) or ENGINE_VERSION}")
+    ep_origin = origins_of(given).get("parallel.use_ep", FLAG)
+    refused = ep_without_experts(hf_cfg, parallel.use_ep, where_given("parallel.use_ep", ep_origin), f"vLLM {answer_release(catalog, env) or ENGINE_VERSION}", ep_origin.file)
     if refused is not None:
         raise ConfigError([refused])
     targets = {layer.kwargs["num_experts"] for layer in checkpoint.moe_layers() if layer.spec.role == "target" and "num_experts" in layer.kwargs}
