@@ -4,28 +4,16 @@ here failed before the change it covers."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import time
 from pathlib import Path
 
 import pytest
 
-from moe_oracle.cli import main
+from tests.cli_capture import cli
 from moe_oracle.core._resources import examples_dir
 
 R1 = json.loads((examples_dir() / "deepseek-r1.json").read_text())
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _model(tmp_path: Path, **changes: object) -> str:

@@ -3,26 +3,14 @@ before the change that covers it. The findings: /work/notes/user24_findings.md."
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import time
 from pathlib import Path
 
 import pytest
 
-from moe_oracle.cli import main
+from tests.cli_capture import cli
 from moe_oracle.core._resources import examples_dir
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 def timed(*argv: str) -> tuple[int, str, str, float]:

@@ -3,27 +3,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
 import pytest
 
 from moe_oracle import ConfigError, Device, MoEConfig, Oracle, ParallelConfig, select
-from moe_oracle.cli import main
+from tests.cli_capture import cli
 
 QWEN = ("--model", "qwen3-30b-a3b", "--gpu", "H200")
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 # ------------------------------------------------------------------ --all2all ''
