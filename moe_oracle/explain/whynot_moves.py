@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["EditGen", "State", "candidate_edits", "wrap_config"]
 
 
-_PARALLEL_FIELDS = {"tp_size", "dp_size", "moe_tp_size", "ep_size", "use_ep", "all2all_backend", "all2all", "dispatch", "activation_format", "intermediate_size_per_partition", "num_local_experts"}
+# Fields a parallel edit changes (the FP8 weight block is refined to, or checked against, the TP shard).
+_PARALLEL_FIELDS = {"tp_size", "dp_size", "moe_tp_size", "ep_size", "use_ep", "all2all_backend", "all2all", "dispatch", "activation_format",
+                    "intermediate_size_per_partition", "num_local_experts", "weight_block", "weight_block_aligned"}
 
 
 _DEVICE_FIELDS = {"platform", "device_capability", "gpu_arch", "cpu_arch", "cpu_amx"}
