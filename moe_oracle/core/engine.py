@@ -384,7 +384,8 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
     the request and priority checks, the checks vLLM makes only when it builds the kernel
     (``deferred``) and the activation-format peek (the early return asks for standard-format
     experts). The ``otherwise`` kernel is returned unchecked, except that a constraint binding
-    every kernel (the layer itself is refused before any oracle runs) leaves no winner.
+    every kernel (the layer itself is refused before any oracle runs) or one the engine checks
+    after the oracle returned (``after_selection``: the routed experts' EPLB gate) leaves no winner.
     """
     for sc, held in zip(view.shortcuts, held_groups(view, "shortcuts", values)):
         if sc.selected:
@@ -400,7 +401,8 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
             return c.code in _BEFORE_REQUEST or c.rule in deferred or c.rule == f"{r.entry.id}.activation_format"
 
         chosen = next((r for r in tried if all(unread(r, c) for c in r.failures)), by_id.get(sc.otherwise) if sc.otherwise is not None else None)  # type: ignore[arg-type]
-        if chosen is None or any(c.rule in view.layer_rules for c in chosen.failures):
+        # A check the engine makes after the oracle returned (an EPLB gate) is not waived either.
+        if chosen is None or any(c.rule in view.layer_rules or c.rule in view.after_selection for c in chosen.failures):
             ordered = front + [r for r in rows if r not in front]
             return sc, replace(ranking, fixed=tuple(ordered)), None, ()
         waived = chosen.failures
