@@ -306,6 +306,21 @@ def _flashinfer_availability(dep: Deployment) -> Deployment:
     tools = _pick(sub, [t for t, _ in TOOLCHAINS], [w for _, w in TOOLCHAINS])
     return replace(dep, packages=tuple(sorted(packages)), env=tuple(env.items()), tools=tools)
 
+_MOE_EP_ARCHITECTURES = ("DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM", "DeepseekV3ForCausalLM", "Qwen3MoeForCausalLM")
+
+
+def _moe_ep_architecture(dep: Deployment) -> Deployment:
+    """``dep`` with an architecture where it requests a FlashInfer MoE-EP backend and drew none.
+
+    vLLM reads the model's architectures for those backends at start
+    (``validate_flashinfer_moe_ep_model``); the harness's "no model config" is an empty list there,
+    which no real checkpoint has, while our side reads a missing architecture as unknown. Drawn
+    from a generator seeded by the deployment's own draws (every other axis keeps its sequence)."""
+    if dep.architecture is not None or not dep.moe_backend.startswith("flashinfer_moe_ep"):
+        return dep
+    return replace(dep, architecture=_pick(random.Random("architecture:" + dep.key()), _MOE_EP_ARCHITECTURES))
+
+
 _TP_DP = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8), (2, 4), (4, 2), (16, 1))
 
 
@@ -399,7 +414,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     packages = tuple(p for p in PACKAGES if p not in _FLASHINFER_APART and rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS + FAMILY_MOE_BACKENDS.get(family, ()))
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
-    return _flashinfer_availability(_family_axes(Deployment(
+    return _moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
         platform=platform,
         capability=cap,
         arch=arch,
@@ -437,7 +452,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
         **checkpoint,
-    )))
+    ))))
 
 
 def random_deployments(n: int, seed: int, families: Sequence[str] | None = None) -> list[Deployment]:
