@@ -193,19 +193,21 @@ class OurSide:
     def stage(self, decision: Any) -> str:
         """Where our refusal happens (:data:`.cases.STAGES`), from what the tables say of it.
 
-        ``construction`` when the engine selects a kernel and then refuses the layer (an
-        after-selection check, or a shortcut that raises). Otherwise the failing rules that bind
-        every kernel (``Catalog.layer_rules``) are placed by the vLLM code their reference cites
-        (:func:`rule_stage`); vLLM raises at the earliest: ``config``, then ``layer``, then
-        ``selection``, then the routed-experts EPLB gate (``layer``, after the method selected);
-        a layer refused only by ``create_weights`` checks is ``construction`` when
-        some kernel fails nothing else (vLLM selects it, then builds the weights), else
-        ``selection`` (nothing is eligible before that).
+        vLLM raises at the earliest stage: a failing rule that cites its config validation is
+        ``config`` whichever kernel it binds. The failing rules that bind every kernel
+        (``Catalog.layer_rules``) are placed by the vLLM code their reference cites
+        (:func:`rule_stage`): ``config``, then ``layer``, then ``selection``, then the
+        routed-experts EPLB gate (``layer``, after the method selected). When the engine selects a
+        kernel and then refuses the layer (:attr:`Decision.refused`), the refusing checks place it:
+        an EPLB gate is ``layer``, a shortcut that raises (``_return_or_raise``) or a method's
+        constructor ``selection``, ``create_weights`` or the experts class ``construction``. A
+        layer refused only by ``create_weights`` checks is ``construction`` when some kernel fails
+        nothing else (vLLM selects it, then builds the weights), and one refused only by a
+        method's EPLB gate is ``layer``; anything else is ``selection`` (nothing is eligible).
         """
-        if getattr(decision, "refused", None) is not None:
-            return "construction"
         # A rule that cites vLLM's config validation refuses at start whichever kernel it binds
-        # (e.g. validate_flashinfer_moe_ep_model binds only the requested MoE-EP kernels).
+        # (e.g. validate_flashinfer_moe_ep_model binds only the requested MoE-EP kernels), before
+        # any layer is built, so before a kernel the engine selects and then refuses.
         if any(rule_stage(f.reference) == "config" for c in decision.candidates for f in c.failures):
             return "config"
         layer = self.oracle.catalog.layer_rules
@@ -218,12 +220,29 @@ class OurSide:
         # The routed-experts EPLB gate (supports_eplb) runs after the method has selected.
         late = {r for r, st in found.items() if st == "layer" and _eplb_gate(next(f.reference for c in decision.candidates for f in c.failures if f.rule == r))}
         early = {found[r] for r in found if r not in late}
+        refused = getattr(decision, "refused", None)
+        if refused is not None:
+            # FusedMoEConfig is built before the oracle runs, the EPLB gate after it returned.
+            cited = {rule_stage(f.reference) for f in decision.candidates[refused].failures}
+            if "layer" in early or "layer" in cited:
+                return "layer"
+            if getattr(decision, "shortcut", None) is not None:
+                return "selection"  # the oracle's shortcut returns its kernel or raises (_return_or_raise)
+            # Otherwise where the refusing check sits: a method's constructor, else create_weights
+            # or the experts class (construction).
+            return "selection" if "selection" in cited else "construction"
         for stage in ("config", "layer", "selection"):
             if stage in early:
                 return stage
-        # Past selection only when some kernel fails nothing but these later checks (vLLM selects it).
-        if stages and any(c.failures and all(f.rule in found for f in c.failures) for c in decision.candidates):
+        # Past selection only when some kernel fails nothing but these later checks (vLLM selects it;
+        # the checks vLLM makes only when it builds the kernel's prepare/finalize do not stop that).
+        built = decision.ranking.view.construction
+        if stages and any(c.failures and all(f.rule in found or f.rule in built for f in c.failures) for c in decision.candidates):
             return "layer" if late else "construction"
+        # A kernel refused only by a method's EPLB gate (a rule binding some backends): vLLM
+        # selects it, then the routed experts refuse EPLB.
+        if any(c.failures and all(_eplb_gate(f.reference) for f in c.failures) for c in decision.candidates):
+            return "layer"
         return "selection"
 
     def answer(self, dep: Deployment) -> Answer:

@@ -122,13 +122,18 @@ class ReleaseReport:
         """Deployments whose selection agrees but whose prepare/finalize differs, unreviewed."""
         return [r for r in self.compared if r.agree and not r.vllm.same_pf(r.ours) and r.divergence is None]
 
-    def by_family(self) -> dict[str, tuple[int, int]]:
-        """family -> (agreeing, compared)."""
-        out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    def by_family(self) -> dict[str, tuple[int, int, int]]:
+        """family -> (agreeing, compared, agreeing on the full comparison)."""
+        out: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
         for r in self.compared:
             out[r.case.family][0] += r.agree
             out[r.case.family][1] += 1
-        return {k: (v[0], v[1]) for k, v in sorted(out.items())}
+            out[r.case.family][2] += self._full(r)
+        return {k: (v[0], v[1], v[2]) for k, v in sorted(out.items())}
+
+    @staticmethod
+    def _full(r: Record) -> bool:
+        return r.agree and r.vllm.same_stage(r.ours) and r.vllm.same_pf(r.ours)
 
     def stages(self) -> dict[str, Any]:
         """Refusals on both sides by (vLLM's stage, ours) and how many name the same stage."""
@@ -171,7 +176,7 @@ class ReleaseReport:
         """Agreement on the full comparison: status, class, format, backend member, the refusal
         stage and the prepare/finalize."""
         rows = self.compared
-        return sum(r.agree and r.vllm.same_stage(r.ours) and r.vllm.same_pf(r.ours) for r in rows) / len(rows) if rows else 1.0
+        return sum(self._full(r) for r in rows) / len(rows) if rows else 1.0
 
     def summary(self) -> dict[str, Any]:
         rows = self.compared
@@ -189,7 +194,8 @@ class ReleaseReport:
             "unexplained": len(self.unexplained),
             "not_driven": len(self.records) - len(rows),
             "not_driven_at_start": sum(r.vllm.status == "unsupported" and r.vllm.stage == "config" for r in self.records),
-            "by_family": {k: {"agree": a, "compared": n, "agreement": round(a / n, 5) if n else 1.0} for k, (a, n) in self.by_family().items()},
+            "by_family": {k: {"agree": a, "compared": n, "agreement": round(a / n, 5) if n else 1.0, "full_agreement": round(f / n, 5) if n else 1.0}
+                          for k, (a, n, f) in self.by_family().items()},
             "timings": self.timings,
         }
 
