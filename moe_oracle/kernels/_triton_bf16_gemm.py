@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from ..core.vocab import Activation
-from ._triton_common import _ACT_CODES, INTERPRET, _gated, _pow2, _to_bf16, _unary, weight_descriptor
+from ._triton_common import _ACT_CODES, INTERPRET, _gated, _grouped_pid, _pow2, _tile_rows, _to_bf16, _unary, check_split, m_launches, weight_descriptor
 
 __all__ = ["GemmTile", "bf16_grouped_gemm"]
 
@@ -29,38 +29,14 @@ def _bf16_grouped_gemm_kernel(
     stride_am, stride_be, stride_bn, stride_bias_e, stride_cm,
     alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
-    INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
+    PART: tl.constexpr, SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
     EVEN_K: tl.constexpr, B_DESC: tl.constexpr, EMULATE: tl.constexpr,
 ):
     # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads; gate_step 1).
-    # Tile order: GROUP_M m-tiles share each n-tile (L2 reuse of the weight tile), as in the fp8 kernel.
-    pid = tl.program_id(0)
-    num_pid_n = tl.cdiv(n_out, BLOCK_N)
-    in_group = GROUP_M * num_pid_n
-    first_m = (pid // in_group) * GROUP_M
-    group_size = tl.minimum(max_tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % in_group) % group_size
-    pid_n = (pid % in_group) // group_size
-    # m-tile -> (expert, rows): expert e owns ceil(count_e / BLOCK_M) tiles (block-size padding in the
-    # tile map only; the rows themselves are stored unpadded, in expert order).
-    er = tl.arange(0, BLOCK_E)
-    cnt = tl.load(counts_ptr + er, mask=er < num_local, other=0)
-    tiles = (cnt + BLOCK_M - 1) // BLOCK_M
-    tile_end = tl.cumsum(tiles, 0)
-    if pid_m >= tl.sum(tiles, axis=0):
+    pid_m, pid_n = _grouped_pid(tl.program_id(0), n_out, max_tiles_m, BLOCK_N, GROUP_M)
+    live, e, rows, rmask, arow = _tile_rows(counts_ptr, tok_ptr, num_local, pid_m, BLOCK_M, BLOCK_E, PART, SPLIT_M, INDIRECT)
+    if pid_m >= live:
         return
-    e = tl.sum((tile_end <= pid_m).to(tl.int32), axis=0)
-    sel = er == e
-    row_end_all = tl.cumsum(cnt, 0)
-    row_begin = tl.sum(tl.where(sel, row_end_all - cnt, 0), axis=0)
-    row_end = tl.sum(tl.where(sel, row_end_all, 0), axis=0)
-    tile_begin = tl.sum(tl.where(sel, tile_end - tiles, 0), axis=0)
-    rows = row_begin + (pid_m - tile_begin) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rmask = rows < row_end
-    if INDIRECT:
-        arow = tl.load(tok_ptr + rows, mask=rmask, other=0).to(tl.int64)
-    else:
-        arow = rows.to(tl.int64)
     rk = tl.arange(0, BLOCK_K)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = rn < n_out
@@ -131,10 +107,11 @@ class GemmTile:
     columns of the activation, i.e. ``2 * BLOCK_N`` weight rows), ``BLOCK_K`` per step. ``tma``: load
     the weights through a tensor descriptor (TMA, SM 90+); pointers where
     :func:`~moe_oracle.kernels._triton_common.weight_descriptor` gives none or the gate/up rows are
-    interleaved.
+    interleaved. ``split``: 0, or the rows of a second launch's tiles that take each expert's
+    rows past its last whole ``block_m`` tile (:func:`~moe_oracle.kernels._triton_common.m_launches`).
 
     Raises:
-        ValueError: a block size not a power of two of at least 16, or warps/stages/group/tma out of range.
+        ValueError: a block size not a power of two of at least 16, or warps/stages/group/tma/split out of range.
     """
 
     block_m: int
@@ -144,6 +121,7 @@ class GemmTile:
     num_stages: int = 3
     group_m: int = 1
     tma: bool = False
+    split: int = 0
 
     def __post_init__(self) -> None:
         for field in ("block_m", "block_n", "block_k"):
@@ -158,6 +136,7 @@ class GemmTile:
             raise ValueError(f"GemmTile.group_m: {self.group_m!r} is not allowed; 1 to 256")
         if not isinstance(self.tma, bool):
             raise ValueError(f"GemmTile.tma: {self.tma!r} is not allowed; true or false")
+        check_split("GemmTile", self.block_m, self.split)
 
 
 def bf16_grouped_gemm(
@@ -208,20 +187,22 @@ def bf16_grouped_gemm(
     out = torch.empty(rows, n_out, dtype=torch.bfloat16, device=w.device)
     if rows == 0 or num_local == 0:
         return out
-    max_tiles_m = triton.cdiv(rows, tile.block_m) + num_local
-    grid = (max_tiles_m * triton.cdiv(n_out, tile.block_n),)
     gate_step, up_off = (2, 1) if interleaved else (1, n_out)
     if bias is not None:
         bias = bias.float().contiguous()
     desc = weight_descriptor(w, tile.block_n, tile.block_k) if tile.tma and not interleaved else None
-    _bf16_grouped_gemm_kernel[grid](
-        a, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, bias if bias is not None else counts, out, counts,
-        num_local, n_out, n_w, k_dim, up_off, gate_step if gated else 1, max_tiles_m,
-        a.stride(0), w.stride(0), w.stride(1), 0 if bias is None else bias.stride(0), out.stride(0),
-        float(swiglu_alpha), float(swiglu_limit),
-        BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, BLOCK_E=_pow2(num_local), GROUP_M=tile.group_m,
-        INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, HAS_BIAS=bias is not None,
-        EVEN_K=k_dim % tile.block_k == 0, B_DESC=desc is not None, EMULATE=INTERPRET,
-        num_warps=tile.num_warps, num_stages=tile.num_stages,
-    )
+    for part, block_m, max_tiles_m in m_launches(rows, num_local, tile.block_m, tile.split):
+        if max_tiles_m == 0:
+            continue
+        grid = (max_tiles_m * triton.cdiv(n_out, tile.block_n),)
+        _bf16_grouped_gemm_kernel[grid](
+            a, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, bias if bias is not None else counts, out, counts,
+            num_local, n_out, n_w, k_dim, up_off, gate_step if gated else 1, max_tiles_m,
+            a.stride(0), w.stride(0), w.stride(1), 0 if bias is None else bias.stride(0), out.stride(0),
+            float(swiglu_alpha), float(swiglu_limit),
+            BLOCK_M=block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, BLOCK_E=_pow2(num_local), GROUP_M=tile.group_m,
+            PART=part, SPLIT_M=tile.block_m, INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, HAS_BIAS=bias is not None,
+            EVEN_K=k_dim % tile.block_k == 0, B_DESC=desc is not None, EMULATE=INTERPRET,
+            num_warps=tile.num_warps, num_stages=tile.num_stages,
+        )
     return out
