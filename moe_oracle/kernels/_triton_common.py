@@ -19,7 +19,7 @@ import triton.language as tl
 
 from ..core.vocab import Activation
 
-__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "check_split", "m_launches", "weight_descriptor"]
+__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "check_split", "weight_descriptor"]
 
 try:  # Triton >= 3.4: host-side tensor descriptors (TMA on SM 90+)
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -87,24 +87,9 @@ def weight_descriptor(w: torch.Tensor, block_rows: int, block_k: int):  # noqa: 
 
 
 def check_split(owner: str, block_m: int, split: int) -> None:
-    """Raise unless ``split`` is 0 (no remainder launch) or a power of two >= 16 below ``block_m``."""
+    """Raise unless ``split`` is 0 (no small last tiles) or a power of two >= 16 below ``block_m``."""
     if split != 0 and (not isinstance(split, int) or split < 16 or split & (split - 1) or split >= block_m):
         raise ValueError(f"{owner}.split: {split!r} is not allowed; 0 or a power of two >= 16 below block_m ({block_m})")
-
-
-def m_launches(rows: int, num_local: int, block_m: int, split: int) -> list[tuple[int, int, int]]:
-    """``(PART, BLOCK_M, max m-tiles)`` of each launch of a grouped GEMM over ``rows`` expert-ordered rows.
-
-    ``split == 0``: one launch (``PART`` 0), each expert's rows in ``ceil(count / block_m)`` tiles.
-    Otherwise two launches over disjoint rows: ``PART`` 1 the whole ``block_m`` tiles of each expert,
-    ``PART`` 2 each expert's remaining ``count % block_m`` rows in tiles of ``split`` rows, so a group
-    that ends a few rows past a multiple of ``block_m`` pays at most ``split - 1`` padded rows, not
-    ``block_m - 1``.
-    """
-    if not split:
-        return [(0, block_m, triton.cdiv(rows, block_m) + num_local)]
-    rest = min(triton.cdiv(rows, split) + num_local, num_local * triton.cdiv(block_m - 1, split))
-    return [(1, block_m, rows // block_m), (2, split, rest)]
 
 
 # ----------------------------------------------------------------------------- shared tile map
@@ -121,42 +106,36 @@ def _grouped_pid(pid, n_out, max_tiles_m, BLOCK_N: tl.constexpr, GROUP_M: tl.con
 
 
 @triton.jit
-def _tile_rows(
-    counts_ptr, tok_ptr, num_local, pid_m,
-    BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, PART: tl.constexpr, SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr,
-):
-    """m-tile ``pid_m`` -> (live m-tiles of this launch, expert, output rows, row mask, A rows).
+def _tile_map(counts_ptr, num_local, pid_m, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr):
+    """m-tile ``pid_m`` -> (m-tiles in all, expert, first row, rows in the tile).
 
-    Rows are stored unpadded in expert order; the padding is in the tile map only. ``PART`` (see
-    :func:`m_launches`): 0 every row of each expert, in ``ceil(count / BLOCK_M)`` tiles; 1 the
-    whole ``BLOCK_M`` tiles only; 2 the rows past the last whole ``SPLIT_M`` tile. A program whose
-    ``pid_m`` is not below the first value has no rows.
+    Rows are stored unpadded in expert order; expert ``e`` owns ``ceil(count_e / BLOCK_M)`` m-tiles
+    (block-size padding in the tile map only), its last one holding ``count_e`` mod ``BLOCK_M`` rows
+    (or ``BLOCK_M``). A program whose ``pid_m`` is not below the first value has no rows.
     """
     er = tl.arange(0, BLOCK_E)
     cnt = tl.load(counts_ptr + er, mask=er < num_local, other=0)
-    if PART == 2:
-        skip = cnt // SPLIT_M * SPLIT_M
-    else:
-        skip = cnt * 0
-    if PART == 1:
-        take = cnt // BLOCK_M * BLOCK_M
-    else:
-        take = cnt - skip
-    tiles = (take + BLOCK_M - 1) // BLOCK_M
+    tiles = (cnt + BLOCK_M - 1) // BLOCK_M
     tile_end = tl.cumsum(tiles, 0)
     e = tl.sum((tile_end <= pid_m).to(tl.int32), axis=0)
     sel = er == e
-    group_end = tl.cumsum(cnt, 0)
-    first_row = tl.sum(tl.where(sel, group_end - cnt + skip, 0), axis=0)
-    n_rows = tl.sum(tl.where(sel, take, 0), axis=0)
-    tile_begin = tl.sum(tl.where(sel, tile_end - tiles, 0), axis=0)
-    rows = first_row + (pid_m - tile_begin) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rmask = rows < first_row + n_rows
+    j = pid_m - tl.sum(tl.where(sel, tile_end - tiles, 0), axis=0)
+    first_row = tl.sum(tl.where(sel, tl.cumsum(cnt, 0) - cnt, 0), axis=0) + j * BLOCK_M
+    n_rows = tl.minimum(tl.sum(tl.where(sel, cnt, 0), axis=0) - j * BLOCK_M, BLOCK_M)
+    return tl.sum(tiles, axis=0), e, first_row, n_rows
+
+
+@triton.jit
+def _tile_rows(tok_ptr, first_row, n_rows, BLOCK_M: tl.constexpr, INDIRECT: tl.constexpr):
+    """(output rows, row mask, A rows) of a tile of ``BLOCK_M`` rows from ``first_row``, ``n_rows`` of them real."""
+    r = tl.arange(0, BLOCK_M)
+    rows = first_row + r
+    rmask = r < n_rows
     if INDIRECT:
         arow = tl.load(tok_ptr + rows, mask=rmask, other=0).to(tl.int64)
     else:
         arow = rows.to(tl.int64)
-    return tl.sum(tiles, axis=0), e, rows, rmask, arow
+    return rows, rmask, arow
 
 
 # ----------------------------------------------------------------------------- shared math

@@ -36,8 +36,8 @@ and what is allowed)::
 
     TILE = {m: 16, n: 64, k: 128, warps: 4, stages: 4, group_m: 1, tma: false}   (GemmTile fields)
     TILE = {m: 64, n: 128, warps: 8, stages: 3, group_m: 8, tma: true}          (BlockConfig fields)
-    optional in both: split: S (0 or a power of two below m: each expert's rows past its last whole
-    m-row tile go to a second launch with S-row tiles)
+    optional in both: split: S (0 or a power of two below m: an expert's last m-tile of at most S rows
+    runs an S-row code path of the same launch)
 """
 
 from __future__ import annotations
