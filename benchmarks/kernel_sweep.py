@@ -71,28 +71,47 @@ def fp8_candidates(gemm: str, rows_per_expert: float) -> list[ops.BlockConfig]:
     elif rows_per_expert <= 48:
         cands = [F(16, 4, 4), F(32, 4, 4), F(32, 4, 4, tma=True), F(64, 4, 4), F(64, 4, 4, tma=True)]
     elif rows_per_expert <= 160:
-        cands = [F(64, 4, 4), F(64, 4, 4, tma=True), F(64, 8, 3), F(64, 8, 3, tma=True), F(64, 4, 3, tma=True), F(128, 8, 3, tma=True)]
+        cands = [F(64, 4, 4), F(64, 4, 4, tma=True), F(64, 8, 3), F(64, 8, 3, tma=True), F(64, 4, 3, tma=True), F(128, 8, 3, tma=True),
+                 F(64, 8, 3, tma=True, split=32), F(64, 8, 3, tma=True, split=16), F(64, 4, 3, tma=True, split=32), F(64, 4, 4, split=32),
+                 F(128, 8, 3, tma=True, split=64), F(128, 8, 3, split=64), F(128, 8, 3, split=32), F(128, 8, 4, split=32),
+                 F(128, 8, 3, group_m=16, split=32)]
     else:
         cands = [F(64, 4, 4), F(64, 4, 4, tma=True), F(64, 8, 3), F(64, 8, 3, tma=True), F(64, 8, 4, tma=True),
-                 F(64, 8, 3, group_m=16, tma=True), F(128, 8, 3), F(128, 8, 3, tma=True), F(128, 8, 4, tma=True)]
+                 F(64, 8, 3, group_m=16, tma=True), F(128, 8, 3), F(128, 8, 3, tma=True), F(128, 8, 4, tma=True),
+                 F(64, 8, 4, tma=True, split=32), F(64, 8, 3, group_m=16, tma=True, split=32), F(64, 4, 4, tma=True, split=32),
+                 F(64, 4, 4, split=32), F(128, 8, 3, split=64), F(128, 8, 3, tma=True, split=64), F(128, 8, 3, split=32),
+                 F(128, 8, 4, split=64), F(128, 8, 3, group_m=16, split=64), F(128, 8, 3, group_m=4, split=64)]
     if gemm == "gemm2" and rows_per_expert > 48:
-        cands += [F(64, 8, 3, block_n=256), F(64, 8, 3, block_n=256, tma=True), F(64, 8, 4, block_n=256, tma=True), F(128, 8, 3, block_n=256, tma=True)]
+        cands += [F(64, 8, 3, block_n=256), F(64, 8, 3, block_n=256, tma=True), F(64, 8, 4, block_n=256, tma=True), F(128, 8, 3, block_n=256, tma=True),
+                  F(128, 8, 3, block_n=256, tma=True, split=64), F(64, 4, 5, tma=True), F(64, 4, 4, group_m=16, tma=True), F(128, 8, 4, split=64)]
     return cands
 
 
 BF16_GEMM1 = [B(128, 128, 64, 8, 4), B(128, 128, 64, 8, 3, 8), B(64, 128, 64, 4, 4), B(128, 128, 64, 8, 4, tma=True), B(128, 128, 64, 8, 3, 8, tma=True),
-              B(128, 128, 64, 8, 4, 8, tma=True), B(64, 128, 64, 4, 4, tma=True), B(128, 64, 128, 8, 3, tma=True)]
+              B(128, 128, 64, 8, 4, 8, tma=True), B(64, 128, 64, 4, 4, tma=True), B(128, 64, 128, 8, 3, tma=True),
+              B(128, 128, 64, 8, 4, split=64), B(128, 128, 64, 8, 4, tma=True, split=64), B(128, 128, 64, 8, 4, split=32),
+              B(128, 128, 64, 8, 4, tma=True, split=32), B(128, 128, 64, 8, 4, 8, tma=True, split=64), B(128, 128, 64, 8, 3, tma=True, split=64),
+              B(128, 128, 64, 8, 4, 4, tma=True, split=64)]
 BF16_GEMM2 = [B(128, 256, 64, 8, 4), B(128, 256, 64, 8, 3, 8), B(128, 256, 64, 8, 3, tma=True), B(128, 256, 64, 8, 4, tma=True),
-              B(128, 256, 64, 8, 3, 8, tma=True), B(128, 128, 64, 8, 4, tma=True), B(64, 256, 64, 8, 4, tma=True), B(128, 128, 128, 8, 3, tma=True)]
-"""bf16 tiles tried from 1,024 tokens (64+ rows per expert): the winners of h200_bf16_tune.log and their TMA twins."""
+              B(128, 256, 64, 8, 3, 8, tma=True), B(128, 128, 64, 8, 4, tma=True), B(64, 256, 64, 8, 4, tma=True), B(128, 128, 128, 8, 3, tma=True),
+              B(128, 256, 64, 8, 4, tma=True, split=64), B(128, 256, 64, 8, 3, tma=True, split=64), B(128, 256, 64, 8, 3, tma=True, split=32),
+              B(128, 256, 64, 8, 4, split=64), B(128, 128, 64, 8, 4, tma=True, split=64), B(128, 256, 64, 8, 4, 4, tma=True, split=64),
+              B(128, 256, 64, 8, 4, tma=True, split=32)]
+"""bf16 tiles tried from 1,024 tokens (64+ rows per expert): the winners of h200_bf16_tune.log, their TMA twins, and
+with small last tiles (``split``: an expert's last m-tile of at most that many rows on a smaller tile's code path)."""
+
+
+def _split(c) -> str:  # noqa: ANN001 - GemmTile / BlockConfig; the key only where small last tiles are asked for
+    return f", split: {c.split}" if c.split else ""
 
 
 def fp8_yaml(c: ops.BlockConfig) -> str:
-    return f"{{m: {c.block_m}, n: {c.block_n}, warps: {c.num_warps}, stages: {c.num_stages}, group_m: {c.group_m}, tma: {str(c.tma).lower()}}}"
+    return f"{{m: {c.block_m}, n: {c.block_n}, warps: {c.num_warps}, stages: {c.num_stages}, group_m: {c.group_m}, tma: {str(c.tma).lower()}{_split(c)}}}"
 
 
 def bf16_yaml(t: ops.GemmTile) -> str:
-    return f"{{m: {t.block_m}, n: {t.block_n}, k: {t.block_k}, warps: {t.num_warps}, stages: {t.num_stages}, group_m: {t.group_m}, tma: {str(t.tma).lower()}}}"
+    return (f"{{m: {t.block_m}, n: {t.block_n}, k: {t.block_k}, warps: {t.num_warps}, stages: {t.num_stages}, group_m: {t.group_m}, "
+            f"tma: {str(t.tma).lower()}{_split(t)}}}")
 
 
 # ----------------------------------------------------------------------------- the cases
@@ -171,7 +190,8 @@ def candidates(layer: Layer, tokens: int, gemm: str) -> list:
     else:
         cands = BF16_GEMM1 if gemm == "gemm1" else BF16_GEMM2
     if DEVICE == "cpu":
-        cands = list(dict.fromkeys([cands[0], *[c for c in cands if c.tma][:1], *[c for c in cands if c.block_n == 256][:1]]))
+        cands = list(dict.fromkeys([cands[0], *[c for c in cands if c.tma][:1], *[c for c in cands if c.block_n == 256][:1],
+                                    *[c for c in cands if c.split][:1]]))
     return cands
 
 

@@ -10,10 +10,11 @@
 #   tune   tune.log, bf16_tuned.yaml   bf16 tiles and path per layer and token count (benchmarks/bf16_tune.py)
 #   ship   the swept (else tuned) tables replace runtime_tables/paths/ in this copy (tested and timed below;
 #          copy them from $OUT into the repository afterwards to commit what was measured)
+#   probe  glue_probe.log   the call's pieces (layout, quantization, GEMMs, combine) timed alone (benchmarks/glue_probe.py)
 #   tests  gpu_tests.log    pytest -m gpu tests/runtime (without the NCCL scenarios)
 #   bench  bench.log, peer.json        ours vs vLLM's Triton kernel (runtime_bench.py --peer) with the shipped tables
 # The figures are drawn afterwards from peer.json (benchmarks/plot_runtime.py --peer; no GPU needed).
-# T_SWEEP / DEADLINE / T_TUNE / T_TESTS / T_BENCH bound each stage (seconds); ROUNDS, SAMPLES the bench.
+# T_SWEEP / DEADLINE / T_TUNE / T_PROBE / T_TESTS / T_BENCH bound each stage (seconds); ROUNDS, SAMPLES the bench.
 set -u
 OUT=${OUT:-/tmp/moe-oracle-peer}
 STAGES=${STAGES:-sweep ship tests bench}
@@ -45,6 +46,10 @@ if has ship; then  # test and time the tables that will be committed
     else
         echo "== nothing to ship: the committed tables are tested and timed"
     fi
+fi
+if has probe; then
+    { stamp "glue_probe.py"; timeout ${T_PROBE:-60} python3 benchmarks/glue_probe.py 2>&1; } > "$OUT/glue_probe.log"
+    tail -9 "$OUT/glue_probe.log"
 fi
 if has tests; then
     stamp "pytest -m gpu tests/runtime"

@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from ..core.vocab import Activation
-from ._triton_common import _ACT_CODES, INTERPRET, _gated, _pow2, _to_bf16, _unary, weight_descriptor
+from ._triton_common import _ACT_CODES, INTERPRET, _gated, _grouped_pid, _pow2, _tile_map, _tile_rows, _to_bf16, _unary, check_split, weight_descriptor
 
 __all__ = ["GemmTile", "bf16_grouped_gemm"]
 
@@ -29,38 +29,40 @@ def _bf16_grouped_gemm_kernel(
     stride_am, stride_be, stride_bn, stride_bias_e, stride_cm,
     alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
-    INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
+    SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
     EVEN_K: tl.constexpr, B_DESC: tl.constexpr, EMULATE: tl.constexpr,
 ):
-    # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads; gate_step 1).
-    # Tile order: GROUP_M m-tiles share each n-tile (L2 reuse of the weight tile), as in the fp8 kernel.
-    pid = tl.program_id(0)
-    num_pid_n = tl.cdiv(n_out, BLOCK_N)
-    in_group = GROUP_M * num_pid_n
-    first_m = (pid // in_group) * GROUP_M
-    group_size = tl.minimum(max_tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % in_group) % group_size
-    pid_n = (pid % in_group) // group_size
-    # m-tile -> (expert, rows): expert e owns ceil(count_e / BLOCK_M) tiles (block-size padding in the
-    # tile map only; the rows themselves are stored unpadded, in expert order).
-    er = tl.arange(0, BLOCK_E)
-    cnt = tl.load(counts_ptr + er, mask=er < num_local, other=0)
-    tiles = (cnt + BLOCK_M - 1) // BLOCK_M
-    tile_end = tl.cumsum(tiles, 0)
-    if pid_m >= tl.sum(tiles, axis=0):
+    pid_m, pid_n = _grouped_pid(tl.program_id(0), n_out, max_tiles_m, BLOCK_N, GROUP_M)
+    live, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
+    if pid_m >= live:
         return
-    e = tl.sum((tile_end <= pid_m).to(tl.int32), axis=0)
-    sel = er == e
-    row_end_all = tl.cumsum(cnt, 0)
-    row_begin = tl.sum(tl.where(sel, row_end_all - cnt, 0), axis=0)
-    row_end = tl.sum(tl.where(sel, row_end_all, 0), axis=0)
-    tile_begin = tl.sum(tl.where(sel, tile_end - tiles, 0), axis=0)
-    rows = row_begin + (pid_m - tile_begin) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rmask = rows < row_end
-    if INDIRECT:
-        arow = tl.load(tok_ptr + rows, mask=rmask, other=0).to(tl.int64)
+    # SPLIT_M: an expert's last tile with at most SPLIT_M rows takes the SPLIT_M-row code path (less padding;
+    # its weight tiles were just read by the expert's other m-tiles, which run next to it in launch order).
+    if SPLIT_M > 0:
+        if n_rows <= SPLIT_M:
+            _bf16_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
+                       stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
+                       SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, EMULATE)
+        else:
+            _bf16_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
+                       stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
+                       BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, EMULATE)
     else:
-        arow = rows.to(tl.int64)
+        _bf16_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
+                   stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
+                   BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, EMULATE)
+
+
+@triton.jit
+def _bf16_tile(
+    a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
+    stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr,
+    ACT: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, B_DESC: tl.constexpr, EMULATE: tl.constexpr,
+):
+    # One output tile: rows [first_row, first_row + n_rows) of expert e, columns of n-tile pid_n.
+    # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads; gate_step 1).
+    rows, rmask, arow = _tile_rows(tok_ptr, first_row, n_rows, BLOCK_M, INDIRECT)
     rk = tl.arange(0, BLOCK_K)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = rn < n_out
@@ -131,10 +133,12 @@ class GemmTile:
     columns of the activation, i.e. ``2 * BLOCK_N`` weight rows), ``BLOCK_K`` per step. ``tma``: load
     the weights through a tensor descriptor (TMA, SM 90+); pointers where
     :func:`~moe_oracle.kernels._triton_common.weight_descriptor` gives none or the gate/up rows are
-    interleaved.
+    interleaved. ``split``: 0, or ``S`` < ``block_m``: an expert's last m-tile with at most ``S`` rows
+    runs an ``S``-row code path of the same launch (at most ``S - 1`` padded rows instead of
+    ``block_m - 1``).
 
     Raises:
-        ValueError: a block size not a power of two of at least 16, or warps/stages/group/tma out of range.
+        ValueError: a block size not a power of two of at least 16, or warps/stages/group/tma/split out of range.
     """
 
     block_m: int
@@ -144,6 +148,7 @@ class GemmTile:
     num_stages: int = 3
     group_m: int = 1
     tma: bool = False
+    split: int = 0
 
     def __post_init__(self) -> None:
         for field in ("block_m", "block_n", "block_k"):
@@ -158,6 +163,7 @@ class GemmTile:
             raise ValueError(f"GemmTile.group_m: {self.group_m!r} is not allowed; 1 to 256")
         if not isinstance(self.tma, bool):
             raise ValueError(f"GemmTile.tma: {self.tma!r} is not allowed; true or false")
+        check_split("GemmTile", self.block_m, self.split)
 
 
 def bf16_grouped_gemm(
@@ -208,19 +214,19 @@ def bf16_grouped_gemm(
     out = torch.empty(rows, n_out, dtype=torch.bfloat16, device=w.device)
     if rows == 0 or num_local == 0:
         return out
-    max_tiles_m = triton.cdiv(rows, tile.block_m) + num_local
-    grid = (max_tiles_m * triton.cdiv(n_out, tile.block_n),)
     gate_step, up_off = (2, 1) if interleaved else (1, n_out)
     if bias is not None:
         bias = bias.float().contiguous()
     desc = weight_descriptor(w, tile.block_n, tile.block_k) if tile.tma and not interleaved else None
+    max_tiles_m = triton.cdiv(rows, tile.block_m) + num_local
+    grid = (max_tiles_m * triton.cdiv(n_out, tile.block_n),)
     _bf16_grouped_gemm_kernel[grid](
         a, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, bias if bias is not None else counts, out, counts,
         num_local, n_out, n_w, k_dim, up_off, gate_step if gated else 1, max_tiles_m,
         a.stride(0), w.stride(0), w.stride(1), 0 if bias is None else bias.stride(0), out.stride(0),
         float(swiglu_alpha), float(swiglu_limit),
         BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, BLOCK_E=_pow2(num_local), GROUP_M=tile.group_m,
-        INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, HAS_BIAS=bias is not None,
+        SPLIT_M=tile.split, INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, HAS_BIAS=bias is not None,
         EVEN_K=k_dim % tile.block_k == 0, B_DESC=desc is not None, EMULATE=INTERPRET,
         num_warps=tile.num_warps, num_stages=tile.num_stages,
     )

@@ -19,7 +19,7 @@ import triton.language as tl
 
 from ..core.vocab import Activation
 
-__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "weight_descriptor"]
+__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "check_split", "weight_descriptor"]
 
 try:  # Triton >= 3.4: host-side tensor descriptors (TMA on SM 90+)
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -84,6 +84,58 @@ def weight_descriptor(w: torch.Tensor, block_rows: int, block_k: int):  # noqa: 
     if w.data_ptr() % 16 or (w.shape[-1] * w.element_size()) % 16:
         return None
     return TensorDescriptor.from_tensor(w.view(-1, w.shape[-1]), [block_rows, block_k])
+
+
+def check_split(owner: str, block_m: int, split: int) -> None:
+    """Raise unless ``split`` is 0 (no small last tiles) or a power of two >= 16 below ``block_m``."""
+    if split != 0 and (not isinstance(split, int) or split < 16 or split & (split - 1) or split >= block_m):
+        raise ValueError(f"{owner}.split: {split!r} is not allowed; 0 or a power of two >= 16 below block_m ({block_m})")
+
+
+# ----------------------------------------------------------------------------- shared tile map
+
+
+@triton.jit
+def _grouped_pid(pid, n_out, max_tiles_m, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(m-tile, n-tile) of program ``pid``: GROUP_M m-tiles share each n-tile in launch order (L2 reuse of the weight tile)."""
+    num_pid_n = tl.cdiv(n_out, BLOCK_N)
+    in_group = GROUP_M * num_pid_n
+    first_m = (pid // in_group) * GROUP_M
+    group_size = tl.minimum(max_tiles_m - first_m, GROUP_M)
+    return first_m + (pid % in_group) % group_size, (pid % in_group) // group_size
+
+
+@triton.jit
+def _tile_map(counts_ptr, num_local, pid_m, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr):
+    """m-tile ``pid_m`` -> (m-tiles in all, expert, first row, rows in the tile).
+
+    Rows are stored unpadded in expert order; expert ``e`` owns ``ceil(count_e / BLOCK_M)`` m-tiles
+    (block-size padding in the tile map only), its last one holding ``count_e`` mod ``BLOCK_M`` rows
+    (or ``BLOCK_M``). A program whose ``pid_m`` is not below the first value has no rows.
+    """
+    er = tl.arange(0, BLOCK_E)
+    cnt = tl.load(counts_ptr + er, mask=er < num_local, other=0)
+    tiles = (cnt + BLOCK_M - 1) // BLOCK_M
+    tile_end = tl.cumsum(tiles, 0)
+    e = tl.sum((tile_end <= pid_m).to(tl.int32), axis=0)
+    sel = er == e
+    j = pid_m - tl.sum(tl.where(sel, tile_end - tiles, 0), axis=0)
+    first_row = tl.sum(tl.where(sel, tl.cumsum(cnt, 0) - cnt, 0), axis=0) + j * BLOCK_M
+    n_rows = tl.minimum(tl.sum(tl.where(sel, cnt, 0), axis=0) - j * BLOCK_M, BLOCK_M)
+    return tl.sum(tiles, axis=0), e, first_row, n_rows
+
+
+@triton.jit
+def _tile_rows(tok_ptr, first_row, n_rows, BLOCK_M: tl.constexpr, INDIRECT: tl.constexpr):
+    """(output rows, row mask, A rows) of a tile of ``BLOCK_M`` rows from ``first_row``, ``n_rows`` of them real."""
+    r = tl.arange(0, BLOCK_M)
+    rows = first_row + r
+    rmask = r < n_rows
+    if INDIRECT:
+        arow = tl.load(tok_ptr + rows, mask=rmask, other=0).to(tl.int64)
+    else:
+        arow = rows.to(tl.int64)
+    return rows, rmask, arow
 
 
 # ----------------------------------------------------------------------------- shared math

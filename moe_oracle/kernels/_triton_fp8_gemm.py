@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from ..core.vocab import Activation
-from ._triton_common import _ACT_CODES, _GROUP, INTERPRET, _gated, _pow2, _to_bf16, _to_fp8, _unary, weight_descriptor
+from ._triton_common import _ACT_CODES, _GROUP, INTERPRET, _gated, _grouped_pid, _pow2, _tile_map, _tile_rows, _to_bf16, _to_fp8, _unary, check_split, weight_descriptor
 
 __all__ = ["BLOCK_CONFIGS", "BlockConfig", "block_config", "fp8_block_gemm"]
 
@@ -29,37 +29,40 @@ def _fp8_block_gemm_kernel(
     stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm,
     alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
-    INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr,
+    SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr,
     EMULATE: tl.constexpr,
 ):
+    pid_m, pid_n = _grouped_pid(tl.program_id(0), n_out, max_tiles_m, BLOCK_N, GROUP_M)
+    live, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
+    if pid_m >= live:
+        return
+    # SPLIT_M: an expert's last tile with at most SPLIT_M rows takes the SPLIT_M-row code path (see the bf16 kernel).
+    if SPLIT_M > 0:
+        if n_rows <= SPLIT_M:
+            _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
+                      stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
+                      SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, EMULATE)
+        else:
+            _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
+                      stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
+                      BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, EMULATE)
+    else:
+        _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
+                  stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
+                  BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, EMULATE)
+
+
+@triton.jit
+def _fp8_tile(
+    a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
+    stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr,
+    ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, EMULATE: tl.constexpr,
+):
+    # One output tile: rows [first_row, first_row + n_rows) of expert e, columns of n-tile pid_n.
     # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads).
     # BLOCK_N > 128 (plain GEMM only): one weight scale per 128 output columns, a vector per K step.
-    pid = tl.program_id(0)
-    num_pid_n = tl.cdiv(n_out, BLOCK_N)
-    in_group = GROUP_M * num_pid_n
-    first_m = (pid // in_group) * GROUP_M
-    group_size = tl.minimum(max_tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % in_group) % group_size
-    pid_n = (pid % in_group) // group_size
-    # m-tile -> (expert, rows) from the group counts: expert e owns ceil(count_e / BLOCK_M) tiles.
-    er = tl.arange(0, BLOCK_E)
-    cnt = tl.load(counts_ptr + er, mask=er < num_local, other=0)
-    tiles = (cnt + BLOCK_M - 1) // BLOCK_M
-    tile_end = tl.cumsum(tiles, 0)
-    if pid_m >= tl.sum(tiles, axis=0):
-        return
-    e = tl.sum((tile_end <= pid_m).to(tl.int32), axis=0)
-    sel = er == e
-    row_end_all = tl.cumsum(cnt, 0)
-    row_begin = tl.sum(tl.where(sel, row_end_all - cnt, 0), axis=0)
-    row_end = tl.sum(tl.where(sel, row_end_all, 0), axis=0)
-    tile_begin = tl.sum(tl.where(sel, tile_end - tiles, 0), axis=0)
-    rows = row_begin + (pid_m - tile_begin) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rmask = rows < row_end
-    if INDIRECT:
-        arow = tl.load(tok_ptr + rows, mask=rmask, other=0).to(tl.int64)
-    else:
-        arow = rows.to(tl.int64)
+    rows, rmask, arow = _tile_rows(tok_ptr, first_row, n_rows, BLOCK_M, INDIRECT)
     rk = tl.arange(0, BLOCK_K)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     a_ptrs = a_ptr + arow[:, None] * stride_am + rk[None, :]
@@ -122,7 +125,9 @@ class BlockConfig:
     """Tile shape of :func:`fp8_block_gemm`: ``BLOCK_M x block_n`` outputs per program, ``BLOCK_K = 128``
     (one weight scale per 128 x 128 tile step); ``block_n`` 256 only without ``quant_out``.
     ``tma``: load the weights through a tensor descriptor (TMA, SM 90+; pointers where
-    :func:`~moe_oracle.kernels._triton_common.weight_descriptor` gives none).
+    :func:`~moe_oracle.kernels._triton_common.weight_descriptor` gives none). ``split``: 0, or ``S`` <
+    ``block_m``: an expert's last m-tile with at most ``S`` rows runs an ``S``-row code path of the
+    same launch (at most ``S - 1`` padded rows instead of ``block_m - 1``).
 
     Raises:
         ValueError: a field out of its range (the message names field, value and what is allowed).
@@ -134,6 +139,7 @@ class BlockConfig:
     group_m: int = 8
     block_n: int = 128
     tma: bool = False
+    split: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.block_m, int) or self.block_m < 16 or self.block_m & (self.block_m - 1):
@@ -148,6 +154,7 @@ class BlockConfig:
             raise ValueError(f"BlockConfig.group_m: {self.group_m!r} is not allowed; 1 to 256")
         if not isinstance(self.tma, bool):
             raise ValueError(f"BlockConfig.tma: {self.tma!r} is not allowed; true or false")
+        check_split("BlockConfig", self.block_m, self.split)
 
 
 BLOCK_CONFIGS = {
@@ -232,8 +239,7 @@ def fp8_block_gemm(
         raise ValueError(f"fp8_block_gemm: block_n {cfg.block_n} needs a plain GEMM (no quant_out) with N a multiple of it, got N={n_out}")
     desc = weight_descriptor(w, cfg.block_n, 128) if cfg.tma else None
     max_tiles_m = triton.cdiv(rows, cfg.block_m) + num_local
-    grid = (max_tiles_m * (n_out // cfg.block_n),)
-    _fp8_block_gemm_kernel[grid](
+    _fp8_block_gemm_kernel[(max_tiles_m * (n_out // cfg.block_n),)](
         a, a_scale, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, w_scale, out,
         scale if scale is not None else out, counts,
         num_local, n_out, n_w, k_dim, n_out, max_tiles_m,
@@ -241,7 +247,7 @@ def fp8_block_gemm(
         out.stride(0), 0 if scale is None else scale.stride(0),
         float(swiglu_alpha), float(swiglu_limit),
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=128, BLOCK_E=_pow2(num_local), GROUP_M=cfg.group_m,
-        INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, QUANT_OUT=quant_out, B_DESC=desc is not None,
-        EMULATE=INTERPRET, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        SPLIT_M=cfg.split, INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, QUANT_OUT=quant_out,
+        B_DESC=desc is not None, EMULATE=INTERPRET, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, scale

@@ -1,7 +1,7 @@
 """Triton kernels of our experts: routing layout, activation, fp8 quantization, combine, fp8 block GEMM.
 
 This module is the namespace the adapters receive (``triton_ops``); the kernels live in one
-module per job: ``_triton_common`` (interpreter switch, activation codes, jit math and casts),
+module per job: ``_triton_common`` (interpreter switch, activation codes, jit math and casts, the GEMMs' tile map),
 ``_triton_layout`` (:func:`route_layout`, :func:`combine`), ``_triton_elementwise``
 (:func:`activation`, :func:`quantize_rows`), ``_triton_fp8_gemm`` (:func:`fp8_block_gemm`) and
 ``_triton_bf16_gemm`` (:func:`bf16_grouped_gemm`).
@@ -40,7 +40,10 @@ Layout of one call (``T`` tokens, top-``K``, ``N = T*K`` (token, k) pairs, ``E``
   ``runtime_tables/paths/fp8_block.yaml``.
 
 Both GEMMs can load the weights through a TMA tensor descriptor (tile option ``tma``, SM 90+,
-:func:`~moe_oracle.kernels._triton_common.weight_descriptor`) instead of pointers.
+:func:`~moe_oracle.kernels._triton_common.weight_descriptor`) instead of pointers, and give an
+expert's last m-tile of at most ``S`` rows an ``S``-row code path (tile option ``split``); both
+take their tile -> expert map from ``_triton_common`` (``_grouped_pid``, ``_tile_map``,
+``_tile_rows``).
 
 Numerics: float32 accumulation and activation math; bf16 and fp8 casts round to nearest even (fp8
 saturates at +-448). Triton's CPU interpreter (``TRITON_INTERPRET=1``, used by the CPU tests)

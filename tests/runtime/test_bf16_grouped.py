@@ -79,6 +79,9 @@ def _expected(x, w, counts, sorted_tok, act=None, bias=None):  # noqa: ANN001, A
         ("silu", False, 96, dict(m=32, n=16, k=64, tma=True)),
         (None, False, 80, dict(m=16, n=64, k=32, tma=True)),
         ("swigluoai", True, 64, dict(m=16, n=16, k=32, tma=True)),
+        # each expert's rows past its last whole 32-row tile in a second launch of 16-row tiles
+        ("silu", False, 64, dict(m=32, n=32, k=32, split=16)),
+        (None, False, 80, dict(m=32, n=64, k=32, split=16, tma=True)),
     ],
 )
 def test_bf16_grouped_gemm_matches_float32_math(ops, act, interleaved_bias, k, tile):
@@ -234,6 +237,8 @@ def test_fp8_tile_table_gives_block_configs_and_leaves_other_layers_to_the_kerne
         ({"m": 64, "n": 192}, "block_n: 192 is not allowed; 128 or 256"),
         ({"m": 64, "n": 128, "tma": "yes"}, "tma: 'yes' is not allowed; true or false"),
         ({"m": 48, "n": 128}, "block_m: 48 is not allowed"),
+        ({"m": 64, "n": 128, "split": 64}, "split: 64 is not allowed; 0 or a power of two >= 16 below block_m"),
+        ({"m": 64, "n": 128, "split": 24}, "split: 24 is not allowed"),
     ],
 )
 def test_fp8_tile_table_errors_name_the_field_the_value_and_what_is_allowed(gemm2, message):
