@@ -106,7 +106,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
                 print(f"warning: {warning.message}", file=sys.stderr)
             shown = actionable_notes(decision.notes)
             for note in decision.notes:  # the one-layer answer is not the whole model's (see plan)
-                if note not in shown and note.startswith("--model: ") and ("moe-oracle plan" in note or "does not model" in note or "does not register" in note):
+                if note not in shown and note.startswith("--model: ") and ("moe-oracle plan" in note or "does not model" in note or "does not register" in note or "--hf-quant-config replaces" in note):
                     shown.append(note)
             for note in shown:
                 print(f"note: {note.removeprefix('--model: ')}", file=sys.stderr)

@@ -28,7 +28,7 @@ from .eplb_defaults import default_redundant_experts
 from .ep_refusal import engine_num_experts, ep_refusal
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
-from .hardware import capability_hint, lookup_hardware
+from .hardware import GPU_ARCHES, capability_hint, lookup_hardware, unknown_arch
 from .hf import from_hf_config, load_hf_config
 from .models import quant_config_beside, refuse_quant_config_as_model, resolve_model_reference, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
@@ -96,6 +96,8 @@ def device_from_inputs(given: OperatorInputs):
         if given.arch and str(given.platform).lower() == "cuda":
             # no table reads an arch on CUDA: the capability decides (--sm), and an arch would be dropped unsaid
             raise ConfigError([InputIssue("--arch", "is read on rocm (gfx942), xpu (xe2) and cpu (x86_64), not on --platform cuda: give the compute capability with --sm (90 for SM 9.0)", given.arch, None)])
+        if (unknown := unknown_arch(given.platform, given.arch)) is not None:
+            raise ConfigError([InputIssue("--arch", unknown, given.arch, list(GPU_ARCHES[str(given.platform).lower()]))])
         return Device(given.platform, capability=given.sm, arch=given.arch)
     if given.sm or given.arch:
         raise ConfigError([InputIssue("--sm/--arch", "needs --platform", given.sm or given.arch, ["cuda", "rocm", "cpu", "xpu"])])

@@ -24,7 +24,7 @@ from ..core.config import Device
 from ..core.errors import ConfigError, InputIssue
 from ..core.vocab import Platform
 
-__all__ = ["GPU_CATALOG", "HardwareEntry", "HardwareIssue", "lookup_hardware", "suggest_hardware"]
+__all__ = ["GPU_ARCHES", "GPU_CATALOG", "HardwareEntry", "HardwareIssue", "lookup_hardware", "suggest_hardware", "unknown_arch"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,26 @@ _ALIASES = {
 # Words nvidia-smi, rocm-smi and torch put around the model name; dropped before the lookup.
 _VENDOR_WORDS = frozenset({"NVIDIA", "GEFORCE", "TESLA", "QUADRO", "AMD", "INSTINCT", "RADEON", "INTEL"})
 _MODEL_DESIGNATION = re.compile(r"[A-Z]*[0-9]+")
+
+
+GPU_ARCHES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "rocm": ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151", "gfx1200", "gfx1201", "gfx1250"),
+    "xpu": ("xe2", "xe3"),
+})
+"""The ROCm gfx targets and XPU generations some table rule or catalog device names (held to the
+tables by tests/unit/test_operator_trial24c.py): an arch outside them matches no arch-gated rule,
+so the answer for it would be a guess (vLLM's ROCm platform tests these targets by name:
+vllm/platforms/rocm.py on_gfx9 / on_gfx942 / on_gfx950 / on_gfx1x)."""
+
+
+def unknown_arch(platform: str, arch: str | None) -> str | None:
+    """A message when ``arch`` is not a target of :data:`GPU_ARCHES` for a ROCm/XPU ``platform``,
+    else ``None`` (other platforms, no arch)."""
+    known = GPU_ARCHES.get(str(platform).lower())
+    if known is None or arch is None or arch.strip().lower() in known:
+        return None
+    what = "a ROCm gfx target" if str(platform).lower() == "rocm" else "an XPU generation"
+    return f"is not {what} moe-oracle knows: every arch-gated kernel rule would treat it as unsupported, so the answer would be a guess (give a known one, or --gpu NAME)"
 
 
 def _key(name: str) -> str:

@@ -43,12 +43,19 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
 def load_hf_config(path: str | Path, flag: str = "--model") -> dict[str, Any]:
-    """Read a ``config.json`` (or ``hf_quant_config.json``).
+    """Read a ``config.json`` (or ``hf_quant_config.json``); a checkpoint directory means its
+    ``config.json`` (as ``--model DIR`` reads it; the quantization documents beside it are the
+    checkpoint reader's, :mod:`.checkpoint`).
 
     Raises:
-        ConfigError: unreadable, not UTF-8, not JSON, or not a JSON object.
+        ConfigError: unreadable, not UTF-8, not JSON, or not a JSON object; a directory without
+            a ``config.json``.
     """
     path = Path(path)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ConfigError([InputIssue(flag, "the directory has no config.json (give a Hugging Face checkpoint directory or the config file itself)", str(path), None, str(path))])
+        path = path / "config.json"
     try:
         with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
             raw = handle.read(MAX_CONFIG_BYTES + 1)
@@ -107,9 +114,10 @@ def _model_notes(ck: Any, layer: Any) -> tuple[str, ...]:
 
     * the layer answered is not the only kind of MoE layer (other routing, quantization, expert
       count, hash routing or draft layers): ``moe-oracle plan`` answers every one;
-    * the architecture has no family record, or the release does not register it.
+    * the architecture has no family record, or the release does not register it;
+    * an explicit ``--hf-quant-config`` hid config.json's own quantization document.
     """
-    notes = [n for n in ck.notes if n.startswith(("unknown model_type", "model_type ")) or "moe-oracle does not model" in n or "does not register" in n or "not among the MoE architectures" in n]
+    notes = [n for n in ck.notes if n.startswith(("unknown model_type", "model_type ", "--hf-quant-config replaces")) or "moe-oracle does not model" in n or "does not register" in n or "not among the MoE architectures" in n]
     kinds: dict[Any, list[str]] = {}
     for other in ck.moe_layers():
         key = (other.spec.kind, other.spec.role, tuple(sorted((k, str(v)) for k, v in (other.kwargs or {}).items())))

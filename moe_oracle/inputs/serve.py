@@ -65,6 +65,7 @@ Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -366,7 +367,7 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     try:
         namespace, extras = parser.parse_known_args(args)
     except Refused as exc:
-        raise ConfigError([InputIssue("--serve", f"vLLM {version} would refuse this command line: {exc}", text, None)], headline="bad --serve") from None
+        raise ConfigError([InputIssue("--serve", f"vLLM {version} would refuse this command line: {exc}{_abbreviation_hint(str(exc), args)}", text, None)], headline="bad --serve") from None
     given = vars(namespace)
     unknown = [w for w in extras if w.startswith("-")]
     facts = engine_facts(version)
@@ -515,3 +516,25 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     if positional_extra:
         raise ConfigError([InputIssue("--serve", f"vLLM {version} would refuse these extra words", " ".join(positional_extra), None)], headline="bad --serve")
     return ServeArgs(command=text, env=tuple(env), notes=tuple(notes), given=tuple(given), spelled=tuple(spelled.items()), version=version, **values)
+
+
+# Short flags people write for expert parallelism that vLLM's parser reads as abbreviations.
+_EP_SPELLINGS = frozenset({"--ep", "--e", "--ex", "--exp"})
+
+
+def _abbreviation_hint(message: str, args: Sequence[str]) -> str:
+    """Say which word argparse expanded when its refusal names a flag the user did not write
+    (``allow_abbrev``: ``--ep`` is ``--eplb-config``), and the flag meant where it is known.
+
+    >>> _abbreviation_hint("argument --eplb-config: expected one argument", ["m", "--ep"])
+    ' (argparse read --ep as an abbreviation of --eplb-config; expert parallelism is --enable-expert-parallel, or -ep)'
+    """
+    named = re.match(r"argument (--[\w-]+)", message)
+    if named is None:
+        return ""
+    flag = named.group(1)
+    written = next((w.split("=", 1)[0] for w in args if w.startswith("--") and w.split("=", 1)[0] != flag and flag.startswith(w.split("=", 1)[0])), None)
+    if written is None:
+        return ""
+    meant = "; expert parallelism is --enable-expert-parallel, or -ep" if written in _EP_SPELLINGS else ""
+    return f" (argparse read {written} as an abbreviation of {flag}{meant})"

@@ -168,6 +168,12 @@ def read_quant_format(
     doc: Any
     if override is not None:
         doc, source = override, "hf_quant_config.json (given explicitly)"
+        own = cfg.get("quantization_config") or (text_cfg or {}).get("quantization_config") or cfg.get("compression_config")
+        if isinstance(own, dict):
+            # The explicit document wins (vLLM reads only one): say so where it hides another.
+            theirs, ours = own.get("quant_method") or "?", override.get("quant_method") or (override.get("quantization") or {}).get("quant_algo") or "?"
+            notes.append(f"--hf-quant-config replaces config.json's own quantization document (quant_method {theirs}) with the file given ({ours}); "
+                         "vLLM reads one document, so the answer is for the file given")
     elif isinstance(cfg.get("quantization_config"), dict):
         doc, source = cfg["quantization_config"], "config.json quantization_config"
     elif text_cfg is not None and isinstance(text_cfg.get("quantization_config"), dict):
