@@ -210,7 +210,7 @@ class OurSide:
         # any layer is built, so before a kernel the engine selects and then refuses.
         if any(rule_stage(f.reference) == "config" for c in decision.candidates for f in c.failures):
             return "config"
-        layer = self.oracle.catalog.layer_rules
+        layer = decision.ranking.view.layer_rules  # the release's view: release-ranged rules included
         found: dict[str, str] = {}
         for c in decision.candidates:
             for f in c.failures:
@@ -234,15 +234,13 @@ class OurSide:
         for stage in ("config", "layer", "selection"):
             if stage in early:
                 return stage
-        # Past selection only when some kernel fails nothing but these later checks (vLLM selects it;
-        # the checks vLLM makes only when it builds the kernel's prepare/finalize do not stop that).
+        # Past selection when some kernel fails nothing but later checks: vLLM selects the first
+        # such (the checks it makes only when it builds the kernel's prepare/finalize do not stop
+        # that), then its EPLB gate (layer) runs before create_weights (construction).
         built = decision.ranking.view.construction
-        if stages and any(c.failures and all(f.rule in found or f.rule in built for f in c.failures) for c in decision.candidates):
-            return "layer" if late else "construction"
-        # A kernel refused only by a method's EPLB gate (a rule binding some backends): vLLM
-        # selects it, then the routed experts refuse EPLB.
-        if any(c.failures and all(_eplb_gate(f.reference) for f in c.failures) for c in decision.candidates):
-            return "layer"
+        chosen = next((c for c in decision.candidates if c.failures and all(f.rule in found or f.rule in built or _eplb_gate(f.reference) for f in c.failures)), None)
+        if chosen is not None and (stages or any(_eplb_gate(f.reference) for f in chosen.failures)):
+            return "layer" if any(_eplb_gate(f.reference) for f in chosen.failures) else "construction"
         return "selection"
 
     def answer(self, dep: Deployment) -> Answer:

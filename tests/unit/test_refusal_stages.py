@@ -1,11 +1,12 @@
 """Where our refusals happen, against where vLLM's happened (issue 25's full comparison).
 
 Each case in ``refusal_stage_cases.json`` is a deployment both sides refused in a selection-tier
-run (vLLM 0.34.0 seed 6, 0.32.0 seed 4 and 0.29.0 seed 1, 3,000 deployments each, 2026-12-03) at stages that
+run (vLLM 0.34.0 seed 6, 0.32.0 seed 4, 0.29.0 seed 1 and 0.33.0 seed 5; 3,000-5,000 deployments each, 2026-12-03) at stages that
 differed before the fixes beside it: config checks that bind some kernels come before a kernel
 the engine selects and refuses; FusedMoEConfig before the oracle; the EPLB gate after it (as an
 ``after_selection`` refusal, a shortcut's returned kernel, or the only check a kernel fails); a
-shortcut that raises in the oracle; a method constructor's assert; ``create_weights`` when no
+shortcut that raises in the oracle; a method constructor's assert; the EPLB gate of the first kernel
+that fails only late checks, before its create_weights; a release-ranged rule binding every kernel; ``create_weights`` when no
 refined FP8 block (>= 32) divides the shard, also under a platform plugin's kernel (TPU:
 vLLM's FP8 oracle returns NONE there, and the prepare/finalize it never builds does not stop it). ``vllm_stage`` and ``vllm_message`` are what the
 release raised, recorded from the run.
