@@ -154,8 +154,10 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0 vllm/models/kimi_k3/nvidia/model.py KimiK3MoE; transformers 5.20.2 KimiLinearConfig"),
     Family("qwen3_moe", ("qwen3_moe",), "sparse_step", defaults=_d(norm_topk_prob=False, decoder_sparse_step=1),
            source="vLLM 0.33.0 qwen3_moe.py Qwen3MoeDecoderLayer; transformers 5.20.2 Qwen3MoeConfig"),
-    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
-           defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True)"),
+    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next", "qwen4_exp_text", "qwen4_exp"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
+           defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
+                  "0.29.0-0.34.0 vllm/models/qwen4_exp/{nvidia,amd}/{model,mtp}.py (Qwen4ExpDecoderLayer: every layer Qwen4ExpSparseMoeBlock, a Qwen3NextSparseMoeBlock; "
+                  "mtp_num_hidden_layers draft layers from checkpoint mtp.layers.<k>); transformers 5.20.2 Qwen4ExpTextConfig (norm_topk_prob True)"),
     Family("llama4", ("llama4_text", "llama4"), "interleave", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4", shared_always=True,
            defaults=_d(interleave_moe_layer_step=1), source="vLLM 0.33.0 llama4.py Llama4DecoderLayer (MoE when (i + 1) % interleave_moe_layer_step == 0), Llama4MoE.custom_routing_function"),
     Family("mixtral", ("mixtral",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), scoring="softmax", renormalize=True,
@@ -180,6 +182,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("phimoe", ("phimoe",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), renormalize=False, routing="custom",
            source="vLLM 0.33.0 phimoe.py PhiMoE (custom_routing_function=phimoe_routing_function, renormalize=False: CustomRoutingRouter answers RoutingMethodType.Custom); transformers 5.20.2 PhiMoEConfig",
            notes=("PhiMoE routes with its own sparsemixer function (phimoe_routing_function): only kernels that accept a custom router apply",)),
+    Family("mellum", ("mellum",), "mlp_layer_types", scoring="softmax", defaults=_d(norm_topk_prob=True, first_k_dense_replace=0),
+           source="vLLM 0.29.0-0.31.0 mellum.py MellumDecoderLayer (qwen3_moe.py Qwen3MoeSparseMoeBlock where mlp_layer_types[i] == 'sparse', else a dense MLP: softmax, "
+                  "renormalize=norm_topk_prob); from 0.32.0 registry.py sends MellumForCausalLM to the Transformers backend; transformers 5.20.2 MellumConfig "
+                  "(mlp_layer_types defaults to every layer sparse)"),
     Family("qwen2_moe", ("qwen2_moe",), "sparse_step", shared="mlp.shared_expert", scoring="softmax",
            defaults=_d(norm_topk_prob=False, decoder_sparse_step=1, shared_expert_intermediate_size=5632, hidden_act="silu"),
            source="vLLM 0.33.0 qwen2_moe.py Qwen2MoeSparseMoeBlock (softmax, renormalize=norm_topk_prob, gated shared_expert when shared_expert_intermediate_size > 0), Qwen2MoeDecoderLayer (mlp_only_layers, decoder_sparse_step); transformers 5.20.2 Qwen2MoeConfig"),
@@ -239,11 +245,12 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0-0.34.0 exaone_moe.py ExaoneMoe (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, activation silu, "
                   "renormalize=norm_topk_prob), ExaoneMoeDecoderLayer (MoE where mlp_layer_types[i] == 'sparse' and not an MTP layer: MTP layers are dense); "
                   "transformers 5.20.2 ExaoneMoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
-    Family("mimo_v2_flash", ("mimo_v2_flash",), "moe_layer_freq_list", scoring="sigmoid", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",),
+    Family("mimo_v2_flash", ("mimo_v2_flash", "mimo_v2"), "moe_layer_freq_list", scoring="sigmoid", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",),
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True),
            source="vLLM 0.33.0-0.34.0 mimo_v2.py MiMoV2MoE (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, "
                   "renormalize=norm_topk_prob, GateLinear out_dtype float32, silu only), MiMoV2DecoderLayer.is_moe_layer (MoE only where a per-layer moe_layer_freq list is "
-                  "non-zero: an integer moe_layer_freq gives no MoE layer); transformers 5.20.2 MimoV2FlashConfig"),
+                  "non-zero: an integer moe_layer_freq gives no MoE layer); MiMoV2ForCausalLM (model_type mimo_v2, 0.34.0 model_arch_config_convertor.py) subclasses MiMoV2FlashForCausalLM "
+                  "and changes only packed_modules_mapping (0.29.0-0.34.0); transformers 5.20.2 MimoV2FlashConfig"),
     Family("cohere2_moe", ("cohere2_moe",), "mlp_layer_types", shared="mlp.shared_experts", activation="silu", expert_width_is_intermediate=True,
            keys=_d(scoring_func="expert_selection_fn"), defaults=_d(norm_topk_prob=True, first_k_dense_replace=0, scoring_func="softmax"),
            source="vLLM 0.33.0-0.34.0 cohere2_moe.py Cohere2MoeSparseMoeBlock (experts sized by intermediate_size, renormalize=norm_topk_prob, no activation passed: silu; "
@@ -264,6 +271,7 @@ _WRAPPER_PREFIX = {
     "llama4": "language_model.model.layers",
     "qwen3_5_moe": "model.language_model.layers",
     "qwen3_5": "model.language_model.layers",
+    "qwen4_exp": "model.language_model.layers",
     "gemma4": "model.language_model.layers",
     "minimax_m3_vl": "language_model.model.layers",
     "qwen3_vl_moe": "model.language_model.layers",
