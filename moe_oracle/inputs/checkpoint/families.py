@@ -43,7 +43,9 @@ class Family:
             expert_layer_period == expert_layer_offset``), ``moe_layers_enum`` (Step3: the
             comma-separated indices), ``mlp_layer_types`` (``sparse`` entries; without the list,
             ``first_k_dense_replace`` as the config class derives it), ``moe_layer_freq_list``
-            (MiMo-V2: non-zero entries of a per-layer ``moe_layer_freq`` list), ``all``.
+            (MiMo-V2: non-zero entries of a per-layer ``moe_layer_freq`` list), ``step3p5``
+            (Step-3.5: ``mlp_layer_types`` ``sparse`` entries, else ``moe_layers_enum``, else layers
+            3 and up), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
         proj: projection names of one expert (gate, up, down; non-gated: up, down) as the model
@@ -62,6 +64,9 @@ class Family:
         bias: the class always builds ``e_score_correction_bias`` (``True``), never (``False``)
             or follows config.json (``None``).
         activation: activation the class passes to ``FusedMoE`` whatever config.json says.
+        limit_activation: activation the class passes instead in the layers whose per-layer
+            ``swiglu_limits`` entry is set (not ``None`` or 0), as Step-3.5's ``swiglustep``;
+            ``None``: ``swiglu_limits`` does not change the activation.
         routing: routing method the class fixes (custom routers), else ``None``.
         router_fp32: the class computes router logits in float32 (``GateLinear(out_dtype=float32)``).
         draft_router_fp32: the same for the draft (MTP) layers where it differs from the
@@ -106,6 +111,7 @@ class Family:
     renormalize: bool | None = None
     bias: bool | None = None
     activation: str | None = None
+    limit_activation: str | None = None
     routing: str | None = None
     router_fp32: bool = False
     draft_router_fp32: bool | None = None
@@ -182,6 +188,15 @@ FAMILIES: tuple[Family, ...] = (
     Family("phimoe", ("phimoe",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), renormalize=False, routing="custom",
            source="vLLM 0.33.0 phimoe.py PhiMoE (custom_routing_function=phimoe_routing_function, renormalize=False: CustomRoutingRouter answers RoutingMethodType.Custom); transformers 5.20.2 PhiMoEConfig",
            notes=("PhiMoE routes with its own sparsemixer function (phimoe_routing_function): only kernels that accept a custom router apply",)),
+    Family("step3p5", ("step3p5",), "step3p5", experts="moe.experts", shared="share_expert", bias=True, router_fp32=True, activation="silu",
+           limit_activation="swiglustep", shared_always=True, passes_swiglu=False,
+           keys=_d(num_experts="moe_num_experts", num_experts_per_tok="moe_top_k", norm_topk_prob="norm_expert_weight", routed_scaling_factor="moe_router_scaling_factor"),
+           defaults=_d(routed_scaling_factor=1.0, scoring_func="sigmoid"),
+           source="vLLM 0.29.0-0.34.0 step3p5.py FusedMoEBlock (moe_num_experts, moe_top_k, renormalize=norm_expert_weight, scoring_func moe_router_activation "
+                  "(default sigmoid), router_bias as e_score_correction_bias (use_moe_router_bias asserted), fp32 gate and router_logits_dtype float32, activation silu, "
+                  "swiglustep where swiglu_limits[i] is set (7.0 only), no swiglu_* passed; share_expert always), Step3p5DecoderLayer (_is_moe_layer: mlp_layer_types, "
+                  "else moe_layers_enum); transformers 5.20.2 Step3p7TextConfig (model_type step3p5: mlp_layer_types from moe_layers_enum, else layers 3..; no moe_router_activation); "
+                  "before 0.33.0 vLLM's own Step3p5Config (fact step3p5_transformers_config: moe_layers_enum else layers 1.., moe_router_activation default softmax)"),
     Family("mellum", ("mellum",), "mlp_layer_types", scoring="softmax", defaults=_d(norm_topk_prob=True, first_k_dense_replace=0),
            source="vLLM 0.29.0-0.31.0 mellum.py MellumDecoderLayer (qwen3_moe.py Qwen3MoeSparseMoeBlock where mlp_layer_types[i] == 'sparse', else a dense MLP: softmax, "
                   "renormalize=norm_topk_prob); from 0.32.0 registry.py sends MellumForCausalLM to the Transformers backend; transformers 5.20.2 MellumConfig "
