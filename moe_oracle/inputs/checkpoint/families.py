@@ -45,7 +45,8 @@ class Family:
             ``first_k_dense_replace`` as the config class derives it), ``moe_layer_freq_list``
             (MiMo-V2: non-zero entries of a per-layer ``moe_layer_freq`` list), ``step3p5``
             (Step-3.5: ``mlp_layer_types`` ``sparse`` entries, else ``moe_layers_enum``, else layers
-            3 and up), ``all``.
+            3 and up), ``step5`` (Step5: ``moe_layers_enum`` or ``moe_layer_list``, else layers 1
+            and up), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
         proj: projection names of one expert (gate, up, down; non-gated: up, down) as the model
@@ -197,6 +198,14 @@ FAMILIES: tuple[Family, ...] = (
                   "swiglustep where swiglu_limits[i] is set (7.0 only), no swiglu_* passed; share_expert always), Step3p5DecoderLayer (_is_moe_layer: mlp_layer_types, "
                   "else moe_layers_enum); transformers 5.20.2 Step3p7TextConfig (model_type step3p5: mlp_layer_types from moe_layers_enum, else layers 3..; no moe_router_activation); "
                   "before 0.33.0 vLLM's own Step3p5Config (fact step3p5_transformers_config: moe_layers_enum else layers 1.., moe_router_activation default softmax)"),
+    Family("step5", ("step5",), "step5", experts="moe.experts", shared="share_expert", bias=True, router_fp32=True, activation="silu",
+           limit_activation="swiglustep", shared_always=True, passes_swiglu=False,
+           keys=_d(num_experts="moe_num_experts", num_experts_per_tok="moe_top_k", norm_topk_prob="norm_expert_weight", routed_scaling_factor="moe_router_scaling_factor"),
+           defaults=_d(num_experts=16, num_experts_per_tok=4, moe_intermediate_size=10240, norm_topk_prob=True, scoring_func="sigmoid", routed_scaling_factor=1.0),
+           source="vLLM 0.33.0-0.34.0 vllm/models/step5/nvidia/model.py Step5MoE (the FusedMoEFactory path; Step5MegaMoE only with --moe-backend deep_gemm_mega_moe: "
+                  "moe_num_experts, moe_top_k, renormalize=norm_expert_weight, scoring_func moe_router_activation, router_bias as e_score_correction_bias "
+                  "(use_moe_router_bias required), fp32 gate and router logits, silu, swiglustep where swiglu_limits[i] is set (7.0 only), share_expert always), "
+                  "Step5DecoderLayer (_get_step5_moe_layer_indices); vllm/transformers_utils/configs/step5.py Step5Config defaults"),
     Family("mellum", ("mellum",), "mlp_layer_types", scoring="softmax", defaults=_d(norm_topk_prob=True, first_k_dense_replace=0),
            source="vLLM 0.29.0-0.31.0 mellum.py MellumDecoderLayer (qwen3_moe.py Qwen3MoeSparseMoeBlock where mlp_layer_types[i] == 'sparse', else a dense MLP: softmax, "
                   "renormalize=norm_topk_prob); from 0.32.0 registry.py sends MellumForCausalLM to the Transformers backend; transformers 5.20.2 MellumConfig "

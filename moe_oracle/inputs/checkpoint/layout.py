@@ -218,6 +218,8 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
         return [("moe", f"index in moe_layers_enum") if i in idx else ("dense", "index not in moe_layers_enum") for i in range(n)]
     if layout == "step3p5":
         return _step3p5(cfg, n, file, path)
+    if layout == "step5":
+        return _step5(cfg, n, file, path)
     if layout == "mlp_layer_types" and cfg.get("mlp_layer_types") is None:
         first_k = _int(cfg, "first_k_dense_replace", 0, file, path) or 0
         return [("dense", f"no mlp_layer_types: index < first_k_dense_replace ({first_k}) (the config class's derivation)") if i < first_k
@@ -251,6 +253,27 @@ def _step3p5(cfg: Mapping[str, Any], n: int, file: str | None, path: str) -> lis
         return [("moe", "index in moe_layers_enum") if i in idx else ("dense", "index not in moe_layers_enum") for i in range(n)]
     return [("moe", "no mlp_layer_types / moe_layers_enum: index >= 3 (the config class's default)") if i >= 3
             else ("dense", "no mlp_layer_types / moe_layers_enum: index < 3 (the config class's default)") for i in range(n)]
+
+
+def _step5(cfg: Mapping[str, Any], n: int, file: str | None, path: str) -> list[tuple[str, str]]:
+    """Step5 (vLLM 0.33.0-0.34.0 vllm/models/step5/nvidia/model.py _get_step5_moe_layer_indices):
+    ``moe_layers_enum`` or ``moe_layer_list`` (a comma-separated string or a list; both given must
+    agree), else layers 1.."""
+    found = {}
+    for key in ("moe_layers_enum", "moe_layer_list"):
+        spec = cfg.get(key)
+        if spec is None:
+            continue
+        items = spec.split(",") if isinstance(spec, str) else spec
+        if not isinstance(items, list) or not all(isinstance(t, int) and not isinstance(t, bool) or str(t).strip().isdigit() or not str(t).strip() for t in items):
+            raise _fail(file, f"{path}{key}", "Step5 needs integer layer indices (a comma-separated string or a list)", spec, None)
+        found[key] = {int(t) for t in items if str(t).strip()}
+    if len(found) == 2 and found["moe_layers_enum"] != found["moe_layer_list"]:
+        raise _fail(file, f"{path}moe_layer_list", "Step5 refuses moe_layers_enum and moe_layer_list that describe different layers", cfg.get("moe_layer_list"), None)
+    if not found:
+        return [("moe", "no moe_layers_enum / moe_layer_list: index >= 1") if i else ("dense", "no moe_layers_enum / moe_layer_list: index 0 is dense") for i in range(n)]
+    key, idx = next(iter(found.items()))
+    return [("moe", f"index in {key}") if i in idx else ("dense", f"index not in {key}") for i in range(n)]
 
 
 def _step3p5_own_config(cfg: Mapping[str, Any], n: int, file: str | None, path: str, rel: ReaderRelease) -> list[tuple[str, str]]:
