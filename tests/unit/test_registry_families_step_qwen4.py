@@ -78,3 +78,14 @@ def test_an_unmapped_architecture_says_why_instead_of_the_generic_note():
 def test_a_reason_is_given_only_for_unmapped_architectures():
     assert all(a.family is None for a in VLLM_MOE_ARCHITECTURES.values() if a.reason)
     assert VLLM_MOE_ARCHITECTURES["Qwen3_5ForCausalLM"].reason and "dense sibling" in VLLM_MOE_ARCHITECTURES["Qwen3_5ForCausalLM"].reason
+
+
+def test_laguna_renormalizes_from_0_31_whatever_norm_topk_prob_says():
+    # laguna.py LagunaMoE: renormalize=config.norm_topk_prob in 0.29.0-0.30.0, True from 0.31.0;
+    # apply_routed_scale_to_output=True: the router gets 1.0 (so 0.31.0 answers MiniMax2)
+    cfg = {"architectures": ["LagunaForCausalLM"], "model_type": "laguna", "hidden_size": 2048, "num_hidden_layers": 4, "moe_intermediate_size": 512,
+           "shared_expert_intermediate_size": 512, "num_experts": 256, "num_experts_per_tok": 8, "norm_topk_prob": False, "moe_routed_scaling_factor": 2.5}
+    old, new = read_checkpoint(cfg, release="0.30.0"), read_checkpoint(cfg, release="0.31.0")
+    assert old.family.name == "laguna" and sorted(_moe(old)) == [1, 2, 3]
+    assert old.representative().kwargs["routing_method"].value == "unspecified" and new.representative().kwargs["routing_method"].value == "minimax2"
+    assert new.layers[1].spec.shared == "model.layers.1.mlp.shared_expert"

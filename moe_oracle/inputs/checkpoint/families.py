@@ -206,6 +206,12 @@ FAMILIES: tuple[Family, ...] = (
                   "moe_num_experts, moe_top_k, renormalize=norm_expert_weight, scoring_func moe_router_activation, router_bias as e_score_correction_bias "
                   "(use_moe_router_bias required), fp32 gate and router logits, silu, swiglustep where swiglu_limits[i] is set (7.0 only), share_expert always), "
                   "Step5DecoderLayer (_get_step5_moe_layer_indices); vllm/transformers_utils/configs/step5.py Step5Config defaults"),
+    Family("laguna", ("laguna",), "mlp_layer_types", shared="mlp.shared_expert", scoring="sigmoid", bias=True, activation="silu", scale_to_output_on=("cuda", "rocm", "xpu", "cpu", "tpu"),
+           keys=_d(routed_scaling_factor="moe_routed_scaling_factor"), defaults=_d(first_k_dense_replace=1, norm_topk_prob=True, routed_scaling_factor=1.0),
+           source="vLLM 0.29.0-0.34.0 laguna.py LagunaMoE (scoring_func sigmoid, use_grouped_topk=False, e_score_correction_bias always, apply_routed_scale_to_output=True "
+                  "on every platform, shared_expert when shared_expert_intermediate_size > 0, no activation passed: silu; renormalize=norm_topk_prob in 0.29.0-0.30.0, True "
+                  "from 0.31.0: fact laguna_renormalize_always), LagunaDecoderLayer (MoE where mlp_layer_types[i] == 'sparse'); transformers 5.20.2 LagunaConfig "
+                  "(mlp_layer_types default: layer 0 dense, the rest sparse)"),
     Family("mellum", ("mellum",), "mlp_layer_types", scoring="softmax", defaults=_d(norm_topk_prob=True, first_k_dense_replace=0),
            source="vLLM 0.29.0-0.31.0 mellum.py MellumDecoderLayer (qwen3_moe.py Qwen3MoeSparseMoeBlock where mlp_layer_types[i] == 'sparse', else a dense MLP: softmax, "
                   "renormalize=norm_topk_prob); from 0.32.0 registry.py sends MellumForCausalLM to the Transformers backend; transformers 5.20.2 MellumConfig "

@@ -169,6 +169,8 @@ def read_checkpoint(
     arch_notes += architecture_notes(arch, family, rel)
     if family.name == "step3p5" and not rel.holds("step3p5_transformers_config"):
         family = replace(family, defaults=MappingProxyType({**family.defaults, "scoring_func": "softmax"}))
+    if family.name == "laguna" and rel.holds("laguna_renormalize_always"):
+        family = replace(family, renormalize=True)
     text_cfg, key_notes = _nested_keys(family, text_cfg, path, file)
     arch_notes += key_notes
     filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
@@ -181,6 +183,8 @@ def read_checkpoint(
     prefix, inferred = layer_prefix(family, top_mt, text is not None)
     specs, layout_notes = layer_layout(family, filled, prefix, file=file, path=path, layers_required=layers_required, release=rel)
     notes = arch_notes + list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)
+    if family.name == "laguna" and text_cfg.get("moe_apply_router_weight_on_input"):
+        notes.append("moe_apply_router_weight_on_input = true is not modelled: vLLM's laguna.py passes it to FusedMoE, and kernels that refuse router weights on the input are not ruled out")
     if family.name == "exaone_moe" and text_cfg.get("swiglu_limits") is not None:
         notes.append("swiglu_limits (per layer) not modelled: vLLM's exaone_moe.py passes each layer its own swiglu_limit (none where <= 0); the plan reads no limit")
     if inferred:
