@@ -190,7 +190,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "Step5MTP": Arch("vllm.models.step5", ">=0.33.0", None),
     "UnlimitedOCR2TextForCausalLM": Arch("unlimited_ocr", ">=0.34.0", None),
     "UnlimitedOCRForCausalLM": Arch("unlimited_ocr", ">=0.34.0", None),
-    "ZayaForCausalLM": Arch("zaya", ">=0.34.0", None),
+    "ZayaForCausalLM": Arch("zaya", ">=0.34.0", 'zaya'),
 })
 
 

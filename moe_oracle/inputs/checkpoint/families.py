@@ -212,6 +212,10 @@ FAMILIES: tuple[Family, ...] = (
                   "on every platform, shared_expert when shared_expert_intermediate_size > 0, no activation passed: silu; renormalize=norm_topk_prob in 0.29.0-0.30.0, True "
                   "from 0.31.0: fact laguna_renormalize_always), LagunaDecoderLayer (MoE where mlp_layer_types[i] == 'sparse'); transformers 5.20.2 LagunaConfig "
                   "(mlp_layer_types default: layer 0 dense, the rest sparse)"),
+    Family("zaya", ("zaya",), "all", renormalize=False, routing="custom", router_fp32=True, activation="silu",
+           source="vLLM 0.34.0 zaya.py ZayaSparseMoeBlock (every ZayaDecoderLayer: ZayaRouter computes the top-k itself and FusedMoEFactory gets "
+                  "custom_routing_function=_precomputed_routing, renormalize=False, router_logits_dtype float32, no activation passed: silu); transformers 5.20.2 ZayaConfig",
+           notes=("ZAYA routes with its own MLP router (ZayaRouter) and hands FusedMoE the precomputed top-k: only kernels that accept a custom router apply",)),
     Family("mellum", ("mellum",), "mlp_layer_types", scoring="softmax", defaults=_d(norm_topk_prob=True, first_k_dense_replace=0),
            source="vLLM 0.29.0-0.31.0 mellum.py MellumDecoderLayer (qwen3_moe.py Qwen3MoeSparseMoeBlock where mlp_layer_types[i] == 'sparse', else a dense MLP: softmax, "
                   "renormalize=norm_topk_prob); from 0.32.0 registry.py sends MellumForCausalLM to the Transformers backend; transformers 5.20.2 MellumConfig "
