@@ -218,7 +218,8 @@ def architecture_notes(architecture: str | None, family: Family, release: Reader
             return (f"{architecture} is not among the MoE architectures {release.words} registers (registry.py and the model files): vLLM may refuse the model, or run it through the Transformers backend, which moe-oracle does not model",)
         return ()
     if not known.registered(version):
-        return (f"{release.words} does not register {architecture} (registered by vLLM {known.engine}): vLLM refuses the model",)
+        return (f"{release.words} does not register {architecture} (registered by vLLM {known.engine}): vLLM refuses the model, or, where transformers has the "
+                f"architecture, runs it through the Transformers backend, which moe-oracle does not model (this answer is the {known.module} model class's)",)
     if known.family is None and family is GENERIC:
         why = known.reason or UNMODELLED_REASON
         return (f"{release.words} registers {architecture} (model file {known.module}) as a MoE architecture that moe-oracle does not model: {why}; compare with vLLM before trusting it",)
