@@ -11,7 +11,8 @@ class supplies when config.json omits a field. A ``model_type`` not listed falls
 Sources: vLLM 0.33.0 ``vllm/model_executor/models/{deepseek_v2,qwen3_moe,qwen3_5,qwen3_next,
 llama4,mixtral,gpt_oss,minimax_m2,nemotron_h,nemotron_h_mtp,gemma4}.py`` (and, checked against
 0.33.0 and 0.34.0 by the model-construction tier, ``{qwen3_vl_moe,dbrx,jamba,granitemoe,
-granitemoeshared,granitemoehybrid,ernie45_moe,ernie_mtp,glm4_moe_lite,glm4_moe_lite_mtp}.py``) and
+granitemoeshared,granitemoehybrid,ernie45_moe,ernie_mtp,glm4_moe_lite,glm4_moe_lite_mtp}.py``, and on
+0.29.0-0.34.0 ``{step3p5,laguna,mellum,zaya}.py``, ``vllm/models/{qwen4_exp,step5}``) and
 ``vllm/models/{deepseek_v4,kimi_k3,minimax_m3}/nvidia/{model,mtp}.py``, ``vllm/config/
 speculative.py hf_config_override``; defaults from transformers 5.20.2 config classes and
 ``vllm/transformers_utils/configs/minimax_m3.py``.
