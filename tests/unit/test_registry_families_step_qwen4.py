@@ -89,3 +89,10 @@ def test_laguna_renormalizes_from_0_31_whatever_norm_topk_prob_says():
     assert old.family.name == "laguna" and sorted(_moe(old)) == [1, 2, 3]
     assert old.representative().kwargs["routing_method"].value == "unspecified" and new.representative().kwargs["routing_method"].value == "minimax2"
     assert new.layers[1].spec.shared == "model.layers.1.mlp.shared_expert"
+
+
+def test_step5_vl_reads_its_text_model_under_the_step3p7_frontend_prefix():
+    text = {"model_type": "step5", "hidden_size": 5120, "num_hidden_layers": 4, "moe_num_experts": 16, "moe_top_k": 4, "moe_intermediate_size": 10240}
+    ck = read_checkpoint({"architectures": ["Step5ForConditionalGeneration"], "model_type": "step5_vl", "text_config": text}, release="0.34.0")
+    assert ck.family.name == "step5" and ck.layers[1].spec.experts == "model.language_model.layers.1.moe.experts"
+    assert not any("assumed" in n for n in ck.notes)

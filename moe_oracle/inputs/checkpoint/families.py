@@ -206,7 +206,8 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0-0.34.0 vllm/models/step5/nvidia/model.py Step5MoE (the FusedMoEFactory path; Step5MegaMoE only with --moe-backend deep_gemm_mega_moe: "
                   "moe_num_experts, moe_top_k, renormalize=norm_expert_weight, scoring_func moe_router_activation, router_bias as e_score_correction_bias "
                   "(use_moe_router_bias required), fp32 gate and router logits, silu, swiglustep where swiglu_limits[i] is set (7.0 only), share_expert always), "
-                  "Step5DecoderLayer (_get_step5_moe_layer_indices); vllm/transformers_utils/configs/step5.py Step5Config defaults"),
+                  "Step5DecoderLayer (_get_step5_moe_layer_indices); Step5ForConditionalGeneration (step5_vl) builds Step5ForCausalLM from text_config under the "
+                  "model_executor/models/step3p7.py frontend, whose mapper puts the checkpoint's model.language_model.* there; vllm/transformers_utils/configs/step5.py Step5Config defaults"),
     Family("laguna", ("laguna",), "mlp_layer_types", shared="mlp.shared_expert", scoring="sigmoid", bias=True, activation="silu", scale_to_output_on=("cuda", "rocm", "xpu", "cpu", "tpu"),
            keys=_d(routed_scaling_factor="moe_routed_scaling_factor"), defaults=_d(first_k_dense_replace=1, norm_topk_prob=True, routed_scaling_factor=1.0),
            source="vLLM 0.29.0-0.34.0 laguna.py LagunaMoE (scoring_func sigmoid, use_grouped_topk=False, e_score_correction_bias always, apply_routed_scale_to_output=True "
@@ -307,6 +308,7 @@ _WRAPPER_PREFIX = {
     "qwen3_5_moe": "model.language_model.layers",
     "qwen3_5": "model.language_model.layers",
     "qwen4_exp": "model.language_model.layers",
+    "step5_vl": "model.language_model.layers",
     "gemma4": "model.language_model.layers",
     "minimax_m3_vl": "language_model.model.layers",
     "qwen3_vl_moe": "model.language_model.layers",
