@@ -276,6 +276,10 @@ def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
         assert node is not None
         (value,) = [n.value for n in ast.walk(node) if isinstance(n, ast.Assign) and any(ast.unparse(t) == "self.enable_moe_block" for t in n.targets)]
         return "num_experts" in ast.unparse(value)
+    if fact == "step3p5_transformers_config":
+        return 'step3p5="Step3p7TextConfig"' in (tree / "vllm/transformers_utils/config.py").read_text(encoding="utf-8") and _definition(tree / "vllm/model_executor/models/step3p5.py", "_is_moe_layer") is not None
+    if fact == "laguna_renormalize_always":
+        return "renormalize=True" in _code(tree / "vllm/model_executor/models/laguna.py", "LagunaMoE.__init__")
     if fact == "w4afp8_method":
         return (q / "w4afp8.py").is_file() and "CompressedTensorsW4A8Fp8MoEMethod" in _code(q / "w4afp8.py", "W4AFP8Config.get_quant_method")
     raise AssertionError(f"no source reading for checkpoint fact {fact!r}: add one")

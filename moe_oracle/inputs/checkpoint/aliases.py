@@ -310,11 +310,14 @@ def _routing(r: _Reader) -> bool:
             bias = True
             evidence.append(f"{key}=true" + (" (default)" if src is Source.DEFAULT else ""))
     skey, rsf, ssrc = r.first(SCALING_ALIASES)
-    to_output = r.platform is not None and r.platform in fam.scale_to_output_on
+    to_output = (r.platform or "cuda") in fam.scale_to_output_on
     passed = (r.float_(skey, rsf) if rsf is not None else 1.0) if fam.passes_routed_scale and not to_output else 1.0
     if to_output:
-        r.notes.append(f"{fam.name} on {r.platform}: the model class applies routed_scaling_factor to the MoE output and hands its router 1.0; "
-                       "read with AITER fused shared experts off (VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS unset, its default: with it set on gfx950 without EP the class routes through grouped top-k instead, which is not modelled)")
+        if fam.name == "minimax_m3":
+            r.notes.append(f"{fam.name} on {r.platform}: the model class applies routed_scaling_factor to the MoE output and hands its router 1.0; "
+                           "read with AITER fused shared experts off (VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS unset, its default: with it set on gfx950 without EP the class routes through grouped top-k instead, which is not modelled)")
+        else:
+            r.notes.append(f"{fam.name}: the model class applies routed_scaling_factor to the MoE output (apply_routed_scale_to_output) and hands its router 1.0")
     routing = routing_method_type(scoring, renormalize, groups, bias, routed_scaling_factor=passed, release=r.release)
     bias_evidence = evidence[-1]
     if bias and scoring == "sigmoid" and renormalize and not (groups or 0) and not r.release.holds("routing_minimax2_any_scale"):

@@ -10,7 +10,10 @@ architectures whose file also holds a dense sibling (``Qwen3_5ForCausalLM`` besi
 An architecture with ``family=None`` has no family record (:mod:`.families`): its layer layout,
 routing, scoring, activation, shared experts and MTP layers are read from generic Hugging Face
 fields, and :func:`architecture_notes` says so wherever the answer is given (``select``,
-``explain`` and ``plan``), never silently.
+``explain`` and ``plan``), never silently. Where we know why it stays unmapped (a dense sibling
+the file test over-includes, a model_type no config class in the environment reads, so that the
+model-construction tier cannot build it), :attr:`Arch.reason` says so and the note gives that
+reason instead of the generic one.
 """
 
 from __future__ import annotations
@@ -36,11 +39,14 @@ class Arch:
         module: the registry's module (``glm4_moe``; ``vllm.models.deepseek_v4`` for the new layout).
         engine: the modelled releases that register it (PEP 440 specifier over vLLM versions).
         family: our family name (:data:`.families.FAMILIES`), ``None`` when unmodelled.
+        reason: why an unmodelled architecture (``family`` ``None``) stays unmapped, shown
+            instead of the generic note; ``None``: not yet read.
     """
 
     module: str
     engine: str
     family: str | None
+    reason: str | None = None
 
     def registered(self, release: str) -> bool:
         from packaging.specifiers import SpecifierSet  # imported where read (select imports what answering needs)
@@ -120,59 +126,75 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "KimiK3ForConditionalGeneration": Arch("vllm.models.kimi_k3", ">=0.29.0", 'kimi_k3'),
     "KimiK3MTPModel": Arch("vllm.models.kimi_k3", ">=0.29.0", 'kimi_k3'),
     "KimiLinearForCausalLM": Arch("vllm.models.kimi_k3", ">=0.29.0", 'kimi_k3'),
-    "LagunaForCausalLM": Arch("laguna", ">=0.29.0", None),
+    "LagunaForCausalLM": Arch("laguna", ">=0.29.0", 'laguna'),
     "Lfm2MoeForCausalLM": Arch("lfm2_moe", ">=0.29.0", 'lfm2_moe'),
     "Llama4ForCausalLM": Arch("llama4", ">=0.29.0", 'llama4'),
     "Llama4ForConditionalGeneration": Arch("mllama4", ">=0.29.0", 'llama4'),
     "LongcatFlashForCausalLM": Arch("longcat_flash", ">=0.29.0", 'longcat_flash'),
-    "MellumForCausalLM": Arch("mellum", ">=0.29.0,<=0.31.0", None),
+    "MellumForCausalLM": Arch("mellum", ">=0.29.0,<=0.31.0", 'mellum'),
     "MiMoV2FlashForCausalLM": Arch("mimo_v2", ">=0.29.0", 'mimo_v2_flash'),
-    "MiMoV2ForCausalLM": Arch("mimo_v2", ">=0.29.0", None),
-    "MingV3ASRForConditionalGeneration": Arch("ming_v3_asr", ">=0.34.0", None),
+    "MiMoV2ForCausalLM": Arch("mimo_v2", ">=0.29.0", 'mimo_v2_flash'),
+    "MingV3ASRForConditionalGeneration": Arch("ming_v3_asr", ">=0.34.0", None,
+        reason='its language model is bailing_moe_v3.py BailingMoeV3ForCausalLM (0.34.0 ming_v3_asr.py), which has no family record yet; it will read as that family once BailingMoeV3 has one'),
     "MiniMaxM2ForCausalLM": Arch("minimax_m2", ">=0.29.0", 'minimax_m2'),
     "MiniMaxM3MTP": Arch("vllm.models.minimax_m3", ">=0.29.0", 'minimax_m3'),
     "MiniMaxM3SparseForCausalLM": Arch("vllm.models.minimax_m3", ">=0.29.0", 'minimax_m3'),
     "MiniMaxM3SparseForConditionalGeneration": Arch("vllm.models.minimax_m3", ">=0.29.0", 'minimax_m3'),
-    "MistralLarge4DSparkModel": Arch("vllm.models.mistral.mistral_large4", ">=0.34.0", None),
-    "MistralLarge4ForCausalLM": Arch("vllm.models.mistral.mistral_large4", ">=0.34.0", None),
+    "MistralLarge4DSparkModel": Arch("vllm.models.mistral.mistral_large4", ">=0.34.0", None,
+        reason='the DSpark draft of MistralLarge4ForCausalLM (vllm/models/mistral/mistral_large4/nvidia/dspark.py); Mistral Large 4 ships in Mistral format (params.json): vLLM 0.34.0 transformers_utils/configs/mistral.py adapt_config_dict makes model_type mistral_large_4 from its dsa/moe sections, and no config class reads a Hugging Face config.json for it, so the model-construction tier (config.json only) cannot build it; its layout (vllm/models/mistral/common/layer_spec.py: MoE where n_routed_experts and index >= first_k_dense_replace and index % moe_layer_freq == 0) and router (nvidia/moe.py MistralMoE: softmax, renormalize=norm_topk_prob, fp32 router logits, shared experts) are read from the generic fields'),
+    "MistralLarge4ForCausalLM": Arch("vllm.models.mistral.mistral_large4", ">=0.34.0", None,
+        reason='Mistral Large 4 ships in Mistral format (params.json): vLLM 0.34.0 transformers_utils/configs/mistral.py adapt_config_dict makes model_type mistral_large_4 from its dsa/moe sections, and no config class reads a Hugging Face config.json for it, so the model-construction tier (config.json only) cannot build it; its layout (vllm/models/mistral/common/layer_spec.py: MoE where n_routed_experts and index >= first_k_dense_replace and index % moe_layer_freq == 0) and router (nvidia/moe.py MistralMoE: softmax, renormalize=norm_topk_prob, fp32 router logits, shared experts) are read from the generic fields'),
     "MixtralForCausalLM": Arch("mixtral", ">=0.29.0", 'mixtral'),
-    "Moondream3ForCausalLM": Arch("moondream3", ">=0.29.0", None),
+    "Moondream3ForCausalLM": Arch("moondream3", ">=0.29.0", None,
+        reason='moondream3.py (0.29.0-0.34.0) Moondream3TextMoE builds no FusedMoE layer: on CUDA it calls the Triton fused_experts function itself (else, or after an error, a per-expert Python loop), so vLLM runs no kernel selection for it and there is no FusedMoE layer to compare'),
     "MuseSparkForConditionalGeneration": Arch("vllm.models.muse_spark", ">=0.33.0", None),
     "NemotronHForCausalLM": Arch("nemotron_h", ">=0.29.0", 'nemotron_h'),
     "NemotronHMTPModel": Arch("nemotron_h_mtp", ">=0.29.0", 'nemotron_h'),
-    "NemotronHPuzzleForCausalLM": Arch("nemotron_h", ">=0.29.0", None),
+    "NemotronHPuzzleForCausalLM": Arch("nemotron_h", ">=0.29.0", None,
+        reason="registered as nemotron_h.py NemotronHForCausalLM, but model_type nemotron_h_puzzle has per-layer block configs that its remote config class hands each layer (get_nemotron_h_config_for_layer; 0.34.0 nemotron_h.py, nemotron_h_mtp.py mtp_n_routed_experts); its checkpoints' model_type has no config class in transformers 5.20.2 or vllm/transformers_utils/configs (the published checkpoints ship one for trust_remote_code), so the model-construction tier, offline and without remote code, cannot build it to check a family record"),
     "OlmoeForCausalLM": Arch("olmoe", ">=0.29.0,<0.34.0", 'olmoe'),
-    "PanguEmbeddedForCausalLM": Arch("openpangu", ">=0.29.0", None),
-    "PanguProMoEV2ForCausalLM": Arch("openpangu", ">=0.29.0", None),
-    "PanguUltraMoEForCausalLM": Arch("openpangu", ">=0.29.0", None),
-    "Param2MoEForCausalLM": Arch("param2moe", ">=0.29.0", None),
+    "PanguEmbeddedForCausalLM": Arch("openpangu", ">=0.29.0", None,
+        reason="openpangu.py: its checkpoints' model_type has no config class in transformers 5.20.2 or vllm/transformers_utils/configs (the published checkpoints ship one for trust_remote_code), so the model-construction tier, offline and without remote code, cannot build it to check a family record"),
+    "PanguProMoEV2ForCausalLM": Arch("openpangu", ">=0.29.0", None,
+        reason="openpangu.py: its checkpoints' model_type has no config class in transformers 5.20.2 or vllm/transformers_utils/configs (the published checkpoints ship one for trust_remote_code), so the model-construction tier, offline and without remote code, cannot build it to check a family record"),
+    "PanguUltraMoEForCausalLM": Arch("openpangu", ">=0.29.0", None,
+        reason="openpangu.py: its checkpoints' model_type has no config class in transformers 5.20.2 or vllm/transformers_utils/configs (the published checkpoints ship one for trust_remote_code), so the model-construction tier, offline and without remote code, cannot build it to check a family record"),
+    "Param2MoEForCausalLM": Arch("param2moe", ">=0.29.0", None,
+        reason="param2moe.py: its checkpoints' model_type has no config class in transformers 5.20.2 or vllm/transformers_utils/configs (the published checkpoints ship one for trust_remote_code), so the model-construction tier, offline and without remote code, cannot build it to check a family record"),
     "PhiMoEForCausalLM": Arch("phimoe", ">=0.29.0", 'phimoe'),
     "Qwen2MoeForCausalLM": Arch("qwen2_moe", ">=0.29.0", 'qwen2_moe'),
-    "Qwen3ASRForConditionalGeneration": Arch("qwen3_asr", ">=0.29.0", None),
+    "Qwen3ASRForConditionalGeneration": Arch("qwen3_asr", ">=0.29.0", None,
+        reason='over-included by the file test: qwen3_asr.py (0.29.0-0.34.0) imports only the audio encoder from qwen3_omni_moe_thinker.py; its language model is qwen3.py Qwen3ForCausalLM, dense, so it has no MoE layer'),
     "Qwen3MoeForCausalLM": Arch("qwen3_moe", ">=0.29.0", 'qwen3_moe'),
     "Qwen3NextForCausalLM": Arch("qwen3_next", ">=0.29.0", 'qwen3_5_moe'),
     "Qwen3NextMTP": Arch("qwen3_next_mtp", ">=0.29.0", 'qwen3_5_moe'),
     "Qwen3OmniMoeForConditionalGeneration": Arch("qwen3_omni_moe_thinker", ">=0.29.0", 'qwen3_omni_moe'),
     "Qwen3VLMoeForConditionalGeneration": Arch("qwen3_vl_moe", ">=0.29.0", 'qwen3_vl_moe'),
-    "Qwen3_5ForCausalLM": Arch("qwen3_5", ">=0.29.0", None),
-    "Qwen3_5ForConditionalGeneration": Arch("qwen3_5", ">=0.29.0", None),
-    "Qwen3_5MTP": Arch("qwen3_5_mtp", ">=0.29.0", None),
+    "Qwen3_5ForCausalLM": Arch("qwen3_5", ">=0.29.0", None,
+        reason="dense sibling, over-included by the file test: vLLM 0.29.0-0.33.0 qwen3_5.py, 0.34.0 vllm/models/qwen3_5/nvidia/model.py builds Qwen3NextSparseMoeBlock only where the text model_type is qwen3_5_moe_text (Qwen3_5DecoderLayer); this class's qwen3_5_text layers are dense MLPs, so it has no MoE layer"),
+    "Qwen3_5ForConditionalGeneration": Arch("qwen3_5", ">=0.29.0", None,
+        reason="dense sibling, over-included by the file test: vLLM 0.29.0-0.33.0 qwen3_5.py, 0.34.0 vllm/models/qwen3_5/nvidia/model.py builds Qwen3NextSparseMoeBlock only where the text model_type is qwen3_5_moe_text (Qwen3_5DecoderLayer); this class's qwen3_5_text layers are dense MLPs, so it has no MoE layer"),
+    "Qwen3_5MTP": Arch("qwen3_5_mtp", ">=0.29.0", None,
+        reason="dense sibling, over-included by the file test: its draft layer is the target's Qwen3_5DecoderLayer (0.29.0-0.33.0 qwen3_5_mtp.py, 0.34.0 vllm/models/qwen3_5/nvidia/mtp.py), MoE only for qwen3_5_moe_text, which Qwen3_5MoeMTP (family qwen3_5_moe) serves"),
     "Qwen3_5MoeForCausalLM": Arch("qwen3_5", ">=0.29.0", 'qwen3_5_moe'),
     "Qwen3_5MoeForConditionalGeneration": Arch("qwen3_5", ">=0.29.0", 'qwen3_5_moe'),
     "Qwen3_5MoeMTP": Arch("qwen3_5_mtp", ">=0.29.0", 'qwen3_5_moe'),
-    "Qwen4ExpForCausalLM": Arch("vllm.models.qwen4_exp", ">=0.29.0", None),
-    "Qwen4ExpForConditionalGeneration": Arch("vllm.models.qwen4_exp", ">=0.29.0", None),
-    "Qwen4ExpMTP": Arch("vllm.models.qwen4_exp", ">=0.29.0", None),
-    "SarvamMLAForCausalLM": Arch("sarvam", ">=0.29.0", None),
-    "SarvamMoEForCausalLM": Arch("sarvam", ">=0.29.0", None),
+    "Qwen4ExpForCausalLM": Arch("vllm.models.qwen4_exp", ">=0.29.0", 'qwen3_5_moe'),
+    "Qwen4ExpForConditionalGeneration": Arch("vllm.models.qwen4_exp", ">=0.29.0", 'qwen3_5_moe'),
+    "Qwen4ExpMTP": Arch("vllm.models.qwen4_exp", ">=0.29.0", 'qwen3_5_moe'),
+    "SarvamMLAForCausalLM": Arch("sarvam", ">=0.29.0", None,
+        reason="sarvam.py (model_type sarvam_mla among others, 0.34.0 transformers_utils/config.py _PATCH_HF_VALIDATE_ROPE): its checkpoints' model_type has no config class in transformers 5.20.2 or vllm/transformers_utils/configs (the published checkpoints ship one for trust_remote_code), so the model-construction tier, offline and without remote code, cannot build it to check a family record"),
+    "SarvamMoEForCausalLM": Arch("sarvam", ">=0.29.0", None,
+        reason="sarvam.py (model_type sarvam_mla among others, 0.34.0 transformers_utils/config.py _PATCH_HF_VALIDATE_ROPE): its checkpoints' model_type has no config class in transformers 5.20.2 or vllm/transformers_utils/configs (the published checkpoints ship one for trust_remote_code), so the model-construction tier, offline and without remote code, cannot build it to check a family record"),
     "Step3TextForCausalLM": Arch("step3_text", ">=0.29.0", 'step3_text'),
-    "Step3p5ForCausalLM": Arch("step3p5", ">=0.29.0", None),
-    "Step5ForCausalLM": Arch("vllm.models.step5", ">=0.33.0", None),
-    "Step5ForConditionalGeneration": Arch("vllm.models.step5", ">=0.33.0", None),
-    "Step5MTP": Arch("vllm.models.step5", ">=0.33.0", None),
+    "Step3p5ForCausalLM": Arch("step3p5", ">=0.29.0", 'step3p5'),
+    "Step5ForCausalLM": Arch("vllm.models.step5", ">=0.33.0", 'step5'),
+    "Step5ForConditionalGeneration": Arch("vllm.models.step5", ">=0.33.0", 'step5'),
+    "Step5MTP": Arch("vllm.models.step5", ">=0.33.0", None,
+        reason="the Step5 draft (vllm/models/step5 Step5MTP): its MoE layers are numbered after the target's and chosen by the same moe_layers_enum / moe_layer_list, but the step5 family has no MTP layout yet and 0.33.0-0.34.0 cannot be built here on CUDA (pinned host buffers) to check one"),
     "UnlimitedOCR2TextForCausalLM": Arch("unlimited_ocr", ">=0.34.0", None),
     "UnlimitedOCRForCausalLM": Arch("unlimited_ocr", ">=0.34.0", None),
-    "ZayaForCausalLM": Arch("zaya", ">=0.34.0", None),
+    "ZayaForCausalLM": Arch("zaya", ">=0.34.0", 'zaya'),
 })
 
 
@@ -196,7 +218,9 @@ def architecture_notes(architecture: str | None, family: Family, release: Reader
             return (f"{architecture} is not among the MoE architectures {release.words} registers (registry.py and the model files): vLLM may refuse the model, or run it through the Transformers backend, which moe-oracle does not model",)
         return ()
     if not known.registered(version):
-        return (f"{release.words} does not register {architecture} (registered by vLLM {known.engine}): vLLM refuses the model",)
+        return (f"{release.words} does not register {architecture} (registered by vLLM {known.engine}): vLLM refuses the model, or, where transformers has the "
+                f"architecture, runs it through the Transformers backend, which moe-oracle does not model (this answer is the {known.module} model class's)",)
     if known.family is None and family is GENERIC:
-        return (f"{release.words} registers {architecture} (model file {known.module}) as a MoE architecture that moe-oracle does not model: {UNMODELLED_REASON}; compare with vLLM before trusting it",)
+        why = known.reason or UNMODELLED_REASON
+        return (f"{release.words} registers {architecture} (model file {known.module}) as a MoE architecture that moe-oracle does not model: {why}; compare with vLLM before trusting it",)
     return ()

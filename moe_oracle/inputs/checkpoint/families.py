@@ -11,7 +11,8 @@ class supplies when config.json omits a field. A ``model_type`` not listed falls
 Sources: vLLM 0.33.0 ``vllm/model_executor/models/{deepseek_v2,qwen3_moe,qwen3_5,qwen3_next,
 llama4,mixtral,gpt_oss,minimax_m2,nemotron_h,nemotron_h_mtp,gemma4}.py`` (and, checked against
 0.33.0 and 0.34.0 by the model-construction tier, ``{qwen3_vl_moe,dbrx,jamba,granitemoe,
-granitemoeshared,granitemoehybrid,ernie45_moe,ernie_mtp,glm4_moe_lite,glm4_moe_lite_mtp}.py``) and
+granitemoeshared,granitemoehybrid,ernie45_moe,ernie_mtp,glm4_moe_lite,glm4_moe_lite_mtp}.py``, and on
+0.29.0-0.34.0 ``{step3p5,laguna,mellum,zaya}.py``, ``vllm/models/{qwen4_exp,step5}``) and
 ``vllm/models/{deepseek_v4,kimi_k3,minimax_m3}/nvidia/{model,mtp}.py``, ``vllm/config/
 speculative.py hf_config_override``; defaults from transformers 5.20.2 config classes and
 ``vllm/transformers_utils/configs/minimax_m3.py``.
@@ -43,7 +44,10 @@ class Family:
             expert_layer_period == expert_layer_offset``), ``moe_layers_enum`` (Step3: the
             comma-separated indices), ``mlp_layer_types`` (``sparse`` entries; without the list,
             ``first_k_dense_replace`` as the config class derives it), ``moe_layer_freq_list``
-            (MiMo-V2: non-zero entries of a per-layer ``moe_layer_freq`` list), ``all``.
+            (MiMo-V2: non-zero entries of a per-layer ``moe_layer_freq`` list), ``step3p5``
+            (Step-3.5: ``mlp_layer_types`` ``sparse`` entries, else ``moe_layers_enum``, else layers
+            3 and up), ``step5`` (Step5: ``moe_layers_enum`` or ``moe_layer_list``, else layers 1
+            and up), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
         proj: projection names of one expert (gate, up, down; non-gated: up, down) as the model
@@ -62,6 +66,9 @@ class Family:
         bias: the class always builds ``e_score_correction_bias`` (``True``), never (``False``)
             or follows config.json (``None``).
         activation: activation the class passes to ``FusedMoE`` whatever config.json says.
+        limit_activation: activation the class passes instead in the layers whose per-layer
+            ``swiglu_limits`` entry is set (not ``None`` or 0), as Step-3.5's ``swiglustep``;
+            ``None``: ``swiglu_limits`` does not change the activation.
         routing: routing method the class fixes (custom routers), else ``None``.
         router_fp32: the class computes router logits in float32 (``GateLinear(out_dtype=float32)``).
         draft_router_fp32: the same for the draft (MTP) layers where it differs from the
@@ -106,6 +113,7 @@ class Family:
     renormalize: bool | None = None
     bias: bool | None = None
     activation: str | None = None
+    limit_activation: str | None = None
     routing: str | None = None
     router_fp32: bool = False
     draft_router_fp32: bool | None = None
@@ -154,8 +162,10 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0 vllm/models/kimi_k3/nvidia/model.py KimiK3MoE; transformers 5.20.2 KimiLinearConfig"),
     Family("qwen3_moe", ("qwen3_moe",), "sparse_step", defaults=_d(norm_topk_prob=False, decoder_sparse_step=1),
            source="vLLM 0.33.0 qwen3_moe.py Qwen3MoeDecoderLayer; transformers 5.20.2 Qwen3MoeConfig"),
-    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
-           defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True)"),
+    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next", "qwen4_exp_text", "qwen4_exp"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
+           defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
+                  "0.29.0-0.34.0 vllm/models/qwen4_exp/{nvidia,amd}/{model,mtp}.py (Qwen4ExpDecoderLayer: every layer Qwen4ExpSparseMoeBlock, a Qwen3NextSparseMoeBlock; "
+                  "mtp_num_hidden_layers draft layers from checkpoint mtp.layers.<k>); transformers 5.20.2 Qwen4ExpTextConfig (norm_topk_prob True)"),
     Family("llama4", ("llama4_text", "llama4"), "interleave", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4", shared_always=True,
            defaults=_d(interleave_moe_layer_step=1), source="vLLM 0.33.0 llama4.py Llama4DecoderLayer (MoE when (i + 1) % interleave_moe_layer_step == 0), Llama4MoE.custom_routing_function"),
     Family("mixtral", ("mixtral",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), scoring="softmax", renormalize=True,
@@ -180,6 +190,38 @@ FAMILIES: tuple[Family, ...] = (
     Family("phimoe", ("phimoe",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), renormalize=False, routing="custom",
            source="vLLM 0.33.0 phimoe.py PhiMoE (custom_routing_function=phimoe_routing_function, renormalize=False: CustomRoutingRouter answers RoutingMethodType.Custom); transformers 5.20.2 PhiMoEConfig",
            notes=("PhiMoE routes with its own sparsemixer function (phimoe_routing_function): only kernels that accept a custom router apply",)),
+    Family("step3p5", ("step3p5",), "step3p5", experts="moe.experts", shared="share_expert", bias=True, router_fp32=True, activation="silu",
+           limit_activation="swiglustep", shared_always=True, passes_swiglu=False,
+           keys=_d(num_experts="moe_num_experts", num_experts_per_tok="moe_top_k", norm_topk_prob="norm_expert_weight", routed_scaling_factor="moe_router_scaling_factor"),
+           defaults=_d(routed_scaling_factor=1.0, scoring_func="sigmoid"),
+           source="vLLM 0.29.0-0.34.0 step3p5.py FusedMoEBlock (moe_num_experts, moe_top_k, renormalize=norm_expert_weight, scoring_func moe_router_activation "
+                  "(default sigmoid), router_bias as e_score_correction_bias (use_moe_router_bias asserted), fp32 gate and router_logits_dtype float32, activation silu, "
+                  "swiglustep where swiglu_limits[i] is set (7.0 only), no swiglu_* passed; share_expert always), Step3p5DecoderLayer (_is_moe_layer: mlp_layer_types, "
+                  "else moe_layers_enum); transformers 5.20.2 Step3p7TextConfig (model_type step3p5: mlp_layer_types from moe_layers_enum, else layers 3..; no moe_router_activation); "
+                  "before 0.33.0 vLLM's own Step3p5Config (fact step3p5_transformers_config: moe_layers_enum else layers 1.., moe_router_activation default softmax)"),
+    Family("step5", ("step5",), "step5", experts="moe.experts", shared="share_expert", bias=True, router_fp32=True, activation="silu",
+           limit_activation="swiglustep", shared_always=True, passes_swiglu=False,
+           keys=_d(num_experts="moe_num_experts", num_experts_per_tok="moe_top_k", norm_topk_prob="norm_expert_weight", routed_scaling_factor="moe_router_scaling_factor"),
+           defaults=_d(num_experts=16, num_experts_per_tok=4, moe_intermediate_size=10240, norm_topk_prob=True, scoring_func="sigmoid", routed_scaling_factor=1.0),
+           source="vLLM 0.33.0-0.34.0 vllm/models/step5/nvidia/model.py Step5MoE (the FusedMoEFactory path; Step5MegaMoE only with --moe-backend deep_gemm_mega_moe: "
+                  "moe_num_experts, moe_top_k, renormalize=norm_expert_weight, scoring_func moe_router_activation, router_bias as e_score_correction_bias "
+                  "(use_moe_router_bias required), fp32 gate and router logits, silu, swiglustep where swiglu_limits[i] is set (7.0 only), share_expert always), "
+                  "Step5DecoderLayer (_get_step5_moe_layer_indices); Step5ForConditionalGeneration (step5_vl) builds Step5ForCausalLM from text_config under the "
+                  "model_executor/models/step3p7.py frontend, whose mapper puts the checkpoint's model.language_model.* there; vllm/transformers_utils/configs/step5.py Step5Config defaults"),
+    Family("laguna", ("laguna",), "mlp_layer_types", shared="mlp.shared_expert", scoring="sigmoid", bias=True, activation="silu", scale_to_output_on=("cuda", "rocm", "xpu", "cpu", "tpu"),
+           keys=_d(routed_scaling_factor="moe_routed_scaling_factor"), defaults=_d(first_k_dense_replace=1, norm_topk_prob=True, routed_scaling_factor=1.0),
+           source="vLLM 0.29.0-0.34.0 laguna.py LagunaMoE (scoring_func sigmoid, use_grouped_topk=False, e_score_correction_bias always, apply_routed_scale_to_output=True "
+                  "on every platform, shared_expert when shared_expert_intermediate_size > 0, no activation passed: silu; renormalize=norm_topk_prob in 0.29.0-0.30.0, True "
+                  "from 0.31.0: fact laguna_renormalize_always), LagunaDecoderLayer (MoE where mlp_layer_types[i] == 'sparse'); transformers 5.20.2 LagunaConfig "
+                  "(mlp_layer_types default: layer 0 dense, the rest sparse)"),
+    Family("zaya", ("zaya",), "all", renormalize=False, routing="custom", router_fp32=True, activation="silu",
+           source="vLLM 0.34.0 zaya.py ZayaSparseMoeBlock (every ZayaDecoderLayer: ZayaRouter computes the top-k itself and FusedMoEFactory gets "
+                  "custom_routing_function=_precomputed_routing, renormalize=False, router_logits_dtype float32, no activation passed: silu); transformers 5.20.2 ZayaConfig",
+           notes=("ZAYA routes with its own MLP router (ZayaRouter) and hands FusedMoE the precomputed top-k: only kernels that accept a custom router apply",)),
+    Family("mellum", ("mellum",), "mlp_layer_types", scoring="softmax", defaults=_d(norm_topk_prob=True, first_k_dense_replace=0),
+           source="vLLM 0.29.0-0.31.0 mellum.py MellumDecoderLayer (qwen3_moe.py Qwen3MoeSparseMoeBlock where mlp_layer_types[i] == 'sparse', else a dense MLP: softmax, "
+                  "renormalize=norm_topk_prob); from 0.32.0 registry.py sends MellumForCausalLM to the Transformers backend; transformers 5.20.2 MellumConfig "
+                  "(mlp_layer_types defaults to every layer sparse)"),
     Family("qwen2_moe", ("qwen2_moe",), "sparse_step", shared="mlp.shared_expert", scoring="softmax",
            defaults=_d(norm_topk_prob=False, decoder_sparse_step=1, shared_expert_intermediate_size=5632, hidden_act="silu"),
            source="vLLM 0.33.0 qwen2_moe.py Qwen2MoeSparseMoeBlock (softmax, renormalize=norm_topk_prob, gated shared_expert when shared_expert_intermediate_size > 0), Qwen2MoeDecoderLayer (mlp_only_layers, decoder_sparse_step); transformers 5.20.2 Qwen2MoeConfig"),
@@ -239,11 +281,12 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0-0.34.0 exaone_moe.py ExaoneMoe (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, activation silu, "
                   "renormalize=norm_topk_prob), ExaoneMoeDecoderLayer (MoE where mlp_layer_types[i] == 'sparse' and not an MTP layer: MTP layers are dense); "
                   "transformers 5.20.2 ExaoneMoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
-    Family("mimo_v2_flash", ("mimo_v2_flash",), "moe_layer_freq_list", scoring="sigmoid", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",),
+    Family("mimo_v2_flash", ("mimo_v2_flash", "mimo_v2"), "moe_layer_freq_list", scoring="sigmoid", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",),
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True),
            source="vLLM 0.33.0-0.34.0 mimo_v2.py MiMoV2MoE (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, "
                   "renormalize=norm_topk_prob, GateLinear out_dtype float32, silu only), MiMoV2DecoderLayer.is_moe_layer (MoE only where a per-layer moe_layer_freq list is "
-                  "non-zero: an integer moe_layer_freq gives no MoE layer); transformers 5.20.2 MimoV2FlashConfig"),
+                  "non-zero: an integer moe_layer_freq gives no MoE layer); MiMoV2ForCausalLM (model_type mimo_v2, 0.34.0 model_arch_config_convertor.py) subclasses MiMoV2FlashForCausalLM "
+                  "and changes only packed_modules_mapping (0.29.0-0.34.0); transformers 5.20.2 MimoV2FlashConfig"),
     Family("cohere2_moe", ("cohere2_moe",), "mlp_layer_types", shared="mlp.shared_experts", activation="silu", expert_width_is_intermediate=True,
            keys=_d(scoring_func="expert_selection_fn"), defaults=_d(norm_topk_prob=True, first_k_dense_replace=0, scoring_func="softmax"),
            source="vLLM 0.33.0-0.34.0 cohere2_moe.py Cohere2MoeSparseMoeBlock (experts sized by intermediate_size, renormalize=norm_topk_prob, no activation passed: silu; "
@@ -264,6 +307,8 @@ _WRAPPER_PREFIX = {
     "llama4": "language_model.model.layers",
     "qwen3_5_moe": "model.language_model.layers",
     "qwen3_5": "model.language_model.layers",
+    "qwen4_exp": "model.language_model.layers",
+    "step5_vl": "model.language_model.layers",
     "gemma4": "model.language_model.layers",
     "minimax_m3_vl": "language_model.model.layers",
     "qwen3_vl_moe": "model.language_model.layers",

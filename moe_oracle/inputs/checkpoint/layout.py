@@ -108,6 +108,8 @@ def layer_layout(family: Family, cfg: Mapping[str, Any], prefix: str, *, file: s
             kinds = [("dense", f"{rel.words} Gemma4DecoderLayer builds the MoE block only when enable_moe_block or use_second_mlp_block is true (from 0.32.0: when num_experts is set)")] * n
         else:
             kinds = [("moe", f"{flag} = true: {rel.words} Gemma4DecoderLayer builds the MoE block beside the dense MLP")] * n
+    if family.name == "step3p5" and not rel.holds("step3p5_transformers_config"):
+        kinds = _step3p5_own_config(cfg, n, file, path, rel)
     layers = [_spec(family, prefix, i, str(i), kind, "target", why, shared) for i, (kind, why) in enumerate(kinds)]
     layers += _draft_layers(family, cfg, n, prefix, shared, file, path, notes, rel)
     return tuple(layers), tuple(notes)
@@ -214,6 +216,10 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
             raise _fail(file, f"{path}moe_layers_enum", "Step3 needs the MoE layer indices as a comma-separated string (step3_text.py splits it on ',')", spec, None)
         idx = {int(t) for t in spec.strip().split(",")}
         return [("moe", f"index in moe_layers_enum") if i in idx else ("dense", "index not in moe_layers_enum") for i in range(n)]
+    if layout == "step3p5":
+        return _step3p5(cfg, n, file, path)
+    if layout == "step5":
+        return _step5(cfg, n, file, path)
     if layout == "mlp_layer_types" and cfg.get("mlp_layer_types") is None:
         first_k = _int(cfg, "first_k_dense_replace", 0, file, path) or 0
         return [("dense", f"no mlp_layer_types: index < first_k_dense_replace ({first_k}) (the config class's derivation)") if i < first_k
@@ -227,6 +233,59 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
             raise _fail(file, f"{path}mlp_layer_types", "unknown MLP layer type", sorted({t for t in types if t not in kind}, key=str), sorted(kind))
         return [(kind[t], f"mlp_layer_types[{i}] = {t}") for i, t in enumerate(types[:n])]
     return [("moe", "every layer is MoE (" + (family.source or "no layout field") + ")")] * n
+
+
+def _step3p5(cfg: Mapping[str, Any], n: int, file: str | None, path: str) -> list[tuple[str, str]]:
+    """Step-3.5: ``mlp_layer_types`` (``sparse``), else the comma-separated ``moe_layers_enum``, else
+    layers 3.. (transformers 5.20.2 Step3p7TextConfig derives ``mlp_layer_types`` from
+    ``moe_layers_enum`` or ``range(3, n)``; vLLM step3p5.py ``_is_moe_layer`` reads it)."""
+    types = cfg.get("mlp_layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) < n or any(t not in ("dense", "sparse") for t in types[:n]):
+            raise _fail(file, f"{path}mlp_layer_types", "needs one 'dense' or 'sparse' per layer", types, ["dense", "sparse"])
+        return [("moe", f"mlp_layer_types[{i}] = sparse") if t == "sparse" else ("dense", f"mlp_layer_types[{i}] = {t}") for i, t in enumerate(types[:n])]
+    spec = cfg.get("moe_layers_enum")
+    if spec is not None:
+        items = spec.split(",") if isinstance(spec, str) else spec
+        if not isinstance(items, list) or not all(str(t).strip().isdigit() for t in items):
+            raise _fail(file, f"{path}moe_layers_enum", "Step-3.5 needs the MoE layer indices (a comma-separated string or a list)", spec, None)
+        idx = {int(str(t).strip()) for t in items}
+        return [("moe", "index in moe_layers_enum") if i in idx else ("dense", "index not in moe_layers_enum") for i in range(n)]
+    return [("moe", "no mlp_layer_types / moe_layers_enum: index >= 3 (the config class's default)") if i >= 3
+            else ("dense", "no mlp_layer_types / moe_layers_enum: index < 3 (the config class's default)") for i in range(n)]
+
+
+def _step5(cfg: Mapping[str, Any], n: int, file: str | None, path: str) -> list[tuple[str, str]]:
+    """Step5 (vLLM 0.33.0-0.34.0 vllm/models/step5/nvidia/model.py _get_step5_moe_layer_indices):
+    ``moe_layers_enum`` or ``moe_layer_list`` (a comma-separated string or a list; both given must
+    agree), else layers 1.."""
+    found = {}
+    for key in ("moe_layers_enum", "moe_layer_list"):
+        spec = cfg.get(key)
+        if spec is None:
+            continue
+        items = spec.split(",") if isinstance(spec, str) else spec
+        if not isinstance(items, list) or not all(isinstance(t, int) and not isinstance(t, bool) or str(t).strip().isdigit() or not str(t).strip() for t in items):
+            raise _fail(file, f"{path}{key}", "Step5 needs integer layer indices (a comma-separated string or a list)", spec, None)
+        found[key] = {int(t) for t in items if str(t).strip()}
+    if len(found) == 2 and found["moe_layers_enum"] != found["moe_layer_list"]:
+        raise _fail(file, f"{path}moe_layer_list", "Step5 refuses moe_layers_enum and moe_layer_list that describe different layers", cfg.get("moe_layer_list"), None)
+    if not found:
+        return [("moe", "no moe_layers_enum / moe_layer_list: index >= 1") if i else ("dense", "no moe_layers_enum / moe_layer_list: index 0 is dense") for i in range(n)]
+    key, idx = next(iter(found.items()))
+    return [("moe", f"index in {key}") if i in idx else ("dense", f"index not in {key}") for i in range(n)]
+
+
+def _step3p5_own_config(cfg: Mapping[str, Any], n: int, file: str | None, path: str, rel: ReaderRelease) -> list[tuple[str, str]]:
+    """Step-3.5 before vLLM 0.33.0 (its own Step3p5Config, step3p5.py Step3p5DecoderLayer): the
+    comma-separated ``moe_layers_enum``, else layers 1.. (``mlp_layer_types`` is not read)."""
+    spec = cfg.get("moe_layers_enum")
+    if spec is None:
+        return [("moe", f"no moe_layers_enum: index >= 1 ({rel.words} step3p5.py)") if i else ("dense", f"no moe_layers_enum: index 0 is dense ({rel.words} step3p5.py)") for i in range(n)]
+    if not isinstance(spec, str) or not all(t.strip().isdigit() for t in spec.strip().split(",")):
+        raise _fail(file, f"{path}moe_layers_enum", f"{rel.words} step3p5.py splits moe_layers_enum on ',': a comma-separated string of layer indices", spec, None)
+    idx = {int(t) for t in spec.strip().split(",")}
+    return [("moe", "index in moe_layers_enum") if i in idx else ("dense", "index not in moe_layers_enum") for i in range(n)]
 
 
 def _start_end_interval(cfg: Mapping[str, Any], n: int, count: int, file: str | None, path: str) -> list[tuple[str, str]]:

@@ -8,14 +8,14 @@ enter here; :mod:`moe_oracle.explain.plan` adds device and parallelism and asks 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core.config import Provenance
 from ...core.errors import ConfigError, InputIssue
-from ...core.vocab import DType, Source
+from ...core.vocab import Activation, DType, Source
 from .aliases import read_moe_fields
 from .architectures import VLLM_MOE_ARCHITECTURES, architecture_notes
 from .families import FAMILIES, GENERIC, Family, family_for, layer_prefix
@@ -167,6 +167,10 @@ def read_checkpoint(
         family = next(f for f in FAMILIES if f.name == by_arch.family)
         arch_notes.append(f"model_type {text_mt or top_mt!r} is not one of family {family.name}'s; read as {family.name} because vLLM builds {arch} with that model class ({by_arch.module})")
     arch_notes += architecture_notes(arch, family, rel)
+    if family.name == "step3p5" and not rel.holds("step3p5_transformers_config"):
+        family = replace(family, defaults=MappingProxyType({**family.defaults, "scoring_func": "softmax"}))
+    if family.name == "laguna" and rel.holds("laguna_renormalize_always"):
+        family = replace(family, renormalize=True)
     text_cfg, key_notes = _nested_keys(family, text_cfg, path, file)
     arch_notes += key_notes
     filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}
@@ -179,6 +183,8 @@ def read_checkpoint(
     prefix, inferred = layer_prefix(family, top_mt, text is not None)
     specs, layout_notes = layer_layout(family, filled, prefix, file=file, path=path, layers_required=layers_required, release=rel)
     notes = arch_notes + list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)
+    if family.name == "laguna" and text_cfg.get("moe_apply_router_weight_on_input"):
+        notes.append("moe_apply_router_weight_on_input = true is not modelled: vLLM's laguna.py passes it to FusedMoE, and kernels that refuse router weights on the input are not ruled out")
     if family.name == "exaone_moe" and text_cfg.get("swiglu_limits") is not None:
         notes.append("swiglu_limits (per layer) not modelled: vLLM's exaone_moe.py passes each layer its own swiglu_limit (none where <= 0); the plan reads no limit")
     if inferred:
@@ -196,11 +202,14 @@ def read_checkpoint(
         q = quant.experts(spec.experts, family.proj_on.get(platform or "cuda", family.proj) if family is not GENERIC else ("gate_proj", "up_proj", "down_proj"))
         hash_layer = spec.kind == "hash_moe"
         draft = spec.role == "draft" and bool(draft_over)
-        key = (q.scheme, q.method, q.weight_block_size, q.weight_group_size, q.act_order, hash_layer, draft)
+        limit = _layer_limit(family, text_cfg, spec.index)
+        key = (q.scheme, q.method, q.weight_block_size, q.weight_group_size, q.act_order, hash_layer, draft, limit is not None)
         if key not in cache:
             kwargs = dict(fields.kwargs)
             if draft:
                 kwargs.update(draft_over)
+            if limit is not None:
+                kwargs["activation"] = Activation(family.limit_activation)
             kwargs["quant"] = q.scheme
             if q.method is not None:
                 kwargs["quant_method"] = q.method
@@ -217,6 +226,8 @@ def read_checkpoint(
         prov = list(fields.provenance)
         if draft:
             prov += draft_prov
+        if limit is not None:
+            prov.append(Provenance("activation", Source.INFERRED, f"config.{path[2:]}swiglu_limits[{spec.index}] = {limit}: {family.source.split(';')[0].split(' (')[0]} passes {family.limit_activation}"))
         prov.append(Provenance("quant", Source.INFERRED, q.evidence))
         if q.method is not None:
             prov.append(Provenance("quant_method", Source.CHECKPOINT, f"{quant.source}: quant_method {quant.declared!r} ({quant.method}); MoE method family {q.method}"))
@@ -234,6 +245,16 @@ def read_checkpoint(
     if not any(layer.spec.is_moe for layer in layers):
         raise ConfigError([InputIssue(f"{path}num_hidden_layers", "the layout has no MoE layer (check first_k_dense_replace, moe_layer_freq, mlp_only_layers, decoder_sparse_step)", text_cfg.get("num_hidden_layers"), None, file)])
     return Checkpoint(name if isinstance(name, str) else None, file, text_mt, top_mt, arch, family, quant, tuple(layers), tuple(dict.fromkeys(notes)), rel)
+
+
+def _layer_limit(family: Family, cfg: Mapping[str, Any], index: int) -> Any:
+    """The per-layer ``swiglu_limits`` entry that switches this layer's activation
+    (:attr:`Family.limit_activation`), ``None`` where it does not."""
+    if family.limit_activation is None:
+        return None
+    limits = cfg.get("swiglu_limits") or []
+    value = limits[index] if isinstance(limits, list) and index < len(limits) else None
+    return value if value not in (None, 0) else None
 
 
 def _draft_overrides(family: Family, cfg: Mapping[str, Any], kwargs: Mapping[str, Any], path: str, file: str | None) -> tuple[dict[str, Any], list[Provenance]]:

@@ -77,6 +77,12 @@ FACTS: Mapping[str, Fact] = MappingProxyType({
                                 "vllm/model_executor/layers/fused_moe/expert_substitution.py make_expert_substitution (P/layer.py)"),
     "w4afp8_method": Fact(">=0.34.0", "the w4afp8 checkpoint method: W4AFP8Config (an Fp8Config) hands the routed experts to CompressedTensorsW4A8Fp8MoEMethod (INT4 group weights, dynamic FP8 per-token activations)",
                           "Q/w4afp8.py W4AFP8Config.get_quant_method; Q/__init__.py QuantizationMethods"),
+    "step3p5_transformers_config": Fact(">=0.33.0", "Step-3.5 (model_type step3p5) configs are read by transformers' Step3p7TextConfig, whose mlp_layer_types step3p5.py _is_moe_layer reads "
+                                        "(from moe_layers_enum, else layers 3..) and which has no moe_router_activation (getattr default sigmoid); before: vLLM's Step3p5Config "
+                                        "(moe_layers_enum, else layers 1..; moe_router_activation default softmax)",
+                                        "vllm/transformers_utils/config.py _CONFIG_REGISTRY step3p5; vllm/model_executor/models/step3p5.py"),
+    "laguna_renormalize_always": Fact(">=0.31.0", "Laguna's LagunaMoE passes renormalize=True whatever config.json says (before: renormalize=config.norm_topk_prob)",
+                                      "vllm/model_executor/models/laguna.py LagunaMoE.__init__"),
     "gemma4_moe_by_num_experts": Fact(">=0.32.0", "a Gemma-4 decoder layer builds its MoE block when num_experts is set (before: when enable_moe_block or use_second_mlp_block is true)",
                                       "vllm/model_executor/models/gemma4.py Gemma4DecoderLayer.__init__ (enable_moe_block)"),
 })
