@@ -282,6 +282,9 @@ def _routing(r: _Reader) -> bool:
         key, value, src = r.first(RENORMALIZE_ALIASES)
         renormalize = bool(value) if value is not None else False
         evidence.append(f"{key}={renormalize}" + (" (default)" if src is Source.DEFAULT else "") if key else "no norm_topk_prob: no renormalization")
+        if renormalize and fam.renormalize_scorings and scoring not in fam.renormalize_scorings:
+            renormalize = False
+            evidence.append(f"renormalize=False: the {fam.name} model class renormalizes only with scoring {' / '.join(fam.renormalize_scorings)}")
     key, groups, gsrc = r.first(GROUP_ALIASES)
     if groups is not None:
         groups = r.int_(key, groups, minimum=0)

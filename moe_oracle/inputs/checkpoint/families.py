@@ -90,6 +90,9 @@ class Family:
             generic keys (DBRX ``ffn_config.moe_num_experts``): generic key -> dotted path.
         expert_width_is_intermediate: the class sizes its experts by ``intermediate_size``
             (no ``moe_intermediate_size`` key exists for the family), so reading it is exact.
+        renormalize_scorings: the class hands the router config.json's renormalization only with
+            these scorings and ``renormalize=False`` with any other (AFMoE: ``route_norm`` only under
+            sigmoid); empty: with every scoring.
         source: where these facts come from.
         notes: facts the plan repeats for every layer of the family.
     """
@@ -119,6 +122,7 @@ class Family:
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     expert_width_is_intermediate: bool = False
+    renormalize_scorings: tuple[str, ...] = ()
     source: str = ""
     notes: tuple[str, ...] = ()
 
@@ -149,9 +153,9 @@ FAMILIES: tuple[Family, ...] = (
     Family("deepseek_v4", ("deepseek_v4",), "hash_then_moe", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), proj_on=_V4_PROJ_ON, mtp="deepseek_v4", router_fp32=True,
            scoring=None, defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0, num_hash_layers=3),
            source="vLLM 0.33.0 vllm/models/deepseek_v4/nvidia/{model,mtp}.py DeepseekV4MoE; transformers 5.20.2 DeepseekV4Config"),
-    Family("kimi_k3", ("kimi_linear", "kimi_k3"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", bias=True,
+    Family("kimi_k3", ("kimi_linear", "kimi_k3", "kimi_k31"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", bias=True,
            defaults=_d(num_expert_group=1, topk_group=1, moe_renormalize=True, routed_scaling_factor=2.446, moe_layer_freq=1),
-           source="vLLM 0.33.0 vllm/models/kimi_k3/nvidia/model.py KimiK3MoE; transformers 5.20.2 KimiLinearConfig"),
+           source="vLLM 0.33.0 vllm/models/kimi_k3/nvidia/model.py KimiK3MoE (0.34.0 registry.py: KimiK31ForConditionalGeneration is the same KimiK3ForConditionalGeneration class, config.py _CONFIG_REGISTRY kimi_k31 -> KimiK3Config); transformers 5.20.2 KimiLinearConfig"),
     Family("qwen3_moe", ("qwen3_moe",), "sparse_step", defaults=_d(norm_topk_prob=False, decoder_sparse_step=1),
            source="vLLM 0.33.0 qwen3_moe.py Qwen3MoeDecoderLayer; transformers 5.20.2 Qwen3MoeConfig"),
     Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
@@ -250,6 +254,25 @@ FAMILIES: tuple[Family, ...] = (
                   "expert_selection_fn sigmoid: custom_routing_function token_choice_with_bias, which 0.29.0-0.34.0 router/custom_routing_router.py answers as "
                   "SigmoidRenorm / Sigmoid by renormalize, else softmax), Cohere2MoeDecoderLayer (dense where mlp_layer_types[i] == 'dense'); "
                   "transformers 5.20.2 Cohere2MoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
+    Family("afmoe", ("afmoe",), "first_k", shared="mlp.shared_experts", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",), renormalize_scorings=("sigmoid",),
+           keys=_d(first_k_dense_replace="num_dense_layers", scoring_func="score_func", norm_topk_prob="route_norm"),
+           defaults=_d(num_dense_layers=1, first_k_dense_replace=1, scoring_func="sigmoid", norm_topk_prob=True, routed_scaling_factor=1.0, n_group=1, topk_group=1),
+           source="vLLM 0.29.0-0.34.0 afmoe.py AfmoeMoE (score_func, renormalize=route_norm only when score_func is sigmoid else False, use_grouped_topk with n_group / topk_group, "
+                  "e_score_correction_bias (expert_bias) always, float32 gate and router_logits_dtype, route_scale, silu only), AfmoeDecoderLayer (MoE when index >= num_dense_layers); "
+                  "transformers 5.20.2 AfmoeConfig (no score_func / route_norm / n_group defaults: the published configs set them)"),
+    Family("hy_v3", ("hy_v3",), "first_k", shared="mlp.shared_mlp", scoring="sigmoid", bias=True, grouped=True,
+           keys=_d(moe_intermediate_size="expert_hidden_dim", norm_topk_prob="route_norm"), defaults=_d(n_group=1, topk_group=1, router_scaling_factor=1.0),
+           source="vLLM 0.29.0-0.34.0 hy_v3.py HYV3MoEFused (scoring_func sigmoid, expert_bias as e_score_correction_bias always, use_grouped_topk with num_expert_group=1 / "
+                  "topk_group=1 whatever config.json says, renormalize=route_norm, experts sized by expert_hidden_dim, router_scaling_factor (default 1.0), no activation passed: silu, "
+                  "shared experts at mlp.shared_mlp), HYV3DecoderLayer (dense when index < first_k_dense_replace, which it requires); transformers 5.20.2 HYV3Config "
+                  "(it has moe_intermediate_size, not the expert_hidden_dim / route_norm / first_k_dense_replace the model class reads)"),
+    Family("hy_v4", ("hy_v4",), "mlp_layer_types", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, grouped=True,
+           defaults=_d(first_k_dense_replace=1, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.827, n_shared_experts=1),
+           source="vLLM 0.29.0-0.34.0 vllm/models/hy_v4/nvidia/moe.py HYV4MoEFused (shared by amd/model.py: scoring_func sigmoid, expert_bias as e_score_correction_bias always, "
+                  "use_grouped_topk with num_expert_group=1 / topk_group=1 whatever config.json says, renormalize=norm_topk_prob and the other DeepSeek keys through "
+                  "_normalize_hyv4_config, swiglu_limit only when > 0, no activation passed: silu), nvidia/model.py HYV4DecoderLayer (dense where mlp_layer_types[i] == 'dense'), "
+                  "nvidia/mtp.py (MTP layers model.layers.<N+k>, mlp_layer_types extended with 'sparse'); vllm/transformers_utils/configs/hy_v4.py HYV4Config (mlp_layer_types: "
+                  "layer 0 dense, the rest sparse, when absent)"),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
@@ -261,6 +284,7 @@ _BY_TYPE = {mt: fam for fam in FAMILIES for mt in fam.model_types}
 _WRAPPER_PREFIX = {
     "kimi_k25": "language_model.model.layers",
     "kimi_k3": "language_model.model.layers",
+    "kimi_k31": "language_model.model.layers",
     "llama4": "language_model.model.layers",
     "qwen3_5_moe": "model.language_model.layers",
     "qwen3_5": "model.language_model.layers",
