@@ -340,7 +340,7 @@ def _router_dtype(r: _Reader) -> None:
     fam = r.family
     if fam.router_fp32:
         r.put("router_logits_dtype", DType.FLOAT32, Source.INFERRED, f"{fam.source}: the gate computes float32 router logits")
-    elif fam.name == "deepseek_v3" and r.cfg.get("moe_router_dtype") == "float32":
+    elif fam.name in ("deepseek_v3", "glm5_next") and r.cfg.get("moe_router_dtype") == "float32":
         r.put("router_logits_dtype", DType.FLOAT32, Source.CHECKPOINT, f"config.{r.path[2:]}moe_router_dtype = float32 (deepseek_v2.py _get_moe_router_dtype)")
 
 

@@ -273,6 +273,13 @@ FAMILIES: tuple[Family, ...] = (
                   "_normalize_hyv4_config, swiglu_limit only when > 0, no activation passed: silu), nvidia/model.py HYV4DecoderLayer (dense where mlp_layer_types[i] == 'dense'), "
                   "nvidia/mtp.py (MTP layers model.layers.<N+k>, mlp_layer_types extended with 'sparse'); vllm/transformers_utils/configs/hy_v4.py HYV4Config (mlp_layer_types: "
                   "layer 0 dense, the rest sparse, when absent)"),
+    Family("glm5_next", ("glm5_next_text", "glm5_next"), "mlp_layer_types", shared="mlp.shared_experts", mtp="deepseek", grouped=True, hidden_acts=("silu",),
+           defaults=_d(first_k_dense_replace=3, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, n_shared_experts=1, swiglu_limit=10.0, hidden_act="silu"),
+           source="vLLM 0.30.0-0.34.0 vllm/models/glm5next/common/model.py Glm5NextMoE (scoring_func, renormalize=norm_topk_prob, use_grouped_topk with n_group / topk_group, "
+                  "e_score_correction_bias when topk_method is noaux_tc, router logits float32 only with moe_router_dtype float32 (deepseek_v2.py _get_moe_router_dtype), "
+                  "swiglu_limit passed, silu only; a MegaMoE module instead of FusedMoE under a native mega-MoE --moe-backend, not modelled), Glm5NextDecoderLayer (MoE where "
+                  "mlp_layer_types[i] == 'sparse'), common/mtp.py (MTP layers model.layers.<N+k>, typed like the last target layer); transformers 5.20.2 Glm5NextTextConfig "
+                  "(mlp_layer_types: 3 dense layers then sparse, when absent)"),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
@@ -285,6 +292,7 @@ _WRAPPER_PREFIX = {
     "kimi_k25": "language_model.model.layers",
     "kimi_k3": "language_model.model.layers",
     "kimi_k31": "language_model.model.layers",
+    "glm5_next": "model.language_model.layers",
     "llama4": "language_model.model.layers",
     "qwen3_5_moe": "model.language_model.layers",
     "qwen3_5": "model.language_model.layers",
