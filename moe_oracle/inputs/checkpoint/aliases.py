@@ -338,7 +338,9 @@ def _routing(r: _Reader) -> bool:
 
 def _router_dtype(r: _Reader) -> None:
     fam = r.family
-    if fam.router_fp32:
+    if fam.name == "bailing_moe_v25" and r.cfg.get("router_dtype") not in (None, "fp32"):
+        r.put("router_logits_dtype", DType.BFLOAT16, Source.CHECKPOINT, f"config.{r.path[2:]}router_dtype = {r.cfg.get('router_dtype')!r}: bfloat16 router logits ({fam.source.split(';')[0]})")
+    elif fam.router_fp32:
         r.put("router_logits_dtype", DType.FLOAT32, Source.INFERRED, f"{fam.source}: the gate computes float32 router logits")
     elif fam.name in ("deepseek_v3", "glm5_next") and r.cfg.get("moe_router_dtype") == "float32":
         r.put("router_logits_dtype", DType.FLOAT32, Source.CHECKPOINT, f"config.{r.path[2:]}moe_router_dtype = float32 (deepseek_v2.py _get_moe_router_dtype)")

@@ -280,13 +280,21 @@ FAMILIES: tuple[Family, ...] = (
                   "swiglu_limit passed, silu only; a MegaMoE module instead of FusedMoE under a native mega-MoE --moe-backend, not modelled), Glm5NextDecoderLayer (MoE where "
                   "mlp_layer_types[i] == 'sparse'), common/mtp.py (MTP layers model.layers.<N+k>, typed like the last target layer); transformers 5.20.2 Glm5NextTextConfig "
                   "(mlp_layer_types: 3 dense layers then sparse, when absent)"),
-    Family("bailing_moe_v3", ("bailing_hybrid",), "first_k", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", renormalize=True, bias=True, grouped=True,
+    Family("bailing_moe_v3", ("bailing_moe_v3_vl",), "first_k", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", renormalize=True, bias=True, grouped=True,
            router_fp32=True, defaults=_d(n_group=8, topk_group=4, first_k_dense_replace=1, routed_scaling_factor=1.0, num_shared_experts=1),
            source="vLLM 0.29.0-0.34.0 bailing_moe_v3.py BailingMoeV3MoE (scoring_func sigmoid, renormalize=True, expert_bias as e_score_correction_bias always, "
                   "use_grouped_topk with n_group / topk_group, float32 gate and router_logits_dtype; activation swiglustep where expert_swiglu_limit_list gives the layer a "
                   "limit, else silu), BailingMoeV3DecoderLayer (MoE when index >= first_k_dense_replace), bailing_moe_v3_mtp.py (MTP layers model.layers.<N+k>, each "
                   "BailingMoeV3MoE); bailing_moe_v3_vl.py (text model at text_config, checkpoint model.layers mapped to language_model.model.layers); "
-                  "vllm/transformers_utils/configs/bailing_moe_v3_vl.py BailingMoeV3TextConfig (model_type bailing_hybrid)"),
+                  "vllm/transformers_utils/configs/bailing_moe_v3_vl.py BailingMoeV3TextConfig (model_type bailing_hybrid, which BailingMoeV2_5ForCausalLM "
+                  "checkpoints share: a text-only bailing_hybrid config is read by its architecture)"),
+    Family("bailing_moe_v25", (), "first_k", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True,
+           keys=_d(scoring_func="score_function"), defaults=_d(norm_topk_prob=True, first_k_dense_replace=0, scoring_func="softmax", routed_scaling_factor=1.0),
+           source="vLLM 0.29.0-0.34.0 bailing_moe_linear.py BailingMoeV25 (score_function, softmax when absent; renormalize=norm_topk_prob, True when absent; "
+                  "e_score_correction_bias when moe_router_enable_expert_bias; use_grouped_topk when n_group and topk_group are set; gate and router_logits_dtype "
+                  "float32 unless router_dtype names another, then bfloat16; no activation passed: silu), BailingMoeV25DecoderLayer (MoE when num_experts > 1 and "
+                  "index >= first_k_dense_replace, default 0), bailing_moe_mtp.py (MTP layers model.layers.<N+k>, each BailingMoeV25); model_type bailing_hybrid "
+                  "(shared with Bailing-MoE-V3: read by the architecture, BailingMoeV2_5ForCausalLM)"),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
