@@ -208,10 +208,10 @@ FAMILIES: tuple[Family, ...] = (
            defaults=_d(expert_layer_period=2, expert_layer_offset=1),
            source="vLLM 0.33.0-0.34.0 jamba.py JambaMoE (renormalize=False, no activation passed: silu, experts sized by intermediate_size) in the layers where "
                   "config.layers_num_experts > 1; transformers 5.20.2 JambaConfig (layers_num_experts: index % expert_layer_period == expert_layer_offset)"),
-    Family("granitemoe", ("granitemoe", "granitemoeshared", "granitemoehybrid"), "all", experts="block_sparse_moe.experts", shared="shared_mlp", proj=("w1", "w3", "w2"),
+    Family("granitemoe", ("granitemoe", "granitemoeshared", "granitemoehybrid", "granitemoe_swa"), "all", experts="block_sparse_moe.experts", shared="shared_mlp", proj=("w1", "w3", "w2"),
            scoring="softmax", renormalize=True, activation="silu", expert_width_is_intermediate=True,
-           source="vLLM 0.33.0-0.34.0 granitemoe.py GraniteMoeMoE (renormalize=True, no activation passed: silu, experts sized by intermediate_size); granitemoeshared.py / "
-                  "granitemoehybrid.py (GraniteMoeMoE in every layer, Mamba and attention alike, plus shared_mlp when shared_intermediate_size > 0)"),
+           source="vLLM 0.33.0-0.34.0 granitemoe.py GraniteMoeMoE (renormalize=True, no activation passed: silu, experts sized by intermediate_size); granitemoeshared.py (also GraniteMoeSWAForCausalLM, "
+                  "registry.py 0.29.0-0.34.0) / granitemoehybrid.py (GraniteMoeMoE in every layer, Mamba and attention alike, plus shared_mlp when shared_intermediate_size > 0)"),
     Family("ernie45_moe", ("ernie4_5_moe",), "start_end_interval", shared="mlp.shared_experts", mtp="deepseek", scoring="softmax", renormalize=True, bias=True, router_fp32=True,
            activation="silu", defaults=_d(moe_layer_start_index=1, moe_layer_interval=1),
            source="vLLM 0.33.0-0.34.0 ernie45_moe.py Ernie4_5_MoeMoE (renormalize=True, e_score_correction_bias always built, GateLinear out_dtype float32 and "
