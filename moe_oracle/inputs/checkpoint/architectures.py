@@ -79,7 +79,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "BailingMoeV3ForCausalLM": Arch("bailing_moe_v3", ">=0.29.0", 'bailing_moe_v3'),
     "BailingMoeV3MTPModel": Arch("bailing_moe_v3_mtp", ">=0.29.0", 'bailing_moe_v3'),
     "BailingMoeV3VLForConditionalGeneration": Arch("bailing_moe_v3_vl", ">=0.30.0", 'bailing_moe_v3'),
-    "BeamForCausalLM": Arch("vllm.models.beam", ">=0.33.0", None),
+    "BeamForCausalLM": Arch("vllm.models.beam", ">=0.33.0", 'beam'),
     "Cohere2MoeForCausalLM": Arch("cohere2_moe", ">=0.29.0", 'cohere2_moe'),
     "DFlash2BeamDraftModel": Arch("vllm.models.beam", ">=0.33.0", None, _DENSE_DRAFT.format(why="0.33.0-0.34.0 vllm/models/beam/nvidia/dflash2.py DFlash2BeamDecoderLayer has a dense DFlash2BeamMLP; the package also holds the Beam MoE")),
     "DSparkDraftModel": Arch("vllm.models.deepseek_v4", ">=0.29.0", 'deepseek_v4'),

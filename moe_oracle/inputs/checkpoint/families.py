@@ -295,6 +295,12 @@ FAMILIES: tuple[Family, ...] = (
                   "float32 unless router_dtype names another, then bfloat16; no activation passed: silu), BailingMoeV25DecoderLayer (MoE when num_experts > 1 and "
                   "index >= first_k_dense_replace, default 0), bailing_moe_mtp.py (MTP layers model.layers.<N+k>, each BailingMoeV25); model_type bailing_hybrid "
                   "(shared with Bailing-MoE-V3: read by the architecture, BailingMoeV2_5ForCausalLM)"),
+    Family("beam", ("beam",), "mlp_layer_types", scoring="sigmoid", bias=True, router_fp32=True,
+           defaults=_d(first_k_dense_replace=0, norm_topk_prob=True, routed_scaling_factor=1.0),
+           source="vLLM 0.33.0-0.34.0 vllm/models/beam/{nvidia,amd}/moe.py BeamSparseMoeBlock (scoring_func sigmoid, e_score_correction_bias always, "
+                  "renormalize=norm_topk_prob, use_grouped_topk only when n_group and topk_group are both set, float32 gate and router_logits_dtype, no activation "
+                  "passed: silu), nvidia/model.py BeamDecoderLayer (dense where mlp_layer_types[i] == 'dense'); vllm/transformers_utils/configs/beam.py BeamConfig "
+                  "(mlp_layer_types: every layer sparse when absent)"),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
