@@ -104,7 +104,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "ExaoneMoEForCausalLM": Arch("exaone_moe", ">=0.32.0", 'exaone_moe'),
     "ExaoneMoeForCausalLM": Arch("exaone_moe", ">=0.29.0", 'exaone_moe'),
     "ExaoneMoeMTP": Arch("exaone_moe_mtp", ">=0.29.0", 'exaone_moe'),
-    "FlintForCausalLM": Arch("vllm.models.flint", ">=0.33.0", None),
+    "FlintForCausalLM": Arch("vllm.models.flint", ">=0.33.0", None, _NOT_BUILT.format(why="0.33.0-0.34.0 vllm/models/flint imports triton when the registry inspects the class on CUDA, and asserts FlashInfer attention on ROCm; read from its model file: sigmoid or router_score_function, renormalize=norm_topk_prob, no correction bias, shared_expert always, mlp_only_layers dense")),
     "Gemma4ForCausalLM": Arch("gemma4", ">=0.29.0", 'gemma4'),
     "Glm4MoeForCausalLM": Arch("glm4_moe", ">=0.29.0", 'glm4_moe'),
     "Glm4MoeLiteForCausalLM": Arch("glm4_moe_lite", ">=0.29.0", 'glm4_moe_lite'),
