@@ -101,3 +101,34 @@ def test_explain_says_it_too(capsys):
     assert "2 kinds of MoE layer (3..60 (58) target; mtp.0 draft)" in capsys.readouterr().out  # the MTP layer is built apart
     assert main(["explain", "--model", "nvidia-deepseek-v4-flash-nvfp4", "--gpu", "B200", "--tp", "8"]) == 0
     assert "kinds of MoE layer" in capsys.readouterr().out
+
+
+def _registry(name: str) -> dict:
+    from pathlib import Path
+
+    return json.loads((Path(__file__).resolve().parents[2] / "examples" / "models" / "registry" / f"{name}-synthetic.json").read_text())
+
+
+def test_bailing_hybrid_is_read_by_its_architecture():
+    # model_type bailing_hybrid is both BailingMoeV2_5ForCausalLM (bailing_moe_linear.py: softmax unless
+    # score_function, bias only with moe_router_enable_expert_bias) and BailingMoeV3ForCausalLM (sigmoid + bias always)
+    v25 = _registry("bailingmoev2_5forcausallm")
+    v3 = read_checkpoint({**v25, "architectures": ["BailingMoeV3ForCausalLM"]}, release="0.34.0")
+    assert v3.family.name == "bailing_moe_v3" and v3.representative().kwargs["routing_method"].value == "deepseek_v3"
+    plain = {k: v for k, v in v25.items() if k not in ("score_function", "moe_router_enable_expert_bias", "router_dtype")}
+    ck = read_checkpoint(plain, release="0.34.0")
+    kw = ck.representative().kwargs
+    assert ck.family.name == "bailing_moe_v25" and kw["routing_method"].value == "renormalize_naive" and "has_correction_bias" not in kw
+    assert kw["router_logits_dtype"].value == "float32"
+    assert read_checkpoint({**v25, "router_dtype": "bf16"}, release="0.34.0").representative().kwargs["router_logits_dtype"].value == "bfloat16"
+
+
+def test_hy_v3_sizes_experts_by_expert_hidden_dim_and_axk1_defaults_to_noaux_tc():
+    hy = _registry("hyv3forcausallm")
+    hy.pop("moe_intermediate_size")
+    ck = read_checkpoint({**hy, "expert_hidden_dim": 1024}, release="0.34.0")
+    assert ck.family.name == "hy_v3" and ck.representative().kwargs["intermediate_size"] == 1024 and ck.representative().spec.shared.endswith("mlp.shared_mlp")
+    axk1 = _registry("axk1forcausallm")
+    axk1.pop("topk_method")  # AXK1.py: getattr(config, "topk_method", "noaux_tc") == "noaux_tc" builds the bias
+    kw = read_checkpoint({**axk1, "moe_layer_freq": 2}, release="0.34.0")
+    assert kw.representative().kwargs["has_correction_bias"] and [layer.spec.kind for layer in kw.layers[:4]] == ["dense", "dense", "moe", "dense"]

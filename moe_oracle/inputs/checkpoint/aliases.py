@@ -295,7 +295,7 @@ def _routing(r: _Reader) -> bool:
             groups = None
         else:
             evidence.append(f"{key}={groups}" + (" (default)" if gsrc is Source.DEFAULT else ""))
-    method = cfg.get("topk_method")
+    method = cfg.get("topk_method", r.defaults.get("topk_method"))
     if method == "greedy" and groups is not None and not fam.grouped:
         evidence.append("topk_method=greedy: no expert groups")
         groups = None

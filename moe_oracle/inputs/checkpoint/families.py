@@ -42,7 +42,7 @@ class Family:
             ``(index + 1) % moe_layer_interval == 0``), ``period_offset`` (Jamba: ``index %
             expert_layer_period == expert_layer_offset``), ``moe_layers_enum`` (Step3: the
             comma-separated indices), ``mlp_layer_types`` (``sparse`` entries; without the list,
-            ``first_k_dense_replace`` as the config class derives it), ``moe_layer_freq_list``
+            ``first_k_dense_replace`` as the config class derives it; AXK1: with ``moe_layer_freq`` too), ``moe_layer_freq_list``
             (MiMo-V2: non-zero entries of a per-layer ``moe_layer_freq`` list), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
@@ -159,7 +159,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("qwen3_moe", ("qwen3_moe",), "sparse_step", defaults=_d(norm_topk_prob=False, decoder_sparse_step=1),
            source="vLLM 0.33.0 qwen3_moe.py Qwen3MoeDecoderLayer; transformers 5.20.2 Qwen3MoeConfig"),
     Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
-           defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True)"),
+           defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
+                  "0.29.0-0.34.0 interns2_preview.py (InternS2PreviewForConditionalGeneration subclasses Qwen3_5MoeForConditionalGeneration, same weight names)"),
     Family("llama4", ("llama4_text", "llama4"), "interleave", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4", shared_always=True,
            defaults=_d(interleave_moe_layer_step=1), source="vLLM 0.33.0 llama4.py Llama4DecoderLayer (MoE when (i + 1) % interleave_moe_layer_step == 0), Llama4MoE.custom_routing_function"),
     Family("mixtral", ("mixtral",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), scoring="softmax", renormalize=True,
@@ -274,12 +275,12 @@ FAMILIES: tuple[Family, ...] = (
                   "nvidia/mtp.py (MTP layers model.layers.<N+k>, mlp_layer_types extended with 'sparse'); vllm/transformers_utils/configs/hy_v4.py HYV4Config (mlp_layer_types: "
                   "layer 0 dense, the rest sparse, when absent)"),
     Family("glm5_next", ("glm5_next_text", "glm5_next"), "mlp_layer_types", shared="mlp.shared_experts", mtp="deepseek", grouped=True, hidden_acts=("silu",),
-           defaults=_d(first_k_dense_replace=3, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, n_shared_experts=1, swiglu_limit=10.0, hidden_act="silu"),
+           defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, n_shared_experts=1, swiglu_limit=10.0, hidden_act="silu"),
            source="vLLM 0.30.0-0.34.0 vllm/models/glm5next/common/model.py Glm5NextMoE (scoring_func, renormalize=norm_topk_prob, use_grouped_topk with n_group / topk_group, "
                   "e_score_correction_bias when topk_method is noaux_tc, router logits float32 only with moe_router_dtype float32 (deepseek_v2.py _get_moe_router_dtype), "
                   "swiglu_limit passed, silu only; a MegaMoE module instead of FusedMoE under a native mega-MoE --moe-backend, not modelled), Glm5NextDecoderLayer (MoE where "
                   "mlp_layer_types[i] == 'sparse'), common/mtp.py (MTP layers model.layers.<N+k>, typed like the last target layer); transformers 5.20.2 Glm5NextTextConfig "
-                  "(mlp_layer_types: 3 dense layers then sparse, when absent)"),
+                  "(mlp_layer_types: 3 dense layers then sparse, when absent; 0.30.0-0.31.0 read vLLM's own Glm5NextConfig: from first_k_dense_replace, default 0, fact glm5_next_transformers_config)"),
     Family("bailing_moe_v3", ("bailing_moe_v3_vl",), "first_k", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", renormalize=True, bias=True, grouped=True,
            router_fp32=True, defaults=_d(n_group=8, topk_group=4, first_k_dense_replace=1, routed_scaling_factor=1.0, num_shared_experts=1),
            source="vLLM 0.29.0-0.34.0 bailing_moe_v3.py BailingMoeV3MoE (scoring_func sigmoid, renormalize=True, expert_bias as e_score_correction_bias always, "
@@ -301,6 +302,26 @@ FAMILIES: tuple[Family, ...] = (
                   "renormalize=norm_topk_prob, use_grouped_topk only when n_group and topk_group are both set, float32 gate and router_logits_dtype, no activation "
                   "passed: silu), nvidia/model.py BeamDecoderLayer (dense where mlp_layer_types[i] == 'dense'); vllm/transformers_utils/configs/beam.py BeamConfig "
                   "(mlp_layer_types: every layer sparse when absent)"),
+    Family("axk1", ("axk1",), "mlp_layer_types", shared="mlp.shared_experts", grouped=True, hidden_acts=("silu",),
+           defaults=_d(first_k_dense_replace=1, moe_layer_freq=1, n_group=8, topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, scoring_func="sigmoid",
+                       topk_method="noaux_tc", n_shared_experts=1),
+           source="vLLM 0.29.0-0.34.0 AXK1.py AXK1MoE (scoring_func, sigmoid when absent; e_score_correction_bias when topk_method is noaux_tc, its default; "
+                  "renormalize=norm_topk_prob, use_grouped_topk with n_group / topk_group, router logits in the model dtype, silu only; routed_scaling_factor applied "
+                  "to the output except under ROCm AITER MoE), _get_mlp_layer_types (mlp_layer_types, else sparse where index >= first_k_dense_replace and "
+                  "index % moe_layer_freq == 0); transformers 5.20.2 AXK1Config (mlp_layer_types derived the same way)"),
+    Family("aria", ("aria_text", "aria"), "all", shared="mlp.shared_experts", shared_always=True, scoring="softmax", renormalize=True, activation="silu",
+           expert_width_is_intermediate=True, keys=_d(num_experts="moe_num_experts", num_experts_per_tok="moe_topk"),
+           source="vLLM 0.29.0-0.33.0 aria.py AriaTextMoELayer (FusedMoEFactory with moe_num_experts / moe_topk, experts sized by intermediate_size, no scoring, "
+                  "renormalize or activation passed: FusedMoE's softmax, True, silu; LlamaMLP shared_experts always), AriaTextDecoderLayer (every layer); "
+                  "checkpoint text layers model.language_model.layers (the hf_to_vllm_mapper's post-4.52 names); transformers 5.20.2 AriaTextConfig"),
+    Family("inkling", ("inkling_model", "inkling_mm_model"), "first_k", shared="mlp.shared_experts", renormalize=False, routing="custom", router_fp32=True, activation="silu",
+           keys=_d(first_k_dense_replace="dense_mlp_idx"), defaults=_d(dense_mlp_idx=0, first_k_dense_replace=0),
+           source="vLLM 0.29.0-0.34.0 vllm/models/inkling/nvidia/moe.py InklingMoE (custom_routing_function from InklingGate: sigmoid, renormalized after top-k, "
+                  "shared sink experts outside FusedMoE; renormalize=False, router_logits_dtype float32, activation silu; experts sized by the MoE intermediate size), "
+                  "nvidia/model.py InklingDecoderLayer (dense when index < dense_mlp_idx), nvidia/mtp.py (draft layers force_dense_mlp: dense); "
+                  "vllm/models/inkling/configs.py InklingModelConfig (moe_intermediate_size becomes intermediate_size)",
+           notes=("Inkling routes with its own InklingGate function (custom_routing_function): only kernels that accept a custom router apply; "
+                  "vLLM pads its expert count to a multiple of the EP size (none for power-of-two counts), which the plan does not",)),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
@@ -315,6 +336,8 @@ _WRAPPER_PREFIX = {
     "kimi_k31": "language_model.model.layers",
     "glm5_next": "model.language_model.layers",
     "bailing_moe_v3_vl": "model.layers",
+    "intern_s2_preview": "model.language_model.layers",
+    "aria": "model.language_model.layers",
     "llama4": "language_model.model.layers",
     "qwen3_5_moe": "model.language_model.layers",
     "qwen3_5": "model.language_model.layers",

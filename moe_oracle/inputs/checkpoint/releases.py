@@ -77,6 +77,8 @@ FACTS: Mapping[str, Fact] = MappingProxyType({
                                 "vllm/model_executor/layers/fused_moe/expert_substitution.py make_expert_substitution (P/layer.py)"),
     "w4afp8_method": Fact(">=0.34.0", "the w4afp8 checkpoint method: W4AFP8Config (an Fp8Config) hands the routed experts to CompressedTensorsW4A8Fp8MoEMethod (INT4 group weights, dynamic FP8 per-token activations)",
                           "Q/w4afp8.py W4AFP8Config.get_quant_method; Q/__init__.py QuantizationMethods"),
+    "glm5_next_transformers_config": Fact(">=0.32.0", "GLM-5-Next configs are read by transformers' Glm5NextTextConfig, whose mlp_layer_types is 3 dense layers then sparse when absent (before: vLLM's own Glm5NextConfig, which derives it from first_k_dense_replace, default 0)",
+                                          "0.30.0-0.31.0 vllm/transformers_utils/configs/glm5_next.py; 0.32.0 transformers_utils/config.py has no glm5_next entry"),
     "gemma4_moe_by_num_experts": Fact(">=0.32.0", "a Gemma-4 decoder layer builds its MoE block when num_experts is set (before: when enable_moe_block or use_second_mlp_block is true)",
                                       "vllm/model_executor/models/gemma4.py Gemma4DecoderLayer.__init__ (enable_moe_block)"),
 })
