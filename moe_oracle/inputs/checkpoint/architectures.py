@@ -70,7 +70,7 @@ _NOT_BUILT = "vLLM cannot build it on this CPU machine ({why}), so the model-con
 VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "AXK1ForCausalLM": Arch("AXK1", ">=0.29.0", 'axk1'),
     "AfmoeForCausalLM": Arch("afmoe", ">=0.29.0", 'afmoe'),
-    "AliceAIForCausalLM": Arch("alice_ai", ">=0.33.0", None),
+    "AliceAIForCausalLM": Arch("alice_ai", ">=0.33.0", None, "neither transformers 5.20.2 nor vLLM registers a config class for it (vllm/transformers_utils/config.py has no entry; the checkpoint needs remote code), so vLLM cannot build it on this offline CPU machine; its MoE block (alice_ai.py) was not read into a family"),
     "AriaForConditionalGeneration": Arch("aria", ">=0.29.0,<0.34.0", 'aria'),
     "BailingMoeForCausalLM": Arch("bailing_moe", ">=0.29.0", None, _NO_CONFIG_CLASS.format(mt="bailing_moe")),
     "BailingMoeV25MTPModel": Arch("bailing_moe_mtp", ">=0.29.0", 'bailing_moe_v25'),
@@ -132,7 +132,7 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "InternS2MobiusMTP": Arch("interns2_mobius", ">=0.29.0", None, "its routed experts are one MoE bank (InternS2MobiusMetaMoeBlock) that several decoder layers share, and its config class is neither in transformers 5.20.2 nor in vLLM (remote code; 0.29.0-0.34.0 interns2_mobius.py): a family record describes one experts module per decoder layer, and vLLM cannot build it here"),
     "InternS2PreviewForConditionalGeneration": Arch("interns2_preview", ">=0.29.0", 'qwen3_5_moe'),
     "JambaForCausalLM": Arch("jamba", ">=0.29.0", 'jamba'),
-    "K2HorizonForCausalLM": Arch("k2_horizon", ">=0.30.0", None),
+    "K2HorizonForCausalLM": Arch("k2_horizon", ">=0.30.0", None, "neither transformers 5.20.2 nor vLLM registers a config class for it (vllm/transformers_utils/config.py has no entry; the checkpoint needs remote code), so vLLM cannot build it on this offline CPU machine; its MoE block (k2_horizon.py) was not read into a family"),
     "KimiK31ForConditionalGeneration": Arch("vllm.models.kimi_k3", ">=0.34.0", 'kimi_k3'),
     "KimiK3ForConditionalGeneration": Arch("vllm.models.kimi_k3", ">=0.29.0", 'kimi_k3'),
     "KimiK3MTPModel": Arch("vllm.models.kimi_k3", ">=0.29.0", 'kimi_k3'),
