@@ -1,6 +1,6 @@
 """Registry families read from vLLM's model files: Step-3.5 / Step5 (per-layer swiglustep, the
 layer layout each release builds), Qwen4-Exp (the Qwen3.5-MoE family), Mellum, and the reason an
-unmapped architecture gives instead of the generic note (Arch.reason)."""
+unmapped architecture gives instead of the generic note (Arch.unmapped)."""
 
 from __future__ import annotations
 
@@ -76,8 +76,8 @@ def test_an_unmapped_architecture_says_why_instead_of_the_generic_note():
 
 
 def test_a_reason_is_given_only_for_unmapped_architectures():
-    assert all(a.family is None for a in VLLM_MOE_ARCHITECTURES.values() if a.reason)
-    assert VLLM_MOE_ARCHITECTURES["Qwen3_5ForCausalLM"].reason and "dense sibling" in VLLM_MOE_ARCHITECTURES["Qwen3_5ForCausalLM"].reason
+    assert all(a.family is None for a in VLLM_MOE_ARCHITECTURES.values() if a.unmapped)
+    assert VLLM_MOE_ARCHITECTURES["Qwen3_5ForCausalLM"].unmapped and "dense sibling" in VLLM_MOE_ARCHITECTURES["Qwen3_5ForCausalLM"].unmapped
 
 
 def test_laguna_renormalizes_from_0_31_whatever_norm_topk_prob_says():

@@ -282,6 +282,9 @@ def _routing(r: _Reader) -> bool:
         key, value, src = r.first(RENORMALIZE_ALIASES)
         renormalize = bool(value) if value is not None else False
         evidence.append(f"{key}={renormalize}" + (" (default)" if src is Source.DEFAULT else "") if key else "no norm_topk_prob: no renormalization")
+        if renormalize and fam.renormalize_scorings and scoring not in fam.renormalize_scorings:
+            renormalize = False
+            evidence.append(f"renormalize=False: the {fam.name} model class renormalizes only with scoring {' / '.join(fam.renormalize_scorings)}")
     key, groups, gsrc = r.first(GROUP_ALIASES)
     if groups is not None:
         groups = r.int_(key, groups, minimum=0)
@@ -292,7 +295,7 @@ def _routing(r: _Reader) -> bool:
             groups = None
         else:
             evidence.append(f"{key}={groups}" + (" (default)" if gsrc is Source.DEFAULT else ""))
-    method = cfg.get("topk_method")
+    method = cfg.get("topk_method", r.defaults.get("topk_method"))
     if method == "greedy" and groups is not None and not fam.grouped:
         evidence.append("topk_method=greedy: no expert groups")
         groups = None
@@ -338,9 +341,11 @@ def _routing(r: _Reader) -> bool:
 
 def _router_dtype(r: _Reader) -> None:
     fam = r.family
-    if fam.router_fp32:
+    if fam.name == "bailing_moe_v25" and r.cfg.get("router_dtype") not in (None, "fp32"):
+        r.put("router_logits_dtype", DType.BFLOAT16, Source.CHECKPOINT, f"config.{r.path[2:]}router_dtype = {r.cfg.get('router_dtype')!r}: bfloat16 router logits ({fam.source.split(';')[0]})")
+    elif fam.router_fp32:
         r.put("router_logits_dtype", DType.FLOAT32, Source.INFERRED, f"{fam.source}: the gate computes float32 router logits")
-    elif fam.name == "deepseek_v3" and r.cfg.get("moe_router_dtype") == "float32":
+    elif fam.name in ("deepseek_v3", "glm5_next") and r.cfg.get("moe_router_dtype") == "float32":
         r.put("router_logits_dtype", DType.FLOAT32, Source.CHECKPOINT, f"config.{r.path[2:]}moe_router_dtype = float32 (deepseek_v2.py _get_moe_router_dtype)")
 
 

@@ -48,6 +48,8 @@ class Family:
             (Step-3.5: ``mlp_layer_types`` ``sparse`` entries, else ``moe_layers_enum``, else layers
             3 and up), ``step5`` (Step5: ``moe_layers_enum`` or ``moe_layer_list``, else layers 1
             and up), ``all``.
+            ``first_k_dense_replace`` as the config class derives it; AXK1: with ``moe_layer_freq`` too), ``moe_layer_freq_list``
+            (MiMo-V2: non-zero entries of a per-layer ``moe_layer_freq`` list), ``all``.
         experts: experts module under a decoder layer (``mlp.experts``).
         shared: shared-expert module under a decoder layer, ``None`` if the family has none.
         proj: projection names of one expert (gate, up, down; non-gated: up, down) as the model
@@ -97,6 +99,9 @@ class Family:
             generic keys (DBRX ``ffn_config.moe_num_experts``): generic key -> dotted path.
         expert_width_is_intermediate: the class sizes its experts by ``intermediate_size``
             (no ``moe_intermediate_size`` key exists for the family), so reading it is exact.
+        renormalize_scorings: the class hands the router config.json's renormalization only with
+            these scorings and ``renormalize=False`` with any other (AFMoE: ``route_norm`` only under
+            sigmoid); empty: with every scoring.
         source: where these facts come from.
         notes: facts the plan repeats for every layer of the family.
     """
@@ -127,6 +132,7 @@ class Family:
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     expert_width_is_intermediate: bool = False
+    renormalize_scorings: tuple[str, ...] = ()
     source: str = ""
     notes: tuple[str, ...] = ()
 
@@ -157,15 +163,18 @@ FAMILIES: tuple[Family, ...] = (
     Family("deepseek_v4", ("deepseek_v4",), "hash_then_moe", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), proj_on=_V4_PROJ_ON, mtp="deepseek_v4", router_fp32=True,
            scoring=None, defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0, num_hash_layers=3),
            source="vLLM 0.33.0 vllm/models/deepseek_v4/nvidia/{model,mtp}.py DeepseekV4MoE; transformers 5.20.2 DeepseekV4Config"),
-    Family("kimi_k3", ("kimi_linear", "kimi_k3"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", bias=True,
+    Family("kimi_k3", ("kimi_linear", "kimi_k3", "kimi_k31"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", bias=True,
            defaults=_d(num_expert_group=1, topk_group=1, moe_renormalize=True, routed_scaling_factor=2.446, moe_layer_freq=1),
-           source="vLLM 0.33.0 vllm/models/kimi_k3/nvidia/model.py KimiK3MoE; transformers 5.20.2 KimiLinearConfig"),
+           source="vLLM 0.33.0 vllm/models/kimi_k3/nvidia/model.py KimiK3MoE (0.34.0 registry.py: KimiK31ForConditionalGeneration is the same KimiK3ForConditionalGeneration class, config.py _CONFIG_REGISTRY kimi_k31 -> KimiK3Config); transformers 5.20.2 KimiLinearConfig"),
     Family("qwen3_moe", ("qwen3_moe",), "sparse_step", defaults=_d(norm_topk_prob=False, decoder_sparse_step=1),
            source="vLLM 0.33.0 qwen3_moe.py Qwen3MoeDecoderLayer; transformers 5.20.2 Qwen3MoeConfig"),
     Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next", "qwen4_exp_text", "qwen4_exp"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
            defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
                   "0.29.0-0.34.0 vllm/models/qwen4_exp/{nvidia,amd}/{model,mtp}.py (Qwen4ExpDecoderLayer: every layer Qwen4ExpSparseMoeBlock, a Qwen3NextSparseMoeBlock; "
                   "mtp_num_hidden_layers draft layers from checkpoint mtp.layers.<k>); transformers 5.20.2 Qwen4ExpTextConfig (norm_topk_prob True)"),
+    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
+           defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
+                  "0.29.0-0.34.0 interns2_preview.py (InternS2PreviewForConditionalGeneration subclasses Qwen3_5MoeForConditionalGeneration, same weight names)"),
     Family("llama4", ("llama4_text", "llama4"), "interleave", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4", shared_always=True,
            defaults=_d(interleave_moe_layer_step=1), source="vLLM 0.33.0 llama4.py Llama4DecoderLayer (MoE when (i + 1) % interleave_moe_layer_step == 0), Llama4MoE.custom_routing_function"),
     Family("mixtral", ("mixtral",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), scoring="softmax", renormalize=True,
@@ -246,10 +255,10 @@ FAMILIES: tuple[Family, ...] = (
            defaults=_d(expert_layer_period=2, expert_layer_offset=1),
            source="vLLM 0.33.0-0.34.0 jamba.py JambaMoE (renormalize=False, no activation passed: silu, experts sized by intermediate_size) in the layers where "
                   "config.layers_num_experts > 1; transformers 5.20.2 JambaConfig (layers_num_experts: index % expert_layer_period == expert_layer_offset)"),
-    Family("granitemoe", ("granitemoe", "granitemoeshared", "granitemoehybrid"), "all", experts="block_sparse_moe.experts", shared="shared_mlp", proj=("w1", "w3", "w2"),
+    Family("granitemoe", ("granitemoe", "granitemoeshared", "granitemoehybrid", "granitemoe_swa"), "all", experts="block_sparse_moe.experts", shared="shared_mlp", proj=("w1", "w3", "w2"),
            scoring="softmax", renormalize=True, activation="silu", expert_width_is_intermediate=True,
-           source="vLLM 0.33.0-0.34.0 granitemoe.py GraniteMoeMoE (renormalize=True, no activation passed: silu, experts sized by intermediate_size); granitemoeshared.py / "
-                  "granitemoehybrid.py (GraniteMoeMoE in every layer, Mamba and attention alike, plus shared_mlp when shared_intermediate_size > 0)"),
+           source="vLLM 0.33.0-0.34.0 granitemoe.py GraniteMoeMoE (renormalize=True, no activation passed: silu, experts sized by intermediate_size); granitemoeshared.py (also GraniteMoeSWAForCausalLM, "
+                  "registry.py 0.29.0-0.34.0) / granitemoehybrid.py (GraniteMoeMoE in every layer, Mamba and attention alike, plus shared_mlp when shared_intermediate_size > 0)"),
     Family("ernie45_moe", ("ernie4_5_moe",), "start_end_interval", shared="mlp.shared_experts", mtp="deepseek", scoring="softmax", renormalize=True, bias=True, router_fp32=True,
            activation="silu", defaults=_d(moe_layer_start_index=1, moe_layer_interval=1),
            source="vLLM 0.33.0-0.34.0 ernie45_moe.py Ernie4_5_MoeMoE (renormalize=True, e_score_correction_bias always built, GateLinear out_dtype float32 and "
@@ -293,6 +302,73 @@ FAMILIES: tuple[Family, ...] = (
                   "expert_selection_fn sigmoid: custom_routing_function token_choice_with_bias, which 0.29.0-0.34.0 router/custom_routing_router.py answers as "
                   "SigmoidRenorm / Sigmoid by renormalize, else softmax), Cohere2MoeDecoderLayer (dense where mlp_layer_types[i] == 'dense'); "
                   "transformers 5.20.2 Cohere2MoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
+    Family("afmoe", ("afmoe",), "first_k", shared="mlp.shared_experts", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",), renormalize_scorings=("sigmoid",),
+           keys=_d(first_k_dense_replace="num_dense_layers", scoring_func="score_func", norm_topk_prob="route_norm"),
+           defaults=_d(num_dense_layers=1, first_k_dense_replace=1, scoring_func="sigmoid", norm_topk_prob=True, routed_scaling_factor=1.0, n_group=1, topk_group=1),
+           source="vLLM 0.29.0-0.34.0 afmoe.py AfmoeMoE (score_func, renormalize=route_norm only when score_func is sigmoid else False, use_grouped_topk with n_group / topk_group, "
+                  "e_score_correction_bias (expert_bias) always, float32 gate and router_logits_dtype, route_scale, silu only), AfmoeDecoderLayer (MoE when index >= num_dense_layers); "
+                  "transformers 5.20.2 AfmoeConfig (no score_func / route_norm / n_group defaults: the published configs set them)"),
+    Family("hy_v3", ("hy_v3",), "first_k", shared="mlp.shared_mlp", scoring="sigmoid", bias=True, grouped=True,
+           keys=_d(moe_intermediate_size="expert_hidden_dim", norm_topk_prob="route_norm"), defaults=_d(n_group=1, topk_group=1, router_scaling_factor=1.0),
+           source="vLLM 0.29.0-0.34.0 hy_v3.py HYV3MoEFused (scoring_func sigmoid, expert_bias as e_score_correction_bias always, use_grouped_topk with num_expert_group=1 / "
+                  "topk_group=1 whatever config.json says, renormalize=route_norm, experts sized by expert_hidden_dim, router_scaling_factor (default 1.0), no activation passed: silu, "
+                  "shared experts at mlp.shared_mlp), HYV3DecoderLayer (dense when index < first_k_dense_replace, which it requires); transformers 5.20.2 HYV3Config "
+                  "(it has moe_intermediate_size, not the expert_hidden_dim / route_norm / first_k_dense_replace the model class reads)"),
+    Family("hy_v4", ("hy_v4",), "mlp_layer_types", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, grouped=True,
+           defaults=_d(first_k_dense_replace=1, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.827, n_shared_experts=1),
+           source="vLLM 0.29.0-0.34.0 vllm/models/hy_v4/nvidia/moe.py HYV4MoEFused (shared by amd/model.py: scoring_func sigmoid, expert_bias as e_score_correction_bias always, "
+                  "use_grouped_topk with num_expert_group=1 / topk_group=1 whatever config.json says, renormalize=norm_topk_prob and the other DeepSeek keys through "
+                  "_normalize_hyv4_config, swiglu_limit only when > 0, no activation passed: silu), nvidia/model.py HYV4DecoderLayer (dense where mlp_layer_types[i] == 'dense'), "
+                  "nvidia/mtp.py (MTP layers model.layers.<N+k>, mlp_layer_types extended with 'sparse'); vllm/transformers_utils/configs/hy_v4.py HYV4Config (mlp_layer_types: "
+                  "layer 0 dense, the rest sparse, when absent)"),
+    Family("glm5_next", ("glm5_next_text", "glm5_next"), "mlp_layer_types", shared="mlp.shared_experts", mtp="deepseek", grouped=True, hidden_acts=("silu",),
+           defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, n_shared_experts=1, swiglu_limit=10.0, hidden_act="silu"),
+           source="vLLM 0.30.0-0.34.0 vllm/models/glm5next/common/model.py Glm5NextMoE (scoring_func, renormalize=norm_topk_prob, use_grouped_topk with n_group / topk_group, "
+                  "e_score_correction_bias when topk_method is noaux_tc, router logits float32 only with moe_router_dtype float32 (deepseek_v2.py _get_moe_router_dtype), "
+                  "swiglu_limit passed, silu only; a MegaMoE module instead of FusedMoE under a native mega-MoE --moe-backend, not modelled), Glm5NextDecoderLayer (MoE where "
+                  "mlp_layer_types[i] == 'sparse'), common/mtp.py (MTP layers model.layers.<N+k>, typed like the last target layer); transformers 5.20.2 Glm5NextTextConfig "
+                  "(mlp_layer_types: 3 dense layers then sparse, when absent; 0.30.0-0.31.0 read vLLM's own Glm5NextConfig: from first_k_dense_replace, default 0, fact glm5_next_transformers_config)"),
+    Family("bailing_moe_v3", ("bailing_moe_v3_vl",), "first_k", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", renormalize=True, bias=True, grouped=True,
+           router_fp32=True, defaults=_d(n_group=8, topk_group=4, first_k_dense_replace=1, routed_scaling_factor=1.0, num_shared_experts=1),
+           source="vLLM 0.29.0-0.34.0 bailing_moe_v3.py BailingMoeV3MoE (scoring_func sigmoid, renormalize=True, expert_bias as e_score_correction_bias always, "
+                  "use_grouped_topk with n_group / topk_group, float32 gate and router_logits_dtype; activation swiglustep where expert_swiglu_limit_list gives the layer a "
+                  "limit, else silu), BailingMoeV3DecoderLayer (MoE when index >= first_k_dense_replace), bailing_moe_v3_mtp.py (MTP layers model.layers.<N+k>, each "
+                  "BailingMoeV3MoE); bailing_moe_v3_vl.py (text model at text_config, checkpoint model.layers mapped to language_model.model.layers); "
+                  "vllm/transformers_utils/configs/bailing_moe_v3_vl.py BailingMoeV3TextConfig (model_type bailing_hybrid, which BailingMoeV2_5ForCausalLM "
+                  "checkpoints share: a text-only bailing_hybrid config is read by its architecture)"),
+    Family("bailing_moe_v25", (), "first_k", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True,
+           keys=_d(scoring_func="score_function"), defaults=_d(norm_topk_prob=True, first_k_dense_replace=0, scoring_func="softmax", routed_scaling_factor=1.0),
+           source="vLLM 0.29.0-0.34.0 bailing_moe_linear.py BailingMoeV25 (score_function, softmax when absent; renormalize=norm_topk_prob, True when absent; "
+                  "e_score_correction_bias when moe_router_enable_expert_bias; use_grouped_topk when n_group and topk_group are set; gate and router_logits_dtype "
+                  "float32 unless router_dtype names another, then bfloat16; no activation passed: silu), BailingMoeV25DecoderLayer (MoE when num_experts > 1 and "
+                  "index >= first_k_dense_replace, default 0), bailing_moe_mtp.py (MTP layers model.layers.<N+k>, each BailingMoeV25); model_type bailing_hybrid "
+                  "(shared with Bailing-MoE-V3: read by the architecture, BailingMoeV2_5ForCausalLM)"),
+    Family("beam", ("beam",), "mlp_layer_types", scoring="sigmoid", bias=True, router_fp32=True,
+           defaults=_d(first_k_dense_replace=0, norm_topk_prob=True, routed_scaling_factor=1.0),
+           source="vLLM 0.33.0-0.34.0 vllm/models/beam/{nvidia,amd}/moe.py BeamSparseMoeBlock (scoring_func sigmoid, e_score_correction_bias always, "
+                  "renormalize=norm_topk_prob, use_grouped_topk only when n_group and topk_group are both set, float32 gate and router_logits_dtype, no activation "
+                  "passed: silu), nvidia/model.py BeamDecoderLayer (dense where mlp_layer_types[i] == 'dense'); vllm/transformers_utils/configs/beam.py BeamConfig "
+                  "(mlp_layer_types: every layer sparse when absent)"),
+    Family("axk1", ("axk1",), "mlp_layer_types", shared="mlp.shared_experts", grouped=True, hidden_acts=("silu",),
+           defaults=_d(first_k_dense_replace=1, moe_layer_freq=1, n_group=8, topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, scoring_func="sigmoid",
+                       topk_method="noaux_tc", n_shared_experts=1),
+           source="vLLM 0.29.0-0.34.0 AXK1.py AXK1MoE (scoring_func, sigmoid when absent; e_score_correction_bias when topk_method is noaux_tc, its default; "
+                  "renormalize=norm_topk_prob, use_grouped_topk with n_group / topk_group, router logits in the model dtype, silu only; routed_scaling_factor applied "
+                  "to the output except under ROCm AITER MoE), _get_mlp_layer_types (mlp_layer_types, else sparse where index >= first_k_dense_replace and "
+                  "index % moe_layer_freq == 0); transformers 5.20.2 AXK1Config (mlp_layer_types derived the same way)"),
+    Family("aria", ("aria_text", "aria"), "all", shared="mlp.shared_experts", shared_always=True, scoring="softmax", renormalize=True, activation="silu",
+           expert_width_is_intermediate=True, keys=_d(num_experts="moe_num_experts", num_experts_per_tok="moe_topk"),
+           source="vLLM 0.29.0-0.33.0 aria.py AriaTextMoELayer (FusedMoEFactory with moe_num_experts / moe_topk, experts sized by intermediate_size, no scoring, "
+                  "renormalize or activation passed: FusedMoE's softmax, True, silu; LlamaMLP shared_experts always), AriaTextDecoderLayer (every layer); "
+                  "checkpoint text layers model.language_model.layers (the hf_to_vllm_mapper's post-4.52 names); transformers 5.20.2 AriaTextConfig"),
+    Family("inkling", ("inkling_model", "inkling_mm_model"), "first_k", shared="mlp.shared_experts", renormalize=False, routing="custom", router_fp32=True, activation="silu",
+           keys=_d(first_k_dense_replace="dense_mlp_idx"), defaults=_d(dense_mlp_idx=0, first_k_dense_replace=0),
+           source="vLLM 0.29.0-0.34.0 vllm/models/inkling/nvidia/moe.py InklingMoE (custom_routing_function from InklingGate: sigmoid, renormalized after top-k, "
+                  "shared sink experts outside FusedMoE; renormalize=False, router_logits_dtype float32, activation silu; experts sized by the MoE intermediate size), "
+                  "nvidia/model.py InklingDecoderLayer (dense when index < dense_mlp_idx), nvidia/mtp.py (draft layers force_dense_mlp: dense); "
+                  "vllm/models/inkling/configs.py InklingModelConfig (moe_intermediate_size becomes intermediate_size)",
+           notes=("Inkling routes with its own InklingGate function (custom_routing_function): only kernels that accept a custom router apply; "
+                  "vLLM pads its expert count to a multiple of the EP size (none for power-of-two counts), which the plan does not",)),
 )
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
@@ -304,6 +380,11 @@ _BY_TYPE = {mt: fam for fam in FAMILIES for mt in fam.model_types}
 _WRAPPER_PREFIX = {
     "kimi_k25": "language_model.model.layers",
     "kimi_k3": "language_model.model.layers",
+    "kimi_k31": "language_model.model.layers",
+    "glm5_next": "model.language_model.layers",
+    "bailing_moe_v3_vl": "model.layers",
+    "intern_s2_preview": "model.language_model.layers",
+    "aria": "model.language_model.layers",
     "llama4": "language_model.model.layers",
     "qwen3_5_moe": "model.language_model.layers",
     "qwen3_5": "model.language_model.layers",

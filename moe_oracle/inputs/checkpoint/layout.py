@@ -101,6 +101,10 @@ def layer_layout(family: Family, cfg: Mapping[str, Any], prefix: str, *, file: s
         notes.append("no num_hidden_layers: one MoE layer described")
         return (_spec(family, prefix, 0, "0", "moe", "target", "num_hidden_layers absent: one MoE layer described", _has_shared(cfg)),), tuple(notes)
     shared = family.shared_always or _has_shared(cfg)
+    if family.name == "glm5_next" and cfg.get("mlp_layer_types") is None:
+        # the config class fills mlp_layer_types: transformers' (0.32.0+) with 3 dense layers, vLLM's own before from first_k_dense_replace
+        first_k = 3 if rel.holds("glm5_next_transformers_config") else _int(cfg, "first_k_dense_replace", 0, file, path) or 0
+        cfg = {**cfg, "first_k_dense_replace": first_k}
     kinds = _target_kinds(family, cfg, n, file, path, notes)
     if family.name == "gemma4" and not rel.holds("gemma4_moe_by_num_experts"):
         flag = next((k for k in ("enable_moe_block", "use_second_mlp_block") if cfg.get(k)), None)
@@ -220,6 +224,8 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
         return _step3p5(cfg, n, file, path)
     if layout == "step5":
         return _step5(cfg, n, file, path)
+    if layout == "mlp_layer_types" and cfg.get("mlp_layer_types") is None and family.name == "axk1":
+        return _first_k_dense(cfg, n, file, path)
     if layout == "mlp_layer_types" and cfg.get("mlp_layer_types") is None:
         first_k = _int(cfg, "first_k_dense_replace", 0, file, path) or 0
         return [("dense", f"no mlp_layer_types: index < first_k_dense_replace ({first_k}) (the config class's derivation)") if i < first_k

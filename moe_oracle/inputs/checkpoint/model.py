@@ -185,6 +185,8 @@ def read_checkpoint(
     notes = arch_notes + list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)
     if family.name == "laguna" and text_cfg.get("moe_apply_router_weight_on_input"):
         notes.append("moe_apply_router_weight_on_input = true is not modelled: vLLM's laguna.py passes it to FusedMoE, and kernels that refuse router weights on the input are not ruled out")
+    if family.name == "bailing_moe_v3" and text_cfg.get("expert_swiglu_limit_list") is not None:
+        notes.append("expert_swiglu_limit_list (per layer) not modelled: vLLM's bailing_moe_v3.py gives a layer with a non-zero limit the swiglustep activation and that limit; the plan reads silu and no limit")
     if family.name == "exaone_moe" and text_cfg.get("swiglu_limits") is not None:
         notes.append("swiglu_limits (per layer) not modelled: vLLM's exaone_moe.py passes each layer its own swiglu_limit (none where <= 0); the plan reads no limit")
     if inferred:

@@ -83,6 +83,8 @@ FACTS: Mapping[str, Fact] = MappingProxyType({
                                         "vllm/transformers_utils/config.py _CONFIG_REGISTRY step3p5; vllm/model_executor/models/step3p5.py"),
     "laguna_renormalize_always": Fact(">=0.31.0", "Laguna's LagunaMoE passes renormalize=True whatever config.json says (before: renormalize=config.norm_topk_prob)",
                                       "vllm/model_executor/models/laguna.py LagunaMoE.__init__"),
+    "glm5_next_transformers_config": Fact(">=0.32.0", "GLM-5-Next configs are read by transformers' Glm5NextTextConfig, whose mlp_layer_types is 3 dense layers then sparse when absent (before: vLLM's own Glm5NextConfig, which derives it from first_k_dense_replace, default 0)",
+                                          "0.30.0-0.31.0 vllm/transformers_utils/configs/glm5_next.py; 0.32.0 transformers_utils/config.py has no glm5_next entry"),
     "gemma4_moe_by_num_experts": Fact(">=0.32.0", "a Gemma-4 decoder layer builds its MoE block when num_experts is set (before: when enable_moe_block or use_second_mlp_block is true)",
                                       "vllm/model_executor/models/gemma4.py Gemma4DecoderLayer.__init__ (enable_moe_block)"),
 })
