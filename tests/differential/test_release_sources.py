@@ -278,6 +278,10 @@ def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
         return "num_experts" in ast.unparse(value)
     if fact == "step3p5_transformers_config":
         return 'step3p5="Step3p7TextConfig"' in (tree / "vllm/transformers_utils/config.py").read_text(encoding="utf-8") and _definition(tree / "vllm/model_executor/models/step3p5.py", "_is_moe_layer") is not None
+    if fact == "glm5_next_transformers_config":
+        # Registered, and no config class of vLLM's own (0.30.0-0.31.0 shipped configs/glm5_next.py).
+        registered = "Glm5Next" in (tree / "vllm/model_executor/models/registry.py").read_text(encoding="utf-8")
+        return registered and not any((tree / "vllm/transformers_utils/configs").glob("glm5_next*.py"))
     if fact == "laguna_renormalize_always":
         return "renormalize=True" in _code(tree / "vllm/model_executor/models/laguna.py", "LagunaMoE.__init__")
     if fact == "w4afp8_method":
