@@ -174,8 +174,8 @@ def test_shipped_engine_table_models_vllm_0_29_to_0_34_with_flashinfer_pins(cata
     assert (spec.name, spec.display) == ("vllm", "vLLM")
     assert [(str(r.version), r.pins["flashinfer-python"]) for r in spec.releases] == [
         ("0.29.0", "0.6.18"), ("0.30.0", "0.6.18.post1"), ("0.31.0", "0.7.0.post1"), ("0.32.0", "0.7.0.post1"), ("0.33.0", "0.7.2.post1"), ("0.34.0", "0.7.3")]
-    # 0.34.0 is registered but not verified until the differential tiers pass on it.
-    assert [str(r.version) for r in spec.releases if not r.verified] == ["0.34.0"]
+    # 0.34.0 was registered unverified until the differential tiers passed on it (2026-12-04).
+    assert [str(r.version) for r in spec.releases if not r.verified] == []
     assert dict(spec.newest_packages) == {"flashinfer-python": "0.7.4"}
 
 
