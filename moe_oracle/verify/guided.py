@@ -48,10 +48,17 @@ def repair(dep: Deployment, failures: Sequence[Any], request: str | None, rng: r
         pick = rng.choice(allowed) if isinstance(allowed, (list, tuple)) and allowed else None
         if field == "platform" and pick:
             changes.update(platform=pick, capability=None, arch=None, cpu_amx=None)
+            # A known device: with no arch our side's arch rules abstain while the harness's vLLM
+            # runs some arch, so the two would answer different devices (the 200-mutant run met
+            # 10 such ROCm deployments); an arch rule that fails then repairs it.
             if pick == "cuda":
                 changes["capability"] = 90
             elif pick == "cpu":
                 changes.update(arch="x86_64", cpu_amx=False)
+            elif pick == "rocm":
+                changes["arch"] = "gfx942"
+            elif pick == "xpu":
+                changes["arch"] = "xe2"
         elif field in _DEVICE_FIELDS and pick is not None:
             changes[_DEVICE_FIELDS[field]] = pick
         elif field == "cpu_amx" and pick is not None:
