@@ -36,8 +36,8 @@ from .environment import Environment
 from .envvars import env_notes
 from .refusals import no_effect_notes
 from .errors import ConfigError, InputIssue
-from .fields import NONE
-from .normalize import Normalized, apply_block_rules, normalize
+from .fields import MORI_DISPATCH, NONE
+from .normalize import Normalized, apply_block_rules, mori_resolution, normalize
 from .predicates import compile_value_spec
 from .quant import QuantScheme
 from .records import DecisionWarning, Demotion
@@ -150,6 +150,8 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
         notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1")
     if par.num_redundant_experts and not (par.enable_eplb and values["use_ep"]):
         notes.append(f"{par.num_redundant_experts} redundant experts have no effect without EPLB and expert parallelism")
+    if values["dispatch"] in MORI_DISPATCH:
+        notes.append(mori_resolution(config, env, values["quant_method"], config.quant.weight).note())
     if env.env:  # notes are about declared variables only
         notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars, release=release.stand_in if release is not None else None)
     notes += no_effect_notes(config, values, catalog)
