@@ -495,7 +495,7 @@ class Simulation:
         for name in self._stubs:
             sys.modules.pop(name, None)
         self._stubs.clear()
-        for key in [k for k in os.environ if k.startswith("VLLM_")]:
+        for key in [k for k in os.environ if k.startswith("VLLM_") or k == "MORI_ENABLE_SDMA"]:
             del os.environ[key]
         os.environ.update(dep.env_map)
         self._refresh_aiter()
