@@ -86,8 +86,8 @@ def test_per_tensor_fp8_follows_vllms_checkpoint_reading(method, weight, act, wa
     assert per_tensor_fp8_activations(method, weight, act) is want
 
 
-def _decide(release: str = "0.34.0", *, arch: str = "gfx950", quant: str = "unquantized", dp: int = 8, experts: int = 128, env: dict | None = None, dtype: DType = DType.BFLOAT16):
-    cfg = MoEConfig(num_experts=experts, top_k=8, hidden_size=2048, intermediate_size=768, device=Device("rocm", arch=arch), quant=parse_quant(quant), in_dtype=dtype,
+def _decide(release: str = "0.34.0", *, arch: str = "gfx950", quant: str = "unquantized", dp: int = 8, experts: int = 128, env: dict | None = None, dtype: DType = DType.BFLOAT16, **kw):
+    cfg = MoEConfig(num_experts=experts, top_k=8, hidden_size=2048, intermediate_size=768, device=Device("rocm", arch=arch), quant=parse_quant(quant), in_dtype=dtype, **kw,
                     parallel=ParallelConfig(dp_size=dp, use_ep=True, all2all_backend="mori"))
     return select(cfg, env=Environment.declared(packages=[f"vllm=={release}", "aiter==0.1.5", "mori==1.2.4"], env=env or {}), strict=False)
 
@@ -124,10 +124,14 @@ def test_epv2_refuses_experts_that_do_not_split_evenly():
 
 def test_epv2_refuses_quantized_inputs_to_non_aiter_experts():
     forced = {"VLLM_MORI_EP_V2": "1"}
-    triton = _decide(quant="fp8_block", env=forced)
+    fp8 = dict(quant="fp8_block", quant_method="fp8", weight_block_size=(128, 128))
+    triton = _decide(env=forced, **fp8)
     assert triton.kernel is not None and not triton.kernel.startswith("aiter") and "mori_epv2.unquantized_inputs" in _unchecked(triton)
-    aiter = _decide(quant="fp8_block", env={**forced, **AITER})
+    aiter = _decide(env={**forced, **AITER}, **fp8)
     assert aiter.kernel.startswith("aiter") and "mori_epv2.unquantized_inputs" not in _unchecked(aiter)
+    # online int8 (experts_int8) builds a W8A16 quant config: nothing quantized before dispatch
+    int8 = _decide(env=forced, quant="int8_channel_token", quant_method="experts_int8")
+    assert int8.kernel is not None and "mori_epv2.unquantized_inputs" not in _unchecked(int8)
 
 
 def test_forced_epv2_refuses_float16_at_construction():
