@@ -228,7 +228,8 @@ class VllmSide:
         """The model config as ``_mori_epv2_unsupported_reason`` reads it (vLLM 0.34.0
         vllm/config/parallel.py: ``dtype``, ``quantization``, ``model_arch_config.quantization_config``),
         written from the deployment's checkpoint: the front end's quant method, an FP8 weight block,
-        compressed-tensors input activations with their strategy, ModelOpt's quant algorithm."""
+        compressed-tensors input activations with their strategy, ModelOpt's quant algorithm, Quark's
+        input tensors (dtype and qscheme)."""
         from .frontends import QUANT_METHOD
 
         method = QUANT_METHOD.get(dep.front_end)
@@ -241,6 +242,9 @@ class VllmSide:
             cfg["config_groups"] = {"group_0": {"input_activations": {"type": "float" if act.startswith("fp8") else "int", "strategy": strategy}}}
         elif method == "modelopt":
             cfg["quantization"] = {"quant_algo": dep.family.upper()}
+        elif method == "quark" and act:
+            scheme = "per_tensor" if act.endswith("_tensor") else "per_token" if "token" in act else "per_group"
+            cfg["global_quant_config"] = {"input_tensors": {"dtype": "fp8_e4m3" if act.startswith("fp8") else act.split("_")[0], "qscheme": scheme}}
         return types.SimpleNamespace(dtype=getattr(self.torch, dep.in_dtype), quantization=method, model_arch_config=types.SimpleNamespace(quantization_config=cfg))
 
     def start_checks(self, dep: Deployment) -> Deployment:
