@@ -359,7 +359,8 @@ def _mori_axes(dep: Deployment) -> Deployment:
     changes: dict[str, object] = {}
     if dep.platform == "rocm" and not kernels and sub.random() < 0.7:
         # Most draws have no all2all kernels (one DP rank or no EP): give ROCm ones the MoRI kernels.
-        tp, dp = _pick(sub, ((1, 8), (2, 4), (1, 4), (4, 2), (1, 2)))
+        # (1, 6): six EP ranks, which most expert counts do not divide (the EPv2 even-split refusal).
+        tp, dp = _pick(sub, ((1, 8), (2, 4), (1, 4), (4, 2), (1, 2), (1, 6)))
         changes.update(tp_size=tp, dp_size=dp, use_ep=True)
     return replace(dep, all2all_backend="mori", env=tuple(env.items()), packages=tuple(sorted(packages)), moe_backend=backend, **changes)
 
