@@ -137,3 +137,13 @@ def test_epv2_refuses_quantized_inputs_to_non_aiter_experts():
 def test_forced_epv2_refuses_float16_at_construction():
     d = _decide(env={"VLLM_MORI_EP_V2": "1", **AITER}, dtype=DType.FLOAT16)
     assert d.prepare_finalize == "mori_epv2" and "mori_epv2.bf16" in _unchecked(d)
+
+
+def test_the_deprecated_mori_names_are_noted_from_0_34_0():
+    def notes(release):
+        cfg = MoEConfig(num_experts=128, top_k=8, hidden_size=2048, intermediate_size=768, device=Device("rocm", arch="gfx942"), quant=parse_quant("unquantized"),
+                        parallel=ParallelConfig(dp_size=8, use_ep=True, all2all_backend="mori_low_latency"))
+        d = select(cfg, env=Environment.declared(packages=[f"vllm=={release}", "aiter==0.1.5", "mori==1.2.4"], env=AITER), strict=False)
+        return [n for n in d.notes if "deprecated" in n]
+    assert notes("0.34.0") and "--all2all mori picks" in notes("0.34.0")[0]
+    assert not notes("0.33.0")
