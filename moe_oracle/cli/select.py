@@ -108,6 +108,8 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
             for note in decision.notes:  # the one-layer answer is not the whole model's (see plan)
                 if note not in shown and note.startswith("--model: ") and ("moe-oracle plan" in note or "does not model" in note or "does not register" in note or "--hf-quant-config replaces" in note):
                     shown.append(note)
+                elif note.startswith("--all2all mori"):  # which MoRI EP and why (the one line names the P/F only), or a deprecated MoRI name
+                    shown.append(note)
             for note in shown:
                 print(f"note: {note.removeprefix('--model: ')}", file=sys.stderr)
     else:

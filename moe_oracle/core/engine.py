@@ -26,6 +26,8 @@ from itertools import chain
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from packaging.version import Version
+
 from .catalog import Catalog, KeyRewrite, PriorityOrder, RequestMap, Shortcut
 from .checks import Check, Outcome
 from .config import MoEConfig, Provenance
@@ -36,8 +38,8 @@ from .environment import Environment
 from .envvars import env_notes
 from .refusals import no_effect_notes
 from .errors import ConfigError, InputIssue
-from .fields import NONE
-from .normalize import Normalized, apply_block_rules, normalize
+from .fields import MORI_DISPATCH, NONE
+from .normalize import Normalized, apply_block_rules, mori_resolution, normalize
 from .predicates import compile_value_spec
 from .quant import QuantScheme
 from .records import DecisionWarning, Demotion
@@ -141,6 +143,9 @@ def _compute_order(catalog: Catalog, values: Mapping[str, Any], requested: tuple
     return order, tuple(backends), tuple(demotions), tuple(notes)
 
 
+_MORI_DEPRECATED = frozenset({"mori_high_throughput", "mori_low_latency"})
+
+
 def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any], catalog: Catalog, release: EngineRelease | None) -> tuple[str, ...]:
     """Inputs that have no effect, or that are read in a way the user may not expect; notes on
     variables name the release whose facts the answer uses (``release.stand_in``)."""
@@ -150,6 +155,11 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
         notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1")
     if par.num_redundant_experts and not (par.enable_eplb and values["use_ep"]):
         notes.append(f"{par.num_redundant_experts} redundant experts have no effect without EPLB and expert parallelism")
+    if values["dispatch"] in MORI_DISPATCH:
+        notes.append(mori_resolution(config, env, values["quant_method"], config.quant.weight).note())
+    elif values["all2all"] in _MORI_DEPRECATED and release is not None and Version(release.stand_in) >= Version("0.34.0"):
+        # vLLM 0.34.0 vllm/distributed/device_communicators/cuda_communicator.py warns when it builds the manager.
+        notes.append(f"--all2all {values['all2all']} is deprecated in vLLM 0.34.0 (it warns at start and runs MoRI EPv1); --all2all mori picks MoRI EPv1 or EPv2 itself")
     if env.env:  # notes are about declared variables only
         notes += env_notes(env.env, catalog.env_vars, catalog.removed_env_vars, release=release.stand_in if release is not None else None)
     notes += no_effect_notes(config, values, catalog)

@@ -19,7 +19,7 @@ from .environment import HOST_TOOLS
 from .quant import QUANT_KEYS, SCHEMES, QuantFamily
 from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Platform, ReasonCode, RoutingMethod, enum_values
 
-__all__ = ["FIELDS", "FieldSpec", "MXFP4_SELECTORS", "NONE", "field_spec", "is_known_field"]
+__all__ = ["FIELDS", "FieldSpec", "MORI_DISPATCH", "MXFP4_SELECTORS", "NONE", "field_spec", "is_known_field"]
 
 NONE = "none"
 """Value of ``all2all``/``dispatch`` when no all2all kernel runs, and of a quant side that is unquantized."""
@@ -58,6 +58,8 @@ MXFP4_SELECTORS = (NONE, "generic", "deepseek_v4", "compressed_tensors")
 """Domain of ``mxfp4_selector`` (see :func:`moe_oracle.core.normalize.mxfp4_selector`)."""
 _QUANT_SIDES = (NONE, *QUANT_KEYS)
 _A2A = (NONE, *enum_values(All2AllBackend))
+MORI_DISPATCH = ("mori_epv1", "mori_epv2")
+"""The dispatch kinds of ``--all2all mori`` (vLLM 0.34.0+): the MoRI EP generation vLLM resolves at start (core/mori.py)."""
 
 _FIELDS = (
     _f("platform", "enum", enum_values(Platform), "hardware", R.PLATFORM_UNSUPPORTED, "execution platform", ("device.platform",)),
@@ -104,7 +106,7 @@ _FIELDS = (
     _f("use_ep", "bool", _BOOL, "deployment", R.PARALLEL_UNSUPPORTED, "expert parallelism enabled", ("parallel.use_ep",)),
     _f("all2all_backend", "enum", enum_values(All2AllBackend), "deployment", R.PARALLEL_UNSUPPORTED, "configured all2all backend", ("parallel.all2all_backend",)),
     _f("all2all", "enum", _A2A, "derived", R.PARALLEL_UNSUPPORTED, "all2all kernels in use ('none' unless EP with dp>1)", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
-    _f("dispatch", "enum", _A2A, "derived", R.PARALLEL_UNSUPPORTED, "prepare/finalize kind: all2all, or allgather_reducescatter for DP without all2all, or none", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
+    _f("dispatch", "enum", (*_A2A, *MORI_DISPATCH), "derived", R.PARALLEL_UNSUPPORTED, "prepare/finalize kind: all2all (mori: mori_epv1 or mori_epv2, as vLLM resolves it), or allgather_reducescatter for DP without all2all, or none", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size", "device.arch", "env.VLLM_MORI_EP_V2", "env.MORI_ENABLE_SDMA", "packages.mori", "moe_backend", "in_dtype", "quant")),
     _f("activation_format", "enum", enum_values(ActivationFormat), "derived", R.PAIRING_INCOMPATIBLE, "format the prepare/finalize produces", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
     _f("enable_eplb", "bool", _BOOL, "deployment", R.EPLB_UNSUPPORTED, "EPLB enabled", ("parallel.enable_eplb",)),
     _f("num_redundant_experts", "int", None, "deployment", R.EPLB_UNSUPPORTED, "redundant experts (EPLB)", ("parallel.num_redundant_experts",)),

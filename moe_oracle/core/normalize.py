@@ -32,9 +32,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .config import MoEConfig
-from .environment import HOST_TOOLS, Environment
+from .environment import ABSENT, HOST_TOOLS, Environment
 from .envvars import EnvVarSpec, parse_env_value
 from .fields import NONE
+from .mori import MoriResolution, per_tensor_fp8_activations, resolve_mori_ep
 from .padding import all2all_hidden_size
 from .quant import QUANT_KEYS, QuantScheme, method_weight_key
 from .vocab import ActivationFormat, All2AllBackend, Platform, Source
@@ -325,6 +326,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
         # vLLM 0.32-0.33 use_passthrough_all2all: not gated on the all2all kernels; the experts
         # dispatch and combine themselves in every topology, TP-only included.
         dispatch = All2AllBackend.PASSTHROUGH._value_
+    elif use_all2all and par.all2all_backend is All2AllBackend.MORI:
+        dispatch = mori_resolution(config, env, quant_method, q.weight).dispatch
     elif use_all2all:
         dispatch = all2all
     elif par.dp_size > 1:
@@ -429,6 +432,28 @@ def _environment_fields(env: Environment, package_names: tuple[str, ...], env_va
         memo.clear()
     memo[key] = (package_names, env_vars, assumed, values, sources)
     return values, sources
+
+
+def mori_resolution(config: MoEConfig, env: Environment, quant_method: str | None, weight_key: str | None) -> MoriResolution:
+    """The MoRI EP generation vLLM 0.34.0 resolves for ``--all2all mori`` (:mod:`.mori`)."""
+    version = env.package_canonical("mori")
+    if version is ABSENT:
+        installed: bool | None = False
+    elif version is not None or "mori" in env.unversioned:
+        installed = True
+    else:
+        installed = None
+    return resolve_mori_ep(
+        platform=config.device.platform._value_,
+        gpu_arch=config.device.arch,
+        ep_v2_env=env.env_value("VLLM_MORI_EP_V2"),
+        sdma_env=env.env_value("MORI_ENABLE_SDMA"),
+        mori_installed=installed,
+        mori_version=version if isinstance(version, str) else None,
+        moe_backend=config.moe_backend,
+        in_dtype=config.in_dtype._value_,
+        per_tensor_fp8=per_tensor_fp8_activations(quant_method, weight_key, config.quant.activation),
+    )
 
 
 def _block_aligned(ispp: int, block_n: int, block_k: int, tp_world: int) -> bool:

@@ -135,6 +135,7 @@ class All2AllBackend(str, enum.Enum):
     MORI_HIGH_THROUGHPUT = "mori_high_throughput"
     MORI_LOW_LATENCY = "mori_low_latency"
     MOONEP = "moonep"  # vLLM 0.31.0+ (config/parallel.py All2AllBackend)
+    MORI = "mori"  # vLLM 0.34.0+: MoRI EPv1 or EPv2, resolved at start (core/mori.py)
     NIXL_EP = "nixl_ep"
     FLASHINFER_NVLINK_TWO_SIDED = "flashinfer_nvlink_two_sided"
     FLASHINFER_NVLINK_ONE_SIDED = "flashinfer_nvlink_one_sided"

@@ -20,7 +20,7 @@ def winner_notes(backend: str | None, config: MoEConfig) -> tuple[str, ...]:
       will be used leveraging the Marlin kernel" on GPUs without native FP8);
     * a DeepEP all2all on a ROCm device: DeepEP is NVIDIA's (NVSHMEM); vLLM's CUDA-like
       communicator creates its manager on ROCm only where a ``deep_ep`` build imports, and AMD's
-      own all2all backends are MORI's (``mori_low_latency``, ``mori_high_throughput``).
+      own all2all backends are MORI's (``mori`` from vLLM 0.34.0, ``mori_low_latency``, ``mori_high_throughput``).
     """
     if backend is None:
         return ()
@@ -30,5 +30,5 @@ def winner_notes(backend: str | None, config: MoEConfig) -> tuple[str, ...]:
         out.append(f"marlin runs this FP8 checkpoint weight-only (W8A16): activations stay {config.in_dtype.value}, the FP8 activation scales are not used (vLLM marlin_utils_fp8.py: no native FP8 on this GPU)")
     a2a = config.parallel.all2all_backend.value
     if config.device.platform is Platform.ROCM and a2a.startswith("deepep"):
-        out.append(f"--all2all {a2a} on a ROCm device: DeepEP is NVIDIA's (NVSHMEM) and runs only where a ROCm build of deep_ep imports; AMD's all2all backends are mori_low_latency / mori_high_throughput")
+        out.append(f"--all2all {a2a} on a ROCm device: DeepEP is NVIDIA's (NVSHMEM) and runs only where a ROCm build of deep_ep imports; AMD's all2all backends are MoRI's: mori (vLLM 0.34.0+), mori_low_latency / mori_high_throughput")
     return tuple(out)

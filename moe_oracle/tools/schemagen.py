@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.environment import HOST_TOOLS
-from ..core.fields import FIELDS, NONE
+from ..core.fields import FIELDS, MORI_DISPATCH, NONE
 from ..core.quant import QUANT_KEYS, SCHEME_ALIASES, SCHEMES, QuantFamily
 from ..core.vocab import Activation, ActivationFormat, All2AllBackend, DType, Interface, Platform, Policy, ReasonCode, RoutingMethod, Source, enum_values
 
@@ -39,7 +39,7 @@ def vocabulary_schema() -> dict[str, Any]:
         "activation": _enum(enum_values(Activation), "expert activation (vLLM MoEActivation)"),
         "routing_method": _enum(enum_values(RoutingMethod), "router algorithm (vLLM/FlashInfer RoutingMethodType)"),
         "all2all_backend": _enum(enum_values(All2AllBackend), "all2all backend (vLLM All2AllBackend)"),
-        "all2all_kind": _enum((NONE, *enum_values(All2AllBackend)), "effective all2all / dispatch kind ('none' = no all2all)"),
+        "all2all_kind": _enum((NONE, *enum_values(All2AllBackend), *MORI_DISPATCH), "effective all2all / dispatch kind ('none' = no all2all; mori_epv1 / mori_epv2: the MoRI EP generation vLLM resolves for mori)"),
         "activation_format": _enum(enum_values(ActivationFormat), "experts activation format"),
         "interface": _enum(enum_values(Interface), "experts interface"),
         "reason_code": _enum(enum_values(ReasonCode), "closed reason code of a failure"),

@@ -38,6 +38,11 @@ PF_UNASKED = "(not asked) "
 ``process_weights_after_loading`` creates, e.g. online MXFP8/NVFP4 quantization; the reason follows).
 Not compared (:meth:`Answer.pf_compared`); counted in the report."""
 
+MORI_STANDIN_VERSION = "1.2.4"
+"""The MoRI version both sides see where a deployment has ``mori``: the first with EPv2 (vLLM 0.34.0
+vllm/utils/import_utils.py MORI_EPV2_MIN_VERSION); the stand-in module has ``mori.cco`` and
+``mori.ops.dispatch_combine_v2``. An older MoRI is not drawn."""
+
 PACKAGES: tuple[str, ...] = (
     "flashinfer",  # flashinfer-python at the version the release pins
     "flashinfer_cubin",  # flashinfer-cubin (FlashInfer's precompiled kernels) at that version

@@ -19,7 +19,7 @@ from ..core.oracle import Oracle
 from ..core.padding import decision_layer_sizes
 from ..core.quant import QuantScheme
 from .backend_names import UnknownBackend, vllm_backend_name
-from .cases import PF_RAISES, Answer, Deployment
+from .cases import MORI_STANDIN_VERSION, PF_RAISES, Answer, Deployment
 from .frontends import QUANT_METHOD
 from .releases import flashinfer_pins, flashinfer_substitutes
 
@@ -75,7 +75,7 @@ def environment_for(dep: Deployment, release: str) -> Environment:
     for short in dep.packages:
         name = PACKAGE_NAMES[short]
         # The version vLLM's side runs against (the pin, or its documented substitute).
-        version = (flashinfer_installed(release) or "0.7.2.post1") if short in ("flashinfer", "flashinfer_cubin") else "1.0"
+        version = (flashinfer_installed(release) or "0.7.2.post1") if short in ("flashinfer", "flashinfer_cubin") else MORI_STANDIN_VERSION if short == "mori" else "1.0"
         packages.append((name, version))
     return Environment(tuple(packages), frozenset(), True, dep.env, tools=tuple((t, t in dep.tools) for t in HOST_TOOLS))
 

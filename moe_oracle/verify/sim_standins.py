@@ -16,6 +16,8 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from .cases import MORI_STANDIN_VERSION
+
 if TYPE_CHECKING:
     from .vllm_sim import Simulation
 
@@ -292,4 +294,5 @@ STANDIN_ATTRS: dict[str, dict[str, Any]] = {
         "GemmType": enum.Enum("GemmType", {"INDEXED": "indexed", "GROUPED_CONTIGUOUS": "grouped_contiguous", "GROUPED_MASKED": "grouped_masked"}),
     },
     "aiter.fused_moe": {"fused_moe": aiter_fused_moe},
+    "mori": {"__version__": MORI_STANDIN_VERSION},
 }

@@ -195,6 +195,7 @@ ALL2ALL = (
     "flashinfer_nvlink_one_sided",
     "moonep",
 )
+"""all2all backends of the common draw; vLLM 0.34.0's ``mori`` is drawn apart (:func:`_mori_axes`)."""
 
 MOE_BACKENDS = (
     "triton",
@@ -321,6 +322,49 @@ def _moe_ep_architecture(dep: Deployment) -> Deployment:
     return replace(dep, architecture=_pick(random.Random("architecture:" + dep.key()), _MOE_EP_ARCHITECTURES))
 
 
+_MORI_DEPRECATED = ("mori_high_throughput", "mori_low_latency")
+
+
+def _mori_axes(dep: Deployment) -> Deployment:
+    """``dep`` with vLLM 0.34.0's ``mori`` all2all backend drawn: half of the deprecated MoRI
+    backends' draws, some other ROCm all2all draws and a few elsewhere (refused there: EPv1
+    needs AITER; before 0.34.0 every release refuses the name), then what decides EPv1 / EPv2
+    (``VLLM_MORI_EP_V2``, ``MORI_ENABLE_SDMA``, ``--moe-backend aiter_mega_moe``, MoRI present),
+    and on ROCm often AITER (EPv1 asserts AITER fused MoE).
+    Drawn from a generator seeded by the deployment's own draws (every other axis keeps its sequence)."""
+    sub = random.Random("mori:" + dep.key())
+    kernels = dep.use_ep and dep.dp_size > 1
+    if dep.all2all_backend in _MORI_DEPRECATED:
+        p = 0.5
+    elif kernels:
+        p = 0.35 if dep.platform == "rocm" else 0.02
+    else:
+        p = 0.01
+    if sub.random() >= p:
+        return dep
+    env = dict(dep.env)
+    ep_v2 = _pick(sub, (None, None, None, "0", "1"))
+    if ep_v2 is not None:
+        env["VLLM_MORI_EP_V2"] = ep_v2
+    if sub.random() < 0.15:
+        env["MORI_ENABLE_SDMA"] = "1"
+    packages = set(dep.packages)
+    if sub.random() < 0.8:
+        packages.add("mori")
+    if dep.platform == "rocm" and sub.random() < 0.6:
+        # EPv1 runs only with AITER fused MoE (FusedMoEConfig asserts it): make that path common.
+        packages.add("aiter")
+        env["VLLM_ROCM_USE_AITER"] = "1"
+    backend = "aiter_mega_moe" if sub.random() < 0.05 else dep.moe_backend
+    changes: dict[str, object] = {}
+    if dep.platform == "rocm" and not kernels and sub.random() < 0.7:
+        # Most draws have no all2all kernels (one DP rank or no EP): give ROCm ones the MoRI kernels.
+        # (1, 6): six EP ranks, which most expert counts do not divide (the EPv2 even-split refusal).
+        tp, dp = _pick(sub, ((1, 8), (2, 4), (1, 4), (4, 2), (1, 2), (1, 6)))
+        changes.update(tp_size=tp, dp_size=dp, use_ep=True)
+    return replace(dep, all2all_backend="mori", env=tuple(env.items()), packages=tuple(sorted(packages)), moe_backend=backend, **changes)
+
+
 _TP_DP = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8), (2, 4), (4, 2), (16, 1))
 
 
@@ -414,7 +458,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     packages = tuple(p for p in PACKAGES if p not in _FLASHINFER_APART and rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS + FAMILY_MOE_BACKENDS.get(family, ()))
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
-    return _moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
+    return _mori_axes(_moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
         platform=platform,
         capability=cap,
         arch=arch,
@@ -452,7 +496,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
         **checkpoint,
-    ))))
+    )))))
 
 
 def random_deployments(n: int, seed: int, families: Sequence[str] | None = None) -> list[Deployment]:

@@ -176,6 +176,9 @@ class VllmSide:
             all2all_backend=dep.all2all_backend,
             eplb_config={"num_redundant_experts": dep.num_redundant_experts},
             distributed_executor_backend="mp",
+            # One host: every DP rank local, as EngineArgs.create_engine_config sets it without
+            # --data-parallel-size-local / --nnodes (vLLM 0.29.0-0.34.0 vllm/engine/arg_utils.py).
+            data_parallel_size_local=dep.dp_size,
         )
         flat = dep.tp_size * dep.dp_size
         use_ep = dep.use_ep and flat > 1
@@ -192,9 +195,57 @@ class VllmSide:
             use_ep=use_ep,
             all2all_backend=pc.all2all_backend,
             enable_eplb=dep.enable_eplb,
+            mori_ep_v2=bool(self._resolve_mori(pc, dep)),
         )
         fields = {f.name for f in dataclasses.fields(self.cfg_mod.FusedMoEParallelConfig)}
         return self.cfg_mod.FusedMoEParallelConfig(**{k: v for k, v in kwargs.items() if k in fields})
+
+    def _resolve_mori(self, pc: Any, dep: Deployment) -> bool | None:
+        """``ParallelConfig.mori_ep_v2`` after start (vLLM 0.34.0+ ``--all2all-backend mori``): the
+        release's own ``resolve_mori_all2all`` decides, called as ``RocmPlatform.check_and_update_config``
+        calls it (vLLM 0.34.0 vllm/platforms/rocm.py: ``lsa_spans_hosts`` / ``not sdma_picks_epv1``
+        on gfx1250, ``validated_arch`` on gfx950 or gfx1250, read from the simulated GPU). Other
+        platforms never call it (``None``: FusedMoEParallelConfig reads it as EPv1).
+
+        Simulated: the one-host launch (``ParallelConfig`` as built above: ``mp`` executor, every DP
+        rank local) and the model config it reads (:meth:`_checkpoint_view`); the MoRI stand-in
+        module has the EPv2 modules at :data:`.cases.MORI_STANDIN_VERSION`.
+        """
+        resolve = getattr(importlib.import_module("vllm.config.parallel"), "resolve_mori_all2all", None)
+        if resolve is None or pc.all2all_backend != "mori":
+            return None
+        from vllm.platforms import current_platform
+
+        if not current_platform.is_rocm():
+            return None
+        rocm = importlib.import_module("vllm.platforms.rocm")
+        moe_backend = self.kernel_cls(moe_backend=dep.moe_backend).moe_backend
+        gfx1250 = bool(rocm.on_gfx1250())
+        resolve(pc, self._checkpoint_view(dep), moe_backend, lsa_spans_hosts=gfx1250, sdma_picks_epv1=not gfx1250, validated_arch=bool(rocm.on_gfx950()) or gfx1250)
+        return pc.mori_ep_v2
+
+    def _checkpoint_view(self, dep: Deployment) -> Any:
+        """The model config as ``_mori_epv2_unsupported_reason`` reads it (vLLM 0.34.0
+        vllm/config/parallel.py: ``dtype``, ``quantization``, ``model_arch_config.quantization_config``),
+        written from the deployment's checkpoint: the front end's quant method, an FP8 weight block,
+        compressed-tensors input activations with their strategy, ModelOpt's quant algorithm, Quark's
+        input tensors (dtype and qscheme)."""
+        from .frontends import QUANT_METHOD
+
+        method = QUANT_METHOD.get(dep.front_end)
+        act = dep.activation_key or ""
+        cfg: dict[str, Any] = {}
+        if method == "fp8" and (dep.block or "block" in (dep.weight_key or "")):
+            cfg["weight_block_size"] = list(dep.block or (128, 128))
+        elif method == "compressed-tensors" and act:
+            strategy = "tensor" if act.endswith("_tensor") else "token" if "token" in act else "group"
+            cfg["config_groups"] = {"group_0": {"input_activations": {"type": "float" if act.startswith("fp8") else "int", "strategy": strategy}}}
+        elif method == "modelopt":
+            cfg["quantization"] = {"quant_algo": dep.family.upper()}
+        elif method == "quark" and act:
+            scheme = "per_tensor" if act.endswith("_tensor") else "per_token" if "token" in act else "per_group"
+            cfg["global_quant_config"] = {"input_tensors": {"dtype": "fp8_e4m3" if act.startswith("fp8") else act.split("_")[0], "qscheme": scheme}}
+        return types.SimpleNamespace(dtype=getattr(self.torch, dep.in_dtype), quantization=method, model_arch_config=types.SimpleNamespace(quantization_config=cfg))
 
     def start_checks(self, dep: Deployment) -> Deployment:
         """What vLLM checks of the deployment's flags at start, before any layer is built;

@@ -62,7 +62,11 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
   ``has_deep_ep_v2``): the version DeepEP v2 requires (``DEEPEP_V2_MIN_NCCL_VERSION_RAW``), as on
   a host where DeepEP v2 is installed; without ``deep_ep`` the probe is false before it is read.
 * **Environment variables**: ``os.environ`` per deployment (vLLM reads ``vllm.envs``
-  lazily); AITER's cached flags are refreshed with vLLM's own ``refresh_env_variables``.
+  lazily; the ``VLLM_*`` variables and MoRI's ``MORI_ENABLE_SDMA``, which vLLM 0.34.0 reads from
+  ``os.environ``); AITER's cached flags are refreshed with vLLM's own ``refresh_env_variables``.
+* **MoRI** (vLLM 0.34.0 ``mori``): the stand-in ``mori`` package has ``mori.cco`` and
+  ``mori.ops.dispatch_combine_v2`` and ``__version__`` :data:`.cases.MORI_STANDIN_VERSION` (EPv2
+  available); the EPv1/EPv2 resolution itself is vLLM's (``VllmSide._resolve_mori``).
 * **Caches**: every ``functools`` cache inside ``vllm.*`` is cleared when the platform,
   the packages or the environment change.
 """
@@ -495,7 +499,7 @@ class Simulation:
         for name in self._stubs:
             sys.modules.pop(name, None)
         self._stubs.clear()
-        for key in [k for k in os.environ if k.startswith("VLLM_")]:
+        for key in [k for k in os.environ if k.startswith("VLLM_") or k == "MORI_ENABLE_SDMA"]:
             del os.environ[key]
         os.environ.update(dep.env_map)
         self._refresh_aiter()

@@ -97,10 +97,8 @@ def test_the_facts_hold_in_the_release_source(release):
     # which binds FlashInfer MoE-EP kernels and is not in our all2all vocabulary).
     branches = {n for n in names if n.startswith("use_") and n.endswith("_kernels")} - {"use_all2all_kernels"}
     stated = {f.source.split(": ", 1)[1].split(" ")[0].removeprefix("moe.") for f in FACTS if version in SpecifierSet(f.releases) and f.source.startswith(SRC + ": moe.")}
-    # Not stated: allgather_reducescatter (the naive DP/EP facts name its factory instead) and
-    # 0.34.0's MoRI EPv2 branch, reached only by the new `mori` all2all backend, which our all2all
-    # vocabulary does not have yet (issue 21; vLLM 0.34.0 P/config.py use_mori_epv2_kernels).
-    unstated = {"use_ag_rs_all2all_kernels"} | ({"use_mori_epv2_kernels"} if version >= Version("0.34.0") else set())
+    # Not stated: allgather_reducescatter (the naive DP/EP facts name its factory instead).
+    unstated = {"use_ag_rs_all2all_kernels"}
     assert branches - unstated <= stated, sorted(branches - stated)
     if version >= Version("0.32.0"):
         assert "use_passthrough_all2all" in names

@@ -56,6 +56,9 @@ _ALL2ALL_MODULAR = (
     # 0.34.0 splits the branch: the deprecated names stay MoRI EPv1 (FusedMoEParallelConfig.use_mori_epv1_kernels).
     ("mori_high_throughput", "MoriPrepareAndFinalize", "moe.use_mori_epv1_kernels", ">=0.34.0"),
     ("mori_low_latency", "MoriPrepareAndFinalize", "moe.use_mori_epv1_kernels", ">=0.34.0"),
+    # --all2all mori (0.34.0+): dispatch mori_epv1 / mori_epv2 as resolve_mori_all2all resolves it (core/mori.py).
+    ("mori_epv1", "MoriPrepareAndFinalize", "moe.use_mori_epv1_kernels", ">=0.34.0"),
+    ("mori_epv2", "MoriEPv2PrepareAndFinalize", "moe.use_mori_epv2_kernels", ">=0.34.0"),
     ("flashinfer_nvlink_two_sided", "FlashInferNVLinkTwoSidedPrepareAndFinalize", "moe.use_fi_nvl_two_sided_kernels", ">=0.29.0"),
     ("flashinfer_nvlink_one_sided", "FlashInferNVLinkOneSidedPrepareAndFinalize", "moe.use_fi_nvl_one_sided_kernels", ">=0.29.0"),
 )
@@ -104,6 +107,8 @@ FACTS += [
     Fact(">=0.34.0", "allgather_reducescatter", MOD, PAD, "MoEPrepareAndFinalizeNaiveDPEPModular", "make_moe_prepare_and_finalize_naive_dp_ep", f"{SRC}: dp_size > 1 without all2all kernels (PaddedStandard is a superset of Standard)"),
     Fact(">=0.34.0", "deepep_high_throughput", MOD, PAD, "DeepEPHTPrepareAndFinalize", "DeepEPHTPrepareAndFinalize", f"{SRC}: moe.use_deepep_ht_kernels (PaddedStandard is a superset of Standard)"),
     Fact(">=0.34.0", "deepep_low_latency", MOD, PAD, None, None, f"{SRC}: moe.use_deepep_ll_kernels returns a batched-format P/F"),
+    Fact(">=0.34.0", "mori_epv1", MOD, PAD, "MoriPrepareAndFinalize", "MoriPrepareAndFinalize", f"{SRC}: moe.use_mori_epv1_kernels (PaddedStandard is a superset of Standard)"),
+    Fact(">=0.34.0", "mori_epv2", MOD, PAD, "MoriEPv2PrepareAndFinalize", "MoriEPv2PrepareAndFinalize", f"{SRC}: moe.use_mori_epv2_kernels (0.34.0 P/prepare_finalize/mori_epv2.py: Standard; PaddedStandard is a superset)"),
 ]
 FACTS += [
     Fact(">=0.29.0", d, MONO, BAT, None, None, f"{SRC}: no monolithic batched P/F exists")

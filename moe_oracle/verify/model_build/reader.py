@@ -184,6 +184,12 @@ def install_selector_recorder() -> int:
     return n
 
 
+_POST_INIT_REFUSES = frozenset({"MoriEPv2PrepareAndFinalize"})
+"""P/F classes whose ``post_init_setup`` refuses experts (vLLM 0.34.0 P/prepare_finalize/mori_epv2.py:
+BF16 only, experts that take unquantized inputs, no per-tensor activation quantization); the
+others' set up buffers or hooks on a live kernel and are not run."""
+
+
 def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, input_dtype: Callable[[Any], Any] | None = None) -> dict[str, Any]:
     """``{"class", "error", "activation_format"}``: what the release's ``maybe_make_prepare_finalize`` builds for a layer
     (``class`` ``None`` with no error: it returned ``None``). Needs the process-group stand-ins of
@@ -210,6 +216,14 @@ def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, inp
         pf = a2a.maybe_make_prepare_finalize(**kwargs)
     except Exception as exc:  # noqa: BLE001 - vLLM refusing to build the P/F (recorded)
         return {"class": None, "error": f"{type(exc).__name__}: {exc}"[:200]}
+    if pf is not None and type(pf).__name__ in _POST_INIT_REFUSES:
+        try:
+            # FusedMoEKernel.__init__ ends with prepare_finalize.post_init_setup(fused_experts)
+            # (vLLM 0.34.0 P/modular_kernel.py _post_init_setup): the experts built as the
+            # release's make_*_moe_kernel builds a standard-format modular class.
+            pf.post_init_setup(experts_cls(moe_config=moe, quant_config=quant_config))
+        except Exception as exc:  # noqa: BLE001 - vLLM refusing to build the kernel (recorded)
+            return {"class": None, "error": f"{type(pf).__name__}.post_init_setup: {type(exc).__name__}: {exc}"[:200]}
     fmt = getattr(pf, "activation_format", None) if pf is not None else None
     fmt_value = getattr(fmt, "value", None)
     return {"class": type(pf).__name__ if pf is not None else None, "error": None,
