@@ -200,10 +200,11 @@ class OurSide:
         routed-experts EPLB gate (``layer``, after the method selected). When the engine selects a
         kernel and then refuses the layer (:attr:`Decision.refused`), the refusing checks place it:
         an EPLB gate is ``layer``, a shortcut that raises (``_return_or_raise``) or a method's
-        constructor ``selection``, ``create_weights`` or the experts class ``construction``. A
-        layer refused only by ``create_weights`` checks is ``construction`` when some kernel fails
-        nothing else (vLLM selects it, then builds the weights), and one refused only by a
-        method's EPLB gate is ``layer``; anything else is ``selection`` (nothing is eligible).
+        constructor ``selection``, ``create_weights`` or the experts class ``construction``.
+        Otherwise the first kernel that fails only late checks (``create_weights`` rules binding
+        every kernel, prepare/finalize checks, EPLB gates) is what vLLM selects: ``layer`` when it
+        fails an EPLB gate (checked before its weights are created), else ``construction``; with
+        no such kernel nothing is eligible: ``selection``.
         """
         # A rule that cites vLLM's config validation refuses at start whichever kernel it binds
         # (e.g. validate_flashinfer_moe_ep_model binds only the requested MoE-EP kernels), before
