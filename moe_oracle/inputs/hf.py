@@ -52,7 +52,11 @@ def load_hf_config(path: str | Path, flag: str = "--model") -> dict[str, Any]:
             a ``config.json``.
     """
     path = Path(path)
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError):  # a name too long, a NUL: the open below says so
+        is_dir = False
+    if is_dir:
         if not (path / "config.json").is_file():
             raise ConfigError([InputIssue(flag, "the directory has no config.json (give a Hugging Face checkpoint directory or the config file itself)", str(path), None, str(path))])
         path = path / "config.json"
