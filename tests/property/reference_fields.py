@@ -18,7 +18,8 @@ What vLLM defines (citations: release and path; ``Q/`` = model_executor/layers/q
   shard, without it the shard a multiple of max(64, group)); tile padding is refused for runtime
   activation ordering (0.29.0 compressed_tensors_moe_wna16.py ``allow_tile_padding=not
   is_actorder``, is_actorder = GROUP or DYNAMIC; 0.29.0 Q/auto_gptq.py ``not self.desc_act``);
-  per channel the ordering is a no-op (0.33.0 Q/utils/gptq_utils.py). Unknown when the group
+  per channel the ordering is a no-op (0.33.0 Q/utils/gptq_utils.py); AWQ has none and always
+  allows tile padding (0.29.0-0.34.0 Q/auto_awq.py ``allow_tile_padding=True``). Unknown when the group
   size is, or when an unknown ordering decides the answer;
 * ``moe_quant_method``: GPTQ and AWQ hand a layer Marlin cannot serve to MoeWNA16 (0.33.0
   Q/auto_gptq.py and Q/auto_awq.py ``get_quant_method``: ``MoeWNA16Config...get_quant_method``);
@@ -116,8 +117,8 @@ def marlin_moe_fits(config: MoEConfig) -> bool | None:
         return False
     with_padding = group == -1 or shard % group == 0
     without_padding = shard % max(64, group) == 0
-    if group == -1:
-        return with_padding
+    if group == -1 or checkpoint_format(config.quant_method) == "awq":
+        return with_padding  # no ordering per channel; AWQ always allows tile padding
     ordering = config.act_order
     if ordering is None:
         return with_padding if with_padding == without_padding else None

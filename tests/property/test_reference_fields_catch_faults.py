@@ -160,3 +160,15 @@ def test_a_wrong_engine_derivation_fails_the_suite(monkeypatch, field):
     assert after != before, f"the plant does not change {field} on this case ({before!r})"
     failed = _failures(case)
     assert "normalized_values" in failed and field in failed["normalized_values"], failed
+
+
+@pytest.mark.parametrize(("moe_backend", "path"), [("deep_gemm", "pad"), ("triton", "refine"), ("auto", "refine")])
+def test_both_fp8_block_paths_are_compared(moe_backend, path):
+    # The ci strategies draw no quant_method fp8, so the block rule's refine and pad paths are
+    # held here: TP 2 cuts the 128x128 blocks of a 384 intermediate (shard 192); an explicit
+    # non-Triton backend pads the shard, Triton and auto refine the block.
+    case = pinned(Environment(), quant=SCHEMES["fp8_block"], quant_method="fp8", parallel__tp_size=2, intermediate_size=384, moe_backend=moe_backend)
+    v = inv.decide(case).normalized.values
+    reached = v["intermediate_size_per_partition"] != 192 if path == "pad" else v["weight_block"] != v["weight_block_size"]
+    assert reached, f"the case does not reach the {path} path"
+    assert _failures(case) == {}
