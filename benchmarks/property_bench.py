@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     records = [d.to_dict() for d in fresh()]
     validate = inv.decision_validator()
     models = [inv._model(t["case"]) for t in trials]
-    values = [m.values(t["case"].config, t["case"].env, d.normalized.values) for m, t, d in zip(models, trials, fresh())]
+    values = [m.values(t["case"].config, t["case"].env) for m, t in zip(models, trials)]
     kernels = [[c["kernel"] for c in r["candidates"]] for r in records]
 
     def judged(i: int) -> None:  # every kernel's failing and abstaining rules, as the invariants read them

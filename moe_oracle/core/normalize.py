@@ -69,7 +69,9 @@ def _marlin_moe_supported(config: MoEConfig, platform: Platform) -> bool | None:
     """vLLM ``check_moe_marlin_supports_config`` (Q/utils/marlin_utils.py, the same in 0.29.0-0.33.0).
 
     Callers allow tile padding except with runtime activation ordering (0.29.0 compressed-tensors
-    and GPTQ pass ``not actorder``; 0.30.0+ pass ``True`` and refuse that ordering earlier).
+    and GPTQ pass ``not actorder``; 0.30.0+ pass ``True`` and refuse that ordering earlier); AWQ
+    has no activation ordering and always allows it (0.29.0-0.34.0 Q/auto_awq.py
+    ``allow_tile_padding=True``), whatever ``act_order`` says.
     ``None`` when the group size, or an ordering that decides the answer, is unknown.
     """
     if platform is Platform.ROCM:
@@ -82,7 +84,7 @@ def _marlin_moe_supported(config: MoEConfig, platform: Platform) -> bool | None:
     group_ok = group in (-1, 32, 64, 128)
     padded = hidden_ok and (group <= 0 or ipp % group == 0) and group_ok
     strict = hidden_ok and ipp % max(64, group) == 0 and group_ok
-    if group <= 0:
+    if group <= 0 or TABLE_QUANT_METHOD.get(config.quant_method, config.quant_method) == "awq":
         return padded  # activation ordering is a no-op per channel (GPTQ normalizes desc_act off)
     if config.act_order is None:
         return padded if padded == strict else None

@@ -24,6 +24,12 @@ and by a plain test (tests/property/test_found_cases.py).
   kernels/aiter.yaml wins, and ``marlin``'s assumptions came out in another order as an eligible
   candidate (read from the whole bit set) than as the winner (read row by row). Candidate records
   now list assumptions in table order, as failures (moe_oracle/core/decision.py).
+* :data:`ONE_SIDED_PAYLOAD_AT_CONSTRUCTION` -- FP8 per-tensor static weights and activations on an
+  H20 under the FlashInfer one-sided all2all (DP 2 + EP), ``vllm==0.28.9``: the engine selects
+  ``flashinfer_cutlass`` with rules/constraints.yaml ``flashinfer_nvlink_one_sided.payload``
+  (``checked: construction``) waived, as vLLM checks it only when it builds the P/F; the reference
+  model did not read ``checked`` and said ``marlin`` (``failures_complete`` failed in CI's own
+  examples at 8f64919). Fixed in tests/property/reference_model.py ``construction_rules``.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from moe_oracle.core.quant import QuantScheme
 from moe_oracle.core.vocab import Activation, All2AllBackend, RoutingMethod
 from tests.property.strategies import Case, pinned
 
-__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "added_kernel_mutation"]
+__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "ONE_SIDED_PAYLOAD_AT_CONSTRUCTION", "added_kernel_mutation"]
 
 MOONEP_SHORTCUT_RAISES: Case = pinned(
     Environment.declared(packages=["moonep==1.0", "vllm==0.33.0"]),
@@ -80,6 +86,20 @@ MARLIN_COPY_REORDERS_ASSUMPTIONS: Case = pinned(
     routing_method=RoutingMethod.RENORMALIZE_NAIVE,
     quant=QuantScheme("fp8_static_tensor", "fp8_dynamic_tensor"),
     architecture="DeepseekV3ForCausalLM",
+)
+
+ONE_SIDED_PAYLOAD_AT_CONSTRUCTION: Case = pinned(
+    Environment.declared(packages=["vllm==0.28.9"], env={"VLLM_BATCH_INVARIANT": "0", "VLLM_MOE_USE_DEEP_GEMM": "0", "VLLM_ROCM_USE_AITER": "0", "VLLM_ROCM_USE_AITER_MOE": "0", "VLLM_USE_DEEP_GEMM": "0"}),
+    device=GPU_CATALOG["H20"].device,
+    num_experts=8,
+    top_k=1,
+    hidden_size=1024,
+    intermediate_size=96,
+    routing_method=RoutingMethod.RENORMALIZE_NAIVE,
+    quant=QuantScheme("fp8_static_tensor", "fp8_static_tensor"),
+    parallel__dp_size=2,
+    parallel__use_ep=True,
+    parallel__all2all_backend=All2AllBackend.FLASHINFER_NVLINK_ONE_SIDED,
 )
 
 

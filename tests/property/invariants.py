@@ -188,8 +188,8 @@ def check_non_winners_explained(case: Case) -> None:
 
 @lru_cache(maxsize=SHARED)
 def _values(case: Case) -> dict[str, Any]:
-    """The model's values (fields the model does not derive taken from the decision; shared)."""
-    return MODEL.for_release(case.env).values(case.config, case.env, decide(case).normalized.values)
+    """The reference model's values, derived from the case alone (shared)."""
+    return MODEL.for_release(case.env).values(case.config, case.env)
 
 
 def _model_view(case: Case) -> tuple[Decision, dict[str, Any]]:
@@ -211,9 +211,12 @@ def check_normalized_values(case: Case) -> None:
     """Every normalized field equals its re-derivation from the config (vLLM's rules)."""
     d = decide(case)
     got = d.normalized.values
-    # The serving WNA16 method (Marlin check, MoeWNA16 fallback) is the one derived field the
-    # re-derivation starts from; every field computed here is compared.
-    values = _model(case).values(case.config, case.env, {"moe_quant_method": got.get("moe_quant_method")})
+    # The model derives every field from the config and the YAML (reference_fields.py for the
+    # derived ones); every field it computes is compared, and every field the engine records
+    # must be among them.
+    values = _model(case).values(case.config, case.env)
+    unmodelled = sorted(n for n in got if n not in values)
+    assert not unmodelled, f"engine fields the reference model does not derive: {unmodelled}"
     for name, value in values.items():
         if name.startswith("_"):
             continue  # the model's own marks, not fields

@@ -27,7 +27,8 @@ Semantics (the YAML contract):
   path_not_enabled, the activation-format peek, construction rules), else ``otherwise`` (none: no
   winner), whose failing rules are then not failures; a shortcut with ``selected`` runs after
   selection and replaces one of those winners by ``otherwise``;
-* construction rules (a prepare/finalize's own rules and ``<id>.pairing``) are checked when vLLM
+* construction rules (a prepare/finalize's own rules, ``<id>.pairing`` and constraints marked
+  ``checked: construction``) are checked when vLLM
   builds the selected kernel: under the faithful policy they do not stop a selection (the first
   candidate failing nothing else wins, its failures waived), while an ``after_selection``
   constraint the first such candidate fails refuses the layer (no winner);
@@ -41,9 +42,13 @@ Semantics (the YAML contract):
 * a priority adjustment moves backends (in their current relative order) to the front, the
   back, or directly before/after an anchor; a backend already ahead of its before-anchor stays.
 
-Derived fields this model does not re-derive (WNA16, MXFP4 selector, FP8 weight block and
-activation-parameter fields) are taken from the engine's normalized record, passed as
-``derived``; ``check_normalized_values`` checks only the fields derived here.
+Every field of the engine's normalized record is derived here from ``MoEConfig``,
+``Environment`` and the YAML; none is taken from the engine's record (issue 25). The WNA16
+serving method, the MXFP4 selector, the FP8 weight block (with the ``blocks`` of
+``rules/frontends.yaml``), the weight-group, EPLB and activation-parameter fields are derived in
+:mod:`tests.property.reference_fields` (its docstring cites vLLM for each); the one field no input
+carries, ``cpu_amx_fp8``, is stated there as the constant both sides assume, with the reason.
+``check_normalized_values`` compares every field derived here with the engine's record.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ from moe_oracle.core.quant import QUANT_KEYS, SCHEMES, QuantScheme
 from moe_oracle.core.environment import ABSENT, HOST_TOOLS, Environment
 from moe_oracle.core.fields import field_spec
 from moe_oracle.core.vocab import All2AllBackend, Platform
+from tests.property.reference_fields import checkpoint_format, derived_fields, fp8_block_fields, marlin_moe_fits, serving_method
 
 __all__ = ["Judgement", "Model", "Outcome", "Rule", "load_model"]
 
@@ -278,7 +284,7 @@ class Model:
         pfs = [dict(p, constraints=keep(p.get("constraints") or ())) for p in keep(self.pfs)]
         priority = dict(self.priority, orders=keep(self.priority["orders"]), adjustments=keep(self.priority.get("adjustments") or ()), opt_in_only=keep(self.priority.get("opt_in_only") or ()))
         aliases = dict(self.aliases, backends={n: a for n, a in self.aliases["backends"].items() if self.holds_for(a, env)}, requests=keep(self.aliases.get("requests") or ()))
-        frontends = dict(self.frontends, rewrites=keep(self.frontends.get("rewrites") or ()))
+        frontends = dict(self.frontends, rewrites=keep(self.frontends.get("rewrites") or ()), blocks=keep(self.frontends.get("blocks") or ()))
         return Model(experts, pfs, priority, keep(self.known_bad), keep(self.constraints), aliases, keep(self.env_vars), keep(self.overrides), self.engine, keep(self.shortcuts), frontends)
 
     # ------------------------------------------------------------------ names and packages
@@ -347,7 +353,10 @@ class Model:
         names: set[str] = set()
         for raw in (*self.experts, *self.pfs, *self.known_bad):
             names |= set(raw.get("packages") or {})
-        for c in self.constraints:  # a gate on a package's usability reads others (flashinfer-cubin)
+        # A gate on a package's usability reads others (flashinfer-cubin); a kernel's own
+        # constraint may read a package it does not list (aiter_mxfp8: flydsl before 0.31).
+        own = [c for raw in (*self.experts, *self.pfs) for c in raw.get("constraints") or ()]
+        for c in (*self.constraints, *own):
             names |= {f[9:] for f in (c["field"], *(c.get("if") or {})) if f.startswith("packages.")}
         return names
 
@@ -358,10 +367,10 @@ class Model:
 
     # ------------------------------------------------------------------ values
 
-    def values(self, config: MoEConfig, env: Environment, derived: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def values(self, config: MoEConfig, env: Environment) -> dict[str, Any]:
         """Normalized field values, re-derived from the config (vLLM FusedMoEParallelConfig.make),
-        after the front end's key rewrite, the family's reading of ``moe_backend`` and the
-        environment overrides. Fields not derived here come from ``derived`` (the engine's record).
+        after the front end's key rewrite, the family's reading of ``moe_backend``, the FP8 block
+        rule and the environment overrides; nothing is read from the engine's record.
         ``_override`` (not a field) marks a request made by an override variable."""
         alias = self.aliases["backends"].get(config.moe_backend) or {}
         # A name that dispatches and combines itself binds its all2all backend (vLLM 0.32+
@@ -373,12 +382,12 @@ class Model:
         implied = alias.get("quant_scheme")
         if implied is not None and SCHEMES[implied].weight == config.quant.weight:
             config = replace(config, quant=SCHEMES[implied])
-        v = self._derive(config, env, derived)
+        v = self._derive(config, env)
         for rw in self.frontends.get("rewrites") or ():
             if self._holds(rw["when"], v) is True:
                 q = config.quant
                 activation = q.activation if "activation" not in rw else (None if rw["activation"] == "none" else rw["activation"])
-                v = self._derive(replace(config, quant=QuantScheme(rw.get("weight") or q.weight, activation)), env, derived)
+                v = self._derive(replace(config, quant=QuantScheme(rw.get("weight") or q.weight, activation)), env)
                 break
         rm = self.family_map(v)
         if rm is not None:
@@ -388,6 +397,12 @@ class Model:
                 v["moe_backend"] = "auto"
             if name in formats:
                 v["activation_format"] = formats[name]
+        # The FP8 front end's block rule: the first whose ``when`` holds; it pads the TP shard
+        # only for an explicit moe_backend, not for an override variable (below).
+        block = next((b for b in self.frontends.get("blocks") or () if v["weight_block"] != "none" and self._holds(b["when"], v) is True), None)
+        if block is not None:
+            refinable = tuple(b for b in block.get("refinable") or () if b in self.backends)
+            v.update(fp8_block_fields(v, block, self.request(v)[1], refinable))
         # An explicitly set override variable requests a backend as moe_backend would.
         if v["moe_backend"] == "auto":
             raw_env = dict(env.env)
@@ -398,11 +413,12 @@ class Model:
                     break
         return v
 
-    def _derive(self, config: MoEConfig, env: Environment, derived: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _derive(self, config: MoEConfig, env: Environment) -> dict[str, Any]:
         dev, par, q = config.device, config.parallel, config.quant
         # GPTQ, AWQ and MoeWNA16 build the weight key from the bit width (MoeWNA16: and group 32)
-        # and pass zero points apart. The serving method (moe_quant_method) is the engine's.
-        method = (derived or {}).get("moe_quant_method")
+        # and pass zero points apart; GPTQ/AWQ layers Marlin cannot serve go to MoeWNA16.
+        fmt = checkpoint_format(config.quant_method)
+        method = serving_method(fmt if fmt is not None else ("none" if q.weight is None else None), marlin_moe_fits(config))
         if q.weight is not None and method is not None:
             key = QUANT_KEYS[q.weight]
             bits = 4 if key.dtype.startswith("uint4") else 8 if key.dtype.startswith("uint8") else None
@@ -433,7 +449,7 @@ class Model:
             "weight_quant": q.weight or "none",
             "activation_quant": q.activation or "none",
             "quant_family": q.family.value,
-            "quant_method": config.quant_method if config.quant_method is not None else ("none" if q.weight is None else None),
+            "quant_method": fmt if fmt is not None else ("none" if q.weight is None else None),
             "activation": config.activation.value,
             "is_gated": config.activation.is_gated,
             "swiglu_clamp": config.swiglu_limit is not None,
@@ -497,8 +513,7 @@ class Model:
                     v[f"packages.{name}"] = pinned
         for name in HOST_TOOLS:  # found, not found, or unknown (None) as declared or probed
             v[f"tools.{name}"] = dict(env.tools).get(name)
-        for name, value in (derived or {}).items():
-            v.setdefault(name, value)
+        v.update(derived_fields(config, q.weight, q.activation, v["padded_hidden_size"]))
         return v
 
     @staticmethod
@@ -726,6 +741,8 @@ class Model:
 
         def make() -> frozenset[str]:
             out = {f"{e['id']}.pairing" for e in self.experts}
+            # A constraint marked ``checked: construction`` is deferred like a P/F's own rules.
+            out |= {c["id"] for c in self.constraints if c.get("checked") == "construction"}
             for pf in self.pfs:
                 out |= {r.rule for r in self._requirements(pf["id"], pf)}
                 out |= {c["id"] for c in pf.get("constraints") or ()}

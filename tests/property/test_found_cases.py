@@ -6,7 +6,7 @@ import pytest
 
 from moe_oracle.core.records import Status
 from tests.property import invariants as inv
-from tests.property.found_cases import ADDED_KERNEL_OUTRANKS_WINNER, CT_W4A8_FP8_OLD_RELEASE, MARLIN_COPY_REORDERS_ASSUMPTIONS, MOONEP_SHORTCUT_RAISES, added_kernel_mutation
+from tests.property.found_cases import ADDED_KERNEL_OUTRANKS_WINNER, CT_W4A8_FP8_OLD_RELEASE, MARLIN_COPY_REORDERS_ASSUMPTIONS, MOONEP_SHORTCUT_RAISES, ONE_SIDED_PAYLOAD_AT_CONSTRUCTION, added_kernel_mutation
 
 pytestmark = pytest.mark.property
 
@@ -45,3 +45,12 @@ def test_added_copy_of_the_winner_keeps_its_assumptions_in_order():
     before = [c for c in inv.decide(MARLIN_COPY_REORDERS_ASSUMPTIONS).candidates if c.kernel == "marlin"][0]
     assert len(before.assumptions) > 2
     inv.check_added_kernel_keeps_verdicts([MARLIN_COPY_REORDERS_ASSUMPTIONS], mutation.files, mutation.new_id)
+
+
+@pytest.mark.parametrize("name", sorted(inv.ENGINE_INVARIANTS))
+def test_one_sided_payload_checked_at_construction(name):
+    d = inv.decide(ONE_SIDED_PAYLOAD_AT_CONSTRUCTION)
+    # Still the case that bit: the winner's payload failure is waived (an unchecked warning).
+    assert d.kernel == "flashinfer_cutlass"
+    assert any(w.code == "unchecked" and w.failure is not None and w.failure.rule == "flashinfer_nvlink_one_sided.payload" for w in d.warnings)
+    inv.ENGINE_INVARIANTS[name](ONE_SIDED_PAYLOAD_AT_CONSTRUCTION)

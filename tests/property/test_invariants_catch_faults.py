@@ -75,7 +75,7 @@ def test_failures_sound_catches_an_undeclared_and_a_passing_rule(monkeypatch):
     real = inv.evaluate(inv.CATALOG, case.config, case.env)
     i = _rejected(list(real.candidates))
     kernel = real.candidates[i].kernel
-    judged = inv.MODEL.for_release(case.env).judge(inv.MODEL.for_release(case.env).values(case.config, case.env, real.normalized.values))
+    judged = inv.MODEL.for_release(case.env).judge(inv.MODEL.for_release(case.env).values(case.config, case.env))
     failing = {r.rule for r in judged.failing(kernel)}
     passing = next(r.rule for r in judged.rules(kernel) if r.rule not in failing and r.outcome(judged.values) is Outcome.PASS)
     for rule, message in (("no.such.rule", "no rule the tables declare"), (passing, "reported failing, but it passs")):
@@ -118,7 +118,7 @@ def test_failures_complete_catches_a_shared_constraint_dropped(monkeypatch):
     case = pinned(parallel__tp_size=8, intermediate_size=100)
     real = inv.evaluate(inv.CATALOG, case.config, case.env)
     model = inv.MODEL.for_release(case.env)
-    judged = model.judge(model.values(case.config, case.env, real.normalized.values))
+    judged = model.judge(model.values(case.config, case.env))
     shared = {r.rule for c in model.constraints for r in [model._shared_constraint(c)]}
     hit = next(((i, c) for i, c in enumerate(real.candidates) if any(r.rule in shared for r in judged.failing(c.kernel))), None)
     assert hit is not None, "no shared constraint fails for the case"

@@ -80,6 +80,16 @@ def test_marlin_moe_supported_follows_check_moe_marlin_supports_config(changes, 
     assert values(layer(**changes))["marlin_moe_supported"] is expected
 
 
+def test_awq_ignores_activation_ordering_in_the_marlin_check():
+    # vLLM 0.29.0-0.34.0 Q/auto_awq.py always passes allow_tile_padding=True; GPTQ 0.29.0 does not
+    # with desc_act. Shard 96 at TP 16 holds whole groups of 32 but is no multiple of 64.
+    shape = {"weight_group_size": 32, "parallel": ParallelConfig(tp_size=16), "act_order": "group"}
+    awq = values(layer(("int4_static", None), quant_method="awq", **shape))
+    gptq = values(layer(("int4_static", None), quant_method="gptq", **shape))
+    assert (awq["marlin_moe_supported"], awq["moe_quant_method"]) == (True, "awq")
+    assert (gptq["marlin_moe_supported"], gptq["moe_quant_method"]) == (False, "moe_wna16")
+
+
 def test_gptq_and_awq_layers_marlin_cannot_serve_fall_back_to_moe_wna16_with_its_key():
     served = values(layer(("int4_static_g32", None), quant_method="gptq", weight_group_size=32))
     assert (served["moe_quant_method"], served["weight_quant"]) == ("gptq", "int4_static")  # AutoGPTQMoEMethod: kInt4Static
