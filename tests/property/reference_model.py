@@ -213,6 +213,34 @@ _FEATURE_FIELD = {"lora": "lora", "batch_invariant": "batch_invariant", "eplb": 
 _BATCHED_DISPATCH = ("deepep_low_latency", "nixl_ep")
 
 
+def _mori_generation(config: MoEConfig, env: Environment) -> str:
+    """``mori_epv1`` or ``mori_epv2`` for ``--all2all mori`` on one host, as vLLM 0.34.0 resolves it
+    (vllm/config/parallel.py resolve_mori_all2all, called only by RocmPlatform.check_and_update_config,
+    which passes validated_arch = gfx950/gfx1250 and lets gfx1250 keep EPv2 under SDMA;
+    vllm/utils/import_utils.py mori_epv2_unavailable_reason: MoRI >= 1.2.4; a MoRI whose version the
+    environment does not give is taken to have EPv2, as the engine documents)."""
+    if config.device.platform is not Platform.ROCM:
+        return "mori_epv1"  # mori_ep_v2 stays unset: FusedMoEParallelConfig reads it as false
+    raw = dict(env.env)
+    if "VLLM_MORI_EP_V2" in raw:
+        return "mori_epv2" if int(raw["VLLM_MORI_EP_V2"]) else "mori_epv1"  # vllm/envs.py bool(int(...))
+    mori = {canonicalize_name(n): ver for n, ver in env.packages}.get("mori")
+    if mori is None and ("mori" in {canonicalize_name(n) for n in env.absent} or env.complete):
+        return "mori_epv1"
+    try:
+        old = mori is not None and Version(mori) < Version("1.2.4")
+    except InvalidVersion:
+        old = True
+    arch = config.device.arch
+    q, method = config.quant, config.quant_method
+    per_tensor = (method == "fp8" and q.weight is not None and "block" not in q.weight) or (
+        method in ("modelopt", "compressed-tensors", "quark") and q.activation in ("fp8_static_tensor", "fp8_dynamic_tensor"))
+    unsupported = (old or arch not in ("gfx950", "gfx1250")
+                   or (raw.get("MORI_ENABLE_SDMA", "0").lower() in ("1", "true") and arch != "gfx1250")
+                   or config.moe_backend == "aiter_mega_moe" or config.in_dtype.value != "bfloat16" or per_tensor)
+    return "mori_epv1" if unsupported else "mori_epv2"
+
+
 def _all2all_hidden(hidden: int, dtype: str, all2all: str) -> int:
     """The hidden size create_weights gets (vLLM 0.29.0-0.34.0 P/all2all_utils.py
     maybe_roundup_layer_hidden_size): DeepEP HT / v2 copy rows in 512-byte units; DeepEP LL and
@@ -383,12 +411,15 @@ class Model:
         if implied is not None and SCHEMES[implied].weight == config.quant.weight:
             config = replace(config, quant=SCHEMES[implied])
         v = self._derive(config, env)
+        original = config
         for rw in self.frontends.get("rewrites") or ():
             if self._holds(rw["when"], v) is True:
                 q = config.quant
                 activation = q.activation if "activation" not in rw else (None if rw["activation"] == "none" else rw["activation"])
                 v = self._derive(replace(config, quant=QuantScheme(rw.get("weight") or q.weight, activation)), env)
                 break
+        if v["dispatch"] == "mori":
+            v["dispatch"] = _mori_generation(original, env)  # read from the checkpoint, before any rewrite
         rm = self.family_map(v)
         if rm is not None:
             names, _, formats = self.request_names(rm)
