@@ -237,7 +237,9 @@ def env_notes(
             continue
         if known is None:
             continue
-        if name in known:
+        if name in known and name in _SELECTION_NOT_MODELLED:
+            notes.append(f"{name}={raw!r}: {_SELECTION_NOT_MODELLED[name]}")
+        elif name in known:
             notes.append(f"{name} is read by {vllm} but not by MoE kernel selection: ignored")
         elif name.startswith("VLLM_"):
             guess = did_you_mean(name, sorted(set(by_name) | known))
@@ -245,6 +247,17 @@ def env_notes(
         else:
             notes.append(f"{name} is not read by {vllm}: ignored")
     return tuple(notes)
+
+
+# Variables that change which MoE kernel a release runs but that the tables do not model yet: the
+# answer ignores them and says so (never "not read by selection").
+_SELECTION_NOT_MODELLED = {
+    "VLLM_FP8_MOE_REQUANT": ("not modelled: with mxfp4, on ROCm, vLLM 0.34.0 re-quantizes a block-FP8 checkpoint's experts to MXFP4 and serves them with an "
+                             "MXFP4 backend (Q/fp8.py Fp8Config.get_quant_method, Q/online/fp8_requant.py Fp8BlockExpertsAsMxfp4FusedMoE); "
+                             "this answer is for the block-FP8 experts"),
+    "VLLM_FP8_MOE_REQUANT_ACT": ("not modelled: the activations of VLLM_FP8_MOE_REQUANT=mxfp4's MXFP4 experts (a8w4, a4w4, a16w4; vLLM 0.34.0 "
+                                 "Q/online/fp8_requant.py); this answer ignores it"),
+}
 
 
 def removed_from_tables(docs: Iterable[Mapping[str, Any]]) -> tuple[RemovedEnvVar, ...]:
