@@ -147,7 +147,12 @@ class KeyRewrite:
     """A quantization front end giving the oracle other keys than the checkpoint's (``rules/frontends.yaml``).
 
     Where ``when`` holds, the weight and/or activation key become ``weight`` / ``activation``
-    (``None``: unchanged).
+    (``None``: unchanged), and the layer's ``quant_method`` becomes ``quant_method`` where set (the
+    front end hands the experts to another method: the tables then read that method's rules).
+    ``source_selection``: the new method first builds the checkpoint's own method, whose selection
+    must succeed (the engine selects for the unrewritten layer first and refuses with its answer);
+    ``source_late``: that method's checks that run only after the new method selected (its
+    ``create_weights``), which refuse the layer then.
     """
 
     id: str
@@ -157,6 +162,9 @@ class KeyRewrite:
     reason: str
     reference: str
     engine: Range = field(default=None, compare=False)
+    quant_method: str | None = None
+    source_selection: bool = False
+    source_late: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

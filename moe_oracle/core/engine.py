@@ -171,7 +171,7 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
 _BEFORE_REQUEST = frozenset({ReasonCode.NOT_REQUESTED, ReasonCode.PATH_NOT_ENABLED})
 
 
-def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: Policy | str = Policy.FAITHFUL) -> Decision:
+def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: Policy | str = Policy.FAITHFUL, rewrite: bool = True) -> Decision:
     """Select an experts kernel and prepare/finalize for ``config`` under ``env``.
 
     Args:
@@ -179,6 +179,8 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
         config: the layer and deployment.
         env: packages (the engine release among them) and environment variables.
         policy: ``faithful`` (default: what the engine does) or ``safe``.
+        rewrite: apply the front-end rewrites (``False``: select for the checkpoint's own method,
+            as a rewrite with ``source_selection`` asks first).
 
     Never raises for "nothing eligible": the Decision then has no winner.
 
@@ -192,16 +194,29 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     release = catalog.release(env) if catalog.source is not None else None
     view = catalog.for_release(release) if release is not None else catalog
     original = config
+    pending_source: Decision | None = None
     requested = engine_request(view, config.moe_backend, release)
     config, implied_note = apply_implied_quant(view, config)
     config, bound_note = bind_all2all(view, config)
     assumed = release.assumed_packages if release is not None else None
     norm = normalize(config, env, view.package_names, view.env_vars, assumed)
     notes: list[str] = []
-    if view.rewrites:
+    if view.rewrites and rewrite:
         rewritten = _rewrite(view.rewrites, held_groups(view, "rewrites", norm.values), config)
         if rewritten is not None:
-            config, note = rewritten
+            config, note, rw = rewritten
+            if rw.source_selection:
+                source = evaluate(catalog, original, env, policy=policy, rewrite=False)
+                late = view.construction | view.after_selection
+                chosen = _selected_ignoring(source, late | rw.source_late)
+                if chosen is None:
+                    return replace(source, notes=(f"{rw.id}: the method the front end hands the experts to first builds the checkpoint's own method, "
+                                                  f"whose selection below refuses the layer ({rw.reference})",) + source.notes)
+                notes.append(f"{rw.id}: the checkpoint's own method is built first and selects {chosen} (not run)")
+                if _selected_ignoring(source, late) is None:
+                    # Its layer checks (create_weights' block checks) run after the new method selected.
+                    pending_source = replace(source, notes=(f"{rw.id}: the new method selects, then the checkpoint's own method's create_weights "
+                                                            f"refuses the layer as below ({rw.reference})",) + source.notes)
             notes.append(note)
             norm = normalize(config, env, view.package_names, view.env_vars, assumed)
     values, sources = norm.values, norm.sources
@@ -304,6 +319,8 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
                 ranking = ranking.with_row(winner, None)  # type: ignore[arg-type]
             shortcut, ranking, winner, waived = after
 
+    if pending_source is not None and winner is not None:
+        return pending_source
     warnings = _warnings(view, original, env, norm, ranking, winner, release, policy, shortcut, waived, notes)
     if shortcut is not None and requested is not None and winner is not None:
         notes.append(f"{requested_by}={values['moe_backend']} is not read: the engine returns {ranking.entry(winner).upstream} {shortcut.label} before reading it ({shortcut.id})")
@@ -428,19 +445,35 @@ def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> Mapping[str, 
     return rm.checks
 
 
-def _rewrite(rewrites: tuple[KeyRewrite, ...], held: tuple[bool | None, ...], config: MoEConfig) -> tuple[MoEConfig, str] | None:
-    """The config with the quant keys the first matching front-end rewrite gives the oracle, and a
-    note (``held``: each rewrite's condition, :func:`held_groups`)."""
+def _rewrite(rewrites: tuple[KeyRewrite, ...], held: tuple[bool | None, ...], config: MoEConfig) -> tuple[MoEConfig, str, KeyRewrite] | None:
+    """The config with the quant keys (and quant method) the first matching front-end rewrite gives
+    the oracle, a note, and the rewrite (``held``: each rewrite's condition, :func:`held_groups`)."""
     for rw, applies in zip(rewrites, held):
         if applies:
             q = config.quant
             activation = q.activation if rw.activation is None else (None if rw.activation == NONE else rw.activation)
             scheme = QuantScheme(rw.weight or q.weight, activation)
-            note = Provenance("quant", Source.DERIVED, f"{rw.id}: {rw.reason}")
-            kept = tuple(p for p in config.provenance if p.field != "quant")
-            new = replace(config, quant=scheme, provenance=tuple(sorted(kept + (note,), key=lambda p: p.field)))
-            return new, f"the quantization front end selects with keys ({scheme.weight}, {scheme.activation}) instead of the checkpoint's ({q.weight}, {q.activation}): {rw.reason} ({rw.id}; {rw.reference})"
+            fields = ("quant", "quant_method") if rw.quant_method is not None else ("quant",)
+            made = tuple(Provenance(f, Source.DERIVED, f"{rw.id}: {rw.reason}") for f in fields)
+            kept = tuple(p for p in config.provenance if p.field not in fields)
+            changes: dict[str, Any] = {"quant": scheme, "provenance": tuple(sorted(kept + made, key=lambda p: p.field))}
+            method = ""
+            if rw.quant_method is not None:
+                changes["quant_method"] = rw.quant_method
+                method = f", served by the {rw.quant_method} method instead of {config.quant_method}"
+            new = replace(config, **changes)
+            return new, f"the quantization front end selects with keys ({scheme.weight}, {scheme.activation}) instead of the checkpoint's ({q.weight}, {q.activation}){method}: {rw.reason} ({rw.id}; {rw.reference})", rw
     return None
+
+
+def _selected_ignoring(source: Decision, ignored: frozenset[str]) -> str | None:
+    """The upstream class the checkpoint's own method (built first by a ``source_selection``
+    rewrite) selects when the checks of ``ignored`` are not made, or ``None``: its winner, else
+    the first candidate failing only such checks (that method only selects; its experts class is
+    never built, and its layer checks run later)."""
+    if source.winner is not None:
+        return source.rows[source.winner].entry.upstream
+    return next((row.entry.upstream for row in source.rows if row.failures and all(f.rule in ignored for f in row.failures)), None)
 
 
 def _shortcut_holds(sc: Shortcut, held: bool | None, notes: list[str]) -> bool:

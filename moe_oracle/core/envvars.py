@@ -41,7 +41,7 @@ __all__ = [
     "start_refusals",
 ]
 
-PARSE_KINDS = ("int", "true_or_1", "str")
+PARSE_KINDS = ("int", "true_or_1", "str", "lower")
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,8 @@ class EnvVarSpec:
         parse: how the engine turns the raw string into the value, one of :data:`PARSE_KINDS`;
             ``None`` means ``int`` for a bool and ``str`` for a str.
         engine: engine releases the variable exists in (``None``: every release).
+        choices: the values the engine accepts for a ``str`` variable, compared ignoring case as
+            vLLM's ``env_with_choices`` validates them (empty: any value).
     """
 
     name: str
@@ -64,6 +66,7 @@ class EnvVarSpec:
     doc: str
     parse: str | None = None
     engine: Any = field(default=None, compare=False)
+    choices: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.parse is None:
@@ -115,6 +118,8 @@ def parse_env_value(spec: EnvVarSpec, raw: str, release: str | None = None) -> A
         return value
     if spec.parse == "true_or_1":
         return raw.lower() in ("true", "1")
+    if spec.parse == "lower":
+        return raw.lower()
     return raw
 
 
@@ -143,10 +148,13 @@ def env_issues(env: Iterable[tuple[str, str]], specs: Iterable[EnvVarSpec], path
     issues = []
     for name, raw in env:
         spec = by_name.get(name)
+        where = f"{path}.{name}" if path.startswith("$") else f"{path} {name}"
         if spec is not None and spec.parse == "int" and _int_value(raw) is None:
-            where = f"{path}.{name}" if path.startswith("$") else f"{path} {name}"
             issue = _int_issue(spec, raw, where, release)
             issues.append(InputIssue(issue.path, issue.message, issue.value, issue.allowed, file, keyword=issue.keyword))
+        elif spec is not None and spec.choices and raw.lower() not in (c.lower() for c in spec.choices):
+            issues.append(InputIssue(where, f"{_vllm(release)} raises ValueError when it reads {name} (vllm/envs.py env_with_choices: \"Invalid value {raw!r} for {name}\")",
+                                     raw, list(spec.choices), file, keyword="env_value"))
     return issues
 
 
@@ -230,6 +238,9 @@ def env_notes(
                 notes.append(f"{name}={raw!r} is read as false: {vllm} turns it on only for 1 or true (any case), vllm/envs.py")
             elif spec.parse == "int" and raw.strip() not in ("0", "1") and _int_value(raw) is not None:
                 notes.append(f"{name}={raw!r} is read as {bool(int(raw))} ({vllm} reads it with bool(int(...)))")
+            elif spec.parse == "str" and spec.choices and raw not in spec.choices and raw.lower() in (c.lower() for c in spec.choices):
+                meant = next(c for c in spec.choices if c.lower() == raw.lower())
+                notes.append(f"{name}={raw!r} is not read as {meant!r}: {vllm} accepts any case but compares the value as written (vllm/envs.py env_with_choices returns it unchanged)")
             continue
         if name in gone and not (known is not None and name in known):
             r = gone[name]
@@ -237,9 +248,7 @@ def env_notes(
             continue
         if known is None:
             continue
-        if name in known and name in _SELECTION_NOT_MODELLED:
-            notes.append(f"{name}={raw!r}: {_SELECTION_NOT_MODELLED[name]}")
-        elif name in known:
+        if name in known:
             notes.append(f"{name} is read by {vllm} but not by MoE kernel selection: ignored")
         elif name.startswith("VLLM_"):
             guess = did_you_mean(name, sorted(set(by_name) | known))
@@ -247,17 +256,6 @@ def env_notes(
         else:
             notes.append(f"{name} is not read by {vllm}: ignored")
     return tuple(notes)
-
-
-# Variables that change which MoE kernel a release runs but that the tables do not model yet: the
-# answer ignores them and says so (never "not read by selection").
-_SELECTION_NOT_MODELLED = {
-    "VLLM_FP8_MOE_REQUANT": ("not modelled: with mxfp4, on ROCm, vLLM 0.34.0 re-quantizes a block-FP8 checkpoint's experts to MXFP4 and serves them with an "
-                             "MXFP4 backend (Q/fp8.py Fp8Config.get_quant_method, Q/online/fp8_requant.py Fp8BlockExpertsAsMxfp4FusedMoE); "
-                             "this answer is for the block-FP8 experts"),
-    "VLLM_FP8_MOE_REQUANT_ACT": ("not modelled: the activations of VLLM_FP8_MOE_REQUANT=mxfp4's MXFP4 experts (a8w4, a4w4, a16w4; vLLM 0.34.0 "
-                                 "Q/online/fp8_requant.py); this answer ignores it"),
-}
 
 
 def removed_from_tables(docs: Iterable[Mapping[str, Any]]) -> tuple[RemovedEnvVar, ...]:

@@ -214,9 +214,10 @@ UNQUANTIZED_RULES: tuple[PadRule, ...] = (
 
 # Quant methods whose MXFP4 layer is a method with its own round-up: GPT-OSS / generic MXFP4
 # (mxfp4 -> GptOssMxfp4MoEMethod or Mxfp4MoEMethod), Quark OCP-MX, and the FP8 configs whose
-# MXFP4 experts get Mxfp4MoEMethod (vLLM 0.29.0-0.34.0 Q/mxfp4.py, Q/quark/quark_moe.py). A
+# MXFP4 experts get Mxfp4MoEMethod (vLLM 0.29.0-0.34.0 Q/mxfp4.py, Q/quark/quark_moe.py), and
+# ROCm's re-quantized FP8 experts (0.34.0 Q/online/mxfp4.py Mxfp4OnlineMoEMethod.maybe_roundup_sizes). A
 # layer whose quant method is not known is taken as the generic one (as its selector is).
-_MXFP4_PADDED_METHODS = frozenset({"mxfp4", "gpt_oss_mxfp4", "quark", "fp8", "deepseek_v4_fp8", "deepseek_v41_fp8", None})
+_MXFP4_PADDED_METHODS = frozenset({"mxfp4", "gpt_oss_mxfp4", "quark", "fp8", "deepseek_v4_fp8", "deepseek_v41_fp8", "fp8_requant_mxfp4", None})
 
 
 @dataclass(frozen=True)

@@ -221,6 +221,7 @@ _TABLE_ONLINE_METHODS = ("mxfp8", "nvfp4_per_token")
 # Names the tables read that no modelled release has (rules citing vLLM main): refused as vLLM
 # refuses them, with the checkpoint reader's explanation (checkpoint/quant_formats.py _REMOVED).
 _NOT_A_RELEASE_METHOD = {
+    "fp8_requant_mxfp4": "it is moe-oracle's name for the method vLLM 0.34.0 hands ROCm block-FP8 experts to under VLLM_FP8_MOE_REQUANT=mxfp4 (Fp8BlockExpertsAsMxfp4FusedMoE, rules/frontends.yaml frontend.fp8.rocm_requant_mxfp4); give quant_method fp8 and that variable instead",
     "ptpc_fp8": "no modelled release has a ptpc_fp8 method (the tables' rules on it follow vLLM main); per-token-per-channel FP8 is the online shorthand fp8_per_channel in 0.29.0-0.33.0, which moe-oracle does not model",
 }
 

@@ -322,6 +322,28 @@ def _moe_ep_architecture(dep: Deployment) -> Deployment:
     return replace(dep, architecture=_pick(random.Random("architecture:" + dep.key()), _MOE_EP_ARCHITECTURES))
 
 
+def _fp8_requant_axes(dep: Deployment) -> Deployment:
+    """``dep`` with vLLM 0.34.0's ROCm FP8 re-quantization drawn for block-FP8 ``fp8`` checkpoints
+    (``VLLM_FP8_MOE_REQUANT``, in the case vLLM compares and others, and
+    ``VLLM_FP8_MOE_REQUANT_ACT``): often on ROCm, where it applies, rarely elsewhere (read and
+    ignored). Drawn from a generator seeded by the deployment's own draws (every other axis keeps
+    its sequence)."""
+    if dep.front_end != "fp8" or dep.weight_key != "fp8_static_block128":
+        return dep
+    sub = random.Random("fp8-requant:" + dep.key())
+    if sub.random() >= (0.5 if dep.platform == "rocm" else 0.05):
+        return dep
+    env = dict(dep.env)
+    env["VLLM_FP8_MOE_REQUANT"] = _pick(sub, ("mxfp4", "mxfp4", "mxfp4", "none", "MXFP4"))
+    if sub.random() < 0.6:
+        env["VLLM_FP8_MOE_REQUANT_ACT"] = _pick(sub, ("a8w4", "a4w4", "a16w4", "a16w4", "A16W4"))
+    packages = set(dep.packages)
+    if dep.platform == "rocm" and sub.random() < 0.4:
+        packages.add("aiter")
+        env["VLLM_ROCM_USE_AITER"] = "1"
+    return replace(dep, env=tuple(sorted(env.items())), packages=tuple(p for p in PACKAGES if p in packages))
+
+
 _MORI_DEPRECATED = ("mori_high_throughput", "mori_low_latency")
 
 
@@ -458,7 +480,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     packages = tuple(p for p in PACKAGES if p not in _FLASHINFER_APART and rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS + FAMILY_MOE_BACKENDS.get(family, ()))
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
-    return _mori_axes(_moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
+    return _fp8_requant_axes(_mori_axes(_moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
         platform=platform,
         capability=cap,
         arch=arch,
@@ -496,7 +518,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
         **checkpoint,
-    )))))
+    ))))))
 
 
 def random_deployments(n: int, seed: int, families: Sequence[str] | None = None) -> list[Deployment]:

@@ -37,12 +37,16 @@ def compile_environment(ctx: CompileContext, files: Sequence[TableFile]) -> Envi
         if not isinstance(var["default"], expected):
             ctx.issue(f"$.variables[{i}].default", f"default must be a {var['type']}", var["default"])
         parse = var.get("parse")
-        if parse is not None and (var["type"] == "str" and parse != "str" or var["type"] == "bool" and parse == "str"):
+        if parse is not None and (var["type"] == "str" and parse not in ("str", "lower") or var["type"] == "bool" and parse in ("str", "lower")):
             ctx.issue(f"$.variables[{i}].parse", f"a {var['type']} variable cannot be parsed as {parse}", parse)
             parse = None
         rng = ctx.engine_range(var, f"$.variables[{i}]")
         ctx.env_types[var["name"]] = var["type"]
-        spec = EnvVarSpec(var["name"], var["type"], var["default"], var["doc"], parse)
+        choices = tuple(var.get("choices") or ())
+        if choices and var["type"] != "str":
+            ctx.issue(f"$.variables[{i}].choices", "only a str variable has choices", list(choices))
+            choices = ()
+        spec = EnvVarSpec(var["name"], var["type"], var["default"], var["doc"], parse, choices=choices)
         out.append(replace(spec, engine=None if rng is INVALID else rng))
     removed = removed_from_tables(tf.data.get("removed") or ())
     for i, gone in enumerate(removed):

@@ -42,7 +42,9 @@ def compile_frontends(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[
                     ctx.issue(f"{path}.{side}", "unknown quant key", key, sorted(allowed))
             rng = ctx.engine_range(raw, path)
             if when is not None and rng is not INVALID:
-                rewrites.append(KeyRewrite(raw["id"], when, raw.get("weight"), raw.get("activation"), raw["reason"], raw["reference"], rng))  # type: ignore[arg-type]
+                rewrites.append(KeyRewrite(raw["id"], when, raw.get("weight"), raw.get("activation"), raw["reason"], raw["reference"], rng,  # type: ignore[arg-type]
+                                           quant_method=raw.get("quant_method"), source_selection=bool(raw.get("source_selection", False)),
+                                           source_late=frozenset(raw.get("source_late", ()))))
         for i, raw in enumerate(tf.data.get("blocks", [])):
             ctx.at(tf.path, raw["id"])
             ctx.claim(raw["id"])

@@ -1,6 +1,7 @@
 """FP8 front ends: the quantization methods that call vLLM's FP8 MoE oracle (P/oracle/fp8.py).
 
-* ``fp8``: ``Fp8MoEMethod(Fp8Config(...), layer)`` (Q/fp8.py) for a serialized FP8 checkpoint
+* ``fp8``: ``Fp8Config(...).get_quant_method(layer, prefix)`` (Q/fp8.py): ``Fp8MoEMethod`` for a serialized FP8 checkpoint
+  (0.34.0 on ROCm with ``VLLM_FP8_MOE_REQUANT=mxfp4`` and block weights: ``Fp8BlockExpertsAsMxfp4FusedMoE``, Q/online/fp8_requant.py)
   (``quant_method: fp8``). Its constructor builds the keys: per-tensor weights always
   (``kFp8StaticTensorSym``), activations static per-tensor or dynamic (per-tensor, or per-token
   under ``VLLM_BATCH_INVARIANT`` from 0.33.0); block weights refined to the TP shard (0.29.0+) or
@@ -19,11 +20,11 @@ refusal and ``create_weights`` (whose block checks refuse a shard the checkpoint
 from __future__ import annotations
 
 import importlib
-import types
 from typing import Any
 
 from ..cases import Deployment
 from . import NotDriven
+from .layer import PREFIX, routed_experts_layer
 
 Q = "vllm.model_executor.layers.quantization"
 
@@ -43,7 +44,7 @@ _CT_WEIGHT: dict[str | None, str] = {
 
 
 def fp8_method(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
-    """``Fp8MoEMethod(Fp8Config(...), layer)`` for a serialized FP8 checkpoint.
+    """The MoE method ``Fp8Config(...).get_quant_method`` gives a serialized FP8 checkpoint.
 
     Static activations when the deployment's activation key is static per-tensor; the
     block shape from ``dep.block`` (``None``: per-tensor weights).
@@ -61,9 +62,12 @@ def fp8_method(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
         activation_scheme="static" if static else "dynamic",
         weight_block_size=block,
     )
-    layer = types.SimpleNamespace(moe_config=moe, moe=moe)
-    method = fp8.Fp8MoEMethod(config, layer)
+    # Asked as the model asks it: Fp8Config.get_quant_method hands ROCm block-FP8 experts under
+    # VLLM_FP8_MOE_REQUANT=mxfp4 to Fp8BlockExpertsAsMxfp4FusedMoE (0.34.0), which selects an MXFP4 backend.
+    method = config.get_quant_method(routed_experts_layer(moe), PREFIX)
     side.load(dep, moe, method)
+    if hasattr(method, "mxfp4_backend"):
+        return method.mxfp4_backend, method.experts_cls
     return method.fp8_backend, method.experts_cls
 
 
