@@ -538,11 +538,15 @@ def _int_text(text: str) -> bool:
 def _env_value(spec: Any) -> st.SearchStrategy[str]:
     """A value the engine starts with. vLLM 0.33.0 reads ``parse: int`` variables with
     bool(int(...)) and fails at start on anything else (bad input, tested in test_envvars), so
-    those get integer spellings only; ``true_or_1`` variables take any text."""
+    those get integer spellings only; ``true_or_1`` variables take any text, variables with
+    choices one of them in any case."""
     if spec.type == "bool" and spec.parse == "int":
         return st.one_of(st.sampled_from([t for t in _BOOL_TEXT if _int_text(t)] + ["+1", "01", "-1", "\u0661", " 0\t"]), st.integers(-3, 3).map(str))
     if spec.type == "bool":
         return st.one_of(st.sampled_from(_BOOL_TEXT), text_values())
+    if spec.choices:
+        # vLLM's env_with_choices refuses any other value (bad input, tested in test_fp8_requant); any case passes.
+        return st.sampled_from(spec.choices).flatmap(lambda c: st.sampled_from((c, c.upper(), c.capitalize())))
     named = tuple(str(v) for v in (spec.default, *table_values(f"env.{spec.name}")))
     return st.one_of(st.sampled_from(named), text_values())
 
