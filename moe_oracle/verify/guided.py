@@ -12,7 +12,8 @@ table shows up as a disagreement, never as coverage.
 
 Our tables guide the search only: nothing here is compared, and a kernel the search cannot reach
 is returned (:func:`guided_deployments`); the kernels no deployment of the harness can reach, and
-why, are :data:`.coverage.UNREACHABLE`.
+why, are :data:`.coverage.UNREACHABLE`. :func:`guided_all2all` does the same for each all2all
+backend (a positive selection dispatching through it).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from typing import Any, Sequence
 
 from ..core.requests import request_name
 from .cases import PACKAGES, Deployment
+from .coverage import all2all_used
 from .ours import PACKAGE_NAMES, OurSide
 from .space import FAMILY_SCHEMES, SHAPES, random_deployment
 
-__all__ = ["REPAIRABLE", "all2all_used", "guided_all2all", "guided_deployments", "repair"]
+__all__ = ["REPAIRABLE", "guided_all2all", "guided_deployments", "repair", "repairable"]
 
 _DISTRIBUTION_TO_SHORT = {v: k for k, v in PACKAGE_NAMES.items()}
 _FAMILIES = tuple(FAMILY_SCHEMES)
@@ -38,7 +40,7 @@ _MORI_DISPATCH = {"mori_epv1": "0", "mori_epv2": "1"}
 _TP_DP = ((1, 1), (2, 1), (1, 2), (2, 2), (1, 4), (4, 2), (1, 8))
 
 REPAIRABLE: frozenset[str] = frozenset({
-    "platform", "cpu_amx", "all2all", "dispatch", "dp_size", "use_ep", "moe_backend", "activation", "routing_method",
+    "platform", "cpu_amx", "activation_format", "all2all", "dispatch", "dp_size", "use_ep", "moe_backend", "activation", "routing_method",
     "in_dtype", "router_logits_dtype", "enable_eplb", "batch_invariant", "architecture", "weight_block", "swiglu_clamp",
     "swiglu_alpha", "swiglu_beta", "situ_beta", "situ_linear_beta", *_DEVICE_FIELDS, *_SHAPE_FIELDS, *_FLAGS,
 })
@@ -89,6 +91,14 @@ def repair(dep: Deployment, failures: Sequence[Any], request: str | None, rng: r
             changes[_DEVICE_FIELDS[field]] = pick
         elif field == "cpu_amx" and pick is not None:
             changes["cpu_amx"] = pick
+        elif field == "activation_format" and pick in ("batched_experts", "standard"):
+            # The layout follows the all2all: DeepEP low-latency dispatches batched (vLLM
+            # P/prepare_finalize/deepep_ll.py), the rank-local path standard.
+            if pick == "batched_experts":
+                changes.update(use_ep=True, dp_size=max(dep.dp_size, 2), all2all_backend="deepep_low_latency")
+                packages.add("deep_ep")
+            else:
+                changes.update(_parallel(dep, "all2all", "none", rng))
         elif field in ("all2all", "dispatch", "dp_size", "use_ep"):
             changes.update(_parallel(dep, field, pick, rng))
             if field == "dispatch" and pick in _MORI_DISPATCH:
@@ -128,20 +138,6 @@ def repair(dep: Deployment, failures: Sequence[Any], request: str | None, rng: r
             tp, dp = rng.choice(_TP_DP)
             changes.update(num_experts=e, top_k=k, hidden_size=h, intermediate_size=i, tp_size=tp, dp_size=dp)
     return replace(dep, env=tuple(env.items()), packages=tuple(sorted(packages)), tools=tuple(sorted(tools)), **changes)
-
-
-def all2all_used(dep: Deployment) -> str | None:
-    """The all2all backend ``dep``'s layer dispatches through: ``passthrough`` under EP in any
-    topology (vLLM 0.34.0 P/config.py ``use_passthrough_all2all`` is not gated on the all2all
-    kernels), the others under EP with more than one DP rank (``use_all2all_kernels``); ``None``:
-    none (the rank-local allgather/reduce-scatter is no all2all kernel)."""
-    if not dep.use_ep:
-        return None
-    if dep.all2all_backend == "passthrough":
-        return "passthrough"
-    if dep.dp_size > 1 and dep.all2all_backend != "allgather_reducescatter":
-        return dep.all2all_backend
-    return None
 
 
 def _position(decision: Any, kernel: str) -> int | None:
