@@ -37,6 +37,10 @@ _DEVICE_OF = {"cuda": {"capability": 90}, "cpu": {"arch": "x86_64", "cpu_amx": F
 _SHAPE_FIELDS = ("num_experts", "top_k", "hidden_size", "intermediate_size", "intermediate_size_per_partition", "padded_hidden_size", "ep_size")
 _FLAGS = ("has_bias", "lora", "has_hash_routing", "require_decomposed")
 _MORI_DISPATCH = {"mori_epv1": "0", "mori_epv2": "1"}
+_A2A_PACKAGE = {"deepep_high_throughput": "deep_ep", "deepep_low_latency": "deep_ep", "deepep_v2": "deep_ep", "nixl_ep": "nixl_ep",
+                "moonep": "moonep", "mori": "mori", "mori_high_throughput": "mori", "mori_low_latency": "mori"}
+"""The package each all2all backend's kernels need: without it vLLM refuses the backend at start-up
+(its all2all manager asserts it), in a part the harness does not build, so the case is not compared."""
 _TP_DP = ((1, 1), (2, 1), (1, 2), (2, 2), (1, 4), (4, 2), (1, 8))
 
 REPAIRABLE: frozenset[str] = frozenset({
@@ -52,6 +56,12 @@ def repairable(field: str) -> bool:
     if field.startswith("packages."):
         return _DISTRIBUTION_TO_SHORT.get(field[9:]) in PACKAGES
     return field in REPAIRABLE or field.startswith(("tools.", "env."))
+
+
+def _with_all2all_package(dep: Deployment) -> Deployment:
+    """``dep`` with the package of the all2all backend it dispatches through (:data:`_A2A_PACKAGE`)."""
+    pkg = _A2A_PACKAGE.get(all2all_used(dep) or "")
+    return dep if pkg is None or pkg in dep.packages else replace(dep, packages=tuple(sorted({*dep.packages, pkg})))
 
 
 def _device(platform: str) -> dict[str, Any]:
@@ -137,7 +147,7 @@ def repair(dep: Deployment, failures: Sequence[Any], request: str | None, rng: r
             e, k, h, i = rng.choice(SHAPES)
             tp, dp = rng.choice(_TP_DP)
             changes.update(num_experts=e, top_k=k, hidden_size=h, intermediate_size=i, tp_size=tp, dp_size=dp)
-    return replace(dep, env=tuple(env.items()), packages=tuple(sorted(packages)), tools=tuple(sorted(tools)), **changes)
+    return _with_all2all_package(replace(dep, env=tuple(env.items()), packages=tuple(sorted(packages)), tools=tuple(sorted(tools)), **changes))
 
 
 def _position(decision: Any, kernel: str) -> int | None:
@@ -200,7 +210,7 @@ def guided_deployments(
         for _score_i, index in [x for x in scored if x[0][0] == fewest][:starts]:
             if len(hits) >= per_kernel:
                 break
-            dep = deps[index]
+            dep = _with_all2all_package(deps[index])
             for _step in range(steps + 1):
                 decision = side.decide(dep)
                 if decision is None:
@@ -254,7 +264,7 @@ def guided_all2all(
             if len(hits) >= per_backend:
                 break
             dp = start.dp_size if backend == "passthrough" else max(start.dp_size, 2)
-            dep = replace(start, use_ep=True, dp_size=dp, all2all_backend=backend)
+            dep = _with_all2all_package(replace(start, use_ep=True, dp_size=dp, all2all_backend=backend))
             for _step in range(steps + 1):
                 decision = side.decide(dep)
                 if decision is None:
