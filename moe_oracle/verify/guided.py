@@ -38,7 +38,8 @@ _SHAPE_FIELDS = ("num_experts", "top_k", "hidden_size", "intermediate_size", "in
 _FLAGS = ("has_bias", "lora", "has_hash_routing", "require_decomposed")
 _MORI_DISPATCH = {"mori_epv1": "0", "mori_epv2": "1"}
 _A2A_PACKAGE = {"deepep_high_throughput": "deep_ep", "deepep_low_latency": "deep_ep", "deepep_v2": "deep_ep", "nixl_ep": "nixl_ep",
-                "moonep": "moonep", "mori": "mori", "mori_high_throughput": "mori", "mori_low_latency": "mori"}
+                "moonep": "moonep", "mori": "mori", "mori_high_throughput": "mori", "mori_low_latency": "mori",
+                "flashinfer_nvlink_one_sided": "flashinfer_cubin", "flashinfer_nvlink_two_sided": "flashinfer_cubin"}
 """The package each all2all backend's kernels need: without it vLLM refuses the backend at start-up
 (its all2all manager asserts it), in a part the harness does not build, so the case is not compared."""
 _TP_DP = ((1, 1), (2, 1), (1, 2), (2, 2), (1, 4), (4, 2), (1, 8))
@@ -61,7 +62,11 @@ def repairable(field: str) -> bool:
 def _with_all2all_package(dep: Deployment) -> Deployment:
     """``dep`` with the package of the all2all backend it dispatches through (:data:`_A2A_PACKAGE`)."""
     pkg = _A2A_PACKAGE.get(all2all_used(dep) or "")
-    return dep if pkg is None or pkg in dep.packages else replace(dep, packages=tuple(sorted({*dep.packages, pkg})))
+    if pkg is None or pkg in dep.packages:
+        return dep
+    # FlashInfer's NVLink all2all needs has_flashinfer(): the package with its precompiled kernels.
+    extra = {"flashinfer"} if pkg == "flashinfer_cubin" else set()
+    return replace(dep, packages=tuple(sorted({*dep.packages, pkg, *extra})))
 
 
 def _device(platform: str) -> dict[str, Any]:
