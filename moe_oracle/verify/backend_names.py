@@ -40,6 +40,9 @@ _BY_KERNEL: Mapping[tuple[str, str], str] = {
     ("mxfp4", "b12x_mxfp4"): "B12X_MXFP4_BF16",
     ("mxfp4", "b12x_mxfp4_mxfp8"): "B12X_MXFP4_MXFP8",
     ("mxfp4", "deep_gemm_fp4"): "DEEPGEMM_MXFP4",
+    # --moe-backend flashinfer_moe_ep_mega_deep_gemm maps to Mxfp4MoeBackend.FLASHINFER_MOE_EP_DEEP_GEMM
+    # (vLLM 0.32.0-0.34.0 P/oracle/mxfp4.py map_mxfp4_backend); first compared by the guided draws.
+    ("mxfp4", "flashinfer_moe_ep_deep_gemm_mxfp4"): "FLASHINFER_MOE_EP_DEEP_GEMM",
     ("mxfp4", "vllm_cutlass_mxfp4"): "CUTLASS_MXFP4_MXFP4",
     ("mxfp4", "marlin_batched"): "BATCHED_MARLIN",
     ("wna16", "marlin_batched"): "BATCHED_MARLIN",

@@ -59,6 +59,7 @@ PACKAGES: tuple[str, ...] = (
     "cutlass",  # NVIDIA CUTLASS DSL (cutedsl)
     "zentorch",  # AMD Zen CPU ops
     "quark",  # AMD Quark
+    "hpc",  # Tencent hpc-ops (the FP8 HPCExperts; vLLM vllm/utils/hpc.py has_hpc)
 )
 """Optional packages a deployment may declare present (short names)."""
 

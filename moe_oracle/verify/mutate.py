@@ -157,7 +157,7 @@ def targeted_pool(mutant: Mutant, release: str, side: OurSide, per_kernel: int =
         return []
     from .guided import guided_deployments
 
-    found, _unreached = guided_deployments(release, per_kernel=per_kernel, seed=seed, kernels=[mutant.kernel], side=side)
+    found, _unreached = guided_deployments(release, per_kernel=per_kernel, seed=seed, kernels=[mutant.kernel], side=side, pool=400)
     out = list(found)
     if mutant.focus:
         for dep in found:

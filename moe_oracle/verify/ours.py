@@ -41,6 +41,7 @@ PACKAGE_NAMES: Mapping[str, str] = {
     "cutlass": "nvidia-cutlass-dsl",
     "zentorch": "zentorch",
     "quark": "amd-quark",
+    "hpc": "hpc",
 }
 """Deployment package name -> the distribution name our tables read."""
 

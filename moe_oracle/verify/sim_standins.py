@@ -39,6 +39,7 @@ MODULE_PACKAGES: dict[str, str] = {
     "cutlass": "cutlass",
     "zentorch": "zentorch",
     "quark": "quark",
+    "hpc": "hpc",
     "flashinfer": "flashinfer",
     "flashinfer_cubin": "flashinfer_cubin",
 }

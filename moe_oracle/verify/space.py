@@ -276,8 +276,10 @@ FAMILY_ENV_VARS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
 
 _PACKAGE_WEIGHTS = {"flashinfer": 0.7, "deep_gemm": 0.6, "deep_ep": 0.4, "triton_kernels": 0.5, "aiter": 0.6, "humming": 0.3}
 
-_FLASHINFER_APART = ("flashinfer_cubin",)
-"""Packages drawn with FlashInfer's availability (:func:`_flashinfer_availability`), not in the common draw."""
+_FLASHINFER_APART = ("flashinfer_cubin", "hpc")
+"""Packages not in the common draw: flashinfer-cubin is drawn with FlashInfer's availability
+(:func:`_flashinfer_availability`), hpc-ops by :func:`_hpc_axis` (drawn apart, so adding it left
+every other draw's sequence as it was)."""
 
 TOOLCHAINS: tuple[tuple[tuple[str, ...], float], ...] = (
     (("jit_nvcc", "ninja", "nvcc"), 0.4),  # a CUDA toolkit on PATH and vLLM's ninja
@@ -306,6 +308,14 @@ def _flashinfer_availability(dep: Deployment) -> Deployment:
         env["VLLM_HAS_FLASHINFER_CUBIN"] = "0"
     tools = _pick(sub, [t for t, _ in TOOLCHAINS], [w for _, w in TOOLCHAINS])
     return replace(dep, packages=tuple(sorted(packages)), env=tuple(env.items()), tools=tools)
+
+def _hpc_axis(dep: Deployment) -> Deployment:
+    """``dep`` with Tencent hpc-ops present now and then: on a tenth of the FP8 draws (its only
+    family), seeded by the deployment's own draws."""
+    if dep.family != "fp8" or random.Random("hpc:" + dep.key()).random() >= 0.1:
+        return dep
+    return replace(dep, packages=tuple(sorted({*dep.packages, "hpc"})))
+
 
 _MOE_EP_ARCHITECTURES = ("DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM", "DeepseekV3ForCausalLM", "Qwen3MoeForCausalLM")
 
@@ -480,7 +490,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     packages = tuple(p for p in PACKAGES if p not in _FLASHINFER_APART and rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS + FAMILY_MOE_BACKENDS.get(family, ()))
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
-    return _fp8_requant_axes(_mori_axes(_moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
+    return _fp8_requant_axes(_hpc_axis(_mori_axes(_moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
         platform=platform,
         capability=cap,
         arch=arch,
@@ -518,7 +528,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
         **checkpoint,
-    ))))))
+    )))))))
 
 
 def random_deployments(n: int, seed: int, families: Sequence[str] | None = None) -> list[Deployment]:

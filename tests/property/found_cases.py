@@ -30,6 +30,12 @@ and by a plain test (tests/property/test_found_cases.py).
   (``checked: construction``) waived, as vLLM checks it only when it builds the P/F; the reference
   model did not read ``checked`` and said ``marlin`` (``failures_complete`` failed in CI's own
   examples at 8f64919). Fixed in tests/property/reference_model.py ``construction_rules``.
+* :data:`MORI_EP_V2_BEFORE_034` -- ``VLLM_MORI_EP_V2=''`` on an unquantized A100 layer,
+  ``vllm==0.28.9`` (answered for 0.29.0): the engine accepts it, rightly (vLLM reads the variable
+  from 0.34.0 only), while the refused-value invariant expected every ``int``-parsed variable of
+  the catalog refused whatever the release. Met by CI's own examples once the draws took the
+  front ends' rules (``quant_method: fp8``) in; fixed in tests/property/invariants.py
+  ``check_refused_env_value``.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from moe_oracle.core.quant import QuantScheme
 from moe_oracle.core.vocab import Activation, All2AllBackend, RoutingMethod
 from tests.property.strategies import Case, pinned
 
-__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "ONE_SIDED_PAYLOAD_AT_CONSTRUCTION", "added_kernel_mutation"]
+__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "MORI_EP_V2_BEFORE_034", "ONE_SIDED_PAYLOAD_AT_CONSTRUCTION", "added_kernel_mutation"]
 
 MOONEP_SHORTCUT_RAISES: Case = pinned(
     Environment.declared(packages=["moonep==1.0", "vllm==0.33.0"]),
@@ -101,6 +107,19 @@ ONE_SIDED_PAYLOAD_AT_CONSTRUCTION: Case = pinned(
     parallel__use_ep=True,
     parallel__all2all_backend=All2AllBackend.FLASHINFER_NVLINK_ONE_SIDED,
 )
+
+MORI_EP_V2_BEFORE_034: tuple[Case, tuple[str, str]] = (
+    pinned(
+        Environment.declared(packages=["vllm==0.28.9"]),
+        device=GPU_CATALOG["A100"].device,
+        num_experts=1,
+        top_k=1,
+        hidden_size=1024,
+        intermediate_size=96,
+    ),
+    ("VLLM_MORI_EP_V2", ""),
+)
+"""(case, (variable, value)) of ``test_env_values_the_engine_refuses_are_bad_input``."""
 
 
 def added_kernel_mutation(source: str = "triton_batched"):  # noqa: ANN201 - table_mutations.Mutation

@@ -102,7 +102,9 @@ def _all_predicates(catalog: Any) -> Iterable[Any]:
             if chk.predicate is not None:
                 yield chk.predicate
             yield from chk.condition
-    for group in (catalog.orders, catalog.adjustments, catalog.opt_in, catalog.overrides):
+    # The front ends' key rewrites and block rules too: their quant_method values (``fp8``: block
+    # FP8 checkpoints, whose block the front end refines or pads) are named nowhere else.
+    for group in (catalog.orders, catalog.adjustments, catalog.opt_in, catalog.overrides, catalog.rewrites, catalog.block_rules):
         for rule in group:
             yield from rule.when
 
@@ -181,6 +183,28 @@ CATALOG_DEVICES: tuple[Device, ...] = tuple(hw.device for hw in GPU_CATALOG.valu
 CAPABILITIES: tuple[int, ...] = tuple(sorted({d.capability for d in CATALOG_DEVICES if d.capability is not None} | set(table_values("device_capability", int))))
 ARCHES: tuple[str, ...] = tuple(sorted({d.arch for d in CATALOG_DEVICES if d.arch} | set(table_values("gpu_arch", str)) | set(table_values("cpu_arch", str))))
 QUANT_METHODS: tuple[str, ...] = tuple(v for v in table_values("quant_method", str) if v != "none")
+
+WEIGHT_BLOCKS: tuple[tuple[int, int], ...] = ((128, 128), (64, 64), (32, 32), (128, 64), (256, 128), (96, 96), (128, 48), (16, 16))
+"""Checkpoint weight blocks: DeepSeek's 128x128, smaller ones that divide more shards, and ones
+that divide few or none of the drawn shards (96, 48: the front end refines them to a smaller
+block or, under an explicit backend, pads the shard; 16: below vLLM's 32 minimum)."""
+
+
+def _block_method(ctx: Ctx) -> st.SearchStrategy[Any]:
+    """``quant_method`` given the scheme drawn: a block-FP8 weight usually comes from an ``fp8``
+    (Fp8MoEMethod) or compressed-tensors checkpoint; otherwise any table's method, or none."""
+    weight = getattr(ctx.get("quant"), "weight", None) or ""
+    if weight.startswith("fp8_static_block"):
+        return st.sampled_from(("fp8", "fp8", "compressed-tensors", None, *QUANT_METHODS))
+    return st.one_of(st.none(), st.none(), st.sampled_from(QUANT_METHODS))
+
+
+def _block_size(ctx: Ctx) -> st.SearchStrategy[Any]:
+    """``weight_block_size`` given the scheme drawn: a block-FP8 weight almost always declares one."""
+    weight = getattr(ctx.get("quant"), "weight", None) or ""
+    if weight.startswith("fp8_static_block"):
+        return st.one_of(st.sampled_from(WEIGHT_BLOCKS), st.sampled_from(WEIGHT_BLOCKS), st.none())
+    return st.one_of(st.none(), st.sampled_from(WEIGHT_BLOCKS))
 
 
 @lru_cache(maxsize=None)
@@ -337,7 +361,7 @@ LEAVES: Mapping[str, Leaf] = {
     "weight_group_size": _const(st.one_of(st.none(), st.sampled_from((-1, 32, 64, 128, 16)), st.integers(1, 4096))),
     "act_order": _const(st.one_of(st.none(), st.sampled_from(("none", "group", "weight", "static", "dynamic")))),
     "weight_zero_point": _const(st.one_of(st.none(), st.booleans())),
-    "weight_block_size": _const(st.one_of(st.none(), st.sampled_from(((128, 128), (64, 64), (32, 32), (128, 64))))),
+    "weight_block_size": _block_size,
     "parallel.tp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
     "parallel.dp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
     "parallel.use_ep": _const(st.booleans()),
@@ -361,7 +385,7 @@ _PLAUSIBLE: Mapping[str, Leaf] = {
     # Unquantized bf16 is the most common deployment; every named scheme still comes up.
     "quant": _const(st.one_of(st.just(SCHEMES["unquantized"]), st.sampled_from(list(SCHEMES.values())))),
     "in_dtype": _const(st.one_of(st.just(DType.BFLOAT16), st.sampled_from(list(DType)))),
-    "quant_method": _const(st.one_of(st.none(), st.none(), st.sampled_from(QUANT_METHODS))),
+    "quant_method": _block_method,
     "activation": _const(st.one_of(st.just(Activation.SILU), st.sampled_from(list(Activation)))),
     "routing_method": _const(st.one_of(st.sampled_from((RoutingMethod.RENORMALIZE_NAIVE, RoutingMethod.RENORMALIZE, RoutingMethod.DEEPSEEK_V3)), st.sampled_from(list(RoutingMethod)))),
     "has_bias": _const(st.sampled_from((False, False, False, True))),
@@ -746,6 +770,9 @@ def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: 
         weights = [w for w in (_allowed(supports["weight_quant"]) or list(QUANT_KEYS)) if w != "none"] or [None]
         acts = [a if a != "none" else None for a in (_allowed(supports.get("activation_quant")) or ["none"])]
         ctx["quant"] = QuantScheme(draw(st.sampled_from(weights)), draw(st.sampled_from(acts)) if weights != [None] else None)
+    if getattr(ctx.get("quant"), "weight", None) and ctx["quant"].weight.startswith("fp8_static_block"):
+        ctx["quant_method"] = draw(_block_method(ctx))
+        ctx["weight_block_size"] = draw(_block_size(ctx))
     for path, field in (("activation", "activation"), ("routing_method", "routing_method"), ("router_logits_dtype", "router_logits_dtype"), ("in_dtype", "in_dtype"), ("has_bias", "has_bias"), ("lora", "lora"), ("batch_invariant", "batch_invariant")):
         if field in supports and _allowed(supports[field]):
             ctx[path] = draw(st.sampled_from(_allowed(supports[field])))

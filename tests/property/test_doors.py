@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from moe_oracle.core.config import Device, MoEConfig, ParallelConfig
 from moe_oracle.explain.whynot_search import MAX_EDITS
 from tests.property import invariants as inv
+from tests.property.found_cases import MORI_EP_V2_BEFORE_034
 from tests.property.profiles import budget
 from tests.property.strategies import CATALOG, LEAF_PATHS, LEAVES, Case, backend_names, cases, for_reference, note_case, refused_env_values, targeted_cases
 
@@ -31,6 +32,7 @@ def test_printed_replay_file_round_trips(case):
 
 @budget(0.3)
 @given(cases(), refused_env_values())
+@example(*MORI_EP_V2_BEFORE_034)
 def test_env_values_the_engine_refuses_are_bad_input(case, refused):
     note_case(case)
     inv.check_refused_env_value(case, *refused)

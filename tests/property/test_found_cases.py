@@ -6,7 +6,7 @@ import pytest
 
 from moe_oracle.core.records import Status
 from tests.property import invariants as inv
-from tests.property.found_cases import ADDED_KERNEL_OUTRANKS_WINNER, CT_W4A8_FP8_OLD_RELEASE, MARLIN_COPY_REORDERS_ASSUMPTIONS, MOONEP_SHORTCUT_RAISES, ONE_SIDED_PAYLOAD_AT_CONSTRUCTION, added_kernel_mutation
+from tests.property.found_cases import ADDED_KERNEL_OUTRANKS_WINNER, CT_W4A8_FP8_OLD_RELEASE, MARLIN_COPY_REORDERS_ASSUMPTIONS, MOONEP_SHORTCUT_RAISES, MORI_EP_V2_BEFORE_034, ONE_SIDED_PAYLOAD_AT_CONSTRUCTION, added_kernel_mutation
 
 pytestmark = pytest.mark.property
 
@@ -54,3 +54,11 @@ def test_one_sided_payload_checked_at_construction(name):
     assert d.kernel == "flashinfer_cutlass"
     assert any(w.code == "unchecked" and w.failure is not None and w.failure.rule == "flashinfer_nvlink_one_sided.payload" for w in d.warnings)
     inv.ENGINE_INVARIANTS[name](ONE_SIDED_PAYLOAD_AT_CONSTRUCTION)
+
+
+def test_an_env_variable_the_release_does_not_read_is_not_parsed():
+    case, (name, raw) = MORI_EP_V2_BEFORE_034
+    inv.check_refused_env_value(case, name, raw)
+    # The same value where the release reads it is bad input.
+    newer = case.__class__(case.config, case.env.with_package("vllm", "0.34.0"))
+    inv.check_refused_env_value(newer, name, raw)
