@@ -23,6 +23,7 @@ QUANT_PAIRS: dict[str, str] = {
     "glm4moeliteforcausallm-nvfp4-synthetic": "glm4moeliteforcausallm-synthetic",
     "step3p5forcausallm-nvfp4-synthetic": "step3p5forcausallm-synthetic",
     "afmoeforcausallm-fp8block-synthetic": "afmoeforcausallm-synthetic",
+    "afmoeforcausallm-nvfp4-synthetic": "afmoeforcausallm-synthetic",
     "granitemoehybridforcausallm-fp8-synthetic": "granitemoehybridforcausallm-synthetic",
 }
 """hf_quant_config stem -> config.json stem, where the stems differ (shared/models/SOURCES.md; the
