@@ -170,6 +170,25 @@ def test_legacy_hf_quant_config_layout_refuses_algorithms_vllm_does_not_normaliz
     assert "Unknown ModelOpt quant algo" in info.value.issues[0].message
 
 
+@pytest.mark.parametrize("algo, required", [("NVFP4", ("group_size", "kv_cache_quant_algo", "exclude_modules")), ("MXFP8", ("kv_cache_quant_algo", "exclude_modules"))])
+def test_legacy_modelopt_document_without_a_required_key_is_refused_as_vllm_refuses_it(algo, required):
+    """vLLM 0.29.0-0.34.0 Q/modelopt.py ModelOptNvFp4Config / ModelOptMxFp8Config._from_config:
+    each key must be present in the legacy layout (null passes); config.json's layout is not checked.
+    (A producer-tagged legacy MXFP8 document is refused earlier, as an unknown legacy algorithm: the
+    MXFP8 rule is reached through ``quant_method: modelopt_mxfp8``.)"""
+    head = {"producer": {"name": "modelopt"}} if algo == "NVFP4" else {"quant_method": "modelopt_mxfp8"}
+    full = {"quant_algo": algo, "group_size": 16 if algo == "NVFP4" else 32, "kv_cache_quant_algo": None, "exclude_modules": []}
+    assert read_checkpoint(BASE, override={**head, "quantization": full}).layers[0].quant.label == algo.lower()
+    for key in required:
+        doc = {**head, "quantization": {k: v for k, v in full.items() if k != key}}
+        with pytest.raises(ConfigError) as info:
+            read_checkpoint(BASE, override=doc)
+        assert f"requires the following fields in hf_quant_config.json: ['{key}']" in info.value.issues[0].message
+        assert info.value.issues[0].path.endswith(".quantization")
+    flat = {"quant_method": "modelopt", "quant_algo": algo}
+    assert read_checkpoint({**BASE, "quantization_config": flat}).layers[0].quant.label == algo.lower()
+
+
 def test_hf_quant_config_beside_config_json_is_read_only_when_config_json_has_none():
     beside = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16, "kv_cache_quant_algo": None, "exclude_modules": []}}
     assert read_checkpoint(BASE, beside=beside).layers[0].quant.label == "nvfp4"

@@ -1,5 +1,5 @@
 """Routed experts of a ModelOpt checkpoint (``modelopt``, ``modelopt_fp4``, ``modelopt_mxfp8``,
-``modelopt_mixed``), as vLLM reads it (Q/modelopt.py, vLLM 0.29.0-0.33.0)."""
+``modelopt_mixed``), as vLLM reads it (Q/modelopt.py, vLLM 0.29.0-0.34.0)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ def modelopt_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> Expe
     algo = modelopt_algo(c)
     if not algo:
         raise q.fail(".quant_algo", "Missing 'quant_algo' in quantization config (ModelOpt)", None, sorted(MODELOPT_LEGACY_ALGOS))
+    _legacy_fields_present(q, algo)
     hit = m.modelopt_excluded(module, modelopt_exclude(c, q.release))
     if hit is None and "ignore" not in c and not isinstance(c.get("quantization"), dict) and m.modelopt_excluded(module, str_list(c.get("exclude_modules"))) is not None:
         notes: tuple[str, ...] = (f"exclude_modules names these experts, but {q.release.words} reads only 'ignore' in a config.json ModelOpt document (exclude_modules from 0.33.0): they stay quantized",)
@@ -39,6 +40,26 @@ def modelopt_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> Expe
         return excluded(q, "(vision module)", "ModelOpt leaves vision modules unquantized")
     out = _modelopt_scheme(q, algo)
     return replace(out, notes=out.notes + notes) if notes else out
+
+
+LEGACY_REQUIRED_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "modelopt_fp4": ("NVFP4", ("group_size", "kv_cache_quant_algo", "exclude_modules")),
+    "modelopt_mxfp8": ("MXFP8", ("kv_cache_quant_algo", "exclude_modules")),
+}
+"""Keys a legacy ``{"quantization": {...}}`` document must carry, by method: (algo substring,
+keys). vLLM 0.29.0-0.34.0 Q/modelopt.py ``ModelOptNvFp4Config._from_config`` /
+``ModelOptMxFp8Config._from_config`` refuse the document at config time when one is absent
+(a present ``null`` passes); the config.json form (``quant_method: modelopt``) is not checked."""
+
+
+def _legacy_fields_present(q: QuantFormat, algo: str) -> None:
+    inner = q.config.get("quantization")
+    rule = LEGACY_REQUIRED_FIELDS.get(q.method)
+    if rule is None or not isinstance(inner, dict) or rule[0] not in algo:
+        return
+    missing = [k for k in rule[1] if k not in inner]
+    if missing:
+        raise q.fail(".quantization", f"{q.release.words} refuses the checkpoint: '{rule[0]} quantization requires the following fields in hf_quant_config.json: {missing}' (a null value is accepted)", sorted(inner), list(rule[1]))
 
 
 def _modelopt_scheme(q: QuantFormat, algo: str) -> ExpertsQuant:

@@ -18,8 +18,19 @@ __all__ = ["Case", "DEPLOYMENTS", "QUICK_DEPLOYMENTS", "model_files", "cases", "
 
 QUANT_PAIRS: dict[str, str] = {
     "nvidia-nemotron-3-nano-30b-a3b-nvfp4": "nvidia-nemotron-3-nano-30b-a3b-bf16",
+    "mimov2flashforcausallm-fp8-synthetic": "mimov2flashforcausallm-synthetic",
+    "step3textforcausallm-fp8-synthetic": "step3textforcausallm-synthetic",
+    "glm4moeliteforcausallm-nvfp4-synthetic": "glm4moeliteforcausallm-synthetic",
+    "step3p5forcausallm-nvfp4-synthetic": "step3p5forcausallm-synthetic",
+    "afmoeforcausallm-fp8block-synthetic": "afmoeforcausallm-synthetic",
+    "afmoeforcausallm-nvfp4-synthetic": "afmoeforcausallm-synthetic",
+    "granitemoehybridforcausallm-fp8-synthetic": "granitemoehybridforcausallm-synthetic",
 }
-"""hf_quant_config stem -> config.json stem, where the stems differ (shared/models/SOURCES.md)."""
+"""hf_quant_config stem -> config.json stem, where the stems differ (shared/models/SOURCES.md; the
+registry variants: examples/models/registry/SOURCES.md, "Quantized variants"). A registry
+variant's document need not be ModelOpt's: vLLM 0.29.0-0.34.0 ``transformers_utils/config.py``
+(``get_config``) take whatever ``hf_quant_config.json`` holds as ``quantization_config`` when
+config.json has none, so one file overlays a quantization document on a BF16 config."""
 
 
 @dataclass(frozen=True)
