@@ -94,11 +94,18 @@ FP8_NEW = {
     "gemm1": [F(128, 8, 3, split=64, persistent=1), F(128, 8, 3, group_m=16, split=64, persistent=1), F(128, 8, 3, persistent=1, flat=True),
               F(128, 8, 3, tma=True, persistent=1, flat=True), F(128, 8, 4, persistent=1, flat=True), F(128, 8, 3, split=64, ws=True),
               F(128, 8, 3, tma=True, ws=True), F(64, 8, 2), F(64, 8, 2, tma=True), F(64, 4, 2), F(64, 4, 2, tma=True), F(64, 8, 2, split=32),
-              F(64, 4, 2, split=32)],
+              F(64, 4, 2, split=32),
+              # third sweep: warp-specialized and persistent around the winners of the second
+              F(128, 8, 4, split=64, ws=True), F(128, 8, 3, group_m=16, split=64, ws=True), F(128, 8, 3, split=32, ws=True),
+              F(128, 8, 3, split=64, persistent=1, ws=True), F(128, 8, 4, split=64, persistent=1), F(128, 8, 3, split=32, persistent=1)],
     "gemm2": [F(64, 4, 4, group_m=16, tma=True, persistent=2), F(64, 4, 4, group_m=16, tma=True, persistent=2, flat=True),
-              F(64, 4, 4, group_m=16, tma=True, persistent=3, flat=True), F(64, 4, 4, group_m=16, tma=True, ws=True), F(64, 4, 3, group_m=16, tma=True),
+              F(64, 4, 4, group_m=16, tma=True, persistent=3, flat=True), F(64, 4, 4, group_m=16, ws=True), F(64, 4, 3, group_m=16, tma=True),
               F(128, 4, 3, tma=True), F(128, 4, 2, tma=True), F(128, 8, 2, tma=True), F(128, 4, 3, group_m=16, tma=True, persistent=2, flat=True),
-              F(64, 8, 3, block_n=256, tma=True, persistent=1, flat=True)],
+              F(64, 8, 3, block_n=256, tma=True, persistent=1, flat=True),
+              # third sweep: around the persistent winners of the second
+              F(64, 4, 3, group_m=16, tma=True, persistent=2, flat=True), F(64, 4, 3, group_m=16, tma=True, persistent=3, flat=True),
+              F(64, 4, 4, group_m=32, tma=True, persistent=2, flat=True), F(64, 4, 4, group_m=16, persistent=2, flat=True),
+              F(64, 4, 3, group_m=16, tma=True, persistent=2), F(64, 4, 4, group_m=8, tma=True, persistent=2, flat=True)],
 }
 """fp8 tiles of the second sweep (from 64 rows per expert): persistent grids (flattened tile and K loops where there are no small
 last tiles), Triton's warp-specialized K loop, and two programs per SM (2 pipeline stages, <= 113 KB of shared memory), which
@@ -111,14 +118,19 @@ BF16_GEMM1 = [B(128, 128, 64, 8, 4), B(128, 128, 64, 8, 3, 8), B(64, 128, 64, 4,
               B(128, 128, 64, 8, 4, 4, tma=True, split=64),
               B(128, 128, 64, 8, 4, tma=True, persistent=1), B(128, 128, 64, 8, 4, tma=True, persistent=1, flat=True),
               B(128, 128, 64, 8, 4, 8, tma=True, persistent=1, flat=True), B(128, 128, 64, 8, 3, tma=True, persistent=1, flat=True),
-              B(128, 128, 64, 8, 4, tma=True, ws=True)]
+              B(128, 128, 64, 8, 4, tma=True, ws=True),
+              # third sweep: the warp-specialized loop won the second from 4,096 tokens
+              B(128, 128, 64, 8, 4, tma=True, split=32, ws=True), B(128, 128, 64, 8, 4, tma=True, split=64, ws=True),
+              B(128, 128, 64, 8, 3, tma=True, ws=True), B(128, 128, 64, 8, 4, 8, tma=True, ws=True), B(128, 128, 64, 8, 4, 4, tma=True, ws=True),
+              B(128, 128, 64, 8, 4, tma=True, persistent=1, ws=True), B(128, 128, 64, 8, 4, tma=True, persistent=1, flat=True, ws=True)]
 BF16_GEMM2 = [B(128, 256, 64, 8, 4), B(128, 256, 64, 8, 3, 8), B(128, 256, 64, 8, 3, tma=True), B(128, 256, 64, 8, 4, tma=True),
               B(128, 256, 64, 8, 3, 8, tma=True), B(128, 128, 64, 8, 4, tma=True), B(64, 256, 64, 8, 4, tma=True), B(128, 128, 128, 8, 3, tma=True),
               B(128, 256, 64, 8, 4, tma=True, split=64), B(128, 256, 64, 8, 3, tma=True, split=64), B(128, 256, 64, 8, 3, tma=True, split=32),
               B(128, 256, 64, 8, 4, split=64), B(128, 128, 64, 8, 4, tma=True, split=64), B(128, 256, 64, 8, 4, 4, tma=True, split=64),
               B(128, 256, 64, 8, 4, tma=True, split=32),
               B(128, 256, 64, 8, 4, 4, tma=True, persistent=1, flat=True), B(128, 256, 64, 8, 4, 4, tma=True, split=64, persistent=1),
-              B(128, 256, 64, 8, 3, 4, tma=True, persistent=1, flat=True), B(128, 256, 64, 8, 4, 4, tma=True, ws=True)]
+              B(128, 256, 64, 8, 3, 4, tma=True, persistent=1, flat=True), B(128, 256, 64, 8, 4, 4, tma=True, ws=True),
+              B(128, 256, 64, 8, 4, 4, tma=True, split=64, ws=True), B(128, 128, 64, 8, 4, tma=True, ws=True), B(128, 256, 64, 8, 4, 1, tma=True, split=64, ws=True)]
 """bf16 tiles tried from 1,024 tokens (64+ rows per expert): the winners of h200_bf16_tune.log, their TMA twins, with small
 last tiles (``split``: an expert's last m-tile of at most that many rows on a smaller tile's code path), and (second sweep)
 persistent grids, flattened tile and K loops, Triton's warp-specialized K loop."""
