@@ -32,6 +32,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass, field, replace
@@ -81,28 +82,65 @@ def fp8_candidates(gemm: str, rows_per_expert: float) -> list[ops.BlockConfig]:
                  F(64, 8, 4, tma=True, split=32), F(64, 8, 3, group_m=16, tma=True, split=32), F(64, 4, 4, tma=True, split=32),
                  F(64, 4, 4, split=32), F(128, 8, 3, split=64), F(128, 8, 3, tma=True, split=64), F(128, 8, 3, split=32),
                  F(128, 8, 4, split=64), F(128, 8, 3, group_m=16, split=64), F(128, 8, 3, group_m=4, split=64)]
+    if rows_per_expert > 48:
+        cands += FP8_NEW[gemm]
     if gemm == "gemm2" and rows_per_expert > 48:
         cands += [F(64, 8, 3, block_n=256), F(64, 8, 3, block_n=256, tma=True), F(64, 8, 4, block_n=256, tma=True), F(128, 8, 3, block_n=256, tma=True),
                   F(128, 8, 3, block_n=256, tma=True, split=64), F(64, 4, 5, tma=True), F(64, 4, 4, group_m=16, tma=True), F(128, 8, 4, split=64)]
     return cands
 
 
+FP8_NEW = {
+    "gemm1": [F(128, 8, 3, split=64, persistent=1), F(128, 8, 3, group_m=16, split=64, persistent=1), F(128, 8, 3, persistent=1, flat=True),
+              F(128, 8, 3, tma=True, persistent=1, flat=True), F(128, 8, 4, persistent=1, flat=True), F(128, 8, 3, split=64, ws=True),
+              F(128, 8, 3, tma=True, ws=True), F(64, 8, 2), F(64, 8, 2, tma=True), F(64, 4, 2), F(64, 4, 2, tma=True), F(64, 8, 2, split=32),
+              F(64, 4, 2, split=32),
+              # third sweep: warp-specialized and persistent around the winners of the second
+              F(128, 8, 4, split=64, ws=True), F(128, 8, 3, group_m=16, split=64, ws=True), F(128, 8, 3, split=32, ws=True),
+              F(128, 8, 3, split=64, persistent=1, ws=True), F(128, 8, 4, split=64, persistent=1), F(128, 8, 3, split=32, persistent=1)],
+    "gemm2": [F(64, 4, 4, group_m=16, tma=True, persistent=2), F(64, 4, 4, group_m=16, tma=True, persistent=2, flat=True),
+              F(64, 4, 4, group_m=16, tma=True, persistent=3, flat=True), F(64, 4, 4, group_m=16, ws=True), F(64, 4, 3, group_m=16, tma=True),
+              F(128, 4, 3, tma=True), F(128, 4, 2, tma=True), F(128, 8, 2, tma=True), F(128, 4, 3, group_m=16, tma=True, persistent=2, flat=True),
+              F(64, 8, 3, block_n=256, tma=True, persistent=1, flat=True),
+              # third sweep: around the persistent winners of the second
+              F(64, 4, 3, group_m=16, tma=True, persistent=2, flat=True), F(64, 4, 3, group_m=16, tma=True, persistent=3, flat=True),
+              F(64, 4, 4, group_m=32, tma=True, persistent=2, flat=True), F(64, 4, 4, group_m=16, persistent=2, flat=True),
+              F(64, 4, 3, group_m=16, tma=True, persistent=2), F(64, 4, 4, group_m=8, tma=True, persistent=2, flat=True)],
+}
+"""fp8 tiles of the second sweep (from 64 rows per expert): persistent grids (flattened tile and K loops where there are no small
+last tiles), Triton's warp-specialized K loop, and two programs per SM (2 pipeline stages, <= 113 KB of shared memory), which
+lets one program's per-K-step scale FMAs overlap the other's tensor-core steps."""
+
 BF16_GEMM1 = [B(128, 128, 64, 8, 4), B(128, 128, 64, 8, 3, 8), B(64, 128, 64, 4, 4), B(128, 128, 64, 8, 4, tma=True), B(128, 128, 64, 8, 3, 8, tma=True),
               B(128, 128, 64, 8, 4, 8, tma=True), B(64, 128, 64, 4, 4, tma=True), B(128, 64, 128, 8, 3, tma=True),
               B(128, 128, 64, 8, 4, split=64), B(128, 128, 64, 8, 4, tma=True, split=64), B(128, 128, 64, 8, 4, split=32),
               B(128, 128, 64, 8, 4, tma=True, split=32), B(128, 128, 64, 8, 4, 8, tma=True, split=64), B(128, 128, 64, 8, 3, tma=True, split=64),
-              B(128, 128, 64, 8, 4, 4, tma=True, split=64)]
+              B(128, 128, 64, 8, 4, 4, tma=True, split=64),
+              B(128, 128, 64, 8, 4, tma=True, persistent=1), B(128, 128, 64, 8, 4, tma=True, persistent=1, flat=True),
+              B(128, 128, 64, 8, 4, 8, tma=True, persistent=1, flat=True), B(128, 128, 64, 8, 3, tma=True, persistent=1, flat=True),
+              B(128, 128, 64, 8, 4, tma=True, ws=True),
+              # third sweep: the warp-specialized loop won the second from 4,096 tokens
+              B(128, 128, 64, 8, 4, tma=True, split=32, ws=True), B(128, 128, 64, 8, 4, tma=True, split=64, ws=True),
+              B(128, 128, 64, 8, 3, tma=True, ws=True), B(128, 128, 64, 8, 4, 8, tma=True, ws=True), B(128, 128, 64, 8, 4, 4, tma=True, ws=True),
+              B(128, 128, 64, 8, 4, tma=True, persistent=1, ws=True), B(128, 128, 64, 8, 4, tma=True, persistent=1, flat=True, ws=True)]
 BF16_GEMM2 = [B(128, 256, 64, 8, 4), B(128, 256, 64, 8, 3, 8), B(128, 256, 64, 8, 3, tma=True), B(128, 256, 64, 8, 4, tma=True),
               B(128, 256, 64, 8, 3, 8, tma=True), B(128, 128, 64, 8, 4, tma=True), B(64, 256, 64, 8, 4, tma=True), B(128, 128, 128, 8, 3, tma=True),
               B(128, 256, 64, 8, 4, tma=True, split=64), B(128, 256, 64, 8, 3, tma=True, split=64), B(128, 256, 64, 8, 3, tma=True, split=32),
               B(128, 256, 64, 8, 4, split=64), B(128, 128, 64, 8, 4, tma=True, split=64), B(128, 256, 64, 8, 4, 4, tma=True, split=64),
-              B(128, 256, 64, 8, 4, tma=True, split=32)]
-"""bf16 tiles tried from 1,024 tokens (64+ rows per expert): the winners of h200_bf16_tune.log, their TMA twins, and
-with small last tiles (``split``: an expert's last m-tile of at most that many rows on a smaller tile's code path)."""
+              B(128, 256, 64, 8, 4, tma=True, split=32),
+              B(128, 256, 64, 8, 4, 4, tma=True, persistent=1, flat=True), B(128, 256, 64, 8, 4, 4, tma=True, split=64, persistent=1),
+              B(128, 256, 64, 8, 3, 4, tma=True, persistent=1, flat=True), B(128, 256, 64, 8, 4, 4, tma=True, ws=True),
+              B(128, 256, 64, 8, 4, 4, tma=True, split=64, ws=True), B(128, 128, 64, 8, 4, tma=True, ws=True), B(128, 256, 64, 8, 4, 1, tma=True, split=64, ws=True)]
+"""bf16 tiles tried from 1,024 tokens (64+ rows per expert): the winners of h200_bf16_tune.log, their TMA twins, with small
+last tiles (``split``: an expert's last m-tile of at most that many rows on a smaller tile's code path), and (second sweep)
+persistent grids, flattened tile and K loops, Triton's warp-specialized K loop."""
 
 
-def _split(c) -> str:  # noqa: ANN001 - GemmTile / BlockConfig; the key only where small last tiles are asked for
-    return f", split: {c.split}" if c.split else ""
+def _split(c) -> str:  # noqa: ANN001 - GemmTile / BlockConfig; the optional keys only where set
+    out = f", split: {c.split}" if c.split else ""
+    out += f", persistent: {c.persistent}" if c.persistent else ""
+    out += ", flat: true" if c.flat else ""
+    return out + (", ws: true" if c.ws else "")
 
 
 def fp8_yaml(c: ops.BlockConfig) -> str:
@@ -217,9 +255,12 @@ def build_layers(keys: list[str], dry: bool) -> list[Layer]:
 # ----------------------------------------------------------------------------- compile (workers) and time
 
 
-def compile_share(layers: list[Layer], worker: int, workers: int) -> None:
+def compile_share(layers: list[Layer], worker: int, workers: int, only: list[int] | None = None) -> None:
     """Run each candidate of this worker's share once, on every layer and token count that tries it
     (fills Triton's on-disk cache; a tile compiled for one fp8 layer usually serves the other too)."""
+    if only:
+        for layer in layers:
+            layer.tokens = [t for t in layer.tokens if t in only]
     jobs = sorted({(layer.fp8, gemm, cfg) for layer in layers for tokens in layer.tokens for gemm in ("gemm1", "gemm2")
                    for cfg in candidates(layer, tokens, gemm)}, key=str)
     mine = set(jobs[worker::workers])
@@ -230,19 +271,49 @@ def compile_share(layers: list[Layer], worker: int, workers: int) -> None:
                 continue
             case = layer.case(tokens, seed=tokens)
             for gemm, cfg in todo:
+                _TRYING(worker).write_text(repr((layer.fp8, gemm, cfg)))  # left behind if this candidate kills or hangs the worker
                 try:
                     getattr(case, gemm)(cfg)
+                    if DEVICE == "cuda":
+                        torch.cuda.synchronize()
                 except Exception as exc:  # noqa: BLE001 - reported again by the timing pass
                     print(f"  worker {worker}: {layer.key} {gemm} {cfg}: {type(exc).__name__}: {str(exc)[:100]}", flush=True)
+                    try:
+                        if DEVICE == "cuda":
+                            torch.cuda.synchronize()
+                    except Exception:  # noqa: BLE001 - a broken CUDA context: stop here, the marker names the candidate
+                        os._exit(3)
     if DEVICE == "cuda":
         torch.cuda.synchronize()
+    _TRYING(worker).unlink(missing_ok=True)
+
+
+def _TRYING(worker: int) -> Path:  # noqa: N802 - the marker file of a worker's current candidate (directory set by precompile)
+    return Path(os.environ["KERNEL_SWEEP_MARKERS"]) / f"trying_{worker}"
+
+
+BAD: set[str] = set()
+"""Candidates that killed or hung a compile worker (repr of (fp8, gemm, tile)): the timing pass skips them."""
 
 
 def precompile(args: argparse.Namespace) -> None:
     t0 = time.time()
-    procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(i), "--workers", str(args.jobs)] + (["--dry-run"] if args.dry_run else []))
+    os.environ["KERNEL_SWEEP_MARKERS"] = tempfile.mkdtemp(prefix="kernel_sweep_")
+    extra = (["--dry-run"] if args.dry_run else []) + (["--tokens", *map(str, args.tokens)] if args.tokens else [])
+    procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(i), "--workers", str(args.jobs)] + extra)
              for i in range(args.jobs)]
-    codes = [p.wait() for p in procs]
+    codes = []
+    for i, p in enumerate(procs):
+        try:
+            codes.append(p.wait(timeout=max(1.0, args.compile_timeout - (time.time() - t0))))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            codes.append(p.wait())
+        marker = _TRYING(i)
+        if marker.exists():  # the worker died or hung on this candidate
+            BAD.add(marker.read_text())
+            print(f"# worker {i} (exit {codes[-1]}) stopped on {marker.read_text()}: skipped in the timing pass", flush=True)
+            marker.unlink()
     print(f"# precompiled in {args.jobs} workers in {time.time() - t0:.0f}s (exit codes {sorted(set(codes))})", flush=True)
 
 
@@ -259,6 +330,9 @@ def sweep_case(case: Case, timer: Callable, samples: int, log: list[str]) -> dic
     for gemm in ("gemm1", "gemm2"):
         ref, timings = None, []
         for cfg in case.candidates(gemm):
+            if repr((case.layer.fp8, gemm, cfg)) in BAD:
+                log.append(f"    {gemm} {cfg}: killed or hung a compile worker: skipped")
+                continue
             fn = (lambda cfg=cfg, gemm=gemm: getattr(case, gemm)(cfg))
             try:
                 out = case.dense(gemm, fn())
@@ -302,6 +376,8 @@ def run(args: argparse.Namespace) -> int:
     # The counts of issue 23's unmet targets first: past the deadline the rest keep what they had.
     order = sorted(((layer, t) for layer in layers for t in layer.tokens), key=lambda p: (PRIORITY.index(p[1]) if p[1] in PRIORITY else len(PRIORITY), p[1]))
     for layer, tokens in order:
+        if args.tokens and tokens not in args.tokens:
+            continue
         if time.time() - START > args.deadline:
             log.append(f"  deadline ({args.deadline:.0f}s) passed: {layer.key} at {tokens} tokens not swept (keeps what it had)")
             print(log[-1], flush=True)
@@ -347,12 +423,22 @@ MEASURED = "{head}: benchmarks/kernel_sweep.py (benchmarks/results/h200_kernel_s
 
 
 def fp8_table(layers: list[Layer], results: dict, head: str) -> str:
-    shipped = safe_load(fp8_table_path().read_text())
+    text = fp8_table_path().read_text()
+    shipped = safe_load(text)
+    shipped_table = parse_paths(shipped, str(fp8_table_path()))
+    shipped_notes = {}  # (shape name, measured token count) -> the shipped comment
+    shape = None
+    for line in text.splitlines():
+        if line.startswith("  - name: "):
+            shape = line.split(": ", 1)[1].strip()
+        elif "  # measured at " in line and shape is not None:
+            note = line.split("  # ", 1)[1]
+            shipped_notes[(shape, int(note.split()[2]))] = note if note.endswith("(earlier sweep)") else note + " (earlier sweep)"
     lines = ["kind: runtime_paths", "experts: triton_fp8_block", f"measured: \"{MEASURED.format(head=head)}\"", "notes: >",
              *_notes(shipped), "shapes:"]
     for layer in layers:
         rows = results.get(layer.key) or []
-        if not layer.fp8 or not rows:
+        if not layer.fp8:
             continue
         spec = layer.spec
         lines += [f"  - name: {layer.key}", f"    num_experts: {spec.num_experts}", f"    hidden_size: {spec.hidden_size}",
@@ -364,7 +450,10 @@ def fp8_table(layers: list[Layer], results: dict, head: str) -> str:
             if tokens in measured:
                 (m1, c1), (m2, c2) = measured[tokens]["gemm1"], measured[tokens]["gemm2"]
                 note = f"measured at {tokens} tokens: gemm1 {m1:.4f} ms, gemm2 {m2:.4f} ms"
-            else:  # not swept (deadline): the tiles the kernel picks by itself, as before the table
+            elif (kept := shipped_table.choose(spec.num_experts, spec.hidden_size, spec.intermediate_size, spec.top_k, tokens)) is not None:
+                c1, c2 = kept.gemm1, kept.gemm2  # not swept (deadline, --tokens): the shipped tiles and their comment
+                note = shipped_notes.get((layer.key, tokens), f"{tokens} tokens not swept: the shipped tiles")
+            else:  # not swept, not in the shipped table: the tiles the kernel picks by itself
                 rows_total = tokens * spec.top_k
                 c1 = ops.block_config(rows_total, spec.num_local_experts, gated=True)
                 c2 = ops.block_config(rows_total, spec.num_local_experts, gated=False)
@@ -438,6 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=min(12, os.cpu_count() or 1), help="worker processes that compile first (0: none)")
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--deadline", type=float, default=1e9, help="seconds from the start (compiling included) after which no new case is swept; what was measured is written")
+    parser.add_argument("--tokens", type=int, nargs="*", default=None, help="sweep only these token counts (the others keep the shipped tiles)")
+    parser.add_argument("--compile-timeout", type=float, default=150, help="seconds the compile workers get; one still running is killed")
     parser.add_argument("--dry-run", action="store_true", help="CPU, Triton's interpreter, tiny layers, host timers")
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
@@ -445,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
     DEVICE = "cpu" if args.dry_run else "cuda"
     if args.worker is not None:
         with torch.no_grad():
-            compile_share(build_layers(FP8_LAYERS + BF16_LAYERS, args.dry_run), args.worker, args.workers)
+            compile_share(build_layers(FP8_LAYERS + BF16_LAYERS, args.dry_run), args.worker, args.workers, args.tokens)
         return 0
     if not args.dry_run and not torch.cuda.is_available():
         parser.error("this sweep times CUDA graphs: it needs a CUDA device (or --dry-run)")

@@ -14,6 +14,7 @@
 #   tests  gpu_tests.log    pytest -m gpu tests/runtime (without the NCCL scenarios)
 #   bench  bench.log, peer.json        ours vs vLLM's Triton kernel (runtime_bench.py --peer) with the shipped tables
 # The figures are drawn afterwards from peer.json (benchmarks/plot_runtime.py --peer; no GPU needed).
+# SWEEP_ARGS: more arguments of kernel_sweep.py (e.g. --tokens 1024 2048 4096 8192 --compile-timeout 120).
 # T_SWEEP / DEADLINE / T_TUNE / T_PROBE / T_TESTS / T_BENCH bound each stage (seconds); ROUNDS, SAMPLES the bench.
 set -u
 OUT=${OUT:-/tmp/moe-oracle-peer}
@@ -31,8 +32,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.used --format=csv,noh
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
 if has sweep; then
     stamp "kernel_sweep.py"
-    { stamp "kernel_sweep.py"; timeout ${T_SWEEP:-220} python3 benchmarks/kernel_sweep.py --out-dir "$OUT" --jobs ${JOBS:-12} --deadline ${DEADLINE:-150} 2>&1; } > "$OUT/sweep.log"
-    grep -E "^# |whole call|deadline|Error" "$OUT/sweep.log" | tail -12
+    { stamp "kernel_sweep.py"; timeout ${T_SWEEP:-220} python3 benchmarks/kernel_sweep.py --out-dir "$OUT" --jobs ${JOBS:-12} --deadline ${DEADLINE:-150} ${SWEEP_ARGS:-} 2>&1; } > "$OUT/sweep.log"
+    grep -E "^# |whole call|deadline|Error|gemm[12] \(" "$OUT/sweep.log" | tail -40
 fi
 if has tune; then
     { stamp "bf16 tiles and paths"; timeout ${T_TUNE:-220} python3 benchmarks/bf16_tune.py --out "$OUT/bf16_tuned.yaml" 2>&1; } > "$OUT/tune.log"

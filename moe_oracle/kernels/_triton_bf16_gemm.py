@@ -17,7 +17,10 @@ import triton
 import triton.language as tl
 
 from ..core.vocab import Activation
-from ._triton_common import _ACT_CODES, INTERPRET, _gated, _grouped_pid, _pow2, _tile_map, _tile_rows, _to_bf16, _unary, check_split, weight_descriptor
+from ._triton_common import (
+    _ACT_CODES, INTERPRET, _gated, _grouped_pid, _live_tiles, _pow2, _tile_map, _tile_rows, _to_bf16, _unary,
+    check_persistent, check_split, launch_grid, weight_descriptor,
+)
 
 __all__ = ["GemmTile", "bf16_grouped_gemm"]
 
@@ -30,27 +33,48 @@ def _bf16_grouped_gemm_kernel(
     alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
-    EVEN_K: tl.constexpr, B_DESC: tl.constexpr, EMULATE: tl.constexpr,
+    EVEN_K: tl.constexpr, B_DESC: tl.constexpr, PERSIST: tl.constexpr, FLAT: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
 ):
-    pid_m, pid_n = _grouped_pid(tl.program_id(0), n_out, max_tiles_m, BLOCK_N, GROUP_M)
-    live, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
-    if pid_m >= live:
-        return
+    if PERSIST:  # a fixed grid; each program takes every num_programs-th live tile in the grouped order
+        live = _live_tiles(counts_ptr, num_local, BLOCK_M, BLOCK_E)
+        for t in tl.range(tl.program_id(0), live * tl.cdiv(n_out, BLOCK_N), tl.num_programs(0), flatten=FLAT):
+            pid_m, pid_n = _grouped_pid(t, n_out, live, BLOCK_N, GROUP_M)
+            _, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
+            _bf16_split_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
+                             stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
+                             BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, WS, EMULATE)
+    else:
+        pid_m, pid_n = _grouped_pid(tl.program_id(0), n_out, max_tiles_m, BLOCK_N, GROUP_M)
+        live, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
+        if pid_m < live:
+            _bf16_split_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
+                             stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
+                             BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, WS, EMULATE)
+
+
+@triton.jit
+def _bf16_split_tile(
+    a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
+    stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr,
+    GATED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, B_DESC: tl.constexpr,
+    WS: tl.constexpr, EMULATE: tl.constexpr,
+):
     # SPLIT_M: an expert's last tile with at most SPLIT_M rows takes the SPLIT_M-row code path (less padding;
     # its weight tiles were just read by the expert's other m-tiles, which run next to it in launch order).
     if SPLIT_M > 0:
         if n_rows <= SPLIT_M:
             _bf16_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
                        stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
-                       SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, EMULATE)
+                       SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, WS, EMULATE)
         else:
             _bf16_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
                        stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
-                       BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, EMULATE)
+                       BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, WS, EMULATE)
     else:
         _bf16_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
                    stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
-                   BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, EMULATE)
+                   BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, WS, EMULATE)
 
 
 @triton.jit
@@ -58,7 +82,7 @@ def _bf16_tile(
     a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
     stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr,
-    ACT: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, B_DESC: tl.constexpr, EMULATE: tl.constexpr,
+    ACT: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, B_DESC: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
 ):
     # One output tile: rows [first_row, first_row + n_rows) of expert e, columns of n-tile pid_n.
     # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads; gate_step 1).
@@ -81,7 +105,7 @@ def _bf16_tile(
         if not B_DESC:
             bu_ptrs = b_ptrs + up_off * stride_bn
         acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, k_dim, BLOCK_K):
+    for k0 in tl.range(0, k_dim, BLOCK_K, warp_specialize=WS):
         if EVEN_K:
             a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
         else:
@@ -135,7 +159,10 @@ class GemmTile:
     :func:`~moe_oracle.kernels._triton_common.weight_descriptor` gives none or the gate/up rows are
     interleaved. ``split``: 0, or ``S`` < ``block_m``: an expert's last m-tile with at most ``S`` rows
     runs an ``S``-row code path of the same launch (at most ``S - 1`` padded rows instead of
-    ``block_m - 1``).
+    ``block_m - 1``). ``persistent``: 0, one program per tile; ``P`` in 1-8: ``P`` programs per SM,
+    each looping over the live tiles in the same grouped order; ``flat`` (persistent, no ``split``):
+    Triton flattens the tile and K loops into one software pipeline (the next tile's loads overlap
+    this tile's last steps). ``ws``: Triton's warp-specialized K loop (``tl.range(warp_specialize=True)``).
 
     Raises:
         ValueError: a block size not a power of two of at least 16, or warps/stages/group/tma/split out of range.
@@ -149,6 +176,9 @@ class GemmTile:
     group_m: int = 1
     tma: bool = False
     split: int = 0
+    persistent: int = 0
+    ws: bool = False
+    flat: bool = False
 
     def __post_init__(self) -> None:
         for field in ("block_m", "block_n", "block_k"):
@@ -164,6 +194,7 @@ class GemmTile:
         if not isinstance(self.tma, bool):
             raise ValueError(f"GemmTile.tma: {self.tma!r} is not allowed; true or false")
         check_split("GemmTile", self.block_m, self.split)
+        check_persistent("GemmTile", self.persistent, self.ws, self.flat, self.split)
 
 
 def bf16_grouped_gemm(
@@ -219,7 +250,7 @@ def bf16_grouped_gemm(
         bias = bias.float().contiguous()
     desc = weight_descriptor(w, tile.block_n, tile.block_k) if tile.tma and not interleaved else None
     max_tiles_m = triton.cdiv(rows, tile.block_m) + num_local
-    grid = (max_tiles_m * triton.cdiv(n_out, tile.block_n),)
+    grid = (launch_grid(w.device, max_tiles_m * triton.cdiv(n_out, tile.block_n), tile.persistent),)
     _bf16_grouped_gemm_kernel[grid](
         a, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, bias if bias is not None else counts, out, counts,
         num_local, n_out, n_w, k_dim, up_off, gate_step if gated else 1, max_tiles_m,
@@ -227,7 +258,7 @@ def bf16_grouped_gemm(
         float(swiglu_alpha), float(swiglu_limit),
         BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, BLOCK_E=_pow2(num_local), GROUP_M=tile.group_m,
         SPLIT_M=tile.split, INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, HAS_BIAS=bias is not None,
-        EVEN_K=k_dim % tile.block_k == 0, B_DESC=desc is not None, EMULATE=INTERPRET,
-        num_warps=tile.num_warps, num_stages=tile.num_stages,
+        EVEN_K=k_dim % tile.block_k == 0, B_DESC=desc is not None, PERSIST=tile.persistent > 0, FLAT=tile.flat, WS=tile.ws,
+        EMULATE=INTERPRET, num_warps=tile.num_warps, num_stages=tile.num_stages,
     )
     return out

@@ -19,7 +19,7 @@ import triton.language as tl
 
 from ..core.vocab import Activation
 
-__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "check_split", "weight_descriptor"]
+__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "check_persistent", "check_split", "launch_grid", "weight_descriptor"]
 
 try:  # Triton >= 3.4: host-side tensor descriptors (TMA on SM 90+)
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -92,7 +92,41 @@ def check_split(owner: str, block_m: int, split: int) -> None:
         raise ValueError(f"{owner}.split: {split!r} is not allowed; 0 or a power of two >= 16 below block_m ({block_m})")
 
 
+def check_persistent(owner: str, persistent: int, ws: bool, flat: bool, split: int) -> None:
+    """Raise unless ``persistent`` is 0 (one program per tile) or 1 to 8 programs per SM, ``ws`` and
+    ``flat`` bools, and ``flat`` only with a persistent grid and no small last tiles (one loop body)."""
+    if not isinstance(persistent, int) or isinstance(persistent, bool) or not 0 <= persistent <= 8:
+        raise ValueError(f"{owner}.persistent: {persistent!r} is not allowed; 0 (one program per tile) or 1 to 8 programs per SM")
+    for field, value in (("ws", ws), ("flat", flat)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{owner}.{field}: {value!r} is not allowed; true or false")
+    if flat and (persistent == 0 or split):
+        raise ValueError(f"{owner}.flat: True is not allowed with persistent={persistent}, split={split}; it needs persistent >= 1 and split 0")
+
+
+@functools.lru_cache(maxsize=8)
+def _sm_count(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 4  # the interpreter: a few programs, each looping over several tiles
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def launch_grid(device: torch.device, tiles: int, persistent: int) -> int:
+    """Programs to launch: one per tile (``persistent`` 0), else ``persistent`` per SM (never more than ``tiles``)."""
+    if persistent == 0:
+        return tiles
+    return max(1, min(tiles, persistent * _sm_count(device)))
+
+
 # ----------------------------------------------------------------------------- shared tile map
+
+
+@triton.jit
+def _live_tiles(counts_ptr, num_local, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr):
+    """m-tiles of all experts (each ``ceil(count_e / BLOCK_M)``): the first value of :func:`_tile_map`."""
+    er = tl.arange(0, BLOCK_E)
+    cnt = tl.load(counts_ptr + er, mask=er < num_local, other=0)
+    return tl.sum((cnt + BLOCK_M - 1) // BLOCK_M, axis=0)
 
 
 @triton.jit

@@ -17,7 +17,10 @@ import triton
 import triton.language as tl
 
 from ..core.vocab import Activation
-from ._triton_common import _ACT_CODES, _GROUP, INTERPRET, _gated, _grouped_pid, _pow2, _tile_map, _tile_rows, _to_bf16, _to_fp8, _unary, check_split, weight_descriptor
+from ._triton_common import (
+    _ACT_CODES, _GROUP, INTERPRET, _gated, _grouped_pid, _live_tiles, _pow2, _tile_map, _tile_rows, _to_bf16, _to_fp8, _unary,
+    check_persistent, check_split, launch_grid, weight_descriptor,
+)
 
 __all__ = ["BLOCK_CONFIGS", "BlockConfig", "block_config", "fp8_block_gemm"]
 
@@ -30,26 +33,46 @@ def _fp8_block_gemm_kernel(
     alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr,
-    EMULATE: tl.constexpr,
+    PERSIST: tl.constexpr, FLAT: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
 ):
-    pid_m, pid_n = _grouped_pid(tl.program_id(0), n_out, max_tiles_m, BLOCK_N, GROUP_M)
-    live, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
-    if pid_m >= live:
-        return
+    if PERSIST:  # a fixed grid; each program takes every num_programs-th live tile in the grouped order
+        live = _live_tiles(counts_ptr, num_local, BLOCK_M, BLOCK_E)
+        for t in tl.range(tl.program_id(0), live * tl.cdiv(n_out, BLOCK_N), tl.num_programs(0), flatten=FLAT):
+            pid_m, pid_n = _grouped_pid(t, n_out, live, BLOCK_N, GROUP_M)
+            _, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
+            _fp8_split_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
+                            stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
+                            BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, WS, EMULATE)
+    else:
+        pid_m, pid_n = _grouped_pid(tl.program_id(0), n_out, max_tiles_m, BLOCK_N, GROUP_M)
+        live, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
+        if pid_m < live:
+            _fp8_split_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
+                            stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
+                            BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, WS, EMULATE)
+
+
+@triton.jit
+def _fp8_split_tile(
+    a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
+    stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr,
+    GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
+):
     # SPLIT_M: an expert's last tile with at most SPLIT_M rows takes the SPLIT_M-row code path (see the bf16 kernel).
     if SPLIT_M > 0:
         if n_rows <= SPLIT_M:
             _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                       stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                      SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, EMULATE)
+                      SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, WS, EMULATE)
         else:
             _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                       stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                      BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, EMULATE)
+                      BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, WS, EMULATE)
     else:
         _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                   stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                  BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, EMULATE)
+                  BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, WS, EMULATE)
 
 
 @triton.jit
@@ -57,7 +80,7 @@ def _fp8_tile(
     a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
     stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr,
-    ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, EMULATE: tl.constexpr,
+    ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
 ):
     # One output tile: rows [first_row, first_row + n_rows) of expert e, columns of n-tile pid_n.
     # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads).
@@ -82,7 +105,7 @@ def _fp8_tile(
             bu_ptrs = b_ptrs + up_off * stride_bn
         bus_ptrs = bs_ptr + e64 * stride_bse + ((up_off + pid_n * BLOCK_N) // 128) * stride_bsn
         acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for kb in range(0, tl.cdiv(k_dim, BLOCK_K)):
+    for kb in tl.range(0, tl.cdiv(k_dim, BLOCK_K), warp_specialize=WS):
         a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
         a_s = tl.load(as_ptrs + kb, mask=rmask, other=0.0)
         if B_DESC:
@@ -127,7 +150,11 @@ class BlockConfig:
     ``tma``: load the weights through a tensor descriptor (TMA, SM 90+; pointers where
     :func:`~moe_oracle.kernels._triton_common.weight_descriptor` gives none). ``split``: 0, or ``S`` <
     ``block_m``: an expert's last m-tile with at most ``S`` rows runs an ``S``-row code path of the
-    same launch (at most ``S - 1`` padded rows instead of ``block_m - 1``).
+    same launch (at most ``S - 1`` padded rows instead of ``block_m - 1``). ``persistent``: 0, one
+    program per tile; ``P`` in 1-8: ``P`` programs per SM, each looping over the live tiles in the
+    same grouped order; ``flat`` (persistent, no ``split``): Triton flattens the tile and K loops
+    into one software pipeline (the next tile's loads overlap this tile's last steps). ``ws``:
+    Triton's warp-specialized K loop (``tl.range(warp_specialize=True)``).
 
     Raises:
         ValueError: a field out of its range (the message names field, value and what is allowed).
@@ -140,6 +167,9 @@ class BlockConfig:
     block_n: int = 128
     tma: bool = False
     split: int = 0
+    persistent: int = 0
+    ws: bool = False
+    flat: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.block_m, int) or self.block_m < 16 or self.block_m & (self.block_m - 1):
@@ -155,6 +185,7 @@ class BlockConfig:
         if not isinstance(self.tma, bool):
             raise ValueError(f"BlockConfig.tma: {self.tma!r} is not allowed; true or false")
         check_split("BlockConfig", self.block_m, self.split)
+        check_persistent("BlockConfig", self.persistent, self.ws, self.flat, self.split)
 
 
 BLOCK_CONFIGS = {
@@ -239,7 +270,7 @@ def fp8_block_gemm(
         raise ValueError(f"fp8_block_gemm: block_n {cfg.block_n} needs a plain GEMM (no quant_out) with N a multiple of it, got N={n_out}")
     desc = weight_descriptor(w, cfg.block_n, 128) if cfg.tma else None
     max_tiles_m = triton.cdiv(rows, cfg.block_m) + num_local
-    _fp8_block_gemm_kernel[(max_tiles_m * (n_out // cfg.block_n),)](
+    _fp8_block_gemm_kernel[(launch_grid(dev, max_tiles_m * (n_out // cfg.block_n), cfg.persistent),)](
         a, a_scale, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, w_scale, out,
         scale if scale is not None else out, counts,
         num_local, n_out, n_w, k_dim, n_out, max_tiles_m,
@@ -248,6 +279,6 @@ def fp8_block_gemm(
         float(swiglu_alpha), float(swiglu_limit),
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=128, BLOCK_E=_pow2(num_local), GROUP_M=cfg.group_m,
         SPLIT_M=cfg.split, INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, QUANT_OUT=quant_out,
-        B_DESC=desc is not None, EMULATE=INTERPRET, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        B_DESC=desc is not None, PERSIST=cfg.persistent > 0, FLAT=cfg.flat, WS=cfg.ws, EMULATE=INTERPRET, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, scale

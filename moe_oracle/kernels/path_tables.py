@@ -37,7 +37,9 @@ and what is allowed)::
     TILE = {m: 16, n: 64, k: 128, warps: 4, stages: 4, group_m: 1, tma: false}   (GemmTile fields)
     TILE = {m: 64, n: 128, warps: 8, stages: 3, group_m: 8, tma: true}          (BlockConfig fields)
     optional in both: split: S (0 or a power of two below m: an expert's last m-tile of at most S rows
-    runs an S-row code path of the same launch)
+    runs an S-row code path of the same launch); persistent: P (0: one program per tile; 1-8: P
+    programs per SM looping over the tiles); flat: true (persistent, split 0: tile and K loops flattened
+    into one pipeline); ws: true (Triton's warp-specialized K loop)
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ PATHS = ("triton", "torch_grouped_mm")
 EXPERTS = {"torch_grouped_mm": PATHS, "triton_fp8_block": ("triton",)}
 """The ``experts`` a table may name -> the paths it may use."""
 
-_TILE_KEYS = {"m": "block_m", "n": "block_n", "k": "block_k", "warps": "num_warps", "stages": "num_stages", "group_m": "group_m", "tma": "tma", "split": "split"}
+_TILE_KEYS = {"m": "block_m", "n": "block_n", "k": "block_k", "warps": "num_warps", "stages": "num_stages", "group_m": "group_m", "tma": "tma", "split": "split",
+              "persistent": "persistent", "ws": "ws", "flat": "flat"}
 
 
 def default_table_path() -> Path:
@@ -145,11 +148,11 @@ def _tile(where: str, field: str, value: Any, experts: str):  # noqa: ANN202 - G
     if experts == "triton_fp8_block":
         from ._triton_moe import BlockConfig as tile_type
 
-        required, allowed, what = {"m", "n"}, set(_TILE_KEYS) - {"k"}, "keys m, n and optionally warps, stages, group_m, tma, split (k is 128)"
+        required, allowed, what = {"m", "n"}, set(_TILE_KEYS) - {"k"}, "keys m, n and optionally warps, stages, group_m, tma, split, persistent, ws, flat (k is 128)"
     else:
         from ._triton_moe import GemmTile as tile_type
 
-        required, allowed, what = {"m", "n", "k"}, set(_TILE_KEYS), "keys m, n, k and optionally warps, stages, group_m, tma, split"
+        required, allowed, what = {"m", "n", "k"}, set(_TILE_KEYS), "keys m, n, k and optionally warps, stages, group_m, tma, split, persistent, ws, flat"
     if not isinstance(value, dict) or set(value) - allowed or not required <= set(value):
         raise _fail(where, field, value, f"a mapping with {what}")
     kwargs = {_TILE_KEYS[k]: v for k, v in value.items()}

@@ -82,6 +82,10 @@ def _expected(x, w, counts, sorted_tok, act=None, bias=None):  # noqa: ANN001, A
         # each expert's rows past its last whole 32-row tile in a second launch of 16-row tiles
         ("silu", False, 64, dict(m=32, n=32, k=32, split=16)),
         (None, False, 80, dict(m=32, n=64, k=32, split=16, tma=True)),
+        # a persistent grid (programs loop over the tiles; the interpreter's grid is 4 per "SM"), the warp-specialized K loop
+        ("silu", False, 96, dict(m=16, n=16, k=64, persistent=1, flat=True)),
+        ("swigluoai", True, 64, dict(m=32, n=16, k=32, persistent=2, split=16, ws=True)),
+        (None, False, 80, dict(m=16, n=64, k=32, persistent=1, tma=True, ws=True)),
     ],
 )
 def test_bf16_grouped_gemm_matches_float32_math(ops, act, interleaved_bias, k, tile):
@@ -239,6 +243,9 @@ def test_fp8_tile_table_gives_block_configs_and_leaves_other_layers_to_the_kerne
         ({"m": 48, "n": 128}, "block_m: 48 is not allowed"),
         ({"m": 64, "n": 128, "split": 64}, "split: 64 is not allowed; 0 or a power of two >= 16 below block_m"),
         ({"m": 64, "n": 128, "split": 24}, "split: 24 is not allowed"),
+        ({"m": 64, "n": 128, "persistent": 9}, "persistent: 9 is not allowed; 0"),
+        ({"m": 64, "n": 128, "ws": 1}, "ws: 1 is not allowed; true or false"),
+        ({"m": 64, "n": 128, "persistent": 1, "split": 32, "flat": True}, "flat: True is not allowed with persistent=1, split=32"),
     ],
 )
 def test_fp8_tile_table_errors_name_the_field_the_value_and_what_is_allowed(gemm2, message):
