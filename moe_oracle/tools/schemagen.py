@@ -156,9 +156,16 @@ def bundled_schemas(directory: Path) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Write the vocabulary schema (default: the package's ``schemas/vocabulary.schema.json``)
+    and, beside it, ``bundled/`` with every table schema made self-contained."""
+    import argparse
+
     from ..core._resources import schema_dir
 
-    target = Path(argv[0]) if argv else schema_dir() / "vocabulary.schema.json"
+    parser = argparse.ArgumentParser(prog="python -m moe_oracle.tools.schemagen", description=main.__doc__)
+    parser.add_argument("target", nargs="?", type=Path, default=None, help="where to write the vocabulary schema (default: the package's schemas/vocabulary.schema.json); bundled/ goes beside it")
+    args = parser.parse_args(argv)
+    target: Path = args.target if args.target is not None else schema_dir() / "vocabulary.schema.json"
     target.write_text(render(), encoding="utf-8")
     print(f"wrote {target}")
     out = target.parent / "bundled"
