@@ -117,6 +117,8 @@ class RequestMap:
     format the oracle peeks (unquantized ``batched_triton``). ``kernels`` names, for the names
     that map to some kernels of a backend only (vLLM's ``backend_to_kernel_cls`` list of that
     backend: WNA16 ``marlin`` is ``MarlinExperts``, never the batched class), the kernels they try.
+    ``asks_format``: the format the family's selector asks every experts class with, whatever
+    the prepare/finalize produces (vLLM 0.34.0 LUT-B asks with Standard), else ``None``.
     Any other name is refused, as vLLM raises ``ValueError`` for it.
     """
 
@@ -128,6 +130,7 @@ class RequestMap:
     reference: str
     engine: Range = field(default=None, compare=False)
     kernels: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    asks_format: str | None = None
 
     @cached_property
     def checks(self) -> Mapping[str, Check]:

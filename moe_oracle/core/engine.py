@@ -232,7 +232,10 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
             notes.append(f"moe_backend={config.moe_backend} is read as auto for this layer ({family_map.id}: {family_map.reference})")
         if forced_format is not None and forced_format != values["activation_format"]:
             changed["activation_format"] = forced_format
-            notes.append(f"moe_backend={config.moe_backend} makes the oracle expect {forced_format}-format experts ({family_map.id})")
+            if name in family_map.formats:
+                notes.append(f"moe_backend={config.moe_backend} makes the oracle expect {forced_format}-format experts ({family_map.id})")
+            else:
+                notes.append(f"this layer's method asks its experts with the {forced_format} format, not the {values['activation_format']} format the prepare/finalize produces ({family_map.id})")
         if requested == ():
             notes.append(f"moe_backend={config.moe_backend} is not a backend this layer's oracle accepts ({family_map.id}: {', '.join(sorted(family_map.names))}); the engine raises")
         if changed:

@@ -45,6 +45,7 @@ class Granularity(str, enum.Enum):
     GROUP_32 = "group_32"  # MX formats, GPTQ g32
     GROUP_16 = "group_16"  # NVFP4
     GROUP = "group"  # GPTQ/AWQ group size carried outside the key (vLLM (1,-1) TODO)
+    TILE_8X64 = "tile_8x64"  # LUT-B: one codebook (and UE8M0 scale) per 8x64 weight tile
 
 
 class QuantFamily(str, enum.Enum):
@@ -59,6 +60,7 @@ class QuantFamily(str, enum.Enum):
     WNA16 = "wna16"
     W4A8_FP8 = "w4a8_fp8"
     W4A8_INT8 = "w4a8_int8"
+    LUT_B = "lut_b"
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,9 @@ _KEYS = (
     _k("int8_dynamic_tensor_asym", "int8", "float32", G.PER_TENSOR, False, symmetric=False),  # kInt8DynamicTensorAsym
     _k("int8_dynamic_group32", "int8", "float32", G.GROUP_32, False),  # kInt8Dynamic32Sym
     _k("int4_w4a8_static_group", "int8", "bfloat16", G.GROUP, True),  # kInt4W4A8StaticGroupSym (group size outside the key)
+    # vLLM 0.34.0 Q/utils/quant_utils.py kLutBStatic: 3-bit indices (uint8 storage) into one E4M3
+    # codebook per 8x64 tile (kLutBStaticCodebook); online only (Q/online/lut_b.py).
+    _k("lut_b_static", "uint8", "float8_e4m3fn", G.TILE_8X64, True),
 )
 del G
 
@@ -182,6 +187,7 @@ def _family_of_weight(weight: str | None) -> QuantFamily:
         ("int4_w4a8", QuantFamily.W4A8_INT8),
         ("int8_static_channel", QuantFamily.INT8),
         ("int8_static_tensor", QuantFamily.INT8),
+        ("lut_b", QuantFamily.LUT_B),
     ):
         if weight.startswith(prefix):
             return fam
@@ -223,6 +229,7 @@ _SCHEMES: tuple[tuple[str, str | None, str | None, QuantFamily, str], ...] = (
     ("w4a8_int8_group128", "int4_w4a8_static_group128", None, F.W4A8_INT8, "kInt4W4A8StaticGroup128Sym"),
     ("w4a8_int8_group64", "int4_w4a8_static_group64", None, F.W4A8_INT8, "kInt4W4A8StaticGroup64Sym"),
     ("w4a8_int8_group32", "int4_w4a8_static_group32", None, F.W4A8_INT8, "kInt4W4A8StaticGroup32Sym"),
+    ("lut_b", "lut_b_static", "mxfp8_dynamic", F.LUT_B, "LUT-B"),  # vLLM 0.34.0 (kLutBStatic, kMxfp8Dynamic)
 )
 del F
 

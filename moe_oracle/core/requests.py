@@ -113,10 +113,10 @@ def family_request(catalog: Catalog, name: str, values: Mapping[str, Any]) -> tu
     if rm is None:
         return None, None, None
     if name == "auto" or name in rm.auto:
-        return rm, None, None
+        return rm, None, rm.asks_format
     if name not in rm.names:
         return rm, (), None
-    return rm, rm.names[name], rm.formats.get(name)
+    return rm, rm.names[name], rm.formats.get(name) or rm.asks_format
 
 
 def request_map(view: Catalog, values: Mapping[str, Any]) -> RequestMap | None:

@@ -216,8 +216,9 @@ _MODELOPT_BY_FAMILY = {"fp8": ("modelopt", "modelopt_mixed"), "nvfp4": ("modelop
 
 # The config-file quant_method values moe-oracle models besides the formats above and the
 # names they come from: online methods the constraint tables key on (rules/constraints.yaml
-# constraint.online_nvfp4_sm100: nvfp4_per_token; constraint.mxfp8_method_*: mxfp8).
-_TABLE_ONLINE_METHODS = ("mxfp8", "nvfp4_per_token")
+# constraint.online_nvfp4_sm100: nvfp4_per_token; constraint.mxfp8_method_*: mxfp8; lut_b_moe, whose
+# experts are the tables' lut_b family).
+_TABLE_ONLINE_METHODS = ("mxfp8", "nvfp4_per_token", "lut_b_moe")
 # Names the tables read that no modelled release has (rules citing vLLM main): refused as vLLM
 # refuses them, with the checkpoint reader's explanation (checkpoint/quant_formats.py _REMOVED).
 _NOT_A_RELEASE_METHOD = {
@@ -226,11 +227,13 @@ _NOT_A_RELEASE_METHOD = {
 }
 
 
-WITHOUT_DOCUMENT: tuple[str, ...] = ("fp8", "w4afp8")
+WITHOUT_DOCUMENT: tuple[str, ...] = ("fp8", "w4afp8", "lut_b_moe")
 """``--quantization`` methods moe-oracle models on a checkpoint without a quantization document:
-``fp8`` (online FP8, :mod:`moe_oracle.inputs.serve_apply`) and, where the release has it,
+``fp8`` (online FP8, :mod:`moe_oracle.inputs.serve_apply`) and, where the release has them,
 ``w4afp8`` (vLLM 0.34.0 vllm/model_executor/model_loader/weight_utils.py ``get_quant_config``:
-``W4AFP8Config`` has no config file names, so vLLM builds ``W4AFP8Config()`` with its defaults)."""
+``W4AFP8Config`` has no config file names, so vLLM builds ``W4AFP8Config()`` with its defaults)
+and the online ``lut_b_moe`` (vLLM 0.34.0 vllm/config/quantization.py ``_ONLINE_SHORTHANDS``: LUT-B
+routed experts, ``LutBOnlineMoEMethod``)."""
 
 FROM_FLAG = "_moe_oracle_from_flag"
 """Key :mod:`moe_oracle.inputs.serve_apply` sets in the document it writes for a method of
@@ -504,7 +507,7 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
             return notes + [f"{flag.split()[-1]} {user}: vLLM {release} quantizes only the linear layers online with it; the MoE layers stay unquantized (UnquantizedFusedMoEMethod; {_ONLINE_LINEAR_ONLY[user]})"]
         if user not in WITHOUT_DOCUMENT:
             # vLLM quantizes online with that method (humming: HummingMoEMethod) or fails to build
-            # its config; only fp8 and w4afp8 are modelled (serve_apply), and answering for the
+            # its config; only WITHOUT_DOCUMENT is modelled (serve_apply), and answering for the
             # unquantized layer would be wrong.
             modelled = [m for m in WITHOUT_DOCUMENT if m in release_values(release)["quantization"]]
             raise ConfigError([InputIssue(flag, f"{flag.split()[-1]} {user} on an unquantized checkpoint is not modelled: vLLM {release} quantizes the layer online with that method or refuses it; moe-oracle models it only for {', '.join(modelled)}", user, modelled)], headline=f"bad {flag.split()[0]}")

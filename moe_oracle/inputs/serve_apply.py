@@ -168,6 +168,9 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
             elif q == "w4afp8":  # vLLM 0.34.0 get_quant_config: W4AFP8Config() (no config file names)
                 cfg["quantization_config"] = {"quant_method": "w4afp8", FROM_FLAG: "--quantization w4afp8"}
                 notes.append("--quantization w4afp8 on a checkpoint without a quantization document: vLLM builds W4AFP8Config() with its defaults (INT4 group-128 experts with dynamic FP8 per-token activations, CompressedTensorsW4A8Fp8MoEMethod); the checkpoint's BF16 weights would not load into that layout")
+            elif q == "lut_b_moe":  # vLLM 0.34.0 _ONLINE_SHORTHANDS: the routed experts only
+                cfg["quantization_config"] = {"quant_method": "lut_b_moe", FROM_FLAG: "--quantization lut_b_moe"}
+                notes.append("--quantization lut_b_moe on an unquantized checkpoint: vLLM quantizes the routed experts online to LUT-B with MXFP8 activations (LutBOnlineMoEMethod); the other layers stay unquantized")
         elif q == method:
             notes.append(f"--quantization {q} matches the checkpoint's quant_method: no effect")
     return cfg, notes

@@ -27,6 +27,13 @@ UNREACHABLE: Mapping[str, str] = {
         "cpu_has_amx_fp8); no CPU of the hardware catalog has it, so our field cpu_amx_fp8 is always "
         "false and the harness's stand-in for the query answers false"
     ),
+    "lut_b_sm107": (
+        "needs vLLM's compiled _moe_C op lut_b_moe_gemm (vLLM 0.34.0 vllm/_custom_ops.py "
+        "lut_b_moe_gemm_supported), which the released wheel does not contain "
+        "(tests/differential/test_release_sources.py), so no deployment of a released vLLM runs it: "
+        "our constraint lut_b_sm107.compiled_op refuses every device, and the harness, which loads no "
+        "compiled extension, answers the query false"
+    ),
 }
 """vLLM kernels of the tables no deployment of the harness can reach, and why (the guided sampler,
 :mod:`.guided`, reaches every other one)."""

@@ -133,7 +133,8 @@ def _eplb_gate(reference: str) -> bool:
 
 def rule_stage(reference: str) -> str:
     """The stage (:data:`.cases.STAGES`) of the vLLM code a rule's ``reference`` cites first:
-    ``vllm/config/*.py`` is ``config``; ``create_weights`` is ``construction``; the layer factory
+    ``vllm/config/*.py`` is ``config``; ``create_weights`` and ``process_weights_after_loading`` (where
+    a method builds its kernel, e.g. 0.34.0 LUT-B's ``make_lut_b_moe_kernel``) are ``construction``; the layer factory
     (``P/layer.py``, ``P/config.py FusedMoEConfig``) and the routed-experts EPLB gate
     (``supports_eplb``) are ``layer``; anything else (a quantization method's constructor, its
     config, the family's oracle) is ``selection``.
@@ -146,7 +147,7 @@ def rule_stage(reference: str) -> str:
     first = reference.split(";")[0]
     if "vllm/config/" in first:
         return "config"
-    if "create_weights" in first or "validate_fp8_block_shape" in first:
+    if "create_weights" in first or "validate_fp8_block_shape" in first or "process_weights_after_loading" in first:
         return "construction"
     if "P/layer.py" in first or "P/config.py FusedMoEConfig" in first or "supports_eplb" in first or "EPLB gate" in reference:
         return "layer"
@@ -225,7 +226,11 @@ class OurSide:
         refused = getattr(decision, "refused", None)
         if refused is not None:
             # FusedMoEConfig is built before the oracle runs, the EPLB gate after it returned.
-            cited = {rule_stage(f.reference) for f in decision.candidates[refused].failures}
+            # The refusing checks are the after-selection ones; the selected kernel's prepare/finalize
+            # checks (made later still, when the kernel is built) do not place the refusal.
+            post = decision.ranking.view.after_selection
+            failures = decision.candidates[refused].failures
+            cited = {rule_stage(f.reference) for f in failures if f.rule in post} or {rule_stage(f.reference) for f in failures}
             if "layer" in early or "layer" in cited:
                 return "layer"
             if getattr(decision, "shortcut", None) is not None:

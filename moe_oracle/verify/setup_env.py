@@ -7,7 +7,9 @@ Lays out what :class:`moe_oracle.verify.run.VllmEnv` expects::
     DIR/venv/                  a virtual environment: CPU torch 2.13.0 and the pinned closure
                                (moe_oracle/verify/requirements-vllm.txt, installed --no-deps)
     DIR/src/<release>/         each vLLM release's wheel, unzipped without its compiled parts
-                               (Python sources, JSON/YAML/template data, dist-info)
+                               (Python sources, JSON/YAML/template data, dist-info), and
+                               compiled_ops.json: which of COMPILED_OP_PROBES the wheel's
+                               compiled extensions name (the facts the tables state of the binary)
     DIR/fi/<version>/          each flashinfer-python version a release pins, installed --target --no-deps
                                (a pin the index does not serve: its documented substitute,
                                ``moe_oracle.verify.ours.FLASHINFER_SUBSTITUTES``, recorded in
@@ -37,7 +39,7 @@ from ..core._resources import package_dir
 from .ours import FLASHINFER_PINS, FLASHINFER_SUBSTITUTES, flashinfer_installed
 from .run import RELEASES
 
-__all__ = ["main", "extract_release", "REQUIREMENTS"]
+__all__ = ["COMPILED_OP_PROBES", "main", "extract_release", "REQUIREMENTS", "scan_compiled_ops"]
 
 REQUIREMENTS = package_dir() / "verify" / "requirements-vllm.txt"
 """The pinned closure vLLM's selection code imports (``pip freeze`` of the validated environment)."""
@@ -48,6 +50,15 @@ TORCH = "torch==2.13.0"
 # What a release tree keeps from the wheel: sources and the data files imports read. Compiled
 # extensions (*.so), the Rust sidecar and C/C++/CUDA headers are left out.
 _KEEP_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".jinja", ".txt", ".typed")
+
+
+COMPILED_OP_PROBES: tuple[str, ...] = ("lut_b_moe_gemm", "moe_align_block_size")
+"""Compiled op names whose presence in a release's binary the tables state: ``lut_b_moe_gemm``
+(vLLM 0.34.0 vllm/_custom_ops.py ``lut_b_moe_gemm_supported``; kernels/lut_b.yaml
+``lut_b_sm107.compiled_op`` says the released wheel lacks it), and ``moe_align_block_size``, which
+every release's ``_moe_C`` registers: the control that shows the search finds a registered op."""
+
+COMPILED_OPS_FILE = "compiled_ops.json"
 
 
 class SetupError(RuntimeError):
@@ -98,9 +109,33 @@ def extract_release(wheel: Path, target: Path) -> int:
     return count
 
 
+def scan_compiled_ops(wheel: Path) -> dict[str, object]:
+    """Which of :data:`COMPILED_OP_PROBES` each compiled extension (``*.so``) of ``wheel`` names
+    (a byte search for the op's name: an op registered with torch appears in its schema string).
+
+    Returns:
+        ``{"wheel": file name, "probes": [...], "found": {probe: [extension paths]}}``.
+    """
+    found: dict[str, list[str]] = {probe: [] for probe in COMPILED_OP_PROBES}
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            if not info.filename.endswith(".so"):
+                continue
+            data = zf.read(info)
+            for probe in COMPILED_OP_PROBES:
+                if probe.encode() in data:
+                    found[probe].append(info.filename)
+    return {"wheel": wheel.name, "probes": list(COMPILED_OP_PROBES), "found": found}
+
+
+def _compiled_ops_current(tree: Path) -> bool:
+    path = tree / COMPILED_OPS_FILE
+    return path.exists() and json.loads(path.read_text(encoding="utf-8")).get("probes") == list(COMPILED_OP_PROBES)
+
+
 def _release(directory: Path, release: str, python: Path, pip_args: Sequence[str], keep_wheels: bool) -> None:
     tree = directory / "src" / release
-    if (tree / "vllm" / "__init__.py").exists():
+    if (tree / "vllm" / "__init__.py").exists() and _compiled_ops_current(tree):
         return
     wheels = directory / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
@@ -108,10 +143,12 @@ def _release(directory: Path, release: str, python: Path, pip_args: Sequence[str
     matches = sorted(wheels.glob(f"vllm-{release}-*.whl"))
     if not matches:
         raise SetupError(f"pip downloaded no vllm-{release} wheel into {wheels}")
-    partial = tree.with_name(tree.name + ".partial")
-    n = extract_release(matches[-1], partial)
-    partial.rename(tree)
-    print(f"setup_env: vLLM {release}: {n} files in {tree}", file=sys.stderr, flush=True)
+    if not (tree / "vllm" / "__init__.py").exists():
+        partial = tree.with_name(tree.name + ".partial")
+        n = extract_release(matches[-1], partial)
+        partial.rename(tree)
+        print(f"setup_env: vLLM {release}: {n} files in {tree}", file=sys.stderr, flush=True)
+    (tree / COMPILED_OPS_FILE).write_text(json.dumps(scan_compiled_ops(matches[-1]), indent=1) + "\n", encoding="utf-8")
     if not keep_wheels:
         matches[-1].unlink()
 

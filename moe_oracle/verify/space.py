@@ -115,6 +115,9 @@ FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
     ),
     "w4a8_fp8": (("int4_static", "fp8_dynamic_token"),),
     "w4a8_int8": (("int4_w4a8_static_channel", None), ("int4_w4a8_static_group128", None), ("int4_w4a8_static_group64", None), ("int4_w4a8_static_group32", None)),
+    # vLLM 0.34.0's online lut_b_moe only; drawn by the guided sampler and --family lut_b, not by
+    # the unrestricted random draws (_FAMILY_WEIGHTS), which every release answers.
+    "lut_b": (("lut_b_static", "mxfp8_dynamic"),),
 }
 """(weight key, activation key) pairs each family's front ends produce."""
 
@@ -127,6 +130,7 @@ FRONT_ENDS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "wna16": ("ct_wna16", "gptq", "awq", "moe_wna16"),
     "w4a8_fp8": ("direct", "ct_w4a8_fp8"),
     "w4a8_int8": ("direct", "ct_w4a8_int8"),
+    "lut_b": ("lut_b",),
 }
 """Front ends the harness drives per family; families not listed use ``direct``."""
 

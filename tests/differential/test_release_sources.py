@@ -334,3 +334,23 @@ def test_the_moe_architecture_list_matches_the_release_source(release):
     found = moe_architectures(_tree(release))
     listed = {a for a, spec in VLLM_MOE_ARCHITECTURES.items() if spec.registered(release)}
     assert listed == set(found), (sorted(listed - set(found)), sorted(set(found) - listed))
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_released_binary_has_no_lut_b_gemm(release):
+    """kernels/lut_b.yaml ``lut_b_sm107.compiled_op``: vLLM's released wheel does not contain the
+    compiled op ``lut_b_moe_gemm`` that ``LutBSm107Experts`` needs (vllm/_custom_ops.py
+    ``lut_b_moe_gemm_supported``), so the native LUT-B kernel never runs with a released vLLM.
+    Read from the wheel's compiled extensions by setup_env (``compiled_ops.json``); the control op
+    ``moe_align_block_size`` must be found, or the search proves nothing."""
+    import json
+
+    from moe_oracle.verify.setup_env import COMPILED_OPS_FILE, COMPILED_OP_PROBES
+
+    path = _tree(release) / COMPILED_OPS_FILE
+    if not path.exists():
+        pytest.fail(f"{path} is missing: re-run `python -m moe_oracle.verify.setup_env --dir ...` (it scans the wheel's compiled extensions)")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["probes"] == list(COMPILED_OP_PROBES), "stale scan: re-run setup_env"
+    assert any(name.startswith("vllm/_moe_C") for name in doc["found"]["moe_align_block_size"]), doc
+    assert doc["found"]["lut_b_moe_gemm"] == [], doc

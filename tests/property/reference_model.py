@@ -428,6 +428,9 @@ class Model:
                 v["moe_backend"] = "auto"
             if name in formats:
                 v["activation_format"] = formats[name]
+            elif rm.get("asks_format") and (name == "auto" or name in (rm.get("auto") or ()) or name in names):
+                # The family's selector asks every experts class with this format (0.34.0 LUT-B: standard).
+                v["activation_format"] = rm["asks_format"]
         # The FP8 front end's block rule: the first whose ``when`` holds; it pads the TP shard
         # only for an explicit moe_backend, not for an override variable (below).
         block = next((b for b in self.frontends.get("blocks") or () if v["weight_block"] != "none" and self._holds(b["when"], v) is True), None)
@@ -580,8 +583,9 @@ class Model:
 
     def pf_for(self, entry: Mapping[str, Any], dispatch: str) -> dict[str, Any] | None:
         """The prepare/finalize with the kernel's interface and format that serves ``dispatch``."""
+        consumed = (entry["activation_format"], *(("standard",) if entry["activation_format"] == "padded_standard" else ()))
         for pf in self.pfs:
-            if pf["interface"] == entry["interface"] and pf["activation_format"] == entry["activation_format"] and dispatch in pf["dispatch"]:
+            if pf["interface"] == entry["interface"] and pf["activation_format"] in consumed and dispatch in pf["dispatch"]:
                 return pf
         return None
 
@@ -610,9 +614,11 @@ class Model:
                     name = _FEATURE_FIELD[feature]
                     own.append(Rule(f"{kernel}.features.{feature}", _code(name), name, [False]))
             own += [self._constraint(c) for c in e.get("constraints") or ()]
-            paired = sorted({d for pf in self.pfs if pf["interface"] == e["interface"] and pf["activation_format"] == e["activation_format"] for d in pf["dispatch"]})
+            # vLLM 0.34.0 FusedMoEActivationFormat.is_superset: PaddedStandard experts also take Standard input.
+            consumed = [e["activation_format"], *(["standard"] if e["activation_format"] == "padded_standard" else [])]
+            paired = sorted({d for pf in self.pfs if pf["interface"] == e["interface"] and pf["activation_format"] in consumed for d in pf["dispatch"]})
             # The oracle peeks the activation format before selecting: experts of the other format fail.
-            own.append(Rule(f"{kernel}.activation_format", "pairing_incompatible", "activation_format", [e["activation_format"]]))
+            own.append(Rule(f"{kernel}.activation_format", "pairing_incompatible", "activation_format", consumed))
             own.append(Rule(f"{kernel}.pairing", "pairing_incompatible", "dispatch", paired))
             shared = []
             for c in self.constraints:
@@ -783,11 +789,15 @@ class Model:
         return self._memo(("construction",), make)
 
     def after_selection_rules(self) -> set[str]:
-        """Constraints the engine checks on the kernel it selected (``after_selection: true``)."""
+        """Constraints the engine checks on the kernel it selected (``after_selection: true``), and
+        every own rule but the quant scheme of a kernel the engine takes unasked and checks when it
+        builds it (``checked_after_selection: true``; the format peek and the pairing stay as they are)."""
 
         def make() -> frozenset[str]:
             raws = [*self.constraints, *(c for o in (*self.experts, *self.pfs) for c in o.get("constraints") or ())]
-            return frozenset(c["id"] for c in raws if c.get("after_selection"))
+            late = {r.rule for e in self.experts if e.get("checked_after_selection") for r in self._static_rules(e["id"])[0]
+                    if r.rule not in (f"{e['id']}.supports.quant_scheme", f"{e['id']}.activation_format", f"{e['id']}.pairing")}
+            return frozenset({c["id"] for c in raws if c.get("after_selection")} | late)
 
         return self._memo(("after_selection",), make)
 

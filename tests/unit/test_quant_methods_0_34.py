@@ -2,8 +2,8 @@
 shorthand that quantizes only the linear layers (MoE unquantized, vllm/config/quantization.py
 ``_ONLINE_SHORTHANDS``); ``fp_quant`` is gone; ``w4afp8`` (Q/w4afp8.py ``W4AFP8Config``) gives the
 routed experts compressed-tensors' W4A8-FP8 method, from a checkpoint's document or, without one,
-from ``-q w4afp8`` alone (``get_quant_config`` builds ``W4AFP8Config()``); ``lut_b_moe`` is not
-modelled yet and says so. The w4afp8 answers below were checked by letting vLLM 0.34.0 build the
+from ``-q w4afp8`` alone (``get_quant_config`` builds ``W4AFP8Config()``); ``lut_b_moe`` (LUT-B experts)
+is in tests/unit/test_lut_b.py. The w4afp8 answers below were checked by letting vLLM 0.34.0 build the
 layers (the model-construction worker): CutlassExpertsW4A8Fp8 on H200 TP1 and DP2+EP DeepEP HT;
 refused on H200 TP8 (intermediate 96 per rank, create_weights asserts % 256), on B200 without
 humming (no W4A8 backend) and for group size 64 ("Only group size 128 supported")."""
@@ -37,11 +37,9 @@ def test_fp_quant_is_unknown_in_0_34(capsys):
     assert "vLLM 0.34.0 knows no such quantization method" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("q", ["lut_b_moe"])
-def test_new_moe_methods_are_refused_as_not_modelled_naming_the_release(q, capsys):
-    assert main(["select", "--serve", SERVE.format(q=q), "--gpu", "B200", "--package", "vllm==0.34.0"]) == 2
-    err = capsys.readouterr().err
-    assert "not modelled" in err and "vLLM 0.34.0" in err
+def test_lut_b_moe_is_unknown_before_0_34(capsys):
+    assert main(["select", "--serve", SERVE.format(q="lut_b_moe"), "--gpu", "B200", "--package", "vllm==0.33.0"]) == 2
+    assert "vLLM 0.33.0 knows no such quantization method" in capsys.readouterr().err
 
 
 def _json(capsys, *argv):

@@ -89,5 +89,6 @@ def _request_maps(ctx: CompileContext, tf: TableFile) -> tuple[RequestMap, ...]:
             ctx.issue(f"{path}.names.auto", "'auto' is reserved", "auto")
         rng = ctx.engine_range(raw, path)
         if when is not None and rng is not INVALID:
-            out.append(RequestMap(raw["id"], when, names, auto, formats, raw["reference"], rng, kernels))  # type: ignore[arg-type]
+            asks = ActivationFormat(raw["asks_format"]).value if "asks_format" in raw else None
+            out.append(RequestMap(raw["id"], when, names, auto, formats, raw["reference"], rng, kernels, asks))  # type: ignore[arg-type]
     return tuple(out)

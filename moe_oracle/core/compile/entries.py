@@ -84,6 +84,9 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
             rng = ctx.engine_range(raw, path)
             _format_issues(ctx, raw, path)
             checks, ranges = _own_checks(ctx, eid, raw, reference, path, f"{eid} ({what})" if target is not None else what)
+            if raw.get("checked_after_selection"):
+                # Taken unasked, checked when built: only the quant scheme decides whether it is taken.
+                ctx.after_selection.update(c.rule for c in checks if c.rule != f"{eid}.supports.quant_scheme")
             if ctx.count() != n or rng is INVALID or (raw.get("implements") and target is None):
                 continue
             src: Any = target if target is not None else raw

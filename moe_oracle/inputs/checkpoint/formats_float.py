@@ -1,6 +1,7 @@
 """Routed experts of the FP8 formats (``fp8``, DeepSeek-V4 ``deepseek_v4_fp8``, ``fbgemm_fp8``, and
-0.34.0's ``w4afp8``, an FP8 config whose experts are INT4) and MXFP4 (``mxfp4``, ``gpt_oss_mxfp4``),
-as vLLM 0.29.0-0.34.0 reads them (Q/ = vllm/model_executor/layers/quantization/)."""
+0.34.0's ``w4afp8``, an FP8 config whose experts are INT4), MXFP4 (``mxfp4``, ``gpt_oss_mxfp4``) and
+0.34.0's online ``lut_b_moe`` (LUT-B weights with MXFP8 activations), as vLLM 0.29.0-0.34.0 reads
+them (Q/ = vllm/model_executor/layers/quantization/)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .quant_records import ExpertsQuant, excluded, family_of, issue, str_list
 if TYPE_CHECKING:
     from .quant_formats import QuantFormat
 
-__all__ = ["deepseek_v4_experts", "fbgemm_experts", "fp8_block", "fp8_experts", "mxfp4_experts", "w4afp8_experts"]
+__all__ = ["deepseek_v4_experts", "fbgemm_experts", "fp8_block", "fp8_experts", "lut_b_experts", "mxfp4_experts", "w4afp8_experts"]
 
 
 def fp8_block(q: QuantFormat, block: Any, path: str) -> tuple[int, int]:
@@ -72,6 +73,16 @@ def w4afp8_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> Expert
         return excluded(q, hit, "W4AFP8Config.get_quant_method: is_layer_skipped, exact mode")
     return ExpertsQuant(SCHEMES["w4a8_fp8"], family_of(q), weight_group_size=group,
                         evidence=f"{q.source}: w4afp8: W4AFP8Config gives the routed experts CompressedTensorsW4A8Fp8MoEMethod (symmetric INT4 weights in groups of {group}, dynamic FP8 per-token activations)")
+
+
+def lut_b_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQuant:
+    """vLLM 0.34.0 ``--quantization lut_b_moe`` (vllm/config/quantization.py ``_ONLINE_SHORTHANDS``:
+    ``moe=QuantSpec(weight=kLutBStatic)``, no linear spec): every routed-experts layer gets
+    ``LutBOnlineMoEMethod`` (Q/online/base.py ``_ONLINE_MOE_METHODS``), LUT-B weights quantized at
+    load with MXFP8 dynamic activations (Q/online/lut_b.py); the method keeps no ignore list of
+    its own. Only the serve line's flag writes this document (:mod:`moe_oracle.inputs.serve_apply`)."""
+    return ExpertsQuant(SCHEMES["lut_b"], family_of(q),
+                        evidence=f"{q.source}: lut_b_moe: LutBOnlineMoEMethod quantizes the routed experts to LUT-B at load (3-bit codebook weights per 8x64 tile, dynamic MXFP8 activations)")
 
 
 def _dsv4_modelopt_ignored(q: QuantFormat, module: str) -> str | None:

@@ -27,7 +27,7 @@ from ...core.errors import ConfigError, InputIssue
 from ...core.quant import UNQUANTIZED
 from . import matching as m
 from .formats_ct import ct_experts
-from .formats_float import fbgemm_experts, fp8_experts, mxfp4_experts, w4afp8_experts
+from .formats_float import fbgemm_experts, fp8_experts, lut_b_experts, mxfp4_experts, w4afp8_experts
 from .formats_int import awq_experts, gptq_experts, moe_wna16_experts
 from .formats_modelopt import modelopt_experts, modelopt_mixed_experts
 from .formats_quark import quark_experts
@@ -42,9 +42,13 @@ __all__ = ["SUPPORTED_METHODS", "ExpertsQuant", "QuantFormat", "read_quant_forma
 
 SUPPORTED_METHODS = (
     "fp8", "deepseek_v4_fp8", "compressed-tensors", "modelopt", "modelopt_fp4", "modelopt_mxfp8",
-    "modelopt_mixed", "mxfp4", "mxfp8", "gpt_oss_mxfp4", "quark", "gptq", "awq", "moe_wna16", "fbgemm_fp8", "w4afp8",
+    "modelopt_mixed", "mxfp4", "mxfp8", "gpt_oss_mxfp4", "quark", "gptq", "awq", "moe_wna16", "fbgemm_fp8", "w4afp8", "lut_b_moe",
 )
 """vLLM quantization methods whose routed-experts handling this module reproduces."""
+
+# Methods the serve line's --quantization writes as a document (serve_apply, FROM_FLAG) -> the
+# release fact that says the release has the method.
+_FLAG_METHOD_FACTS = {"w4afp8": "w4afp8_method", "lut_b_moe": "lut_b_method"}
 
 _REMOVED = {
     "ptpc_fp8": "{release} has no ptpc_fp8 method (no modelled release 0.29.0-0.33.0 has it); per-token-per-channel FP8 is the online shorthand --quantization fp8_per_channel, not a checkpoint format",
@@ -198,7 +202,7 @@ def read_quant_format(
             doc["quant_method"] = declared
         else:
             notes.append("hf_quant_config.json beside config.json is not read: config.json carries the quantization document (vllm/transformers_utils/config.py)")
-    if doc.get(FROM_FLAG) and declared == "w4afp8" and not rel.holds("w4afp8_method"):
+    if doc.get(FROM_FLAG) and declared in _FLAG_METHOD_FACTS and not rel.holds(_FLAG_METHOD_FACTS[declared]):
         # The serve line's --quantization, written as a document by serve_apply, names a method
         # this release lacks: no document, and verify_checkpoint_quantization refuses the flag.
         return QuantFormat(None, None, f"{doc[FROM_FLAG]} (a method {rel.words} does not have)", MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel)
@@ -334,6 +338,10 @@ def _detect_method(doc: Mapping[str, Any], declared: str, user: str | None, mode
         return "deepseek_v4_fp8"
     if declared in ("fp8", "compressed-tensors", "quark", "fbgemm_fp8", "moe_wna16"):
         return declared
+    if declared == "lut_b_moe":
+        if not doc.get(FROM_FLAG):
+            raise issue(file, "$.quantization_config.quant_method", "lut_b_moe is an online --quantization shorthand (vLLM 0.34.0 vllm/config/quantization.py _ONLINE_SHORTHANDS), not a checkpoint format moe-oracle reads from a quantization document: give it on the serve line (--quantization lut_b_moe) on a checkpoint without one", declared, [m_ for m_ in SUPPORTED_METHODS if m_ != "lut_b_moe"])
+        return declared
     if declared == "w4afp8":
         if not rel.holds("w4afp8_method"):
             raise issue(file, "$.quantization_config.quant_method", f"{rel.words} refuses the checkpoint at start: 'Unknown quantization method: w4afp8' (the w4afp8 method, Q/w4afp8.py, is new in vLLM 0.34.0)", declared, [m_ for m_ in SUPPORTED_METHODS if m_ != "w4afp8"])
@@ -375,4 +383,5 @@ _RESOLVERS: Mapping[str, Callable[[QuantFormat, str, tuple[str, ...]], ExpertsQu
     "awq": awq_experts,
     "moe_wna16": moe_wna16_experts,
     "w4afp8": w4afp8_experts,
+    "lut_b_moe": lut_b_experts,
 })

@@ -77,6 +77,8 @@ FACTS: Mapping[str, Fact] = MappingProxyType({
                                 "vllm/model_executor/layers/fused_moe/expert_substitution.py make_expert_substitution (P/layer.py)"),
     "w4afp8_method": Fact(">=0.34.0", "the w4afp8 checkpoint method: W4AFP8Config (an Fp8Config) hands the routed experts to CompressedTensorsW4A8Fp8MoEMethod (INT4 group weights, dynamic FP8 per-token activations)",
                           "Q/w4afp8.py W4AFP8Config.get_quant_method; Q/__init__.py QuantizationMethods"),
+    "lut_b_method": Fact(">=0.34.0", "the online lut_b_moe method: --quantization lut_b_moe quantizes the routed experts to LUT-B at load (LutBOnlineMoEMethod: LUT-B weights, MXFP8 activations) and leaves the other layers unquantized",
+                         "vllm/config/quantization.py _ONLINE_SHORTHANDS lut_b_moe; Q/online/base.py _ONLINE_MOE_METHODS (kLutBStatic: LutBOnlineMoEMethod)"),
     "step3p5_transformers_config": Fact(">=0.33.0", "Step-3.5 (model_type step3p5) configs are read by transformers' Step3p7TextConfig, whose mlp_layer_types step3p5.py _is_moe_layer reads "
                                         "(from moe_layers_enum, else layers 3..) and which has no moe_router_activation (getattr default sigmoid); before: vLLM's Step3p5Config "
                                         "(moe_layers_enum, else layers 1..; moe_router_activation default softmax)",

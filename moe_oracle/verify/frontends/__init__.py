@@ -53,6 +53,7 @@ FRONT_ENDS: dict[str, str] = {
     "mxfp4": "mxfp4:mxfp4_method",
     "compressed_tensors_mxfp4": "mxfp4:compressed_tensors_mxfp4",
     "quark_mxfp4": "mxfp4:quark_mxfp4",
+    "lut_b": "lut_b:lut_b_method",
 }
 """Front-end name -> ``module:function`` in ``moe_oracle.verify.frontends``."""
 
@@ -78,5 +79,6 @@ QUANT_METHOD: dict[str, str | None] = {
     "mxfp4": "mxfp4",
     "compressed_tensors_mxfp4": "compressed-tensors",
     "quark_mxfp4": "quark",
+    "lut_b": "lut_b_moe",
 }
 """Front-end name -> the checkpoint ``quant_method`` our side is told (``None``: unknown)."""
