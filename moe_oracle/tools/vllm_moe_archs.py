@@ -3,7 +3,12 @@
 An architecture is MoE when the file of its model class builds a fused-MoE layer
 (``FusedMoE``, ``SharedFusedMoE``, ``FusedMoEFactory``) or imports a class whose name says
 MoE / experts / sparse block from a file that does; the import chain is followed to a fixed
-point. Read from ``vllm/model_executor/models/registry.py`` (the ``_*_MODELS`` tables) and
+point. A registered class is MoE too when it subclasses, or builds as its ``self.model`` /
+language model (a direct call, ``init_vllm_registered_model(architectures=[...])``, or the
+configuration class its ``config: XConfig`` annotation names, whose text config derives from a
+MoE architecture's transformers config), a MoE model class; a subclass that builds its own
+``self.model`` is judged by that, and a class whose ``Moe``-named sibling is registered
+(``Qwen3_5ForCausalLM``) is not followed. Read from ``vllm/model_executor/models/registry.py`` (the ``_*_MODELS`` tables) and
 the model files beside it or under ``vllm/models/<pkg>``.
 
 Usage: ``python -m moe_oracle.tools.vllm_moe_archs SRC_ROOT`` (SRC_ROOT holds ``vllm/``);

@@ -1,11 +1,15 @@
 """The MoE architectures each modelled vLLM release registers, and the family we read each with.
 
-Listed by :mod:`moe_oracle.tools.vllm_moe_archs` from vLLM 0.29.0-0.33.0 ``vllm/model_executor/
+Listed by :mod:`moe_oracle.tools.vllm_moe_archs` from vLLM 0.29.0-0.34.0 ``vllm/model_executor/
 models/registry.py`` (text-generation, multimodal and speculative-decoding tables) and the model
 files: an architecture is MoE when its model file builds ``FusedMoE`` / ``SharedFusedMoE`` /
-``FusedMoEFactory`` or imports a MoE block from a file that does. The file test over-includes
+``FusedMoEFactory`` or imports a MoE block from a file that does, or when its class subclasses or
+builds as its language model a MoE class (``MistralLarge3ForCausalLM(DeepseekV3ForCausalLM)``,
+``init_vllm_registered_model(architectures=["DeepseekV2ForCausalLM"])``, a configuration whose
+text config is a MoE architecture's), followed to a fixed point. The scan over-includes
 architectures whose file also holds a dense sibling (``Qwen3_5ForCausalLM`` beside
-``Qwen3_5MoeForCausalLM``); those stay unmapped and are answered, when asked, with the note below.
+``Qwen3_5MoeForCausalLM``) and dense models built on a MoE-capable class (Cosmos3-Edge); those
+stay unmapped and are answered, when asked, with the note below.
 
 An architecture with ``family=None`` has no family record (:mod:`.families`): its layer layout,
 routing, scoring, activation, shared experts and MTP layers are read from generic Hugging Face
