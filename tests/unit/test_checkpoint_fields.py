@@ -226,3 +226,18 @@ def test_minimax_m2_mtp_modules_are_dropped_by_vllm():
     ck = read_checkpoint({**BASE, "model_type": "minimax_m2", "num_mtp_modules": 3})
     assert all(layer.spec.role == "target" for layer in ck.layers)
     assert any("drops their weights" in n for n in ck.notes)
+
+
+def test_language_config_is_the_text_model_of_a_deepseek_vl2_checkpoint():
+    # DeepSeek-VL2 / DeepSeek-OCR checkpoints hold the DeepSeek-V2 MoE under language_config
+    # (vLLM transformers_utils/configs/deepseek_vl2.py DeepseekVLV2Config: text_config from it).
+    language = {"model_type": "deepseek_v2", "architectures": ["DeepseekV2ForCausalLM"], "hidden_size": 1280, "moe_intermediate_size": 896,
+                "intermediate_size": 6848, "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
+                "first_k_dense_replace": 1, "num_hidden_layers": 12, "num_attention_heads": 10, "vocab_size": 129280}
+    cfg = {"model_type": "deepseek_vl_v2", "architectures": ["DeepseekOCRForCausalLM"], "language_config": language,
+           "projector_config": {"n_embed": 1280}, "vision_config": {"width": 1024}}
+    ck = from_hf_config(cfg)
+    assert (ck.kwargs["num_experts"], ck.kwargs["top_k"], ck.kwargs["hidden_size"], ck.model_type) == (64, 6, 1280, "deepseek_v2")
+    experts = next(p for p in ck.provenance if p.field == "num_experts")
+    assert "language_config" in experts.evidence
+    assert from_hf_config({**cfg, "text_config": {**language, "n_routed_experts": 32}}).kwargs["num_experts"] == 32

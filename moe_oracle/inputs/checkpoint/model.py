@@ -101,7 +101,10 @@ def _text_config(cfg: Mapping[str, Any], file: str | None) -> tuple[dict[str, An
 
     An omni model (Qwen3-Omni) nests it one level deeper, in ``thinker_config.text_config``:
     vLLM builds only the thinker (registry: ``Qwen3OmniMoeForConditionalGeneration`` ->
-    ``qwen3_omni_moe_thinker``), so the talker's config is not read.
+    ``qwen3_omni_moe_thinker``), so the talker's config is not read. A DeepSeek-VL2 checkpoint
+    (DeepSeek-VL2, DeepSeek-OCR 1/2, Unlimited-OCR) holds it in ``language_config``, which vLLM
+    0.29.0-0.34.0 ``transformers_utils/configs/deepseek_vl2.py`` ``DeepseekVLV2Config`` makes its
+    ``text_config`` (a ``DeepseekV2Config``) and the wrapper builds as its language model.
     """
     text = cfg.get("text_config")
     path = "$.text_config"
@@ -110,11 +113,14 @@ def _text_config(cfg: Mapping[str, Any], file: str | None) -> tuple[dict[str, An
         if not isinstance(thinker, dict):
             raise ConfigError([InputIssue("$.thinker_config", "must be an object", thinker, None, file)])
         text, path = thinker.get("text_config"), "$.thinker_config.text_config"
+    if text is None and cfg.get("language_config") is not None:
+        text, path = cfg["language_config"], "$.language_config"
     if text is None:
         return dict(cfg), None, "$."
     if not isinstance(text, dict):
         raise ConfigError([InputIssue(path, "must be an object", text, None, file)])
-    merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config", "thinker_config", "talker_config", "code2wav_config")}
+    merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config", "thinker_config", "talker_config", "code2wav_config",
+                                                         "language_config", "projector_config")}
     merged.update(text)
     return merged, text, path + "."
 
