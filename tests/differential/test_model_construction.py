@@ -43,13 +43,17 @@ QUICK_MODELS = (
     "nvidia-nemotron-3-nano-30b-a3b-nvfp4",
     "afmoeforcausallm-fp8block-synthetic",
     "glm4moeliteforcausallm-nvfp4-synthetic",
+    "mixtral-awq-synthetic",
+    "mixtral-gptq-synthetic",
 )
 """Models of the CI subset: FP8 block with grouped sigmoid+bias routing and an MTP draft
 (DeepSeek-R1), FP8 block refined under TP (Qwen3-30B-FP8), MXFP4 with biases and SwiGLU-OAI
 (gpt-oss), unquantized softmax (Mixtral), ModelOpt NVFP4 with relu2 (Nemotron-3-Nano), and two
 registry families' quantized overlays (examples/models/registry/SOURCES.md): compressed-tensors FP8
 block with AFMoE's sigmoid routing (Trinity-Mini), compressed-tensors NVFP4 with an NVFP4 MTP draft
-(GLM-4.7-Flash; built on B200 only, its 20 heads refuse TP 8)."""
+(GLM-4.7-Flash; built on B200 only, its 20 heads refuse TP 8), and Mixtral's AWQ (zero points: the
+method's own key; MoeWNA16Method on ROCm) and per-channel GPTQ (refused on ROCm by MoeWNA16Method's
+create_weights) overlays."""
 
 OLDER_RELEASE_MODELS = ("deepseek-r1", "qwen3-30b-a3b-fp8", "gpt-oss-20b", "afmoeforcausallm-fp8block-synthetic")
 """The CI subset for releases before the newest (to keep the tier near ten minutes on 2 cores)."""

@@ -25,6 +25,8 @@ QUANT_PAIRS: dict[str, str] = {
     "afmoeforcausallm-fp8block-synthetic": "afmoeforcausallm-synthetic",
     "afmoeforcausallm-nvfp4-synthetic": "afmoeforcausallm-synthetic",
     "granitemoehybridforcausallm-fp8-synthetic": "granitemoehybridforcausallm-synthetic",
+    "mixtral-gptq-synthetic": "mixtral-8x7b-instruct-v0.1",
+    "mixtral-awq-synthetic": "mixtral-8x7b-instruct-v0.1",
 }
 """hf_quant_config stem -> config.json stem, where the stems differ (shared/models/SOURCES.md; the
 registry variants: examples/models/registry/SOURCES.md, "Quantized variants"). A registry
@@ -101,10 +103,18 @@ class Case:
 
 def model_files(dirs: Iterable[Path]) -> list[tuple[str, Path, Path | None]]:
     """``(name, config.json, hf_quant_config.json | None)`` for every model in ``dirs``,
-    deduplicated by content (the first directory wins a name)."""
+    deduplicated by content (the first directory wins a name); an overlay of :data:`QUANT_PAIRS`
+    takes its base from its own folder, else from the first folder that has it."""
     seen_names: set[str] = set()
     seen_content: set[str] = set()
     out = []
+    dirs = [d for d in dirs if d.is_dir()]
+    # An overlay's BF16 base may sit in another corpus folder (a registry overlay of a shipped copy).
+    everywhere: dict[str, Path] = {}
+    for d in dirs:
+        for p in sorted(d.glob("*.json")):
+            if not p.name.endswith(".hf_quant_config.json"):
+                everywhere.setdefault(p.stem, p)
     for d in dirs:
         if not d.is_dir():
             continue
@@ -122,10 +132,10 @@ def model_files(dirs: Iterable[Path]) -> list[tuple[str, Path, Path | None]]:
             if qstem in configs:
                 continue
             base = QUANT_PAIRS.get(qstem)
-            if base is None or base not in configs or qstem in seen_names:
+            if base is None or base not in everywhere or qstem in seen_names:
                 continue
             seen_names.add(qstem)
-            out.append((qstem, configs[base], qpath))
+            out.append((qstem, configs.get(base, everywhere[base]), qpath))
     return out
 
 

@@ -155,6 +155,14 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
         adapter = sel.get("adapter") or ""
         evidence = q.get("evidence") or ""
         method = _METHOD_RE.search(evidence)
+        normalized = obj.decision.normalized.values
+        # GPTQ and AWQ fall back to MoeWNA16Method where Marlin cannot take the layer (vLLM
+        # Q/auto_gptq.py, Q/auto_awq.py get_quant_method); our tables decide it (moe_quant_method).
+        method_class = "MoeWNA16Method" if normalized.get("moe_quant_method") == "moe_wna16" and q.get("method") in ("gptq", "awq") else (method.group(1) if method else None)
+        # The key the selector receives: the method's own (GPTQ/AWQ build it from the bit width and
+        # pass zero points apart: core.quant.method_weight_key), as our tables read it (weight_quant).
+        weight = normalized.get("weight_quant")
+        weight = cfg.quant.weight if weight in (None, "none") else weight
         # vLLM's FusedMoEConfig holds the padded sizes the weights are built with; the plan gives
         # them beside the checkpoint's (layer_sizes, for a group with a selected kernel).
         sizes = g.get("layer_sizes") or {}
@@ -178,10 +186,10 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
             "has_hash_routing": bool(cfg.has_hash_routing),
             "num_expert_group": cfg.num_expert_group,
             "topk_group": cfg.topk_group,
-            "weight_key": selector_weight_key(cfg.quant.weight, q.get("selector_weight_block")),
+            "weight_key": selector_weight_key(weight, q.get("selector_weight_block")),
             "activation_key": cfg.quant.activation,
             "quant_method": q.get("method"),
-            "quant_method_class": method.group(1) if method else None,
+            "quant_method_class": method_class,
             "experts_class": adapter.rsplit(":", 1)[-1] if adapter else None,
             "backend": _backend_member(obj.decision, sel),
             "prepare_finalize": pf_names.get(sel.get("prepare_finalize") or "", sel.get("prepare_finalize")),
