@@ -71,8 +71,6 @@ _NOT_BUILT = "vLLM cannot build it on this CPU machine ({why}), so the model-con
 _REMOTE_CONFIG = "{file}: its checkpoints' model_type has no config class in transformers 5.20.2 or vllm/transformers_utils/configs (the published checkpoints ship one for trust_remote_code), so the model-construction tier, offline and without remote code, cannot build it to check a family record"
 _QWEN3_5_DENSE = "dense sibling, over-included by the file test: vLLM 0.29.0-0.33.0 qwen3_5.py, 0.34.0 vllm/models/qwen3_5/nvidia/model.py builds Qwen3NextSparseMoeBlock only where the text model_type is qwen3_5_moe_text (Qwen3_5DecoderLayer); this class's qwen3_5_text layers are dense MLPs, so it has no MoE layer"
 
-_WRAPS = ("its language model is {lm} ({src}), read from the checkpoint's {where}; the wrapper is not mapped to {fam} until a config of it "
-          "is in the model-construction corpus and checked there, so until then its layers are read from the generic fields of that text config")
 _DRAFT_OF = "a speculative draft over {target} ({src}): its draft layers are {layer}, MoE as the draft config says; no family record describes a draft of this target, so the model-construction tier has nothing to check"
 _DEEPSEEK_VL2 = ("its language model is the checkpoint's language_config (DeepseekVLV2TextConfig, a transformers DeepseekV2Config: vLLM 0.29.0-0.34.0 "
                  "transformers_utils/configs/deepseek_vl2.py), built by init_vllm_registered_model from its architectures (the DeepSeek-V2 MoE, "
@@ -241,17 +239,12 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
         unmapped=_DRAFT_OF.format(target="DeepseekV3ForCausalLM", src="0.29.0-0.34.0 deepseek_eagle.py EagleDeepseekV3ForCausalLM, its own DeepseekV2Model", layer="deepseek_v2.py DeepseekV2DecoderLayer")),
     "EagleLlama4ForCausalLM": Arch("llama4_eagle", ">=0.29.0", None,
         unmapped=_DRAFT_OF.format(target="Llama4ForCausalLM", src="0.29.0-0.34.0 llama4_eagle.py", layer="llama4.py Llama4DecoderLayer")),
-    "Gemma4ForConditionalGeneration": Arch("gemma4_mm", ">=0.29.0", None,
-        unmapped=_WRAPS.format(lm="gemma4.py Gemma4ForCausalLM", src="0.29.0-0.34.0 gemma4_mm.py, init_vllm_registered_model architectures=[\"Gemma4ForCausalLM\"]", where="text_config", fam="gemma4")),
-    "Gemma4UnifiedForConditionalGeneration": Arch("gemma4_unified", ">=0.29.0", None,
-        unmapped=_WRAPS.format(lm="gemma4.py Gemma4ForCausalLM", src="0.29.0-0.34.0 gemma4_unified.py, a Gemma4ForConditionalGeneration subclass", where="text_config", fam="gemma4")),
-    "KimiK25ForConditionalGeneration": Arch("kimi_k25", ">=0.29.0", None,
-        unmapped=_WRAPS.format(lm="deepseek_v2.py DeepseekV2ForCausalLM", src="0.29.0-0.34.0 kimi_k25.py, init_vllm_registered_model architectures=[\"DeepseekV2ForCausalLM\"]", where="text_config", fam="deepseek_v3")),
+    "Gemma4ForConditionalGeneration": Arch("gemma4_mm", ">=0.29.0", 'gemma4'),
+    "Gemma4UnifiedForConditionalGeneration": Arch("gemma4_unified", ">=0.29.0", 'gemma4'),
+    "KimiK25ForConditionalGeneration": Arch("kimi_k25", ">=0.29.0", 'deepseek_v3'),
     "KimiVLForConditionalGeneration": Arch("kimi_vl", ">=0.29.0", 'deepseek_v3'),
-    "LongcatFlashNgramForCausalLM": Arch("longcat_flash_ngram", ">=0.29.0", None,
-        unmapped="0.29.0-0.34.0 longcat_flash_ngram.py FlashNgramModel subclasses longcat_flash.py FlashModel (the LongCat-Flash MoE layers) and adds n-gram embeddings; vllm/transformers_utils/config.py reads it with the longcat_flash config, but no config of it is in the model-construction corpus, so it is not mapped to longcat_flash yet"),
-    "MiMoV2OmniForCausalLM": Arch("mimo_v2_omni", ">=0.29.0", None,
-        unmapped=_WRAPS.format(lm="mimo_v2.py MiMoV2FlashForCausalLM", src="0.29.0-0.34.0 mimo_v2_omni.py", where="configuration", fam="mimo_v2_flash")),
+    "LongcatFlashNgramForCausalLM": Arch("longcat_flash_ngram", ">=0.29.0", 'longcat_flash'),
+    "MiMoV2OmniForCausalLM": Arch("mimo_v2_omni", ">=0.29.0", 'mimo_v2_flash'),
     "MistralLarge3ForCausalLM": Arch("mistral_large_3", ">=0.29.0", None,
         unmapped="a deepseek_v2.py DeepseekV3ForCausalLM subclass with a Mistral-format weight mapper (0.29.0-0.34.0 mistral_large_3.py); its checkpoints ship params.json, which transformers_utils/configs/mistral.py adapt_config_dict turns into a deepseek_v3 config, and no config.json, so the model-construction tier (config.json only) cannot build it to check a family record"),
     "MuseSparkDSparkModel": Arch("vllm.models.muse_spark.common.dspark", ">=0.33.0", None,
