@@ -26,12 +26,11 @@ from ..core.requests import request_name
 from .cases import PACKAGES, Deployment
 from .coverage import all2all_used
 from .ours import PACKAGE_NAMES, OurSide
-from .space import FAMILY_SCHEMES, SHAPES, random_deployment
+from .space import SHAPES, families_for, random_deployment
 
 __all__ = ["REPAIRABLE", "guided_all2all", "guided_deployments", "repair", "repairable"]
 
 _DISTRIBUTION_TO_SHORT = {v: k for k, v in PACKAGE_NAMES.items()}
-_FAMILIES = tuple(FAMILY_SCHEMES)
 _DEVICE_FIELDS = {"device_capability": "capability", "gpu_arch": "arch", "cpu_arch": "arch"}
 _DEVICE_OF = {"cuda": {"capability": 90}, "cpu": {"arch": "x86_64", "cpu_amx": False}, "rocm": {"arch": "gfx942"}, "xpu": {"arch": "xe2"}}
 _SHAPE_FIELDS = ("num_experts", "top_k", "hidden_size", "intermediate_size", "intermediate_size_per_partition", "padded_hidden_size", "ep_size")
@@ -200,7 +199,8 @@ def guided_deployments(
     catalog = side.oracle.catalog.for_version(release)
     targets = [e for e in catalog.experts if e.provider == "vllm" and (kernels is None or e.id in kernels)]
     rng = random.Random(seed)
-    deps = [random_deployment(rng, families=[_FAMILIES[i % len(_FAMILIES)]]) for i in range(pool)]
+    families = families_for(release)
+    deps = [random_deployment(rng, families=[families[i % len(families)]]) for i in range(pool)]
     decisions = [side.decide(d) for d in deps]
     found: list[Deployment] = []
     unreached: list[str] = []
@@ -265,6 +265,10 @@ def guided_all2all(
         hits: dict[str, Deployment] = {}
         order = list(starts)
         rng.shuffle(order)
+        # A backend some moe_backend names bind (passthrough: the FlashInfer MoE-EP megakernels)
+        # is reached from starts that request such a name: those are tried first.
+        binds = {name for name, bound in side.oracle.catalog.for_version(release).bound_all2all.items() if bound == backend}
+        order = [s for s in order if s.moe_backend in binds] + [s for s in order if s.moe_backend not in binds]
         for start in order[:60]:
             if len(hits) >= per_backend:
                 break

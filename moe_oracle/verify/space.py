@@ -22,10 +22,12 @@ from .cases import PACKAGES, Deployment
 
 __all__ = [
     "DEVICES",
+    "FAMILY_RELEASES",
     "FAMILY_SCHEMES",
     "FRONT_END_SCHEMES",
     "SHAPES",
     "exhaustive_deployments",
+    "families_for",
     "random_deployments",
 ]
 
@@ -120,6 +122,18 @@ FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
     "lut_b": (("lut_b_static", "mxfp8_dynamic"),),
 }
 """(weight key, activation key) pairs each family's front ends produce."""
+
+FAMILY_RELEASES: dict[str, str] = {"lut_b": ">=0.34.0"}
+"""Families only some releases have (a PEP 440 range of vLLM versions); every other family is in
+every modelled release. LUT-B: vLLM 0.34.0 Q/online/lut_b.py."""
+
+
+def families_for(release: str) -> tuple[str, ...]:
+    """The families of :data:`FAMILY_SCHEMES` vLLM ``release`` has (:data:`FAMILY_RELEASES`)."""
+    from packaging.specifiers import SpecifierSet
+
+    return tuple(f for f in FAMILY_SCHEMES if f not in FAMILY_RELEASES or SpecifierSet(FAMILY_RELEASES[f]).contains(release))
+
 
 _FAMILY_WEIGHTS = {"unquantized": 5, "fp8": 5, "mxfp8": 2, "nvfp4": 3, "mxfp4": 3, "int8": 2, "wna16": 2, "w4a8_fp8": 1, "w4a8_int8": 1}
 

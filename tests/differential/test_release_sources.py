@@ -284,6 +284,11 @@ def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
         return "renormalize=True" in _code(tree / "vllm/model_executor/models/laguna.py", "LagunaMoE.__init__")
     if fact == "w4afp8_method":
         return (q / "w4afp8.py").is_file() and "CompressedTensorsW4A8Fp8MoEMethod" in _code(q / "w4afp8.py", "W4AFP8Config.get_quant_method")
+    if fact == "lut_b_method":
+        shorthands = tree / "vllm/config/quantization.py"
+        online = q / "online/base.py"
+        return (shorthands.is_file() and '"lut_b_moe"' in shorthands.read_text(encoding="utf-8")
+                and online.is_file() and "kLutBStatic: LutBOnlineMoEMethod" in online.read_text(encoding="utf-8"))
     raise AssertionError(f"no source reading for checkpoint fact {fact!r}: add one")
 
 
