@@ -18,6 +18,7 @@ prints one ``Architecture<TAB>module<TAB>table`` line per MoE architecture.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -61,10 +62,11 @@ def _module_files(root: Path, module: str) -> list[Path]:
     return [f] if f.exists() else []
 
 
-def _imports(path: Path, root: Path) -> list[tuple[Path, str]]:
-    try:
-        tree = ast.parse(path.read_text())
-    except (SyntaxError, UnicodeDecodeError):
+def _imports(path: Path, root: Path, tree: ast.Module | None = None) -> list[tuple[Path, str]]:
+    """(file, name) of each ``from X import name`` of ``path`` that resolves to a file under ``root``
+    (``tree``: ``path`` already parsed)."""
+    tree = tree if tree is not None else _tree(path)
+    if tree is None:
         return []
     out = []
     for node in ast.walk(tree):
@@ -99,7 +101,7 @@ def _names(path: Path, root: Path) -> tuple[dict[str, ast.ClassDef], dict[str, t
     if tree is None:
         return {}, {}
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    resolved = {alias: f for f, alias in _imports(path, root)}
+    resolved = {alias: f for f, alias in _imports(path, root, tree)}
     imported: dict[str, tuple[Path | None, str, str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -128,6 +130,8 @@ def _called(node: ast.AST, name: str) -> bool:
 def moe_architectures(root: Path) -> dict[str, tuple[str, str, str]]:
     """The registered architectures whose model builds a fused-MoE layer (see module doc)."""
     builds: dict[Path, bool] = {}
+    # Each file is parsed once per scan: the class walks below ask for the same files many times.
+    names = functools.cache(lambda path: _names(path, root))
     registered = registered_architectures(root)
     by_file = {(f, cls): arch for arch, (mod, cls, _) in registered.items() for f in _module_files(root, mod)}
     # A registered class with a registered MoE-named sibling (Qwen3_5ForCausalLM beside
@@ -150,7 +154,7 @@ def moe_architectures(root: Path) -> dict[str, tuple[str, str, str]]:
     def config_is_moe(path: Path, name: str, seen: frozenset[tuple[Path, str]]) -> bool:
         # A configuration class whose text config is (a subclass of) the transformers config
         # of a MoE architecture: ``<Stem>Config`` -> registered ``<Stem>ForCausalLM``.
-        classes, imported = _names(path, root)
+        classes, imported = names(path)
         if (path, name) in seen:
             return False
         seen = seen | {(path, name)}
@@ -183,7 +187,7 @@ def moe_architectures(root: Path) -> dict[str, tuple[str, str, str]]:
             return True
         if _MODEL_CLASS.search(name) and _model_file(path, root) and is_moe(path):
             return True
-        classes, imported = _names(path, root)
+        classes, imported = names(path)
 
         def resolve(ref: str) -> tuple[Path, str] | None:
             if ref in classes:
@@ -226,7 +230,7 @@ def moe_architectures(root: Path) -> dict[str, tuple[str, str, str]]:
         files = _module_files(root, mod)
         if any(is_moe(f) for f in files):
             return True
-        return any(class_is_moe(f, cls, seen) for f in files if cls in _names(f, root)[0] and (f, cls) not in seen)
+        return any(class_is_moe(f, cls, seen) for f in files if cls in names(f)[0] and (f, cls) not in seen)
 
     return {arch: spec for arch, spec in registered.items() if arch_is_moe(arch, frozenset())}
 

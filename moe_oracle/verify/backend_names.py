@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-__all__ = ["NO_ENUM_FAMILIES", "UnknownBackend", "vllm_backend_name", "SHORTCUT_BACKENDS"]
+__all__ = ["NO_ENUM_FAMILIES", "NO_MEMBER", "UnknownBackend", "vllm_backend_name", "SHORTCUT_BACKENDS"]
 
 
 class UnknownBackend(LookupError):
@@ -65,6 +65,10 @@ _BY_BACKEND: Mapping[tuple[str, str], str] = {
     ("mxfp4", "aiter"): "AITER_MXFP4_BF16",  # Mxfp4MoeBackend.AITER is an alias of AITER_MXFP4_BF16
 }
 
+NO_MEMBER = "None"
+"""The backend both sides report where the method keeps no backend enum (the harness's vLLM side
+prints ``str(None)``)."""
+
 NO_ENUM_FAMILIES = frozenset({"lut_b"})
 """Families whose quantization method picks its experts class with no backend enum (vLLM 0.34.0
 Q/online/lut_b.py ``LutBOnlineMoEMethod`` keeps only ``experts_cls``): vLLM reports no member, and
@@ -102,7 +106,7 @@ def vllm_backend_name(family: str, backend: str, kernel: str, shortcut: str | No
     if not backend:
         raise UnknownBackend(f"no backend for kernel {kernel!r} ({family})")
     if family in NO_ENUM_FAMILIES:
-        return "None"
+        return NO_MEMBER
     if shortcut is not None and shortcut in SHORTCUT_BACKENDS:
         return SHORTCUT_BACKENDS[shortcut]
     hit = _BY_KERNEL.get((family, kernel)) or _BY_BACKEND.get((family, backend))

@@ -259,6 +259,7 @@ def guided_all2all(
     """
     side = side or OurSide(release)
     rng = random.Random(seed)
+    bound_all2all = side.oracle.catalog.for_version(release).bound_all2all
     found: list[Deployment] = []
     unreached: list[str] = []
     for backend in backends:
@@ -267,7 +268,7 @@ def guided_all2all(
         rng.shuffle(order)
         # A backend some moe_backend names bind (passthrough: the FlashInfer MoE-EP megakernels)
         # is reached from starts that request such a name: those are tried first.
-        binds = {name for name, bound in side.oracle.catalog.for_version(release).bound_all2all.items() if bound == backend}
+        binds = {name for name, bound in bound_all2all.items() if bound == backend}
         order = [s for s in order if s.moe_backend in binds] + [s for s in order if s.moe_backend not in binds]
         for start in order[:60]:
             if len(hits) >= per_backend:

@@ -75,6 +75,12 @@ from tests.property.reference_fields import checkpoint_format, derived_fields, f
 __all__ = ["Judgement", "Model", "Outcome", "Rule", "load_model"]
 
 
+def _consumed(fmt: str) -> list[str]:
+    """The prepare/finalize formats experts of format ``fmt`` take: vLLM 0.34.0
+    ``FusedMoEActivationFormat.is_superset`` (PaddedStandard experts also take Standard input)."""
+    return [fmt, *(["standard"] if fmt == "padded_standard" else [])]
+
+
 class Outcome(enum.Enum):
     PASS = "pass"
     FAIL = "fail"
@@ -583,7 +589,7 @@ class Model:
 
     def pf_for(self, entry: Mapping[str, Any], dispatch: str) -> dict[str, Any] | None:
         """The prepare/finalize with the kernel's interface and format that serves ``dispatch``."""
-        consumed = (entry["activation_format"], *(("standard",) if entry["activation_format"] == "padded_standard" else ()))
+        consumed = _consumed(entry["activation_format"])
         for pf in self.pfs:
             if pf["interface"] == entry["interface"] and pf["activation_format"] in consumed and dispatch in pf["dispatch"]:
                 return pf
@@ -614,8 +620,7 @@ class Model:
                     name = _FEATURE_FIELD[feature]
                     own.append(Rule(f"{kernel}.features.{feature}", _code(name), name, [False]))
             own += [self._constraint(c) for c in e.get("constraints") or ()]
-            # vLLM 0.34.0 FusedMoEActivationFormat.is_superset: PaddedStandard experts also take Standard input.
-            consumed = [e["activation_format"], *(["standard"] if e["activation_format"] == "padded_standard" else [])]
+            consumed = _consumed(e["activation_format"])
             paired = sorted({d for pf in self.pfs if pf["interface"] == e["interface"] and pf["activation_format"] in consumed for d in pf["dispatch"]})
             # The oracle peeks the activation format before selecting: experts of the other format fail.
             own.append(Rule(f"{kernel}.activation_format", "pairing_incompatible", "activation_format", consumed))

@@ -17,15 +17,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..backend_names import NO_MEMBER
 from ..cases import Deployment
 from . import NotDriven
 
 Q = "vllm.model_executor.layers.quantization"
 P = "vllm.model_executor.layers.fused_moe"
-
-NO_BACKEND = "None"
-"""What both sides report as the backend of a LUT-B layer: the method keeps no backend enum."""
-
 
 class _Checked(Exception):
     """Raised by the stand-in ``maybe_make_prepare_finalize``: the experts check passed."""
@@ -43,7 +40,7 @@ def lut_b_method(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
     method = mod.LutBOnlineMoEMethod(moe=moe)
     side.load(dep, moe, method)
     _make_kernel_check(method, moe)
-    return NO_BACKEND, method.experts_cls
+    return NO_MEMBER, method.experts_cls
 
 
 def _make_kernel_check(method: Any, moe: Any) -> None:

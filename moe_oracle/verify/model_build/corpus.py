@@ -116,8 +116,6 @@ def model_files(dirs: Iterable[Path]) -> list[tuple[str, Path, Path | None]]:
             if not p.name.endswith(".hf_quant_config.json"):
                 everywhere.setdefault(p.stem, p)
     for d in dirs:
-        if not d.is_dir():
-            continue
         files = sorted(d.glob("*.json"))
         quant = {p.name[: -len(".hf_quant_config.json")]: p for p in files if p.name.endswith(".hf_quant_config.json")}
         configs = {p.stem: p for p in files if not p.name.endswith(".hf_quant_config.json")}
