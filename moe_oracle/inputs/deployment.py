@@ -26,6 +26,7 @@ from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
 from .eplb_defaults import default_redundant_experts
 from .ep_refusal import engine_num_experts, ep_refusal
+from .model_start_refusals import model_start_refusal
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import GPU_ARCHES, capability_hint, lookup_hardware, unknown_arch
@@ -59,6 +60,8 @@ class Deployment:
         checkpoint_gate: see :data:`CheckpointGate` (``None`` without a checkpoint).
         engine_num_experts: the expert count vLLM's model config reads from the checkpoint
             (:func:`moe_oracle.inputs.ep_refusal.engine_num_experts`; ``None`` without one).
+        architecture: the checkpoint's ``architectures[0]`` (``None`` without one), for the model
+            class's own start-up checks (:mod:`.model_start_refusals`).
     """
 
     given: OperatorInputs
@@ -69,6 +72,7 @@ class Deployment:
     serve: ServeArgs | None = None
     checkpoint_gate: CheckpointGate | None = None
     engine_num_experts: int | None = None
+    architecture: str | None = None
 
     def origins(self) -> dict[str, Origin]:
         """Deployment field -> the input that set it (:func:`origins_of`)."""
@@ -77,12 +81,17 @@ class Deployment:
     def refusals(self) -> list[InputIssue]:
         """What the answer's release refuses at start (EPLB without EP, ...), each naming the input
         that set it and advising a change there (:func:`moe_oracle.core.refusals.refusals`), and
-        expert parallelism on a checkpoint vLLM finds no experts in (:mod:`.ep_refusal`)."""
+        expert parallelism on a checkpoint vLLM finds no experts in (:mod:`.ep_refusal`), and the
+        parallel settings the checkpoint's model class refuses (:mod:`.model_start_refusals`)."""
         origins = self.origins()
         issues = refusals(self.config, release=self.release, origins=origins)
         if self.engine_num_experts == 0 and self.config.parallel.use_ep:
             origin = origins.get("parallel.use_ep", FLAG)
             issues.append(ep_refusal(where_given("parallel.use_ep", origin), self.release.facts_named() if self.release else f"vLLM {ENGINE_VERSION}", origin.file))
+        if self.architecture is not None:
+            blame = {when: (where_given(f, origins.get(f, FLAG)), origins.get(f, FLAG).file) for when, f in (("eplb", "parallel.enable_eplb"), ("sequence_parallel_moe", "parallel.use_ep"))}
+            refused = model_start_refusal(self.architecture, self.config.parallel, self.release.stand_in if self.release else ENGINE_VERSION, blame)
+            issues += [refused] if refused is not None else []
         return issues
 
 
@@ -221,6 +230,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         return answered["env"]
 
     engine_experts: int | None = None  # a checkpoint's count as vLLM's model config reads it
+    architecture: str | None = None
     if given.config:
         loaded = load_config_file(given.config, catalog, answer_env=answer_env)
         config, file_env, file_probe = loaded.config, loaded.environment, loaded.probe
@@ -258,6 +268,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         config = MoEConfig(device=device, provenance=ck_prov + (Provenance("device", Source.HARDWARE, f"--gpu {given.gpu}" if given.gpu else "--platform" if given.platform else "device"),), **kwargs)
         changes = {}
         engine_experts = engine_num_experts(hf_cfg)
+        archs = hf_cfg.get("architectures")
+        architecture = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
     else:
         raise ConfigError([InputIssue("--model", "describe the layer with --model CONFIG_JSON (or an example name), --serve 'vllm serve MODEL ...' or --config FILE; `moe-oracle examples` lists the shipped models", None, None)])
 
@@ -308,7 +320,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     quant_notes, gate = _verify_quantization(given, catalog, config, env, serve, ck_quant, ck_scheme)
-    return Deployment(given, config, env, engine_release(catalog, env), tuple(notes + quant_notes), serve, gate, engine_experts)
+    return Deployment(given, config, env, engine_release(catalog, env), tuple(notes + quant_notes), serve, gate, engine_experts, architecture)
 
 
 def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[Any, dict[str, Any], list[str]]:

@@ -32,6 +32,7 @@ from .quant_checks import verify_checkpoint_quantization
 from .serve import ServeArgs, parse_serve
 from .eplb_defaults import default_redundant_parallel
 from .ep_refusal import ep_without_experts
+from .model_start_refusals import model_start_refusal
 from .release_facts import ENGINE_VERSION
 from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend
 from .speculative import resolve_draft
@@ -167,6 +168,11 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     parallel = ParallelConfig(**par)
     ep_origin = origins_of(given).get("parallel.use_ep", FLAG)
     refused = ep_without_experts(hf_cfg, parallel.use_ep, where_given("parallel.use_ep", ep_origin), f"vLLM {answer_release(catalog, env) or ENGINE_VERSION}", ep_origin.file)
+    if refused is not None:
+        raise ConfigError([refused])
+    origins = origins_of(given)
+    blame = {when: (where_given(f, origins.get(f, FLAG)), origins.get(f, FLAG).file) for when, f in (("eplb", "parallel.enable_eplb"), ("sequence_parallel_moe", "parallel.use_ep"))}
+    refused = model_start_refusal(checkpoint.architecture, parallel, answer_release(catalog, env) or ENGINE_VERSION, blame)
     if refused is not None:
         raise ConfigError([refused])
     targets = {layer.kwargs["num_experts"] for layer in checkpoint.moe_layers() if layer.spec.role == "target" and "num_experts" in layer.kwargs}

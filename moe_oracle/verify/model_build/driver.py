@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ...inputs.model_start_refusals import MODEL_START_REFUSALS
 from ..run import RELEASES, VllmEnv
 from .compare import Difference, compare_case, explain, load_divergences, summarize
 from .corpus import DEPLOYMENTS, QUICK_DEPLOYMENTS, Case, cases
@@ -149,16 +150,22 @@ def run_release(env: VllmEnv, release: str, corpus: Sequence[Case], divergences:
     return res
 
 
-_REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the deployment configuration|Number of experts in the model must be greater than 0 when expert parallelism"
-                      r"|^(target|draft): RuntimeError: Trying to create tensor with negative dimension")
-"""A build that stopped on a verdict our plan can be compared with: the release's selector found
-no backend for a layer (vLLM 0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend``), its model
-config refused expert parallelism (``_verify_with_expert_parallelism``), or a method's
-``create_weights`` asked for a negative shape and the release cannot start (``MoeWNA16Method`` with
-a per-channel group size of -1 divides the hidden size by it: Q/moe_wna16.py, 0.29.0-0.34.0)."""
+_START_REFUSALS = {"Number of experts in the model must be greater than 0": "finds none (\"Number of experts in the model must be greater than 0",
+                   **{c.message: f"\"{c.message}\"" for c in MODEL_START_REFUSALS}}
+"""vLLM's start-up refusal -> what our plan's refusal (exit 2) says for it: the expert-parallel check
+(:mod:`moe_oracle.inputs.ep_refusal`) and the model classes' own checks, quoted
+(:mod:`moe_oracle.inputs.model_start_refusals`)."""
 
-_START_REFUSALS = {"Number of experts in the model must be greater than 0": "finds none (\"Number of experts in the model must be greater than 0"}
-"""vLLM's start-up refusal -> what our plan's refusal (exit 2) says for it (:mod:`moe_oracle.inputs.ep_refusal`)."""
+_REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the deployment configuration"
+                      r"|^(target|draft): RuntimeError: Trying to create tensor with negative dimension|"
+                      + "|".join(re.escape(v) for v in _START_REFUSALS))
+"""A build that stopped on a verdict our plan can be compared with: the release's selector found
+no backend for a layer (vLLM 0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend``), the
+release refused the deployment at start (:data:`_START_REFUSALS`: its model config refused expert
+parallelism, ``_verify_with_expert_parallelism``, or the model class refused a parallel setting),
+or a method's ``create_weights`` asked for a negative shape and the release cannot start
+(``MoeWNA16Method`` with a per-channel group size of -1 divides the hidden size by it:
+Q/moe_wna16.py, 0.29.0-0.34.0)."""
 
 
 def _refusal_verdict(error: str, mine: dict[str, Any]) -> str:
