@@ -90,7 +90,7 @@ class Deployment:
             issues.append(ep_refusal(where_given("parallel.use_ep", origin), self.release.facts_named() if self.release else f"vLLM {ENGINE_VERSION}", origin.file))
         if self.architecture is not None:
             blame = {when: (where_given(f, origins.get(f, FLAG)), origins.get(f, FLAG).file) for when, f in (("eplb", "parallel.enable_eplb"), ("sequence_parallel_moe", "parallel.use_ep"))}
-            refused = model_start_refusal(self.architecture, self.config.parallel, self.release.stand_in if self.release else ENGINE_VERSION, blame)
+            refused = model_start_refusal(self.architecture, self.config.parallel, self.release.stand_in if self.release else ENGINE_VERSION, self.config.device.platform.value, blame)
             issues += [refused] if refused is not None else []
         return issues
 

@@ -172,7 +172,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         raise ConfigError([refused])
     origins = origins_of(given)
     blame = {when: (where_given(f, origins.get(f, FLAG)), origins.get(f, FLAG).file) for when, f in (("eplb", "parallel.enable_eplb"), ("sequence_parallel_moe", "parallel.use_ep"))}
-    refused = model_start_refusal(checkpoint.architecture, parallel, answer_release(catalog, env) or ENGINE_VERSION, blame)
+    refused = model_start_refusal(checkpoint.architecture, parallel, answer_release(catalog, env) or ENGINE_VERSION, device.platform.value, blame)
     if refused is not None:
         raise ConfigError([refused])
     targets = {layer.kwargs["num_experts"] for layer in checkpoint.moe_layers() if layer.spec.role == "target" and "num_experts" in layer.kwargs}

@@ -33,6 +33,7 @@ class ModelStartRefusal:
         when: ``eplb`` (``--enable-eplb``) or ``sequence_parallel_moe`` (:func:`sequence_parallel_moe`).
         message: vLLM's message (the ``NotImplementedError`` text).
         source: where the check is, with the releases read.
+        platforms: the platforms (``cuda``, ``rocm``) whose model class checks it; empty: every one.
     """
 
     architectures: tuple[str, ...]
@@ -40,6 +41,7 @@ class ModelStartRefusal:
     when: str
     message: str
     source: str
+    platforms: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.when not in ("eplb", "sequence_parallel_moe"):
@@ -47,12 +49,19 @@ class ModelStartRefusal:
         SpecifierSet(self.releases)
 
 
+_QWEN4_EXP = ("Qwen4ExpForCausalLM", "Qwen4ExpForConditionalGeneration")
+_QWEN4_EXP_MESSAGE = "Qwen4Exp HC does not support sequence-parallel MoE"
+_QWEN4_EXP_SOURCE = ("vLLM 0.29.0-0.32.0 vllm/models/qwen4_exp/{nvidia,amd}/model.py Qwen4ExpSparseMoeBlock and "
+                     "Qwen4ExpDecoderLayer __init__; 0.32.0 only in amd/ (the ROCm classes, qwen4_exp/__init__.py), "
+                     "0.33.0 in neither")
 _BEAM = "vLLM 0.33.0-0.34.0 vllm/models/beam/nvidia/model.py (0.34.0 also amd/model.py) BeamForCausalLM.__init__"
 
 MODEL_START_REFUSALS: tuple[ModelStartRefusal, ...] = (
     ModelStartRefusal(("BeamForCausalLM",), ">=0.33.0", "eplb", "Beam has not been validated with EPLB; run without --enable-eplb.", _BEAM),
     ModelStartRefusal(("BeamForCausalLM",), ">=0.33.0", "sequence_parallel_moe",
                       "Beam has not been validated with sequence-parallel MoE (data parallelism with expert parallelism).", _BEAM),
+    ModelStartRefusal(_QWEN4_EXP, ">=0.29.0,<0.32.0", "sequence_parallel_moe", _QWEN4_EXP_MESSAGE, _QWEN4_EXP_SOURCE),
+    ModelStartRefusal(_QWEN4_EXP, "==0.32.0", "sequence_parallel_moe", _QWEN4_EXP_MESSAGE, _QWEN4_EXP_SOURCE, ("rocm",)),
 )
 """Known constructor refusals of the architectures we map to a family (those the
 model-construction tier builds; it compares each with our plan's refusal)."""
@@ -69,13 +78,13 @@ def sequence_parallel_moe(parallel: ParallelConfig, release: str) -> bool:
     return parallel.use_ep and parallel.tp_size > 1 and parallel.dp_size > 1 and str(getattr(parallel.all2all_backend, "value", parallel.all2all_backend)) in backends
 
 
-def model_start_refusal(architecture: str | None, parallel: ParallelConfig, release: str, blame: Mapping[str, tuple[str, str | None]]) -> InputIssue | None:
+def model_start_refusal(architecture: str | None, parallel: ParallelConfig, release: str, platform: str, blame: Mapping[str, tuple[str, str | None]]) -> InputIssue | None:
     """The refusal of the first :data:`MODEL_START_REFUSALS` check ``architecture`` fails under
-    ``parallel`` in vLLM ``release``, else ``None``. ``blame[when]``: (the input that turned the
+    ``parallel`` in vLLM ``release`` on ``platform`` (``cuda``, ``rocm`` ...), else ``None``. ``blame[when]``: (the input that turned the
     check's setting on, as :func:`moe_oracle.core.refusals.where_given` names it; its file), for
     ``eplb`` and ``sequence_parallel_moe``."""
     for check in MODEL_START_REFUSALS:
-        if architecture not in check.architectures or Version(release) not in SpecifierSet(check.releases):
+        if architecture not in check.architectures or Version(release) not in SpecifierSet(check.releases) or (check.platforms and platform not in check.platforms):
             continue
         hit = parallel.enable_eplb if check.when == "eplb" else sequence_parallel_moe(parallel, release)
         if hit:
