@@ -17,6 +17,8 @@ moe_oracle.verify.setup_env --dir DIR``) holds every modelled release's tree und
   releases their ranges admit (each read from the function that decides it), and the literals
   the checkpoint reader copies (B12X codec contracts, DeepSeek-V4's claimed model types) are the
   release's;
+* architectures.py's ``SUBCONFIG_WRAPPERS`` are the registered classes that build their language
+  model from a sub-config's ``architectures`` (``registry_scan.subconfig_wrappers``);
 * ``engine_facts/vllm-<release>.yaml`` (the ``vllm serve`` flags) is what tools/vllm_cli_facts.py
   generates from the release's own parser (this one imports the release, in the environment's
   interpreter, with the platform stubbed to CPU).
@@ -339,6 +341,21 @@ def test_the_moe_architecture_list_matches_the_release_source(release):
     found = moe_architectures(_tree(release))
     listed = {a for a, spec in VLLM_MOE_ARCHITECTURES.items() if spec.registered(release)}
     assert listed == set(found), (sorted(listed - set(found)), sorted(set(found) - listed))
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_subconfig_wrapper_list_matches_the_release_source(release):
+    """architectures.py SUBCONFIG_WRAPPERS lists exactly the registered classes that build their
+    language model from a sub-config's architectures (registry_scan.subconfig_wrappers), less those
+    that are MoE architectures of their own, each with the module and sub-config the release uses."""
+    from moe_oracle.inputs.checkpoint.architectures import SUBCONFIG_WRAPPERS, VLLM_MOE_ARCHITECTURES
+    from moe_oracle.verify.model_build.registry_scan import subconfig_wrappers
+
+    found = {a: v for a, v in subconfig_wrappers(_tree(release)).items() if a not in VLLM_MOE_ARCHITECTURES}
+    listed = {a: w for a, w in SUBCONFIG_WRAPPERS.items() if w.registered(release)}
+    assert set(listed) == set(found), (sorted(set(listed) - set(found)), sorted(set(found) - set(listed)))
+    wrong = {a: (w.module, w.sub_config, found[a]) for a, w in listed.items() if (w.module, w.sub_config.removeprefix("self.")) != (found[a][0], found[a][2].removeprefix("self."))}
+    assert not wrong, wrong
 
 
 @pytest.mark.parametrize("release", RELEASES)
