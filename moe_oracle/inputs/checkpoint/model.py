@@ -165,7 +165,9 @@ def read_checkpoint(
     """
     rel = ReaderRelease.of(release)
     text_cfg, text, path = _text_config(cfg, file)
-    top_mt = cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else None
+    top_mt, read_notes = _read_model_type(cfg, rel, file)
+    if text is None and top_mt is not None:
+        text_cfg["model_type"] = top_mt
     text_mt = text_cfg.get("model_type") if isinstance(text_cfg.get("model_type"), str) else None
     for mt, where in ((top_mt, "$.model_type"), (text_mt, f"{path}model_type")):
         if mt in ("deepseek_v41", "deepseek_v41_text") and not rel.holds("deepseek_v41_model"):
@@ -177,7 +179,7 @@ def read_checkpoint(
     if family is GENERIC and by_arch is not None and by_arch.family is not None:
         family = next(f for f in FAMILIES if f.name == by_arch.family)
         arch_notes.append(f"model_type {text_mt or top_mt!r} is not one of family {family.name}'s; read as {family.name} because vLLM builds {lm_arch} with that model class ({by_arch.module})")
-    arch_notes += architecture_notes(lm_arch, family, rel)
+    arch_notes += read_notes + list(architecture_notes(lm_arch, family, rel))
     if family.name == "step3p5" and not rel.holds("step3p5_transformers_config"):
         family = replace(family, defaults=MappingProxyType({**family.defaults, "scoring_func": "softmax"}))
     if family.name == "laguna" and rel.holds("laguna_renormalize_always"):
@@ -258,6 +260,55 @@ def read_checkpoint(
     if not any(layer.spec.is_moe for layer in layers):
         raise ConfigError([InputIssue(f"{path}num_hidden_layers", "the layout has no MoE layer (check first_k_dense_replace, moe_layer_freq, mlp_only_layers, decoder_sparse_step)", text_cfg.get("num_hidden_layers"), None, file)])
     return Checkpoint(name if isinstance(name, str) else None, file, text_mt, top_mt, arch, family, quant, tuple(layers), tuple(dict.fromkeys(notes)), rel)
+
+
+MODEL_TYPE_BY_ARCHITECTURE: Mapping[str, str] = MappingProxyType({
+    "LongcatFlashForCausalLM": "longcat_flash",
+    "LongcatFlashNgramForCausalLM": "longcat_flash",
+})
+"""The model_type vLLM gives a config.json that has none, by ``architectures[0]`` (FACTS
+``model_type_by_architecture``: vLLM 0.32.0-0.34.0 transformers_utils/config.py
+``_ARCHITECTURE_TO_MODEL_TYPE``)."""
+
+
+def _read_model_type(cfg: Mapping[str, Any], rel: ReaderRelease, file: str | None) -> tuple[str | None, list[str]]:
+    """The top-level ``model_type`` vLLM reads config.json with, and what the answer says about it.
+
+    vLLM 0.29.0-0.34.0 ``HFConfigParser.parse`` (transformers_utils/config.py) hands config.json to
+    transformers' ``AutoConfig``, which has no config class to read a config.json without
+    ``model_type`` by (transformers 5.10.4, the lowest these releases admit, and 5.20.2, the environment's): it raises
+    "Unrecognized model in ... Should have a `model_type` key", unless ``auto_map`` names a remote
+    config class and ``--trust-remote-code`` is given. From 0.32.0 vLLM first maps
+    ``architectures[0]`` to a model_type (:data:`MODEL_TYPE_BY_ARCHITECTURE`). A draft's
+    ``speculators_config`` makes it a ``speculators`` config, which is not read here.
+
+    A config.json without ``model_type`` that no release maps is refused by every release too; it
+    is still read from its fields (hand-written configs, ``explain`` of one layer), with a note
+    that says vLLM refuses it.
+
+    Raises:
+        ConfigError: no ``model_type`` and an architecture a later release maps, in a release
+            that does not (0.29.0-0.31.0), and no remote config class: the release refuses the
+            config at read time where the answer could be mistaken for a working one.
+    """
+    mt = cfg.get("model_type")
+    if isinstance(mt, str):
+        return mt, []
+    arch = _first_architecture(cfg)
+    mapped = MODEL_TYPE_BY_ARCHITECTURE.get(arch) if arch else None
+    if mapped is not None and rel.holds("model_type_by_architecture"):
+        return mapped, [f"config.json has no model_type: {rel.words} reads it as model_type {mapped!r} by its architecture {arch} (transformers_utils/config.py _ARCHITECTURE_TO_MODEL_TYPE)"]
+    auto_map = cfg.get("auto_map")
+    if isinstance(auto_map, Mapping) and "AutoConfig" in auto_map:
+        return None, [f"config.json has no model_type: {rel.words} reads it only with --trust-remote-code, through its remote config class ({auto_map['AutoConfig']}), which moe-oracle does not run; the fields are read as written"]
+    if cfg.get("speculators_config") is not None:
+        return None, []
+    refusal = (f"{rel.words} refuses a config.json without model_type when it reads the config (vllm/transformers_utils/config.py HFConfigParser.parse: "
+               f"transformers' AutoConfig raises 'Should have a `model_type` key' unless auto_map names a remote config class for --trust-remote-code)")
+    if mapped is not None:
+        raise ConfigError([InputIssue("$.model_type", f"{refusal}; vLLM 0.32.0 and later read {arch} as model_type {mapped!r}", None,
+                                      ["a model_type string", "auto_map.AutoConfig with --trust-remote-code"], file)])
+    return None, [f"{refusal}; moe-oracle reads the fields as written (a hand-written config), so set model_type as the checkpoint does"]
 
 
 def _first_architecture(cfg: Mapping[str, Any]) -> str | None:

@@ -150,15 +150,19 @@ def run_release(env: VllmEnv, release: str, corpus: Sequence[Case], divergences:
 
 
 _REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the deployment configuration|Number of experts in the model must be greater than 0 when expert parallelism"
-                      r"|^(target|draft): RuntimeError: Trying to create tensor with negative dimension")
+                      r"|^(target|draft): RuntimeError: Trying to create tensor with negative dimension|Should have a `model_type` key")
 """A build that stopped on a verdict our plan can be compared with: the release's selector found
 no backend for a layer (vLLM 0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend``), its model
 config refused expert parallelism (``_verify_with_expert_parallelism``), or a method's
 ``create_weights`` asked for a negative shape and the release cannot start (``MoeWNA16Method`` with
-a per-channel group size of -1 divides the hidden size by it: Q/moe_wna16.py, 0.29.0-0.34.0)."""
+a per-channel group size of -1 divides the hidden size by it: Q/moe_wna16.py, 0.29.0-0.34.0), or
+it could not read config.json at all (transformers' AutoConfig: no ``model_type``; vLLM 0.29.0-0.34.0
+transformers_utils/config.py ``HFConfigParser.parse``)."""
 
-_START_REFUSALS = {"Number of experts in the model must be greater than 0": "finds none (\"Number of experts in the model must be greater than 0"}
-"""vLLM's start-up refusal -> what our plan's refusal (exit 2) says for it (:mod:`moe_oracle.inputs.ep_refusal`)."""
+_START_REFUSALS = {"Number of experts in the model must be greater than 0": "finds none (\"Number of experts in the model must be greater than 0",
+                   "Should have a `model_type` key": "refuses a config.json without model_type when it reads the config"}
+"""vLLM's start-up (or config-read) refusal -> what our plan's refusal (exit 2) says for it
+(:mod:`moe_oracle.inputs.ep_refusal`; ``model.py _read_model_type``)."""
 
 
 def _refusal_verdict(error: str, mine: dict[str, Any]) -> str:
