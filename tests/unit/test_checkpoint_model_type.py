@@ -67,3 +67,11 @@ def test_the_construction_tier_compares_the_refusal():
     assert _refusal_verdict(vllm, ours) == "agree"
     answered = {"status": "ok", "error": None, "layers": [{"role": "target", "experts_class": "TritonExperts"}]}
     assert _refusal_verdict(vllm, answered).startswith("ours does not refuse")
+
+
+def test_select_says_the_release_refuses_a_config_without_model_type(capsys, tmp_path):
+    qwen = {k: v for k, v in json.loads((ROOT / "examples" / "models" / "qwen3-30b-a3b.json").read_text()).items() if k != "model_type"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(qwen))
+    assert main(["select", "--model", str(path), "--gpu", "H200", "--tp", "1", "--package", "vllm==0.33.0"]) == 0
+    assert "vLLM 0.33.0 refuses a config.json without model_type" in capsys.readouterr().err

@@ -93,3 +93,12 @@ def test_the_corpus_wrappers_read_as_their_language_model(name, family, layers, 
     moe = ck.moe_layers()
     assert (ck.family.name, len(moe), moe[0].spec.experts) == (family, layers, prefix)
     assert not any("assumed" in n and "module names" in n for n in ck.notes)  # the wrapper's checkpoint names are known
+
+
+def test_explain_names_the_language_model_it_answers_for(capsys, tmp_path):
+    from moe_oracle.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(INTERNVL_CHAT))
+    assert main(["explain", "--model", str(path), "--gpu", "H200", "--tp", "8"]) == 0
+    assert "InternVLChatModel builds its language model from $.llm_config" in capsys.readouterr().out
