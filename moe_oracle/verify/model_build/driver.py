@@ -151,9 +151,11 @@ def run_release(env: VllmEnv, release: str, corpus: Sequence[Case], divergences:
 
 
 _START_REFUSALS = {"Number of experts in the model must be greater than 0": "finds none (\"Number of experts in the model must be greater than 0",
+                   "Should have a `model_type` key": "refuses a config.json without model_type when it reads the config",
                    **{c.message: f"\"{c.message}\"" for c in MODEL_START_REFUSALS}}
-"""vLLM's start-up refusal -> what our plan's refusal (exit 2) says for it: the expert-parallel check
-(:mod:`moe_oracle.inputs.ep_refusal`) and the model classes' own checks, quoted
+"""vLLM's start-up (or config-read) refusal -> what our plan's refusal (exit 2) says for it: the
+expert-parallel check (:mod:`moe_oracle.inputs.ep_refusal`), a config without ``model_type``
+(``model.py _read_model_type``) and the model classes' own checks, quoted
 (:mod:`moe_oracle.inputs.model_start_refusals`)."""
 
 _REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the deployment configuration"
@@ -162,10 +164,11 @@ _REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the de
 """A build that stopped on a verdict our plan can be compared with: the release's selector found
 no backend for a layer (vLLM 0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend``), the
 release refused the deployment at start (:data:`_START_REFUSALS`: its model config refused expert
-parallelism, ``_verify_with_expert_parallelism``, or the model class refused a parallel setting),
-or a method's ``create_weights`` asked for a negative shape and the release cannot start
-(``MoeWNA16Method`` with a per-channel group size of -1 divides the hidden size by it:
-Q/moe_wna16.py, 0.29.0-0.34.0)."""
+parallelism, ``_verify_with_expert_parallelism``; transformers' AutoConfig found no ``model_type``,
+vLLM 0.29.0-0.34.0 transformers_utils/config.py ``HFConfigParser.parse``; or the model class
+refused a parallel setting), or a method's ``create_weights`` asked for a negative shape and the
+release cannot start (``MoeWNA16Method`` with a per-channel group size of -1 divides the hidden
+size by it: Q/moe_wna16.py, 0.29.0-0.34.0)."""
 
 
 def _refusal_verdict(error: str, mine: dict[str, Any]) -> str:

@@ -136,7 +136,7 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
         try:
             plan = plan_deployment(build_model_deployment(plan_inputs(case, env_file), catalog), catalog)
         except ConfigError as exc:
-            return {"status": "error", "error": f"exit 2: {exc}"[-400:], "layers": [], "dense": [], "plan_argv": argv}
+            return {"status": "error", "error": f"exit 2: {exc}"[-800:], "layers": [], "dense": [], "plan_argv": argv}
         except Exception as exc:  # noqa: BLE001 - recorded as our side failing
             return {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:400], "layers": [], "dense": [], "plan_argv": argv}
     record = json.loads(json.dumps(plan.to_dict(), default=str))  # what `moe-oracle plan --json` prints
