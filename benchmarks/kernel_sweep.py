@@ -109,12 +109,7 @@ FP8_NEW = {
 }
 FP8_S11 = {
     "gemm1": [F(128, 16, 3, split=32), F(128, 16, 3, split=64), F(128, 16, 4, split=32), F(128, 16, 3, group_m=16, split=64),
-              F(128, 16, 3, tma=True, split=32), F(64, 8, 4, split=32),
-              # gate and up in one dot of 256 interleaved weight rows per K step (fuse)
-              F(128, 8, 3, split=32, fuse=True), F(128, 8, 3, split=64, fuse=True), F(128, 8, 4, split=32, fuse=True),
-              F(128, 16, 3, split=32, fuse=True), F(128, 16, 3, split=64, fuse=True), F(128, 16, 4, split=64, fuse=True),
-              F(64, 8, 3, split=32, fuse=True), F(64, 8, 4, fuse=True), F(64, 4, 3, split=32, fuse=True), F(128, 16, 3, group_m=16, split=64, fuse=True),
-              F(128, 8, 3, split=32, ws=True, fuse=True)],
+              F(128, 16, 3, tma=True, split=32), F(64, 8, 4, split=32)],
     "gemm2": [F(64, 4, 3, group_m=16, tma=True, persistent=2, flat=True, tma_a=True), F(64, 4, 4, group_m=16, tma=True, persistent=2, flat=True, tma_a=True),
               F(64, 4, 4, group_m=16, tma=True, tma_a=True), F(64, 4, 4, group_m=16, tma=True, persistent=2, tma_a=True),
               F(64, 4, 3, group_m=16, tma=True, persistent=3, flat=True, tma_a=True), F(128, 8, 3, tma=True, tma_a=True),
@@ -161,7 +156,6 @@ def _split(c) -> str:  # noqa: ANN001 - GemmTile / BlockConfig; the optional key
     out += f", persistent: {c.persistent}" if c.persistent else ""
     out += ", flat: true" if c.flat else ""
     out += ", ws: true" if c.ws else ""
-    out += ", fuse: true" if getattr(c, "fuse", False) else ""
     return out + (", tma_a: true" if c.tma_a else "")
 
 
@@ -251,8 +245,7 @@ def candidates(layer: Layer, tokens: int, gemm: str) -> list:
         cands = BF16_GEMM1 if gemm == "gemm1" else BF16_GEMM2
     if DEVICE == "cpu":
         cands = list(dict.fromkeys([cands[0], *[c for c in cands if c.tma][:1], *[c for c in cands if c.block_n == 256][:1],
-                                    *[c for c in cands if c.split][:1], *[c for c in cands if c.tma_a][:1],
-                                    *[c for c in cands if getattr(c, "fuse", False)][:1]]))
+                                    *[c for c in cands if c.split][:1], *[c for c in cands if c.tma_a][:1]]))
     return cands
 
 

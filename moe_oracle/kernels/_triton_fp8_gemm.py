@@ -33,7 +33,7 @@ def _fp8_block_gemm_kernel(
     alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr,
-    A_DESC: tl.constexpr, FUSE: tl.constexpr, PERSIST: tl.constexpr, FLAT: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
+    A_DESC: tl.constexpr, PERSIST: tl.constexpr, FLAT: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
 ):
     if PERSIST:  # a fixed grid; each program takes every num_programs-th live tile in the grouped order
         live = _live_tiles(counts_ptr, num_local, BLOCK_M, BLOCK_E)
@@ -42,14 +42,14 @@ def _fp8_block_gemm_kernel(
             _, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
             _fp8_split_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                             stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                            BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, FUSE, WS, EMULATE)
+                            BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, WS, EMULATE)
     else:
         pid_m, pid_n = _grouped_pid(tl.program_id(0), n_out, max_tiles_m, BLOCK_N, GROUP_M)
         live, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
         if pid_m < live:
             _fp8_split_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                             stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                            BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, FUSE, WS, EMULATE)
+                            BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, WS, EMULATE)
 
 
 @triton.jit
@@ -57,7 +57,7 @@ def _fp8_split_tile(
     a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
     stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr,
-    GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, A_DESC: tl.constexpr, FUSE: tl.constexpr, WS: tl.constexpr,
+    GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, A_DESC: tl.constexpr, WS: tl.constexpr,
     EMULATE: tl.constexpr,
 ):
     # SPLIT_M: an expert's last tile with at most SPLIT_M rows takes the SPLIT_M-row code path (see the bf16 kernel).
@@ -65,15 +65,15 @@ def _fp8_split_tile(
         if n_rows <= SPLIT_M:
             _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                       stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                      SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, FUSE, WS, EMULATE)
+                      SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, WS, EMULATE)
         else:
             _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                       stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                      BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, FUSE, WS, EMULATE)
+                      BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, WS, EMULATE)
     else:
         _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                   stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                  BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, FUSE, WS, EMULATE)
+                  BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, WS, EMULATE)
 
 
 @triton.jit
@@ -81,16 +81,13 @@ def _fp8_tile(
     a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
     stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr,
-    ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, A_DESC: tl.constexpr, FUSE: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
+    ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, A_DESC: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
 ):
     # One output tile: rows [first_row, first_row + n_rows) of expert e, columns of n-tile pid_n.
     # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads).
     # BLOCK_N > 128 (plain GEMM only): one weight scale per 128 output columns, a vector per K step.
     # A_DESC (rows in order, no SPLIT_M): a_ptr is a tensor descriptor over A [rows, K]; a box of BLOCK_M rows
     # from first_row may hold the next expert's rows, whose scales load as 0 and whose outputs are not stored.
-    # FUSE (gated, weights through pointers): one dot of 2 * BLOCK_N columns per K step, gate and up weight rows
-    # interleaved (even column 2j: gate row j, odd 2j + 1: up row j), so one tensor-core wait and one FMA pass per
-    # step serve both; each thread's accumulator holds column pairs, split back into gate and up after the loop.
     rows, rmask, arow = _tile_rows(tok_ptr, first_row, n_rows, BLOCK_M, INDIRECT)
     rk = tl.arange(0, BLOCK_K)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -106,56 +103,37 @@ def _fp8_tile(
         bs_ptrs = bs_ptr + e64 * stride_bse + (rn // 128) * stride_bsn
     else:
         bs_ptrs = bs_ptr + e64 * stride_bse + ((pid_n * BLOCK_N) // 128) * stride_bsn
-    if FUSE:
-        c2 = tl.arange(0, 2 * BLOCK_N)
-        w_rows = (c2 % 2) * up_off + pid_n * BLOCK_N + c2 // 2
-        bf_ptrs = b_ptr + e64 * stride_be + w_rows.to(tl.int64)[None, :] * stride_bn + rk[:, None]
-        bfs_ptrs = bs_ptr + e64 * stride_bse + (w_rows // 128) * stride_bsn
-        acc_f = tl.zeros([BLOCK_M, 2 * BLOCK_N], dtype=tl.float32)
-        for kb in tl.range(0, tl.cdiv(k_dim, BLOCK_K), warp_specialize=WS):
-            if A_DESC:
-                a = a_ptr.load([first_row, kb * BLOCK_K])
-            else:
-                a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
-                a_ptrs += BLOCK_K
-            a_s = tl.load(as_ptrs + kb, mask=rmask, other=0.0)
-            bf = tl.load(bf_ptrs)
-            bf_ptrs += BLOCK_K
-            bf_s = tl.load(bfs_ptrs + kb)
-            acc_f += tl.dot(a, bf) * (a_s[:, None] * bf_s[None, :])
-        acc, acc_u = tl.split(tl.reshape(acc_f, [BLOCK_M, BLOCK_N, 2]))
-    else:
-        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    if GATED:
+        if not B_DESC:
+            bu_ptrs = b_ptrs + up_off * stride_bn
+        bus_ptrs = bs_ptr + e64 * stride_bse + ((up_off + pid_n * BLOCK_N) // 128) * stride_bsn
+        acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for kb in tl.range(0, tl.cdiv(k_dim, BLOCK_K), warp_specialize=WS):
+        if A_DESC:
+            a = a_ptr.load([first_row, kb * BLOCK_K])
+        else:
+            a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
+            a_ptrs += BLOCK_K
+        a_s = tl.load(as_ptrs + kb, mask=rmask, other=0.0)
+        if B_DESC:
+            b = b_ptr.load([b_row, kb * BLOCK_K]).T
+        else:
+            b = tl.load(b_ptrs)
+            b_ptrs += BLOCK_K
+        b_s = tl.load(bs_ptrs + kb)
+        if BLOCK_N > 128:
+            acc += tl.dot(a, b) * (a_s[:, None] * b_s[None, :])
+        else:
+            acc += tl.dot(a, b) * (a_s[:, None] * b_s)
         if GATED:
-            if not B_DESC:
-                bu_ptrs = b_ptrs + up_off * stride_bn
-            bus_ptrs = bs_ptr + e64 * stride_bse + ((up_off + pid_n * BLOCK_N) // 128) * stride_bsn
-            acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for kb in tl.range(0, tl.cdiv(k_dim, BLOCK_K), warp_specialize=WS):
-            if A_DESC:
-                a = a_ptr.load([first_row, kb * BLOCK_K])
-            else:
-                a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
-                a_ptrs += BLOCK_K
-            a_s = tl.load(as_ptrs + kb, mask=rmask, other=0.0)
             if B_DESC:
-                b = b_ptr.load([b_row, kb * BLOCK_K]).T
+                bu = b_ptr.load([b_row + up_off, kb * BLOCK_K]).T
             else:
-                b = tl.load(b_ptrs)
-                b_ptrs += BLOCK_K
-            b_s = tl.load(bs_ptrs + kb)
-            if BLOCK_N > 128:
-                acc += tl.dot(a, b) * (a_s[:, None] * b_s[None, :])
-            else:
-                acc += tl.dot(a, b) * (a_s[:, None] * b_s)
-            if GATED:
-                if B_DESC:
-                    bu = b_ptr.load([b_row + up_off, kb * BLOCK_K]).T
-                else:
-                    bu = tl.load(bu_ptrs)
-                    bu_ptrs += BLOCK_K
-                bu_s = tl.load(bus_ptrs + kb)
-                acc_u += tl.dot(a, bu) * (a_s[:, None] * bu_s)
+                bu = tl.load(bu_ptrs)
+                bu_ptrs += BLOCK_K
+            bu_s = tl.load(bus_ptrs + kb)
+            acc_u += tl.dot(a, bu) * (a_s[:, None] * bu_s)
     if GATED:
         out = _gated(acc, acc_u, alpha, limit, ACT)
     elif ACT >= 0:
@@ -184,10 +162,7 @@ class BlockConfig:
     into one software pipeline (the next tile's loads overlap this tile's last steps). ``ws``:
     Triton's warp-specialized K loop (``tl.range(warp_specialize=True)``). ``tma_a`` (GEMM2: rows in
     expert order; no ``split``): load the activation rows through a tensor descriptor too (boxes of
-    ``block_m`` rows from each tile's first row). ``fuse`` (GEMM1: gated; weights through pointers,
-    ``block_n`` 128): the gate and up weight rows of a tile in one dot of 256 interleaved columns per K
-    step, so one tensor-core wait and one scale-FMA pass serve both halves (two dots, each waited for
-    before its FMAs, otherwise).
+    ``block_m`` rows from each tile's first row).
 
     Raises:
         ValueError: a field out of its range (the message names field, value and what is allowed).
@@ -204,7 +179,6 @@ class BlockConfig:
     ws: bool = False
     flat: bool = False
     tma_a: bool = False
-    fuse: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.block_m, int) or self.block_m < 16 or self.block_m & (self.block_m - 1):
@@ -222,9 +196,6 @@ class BlockConfig:
         check_split("BlockConfig", self.block_m, self.split)
         check_persistent("BlockConfig", self.persistent, self.ws, self.flat, self.split)
         check_tma_a("BlockConfig", self.tma_a, self.split)
-        if not isinstance(self.fuse, bool) or (self.fuse and (self.tma or self.block_n != 128)):
-            raise ValueError(f"BlockConfig.fuse: {self.fuse!r} is not allowed with tma={self.tma}, block_n={self.block_n}; "
-                             "false, or true with tma false and block_n 128 (weights through pointers)")
 
 
 BLOCK_CONFIGS = {
@@ -309,8 +280,6 @@ def fp8_block_gemm(
         raise ValueError(f"fp8_block_gemm: block_n {cfg.block_n} needs a plain GEMM (no quant_out) with N a multiple of it, got N={n_out}")
     if cfg.tma_a and sorted_tok is not None:
         raise ValueError("fp8_block_gemm: config.tma_a True is not allowed with sorted_tok (rows read through the token index); it needs rows in order (GEMM2)")
-    if cfg.fuse and not gated:
-        raise ValueError("fp8_block_gemm: config.fuse True is not allowed without a gated activation; it fuses GEMM1's gate and up dots")
     desc = weight_descriptor(w, cfg.block_n, 128) if cfg.tma else None
     a_desc = activation_descriptor(a, cfg.block_m, 128) if cfg.tma_a else None
     max_tiles_m = triton.cdiv(rows, cfg.block_m) + num_local
@@ -323,6 +292,6 @@ def fp8_block_gemm(
         float(swiglu_alpha), float(swiglu_limit),
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=128, BLOCK_E=_pow2(num_local), GROUP_M=cfg.group_m,
         SPLIT_M=cfg.split, INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, QUANT_OUT=quant_out,
-        B_DESC=desc is not None, A_DESC=a_desc is not None, FUSE=cfg.fuse, PERSIST=cfg.persistent > 0, FLAT=cfg.flat, WS=cfg.ws, EMULATE=INTERPRET, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        B_DESC=desc is not None, A_DESC=a_desc is not None, PERSIST=cfg.persistent > 0, FLAT=cfg.flat, WS=cfg.ws, EMULATE=INTERPRET, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, scale

@@ -283,10 +283,6 @@ def test_fp8_tile_table_errors_name_the_field_the_value_and_what_is_allowed(gemm
     gemm1_tma_a["shapes"][0]["ranges"][1]["gemm1"] = {"m": 64, "n": 128, "tma_a": True}
     with pytest.raises(ValueError, match="gemm1.tma_a = True is not allowed; false or absent"):
         parse_paths(gemm1_tma_a, "f.yaml")
-    gemm2_fuse = _fp8_doc()
-    gemm2_fuse["shapes"][0]["ranges"][1]["gemm2"] = {"m": 64, "n": 128, "fuse": True}
-    with pytest.raises(ValueError, match="gemm2.fuse = True is not allowed; false or absent"):
-        parse_paths(gemm2_fuse, "f.yaml")
     with pytest.raises(ValueError, match="path = 'torch_grouped_mm' is not allowed; one of triton"):
         parse_paths(_fp8_doc(default=[{"path": "torch_grouped_mm"}]), "f.yaml")
     with pytest.raises(ValueError, match="experts = 'cutlass' is not allowed"):
