@@ -59,3 +59,10 @@ def test_a_refusal_by_vllm_is_compared_with_our_plan():
     ours = {"status": "error", "error": ("exit 2: bad --ep: vLLM 0.33.0 refuses expert parallelism ... and finds none (\"Number of experts in the model must be greater than 0 when expert parallelism is enabled\")")[-400:], "layers": []}
     assert _refusal_verdict(start, ours) == "agree"
     assert _refusal_verdict(start, picked).startswith("ours does not refuse at start")
+    # A create_weights refusal: every backend is refused, so our plan must select none for the role.
+    groups = ("target: ValueError: CompressedTensors WNA16 MoE with static group scales requires the MoE intermediate size per "
+              "tensor-parallel partition (96) to be divisible by group_size (128).")
+    assert _REFUSAL.search(groups)
+    assert _refusal_verdict(groups, refused) == "agree"
+    assert _refusal_verdict(groups, picked).startswith("ours selects MarlinExperts")
+    assert not _REFUSAL.search("target: ValueError: some other construction error")

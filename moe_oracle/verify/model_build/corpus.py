@@ -29,6 +29,8 @@ QUANT_PAIRS: dict[str, str] = {
     "mixtral-awq-synthetic": "mixtral-8x7b-instruct-v0.1",
     "gemma-4-26b-a4b-fp8dynamic-synthetic": "gemma-4-26b-a4b",
     "glm4moeforcausallm-w8a8-synthetic": "glm4moeforcausallm-synthetic",
+    "qwen3-30b-a3b-w4a16-synthetic": "qwen3-30b-a3b",
+    "qwen3-30b-a3b-gptq-int4-synthetic": "qwen3-30b-a3b",
 }
 """hf_quant_config stem -> config.json stem, where the stems differ (shared/models/SOURCES.md; the
 registry variants: examples/models/registry/SOURCES.md, "Quantized variants"). A registry
