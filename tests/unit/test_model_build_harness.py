@@ -65,4 +65,14 @@ def test_a_refusal_by_vllm_is_compared_with_our_plan():
     assert _REFUSAL.search(groups)
     assert _refusal_verdict(groups, refused) == "agree"
     assert _refusal_verdict(groups, picked).startswith("ours selects MarlinExperts")
+    assert _REFUSAL.search("target: ValueError: No MXFP8 MoE backends available.")  # P/oracle/mxfp8.py's wording
     assert not _REFUSAL.search("target: ValueError: some other construction error")
+
+
+def test_mxfp8_layers_hand_the_selector_no_activation_key():
+    # vLLM 0.29.0-0.34.0 select_mxfp8_moe_backend(config) takes no keys; the weight key is the one
+    # the reader implies (mxfp8_static), the activation key none, whatever the scheme quantizes.
+    layers = our_layers(_case("minimax-m3-mxfp8-synthetic", "MI300X-tp8"), "0.34.0")["layers"]
+    assert layers and {(L["weight_key"], L["activation_key"]) for L in layers} == {("mxfp8_static", None)}
+    fp8 = our_layers(_case("qwen3-30b-a3b-fp8", "H200-tp8"), "0.34.0")["layers"]
+    assert {L["activation_key"] for L in fp8} == {"fp8_dynamic_group128"}  # a selector that takes one keeps it

@@ -31,6 +31,7 @@ QUANT_PAIRS: dict[str, str] = {
     "gemma-4-26b-a4b-quark-mxfp4-synthetic": "gemma-4-26b-a4b",
     "gemma-4-26b-a4b-fp8static-synthetic": "gemma-4-26b-a4b",
     "longcatflashforcausallm-fp8-synthetic": "longcatflashforcausallm-synthetic",
+    "minimax-m3-mxfp8-synthetic": "minimax-m3",
     "glm4moeforcausallm-w8a8-synthetic": "glm4moeforcausallm-synthetic",
     "qwen3-30b-a3b-w4a16-synthetic": "qwen3-30b-a3b",
     "qwen3-30b-a3b-gptq-int4-synthetic": "qwen3-30b-a3b",

@@ -157,12 +157,13 @@ _START_REFUSALS = {"Number of experts in the model must be greater than 0": "fin
 (:mod:`moe_oracle.inputs.model_start_refusals`)."""
 
 _REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the deployment configuration"
+                      r"|^(target|draft): ValueError: No MXFP8 MoE backends available"
                       r"|^(target|draft): RuntimeError: Trying to create tensor with negative dimension"
                       r"|^(target|draft): ValueError: CompressedTensors WNA16 MoE (with static group scales )?requires|"
                       + "|".join(re.escape(v) for v in _START_REFUSALS))
 """A build that stopped on a verdict our plan can be compared with: the release's selector found
-no backend for a layer (vLLM 0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend``), the
-release refused the deployment at start (:data:`_START_REFUSALS`: its model config refused expert
+no backend for a layer (vLLM 0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend``; the MXFP8
+selector says "No MXFP8 MoE backends available"), the release refused the deployment at start (:data:`_START_REFUSALS`: its model config refused expert
 parallelism, ``_verify_with_expert_parallelism``, or the model class refused a parallel setting),
 or a method's ``create_weights`` refused every backend and the release cannot start
 (``MoeWNA16Method`` with a per-channel group size of -1 divides the hidden size by it and asks for a
