@@ -32,6 +32,7 @@ QUANT_PAIRS: dict[str, str] = {
     "gemma-4-26b-a4b-fp8static-synthetic": "gemma-4-26b-a4b",
     "longcatflashforcausallm-fp8-synthetic": "longcatflashforcausallm-synthetic",
     "minimax-m3-mxfp8-synthetic": "minimax-m3",
+    "exaonemoeforcausallm-fp8-synthetic": "exaonemoeforcausallm-synthetic",
     "glm4moeforcausallm-w8a8-synthetic": "glm4moeforcausallm-synthetic",
     "qwen3-30b-a3b-w4a16-synthetic": "qwen3-30b-a3b",
     "qwen3-30b-a3b-gptq-int4-synthetic": "qwen3-30b-a3b",
