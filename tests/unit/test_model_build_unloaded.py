@@ -92,3 +92,14 @@ def test_other_methods_keep_the_broadcast_error():
     for method in (block(), other()):
         with pytest.raises(RuntimeError, match="broadcast"):
             quant_config_with_loaded_names(method, _fp8_layer())
+
+
+def test_quark_per_tensor_fp8_is_reshaped_too():
+    pytest.importorskip("torch")
+    quark = type("QuarkW8A8Fp8MoEMethod", (Fp8MoEMethod,), {"weight_qscheme": "per_tensor", "static_input_scales": True})
+    layer = _fp8_layer(8)
+    _, bound = quant_config_with_loaded_names(quark(), layer)
+    assert tuple(layer.w13_weight_scale.shape) == (8,) and bound == ["w13_weight_scale[max]", "w13_input_scale[max]", "w2_input_scale[max]"]
+    per_channel = type("QuarkW8A8Fp8MoEMethod", (Fp8MoEMethod,), {"weight_qscheme": "per_channel", "static_input_scales": True})
+    with pytest.raises(RuntimeError, match="broadcast"):
+        quant_config_with_loaded_names(per_channel(), _fp8_layer())

@@ -27,6 +27,7 @@ QUANT_PAIRS: dict[str, str] = {
     "granitemoehybridforcausallm-fp8-synthetic": "granitemoehybridforcausallm-synthetic",
     "mixtral-gptq-synthetic": "mixtral-8x7b-instruct-v0.1",
     "mixtral-awq-synthetic": "mixtral-8x7b-instruct-v0.1",
+    "mixtral-quark-fp8-synthetic": "mixtral-8x7b-instruct-v0.1",
     "gemma-4-26b-a4b-fp8dynamic-synthetic": "gemma-4-26b-a4b",
     "gemma-4-26b-a4b-quark-mxfp4-synthetic": "gemma-4-26b-a4b",
     "gemma-4-26b-a4b-fp8static-synthetic": "gemma-4-26b-a4b",

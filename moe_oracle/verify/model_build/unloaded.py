@@ -13,7 +13,8 @@ shapes, never the scale values). Only the pairs in :data:`LOADED_NAMES` are boun
 the layer lacks it; :func:`self_check` fails when a release stops making the rename.
 
 The same step reshapes per-tensor FP8 scales (:data:`RESHAPING_METHODS`): vLLM 0.29.0-0.34.0
-``Q/fp8.py`` ``Fp8MoEMethod.create_weights`` registers ``w13_weight_scale`` as one scale per expert
+``Q/fp8.py`` ``Fp8MoEMethod.create_weights`` (and ``Q/quark/quark_moe.py``
+``QuarkW8A8Fp8MoEMethod``'s, per-tensor) registers ``w13_weight_scale`` as one scale per expert
 and shard (``[E, 2]``: w1 and w3) and, with static activations, one input scale per expert
 (``[E]``); ``process_weights_after_loading`` keeps the larger of the two weight scales per expert
 (``process_fp8_weight_tensor_strategy_moe``: ``max(dim=1)``) and one input scale for the layer
@@ -47,6 +48,7 @@ RENAMING_METHODS: tuple[tuple[str, str], ...] = (
 
 RESHAPING_METHODS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("vllm.model_executor.layers.quantization.fp8", "Fp8MoEMethod", ("process_fp8_weight_tensor_strategy_moe(", "process_fp8_input_tensor_strategy_moe(")),
+    ("vllm.model_executor.layers.quantization.quark.quark_moe", "QuarkW8A8Fp8MoEMethod", ("w13_weight_scale.max(dim=1)", "w13_input_scale.max()")),
 )
 """(module, class, calls its ``process_weights_after_loading`` makes) of the quant methods whose
 per-tensor FP8 reshaping this stands in for (checked by :func:`self_check`)."""
@@ -60,7 +62,12 @@ def _processed_per_tensor_fp8(method: Any, layer: Any) -> list[str]:
     leaves (module docstring); the names reshaped (``NAME[max]``), none for any other method."""
     import torch
 
-    if type(method).__name__ != "Fp8MoEMethod" or getattr(method, "block_quant", True):
+    cls_name = type(method).__name__
+    if cls_name == "Fp8MoEMethod" and not getattr(method, "block_quant", True):
+        static = getattr(getattr(method, "quant_config", None), "activation_scheme", None) == "static"
+    elif cls_name == "QuarkW8A8Fp8MoEMethod" and getattr(method, "weight_qscheme", None) == "per_tensor":
+        static = bool(getattr(method, "static_input_scales", False))
+    else:
         return []
     done = []
     name = f"w13_{getattr(method, 'weight_scale_name', 'weight_scale')}"
@@ -68,7 +75,7 @@ def _processed_per_tensor_fp8(method: Any, layer: Any) -> list[str]:
     if isinstance(scale, torch.Tensor) and scale.dim() == 2:
         setattr(layer, name, torch.nn.Parameter(scale.max(dim=1).values, requires_grad=False))
         done.append(f"{name}[max]")
-    if getattr(getattr(method, "quant_config", None), "activation_scheme", None) == "static":
+    if static:
         for name in ("w13_input_scale", "w2_input_scale"):
             scale = getattr(layer, name, None)
             if isinstance(scale, torch.Tensor) and scale.dim() == 1:
