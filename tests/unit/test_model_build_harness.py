@@ -66,6 +66,12 @@ def test_a_refusal_by_vllm_is_compared_with_our_plan():
     assert _refusal_verdict(groups, refused) == "agree"
     assert _refusal_verdict(groups, picked).startswith("ours selects MarlinExperts")
     assert _REFUSAL.search("target: ValueError: No MXFP8 MoE backends available.")  # P/oracle/mxfp8.py's wording
+    # compressed-tensors experts whose projections fall in different scheme groups: refused at start.
+    mixed = "target: ValueError: All MoE projections need to have same quantization scheme but found multiple"
+    assert _REFUSAL.search(mixed)
+    ours_mixed = {"status": "error", "error": "exit 2: bad glm-5.json: $.quantization_config.config_groups: All MoE projections need to have same quantization scheme but found multiple (compressed-tensors get_moe_method)", "layers": []}
+    assert _refusal_verdict(mixed, ours_mixed) == "agree"
+    assert _refusal_verdict(mixed, picked).startswith("ours does not refuse at start")
     assert not _REFUSAL.search("target: ValueError: some other construction error")
 
 

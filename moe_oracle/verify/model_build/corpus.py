@@ -28,6 +28,7 @@ QUANT_PAIRS: dict[str, str] = {
     "mixtral-gptq-synthetic": "mixtral-8x7b-instruct-v0.1",
     "mixtral-awq-synthetic": "mixtral-8x7b-instruct-v0.1",
     "mixtral-quark-fp8-synthetic": "mixtral-8x7b-instruct-v0.1",
+    "glm-5-mixed-nvfp4-fp8-synthetic": "glm-5",
     "gemma-4-26b-a4b-fp8dynamic-synthetic": "gemma-4-26b-a4b",
     "gemma-4-26b-a4b-quark-mxfp4-synthetic": "gemma-4-26b-a4b",
     "gemma-4-26b-a4b-fp8static-synthetic": "gemma-4-26b-a4b",

@@ -150,11 +150,16 @@ def run_release(env: VllmEnv, release: str, corpus: Sequence[Case], divergences:
     return res
 
 
+_MIXED_SCHEMES = "All MoE projections need to have same quantization scheme but found multiple"
 _START_REFUSALS = {"Number of experts in the model must be greater than 0": "finds none (\"Number of experts in the model must be greater than 0",
+                   _MIXED_SCHEMES: _MIXED_SCHEMES,
                    **{c.message: f"\"{c.message}\"" for c in MODEL_START_REFUSALS}}
 """vLLM's start-up refusal -> what our plan's refusal (exit 2) says for it: the expert-parallel check
-(:mod:`moe_oracle.inputs.ep_refusal`) and the model classes' own checks, quoted
-(:mod:`moe_oracle.inputs.model_start_refusals`)."""
+(:mod:`moe_oracle.inputs.ep_refusal`), the model classes' own checks, quoted
+(:mod:`moe_oracle.inputs.model_start_refusals`), and compressed-tensors refusing experts whose
+projections fall in different scheme groups (vLLM 0.29.0-0.34.0
+Q/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe.py; ours:
+``moe_oracle/inputs/checkpoint/formats_ct.py``, which quotes it)."""
 
 _REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the deployment configuration"
                       r"|^(target|draft): ValueError: No MXFP8 MoE backends available"
