@@ -83,7 +83,7 @@ def fp8_candidates(gemm: str, rows_per_expert: float) -> list[ops.BlockConfig]:
                  F(64, 4, 4, split=32), F(128, 8, 3, split=64), F(128, 8, 3, tma=True, split=64), F(128, 8, 3, split=32),
                  F(128, 8, 4, split=64), F(128, 8, 3, group_m=16, split=64), F(128, 8, 3, group_m=4, split=64)]
     if rows_per_expert > 48:
-        cands += FP8_NEW[gemm]
+        cands += FP8_NEW[gemm] + FP8_S11[gemm]
     if gemm == "gemm2" and rows_per_expert > 48:
         cands += [F(64, 8, 3, block_n=256), F(64, 8, 3, block_n=256, tma=True), F(64, 8, 4, block_n=256, tma=True), F(128, 8, 3, block_n=256, tma=True),
                   F(128, 8, 3, block_n=256, tma=True, split=64), F(64, 4, 5, tma=True), F(64, 4, 4, group_m=16, tma=True), F(128, 8, 4, split=64)]
@@ -107,6 +107,19 @@ FP8_NEW = {
               F(64, 4, 4, group_m=32, tma=True, persistent=2, flat=True), F(64, 4, 4, group_m=16, persistent=2, flat=True),
               F(64, 4, 3, group_m=16, tma=True, persistent=2), F(64, 4, 4, group_m=8, tma=True, persistent=2, flat=True)],
 }
+FP8_S11 = {
+    "gemm1": [F(128, 16, 3, split=32), F(128, 16, 3, split=64), F(128, 16, 4, split=32), F(128, 16, 3, group_m=16, split=64),
+              F(128, 16, 3, tma=True, split=32), F(64, 8, 4, split=32)],
+    "gemm2": [F(64, 4, 3, group_m=16, tma=True, persistent=2, flat=True, tma_a=True), F(64, 4, 4, group_m=16, tma=True, persistent=2, flat=True, tma_a=True),
+              F(64, 4, 4, group_m=16, tma=True, tma_a=True), F(64, 4, 4, group_m=16, tma=True, persistent=2, tma_a=True),
+              F(64, 4, 3, group_m=16, tma=True, persistent=3, flat=True, tma_a=True), F(128, 8, 3, tma=True, tma_a=True),
+              F(128, 4, 3, group_m=16, tma=True, persistent=2, flat=True, tma_a=True), F(64, 8, 3, block_n=256, tma=True, tma_a=True),
+              F(128, 8, 3, block_n=256, tma=True, tma_a=True), F(64, 4, 4, group_m=16, tma_a=True), F(128, 16, 3, block_n=256, tma=True, tma_a=True)],
+}
+"""fp8 tiles of the fourth sweep (issue 23, session 11): GEMM2 with the activation rows through a tensor descriptor
+(``tma_a``) around the earlier winners; GEMM1 with 16 warps (four warpgroups, 32 accumulator registers per thread
+and tile half: more warps to interleave one's scale FMAs with another's tensor-core steps)."""
+
 """fp8 tiles of the second sweep (from 64 rows per expert): persistent grids (flattened tile and K loops where there are no small
 last tiles), Triton's warp-specialized K loop, and two programs per SM (2 pipeline stages, <= 113 KB of shared memory), which
 lets one program's per-K-step scale FMAs overlap the other's tensor-core steps."""
@@ -122,7 +135,9 @@ BF16_GEMM1 = [B(128, 128, 64, 8, 4), B(128, 128, 64, 8, 3, 8), B(64, 128, 64, 4,
               # third sweep: the warp-specialized loop won the second from 4,096 tokens
               B(128, 128, 64, 8, 4, tma=True, split=32, ws=True), B(128, 128, 64, 8, 4, tma=True, split=64, ws=True),
               B(128, 128, 64, 8, 3, tma=True, ws=True), B(128, 128, 64, 8, 4, 8, tma=True, ws=True), B(128, 128, 64, 8, 4, 4, tma=True, ws=True),
-              B(128, 128, 64, 8, 4, tma=True, persistent=1, ws=True), B(128, 128, 64, 8, 4, tma=True, persistent=1, flat=True, ws=True)]
+              B(128, 128, 64, 8, 4, tma=True, persistent=1, ws=True), B(128, 128, 64, 8, 4, tma=True, persistent=1, flat=True, ws=True),
+              # fourth sweep (session 11): 16 warps, 256 activation columns (512 weight rows) per program
+              B(128, 128, 64, 16, 4, tma=True), B(128, 256, 64, 16, 2, tma=True), B(128, 256, 32, 16, 4, tma=True), B(128, 128, 64, 16, 4, tma=True, ws=True)]
 BF16_GEMM2 = [B(128, 256, 64, 8, 4), B(128, 256, 64, 8, 3, 8), B(128, 256, 64, 8, 3, tma=True), B(128, 256, 64, 8, 4, tma=True),
               B(128, 256, 64, 8, 3, 8, tma=True), B(128, 128, 64, 8, 4, tma=True), B(64, 256, 64, 8, 4, tma=True), B(128, 128, 128, 8, 3, tma=True),
               B(128, 256, 64, 8, 4, tma=True, split=64), B(128, 256, 64, 8, 3, tma=True, split=64), B(128, 256, 64, 8, 3, tma=True, split=32),
@@ -140,7 +155,8 @@ def _split(c) -> str:  # noqa: ANN001 - GemmTile / BlockConfig; the optional key
     out = f", split: {c.split}" if c.split else ""
     out += f", persistent: {c.persistent}" if c.persistent else ""
     out += ", flat: true" if c.flat else ""
-    return out + (", ws: true" if c.ws else "")
+    out += ", ws: true" if c.ws else ""
+    return out + (", tma_a: true" if c.tma_a else "")
 
 
 def fp8_yaml(c: ops.BlockConfig) -> str:
@@ -229,7 +245,7 @@ def candidates(layer: Layer, tokens: int, gemm: str) -> list:
         cands = BF16_GEMM1 if gemm == "gemm1" else BF16_GEMM2
     if DEVICE == "cpu":
         cands = list(dict.fromkeys([cands[0], *[c for c in cands if c.tma][:1], *[c for c in cands if c.block_n == 256][:1],
-                                    *[c for c in cands if c.split][:1]]))
+                                    *[c for c in cands if c.split][:1], *[c for c in cands if c.tma_a][:1]]))
     return cands
 
 

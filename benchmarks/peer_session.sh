@@ -8,6 +8,9 @@
 #   sweep  sweep.log, kernel_sweep.log, fp8_block.yaml, bf16_grouped.yaml   tiles of our Triton GEMMs per layer and
 #          token count (benchmarks/kernel_sweep.py: the fp8 layers, bf16 Qwen3 from 1,024 tokens)
 #   tune   tune.log, bf16_tuned.yaml   bf16 tiles and path per layer and token count (benchmarks/bf16_tune.py)
+#   ab     ab.log   whole calls of ours vs the peer (runtime_bench.py --peer) with the committed tables (A) and the swept
+#          ones (B), back to back AB_REPS times (default 2) on AB_MODELS at AB_TOKENS (run-to-run noise is 1.5-6 %:
+#          keep a swept range only where B beats A in every repetition); the committed tables are restored after
 #   ship   the swept (else tuned) tables replace runtime_tables/paths/ in this copy (tested and timed below;
 #          copy them from $OUT into the repository afterwards to commit what was measured)
 #   probe  glue_probe.log   the call's pieces (layout, quantization, GEMMs, combine) timed alone (benchmarks/glue_probe.py)
@@ -38,6 +41,20 @@ fi
 if has tune; then
     { stamp "bf16 tiles and paths"; timeout ${T_TUNE:-220} python3 benchmarks/bf16_tune.py --out "$OUT/bf16_tuned.yaml" 2>&1; } > "$OUT/tune.log"
     grep -E "whole call|wrote|Error" "$OUT/tune.log" | tail -30
+fi
+if has ab && [ -s "$OUT/fp8_block.yaml" ] && [ -s "$OUT/bf16_grouped.yaml" ]; then
+    mkdir -p "$OUT/committed" && cp moe_oracle/runtime_tables/paths/fp8_block.yaml moe_oracle/runtime_tables/paths/bf16_grouped.yaml "$OUT/committed/"
+    for rep in $(seq ${AB_REPS:-2}); do
+        for side in A B; do
+            if [ $side = A ]; then src="$OUT/committed"; else src="$OUT"; fi
+            cp "$src/fp8_block.yaml" "$src/bf16_grouped.yaml" moe_oracle/runtime_tables/paths/
+            { stamp "($side$rep) runtime_bench.py --peer $PEER, tables from $src"
+              timeout ${T_AB:-90} python3 benchmarks/runtime_bench.py --peer "$PEER" --models ${AB_MODELS:-qwen3-30b-a3b deepseek-v3-ep8-fp8 qwen3-30b-a3b-fp8} \
+                --tokens ${AB_TOKENS:-2048 4096 8192} --samples ${SAMPLES:-9} --rounds ${ROUNDS:-3} --json "$OUT/ab_$side$rep.json" 2>&1; } >> "$OUT/ab.log"
+        done
+    done
+    cp "$OUT/committed/fp8_block.yaml" "$OUT/committed/bf16_grouped.yaml" moe_oracle/runtime_tables/paths/
+    grep -E "^== |T= " "$OUT/ab.log" | grep -vE "numerics" | sed -E 's/\[ours: .*//' | cut -c1-150
 fi
 if has ship; then  # test and time the tables that will be committed
     if [ -s "$OUT/fp8_block.yaml" ] && [ -s "$OUT/bf16_grouped.yaml" ]; then

@@ -377,7 +377,7 @@ def _tile_label(t) -> str:  # noqa: ANN001 - GemmTile or BlockConfig
     k = getattr(t, "block_k", 128)
     label = f"{t.block_m}x{t.block_n}x{k}w{t.num_warps}s{t.num_stages}" + (f"g{t.group_m}" if t.group_m != 1 else "") + ("tma" if t.tma else "") + (f"r{t.split}" if getattr(t, "split", 0) else "")
     label += (f"p{t.persistent}" if getattr(t, "persistent", 0) else "") + ("f" if getattr(t, "flat", False) else "") + ("ws" if getattr(t, "ws", False) else "")
-    return label
+    return label + ("A" if getattr(t, "tma_a", False) else "")
 
 
 def _path_label(experts, tokens: int) -> str:  # noqa: ANN001

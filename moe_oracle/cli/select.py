@@ -106,7 +106,8 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
                 print(f"warning: {warning.message}", file=sys.stderr)
             shown = actionable_notes(decision.notes)
             for note in decision.notes:  # the one-layer answer is not the whole model's (see plan)
-                if note not in shown and note.startswith("--model: ") and ("moe-oracle plan" in note or "does not model" in note or "does not register" in note or "--hf-quant-config replaces" in note):
+                if note not in shown and note.startswith("--model: ") and ("moe-oracle plan" in note or "does not model" in note or "does not register" in note or "--hf-quant-config replaces" in note
+                                                                   or "without model_type" in note):
                     shown.append(note)
                 elif note.startswith("--all2all mori"):  # which MoRI EP and why (the one line names the P/F only), or a deprecated MoRI name
                     shown.append(note)

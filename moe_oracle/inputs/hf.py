@@ -119,9 +119,12 @@ def _model_notes(ck: Any, layer: Any) -> tuple[str, ...]:
     * the layer answered is not the only kind of MoE layer (other routing, quantization, expert
       count, hash routing or draft layers): ``moe-oracle plan`` answers every one;
     * the architecture has no family record, or the release does not register it;
+    * config.json has no ``model_type``: how the release reads it, or that it refuses it;
+    * a wrapper builds the language model its sub-config names (which one, from where);
     * an explicit ``--hf-quant-config`` hid config.json's own quantization document.
     """
-    notes = [n for n in ck.notes if n.startswith(("unknown model_type", "model_type ", "--hf-quant-config replaces")) or "moe-oracle does not model" in n or "does not register" in n or "not among the MoE architectures" in n]
+    notes = [n for n in ck.notes if n.startswith(("unknown model_type", "model_type ", "--hf-quant-config replaces", "config.json has no model_type")) or "moe-oracle does not model" in n or "does not register" in n
+             or "not among the MoE architectures" in n or "refuses a config.json without model_type" in n or "builds its language model from" in n]
     kinds: dict[Any, list[str]] = {}
     for other in ck.moe_layers():
         key = (other.spec.kind, other.spec.role, tuple(sorted((k, str(v)) for k, v in (other.kwargs or {}).items())))

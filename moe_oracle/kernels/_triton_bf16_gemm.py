@@ -19,7 +19,7 @@ import triton.language as tl
 from ..core.vocab import Activation
 from ._triton_common import (
     _ACT_CODES, INTERPRET, _gated, _grouped_pid, _live_tiles, _pow2, _tile_map, _tile_rows, _to_bf16, _unary,
-    check_persistent, check_split, launch_grid, weight_descriptor,
+    activation_descriptor, check_persistent, check_split, check_tma_a, launch_grid, weight_descriptor,
 )
 
 __all__ = ["GemmTile", "bf16_grouped_gemm"]
@@ -33,7 +33,7 @@ def _bf16_grouped_gemm_kernel(
     alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
-    EVEN_K: tl.constexpr, B_DESC: tl.constexpr, PERSIST: tl.constexpr, FLAT: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
+    EVEN_K: tl.constexpr, B_DESC: tl.constexpr, A_DESC: tl.constexpr, PERSIST: tl.constexpr, FLAT: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
 ):
     if PERSIST:  # a fixed grid; each program takes every num_programs-th live tile in the grouped order
         live = _live_tiles(counts_ptr, num_local, BLOCK_M, BLOCK_E)
@@ -42,14 +42,14 @@ def _bf16_grouped_gemm_kernel(
             _, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
             _bf16_split_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
                              stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
-                             BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, WS, EMULATE)
+                             BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, A_DESC, WS, EMULATE)
     else:
         pid_m, pid_n = _grouped_pid(tl.program_id(0), n_out, max_tiles_m, BLOCK_N, GROUP_M)
         live, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
         if pid_m < live:
             _bf16_split_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
                              stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
-                             BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, WS, EMULATE)
+                             BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, A_DESC, WS, EMULATE)
 
 
 @triton.jit
@@ -58,7 +58,7 @@ def _bf16_split_tile(
     stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr,
     GATED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, B_DESC: tl.constexpr,
-    WS: tl.constexpr, EMULATE: tl.constexpr,
+    A_DESC: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
 ):
     # SPLIT_M: an expert's last tile with at most SPLIT_M rows takes the SPLIT_M-row code path (less padding;
     # its weight tiles were just read by the expert's other m-tiles, which run next to it in launch order).
@@ -66,15 +66,15 @@ def _bf16_split_tile(
         if n_rows <= SPLIT_M:
             _bf16_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
                        stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
-                       SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, WS, EMULATE)
+                       SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, A_DESC, WS, EMULATE)
         else:
             _bf16_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
                        stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
-                       BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, WS, EMULATE)
+                       BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, A_DESC, WS, EMULATE)
     else:
         _bf16_tile(a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
                    stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
-                   BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, WS, EMULATE)
+                   BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, HAS_BIAS, EVEN_K, B_DESC, A_DESC, WS, EMULATE)
 
 
 @triton.jit
@@ -82,17 +82,21 @@ def _bf16_tile(
     a_ptr, tok_ptr, b_ptr, bias_ptr, c_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off, gate_step,
     stride_am, stride_be, stride_bn, stride_bias_e, stride_cm, alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr,
-    ACT: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, B_DESC: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
+    ACT: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, B_DESC: tl.constexpr, A_DESC: tl.constexpr, WS: tl.constexpr,
+    EMULATE: tl.constexpr,
 ):
     # One output tile: rows [first_row, first_row + n_rows) of expert e, columns of n-tile pid_n.
     # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads; gate_step 1).
+    # A_DESC (rows in order, no SPLIT_M): a_ptr is a tensor descriptor over A [rows, K]; a box of BLOCK_M rows from
+    # first_row may hold the next expert's rows (their outputs are not stored); boxes past the last row or K are zero-filled.
     rows, rmask, arow = _tile_rows(tok_ptr, first_row, n_rows, BLOCK_M, INDIRECT)
     rk = tl.arange(0, BLOCK_K)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = rn < n_out
     rn_safe = tl.where(nmask, rn, 0)
     e64 = e.to(tl.int64)
-    a_ptrs = a_ptr + arow[:, None] * stride_am + rk[None, :]
+    if not A_DESC:
+        a_ptrs = a_ptr + arow[:, None] * stride_am + rk[None, :]
     # Weight rows: gate row of output column n is n * gate_step, its up row that + up_off
     # ([gate; up] halves: step 1, up_off n_out; interleaved: step 2, up_off 1).
     g_rows = rn_safe.to(tl.int64) * gate_step
@@ -106,10 +110,13 @@ def _bf16_tile(
             bu_ptrs = b_ptrs + up_off * stride_bn
         acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k0 in tl.range(0, k_dim, BLOCK_K, warp_specialize=WS):
-        if EVEN_K:
+        if not EVEN_K:
+            kmask = (k0 + rk) < k_dim
+        if A_DESC:
+            a = a_ptr.load([first_row, k0])
+        elif EVEN_K:
             a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
         else:
-            kmask = (k0 + rk) < k_dim
             a = tl.load(a_ptrs, mask=rmask[:, None] & kmask[None, :], other=0.0)
         if B_DESC:  # a box past K is zero-filled
             b = b_ptr.load([b_row, k0]).T
@@ -133,7 +140,8 @@ def _bf16_tile(
             if EMULATE:
                 bu = bu.to(tl.float32)
             acc_u = tl.dot(a, bu, acc_u)
-        a_ptrs += BLOCK_K
+        if not A_DESC:
+            a_ptrs += BLOCK_K
         if not B_DESC:
             b_ptrs += BLOCK_K
     if HAS_BIAS:
@@ -163,9 +171,11 @@ class GemmTile:
     each looping over the live tiles in the same grouped order; ``flat`` (persistent, no ``split``):
     Triton flattens the tile and K loops into one software pipeline (the next tile's loads overlap
     this tile's last steps). ``ws``: Triton's warp-specialized K loop (``tl.range(warp_specialize=True)``).
+    ``tma_a`` (GEMM2: rows in expert order; no ``split``): load the activation rows through a tensor
+    descriptor too (boxes of ``block_m`` rows from each tile's first row).
 
     Raises:
-        ValueError: a block size not a power of two of at least 16, or warps/stages/group/tma/split out of range.
+        ValueError: a block size not a power of two of at least 16, or warps/stages/group/tma/split/tma_a out of range.
     """
 
     block_m: int
@@ -179,6 +189,7 @@ class GemmTile:
     persistent: int = 0
     ws: bool = False
     flat: bool = False
+    tma_a: bool = False
 
     def __post_init__(self) -> None:
         for field in ("block_m", "block_n", "block_k"):
@@ -195,6 +206,7 @@ class GemmTile:
             raise ValueError(f"GemmTile.tma: {self.tma!r} is not allowed; true or false")
         check_split("GemmTile", self.block_m, self.split)
         check_persistent("GemmTile", self.persistent, self.ws, self.flat, self.split)
+        check_tma_a("GemmTile", self.tma_a, self.split)
 
 
 def bf16_grouped_gemm(
@@ -231,7 +243,7 @@ def bf16_grouped_gemm(
         ``[rows, n_out]`` bf16.
 
     Raises:
-        ValueError: dtypes other than bf16, or ``a``'s width not ``w``'s K.
+        ValueError: dtypes other than bf16, ``a``'s width not ``w``'s K, or ``tile.tma_a`` with ``sorted_tok``.
     """
     if a.dtype != torch.bfloat16 or w.dtype != torch.bfloat16:
         raise ValueError(f"bf16_grouped_gemm takes bf16 a and w, got {a.dtype} and {w.dtype}")
@@ -248,17 +260,20 @@ def bf16_grouped_gemm(
     gate_step, up_off = (2, 1) if interleaved else (1, n_out)
     if bias is not None:
         bias = bias.float().contiguous()
+    if tile.tma_a and sorted_tok is not None:
+        raise ValueError("bf16_grouped_gemm: tile.tma_a True is not allowed with sorted_tok (rows read through the token index); it needs rows in order (GEMM2)")
     desc = weight_descriptor(w, tile.block_n, tile.block_k) if tile.tma and not interleaved else None
+    a_desc = activation_descriptor(a, tile.block_m, tile.block_k) if tile.tma_a else None
     max_tiles_m = triton.cdiv(rows, tile.block_m) + num_local
     grid = (launch_grid(w.device, max_tiles_m * triton.cdiv(n_out, tile.block_n), tile.persistent),)
     _bf16_grouped_gemm_kernel[grid](
-        a, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, bias if bias is not None else counts, out, counts,
+        a if a_desc is None else a_desc, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, bias if bias is not None else counts, out, counts,
         num_local, n_out, n_w, k_dim, up_off, gate_step if gated else 1, max_tiles_m,
         a.stride(0), w.stride(0), w.stride(1), 0 if bias is None else bias.stride(0), out.stride(0),
         float(swiglu_alpha), float(swiglu_limit),
         BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, BLOCK_E=_pow2(num_local), GROUP_M=tile.group_m,
         SPLIT_M=tile.split, INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, HAS_BIAS=bias is not None,
-        EVEN_K=k_dim % tile.block_k == 0, B_DESC=desc is not None, PERSIST=tile.persistent > 0, FLAT=tile.flat, WS=tile.ws,
+        EVEN_K=k_dim % tile.block_k == 0, B_DESC=desc is not None, A_DESC=a_desc is not None, PERSIST=tile.persistent > 0, FLAT=tile.flat, WS=tile.ws,
         EMULATE=INTERPRET, num_warps=tile.num_warps, num_stages=tile.num_stages,
     )
     return out

@@ -19,7 +19,7 @@ import triton.language as tl
 
 from ..core.vocab import Activation
 
-__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "check_persistent", "check_split", "launch_grid", "weight_descriptor"]
+__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "check_persistent", "check_split", "check_tma_a", "launch_grid", "weight_descriptor"]
 
 try:  # Triton >= 3.4: host-side tensor descriptors (TMA on SM 90+)
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -102,6 +102,22 @@ def check_persistent(owner: str, persistent: int, ws: bool, flat: bool, split: i
             raise ValueError(f"{owner}.{field}: {value!r} is not allowed; true or false")
     if flat and (persistent == 0 or split):
         raise ValueError(f"{owner}.flat: True is not allowed with persistent={persistent}, split={split}; it needs persistent >= 1 and split 0")
+
+
+def check_tma_a(owner: str, tma_a: bool, split: int) -> None:
+    """Raise unless ``tma_a`` is a bool, and false with small last tiles (one descriptor box of ``block_m`` rows)."""
+    if not isinstance(tma_a, bool):
+        raise ValueError(f"{owner}.tma_a: {tma_a!r} is not allowed; true or false")
+    if tma_a and split:
+        raise ValueError(f"{owner}.tma_a: True is not allowed with split={split}; it needs split 0 (one box height)")
+
+
+def activation_descriptor(a: torch.Tensor, block_rows: int, block_k: int):  # noqa: ANN201 - TensorDescriptor | None
+    """A tensor descriptor over GEMM2's input rows ``a [rows, K]`` (contiguous, in expert order), boxes
+    of ``[block_rows, block_k]``, or ``None`` where :func:`weight_descriptor` would give none. A box
+    that runs past an expert's rows reads the next expert's (or zeros past the last row): those
+    rows' products are never stored, and their activation scales load as 0."""
+    return weight_descriptor(a, block_rows, block_k)
 
 
 @functools.lru_cache(maxsize=8)

@@ -19,7 +19,7 @@ import triton.language as tl
 from ..core.vocab import Activation
 from ._triton_common import (
     _ACT_CODES, _GROUP, INTERPRET, _gated, _grouped_pid, _live_tiles, _pow2, _tile_map, _tile_rows, _to_bf16, _to_fp8, _unary,
-    check_persistent, check_split, launch_grid, weight_descriptor,
+    activation_descriptor, check_persistent, check_split, check_tma_a, launch_grid, weight_descriptor,
 )
 
 __all__ = ["BLOCK_CONFIGS", "BlockConfig", "block_config", "fp8_block_gemm"]
@@ -33,7 +33,7 @@ def _fp8_block_gemm_kernel(
     alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr,
-    PERSIST: tl.constexpr, FLAT: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
+    A_DESC: tl.constexpr, PERSIST: tl.constexpr, FLAT: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
 ):
     if PERSIST:  # a fixed grid; each program takes every num_programs-th live tile in the grouped order
         live = _live_tiles(counts_ptr, num_local, BLOCK_M, BLOCK_E)
@@ -42,14 +42,14 @@ def _fp8_block_gemm_kernel(
             _, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
             _fp8_split_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                             stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                            BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, WS, EMULATE)
+                            BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, WS, EMULATE)
     else:
         pid_m, pid_n = _grouped_pid(tl.program_id(0), n_out, max_tiles_m, BLOCK_N, GROUP_M)
         live, e, first_row, n_rows = _tile_map(counts_ptr, num_local, pid_m, BLOCK_M, BLOCK_E)
         if pid_m < live:
             _fp8_split_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                             stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                            BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, WS, EMULATE)
+                            BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_M, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, WS, EMULATE)
 
 
 @triton.jit
@@ -57,22 +57,23 @@ def _fp8_split_tile(
     a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
     stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_M: tl.constexpr, INDIRECT: tl.constexpr,
-    GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
+    GATED: tl.constexpr, ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, A_DESC: tl.constexpr, WS: tl.constexpr,
+    EMULATE: tl.constexpr,
 ):
     # SPLIT_M: an expert's last tile with at most SPLIT_M rows takes the SPLIT_M-row code path (see the bf16 kernel).
     if SPLIT_M > 0:
         if n_rows <= SPLIT_M:
             _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                       stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                      SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, WS, EMULATE)
+                      SPLIT_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, WS, EMULATE)
         else:
             _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                       stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                      BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, WS, EMULATE)
+                      BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, WS, EMULATE)
     else:
         _fp8_tile(a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
                   stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
-                  BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, WS, EMULATE)
+                  BLOCK_M, BLOCK_N, BLOCK_K, INDIRECT, GATED, ACT, QUANT_OUT, B_DESC, A_DESC, WS, EMULATE)
 
 
 @triton.jit
@@ -80,15 +81,18 @@ def _fp8_tile(
     a_ptr, as_ptr, tok_ptr, b_ptr, bs_ptr, c_ptr, cs_ptr, e, pid_n, first_row, n_rows, n_out, n_w, k_dim, up_off,
     stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_cm, stride_csm, alpha, limit,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, INDIRECT: tl.constexpr, GATED: tl.constexpr,
-    ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
+    ACT: tl.constexpr, QUANT_OUT: tl.constexpr, B_DESC: tl.constexpr, A_DESC: tl.constexpr, WS: tl.constexpr, EMULATE: tl.constexpr,
 ):
     # One output tile: rows [first_row, first_row + n_rows) of expert e, columns of n-tile pid_n.
     # B_DESC: b_ptr is a tensor descriptor over the weights seen as [E * n_w, K] (TMA loads).
     # BLOCK_N > 128 (plain GEMM only): one weight scale per 128 output columns, a vector per K step.
+    # A_DESC (rows in order, no SPLIT_M): a_ptr is a tensor descriptor over A [rows, K]; a box of BLOCK_M rows
+    # from first_row may hold the next expert's rows, whose scales load as 0 and whose outputs are not stored.
     rows, rmask, arow = _tile_rows(tok_ptr, first_row, n_rows, BLOCK_M, INDIRECT)
     rk = tl.arange(0, BLOCK_K)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    a_ptrs = a_ptr + arow[:, None] * stride_am + rk[None, :]
+    if not A_DESC:
+        a_ptrs = a_ptr + arow[:, None] * stride_am + rk[None, :]
     as_ptrs = as_ptr + arow * stride_asm
     e64 = e.to(tl.int64)
     if B_DESC:
@@ -106,12 +110,17 @@ def _fp8_tile(
         bus_ptrs = bs_ptr + e64 * stride_bse + ((up_off + pid_n * BLOCK_N) // 128) * stride_bsn
         acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for kb in tl.range(0, tl.cdiv(k_dim, BLOCK_K), warp_specialize=WS):
-        a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
+        if A_DESC:
+            a = a_ptr.load([first_row, kb * BLOCK_K])
+        else:
+            a = tl.load(a_ptrs, mask=rmask[:, None], other=0.0)
+            a_ptrs += BLOCK_K
         a_s = tl.load(as_ptrs + kb, mask=rmask, other=0.0)
         if B_DESC:
             b = b_ptr.load([b_row, kb * BLOCK_K]).T
         else:
             b = tl.load(b_ptrs)
+            b_ptrs += BLOCK_K
         b_s = tl.load(bs_ptrs + kb)
         if BLOCK_N > 128:
             acc += tl.dot(a, b) * (a_s[:, None] * b_s[None, :])
@@ -125,9 +134,6 @@ def _fp8_tile(
                 bu_ptrs += BLOCK_K
             bu_s = tl.load(bus_ptrs + kb)
             acc_u += tl.dot(a, bu) * (a_s[:, None] * bu_s)
-        a_ptrs += BLOCK_K
-        if not B_DESC:
-            b_ptrs += BLOCK_K
     if GATED:
         out = _gated(acc, acc_u, alpha, limit, ACT)
     elif ACT >= 0:
@@ -154,7 +160,9 @@ class BlockConfig:
     program per tile; ``P`` in 1-8: ``P`` programs per SM, each looping over the live tiles in the
     same grouped order; ``flat`` (persistent, no ``split``): Triton flattens the tile and K loops
     into one software pipeline (the next tile's loads overlap this tile's last steps). ``ws``:
-    Triton's warp-specialized K loop (``tl.range(warp_specialize=True)``).
+    Triton's warp-specialized K loop (``tl.range(warp_specialize=True)``). ``tma_a`` (GEMM2: rows in
+    expert order; no ``split``): load the activation rows through a tensor descriptor too (boxes of
+    ``block_m`` rows from each tile's first row).
 
     Raises:
         ValueError: a field out of its range (the message names field, value and what is allowed).
@@ -170,6 +178,7 @@ class BlockConfig:
     persistent: int = 0
     ws: bool = False
     flat: bool = False
+    tma_a: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.block_m, int) or self.block_m < 16 or self.block_m & (self.block_m - 1):
@@ -186,6 +195,7 @@ class BlockConfig:
             raise ValueError(f"BlockConfig.tma: {self.tma!r} is not allowed; true or false")
         check_split("BlockConfig", self.block_m, self.split)
         check_persistent("BlockConfig", self.persistent, self.ws, self.flat, self.split)
+        check_tma_a("BlockConfig", self.tma_a, self.split)
 
 
 BLOCK_CONFIGS = {
@@ -247,8 +257,8 @@ def fp8_block_gemm(
         ``(out, scale)``: ``scale`` ``[rows, n // 128]`` when ``quant_out``, else ``None``.
 
     Raises:
-        ValueError: ``K`` or the output width not a multiple of 128, an interleaved activation, a
-            ``block_n`` of 256 with ``quant_out`` or with an output width not a multiple of 256.
+        ValueError: ``K`` or the output width not a multiple of 128, an interleaved activation,
+            ``tma_a`` with ``sorted_tok``, a ``block_n`` of 256 with ``quant_out`` or with an output width not a multiple of 256.
     """
     num_local, n_w, k_dim = w.shape
     gated = False
@@ -268,10 +278,13 @@ def fp8_block_gemm(
     cfg = config or block_config(rows, num_local, gated)
     if cfg.block_n != 128 and (quant_out or n_out % cfg.block_n):
         raise ValueError(f"fp8_block_gemm: block_n {cfg.block_n} needs a plain GEMM (no quant_out) with N a multiple of it, got N={n_out}")
+    if cfg.tma_a and sorted_tok is not None:
+        raise ValueError("fp8_block_gemm: config.tma_a True is not allowed with sorted_tok (rows read through the token index); it needs rows in order (GEMM2)")
     desc = weight_descriptor(w, cfg.block_n, 128) if cfg.tma else None
+    a_desc = activation_descriptor(a, cfg.block_m, 128) if cfg.tma_a else None
     max_tiles_m = triton.cdiv(rows, cfg.block_m) + num_local
     _fp8_block_gemm_kernel[(launch_grid(dev, max_tiles_m * (n_out // cfg.block_n), cfg.persistent),)](
-        a, a_scale, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, w_scale, out,
+        a if a_desc is None else a_desc, a_scale, sorted_tok if sorted_tok is not None else counts, w if desc is None else desc, w_scale, out,
         scale if scale is not None else out, counts,
         num_local, n_out, n_w, k_dim, n_out, max_tiles_m,
         a.stride(0), a_scale.stride(0), w.stride(0), w.stride(1), w_scale.stride(0), w_scale.stride(1),
@@ -279,6 +292,6 @@ def fp8_block_gemm(
         float(swiglu_alpha), float(swiglu_limit),
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=128, BLOCK_E=_pow2(num_local), GROUP_M=cfg.group_m,
         SPLIT_M=cfg.split, INDIRECT=sorted_tok is not None, GATED=gated, ACT=code, QUANT_OUT=quant_out,
-        B_DESC=desc is not None, PERSIST=cfg.persistent > 0, FLAT=cfg.flat, WS=cfg.ws, EMULATE=INTERPRET, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        B_DESC=desc is not None, A_DESC=a_desc is not None, PERSIST=cfg.persistent > 0, FLAT=cfg.flat, WS=cfg.ws, EMULATE=INTERPRET, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return out, scale

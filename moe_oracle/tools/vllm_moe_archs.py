@@ -11,6 +11,12 @@ MoE architecture's transformers config), a MoE model class; a subclass that buil
 (``Qwen3_5ForCausalLM``) is not followed. Read from ``vllm/model_executor/models/registry.py`` (the ``_*_MODELS`` tables) and
 the model files beside it or under ``vllm/models/<pkg>``.
 
+A class that builds whatever language model its sub-config's ``architectures`` names
+(``init_vllm_registered_model(hf_config=config.text_config)``: InternVL, LLaVA, Step-3 VL, ...) is
+MoE or dense by checkpoint, not by source, so it is not listed here;
+``python -m moe_oracle.verify.model_build.registry_scan --wrappers`` lists those classes
+(``moe_oracle.inputs.checkpoint.architectures.SUBCONFIG_WRAPPERS``).
+
 Usage: ``python -m moe_oracle.tools.vllm_moe_archs SRC_ROOT`` (SRC_ROOT holds ``vllm/``);
 prints one ``Architecture<TAB>module<TAB>table`` line per MoE architecture.
 """

@@ -15,8 +15,10 @@ moe_oracle.verify.setup_env --dir DIR``) holds every modelled release's tree und
   ``MTPModelTypes`` and ``SpeculativeMethod`` literals;
 * moe_oracle/checkpoint/releases.py's version-ranged checkpoint facts hold exactly for the
   releases their ranges admit (each read from the function that decides it), and the literals
-  the checkpoint reader copies (B12X codec contracts, DeepSeek-V4's claimed model types) are the
-  release's;
+  the checkpoint reader copies (B12X codec contracts, DeepSeek-V4's claimed model types, the
+  model_type vLLM gives a config.json without one by architecture) are the release's;
+* architectures.py's ``SUBCONFIG_WRAPPERS`` are the registered classes that build their language
+  model from a sub-config's ``architectures`` (``registry_scan.subconfig_wrappers``);
 * ``engine_facts/vllm-<release>.yaml`` (the ``vllm serve`` flags) is what tools/vllm_cli_facts.py
   generates from the release's own parser (this one imports the release, in the environment's
   interpreter, with the platform stubbed to CPU).
@@ -289,6 +291,8 @@ def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
         online = q / "online/base.py"
         return (shorthands.is_file() and '"lut_b_moe"' in shorthands.read_text(encoding="utf-8")
                 and online.is_file() and "kLutBStatic: LutBOnlineMoEMethod" in online.read_text(encoding="utf-8"))
+    if fact == "model_type_by_architecture":
+        return "_ARCHITECTURE_TO_MODEL_TYPE.get(architectures[0])" in _code(tree / "vllm/transformers_utils/config.py", "HFConfigParser.parse")
     raise AssertionError(f"no source reading for checkpoint fact {fact!r}: add one")
 
 
@@ -308,7 +312,8 @@ def test_checkpoint_facts_match_the_release_source(release):
 @pytest.mark.parametrize("release", RELEASES)
 def test_checkpoint_constants_match_the_release_source(release):
     """The literals the checkpoint reader copies: B12X codec contracts (vllm/utils/b12x.py, where
-    the release has them) and the model types DeepSeek-V4's FP8 config claims."""
+    the release has them), the model types DeepSeek-V4's FP8 config claims and the model_type by
+    architecture of a config.json without one (transformers_utils/config.py, where the release has it)."""
     from moe_oracle.inputs.checkpoint import quant_formats as qf
     from moe_oracle.inputs.checkpoint import quant_records
     from moe_oracle.inputs.checkpoint.releases import ReaderRelease
@@ -327,6 +332,12 @@ def test_checkpoint_constants_match_the_release_source(release):
     assert compared, path
     literals = {c.value for n in compared for c in ast.walk(n.comparators[0]) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
     assert literals == set(claimed), (path, literals)
+    if rel.holds("model_type_by_architecture"):
+        from moe_oracle.inputs.checkpoint.model import MODEL_TYPE_BY_ARCHITECTURE
+
+        config_py = ast.parse((tree / "vllm/transformers_utils/config.py").read_text(encoding="utf-8"))
+        (mapping,) = [n.value for n in config_py.body if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", None) == "_ARCHITECTURE_TO_MODEL_TYPE"]
+        assert ast.literal_eval(mapping) == dict(MODEL_TYPE_BY_ARCHITECTURE)
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -339,6 +350,21 @@ def test_the_moe_architecture_list_matches_the_release_source(release):
     found = moe_architectures(_tree(release))
     listed = {a for a, spec in VLLM_MOE_ARCHITECTURES.items() if spec.registered(release)}
     assert listed == set(found), (sorted(listed - set(found)), sorted(set(found) - listed))
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_subconfig_wrapper_list_matches_the_release_source(release):
+    """architectures.py SUBCONFIG_WRAPPERS lists exactly the registered classes that build their
+    language model from a sub-config's architectures (registry_scan.subconfig_wrappers), less those
+    that are MoE architectures of their own, each with the module and sub-config the release uses."""
+    from moe_oracle.inputs.checkpoint.architectures import SUBCONFIG_WRAPPERS, VLLM_MOE_ARCHITECTURES
+    from moe_oracle.verify.model_build.registry_scan import subconfig_wrappers
+
+    found = {a: v for a, v in subconfig_wrappers(_tree(release)).items() if a not in VLLM_MOE_ARCHITECTURES}
+    listed = {a: w for a, w in SUBCONFIG_WRAPPERS.items() if w.registered(release)}
+    assert set(listed) == set(found), (sorted(set(listed) - set(found)), sorted(set(found) - set(listed)))
+    wrong = {a: (w.module, w.sub_config, found[a]) for a, w in listed.items() if (w.module, w.sub_config.removeprefix("self.")) != (found[a][0], found[a][2].removeprefix("self."))}
+    assert not wrong, wrong
 
 
 @pytest.mark.parametrize("release", RELEASES)

@@ -111,6 +111,30 @@ def test_bf16_grouped_gemm_matches_float32_math(ops, act, interleaved_bias, k, t
     assert normwise_error(direct, _expected(xd, w, counts, None, act, bias)) <= 2.0**-8
 
 
+@pytest.mark.parametrize(
+    "act, k, tile",
+    [
+        (None, 80, dict(m=16, n=64, k=32, tma_a=True)),  # boxes past an expert's rows, past the last row, past K
+        (None, 64, dict(m=32, n=64, k=32, tma=True, tma_a=True, persistent=1, flat=True)),
+        ("silu", 96, dict(m=32, n=16, k=64, tma_a=True)),
+    ],
+)
+def test_bf16_grouped_gemm_reads_rows_in_order_through_a_descriptor(ops, act, k, tile):
+    """tma_a: GEMM2's rows (in expert order) through a tensor descriptor give the same math; refused with sorted_tok."""
+    gen = torch.Generator().manual_seed(9)
+    num_local, n_w = 5, 72 if act is None else 64
+    counts = torch.tensor([7, 0, 19, 1, 33], dtype=torch.int32)
+    total = int(counts.sum())
+    w = (torch.randn(num_local, n_w, k, generator=gen) / k**0.5).to(torch.bfloat16)
+    xd = torch.randn(total + 6, k, generator=gen).to(torch.bfloat16)  # rows past the groups feed no stored output
+    from moe_oracle.kernels._triton_moe import bf16_grouped_gemm
+
+    out = bf16_grouped_gemm(xd, w, counts, total + 6, _tile(**tile), act=act)
+    assert normwise_error(out[:total], _expected(xd[:total], w, counts, None, act)) <= 2.0**-8
+    with pytest.raises(ValueError, match="tma_a True is not allowed with sorted_tok"):
+        bf16_grouped_gemm(xd, w, counts, total, _tile(**tile), sorted_tok=torch.zeros(total, dtype=torch.int32), act=act)
+
+
 def test_bf16_grouped_gemm_leaves_rows_past_the_groups_and_refuses_other_dtypes(ops):
     from moe_oracle.kernels._triton_moe import bf16_grouped_gemm
 
@@ -246,6 +270,8 @@ def test_fp8_tile_table_gives_block_configs_and_leaves_other_layers_to_the_kerne
         ({"m": 64, "n": 128, "persistent": 9}, "persistent: 9 is not allowed; 0"),
         ({"m": 64, "n": 128, "ws": 1}, "ws: 1 is not allowed; true or false"),
         ({"m": 64, "n": 128, "persistent": 1, "split": 32, "flat": True}, "flat: True is not allowed with persistent=1, split=32"),
+        ({"m": 64, "n": 128, "split": 32, "tma_a": True}, "tma_a: True is not allowed with split=32"),
+        ({"m": 64, "n": 128, "tma_a": "yes"}, "tma_a: 'yes' is not allowed; true or false"),
     ],
 )
 def test_fp8_tile_table_errors_name_the_field_the_value_and_what_is_allowed(gemm2, message):
@@ -253,6 +279,10 @@ def test_fp8_tile_table_errors_name_the_field_the_value_and_what_is_allowed(gemm
     doc["shapes"][0]["ranges"][1]["gemm2"] = gemm2
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         parse_paths(doc, "f.yaml")
+    gemm1_tma_a = _fp8_doc()
+    gemm1_tma_a["shapes"][0]["ranges"][1]["gemm1"] = {"m": 64, "n": 128, "tma_a": True}
+    with pytest.raises(ValueError, match="gemm1.tma_a = True is not allowed; false or absent"):
+        parse_paths(gemm1_tma_a, "f.yaml")
     with pytest.raises(ValueError, match="path = 'torch_grouped_mm' is not allowed; one of triton"):
         parse_paths(_fp8_doc(default=[{"path": "torch_grouped_mm"}]), "f.yaml")
     with pytest.raises(ValueError, match="experts = 'cutlass' is not allowed"):

@@ -220,3 +220,29 @@ def test_run_layer_on_cuda_with_our_fp8_kernels(scheme, backend, kernel):
     # FP8_REQUANT_RMS_TOL in RMS (helpers.py), about twice that in max-norm, so here it only has to be
     # far below what a wrong kernel gives (>= 0.3, the negative controls).
     assert report.max_rel_error <= (BF16_REL_TOL if scheme == "fp8_block" else 0.1) and report.tflops > 0
+
+
+def test_tma_a_and_16_warp_tiles_compiled_match_the_reference():
+    """The compiled tile options of issue 23's fourth sweep, each pair overriding the tables, at Qwen3-30B-A3B sizes and
+    2,048 tokens (128 rows per expert): fp8 GEMM1 with 16 warps, fp8 and bf16 GEMM2 with the activation rows through
+    a tensor descriptor (tma_a); against the float32 reference."""
+    from moe_oracle.kernels._triton_moe import BlockConfig, GemmTile
+    from moe_oracle.kernels.path_tables import PathChoice
+
+    F = BlockConfig
+    spec = small_spec(num_experts=128, top_k=8, hidden=2048, intermediate=768, dtype="bfloat16", quant=SCHEMES["fp8_block"])
+    w, x, logits = _on_cuda(spec, 2048)
+    ref = reference_moe(x, logits, w, spec)
+    experts = TritonFP8BlockExperts(spec, w)
+    for pair in ((F(128, 8, 3, split=32), F(64, 4, 3, group_m=16, tma=True, persistent=2, flat=True, tma_a=True)),
+                 (F(64, 8, 3), F(64, 4, 4, group_m=16, tma=True, tma_a=True)),
+                 (F(128, 16, 3, split=64), F(128, 8, 3, block_n=256, tma=True, tma_a=True))):
+        experts.configs = pair
+        err = normwise_error(FusedMoEKernel(NoDPEPModular(spec), experts)(x, logits), ref)
+        assert err <= BF16_REL_TOL, (pair, err)
+    bspec = small_spec(num_experts=128, top_k=8, hidden=2048, intermediate=768, dtype="bfloat16")
+    bw, bx, blogits = _on_cuda(bspec, 2048)
+    bexperts = TorchGroupedMMExperts(bspec, bw)
+    bexperts.force_path = PathChoice("triton", GemmTile(128, 128, 64, 8, 4, tma=True), GemmTile(128, 256, 64, 8, 4, 4, tma=True, tma_a=True))
+    err = normwise_error(FusedMoEKernel(NoDPEPModular(bspec), bexperts)(bx, blogits), reference_moe(bx, blogits, bw, bspec))
+    assert err <= BF16_REL_TOL, err

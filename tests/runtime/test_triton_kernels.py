@@ -214,7 +214,8 @@ def _block_scaled(a, a_scale, w, w_scale, counts):  # noqa: ANN001, ANN202
 
 def test_fp8_block_gemm_tile_options_give_the_same_math(ops):
     """Every tile option (BLOCK_N 256 with a weight-scale vector per K step, weights through a tensor
-    descriptor, GROUP_M, small last tiles, a persistent grid, the warp-specialized loop) against float32 math on the same fp8 operands and scales."""
+    descriptor, GROUP_M, small last tiles, a persistent grid, the warp-specialized loop, activation
+    rows through a descriptor) against float32 math on the same fp8 operands and scales."""
     gen = torch.Generator().manual_seed(6)
     num_local, n, k = 3, 256, 256
     counts = torch.tensor([5, 0, 37], dtype=torch.int32)
@@ -228,14 +229,18 @@ def test_fp8_block_gemm_tile_options_give_the_same_math(ops):
     act = torch.nn.functional.silu(h[:, :n]) * h[:, n:]
     plain = _block_scaled(xq, xs, w2, s2, counts)
     for cfg in (ops.BlockConfig(16, 4, 3), ops.BlockConfig(16, 4, 3, tma=True), ops.BlockConfig(32, 4, 3, group_m=2, tma=True),
-                ops.BlockConfig(32, 4, 3, split=16), ops.BlockConfig(16, 4, 3, persistent=1, flat=True), ops.BlockConfig(32, 4, 3, persistent=2, split=16, ws=True)):
+                ops.BlockConfig(32, 4, 3, split=16), ops.BlockConfig(16, 4, 3, persistent=1, flat=True), ops.BlockConfig(32, 4, 3, persistent=2, split=16, ws=True),
+                ops.BlockConfig(16, 4, 3, tma_a=True)):
         out, scale = ops.fp8_block_gemm(xq, xs, w13, s13, counts, rows, act="silu", quant_out=True, config=cfg)
         assert normwise_error(out.float() * scale.repeat_interleave(128, 1), act) <= 2.0**-4, cfg  # e4m3 output
     for cfg in (ops.BlockConfig(16, 4, 3), ops.BlockConfig(16, 4, 3, block_n=256), ops.BlockConfig(32, 4, 3, block_n=256, tma=True), ops.BlockConfig(16, 4, 3, tma=True),
                 ops.BlockConfig(32, 4, 3, block_n=256, split=16, tma=True), ops.BlockConfig(16, 4, 3, persistent=1, tma=True, flat=True),
-                ops.BlockConfig(32, 4, 3, block_n=256, persistent=3, ws=True)):
+                ops.BlockConfig(32, 4, 3, block_n=256, persistent=3, ws=True), ops.BlockConfig(16, 4, 3, tma_a=True),
+                ops.BlockConfig(32, 4, 3, block_n=256, tma=True, tma_a=True, persistent=1, flat=True)):
         out, _ = ops.fp8_block_gemm(xq, xs, w2, s2, counts, rows, config=cfg)
         assert normwise_error(out, plain) <= 2.0**-8, cfg  # one bf16 rounding
+    with pytest.raises(ValueError, match="tma_a True is not allowed with sorted_tok"):
+        ops.fp8_block_gemm(xq, xs, w2, s2, counts, rows, sorted_tok=torch.zeros(rows, dtype=torch.int32), config=ops.BlockConfig(16, 4, 3, tma_a=True))
     with pytest.raises(ValueError, match="block_n 256 needs a plain GEMM"):
         ops.fp8_block_gemm(xq, xs, w13, s13, counts, rows, act="silu", quant_out=True, config=ops.BlockConfig(16, 4, 3, block_n=256))
 

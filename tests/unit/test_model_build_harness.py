@@ -82,3 +82,26 @@ def test_mxfp8_layers_hand_the_selector_no_activation_key():
     assert layers and {(L["weight_key"], L["activation_key"]) for L in layers} == {("mxfp8_static", None)}
     fp8 = our_layers(_case("qwen3-30b-a3b-fp8", "H200-tp8"), "0.34.0")["layers"]
     assert {L["activation_key"] for L in fp8} == {"fp8_dynamic_group128"}  # a selector that takes one keeps it
+
+
+def test_a_paired_quant_document_is_read_beside_the_config_as_vllm_reads_it():
+    # NVIDIA's DeepSeek-V4 NVFP4 export ships a quantization_config in config.json and an
+    # hf_quant_config.json (legacy MIXED_PRECISION): vLLM reads only the former, so 0.32.0 (which
+    # refuses MIXED_PRECISION in the legacy layout) builds it; given explicitly, our reader would
+    # take the legacy document and refuse.
+    case = _case("nvidia-deepseek-v4-flash-nvfp4", "MI300X-tp8")
+    assert case["hf_quant_config"]
+    mine = our_layers(case, "0.32.0")
+    assert mine["status"] == "ok", mine["error"]
+    assert "--hf-quant-config" not in mine["plan_argv"]
+    assert {L["experts_class"] for L in mine["layers"] if L["role"] == "target"} == {"Nvfp4QuantizationEmulationTritonExperts"}  # as vLLM 0.32.0 builds it
+
+
+def test_model_start_refusals_are_compared_quoted():
+    from moe_oracle.verify.model_build.driver import _REFUSAL, _refusal_verdict
+
+    vllm = "target: NotImplementedError: Beam has not been validated with sequence-parallel MoE (data parallelism with expert parallelism)."
+    assert _REFUSAL.search(vllm)
+    ours = {"status": "error", "error": "exit 2: bad --ep: vLLM 0.34.0 refuses this model at start: \"Beam has not been validated with sequence-parallel MoE (data parallelism with expert parallelism).\" (...)", "layers": []}
+    assert _refusal_verdict(vllm, ours) == "agree"
+    assert _refusal_verdict(vllm, {"status": "ok", "error": None, "layers": []}).startswith("ours does not refuse at start")

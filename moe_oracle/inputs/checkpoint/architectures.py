@@ -17,6 +17,17 @@ fields, and :func:`architecture_notes` says so wherever the answer is given (``s
 ``explain`` and ``plan``), never silently; where we know why it stays unmapped (a dense sibling,
 a model vLLM cannot build on this CPU machine without the checkpoint's remote code), ``Arch.unmapped``
 says so and the note repeats it.
+
+**Wrappers that choose their language model at run time** (:data:`SUBCONFIG_WRAPPERS`) are not in
+:data:`VLLM_MOE_ARCHITECTURES`: InternVL, LLaVA, Mistral-3, Step-3 VL, Ovis, Nemotron-VL and the
+other classes listed there build ``init_vllm_registered_model(hf_config=config.text_config)``, so
+their language model is the class the sub-config's ``architectures`` names (else transformers'
+causal-LM class of its ``model_type``: vLLM 0.29.0-0.34.0 ``config/vllm.py``
+``VllmConfig.with_hf_config``), MoE for some checkpoints (InternVL3.5-30B-A3B: Qwen3-MoE) and dense
+for others (InternVL3.5-8B). The registry scan cannot call them MoE from the source; it lists them
+(``registry_scan --wrappers``), and the checkpoint reader reads such a checkpoint by its language
+model: the sub-config (``text_config``, or ``llm_config``, which vLLM renames to ``text_config``)
+and that sub-config's architecture, whose family and notes then apply as for the bare model.
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ from typing import Mapping
 from .families import GENERIC, Family
 from .releases import ReaderRelease
 
-__all__ = ["VLLM_MOE_ARCHITECTURES", "Arch", "architecture_notes", "unmodelled_architectures"]
+__all__ = ["SUBCONFIG_WRAPPERS", "VLLM_MOE_ARCHITECTURES", "Arch", "LmWrapper", "architecture_notes", "unmodelled_architectures"]
 
 UNMODELLED_REASON = ("no family record: its layer layout, routing (scoring, correction bias, groups, custom router), activation, "
                      "shared experts and MTP layers have not been read from its model file yet, so they come from generic config fields")
@@ -256,6 +267,86 @@ VLLM_MOE_ARCHITECTURES: Mapping[str, Arch] = MappingProxyType({
     "Qwen3ASRRealtimeGeneration": Arch("qwen3_asr_realtime", ">=0.29.0", None,
         unmapped="over-included with its parent: 0.29.0-0.34.0 qwen3_asr_realtime.py Qwen3ASRRealtimeGeneration subclasses qwen3_asr.py Qwen3ASRForConditionalGeneration, whose language model is qwen3.py Qwen3ForCausalLM, dense, so it has no MoE layer"),
 })
+
+
+@dataclass(frozen=True)
+class LmWrapper:
+    """A registered class that builds, as its language model, the class its sub-config names.
+
+    Attributes:
+        module: the registry's module (``interns1``).
+        engine: the modelled releases that register it so (PEP 440 specifier over vLLM versions).
+        sub_config: the config attribute it hands ``init_vllm_registered_model`` as ``hf_config``
+            (``config.text_config``; vLLM renames a checkpoint's ``llm_config`` to ``text_config``,
+            0.29.0-0.34.0 transformers_utils/config.py ``_CONFIG_ATTRS_MAPPING``).
+        offline: why the model-construction tier cannot build the published MoE checkpoints of
+            it (their config class is remote code), ``None`` where it can or where no MoE
+            checkpoint's config has been checked.
+    """
+
+    module: str
+    engine: str
+    sub_config: str = "config.text_config"
+    offline: str | None = None
+
+    def registered(self, release: str) -> bool:
+        from packaging.specifiers import SpecifierSet  # imported where read, as Arch.registered
+
+        return SpecifierSet(self.engine).contains(release)
+
+
+# Listed by python -m moe_oracle.verify.model_build.registry_scan --wrappers over the vLLM
+# 0.29.0-0.34.0 trees (each release that registers one builds it the same way); the classes that
+# are already MoE architectures of their own (DeepSeek-VL2, DeepSeek-OCR 1/2) are in
+# VLLM_MOE_ARCHITECTURES instead. tests/differential/test_release_sources.py holds the list to the scan.
+SUBCONFIG_WRAPPERS: Mapping[str, LmWrapper] = MappingProxyType({
+    "Blip2ForConditionalGeneration": LmWrapper("blip2", ">=0.29.0"),
+    "Cohere2VisionForConditionalGeneration": LmWrapper("cohere2_vision", ">=0.29.0"),
+    "Eagle2_5_VLForConditionalGeneration": LmWrapper("eagle2_5_vl", ">=0.29.0"),
+    "GraniteSpeechForConditionalGeneration": LmWrapper("granite_speech", ">=0.29.0"),
+    "HCXVisionV2ForCausalLM": LmWrapper("hyperclovax_vision_v2", ">=0.29.0", "text_config"),
+    "InternS1ForConditionalGeneration": LmWrapper("interns1", ">=0.29.0"),
+    "InternVLChatModel": LmWrapper("internvl", ">=0.29.0", offline=(
+        "the published MoE checkpoints (vLLM's tests/models/registry.py names OpenGVLab/InternVL3_5-30B-A3B, a Qwen3-MoE language model, and "
+        "InternVL3_5-GPT-OSS-20B-A4B-Preview, GPT-OSS, loaded with trust_remote_code=True) have model_type 'internvl_chat' (0.29.0-0.34.0 "
+        "transformers_utils/config.py _AUTO_CONFIG_KWARGS_OVERRIDES), whose config class is remote code: no class in transformers 5.20.2 or "
+        "vllm/transformers_utils/configs, so the model-construction tier, offline, cannot build them; the same language models under "
+        "InternVLForConditionalGeneration (the -HF checkpoints, transformers' InternVLConfig) are built")),
+    "InternVLForConditionalGeneration": LmWrapper("interns1", ">=0.29.0"),
+    "Lfm2VlForConditionalGeneration": LmWrapper("lfm2_vl", ">=0.29.0"),
+    "LightOnOCRForConditionalGeneration": LmWrapper("lightonocr", ">=0.29.0"),
+    "Llama_Nemotron_Nano_VL": LmWrapper("nemotron_vl", ">=0.29.0", "config.get_text_config()"),
+    "LlavaForConditionalGeneration": LmWrapper("llava", ">=0.29.0"),
+    "LlavaNextForConditionalGeneration": LmWrapper("llava_next", ">=0.29.0"),
+    "LlavaNextVideoForConditionalGeneration": LmWrapper("llava_next_video", ">=0.29.0"),
+    "LlavaOnevisionForConditionalGeneration": LmWrapper("llava_onevision", ">=0.29.0"),
+    "Mistral3ForConditionalGeneration": LmWrapper("mistral3", ">=0.29.0"),
+    "Nemotron3_5TranscribeForConditionalGeneration": LmWrapper("nemotron3_5_transcribe", ">=0.34.0"),
+    "NemotronH_Nano_Omni_Reasoning_V3": LmWrapper("nano_nemotron_vl", ">=0.29.0"),
+    "NemotronH_Nano_VL_V2": LmWrapper("nano_nemotron_vl", ">=0.29.0"),
+    "NemotronH_Omni_Reasoning_V3": LmWrapper("nano_nemotron_vl", ">=0.29.0"),
+    "NemotronH_Super_Omni_Reasoning_V3": LmWrapper("nano_nemotron_vl", ">=0.29.0"),
+    "OpenVLAForActionPrediction": LmWrapper("openvla", ">=0.29.0"),
+    "Ovis": LmWrapper("ovis", ">=0.29.0", "config.get_text_config()"),
+    "Ovis2_5": LmWrapper("ovis2_5", ">=0.29.0"),
+    "Ovis2_6ForCausalLM": LmWrapper("ovis2_5", ">=0.29.0"),
+    "Ovis2_6_MoeForCausalLM": LmWrapper("ovis2_5", ">=0.29.0"),
+    "PaliGemmaForConditionalGeneration": LmWrapper("paligemma", ">=0.29.0"),
+    "PixtralForConditionalGeneration": LmWrapper("pixtral", ">=0.29.0"),
+    "SkyworkR1VChatModel": LmWrapper("skyworkr1v", ">=0.29.0"),
+    "Step3VLForConditionalGeneration": LmWrapper("step3_vl", ">=0.29.0"),
+    "Step3p7ForConditionalGeneration": LmWrapper("step3p7", ">=0.29.0"),
+    "StepVLForConditionalGeneration": LmWrapper("step_vl", ">=0.29.0"),
+    "UltravoxModel": LmWrapper("ultravox", ">=0.29.0", "config.wrapped_model_config"),
+    "VoxtralForConditionalGeneration": LmWrapper("voxtral", ">=0.29.0"),
+})
+"""Registered classes whose language model is the class their sub-config's ``architectures`` names
+(architecture -> :class:`LmWrapper`): vLLM 0.29.0-0.34.0 ``model_executor/models/<module>.py``
+builds ``init_vllm_registered_model(vllm_config, hf_config=<sub_config>)`` (Cohere2-Vision and
+LFM2-VL pass ``architectures=config.text_config.architectures``; Ovis, Ovis2.5
+``vllm_config.with_hf_config(<sub_config>)``), and ``VllmConfig.with_hf_config`` keeps the
+sub-config's ``architectures`` or, where it has none, takes transformers'
+``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]``."""
 
 
 def unmodelled_architectures(release: str) -> tuple[str, ...]:

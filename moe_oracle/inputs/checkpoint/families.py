@@ -394,6 +394,13 @@ _WRAPPER_PREFIX = {
     "minimax_m3_vl": "language_model.model.layers",
     "qwen3_vl_moe": "model.language_model.layers",
     "qwen3_omni_moe": "thinker.model.layers",
+    # Wrappers that build the language model their sub-config names (architectures.SUBCONFIG_WRAPPERS),
+    # by the checkpoint names their WeightsMapper renames (vLLM 0.29.0-0.34.0): interns1.py maps
+    # "model.language_model." (InternVL -HF), step3_vl.py "model."; internvl.py InternVLChatModel
+    # keeps the names (its language_model is the checkpoint's).
+    "internvl": "model.language_model.layers",
+    "internvl_chat": "language_model.model.layers",
+    "step3_vl": "model.layers",
 }
 _PREFIX_BY_FAMILY = {"deepseek_v4": "layers", "deepseek_v41": "layers", "nemotron_h": "backbone.layers", "dbrx": "transformer.blocks"}
 

@@ -17,7 +17,7 @@ from ...core.config import Provenance
 from ...core.errors import ConfigError, InputIssue
 from ...core.vocab import Activation, DType, Source
 from .aliases import read_moe_fields
-from .architectures import VLLM_MOE_ARCHITECTURES, architecture_notes
+from .architectures import SUBCONFIG_WRAPPERS, VLLM_MOE_ARCHITECTURES, architecture_notes
 from .families import FAMILIES, GENERIC, Family, family_for, layer_prefix
 from .layout import LayerSpec, layer_layout
 from .quant_formats import ExpertsQuant, QuantFormat, read_quant_format
@@ -104,7 +104,11 @@ def _text_config(cfg: Mapping[str, Any], file: str | None) -> tuple[dict[str, An
     ``qwen3_omni_moe_thinker``), so the talker's config is not read. A DeepSeek-VL2 checkpoint
     (DeepSeek-VL2, DeepSeek-OCR 1/2, Unlimited-OCR) holds it in ``language_config``, which vLLM
     0.29.0-0.34.0 ``transformers_utils/configs/deepseek_vl2.py`` ``DeepseekVLV2Config`` makes its
-    ``text_config`` (a ``DeepseekV2Config``) and the wrapper builds as its language model.
+    ``text_config`` (a ``DeepseekV2Config``) and the wrapper builds as its language model. A
+    checkpoint whose remote config class keeps it in ``llm_config`` (InternVL chat, Skywork-R1V,
+    Nemotron-VL) has it read as ``text_config``: vLLM 0.29.0-0.34.0 ``transformers_utils/config.py``
+    ``_maybe_remap_hf_config_attrs`` copies ``llm_config`` to ``text_config`` where the config has
+    none (``_CONFIG_ATTRS_MAPPING``).
     """
     text = cfg.get("text_config")
     path = "$.text_config"
@@ -115,12 +119,14 @@ def _text_config(cfg: Mapping[str, Any], file: str | None) -> tuple[dict[str, An
         text, path = thinker.get("text_config"), "$.thinker_config.text_config"
     if text is None and cfg.get("language_config") is not None:
         text, path = cfg["language_config"], "$.language_config"
+    if text is None and cfg.get("llm_config") is not None:
+        text, path = cfg["llm_config"], "$.llm_config"
     if text is None:
         return dict(cfg), None, "$."
     if not isinstance(text, dict):
         raise ConfigError([InputIssue(path, "must be an object", text, None, file)])
     merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config", "thinker_config", "talker_config", "code2wav_config",
-                                                         "language_config", "projector_config")}
+                                                         "language_config", "llm_config", "projector_config")}
     merged.update(text)
     return merged, text, path + "."
 
@@ -159,20 +165,21 @@ def read_checkpoint(
     """
     rel = ReaderRelease.of(release)
     text_cfg, text, path = _text_config(cfg, file)
-    top_mt = cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else None
+    top_mt, read_notes = _read_model_type(cfg, rel, file)
+    if text is None and top_mt is not None:
+        text_cfg["model_type"] = top_mt
     text_mt = text_cfg.get("model_type") if isinstance(text_cfg.get("model_type"), str) else None
     for mt, where in ((top_mt, "$.model_type"), (text_mt, f"{path}model_type")):
         if mt in ("deepseek_v41", "deepseek_v41_text") and not rel.holds("deepseek_v41_model"):
             raise ConfigError([InputIssue(where, f"{rel.words} has no DeepSeek-V4.1 model (vllm/models/deepseek_v41 and its registry entries start in vLLM 0.30.0)", mt, None, file)])
     family = family_for(text_mt, top_mt)
-    archs = cfg.get("architectures")
-    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
-    arch_notes: list[str] = []
-    by_arch = VLLM_MOE_ARCHITECTURES.get(arch) if arch else None
+    arch = _first_architecture(cfg)
+    lm_arch, arch_notes = _language_model_architecture(arch, text, path, rel)
+    by_arch = VLLM_MOE_ARCHITECTURES.get(lm_arch) if lm_arch else None
     if family is GENERIC and by_arch is not None and by_arch.family is not None:
         family = next(f for f in FAMILIES if f.name == by_arch.family)
-        arch_notes.append(f"model_type {text_mt or top_mt!r} is not one of family {family.name}'s; read as {family.name} because vLLM builds {arch} with that model class ({by_arch.module})")
-    arch_notes += architecture_notes(arch, family, rel)
+        arch_notes.append(f"model_type {text_mt or top_mt!r} is not one of family {family.name}'s; read as {family.name} because vLLM builds {lm_arch} with that model class ({by_arch.module})")
+    arch_notes += read_notes + list(architecture_notes(lm_arch, family, rel))
     if family.name == "step3p5" and not rel.holds("step3p5_transformers_config"):
         family = replace(family, defaults=MappingProxyType({**family.defaults, "scoring_func": "softmax"}))
     if family.name == "laguna" and rel.holds("laguna_renormalize_always"):
@@ -253,6 +260,83 @@ def read_checkpoint(
     if not any(layer.spec.is_moe for layer in layers):
         raise ConfigError([InputIssue(f"{path}num_hidden_layers", "the layout has no MoE layer (check first_k_dense_replace, moe_layer_freq, mlp_only_layers, decoder_sparse_step)", text_cfg.get("num_hidden_layers"), None, file)])
     return Checkpoint(name if isinstance(name, str) else None, file, text_mt, top_mt, arch, family, quant, tuple(layers), tuple(dict.fromkeys(notes)), rel)
+
+
+MODEL_TYPE_BY_ARCHITECTURE: Mapping[str, str] = MappingProxyType({
+    "LongcatFlashForCausalLM": "longcat_flash",
+    "LongcatFlashNgramForCausalLM": "longcat_flash",
+})
+"""The model_type vLLM gives a config.json that has none, by ``architectures[0]`` (FACTS
+``model_type_by_architecture``: vLLM 0.32.0-0.34.0 transformers_utils/config.py
+``_ARCHITECTURE_TO_MODEL_TYPE``)."""
+
+
+def _read_model_type(cfg: Mapping[str, Any], rel: ReaderRelease, file: str | None) -> tuple[str | None, list[str]]:
+    """The top-level ``model_type`` vLLM reads config.json with, and what the answer says about it.
+
+    vLLM 0.29.0-0.34.0 ``HFConfigParser.parse`` (transformers_utils/config.py) hands config.json to
+    transformers' ``AutoConfig``, which has no config class to read a config.json without
+    ``model_type`` by (transformers 5.10.4, the lowest these releases admit, and 5.20.2, the environment's): it raises
+    "Unrecognized model in ... Should have a `model_type` key", unless ``auto_map`` names a remote
+    config class and ``--trust-remote-code`` is given. From 0.32.0 vLLM first maps
+    ``architectures[0]`` to a model_type (:data:`MODEL_TYPE_BY_ARCHITECTURE`). A draft's
+    ``speculators_config`` makes it a ``speculators`` config, which is not read here.
+
+    A config.json without ``model_type`` that no release maps is refused by every release too; it
+    is still read from its fields (hand-written configs, ``explain`` of one layer), with a note
+    that says vLLM refuses it.
+
+    Raises:
+        ConfigError: no ``model_type`` and an architecture a later release maps, in a release
+            that does not (0.29.0-0.31.0), and no remote config class: the release refuses the
+            config at read time where the answer could be mistaken for a working one.
+    """
+    mt = cfg.get("model_type")
+    if isinstance(mt, str):
+        return mt, []
+    arch = _first_architecture(cfg)
+    mapped = MODEL_TYPE_BY_ARCHITECTURE.get(arch) if arch else None
+    if mapped is not None and rel.holds("model_type_by_architecture"):
+        return mapped, [f"config.json has no model_type: {rel.words} reads it as model_type {mapped!r} by its architecture {arch} (transformers_utils/config.py _ARCHITECTURE_TO_MODEL_TYPE)"]
+    auto_map = cfg.get("auto_map")
+    if isinstance(auto_map, Mapping) and "AutoConfig" in auto_map:
+        return None, [f"config.json has no model_type: {rel.words} reads it only with --trust-remote-code, through its remote config class ({auto_map['AutoConfig']}), which moe-oracle does not run; the fields are read as written"]
+    if cfg.get("speculators_config") is not None:
+        return None, []
+    refusal = (f"{rel.words} refuses a config.json without model_type when it reads the config (vllm/transformers_utils/config.py HFConfigParser.parse: "
+               f"transformers' AutoConfig raises 'Should have a `model_type` key' unless auto_map names a remote config class for --trust-remote-code)")
+    if mapped is not None:
+        raise ConfigError([InputIssue("$.model_type", f"{refusal}; vLLM 0.32.0 and later read {arch} as model_type {mapped!r}", None,
+                                      ["a model_type string", "auto_map.AutoConfig with --trust-remote-code"], file)])
+    return None, [f"{refusal}; moe-oracle reads the fields as written (a hand-written config), so set model_type as the checkpoint does"]
+
+
+def _first_architecture(cfg: Mapping[str, Any]) -> str | None:
+    """``architectures[0]`` where it is a string, else ``None``."""
+    archs = cfg.get("architectures")
+    return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+
+
+def _language_model_architecture(arch: str | None, text: Mapping[str, Any] | None, path: str, rel: ReaderRelease) -> tuple[str | None, list[str]]:
+    """The architecture vLLM builds the MoE layers with, and what the answer says about it.
+
+    For a wrapper of :data:`.architectures.SUBCONFIG_WRAPPERS` that the release registers, the
+    language model is the class its sub-config's ``architectures`` names (``text`` is that
+    sub-config, read from ``path``): vLLM 0.29.0-0.34.0 ``init_vllm_registered_model(hf_config=
+    config.text_config)`` / ``VllmConfig.with_hf_config``. A sub-config without ``architectures``
+    gets transformers' causal-LM class of its ``model_type``, which the family of that
+    ``model_type`` stands for: ``None`` is returned and the family is read from ``model_type``.
+    Any other architecture is returned as it is.
+    """
+    wrapper = SUBCONFIG_WRAPPERS.get(arch) if arch else None
+    if wrapper is None or text is None or not wrapper.registered(rel.version):
+        return arch, []
+    inner = _first_architecture(text)
+    where = path.rstrip(".")
+    source = f"{rel.words} model_executor/models/{wrapper.module}.py: init_vllm_registered_model(hf_config={wrapper.sub_config})"
+    if inner is None:
+        return None, [f"{arch} builds its language model from {where} ({source}); {where} names no architectures, so vLLM takes transformers' causal-LM class of its model_type ({text.get('model_type')!r}) and the layers are read by that model_type"]
+    return inner, [f"{arch} builds its language model from {where} ({source}): {inner}, whose family and notes apply"]
 
 
 def _layer_limit(family: Family, cfg: Mapping[str, Any], index: int) -> Any:

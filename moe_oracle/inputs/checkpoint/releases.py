@@ -87,6 +87,10 @@ FACTS: Mapping[str, Fact] = MappingProxyType({
                                       "vllm/model_executor/models/laguna.py LagunaMoE.__init__"),
     "glm5_next_transformers_config": Fact(">=0.32.0", "GLM-5-Next configs are read by transformers' Glm5NextTextConfig, whose mlp_layer_types is 3 dense layers then sparse when absent (before: vLLM's own Glm5NextConfig, which derives it from first_k_dense_replace, default 0)",
                                           "0.30.0-0.31.0 vllm/transformers_utils/configs/glm5_next.py; 0.32.0 transformers_utils/config.py has no glm5_next entry"),
+    "model_type_by_architecture": Fact(">=0.32.0", "a config.json without model_type whose architectures[0] vLLM maps to one (LongCat-Flash and its n-gram variant: longcat_flash) is read with that model_type's "
+                                       "transformers config class; before, and for any other architecture, transformers' AutoConfig refuses a config.json without model_type "
+                                       "('Unrecognized model ... Should have a `model_type` key', transformers 5.10.4 and 5.20.2 AutoConfig.from_pretrained) unless auto_map names a remote config class",
+                                       "vllm/transformers_utils/config.py _ARCHITECTURE_TO_MODEL_TYPE, HFConfigParser.parse"),
     "gemma4_moe_by_num_experts": Fact(">=0.32.0", "a Gemma-4 decoder layer builds its MoE block when num_experts is set (before: when enable_moe_block or use_second_mlp_block is true)",
                                       "vllm/model_executor/models/gemma4.py Gemma4DecoderLayer.__init__ (enable_moe_block)"),
 })

@@ -20,6 +20,7 @@ QUANT_PAIRS: dict[str, str] = {
     "nvidia-nemotron-3-nano-30b-a3b-nvfp4": "nvidia-nemotron-3-nano-30b-a3b-bf16",
     "mimov2flashforcausallm-fp8-synthetic": "mimov2flashforcausallm-synthetic",
     "step3textforcausallm-fp8-synthetic": "step3textforcausallm-synthetic",
+    "step3vlforconditionalgeneration-fp8-synthetic": "step3vlforconditionalgeneration-synthetic",
     "glm4moeliteforcausallm-nvfp4-synthetic": "glm4moeliteforcausallm-synthetic",
     "step3p5forcausallm-nvfp4-synthetic": "step3p5forcausallm-synthetic",
     "afmoeforcausallm-fp8block-synthetic": "afmoeforcausallm-synthetic",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -38,12 +39,27 @@ def freeze_text(release: str, packages: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plan_inputs(case: dict[str, Any], env_file: Path) -> Any:
+def model_dir(case: dict[str, Any], tmp: Path) -> str:
+    """What ``--model`` names for ``case``: its ``config.json``, or, with a paired
+    ``hf_quant_config.json``, a directory under ``tmp`` holding both as the vLLM side's worker lays
+    them out, so our reader meets the quantization document where vLLM does (beside the config,
+    read only when ``config.json`` has no ``quantization_config``: vLLM 0.29.0-0.34.0
+    transformers_utils/config.py ``get_config``), not as an explicit override."""
+    if not case.get("hf_quant_config"):
+        return case["config"]
+    d = tmp / "model"
+    d.mkdir(exist_ok=True)
+    shutil.copyfile(case["config"], d / "config.json")
+    shutil.copyfile(case["hf_quant_config"], d / "hf_quant_config.json")
+    return str(d)
+
+
+def plan_inputs(case: dict[str, Any], env_file: Path, model: str) -> Any:
     """The operator's inputs of :func:`plan_argv`, handed to the one door (no CLI in between)."""
     from ...inputs.operator_inputs import OperatorInputs
 
     dep = case["deployment"]
-    return OperatorInputs(model=case["config"], gpu=dep["gpu"], tp=dep["tp"], dp=dep["dp"], environment=str(env_file), hf_quant_config=case.get("hf_quant_config"),
+    return OperatorInputs(model=model, gpu=dep["gpu"], tp=dep["tp"], dp=dep["dp"], environment=str(env_file),
                           ep=True if dep["ep"] else None, all2all=dep.get("all2all") or None, no_draft=not dep.get("speculative"), tool=tool_flags(case))
 
 
@@ -54,11 +70,10 @@ def tool_flags(case: dict[str, Any]) -> tuple[str, ...]:
     return tuple(f"{name}={'yes' if name in found else 'no'}" for name in HOST_TOOLS)
 
 
-def plan_argv(case: dict[str, Any], env_file: Path) -> list[str]:
+def plan_argv(case: dict[str, Any], env_file: Path, model: str) -> list[str]:
+    """The ``moe-oracle plan`` command of the case (``model``: :func:`model_dir`)."""
     dep = case["deployment"]
-    argv = ["plan", "--model", case["config"], "--gpu", dep["gpu"], "--tp", str(dep["tp"]), "--dp", str(dep["dp"]), "--environment", str(env_file), "--json"]
-    if case.get("hf_quant_config"):
-        argv += ["--hf-quant-config", case["hf_quant_config"]]
+    argv = ["plan", "--model", model, "--gpu", dep["gpu"], "--tp", str(dep["tp"]), "--dp", str(dep["dp"]), "--environment", str(env_file), "--json"]
     if dep["ep"]:
         argv.append("--ep")
     if dep.get("all2all"):
@@ -139,12 +154,13 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         env_file = Path(tmp) / "freeze.txt"
         env_file.write_text(freeze_text(release, list(case["deployment"].get("packages", []))))
-        argv = plan_argv(case, env_file)
+        model = model_dir(case, Path(tmp))
+        argv = plan_argv(case, env_file, model)
         catalog = default_catalog()
         try:
-            plan = plan_deployment(build_model_deployment(plan_inputs(case, env_file), catalog), catalog)
+            plan = plan_deployment(build_model_deployment(plan_inputs(case, env_file, model), catalog), catalog)
         except ConfigError as exc:
-            return {"status": "error", "error": f"exit 2: {exc}"[-400:], "layers": [], "dense": [], "plan_argv": argv}
+            return {"status": "error", "error": f"exit 2: {exc}"[-800:], "layers": [], "dense": [], "plan_argv": argv}
         except Exception as exc:  # noqa: BLE001 - recorded as our side failing
             return {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:400], "layers": [], "dense": [], "plan_argv": argv}
     record = json.loads(json.dumps(plan.to_dict(), default=str))  # what `moe-oracle plan --json` prints
