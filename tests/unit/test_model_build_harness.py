@@ -59,6 +59,29 @@ def test_a_refusal_by_vllm_is_compared_with_our_plan():
     ours = {"status": "error", "error": ("exit 2: bad --ep: vLLM 0.33.0 refuses expert parallelism ... and finds none (\"Number of experts in the model must be greater than 0 when expert parallelism is enabled\")")[-400:], "layers": []}
     assert _refusal_verdict(start, ours) == "agree"
     assert _refusal_verdict(start, picked).startswith("ours does not refuse at start")
+    # A create_weights refusal: every backend is refused, so our plan must select none for the role.
+    groups = ("target: ValueError: CompressedTensors WNA16 MoE with static group scales requires the MoE intermediate size per "
+              "tensor-parallel partition (96) to be divisible by group_size (128).")
+    assert _REFUSAL.search(groups)
+    assert _refusal_verdict(groups, refused) == "agree"
+    assert _refusal_verdict(groups, picked).startswith("ours selects MarlinExperts")
+    assert _REFUSAL.search("target: ValueError: No MXFP8 MoE backends available.")  # P/oracle/mxfp8.py's wording
+    # compressed-tensors experts whose projections fall in different scheme groups: refused at start.
+    mixed = "target: ValueError: All MoE projections need to have same quantization scheme but found multiple"
+    assert _REFUSAL.search(mixed)
+    ours_mixed = {"status": "error", "error": "exit 2: bad glm-5.json: $.quantization_config.config_groups: All MoE projections need to have same quantization scheme but found multiple (compressed-tensors get_moe_method)", "layers": []}
+    assert _refusal_verdict(mixed, ours_mixed) == "agree"
+    assert _refusal_verdict(mixed, picked).startswith("ours does not refuse at start")
+    assert not _REFUSAL.search("target: ValueError: some other construction error")
+
+
+def test_mxfp8_layers_hand_the_selector_no_activation_key():
+    # vLLM 0.29.0-0.34.0 select_mxfp8_moe_backend(config) takes no keys; the weight key is the one
+    # the reader implies (mxfp8_static), the activation key none, whatever the scheme quantizes.
+    layers = our_layers(_case("minimax-m3-mxfp8-synthetic", "MI300X-tp8"), "0.34.0")["layers"]
+    assert layers and {(L["weight_key"], L["activation_key"]) for L in layers} == {("mxfp8_static", None)}
+    fp8 = our_layers(_case("qwen3-30b-a3b-fp8", "H200-tp8"), "0.34.0")["layers"]
+    assert {L["activation_key"] for L in fp8} == {"fp8_dynamic_group128"}  # a selector that takes one keeps it
 
 
 def test_a_paired_quant_document_is_read_beside_the_config_as_vllm_reads_it():

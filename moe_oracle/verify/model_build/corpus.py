@@ -28,6 +28,17 @@ QUANT_PAIRS: dict[str, str] = {
     "granitemoehybridforcausallm-fp8-synthetic": "granitemoehybridforcausallm-synthetic",
     "mixtral-gptq-synthetic": "mixtral-8x7b-instruct-v0.1",
     "mixtral-awq-synthetic": "mixtral-8x7b-instruct-v0.1",
+    "mixtral-quark-fp8-synthetic": "mixtral-8x7b-instruct-v0.1",
+    "glm-5-mixed-nvfp4-fp8-synthetic": "glm-5",
+    "gemma-4-26b-a4b-fp8dynamic-synthetic": "gemma-4-26b-a4b",
+    "gemma-4-26b-a4b-quark-mxfp4-synthetic": "gemma-4-26b-a4b",
+    "gemma-4-26b-a4b-fp8static-synthetic": "gemma-4-26b-a4b",
+    "longcatflashforcausallm-fp8-synthetic": "longcatflashforcausallm-synthetic",
+    "minimax-m3-mxfp8-synthetic": "minimax-m3",
+    "exaonemoeforcausallm-fp8-synthetic": "exaonemoeforcausallm-synthetic",
+    "glm4moeforcausallm-w8a8-synthetic": "glm4moeforcausallm-synthetic",
+    "qwen3-30b-a3b-w4a16-synthetic": "qwen3-30b-a3b",
+    "qwen3-30b-a3b-gptq-int4-synthetic": "qwen3-30b-a3b",
 }
 """hf_quant_config stem -> config.json stem, where the stems differ (shared/models/SOURCES.md; the
 registry variants: examples/models/registry/SOURCES.md, "Quantized variants"). A registry

@@ -150,25 +150,36 @@ def run_release(env: VllmEnv, release: str, corpus: Sequence[Case], divergences:
     return res
 
 
+_MIXED_SCHEMES = "All MoE projections need to have same quantization scheme but found multiple"
 _START_REFUSALS = {"Number of experts in the model must be greater than 0": "finds none (\"Number of experts in the model must be greater than 0",
                    "Should have a `model_type` key": "refuses a config.json without model_type when it reads the config",
+                   _MIXED_SCHEMES: _MIXED_SCHEMES,
                    **{c.message: f"\"{c.message}\"" for c in MODEL_START_REFUSALS}}
 """vLLM's start-up (or config-read) refusal -> what our plan's refusal (exit 2) says for it: the
 expert-parallel check (:mod:`moe_oracle.inputs.ep_refusal`), a config without ``model_type``
-(``model.py _read_model_type``) and the model classes' own checks, quoted
-(:mod:`moe_oracle.inputs.model_start_refusals`)."""
+(``model.py _read_model_type``), the model classes' own checks, quoted
+(:mod:`moe_oracle.inputs.model_start_refusals`), and compressed-tensors refusing experts whose
+projections fall in different scheme groups (vLLM 0.29.0-0.34.0
+Q/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe.py; ours:
+``moe_oracle/inputs/checkpoint/formats_ct.py``, which quotes it)."""
 
 _REFUSAL = re.compile(r"^(target|draft): \w+: No \w+ MoE backend supports the deployment configuration"
-                      r"|^(target|draft): RuntimeError: Trying to create tensor with negative dimension|"
+                      r"|^(target|draft): ValueError: No MXFP8 MoE backends available"
+                      r"|^(target|draft): RuntimeError: Trying to create tensor with negative dimension"
+                      r"|^(target|draft): ValueError: CompressedTensors WNA16 MoE (with static group scales )?requires|"
                       + "|".join(re.escape(v) for v in _START_REFUSALS))
 """A build that stopped on a verdict our plan can be compared with: the release's selector found
-no backend for a layer (vLLM 0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend``), the
-release refused the deployment at start (:data:`_START_REFUSALS`: its model config refused expert
-parallelism, ``_verify_with_expert_parallelism``; transformers' AutoConfig found no ``model_type``,
-vLLM 0.29.0-0.34.0 transformers_utils/config.py ``HFConfigParser.parse``; or the model class
-refused a parallel setting), or a method's ``create_weights`` asked for a negative shape and the
-release cannot start (``MoeWNA16Method`` with a per-channel group size of -1 divides the hidden
-size by it: Q/moe_wna16.py, 0.29.0-0.34.0)."""
+no backend for a layer (vLLM 0.29.0-0.34.0 ``P/oracle/*.py`` ``select_*_moe_backend``; the MXFP8
+selector says "No MXFP8 MoE backends available"), the release refused the deployment at start
+(:data:`_START_REFUSALS`: its model config refused expert parallelism,
+``_verify_with_expert_parallelism``; transformers' AutoConfig found no ``model_type``, vLLM
+0.29.0-0.34.0 transformers_utils/config.py ``HFConfigParser.parse``; or the model class refused a
+parallel setting), or a method's ``create_weights`` refused every backend and the release cannot
+start (``MoeWNA16Method`` with a per-channel group size of -1 divides the hidden size by it and asks
+for a negative shape: Q/moe_wna16.py; ``CompressedTensorsWNA16MoEMethod`` with a group size that
+does not divide the hidden size or the intermediate size per TP partition, whose scale groups would
+cross TP shards: Q/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_wna16.py;
+0.29.0-0.34.0)."""
 
 
 def _refusal_verdict(error: str, mine: dict[str, Any]) -> str:

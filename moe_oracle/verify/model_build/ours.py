@@ -102,6 +102,14 @@ def _upstream_pf() -> dict[str, str]:
 
 _METHOD_RE = re.compile(r"\b([A-Z][A-Za-z0-9]*MoEMethod)\b")
 
+_NO_ACTIVATION_KEY = frozenset({"mxfp8"})
+"""Quant families whose vLLM selector takes no activation key: vLLM 0.29.0-0.34.0
+``P/oracle/mxfp8.py`` ``select_mxfp8_moe_backend(config)``, called so by ``Q/modelopt.py``
+``ModelOptMxFp8FusedMoE``; whether activations are quantized is the backend's own (Marlin takes
+them unquantized). The compared ``activation_key`` is what the selector is handed (vLLM's side
+records none: :data:`.reader._IMPLIED_WEIGHT_KEY` implies a weight key only), so ours is ``None``
+there too."""
+
 _BLOCK_OF = {"block_128x128": (128, 128)}
 """Granularity of a block weight key -> the block its vLLM constant names."""
 
@@ -203,7 +211,7 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
             "num_expert_group": cfg.num_expert_group,
             "topk_group": cfg.topk_group,
             "weight_key": selector_weight_key(weight, q.get("selector_weight_block")),
-            "activation_key": cfg.quant.activation,
+            "activation_key": None if normalized.get("quant_family") in _NO_ACTIVATION_KEY else cfg.quant.activation,
             "quant_method": q.get("method"),
             "quant_method_class": method_class,
             "experts_class": adapter.rsplit(":", 1)[-1] if adapter else None,
