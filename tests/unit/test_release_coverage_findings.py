@@ -1,0 +1,61 @@
+"""Table and translation errors the per-release coverage-guided draws found (issue 25: the guided
+draws of tests/differential/test_vllm_releases.py, extended from the newest release to every
+release on 2026-12-04). Each deployment is one the guided sampler made; vLLM's answer, quoted in
+each test, is the release's own, recorded from the run."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from moe_oracle.verify.backend_names import vllm_backend_name
+from moe_oracle.verify.cases import Deployment
+from moe_oracle.verify.ours import OurSide
+
+# vLLM 0.30.0 guided draw (seed 2): compressed-tensors WNA16, int4 group 32 with zero points, Humming
+# batched under DeepEP low-latency. vLLM selected HUMMING, then create_weights raised KeyError('Flashinfer').
+CT_WNA16_ZP_HUMMING = Deployment(
+    platform="cuda", capability=103, family="wna16", front_end="ct_wna16", weight_key="int4_static_g32_asym", activation_key=None,
+    num_experts=128, top_k=4, hidden_size=2880, intermediate_size=2880, in_dtype="float16", activation="situ", routing_method="topk",
+    situ_beta=4.0, situ_linear_beta=25.0, tp_size=1, dp_size=4, use_ep=True, all2all_backend="deepep_low_latency",
+    env=(("VLLM_CPU_INT4_W4A8", "1"), ("VLLM_HUMMING_MOE_GEMM_TYPE", "grouped_masked")),
+    packages=("aiter", "deep_ep", "flashinfer", "flashinfer_cubin", "humming", "moonep", "triton_kernels"), tools=("jit_nvcc", "ninja", "nvcc"),
+    weight_group_size=32, zero_point=True,
+)
+
+
+# The same layer on one GPU, Humming requested: vLLM 0.29.0 reads grouped_masked as indexed, so
+# its batched class never passes; the indexed class meets the same create_weights.
+CT_WNA16_ZP_HUMMING_TP = replace(CT_WNA16_ZP_HUMMING, use_ep=False, dp_size=1, all2all_backend="allgather_reducescatter", env=(), moe_backend="humming", packages=("humming",))
+
+
+@pytest.mark.parametrize(("release", "dep", "kernel"), [
+    ("0.29.0", CT_WNA16_ZP_HUMMING_TP, "humming_indexed"),
+    ("0.30.0", CT_WNA16_ZP_HUMMING_TP, "humming_indexed"),
+    ("0.30.0", CT_WNA16_ZP_HUMMING, "humming_batched"),
+])
+def test_zero_point_ct_wna16_on_humming_is_refused_when_built_before_0_31(release, dep, kernel):
+    # vLLM 0.29.0-0.30.0 compressed_tensors_moe_wna16.py get_weight_shape: HUMMING keeps the weights
+    # untransposed (backend_key "Flashinfer"), and the w13_zp / w2_zp shapes have no such layout.
+    side = OurSide(release)
+    answer = side.answer(dep)
+    assert (answer.status, answer.stage) == ("error", "construction"), answer
+    row = next(r for r in side.decide(dep).rows if r.entry.id == kernel)
+    assert [c.rule for c in row.failures] == ["constraint.ct_wna16_zero_point_humming_v0_29"]
+    symmetric = side.answer(replace(dep, weight_key="int4_static_g32", zero_point=False))
+    assert (symmetric.status, symmetric.detail) == ("ok", kernel)
+
+
+@pytest.mark.parametrize("dep", [CT_WNA16_ZP_HUMMING, CT_WNA16_ZP_HUMMING_TP])
+def test_zero_point_ct_wna16_on_humming_builds_from_0_31(dep):
+    # vLLM 0.31.0 keeps one N-first layout for every backend, zero points included.
+    answer = OurSide("0.31.0").answer(dep)
+    assert (answer.status, answer.experts) == ("ok", "BatchedHummingGroupedExperts" if dep.use_ep else "HummingIndexedExperts")
+
+
+def test_aiter_w4a16_reports_the_0_29_backend_member():
+    # vLLM 0.29.0 P/oracle/mxfp4.py: AITER_MXFP4_BF16 -> [AiterExperts, AiterW4A16ExpertsMonolithic];
+    # AITER_TRITON_MXFP4_BF16 is new in 0.30.0 (the run reported AITER_MXFP4_BF16 for the class).
+    assert vllm_backend_name("mxfp4", "aiter_triton_mxfp4_bf16", "aiter_w4a16_monolithic", release="0.29.0") == "AITER_MXFP4_BF16"
+    assert vllm_backend_name("mxfp4", "aiter_triton_mxfp4_bf16", "aiter_w4a16_monolithic", release="0.30.0") == "AITER_TRITON_MXFP4_BF16"
