@@ -277,11 +277,12 @@ def guided_deployments(
     kernel of the release's view of the tables the ``starts`` closest of them are repaired
     ``steps`` times each at most. A kernel that no start reaches and that a shortcut substitutes
     for another class is then solved through that shortcut (:func:`_substituted`). The kernels
-    :func:`.coverage.unreachable` lists for the release are not searched (nor returned).
+    :func:`.coverage.unreachable` lists for the release are not searched (nor returned) unless
+    ``kernels`` names them.
     """
     side = side or OurSide(release)
     catalog = side.oracle.catalog.for_version(release)
-    skip = unreachable(release)
+    skip = unreachable(release) if kernels is None else {}
     targets = [e for e in catalog.experts if e.provider == "vllm" and e.id not in skip and (kernels is None or e.id in kernels)]
     rng = random.Random(seed)
     families = families_for(release)
