@@ -59,3 +59,20 @@ def test_aiter_w4a16_reports_the_0_29_backend_member():
     # AITER_TRITON_MXFP4_BF16 is new in 0.30.0 (the run reported AITER_MXFP4_BF16 for the class).
     assert vllm_backend_name("mxfp4", "aiter_triton_mxfp4_bf16", "aiter_w4a16_monolithic", release="0.29.0") == "AITER_MXFP4_BF16"
     assert vllm_backend_name("mxfp4", "aiter_triton_mxfp4_bf16", "aiter_w4a16_monolithic", release="0.30.0") == "AITER_TRITON_MXFP4_BF16"
+
+
+@pytest.mark.parametrize(("dep", "kernel", "cls"), [
+    (Deployment(platform="cpu", arch="x86_64", cpu_amx=True, family="wna16", front_end="gptq", weight_key="int4_static", activation_key=None,
+                num_experts=128, top_k=8, hidden_size=4096, intermediate_size=1536, weight_group_size=128), "cpu_int4", "CPUExpertsInt4"),
+    (Deployment(platform="cpu", arch="aarch64", family="int8", front_end="experts_int8", weight_key="int8_static_channel", activation_key="int8_dynamic_token",
+                num_experts=128, top_k=8, hidden_size=4096, intermediate_size=1536), "cpu_arm_int8", "ArmCPUExpertsInt8"),
+    (Deployment(platform="cpu", arch="x86_64", cpu_amx=False, family="int8", front_end="experts_int8", weight_key="int8_static_channel", activation_key="int8_dynamic_token",
+                num_experts=128, top_k=8, hidden_size=4096, intermediate_size=1536, packages=("zentorch",)), "cpu_zen_int8", "ZenCPUExpertsInt8"),
+])
+def test_cpu_int_experts_are_monolithic_in_0_29_and_modular_after(dep, kernel, cls):
+    # vLLM 0.29.0 P/experts/cpu_moe.py: CPUExpertsInt4, ArmCPUExpertsInt8 and ZenCPUExpertsInt8 are
+    # FusedMoEExpertsMonolithic (vLLM built MoEPrepareAndFinalizeNoDPEPMonolithic for them in the
+    # guided draws); 0.30.0 made them FusedMoEExpertsModular.
+    old, new = OurSide("0.29.0").answer(dep), OurSide("0.30.0").answer(dep)
+    assert (old.experts, old.detail, old.prepare_finalize) == (cls, f"{kernel}_monolithic", "MoEPrepareAndFinalizeNoDPEPMonolithic"), old
+    assert (new.experts, new.detail, new.prepare_finalize) == (cls, kernel, "MoEPrepareAndFinalizeNoDPEPModular"), new
