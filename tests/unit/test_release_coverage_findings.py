@@ -76,3 +76,23 @@ def test_cpu_int_experts_are_monolithic_in_0_29_and_modular_after(dep, kernel, c
     old, new = OurSide("0.29.0").answer(dep), OurSide("0.30.0").answer(dep)
     assert (old.experts, old.detail, old.prepare_finalize) == (cls, f"{kernel}_monolithic", "MoEPrepareAndFinalizeNoDPEPMonolithic"), old
     assert (new.experts, new.detail, new.prepare_finalize) == (cls, kernel, "MoEPrepareAndFinalizeNoDPEPModular"), new
+
+
+# vLLM 0.33.0 guided draw (seed 5): compressed-tensors FP8 with 64x64 weight blocks, HPC requested,
+# FlashInfer one-sided all2all. vLLM selected HPCExperts, then its one-sided layout raised
+# NotImplementedError ("... DeepSeek Blockwise FP8 (E4M3 with FP32 1x128 scales) ... block_shape=[64, 64]").
+ONE_SIDED_BLOCK64 = Deployment(
+    platform="cuda", capability=90, family="fp8", front_end="compressed-tensors-fp8", weight_key="fp8_static_block128", activation_key="fp8_dynamic_group128",
+    block=(64, 64), num_experts=256, top_k=8, hidden_size=7168, intermediate_size=2048, router_logits_dtype="float32", activation="silu",
+    routing_method="deepseek_v3", tp_size=2, dp_size=2, use_ep=True, all2all_backend="flashinfer_nvlink_one_sided", moe_backend="hpc",
+    packages=("flashinfer", "flashinfer_cubin", "hpc", "moonep", "triton_kernels"), tools=("jit_nvcc", "ninja"), model_type="deepseek_v3",
+)
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.33.0", "0.34.0"])
+def test_one_sided_flashinfer_dispatch_carries_only_128_blocks(release):
+    # vLLM 0.29.0-0.34.0 P/all2all_utils.py flashinfer_one_sided_dispatch_layout: block fp8 only with
+    # block_shape == [128, 128] (replayed against 0.29.0 and 0.33.0: 64x64 raises, 128x128 builds).
+    side = OurSide(release)
+    assert side.answer(ONE_SIDED_BLOCK64).prepare_finalize == "(raises) flashinfer_nvlink_one_sided.payload_block"
+    assert side.answer(replace(ONE_SIDED_BLOCK64, block=(128, 128))).prepare_finalize == "FlashInferNVLinkOneSidedPrepareAndFinalize"
