@@ -12,7 +12,8 @@ driven at all (the self-check that each release's own front ends ran).
 
 Deselected by default (marker ``differential``): ``pytest -m differential tests/differential``.
 Sizes: ``MOE_ORACLE_DIFF_CASES`` (default 20000 for the newest release, a quarter of it for each
-older release); disagreements are written as replayable JSON under ``MOE_ORACLE_DIFF_OUT`` when set.
+older release; where a release's size is more than twice ``GUIDED_RANDOM_OFFSET``, that many random
+deployments give way to the guided ones); disagreements are written as replayable JSON under ``MOE_ORACLE_DIFF_OUT`` when set.
 
 Every release also gets the coverage-guided draws (:mod:`moe_oracle.verify.guided`:
 ``GUIDED_PER_KERNEL`` deployments our tables answer with each vLLM kernel of that release's view of
@@ -58,7 +59,9 @@ GUIDED_PER_KERNEL = 2
 GUIDED_RANDOM_OFFSET = 1000
 """Random deployments the guided ones replace, in every release: measured 2026-12-04, the search
 takes about 3 s and its ~190 cases about 16 s of the two workers; 1,000 random cases took about
-15 s (0.34.0: 20,000 in 307 s wall)."""
+15 s (0.34.0: 20,000 in 307 s wall). Per release (153-188 guided deployments, search 1.9-3.0 s):
+the 0.32.0 test took 46 s and 29 s against 53 s and 56 s with 5,000 random ones (back to back,
+alternating); all six releases 601 s with other jobs running."""
 
 
 def _cases(release: str) -> int:
