@@ -17,8 +17,9 @@ through the class it replaces, from deployments the shortcut's family and quant 
 
 Our tables guide the search only: nothing here is compared, and a kernel the search cannot reach
 is returned (:func:`guided_deployments`); the kernels no deployment of the harness can make vLLM
-select, and why, are :data:`.coverage.UNREACHABLE` (per release), and are not searched. :func:`guided_all2all` does the same for each all2all
-backend (a positive selection dispatching through it).
+select, and why, are :data:`.coverage.UNREACHABLE` (per release), and are not searched.
+:func:`guided_all2all` does the same for each all2all backend (a positive selection dispatching
+through it).
 """
 
 from __future__ import annotations
