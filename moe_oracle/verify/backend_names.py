@@ -65,6 +65,15 @@ _BY_BACKEND: Mapping[tuple[str, str], str] = {
     ("mxfp4", "aiter"): "AITER_MXFP4_BF16",  # Mxfp4MoeBackend.AITER is an alias of AITER_MXFP4_BF16
 }
 
+# (family, our kernel id) -> ((releases, member), ...): where a release's enum names the class's
+# backend otherwise. vLLM 0.29.0 has no AITER_TRITON_MXFP4_BF16: AiterW4A16ExpertsMonolithic is the
+# second class of AITER_MXFP4_BF16 (vLLM 0.29.0 P/oracle/mxfp4.py Mxfp4MoeBackend, backend_to_kernel_cls:
+# AITER_MXFP4_BF16 -> [AiterExperts, AiterW4A16ExpertsMonolithic]; 0.30.0 adds the member), which our
+# tables model as the aiter_triton_mxfp4_bf16 backend directly after aiter (kernels/aiter.yaml).
+_BY_RELEASE: Mapping[tuple[str, str], tuple[tuple[frozenset[str], str], ...]] = {
+    ("mxfp4", "aiter_w4a16_monolithic"): ((frozenset({"0.29.0"}), "AITER_MXFP4_BF16"),),
+}
+
 NO_MEMBER = "None"
 """The backend both sides report where the method keeps no backend enum (the harness's vLLM side
 prints ``str(None)``)."""
@@ -91,9 +100,13 @@ SHORTCUT_BACKENDS: Mapping[str, str] = {
 """Shortcut id -> the member vLLM reports when that early return picks the class."""
 
 
-def vllm_backend_name(family: str, backend: str, kernel: str, shortcut: str | None = None) -> str:
+def vllm_backend_name(family: str, backend: str, kernel: str, shortcut: str | None = None, release: str | None = None) -> str:
     """The vLLM backend member name for our selection of ``kernel`` (backend ``backend``) on a
-    layer of quant ``family`` (``shortcut``: the shortcut that chose it, if any).
+    layer of quant ``family`` (``shortcut``: the shortcut that chose it, if any) in vLLM
+    ``release`` (``None``: the newest naming).
+
+    >>> vllm_backend_name("mxfp4", "aiter_triton_mxfp4_bf16", "aiter_w4a16_monolithic", release="0.29.0")
+    'AITER_MXFP4_BF16'
 
     >>> vllm_backend_name("mxfp4", "flashinfer_trtllm_afp8", "flashinfer_trtllm_mxfp4_monolithic")
     'FLASHINFER_TRTLLM_MXFP4_MXFP8'
@@ -109,6 +122,9 @@ def vllm_backend_name(family: str, backend: str, kernel: str, shortcut: str | No
         return NO_MEMBER
     if shortcut is not None and shortcut in SHORTCUT_BACKENDS:
         return SHORTCUT_BACKENDS[shortcut]
+    for releases, member in _BY_RELEASE.get((family, kernel), ()):
+        if release in releases:
+            return member
     hit = _BY_KERNEL.get((family, kernel)) or _BY_BACKEND.get((family, backend))
     if hit is not None:
         return hit

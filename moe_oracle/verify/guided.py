@@ -10,10 +10,16 @@ parameters, routing, dtype, bias, LoRA, EPLB, shape, weight block), up to ``step
 deployment is kept when our tables then select the kernel; vLLM judges it in the run, so a wrong
 table shows up as a disagreement, never as coverage.
 
+Everything is read from the release's view of the tables and drawn from the release's families,
+so each release is searched for its own kernels. A kernel only a shortcut's substitution selects
+(a quantization method that takes another class of the backend the oracle chose) is solved for
+through the class it replaces, from deployments the shortcut's family and quant method hold for.
+
 Our tables guide the search only: nothing here is compared, and a kernel the search cannot reach
-is returned (:func:`guided_deployments`); the kernels no deployment of the harness can reach, and
-why, are :data:`.coverage.UNREACHABLE`. :func:`guided_all2all` does the same for each all2all
-backend (a positive selection dispatching through it).
+is returned (:func:`guided_deployments`); the kernels no deployment of the harness can make vLLM
+select, and why, are :data:`.coverage.UNREACHABLE` (per release), and are not searched.
+:func:`guided_all2all` does the same for each all2all backend (a positive selection dispatching
+through it).
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ from typing import Any, Sequence
 
 from ..core.requests import request_name
 from .cases import PACKAGES, Deployment
-from .coverage import all2all_used
-from .ours import PACKAGE_NAMES, OurSide
+from .coverage import all2all_used, unreachable
+from .ours import FRONT_END_QUANT_METHOD, PACKAGE_NAMES, OurSide
 from .space import SHAPES, families_for, random_deployment
 
 __all__ = ["REPAIRABLE", "guided_all2all", "guided_deployments", "repair", "repairable"]
@@ -179,6 +185,82 @@ def _score(decision: Any, kernel: str) -> tuple[int, int] | None:
     return (sum(not repairable(c.field) for c in checks), len(checks) + 1)
 
 
+def _solve(side: OurSide, catalog: Any, entry: Any, deps: Sequence[Deployment], decisions: Sequence[Any], per_kernel: int,
+           rng: random.Random, starts: int, steps: int, goal: str | None = None) -> dict[str, Deployment]:
+    """Deployments (by key) our tables answer with ``goal`` (default ``entry``'s id), repaired
+    towards selecting ``entry`` from the ``starts`` of ``deps`` closest to it; of different quant
+    schemes where the starts give them (a scheme a release's vLLM has no key for, e.g. 0.29.0's
+    NVFP4 per-token activations, is not driven: another scheme still reaches the kernel)."""
+    goal = goal or entry.id
+    request = request_name(catalog, entry.backend) if entry.backend else "auto"
+    request = None if request == "auto" else request
+    scored = sorted((s, i) for i, d in enumerate(decisions) if (s := _score(d, entry.id)) is not None)
+    # Starts failing only where repair can act come first; the others are tried only when
+    # there are none (a derived field may still follow a repaired one).
+    fewest = scored[0][0][0] if scored else 0
+    hits: dict[str, Deployment] = {}
+    spares: dict[str, Deployment] = {}
+    for _score_i, index in [x for x in scored if x[0][0] == fewest][:starts]:
+        if len(hits) >= per_kernel:
+            break
+        dep = _with_all2all_package(deps[index])
+        for _step in range(steps + 1):
+            decision = side.decide(dep)
+            if decision is None:
+                break
+            if decision.kernel == goal:
+                schemes = {(h.weight_key, h.activation_key) for h in hits.values()}
+                (spares if (dep.weight_key, dep.activation_key) in schemes else hits).setdefault(dep.key(), dep)
+                break
+            if decision.kernel == entry.id:  # selected, but the path to ``goal`` does not hold
+                break
+            failures = _failures(decision, entry.id)
+            if failures is None:
+                break
+            if not failures:  # eligible but outranked: request it
+                if request is None or dep.moe_backend == request:
+                    break
+                dep = replace(dep, moe_backend=request)
+                continue
+            fixed = repair(dep, failures, request, rng)
+            if fixed == dep:
+                break
+            dep = fixed
+    for key, dep in spares.items():
+        if len(hits) >= per_kernel:
+            break
+        hits.setdefault(key, dep)
+    return hits
+
+
+def _holds(shortcut: Any, dep: Deployment) -> bool:
+    """Whether ``dep``'s family and front end meet ``shortcut``'s ``when`` on the quant family
+    and the checkpoint's quant method (the other fields are left to the search)."""
+    values = {"quant_family": dep.family, "quant_method": FRONT_END_QUANT_METHOD.get(dep.front_end)}
+    return all(p.test(values[p.field]) for p in shortcut.when if p.field in values)
+
+
+def _substituted(release: str, side: OurSide, catalog: Any, kernel: str, per_kernel: int, rng: random.Random, starts: int, steps: int,
+                 pool: int) -> dict[str, Deployment]:
+    """Deployments reaching ``kernel`` where only a shortcut's substitution selects it (a
+    quantization method taking another class of the backend the oracle chose, e.g. vLLM 0.29.0's
+    Quark MXFP4 and BatchedHummingGroupedExperts): the search solves for each class the shortcut
+    replaces, from a pool of deployments its ``when`` holds for on family and quant method."""
+    hits: dict[str, Deployment] = {}
+    by_id = {e.id: e for e in catalog.experts}
+    for shortcut in catalog.shortcuts:
+        if shortcut.otherwise != kernel or not shortcut.selected:
+            continue
+        families = [f for f in families_for(release) if all(p.test(f) for p in shortcut.when if p.field == "quant_family")]
+        drawn = (random_deployment(rng, families=[families[i % len(families)]]) for i in range(4 * pool)) if families else iter(())
+        deps = [d for d in drawn if _holds(shortcut, d)][:pool]
+        decisions = [side.decide(d) for d in deps]
+        for selected in shortcut.selected:
+            if selected in by_id and len(hits) < per_kernel:
+                hits.update(_solve(side, catalog, by_id[selected], deps, decisions, per_kernel - len(hits), rng, starts, steps, goal=kernel))
+    return hits
+
+
 def guided_deployments(
     release: str,
     per_kernel: int = 3,
@@ -192,12 +274,17 @@ def guided_deployments(
     """Deployments our tables answer with each vLLM kernel of ``release`` (``per_kernel`` each, as
     far as the search finds them), and the kernel ids it did not reach.
 
-    ``pool`` random deployments (every family in turn) are answered once; for each kernel the
-    ``starts`` closest of them are repaired ``steps`` times each at most.
+    ``pool`` random deployments (every family of the release in turn) are answered once; for each
+    kernel of the release's view of the tables the ``starts`` closest of them are repaired
+    ``steps`` times each at most. A kernel that no start reaches and that a shortcut substitutes
+    for another class is then solved through that shortcut (:func:`_substituted`). The kernels
+    :func:`.coverage.unreachable` lists for the release are not searched (nor returned) unless
+    ``kernels`` names them.
     """
     side = side or OurSide(release)
     catalog = side.oracle.catalog.for_version(release)
-    targets = [e for e in catalog.experts if e.provider == "vllm" and (kernels is None or e.id in kernels)]
+    skip = unreachable(release) if kernels is None else {}
+    targets = [e for e in catalog.experts if e.provider == "vllm" and e.id not in skip and (kernels is None or e.id in kernels)]
     rng = random.Random(seed)
     families = families_for(release)
     deps = [random_deployment(rng, families=[families[i % len(families)]]) for i in range(pool)]
@@ -205,36 +292,9 @@ def guided_deployments(
     found: list[Deployment] = []
     unreached: list[str] = []
     for entry in targets:
-        request = request_name(catalog, entry.backend) if entry.backend else "auto"
-        request = None if request == "auto" else request
-        scored = sorted((s, i) for i, d in enumerate(decisions) if (s := _score(d, entry.id)) is not None)
-        # Starts failing only where repair can act come first; the others are tried only when
-        # there are none (a derived field may still follow a repaired one).
-        fewest = scored[0][0][0] if scored else 0
-        hits: dict[str, Deployment] = {}
-        for _score_i, index in [x for x in scored if x[0][0] == fewest][:starts]:
-            if len(hits) >= per_kernel:
-                break
-            dep = _with_all2all_package(deps[index])
-            for _step in range(steps + 1):
-                decision = side.decide(dep)
-                if decision is None:
-                    break
-                if decision.kernel == entry.id:
-                    hits.setdefault(dep.key(), dep)
-                    break
-                failures = _failures(decision, entry.id)
-                if failures is None:
-                    break
-                if not failures:  # eligible but outranked: request it
-                    if request is None or dep.moe_backend == request:
-                        break
-                    dep = replace(dep, moe_backend=request)
-                    continue
-                fixed = repair(dep, failures, request, rng)
-                if fixed == dep:
-                    break
-                dep = fixed
+        hits = _solve(side, catalog, entry, deps, decisions, per_kernel, rng, starts, steps)
+        if not hits:
+            hits = _substituted(release, side, catalog, entry.id, per_kernel, rng, starts, steps, pool // 4)
         found.extend(hits.values())
         if not hits:
             unreached.append(entry.id)

@@ -266,7 +266,7 @@ class OurSide:
             return Answer("error", experts=entry.upstream, backend=entry.backend, detail=f"only our runtime's {entry.id} is eligible")
         family = decision.normalized.values.get("quant_family") or dep.family
         try:
-            backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut)
+            backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut, self.release)
         except UnknownBackend as exc:
             backend = f"(unknown: {exc})"
         sizes = decision_layer_sizes(decision) if dep.front_end != "direct" else None

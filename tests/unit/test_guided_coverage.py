@@ -1,6 +1,6 @@
 """The coverage-guided sampler and the coverage report (issue 25: no kernel of the tables left
-without a positive selection). Our side only: vLLM's verdict on these draws is the differential
-tier's (tests/differential/test_vllm_releases.py)."""
+without a positive selection, in every release). Our side only: vLLM's verdict on these draws is
+the differential tier's (tests/differential/test_vllm_releases.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from moe_oracle.core.oracle import default_catalog
 from moe_oracle.verify.cases import Answer, Deployment
-from moe_oracle.verify.coverage import UNREACHABLE, all2all_used, coverage
+from moe_oracle.verify.coverage import UNREACHABLE, all2all_backends, all2all_used, coverage, unreachable
 from moe_oracle.verify.guided import guided_all2all, guided_deployments
 from moe_oracle.verify.ours import OurSide
 from moe_oracle.verify.run import RELEASES
@@ -25,15 +25,51 @@ def guided() -> tuple[OurSide, list[Deployment], list[str]]:
     return side, found, unreached
 
 
-def test_the_guided_sampler_reaches_every_kernel_not_listed_unreachable(guided):
-    side, found, unreached = guided
-    vllm_kernels = {e.id for e in side.oracle.catalog.for_version(NEWEST).experts if e.provider == "vllm"}
-    assert set(UNREACHABLE) <= vllm_kernels, f"UNREACHABLE names kernels the tables do not have: {sorted(set(UNREACHABLE) - vllm_kernels)}"
-    assert sorted(set(unreached) - set(UNREACHABLE)) == [], "reach them in moe_oracle/verify/guided.py or say why none can in coverage.UNREACHABLE"
-    # The list stays honest: a kernel the sampler now reaches is taken off it.
-    assert sorted(set(UNREACHABLE) - set(unreached)) == []
+@pytest.mark.parametrize("release", [RELEASES[0], NEWEST])
+def test_the_guided_sampler_reaches_every_kernel_of_each_release_not_listed_unreachable(release):
+    side = OurSide(release)
+    found, unreached = guided_deployments(release, per_kernel=1, side=side)
+    vllm_kernels = {e.id for e in side.oracle.catalog.for_version(release).experts if e.provider == "vllm"}
+    skip = set(unreachable(release)) & vllm_kernels
+    assert unreached == [], "reach them in moe_oracle/verify/guided.py or say why none can in coverage.UNREACHABLE"
     selected = {side.decide(d).kernel for d in found}
-    assert selected == vllm_kernels - set(UNREACHABLE)
+    assert selected == vllm_kernels - set(skip)
+    # The list stays honest: the search, let loose on an unreachable kernel, finds nothing our
+    # tables select there, except a kernel vLLM's side of the harness cannot be made to select.
+    _, also = guided_deployments(release, per_kernel=1, side=side, kernels=sorted(skip))
+    assert set(also) == set(skip) - {"aiter_mxfp8"}
+
+
+def test_every_unreachable_entry_names_a_kernel_and_releases_of_the_tables():
+    for kernel, (releases, why) in UNREACHABLE.items():
+        assert why and (releases is None or set(releases) <= set(RELEASES)), kernel
+        for release in releases or RELEASES:
+            tables = {e.id for e in default_catalog().for_version(release).experts}
+            assert releases is None or kernel in tables, f"{kernel} is listed for vLLM {release}, whose tables do not have it"
+        assert any(kernel in {e.id for e in default_catalog().for_version(r).experts} for r in releases or RELEASES), kernel
+
+
+def test_the_all2all_backends_of_a_release_are_its_literal():
+    # vLLM 0.29.0-0.34.0 vllm/config/parallel.py All2AllBackend: moonep from 0.31.0, passthrough
+    # from 0.32.0, mori from 0.34.0 (and the rank-local allgather_reducescatter is no all2all kernel).
+    def of(release: str) -> set[str]:
+        return set(all2all_backends(default_catalog().for_version(release)))
+    assert {"moonep", "passthrough", "mori", "allgather_reducescatter"}.isdisjoint(of("0.29.0"))
+    assert of("0.31.0") - of("0.30.0") == {"moonep"}
+    assert of("0.32.0") - of("0.31.0") == {"passthrough"}
+    assert of("0.34.0") - of("0.33.0") == {"mori"}
+    assert {"deepep_low_latency", "mori_high_throughput", "nixl_ep", "flashinfer_nvlink_one_sided"} <= of("0.29.0")
+
+
+def test_a_kernel_only_a_substitution_selects_is_reached_through_it():
+    # vLLM 0.29.0: BatchedHummingGroupedExperts never passes its own check (grouped_masked is read
+    # as indexed), but Quark's OCP-MX MXFP4 method takes it as HUMMING's first class unchecked
+    # (shortcut.quark_mxfp4_first_class.humming).
+    side = OurSide("0.29.0")
+    found, unreached = guided_deployments("0.29.0", per_kernel=1, side=side, kernels=["humming_batched"])
+    assert unreached == [] and len(found) == 1
+    decision = side.decide(found[0])
+    assert (decision.kernel, found[0].front_end, decision.shortcut) == ("humming_batched", "quark_mxfp4", "shortcut.quark_mxfp4_first_class.humming")
 
 
 def test_the_guided_all2all_search_selects_through_every_backend(guided):
@@ -58,11 +94,27 @@ def test_the_report_names_unreachable_kernels_apart_with_their_reason():
     catalog = default_catalog().for_version(NEWEST)
     dep = Deployment(platform="cuda", capability=90, use_ep=True, dp_size=2, all2all_backend="deepep_high_throughput")
     ok = Answer("ok", experts="TritonExperts", backend="TRITON", detail="triton")
-    cov = coverage([SimpleNamespace(case=dep, vllm=ok, ours=ok, agree=True)], catalog)
+    cov = coverage([SimpleNamespace(case=dep, vllm=ok, ours=ok, agree=True)], catalog, NEWEST)
     assert "triton" not in cov.unreached_kernels
-    assert set(UNREACHABLE).isdisjoint(cov.unreached_kernels)
-    assert dict(cov.unreachable) == dict(UNREACHABLE)
+    assert set(unreachable(NEWEST)).isdisjoint(cov.unreached_kernels)
+    assert dict(cov.unreachable) == unreachable(NEWEST)
     assert "deepep_high_throughput" not in cov.unreached_all2all and "passthrough" in cov.unreached_all2all
     lines = cov.lines()
-    for kernel, why in UNREACHABLE.items():
+    for kernel, why in unreachable(NEWEST).items():
         assert f"  {kernel}: unreachable: {why}" in lines
+    # A release without the backend does not count it as unreached.
+    old = coverage([SimpleNamespace(case=dep, vllm=ok, ours=ok, agree=True)], default_catalog().for_version("0.29.0"), "0.29.0")
+    assert "passthrough" not in old.unreached_all2all and "aiter_mxfp8" in old.unreachable
+
+
+def test_a_triple_our_tables_selected_counts_until_vllm_agrees_on_it():
+    catalog = default_catalog().for_version(NEWEST)
+    dep = Deployment(platform="cuda", capability=90)
+    ours = Answer("ok", experts="TritonExperts", backend="TRITON", detail="triton")
+    theirs = Answer("ok", experts="DeepGemmExperts", backend="DEEPGEMM", detail="")
+    missed = coverage([SimpleNamespace(case=dep, vllm=theirs, ours=ours, agree=False)], catalog, NEWEST)
+    assert missed.unreached_triples == (("unquantized", "TritonExperts", "TRITON"),)
+    not_driven = Answer("unsupported", detail="not driven")
+    assert coverage([SimpleNamespace(case=dep, vllm=not_driven, ours=ours, agree=False)], catalog, NEWEST).unreached_triples == ()
+    met = coverage([SimpleNamespace(case=dep, vllm=theirs, ours=ours, agree=False), SimpleNamespace(case=dep, vllm=ours, ours=ours, agree=True)], catalog, NEWEST)
+    assert met.unreached_triples == () and met.selected == {("unquantized", "TritonExperts", "TRITON"): 1}
