@@ -127,15 +127,15 @@ def selector_weight_key(weight: str | None, block: list[int] | None) -> str | No
     return f"{key.dtype}/{'static' if key.static else 'dynamic'}/({block[0]}, {block[1]})"
 
 
-def _backend_member(decision: Any, sel: dict[str, Any]) -> str | None:
-    """Our selection as the name of vLLM's backend enum member (:mod:`..backend_names`, as the
-    selection tier translates it): ``flashinfer_trtllm`` on an MXFP4 layer is
+def _backend_member(decision: Any, sel: dict[str, Any], release: str) -> str | None:
+    """Our selection as the name of vLLM ``release``'s backend enum member (:mod:`..backend_names`,
+    as the selection tier translates it): ``flashinfer_trtllm`` on an MXFP4 layer is
     ``FLASHINFER_TRTLLM_MXFP4_BF16``, a batched Marlin ``BATCHED_MARLIN``."""
     if not sel or not sel.get("kernel"):
         return None
     family = decision.normalized.values.get("quant_family") or ""
     try:
-        return vllm_backend_name(family, sel.get("backend") or "", sel["kernel"], decision.shortcut)
+        return vllm_backend_name(family, sel.get("backend") or "", sel["kernel"], decision.shortcut, release=release)
     except UnknownBackend as exc:
         return f"(unknown: {exc})"
 
@@ -215,7 +215,7 @@ def our_layers(case: dict[str, Any], release: str) -> dict[str, Any]:
             "quant_method": q.get("method"),
             "quant_method_class": method_class,
             "experts_class": adapter.rsplit(":", 1)[-1] if adapter else None,
-            "backend": _backend_member(obj.decision, sel),
+            "backend": _backend_member(obj.decision, sel, release),
             "prepare_finalize": pf_names.get(sel.get("prepare_finalize") or "", sel.get("prepare_finalize")),
             "excluded_by": q.get("excluded_by") or [],
         }
