@@ -354,6 +354,15 @@ def unmodelled_architectures(release: str) -> tuple[str, ...]:
     return tuple(a for a, d in sorted(VLLM_MOE_ARCHITECTURES.items()) if d.family is None and d.registered(release))
 
 
+TRANSFORMERS_BACKEND_BUILT: Mapping[str, str] = MappingProxyType({
+    "BeamForCausalLM": "BeamForCausalLM (transformers 5.20.2 models/beam)",
+    "ZayaForCausalLM": "ZayaForCausalLM (transformers 5.20.2 models/zaya)",
+})
+"""Architectures a release before their registration builds through vLLM's Transformers backend
+(transformers has the class), each read for those releases by a checkpoint fact
+(``beam_vllm_config``, ``zaya_native_model``) that the model-construction tier checks."""
+
+
 def architecture_notes(architecture: str | None, family: Family, release: ReaderRelease) -> tuple[str, ...]:
     """What the answer says about the architecture: unmodelled, or not registered by the release.
 
@@ -369,6 +378,9 @@ def architecture_notes(architecture: str | None, family: Family, release: Reader
             return (f"{architecture} is not among the MoE architectures {release.words} registers (registry.py and the model files): vLLM may refuse the model, or run it through the Transformers backend, which moe-oracle does not model",)
         return ()
     if not known.registered(version):
+        if architecture in TRANSFORMERS_BACKEND_BUILT:
+            return (f"{release.words} does not register {architecture} (registered by vLLM {known.engine}): it builds transformers' {TRANSFORMERS_BACKEND_BUILT[architecture]} "
+                    "through its Transformers backend (vllm/model_executor/models/transformers), read here as the model-construction tier checks it",)
         return (f"{release.words} does not register {architecture} (registered by vLLM {known.engine}): vLLM refuses the model",)
     if known.family is None and family is GENERIC:
         why = f"{known.unmapped}; so its layer layout, routing, activation, shared experts and MTP layers come from generic config fields" if known.unmapped else UNMODELLED_REASON

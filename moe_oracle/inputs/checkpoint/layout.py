@@ -105,6 +105,9 @@ def layer_layout(family: Family, cfg: Mapping[str, Any], prefix: str, *, file: s
         # the config class fills mlp_layer_types: transformers' (0.32.0+) with 3 dense layers, vLLM's own before from first_k_dense_replace
         first_k = 3 if rel.holds("glm5_next_transformers_config") else _int(cfg, "first_k_dense_replace", 0, file, path) or 0
         cfg = {**cfg, "first_k_dense_replace": first_k}
+    if family.name == "beam" and cfg.get("mlp_layer_types") is None and not rel.holds("beam_vllm_config"):
+        # transformers' BeamConfig (the Transformers backend, 0.32.0) fills 3 dense layers, vLLM's own (0.33.0+) none
+        cfg = {**cfg, "first_k_dense_replace": min(3, n)}
     kinds = _target_kinds(family, cfg, n, file, path, notes)
     if family.name == "gemma4" and not rel.holds("gemma4_moe_by_num_experts"):
         flag = next((k for k in ("enable_moe_block", "use_second_mlp_block") if cfg.get(k)), None)

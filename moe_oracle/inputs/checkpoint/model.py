@@ -184,6 +184,13 @@ def read_checkpoint(
         family = replace(family, defaults=MappingProxyType({**family.defaults, "scoring_func": "softmax"}))
     if family.name == "laguna" and rel.holds("laguna_renormalize_always"):
         family = replace(family, renormalize=True)
+    if family.name == "beam" and not rel.holds("beam_vllm_config"):
+        family = replace(family, defaults=MappingProxyType({**family.defaults, "n_group": 8, "topk_group": 4, "routed_scaling_factor": 2.5}))
+        arch_notes.append(f"{rel.words} builds Beam through its Transformers backend (no vllm/models/beam before 0.33.0) with transformers' BeamConfig defaults: "
+                          "3 dense layers then sparse where mlp_layer_types is absent, n_group 8 and topk_group 4 (grouped top-k), routed_scaling_factor 2.5")
+    if family.name == "zaya" and not rel.holds("zaya_native_model"):
+        family = replace(family, router_fp32=False)
+        arch_notes.append(f"{rel.words} builds ZAYA through its Transformers backend (no zaya.py before 0.34.0): router logits in the model dtype, the top-k from ZAYA's own router as external routing")
     text_cfg, key_notes = _nested_keys(family, text_cfg, path, file)
     arch_notes += key_notes
     filled = {**{k: v for k, v in family.defaults.items()}, **{k: v for k, v in text_cfg.items() if v is not None}}

@@ -91,6 +91,13 @@ FACTS: Mapping[str, Fact] = MappingProxyType({
                                        "transformers config class; before, and for any other architecture, transformers' AutoConfig refuses a config.json without model_type "
                                        "('Unrecognized model ... Should have a `model_type` key', transformers 5.10.4 and 5.20.2 AutoConfig.from_pretrained) unless auto_map names a remote config class",
                                        "vllm/transformers_utils/config.py _ARCHITECTURE_TO_MODEL_TYPE, HFConfigParser.parse"),
+    "beam_vllm_config": Fact(">=0.33.0", "Beam configs are read by vLLM's own BeamConfig and built by vllm/models/beam (every layer sparse when mlp_layer_types is absent, no expert groups unless "
+                             "n_group and topk_group are set); 0.32.0 registers neither and builds transformers' Beam through the Transformers backend, whose BeamConfig defaults "
+                             "mlp_layer_types to 3 dense layers then sparse, n_group 8, topk_group 4 and routed_scaling_factor 2.5 (grouped top-k when both group fields are set)",
+                             "0.33.0 vllm/transformers_utils/configs/beam.py, vllm/models/beam; transformers 5.20.2 models/beam/configuration_beam.py; 0.32.0 vllm/model_executor/models/transformers/moe.py (use_grouped_topk)"),
+    "zaya_native_model": Fact(">=0.34.0", "ZayaForCausalLM is built by vLLM's own zaya.py (ZayaSparseMoeBlock: router logits in float32); before, vLLM registers no ZAYA model and builds "
+                              "transformers' through its Transformers backend, whose MoE fuser hands FusedMoE ZAYA's precomputed top-k as external routing and no router dtype (router logits in the model dtype)",
+                              "0.34.0 vllm/model_executor/models/zaya.py and registry.py; 0.29.0-0.33.0 vllm/model_executor/models/transformers/moe.py (external routing kwargs: custom_routing_function, no router_logits_dtype)"),
     "gemma4_moe_by_num_experts": Fact(">=0.32.0", "a Gemma-4 decoder layer builds its MoE block when num_experts is set (before: when enable_moe_block or use_second_mlp_block is true)",
                                       "vllm/model_executor/models/gemma4.py Gemma4DecoderLayer.__init__ (enable_moe_block)"),
 })
