@@ -96,3 +96,21 @@ def test_one_sided_flashinfer_dispatch_carries_only_128_blocks(release):
     side = OurSide(release)
     assert side.answer(ONE_SIDED_BLOCK64).prepare_finalize == "(raises) flashinfer_nvlink_one_sided.payload_block"
     assert side.answer(replace(ONE_SIDED_BLOCK64, block=(128, 128))).prepare_finalize == "FlashInferNVLinkOneSidedPrepareAndFinalize"
+
+
+# The mutation run's targeted draw (vLLM 0.33.0, 2026-12-04): compressed-tensors FP8 per-tensor on
+# SM 10.7. vLLM selected TrtLlmFp8ExpertsMonolithic (FLASHINFER_TRTLLM): its
+# _supports_current_device asks is_device_capability_family(100), the whole SM 10.x family; our
+# table had listed SM 10.0 and 10.3 only and answered FlashInfer CUTLASS.
+CT_FP8_TENSOR_SM107 = Deployment(
+    platform="cuda", capability=107, family="fp8", front_end="compressed-tensors-fp8", weight_key="fp8_static_tensor", activation_key="fp8_static_tensor",
+    num_experts=40, top_k=8, hidden_size=1536, intermediate_size=512, in_dtype="bfloat16", router_logits_dtype="float32", activation="silu",
+    routing_method="renormalize", tp_size=2, env=(("VLLM_USE_DEEP_GEMM", "0"),),
+    packages=("aiter", "cutlass", "deep_gemm", "flashinfer", "flashinfer_cubin", "triton_kernels", "zentorch"), tools=("ninja", "nvcc"), model_type="deepseek_v4",
+)
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.33.0", "0.34.0"])
+def test_trtllm_fp8_is_taken_on_the_whole_sm10_family(release):
+    answer = OurSide(release).answer(CT_FP8_TENSOR_SM107)
+    assert (answer.status, answer.experts, answer.backend) == ("ok", "TrtLlmFp8ExpertsMonolithic", "FLASHINFER_TRTLLM"), answer
