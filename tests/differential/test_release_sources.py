@@ -293,6 +293,13 @@ def _checkpoint_fact_holds(tree: Path, fact: str) -> bool:
                 and online.is_file() and "kLutBStatic: LutBOnlineMoEMethod" in online.read_text(encoding="utf-8"))
     if fact == "model_type_by_architecture":
         return "_ARCHITECTURE_TO_MODEL_TYPE.get(architectures[0])" in _code(tree / "vllm/transformers_utils/config.py", "HFConfigParser.parse")
+    if fact == "beam_vllm_config":
+        # vLLM's own Beam model and config class; before them transformers' Beam runs on the Transformers backend
+        registry = (tree / "vllm/model_executor/models/registry.py").read_text(encoding="utf-8")
+        return '"BeamForCausalLM"' in registry and (tree / "vllm/transformers_utils/configs/beam.py").is_file() and (tree / "vllm/models/beam").is_dir()
+    if fact == "zaya_native_model":
+        registry = (tree / "vllm/model_executor/models/registry.py").read_text(encoding="utf-8")
+        return '"ZayaForCausalLM"' in registry and (tree / "vllm/model_executor/models/zaya.py").is_file()
     raise AssertionError(f"no source reading for checkpoint fact {fact!r}: add one")
 
 
