@@ -392,3 +392,28 @@ def test_the_released_binary_has_no_lut_b_gemm(release):
     assert doc["probes"] == list(COMPILED_OP_PROBES), "stale scan: re-run setup_env"
     assert any(name.startswith("vllm/_moe_C") for name in doc["found"]["moe_align_block_size"]), doc
     assert doc["found"]["lut_b_moe_gemm"] == [], doc
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_model_start_refusals_match_the_release_source(release):
+    """moe_oracle/inputs/model_start_refusals.py: each model-class refusal's message is in the
+    release's model package exactly for the releases (and platform directories) its range names."""
+    from packaging.specifiers import SpecifierSet
+
+    from moe_oracle.inputs.model_start_refusals import MODEL_START_REFUSALS
+
+    tree = _tree(release) / "vllm"
+    dirs = {"BeamForCausalLM": "models/beam", "Qwen4ExpForCausalLM": "models/qwen4_exp", "Qwen4ExpForConditionalGeneration": "models/qwen4_exp"}
+    platform_dirs = {"cuda": "nvidia", "rocm": "amd"}
+    pairs = {(arch, c.message) for c in MODEL_START_REFUSALS for arch in c.architectures}
+    for arch, message in sorted(pairs):
+        package = tree / dirs[arch]
+        for platform, sub in platform_dirs.items():
+            # A package without per-platform classes serves both platforms from nvidia/ (0.33.0 beam).
+            where = package / sub if (package / sub).is_dir() else package / "nvidia"
+            # String constants as the parser joins them (vLLM splits long messages over lines).
+            found = where.is_dir() and any(isinstance(n, ast.Constant) and isinstance(n.value, str) and message in n.value
+                                           for p in where.glob("*.py") for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))
+            expected = any(release in SpecifierSet(c.releases) and (not c.platforms or platform in c.platforms)
+                           for c in MODEL_START_REFUSALS if arch in c.architectures and c.message == message)
+            assert found == expected, f"vLLM {release} {arch} on {platform}: {message[:50]!r} in {where}: {found}; our table says {expected}"
