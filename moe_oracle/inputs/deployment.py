@@ -26,7 +26,7 @@ from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
 from .eplb_defaults import default_redundant_experts
 from .ep_refusal import engine_num_experts, ep_refusal
-from .model_start_refusals import model_start_refusal
+from .model_start_refusals import blame_from, model_start_refusal
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import GPU_ARCHES, capability_hint, lookup_hardware, unknown_arch
@@ -89,7 +89,7 @@ class Deployment:
             origin = origins.get("parallel.use_ep", FLAG)
             issues.append(ep_refusal(where_given("parallel.use_ep", origin), self.release.facts_named() if self.release else f"vLLM {ENGINE_VERSION}", origin.file))
         if self.architecture is not None:
-            blame = {when: (where_given(f, origins.get(f, FLAG)), origins.get(f, FLAG).file) for when, f in (("eplb", "parallel.enable_eplb"), ("sequence_parallel_moe", "parallel.use_ep"))}
+            blame = blame_from(origins)
             refused = model_start_refusal(self.architecture, self.config.parallel, self.release.stand_in if self.release else ENGINE_VERSION, self.config.device.platform.value, blame)
             issues += [refused] if refused is not None else []
         return issues

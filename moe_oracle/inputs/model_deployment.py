@@ -32,7 +32,7 @@ from .quant_checks import verify_checkpoint_quantization
 from .serve import ServeArgs, parse_serve
 from .eplb_defaults import default_redundant_parallel
 from .ep_refusal import ep_without_experts
-from .model_start_refusals import model_start_refusal
+from .model_start_refusals import blame_from, model_start_refusal
 from .release_facts import ENGINE_VERSION
 from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend
 from .speculative import resolve_draft
@@ -171,7 +171,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     if refused is not None:
         raise ConfigError([refused])
     origins = origins_of(given)
-    blame = {when: (where_given(f, origins.get(f, FLAG)), origins.get(f, FLAG).file) for when, f in (("eplb", "parallel.enable_eplb"), ("sequence_parallel_moe", "parallel.use_ep"))}
+    blame = blame_from(origins)
     refused = model_start_refusal(checkpoint.architecture, parallel, answer_release(catalog, env) or ENGINE_VERSION, device.platform.value, blame)
     if refused is not None:
         raise ConfigError([refused])

@@ -18,9 +18,10 @@ from packaging.version import Version
 
 from ..core.config import ParallelConfig
 from ..core.errors import InputIssue
+from ..core.refusals import FLAG, Origin, where_given
 from .release_facts import release_values
 
-__all__ = ["ModelStartRefusal", "MODEL_START_REFUSALS", "model_start_refusal", "sequence_parallel_moe"]
+__all__ = ["ModelStartRefusal", "MODEL_START_REFUSALS", "blame_from", "model_start_refusal", "sequence_parallel_moe"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,15 @@ def sequence_parallel_moe(parallel: ParallelConfig, release: str) -> bool:
     """
     backends = release_values(release).get("sequence_parallel_moe_all2all", ())
     return parallel.use_ep and parallel.tp_size > 1 and parallel.dp_size > 1 and str(getattr(parallel.all2all_backend, "value", parallel.all2all_backend)) in backends
+
+
+_BLAMED_FIELDS = (("eplb", "parallel.enable_eplb"), ("sequence_parallel_moe", "parallel.use_ep"))
+
+
+def blame_from(origins: Mapping[str, Origin]) -> dict[str, tuple[str, str | None]]:
+    """:func:`model_start_refusal`'s ``blame`` from the deployment fields' origins
+    (:func:`moe_oracle.inputs.deployment.origins_of`; a field absent there counts as a flag)."""
+    return {when: (where_given(f, origins.get(f, FLAG)), origins.get(f, FLAG).file) for when, f in _BLAMED_FIELDS}
 
 
 def model_start_refusal(architecture: str | None, parallel: ParallelConfig, release: str, platform: str, blame: Mapping[str, tuple[str, str | None]]) -> InputIssue | None:

@@ -112,6 +112,15 @@ def quant_config_with_loaded_names(method: Any, layer: Any) -> tuple[Any, list[s
     raise AssertionError("unreachable: every retry binds a new name or reshapes once")
 
 
+def _method_class(module: str, cls_name: str, problems: list[str]) -> Any:
+    """The quantization method class ``module.cls_name``, or ``None`` with the problem recorded."""
+    try:
+        return getattr(importlib.import_module(module), cls_name)
+    except (ImportError, AttributeError):
+        problems.append(f"{module}.{cls_name} is gone (standins 15)")
+        return None
+
+
 def self_check(getsource: Callable[[Any], str] = inspect.getsource) -> list[str]:
     """What moved: a renaming method gone, or its ``process_weights_after_loading`` no longer
     replacing a name of :data:`LOADED_NAMES`, or its ``create_weights`` no longer registering the
@@ -119,18 +128,12 @@ def self_check(getsource: Callable[[Any], str] = inspect.getsource) -> list[str]
     the reducing calls of :data:`RESHAPING_METHODS`."""
     problems = []
     for module, cls_name, calls in RESHAPING_METHODS:
-        try:
-            cls = getattr(importlib.import_module(module), cls_name)
-        except (ImportError, AttributeError):
-            problems.append(f"{module}.{cls_name} is gone (standins 15)")
+        if (cls := _method_class(module, cls_name, problems)) is None:
             continue
         loaded = getsource(cls.process_weights_after_loading)
         problems += [f"{cls_name}.process_weights_after_loading no longer calls {c[:-1]} (standins 15)" for c in calls if c not in loaded]
     for module, cls_name in RENAMING_METHODS:
-        try:
-            cls = getattr(importlib.import_module(module), cls_name)
-        except (ImportError, AttributeError):
-            problems.append(f"{module}.{cls_name} is gone (standins 15)")
+        if (cls := _method_class(module, cls_name, problems)) is None:
             continue
         created = getsource(cls.create_weights)
         loaded = getsource(cls.process_weights_after_loading)
