@@ -34,7 +34,7 @@ from .coverage import all2all_used, unreachable
 from .ours import FRONT_END_QUANT_METHOD, PACKAGE_NAMES, OurSide
 from .space import SHAPES, families_for, random_deployment
 
-__all__ = ["REPAIRABLE", "guided_all2all", "guided_deployments", "repair", "repairable"]
+__all__ = ["REPAIRABLE", "guided_all2all", "guided_deployments", "guided_pairs", "repair", "repairable"]
 
 _DISTRIBUTION_TO_SHORT = {v: k for k, v in PACKAGE_NAMES.items()}
 _DEVICE_FIELDS = {"device_capability": "capability", "gpu_arch": "arch", "cpu_arch": "arch"}
@@ -47,6 +47,7 @@ _A2A_PACKAGE = {"deepep_high_throughput": "deep_ep", "deepep_low_latency": "deep
                 "flashinfer_nvlink_one_sided": "flashinfer_cubin", "flashinfer_nvlink_two_sided": "flashinfer_cubin"}
 """The package each all2all backend's kernels need: without it vLLM refuses the backend at start-up
 (its all2all manager asserts it), in a part the harness does not build, so the case is not compared."""
+_NEVER = "(none)"
 _TP_DP = ((1, 1), (2, 1), (1, 2), (2, 2), (1, 4), (4, 2), (1, 8))
 
 REPAIRABLE: frozenset[str] = frozenset({
@@ -160,6 +161,14 @@ def repair(dep: Deployment, failures: Sequence[Any], request: str | None, rng: r
     return _with_all2all_package(replace(dep, env=tuple(env.items()), packages=tuple(sorted(packages)), tools=tuple(sorted(tools)), **changes))
 
 
+def _can_repair(check: Any) -> bool:
+    """Whether :func:`repair` can act on ``check``: its field is repairable and some value passes
+    (an oracle that never requests the kernel's backend allows only the ``(none)`` sentinel,
+    ``core/catalog.py`` ``FamilyMap.checks``)."""
+    allowed = check.allowed() if callable(check.allowed) else check.allowed
+    return repairable(check.field) and allowed != [_NEVER]
+
+
 def _position(decision: Any, kernel: str) -> int | None:
     """Rank position of ``kernel`` among ``decision``'s candidates (``None``: not a candidate)."""
     return next((pos for pos, row in enumerate(decision.rows) if row.entry.id == kernel), None)
@@ -182,7 +191,7 @@ def _score(decision: Any, kernel: str) -> tuple[int, int] | None:
     if pos is None:
         return None
     checks = decision.rows[pos].failures
-    return (sum(not repairable(c.field) for c in checks), len(checks) + 1)
+    return (sum(not _can_repair(c) for c in checks), len(checks) + 1)
 
 
 def _solve(side: OurSide, catalog: Any, entry: Any, deps: Sequence[Deployment], decisions: Sequence[Any], per_kernel: int,
@@ -241,17 +250,18 @@ def _holds(shortcut: Any, dep: Deployment) -> bool:
 
 
 def _substituted(release: str, side: OurSide, catalog: Any, kernel: str, per_kernel: int, rng: random.Random, starts: int, steps: int,
-                 pool: int) -> dict[str, Deployment]:
+                 pool: int, only: Sequence[str] | None = None) -> dict[str, Deployment]:
     """Deployments reaching ``kernel`` where only a shortcut's substitution selects it (a
     quantization method taking another class of the backend the oracle chose, e.g. vLLM 0.29.0's
     Quark MXFP4 and BatchedHummingGroupedExperts): the search solves for each class the shortcut
-    replaces, from a pool of deployments its ``when`` holds for on family and quant method."""
+    replaces, from a pool of deployments its ``when`` holds for on family and quant method (of the
+    families ``only`` names, when given)."""
     hits: dict[str, Deployment] = {}
     by_id = {e.id: e for e in catalog.experts}
     for shortcut in catalog.shortcuts:
         if shortcut.otherwise != kernel or not shortcut.selected:
             continue
-        families = [f for f in families_for(release) if all(p.test(f) for p in shortcut.when if p.field == "quant_family")]
+        families = [f for f in (only or families_for(release)) if all(p.test(f) for p in shortcut.when if p.field == "quant_family")]
         drawn = (random_deployment(rng, families=[families[i % len(families)]]) for i in range(4 * pool)) if families else iter(())
         deps = [d for d in drawn if _holds(shortcut, d)][:pool]
         decisions = [side.decide(d) for d in deps]
@@ -299,6 +309,51 @@ def guided_deployments(
         if not hits:
             unreached.append(entry.id)
     return found, unreached
+
+
+def guided_pairs(
+    release: str,
+    per_pair: int = 1,
+    seed: int = 0,
+    starts: int = 12,
+    steps: int = 6,
+    pool: int = 200,
+    side: OurSide | None = None,
+) -> tuple[list[Deployment], dict[str, tuple[str, ...]]]:
+    """Deployments our tables answer with each vLLM kernel of ``release`` *for each quantization
+    family*, and per family the kernels reached.
+
+    :func:`guided_deployments` solves for a kernel from a pool of every family, so it reaches each
+    kernel through whichever family is closest; a kernel several families reach (Marlin: FP8,
+    MXFP4, NVFP4, WNA16 ...) answers through one of them and the others' paths stay undrawn. Here
+    each family gets its own ``pool`` of random deployments and every kernel is solved for from
+    it (``per_pair`` hits, of different quant schemes where the starts give them), then through a
+    shortcut's substitution restricted to the family (:func:`_substituted`). The kernels
+    :func:`.coverage.unreachable` lists are not searched. A (family, kernel) pair the search does
+    not reach is not returned: no start of the family came within repair of it (most such pairs
+    cannot exist: an FP8 layer never runs an NVFP4 kernel).
+    """
+    side = side or OurSide(release)
+    catalog = side.oracle.catalog.for_version(release)
+    skip = unreachable(release)
+    targets = [e for e in catalog.experts if e.provider == "vllm" and e.id not in skip]
+    rng = random.Random(seed)
+    found: dict[str, Deployment] = {}
+    reached: dict[str, tuple[str, ...]] = {}
+    for family in families_for(release):
+        deps = [random_deployment(rng, families=[family]) for _ in range(pool)]
+        decisions = [side.decide(d) for d in deps]
+        hit_kernels: list[str] = []
+        for entry in targets:
+            hits = _solve(side, catalog, entry, deps, decisions, per_pair, rng, starts, steps)
+            if not hits:
+                subs = _substituted(release, side, catalog, entry.id, per_pair, rng, starts, steps, pool // 4, only=(family,))
+                hits = subs
+            if hits:
+                hit_kernels.append(entry.id)
+                found.update(hits)
+        reached[family] = tuple(hit_kernels)
+    return list(found.values()), reached
 
 
 def guided_all2all(

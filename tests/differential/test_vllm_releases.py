@@ -35,7 +35,7 @@ import pytest
 
 from moe_oracle.core.oracle import default_catalog
 from moe_oracle.verify.coverage import all2all_backends, coverage
-from moe_oracle.verify.guided import guided_all2all, guided_deployments
+from moe_oracle.verify.guided import guided_all2all, guided_deployments, guided_pairs
 from moe_oracle.verify.run import RELEASES, VllmEnv, verify, write_disagreements
 from moe_oracle.verify.space import FRONT_ENDS_BY_FAMILY, families_for, random_deployments
 
@@ -71,11 +71,14 @@ def _cases(release: str) -> int:
     return max(1, total - GUIDED_RANDOM_OFFSET) if total > 2 * GUIDED_RANDOM_OFFSET else total
 
 
-def _guided(release: str, seed: int) -> list:
+def _guided(release: str, seed: int) -> tuple[list, int]:
+    """The guided deployments (per kernel, per (family, kernel) pair, per all2all backend) and the
+    number of (family, kernel) pairs the pair search reached."""
     found, _unreached = guided_deployments(release, per_kernel=GUIDED_PER_KERNEL, seed=seed)
+    pairs, reached = guided_pairs(release, per_pair=1, seed=seed)
     backends = all2all_backends(default_catalog().for_version(release))
     extra, _ = guided_all2all(release, backends, found, per_backend=GUIDED_PER_KERNEL, seed=seed)
-    return found + extra
+    return found + pairs + extra, sum(len(k) for k in reached.values())
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +98,7 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
     # One seed per release, so the releases see different deployments; the same every run.
     cases = random_deployments(n, seed=RELEASES.index(release) + 1)
     started = time.monotonic()
-    guided = _guided(release, seed=RELEASES.index(release) + 1)
+    guided, pairs = _guided(release, seed=RELEASES.index(release) + 1)
     search_s = time.monotonic() - started
     cases += guided
     report = verify(vllm_env, [release], cases, jobs=max(1, os.cpu_count() or 1))
@@ -114,7 +117,7 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
           f"not asked {pf['not_asked']}; reviewed {pf['reviewed_divergences']}; unreviewed {pf['pairs']}; per family "
           + ", ".join(f"{k} {f['agree']}/{f['compared']}" for k, f in pf["by_family"].items()))
     cov = coverage(rel.records, default_catalog().for_version(release), release)
-    print(f"  guided: {len(guided)} deployments (search {search_s:.1f} s) with {n} random ones")
+    print(f"  guided: {len(guided)} deployments (search {search_s:.1f} s; the pair search reached {pairs} (family, kernel) pairs) with {n} random ones")
     print("\n".join("  " + line for line in cov.lines()))
     for fam, f in summary["by_family"].items():
         print(f"  {fam:12s} {f['agree']}/{f['compared']} ({100 * f['agreement']:.2f} %; full comparison {100 * f['full_agreement']:.2f} %)")

@@ -11,7 +11,7 @@ import pytest
 from moe_oracle.core.oracle import default_catalog
 from moe_oracle.verify.cases import Answer, Deployment
 from moe_oracle.verify.coverage import UNREACHABLE, all2all_backends, all2all_used, coverage, unreachable
-from moe_oracle.verify.guided import guided_all2all, guided_deployments
+from moe_oracle.verify.guided import _can_repair, guided_all2all, guided_deployments, guided_pairs
 from moe_oracle.verify.ours import OurSide
 from moe_oracle.verify.run import RELEASES
 
@@ -38,6 +38,29 @@ def test_the_guided_sampler_reaches_every_kernel_of_each_release_not_listed_unre
     # tables select there, except a kernel vLLM's side of the harness cannot be made to select.
     _, also = guided_deployments(release, per_kernel=1, side=side, kernels=sorted(skip))
     assert set(also) == set(skip) - {"aiter_mxfp8"}
+
+
+def test_the_pair_search_reaches_a_kernel_through_each_family_that_can_select_it():
+    side = OurSide(NEWEST)
+    found, reached = guided_pairs(NEWEST, per_pair=1, side=side, seed=3, pool=100)
+    answered = {(d.family, side.decide(d).kernel) for d in found}
+    # Every pair it reports is a deployment of that family our tables answer with that kernel.
+    assert {(f, k) for f, ks in reached.items() for k in ks} <= answered
+    # Marlin serves FP8, MXFP8, NVFP4, MXFP4 and WNA16 layers (kernels/marlin.yaml): the per-kernel
+    # search reaches it through one family, the pair search through each.
+    assert {f for f, ks in reached.items() if "marlin" in ks} >= {"fp8", "nvfp4", "mxfp4", "wna16"}
+    # It finds more (family, kernel) pairs than the per-kernel search over a mixed pool.
+    per_kernel, _ = guided_deployments(NEWEST, per_kernel=2, side=side, seed=3)
+    assert len(answered) > len({(d.family, side.decide(d).kernel) for d in per_kernel})
+    # No pair exists that the family's quant scheme rules out: W4A8-FP8's oracle never asks Marlin.
+    assert "marlin" not in reached["w4a8_fp8"] and "marlin" not in reached["unquantized"]
+
+
+def test_a_check_that_allows_only_the_never_sentinel_is_not_repairable():
+    never = SimpleNamespace(field="moe_backend", allowed=lambda: ["(none)"])
+    some = SimpleNamespace(field="moe_backend", allowed=lambda: ["marlin"])
+    assert not _can_repair(never) and _can_repair(some)
+    assert not _can_repair(SimpleNamespace(field="weight_quant", allowed=lambda: ["fp8_static_block128"]))
 
 
 def test_every_unreachable_entry_names_a_kernel_and_releases_of_the_tables():
