@@ -14,6 +14,8 @@ Everything is read from the release's view of the tables and drawn from the rele
 so each release is searched for its own kernels. A kernel only a shortcut's substitution selects
 (a quantization method that takes another class of the backend the oracle chose) is solved for
 through the class it replaces, from deployments the shortcut's family and quant method hold for.
+:func:`guided_pairs` solves the same way for each (quant family, kernel) pair, from a pool of each
+family's own draws.
 
 Our tables guide the search only: nothing here is compared, and a kernel the search cannot reach
 is returned (:func:`guided_deployments`); the kernels no deployment of the harness can make vLLM
@@ -347,8 +349,7 @@ def guided_pairs(
         for entry in targets:
             hits = _solve(side, catalog, entry, deps, decisions, per_pair, rng, starts, steps)
             if not hits:
-                subs = _substituted(release, side, catalog, entry.id, per_pair, rng, starts, steps, pool // 4, only=(family,))
-                hits = subs
+                hits = _substituted(release, side, catalog, entry.id, per_pair, rng, starts, steps, pool // 4, only=(family,))
             if hits:
                 hit_kernels.append(entry.id)
                 found.update(hits)
