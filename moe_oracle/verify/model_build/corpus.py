@@ -39,6 +39,12 @@ QUANT_PAIRS: dict[str, str] = {
     "glm4moeforcausallm-w8a8-synthetic": "glm4moeforcausallm-synthetic",
     "qwen3-30b-a3b-w4a16-synthetic": "qwen3-30b-a3b",
     "qwen3-30b-a3b-gptq-int4-synthetic": "qwen3-30b-a3b",
+    "qwen2moeforcausallm-fp8-synthetic": "qwen2moeforcausallm-synthetic",
+    "lagunaforcausallm-nvfp4-synthetic": "lagunaforcausallm-synthetic",
+    "hyv3forcausallm-w4a16-synthetic": "hyv3forcausallm-synthetic",
+    "inklingforcausallm-fp8dynamic-synthetic": "inklingforcausallm-synthetic",
+    "glm5nextforcausallm-fp8-synthetic": "glm5nextforcausallm-synthetic",
+    "phimoeforcausallm-awq-synthetic": "phimoeforcausallm-synthetic",
 }
 """hf_quant_config stem -> config.json stem, where the stems differ (shared/models/SOURCES.md; the
 registry variants: examples/models/registry/SOURCES.md, "Quantized variants"). A registry
