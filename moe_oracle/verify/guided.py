@@ -36,7 +36,7 @@ from .coverage import all2all_used, unreachable
 from .ours import FRONT_END_QUANT_METHOD, PACKAGE_NAMES, OurSide
 from .space import SHAPES, families_for, random_deployment
 
-__all__ = ["REPAIRABLE", "guided_all2all", "guided_deployments", "guided_pairs", "repair", "repairable"]
+__all__ = ["REPAIRABLE", "can_repair", "guided_all2all", "guided_deployments", "guided_pairs", "repair", "repairable"]
 
 _DISTRIBUTION_TO_SHORT = {v: k for k, v in PACKAGE_NAMES.items()}
 _DEVICE_FIELDS = {"device_capability": "capability", "gpu_arch": "arch", "cpu_arch": "arch"}
@@ -163,7 +163,7 @@ def repair(dep: Deployment, failures: Sequence[Any], request: str | None, rng: r
     return _with_all2all_package(replace(dep, env=tuple(env.items()), packages=tuple(sorted(packages)), tools=tuple(sorted(tools)), **changes))
 
 
-def _can_repair(check: Any) -> bool:
+def can_repair(check: Any) -> bool:
     """Whether :func:`repair` can act on ``check``: its field is repairable and some value passes
     (an oracle that never requests the kernel's backend allows only the ``(none)`` sentinel,
     ``core/catalog.py`` ``FamilyMap.checks``)."""
@@ -193,7 +193,7 @@ def _score(decision: Any, kernel: str) -> tuple[int, int] | None:
     if pos is None:
         return None
     checks = decision.rows[pos].failures
-    return (sum(not _can_repair(c) for c in checks), len(checks) + 1)
+    return (sum(not can_repair(c) for c in checks), len(checks) + 1)
 
 
 def _solve(side: OurSide, catalog: Any, entry: Any, deps: Sequence[Deployment], decisions: Sequence[Any], per_kernel: int,

@@ -36,6 +36,7 @@ import pytest
 from moe_oracle.core.oracle import default_catalog
 from moe_oracle.verify.coverage import all2all_backends, coverage
 from moe_oracle.verify.guided import guided_all2all, guided_deployments, guided_pairs
+from moe_oracle.verify.rule_pairs import decisive_rules, rule_ids, rule_pairs
 from moe_oracle.verify.run import RELEASES, VllmEnv, verify, write_disagreements
 from moe_oracle.verify.space import FRONT_ENDS_BY_FAMILY, families_for, random_deployments
 
@@ -56,6 +57,8 @@ prepare/finalize, reviewed P/F divergences counted as disagreements): issue 25's
 NEWEST = RELEASES[-1]
 GUIDED_PER_KERNEL = 2
 """Guided deployments per vLLM kernel and per all2all backend (every release)."""
+RULE_PAIR_STARTS = 1000
+"""Random deployments of the run the rule-pair search starts from, besides the guided ones."""
 GUIDED_RANDOM_OFFSET = 1000
 """Random deployments the guided ones replace, in every release: measured 2026-12-04, the search
 takes about 3 s and its ~190 cases about 16 s of the two workers; 1,000 random cases took about
@@ -100,7 +103,13 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
     started = time.monotonic()
     guided, pairs = _guided(release, seed=RELEASES.index(release) + 1)
     search_s = time.monotonic() - started
+    started = time.monotonic()
+    rules = rule_pairs(release, guided + cases[:RULE_PAIR_STARTS], seed=RELEASES.index(release) + 1)
+    rules_s = time.monotonic() - started
     cases += guided
+    known = {c.key() for c in cases}
+    extra = {d.key(): d for p in rules.values() for d in (p.passing, p.failing) if d.key() not in known}
+    cases += list(extra.values())
     report = verify(vllm_env, [release], cases, jobs=max(1, os.cpu_count() or 1))
     rel = report.releases[0]
     summary = rel.summary()
@@ -118,6 +127,10 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
           + ", ".join(f"{k} {f['agree']}/{f['compared']}" for k, f in pf["by_family"].items()))
     cov = coverage(rel.records, default_catalog().for_version(release), release)
     print(f"  guided: {len(guided)} deployments (search {search_s:.1f} s; the pair search reached {pairs} (family, kernel) pairs) with {n} random ones")
+    shown = decisive_rules(rel.records, rules)
+    ids = rule_ids(default_catalog().for_version(release))
+    print(f"  rules: {len(shown)} of {len(ids)} rule ids shown decisive both ways (vLLM agreeing on both deployments of a pair; "
+          f"{len(rules)} pairs found in {rules_s:.1f} s, {len(extra)} deployments added)")
     print("\n".join("  " + line for line in cov.lines()))
     for fam, f in summary["by_family"].items():
         print(f"  {fam:12s} {f['agree']}/{f['compared']} ({100 * f['agreement']:.2f} %; full comparison {100 * f['full_agreement']:.2f} %)")

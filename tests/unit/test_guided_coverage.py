@@ -11,7 +11,7 @@ import pytest
 from moe_oracle.core.oracle import default_catalog
 from moe_oracle.verify.cases import Answer, Deployment
 from moe_oracle.verify.coverage import UNREACHABLE, all2all_backends, all2all_used, coverage, unreachable
-from moe_oracle.verify.guided import _can_repair, guided_all2all, guided_deployments, guided_pairs
+from moe_oracle.verify.guided import can_repair, guided_all2all, guided_deployments, guided_pairs
 from moe_oracle.verify.ours import OurSide
 from moe_oracle.verify.run import RELEASES
 
@@ -59,8 +59,8 @@ def test_the_pair_search_reaches_a_kernel_through_each_family_that_can_select_it
 def test_a_check_that_allows_only_the_never_sentinel_is_not_repairable():
     never = SimpleNamespace(field="moe_backend", allowed=lambda: ["(none)"])
     some = SimpleNamespace(field="moe_backend", allowed=lambda: ["marlin"])
-    assert not _can_repair(never) and _can_repair(some)
-    assert not _can_repair(SimpleNamespace(field="weight_quant", allowed=lambda: ["fp8_static_block128"]))
+    assert not can_repair(never) and can_repair(some)
+    assert not can_repair(SimpleNamespace(field="weight_quant", allowed=lambda: ["fp8_static_block128"]))
 
 
 def test_every_unreachable_entry_names_a_kernel_and_releases_of_the_tables():
