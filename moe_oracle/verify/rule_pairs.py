@@ -17,6 +17,10 @@ Pairs are solved for in two directions, from deployments our tables already answ
   not allow, drawn from the values the release's checks name for that field; a pair when ``K``
   then fails that check alone and loses.
 
+An edit sets the check's field, with what :func:`.guided.repair` sets alongside it (a device's
+defaults for a platform, the package an all2all backend needs; a shape field draws another real
+shape and parallel layout), so a pair may differ in those fields too.
+
 Our tables only find the pairs; nothing here is compared. A rule no search reaches stays
 uncounted: :func:`decisive_rules` reports how many of the release's rule ids were shown.
 """
