@@ -17,12 +17,16 @@ deployments give way to the guided ones); disagreements are written as replayabl
 
 Every release also gets the coverage-guided draws (:mod:`moe_oracle.verify.guided`:
 ``GUIDED_PER_KERNEL`` deployments our tables answer with each vLLM kernel of that release's view of
-the tables, and as many selecting through each all2all backend the release accepts), in place of
+the tables, one per (quant family, kernel) pair the per-family search reaches, and as many selecting
+through each all2all backend the release accepts), in place of
 ``GUIDED_RANDOM_OFFSET`` random ones (the search and its cases cost about what those did), and
 fails when a vLLM kernel of the release's tables has no agreeing positive selection, unless
 :data:`moe_oracle.verify.coverage.UNREACHABLE` says why none can, when an all2all backend of the
 release has none, or when a (family, experts class, backend member) triple our tables selected in
-the run has no agreeing selection.
+the run has no agreeing selection. The rule pairs (:mod:`moe_oracle.verify.rule_pairs`: two
+deployments our tables answer differently because of one check of one kernel, searched from the
+guided deployments and the first ``RULE_PAIR_STARTS`` random ones) join the run too, and the rule
+ids vLLM agreed on both halves of are printed (not gated).
 """
 
 from __future__ import annotations
