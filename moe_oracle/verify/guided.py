@@ -273,6 +273,22 @@ def _substituted(release: str, side: OurSide, catalog: Any, kernel: str, per_ker
     return hits
 
 
+def _targets(catalog: Any, release: str, kernels: Sequence[str] | None = None) -> list[Any]:
+    """The vLLM kernels of ``catalog`` (``release``'s view) to search for: those ``kernels`` names,
+    else every one :func:`.coverage.unreachable` does not list for the release."""
+    skip = unreachable(release) if kernels is None else {}
+    return [e for e in catalog.experts if e.provider == "vllm" and e.id not in skip and (kernels is None or e.id in kernels)]
+
+
+def _reach(release: str, side: OurSide, catalog: Any, entry: Any, deps: Sequence[Deployment], decisions: Sequence[Any], n: int,
+           rng: random.Random, starts: int, steps: int, pool: int, only: Sequence[str] | None = None) -> dict[str, Deployment]:
+    """Up to ``n`` deployments reaching ``entry``: solved from ``deps`` (:func:`_solve`), else
+    through a shortcut's substitution from ``pool // 4`` fresh draws (of the families ``only``
+    names, when given; :func:`_substituted`)."""
+    return (_solve(side, catalog, entry, deps, decisions, n, rng, starts, steps)
+            or _substituted(release, side, catalog, entry.id, n, rng, starts, steps, pool // 4, only=only))
+
+
 def guided_deployments(
     release: str,
     per_kernel: int = 3,
@@ -295,18 +311,14 @@ def guided_deployments(
     """
     side = side or OurSide(release)
     catalog = side.oracle.catalog.for_version(release)
-    skip = unreachable(release) if kernels is None else {}
-    targets = [e for e in catalog.experts if e.provider == "vllm" and e.id not in skip and (kernels is None or e.id in kernels)]
     rng = random.Random(seed)
     families = families_for(release)
     deps = [random_deployment(rng, families=[families[i % len(families)]]) for i in range(pool)]
     decisions = [side.decide(d) for d in deps]
     found: list[Deployment] = []
     unreached: list[str] = []
-    for entry in targets:
-        hits = _solve(side, catalog, entry, deps, decisions, per_kernel, rng, starts, steps)
-        if not hits:
-            hits = _substituted(release, side, catalog, entry.id, per_kernel, rng, starts, steps, pool // 4)
+    for entry in _targets(catalog, release, kernels):
+        hits = _reach(release, side, catalog, entry, deps, decisions, per_kernel, rng, starts, steps, pool)
         found.extend(hits.values())
         if not hits:
             unreached.append(entry.id)
@@ -337,8 +349,7 @@ def guided_pairs(
     """
     side = side or OurSide(release)
     catalog = side.oracle.catalog.for_version(release)
-    skip = unreachable(release)
-    targets = [e for e in catalog.experts if e.provider == "vllm" and e.id not in skip]
+    targets = _targets(catalog, release)
     rng = random.Random(seed)
     found: dict[str, Deployment] = {}
     reached: dict[str, tuple[str, ...]] = {}
@@ -347,9 +358,7 @@ def guided_pairs(
         decisions = [side.decide(d) for d in deps]
         hit_kernels: list[str] = []
         for entry in targets:
-            hits = _solve(side, catalog, entry, deps, decisions, per_pair, rng, starts, steps)
-            if not hits:
-                hits = _substituted(release, side, catalog, entry.id, per_pair, rng, starts, steps, pool // 4, only=(family,))
+            hits = _reach(release, side, catalog, entry, deps, decisions, per_pair, rng, starts, steps, pool, only=(family,))
             if hits:
                 hit_kernels.append(entry.id)
                 found.update(hits)

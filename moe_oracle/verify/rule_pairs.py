@@ -89,10 +89,14 @@ def _applies(check: Any, values: Mapping[str, Any]) -> bool:
     return all(p.test(values.get(p.field)) for p in check.condition)
 
 
+def _ahead(decision: Any) -> int:
+    """How many candidates of ``decision`` rank ahead of its answer (all of them when it refuses)."""
+    return len(decision.rows) if decision.winner is None else decision.winner
+
+
 def _sole_failure(decision: Any, kernel: str) -> Any | None:
     """``kernel``'s only failing check in ``decision`` when it ranks ahead of the answer."""
-    upto = len(decision.rows) if decision.winner is None else decision.winner
-    for pos in range(upto):
+    for pos in range(_ahead(decision)):
         if decision.rows[pos].entry.id == kernel:
             failures = decision.candidate_at(pos).failures
             return failures[0] if len(failures) == 1 else None
@@ -144,8 +148,7 @@ def rule_pairs(
         decision = side.decide(dep)
         if decision is None:
             continue
-        upto = len(decision.rows) if decision.winner is None else decision.winner
-        for pos in range(upto):  # repair: a kernel ahead of the answer that one check keeps out
+        for pos in range(_ahead(decision)):  # repair: a kernel ahead of the answer that one check keeps out
             entry = decision.rows[pos].entry
             if entry.id not in by_id:
                 continue
