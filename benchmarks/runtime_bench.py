@@ -64,7 +64,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 import torch
 
@@ -294,6 +294,20 @@ def layer_counts(spec: LayerSpec, tokens: int, touched: int, weights: MoEWeights
     return flops, touched * weights.bytes_per_expert() + 4 * tokens * spec.hidden_size
 
 
+def routed_inputs(spec: LayerSpec, weights: MoEWeights, token_counts: Iterable[int]) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, int, int, int]]:
+    """Per token count, in order: ``(tokens, x [tokens, hidden] bf16, topk_weights [tokens, K] float32,
+    topk_ids [tokens, K] int64, experts touched, FLOPs, bytes)``, hidden states and router logits drawn from one
+    generator (seed 1) on :data:`DEVICE`, so both benches route the same inputs."""
+    gen = torch.Generator(device=DEVICE).manual_seed(1)
+    for tokens in token_counts:
+        x = torch.randn(tokens, spec.hidden_size, generator=gen, device=DEVICE).to(torch.bfloat16)
+        logits = torch.randn(tokens, spec.num_experts, generator=gen, device=DEVICE)
+        topk_w, topk_ids = route(logits, spec.routing, correction_bias=weights.correction_bias)
+        topk_w, topk_ids = topk_w.float().contiguous(), topk_ids.to(torch.int64).contiguous()
+        touched = int(torch.unique(topk_ids).numel())
+        yield (tokens, x, topk_w, topk_ids, touched, *layer_counts(spec, tokens, touched, weights))
+
+
 def bf16_copy(weights: MoEWeights, spec: LayerSpec) -> tuple[LayerSpec, MoEWeights]:
     """The same experts dequantized to bf16 (for the bf16 comparison of fp8 layers)."""
     w13 = torch.stack([weights.expert_fp32(e)[0].to(torch.bfloat16) for e in range(weights.num_local_experts)])
@@ -316,14 +330,7 @@ def bench_model(model: Model, args: argparse.Namespace, limits: dict) -> dict:
         variants["bf16 ours"] = experts_for(bspec, bf16_weights)
     print(f"# {model.label}: E={spec.num_experts} top-{spec.top_k} H={spec.hidden_size} I={spec.intermediate_size} {spec.activation.value} {spec.quant.name} bias={spec.has_bias}; weights {weights.bytes_per_expert() * spec.num_experts / 2**30:.1f} GiB, built in {time.time() - t0:.1f}s", flush=True)
     rows, numerics = [], {}
-    gen = torch.Generator(device=DEVICE).manual_seed(1)
-    for tokens in args.tokens:
-        x = torch.randn(tokens, spec.hidden_size, generator=gen, device=DEVICE).to(torch.bfloat16)
-        logits = torch.randn(tokens, spec.num_experts, generator=gen, device=DEVICE)
-        topk_w, topk_ids = route(logits, spec.routing, correction_bias=weights.correction_bias)
-        topk_w, topk_ids = topk_w.float().contiguous(), topk_ids.to(torch.int64).contiguous()
-        touched = int(torch.unique(topk_ids).numel())
-        flops, nbytes = layer_counts(spec, tokens, touched, weights)
+    for tokens, x, topk_w, topk_ids, touched, flops, nbytes in routed_inputs(spec, weights, args.tokens):
         calls: dict[str, Callable[[], object]] = {}
         with torch.no_grad():
             for name, ex in variants.items():
@@ -413,14 +420,7 @@ def bench_peer_model(model: Model, args: argparse.Namespace, limits: dict, peer)
     print(f"# {model.label}: E={spec.num_experts} top-{spec.top_k} H={spec.hidden_size} I={spec.intermediate_size} {spec.quant.name}; "
           f"weights {weights.bytes_per_expert() * spec.num_experts / 2**30:.1f} GiB, built in {time.time() - t0:.1f}s; peer configs: {theirs.config_file or 'none (vLLM default heuristic)'}", flush=True)
     rows, numerics = [], {}
-    gen = torch.Generator(device=DEVICE).manual_seed(1)
-    for tokens in args.tokens:
-        x = torch.randn(tokens, spec.hidden_size, generator=gen, device=DEVICE).to(torch.bfloat16)
-        logits = torch.randn(tokens, spec.num_experts, generator=gen, device=DEVICE)
-        topk_w, topk_ids = route(logits, spec.routing, correction_bias=weights.correction_bias)
-        topk_w, topk_ids = topk_w.float().contiguous(), topk_ids.to(torch.int64).contiguous()
-        touched = int(torch.unique(topk_ids).numel())
-        flops, nbytes = layer_counts(spec, tokens, touched, weights)
+    for tokens, x, topk_w, topk_ids, touched, flops, nbytes in routed_inputs(spec, weights, args.tokens):
         floor = max(flops / (peak * 1e9), nbytes / (limits["copy_gbs"] * 1e6))
         with torch.no_grad():
             calls = {"ours": (lambda: ours.apply(x, topk_w, topk_ids)), **theirs.parts(x, topk_w, topk_ids)}

@@ -19,7 +19,7 @@ import triton.language as tl
 from ..core.vocab import Activation
 from ._triton_common import (
     _ACT_CODES, INTERPRET, _gated, _grouped_pid, _live_tiles, _pow2, _tile_map, _tile_rows, _to_bf16, _unary,
-    activation_descriptor, check_persistent, check_split, check_tma_a, launch_grid, weight_descriptor,
+    activation_descriptor, check_tile, launch_grid, weight_descriptor,
 )
 
 __all__ = ["GemmTile", "bf16_grouped_gemm"]
@@ -196,17 +196,7 @@ class GemmTile:
             v = getattr(self, field)
             if not isinstance(v, int) or v < 16 or v & (v - 1):
                 raise ValueError(f"GemmTile.{field}: {v!r} is not allowed; a power of two >= 16")
-        if self.num_warps not in (1, 2, 4, 8, 16):
-            raise ValueError(f"GemmTile.num_warps: {self.num_warps!r} is not allowed; one of 1, 2, 4, 8, 16")
-        if not 1 <= self.num_stages <= 8:
-            raise ValueError(f"GemmTile.num_stages: {self.num_stages!r} is not allowed; 1 to 8")
-        if not 1 <= self.group_m <= 256:
-            raise ValueError(f"GemmTile.group_m: {self.group_m!r} is not allowed; 1 to 256")
-        if not isinstance(self.tma, bool):
-            raise ValueError(f"GemmTile.tma: {self.tma!r} is not allowed; true or false")
-        check_split("GemmTile", self.block_m, self.split)
-        check_persistent("GemmTile", self.persistent, self.ws, self.flat, self.split)
-        check_tma_a("GemmTile", self.tma_a, self.split)
+        check_tile(self)
 
 
 def bf16_grouped_gemm(

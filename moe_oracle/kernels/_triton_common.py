@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import Any
 
 import torch
 import triton
@@ -19,7 +20,7 @@ import triton.language as tl
 
 from ..core.vocab import Activation
 
-__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "check_persistent", "check_split", "check_tma_a", "launch_grid", "weight_descriptor"]
+__all__ = ["FP8_MAX", "INTERPRET", "SUPPORTED_ACTIVATIONS", "available", "check_tile", "launch_grid", "weight_descriptor"]
 
 try:  # Triton >= 3.4: host-side tensor descriptors (TMA on SM 90+)
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -86,29 +87,35 @@ def weight_descriptor(w: torch.Tensor, block_rows: int, block_k: int):  # noqa: 
     return TensorDescriptor.from_tensor(w.view(-1, w.shape[-1]), [block_rows, block_k])
 
 
-def check_split(owner: str, block_m: int, split: int) -> None:
-    """Raise unless ``split`` is 0 (no small last tiles) or a power of two >= 16 below ``block_m``."""
+def _small_int(value: Any, lo: int, hi: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+
+
+def check_tile(tile: Any) -> None:
+    """Raise ``ValueError`` (naming ``Type.field``, the value and what is allowed) unless the tile
+    options :class:`GemmTile` and :class:`BlockConfig` share are in range: ``num_warps`` 1-16 (a power
+    of two), ``num_stages`` 1-8, ``group_m`` 1-256, ``tma`` / ``ws`` / ``flat`` / ``tma_a`` bools;
+    ``split`` 0 (no small last tiles) or a power of two >= 16 below ``block_m``; ``persistent`` 0 (one
+    program per tile) or 1 to 8 programs per SM; ``flat`` only with a persistent grid and no small
+    last tiles (one loop body); ``tma_a`` only without small last tiles (one descriptor box height)."""
+    owner = type(tile).__name__
+    block_m, split, persistent = tile.block_m, tile.split, tile.persistent
+    if tile.num_warps not in (1, 2, 4, 8, 16):
+        raise ValueError(f"{owner}.num_warps: {tile.num_warps!r} is not allowed; one of 1, 2, 4, 8, 16")
+    if not _small_int(tile.num_stages, 1, 8):
+        raise ValueError(f"{owner}.num_stages: {tile.num_stages!r} is not allowed; 1 to 8")
+    if not _small_int(tile.group_m, 1, 256):
+        raise ValueError(f"{owner}.group_m: {tile.group_m!r} is not allowed; 1 to 256")
+    for field in ("tma", "ws", "flat", "tma_a"):
+        if not isinstance(getattr(tile, field), bool):
+            raise ValueError(f"{owner}.{field}: {getattr(tile, field)!r} is not allowed; true or false")
     if split != 0 and (not isinstance(split, int) or split < 16 or split & (split - 1) or split >= block_m):
         raise ValueError(f"{owner}.split: {split!r} is not allowed; 0 or a power of two >= 16 below block_m ({block_m})")
-
-
-def check_persistent(owner: str, persistent: int, ws: bool, flat: bool, split: int) -> None:
-    """Raise unless ``persistent`` is 0 (one program per tile) or 1 to 8 programs per SM, ``ws`` and
-    ``flat`` bools, and ``flat`` only with a persistent grid and no small last tiles (one loop body)."""
-    if not isinstance(persistent, int) or isinstance(persistent, bool) or not 0 <= persistent <= 8:
+    if not _small_int(persistent, 0, 8):
         raise ValueError(f"{owner}.persistent: {persistent!r} is not allowed; 0 (one program per tile) or 1 to 8 programs per SM")
-    for field, value in (("ws", ws), ("flat", flat)):
-        if not isinstance(value, bool):
-            raise ValueError(f"{owner}.{field}: {value!r} is not allowed; true or false")
-    if flat and (persistent == 0 or split):
+    if tile.flat and (persistent == 0 or split):
         raise ValueError(f"{owner}.flat: True is not allowed with persistent={persistent}, split={split}; it needs persistent >= 1 and split 0")
-
-
-def check_tma_a(owner: str, tma_a: bool, split: int) -> None:
-    """Raise unless ``tma_a`` is a bool, and false with small last tiles (one descriptor box of ``block_m`` rows)."""
-    if not isinstance(tma_a, bool):
-        raise ValueError(f"{owner}.tma_a: {tma_a!r} is not allowed; true or false")
-    if tma_a and split:
+    if tile.tma_a and split:
         raise ValueError(f"{owner}.tma_a: True is not allowed with split={split}; it needs split 0 (one box height)")
 
 

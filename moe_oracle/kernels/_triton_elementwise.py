@@ -18,6 +18,31 @@ __all__ = ["activation", "quantize_rows"]
 
 
 @triton.jit
+def _activated(hrow, brow, cols, m, up_off, alpha, limit,
+               ACT: tl.constexpr, GATED: tl.constexpr, INTERLEAVED: tl.constexpr, HAS_BIAS: tl.constexpr):
+    # The activation of columns ``cols`` of rows ``hrow`` (+ bias rows ``brow`` when HAS_BIAS) in float32.
+    if GATED:
+        if INTERLEAVED:
+            gc = 2 * cols
+            uc = 2 * cols + 1
+        else:
+            gc = cols
+            uc = cols + up_off
+        g = tl.load(hrow + gc[None, :], mask=m, other=0.0).to(tl.float32)
+        u = tl.load(hrow + uc[None, :], mask=m, other=0.0).to(tl.float32)
+        if HAS_BIAS:
+            g += tl.load(brow + gc[None, :], mask=m, other=0.0).to(tl.float32)
+            u += tl.load(brow + uc[None, :], mask=m, other=0.0).to(tl.float32)
+        y = _gated(g, u, alpha, limit, ACT)
+    else:
+        g = tl.load(hrow + cols[None, :], mask=m, other=0.0).to(tl.float32)
+        if HAS_BIAS:
+            g += tl.load(brow + cols[None, :], mask=m, other=0.0).to(tl.float32)
+        y = _unary(g, ACT)
+    return y
+
+
+@triton.jit
 def _activation_kernel(
     h_ptr, out_ptr, outs_ptr, bias_ptr, offs_ptr,
     num_local, n_out, h_stride, out_stride, outs_stride, bias_stride, up_off, alpha, limit,
@@ -32,6 +57,7 @@ def _activation_kernel(
     total = tl.max(ends, axis=0)
     rmask = r < total
     hrow = h_ptr + r.to(tl.int64)[:, None] * h_stride
+    brow = bias_ptr  # read only when HAS_BIAS
     if HAS_BIAS:
         expert = tl.minimum(tl.sum((ends[None, :] <= r[:, None]).to(tl.int32), axis=1), num_local - 1)
         brow = bias_ptr + expert.to(tl.int64)[:, None] * bias_stride
@@ -40,24 +66,7 @@ def _activation_kernel(
     for c0 in range(c_lo, tl.minimum(c_lo + COLS_PER_PROG, n_out), BLOCK_C):
         cols = c0 + tl.arange(0, BLOCK_C)
         m = rmask[:, None] & (cols[None, :] < n_out)
-        if GATED:
-            if INTERLEAVED:
-                gc = 2 * cols
-                uc = 2 * cols + 1
-            else:
-                gc = cols
-                uc = cols + up_off
-            g = tl.load(hrow + gc[None, :], mask=m, other=0.0).to(tl.float32)
-            u = tl.load(hrow + uc[None, :], mask=m, other=0.0).to(tl.float32)
-            if HAS_BIAS:
-                g += tl.load(brow + gc[None, :], mask=m, other=0.0).to(tl.float32)
-                u += tl.load(brow + uc[None, :], mask=m, other=0.0).to(tl.float32)
-            y = _gated(g, u, alpha, limit, ACT)
-        else:
-            g = tl.load(hrow + cols[None, :], mask=m, other=0.0).to(tl.float32)
-            if HAS_BIAS:
-                g += tl.load(brow + cols[None, :], mask=m, other=0.0).to(tl.float32)
-            y = _unary(g, ACT)
+        y = _activated(hrow, brow, cols, m, up_off, alpha, limit, ACT, GATED, INTERLEAVED, HAS_BIAS)
         y = tl.where(m, y, 0.0)
         optr = out_ptr + r.to(tl.int64)[:, None] * out_stride + cols[None, :]
         if QUANT == 0:
@@ -74,24 +83,7 @@ def _activation_kernel(
         for c0 in range(0, n_out, BLOCK_C):  # second pass: recompute, scale, store
             cols = c0 + tl.arange(0, BLOCK_C)
             m = rmask[:, None] & (cols[None, :] < n_out)
-            if GATED:
-                if INTERLEAVED:
-                    gc = 2 * cols
-                    uc = 2 * cols + 1
-                else:
-                    gc = cols
-                    uc = cols + up_off
-                g = tl.load(hrow + gc[None, :], mask=m, other=0.0).to(tl.float32)
-                u = tl.load(hrow + uc[None, :], mask=m, other=0.0).to(tl.float32)
-                if HAS_BIAS:
-                    g += tl.load(brow + gc[None, :], mask=m, other=0.0).to(tl.float32)
-                    u += tl.load(brow + uc[None, :], mask=m, other=0.0).to(tl.float32)
-                y = _gated(g, u, alpha, limit, ACT)
-            else:
-                g = tl.load(hrow + cols[None, :], mask=m, other=0.0).to(tl.float32)
-                if HAS_BIAS:
-                    g += tl.load(brow + cols[None, :], mask=m, other=0.0).to(tl.float32)
-                y = _unary(g, ACT)
+            y = _activated(hrow, brow, cols, m, up_off, alpha, limit, ACT, GATED, INTERLEAVED, HAS_BIAS)
             optr = out_ptr + r.to(tl.int64)[:, None] * out_stride + cols[None, :]
             tl.store(optr, _to_fp8(y / s[:, None], EMULATE), mask=m)
 

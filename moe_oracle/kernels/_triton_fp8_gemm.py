@@ -19,7 +19,7 @@ import triton.language as tl
 from ..core.vocab import Activation
 from ._triton_common import (
     _ACT_CODES, _GROUP, INTERPRET, _gated, _grouped_pid, _live_tiles, _pow2, _tile_map, _tile_rows, _to_bf16, _to_fp8, _unary,
-    activation_descriptor, check_persistent, check_split, check_tma_a, launch_grid, weight_descriptor,
+    activation_descriptor, check_tile, launch_grid, weight_descriptor,
 )
 
 __all__ = ["BLOCK_CONFIGS", "BlockConfig", "block_config", "fp8_block_gemm"]
@@ -185,17 +185,7 @@ class BlockConfig:
             raise ValueError(f"BlockConfig.block_m: {self.block_m!r} is not allowed; a power of two >= 16")
         if self.block_n not in (128, 256):
             raise ValueError(f"BlockConfig.block_n: {self.block_n!r} is not allowed; 128 or 256")
-        if self.num_warps not in (1, 2, 4, 8, 16):
-            raise ValueError(f"BlockConfig.num_warps: {self.num_warps!r} is not allowed; one of 1, 2, 4, 8, 16")
-        if not 1 <= self.num_stages <= 8:
-            raise ValueError(f"BlockConfig.num_stages: {self.num_stages!r} is not allowed; 1 to 8")
-        if not 1 <= self.group_m <= 256:
-            raise ValueError(f"BlockConfig.group_m: {self.group_m!r} is not allowed; 1 to 256")
-        if not isinstance(self.tma, bool):
-            raise ValueError(f"BlockConfig.tma: {self.tma!r} is not allowed; true or false")
-        check_split("BlockConfig", self.block_m, self.split)
-        check_persistent("BlockConfig", self.persistent, self.ws, self.flat, self.split)
-        check_tma_a("BlockConfig", self.tma_a, self.split)
+        check_tile(self)
 
 
 BLOCK_CONFIGS = {

@@ -272,6 +272,9 @@ def test_fp8_tile_table_gives_block_configs_and_leaves_other_layers_to_the_kerne
         ({"m": 64, "n": 128, "persistent": 1, "split": 32, "flat": True}, "flat: True is not allowed with persistent=1, split=32"),
         ({"m": 64, "n": 128, "split": 32, "tma_a": True}, "tma_a: True is not allowed with split=32"),
         ({"m": 64, "n": 128, "tma_a": "yes"}, "tma_a: 'yes' is not allowed; true or false"),
+        ({"m": 64, "n": 128, "stages": "3"}, "num_stages: '3' is not allowed; 1 to 8"),
+        ({"m": 64, "n": 128, "group_m": True}, "group_m: True is not allowed; 1 to 256"),
+        ({"m": 64, "n": 128, "warps": 3}, "num_warps: 3 is not allowed; one of 1, 2, 4, 8, 16"),
     ],
 )
 def test_fp8_tile_table_errors_name_the_field_the_value_and_what_is_allowed(gemm2, message):
