@@ -100,7 +100,7 @@ def check_tile(tile: Any) -> None:
     last tiles (one loop body); ``tma_a`` only without small last tiles (one descriptor box height)."""
     owner = type(tile).__name__
     block_m, split, persistent = tile.block_m, tile.split, tile.persistent
-    if tile.num_warps not in (1, 2, 4, 8, 16):
+    if not _small_int(tile.num_warps, 1, 16) or tile.num_warps not in (1, 2, 4, 8, 16):
         raise ValueError(f"{owner}.num_warps: {tile.num_warps!r} is not allowed; one of 1, 2, 4, 8, 16")
     if not _small_int(tile.num_stages, 1, 8):
         raise ValueError(f"{owner}.num_stages: {tile.num_stages!r} is not allowed; 1 to 8")

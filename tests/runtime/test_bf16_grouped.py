@@ -275,6 +275,7 @@ def test_fp8_tile_table_gives_block_configs_and_leaves_other_layers_to_the_kerne
         ({"m": 64, "n": 128, "stages": "3"}, "num_stages: '3' is not allowed; 1 to 8"),
         ({"m": 64, "n": 128, "group_m": True}, "group_m: True is not allowed; 1 to 256"),
         ({"m": 64, "n": 128, "warps": 3}, "num_warps: 3 is not allowed; one of 1, 2, 4, 8, 16"),
+        ({"m": 64, "n": 128, "warps": True}, "num_warps: True is not allowed; one of 1, 2, 4, 8, 16"),
     ],
 )
 def test_fp8_tile_table_errors_name_the_field_the_value_and_what_is_allowed(gemm2, message):
