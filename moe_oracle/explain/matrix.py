@@ -167,6 +167,7 @@ def _schemes_for(entry: ExpertsEntry, view: MatrixView | None = None) -> list[st
 
 
 _TEXT_MARK = {"yes": "Y", "no": ".", "conditional": "~"}
+_EMPTY = "No kernel supports the selected schemes on the selected devices."
 
 
 def render_text(catalog: Catalog, view: MatrixView | None = None, width: int = 100) -> str:
@@ -178,6 +179,10 @@ def render_text(catalog: Catalog, view: MatrixView | None = None, width: int = 1
     """
     view = view or MatrixView()
     rows = [(s, e) for s in view.schemes for e in view.kernels(catalog) if any(cell(e, d, s).status != "no" for d in view.devices)]
+    head = [f"MoE kernel support (tables {catalog.tables_hash}): Y supported, ~ conditional, . unsupported.",
+            "Device and quantization rules only; `moe-oracle explain` decides the rest."]
+    if not rows:
+        return "\n".join(head + [_EMPTY]) + "\n"
     label = max([len(e.id) for _, e in rows] + [len(s) for s, _ in rows]) + 4
     cols = [max(len(d), 3) + 1 for d in view.devices]
     chunks: list[list[int]] = [[]]
@@ -188,10 +193,6 @@ def render_text(catalog: Catalog, view: MatrixView | None = None, width: int = 1
             used = label
         chunks[-1].append(i)
         used += w
-    head = [f"MoE kernel support (tables {catalog.tables_hash}): Y supported, ~ conditional, . unsupported.",
-            "Device and quantization rules only; `moe-oracle explain` decides the rest."]
-    if not rows:
-        return "\n".join(head + ["No kernel supports the selected schemes on the selected devices."]) + "\n"
     out = head
     for chunk in chunks:
         scheme = None
@@ -237,6 +238,8 @@ def render_markdown(catalog: Catalog, view: MatrixView | None = None) -> str:
             cells.append(", ".join(parts) if parts else "-")
         fmt = "" if entry.activation_format.value == "standard" else " (batched)"
         lines.append(f"| `{entry.id}` | {entry.backend} | {entry.interface.value}{fmt} | " + " | ".join(cells) + " |")
+    if len(lines) == 8:  # the header only: say so instead of an empty table
+        lines[6:] = [_EMPTY]
     return "\n".join(lines) + "\n"
 
 
@@ -325,6 +328,8 @@ def render_html(catalog: Catalog, view: MatrixView | None = None) -> str:
     schemes = [s for s in view.schemes if any(grid[e.id, d, s].status != "no" for e in kernels for d in devices)]
     out.append(" &middot; ".join(f"<a href='#scheme-{esc(s)}'>{esc(s)}</a>" for s in schemes))
     out.append(" &middot; <a href='#rules'>rules</a></nav>")
+    if not schemes:
+        out.append(f"<p class='empty'>{esc(_EMPTY)}</p>")
     cols = "<colgroup><col class='k'><col class='b'>" + "<col class='d'>" * len(devices) + "</colgroup>"
     head = "<thead><tr><th class='k'>kernel</th><th class='b'>backend</th>" + "".join(f"<th title='{esc(GPU_CATALOG[d].description)}'>{'_<wbr>'.join(esc(part) for part in d.split('_'))}<small>{esc(_device_label(d))}</small></th>" for d in devices) + "</tr></thead>"
     for s in schemes:

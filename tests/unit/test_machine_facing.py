@@ -93,6 +93,16 @@ def test_matrix_markdown_keeps_the_page_format(capsys):
     assert "| kernel | backend | interface | H200 |" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("form", [[], ["--markdown"], ["--html", "PAGE"]])
+def test_matrix_filters_that_leave_no_kernel_say_so(form, tmp_path, capsys):
+    """No kernel of the backend runs the scheme anywhere: a sentence, exit 0 (was a ValueError from max() in the text form)."""
+    form = [str(tmp_path / "m.html") if f == "PAGE" else f for f in form]
+    assert main(["matrix", "--backend", "deep_gemm", "--quant", "unquantized", *form]) == 0
+    out = capsys.readouterr().out if "--html" not in form else (tmp_path / "m.html").read_text(encoding="utf-8")
+    assert "No kernel supports the selected schemes on the selected devices." in out
+    assert "| kernel |" not in out
+
+
 def test_matrix_bad_filter_is_bad_input(capsys):
     assert main(["matrix", "--gpu", "MI330X"]) == 2
     assert capsys.readouterr().err.startswith("moe-oracle: error: bad --gpu")
