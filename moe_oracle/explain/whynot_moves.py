@@ -13,6 +13,7 @@ from ..core.checks import Check
 from ..core.config import Device, MoEConfig, ParallelConfig
 from ..core.errors import ConfigError
 from ..core.environment import ABSENT, Environment
+from ..core.fields import FIELDS
 from ..inputs.hardware import GPU_CATALOG
 from ..core.quant import SCHEMES
 from ..core.vocab import Activation, All2AllBackend, DType, RoutingMethod
@@ -88,9 +89,29 @@ def candidate_edits(chk: Check, state: State, values: dict[str, Any], keep: froz
         if field in seen:
             continue
         seen.add(field)
-        for edit in _edits_for_field(field, chk, config, env):
+        edits = list(_edits_for_field(field, chk, config, env))
+        if not edits:  # a derived field no move sets (intermediate_divisible): move what it is computed from
+            for source in _sources(field):
+                if source not in seen:
+                    seen.add(source)
+                    edits += _edits_for_field(source, chk, config, env)
+        for edit in edits:
             if category(edit[0]) not in keep:
                 yield edit
+
+
+_INPUT_FIELD = {"parallel": "moe_tp_size", "device.platform": "platform", "device.arch": "gpu_arch", "quant": "quant_scheme"}
+"""A derived field's input (core/fields.py ``inputs``) as the moves name it: any parallel input is
+the parallel edits, a device input the device edits, ``quant`` the scheme edits."""
+
+
+def _sources(field: str) -> tuple[str, ...]:
+    """The fields a derived ``field`` is computed from, as :func:`_edits_for_field` names them (none
+    for an input field)."""
+    spec = FIELDS.get(field)
+    if spec is None or spec.category != "derived":
+        return ()
+    return tuple(dict.fromkeys(_INPUT_FIELD.get("parallel" if i.startswith("parallel.") else i, i) for i in spec.inputs))
 
 
 def wrap_config(fn: Callable[[MoEConfig], MoEConfig]) -> Callable[[State], State]:

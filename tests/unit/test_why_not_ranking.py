@@ -78,3 +78,16 @@ def test_the_result_prints_readably():
     text = str(r)
     # The name flashinfer_cutlass requests MXFP4's MXFP8 variant backend too (rules/aliases.yaml).
     assert text.startswith("flashinfer_cutlass/flashinfer_cutlass_afp8 becomes eligible") and "1. --ep" in text and "WhyNot(" not in text
+
+
+def test_a_tp_that_does_not_divide_the_expert_size_gets_parallel_fixes(capsys):
+    """intermediate_divisible is derived from the parallel layout: no move set it, so select and
+    why-not said no change helps (Qwen3-30B-A3B at TP 5: 768 % 5 != 0); the fixes move what it is
+    computed from, and --ep (moe TP 1) comes first."""
+    assert main(["select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "5"]) == 1
+    out = capsys.readouterr().out
+    assert "intermediate_divisible = false" in out and "no change of a few inputs" not in out
+    assert "  1. --ep  [cost 1] -> triton selected" in out
+    r = why_not(Oracle(default_catalog()), _config("deepseek-r1", "H200", tp_size=3), "triton", Environment(), n=3)
+    assert r.found and r.alternatives[0].cost == COSTS["flag"]
+    assert all(a.config.parallel.use_ep or 2048 % (a.config.parallel.tp_size * a.config.parallel.dp_size) == 0 for a in r.alternatives)
