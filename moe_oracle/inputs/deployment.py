@@ -243,7 +243,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         if device is not None:
             changes["device"] = device
     elif given.model or serve is not None:
-        quant_cfg = load_hf_config(resolve_quant_config_path(given.hf_quant_config), "--hf-quant-config") if given.hf_quant_config else None
+        quant_path = resolve_quant_config_path(given.hf_quant_config) if given.hf_quant_config else None
+        quant_cfg = load_hf_config(quant_path, "--hf-quant-config") if quant_path else None
         path, hf_cfg, model_notes = read_model_config(given, serve)
         notes += model_notes
         beside = quant_config_beside(path)
@@ -253,9 +254,9 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         beside_cfg = load_hf_config(beside) if beside else None
         platform = device.platform.value if device is not None else None
         try:
-            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform)
+            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=str(quant_path) if quant_path else None, beside_file=str(beside) if beside else None)
         except ConfigError as exc:
-            raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform)) from None
+            raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=str(quant_path) if quant_path else None, beside_file=str(beside) if beside else None)) from None
         if device is None:
             named_by = "--serve" if serve is not None else "--model"
             raise ConfigError([InputIssue("--gpu", f"the device is required with {named_by}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])

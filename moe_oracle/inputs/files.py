@@ -198,13 +198,14 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             raise ConfigError([replace(i, file=file) for i in exc.issues]) from None
         hf_path = found.path
         notes = (f"--config {file}: {found.note}",) if found.note else ()
-        quant_cfg = load_hf_config(_model_reference(model, "hf_quant_config", base, file)) if "hf_quant_config" in model else None
+        quant_path = _model_reference(model, "hf_quant_config", base, file) if "hf_quant_config" in model else None
+        quant_cfg = load_hf_config(quant_path) if quant_path else None
         beside_path = quant_config_beside(hf_path)
         from .declared import engine_release
 
         answer = answer_env(environment, probe) if answer_env is not None else environment
         release = engine_release(catalog, answer) if answer is not None else None
-        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, release=release, platform=_platform_of(doc.get("device")))
+        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, quant_file=str(quant_path) if quant_path else None, beside_file=str(beside_path) if beside_path else None, release=release, platform=_platform_of(doc.get("device")))
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)
         checkpoint = (ck.quant, kwargs.get("quant"))
