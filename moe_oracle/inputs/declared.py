@@ -121,7 +121,7 @@ def declare_environment(
         specs.update({n: PackageSpec(n, None) for n in base.unversioned})
     # Packages first: they decide the release that the variables' notes and errors are about.
     if env_file is not None:
-        doc = read_environment_file(env_file)
+        doc = read_environment_file(env_file, catalog.package_names)
         specs.update({p.name: p for p in doc.packages})
         complete = doc.complete
         found_tools.update(with_implied_tools(dict(doc.tools)))

@@ -31,7 +31,7 @@ from .declared import answer_release, declare_environment, engine_release, start
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import GPU_ARCHES, capability_hint, lookup_hardware, unknown_arch
 from .hf import from_hf_config, load_hf_config
-from .models import quant_config_beside, refuse_quant_config_as_model, resolve_model_reference, resolve_quant_config_path
+from .models import quant_config_beside, find_model, refuse_quant_config_as_model, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
 from .serve import ServeArgs, parse_serve, serve_value_issues
@@ -235,6 +235,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         loaded = load_config_file(given.config, catalog, answer_env=answer_env)
         config, file_env, file_probe = loaded.config, loaded.environment, loaded.probe
         ck_quant, ck_scheme = loaded.checkpoint_quant, loaded.checkpoint_scheme
+        notes += loaded.notes
         if device is None:
             gpu_note = unused_gpu_note(given, config.device, declared, f"the device of --config {given.config}")
             notes += [gpu_note] if gpu_note else []
@@ -242,7 +243,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         if device is not None:
             changes["device"] = device
     elif given.model or serve is not None:
-        quant_cfg = load_hf_config(resolve_quant_config_path(given.hf_quant_config), "--hf-quant-config") if given.hf_quant_config else None
+        quant_path = resolve_quant_config_path(given.hf_quant_config) if given.hf_quant_config else None
+        quant_cfg = load_hf_config(quant_path, "--hf-quant-config") if quant_path else None
         path, hf_cfg, model_notes = read_model_config(given, serve)
         notes += model_notes
         beside = quant_config_beside(path)
@@ -252,9 +254,9 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         beside_cfg = load_hf_config(beside) if beside else None
         platform = device.platform.value if device is not None else None
         try:
-            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform)
+            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=str(quant_path) if quant_path else None, beside_file=str(beside) if beside else None)
         except ConfigError as exc:
-            raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform)) from None
+            raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=str(quant_path) if quant_path else None, beside_file=str(beside) if beside else None)) from None
         if device is None:
             named_by = "--serve" if serve is not None else "--model"
             raise ConfigError([InputIssue("--gpu", f"the device is required with {named_by}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
@@ -331,13 +333,14 @@ def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[A
         ConfigError: no such model, an unreadable config, or a quantization document given as the model.
     """
     if serve is not None:
-        path = serve_model_path(serve)
+        ref = serve_model_path(serve)
+        path = ref.path
         hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
-        return path, hf_cfg, [f"--serve: {n}" for n in serve_notes]
-    path = resolve_model_reference(given.model)
-    hf_cfg = load_hf_config(path)
-    refuse_quant_config_as_model(hf_cfg, path)
-    return path, hf_cfg, []
+        return path, hf_cfg, ([ref.note] if ref.note else []) + [f"--serve: {n}" for n in serve_notes]
+    ref = find_model(given.model)
+    hf_cfg = load_hf_config(ref.path)
+    refuse_quant_config_as_model(hf_cfg, ref.path)
+    return ref.path, hf_cfg, [ref.note] if ref.note else []
 
 
 def _verify_quantization(given: OperatorInputs, catalog: Catalog, config: MoEConfig, env: Environment, serve: ServeArgs | None, ck_quant: Any, ck_scheme: Any) -> tuple[list[str], CheckpointGate | None]:

@@ -7,7 +7,8 @@ Four formats are recognised from their content:
   ``packaging.requirements.Requirement``. An editable install without a VCS URL is the
   comment pip writes before it (``# Editable install with no version control (vllm==0.33.0)``)
   then ``-e /path``: the comment gives the name and version; a bare ``-e /path`` with neither
-  that comment nor ``#egg=`` names no package and is skipped with a note. It lists every
+  that comment nor ``#egg=`` names no package and is skipped with a note. A bare ``name`` line,
+  which pip never writes (a file cut short), is refused, naming the line. It lists every
   installed distribution (pip leaves out its own pip, setuptools, wheel and distribute), so
   any other package is absent.
 * ``pip list --format=json`` / ``uv pip list --format=json``: a JSON array of
@@ -16,7 +17,8 @@ Four formats are recognised from their content:
   then one ``name version [location]`` row per distribution; complete.
 * ``vllm collect-env`` (vLLM 0.33.0 vllm/collect_env.py): ``[pip3] name==version`` lines of
   the packages its name filter keeps (torch, numpy, triton, nvidia*, flashinfer-python, ...),
-  ``vLLM Version : X``, the GPU list (``GPU 0: NVIDIA H200`` from ``nvidia-smi -L``, or
+  ``vLLM Version : X``, the GPU list (``GPU 0: NVIDIA H200`` from ``nvidia-smi -L``, its
+  ``(UUID: GPU-...)`` dropped, or
   ``AMD Instinct MI300X (gfx942...)`` from torch on ROCm) and the ``VAR=value`` lines of its
   Environment Variables section. Packages it does not list are *unknown*, not absent: the
   filter also hides names spelled another way. Its ``CUDA runtime version`` is what
@@ -37,8 +39,9 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
-from ..core.errors import ConfigError, InputIssue
+from ..core.errors import ConfigError, InputIssue, did_you_mean
 from ..core.packages import MAX_VERSION_CHARS, PackageSpec, canonical_name, parse_requirement, parse_version, unique_specs
 
 __all__ = ["EnvironmentFile", "parse_environment_text", "read_environment_file"]
@@ -79,8 +82,9 @@ class EnvironmentFile:
     tools: tuple[tuple[str, bool], ...] = ()
 
 
-def read_environment_file(path: str | Path) -> EnvironmentFile:
-    """Read and parse an environment file (see the module doc for the formats).
+def read_environment_file(path: str | Path, known: Iterable[str] = ()) -> EnvironmentFile:
+    """Read and parse an environment file (see the module doc for the formats); ``known``: the
+    package names a bad line is compared with for a did-you-mean (the tables' packages).
 
     Raises:
         ConfigError: unreadable, not UTF-8, too large, or in none of the formats; problems name
@@ -98,15 +102,26 @@ def read_environment_file(path: str | Path) -> EnvironmentFile:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError([InputIssue("--environment", f"not UTF-8 (invalid byte at offset {exc.start})", display, None, display)], headline="bad --environment") from None
-    return parse_environment_text(text, display)
+    return parse_environment_text(text, display, known)
 
 
 _COLLECT_ENV_MARKERS = ("Versions of relevant libraries", "vLLM Version", "Collecting environment information", "PyTorch version")
 _GPU_LINE = re.compile(r"^\s*GPU \d+: (.+?)\s*$")
+_GPU_UUID = re.compile(r"\s*\(UUID: [^)]*\)\s*$")
 
 
-def parse_environment_text(text: str, path: str = "<text>") -> EnvironmentFile:
-    """Parse the content of an environment file; ``path`` is used in messages.
+def _gpu_name(text: str) -> str:
+    """A GPU as ``nvidia-smi -L`` names it, without the ``(UUID: GPU-...)`` each line carries.
+
+    >>> _gpu_name("NVIDIA H200 (UUID: GPU-0d3c5f2a-1b2c-4d5e-8f90-123456789abc)")
+    'NVIDIA H200'
+    """
+    return _GPU_UUID.sub("", text).strip()
+
+
+def parse_environment_text(text: str, path: str = "<text>", known: Iterable[str] = ()) -> EnvironmentFile:
+    """Parse the content of an environment file; ``path`` is used in messages, ``known`` (package
+    names) for a did-you-mean on a bare name.
 
     Raises:
         ConfigError: in none of the formats, or a line that does not parse.
@@ -127,7 +142,7 @@ def parse_environment_text(text: str, path: str = "<text>") -> EnvironmentFile:
     first = next((ln for ln in lines if ln.strip()), "")
     if re.match(r"^\s*Package\s+Version\b", first):
         return _pip_columns(lines, path)
-    return _pip_freeze(lines, path)
+    return _pip_freeze(lines, path, tuple(known))
 
 
 def _line_error(path: str, number: int, line: str, message: str) -> ConfigError:
@@ -139,7 +154,21 @@ def _line_error(path: str, number: int, line: str, message: str) -> ConfigError:
 _EDITABLE_COMMENT = re.compile(r"^\s*#\s*Editable\b.*\(\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s()]+)\s*\)\s*$", re.IGNORECASE)
 
 
-def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
+_BARE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?$")
+
+
+def _bare_name_error(path: str, number: int, line: str, known: tuple[str, ...], others: list[str]) -> ConfigError:
+    """A bare ``NAME`` line: ``pip freeze`` always writes a version or a location (a truncated
+    file's last line is the usual cause), and reading it as installed at an unknown version would
+    hide what was cut off."""
+    name = line.strip()
+    candidates = sorted({canonical_name(n) for n in (*known, *others)} - {canonical_name(name)})
+    guess = did_you_mean(canonical_name(name), candidates)
+    return ConfigError([InputIssue(f"line {number}", f"a bare package name: pip freeze writes NAME==VERSION, NAME @ URL or -e ... on every line (is the file cut short?)"
+                                   + (f"; did you mean {guess!r}?" if guess else ""), name, ["NAME==VERSION", "NAME @ URL", "-e URL#egg=NAME"], path)], headline="bad --environment")
+
+
+def _pip_freeze(lines: list[str], path: str, known: tuple[str, ...] = ()) -> EnvironmentFile:
     packages = []
     notes: list[str] = []
     editable: tuple[str, str] | None = None  # (name, version) from the comment pip writes before "-e PATH"
@@ -163,6 +192,8 @@ def _pip_freeze(lines: list[str], path: str) -> EnvironmentFile:
                 raise _line_error(path, number - 1, lines[number - 2], f"not a PEP 440 version of at most {MAX_VERSION_CHARS} characters: {named[1]!r}") from None
             packages.append((PackageSpec(canonical_name(named[0]), named[1], target or None), f"line {number}"))
             continue
+        if _BARE_NAME.match(body):
+            raise _bare_name_error(path, number, body, known, [spec.name for spec, _ in packages])
         try:
             spec = parse_requirement(body, "--environment")
         except ConfigError as exc:
@@ -274,12 +305,12 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
                 # One GPU: `nvidia-smi -L`'s single line stays on the key's line (vLLM 0.33.0
                 # vllm/collect_env.py get_gpu_info, maybe_start_on_next_line).
                 single = _GPU_LINE.match(value)
-                gpus.append(single.group(1) if single else value)
+                gpus.append(_gpu_name(single.group(1) if single else value))
             continue
         if in_gpus:
             match = _GPU_LINE.match(line)
             if match:
-                gpus.append(match.group(1))
+                gpus.append(_gpu_name(match.group(1)))
                 continue
             if stripped:
                 in_gpus = False

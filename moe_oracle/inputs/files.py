@@ -21,7 +21,7 @@ from ..core.errors import ConfigError, InputIssue
 from .file_hints import explain_schema_issues
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
-from .models import quant_config_beside, resolve_model_path
+from .models import find_model, quant_config_beside, resolve_model_path
 from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name
 from ..core.tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
 from ..core.vocab import All2AllBackend, Source
@@ -53,6 +53,8 @@ class LoadedConfig:
             start as for ``--model`` (:func:`moe_oracle.inputs.quant_checks.verify_checkpoint_quantization`);
             ``None`` for a layer given field by field.
         checkpoint_scheme: the experts' scheme as the checkpoint has it (before ``model.quant``).
+        notes: what the answer carries from the file (a shipped example standing in for
+            ``model.hf_config``'s Hugging Face id).
     """
 
     config: MoEConfig
@@ -60,6 +62,7 @@ class LoadedConfig:
     probe: bool
     checkpoint_quant: Any = None
     checkpoint_scheme: QuantScheme | None = None
+    notes: tuple[str, ...] = ()
 
 
 _HF_KEYS = ("architectures", "model_type", "num_hidden_layers", "hidden_size", "quantization_config", "text_config")
@@ -189,14 +192,20 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     model = doc["model"]
     prov: list[Provenance] = []
     if "hf_config" in model:
-        hf_path = _model_reference(model, "hf_config", base, file)
-        quant_cfg = load_hf_config(_model_reference(model, "hf_quant_config", base, file)) if "hf_quant_config" in model else None
+        try:
+            found = find_model(model["hf_config"], base, "$.model.hf_config")
+        except ConfigError as exc:
+            raise ConfigError([replace(i, file=file) for i in exc.issues]) from None
+        hf_path = found.path
+        notes = (f"--config {file}: {found.note}",) if found.note else ()
+        quant_path = _model_reference(model, "hf_quant_config", base, file) if "hf_quant_config" in model else None
+        quant_cfg = load_hf_config(quant_path) if quant_path else None
         beside_path = quant_config_beside(hf_path)
         from .declared import engine_release
 
         answer = answer_env(environment, probe) if answer_env is not None else environment
         release = engine_release(catalog, answer) if answer is not None else None
-        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, release=release, platform=_platform_of(doc.get("device")))
+        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, quant_file=str(quant_path) if quant_path else None, beside_file=str(beside_path) if beside_path else None, release=release, platform=_platform_of(doc.get("device")))
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)
         checkpoint = (ck.quant, kwargs.get("quant"))
@@ -205,6 +214,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             prov.append(Provenance("quant", src, "config file overrides the checkpoint's quantization"))
     else:
         checkpoint = (None, None)
+        notes = ()
         kwargs = {k: v for k, v in model.items() if k != "quant"}
         if "quant" in model:
             kwargs["quant"] = parse_quant(model["quant"], "$.model.quant")
@@ -243,7 +253,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         raise ConfigError([InputIssue(_document_path(i.path, "hf_config" in model), i.message, i.value, i.allowed, file, i.entry, i.keyword) for i in exc.issues]) from None
     if "moe_backend" in doc:
         _check_moe_backend(catalog, doc["moe_backend"], environment, file)
-    return LoadedConfig(config, environment, probe, *checkpoint)
+    return LoadedConfig(config, environment, probe, *checkpoint, notes=notes)
 
 
 def _check_quant_method(catalog: Catalog, value: str, environment: Environment | None, file: str | None) -> None:

@@ -84,7 +84,8 @@ def load_hf_config(path: str | Path, flag: str = "--model") -> dict[str, Any]:
     return data
 
 
-def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg: Mapping[str, Any] | None = None, beside: Mapping[str, Any] | None = None, release: Any = None, platform: str | None = None) -> CheckpointFields:
+def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg: Mapping[str, Any] | None = None, beside: Mapping[str, Any] | None = None, release: Any = None, platform: str | None = None,
+                   quant_file: str | None = None, beside_file: str | None = None) -> CheckpointFields:
     """Checkpoint fields of the representative MoE layer of a Hugging Face model config.
 
     Args:
@@ -97,6 +98,8 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
             ``None`` for the newest modelled; :meth:`moe_oracle.inputs.checkpoint.releases.ReaderRelease.of`).
         platform: the device's platform value, for model classes that differ by platform
             (:func:`moe_oracle.inputs.checkpoint.read_checkpoint`); ``None``: the CUDA class.
+        quant_file, beside_file: the files ``quant_cfg`` and ``beside`` came from, named by a
+            problem in their document (``--hf-quant-config hq.json``; ``None``: ``file``).
 
     Raises:
         ConfigError: ``cfg`` is not a mapping (a JSON string, a path), the model has no MoE layers, a field is missing or outside the vocabulary, or
@@ -107,7 +110,7 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
         what = "a JSON string" if isinstance(cfg, (str, bytes)) and str(cfg if isinstance(cfg, str) else cfg[:1].decode(errors="replace")).lstrip()[:1] in ("{", "[") else type(cfg).__name__
         raise ConfigError([InputIssue("cfg", f"from_hf_config takes the parsed config.json (a dict), not {what}: pass load_hf_config(path) or json.loads(text)", None, None, file, keyword="type")])
     check_model_config(cfg, file)
-    ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False, release=release, platform=platform)
+    ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False, release=release, platform=platform, override_file=quant_file, beside_file=beside_file)
     layer = ck.representative()
     assert layer.kwargs is not None
     return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name, ck.quant, _model_notes(ck, layer))

@@ -133,12 +133,14 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         raise ConfigError([InputIssue("--quantization", f"given as --quantization {flag_q} and in --serve as --quantization {serve_q}: give one method", flag_q, [serve_q])], headline="bad --quantization")
     user_q = flag_q or serve_q
     q_flag = "--quantization" if flag_q else "--serve --quantization"
-    override = load_hf_config(resolve_quant_config_path(given.hf_quant_config), "--hf-quant-config") if given.hf_quant_config else None
+    override_path = resolve_quant_config_path(given.hf_quant_config) if given.hf_quant_config else None
+    override = load_hf_config(override_path, "--hf-quant-config") if override_path else None
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
     def read(cfg: dict[str, Any]) -> Any:
         check_model_config(cfg, str(path))
-        return read_checkpoint(cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env), platform=device.platform.value)
+        return read_checkpoint(cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env), platform=device.platform.value,
+                               override_file=str(override_path) if override_path else None, beside_file=str(beside_path) if beside_path else None)
 
     try:
         checkpoint = read(hf_cfg)

@@ -3,12 +3,13 @@ and the ``hf_quant_config.json`` that may sit beside it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core._resources import examples_dir
 from ..core.errors import ConfigError, InputIssue
 
-__all__ = ["example_names", "hf_id_candidates", "quant_config_beside", "resolve_model_path", "resolve_model_reference", "resolve_quant_config_path", "refuse_quant_config_as_model"]
+__all__ = ["EXAMPLE_HF_IDS", "ModelReference", "example_names", "find_model", "looks_like_path", "quant_config_beside", "resolve_model_path", "resolve_quant_config_path", "refuse_quant_config_as_model"]
 
 
 def example_names() -> tuple[str, ...]:
@@ -47,38 +48,118 @@ def resolve_model_path(ref: str, base: Path | None = None) -> Path:
     raise ConfigError([InputIssue("--model", "no such file or checkpoint directory, and not the name of a shipped example", ref, list(example_names()))])
 
 
-def hf_id_candidates(ref: str) -> list[str]:
-    """The shipped example names a Hugging Face id may stand for: the whole id
-    (``nvidia/Qwen3.5-122B-A10B-NVFP4`` -> ``nvidia-qwen3.5-122b-a10b-nvfp4``, as examples/models
-    names a vendor's re-quantized checkpoint), then its last component (``Qwen/Qwen3-30B-A3B-FP8``
-    -> ``Qwen3-30B-A3B-FP8``, matched case-insensitively)."""
-    tail = ref.rstrip("/").rsplit("/", 1)[-1]
-    whole = ref.strip("/").replace("/", "-").lower() if ref.count("/") == 1 and not ref.startswith((".", "/")) else ""
-    return [c for c in dict.fromkeys([whole, tail, tail.lower()]) if c and c != ref]
+EXAMPLE_HF_IDS: dict[str, tuple[str, ...]] = {
+    "deepseek-r1": ("deepseek-ai/DeepSeek-R1",),
+    "deepseek-v3.2": ("deepseek-ai/DeepSeek-V3.2",),
+    "deepseek-v4-flash": ("deepseek-ai/DeepSeek-V4-Flash",),
+    "gemma-4-26b-a4b": ("google/gemma-4-26B-A4B",),
+    "glm-5": ("zai-org/GLM-5",),
+    "glm-5-fp8": ("zai-org/GLM-5-FP8",),
+    "gpt-oss-120b": ("openai/gpt-oss-120b",),
+    "gpt-oss-20b": ("openai/gpt-oss-20b",),
+    "kimi-k2-instruct": ("moonshotai/Kimi-K2-Instruct",),
+    "kimi-k2.5": ("moonshotai/Kimi-K2.5",),
+    "kimi-k3": ("moonshotai/Kimi-K3",),
+    "llama-4-maverick-17b-128e-instruct-fp8": ("meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8",),
+    "llama-4-scout-17b-16e-instruct": ("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
+    "minimax-m2": ("MiniMaxAI/MiniMax-M2",),
+    "minimax-m2.7": ("MiniMaxAI/MiniMax-M2.7",),
+    "minimax-m3": ("MiniMaxAI/MiniMax-M3",),
+    "mixtral-8x22b-v0.1": ("mistral-community/Mixtral-8x22B-v0.1", "mistralai/Mixtral-8x22B-v0.1"),
+    "mixtral-8x7b-instruct-v0.1": ("mistralai/Mixtral-8x7B-Instruct-v0.1",),
+    "nvidia-deepseek-v4-flash-nvfp4": ("nvidia/DeepSeek-V4-Flash-NVFP4",),
+    "nvidia-nemotron-3-nano-30b-a3b-bf16": ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",),
+    "nvidia-nemotron-3-super-120b-a12b": ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B",),
+    "nvidia-qwen3.5-122b-a10b-nvfp4": ("nvidia/Qwen3.5-122B-A10B-NVFP4",),
+    "qwen3-235b-a22b": ("Qwen/Qwen3-235B-A22B",),
+    "qwen3-235b-a22b-fp8": ("Qwen/Qwen3-235B-A22B-FP8",),
+    "qwen3-30b-a3b": ("Qwen/Qwen3-30B-A3B",),
+    "qwen3-30b-a3b-fp8": ("Qwen/Qwen3-30B-A3B-FP8",),
+    "qwen3.5-122b-a10b": ("Qwen/Qwen3.5-122B-A10B",),
+    "redhatai-deepseek-v4-flash-nvfp4-fp8": ("RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8",),
+}
+"""The Hugging Face id each shipped example's config.json was published under
+(``examples/models/SOURCES.md``; a test keeps the two and the folder in step)."""
 
 
-def resolve_model_reference(ref: str, base: Path | None = None, flag: str = "--model") -> Path:
-    """:func:`resolve_model_path`, then a Hugging Face id as a shipped example
-    (:func:`hf_id_candidates`): ``--model`` and a serve line's MODEL resolve alike. This tool
-    downloads nothing.
+@dataclass(frozen=True)
+class ModelReference:
+    """Where a model reference led.
+
+    Attributes:
+        path: the config.json read.
+        note: set when the path stands in for what was named (a Hugging Face id of another
+            organisation whose name is a shipped example's): says which example answers.
+    """
+
+    path: Path
+    note: str | None = None
+
+
+def looks_like_path(ref: str) -> bool:
+    """Whether ``ref`` can only be a filesystem path, never a Hugging Face id: absolute, ``./``,
+    ``../``, ``~``, more than one ``/``, or a trailing ``/`` (an id is ``name`` or ``org/name``).
+
+    >>> [looks_like_path(r) for r in ("/m/x", "./x", "~/x", "a/b/c", "x/", "Qwen/Qwen3-30B-A3B", "x")]
+    [True, True, True, True, True, False, False]
+    """
+    return ref.startswith(("/", "./", "../", "~")) or ref in (".", "..") or ref.count("/") > 1 or ref.endswith("/")
+
+
+def _example_by_hf_id(ref: str) -> tuple[str, str, bool] | None:
+    """(example, its Hugging Face id, exact) for an ``org/name`` id: the example published under
+    that id (exact), else the one whose id's name is ``name`` under another organisation."""
+    wanted = ref.lower()
+    for name, ids in EXAMPLE_HF_IDS.items():
+        for hf_id in ids:
+            if hf_id.lower() == wanted:
+                return name, hf_id, True
+    tail = _example_key(ref.rsplit("/", 1)[-1])
+    for name, ids in EXAMPLE_HF_IDS.items():
+        for hf_id in ids:
+            if _example_key(hf_id.rsplit("/", 1)[-1]) == tail or _example_key(name) == tail:
+                return name, hf_id, False
+    return None
+
+
+def find_model(ref: str, base: Path | None = None, flag: str = "--model") -> ModelReference:
+    """A model reference as ``--model``, a serve line's MODEL and a config file's
+    ``model.hf_config`` take it. This tool downloads nothing.
+
+    In order: a local config.json or checkpoint directory (relative to ``base``); a reference
+    that can only be a path (:func:`looks_like_path`) and is none is refused, never read as a
+    shipped example of the same last name; a shipped example's name, or its file name
+    (``qwen3-30b-a3b-fp8.json``); a Hugging Face ``org/name`` id the example was published
+    under (:data:`EXAMPLE_HF_IDS`); an id of another organisation whose name is an example's
+    (``someone/Qwen3-30B-A3B-FP8``) resolves to that example with a note saying so.
 
     Raises:
-        ConfigError: nothing on this machine or among the examples matches (charged to ``flag``),
-            or a directory without config.json.
+        ConfigError: none of these (charged to ``flag``), or a directory without config.json.
     """
-    try:
-        return resolve_model_path(ref, base)
-    except ConfigError as first:
-        local = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
-        if _is_dir(local):
-            raise ConfigError([replace_path(i, flag) for i in first.issues]) from None
-        for candidate in hf_id_candidates(ref):
-            try:
-                return resolve_model_path(candidate, base)
-            except ConfigError:
-                continue
-        tail = ref.rstrip("/").rsplit("/", 1)[-1]
-        raise ConfigError([InputIssue(flag, f"{ref!r} is not a local checkpoint or config.json, and {tail!r} is not a shipped example (this tool does not download models; pass the checkpoint directory or its config.json)", ref, first.issues[0].allowed)]) from None
+    local = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
+    if _is_file(local) or _is_dir(local):
+        try:
+            return ModelReference(resolve_model_path(ref, base))
+        except ConfigError as exc:
+            raise ConfigError([replace_path(i, flag) for i in exc.issues]) from None
+    if looks_like_path(ref):
+        raise ConfigError([InputIssue(flag, "no such file or checkpoint directory (a path is never read as a shipped example of the same name; this tool does not download models)", ref, None)])
+    stem = ref[: -len(".json")] if ref.lower().endswith(".json") and "/" not in ref else ref
+    wanted = _example_key(stem)
+    for name in example_names():
+        if _example_key(name) == wanted:
+            return ModelReference(examples_dir() / f"{name}.json")
+    if ref.count("/") == 1:
+        found = _example_by_hf_id(ref)
+        if found is not None:
+            name, hf_id, exact = found
+            path = examples_dir() / f"{name}.json"
+            if exact:
+                return ModelReference(path)
+            return ModelReference(path, f"{flag}: {ref} is not on this machine and this tool downloads nothing: the answer is for the shipped example {name} "
+                                        f"({hf_id}'s config.json) in its place; give your checkpoint's directory or config.json if its config differs")
+    tail = ref.rsplit("/", 1)[-1]
+    raise ConfigError([InputIssue(flag, f"{ref!r} is not a local checkpoint or config.json, and {tail!r} is not a shipped example (this tool does not download models; pass the checkpoint directory or its config.json)", ref, list(example_names()))])
 
 
 def replace_path(issue: InputIssue, flag: str) -> InputIssue:

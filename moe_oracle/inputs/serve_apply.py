@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..core.errors import ConfigError, InputIssue
+from .models import ModelReference, find_model, resolve_model_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import FROM_FLAG
 from .serve import ServeArgs
@@ -96,19 +97,18 @@ def apply_serve(given: OperatorInputs, serve: ServeArgs) -> OperatorInputs:
     return replace(given, **filled, from_serve=frozenset(filled))
 
 
-def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
-    """The ``config.json`` a serve line's model resolves to.
+def serve_model_path(serve: ServeArgs, base: Path | None = None) -> ModelReference:
+    """The ``config.json`` a serve line's model resolves to, with the note
+    :func:`moe_oracle.inputs.models.find_model` attaches when a shipped example stands in.
 
-    ``--hf-config-path`` wins when given. A local path or a shipped example name resolves
-    through :func:`moe_oracle.inputs.models.resolve_model_path`; a Hugging Face id resolves to a shipped
-    example named after the whole id (``nvidia/Qwen3.5-122B-A10B-NVFP4`` ->
-    ``nvidia-qwen3.5-122b-a10b-nvfp4``, as examples/models names a vendor's re-quantized
-    checkpoint), else after its last component (``Qwen/Qwen3-30B-A3B-FP8`` -> ``qwen3-30b-a3b-fp8``).
+    ``--hf-config-path`` wins when given. A checkpoint directory gives its config.json; anything
+    else resolves as ``--model`` does (:func:`moe_oracle.inputs.models.find_model`: a path that does not
+    exist is refused; a shipped example's name or Hugging Face id finds it, ``Qwen/Qwen3-30B-A3B-FP8``
+    -> ``qwen3-30b-a3b-fp8``).
 
     Raises:
         ConfigError: nothing on this machine or among the examples matches.
     """
-    from .models import resolve_model_path, resolve_model_reference
 
     ref = serve.hf_config_path or serve.model
     assert ref is not None
@@ -117,13 +117,13 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> Path:
         if local.is_dir():
             # A checkpoint directory: its config.json, never a shipped example of the same name.
             try:
-                return resolve_model_path(str(local / "config.json"))
+                return ModelReference(resolve_model_path(str(local / "config.json")))
             except ConfigError:
                 raise ConfigError([InputIssue("--serve MODEL", "the checkpoint directory has no config.json", str(local), None)], headline="bad --serve") from None
     except OSError:
         pass
     try:
-        return resolve_model_reference(ref, base, "--serve MODEL")
+        return find_model(ref, base, "--serve MODEL")
     except ConfigError as exc:
         raise ConfigError(exc.issues, headline="bad --serve") from None
 

@@ -33,7 +33,7 @@ def test_layer_ranges_text():
 
 
 def test_identical_layers_form_one_group_and_every_layer_appears_once(catalog):
-    ck = read_checkpoint({**MIXTRAL_LIKE, "model_type": "deepseek_v3", "n_routed_experts": 8, "first_k_dense_replace": 1, "num_nextn_predict_layers": 1, "quantization_config": FP8})
+    ck = read_checkpoint({**MIXTRAL_LIKE, "model_type": "deepseek_v3", "moe_intermediate_size": MIXTRAL_LIKE["intermediate_size"], "n_routed_experts": 8, "first_k_dense_replace": 1, "num_nextn_predict_layers": 1, "quantization_config": FP8})
     plan = build_plan(ck, Oracle(catalog), device=H200, parallel=ParallelConfig(tp_size=8))
     assert [(g.indices, g.kind, g.role) for g in plan.groups] == [((0,), "dense", "target"), ((1, 2, 3), "moe", "target"), ((4,), "moe", "draft")]
     assert plan.groups[1].decision.config.quant.name == "fp8_block" and plan.groups[0].decision is None

@@ -221,7 +221,8 @@ def test_a_hugging_face_id_resolves_to_its_shipped_example(model, example):
     under the whole id, the others under the id's last component."""
     from moe_oracle.inputs.serve_apply import serve_model_path
 
-    assert serve_model_path(parse_serve(f"vllm serve {model} -tp 8", version="0.33.0")).name == example
+    found = serve_model_path(parse_serve(f"vllm serve {model} -tp 8", version="0.33.0"))
+    assert found.path.name == example and found.note is None
 
 
 def test_explain_refuses_a_quantization_no_override_accepts_for_the_checkpoint():

@@ -189,10 +189,16 @@ def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None 
     else:
         r.put("hidden_size", hidden, Source.CHECKPOINT, f"config.{path[2:]}hidden_size")
     inter_keys = ("intermediate_size",) if family.name == "minimax_m3" else INTERMEDIATE_ALIASES
+    dense_width = family.expert_width_is_intermediate or family.name in EXPERTS_SIZED_BY_INTERMEDIATE
+    if family is not GENERIC and not dense_width:
+        inter_keys = inter_keys[:-1]  # the model class reads the expert key, never intermediate_size
+        _refuse_null_expert_width(r, inter_keys)
     key, inter, src = r.first(inter_keys)
     if inter is None:
+        if family is not GENERIC and not dense_width:
+            raise _missing_expert_width(r, model_type)
         raise r.fail("moe_intermediate_size", "missing moe_intermediate_size / intermediate_size", None, None)
-    exact = key != "intermediate_size" or family.expert_width_is_intermediate or family.name in ("minimax_m3", "mixtral", "gpt_oss", "minimax_m2", "llama4", "phimoe", "olmoe")
+    exact = key != "intermediate_size" or dense_width
     r.put("intermediate_size", r.int_(key, inter), Source.CHECKPOINT if exact else Source.INFERRED, r.where(key, src) + ("" if exact else " (no moe_intermediate_size: taken as the expert width)"))
     dtype = cfg.get("torch_dtype", cfg.get("dtype"))
     if dtype is None:
@@ -210,6 +216,41 @@ def read_moe_fields(cfg: Mapping[str, Any], family: Family, *, file: str | None 
         r.put("architecture", architecture, Source.CHECKPOINT, "config.architectures[0]")
     _substitution(r)
     return MoEFields(dict(r.kwargs), tuple(r.prov), tuple(r.notes), bias)
+
+
+EXPERTS_SIZED_BY_INTERMEDIATE = ("minimax_m3", "mixtral", "gpt_oss", "minimax_m2", "llama4", "phimoe", "olmoe")
+"""Families whose model class sizes its experts by ``intermediate_size`` (besides those marked
+:attr:`Family.expert_width_is_intermediate`); every other family's reads ``moe_intermediate_size``
+(or the key :attr:`Family.keys` names), e.g. vLLM 0.34.0 qwen3_moe.py ``FusedMoE(intermediate_size=config.moe_intermediate_size)``."""
+
+
+def _expert_key(r: _Reader) -> str:
+    """The expert-width key as the family's config.json spells it."""
+    return r.family.keys.get("moe_intermediate_size", "moe_intermediate_size")
+
+
+def _refuse_null_expert_width(r: _Reader, keys: tuple[str, ...]) -> None:
+    """An explicit ``null`` expert width: vLLM hands ``None`` to ``FusedMoE`` and fails building it.
+
+    Raises:
+        ConfigError: naming the key.
+    """
+    for key in keys:
+        if key in r.cfg and r.cfg[key] is None and not any(r.cfg.get(k) is not None for k in keys):
+            raise r.fail(key, f"null: vLLM's {r.family.name} model class sizes its experts by this key and fails on null; give the experts' intermediate size (an integer)", None, {"type": "integer", "minimum": 1})
+
+
+def _missing_expert_width(r: _Reader, model_type: str | None) -> ConfigError:
+    """No expert width in config.json, for a family whose model class reads the expert key:
+    vLLM takes the transformers config class's default for the model_type, which this tool
+    reads only where the family records it (:attr:`Family.defaults`); ``intermediate_size`` is the
+    dense MLP's width, never the experts'."""
+    key = _expert_key(r)
+    dense = r.cfg.get("intermediate_size")
+    return r.fail(key, f"missing: vLLM's {r.family.name} model class sizes its experts by {key} (not intermediate_size"
+                       + (f" = {dense}, the dense MLP's width" if dense is not None else "")
+                       + f"); without it vLLM takes the default of the transformers config class of model_type {model_type!r}, which this tool does not read: give {key} in config.json",
+                  None, {"type": "integer", "minimum": 1})
 
 
 def _activation(r: _Reader) -> None:

@@ -376,7 +376,11 @@ def architecture_notes(architecture: str | None, family: Family, release: Reader
     if known is None:
         if family is GENERIC:
             return (f"{architecture} is not among the MoE architectures {release.words} registers (registry.py and the model files): vLLM may refuse the model, or run it through the Transformers backend, which moe-oracle does not model",)
-        return ()
+        # vLLM picks the model class by architectures, never by model_type (registry.py
+        # inspect_model_cls): an unregistered name is refused (_raise_for_unsupported) unless its
+        # Transformers backend finds the class (transformers, or auto_map with trust_remote_code).
+        return (f"{architecture} is not among the MoE architectures {release.words} registers (registry.py and the model files): vLLM chooses the model class by architectures, not model_type, "
+                f"so it refuses the model, or runs it through the Transformers backend, which moe-oracle does not model; the answer reads the layers as vLLM's {family.name} class (model_type {', '.join(family.model_types[:1])}) builds them",)
     if not known.registered(version):
         if architecture in TRANSFORMERS_BACKEND_BUILT:
             return (f"{release.words} does not register {architecture} (registered by vLLM {known.engine}): it builds transformers' {TRANSFORMERS_BACKEND_BUILT[architecture]} "

@@ -141,6 +141,8 @@ def read_checkpoint(
     layers_required: bool = True,
     release: "EngineRelease | str | ReaderRelease | None" = None,
     platform: str | None = None,
+    override_file: str | None = None,
+    beside_file: str | None = None,
 ) -> Checkpoint:
     """Read a Hugging Face ``config.json`` into a :class:`Checkpoint`, as vLLM ``release`` builds it.
 
@@ -157,6 +159,8 @@ def read_checkpoint(
             stand-in, :meth:`ReaderRelease.of`); ``None``: the newest modelled release.
         platform: the device's platform value (``cuda``, ``rocm`` ...), for model classes that
             differ by platform; ``None``: as the CUDA class builds it.
+        override_file, beside_file: the files ``override`` and ``beside`` came from, named by a
+            problem in their document (``None``: ``file``).
 
     Raises:
         ConfigError: a missing or malformed field, a quantization or model the release refuses,
@@ -199,7 +203,7 @@ def read_checkpoint(
     expert_dtype = text_cfg.get("expert_dtype")
     if expert_dtype is not None and expert_dtype not in ("fp4", "fp8"):
         raise ConfigError([InputIssue(f"{path}expert_dtype", "Unsupported DeepSeek V4 expert_dtype", expert_dtype, ["fp4", "fp8"], file)])
-    quant = read_quant_format(cfg, text_cfg=text, beside=beside, override=override, user_quantization=user_quantization, model_type=text_mt, expert_dtype=expert_dtype, file=file, release=rel)
+    quant = read_quant_format(cfg, text_cfg=text, beside=beside, override=override, user_quantization=user_quantization, model_type=text_mt, expert_dtype=expert_dtype, file=file, release=rel, override_file=override_file, beside_file=beside_file)
     prefix, inferred = layer_prefix(family, top_mt, text is not None)
     specs, layout_notes = layer_layout(family, filled, prefix, file=file, path=path, layers_required=layers_required, release=rel)
     notes = arch_notes + list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)

@@ -69,6 +69,9 @@ class QuantFormat:
         expert_dtype: DeepSeek-V4 ``expert_dtype`` (``fp4``/``fp8``), else ``None``.
         notes: format-level notes (side effects, deprecations, fields the engine ignores).
         release: the vLLM release the document is read for (its facts decide; refusals name it).
+        doc_file: the file the document came from where it is not ``file`` (an
+            ``hf_quant_config.json`` given with ``--hf-quant-config`` or found beside config.json):
+            problems in the document name it.
     """
 
     method: str | None
@@ -80,6 +83,7 @@ class QuantFormat:
     expert_dtype: str | None = None
     notes: tuple[str, ...] = ()
     release: ReaderRelease = NEWEST
+    doc_file: str | None = None
 
     def experts(self, module: str, proj_names: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")) -> ExpertsQuant:
         """The quantization the engine gives the routed experts at ``module``.
@@ -129,7 +133,7 @@ class QuantFormat:
 
     def fail(self, path: str, message: str, value: Any = None, allowed: Any = None) -> ConfigError:
         where = "$.text_config.quantization_config" if "text_config" in self.source else "$.quantization_config" if "config.json" in self.source else "$"
-        return ConfigError([InputIssue(f"{where}{path}", message, value, allowed, self.file)])
+        return ConfigError([InputIssue(f"{where}{path}", message, value, allowed, self.file if where != "$" or self.doc_file is None else self.doc_file)])
 
 
 # ----------------------------------------------------------------------------- reading
@@ -146,6 +150,8 @@ def read_quant_format(
     expert_dtype: str | None = None,
     file: str | None = None,
     release: "EngineRelease | str | ReaderRelease | None" = None,
+    override_file: str | None = None,
+    beside_file: str | None = None,
 ) -> QuantFormat:
     """The quantization a vLLM release applies to a checkpoint.
 
@@ -162,6 +168,8 @@ def read_quant_format(
         file: path for error messages.
         release: the vLLM release the answer is for (:meth:`ReaderRelease.of`: an
             ``EngineRelease`` is read by its stand-in; ``None``: the newest modelled release).
+        override_file, beside_file: the files ``override`` and ``beside`` came from; a problem in
+            the document read from one names it (``None``: ``file``).
 
     Raises:
         ConfigError: a method the release does not have, or one this module does not read
@@ -191,29 +199,31 @@ def read_quant_format(
             raise issue(file, "$.quantization_config", "must be an object", cfg.get("quantization_config"))
         return QuantFormat(None, None, "no quantization_config", file=file, model_type=model_type, expert_dtype=expert_dtype, release=rel)
     doc = dict(doc)
+    doc_file = (override_file if override is not None else beside_file if source.startswith("hf_quant_config.json beside") else None) or file
     if doc.get(FROM_FLAG):
         source = f"{doc[FROM_FLAG]} (no quantization document)"
     # _normalize_quantization_config runs on the document the HF config carries, before the
     # loader may swap a MIXED_PRECISION document without quantized_layers for the file beside it.
-    declared = _normalized_method(doc, file, source, rel)
+    declared = _normalized_method(doc, doc_file, source, rel)
     if beside is not None and override is None and source.startswith("config.json"):  # config.json's own document, not the file beside it
         if modelopt_algo(doc) == "MIXED_PRECISION" and "quantized_layers" not in doc:
             doc, source = dict(beside), "hf_quant_config.json beside config.json (config.json's MIXED_PRECISION document has no quantized_layers)"
+            doc_file = beside_file or file
             doc["quant_method"] = declared
         else:
             notes.append("hf_quant_config.json beside config.json is not read: config.json carries the quantization document (vllm/transformers_utils/config.py)")
     if doc.get(FROM_FLAG) and declared in _FLAG_METHOD_FACTS and not rel.holds(_FLAG_METHOD_FACTS[declared]):
         # The serve line's --quantization, written as a document by serve_apply, names a method
         # this release lacks: no document, and verify_checkpoint_quantization refuses the flag.
-        return QuantFormat(None, None, f"{doc[FROM_FLAG]} (a method {rel.words} does not have)", MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel)
+        return QuantFormat(None, None, f"{doc[FROM_FLAG]} (a method {rel.words} does not have)", MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel, None if doc_file == file else doc_file)
     if not declared:
         # _verify_quantization: an empty quant_method means no quantization.
-        return QuantFormat(None, None, f"{source} without quant_method (unquantized)", MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel)
+        return QuantFormat(None, None, f"{source} without quant_method (unquantized)", MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel, None if doc_file == file else doc_file)
     if declared == "compressed-tensors" and doc.get("format") == "mxfp4-pack-quantized" and _architecture(cfg) in _MXFP4_REROUTED_ARCHITECTURES:
         doc["quant_method"] = declared = "mxfp4"
         notes.append(f"{rel.words}: {_architecture(cfg)} checkpoints in compressed-tensors mxfp4-pack-quantized are rewritten to quant_method 'mxfp4' at load, so the experts get Mxfp4Config's Mxfp4MoEMethod "
                      "(vllm/model_executor/models/config.py KimiK3ForConditionalGenerationConfig.verify_and_update_model_config); the document's ignore list is not read for experts")
-    method = _detect_method(doc, declared, user_quantization, model_type, file, rel)
+    method = _detect_method(doc, declared, user_quantization, model_type, doc_file, rel)
     if declared == "mxfp8" and "quantization" not in doc and not doc.get("quant_algo"):
         doc = _minimax_mxfp8(doc)
         notes.append(f"{rel.words}: quant_method 'mxfp8' loads with ModelOptMxFp8Config, which reads the document as ModelOpt MXFP8 with its ignored_layers as exclude_modules (Q/modelopt.py ModelOptMxFp8Config.from_config)")
@@ -232,7 +242,7 @@ def read_quant_format(
             notes.append(f"{rel.words}: the document's 'ignore' list leaves no layer unquantized (DeepseekV4FP8Config, an Fp8Config, reads ignored_layers / modules_to_not_convert for that); with moe_quant_algo NVFP4 it keeps the experts it names in native MXFP4 (vllm/models/deepseek_v41/quant_config.py _is_nvfp4_expert_layer, CUDA/ROCm)")
         else:
             notes.append(f"{rel.words}: the document's 'ignore' list is not read: DeepseekV4FP8Config (an Fp8Config) reads only ignored_layers / modules_to_not_convert")
-    return QuantFormat(method, declared, source, MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel)
+    return QuantFormat(method, declared, source, MappingProxyType(doc), file, model_type, expert_dtype, tuple(notes), rel, None if doc_file == file else doc_file)
 
 
 def _minimax_mxfp8(doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,105 @@
+"""Model references (``--model``, a serve line's MODEL, a config file's ``model.hf_config``):
+a path that does not exist is refused, never read as a shipped example of the same last name; a
+Hugging Face id of another organisation resolves to the example of that name with a note."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from moe_oracle.core._resources import examples_dir
+from moe_oracle.core.errors import ConfigError
+from moe_oracle.inputs.models import EXAMPLE_HF_IDS, example_names, find_model, looks_like_path
+from tests.cli_capture import cli
+
+MISSING_PATHS = ["/models/my-finetune/qwen3-30b-a3b-fp8", "/mnt/ckpts/deepseek-r1/", "./qwen3-30b-a3b-fp8", "../qwen3-30b-a3b-fp8", "~/qwen3-30b-a3b-fp8", "ckpts/my/qwen3-30b-a3b-fp8", "qwen3-30b-a3b-fp8/"]
+
+
+@pytest.mark.parametrize("ref", MISSING_PATHS)
+def test_a_missing_path_is_refused_not_read_as_an_example(ref: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        find_model(ref)
+    issue = exc.value.issues[0]
+    assert issue.path == "--model" and issue.value == ref and "no such file or checkpoint directory" in issue.message
+
+
+@pytest.mark.parametrize("argv", [["--model", "/models/my-finetune/qwen3-30b-a3b-fp8"], ["--model", "/mnt/ckpts/deepseek-r1/"], ["--serve", "vllm serve /models/my-finetune/qwen3-30b-a3b-fp8 -tp 2"]], ids=["model", "model-dir", "serve"])
+def test_cli_refuses_a_missing_path_with_exit_2(argv: list[str]) -> None:
+    code, out, err = cli("explain", *argv, "--gpu", "H200")
+    assert code == 2 and out == ""
+    assert "no such file or checkpoint directory" in err and argv[1].split()[-3 if argv[0] == "--serve" else 0] in err
+
+
+def test_an_existing_directory_of_that_name_is_read(tmp_path: Path) -> None:
+    ckpt = tmp_path / "my-finetune" / "qwen3-30b-a3b-fp8"
+    ckpt.mkdir(parents=True)
+    doc = json.loads((examples_dir() / "qwen3-30b-a3b.json").read_text())
+    (ckpt / "config.json").write_text(json.dumps(doc))
+    assert find_model(str(ckpt)).path == ckpt / "config.json"
+    assert find_model(str(ckpt) + "/").note is None
+
+
+def test_the_publishers_own_id_resolves_without_a_note() -> None:
+    found = find_model("Qwen/Qwen3-30B-A3B-FP8")
+    assert found.path == examples_dir() / "qwen3-30b-a3b-fp8.json" and found.note is None
+    vendor = find_model("nvidia/Qwen3.5-122B-A10B-NVFP4")
+    assert vendor.path.name == "nvidia-qwen3.5-122b-a10b-nvfp4.json" and vendor.note is None
+
+
+def test_another_organisations_id_resolves_with_a_note() -> None:
+    found = find_model("someone/Qwen3-30B-A3B-FP8")
+    assert found.path == examples_dir() / "qwen3-30b-a3b-fp8.json"
+    assert found.note is not None and "qwen3-30b-a3b-fp8" in found.note and "Qwen/Qwen3-30B-A3B-FP8" in found.note and "someone/Qwen3-30B-A3B-FP8" in found.note
+
+
+@pytest.mark.parametrize("argv", [["--model", "someone/Qwen3-30B-A3B-FP8"], ["--serve", "vllm serve someone/Qwen3-30B-A3B-FP8"]], ids=["model", "serve"])
+def test_the_stand_in_note_reaches_the_answer(argv: list[str]) -> None:
+    code, out, err = cli("explain", *argv, "--gpu", "H200", "--json")
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert any("shipped example qwen3-30b-a3b-fp8" in n and "in its place" in n for n in notes), notes
+    code, out, _ = cli("explain", *argv, "--gpu", "H200")
+    assert code == 0 and "in its place" in out
+
+
+def test_an_examples_file_name_is_the_example() -> None:
+    assert find_model("qwen3-30b-a3b-fp8.json").path == examples_dir() / "qwen3-30b-a3b-fp8.json"
+    assert find_model("qwen3-30b-a3b-fp8.json").note is None
+
+
+def test_a_local_file_wins_over_an_example_of_its_name(tmp_path: Path) -> None:
+    (tmp_path / "qwen3-30b-a3b-fp8.json").write_text((examples_dir() / "qwen3-30b-a3b.json").read_text())
+    assert find_model("qwen3-30b-a3b-fp8.json", tmp_path).path == tmp_path / "qwen3-30b-a3b-fp8.json"
+
+
+def test_looks_like_path() -> None:
+    assert all(looks_like_path(r) for r in MISSING_PATHS)
+    assert not any(looks_like_path(r) for r in ("Qwen/Qwen3-30B-A3B-FP8", "qwen3-30b-a3b-fp8", "qwen3-30b-a3b-fp8.json"))
+
+
+def test_every_example_has_its_hugging_face_id_as_sources_names_it() -> None:
+    assert set(EXAMPLE_HF_IDS) == set(example_names())
+    sources = (examples_dir() / "SOURCES.md").read_text()
+    for name, ids in EXAMPLE_HF_IDS.items():
+        assert re.search(rf"\b{re.escape(name)}\.json\b", sources), name
+        assert any(i in sources or i.replace("/", "--") in sources for i in ids), (name, ids)  # as written, or as AIC's file name
+
+
+@pytest.mark.parametrize(("ref", "note"), [("Qwen/Qwen3-30B-A3B-FP8", False), ("someone/Qwen3-30B-A3B-FP8", True)])
+def test_config_file_hf_config_takes_a_hugging_face_id(tmp_path: Path, ref: str, note: bool) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"model:\n  hf_config: {ref}\ndevice:\n  gpu: H200\n")
+    code, out, err = cli("explain", "--config", str(cfg), "--json")
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert any("$.model.hf_config" in n and "in its place" in n for n in notes) == note, notes
+
+
+def test_config_file_hf_config_missing_path_is_refused(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model:\n  hf_config: /nope/qwen3-30b-a3b-fp8\ndevice:\n  gpu: H200\n")
+    code, _, err = cli("explain", "--config", str(cfg))
+    assert code == 2 and "$.model.hf_config" in err and "no such file or checkpoint directory" in err and "/nope/qwen3-30b-a3b-fp8" in err

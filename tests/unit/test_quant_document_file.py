@@ -1,0 +1,40 @@
+"""A problem in an hf_quant_config.json (given with --hf-quant-config, or found beside config.json)
+names that file, not the model's config.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from moe_oracle.core._resources import examples_dir
+from tests.cli_capture import cli
+
+BAD = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP9", "group_size": 16}}
+
+
+@pytest.mark.parametrize("command", ["explain", "plan"])
+def test_a_bad_hf_quant_config_names_its_file(tmp_path: Path, command: str) -> None:
+    hq = tmp_path / "hq.json"
+    hq.write_text(json.dumps(BAD))
+    code, out, err = cli(command, "--model", "nvidia-nemotron-3-nano-30b-a3b-bf16", "--gpu", "B200", "--hf-quant-config", str(hq))
+    assert code == 2 and out == ""
+    assert f"bad {hq}" in err and f"{hq}: $.quantization.quant_algo" in err and "'FP9'" in err
+    assert "nvidia-nemotron-3-nano-30b-a3b-bf16.json" not in err
+
+
+def test_a_bad_document_beside_config_json_names_it(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text((examples_dir() / "nvidia-nemotron-3-nano-30b-a3b-bf16.json").read_text())
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(BAD))
+    code, _, err = cli("explain", "--model", str(tmp_path), "--gpu", "B200")
+    assert code == 2 and f"{tmp_path / 'hf_quant_config.json'}: $.quantization.quant_algo" in err
+
+
+def test_a_config_files_hf_quant_config_names_its_file(tmp_path: Path) -> None:
+    hq = tmp_path / "hq.json"
+    hq.write_text(json.dumps(BAD))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model:\n  hf_config: nvidia-nemotron-3-nano-30b-a3b-bf16\n  hf_quant_config: hq.json\ndevice:\n  gpu: B200\n")
+    code, _, err = cli("explain", "--config", str(cfg))
+    assert code == 2 and "hq.json" in err and "quant_algo" in err and "'FP9'" in err
