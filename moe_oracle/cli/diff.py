@@ -21,7 +21,8 @@ A side (--from / --to) is one of:
                                      uv pip list or vllm collect-env output)
 Everything else (model, deployment, --package, --env ...) is shared by both sides. A device
 given as --gpu/--platform or a gpu:NAME side wins over an environment file's GPU (collect-env),
-with a note per side naming the GPU not used.
+with a note per side naming the GPU not used. A gpu:NAME side replaces --gpu/--platform/--sm/--arch
+on its side: with two gpu: sides they would have no effect, and are refused.
 
 examples:
   moe-oracle diff --model deepseek-r1 --gpu B200 --tp 8 --from vllm==0.31.0 --to vllm==0.33.0
@@ -82,6 +83,24 @@ def _side_inputs(given: OperatorInputs, side: dict[str, Any]) -> OperatorInputs:
     return replace(given, **changes)
 
 
+def _refuse_unused_device(given: OperatorInputs, specs: list[tuple[str, dict[str, Any]]]) -> None:
+    """Refuse --gpu/--platform/--sm/--arch when both sides are ``gpu:NAME``: each side's GPU
+    replaces them, so they would have no effect (a setting with no effect is an error, as
+    ``run --gpu`` is).
+
+    Raises:
+        ConfigError: naming the flags given and both sides.
+    """
+    if not all("gpu" in spec for _, spec in specs):
+        return
+    flags = [(flag, value) for flag, value in (("--gpu", given.gpu), ("--platform", given.platform), ("--sm", given.sm), ("--arch", given.arch)) if value is not None]
+    if not flags:
+        return
+    sides = " and ".join(f"{spec['flag']} {text}" for text, spec in specs)
+    issues = [InputIssue(flag, f"has no effect: both sides name their device ({sides}), and each side's GPU replaces it; drop {flag}, or give one side as packages or an environment file to compare on this device", value, None) for flag, value in flags]
+    raise ConfigError(issues, headline=f"bad {flags[0][0]}" if len(flags) == 1 else "unused device flags")
+
+
 def _plan_groups(given: OperatorInputs, catalog: Any, sides: list[tuple[str, dict[str, Any]]]) -> tuple[list[tuple[str, Any, Any]], list[str]]:
     """Per MoE layer group of the model, its config and environment on each side (``plan`` per side)."""
     from ..explain.diff import Side
@@ -109,6 +128,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     given = operator_inputs(args)
 
     specs = [(text, {**parse_side(text, flag), "flag": flag}) for flag, text in (("--from", args.side_from), ("--to", args.side_to))]
+    _refuse_unused_device(given, specs)
     if (args.model or args.serve) and not args.config and not args.quant:
         # A whole model: every MoE layer group of its plan, paired by layer indices.
         groups, notes = _plan_groups(given, catalog, specs)

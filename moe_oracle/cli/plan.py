@@ -28,6 +28,8 @@ The draft (MTP) layers inherit --moe-backend unless --draft-moe-backend or the -
 matched exactly: marlin, not Marlin);
 given both ways, they must agree. --no-draft with a draft backend is refused (nothing to set).
 
+--config (a MoEConfig file) and --quant describe one layer: plan refuses them (use explain).
+
 examples:
   moe-oracle plan --model nvidia-qwen3.5-122b-a10b-nvfp4 --gpu B200 --tp 4
   moe-oracle plan --model /path/to/checkpoint --gpu H200 --dp 8 --ep --all2all deepep_low_latency --json
@@ -42,7 +44,7 @@ def add_plan_parser(sub: Any, add_input_args: Any, *, arguments: bool = True) ->
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     if not arguments:
         return
-    add_input_args(p)
+    add_input_args(p, whole_model=True)
     plan = p.add_argument_group("plan")
     plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers, as vLLM's --speculative-config moe_backend: a name of the release's MoEBackend, matched exactly (marlin, not Marlin); default: the --serve line's, else inherit --moe-backend")
     plan.add_argument("--no-draft", action="store_true", help="leave out the MTP draft layers (no speculative decoding); refused with a draft backend")

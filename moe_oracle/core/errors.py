@@ -30,6 +30,10 @@ def did_you_mean(value: Any, allowed: Iterable[Any]) -> str | None:
     if not isinstance(value, str):
         return None
     options = [str(a) for a in allowed]
+    if len(value) > 3 * max((len(o) for o in options), default=0):
+        # difflib's ratio 2*matches/(len(value)+len(option)) cannot reach the 0.6 cutoff past
+        # 2.33 times the option's length; its work grows with the value's length.
+        return None
     lowered = {o.lower().replace("-", "_"): o for o in options}
     key = value.lower().replace("-", "_")
     if key in lowered and lowered[key] != value:

@@ -20,7 +20,7 @@ from .errors import ConfigError, InputIssue
 # with packaging.tags, markers and their parser they are ~15 ms of imports, which a selection
 # that names no package (`moe-oracle select --model M --gpu G`) never uses.
 
-__all__ = ["MAX_REQUIREMENT_CHARS", "MAX_VERSION_CHARS", "PACKAGE_IMPORTS", "PROVIDERS", "PackageSpec", "canonical_name", "parse_requirement", "parse_version", "provided_by", "same_version", "unique_specs"]
+__all__ = ["MAX_REQUIREMENT_CHARS", "MAX_VERSION_CHARS", "PACKAGE_IMPORTS", "PROVIDERS", "PackageSpec", "canonical_name", "is_distribution_name", "parse_requirement", "parse_version", "provided_by", "same_version", "unique_specs"]
 
 PACKAGE_IMPORTS: dict[str, str] = {
     "aiter": "aiter",  # vllm/utils/import_utils.py has_aiter: _has_module("aiter")
@@ -63,6 +63,20 @@ def provided_by(name: str) -> tuple[str, ...]:
     ()
     """
     return tuple(d for d, _ in PROVIDERS.get(name, ()))
+
+
+_DISTRIBUTION_NAME = re.compile(r"[A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9]", re.IGNORECASE)
+
+
+def is_distribution_name(name: str) -> bool:
+    """Whether ``name`` is a valid distribution name: ASCII letters and digits, with ``.``, ``_``
+    and ``-`` inside (the core metadata ``Name`` field, PEP 508 ``identifier``; what
+    ``packaging.utils.canonicalize_name(name, validate=True)`` accepts).
+
+    >>> [is_distribution_name(n) for n in ("flashinfer-python", "vllm", "vllm==0.31.0", "", "-x")]
+    [True, True, False, False, False]
+    """
+    return isinstance(name, str) and _DISTRIBUTION_NAME.fullmatch(name) is not None
 
 
 def canonical_name(name: str) -> str:

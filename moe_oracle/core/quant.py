@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from .errors import ConfigError, InputIssue
+from .errors import ConfigError, InputIssue, did_you_mean
 
 __all__ = [
     "Granularity",
@@ -29,6 +29,7 @@ __all__ = [
     "UNQUANTIZED",
     "UnknownSchemeError",
     "method_weight_key",
+    "unknown_scheme_issue",
     "scheme_by_name",
 ]
 
@@ -245,6 +246,42 @@ SCHEME_ALIASES: Mapping[str, str] = MappingProxyType({alias: name for name, _, _
 UNQUANTIZED = SCHEMES["unquantized"]
 
 
+def _spelling(name: str) -> str:
+    """A name with case and ``-``/``_`` ignored (``FP8-Blk`` and ``fp8_blk`` spell one name)."""
+    return name.lower().replace("-", "_")
+
+
+def _by_spelling() -> Mapping[str, str]:
+    """Every scheme name and alias by :func:`_spelling` -> its scheme name. Raises at import when
+    two spell alike but name different schemes (then case would decide, and it must not)."""
+    out: dict[str, str] = {}
+    for given, scheme in [*((n, n) for n in SCHEMES), *SCHEME_ALIASES.items()]:
+        key = _spelling(given)
+        if out.setdefault(key, scheme) != scheme:
+            raise AssertionError(f"quant scheme names {given!r} ({scheme}) and one of {out[key]} spell alike ({key!r}) but name different schemes")
+    return MappingProxyType(out)
+
+
+_BY_SPELLING = _by_spelling()
+
+
+class SchemeIssue(InputIssue):
+    """An unknown quant scheme name; its did-you-mean is a scheme name (an alias spelled close to
+    the value is answered with the scheme it names), never an alias's own spelling."""
+
+    def suggestion(self) -> str | None:
+        if not isinstance(self.value, str):
+            return None
+        close = did_you_mean(_spelling(self.value), list(_BY_SPELLING))
+        return _BY_SPELLING[close] if close is not None else None
+
+
+def unknown_scheme_issue(path: str, value: object) -> InputIssue:
+    """The issue for a quant scheme name neither :data:`SCHEMES` nor :data:`SCHEME_ALIASES` holds
+    in any case or ``-``/``_`` spelling, with every name allowed."""
+    return SchemeIssue(path, "unknown quant scheme (names are read ignoring case, and '-' as '_')", value, [*SCHEMES, *SCHEME_ALIASES])
+
+
 class UnknownSchemeError(ConfigError, KeyError):
     """A quant scheme name that is neither a scheme nor an alias: a :class:`ConfigError` naming
     the allowed names (with a did-you-mean), and a ``KeyError`` for callers that look names up."""
@@ -254,10 +291,11 @@ class UnknownSchemeError(ConfigError, KeyError):
 
 
 def scheme_by_name(name: str) -> QuantScheme:
-    """Look up a named scheme; reference aliases (``FP8-Blk``) are accepted too.
+    """Look up a named scheme; reference aliases (``FP8-Blk``) are accepted too, and case and
+    ``-``/``_`` are ignored, as no two names differ only in them (``FP8_BLOCK``, ``bf16``, ``fp8-blk``).
 
-    >>> scheme_by_name("FP8-Blk").name
-    'fp8_block'
+    >>> scheme_by_name("FP8-Blk").name, scheme_by_name("Fp8_Block").name, scheme_by_name("bf16").name
+    ('fp8_block', 'fp8_block', 'unquantized')
 
     Raises:
         UnknownSchemeError: ``name`` is neither a scheme name nor an alias (a ``ConfigError``
@@ -267,7 +305,9 @@ def scheme_by_name(name: str) -> QuantScheme:
         return SCHEMES[name]
     if isinstance(name, str) and name in SCHEME_ALIASES:
         return SCHEMES[SCHEME_ALIASES[name]]
-    raise UnknownSchemeError([InputIssue("$.quant", "unknown quant scheme", name, [*SCHEMES, *SCHEME_ALIASES])])
+    if isinstance(name, str) and _spelling(name) in _BY_SPELLING:
+        return SCHEMES[_BY_SPELLING[_spelling(name)]]
+    raise UnknownSchemeError([unknown_scheme_issue("$.quant", name)])
 
 
 # (quantization method, bits) -> the weight key its MoE method builds when the group size is not 32

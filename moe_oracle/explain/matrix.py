@@ -135,7 +135,7 @@ def matrix_view(catalog: Catalog, gpus: tuple[str, ...] = (), quants: tuple[str,
     from ..core.requests import resolve_request
     from ..core.errors import ConfigError, InputIssue
     from ..inputs.hardware import lookup_hardware
-    from ..core.quant import scheme_by_name
+    from ..core.quant import scheme_by_name, unknown_scheme_issue
 
     def split(values: tuple[str, ...]) -> list[str]:
         return [v.strip() for value in values for v in value.split(",") if v.strip()]
@@ -150,7 +150,7 @@ def matrix_view(catalog: Catalog, gpus: tuple[str, ...] = (), quants: tuple[str,
         try:
             scheme = scheme_by_name(name)
         except KeyError:
-            raise ConfigError([InputIssue("--quant", "unknown quant scheme", name, [*SCHEMES, *SCHEME_ALIASES])]) from None
+            raise ConfigError([unknown_scheme_issue("--quant", name)]) from None
         schemes.append(next(k for k, v in SCHEMES.items() if v == scheme))
     entries = None
     if backends:

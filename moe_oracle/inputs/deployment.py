@@ -29,7 +29,7 @@ from .ep_refusal import engine_num_experts, ep_refusal
 from .model_start_refusals import blame_from, model_start_refusal
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
-from .hardware import GPU_ARCHES, capability_hint, lookup_hardware, unknown_arch
+from .hardware import CUDA_CAPABILITIES, GPU_ARCHES, device_hint, lookup_hardware, unknown_arch, unknown_capability
 from .hf import from_hf_config, load_hf_config
 from .models import quant_config_beside, find_model, refuse_quant_config_as_model, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
@@ -107,7 +107,10 @@ def device_from_inputs(given: OperatorInputs):
             raise ConfigError([InputIssue("--arch", "is read on rocm (gfx942), xpu (xe2) and cpu (x86_64), not on --platform cuda: give the compute capability with --sm (90 for SM 9.0)", given.arch, None)])
         if (unknown := unknown_arch(given.platform, given.arch)) is not None:
             raise ConfigError([InputIssue("--arch", unknown, given.arch, list(GPU_ARCHES[str(given.platform).lower()]))])
-        return Device(given.platform, capability=given.sm, arch=given.arch)
+        device = Device(given.platform, capability=given.sm, arch=given.arch)
+        if (unknown := unknown_capability(device.capability)) is not None:
+            raise ConfigError([InputIssue("--sm", unknown, given.sm, list(CUDA_CAPABILITIES))])
+        return device
     if given.sm or given.arch:
         raise ConfigError([InputIssue("--sm/--arch", "needs --platform", given.sm or given.arch, ["cuda", "rocm", "cpu", "xpu"])])
     return None
@@ -204,8 +207,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
             try:
                 device = lookup_hardware(declared.gpu).device
             except ConfigError as exc:
-                hint = capability_hint(declared.gpu)
-                advice = f"{hint[1]} is a CUDA GPU of compute capability {hint[0] // 10}.{hint[0] % 10}: give --platform cuda --sm {hint[0]}" if hint else "give --gpu NAME or --platform cuda --sm N"
+                advice = device_hint(declared.gpu) or "give --gpu NAME or --platform cuda --sm N"
                 raise ConfigError([InputIssue(declared.gpu_source or "--environment", f"the GPU {declared.gpu!r} is not in the hardware catalog; {advice}", declared.gpu, exc.issues[0].allowed)], headline="bad --environment") from None
             notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
     if device is None and (given.probe or probe_device_default) and not given.config:

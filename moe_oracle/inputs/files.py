@@ -22,7 +22,7 @@ from .file_hints import explain_schema_issues
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
 from .models import find_model, quant_config_beside, resolve_model_path
-from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name
+from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, unknown_scheme_issue
 from ..core.tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
 from ..core.vocab import All2AllBackend, Source
 
@@ -103,7 +103,7 @@ def parse_quant(value: Any, path: str = "--quant") -> QuantScheme:
         try:
             return scheme_by_name(value)
         except KeyError:
-            raise ConfigError([InputIssue(path, "unknown quant scheme", value, [*SCHEMES, *SCHEME_ALIASES])]) from None
+            raise ConfigError([unknown_scheme_issue(path, value)]) from None
     if isinstance(value, Mapping):
         try:
             return QuantScheme(value.get("weight"), value.get("activation"))

@@ -10,7 +10,10 @@ Intel: Arc B580 / Arc Pro B60 are Battlemage (Xe2) GPUs.
 Names are looked up as typed in the catalog (``H200``), with dashes, spaces and case
 ignored (``rtx-pro-6000``), or as ``nvidia-smi`` / ``torch.cuda.get_device_name()``
 print them (``NVIDIA H200``, ``NVIDIA A100-SXM4-80GB``, ``AMD Instinct MI300X``): the vendor
-words are dropped and the longest run of leading words that names a catalog entry wins.
+words are dropped and the longest run of leading words that names a catalog entry wins. A name
+whose other words name another catalog entry (``H200 B200``, ``MI300X H200``, ``H200/B200``) is
+ambiguous and refused, naming both; ROCm's own ``MI250X/MI250`` (one product family, one gfx
+target) is an alias. A name longer than :data:`MAX_NAME_CHARS` is refused before any lookup.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from ..core.config import Device
 from ..core.errors import ConfigError, InputIssue
 from ..core.vocab import Platform
 
-__all__ = ["GPU_ARCHES", "GPU_CATALOG", "HardwareEntry", "HardwareIssue", "lookup_hardware", "suggest_hardware", "unknown_arch"]
+__all__ = ["CUDA_CAPABILITIES", "GPU_ARCHES", "GPU_CATALOG", "MAX_NAME_CHARS", "HardwareEntry", "HardwareIssue", "device_hint", "lookup_hardware", "suggest_hardware", "unknown_arch", "unknown_capability"]
 
 
 @dataclass(frozen=True)
@@ -99,11 +102,18 @@ _ALIASES = {
     "ARM64": "CPU_AARCH64",
     "ARC_B580_GRAPHICS": "ARC_B580",
     "ARC_PRO_B60_GRAPHICS": "ARC_PRO_B60",
+    # The name ROCm prints for the MI250 family ("AMD Instinct MI250X/MI250"): one gfx target, not two GPUs.
+    "MI250X_MI250": "MI250X",
 }
+
+MAX_NAME_CHARS = 128
+"""The longest device name looked up: ``nvidia-smi``, ``rocm-smi`` and torch print names of at most
+about 50 characters ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "AMD Instinct MI300X
+(gfx942:sramecc+:xnack-)"); a longer value is refused up front, so no lookup or did-you-mean
+runs over it."""
 
 # Words nvidia-smi, rocm-smi and torch put around the model name; dropped before the lookup.
 _VENDOR_WORDS = frozenset({"NVIDIA", "GEFORCE", "TESLA", "QUADRO", "AMD", "INSTINCT", "RADEON", "INTEL"})
-_MODEL_DESIGNATION = re.compile(r"[A-Z]*[0-9]+")
 
 
 GPU_ARCHES: Mapping[str, tuple[str, ...]] = MappingProxyType({
@@ -114,6 +124,27 @@ GPU_ARCHES: Mapping[str, tuple[str, ...]] = MappingProxyType({
 tables by tests/unit/test_operator_trial24c.py): an arch outside them matches no arch-gated rule,
 so the answer for it would be a guess (vLLM's ROCm platform tests these targets by name:
 vllm/platforms/rocm.py on_gfx9 / on_gfx942 / on_gfx950 / on_gfx1x)."""
+
+
+CUDA_CAPABILITIES: tuple[int, ...] = (70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 107, 110, 120, 121)
+"""The CUDA compute capabilities ``--sm`` takes (major*10+minor): those of NVIDIA's CUDA GPUs list
+(developer.nvidia.com/cuda-gpus) from Volta on, V100 7.0, Xavier 7.2, T4 7.5, A100 8.0, A10 8.6,
+Orin 8.7, L4 8.9, H100 9.0, B200 10.0, B300 10.3, Thor 11.0, RTX 50 / RTX PRO 6000 12.0, GB10 12.1,
+and SM 10.7, which the tables name (vLLM 0.34.0 fused_moe/experts/lut_b_moe.py LutBSm107Experts).
+Held to every capability the catalog and the tables name by tests/unit/test_cli_flag_values.py.
+Another number is no GPU: a rule's capability set would treat it as it treats none of them, so the
+answer would be a guess (as for an arch outside :data:`GPU_ARCHES`)."""
+
+
+def unknown_capability(capability: int | None) -> str | None:
+    """A message when ``capability`` is not one of :data:`CUDA_CAPABILITIES`, else ``None``.
+
+    >>> unknown_capability(90) is None, unknown_capability(15)[:31]
+    (True, 'is not a CUDA compute capabilit')
+    """
+    if capability is None or capability in CUDA_CAPABILITIES:
+        return None
+    return "is not a CUDA compute capability of an NVIDIA GPU moe-oracle knows: the tables' capability rules were written for the known ones, so the answer for it would be a guess (give a known one, or --gpu NAME)"
 
 
 def unknown_arch(platform: str, arch: str | None) -> str | None:
@@ -140,20 +171,43 @@ def _words(name: str) -> list[str]:
     return [w for w in words if w not in _VENDOR_WORDS]
 
 
-def _resolve(name: str) -> str | None:
-    """Catalog key of ``name``: exact key or alias, else the longest leading run of words that is one."""
+def _run_at(words: list[str], start: int) -> tuple[str, int] | None:
+    """The catalog key the longest run of ``words`` from ``start`` names, and where the run ends."""
+    for end in range(len(words), start, -1):
+        candidate = "_".join(words[start:end])
+        candidate = _ALIASES.get(candidate, candidate)
+        if candidate in _ENTRIES:
+            return candidate, end
+    return None
+
+
+def _named(name: str) -> list[str]:
+    """Catalog keys ``name`` names: the exact key or alias, else the longest leading run of words
+    that is one, followed by every other catalog entry a later run of words names (none for a
+    real device name; two for ``H200 B200``).
+
+    >>> _named("NVIDIA H100 80GB HBM3"), _named("H200/B200"), _named("RTX 4090")
+    (['H100'], ['H200', 'B200'], [])
+    """
     key = _key(name)
     key = _ALIASES.get(key, key)
     if key in _ENTRIES:
-        return key
+        return [key]
     # "AMD Instinct MI300X (gfx942:sramecc+:xnack-)", "Intel(R) Arc(TM) B580": parentheses are not the name.
     words = _words(re.sub(r"\([^)]*\)", " ", name))
-    for end in range(len(words), 0, -1):
-        candidate = "_".join(words[:end])
-        candidate = _ALIASES.get(candidate, candidate)
-        if candidate in _ENTRIES:
-            return candidate
-    return None
+    first = _run_at(words, 0)
+    if first is None:
+        return []
+    named, at = [first[0]], first[1]
+    while at < len(words):
+        found = _run_at(words, at)
+        if found is None:
+            at += 1
+            continue
+        if found[0] not in named:
+            named.append(found[0])
+        at = found[1]
+    return named
 
 
 def _designation(text: str) -> str | None:
@@ -162,8 +216,16 @@ def _designation(text: str) -> str | None:
     >>> _designation("mi325x"), _designation("RTX_PRO_6000")
     ('MI325', 'RTXPRO6000')
     """
-    match = _MODEL_DESIGNATION.search(re.sub(r"[^A-Z0-9]", "", text.upper()))
-    return match.group(0) if match else None
+    letters = re.sub(r"[^A-Z0-9]", "", text.upper())
+    # Linear: the first run of digits and the letters right before it (a regex search for
+    # [A-Z]*[0-9]+ retries from every letter of a digitless name, quadratic in its length).
+    digits = re.search(r"[0-9]+", letters)
+    if digits is None:
+        return None
+    start = digits.start()
+    while start > 0 and letters[start - 1].isalpha():
+        start -= 1
+    return letters[start : digits.end()]
 
 
 def _architecture(key: str) -> tuple[object, ...]:
@@ -185,6 +247,8 @@ def suggest_hardware(name: str) -> str | None:
     """
     import difflib
 
+    if len(name) > MAX_NAME_CHARS:
+        return None
     wanted = _designation(name)
     if wanted is None:
         return None
@@ -207,22 +271,29 @@ def lookup_hardware(name: str) -> HardwareEntry:
     'H100'
 
     Raises:
-        ConfigError: unknown name (with a did-you-mean of the same architecture, and the full list).
+        ConfigError: a name longer than :data:`MAX_NAME_CHARS`; a name that names two catalog
+            entries (both named); an unknown name (with a did-you-mean of the same architecture,
+            a ``--platform``/``--sm``/``--arch`` hint where the name says which, and the full list).
     """
-    key = _resolve(name) if isinstance(name, str) else None
-    if key is not None:
-        return _ENTRIES[key]
-    hint = capability_hint(name) if isinstance(name, str) else None
-    message = "unknown hardware name" + (f"; {hint[1]} is a CUDA GPU of compute capability {hint[0] // 10}.{hint[0] % 10}: describe it with --platform cuda --sm {hint[0]}" if hint else "")
-    raise ConfigError([HardwareIssue("--gpu", message, name, sorted(_ENTRIES))])
+    if isinstance(name, str) and len(name) > MAX_NAME_CHARS:
+        raise ConfigError([InputIssue("--gpu", f"is {len(name)} characters long; a device name has at most {MAX_NAME_CHARS} (nvidia-smi and rocm-smi names have about 50)", name, None)])
+    named = _named(name) if isinstance(name, str) else []
+    if len(named) == 1:
+        return _ENTRIES[named[0]]
+    if len(named) > 1:
+        raise ConfigError([InputIssue("--gpu", f"names {len(named)} catalog GPUs ({', '.join(named)}): give one device (a deployment has one GPU type)", name, None)])
+    hint = device_hint(name) if isinstance(name, str) else None
+    raise ConfigError([HardwareIssue("--gpu", "unknown hardware name" + (f"; {hint}" if hint else ""), name, sorted(_ENTRIES))])
 
 
-# NVIDIA GPUs outside the catalog, by the number in their name, with their compute capability
-# (NVIDIA's CUDA GPUs list): enough to point at --platform cuda --sm N.
+# NVIDIA GPUs outside the catalog, by the words of their name, with their compute capability
+# (NVIDIA's CUDA GPUs list, developer.nvidia.com/cuda-gpus): enough to point at --platform cuda --sm N.
 _OTHER_NVIDIA = (
     (re.compile(r"\b(rtx\s*)?50[5-9]0\b|rtx\s*pro\s*[0-9]+\s*blackwell"), 120, "a GeForce RTX 50 series (Blackwell) GPU"),
-    (re.compile(r"\b(rtx\s*)?40[5-9]0\b|rtx\s*[0-9]+\s*ada|\bl20\b"), 89, "a GeForce RTX 40 series / Ada GPU"),
-    (re.compile(r"\b(rtx\s*)?30[5-9]0\b|\ba[2-6]000\b|\ba40\b|\ba30\b|\ba16\b|\ba2\b"), 86, "an Ampere GPU"),
+    (re.compile(r"\b(rtx\s*)?40[5-9]0\b"), 89, "a GeForce RTX 40 series (Ada) GPU"),
+    (re.compile(r"rtx\s*[0-9]+\s*ada|\bl20\b"), 89, "an Ada GPU"),
+    (re.compile(r"\ba800\b"), 80, "an A800: the Ampere A100's export variant"),
+    (re.compile(r"\b(rtx\s*)?30[5-9]0\b|\ba[2-6]000\b|\ba40\b|\ba30\b|\ba16\b|\ba10\b|\ba2\b"), 86, "an Ampere GPU"),
     (re.compile(r"\b(rtx\s*)?20[6-8]0\b|\bt4\b|titan\s*rtx"), 75, "a Turing GPU"),
     (re.compile(r"\bv100\b"), 70, "a Volta GPU"),
 )
@@ -232,14 +303,36 @@ def capability_hint(name: str) -> tuple[int, str] | None:
     """``(sm, what)`` for an NVIDIA GPU the catalog lacks, from its name (``NVIDIA GeForce RTX 4090``
     -> ``(89, ...)``); ``None`` when the name says nothing known.
 
-    >>> capability_hint("NVIDIA GeForce RTX 4090")[0]
-    89
+    >>> capability_hint("NVIDIA GeForce RTX 4090")[0], capability_hint("NVIDIA A800-SXM4-80GB")[0], capability_hint("NVIDIA A10")[0]
+    (89, 80, 86)
     """
     low = name.lower()
+    # A -SXM4-80GB suffix is not a word boundary for \b after the model number: split at dashes.
+    low = low.replace("-", " ").replace("_", " ")
     for pattern, sm, what in _OTHER_NVIDIA:
         if pattern.search(low):
             return sm, f"{name!r} ({what})"
     return None
+
+
+def device_hint(name: str) -> str | None:
+    """How to describe a device the catalog lacks when its name says what it is: a CUDA compute
+    capability (:func:`capability_hint`), or a ROCm gfx target / XPU generation of
+    :data:`GPU_ARCHES` given as a name (``gfx942``); ``None`` otherwise.
+
+    >>> device_hint("gfx942")
+    "'gfx942' is a ROCm gfx target, not a device name: describe it with --platform rocm --arch gfx942"
+    """
+    arch = name.strip().lower()
+    for platform, arches in GPU_ARCHES.items():
+        if arch in arches:
+            what = "a ROCm gfx target" if platform == "rocm" else "an XPU generation"
+            return f"{name!r} is {what}, not a device name: describe it with --platform {platform} --arch {arch}"
+    hint = capability_hint(name)
+    if hint is None:
+        return None
+    sm, what = hint
+    return f"{what} is a CUDA GPU of compute capability {sm // 10}.{sm % 10}: describe it with --platform cuda --sm {sm}"
 
 
 class HardwareIssue(InputIssue):

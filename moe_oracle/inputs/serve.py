@@ -76,7 +76,7 @@ from ..core.errors import ConfigError, InputIssue, did_you_mean
 from .release_facts import ENGINE_VERSION, engine_facts, quantization_value_issues, release_values
 from .serve_argv import API_SERVER, EVERY_OCCURRENCE, FOREIGN_FLAGS, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
 
-__all__ = ["SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "ServeArgs", "parse_serve", "serve_value_issues"]
+__all__ = ["MAX_SERVE_WORDS", "SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "ServeArgs", "parse_serve", "serve_value_issues"]
 
 
 # dest -> what selection reads from it (vLLM 0.33.0 P/layer.py builds FusedMoEConfig from these).
@@ -208,6 +208,13 @@ def serve_value_issues(serve: ServeArgs, version: str, *, check_quantization: bo
 
 _MAX_COUNT = 2**40  # the bound MoEConfig puts on every count, checked here to name the serve flag
 
+MAX_SERVE_WORDS = 4096
+"""The most words a serve line may have. Python's argparse, which vLLM's parser and this one are,
+finds the next option by scanning every option index on each step (``_parse_known_args``: ``min``
+over ``option_string_indices``), so its time grows with the square of the flag count: 20,000
+repeats of ``-tp 2`` took 12.6 s. A line giving each of a release's 292-327 flags (vLLM 0.29.0-0.34.0) once, with values, has
+well under 1,000 words; a longer one is refused before argparse reads it."""
+
 
 def _int_flag(flag: str, value: Any, command: str) -> int:
     if isinstance(value, float) and value == value and abs(value) != float("inf") and not value.is_integer():
@@ -332,6 +339,10 @@ def _human_int(flag: str, value: str) -> int:
     return result
 
 
+def _shortened(text: str) -> str:
+    return text if len(text) <= 120 else text[:100] + f"... ({len(text)} characters)"
+
+
 def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None = None) -> ServeArgs:
     """Parse a ``vllm serve`` command line with vLLM ``version``'s flags.
 
@@ -363,6 +374,8 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     parser, options = release_parser(version)
     text = command if isinstance(command, str) else shlex.join(command)
     words, env, entry = strip_launcher(command_words(command), text)
+    if len(words) > MAX_SERVE_WORDS:
+        raise ConfigError([InputIssue("--serve", f"has {len(words)} words; a serve line has at most {MAX_SERVE_WORDS} (every flag of a release once is under 1,000), and argparse's time grows with the square of the flag count", _shortened(text), None)], headline="bad --serve")
     args, rewrite_notes = vllm_rewrite(words, base, entry, options)
     try:
         namespace, extras = parser.parse_known_args(args)

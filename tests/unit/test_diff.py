@@ -110,3 +110,22 @@ def test_diff_gpu_sides_name_the_side_over_an_environment_files_gpu(tmp_path, ca
     assert main(["diff", "--model", "qwen3-30b-a3b", "--environment", str(path), "--from", "gpu:H200", "--to", "gpu:B200", "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert f"--environment {path}: its GPU 'NVIDIA H100 80GB HBM3' is not used: --to gpu:B200 wins" in notes
+
+
+@pytest.mark.parametrize("device", [["--gpu", "MI300X"], ["--platform", "rocm", "--arch", "gfx942"]])
+def test_a_device_flag_with_two_gpu_sides_is_refused(device):
+    """``diff --from gpu:H200 --to gpu:B200 --gpu MI300X`` answered H200 vs B200 with exit 0 and
+    never mentioned MI300X: each gpu: side replaces the device flags, so they have no effect."""
+    from tests.cli_capture import cli
+
+    code, out, err = cli("diff", "--model", "qwen3-30b-a3b-fp8", "--tp", "2", "--from", "gpu:H200", "--to", "gpu:B200", *device)
+    assert code == 2 and out == "", out
+    for word in (device[0], device[1], "no effect", "--from gpu:H200", "--to gpu:B200"):
+        assert word in err, err
+
+
+def test_a_device_flag_with_one_gpu_side_is_the_other_sides_device():
+    from tests.cli_capture import cli
+
+    code, out, err = cli("diff", "--model", "qwen3-30b-a3b-fp8", "--tp", "2", "--from", "vllm==0.33.0", "--to", "gpu:B200", "--gpu", "H200")
+    assert code == 0, err

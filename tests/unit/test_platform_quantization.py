@@ -219,7 +219,7 @@ def test_a_config_file_layer_is_refused_when_every_method_it_can_come_from_is(qu
 
 def test_diff_to_a_gpu_whose_platform_refuses_the_checkpoint_is_refused(capsys):
     for extra in ([], ["--quant", "nvfp4"]):  # a whole model (its plan), and one layer
-        issue = _issue(["diff", "--model", NVFP4, "--gpu", "H200", *extra, "--from", "gpu:H200", "--to", "gpu:ARC_B580"], capsys)
+        issue = _issue(["diff", "--model", NVFP4, *extra, "--from", "gpu:H200", "--to", "gpu:ARC_B580"], capsys)
         assert issue["keyword"] == "supported_quantization" and "ARC_B580 (xpu)" in issue["message"]
 
 

@@ -876,3 +876,22 @@ def test_hf_overrides_update_the_config_as_vllms_apply_dict_overrides(override, 
         assert record["selected"]["kernel"] == expected
     else:
         assert record["inputs"]["quant_scheme"]["value"] == "unquantized"
+
+
+def test_a_serve_line_past_the_word_bound_is_refused_before_argparse():
+    """20,000 repeats of ``-tp 2`` took 12.6 s (argparse's next-option scan is quadratic in the
+    flag count); past MAX_SERVE_WORDS the line is refused by its length, and a line at the bound
+    is still read (the last -tp wins, as in vLLM)."""
+    import time
+
+    from moe_oracle.inputs.serve import MAX_SERVE_WORDS
+
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as info:
+        parse_serve("vllm serve Qwen/Qwen3-30B-A3B" + " -tp 2" * 20_000, version="0.33.0")
+    issue = info.value.issues[0]
+    assert issue.path == "--serve" and str(MAX_SERVE_WORDS) in issue.message and "40001 words" in issue.message
+    assert len(str(issue.value)) < 200
+    assert time.perf_counter() - start < 5.0
+    pairs = (MAX_SERVE_WORDS - 1) // 2
+    assert parse_serve("vllm serve Qwen/Qwen3-30B-A3B" + " -tp 2" * (pairs - 1) + " -tp 4", version="0.33.0").tp == 4
