@@ -35,6 +35,7 @@ on version ranges (e.g. facts open-ended past the newest verified release).
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -44,7 +45,7 @@ from .findings import Finding
 from ..core.catalog import Catalog
 from ..core.checks import Check
 from ..core.engine import evaluate
-from ..core.fields import FIELDS
+from ..core.fields import FIELDS, IntDomain
 from ..core.predicates import Predicate
 from ..core.quant import SCHEMES, QuantFamily
 from .sampling import sample_configs
@@ -67,20 +68,46 @@ def _satisfiable(pred: Predicate) -> bool:
     if "min" in spec and "max" in spec and spec["min"] > spec["max"]:
         return False
     domain = _domain(pred.field)
-    if domain is None:
-        return True
-    return any(pred.test(v) for v in domain)
+    if domain is not None:
+        return any(pred.test(v) for v in domain)
+    ints = FIELDS[pred.field].ints if pred.field in FIELDS else None
+    return ints is None or _int_witness(pred, ints) is not None
+
+
+def _int_witness(pred: Predicate, ints: IntDomain) -> int | None:
+    """A value of ``ints`` that ``pred`` passes, or ``None`` when there is none.
+
+    ``in`` lists are tried value by value. Otherwise the values between the bounds (the domain's
+    and ``min``/``max``) are tried from the lowest: past the bounds only ``multiple_of``,
+    ``not_multiple_of`` and ``not_in`` can fail, and they repeat with the period of the moduli,
+    so one period beyond the excluded values decides.
+    """
+    spec = dict(pred.spec)
+    if "in" in spec:
+        return next((v for v in sorted(spec["in"]) if isinstance(v, int) and ints.contains(v) and pred.test(v)), None)
+    low = max(x for x in (ints.minimum, math.ceil(spec["min"]) if "min" in spec else None, -(2**53)) if x is not None)
+    high = min(x for x in (ints.maximum, math.floor(spec["max"]) if "max" in spec else None, 2**53) if x is not None)
+    period = 1
+    for key in ("multiple_of", "not_multiple_of"):
+        if key in spec:
+            if not float(spec[key]).is_integer() or spec[key] == 0:
+                return low if low <= high else None  # a fractional modulus: not analysed
+            period = math.lcm(period, abs(int(spec[key])))
+    span = period + len(spec.get("not_in", ())) + len(ints.excluded)
+    return next((v for v in range(low, min(high, low + span) + 1) if ints.contains(v) and pred.test(v)), None)
 
 
 def _unsatisfiable(catalog: Catalog) -> list[Finding]:
     out = []
     known_bad = {k: [kb.check for kb in catalog.known_bad if k in kb.kernels] for k in {k for kb in catalog.known_bad for k in kb.kernels}}
-    for entry in catalog.experts:
+    for entry in (*catalog.experts, *catalog.prepare_finalize):
         for chk in entry.checks + tuple(known_bad.get(entry.id, ())):
             preds = ([chk.predicate] if chk.predicate is not None else []) + list(chk.condition)
             if chk.predicate is not None and not _satisfiable(chk.predicate):
                 where = "the kernel can never be eligible" if not chk.condition else "the kernel is never eligible when its condition holds"
-                out.append(Finding("error", "unsatisfiable", f"{entry.id}:{chk.rule}", f"no value of {chk.field} passes ({chk.predicate.describe()}); {where}"))
+                ints = FIELDS[chk.field].ints if chk.field in FIELDS else None
+                domain = f" ({ints.describe()})" if ints is not None else ""
+                out.append(Finding("error", "unsatisfiable", f"{entry.id}:{chk.rule}", f"no value of {chk.field}{domain} passes ({chk.predicate.describe()}); {where}"))
             elif chk.deny and all(_satisfiable(p) for p in preds) is False:
                 out.append(Finding("warning", "unsatisfiable", f"{entry.id}:{chk.rule}", "the known-bad condition can never hold; the entry never fires"))
     return out

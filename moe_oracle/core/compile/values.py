@@ -16,7 +16,8 @@ from packaging.utils import canonicalize_name
 
 from ..checks import Check
 from ..environment import HOST_TOOLS
-from ..fields import FIELDS, field_spec, is_known_field
+from ..errors import InputIssue, did_you_mean
+from ..fields import FIELDS, IntDomain, field_spec, is_known_field
 from ..predicates import Predicate, compile_value_spec
 from ..vocab import Platform, ReasonCode
 from .context import INVALID, CompileContext
@@ -50,6 +51,13 @@ def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> 
                 elif fs.kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
                     ctx.issue(path, f"field {fieldname!r} takes integers", value, None)
                     ok = False
+                elif fs.ints is not None and not _listable(fs.ints, value):
+                    where = f"{path}.{key}" if not isinstance(spec, list) else path
+                    if fs.ints.listed is not None and fs.ints.contains(value):
+                        ctx.issues.append(_NumberIssue(where, f"value is not a known {fieldname} (a typo?)", value, list(fs.ints.listed), ctx.file, ctx.entry, "semantic"))
+                    else:
+                        ctx.issue(where, f"value is outside the domain of field {fieldname!r} ({fs.ints.describe()}): no config has it", value, None)
+                    ok = False
         elif key == "present":
             if not fieldname.startswith("packages."):
                 ctx.issue(f"{path}.{key}", "present only applies to packages.<name> fields", fieldname, None)
@@ -58,11 +66,29 @@ def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> 
             if fs.kind not in ("int", "float"):
                 ctx.issue(f"{path}.{key}", f"{key} only applies to numeric fields, and {fieldname!r} is {fs.kind}", arg, None)
                 ok = False
+            elif isinstance(arg, bool) or not isinstance(arg, (int, float)):
+                ctx.issue(f"{path}.{key}", f"{key} takes a number", arg, None)
+                ok = False
             elif (isinstance(arg, float) and not math.isfinite(arg)) or abs(arg) > 2**53:
                 # A NaN bound fails every comparison and would silently reject every config.
                 ctx.issue(f"{path}.{key}", f"{key} must be a finite number of magnitude at most 2**53", arg, None)
                 ok = False
+            elif fs.kind == "int" and not isinstance(arg, int):
+                ctx.issue(f"{path}.{key}", f"field {fieldname!r} takes integers, so {key} is an integer", arg, None)
+                ok = False
     return ok
+
+
+def _listable(ints: IntDomain, value: int) -> bool:
+    return ints.contains(value) and (ints.listed is None or value in ints.listed)
+
+
+class _NumberIssue(InputIssue):
+    """A listed number outside the values its field may list; the did-you-mean compares digits
+    (``1070`` -> ``107``)."""
+
+    def suggestion(self) -> str | None:
+        return did_you_mean(str(self.value), [str(v) for v in self.allowed or ()])
 
 
 def predicate(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> Predicate | None:

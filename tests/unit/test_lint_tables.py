@@ -1,0 +1,96 @@
+"""Table-author mistakes that loading refuses or lint reports (numeric domains, unquoted YAML
+scalars, indistinguishable twins, cascades, schema wording, version bounds)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from moe_oracle.core.errors import TableError
+from moe_oracle.core.fields import CUDA_CAPABILITIES, FIELDS
+from moe_oracle.inputs.hardware import GPU_CATALOG
+from moe_oracle.tools.lint import lint
+from tests.tables_fixture import base_tables, load
+
+
+def _findings(catalog):
+    return {(f.code, f.subject): f for f in lint(catalog, sample=False)}
+
+
+def _slow(t):
+    return t["kernels/slow.yaml"]["entries"][0]
+
+
+def _issues(tmp_path, t):
+    with pytest.raises(TableError) as exc:
+        load(tmp_path, t)
+    return exc.value.issues
+
+
+# ---------------------------------------------------------------- numeric domains
+
+
+@pytest.mark.parametrize(
+    ("field", "bound", "arg"),
+    [("num_experts", "max", 0), ("num_experts", "max", -5), ("top_k", "max", 0), ("device_capability", "min", 2000), ("hidden_size", "max", 0)],
+    ids=["experts-max-0", "experts-max-neg", "top_k-max-0", "capability-min-2000", "hidden-max-0"],
+)
+def test_a_bound_no_value_of_the_domain_passes_is_unsatisfiable(tmp_path, field, bound, arg):
+    t = copy.deepcopy(base_tables())
+    _slow(t)["constraints"].append({"id": "slow.bad_bound", "field": field, bound: arg, "reason": "shape_unsupported", "hint": "test"})
+    finding = _findings(load(tmp_path, t))[("unsatisfiable", "slow:slow.bad_bound")]
+    assert finding.severity == "error"
+    assert FIELDS[field].ints.describe() in finding.message
+
+
+@pytest.mark.parametrize(
+    ("field", "spec"),
+    [("num_experts", {"max": 512}), ("num_experts", {"min": 1, "max": 1}), ("num_experts", {"multiple_of": 128, "not_multiple_of": 256}), ("num_experts", {"not_in": [1, 2, 3]}), ("intermediate_size_per_partition", {"in": [0, 8]})],
+    ids=["max-512", "exactly-1", "odd-multiple", "not-in", "in-zero-allowed"],
+)
+def test_a_bound_some_value_of_the_domain_passes_is_not_reported(tmp_path, field, spec):
+    t = copy.deepcopy(base_tables())
+    _slow(t)["constraints"].append({"id": "slow.fine", "field": field, **spec, "reason": "shape_unsupported", "hint": "test"})
+    assert ("unsatisfiable", "slow:slow.fine") not in _findings(load(tmp_path, t))
+
+
+def test_moduli_no_integer_satisfies_are_unsatisfiable(tmp_path):
+    t = copy.deepcopy(base_tables())
+    _slow(t)["constraints"].append({"id": "slow.mult", "field": "num_experts", "multiple_of": 4, "not_multiple_of": 2, "reason": "shape_unsupported", "hint": "test"})
+    assert _findings(load(tmp_path, t))[("unsatisfiable", "slow:slow.mult")].severity == "error"
+
+
+def test_a_listed_value_outside_the_domain_is_refused_at_load(tmp_path):
+    t = copy.deepcopy(base_tables())
+    t["kernels/fast.yaml"]["entries"][1]["platforms"] = {"cuda": {"device_capability": [100, 103, 1070]}}
+    _slow(t)["constraints"].append({"id": "slow.zero", "field": "num_experts", "not_in": [0], "reason": "shape_unsupported", "hint": "test"})
+    issues = {(i.entry, i.path): i for i in _issues(tmp_path, t)}
+    cap = issues[("fast", "$.entries[1].platforms.cuda.device_capability")]
+    assert cap.value == 1070 and "[10, 200]" in cap.format()
+    zero = issues[("slow", "$.entries[0].constraints[1].num_experts.not_in")]
+    assert zero.value == 0 and "integer >= 1" in zero.format()
+
+
+def test_a_capability_no_gpu_has_is_refused_with_a_did_you_mean(tmp_path):
+    t = copy.deepcopy(base_tables())
+    t["kernels/fast.yaml"]["entries"][1]["platforms"] = {"cuda": {"device_capability": [100, 1003]}}
+    t["kernels/fast.yaml"]["entries"][0]["platforms"] = {"cuda": {"device_capability": [100, 102]}}
+    issues = {i.entry: i for i in _issues(tmp_path, t)}
+    assert issues["fast"].value == 1003
+    assert issues["fast_monolithic"].value == 102 and issues["fast_monolithic"].suggestion() in ("100", "103", "120", "121")
+    assert "did you mean" in issues["fast_monolithic"].format()
+
+
+@pytest.mark.parametrize(("key", "arg"), [("min", 8.9), ("max", 99.5)])
+def test_a_fractional_bound_on_an_integer_field_is_refused(tmp_path, key, arg):
+    t = copy.deepcopy(base_tables())
+    _slow(t)["constraints"].append({"id": "slow.frac", "field": "device_capability", key: arg, "reason": "sm_unsupported", "hint": "test"})
+    (issue,) = _issues(tmp_path, t)
+    assert issue.path == f"$.entries[0].constraints[1].device_capability.{key}" and issue.value == arg and "integers" in issue.message
+
+
+def test_every_capability_of_the_hardware_catalog_is_a_known_capability():
+    caps = {hw.device.capability for hw in GPU_CATALOG.values() if hw.device.capability is not None}
+    assert caps and caps <= set(CUDA_CAPABILITIES)
+    assert all(FIELDS["device_capability"].ints.contains(c) for c in CUDA_CAPABILITIES)
