@@ -94,3 +94,37 @@ def test_every_capability_of_the_hardware_catalog_is_a_known_capability():
     caps = {hw.device.capability for hw in GPU_CATALOG.values() if hw.device.capability is not None}
     assert caps and caps <= set(CUDA_CAPABILITIES)
     assert all(FIELDS["device_capability"].ints.contains(c) for c in CUDA_CAPABILITIES)
+
+
+# ---------------------------------------------------------------- unquoted YAML scalars in string lists
+
+
+def test_an_unquoted_yaml_boolean_in_a_string_list_is_refused_with_a_quoting_hint(tmp_path):
+    """``in: [gfx908, no, gfx942]``: YAML reads ``no`` as False; the list must not silently hold it."""
+    t = copy.deepcopy(base_tables())
+    path = tmp_path / "kernels" / "slow.yaml"
+    load(tmp_path, t)  # writes the files
+    text = path.read_text(encoding="utf-8").replace("constraints:\n", "constraints:\n  - id: slow.arch\n    field: gpu_arch\n    in: [gfx908, no, gfx942]\n    reason: sm_unsupported\n    hint: test\n", 1)
+    path.write_text(text, encoding="utf-8")
+    from moe_oracle.core.loading import load_catalog
+
+    with pytest.raises(TableError) as exc:
+        load_catalog([tmp_path / "kernels", tmp_path / "prepare_finalize", tmp_path / "rules"])
+    (issue,) = exc.value.issues
+    assert issue.entry == "slow" and issue.value is False and issue.path.endswith("[1]")
+    assert "boolean false" in issue.message and "quote it" in issue.message
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [("supports", True), ("supports", 3), ("constraint", 1.5), ("constraint", False)],
+    ids=["enum-true", "enum-int", "str-number", "str-false"],
+)
+def test_a_non_string_in_a_string_field_list_is_refused(tmp_path, where, value):
+    t = copy.deepcopy(base_tables())
+    if where == "supports":
+        _slow(t)["supports"]["activation"] = ["silu", value]
+    else:
+        _slow(t)["constraints"].append({"id": "slow.method", "field": "quant_method", "not_in": ["fp8", value], "reason": "path_not_enabled", "hint": "test"})
+    (issue,) = _issues(tmp_path, t)
+    assert issue.entry == "slow" and issue.value == value and "takes strings" in issue.message and issue.path.endswith("[1]")

@@ -42,10 +42,15 @@ def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> 
     domain = fs.domain
     if fieldname.startswith("env.") and ctx.env_types.get(fieldname[4:]) == "bool":
         domain = (False, True)
+    strings = fs.kind in ("enum", "str") and not (fieldname.startswith("env.") and ctx.env_types.get(fieldname[4:]) != "str")
     for key, arg in keyed.items():
         if key in ("in", "not_in"):
-            for value in arg:
-                if domain is not None and value not in domain:
+            for j, value in enumerate(arg):
+                if strings and not isinstance(value, str):
+                    where = f"{path}[{j}]" if isinstance(spec, list) else f"{path}.{key}[{j}]"
+                    ctx.issue(where, f"field {fieldname!r} takes strings: YAML read the unquoted value as {_yaml_reading(value)}", value, list(domain) if domain is not None else None)
+                    ok = False
+                elif domain is not None and value not in domain:
                     ctx.issue(f"{path}.{key}" if not isinstance(spec, list) else path, f"value is not in the vocabulary of field {fieldname!r}", value, list(domain))
                     ok = False
                 elif fs.kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
@@ -81,6 +86,13 @@ def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> 
 
 def _listable(ints: IntDomain, value: int) -> bool:
     return ints.contains(value) and (ints.listed is None or value in ints.listed)
+
+
+def _yaml_reading(value: Any) -> str:
+    """What an unquoted YAML scalar became, and how to write the string instead."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()} (unquoted yes/no, on/off and true/false are booleans in YAML); quote it, e.g. \"{'yes' if value else 'no'}\""
+    return f"the {type(value).__name__} {value!r}; quote it, e.g. \"{value!r}\""
 
 
 class _NumberIssue(InputIssue):
