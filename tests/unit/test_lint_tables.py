@@ -128,3 +128,21 @@ def test_a_non_string_in_a_string_field_list_is_refused(tmp_path, where, value):
         _slow(t)["constraints"].append({"id": "slow.method", "field": "quant_method", "not_in": ["fp8", value], "reason": "path_not_enabled", "hint": "test"})
     (issue,) = _issues(tmp_path, t)
     assert issue.entry == "slow" and issue.value == value and "takes strings" in issue.message and issue.path.endswith("[1]")
+
+
+# ---------------------------------------------------------------- cascades
+
+
+def test_an_entry_dropped_for_its_own_error_is_not_reported_again_where_rules_name_it(tmp_path):
+    t = copy.deepcopy(base_tables())
+    t["kernels/fast.yaml"]["entries"][0]["engine"] = {"vllm": ">=0.31,<"}  # fast_monolithic: the known-bad entry names it
+    for entry in t["kernels/slow.yaml"]["entries"]:  # every entry of backend slow: orders, adjustments and the fallback name it
+        entry["engine"] = {"vllm": "<<0.33"}
+    t["rules/aliases.yaml"]["backends"]["typo"] = {"backends": ["slo"]}  # a real unknown backend is still reported
+    issues = _issues(tmp_path, t)
+    assert sorted((i.entry, i.path) for i in issues) == [
+        ("fast_monolithic", "$.entries[0].engine.vllm"),
+        ("slow", "$.entries[0].engine.vllm"),
+        ("slow_batched", "$.entries[1].engine.vllm"),
+        ("typo", "$.backends.typo.backends[0]"),
+    ]

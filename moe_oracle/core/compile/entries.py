@@ -88,6 +88,7 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
                 # Taken unasked, checked when built: only the quant scheme decides whether it is taken.
                 ctx.after_selection.update(c.rule for c in checks if c.rule != f"{eid}.supports.quant_scheme")
             if ctx.count() != n or rng is INVALID or (raw.get("implements") and target is None):
+                ctx.drop(eid, raw.get("backend"))
                 continue
             src: Any = target if target is not None else raw
             out.append(
@@ -112,6 +113,7 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
             )
     ctx.experts = tuple(out)
     ctx.backends = {e.backend for e in out}
+    ctx.dropped_backends -= ctx.backends
     ctx.kernel_ids = {e.id for e in out} | ({e.id for e in base_pool} if ctx.base is not None else set())
     return ctx.experts
 
