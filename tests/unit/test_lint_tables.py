@@ -68,7 +68,7 @@ def test_a_listed_value_outside_the_domain_is_refused_at_load(tmp_path):
     issues = {(i.entry, i.path): i for i in _issues(tmp_path, t)}
     cap = issues[("fast", "$.entries[1].platforms.cuda.device_capability")]
     assert cap.value == 1070 and "[10, 200]" in cap.format()
-    zero = issues[("slow", "$.entries[0].constraints[1].num_experts.not_in")]
+    zero = issues[("slow", "$.entries[0].constraints[1].not_in")]
     assert zero.value == 0 and "integer >= 1" in zero.format()
 
 
@@ -87,7 +87,7 @@ def test_a_fractional_bound_on_an_integer_field_is_refused(tmp_path, key, arg):
     t = copy.deepcopy(base_tables())
     _slow(t)["constraints"].append({"id": "slow.frac", "field": "device_capability", key: arg, "reason": "sm_unsupported", "hint": "test"})
     (issue,) = _issues(tmp_path, t)
-    assert issue.path == f"$.entries[0].constraints[1].device_capability.{key}" and issue.value == arg and "integers" in issue.message
+    assert issue.path == f"$.entries[0].constraints[1].{key}" and issue.value == arg and "integers" in issue.message
 
 
 def test_every_capability_of_the_hardware_catalog_is_a_known_capability():
@@ -146,3 +146,40 @@ def test_an_entry_dropped_for_its_own_error_is_not_reported_again_where_rules_na
         ("slow_batched", "$.entries[1].engine.vllm"),
         ("typo", "$.backends.typo.backends[0]"),
     ]
+
+
+# ---------------------------------------------------------------- schema and compile messages
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path", "value", "suggestion"),
+    [
+        (lambda t: _slow(t)["supports"].update(quant_schem=_slow(t)["supports"].pop("quant_scheme")), "$.entries[0].supports.quant_schem", "quant_schem", "quant_scheme"),
+        (lambda t: _slow(t)["constraints"][0].update(field="num_expertz"), "$.entries[0].constraints[0].field", "num_expertz", "num_experts"),
+        (lambda t: _slow(t)["constraints"][0].update({"if": {"platfrom": ["cuda"]}}), "$.entries[0].constraints[0].if.platfrom", "platfrom", "platform"),
+        (lambda t: _slow(t)["constraints"][0].update(reson=_slow(t)["constraints"][0].pop("reason")), "$.entries[0].constraints[0].reson", "reson", "reason"),
+        (lambda t: _slow(t)["platforms"].update(cudaa=_slow(t)["platforms"].pop("cuda")), "$.entries[0].platforms.cudaa", "cudaa", "cuda"),
+    ],
+    ids=["supports-key", "constraint-field", "if-key", "constraint-key", "platform-key"],
+)
+def test_a_nested_misspelt_key_or_field_is_named_with_a_did_you_mean(tmp_path, mutate, path, value, suggestion):
+    t = copy.deepcopy(base_tables())
+    mutate(t)
+    issues = _issues(tmp_path, t)
+    named = [i for i in issues if i.path == path]
+    assert len(named) == 1 and named[0].value == value and named[0].suggestion() == suggestion, [i.format() for i in issues]
+    assert all(len(i.format()) < 2000 and "{" not in i.message for i in issues)  # no dump of the mapping
+
+
+def test_a_non_finite_bound_is_reported_where_it_is_written(tmp_path):
+    t = copy.deepcopy(base_tables())
+    _slow(t)["constraints"][0]["max"] = float("nan")
+    (issue,) = _issues(tmp_path, t)
+    assert issue.path == "$.entries[0].constraints[0].max" and "finite" in issue.message
+
+
+def test_a_duplicate_id_in_one_file_is_reported_at_the_second_entry(tmp_path):
+    t = copy.deepcopy(base_tables())
+    t["kernels/slow.yaml"]["entries"][1]["id"] = "slow"
+    (issue,) = _issues(tmp_path, t)
+    assert issue.path == "$.entries[1].id" and "$.entries[0].id" in issue.message and issue.value == "slow"

@@ -73,12 +73,13 @@ class CompileContext:
 
     # ------------------------------------------------------------------ names
 
-    def claim(self, identifier: str, path: str = "$.id") -> None:
-        """Register a rule or entry id; a duplicate names the file that defined it first."""
+    def claim(self, identifier: str, path: str) -> None:
+        """Register a rule or entry id (``path``: where it is written, ``$.entries[1].id``); a
+        duplicate names the file that defined it first."""
         if identifier in self._ids:
             self.issue(path, f"duplicate id, also defined in {self._ids[identifier]}", identifier)
         else:
-            self._ids[identifier] = self.file or "?"
+            self._ids[identifier] = f"{self.file or '?'} at {path}"
 
     def drop(self, kernel: str, backend: Any) -> None:
         """Record an experts entry left out for its own error (reported where it was found)."""

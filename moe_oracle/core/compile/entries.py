@@ -73,11 +73,11 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
         for i, raw in enumerate(tf.data["entries"]):
             eid = raw["id"]
             ctx.at(tf.path, eid)
-            ctx.claim(eid)
-            if eid in base_ids:
-                ctx.issue("$.id", "a runtime entry id may not repeat an engine kernel id (a Decision must name its view unambiguously)", eid)
-            n = ctx.count()
             path = f"$.entries[{i}]"
+            ctx.claim(eid, f"{path}.id")
+            if eid in base_ids:
+                ctx.issue(f"{path}.id", "a runtime entry id may not repeat an engine kernel id (a Decision must name its view unambiguously)", eid)
+            n = ctx.count()
             target = _target(ctx, raw, i, base_pool, "experts")
             reference = raw.get("reference", tf.data["reference"])
             what = target.upstream if target is not None else raw.get("upstream", eid)
@@ -126,9 +126,9 @@ def compile_prepare_finalize(ctx: CompileContext, files: Sequence[TableFile]) ->
         for i, raw in enumerate(tf.data["entries"]):
             pid = raw["id"]
             ctx.at(tf.path, pid)
-            ctx.claim(pid)
-            n = ctx.count()
             path = f"$.entries[{i}]"
+            ctx.claim(pid, f"{path}.id")
+            n = ctx.count()
             target = _target(ctx, raw, i, base_pool, "prepare/finalize")
             reference = raw.get("reference", tf.data["reference"])
             what = target.upstream if target is not None else raw["upstream"]

@@ -29,12 +29,15 @@ _PACKAGE_KEYWORDS = ("present", "version")
 _NUMERIC = ("min", "max", "multiple_of", "not_multiple_of")
 
 
-def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> bool:
+def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str, field_path: str | None = None) -> bool:
+    """``path``: where ``spec`` is written (its keywords under it); ``field_path``: where the field
+    name is (default ``path``; a constraint's ``$.constraints[0].field``)."""
+    field_path = field_path or path
     if not is_known_field(fieldname):
-        ctx.issue(path, "unknown field", fieldname, list(FIELDS) + ["packages.<name>", "env.<VAR>"] + [f"tools.{t}" for t in HOST_TOOLS])
+        ctx.issue(field_path, "unknown field", fieldname, list(FIELDS) + ["packages.<name>", "env.<VAR>"] + [f"tools.{t}" for t in HOST_TOOLS])
         return False
     if fieldname.startswith("env.") and fieldname[4:] not in ctx.env_types:
-        ctx.issue(path, "environment variable is not declared in rules/environment.yaml", fieldname[4:], sorted(ctx.env_types))
+        ctx.issue(field_path, "environment variable is not declared in rules/environment.yaml", fieldname[4:], sorted(ctx.env_types))
         return False
     fs = field_spec(fieldname)
     keyed = {"in": spec} if isinstance(spec, list) else dict(spec)
@@ -54,7 +57,7 @@ def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> 
                     ctx.issue(f"{path}.{key}" if not isinstance(spec, list) else path, f"value is not in the vocabulary of field {fieldname!r}", value, list(domain))
                     ok = False
                 elif fs.kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
-                    ctx.issue(path, f"field {fieldname!r} takes integers", value, None)
+                    ctx.issue(f"{path}.{key}" if not isinstance(spec, list) else path, f"field {fieldname!r} takes integers", value, None)
                     ok = False
                 elif fs.ints is not None and not _listable(fs.ints, value):
                     where = f"{path}.{key}" if not isinstance(spec, list) else path
@@ -103,9 +106,9 @@ class _NumberIssue(InputIssue):
         return did_you_mean(str(self.value), [str(v) for v in self.allowed or ()])
 
 
-def predicate(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> Predicate | None:
-    """One value spec on one field (a list means ``in``)."""
-    if not _check_values(ctx, fieldname, spec, path):
+def predicate(ctx: CompileContext, fieldname: str, spec: Any, path: str, field_path: str | None = None) -> Predicate | None:
+    """One value spec on one field (a list means ``in``); the paths as :func:`_check_values`'s."""
+    if not _check_values(ctx, fieldname, spec, path, field_path):
         return None
     try:
         return compile_value_spec(fieldname, spec)
@@ -132,7 +135,8 @@ def constraint(ctx: CompileContext, raw: Mapping[str, Any], path: str, default_r
     if misplaced:
         ctx.issue(f"{path}.{misplaced[0]}", f"{misplaced[0]} applies only to packages.<name> fields", raw["field"], ["packages.<name>"])
         return None
-    pred = predicate(ctx, raw["field"], spec, f"{path}.{raw['field']}")
+    # The keywords sit beside `field`, so their paths are the constraint's ($.constraints[0].max).
+    pred = predicate(ctx, raw["field"], spec, path, f"{path}.field")
     cond = condition(ctx, raw.get("if"), f"{path}.if")
     if pred is None or cond is None:
         return None
