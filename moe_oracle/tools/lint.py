@@ -13,6 +13,8 @@ with. Lint adds what only the whole table set shows:
 * ``adjustment_inert``: an adjustment that moves backends absent from every order it can meet;
 * ``constraint_id_reused``: one rule id with different content in two places;
 * ``duplicate_rule``: two rules of one kernel that test the same predicate under the same condition;
+* ``indistinguishable``: two kernels of one backend, interface and activation format whose checks
+  (known-bad rules included) are the same: the rank rule alone decides, and the later never wins;
 * ``contradictory_adjustments``: two adjustments that can fire together and move a backend to
   opposite ends;
 * ``alias_expired``: a deprecated alias still accepted after its removal date;
@@ -255,6 +257,25 @@ def _duplicates_and_contradictions(catalog: Catalog) -> list[Finding]:
     return out
 
 
+def _indistinguishable(catalog: Catalog) -> list[Finding]:
+    """Kernels of one backend, interface and format with the same checks (rule ids aside)."""
+    known_bad: dict[str, list[Any]] = {}
+    for kb in catalog.known_bad:
+        for k in kb.kernels:
+            known_bad.setdefault(k, []).append((kb.check.field, kb.check.predicate, kb.check.condition))
+    rank = {i: pos for indices in catalog.by_backend.values() for pos, i in enumerate(indices)}
+    seen: dict[tuple[Any, ...], Any] = {}
+    out = []
+    for i in sorted(range(len(catalog.experts)), key=lambda i: (catalog.experts[i].backend, rank.get(i, i))):
+        entry = catalog.experts[i]
+        checks = frozenset((c.field, c.predicate, c.condition, c.deny) for c in entry.checks)
+        key = (entry.backend, entry.interface, entry.activation_format, checks, frozenset(known_bad.get(entry.id, ())))
+        first = seen.setdefault(key, entry)
+        if first is not entry:
+            out.append(Finding("warning", "indistinguishable", f"{first.id}/{entry.id}", f"same backend ({entry.backend}), interface and checks ({first.file}, {entry.file}): {first.id} always ranks first (rule: the backend's own family file, then family name, then file order), so {entry.id} is never selected; remove one or tell them apart"))
+    return out
+
+
 def _aliases(catalog: Catalog, today: _dt.date) -> list[Finding]:
     out = []
     for alias in catalog.all2all_aliases.values():
@@ -323,7 +344,7 @@ def lint(catalog: Catalog, *, today: _dt.date | None = None, sample: bool = True
     ``False`` skips it; ``None`` runs it when flashinfer imports and otherwise adds a note that it
     was skipped; ``True`` requires it (an unimportable flashinfer is an error).
     """
-    findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _duplicates_and_contradictions(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog) + _ranges(catalog)
+    findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _duplicates_and_contradictions(catalog) + _indistinguishable(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog) + _ranges(catalog)
     if sample:
         findings += _never_selected(catalog)
     if drift is not False:

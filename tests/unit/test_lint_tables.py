@@ -183,3 +183,38 @@ def test_a_duplicate_id_in_one_file_is_reported_at_the_second_entry(tmp_path):
     t["kernels/slow.yaml"]["entries"][1]["id"] = "slow"
     (issue,) = _issues(tmp_path, t)
     assert issue.path == "$.entries[1].id" and "$.entries[0].id" in issue.message and issue.value == "slow"
+
+
+# ---------------------------------------------------------------- twins: rank order without file names
+
+
+def _with_twin(file_name: str, family: str):
+    t = copy.deepcopy(base_tables())
+    twin = dict(copy.deepcopy(_slow(t)), id="slow_twin")
+    t[f"kernels/{file_name}.yaml"] = {"kind": "experts", "family": family, "reference": "test", "entries": [twin]}
+    return t
+
+
+@pytest.mark.parametrize("file_name", ["aa_twin", "zz_twin"])
+def test_a_copy_of_an_entry_in_another_file_ranks_after_it_whatever_the_file_is_called(tmp_path, file_name):
+    from moe_oracle.core.config import Device, MoEConfig
+    from moe_oracle.core.engine import evaluate
+    from moe_oracle.core.environment import Environment
+
+    catalog = load(tmp_path, _with_twin(file_name, file_name))
+    config = MoEConfig(num_experts=8, top_k=2, hidden_size=1024, intermediate_size=512, device=Device("cuda", capability=80))
+    decision = evaluate(catalog, config, Environment((("vllm", "0.33.0"), ("fastpkg", "1.2")), frozenset(), True, ()))
+    assert decision.kernel == "slow"
+    finding = _findings(catalog)[("indistinguishable", "slow/slow_twin")]
+    assert finding.severity == "warning" and f"kernels/{file_name}.yaml" in finding.message
+
+
+def test_two_files_of_one_family_are_refused(tmp_path):
+    issues = _issues(tmp_path, _with_twin("aa_twin", "slow"))
+    assert [(i.file, i.path, i.value) for i in issues] == [("kernels/slow.yaml", "$.family", "slow")]
+
+
+def test_kernels_that_differ_in_a_check_are_not_indistinguishable(tmp_path):
+    t = _with_twin("aa_twin", "aa_twin")
+    t["kernels/aa_twin.yaml"]["entries"][0]["constraints"][0]["max"] = 256
+    assert not [k for k in _findings(load(tmp_path, t)) if k[0] == "indistinguishable"]

@@ -69,7 +69,13 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
     base_pool: Sequence[_Entry] = ctx.base.experts if ctx.base is not None else ()
     base_ids = {e.id for e in base_pool}
     out: list[ExpertsEntry] = []
+    families: dict[str, str] = {}
     for tf in files:
+        family = tf.data["family"]
+        if family in families:
+            ctx.at(tf.path)
+            ctx.issue("$.family", f"one file per family: also the family of {families[family]} (the family ranks a backend's kernels, so two files of one family would be ranked by their file names)", family)
+        families.setdefault(family, tf.path)
         for i, raw in enumerate(tf.data["entries"]):
             eid = raw["id"]
             ctx.at(tf.path, eid)
@@ -109,6 +115,7 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
                     engine=rng,  # type: ignore[arg-type]
                     implements=target.id if target is not None else None,
                     check_engine=tuple(ranges),
+                    family=family,
                 )
             )
     ctx.experts = tuple(out)
