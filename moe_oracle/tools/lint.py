@@ -20,6 +20,9 @@ with. Lint adds what only the whole table set shows:
 * ``alias_expired``: a deprecated alias still accepted after its removal date;
 * ``no_order``: a (platform, quant family) with no priority order;
 * ``uncovered``: a (platform, quant scheme) that no kernel supports;
+* ``range_bound_unmodelled``: an engine range bounded at a release ``rules/engine.yaml`` does not
+  model (``<0.33.5``): an error, every bound is a modelled release (docs/architecture.md, "Version
+  model": an unmodelled release reads its stand-in's view, which a bound between releases breaks);
 * ``range_admits_no_release``: a fact whose engine range admits none of the modelled releases
   (it never applies to an answer we can verify);
 * ``range_past_verified``: a range bounded above past the newest verified release (a claim
@@ -41,7 +44,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from .findings import Finding
 from ..core.catalog import Catalog
@@ -310,6 +313,9 @@ def _ranges(catalog: Catalog) -> list[Finding]:
         if rng is None:
             continue
         subject = f"{kind}:{ident}"
+        unmodelled = sorted({s.version for s in rng if _bound_version(s.version) not in modelled})
+        if unmodelled:
+            out.append(Finding("error", "range_bound_unmodelled", subject, f"vLLM {rng} is bounded at {', '.join(unmodelled)}, not a modelled release (rules/engine.yaml models {', '.join(str(v) for v in modelled)}): every bound is a modelled release"))
         if not any(rng.contains(v, prereleases=True) for v in modelled):
             out.append(Finding("warning", "range_admits_no_release", subject, f"vLLM {rng} admits none of the modelled releases ({', '.join(str(v) for v in modelled)}): it never applies"))
             continue
@@ -322,6 +328,14 @@ def _ranges(catalog: Catalog) -> list[Finding]:
     if open_ended:
         out.append(Finding("note", "open_ended", f"vLLM > {newest}", f"{len(open_ended)} fact(s) introduced in a verified release hold past {newest} unverified (re-check them first at the next release): " + ", ".join(sorted(open_ended))))
     return out
+
+
+def _bound_version(text: str) -> Version | None:
+    """The release a specifier's version names (``0.33.*`` -> 0.33), ``None`` if it names none."""
+    try:
+        return Version(text.replace(".*", ""))
+    except InvalidVersion:
+        return None
 
 
 def ranged_items(catalog: Catalog) -> list[tuple[str, str, Any]]:

@@ -218,3 +218,17 @@ def test_kernels_that_differ_in_a_check_are_not_indistinguishable(tmp_path):
     t = _with_twin("aa_twin", "aa_twin")
     t["kernels/aa_twin.yaml"]["entries"][0]["constraints"][0]["max"] = 256
     assert not [k for k in _findings(load(tmp_path, t)) if k[0] == "indistinguishable"]
+
+
+# ---------------------------------------------------------------- engine range bounds
+
+
+@pytest.mark.parametrize(("rng", "bad"), [("<0.32.5", "0.32.5"), (">=0.31.0,<0.33.1", "0.33.1"), ("<0.33.0", None), (">=0.31.0,<0.33.0", None)])
+def test_a_range_bound_that_is_not_a_modelled_release_is_an_error(tmp_path, rng, bad):
+    t = copy.deepcopy(base_tables())
+    _slow(t)["constraints"].append({"id": "slow.ranged", "engine": {"vllm": rng}, "field": "top_k", "max": 8, "reason": "shape_unsupported", "hint": "test"})
+    finding = _findings(load(tmp_path, t)).get(("range_bound_unmodelled", "constraint:slow:slow.ranged"))
+    if bad is None:
+        assert finding is None
+    else:
+        assert finding.severity == "error" and bad in finding.message and "0.31.0, 0.33.0" in finding.message
