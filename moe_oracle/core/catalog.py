@@ -69,10 +69,12 @@ class _Entry:
 
 @dataclass(frozen=True)
 class ExpertsEntry(_Entry):
-    """One experts kernel variant as declared in ``kernels/<family>.yaml``."""
+    """One experts kernel variant as declared in ``kernels/<family>.yaml``; ``family`` is that
+    file's ``family`` (one file per family), which ranks it within its backend."""
 
     backend: str = ""
     notes: str = ""
+    family: str = field(default="", compare=False)
 
     @cached_property
     def record_head(self) -> dict[str, Any]:
@@ -431,7 +433,9 @@ class Catalog:
     ``known_bad_checks[i]`` are kernel ``i``'s (the faithful policy evaluates the winner's alone);
     ``known_bad_position[i]`` is kernel ``i``'s owner index in ``known_bad_index``.
     ``by_backend`` maps each backend id (sorted) to its kernels' indices in rank order: monolithic
-    first, then table order.
+    first, then the kernels of the backend's own family file (``family`` = the backend), then those
+    of other families by family name; within one family, their order in its file. File names never
+    decide.
     ``after_selection`` holds the rule ids of constraints the engine checks on the kernel it
     selected, not while it selects (a failure refuses the layer instead of passing to the next
     candidate).

@@ -11,7 +11,8 @@
    evaluated too; they reject only under the safe policy.
 4. Order backends by the first matching priority order (requested backends first, in the
    order their name maps them), then apply the adjustments that fire (each recorded); within
-   a backend, monolithic before modular, then table order. Backends outside the order are
+   a backend, monolithic before modular, then the backend's own family file, then other
+   families by name, each in file order (``Catalog.by_backend``). Backends outside the order are
    rejected with ``path_not_enabled`` unless requested.
 5. Under the faithful policy, a shortcut whose condition holds picks the winner as the
    engine's early return does (its unchecked failures become warnings). Otherwise the first

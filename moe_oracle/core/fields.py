@@ -19,10 +19,51 @@ from .environment import HOST_TOOLS
 from .quant import QUANT_KEYS, SCHEMES, QuantFamily
 from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Platform, ReasonCode, RoutingMethod, enum_values
 
-__all__ = ["FIELDS", "FieldSpec", "MORI_DISPATCH", "MXFP4_SELECTORS", "NONE", "field_spec", "is_known_field"]
+__all__ = ["CUDA_CAPABILITIES", "FIELDS", "FieldSpec", "IntDomain", "MORI_DISPATCH", "MXFP4_SELECTORS", "NONE", "field_spec", "is_known_field"]
 
 NONE = "none"
 """Value of ``all2all``/``dispatch`` when no all2all kernel runs, and of a quant side that is unquantized."""
+
+
+CUDA_CAPABILITIES = (30, 32, 35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 107, 110, 120, 121)
+"""Every CUDA compute capability (major*10+minor) a table may list: NVIDIA's CUDA GPU list
+(developer.nvidia.com/cuda-gpus; 101 is Thor before CUDA 13 renamed it 110), and 107, which vLLM
+names (vLLM 0.34.0 vllm/models/minimax_m3/common/indexer.py ``is_device_capability(107)``). Every
+capability of the hardware catalog (``inputs/hardware.py``) is one of them."""
+
+
+@dataclass(frozen=True)
+class IntDomain:
+    """The values an ``int`` field can take: ``minimum`` <= v <= ``maximum`` (``None``: unbounded),
+    never one of ``excluded``; ``listed``, when given, the only values a table may list in ``in`` /
+    ``not_in`` (a listed value outside them is a typo).
+
+    >>> IntDomain(1).contains(0), IntDomain(-1, excluded=(0,)).contains(-1)
+    (False, True)
+    """
+
+    minimum: int | None = None
+    maximum: int | None = None
+    excluded: tuple[int, ...] = ()
+    listed: tuple[int, ...] | None = None
+
+    def contains(self, value: int) -> bool:
+        """Whether ``value`` is in the domain (bounds and exclusions; ``listed`` is not consulted)."""
+        return (self.minimum is None or value >= self.minimum) and (self.maximum is None or value <= self.maximum) and value not in self.excluded
+
+    def describe(self) -> str:
+        """``an integer >= 1``, ``an integer in [10, 200]`` ... (for messages)."""
+        if self.minimum is not None and self.maximum is not None:
+            text = f"an integer in [{self.minimum}, {self.maximum}]"
+        elif self.minimum is not None:
+            text = f"an integer >= {self.minimum}"
+        elif self.maximum is not None:
+            text = f"an integer <= {self.maximum}"
+        else:
+            text = "an integer"
+        if self.excluded:
+            text += ", not " + ", ".join(map(str, self.excluded))
+        return text
 
 
 @dataclass(frozen=True)
@@ -37,6 +78,8 @@ class FieldSpec:
         inputs: MoEConfig/Environment paths a derived field is computed from.
         code: default reason code of a ``supports`` predicate on this field.
         doc: one line for ``--help``, lint and the matrix.
+        ints: for an ``int`` field, the values it can take (what :class:`~moe_oracle.core.config.MoEConfig`,
+            ``ParallelConfig`` and ``Device`` accept, or a derived field's range); ``None``: unbounded.
     """
 
     name: str
@@ -46,10 +89,11 @@ class FieldSpec:
     inputs: tuple[str, ...]
     code: ReasonCode
     doc: str
+    ints: IntDomain | None = None
 
 
-def _f(name: str, kind: str, domain: tuple[Any, ...] | None, category: str, code: ReasonCode, doc: str, inputs: tuple[str, ...] = ()) -> FieldSpec:
-    return FieldSpec(name, kind, domain, category, inputs or (name,), code, doc)
+def _f(name: str, kind: str, domain: tuple[Any, ...] | None, category: str, code: ReasonCode, doc: str, inputs: tuple[str, ...] = (), ints: IntDomain | None = None) -> FieldSpec:
+    return FieldSpec(name, kind, domain, category, inputs or (name,), code, doc, ints)
 
 
 R = ReasonCode
@@ -58,12 +102,16 @@ MXFP4_SELECTORS = (NONE, "generic", "deepseek_v4", "compressed_tensors")
 """Domain of ``mxfp4_selector`` (see :func:`moe_oracle.core.normalize.mxfp4_selector`)."""
 _QUANT_SIDES = (NONE, *QUANT_KEYS)
 _A2A = (NONE, *enum_values(All2AllBackend))
+_POSITIVE = IntDomain(1)
+_NATURAL = IntDomain(0)
+# Device refuses a capability below 10 or above 200 (core/config.py Device.__post_init__).
+_CAPABILITY = IntDomain(10, 200, listed=CUDA_CAPABILITIES)
 MORI_DISPATCH = ("mori_epv1", "mori_epv2")
 """The dispatch kinds of ``--all2all mori`` (vLLM 0.34.0+): the MoRI EP generation vLLM resolves at start (core/mori.py)."""
 
 _FIELDS = (
     _f("platform", "enum", enum_values(Platform), "hardware", R.PLATFORM_UNSUPPORTED, "execution platform", ("device.platform",)),
-    _f("device_capability", "int", None, "hardware", R.SM_UNSUPPORTED, "CUDA compute capability, major*10+minor (exact)", ("device.capability",)),
+    _f("device_capability", "int", None, "hardware", R.SM_UNSUPPORTED, "CUDA compute capability, major*10+minor (exact)", ("device.capability",), _CAPABILITY),
     _f("gpu_arch", "str", None, "hardware", R.SM_UNSUPPORTED, "ROCm gfx target or XPU generation", ("device.arch",)),
     _f("cpu_arch", "str", None, "hardware", R.SM_UNSUPPORTED, "CPU architecture (x86_64, aarch64, ppc64le)", ("device.arch",)),
     _f("cpu_amx", "bool", _BOOL, "hardware", R.SM_UNSUPPORTED, "x86 AMX tile support", ("device.cpu_amx",)),
@@ -91,36 +139,36 @@ _FIELDS = (
     _f("router_logits_dtype", "enum", enum_values(DType), "checkpoint", R.ROUTER_DTYPE_UNSUPPORTED, "router logits dtype", ("router_logits_dtype", "in_dtype")),
     _f("in_dtype", "enum", enum_values(DType), "checkpoint", R.DTYPE_UNSUPPORTED, "model activation dtype"),
     _f("has_bias", "bool", _BOOL, "checkpoint", R.BIAS_UNSUPPORTED, "experts carry biases"),
-    _f("num_experts", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "global routed experts"),
-    _f("num_local_experts", "int", None, "derived", R.SHAPE_UNSUPPORTED, "experts per EP rank, redundant included", ("num_experts", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "parallel.num_redundant_experts", "parallel.ep_rank")),
-    _f("top_k", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "experts per token"),
-    _f("hidden_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "model hidden size"),
-    _f("intermediate_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "expert intermediate size before sharding"),
-    _f("padded_hidden_size", "int", None, "derived", R.SHAPE_UNALIGNED, "hidden size the quant method's create_weights gets: hidden_size rounded up for the DeepEP HT/LL/v2 or NIXL-EP all2all kernels (vLLM maybe_roundup_layer_hidden_size; the selected backend's own padding follows, see plan's layer_sizes)", ("hidden_size", "in_dtype", "parallel.all2all_backend", "parallel.use_ep", "parallel.tp_size", "parallel.dp_size")),
-    _f("intermediate_size_per_partition", "int", None, "derived", R.SHAPE_UNALIGNED, "intermediate size / MoE TP size", ("intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("num_experts", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "global routed experts", ints=_POSITIVE),
+    _f("num_local_experts", "int", None, "derived", R.SHAPE_UNSUPPORTED, "experts per EP rank, redundant included", ("num_experts", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "parallel.num_redundant_experts", "parallel.ep_rank"), _NATURAL),
+    _f("top_k", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "experts per token", ints=_POSITIVE),
+    _f("hidden_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "model hidden size", ints=_POSITIVE),
+    _f("intermediate_size", "int", None, "checkpoint", R.SHAPE_UNSUPPORTED, "expert intermediate size before sharding", ints=_POSITIVE),
+    _f("padded_hidden_size", "int", None, "derived", R.SHAPE_UNALIGNED, "hidden size the quant method's create_weights gets: hidden_size rounded up for the DeepEP HT/LL/v2 or NIXL-EP all2all kernels (vLLM maybe_roundup_layer_hidden_size; the selected backend's own padding follows, see plan's layer_sizes)", ("hidden_size", "in_dtype", "parallel.all2all_backend", "parallel.use_ep", "parallel.tp_size", "parallel.dp_size"), _POSITIVE),
+    _f("intermediate_size_per_partition", "int", None, "derived", R.SHAPE_UNALIGNED, "intermediate size / MoE TP size", ("intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep"), _NATURAL),
     _f("intermediate_divisible", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "intermediate_size is a multiple of the MoE TP size (weights shard evenly)", ("intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
-    _f("tp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "tensor-parallel size", ("parallel.tp_size",)),
-    _f("dp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "data-parallel size", ("parallel.dp_size",)),
-    _f("moe_tp_size", "int", None, "derived", R.PARALLEL_UNSUPPORTED, "TP size of the experts (tp*dp without EP, 1 with EP)", ("parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
-    _f("ep_size", "int", None, "derived", R.PARALLEL_UNSUPPORTED, "expert-parallel size (tp*dp with EP, else 1)", ("parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
+    _f("tp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "tensor-parallel size", ("parallel.tp_size",), _POSITIVE),
+    _f("dp_size", "int", None, "deployment", R.PARALLEL_UNSUPPORTED, "data-parallel size", ("parallel.dp_size",), _POSITIVE),
+    _f("moe_tp_size", "int", None, "derived", R.PARALLEL_UNSUPPORTED, "TP size of the experts (tp*dp without EP, 1 with EP)", ("parallel.tp_size", "parallel.dp_size", "parallel.use_ep"), _POSITIVE),
+    _f("ep_size", "int", None, "derived", R.PARALLEL_UNSUPPORTED, "expert-parallel size (tp*dp with EP, else 1)", ("parallel.tp_size", "parallel.dp_size", "parallel.use_ep"), _POSITIVE),
     _f("use_ep", "bool", _BOOL, "deployment", R.PARALLEL_UNSUPPORTED, "expert parallelism enabled", ("parallel.use_ep",)),
     _f("all2all_backend", "enum", enum_values(All2AllBackend), "deployment", R.PARALLEL_UNSUPPORTED, "configured all2all backend", ("parallel.all2all_backend",)),
     _f("all2all", "enum", _A2A, "derived", R.PARALLEL_UNSUPPORTED, "all2all kernels in use ('none' unless EP with dp>1)", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
     _f("dispatch", "enum", (*_A2A, *MORI_DISPATCH), "derived", R.PARALLEL_UNSUPPORTED, "prepare/finalize kind: all2all (mori: mori_epv1 or mori_epv2, as vLLM resolves it), or allgather_reducescatter for DP without all2all, or none", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size", "device.arch", "env.VLLM_MORI_EP_V2", "env.MORI_ENABLE_SDMA", "packages.mori", "moe_backend", "in_dtype", "quant")),
     _f("activation_format", "enum", enum_values(ActivationFormat), "derived", R.PAIRING_INCOMPATIBLE, "format the prepare/finalize produces", ("parallel.all2all_backend", "parallel.use_ep", "parallel.dp_size")),
     _f("enable_eplb", "bool", _BOOL, "deployment", R.EPLB_UNSUPPORTED, "EPLB enabled", ("parallel.enable_eplb",)),
-    _f("num_redundant_experts", "int", None, "deployment", R.EPLB_UNSUPPORTED, "redundant experts (EPLB)", ("parallel.num_redundant_experts",)),
+    _f("num_redundant_experts", "int", None, "deployment", R.EPLB_UNSUPPORTED, "redundant experts (EPLB)", ("parallel.num_redundant_experts",), _NATURAL),
     _f("experts_even_across_ep", "bool", _BOOL, "derived", R.EPLB_UNSUPPORTED, "the global experts (routed + redundant) divide evenly across the EP ranks (true without EP)", ("num_experts", "parallel.num_redundant_experts", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep")),
     _f("lora", "bool", _BOOL, "deployment", R.LORA_UNSUPPORTED, "LoRA on experts"),
     _f("batch_invariant", "bool", _BOOL, "deployment", R.BATCH_INVARIANCE_UNSUPPORTED, "batch-invariant kernels requested"),
-    _f("max_num_tokens", "int", None, "deployment", R.SHAPE_UNSUPPORTED, "largest tokens per call"),
+    _f("max_num_tokens", "int", None, "deployment", R.SHAPE_UNSUPPORTED, "largest tokens per call", ints=_POSITIVE),
     _f("moe_backend", "str", None, "deployment", R.NOT_REQUESTED, "requested backend ('auto' = priority order)"),
     _f("model_type", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face model_type of the text model"),
     _f("architecture", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face architectures[0]"),
     _f("has_hash_routing", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "the layer routes by a token-hash table (DeepSeek-V4 first layers)"),
-    _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)"),
+    _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)", ints=IntDomain(-1, excluded=(0,))),
     _f("require_decomposed", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "routes adjusted after routing (expert substitution, routing simulator)"),
-    _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)"),
+    _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)", ints=IntDomain(-1, excluded=(0,))),
     _f("act_order", "enum", ACT_ORDERS, "checkpoint", R.QUANT_UNSUPPORTED, "activation ordering of a GPTQ-style checkpoint (none, group, weight, static, dynamic)"),
     _f("weight_zero_point", "bool", _BOOL, "checkpoint", R.QUANT_UNSUPPORTED, "the weights carry zero points (asymmetric)", ("weight_zero_point", "quant")),
     _f("marlin_moe_supported", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "vLLM check_moe_marlin_supports_config holds (not ROCm, hidden % 128, group in -1/32/64/128, the partition holds whole groups; tile-aligned with act-order)", ("device.platform", "hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size", "act_order")),

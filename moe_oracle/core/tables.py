@@ -236,9 +236,29 @@ def validate_document(validator: jsonschema.protocols.Validator, doc: Any, displ
         message = best.message if len(best.message) < 300 else best.message[:297] + "..."
         value = best.instance if isinstance(best.instance, (str, int, float, bool)) else None
         path = _json_path(best.absolute_path)
-        if best.validator == "enum":
+        keyword = None
+        names = _choice_names(err)
+        if names is not None:
+            # A name that is none of the names a schema allows (anyOf of enums and patterns: the
+            # field namespace): the name, every allowed spelling (for the did-you-mean), and the
+            # key's own path when it is a key (propertyNames).
+            key = "propertyNames" in err.schema_path
+            path, value, allowed = _json_path(err.absolute_path) + (f".{err.instance}" if key else ""), err.instance, names
+            message = _unknown_name(names, key)
+        elif best.validator == "enum" and "propertyNames" in best.schema_path and isinstance(best.instance, str):
+            path, value, allowed, message = f"{path}.{best.instance}", best.instance, list(best.validator_value), "unknown key"
+        elif err.validator == "anyOf" and isinstance(err.instance, dict) and err.context and all(c.validator == "required" for c in err.context):
+            # anyOf [required a, required b]: say which keys would do, not the whole mapping.
+            keys = [k for c in err.context for k in c.validator_value if k not in err.instance]
+            path, value, allowed, keyword = _json_path(err.absolute_path), None, keys, "required"
+            message = "needs one of these keys"
+        elif best.validator == "enum":
             allowed = list(best.validator_value)
             message = "not one of the allowed values"  # the list itself is `allowed`
+        elif best.validator == "required" and isinstance(best.instance, dict) and (typo := _misspelt(best)) is not None:
+            # A required key missing beside a key spelt like it: the misspelt key is the problem.
+            missing = best.message.split("'")[1]
+            path, value, allowed, message = f"{path}.{typo}", typo, [missing], f"unknown key ({missing!r} is required)"
         elif best.validator == "additionalProperties" and isinstance(best.instance, dict):
             known = sorted((best.schema.get("properties") or {}))
             unexpected = [k for k in best.instance if k not in known]
@@ -253,10 +273,57 @@ def validate_document(validator: jsonschema.protocols.Validator, doc: Any, displ
                 allowed=allowed,
                 file=display,
                 entry=_entry_id(doc, list(best.absolute_path)),
-                keyword=str(best.validator),
+                keyword=keyword or str(best.validator),
             )
         )
-    return issues
+    # A misspelt key both additionalProperties and required name: said once, as the unknown key.
+    unknown = {i.path for i in issues if i.keyword == "additionalProperties"}
+    return [i for i in issues if not (i.keyword == "required" and i.path in unknown)]
+
+
+def _misspelt(err: Any) -> str | None:
+    """For a ``required`` error: the key of the mapping that looks like the missing one
+    (``reson`` for ``reason``), or ``None``."""
+    import difflib
+
+    missing = err.message.split("'")[1] if err.message.count("'") >= 2 else None
+    if missing is None:
+        return None
+    others = [k for k in err.instance if isinstance(k, str) and k not in err.validator_value]
+    match = difflib.get_close_matches(missing, others, n=1, cutoff=0.75)
+    return match[0] if match else None
+
+
+def _choice_names(err: Any) -> list[str] | None:
+    """The names an ``anyOf``/``oneOf`` of ``enum``/``pattern`` branches allows a string, patterns
+    written as their literal prefix and ``*`` (``packages.*``); ``None`` for any other error."""
+    import re
+
+    if err.validator not in ("anyOf", "oneOf") or not isinstance(err.instance, str) or not err.context:
+        return None
+    if not all(c.validator in ("enum", "const", "pattern") for c in err.context):
+        return None
+    names: list[str] = []
+    for c in err.context:
+        if c.validator == "enum":
+            names += [str(v) for v in c.validator_value]
+        elif c.validator == "const":
+            names.append(str(c.validator_value))
+        else:
+            prefix = re.match(r"\^((?:\\.|[A-Za-z0-9_-])*)", str(c.validator_value))
+            literal = re.sub(r"\\(.)", r"\1", prefix.group(1)) if prefix else ""
+            names.append(f"{literal}*" if literal else f"/{c.validator_value}/")
+    return list(dict.fromkeys(names))
+
+
+def _unknown_name(names: Sequence[str], key: bool) -> str:
+    """``unknown field`` where the names are the field namespace (core/fields.py), else ``unknown key``
+    / ``not one of the allowed names``."""
+    from .fields import FIELDS  # only on this error path
+
+    if set(FIELDS) <= set(names):
+        return "unknown field"
+    return "unknown key" if key else "not one of the allowed names"
 
 
 def read_tables(directories: Sequence[Path], schemas: Schemas, root: Path | None = None) -> tuple[list[TableFile], list[InputIssue]]:

@@ -13,11 +13,16 @@ with. Lint adds what only the whole table set shows:
 * ``adjustment_inert``: an adjustment that moves backends absent from every order it can meet;
 * ``constraint_id_reused``: one rule id with different content in two places;
 * ``duplicate_rule``: two rules of one kernel that test the same predicate under the same condition;
+* ``indistinguishable``: two kernels of one backend, interface and activation format whose checks
+  (known-bad rules included) are the same: the rank rule alone decides, and the later never wins;
 * ``contradictory_adjustments``: two adjustments that can fire together and move a backend to
   opposite ends;
 * ``alias_expired``: a deprecated alias still accepted after its removal date;
 * ``no_order``: a (platform, quant family) with no priority order;
 * ``uncovered``: a (platform, quant scheme) that no kernel supports;
+* ``range_bound_unmodelled``: an engine range bounded at a release ``rules/engine.yaml`` does not
+  model (``<0.33.5``): an error, every bound is a modelled release (docs/architecture.md, "Version
+  model": an unmodelled release reads its stand-in's view, which a bound between releases breaks);
 * ``range_admits_no_release``: a fact whose engine range admits none of the modelled releases
   (it never applies to an answer we can verify);
 * ``range_past_verified``: a range bounded above past the newest verified release (a claim
@@ -35,16 +40,17 @@ on version ranges (e.g. facts open-ended past the newest verified release).
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import replace
 from typing import Any
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from .findings import Finding
 from ..core.catalog import Catalog
 from ..core.checks import Check
 from ..core.engine import evaluate
-from ..core.fields import FIELDS
+from ..core.fields import FIELDS, IntDomain
 from ..core.predicates import Predicate
 from ..core.quant import SCHEMES, QuantFamily
 from .sampling import sample_configs
@@ -67,20 +73,46 @@ def _satisfiable(pred: Predicate) -> bool:
     if "min" in spec and "max" in spec and spec["min"] > spec["max"]:
         return False
     domain = _domain(pred.field)
-    if domain is None:
-        return True
-    return any(pred.test(v) for v in domain)
+    if domain is not None:
+        return any(pred.test(v) for v in domain)
+    ints = FIELDS[pred.field].ints if pred.field in FIELDS else None
+    return ints is None or _int_witness(pred, ints) is not None
+
+
+def _int_witness(pred: Predicate, ints: IntDomain) -> int | None:
+    """A value of ``ints`` that ``pred`` passes, or ``None`` when there is none.
+
+    ``in`` lists are tried value by value. Otherwise the values between the bounds (the domain's
+    and ``min``/``max``) are tried from the lowest: past the bounds only ``multiple_of``,
+    ``not_multiple_of`` and ``not_in`` can fail, and they repeat with the period of the moduli,
+    so one period beyond the excluded values decides.
+    """
+    spec = dict(pred.spec)
+    if "in" in spec:
+        return next((v for v in sorted(spec["in"]) if isinstance(v, int) and ints.contains(v) and pred.test(v)), None)
+    low = max(x for x in (ints.minimum, math.ceil(spec["min"]) if "min" in spec else None, -(2**53)) if x is not None)
+    high = min(x for x in (ints.maximum, math.floor(spec["max"]) if "max" in spec else None, 2**53) if x is not None)
+    period = 1
+    for key in ("multiple_of", "not_multiple_of"):
+        if key in spec:
+            if not float(spec[key]).is_integer() or spec[key] == 0:
+                return low if low <= high else None  # a fractional modulus: not analysed
+            period = math.lcm(period, abs(int(spec[key])))
+    span = period + len(spec.get("not_in", ())) + len(ints.excluded)
+    return next((v for v in range(low, min(high, low + span) + 1) if ints.contains(v) and pred.test(v)), None)
 
 
 def _unsatisfiable(catalog: Catalog) -> list[Finding]:
     out = []
     known_bad = {k: [kb.check for kb in catalog.known_bad if k in kb.kernels] for k in {k for kb in catalog.known_bad for k in kb.kernels}}
-    for entry in catalog.experts:
+    for entry in (*catalog.experts, *catalog.prepare_finalize):
         for chk in entry.checks + tuple(known_bad.get(entry.id, ())):
             preds = ([chk.predicate] if chk.predicate is not None else []) + list(chk.condition)
             if chk.predicate is not None and not _satisfiable(chk.predicate):
                 where = "the kernel can never be eligible" if not chk.condition else "the kernel is never eligible when its condition holds"
-                out.append(Finding("error", "unsatisfiable", f"{entry.id}:{chk.rule}", f"no value of {chk.field} passes ({chk.predicate.describe()}); {where}"))
+                ints = FIELDS[chk.field].ints if chk.field in FIELDS else None
+                domain = f" ({ints.describe()})" if ints is not None else ""
+                out.append(Finding("error", "unsatisfiable", f"{entry.id}:{chk.rule}", f"no value of {chk.field}{domain} passes ({chk.predicate.describe()}); {where}"))
             elif chk.deny and all(_satisfiable(p) for p in preds) is False:
                 out.append(Finding("warning", "unsatisfiable", f"{entry.id}:{chk.rule}", "the known-bad condition can never hold; the entry never fires"))
     return out
@@ -228,6 +260,25 @@ def _duplicates_and_contradictions(catalog: Catalog) -> list[Finding]:
     return out
 
 
+def _indistinguishable(catalog: Catalog) -> list[Finding]:
+    """Kernels of one backend, interface and format with the same checks (rule ids aside)."""
+    known_bad: dict[str, list[Any]] = {}
+    for kb in catalog.known_bad:
+        for k in kb.kernels:
+            known_bad.setdefault(k, []).append((kb.check.field, kb.check.predicate, kb.check.condition))
+    rank = {i: pos for indices in catalog.by_backend.values() for pos, i in enumerate(indices)}
+    seen: dict[tuple[Any, ...], Any] = {}
+    out = []
+    for i in sorted(range(len(catalog.experts)), key=lambda i: (catalog.experts[i].backend, rank.get(i, i))):
+        entry = catalog.experts[i]
+        checks = frozenset((c.field, c.predicate, c.condition, c.deny) for c in entry.checks)
+        key = (entry.backend, entry.interface, entry.activation_format, checks, frozenset(known_bad.get(entry.id, ())))
+        first = seen.setdefault(key, entry)
+        if first is not entry:
+            out.append(Finding("warning", "indistinguishable", f"{first.id}/{entry.id}", f"same backend ({entry.backend}), interface and checks ({first.file}, {entry.file}): {first.id} always ranks first (rule: the backend's own family file, then family name, then file order), so {entry.id} is never selected; remove one or tell them apart"))
+    return out
+
+
 def _aliases(catalog: Catalog, today: _dt.date) -> list[Finding]:
     out = []
     for alias in catalog.all2all_aliases.values():
@@ -262,6 +313,9 @@ def _ranges(catalog: Catalog) -> list[Finding]:
         if rng is None:
             continue
         subject = f"{kind}:{ident}"
+        unmodelled = sorted({s.version for s in rng if _bound_version(s.version) not in modelled})
+        if unmodelled:
+            out.append(Finding("error", "range_bound_unmodelled", subject, f"vLLM {rng} is bounded at {', '.join(unmodelled)}, not a modelled release (rules/engine.yaml models {', '.join(str(v) for v in modelled)}): every bound is a modelled release"))
         if not any(rng.contains(v, prereleases=True) for v in modelled):
             out.append(Finding("warning", "range_admits_no_release", subject, f"vLLM {rng} admits none of the modelled releases ({', '.join(str(v) for v in modelled)}): it never applies"))
             continue
@@ -274,6 +328,14 @@ def _ranges(catalog: Catalog) -> list[Finding]:
     if open_ended:
         out.append(Finding("note", "open_ended", f"vLLM > {newest}", f"{len(open_ended)} fact(s) introduced in a verified release hold past {newest} unverified (re-check them first at the next release): " + ", ".join(sorted(open_ended))))
     return out
+
+
+def _bound_version(text: str) -> Version | None:
+    """The release a specifier's version names (``0.33.*`` -> 0.33), ``None`` if it names none."""
+    try:
+        return Version(text.replace(".*", ""))
+    except InvalidVersion:
+        return None
 
 
 def ranged_items(catalog: Catalog) -> list[tuple[str, str, Any]]:
@@ -296,7 +358,7 @@ def lint(catalog: Catalog, *, today: _dt.date | None = None, sample: bool = True
     ``False`` skips it; ``None`` runs it when flashinfer imports and otherwise adds a note that it
     was skipped; ``True`` requires it (an unimportable flashinfer is an error).
     """
-    findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _duplicates_and_contradictions(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog) + _ranges(catalog)
+    findings = _unsatisfiable(catalog) + _constraint_ids(catalog) + _duplicates_and_contradictions(catalog) + _indistinguishable(catalog) + _orders(catalog) + _request_only(catalog) + _aliases(catalog, today or _dt.date.today()) + _coverage(catalog) + _ranges(catalog)
     if sample:
         findings += _never_selected(catalog)
     if drift is not False:

@@ -102,7 +102,10 @@ def _domain(field: str) -> tuple[Any, ...]:
         return (False, True) if var.type == "bool" else tuple(dict.fromkeys((var.default, *table_values(field, str), "fuzz")))
     kind = field_spec(field).kind
     if kind == "int":
-        return tuple(dict.fromkeys((*table_values(field, int), 1, 7, 64, 90, 100, 128, 4096)))
+        # Only values a table may list (core/fields.py IntDomain: num_experts >= 1, a known CUDA capability).
+        ints = field_spec(field).ints
+        values = tuple(dict.fromkeys((*table_values(field, int), 1, 7, 64, 90, 100, 128, 4096)))
+        return tuple(v for v in values if ints is None or (ints.contains(v) and (ints.listed is None or v in ints.listed)))
     return tuple(dict.fromkeys((*table_values(field, str), "fuzz", "x86_64", "gfx942")))
 
 

@@ -42,7 +42,7 @@ def test_problems_in_many_kinds_are_raised_together_with_file_entry_path_and_did
     t["rules/shortcuts.yaml"] = {"kind": "shortcuts", "shortcuts": [{"id": "s.x", "when": {"lora": [True]}, "try": ["fast"], "otherwise": "reff", "label": "x", "reason": "x", "reference": "x"}]}
     issues = issues_of(tmp_path, t)
     by = {(i.file, i.entry, i.path): i for i in issues}
-    assert by["kernels/slow.yaml", "slow", "$.entries[0].constraints[0].activation.not_in"].suggestion() == "gelu_tanh"
+    assert by["kernels/slow.yaml", "slow", "$.entries[0].constraints[0].not_in"].suggestion() == "gelu_tanh"
     assert by["rules/priority.yaml", "order.cuda", "$.orders[0].backends[3]"].suggestion() == "slow"
     assert by["rules/known_bad.yaml", "bad.fast_monolithic_gelu", "$.entries[0].kernels[0]"].suggestion() == "fast_monolithic"
     assert by["rules/known_bad.yaml", "bad.fast_monolithic_gelu", "$.entries[0].engine.vllmm"].suggestion() == "vllm"
@@ -105,4 +105,4 @@ def test_runtime_tables_implement_engine_entries_and_are_checked(tmp_path):
         load_runtime_catalog(engine, write_tables(tmp_path / "bad2", bad))
     by = {i.path: i for i in info.value.issues}
     assert by["$.entries[1].implements"].suggestion() == "triton"
-    assert "may not repeat an engine kernel id" in by["$.id"].message
+    assert "may not repeat an engine kernel id" in by["$.entries[1].id"].message

@@ -49,7 +49,7 @@ def _engine_names(ctx: CompileContext, tf: TableFile) -> tuple[tuple[frozenset[s
     out: list[tuple[frozenset[str], Any]] = []
     for i, raw in enumerate(tf.data.get("engine_names", [])):
         ctx.at(tf.path, raw["id"])
-        ctx.claim(raw["id"])
+        ctx.claim(raw["id"], f"$.engine_names[{i}].id")
         rng = ctx.engine_range(raw, f"$.engine_names[{i}]")
         if "auto" not in raw["names"]:
             ctx.issue(f"$.engine_names[{i}].names", "the engine's names must include 'auto'", raw["names"])
@@ -63,8 +63,8 @@ def _request_maps(ctx: CompileContext, tf: TableFile) -> tuple[RequestMap, ...]:
     backend_of = {e.id: e.backend for e in ctx.experts}
     for i, raw in enumerate(tf.data.get("requests", [])):
         ctx.at(tf.path, raw["id"])
-        ctx.claim(raw["id"])
         path = f"$.requests[{i}]"
+        ctx.claim(raw["id"], f"{path}.id")
         when = condition(ctx, raw["when"], f"{path}.when")
         names: dict[str, tuple[str, ...]] = {}
         formats: dict[str, str] = {}

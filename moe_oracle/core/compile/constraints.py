@@ -21,8 +21,8 @@ def compile_constraints(ctx: CompileContext, files: Sequence[TableFile]) -> tupl
     for tf in files:
         for i, raw in enumerate(tf.data["constraints"]):
             ctx.at(tf.path, raw["id"])
-            ctx.claim(raw["id"])
             path = f"$.constraints[{i}]"
+            ctx.claim(raw["id"], f"{path}.id")
             applies = raw.get("applies_to") or {}
             for key in ("backends", "except_backends"):
                 for j, b in enumerate(applies.get(key, [])):

@@ -45,6 +45,10 @@ class CompileContext:
         self.prepare_finalize: tuple["PrepareFinalizeEntry", ...] = ()
         self.backends: set[str] = set()
         self.kernel_ids: set[str] = set()
+        # Entries left out for an error of their own, and backends no entry is left for: a rule
+        # naming one is not reported again (the entry's own error is the one to fix).
+        self.dropped_kernels: set[str] = set()
+        self.dropped_backends: set[str] = set()
         # Rule ids of constraints the engine checks on the selected kernel only (after_selection).
         self.after_selection: set[str] = set(base.after_selection) if base is not None else set()
         self._ids: dict[str, str] = {}
@@ -69,21 +73,36 @@ class CompileContext:
 
     # ------------------------------------------------------------------ names
 
-    def claim(self, identifier: str, path: str = "$.id") -> None:
-        """Register a rule or entry id; a duplicate names the file that defined it first."""
+    def claim(self, identifier: str, path: str) -> None:
+        """Register a rule or entry id (``path``: where it is written, ``$.entries[1].id``); a
+        duplicate names the file that defined it first."""
         if identifier in self._ids:
             self.issue(path, f"duplicate id, also defined in {self._ids[identifier]}", identifier)
         else:
-            self._ids[identifier] = self.file or "?"
+            self._ids[identifier] = f"{self.file or '?'} at {path}"
+
+    def drop(self, kernel: str, backend: Any) -> None:
+        """Record an experts entry left out for its own error (reported where it was found)."""
+        self.dropped_kernels.add(kernel)
+        if isinstance(backend, str):
+            self.dropped_backends.add(backend)
 
     def known_backend(self, name: str, path: str) -> bool:
+        """Whether ``name`` is a backend; an unknown one is an issue unless only entries dropped
+        for their own error declared it."""
         if name not in self.backends:
+            if name in self.dropped_backends:
+                return False
             self.issue(path, "rule names an unknown backend", name, sorted(self.backends))
             return False
         return True
 
     def known_kernel(self, name: str, path: str, what: str) -> bool:
+        """Whether ``name`` is a kernel id; an unknown one is an issue unless it was dropped for its
+        own error."""
         if name not in self.kernel_ids:
+            if name in self.dropped_kernels:
+                return False
             self.issue(path, f"{what} names an unknown kernel", name, sorted(self.kernel_ids))
             return False
         return True

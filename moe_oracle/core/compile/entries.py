@@ -69,15 +69,21 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
     base_pool: Sequence[_Entry] = ctx.base.experts if ctx.base is not None else ()
     base_ids = {e.id for e in base_pool}
     out: list[ExpertsEntry] = []
+    families: dict[str, str] = {}
     for tf in files:
+        family = tf.data["family"]
+        if family in families:
+            ctx.at(tf.path)
+            ctx.issue("$.family", f"one file per family: also the family of {families[family]} (the family ranks a backend's kernels, so two files of one family would be ranked by their file names)", family)
+        families.setdefault(family, tf.path)
         for i, raw in enumerate(tf.data["entries"]):
             eid = raw["id"]
             ctx.at(tf.path, eid)
-            ctx.claim(eid)
-            if eid in base_ids:
-                ctx.issue("$.id", "a runtime entry id may not repeat an engine kernel id (a Decision must name its view unambiguously)", eid)
-            n = ctx.count()
             path = f"$.entries[{i}]"
+            ctx.claim(eid, f"{path}.id")
+            if eid in base_ids:
+                ctx.issue(f"{path}.id", "a runtime entry id may not repeat an engine kernel id (a Decision must name its view unambiguously)", eid)
+            n = ctx.count()
             target = _target(ctx, raw, i, base_pool, "experts")
             reference = raw.get("reference", tf.data["reference"])
             what = target.upstream if target is not None else raw.get("upstream", eid)
@@ -88,6 +94,7 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
                 # Taken unasked, checked when built: only the quant scheme decides whether it is taken.
                 ctx.after_selection.update(c.rule for c in checks if c.rule != f"{eid}.supports.quant_scheme")
             if ctx.count() != n or rng is INVALID or (raw.get("implements") and target is None):
+                ctx.drop(eid, raw.get("backend"))
                 continue
             src: Any = target if target is not None else raw
             out.append(
@@ -108,10 +115,12 @@ def compile_experts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[Ex
                     engine=rng,  # type: ignore[arg-type]
                     implements=target.id if target is not None else None,
                     check_engine=tuple(ranges),
+                    family=family,
                 )
             )
     ctx.experts = tuple(out)
     ctx.backends = {e.backend for e in out}
+    ctx.dropped_backends -= ctx.backends
     ctx.kernel_ids = {e.id for e in out} | ({e.id for e in base_pool} if ctx.base is not None else set())
     return ctx.experts
 
@@ -124,9 +133,9 @@ def compile_prepare_finalize(ctx: CompileContext, files: Sequence[TableFile]) ->
         for i, raw in enumerate(tf.data["entries"]):
             pid = raw["id"]
             ctx.at(tf.path, pid)
-            ctx.claim(pid)
-            n = ctx.count()
             path = f"$.entries[{i}]"
+            ctx.claim(pid, f"{path}.id")
+            n = ctx.count()
             target = _target(ctx, raw, i, base_pool, "prepare/finalize")
             reference = raw.get("reference", tf.data["reference"])
             what = target.upstream if target is not None else raw["upstream"]

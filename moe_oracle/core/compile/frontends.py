@@ -32,8 +32,8 @@ def compile_frontends(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[
     for tf in files:
         for i, raw in enumerate(tf.data.get("rewrites", [])):
             ctx.at(tf.path, raw["id"])
-            ctx.claim(raw["id"])
             path = f"$.rewrites[{i}]"
+            ctx.claim(raw["id"], f"{path}.id")
             when = condition(ctx, raw["when"], f"{path}.when")
             for side in ("weight", "activation"):
                 key = raw.get(side)
@@ -47,8 +47,8 @@ def compile_frontends(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[
                                            source_late=frozenset(raw.get("source_late", ()))))
         for i, raw in enumerate(tf.data.get("blocks", [])):
             ctx.at(tf.path, raw["id"])
-            ctx.claim(raw["id"])
             path = f"$.blocks[{i}]"
+            ctx.claim(raw["id"], f"{path}.id")
             when = condition(ctx, raw["when"], f"{path}.when")
             for j, b in enumerate(raw.get("refinable", ())):
                 ctx.known_backend(b, f"{path}.refinable[{j}]")

@@ -23,8 +23,8 @@ def compile_known_bad(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[
     for tf in files:
         for i, raw in enumerate(tf.data["entries"]):
             ctx.at(tf.path, raw["id"])
-            ctx.claim(raw["id"])
             path = f"$.entries[{i}]"
+            ctx.claim(raw["id"], f"{path}.id")
             for j, k in enumerate(raw["kernels"]):
                 ctx.known_kernel(k, f"{path}.kernels[{j}]", "known-bad entry")
             cond = condition(ctx, raw["when"], f"{path}.when")

@@ -255,8 +255,9 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         if ok(r.engine)
     )
     env_types = dict(compiled.env_types)
-    # Within a backend: monolithic first, then table order.
-    rank_key = tuple((0 if e.interface is Interface.MONOLITHIC else 1, i) for i, e in enumerate(final_experts))
+    # Within a backend: monolithic first, then the backend's own family file, then other families
+    # by name; within a family, file order (one file per family, so file names never decide).
+    rank_key = tuple((0 if e.interface is Interface.MONOLITHIC else 1, e.family != e.backend, e.family, i) for i, e in enumerate(final_experts))
     by_backend = {b: tuple(sorted((i for i, e in enumerate(final_experts) if e.backend == b), key=rank_key.__getitem__)) for b in sorted(backends)}
     return Catalog(
         experts=tuple(final_experts),

@@ -17,8 +17,8 @@ def compile_overrides(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[
     for tf in files:
         for i, raw in enumerate(tf.data["overrides"]):
             ctx.at(tf.path, raw["id"])
-            ctx.claim(raw["id"])
             path = f"$.overrides[{i}]"
+            ctx.claim(raw["id"], f"{path}.id")
             when = condition(ctx, raw["when"], f"{path}.when")
             ctx.known_env_vars(raw["explicit"], f"{path}.explicit")
             ctx.known_backend(raw["request"], f"{path}.request")

@@ -21,8 +21,8 @@ def compile_priority(ctx: CompileContext, files: Sequence[TableFile]) -> Priorit
     orders: list[PriorityOrder] = []
     for i, raw in enumerate(data["orders"]):
         ctx.at(tf.path, raw["id"])
-        ctx.claim(raw["id"])
         path = f"$.orders[{i}]"
+        ctx.claim(raw["id"], f"{path}.id")
         when = condition(ctx, raw["when"], f"{path}.when")
         for j, b in enumerate(raw["backends"]):
             ctx.known_backend(b, f"{path}.backends[{j}]")
@@ -36,8 +36,8 @@ def compile_priority(ctx: CompileContext, files: Sequence[TableFile]) -> Priorit
     adjustments: list[Adjustment] = []
     for i, raw in enumerate(data.get("adjustments", [])):
         ctx.at(tf.path, raw["id"])
-        ctx.claim(raw["id"])
         path = f"$.adjustments[{i}]"
+        ctx.claim(raw["id"], f"{path}.id")
         when = condition(ctx, raw["when"], f"{path}.when")
         for j, b in enumerate(raw["move"]):
             ctx.known_backend(b, f"{path}.move[{j}]")
@@ -52,8 +52,8 @@ def compile_priority(ctx: CompileContext, files: Sequence[TableFile]) -> Priorit
     opt_in: list[OptIn] = []
     for i, raw in enumerate(data.get("opt_in_only", [])):
         ctx.at(tf.path, raw["id"])
-        ctx.claim(raw["id"])
         path = f"$.opt_in_only[{i}]"
+        ctx.claim(raw["id"], f"{path}.id")
         when = condition(ctx, raw.get("when"), f"{path}.when")
         ctx.known_backend(raw["backend"], f"{path}.backend")
         rng = ctx.engine_range(raw, path)

@@ -17,8 +17,8 @@ def compile_shortcuts(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[
     for tf in files:
         for i, raw in enumerate(tf.data["shortcuts"]):
             ctx.at(tf.path, raw["id"])
-            ctx.claim(raw["id"])
             path = f"$.shortcuts[{i}]"
+            ctx.claim(raw["id"], f"{path}.id")
             when = condition(ctx, raw["when"], f"{path}.when")
             ok = all([ctx.known_kernel(k, f"{path}.try[{j}]", "shortcut") for j, k in enumerate(raw["try"])])
             otherwise = raw.get("otherwise")

@@ -16,7 +16,8 @@ from packaging.utils import canonicalize_name
 
 from ..checks import Check
 from ..environment import HOST_TOOLS
-from ..fields import FIELDS, field_spec, is_known_field
+from ..errors import InputIssue, did_you_mean
+from ..fields import FIELDS, IntDomain, field_spec, is_known_field
 from ..predicates import Predicate, compile_value_spec
 from ..vocab import Platform, ReasonCode
 from .context import INVALID, CompileContext
@@ -28,12 +29,15 @@ _PACKAGE_KEYWORDS = ("present", "version")
 _NUMERIC = ("min", "max", "multiple_of", "not_multiple_of")
 
 
-def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> bool:
+def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str, field_path: str | None = None) -> bool:
+    """``path``: where ``spec`` is written (its keywords under it); ``field_path``: where the field
+    name is (default ``path``; a constraint's ``$.constraints[0].field``)."""
+    field_path = field_path or path
     if not is_known_field(fieldname):
-        ctx.issue(path, "unknown field", fieldname, list(FIELDS) + ["packages.<name>", "env.<VAR>"] + [f"tools.{t}" for t in HOST_TOOLS])
+        ctx.issue(field_path, "unknown field", fieldname, list(FIELDS) + ["packages.<name>", "env.<VAR>"] + [f"tools.{t}" for t in HOST_TOOLS])
         return False
     if fieldname.startswith("env.") and fieldname[4:] not in ctx.env_types:
-        ctx.issue(path, "environment variable is not declared in rules/environment.yaml", fieldname[4:], sorted(ctx.env_types))
+        ctx.issue(field_path, "environment variable is not declared in rules/environment.yaml", fieldname[4:], sorted(ctx.env_types))
         return False
     fs = field_spec(fieldname)
     keyed = {"in": spec} if isinstance(spec, list) else dict(spec)
@@ -41,14 +45,26 @@ def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> 
     domain = fs.domain
     if fieldname.startswith("env.") and ctx.env_types.get(fieldname[4:]) == "bool":
         domain = (False, True)
+    strings = fs.kind in ("enum", "str") and not (fieldname.startswith("env.") and ctx.env_types.get(fieldname[4:]) != "str")
     for key, arg in keyed.items():
         if key in ("in", "not_in"):
-            for value in arg:
-                if domain is not None and value not in domain:
+            for j, value in enumerate(arg):
+                if strings and not isinstance(value, str):
+                    where = f"{path}[{j}]" if isinstance(spec, list) else f"{path}.{key}[{j}]"
+                    ctx.issue(where, f"field {fieldname!r} takes strings: YAML read the unquoted value as {_yaml_reading(value)}", value, list(domain) if domain is not None else None)
+                    ok = False
+                elif domain is not None and value not in domain:
                     ctx.issue(f"{path}.{key}" if not isinstance(spec, list) else path, f"value is not in the vocabulary of field {fieldname!r}", value, list(domain))
                     ok = False
                 elif fs.kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
-                    ctx.issue(path, f"field {fieldname!r} takes integers", value, None)
+                    ctx.issue(f"{path}.{key}" if not isinstance(spec, list) else path, f"field {fieldname!r} takes integers", value, None)
+                    ok = False
+                elif fs.ints is not None and not _listable(fs.ints, value):
+                    where = f"{path}.{key}" if not isinstance(spec, list) else path
+                    if fs.ints.listed is not None and fs.ints.contains(value):
+                        ctx.issues.append(_NumberIssue(where, f"value is not a known {fieldname} (a typo?)", value, list(fs.ints.listed), ctx.file, ctx.entry, "semantic"))
+                    else:
+                        ctx.issue(where, f"value is outside the domain of field {fieldname!r} ({fs.ints.describe()}): no config has it", value, None)
                     ok = False
         elif key == "present":
             if not fieldname.startswith("packages."):
@@ -58,16 +74,41 @@ def _check_values(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> 
             if fs.kind not in ("int", "float"):
                 ctx.issue(f"{path}.{key}", f"{key} only applies to numeric fields, and {fieldname!r} is {fs.kind}", arg, None)
                 ok = False
+            elif isinstance(arg, bool) or not isinstance(arg, (int, float)):
+                ctx.issue(f"{path}.{key}", f"{key} takes a number", arg, None)
+                ok = False
             elif (isinstance(arg, float) and not math.isfinite(arg)) or abs(arg) > 2**53:
                 # A NaN bound fails every comparison and would silently reject every config.
                 ctx.issue(f"{path}.{key}", f"{key} must be a finite number of magnitude at most 2**53", arg, None)
                 ok = False
+            elif fs.kind == "int" and not isinstance(arg, int):
+                ctx.issue(f"{path}.{key}", f"field {fieldname!r} takes integers, so {key} is an integer", arg, None)
+                ok = False
     return ok
 
 
-def predicate(ctx: CompileContext, fieldname: str, spec: Any, path: str) -> Predicate | None:
-    """One value spec on one field (a list means ``in``)."""
-    if not _check_values(ctx, fieldname, spec, path):
+def _listable(ints: IntDomain, value: int) -> bool:
+    return ints.contains(value) and (ints.listed is None or value in ints.listed)
+
+
+def _yaml_reading(value: Any) -> str:
+    """What an unquoted YAML scalar became, and how to write the string instead."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()} (unquoted yes/no, on/off and true/false are booleans in YAML); quote it, e.g. \"{'yes' if value else 'no'}\""
+    return f"the {type(value).__name__} {value!r}; quote it, e.g. \"{value!r}\""
+
+
+class _NumberIssue(InputIssue):
+    """A listed number outside the values its field may list; the did-you-mean compares digits
+    (``1070`` -> ``107``)."""
+
+    def suggestion(self) -> str | None:
+        return did_you_mean(str(self.value), [str(v) for v in self.allowed or ()])
+
+
+def predicate(ctx: CompileContext, fieldname: str, spec: Any, path: str, field_path: str | None = None) -> Predicate | None:
+    """One value spec on one field (a list means ``in``); the paths as :func:`_check_values`'s."""
+    if not _check_values(ctx, fieldname, spec, path, field_path):
         return None
     try:
         return compile_value_spec(fieldname, spec)
@@ -94,7 +135,8 @@ def constraint(ctx: CompileContext, raw: Mapping[str, Any], path: str, default_r
     if misplaced:
         ctx.issue(f"{path}.{misplaced[0]}", f"{misplaced[0]} applies only to packages.<name> fields", raw["field"], ["packages.<name>"])
         return None
-    pred = predicate(ctx, raw["field"], spec, f"{path}.{raw['field']}")
+    # The keywords sit beside `field`, so their paths are the constraint's ($.constraints[0].max).
+    pred = predicate(ctx, raw["field"], spec, path, f"{path}.field")
     cond = condition(ctx, raw.get("if"), f"{path}.if")
     if pred is None or cond is None:
         return None
