@@ -25,11 +25,13 @@ NONE = "none"
 """Value of ``all2all``/``dispatch`` when no all2all kernel runs, and of a quant side that is unquantized."""
 
 
-CUDA_CAPABILITIES = (30, 32, 35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 107, 110, 120, 121)
-"""Every CUDA compute capability (major*10+minor) a table may list: NVIDIA's CUDA GPU list
-(developer.nvidia.com/cuda-gpus; 101 is Thor before CUDA 13 renamed it 110), and 107, which vLLM
-names (vLLM 0.34.0 vllm/models/minimax_m3/common/indexer.py ``is_device_capability(107)``). Every
-capability of the hardware catalog (``inputs/hardware.py``) is one of them."""
+CUDA_CAPABILITIES: tuple[int, ...] = (70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 107, 110, 120, 121)
+"""Every CUDA compute capability (major*10+minor) a table may list and ``--sm`` takes: NVIDIA's CUDA
+GPUs list (developer.nvidia.com/cuda-gpus) from Volta on (vLLM needs 7.0): V100 7.0, Xavier 7.2, T4
+7.5, A100 8.0, A10 8.6, Orin 8.7, L4 8.9, H100 9.0, B200 10.0, B300 10.3, Thor 11.0, RTX 50 / RTX PRO
+6000 12.0, GB10 12.1; and 10.7, which vLLM names (vLLM 0.34.0 vllm/models/minimax_m3/common/indexer.py
+``is_device_capability(107)``, fused_moe/experts/lut_b_moe.py LutBSm107Experts). Every capability
+of the hardware catalog (``inputs/hardware.py``) is one of them."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,6 @@ _FIELDS = (
     _f("has_hash_routing", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "the layer routes by a token-hash table (DeepSeek-V4 first layers)"),
     _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)", ints=IntDomain(-1, excluded=(0,))),
     _f("require_decomposed", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "routes adjusted after routing (expert substitution, routing simulator)"),
-    _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)", ints=IntDomain(-1, excluded=(0,))),
     _f("act_order", "enum", ACT_ORDERS, "checkpoint", R.QUANT_UNSUPPORTED, "activation ordering of a GPTQ-style checkpoint (none, group, weight, static, dynamic)"),
     _f("weight_zero_point", "bool", _BOOL, "checkpoint", R.QUANT_UNSUPPORTED, "the weights carry zero points (asymmetric)", ("weight_zero_point", "quant")),
     _f("marlin_moe_supported", "bool", _BOOL, "derived", R.SHAPE_UNALIGNED, "vLLM check_moe_marlin_supports_config holds (not ROCm, hidden % 128, group in -1/32/64/128, the partition holds whole groups; tile-aligned with act-order)", ("device.platform", "hidden_size", "intermediate_size", "parallel.tp_size", "parallel.dp_size", "parallel.use_ep", "weight_group_size", "act_order")),

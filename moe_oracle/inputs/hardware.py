@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..core.config import Device
+from ..core.fields import CUDA_CAPABILITIES
 from ..core.errors import ConfigError, InputIssue
 from ..core.vocab import Platform
 
@@ -126,18 +127,9 @@ so the answer for it would be a guess (vLLM's ROCm platform tests these targets 
 vllm/platforms/rocm.py on_gfx9 / on_gfx942 / on_gfx950 / on_gfx1x)."""
 
 
-CUDA_CAPABILITIES: tuple[int, ...] = (70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 107, 110, 120, 121)
-"""The CUDA compute capabilities ``--sm`` takes (major*10+minor): those of NVIDIA's CUDA GPUs list
-(developer.nvidia.com/cuda-gpus) from Volta on, V100 7.0, Xavier 7.2, T4 7.5, A100 8.0, A10 8.6,
-Orin 8.7, L4 8.9, H100 9.0, B200 10.0, B300 10.3, Thor 11.0, RTX 50 / RTX PRO 6000 12.0, GB10 12.1,
-and SM 10.7, which the tables name (vLLM 0.34.0 fused_moe/experts/lut_b_moe.py LutBSm107Experts).
-Held to every capability the catalog and the tables name by tests/unit/test_cli_flag_values.py.
-Another number is no GPU: a rule's capability set would treat it as it treats none of them, so the
-answer would be a guess (as for an arch outside :data:`GPU_ARCHES`)."""
-
-
 def unknown_capability(capability: int | None) -> str | None:
-    """A message when ``capability`` is not one of :data:`CUDA_CAPABILITIES`, else ``None``.
+    """A message when ``capability`` is not one of :data:`~moe_oracle.core.fields.CUDA_CAPABILITIES` (the
+    capabilities ``--sm`` takes: another number is no GPU, and the answer would be a guess), else ``None``.
 
     >>> unknown_capability(90) is None, unknown_capability(15)[:31]
     (True, 'is not a CUDA compute capabilit')
