@@ -21,7 +21,8 @@ and by a plain test (tests/property/test_found_cases.py).
   the winner's waived ones; fixed in tests/property/invariants.py.
 * :data:`MARLIN_COPY_REORDERS_ASSUMPTIONS` -- FP8 per-tensor weights and dynamic activations on an
   A100, ``vllm==0.28.9`` (the deep tier's seed 20261203): a copy of ``marlin`` at the head of
-  kernels/aiter.yaml wins, and ``marlin``'s assumptions came out in another order as an eligible
+  kernels/aiter.yaml won (since family files rank by family, the copy goes at the head of marlin's own
+  file, where it wins as before), and ``marlin``'s assumptions came out in another order as an eligible
   candidate (read from the whole bit set) than as the winner (read row by row). Candidate records
   now list assumptions in table order, as failures (moe_oracle/core/decision.py).
 * :data:`ONE_SIDED_PAYLOAD_AT_CONSTRUCTION` -- FP8 per-tensor static weights and activations on an
@@ -125,12 +126,14 @@ MORI_EP_V2_BEFORE_034: tuple[Case, tuple[str, str]] = (
 def added_kernel_mutation(source: str = "triton_batched"):  # noqa: ANN201 - table_mutations.Mutation
     """The edit of :data:`ADDED_KERNEL_OUTRANKS_WINNER` (``source`` ``triton_batched``) and of
     :data:`MARLIN_COPY_REORDERS_ASSUMPTIONS` (``marlin``): ``source`` copied as
-    ``<source>_fuzz_copy`` (same backend) at the head of kernels/aiter.yaml."""
+    ``<source>_fuzz_copy`` (same backend) at the head of ``source``'s own file, so it ranks just
+    ahead of ``source`` (within a backend, kernels of one family file rank in file order; a copy in
+    another family's file would rank after the backend's own family, core/ranking.py)."""
     from tests.property.table_mutations import _finish, _fresh, _site, shipped_files
 
     path, j = _site(source)
-    entry = _fresh(next(tf for tf in shipped_files() if tf.path == path).data["entries"][j])
+    doc = _fresh(next(tf for tf in shipped_files() if tf.path == path).data)
+    entry = _fresh(doc["entries"][j])
     new_id = entry["id"] = f"{source}_fuzz_copy"
-    doc = _fresh(next(tf for tf in shipped_files() if tf.path == "kernels/aiter.yaml").data)
     doc["entries"].insert(0, entry)
-    return _finish(f"copy of {source} as {new_id} (backend {entry['backend']}) at kernels/aiter.yaml[0]", {"kernels/aiter.yaml": doc}, source, new_id)
+    return _finish(f"copy of {source} as {new_id} (backend {entry['backend']}) at {path}[0]", {path: doc}, source, new_id)
