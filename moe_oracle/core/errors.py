@@ -168,8 +168,24 @@ def _field_of(path: str) -> str | None:
     return None
 
 
+def _restored(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    """An error as pickled by :meth:`MoEOracleError.__reduce__`: its class, ``args`` and attributes,
+    without calling its ``__init__`` (whose parameters are its records, not its message)."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
 class MoEOracleError(Exception):
-    """Base class of every error this package raises on purpose."""
+    """Base class of every error this package raises on purpose.
+
+    Every one crosses a process boundary (pickle, ``ProcessPoolExecutor``) whole: it is rebuilt
+    from its attributes (the issues, the Decision), not by calling ``__init__`` with its message.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restored, (type(self), self.args, dict(self.__dict__)))
 
 
 class _IssuesError(MoEOracleError):
