@@ -249,8 +249,8 @@ class Provenance:
     evidence: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.field, str) or not self.field:
-            raise ConfigError([InputIssue("$.provenance.field", "must be a non-empty string naming an input field", self.field, None)])
+        if not isinstance(self.field, str):
+            raise ConfigError([InputIssue("$.provenance.field", "must be a string naming an input field", self.field, None)])
         _coerce_enum(self, "source", Source, path="provenance.")
         if not isinstance(self.evidence, str):
             raise ConfigError([InputIssue("$.provenance.evidence", "must be a string", self.evidence, None)])
