@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import io
 import os
 import pickle
 import sys
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import packaging
 
+from . import pickling
 from ._resources import package_dir
 
 if TYPE_CHECKING:
@@ -58,16 +57,6 @@ def code_fingerprint() -> str:
                 st = os.stat(path)
                 digest.update(f"{os.path.relpath(path, root)}:{st.st_size}:{st.st_mtime_ns};".encode())
     return digest.hexdigest()
-
-
-def _mapping_proxy(items: dict[Any, Any]) -> MappingProxyType:
-    return MappingProxyType(items)
-
-
-class _Pickler(pickle.Pickler):
-    # Compiled tables hold read-only mappings (MappingProxyType), which pickle cannot name; this
-    # pickler's own dispatch table rebuilds them (the process-wide copyreg table is left alone).
-    dispatch_table = {MappingProxyType: lambda m: (_mapping_proxy, (dict(m),))}
 
 
 def _path(location: Path, key: str) -> Path:
@@ -107,9 +96,7 @@ def load(location: Path, key: str) -> "Catalog | None":
 
 def store(location: Path, key: str, catalog: "Catalog") -> None:
     """Write ``catalog`` under ``key`` (atomically; a read-only or full directory is ignored)."""
-    buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(catalog)
-    body = buffer.getvalue()
+    body = pickling.dumps(catalog)  # compiled tables hold read-only mappings (MappingProxyType)
     import tempfile  # writing only (a miss); a warm call does not import it (shutil, random)
 
     try:

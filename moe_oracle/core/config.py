@@ -11,6 +11,7 @@ size per partition, activation format) are computed by
 from __future__ import annotations
 
 import enum
+import operator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterable
 
@@ -18,7 +19,7 @@ from .errors import ConfigError, InputIssue
 from .quant import UNQUANTIZED, QuantScheme
 from .vocab import Activation, All2AllBackend, DType, Platform, RoutingMethod, Source
 
-__all__ = ["ACT_ORDERS", "Device", "MoEConfig", "ParallelConfig", "Provenance"]
+__all__ = ["ACT_ORDERS", "GROUPED_TOPK_SOURCE", "Device", "MoEConfig", "ParallelConfig", "Provenance", "grouping_problems"]
 
 ACT_ORDERS: tuple[str, ...] = ("none", "group", "weight", "static", "dynamic")
 """Activation orderings of a GPTQ-style checkpoint (compressed-tensors ``ActivationOrdering`` and ``none``)."""
@@ -40,16 +41,36 @@ def _coerce_enum(owner: object, name: str, enum_cls: type[enum.Enum], *, optiona
     raise ConfigError([InputIssue(f"$.{path}{name}", f"not a valid {enum_cls.__name__}", value, allowed)])
 
 
+def _integer(value: Any) -> int | None:
+    """``value`` as a Python ``int`` when it is an integer (``int``, a numpy integer, a 0-d integer
+    array or tensor: whatever ``operator.index`` takes), else ``None``. Booleans, floats and
+    arrays of more than one element are not integers here."""
+    if isinstance(value, bool) or "bool" in str(getattr(value, "dtype", "")):
+        return None
+    if isinstance(value, int):
+        return int(value)  # an int subclass (IntEnum) stored as the int it is
+    if tuple(getattr(value, "shape", ())) != ():  # operator.index takes a 1-element tensor too
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def _check_int(owner: object, name: str, *, minimum: int, optional: bool = False, path: str = "") -> None:
+    """Refuse a non-integer or out-of-range ``owner.name``; store an integer-like value as a Python ``int``
+    (so equality, hashing and JSON are those of the int)."""
     value = getattr(owner, name)
     if value is None and optional:
         return
-    if isinstance(value, bool) or not isinstance(value, int):
+    number = _integer(value)
+    if number is None:
         raise ConfigError([InputIssue(f"$.{path}{name}", "must be an integer", value, {"type": "integer", "minimum": minimum})])
-    if value < minimum:
-        raise ConfigError([InputIssue(f"$.{path}{name}", f"must be >= {minimum}", value, {"minimum": minimum})])
-    if value > 2**40:
-        raise ConfigError([InputIssue(f"$.{path}{name}", "is implausibly large (> 2**40)", value, {"maximum": 2**40})])
+    object.__setattr__(owner, name, number)
+    if number < minimum:
+        raise ConfigError([InputIssue(f"$.{path}{name}", f"must be >= {minimum}", number, {"minimum": minimum})])
+    if number > 2**40:
+        raise ConfigError([InputIssue(f"$.{path}{name}", "is implausibly large (> 2**40)", number, {"maximum": 2**40})])
 
 
 def _check_bool(owner: object, name: str, path: str = "") -> None:
@@ -73,10 +94,47 @@ def _check_block(owner: object) -> None:
         return
     if isinstance(value, list):
         value = tuple(value)
-    ok = isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2**20 for v in value)
+    if isinstance(value, tuple):
+        value = tuple(_integer(v) for v in value)
+    ok = isinstance(value, tuple) and len(value) == 2 and all(v is not None and 1 <= v <= 2**20 for v in value)
     if not ok:
         raise ConfigError([InputIssue("$.weight_block_size", "must be [block_n, block_k], two positive integers", getattr(owner, "weight_block_size"), {"type": "array", "items": "integer >= 1", "length": 2})])
     object.__setattr__(owner, "weight_block_size", value)
+
+
+GROUPED_TOPK_SOURCE = "vLLM 0.29.0-0.34.0 model_executor/layers/fused_moe/router/grouped_topk_router.py grouped_topk"
+"""Where the grouped top-k rule comes from: ``scores.view(num_token, num_expert_group, -1)`` and
+``torch.topk(group_scores, k=topk_group)`` over the groups; and vLLM's routing method is
+DeepSeekV3 only with ``num_expert_group > 0`` (fused_moe/config.py ``get_routing_method_type``)."""
+
+_DIVISORS_LISTED = 16384  # past this many experts the allowed divisors are not listed
+
+
+def grouping_problems(num_experts: int | None, num_expert_group: int | None, topk_group: int | None, *,
+                      names: tuple[str, str] = ("num_expert_group", "topk_group")) -> list[tuple[str, str, Any, Any]]:
+    """What vLLM's grouped top-k refuses in a layer's expert groups: ``(name, message, value,
+    allowed)`` per problem; ``names`` are the two fields as the caller's input spells them
+    (``n_group`` in a config.json). The one rule behind :class:`MoEConfig` and
+    :func:`moe_oracle.inputs.bounds.model_config_issues`.
+
+    ``num_expert_group`` must be >= 1 and divide the experts; ``topk_group``, when the groups are
+    given, between 1 and ``num_expert_group`` (:data:`GROUPED_TOPK_SOURCE`).
+
+    >>> [p[0] for p in grouping_problems(128, 3, 2)]
+    ['num_expert_group']
+    >>> grouping_problems(256, 8, 4)
+    []
+    """
+    group, topk = names
+    out: list[tuple[str, str, Any, Any]] = []
+    if num_expert_group is not None and num_expert_group < 1:
+        out.append((group, f"must be >= 1: {GROUPED_TOPK_SOURCE} reshapes the router scores into {group} groups, and vLLM fails at start on {num_expert_group}", num_expert_group, {"minimum": 1}))
+    elif num_expert_group is not None and num_experts is not None and num_experts > 0 and num_experts % num_expert_group:
+        divisors = [d for d in range(1, num_experts + 1) if num_experts % d == 0] if num_experts <= _DIVISORS_LISTED else None
+        out.append((group, f"must divide the {num_experts} experts: {GROUPED_TOPK_SOURCE} reshapes the scores to (tokens, {group}, experts // {group}), and vLLM fails at start", num_expert_group, divisors))
+    if topk_group is not None and num_expert_group is not None and num_expert_group >= 1 and not 1 <= topk_group <= num_expert_group:
+        out.append((topk, f"must be between 1 and {group} = {num_expert_group}: {GROUPED_TOPK_SOURCE} takes topk(k={topk}) over the {group} groups, and vLLM fails at start", topk_group, {"minimum": 1, "maximum": num_expert_group}))
+    return out
 
 
 @dataclass(frozen=True)
@@ -91,6 +149,12 @@ class Device:
             architecture (``"x86_64"``, ``"aarch64"``, ``"ppc64le"``); ``None`` when unknown.
         cpu_amx: x86 AMX tile support (CPU only); ``None`` when unknown.
         name: hardware catalog name (``"H200"``), informational.
+
+    Integer-like values (numpy, 0-d tensors) are stored as ``int``. A capability off CUDA, an arch
+    on CUDA (the capability decides there), an empty arch and ``cpu_amx`` off CPU are refused.
+
+    Raises:
+        ConfigError: a field of the wrong type or range, or one its platform does not read.
     """
 
     platform: Platform
@@ -101,19 +165,29 @@ class Device:
 
     def __post_init__(self) -> None:
         _coerce_enum(self, "platform", Platform, path="device.")
-        if isinstance(self.capability, int) and not isinstance(self.capability, bool) and self.capability < 10:
-            raise ConfigError([InputIssue("$.device.capability", f"must be >= 10 (got {self.capability}): a compute capability is written major*10+minor, e.g. 90 for SM 9.0, 100 for SM 10.0", self.capability, {"minimum": 10, "maximum": 200})])
+        cap = _integer(self.capability)
+        if cap is not None and cap < 10:
+            raise ConfigError([InputIssue("$.device.capability", f"must be >= 10 (got {cap}): a compute capability is written major*10+minor, e.g. 90 for SM 9.0, 100 for SM 10.0", cap, {"minimum": 10, "maximum": 200})])
         _check_int(self, "capability", minimum=10, optional=True, path="device.")
         if self.capability is not None and self.platform is not Platform.CUDA:
             raise ConfigError([InputIssue("$.device.capability", "a CUDA compute capability is only meaningful on platform cuda", self.capability, None)])
         if self.capability is not None and self.capability > 200:
             raise ConfigError([InputIssue("$.device.capability", "compute capability is major*10+minor, e.g. 90 for SM 9.0", self.capability, {"maximum": 200})])
         if self.arch is not None and not isinstance(self.arch, str):
-            raise ConfigError([InputIssue("$.device.arch", "must be a string", self.arch, None)])
+            raise ConfigError([InputIssue("$.device.arch", "must be a string or None (unknown)", self.arch, None)])
         if self.arch is not None:
             object.__setattr__(self, "arch", self.arch.strip().lower())  # gfx942, xe2, x86_64: one spelling
+            if not self.arch:
+                raise ConfigError([InputIssue("$.device.arch", "must not be empty: give the architecture (gfx942, xe2, x86_64) or None when unknown", self.arch, None)])
+            if self.platform is Platform.CUDA:
+                # no table reads an arch on CUDA (the capability decides); it would be dropped unsaid
+                raise ConfigError([InputIssue("$.device.arch", "is read on rocm (gfx942), xpu (xe2) and cpu (x86_64), not on platform cuda: give the compute capability (Device.capability, 90 for SM 9.0)", self.arch, None)])
         if self.cpu_amx is not None and not isinstance(self.cpu_amx, bool):
             raise ConfigError([InputIssue("$.device.cpu_amx", "must be true, false or null", self.cpu_amx, [True, False, None])])
+        if self.cpu_amx is not None and self.platform is not Platform.CPU:
+            raise ConfigError([InputIssue("$.device.cpu_amx", "x86 AMX tile support is only meaningful on platform cpu", self.cpu_amx, None)])
+        if self.name is not None and not isinstance(self.name, str):
+            raise ConfigError([InputIssue("$.device.name", "must be a string (a hardware name, informational) or None", self.name, None)])
 
 
 @dataclass(frozen=True)
@@ -159,11 +233,27 @@ class ParallelConfig:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where one input field's value came from, with the evidence for inferred values."""
+    """Where one input field's value came from, with the evidence for inferred values.
+
+    Attributes:
+        field: the input field, dotted for nested ones (``"parallel.tp_size"``).
+        source: a :class:`~moe_oracle.core.vocab.Source`, or its value (``"user_flag"``), coerced.
+        evidence: what shows it, one phrase.
+
+    Raises:
+        ConfigError: a field or evidence that is not a string, a source not in ``Source``.
+    """
 
     field: str
     source: Source
     evidence: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.field, str):
+            raise ConfigError([InputIssue("$.provenance.field", "must be a string naming an input field", self.field, None)])
+        _coerce_enum(self, "source", Source, path="provenance.")
+        if not isinstance(self.evidence, str):
+            raise ConfigError([InputIssue("$.provenance.evidence", "must be a string", self.evidence, None)])
 
     def to_dict(self) -> dict[str, str]:
         return {"field": self.field, "source": self.source.value, "evidence": self.evidence}
@@ -198,7 +288,9 @@ class MoEConfig:
         swiglu_alpha, swiglu_limit, swiglu_beta: SwiGLU-OAI scale and clamp; ``swiglu_limit``
             set means kernels must apply the clamp.
         num_expert_group, topk_group, routed_scaling_factor, has_correction_bias:
-            grouped top-k routing parameters (DeepSeek-V3 style).
+            grouped top-k routing parameters (DeepSeek-V3 style); the groups must divide the
+            experts and ``topk_group`` lie between 1 and ``num_expert_group``, as vLLM's
+            grouped top-k needs (:func:`grouping_problems`).
         situ_beta, situ_linear_beta: SiTU activation parameters (Kimi-K3: 4.0 and 25.0); some
             kernels accept SiTU only for specific values (vLLM 0.33.0 P/b12x.py).
         model_type: Hugging Face ``model_type`` of the text model (``"deepseek_v3"``); vLLM 0.33.0
@@ -305,6 +397,9 @@ class MoEConfig:
         _check_float(self, "routed_scaling_factor", optional=False)
         _check_int(self, "num_expert_group", minimum=0, optional=True)
         _check_int(self, "topk_group", minimum=0, optional=True)
+        problems = grouping_problems(self.num_experts, self.num_expert_group, self.topk_group)
+        if problems:
+            raise ConfigError([InputIssue(f"$.{name}", message, value, allowed) for name, message, value, allowed in problems])
         _check_int(self, "max_num_tokens", minimum=1, optional=True)
         if self.top_k > self.num_experts:
             raise ConfigError([InputIssue("$.top_k", f"top_k must not exceed num_experts ({self.num_experts})", self.top_k, {"maximum": self.num_experts})])

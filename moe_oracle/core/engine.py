@@ -154,8 +154,9 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
     par = config.parallel
     if values["all2all"] == "none" and par.all2all_backend.value != "allgather_reducescatter":
         notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1")
-    if par.num_redundant_experts and not (par.enable_eplb and values["use_ep"]):
-        notes.append(f"{par.num_redundant_experts} redundant experts have no effect without EPLB and expert parallelism")
+    # No note on redundant experts without EPLB: vLLM 0.29.0-0.34.0 refuses them at start
+    # (vllm/config/parallel.py _validate_parallel_config), which constraint.redundant_experts_need_eplb
+    # reports; without expert parallelism, EPLB itself is refused.
     if values["dispatch"] in MORI_DISPATCH:
         notes.append(mori_resolution(config, env, values["quant_method"], config.quant.weight).note())
     elif values["all2all"] in _MORI_DEPRECATED and release is not None and Version(release.stand_in) >= Version("0.34.0"):

@@ -84,7 +84,8 @@ class Environment:
         ConfigError: (a ``ValueError``) a field of the wrong shape (a bare string for a
             collection; ``packages``/``env`` items that are not ``(name, string)`` pairs; an empty
             name), one package or variable given two different values, a package declared both
-            installed and absent, a version that is not PEP 440, or a tool outside
+            installed and absent, a version that is not PEP 440, ``complete`` or ``probed`` not a
+            bool, or a tool outside
             :data:`HOST_TOOLS` or not given as a bool.
     """
 
@@ -99,6 +100,9 @@ class Environment:
     fingerprint: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
+        for flag in ("complete", "probed"):  # complete=1 would change the answer as True does, unsaid
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError([InputIssue(flag, "must be True or False", getattr(self, flag), [True, False])], headline=f"bad Environment.{flag}")
         packages = tuple(sorted(_unique_pairs("packages", ((canonical_name(n), v) for n, v in _pairs("packages", self.packages)))))
         object.__setattr__(self, "packages", packages)
         object.__setattr__(self, "absent", frozenset(canonical_name(n) for n in _names("absent", self.absent)))
@@ -217,7 +221,7 @@ class Environment:
         >>> Environment.declared(["vllm==0.10.0", "vllm==0.9.0"])
         Traceback (most recent call last):
         ...
-        moe_oracle.core.errors.ConfigError: bad --package (1 problem):
+        moe_oracle.core.errors.ConfigError: bad Environment.packages (1 problem):
           - --package vllm: declared twice with different versions: '0.10.0' and '0.9.0'; declare one version
 
         Raises:
@@ -234,7 +238,7 @@ class Environment:
 
 
 def _shape_error(name: str, message: str, value: object) -> "NoReturn":
-    raise ConfigError([InputIssue(name, message, value, None)], headline=f"bad Environment {name}")
+    raise ConfigError([InputIssue(name, message, value, None)], headline=f"bad Environment.{name}")
 
 
 def _names(name: str, value: object) -> frozenset[str] | tuple[str, ...]:
@@ -280,7 +284,7 @@ def _pairs(name: str, value: object) -> tuple[tuple[str, str], ...]:
             _shape_error(name, "every name must be a non-empty string", key)
         if not isinstance(val, str):
             kind = "versions" if name == "packages" else "environment variable values"
-            raise ConfigError([InputIssue(_item_path(name, key), f"{kind} are strings; got {type(val).__name__} (write {str(val)!r})", val, None)], headline=f"bad Environment {name}")
+            raise ConfigError([InputIssue(_item_path(name, key), f"{kind} are strings; got {type(val).__name__} (write {str(val)!r})", val, None)], headline=f"bad Environment.{name}")
     return tuple((k, v) for k, v in items)
 
 
@@ -300,11 +304,11 @@ def _tools(value: object) -> tuple[tuple[str, bool], ...]:
             _shape_error("tools", "every item must be a (tool, found) pair (or give a mapping TOOL -> bool)", item)
         name, found = item
         if name not in HOST_TOOLS:
-            raise ConfigError([InputIssue(f"tools {name}", "not a host tool selection reads", name, sorted(HOST_TOOLS))], headline="bad Environment tools")
+            raise ConfigError([InputIssue(f"tools {name}", "not a host tool selection reads", name, sorted(HOST_TOOLS))], headline="bad Environment.tools")
         if not isinstance(found, bool):
-            raise ConfigError([InputIssue(f"tools {name}", f"found or not is a bool; got {type(found).__name__}", found, [True, False])], headline="bad Environment tools")
+            raise ConfigError([InputIssue(f"tools {name}", f"found or not is a bool; got {type(found).__name__}", found, [True, False])], headline="bad Environment.tools")
         if seen.get(name, found) != found:
-            raise ConfigError([InputIssue(f"tools {name}", "declared both found and not found", None, None)], headline="bad Environment tools")
+            raise ConfigError([InputIssue(f"tools {name}", "declared both found and not found", None, None)], headline="bad Environment.tools")
         seen[name] = found
     return tuple(sorted(seen.items()))
 
@@ -325,7 +329,7 @@ def _unique_pairs(name: str, pairs: Iterable[tuple[str, str]]) -> tuple[tuple[st
     for key, value in pairs:
         if key in seen and not same(seen[key], value):
             noun = "versions" if name == "packages" else "values"
-            raise ConfigError([InputIssue(_item_path(name, key), f"declared twice with different {noun}: {seen[key]!r} and {value!r}; declare one", None, None)], headline=f"bad Environment {name}")
+            raise ConfigError([InputIssue(_item_path(name, key), f"declared twice with different {noun}: {seen[key]!r} and {value!r}; declare one", None, None)], headline=f"bad Environment.{name}")
         seen[key] = value
     return tuple(seen.items())
 

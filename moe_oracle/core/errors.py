@@ -147,7 +147,19 @@ _FLAG_FOR_PATH = {
 
 # The Python API's names for the records a field path starts in: ``Device(capability=999)`` is
 # headed "bad Device.capability", not by the flag that sets it on the command line.
-_API_RECORD = {"device": "Device", "parallel": "ParallelConfig"}
+_API_RECORD = {"device": "Device", "parallel": "ParallelConfig", "provenance": "Provenance"}
+
+
+# Flags whose value the Python API takes as a parameter of its own: an issue found at the flag's
+# path (``--package vllm``, raised by the Environment both doors build) is headed by that parameter
+# in the API (``bad Environment.packages``) and by the flag on the command line (``bad --package``).
+_API_FOR_FLAG = {
+    "--package": "Environment.packages",
+    "--without": "Environment.absent",
+    "--env": "Environment.env",
+    "--backend": "why_not(backend_name)",
+    "--keep": "why_not(keep)",
+}
 
 
 def _flag_of(path: str) -> str | None:
@@ -156,24 +168,45 @@ def _flag_of(path: str) -> str | None:
     (``$.top_k`` -> ``top_k``)."""
     if path in _FLAG_FOR_PATH:
         return _FLAG_FOR_PATH[path]
+    if path.startswith("--"):
+        return path.split()[0].split("/")[0]
     if path.startswith("$.") and " " not in path:
         return path[2:]
     return _field_of(path)
 
 
 def _field_of(path: str) -> str | None:
-    """The input an issue path names in the Python API: a flag as written (``--gpu``), a record's
-    field (``$.parallel.tp_size`` -> ``ParallelConfig.tp_size``), else the field (``$.top_k`` -> ``top_k``)."""
+    """The input an issue path names in the Python API: a flag the API takes as a parameter of its
+    own by that parameter (``--package vllm`` -> ``Environment.packages``), another flag as written
+    (``--gpu``), a record's field (``$.parallel.tp_size`` -> ``ParallelConfig.tp_size``), else the
+    field (``$.top_k`` -> ``top_k``)."""
     if path.startswith("--"):
-        return path.split()[0].split("/")[0]
+        flag = path.split()[0].split("/")[0]
+        return _API_FOR_FLAG.get(flag, flag)
     if path.startswith("$.") and " " not in path:
         head, _, rest = path[2:].partition(".")
         return f"{_API_RECORD[head]}.{rest}" if rest and head in _API_RECORD else path[2:]
     return None
 
 
+def _restored(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    """An error as pickled by :meth:`MoEOracleError.__reduce__`: its class, ``args`` and attributes,
+    without calling its ``__init__`` (whose parameters are its records, not its message)."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
 class MoEOracleError(Exception):
-    """Base class of every error this package raises on purpose."""
+    """Base class of every error this package raises on purpose.
+
+    Every one crosses a process boundary (pickle, ``ProcessPoolExecutor``) whole: it is rebuilt
+    from its attributes (the issues, the Decision), not by calling ``__init__`` with its message.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restored, (type(self), self.args, dict(self.__dict__)))
 
 
 class _IssuesError(MoEOracleError):
@@ -193,11 +226,17 @@ class _IssuesError(MoEOracleError):
     def title(self) -> str:
         """What failed, first: the headline given, else ``bad <input>`` when every issue names
         the same file or input (``bad --gpu``, ``bad model.json``, ``bad Device.capability``),
-        else the class headline."""
-        return self._title(_field_of)
+        else the class headline. Named as the Python API names it, or after :meth:`naming_flags`
+        as the command line does."""
+        return self._title(_flag_of if self.__dict__.get("_naming_flags") else _field_of)
 
     def _title(self, name_of: Callable[[str], str | None]) -> str:
         if "headline" in self.__dict__:
+            # A headline naming a flag the API takes as a parameter of its own ("bad --package",
+            # "bad --env VLLM_USE_DEEP_GEMM") names that parameter in the API's view.
+            flag = self.headline[4:].split(" ")[0] if self.headline.startswith("bad --") else ""
+            if name_of is _field_of and flag in _API_FOR_FLAG:
+                return f"bad {_API_FOR_FLAG[flag]}"
             return self.headline
         wheres = {issue.file or name_of(issue.path) for issue in self.issues}
         if len(wheres) == 1 and None not in wheres:
@@ -206,13 +245,13 @@ class _IssuesError(MoEOracleError):
 
     def naming_flags(self) -> "_IssuesError":
         """The same error headed as the command line sees it: a field a flag sets is named by
-        the flag (``bad --sm``, not ``bad Device.capability``). ``self`` when nothing changes."""
-        title = self._title(_flag_of)
-        if title == self.title():
+        the flag (``bad --sm``, not ``bad Device.capability``; ``bad --package``, not
+        ``bad Environment.packages``). ``self`` when nothing changes."""
+        if self._title(_flag_of) == self.title():
             return self
         new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
-        new.headline = title
+        new._naming_flags = True
         new.args = (str(new),)
         return new
 

@@ -28,7 +28,7 @@ from .errors import ConfigError, InputIssue
 from .decision import NoEligibleKernelError
 from .vocab import Policy
 
-__all__ = ["VIEWS", "Oracle", "catalog_for_view", "default_catalog", "default_runtime_catalog", "parse_policy", "select"]
+__all__ = ["VIEWS", "Oracle", "catalog_for_view", "default_catalog", "default_runtime_catalog", "parse_policy", "require_config", "require_environment", "select"]
 
 VIEWS = ("engine", "runtime")
 """``engine``: what the engine runs (its own kernels only); ``runtime``: what our runtime can build."""
@@ -154,9 +154,11 @@ class Oracle:
         Raises:
             NoEligibleKernelError: ``strict`` and no candidate is eligible; carries the Decision.
             ConfigError: ``config.moe_backend`` names an unknown backend, or an unknown policy.
-            TypeError: ``config`` is not a MoEConfig (a dict of its fields, say).
+            TypeError: ``config`` is not a MoEConfig (a dict of its fields, say), or ``env`` is
+                neither an Environment nor ``None`` (a dict of package versions, say).
         """
-        _require_config(config, "Oracle.select")
+        require_config(config, "Oracle.select")
+        require_environment(env, "Oracle.select")
         env = env if env is not None else self._environment
         pol = self._policy if policy is None else parse_policy(policy)
         key = (config, env.fingerprint, env.notes, pol)
@@ -195,13 +197,25 @@ class Oracle:
         self._memo.clear()
 
 
-def _require_config(config: object, call: str) -> None:
+def require_config(config: object, call: str) -> None:
     """A clear TypeError for what is not a :class:`MoEConfig` (a dict was "unhashable type")."""
     if not isinstance(config, MoEConfig):
         raise TypeError(
             f"{call} takes a MoEConfig, not {type(config).__name__}: build one with MoEConfig(num_experts=..., top_k=..., "
             "hidden_size=..., intermediate_size=..., device=Device(...)), or from a Hugging Face config.json with "
             "moe_oracle.inputs.hf.from_hf_config(load_hf_config(path)) and MoEConfig(device=..., **ck.kwargs)"
+        )
+
+
+def require_environment(env: object, call: str) -> None:
+    """A clear TypeError for an ``env`` that is not an :class:`Environment` (a dict was "'dict'
+    object has no attribute 'fingerprint'")."""
+    if env is not None and not isinstance(env, Environment):
+        raise TypeError(
+            f"{call} takes an Environment (or None), not {type(env).__name__}: build one with "
+            "Environment.declared(packages=['vllm==0.31.0', 'flashinfer-python==0.7.2'], env={'VLLM_USE_DEEP_GEMM': '0'}) "
+            "(NAME==VERSION, or a bare NAME: installed, version unknown), or probe this host with "
+            "moe_oracle.probe_environment(package_names, env_var_names)"
         )
 
 
@@ -213,9 +227,10 @@ def select(config: MoEConfig, *, env: Environment | None = None, catalog: Catalo
     Raises:
         NoEligibleKernelError: ``strict`` and nothing is eligible.
         ConfigError: unknown ``moe_backend``, view or policy.
-        TypeError: ``config`` is not a MoEConfig.
+        TypeError: ``config`` is not a MoEConfig, or ``env`` not an Environment.
     """
-    _require_config(config, "select")
+    require_config(config, "select")
+    require_environment(env, "select")
     decision = evaluate(catalog or catalog_for_view(view), config, env if env is not None else Environment(), policy=parse_policy(policy))
     if strict and decision.winner is None:
         raise NoEligibleKernelError(decision)

@@ -28,7 +28,7 @@ from ..core.engine import evaluate
 from ..core.requests import resolve_request
 from ..core.errors import ConfigError, InputIssue
 from ..core.environment import Environment
-from ..core.oracle import Oracle, parse_policy
+from ..core.oracle import Oracle, parse_policy, require_config, require_environment
 from ..core.render import alternative_lines, refusing_checks
 from ..core.vocab import Policy
 from .whynot_edits import CATEGORIES, COSTS, DEFAULT_KEEP, Alternative, Edit, request_hint
@@ -147,7 +147,12 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     Raises:
         ConfigError: ``backend_name`` is not a known backend or alias, or ``keep`` names an
             unknown category.
+        TypeError: ``backend_name`` is not a str, ``config`` not a MoEConfig, ``env`` not an Environment.
     """
+    require_config(config, "why_not")
+    require_environment(env, "why_not")
+    if not isinstance(backend_name, str):
+        raise TypeError(f"why_not(backend_name) takes a backend name as a str (such as 'flashinfer_trtllm'), not {type(backend_name).__name__}: {backend_name!r}")
     catalog = oracle.catalog
     env = oracle.environment if env is None else env
     policy = oracle.policy if policy is None else parse_policy(policy)

@@ -12,7 +12,8 @@ a dummy batch through every MoE layer):
 * grouped top-k (``n_group``/``topk_group``): ``grouped_topk`` reshapes the router scores to
   ``(tokens, num_expert_group, -1)`` and takes ``topk(k=topk_group)`` over the groups (vLLM 0.33.0
   model_executor/layers/fused_moe/router/grouped_topk_router.py), so ``n_group`` must be >= 1 and
-  divide the experts, and ``topk_group`` must be <= ``n_group``;
+  divide the experts, and ``topk_group`` must be <= ``n_group`` (one rule with ``MoEConfig``'s:
+  :func:`moe_oracle.core.config.grouping_problems`);
 * ``model_type`` must be a string: transformers' ``AutoConfig`` looks it up by name;
 * a compressed-tensors ``targets``/``ignore`` entry ``re:PATTERN`` is compiled by ``re.match`` when
   a layer is matched against it (``is_equal_or_regex_match``, vLLM 0.33.0
@@ -28,6 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from ..core.config import grouping_problems
 from ..core.errors import ConfigError, InputIssue
 
 __all__ = ["CONFIG_FILE_BOUNDS", "COUNT_BOUNDS", "Bound", "check_model_config", "model_config_issues"]
@@ -120,25 +122,12 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _divisors(n: int) -> list[int] | None:
-    """Every divisor of ``n`` in order (``None`` past the experts' bound, which is refused anyway)."""
-    if n > _EXPERTS.maximum:
-        return None
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 def _grouping_issues(section: Mapping[str, Any], path: str, file: str | None) -> list[InputIssue]:
     n_group, topk_group = _int(section.get("n_group")), _int(section.get("topk_group"))
     experts = next((_int(section.get(k)) for k in _EXPERT_KEYS if _int(section.get(k)) is not None), None)
-    where = "vLLM 0.29.0-0.33.0 grouped_topk (fused_moe/router/grouped_topk_router.py)"
-    out = []
-    if n_group is not None and n_group < 1:
-        out.append(InputIssue(f"{path}n_group", f"must be >= 1: {where} reshapes the router scores into n_group groups, and vLLM fails at start on {n_group}", n_group, {"minimum": 1}, file, keyword="minimum"))
-    elif n_group is not None and experts is not None and experts > 0 and experts % n_group:
-        out.append(InputIssue(f"{path}n_group", f"must divide the {experts} experts: {where} reshapes the scores to (tokens, n_group, experts // n_group), and vLLM fails at start", n_group, _divisors(experts), file, keyword="divisor"))
-    if topk_group is not None and n_group is not None and n_group >= 1 and (topk_group > n_group or topk_group < 1):
-        out.append(InputIssue(f"{path}topk_group", f"must be between 1 and n_group = {n_group}: {where} takes topk(k=topk_group) over the n_group groups, and vLLM fails at start", topk_group, {"minimum": 1, "maximum": n_group}, file, keyword="maximum"))
-    return out
+    keyword = {"n_group": lambda v: "minimum" if v is not None and v < 1 else "divisor", "topk_group": lambda v: "maximum"}
+    return [InputIssue(f"{path}{name}", message, value, allowed, file, keyword=keyword[name](value))
+            for name, message, value, allowed in grouping_problems(experts, n_group, topk_group, names=("n_group", "topk_group"))]
 
 
 def _quant_documents(cfg: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:

@@ -286,6 +286,8 @@ Leaf = Callable[[Ctx], st.SearchStrategy[Any]]
 # building them per draw costs more than the draw.
 _NONE = st.none()
 _CUDA_CAPABILITY = st.one_of(st.none(), st.sampled_from(CAPABILITIES), st.integers(10, 200))
+_ARCH_VALUES = st.one_of(st.none(), st.sampled_from(ARCHES), text_values().filter(str.strip))
+_AMX_VALUES = st.one_of(st.none(), st.booleans())
 
 
 @lru_cache(maxsize=4096)
@@ -328,6 +330,31 @@ def _provenance(ctx: Ctx) -> st.SearchStrategy[tuple[Provenance, ...]]:
     return _provenance_with(ctx.get("_all2all_warning"))
 
 
+@lru_cache(maxsize=4096)
+def _expert_groups(num_experts: int, topk_group: int | None, typical: tuple[int, ...] | None = None) -> st.SearchStrategy[int | None]:
+    """Expert group counts MoEConfig takes (core/config.grouping_problems): a divisor of the
+    experts, at least ``topk_group`` when that is given (then a ``topk_group`` below 1 or past
+    the experts leaves only ``None``)."""
+    divisors = sorted({d for i in range(1, int(num_experts ** 0.5) + 1) if num_experts % i == 0 for d in (i, num_experts // i)})
+    if topk_group is not None:
+        divisors = [d for d in divisors if topk_group >= 1 and d >= topk_group]
+    if typical is not None:
+        divisors = [d for d in typical if d in divisors]
+    return st.one_of(st.none(), st.sampled_from(divisors)) if divisors else _NONE
+
+
+@lru_cache(maxsize=4096)
+def _topk_groups(num_expert_group: int | None, typical: tuple[int, ...] | None = None) -> st.SearchStrategy[int | None]:
+    """Top-k group counts MoEConfig takes: between 1 and the groups when they are given, else any count."""
+    if num_expert_group is None:
+        values = st.sampled_from(typical) if typical is not None else st.one_of(st.integers(0, 64), st.integers(0, MAX_COUNT["topk_group"]))
+        return st.one_of(st.none(), values)
+    if typical is not None:
+        fitting = [t for t in typical if t <= num_expert_group]
+        return st.one_of(st.none(), st.sampled_from(fitting)) if fitting else _NONE
+    return st.one_of(st.none(), st.integers(1, num_expert_group))
+
+
 LEAVES: Mapping[str, Leaf] = {
     "num_experts": _const(_sizes("num_experts", _EXPERTS, MAX_COUNT["num_experts"])),
     "top_k": lambda ctx: _top_k(ctx["num_experts"]),
@@ -335,8 +362,9 @@ LEAVES: Mapping[str, Leaf] = {
     "intermediate_size": _const(_sizes("intermediate_size", _INTERMEDIATE, MAX_COUNT["intermediate_size"])),
     "device.platform": _const(st.sampled_from(list(Platform))),
     "device.capability": lambda ctx: _CUDA_CAPABILITY if ctx["device.platform"] is Platform.CUDA else _NONE,
-    "device.arch": _const(st.one_of(st.none(), st.sampled_from(ARCHES), text_values())),
-    "device.cpu_amx": _const(st.one_of(st.none(), st.booleans())),
+    # Device refuses an arch on CUDA (the capability decides), an empty one, and cpu_amx off CPU.
+    "device.arch": lambda ctx: _NONE if ctx["device.platform"] is Platform.CUDA else _ARCH_VALUES,
+    "device.cpu_amx": lambda ctx: _AMX_VALUES if ctx["device.platform"] is Platform.CPU else _NONE,
     "device.name": _const(st.one_of(st.none(), st.sampled_from(sorted(GPU_CATALOG)), text_values())),
     "activation": _const(st.sampled_from(list(Activation))),
     "routing_method": _const(st.sampled_from(list(RoutingMethod))),
@@ -348,8 +376,8 @@ LEAVES: Mapping[str, Leaf] = {
     "swiglu_alpha": _const(st.one_of(st.none(), _floats())),
     "swiglu_limit": _const(st.one_of(st.none(), _floats())),
     "swiglu_beta": _const(st.one_of(st.none(), _floats())),
-    "num_expert_group": _const(st.one_of(st.none(), st.integers(0, 64), st.integers(0, MAX_COUNT["num_expert_group"]))),
-    "topk_group": _const(st.one_of(st.none(), st.integers(0, 64), st.integers(0, MAX_COUNT["topk_group"]))),
+    "num_expert_group": lambda ctx: _expert_groups(ctx["num_experts"], ctx.get("topk_group")),
+    "topk_group": lambda ctx: _topk_groups(ctx["num_expert_group"]),
     "routed_scaling_factor": _const(_floats()),
     "has_correction_bias": _const(st.booleans()),
     "situ_beta": _const(st.one_of(st.none(), _floats())),
@@ -392,8 +420,8 @@ _PLAUSIBLE: Mapping[str, Leaf] = {
     "swiglu_alpha": _const(st.one_of(st.none(), st.just(1.702))),
     "swiglu_limit": _const(st.one_of(st.none(), st.just(7.0))),
     "swiglu_beta": _const(st.none()),
-    "num_expert_group": _const(st.one_of(st.none(), st.sampled_from((1, 8)))),
-    "topk_group": _const(st.one_of(st.none(), st.sampled_from((1, 4)))),
+    "num_expert_group": lambda ctx: _expert_groups(ctx["num_experts"], ctx.get("topk_group"), (1, 8)),
+    "topk_group": lambda ctx: _topk_groups(ctx["num_expert_group"], (1, 4)),
     "routed_scaling_factor": _const(st.sampled_from((1.0, 2.5))),
     "parallel.tp_size": _const(st.sampled_from((1, 2, 4, 8))),
     "parallel.dp_size": _const(st.sampled_from((1, 1, 2, 4, 8))),
@@ -759,7 +787,7 @@ def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: 
         device = draw(st.sampled_from(fitting))
     else:
         cap = _pick(draw, reqs.get("device_capability"), st.sampled_from(CAPABILITIES)) if platform == "cuda" else None
-        arch = _pick(draw, reqs.get("gpu_arch") or reqs.get("cpu_arch"), st.sampled_from(ARCHES))
+        arch = _pick(draw, reqs.get("gpu_arch") or reqs.get("cpu_arch"), st.sampled_from(ARCHES)) if platform != "cuda" else None
         device = Device(platform, cap, arch, _pick(draw, reqs.get("cpu_amx"), st.booleans()) if platform == "cpu" else None)
     for f in dataclasses.fields(Device):
         ctx[f"device.{f.name}"] = getattr(device, f.name)
