@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Fetch the peer of runtime_bench.py: vLLM's Triton fused-MoE kernel and its tuned H200 configs.
+"""Fetch the peer of runtime_bench.py: vLLM's Triton fused-MoE kernel and its tuned H200 and H100 configs.
 
 Run on a machine that reaches the package index (the GPU machine reaches nothing)::
 
@@ -11,8 +11,9 @@ for the next run) and unpacks from it only:
 * ``vllm/model_executor/layers/fused_moe/fused_moe.py`` -- the module holding the ``@triton.jit``
   ``fused_moe_kernel`` (benchmarks/vllm_peer.py takes that function and the jit helpers it calls
   out of the source with ``ast``; the rest of the module, which imports vLLM, is never run);
-* ``vllm/model_executor/layers/fused_moe/configs/E=*,device_name=NVIDIA_H200*.json`` -- the tuned
-  tile configurations for the H200 (vLLM's file names, unchanged).
+* ``vllm/model_executor/layers/fused_moe/configs/E=*,device_name=NVIDIA_H200*.json`` and
+  ``...NVIDIA_H100*.json`` -- the tuned tile configurations for the H200 and the H100 (vLLM's file
+  names, unchanged; the peer takes those of the card it runs on, as vLLM does).
 
 A ``PEER.json`` beside them records the version, the wheel's name and sha256 and the files taken.
 Nothing of vLLM's is committed to this repository: ``.peer/`` is in .gitignore. The folder is
@@ -32,7 +33,7 @@ from pathlib import Path
 
 KERNEL = "vllm/model_executor/layers/fused_moe/fused_moe.py"
 CONFIGS = "vllm/model_executor/layers/fused_moe/configs/"
-CONFIG_GLOB = "E=*,device_name=NVIDIA_H200*.json"
+CONFIG_GLOBS = ("E=*,device_name=NVIDIA_H200*.json", "E=*,device_name=NVIDIA_H100*.json")
 
 
 def download(version: str, cache: Path) -> Path:
@@ -48,7 +49,7 @@ def download(version: str, cache: Path) -> Path:
 
 
 def unpack(wheel: Path, out: Path, version: str) -> dict:
-    """Unpack the kernel module and the H200 configs of ``wheel`` into ``out``; the manifest."""
+    """Unpack the kernel module and the H200 and H100 configs of ``wheel`` into ``out``; the manifest."""
     out.mkdir(parents=True, exist_ok=True)
     taken = []
     with zipfile.ZipFile(wheel) as zf:
@@ -60,7 +61,7 @@ def unpack(wheel: Path, out: Path, version: str) -> dict:
         cfg_dir = out / "configs"
         cfg_dir.mkdir(exist_ok=True)
         for name in names:
-            if name.startswith(CONFIGS) and fnmatch.fnmatch(name[len(CONFIGS):], CONFIG_GLOB):
+            if name.startswith(CONFIGS) and any(fnmatch.fnmatch(name[len(CONFIGS):], g) for g in CONFIG_GLOBS):
                 (cfg_dir / name[len(CONFIGS):]).write_bytes(zf.read(name))
                 taken.append(name)
     sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = args.out or Path(".peer") / f"vllm-{args.version}"
     manifest = unpack(download(args.version, args.cache), out, args.version)
-    print(f"{out}: {manifest['wheel']} (sha256 {manifest['sha256'][:16]}...): fused_moe.py and {len(manifest['files']) - 1} H200 configs")
+    print(f"{out}: {manifest['wheel']} (sha256 {manifest['sha256'][:16]}...): fused_moe.py and {len(manifest['files']) - 1} H200 and H100 configs")
     return 0
 
 

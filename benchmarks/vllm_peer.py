@@ -7,8 +7,10 @@ only the ``@triton.jit`` functions ``fused_moe_kernel`` and ``write_zeros_to_out
 imports vLLM and is never run). What vLLM 0.33.0 does around the kernel is re-done here, from its
 source (``vllm/model_executor/layers/fused_moe/fused_moe.py``):
 
-* the tile config: the tuned file ``E={E},N={I},device_name=NVIDIA_H200[,dtype=fp8_w8a8][,block_shape=[128,128]].json``
-  (``get_config_file_name``; ``N`` is the intermediate size, ``w2.shape[2]``), the entry whose
+* the tile config: the tuned file ``E={E},N={I},device_name={device}[,dtype=fp8_w8a8][,block_shape=[128,128]].json``
+  (``get_config_file_name``; ``N`` is the intermediate size, ``w2.shape[2]``; ``device`` is the
+  card's name with ``_`` for spaces, ``NVIDIA_H200`` for any name with an ``H200`` word:
+  :func:`device_config_name`), the entry whose
   batch-size key is nearest the token count (``try_get_optimal_moe_config``); without a file,
   ``get_default_config``'s CUDA branches (bf16; fp8 block-wise);
 * the launch (``invoke_fused_moe_triton_kernel``): grid ``cdiv(EM, BLOCK_SIZE_M) * cdiv(N, BLOCK_SIZE_N)``
@@ -39,6 +41,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +59,15 @@ from moe_oracle.core.vocab import Activation
 __all__ = ["PeerKernel", "VLLMTritonPeer", "load_peer"]
 
 _JIT_FUNCTIONS = ("write_zeros_to_output", "fused_moe_kernel")
+
+
+def device_config_name(device_name: str) -> str:
+    """The ``device_name`` of vLLM's tuned config file names for a card ``torch.cuda.get_device_name()``
+    reports: runs of whitespace and ``/`` as one ``_``, and ``NVIDIA_H200`` for every card with an
+    ``H200`` word (vLLM 0.33.0 ``vllm/utils/platform_utils.py`` ``get_device_name_as_file_name``,
+    ``P/fused_moe.py`` ``get_config_file_name``). ``"NVIDIA H100 80GB HBM3"`` -> ``"NVIDIA_H100_80GB_HBM3"``."""
+    name = re.sub(r"[\s/]+", "_", device_name)
+    return "NVIDIA_H200" if "H200" in name.split("_") else name
 
 
 @dataclass(frozen=True)
@@ -135,7 +147,7 @@ class VLLMTritonPeer:
         self.s13 = weights.w13_scale.float().contiguous() if self.fp8 else None
         self.s2 = weights.w2_scale.float().contiguous() if self.fp8 else None
         e, _, n = self.w2.shape
-        name = f"E={e},N={n},device_name=NVIDIA_H200" + (",dtype=fp8_w8a8,block_shape=[128,128]" if self.fp8 else "") + ".json"
+        name = f"E={e},N={n},device_name={device_config_name(torch.cuda.get_device_name())}" + (",dtype=fp8_w8a8,block_shape=[128,128]" if self.fp8 else "") + ".json"
         path = peer.configs / name
         self.config_file = name if path.is_file() else None
         self._table = None
