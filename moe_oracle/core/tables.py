@@ -278,7 +278,15 @@ def validate_document(validator: jsonschema.protocols.Validator, doc: Any, displ
         )
     # A misspelt key both additionalProperties and required name: said once, as the unknown key.
     unknown = {i.path for i in issues if i.keyword == "additionalProperties"}
-    return [i for i in issues if not (i.keyword == "required" and i.path in unknown)]
+    # Two branches of one schema (a type check and an if/else $ref) can give the same error twice.
+    seen: set[tuple[str, str, str | None, str]] = set()
+    kept = []
+    for i in issues:
+        key = (i.path, i.message, i.keyword, repr(i.value))
+        if not (i.keyword == "required" and i.path in unknown) and key not in seen:
+            seen.add(key)
+            kept.append(i)
+    return kept
 
 
 def _misspelt(err: Any) -> str | None:

@@ -43,6 +43,16 @@ def test_schema_errors_name_the_file_and_path(tmp_path, small_catalog):
     assert all(i.file.endswith("cfg.yaml") for i in info.value.issues)
 
 
+@pytest.mark.parametrize("model", ["qwen3", 7, ["qwen3"]], ids=["string", "number", "list"])
+def test_a_model_that_is_not_a_mapping_is_said_once(tmp_path, small_catalog, model):
+    # The schema's type check and its if/else branch both fail a non-object model: one problem.
+    with pytest.raises(ConfigError) as info:
+        load_config_file(write(tmp_path, {**GOOD, "model": model}), small_catalog)
+    said = [(i.path, i.message) for i in info.value.issues]
+    assert said.count(("$.model", f"{model!r} is not of type 'object'")) == 1, said
+    assert len(said) == len(set(said)), said
+
+
 @pytest.mark.parametrize(("quant", "path", "allowed"), [
     ("fp8_blok", "$.model.quant", "schemes"),
     (7, "$.model.quant", "schemes"),
