@@ -263,3 +263,14 @@ def test_a_serve_line_without_a_device_names_the_serve_input(capsys):
     came from (it said --model for a serve line)."""
     assert main(["explain", "--serve", "vllm serve deepseek-ai/DeepSeek-R1 -tp 8"]) == 2
     assert "the device is required with --serve" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", ["99999999999999999999999", str(-(2**63) - 1), "1.5"])
+def test_run_refuses_a_seed_torch_cannot_take(seed, capsys):
+    """`run --seed 99999999999999999999999` reached torch.Generator.manual_seed and ended in a
+    traceback (ValueError: Overflow when unpacking long long); argparse now refuses it, naming the range."""
+    with pytest.raises(SystemExit) as info:
+        main(["run", "--model", "qwen3-30b-a3b", "--seed", seed])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert "argument --seed: expected an integer from -9223372036854775808 to 9223372036854775807" in err
