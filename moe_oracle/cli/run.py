@@ -66,7 +66,10 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     if deployment.notes:
         decision = replace(decision, notes=merged_notes(decision.notes, deployment.notes))
     if decision.winner is None:
-        print(render_failure(decision))
+        if args.json:
+            print_json({"decision": decision.to_dict(), "run": None})
+        else:
+            print(render_failure(decision))
         return EXIT_NONE
     _check_run_memory(config, args)
     if config.device.platform.value == "cpu" and not args.json:

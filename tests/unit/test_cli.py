@@ -274,3 +274,12 @@ def test_run_refuses_a_seed_torch_cannot_take(seed, capsys):
     err = capsys.readouterr().err
     assert info.value.code == 2
     assert "argument --seed: expected an integer from -9223372036854775808 to 9223372036854775807" in err
+
+
+def test_run_json_with_nothing_eligible_prints_the_decision_record(capsys):
+    """`run --json` on a layer the runtime cannot take (gpt-oss-20b's MXFP4 on CPU) printed the
+    text dead end, so stdout was not JSON; it now prints the Decision record with no run."""
+    code = main(["run", "--model", "gpt-oss-20b", "--tokens", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert out["run"] is None and out["decision"]["selected"] is None
