@@ -143,5 +143,8 @@ def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
         per = args.layers * per_expert * storage + rows * config.hidden_size * 4
         fit = int((0.6 * available - activations) / per)
         if fit < 1:
+            layers_fit = int((0.6 * available - activations - rows * config.hidden_size * 4) / (per_expert * storage))
+            if args.layers > 1 and layers_fit >= 1:
+                raise ConfigError([InputIssue("--layers", f"{args.layers} layers need {per / 2**30:.1f} GiB even with one expert each and {available / 2**30:.1f} GiB is free; use --layers {layers_fit} or fewer", args.layers, {"maximum": layers_fit})])
             raise ConfigError([InputIssue("--max-experts", f"one expert of this layer needs {per / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free: it cannot run on this machine", experts, None)])
         raise ConfigError([InputIssue("--max-experts", f"the layer's weights need {needed / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free; cap the experts allocated, e.g. --max-experts {min(fit, config.num_experts)}", experts, {"maximum": fit})])

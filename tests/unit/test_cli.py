@@ -283,3 +283,17 @@ def test_run_json_with_nothing_eligible_prints_the_decision_record(capsys):
     out = json.loads(capsys.readouterr().out)
     assert code == 1
     assert out["run"] is None and out["decision"]["selected"] is None
+
+
+def test_run_names_layers_when_the_layer_count_is_what_cannot_fit(monkeypatch, capsys):
+    """`run --layers 100000 --max-experts 8` was refused as "--max-experts: one expert of this
+    layer needs 878.9 GiB": one expert of one layer fits, the layer count does not, so --layers is named."""
+    pytest.importorskip("torch")
+    import moe_oracle.runtime.runner as runner
+
+    monkeypatch.setattr(runner, "available_memory_bytes", lambda: 16 * 2**30)
+    code = main(["run", "--model", "qwen3-30b-a3b", "--layers", "100000", "--max-experts", "8", "--json"])
+    issue = json.loads(capsys.readouterr().out)["issues"][0]
+    assert code == 2
+    assert issue["path"] == "--layers" and issue["value"] == 100000
+    assert 1 < issue["allowed"]["maximum"] < 100000 and f"use --layers {issue['allowed']['maximum']} or fewer" in issue["message"]
