@@ -210,6 +210,22 @@ def test_cli_plan_refuses_two_different_draft_backends(capsys):
     assert main(["plan", "--gpu", "H200", "--serve", _SPEC, "--draft-moe-backend", "deep_gemm"]) == 0  # the same: accepted
 
 
+_ROUND_ROBIN = "vllm serve deepseek-ai/DeepSeek-R1 --expert-placement-strategy round_robin --enable-expert-parallel -dp 4 --all2all-backend deepep_low_latency"
+
+
+def test_cli_plan_places_experts_as_the_serve_lines_placement_strategy(capsys):
+    """The serve line's --expert-placement-strategy round_robin was noted and dropped: the plan
+    listed linear ranks. It now places the ranks, and a --expert-placement that disagrees is refused."""
+    assert main(["plan", "--gpu", "H200", "--serve", _ROUND_ROBIN, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["deployment"]["expert_placement"] == "round_robin"
+    placement = record["placement"]["256"]
+    assert placement["strategy"] == "round_robin" and placement["ranks"][0]["physical"][:2] == [[0, 0], [4, 4]]
+    assert main(["plan", "--gpu", "H200", "--serve", _ROUND_ROBIN, "--expert-placement", "linear"]) == 2
+    assert "given as --expert-placement linear and in --serve as --expert-placement-strategy round_robin" in capsys.readouterr().err
+    assert main(["plan", "--gpu", "H200", "--serve", _ROUND_ROBIN, "--expert-placement", "round_robin"]) == 0  # the same: accepted
+
+
 @pytest.mark.parametrize("flags", [
     ["--model", "deepseek-r1", "--draft-moe-backend", "triton"],
     ["--serve", _SPEC],
