@@ -227,6 +227,17 @@ def test_cli_plan_places_experts_as_the_serve_lines_placement_strategy(capsys):
 
 
 @pytest.mark.parametrize("flags", [
+    ["--model", "deepseek-r1", "--tp", "8", "--expert-placement", "round_robin"],
+    ["--serve", "vllm serve deepseek-ai/DeepSeek-R1 -tp 8 --expert-placement-strategy round_robin"],
+], ids=["flag", "serve"])
+def test_cli_plan_notes_a_placement_strategy_without_expert_parallelism(flags, capsys):
+    """Round-robin placement without EP changed nothing and was not said (an input with no effect is a note)."""
+    assert main(["plan", "--gpu", "H200", *flags, "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("round_robin has no effect: without expert parallelism" in n for n in notes)
+
+
+@pytest.mark.parametrize("flags", [
     ["--model", "deepseek-r1", "--draft-moe-backend", "triton"],
     ["--serve", _SPEC],
 ], ids=["flag", "speculative-config"])
