@@ -73,6 +73,11 @@ def _side_inputs(given: OperatorInputs, side: dict[str, Any]) -> OperatorInputs:
     """The inputs of one side: ``side`` is :func:`parse_side`'s record plus the ``flag`` it was given by."""
     changes: dict[str, Any] = {}
     if "packages" in side:
+        from ..core.packages import parse_requirement, unique_specs
+
+        # One package at two versions is refused as for --package, naming where each came from
+        # (the side's flag, not --package alone).
+        unique_specs([(parse_requirement(p), "--package") for p in given.package] + [(parse_requirement(p, side["flag"]), side["flag"]) for p in side["packages"]], side["flag"])
         changes["package"] = given.package + tuple(side["packages"])
     if "gpu" in side:
         changes.update(gpu=side["gpu"], platform=None, sm=None, arch=None, gpu_given_as=f"{side['flag']} gpu:{side['gpu']}")

@@ -129,3 +129,15 @@ def test_a_device_flag_with_one_gpu_side_is_the_other_sides_device():
 
     code, out, err = cli("diff", "--model", "qwen3-30b-a3b-fp8", "--tp", "2", "--from", "vllm==0.33.0", "--to", "gpu:B200", "--gpu", "H200")
     assert code == 0, err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--from", "vllm==0.31.0", "--to", "vllm==0.33.0", "--package", "vllm==0.32.0"], "--from vllm: declared twice with different versions: '0.32.0' (--package) and '0.31.0' (--from)"),
+    (["--from", "vllm==0.31.0,vllm==0.33.0", "--to", "vllm==0.33.0"], "--from vllm: declared twice with different versions: '0.31.0' (--from) and '0.33.0' (--from)"),
+], ids=["side-and-package", "within-a-side"])
+def test_a_package_a_side_declares_twice_names_the_side(argv, message, capsys):
+    """A side's version that disagrees with --package (or with itself) was refused as
+    "--package vllm: declared twice", naming a flag given once; the refusal names the side."""
+    assert main(["diff", "--model", "deepseek-r1", "--gpu", "H200", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("moe-oracle: error: bad --from") and message in err
