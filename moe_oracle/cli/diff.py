@@ -61,12 +61,20 @@ def parse_side(text: str, flag: str) -> dict[str, Any]:
             return {"gpu": name}
     elif "==" in text or " @ " in text:
         return {"packages": [p.strip() for p in text.split(",") if p.strip()]}
-    elif text and Path(text).is_file():
+    elif text and _is_file(text):
         return {"environment": text}
     raise ConfigError(
         [InputIssue(flag, "expected NAME==VERSION[,NAME==VERSION], gpu:NAME, or an existing environment file", text, ["vllm==0.31.0", "gpu:B200", "pip-freeze.txt"])],
         headline=f"bad {flag}",
     )
+
+
+def _is_file(text: str) -> bool:
+    """Whether ``text`` names an existing file; a name the system refuses (too long, a NUL) is none."""
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _side_inputs(given: OperatorInputs, side: dict[str, Any]) -> OperatorInputs:

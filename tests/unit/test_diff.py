@@ -141,3 +141,9 @@ def test_a_package_a_side_declares_twice_names_the_side(argv, message, capsys):
     assert main(["diff", "--model", "deepseek-r1", "--gpu", "H200", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("moe-oracle: error: bad --from") and message in err
+
+
+def test_a_side_too_long_for_a_file_name_is_bad_input_not_a_traceback():
+    """`diff --from aaaa...` (5,000 characters) ended in OSError: File name too long."""
+    with pytest.raises(ConfigError, match="bad --from"):
+        parse_side("a" * 5000, "--from")
