@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 
 import pytest
 
@@ -147,3 +149,17 @@ def test_a_side_too_long_for_a_file_name_is_bad_input_not_a_traceback():
     """`diff --from aaaa...` (5,000 characters) ended in OSError: File name too long."""
     with pytest.raises(ConfigError, match="bad --from"):
         parse_side("a" * 5000, "--from")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+def test_a_side_given_as_a_pipe_is_read_as_an_environment_file(tmp_path, capsys):
+    """`--from <(pip freeze)` was refused as "expected ... an existing environment file" though
+    the pipe exists and --environment reads pipes; a side reads its file once."""
+    pipe = tmp_path / "freeze"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_text("vllm==0.31.0\n", encoding="utf-8"), daemon=True)
+    writer.start()
+    code = main(["diff", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--from", str(pipe), "--to", "vllm==0.33.0", "--json"])
+    writer.join(timeout=10)
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0 and record["groups"][0]["before"]["release"] == "vLLM 0.31.0 (declared)"
