@@ -94,6 +94,16 @@ def test_no_placement_without_expert_parallelism():
     assert expert_placement(8, ParallelConfig(tp_size=1, use_ep=True)) is None
 
 
+def test_too_many_redundant_experts_to_place_names_the_redundant_experts(capsys):
+    """`plan --dp 8 --ep --eplb --redundant-experts 99999999992` was refused as "bad num_experts:
+    $.num_experts ... (got 100000000248)", charging the model for the copies the flag added."""
+    assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--dp", "8", "--ep", "--eplb", "--redundant-experts", "99999999992", "--json"]) == 2
+    record = json.loads(capsys.readouterr().out)
+    issue = record["issues"][0]
+    assert record["message"] == "bad --redundant-experts"
+    assert (issue["path"], issue["value"], issue["allowed"]) == ("$.parallel.num_redundant_experts", 99999999992, {"maximum": 2**20 - 256})
+
+
 @pytest.mark.parametrize(("groups", "par", "fallback"), [
     (8, ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency"), None),
     (1, ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency"), "expert group"),
