@@ -297,3 +297,16 @@ def test_run_names_layers_when_the_layer_count_is_what_cannot_fit(monkeypatch, c
     assert code == 2
     assert issue["path"] == "--layers" and issue["value"] == 100000
     assert 1 < issue["allowed"]["maximum"] < 100000 and f"use --layers {issue['allowed']['maximum']} or fewer" in issue["message"]
+
+
+def test_an_error_record_into_a_closed_pipe_exits_2_without_a_traceback(monkeypatch):
+    """`plan --tp 0 --json | head -1` ended in a BrokenPipeError traceback raised while printing
+    the error record (the handler for a broken pipe covered only the answer, not the error)."""
+    import io
+
+    class Closed(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "0", "--json"]) == 2
