@@ -159,10 +159,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return plan.cmd_plan(args, catalog)
     except (ConfigError, TableError) as exc:
         exc = exc.naming_flags()  # the API's headline names Device.capability; the command line's --sm
-        if getattr(args, "json", False):
-            print_json(exc.to_dict())
-        else:
-            print(f"moe-oracle: error: {exc}", file=sys.stderr)
+        try:
+            if getattr(args, "json", False):
+                print_json(exc.to_dict())
+            else:
+                print(f"moe-oracle: error: {exc}", file=sys.stderr)
+        except BrokenPipeError:  # the reader stopped reading (| head); the exit code still says bad input
+            pass
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return EXIT_OK

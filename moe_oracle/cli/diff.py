@@ -18,7 +18,7 @@ A side (--from / --to) is one of:
   NAME==VERSION[,NAME==VERSION...]   packages declared on top of the other flags (vllm==0.31.0)
   gpu:NAME                           another device from the hardware catalog (gpu:B200)
   FILE                               an environment file (pip freeze, pip list --format=json,
-                                     uv pip list or vllm collect-env output)
+                                     uv pip list or vllm collect-env output), or <(pip freeze)
 Everything else (model, deployment, --package, --env ...) is shared by both sides. A device
 given as --gpu/--platform or a gpu:NAME side wins over an environment file's GPU (collect-env),
 with a note per side naming the GPU not used. A gpu:NAME side replaces --gpu/--platform/--sm/--arch
@@ -61,7 +61,7 @@ def parse_side(text: str, flag: str) -> dict[str, Any]:
             return {"gpu": name}
     elif "==" in text or " @ " in text:
         return {"packages": [p.strip() for p in text.split(",") if p.strip()]}
-    elif text and Path(text).is_file():
+    elif text and _readable_file(text):
         return {"environment": text}
     raise ConfigError(
         [InputIssue(flag, "expected NAME==VERSION[,NAME==VERSION], gpu:NAME, or an existing environment file", text, ["vllm==0.31.0", "gpu:B200", "pip-freeze.txt"])],
@@ -69,10 +69,25 @@ def parse_side(text: str, flag: str) -> dict[str, Any]:
     )
 
 
+def _readable_file(text: str) -> bool:
+    """Whether ``text`` names something --environment reads: an existing path that is not a
+    directory (a file, or a pipe such as bash's ``<(pip freeze)``)."""
+    try:
+        path = Path(text)
+        return path.exists() and not path.is_dir()
+    except (OSError, ValueError):  # a name too long, a NUL
+        return False
+
+
 def _side_inputs(given: OperatorInputs, side: dict[str, Any]) -> OperatorInputs:
     """The inputs of one side: ``side`` is :func:`parse_side`'s record plus the ``flag`` it was given by."""
     changes: dict[str, Any] = {}
     if "packages" in side:
+        from ..core.packages import parse_requirement, unique_specs
+
+        # One package at two versions is refused as for --package, naming where each came from
+        # (the side's flag, not --package alone).
+        unique_specs([(parse_requirement(p), "--package") for p in given.package] + [(parse_requirement(p, side["flag"]), side["flag"]) for p in side["packages"]], side["flag"])
         changes["package"] = given.package + tuple(side["packages"])
     if "gpu" in side:
         changes.update(gpu=side["gpu"], platform=None, sm=None, arch=None, gpu_given_as=f"{side['flag']} gpu:{side['gpu']}")

@@ -21,7 +21,24 @@ def add_parser(sub: Any, filled: Any) -> None:
         p.add_argument("--tokens", type=positive_int, default=32, metavar="N", help="tokens per call (default 32)")
         p.add_argument("--layers", type=positive_int, default=1, metavar="K", help="layers to run (default 1)")
         p.add_argument("--max-experts", type=positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--seed", type=seed_int, default=0, metavar="N", help="seed of the random weights and inputs, a 64-bit signed integer (default 0)")
+
+
+# torch.Generator.manual_seed takes [-2**63, 2**64 - 1]; the runner adds the layer index and
+# 10_000 (inputs), so a signed 64-bit seed stays inside it.
+_SEED_MIN, _SEED_MAX = -(2**63), 2**63 - 1
+
+
+def seed_int(text: str) -> int:
+    """argparse type of ``--seed``: an integer in [-2**63, 2**63 - 1] (torch's generator range,
+    less the offsets the runner adds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer from {_SEED_MIN} to {_SEED_MAX}, got {text!r}") from None
+    if not _SEED_MIN <= value <= _SEED_MAX:
+        raise argparse.ArgumentTypeError(f"expected an integer from {_SEED_MIN} to {_SEED_MAX} (a 64-bit signed seed), got {value}")
+    return value
 
 
 def run(args: argparse.Namespace, catalog: Any) -> int:
@@ -49,7 +66,10 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     if deployment.notes:
         decision = replace(decision, notes=merged_notes(decision.notes, deployment.notes))
     if decision.winner is None:
-        print(render_failure(decision))
+        if args.json:
+            print_json({"decision": decision.to_dict(), "run": None})
+        else:
+            print(render_failure(decision))
         return EXIT_NONE
     _check_run_memory(config, args)
     if config.device.platform.value == "cpu" and not args.json:
@@ -123,5 +143,8 @@ def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
         per = args.layers * per_expert * storage + rows * config.hidden_size * 4
         fit = int((0.6 * available - activations) / per)
         if fit < 1:
+            layers_fit = int((0.6 * available - activations - rows * config.hidden_size * 4) / (per_expert * storage))
+            if args.layers > 1 and layers_fit >= 1:
+                raise ConfigError([InputIssue("--layers", f"{args.layers} layers need {per / 2**30:.1f} GiB even with one expert each and {available / 2**30:.1f} GiB is free; use --layers {layers_fit} or fewer", args.layers, {"maximum": layers_fit})])
             raise ConfigError([InputIssue("--max-experts", f"one expert of this layer needs {per / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free: it cannot run on this machine", experts, None)])
         raise ConfigError([InputIssue("--max-experts", f"the layer's weights need {needed / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free; cap the experts allocated, e.g. --max-experts {min(fit, config.num_experts)}", experts, {"maximum": fit})])

@@ -150,7 +150,10 @@ def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: st
     redundant = parallel.num_redundant_experts
     physical = num_experts + redundant
     if ep > _MAX_EP or physical > _MAX_EXPERTS:
-        raise ConfigError([InputIssue("--tp/--dp" if ep > _MAX_EP else "$.num_experts", f"per-rank placement lists every rank and expert: at most {_MAX_EP} EP ranks and {_MAX_EXPERTS} physical experts", ep if ep > _MAX_EP else physical, {"maximum": _MAX_EP if ep > _MAX_EP else _MAX_EXPERTS})])
+        # Name the input that is too large: the rank count, the model's experts, or the redundant copies added to them.
+        path = "--tp/--dp" if ep > _MAX_EP else "$.num_experts" if num_experts > _MAX_EXPERTS else "$.parallel.num_redundant_experts"
+        value, bound = (ep, _MAX_EP) if ep > _MAX_EP else (physical, _MAX_EXPERTS) if num_experts > _MAX_EXPERTS else (redundant, _MAX_EXPERTS - num_experts)
+        raise ConfigError([InputIssue(path, f"per-rank placement lists every rank and expert: at most {_MAX_EP} EP ranks and {_MAX_EXPERTS} physical experts ({num_experts} experts + {redundant} redundant)", value, {"maximum": bound})])
     used, fallback = strategy, None
     if strategy == "round_robin":
         if not ((num_expert_group or 0) > 1 and redundant == 0 and not parallel.enable_eplb):

@@ -347,7 +347,12 @@ def read_tables(directories: Sequence[Path], schemas: Schemas, root: Path | None
     issues: list[InputIssue] = []
     paths: list[tuple[Path, str]] = []
     for directory in directories:
-        if not directory.is_dir():
+        try:
+            is_dir = directory.is_dir()
+        except OSError as exc:  # a name the system refuses (too long): no directory either
+            issues.append(InputIssue("$", f"cannot read the table directory: {exc.strerror or exc}", str(directory), None, str(directory), keyword="io"))
+            continue
+        if not is_dir:
             issues.append(InputIssue("$", "table directory does not exist", str(directory), None, str(directory), keyword="io"))
             continue
         for path in directory.rglob("*"):

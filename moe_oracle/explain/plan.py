@@ -482,5 +482,5 @@ def plan_deployment(deployment: ModelDeployment, catalog: Catalog) -> Plan:
         moe_backend=deployment.moe_backend, draft_moe_backend=deployment.draft_moe_backend, draft_source=deployment.draft_source,
         include_draft=deployment.include_draft, draft_by_serve=deployment.draft_by_serve,
         lora=bool(given.lora), batch_invariant=bool(given.batch_invariant), max_num_tokens=given.max_tokens,
-        expert_placement_strategy=given.expert_placement, environment=deployment.environment, provenance=list(deployment.provenance), notes=list(deployment.notes), origins=deployment.origins(),
+        expert_placement_strategy=given.expert_placement or "linear", environment=deployment.environment, provenance=list(deployment.provenance), notes=list(deployment.notes), origins=deployment.origins(),
     )

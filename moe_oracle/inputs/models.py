@@ -137,6 +137,7 @@ def find_model(ref: str, base: Path | None = None, flag: str = "--model") -> Mod
         ConfigError: none of these (charged to ``flag``), or a directory without config.json.
     """
     local = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
+    _refuse_special_file(local, flag, ref)
     if _is_file(local) or _is_dir(local):
         try:
             return ModelReference(resolve_model_path(ref, base))
@@ -176,6 +177,7 @@ def resolve_quant_config_path(ref: str) -> Path:
         ConfigError: neither (lists the shipped hf_quant_config.json examples).
     """
     path = Path(ref)
+    _refuse_special_file(path, "--hf-quant-config", ref)
     if _is_file(path):
         return path
     shipped = sorted(p.name[: -len(".hf_quant_config.json")] for p in examples_dir().glob("*.hf_quant_config.json"))
@@ -198,6 +200,22 @@ def quant_config_beside(model_path: Path) -> Path | None:
     else:
         beside = model_path.with_name(model_path.name[: -len(".json")] + ".hf_quant_config.json") if model_path.name.endswith(".json") else None
     return beside if beside is not None and _is_file(beside) else None
+
+
+def _refuse_special_file(path: Path, flag: str, ref: str) -> None:
+    """Refuse a path that exists but is neither a regular file nor a directory (a pipe such as
+    bash's ``<(...)``, a device, a socket): the config is read more than once (``diff`` reads
+    each side's), which a pipe cannot give, and "no such file" would be untrue.
+
+    Raises:
+        ConfigError: charged to ``flag``, naming ``ref``.
+    """
+    try:
+        special = path.exists() and not path.is_file() and not path.is_dir()
+    except (OSError, ValueError):  # an unusable name: the callers' own checks say so
+        return
+    if special:
+        raise ConfigError([InputIssue(flag, "not a regular file or directory (a pipe such as <(...), a device or a socket): save the document to a file and give its path", ref, None)], headline=f"bad {flag}")
 
 
 def _is_file(path: Path) -> bool:

@@ -24,7 +24,7 @@ class OperatorInputs:
     ``redundant_experts``, ``moe_backend``, ``lora``, ``batch_invariant``, ``max_tokens``.
     Environment: ``environment`` (a file), ``package`` (``NAME==VERSION``), ``without``, ``env``
     (``VAR=VALUE``), ``tool`` (``NAME[=yes|no]``: host tools found, FlashInfer's JIT toolchain), ``probe``. Whole model (``plan``, ``diff``): ``draft_moe_backend``,
-    ``no_draft``, ``expert_placement``, ``quantization`` (vLLM ``--quantization``).
+    ``no_draft``, ``expert_placement`` (``None``: the serve line's, else ``linear``), ``quantization`` (vLLM ``--quantization``).
 
     How the inputs arrived, for messages: ``from_serve`` (the fields a serve line filled),
     ``gpu_given_as`` (``--to gpu:B200`` where a diff side named the device), ``probe_implied``
@@ -59,7 +59,7 @@ class OperatorInputs:
     policy: str = "faithful"
     draft_moe_backend: str | None = None
     no_draft: bool = False
-    expert_placement: str = "linear"
+    expert_placement: str | None = None
     quantization: str | None = None
     from_serve: frozenset[str] = frozenset()
     gpu_given_as: str | None = None

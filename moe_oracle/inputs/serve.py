@@ -109,7 +109,7 @@ UNMODELLED_FLAGS: Mapping[str, str] = {
     "enable_dbo": "dual-batch overlap changes how the prepare/finalize is built, not which experts kernel runs",
     "enable_elastic_ep": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",
     "elastic_ep_max_dp_size": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",
-    "expert_placement_strategy": "round-robin placement changes the expert map, not the kernel choice in this oracle",
+    "expert_placement_strategy": "round-robin placement changes the expert map, not the kernel choice in this oracle (plan places each rank's experts with it)",
     "nnodes": "a multi-node EP group changes the all2all transport (intra- vs inter-node); not modelled",
     "fully_sharded_loras": "fully sharded LoRA changes the LoRA kernels, not the experts kernel choice in this oracle",
 }
@@ -147,6 +147,7 @@ class ServeArgs:
     lora: bool | None = None
     moe_backend: str | None = None
     draft_moe_backend: str | None = None
+    expert_placement: str | None = None
     speculative: Mapping[str, Any] | None = None
     max_num_batched_tokens: int | None = None
     kv_cache_dtype: str | None = None
@@ -170,6 +171,7 @@ SERVE_FLAG_OF: Mapping[str, str] = {
     "tp": "--tensor-parallel-size", "dp": "--data-parallel-size", "ep": "--enable-expert-parallel", "all2all": "--all2all-backend", "eplb": "--enable-eplb",
     "redundant_experts": "--eplb-config num_redundant_experts", "lora": "--enable-lora", "moe_backend": "--moe-backend",
     "draft_moe_backend": "--speculative-config moe_backend", "max_num_batched_tokens": "--max-num-batched-tokens",
+    "expert_placement": "--expert-placement-strategy",
 }
 """ServeArgs attribute -> the vLLM serve flag (or flag and JSON key) that sets it (names shared by
 vLLM 0.29.0-0.33.0)."""
@@ -462,6 +464,8 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
             values["redundant_experts"] = _int_flag("--eplb-config num_redundant_experts", eplb["num_redundant_experts"], text) if eplb["num_redundant_experts"] else 0
     if "enable_lora" in given:
         values["lora"] = bool(given["enable_lora"])
+    if given.get("expert_placement_strategy") is not None:  # its choices are checked on every occurrence by value_issues
+        values["expert_placement"] = given["expert_placement_strategy"]
     backend_choices = choices["moe_backend"]
     backend = None
     kernel_keys = {f["dest"]: f.get("keys") for f in facts["serve_flags"]}.get("kernel_config")

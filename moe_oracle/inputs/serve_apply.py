@@ -33,6 +33,7 @@ SERVE_TO_ARGS = {
     "moe_backend": ("moe_backend", "--moe-backend"),
     "draft_moe_backend": ("draft_moe_backend", "--draft-moe-backend"),  # read by plan (and diff of a whole model)
     "max_num_batched_tokens": ("max_tokens", "--max-tokens"),
+    "expert_placement": ("expert_placement", "--expert-placement"),  # read by plan (each rank's experts)
 }
 
 

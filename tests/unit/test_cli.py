@@ -263,3 +263,50 @@ def test_a_serve_line_without_a_device_names_the_serve_input(capsys):
     came from (it said --model for a serve line)."""
     assert main(["explain", "--serve", "vllm serve deepseek-ai/DeepSeek-R1 -tp 8"]) == 2
     assert "the device is required with --serve" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", ["99999999999999999999999", str(-(2**63) - 1), "1.5"])
+def test_run_refuses_a_seed_torch_cannot_take(seed, capsys):
+    """`run --seed 99999999999999999999999` reached torch.Generator.manual_seed and ended in a
+    traceback (ValueError: Overflow when unpacking long long); argparse now refuses it, naming the range."""
+    with pytest.raises(SystemExit) as info:
+        main(["run", "--model", "qwen3-30b-a3b", "--seed", seed])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert "argument --seed: expected an integer from -9223372036854775808 to 9223372036854775807" in err
+
+
+def test_run_json_with_nothing_eligible_prints_the_decision_record(capsys):
+    """`run --json` on a layer the runtime cannot take (gpt-oss-20b's MXFP4 on CPU) printed the
+    text dead end, so stdout was not JSON; it now prints the Decision record with no run."""
+    code = main(["run", "--model", "gpt-oss-20b", "--tokens", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert out["run"] is None and out["decision"]["selected"] is None
+
+
+def test_run_names_layers_when_the_layer_count_is_what_cannot_fit(monkeypatch, capsys):
+    """`run --layers 100000 --max-experts 8` was refused as "--max-experts: one expert of this
+    layer needs 878.9 GiB": one expert of one layer fits, the layer count does not, so --layers is named."""
+    pytest.importorskip("torch")
+    import moe_oracle.runtime.runner as runner
+
+    monkeypatch.setattr(runner, "available_memory_bytes", lambda: 16 * 2**30)
+    code = main(["run", "--model", "qwen3-30b-a3b", "--layers", "100000", "--max-experts", "8", "--json"])
+    issue = json.loads(capsys.readouterr().out)["issues"][0]
+    assert code == 2
+    assert issue["path"] == "--layers" and issue["value"] == 100000
+    assert 1 < issue["allowed"]["maximum"] < 100000 and f"use --layers {issue['allowed']['maximum']} or fewer" in issue["message"]
+
+
+def test_an_error_record_into_a_closed_pipe_exits_2_without_a_traceback(monkeypatch):
+    """`plan --tp 0 --json | head -1` ended in a BrokenPipeError traceback raised while printing
+    the error record (the handler for a broken pipe covered only the answer, not the error)."""
+    import io
+
+    class Closed(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "0", "--json"]) == 2

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 
 import pytest
 
@@ -129,3 +131,35 @@ def test_a_device_flag_with_one_gpu_side_is_the_other_sides_device():
 
     code, out, err = cli("diff", "--model", "qwen3-30b-a3b-fp8", "--tp", "2", "--from", "vllm==0.33.0", "--to", "gpu:B200", "--gpu", "H200")
     assert code == 0, err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--from", "vllm==0.31.0", "--to", "vllm==0.33.0", "--package", "vllm==0.32.0"], "--from vllm: declared twice with different versions: '0.32.0' (--package) and '0.31.0' (--from)"),
+    (["--from", "vllm==0.31.0,vllm==0.33.0", "--to", "vllm==0.33.0"], "--from vllm: declared twice with different versions: '0.31.0' (--from) and '0.33.0' (--from)"),
+], ids=["side-and-package", "within-a-side"])
+def test_a_package_a_side_declares_twice_names_the_side(argv, message, capsys):
+    """A side's version that disagrees with --package (or with itself) was refused as
+    "--package vllm: declared twice", naming a flag given once; the refusal names the side."""
+    assert main(["diff", "--model", "deepseek-r1", "--gpu", "H200", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("moe-oracle: error: bad --from") and message in err
+
+
+def test_a_side_too_long_for_a_file_name_is_bad_input_not_a_traceback():
+    """`diff --from aaaa...` (5,000 characters) ended in OSError: File name too long."""
+    with pytest.raises(ConfigError, match="bad --from"):
+        parse_side("a" * 5000, "--from")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+def test_a_side_given_as_a_pipe_is_read_as_an_environment_file(tmp_path, capsys):
+    """`--from <(pip freeze)` was refused as "expected ... an existing environment file" though
+    the pipe exists and --environment reads pipes; a side reads its file once."""
+    pipe = tmp_path / "freeze"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_text("vllm==0.31.0\n", encoding="utf-8"), daemon=True)
+    writer.start()
+    code = main(["diff", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--from", str(pipe), "--to", "vllm==0.33.0", "--json"])
+    writer.join(timeout=10)
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0 and record["groups"][0]["before"]["release"] == "vLLM 0.31.0 (declared)"

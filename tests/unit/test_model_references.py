@@ -5,6 +5,7 @@ Hugging Face id of another organisation resolves to the example of that name wit
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -31,6 +32,19 @@ def test_cli_refuses_a_missing_path_with_exit_2(argv: list[str]) -> None:
     code, out, err = cli("explain", *argv, "--gpu", "H200")
     assert code == 2 and out == ""
     assert "no such file or checkpoint directory" in err and argv[1].split()[-3 if argv[0] == "--serve" else 0] in err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+@pytest.mark.parametrize("flag", ["--model", "--hf-quant-config"])
+def test_a_pipe_is_refused_as_not_a_regular_file_not_as_missing(flag: str, tmp_path: Path) -> None:
+    """`--model <(cat config.json)` (a pipe that exists) was refused as "no such file"; it is
+    refused as what it is, before anything opens it (a pipe gives its text once, diff reads twice)."""
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    extra = [] if flag == "--model" else ["--model", "qwen3-30b-a3b"]
+    code, out, err = cli("plan", flag, str(pipe), *extra, "--gpu", "H200")
+    assert code == 2 and out == ""
+    assert f"bad {flag}" in err and "not a regular file or directory (a pipe such as <(...)" in err and "no such file" not in err
 
 
 def test_an_existing_directory_of_that_name_is_read(tmp_path: Path) -> None:

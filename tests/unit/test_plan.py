@@ -94,6 +94,16 @@ def test_no_placement_without_expert_parallelism():
     assert expert_placement(8, ParallelConfig(tp_size=1, use_ep=True)) is None
 
 
+def test_too_many_redundant_experts_to_place_names_the_redundant_experts(capsys):
+    """`plan --dp 8 --ep --eplb --redundant-experts 99999999992` was refused as "bad num_experts:
+    $.num_experts ... (got 100000000248)", charging the model for the copies the flag added."""
+    assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--dp", "8", "--ep", "--eplb", "--redundant-experts", "99999999992", "--json"]) == 2
+    record = json.loads(capsys.readouterr().out)
+    issue = record["issues"][0]
+    assert record["message"] == "bad --redundant-experts"
+    assert (issue["path"], issue["value"], issue["allowed"]) == ("$.parallel.num_redundant_experts", 99999999992, {"maximum": 2**20 - 256})
+
+
 @pytest.mark.parametrize(("groups", "par", "fallback"), [
     (8, ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency"), None),
     (1, ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency"), "expert group"),
@@ -208,6 +218,33 @@ def test_cli_plan_refuses_two_different_draft_backends(capsys):
     assert main(["plan", "--gpu", "H200", "--serve", _SPEC, "--draft-moe-backend", "triton"]) == 2
     assert "given as --draft-moe-backend triton and in --serve as --speculative-config moe_backend deep_gemm" in capsys.readouterr().err
     assert main(["plan", "--gpu", "H200", "--serve", _SPEC, "--draft-moe-backend", "deep_gemm"]) == 0  # the same: accepted
+
+
+_ROUND_ROBIN = "vllm serve deepseek-ai/DeepSeek-R1 --expert-placement-strategy round_robin --enable-expert-parallel -dp 4 --all2all-backend deepep_low_latency"
+
+
+def test_cli_plan_places_experts_as_the_serve_lines_placement_strategy(capsys):
+    """The serve line's --expert-placement-strategy round_robin was noted and dropped: the plan
+    listed linear ranks. It now places the ranks, and a --expert-placement that disagrees is refused."""
+    assert main(["plan", "--gpu", "H200", "--serve", _ROUND_ROBIN, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["deployment"]["expert_placement"] == "round_robin"
+    placement = record["placement"]["256"]
+    assert placement["strategy"] == "round_robin" and placement["ranks"][0]["physical"][:2] == [[0, 0], [4, 4]]
+    assert main(["plan", "--gpu", "H200", "--serve", _ROUND_ROBIN, "--expert-placement", "linear"]) == 2
+    assert "given as --expert-placement linear and in --serve as --expert-placement-strategy round_robin" in capsys.readouterr().err
+    assert main(["plan", "--gpu", "H200", "--serve", _ROUND_ROBIN, "--expert-placement", "round_robin"]) == 0  # the same: accepted
+
+
+@pytest.mark.parametrize("flags", [
+    ["--model", "deepseek-r1", "--tp", "8", "--expert-placement", "round_robin"],
+    ["--serve", "vllm serve deepseek-ai/DeepSeek-R1 -tp 8 --expert-placement-strategy round_robin"],
+], ids=["flag", "serve"])
+def test_cli_plan_notes_a_placement_strategy_without_expert_parallelism(flags, capsys):
+    """Round-robin placement without EP changed nothing and was not said (an input with no effect is a note)."""
+    assert main(["plan", "--gpu", "H200", *flags, "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("round_robin has no effect: without expert parallelism" in n for n in notes)
 
 
 @pytest.mark.parametrize("flags", [

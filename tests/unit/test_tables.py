@@ -364,3 +364,11 @@ def test_no_cache_accepts_the_usual_truthy_spellings(monkeypatch, tmp_path, valu
     else:
         monkeypatch.setenv("MOE_ORACLE_NO_CACHE", value)
     assert (cache_dir() is None) is disabled
+
+
+def test_a_table_directory_name_too_long_is_a_table_error_not_a_traceback(tmp_path):
+    """`--tables aaaa...` (5,000 characters) ended in OSError: File name too long (Path.is_dir)."""
+    root = tmp_path / ("a" * 5000)
+    with pytest.raises(TableError) as exc:
+        load_catalog([root / "kernels", root / "prepare_finalize", root / "rules"])
+    assert all(i.keyword == "io" and "cannot read the table directory" in i.message for i in exc.value.issues)
