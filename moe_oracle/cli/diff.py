@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..core.errors import ConfigError, InputIssue
 from ..inputs.operator_inputs import OperatorInputs
 from .common import operator_inputs, print_json, release_warnings
 
-__all__ = ["add_parser", "run", "parse_side"]
+__all__ = ["add_parser", "run", "parse_side", "side_notes"]
 
 _EPILOG = """\
 A side (--from / --to) is one of:
@@ -125,14 +125,27 @@ def _plan_groups(given: OperatorInputs, catalog: Any, sides: list[tuple[str, dic
     (label_b, before), (label_a, after) = plans
     by_layers = {tuple(layer.spec.index for layer in g.layers): g for g in after.moe_groups()}
     groups = []
-    notes = set(before.notes) | set(after.notes)
+    own: list[str] = []
     for g in before.moe_groups():
         other = by_layers.get(tuple(layer.spec.index for layer in g.layers))
         if g.decision is None or other is None or other.decision is None:
-            notes.add(f"{g.label()}: grouped differently on the two sides; compare them with explain")
+            own.append(f"{g.label()}: grouped differently on the two sides; compare them with explain")
             continue
         groups.append((g.label(), Side(label_b, g.decision.config, before.environment), Side(label_a, other.decision.config, after.environment)))
-    return groups, sorted(notes)
+    return groups, side_notes(before.notes, after.notes, own)
+
+
+def side_notes(before: Iterable[str], after: Iterable[str], shared: Iterable[str] = ()) -> list[str]:
+    """The notes of both sides, each once: a note both sides give, and ``shared`` (the diff's
+    own), as given; a note of one side only headed by that side's flag, so two notes that differ
+    only in the release they name say which side each is for. Shared notes first, then
+    ``--from``'s, then ``--to``'s, each sorted.
+
+    >>> side_notes(["a", "MTP (vLLM 0.29.0)"], ["a", "MTP (vLLM 0.33.0)"])
+    ['a', '--from: MTP (vLLM 0.29.0)', '--to: MTP (vLLM 0.33.0)']
+    """
+    b, a = set(before), set(after)
+    return sorted((b & a) | set(shared)) + [f"--from: {n}" for n in sorted(b - a)] + [f"--to: {n}" for n in sorted(a - b)]
 
 
 def run(args: argparse.Namespace, catalog: Any) -> int:
@@ -153,7 +166,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
             deployment = build_deployment(_side_inputs(given, spec), catalog)
             sides.append((Side(text, deployment.config, deployment.environment), deployment.notes))
         (before, notes_b), (after, notes_a) = sides
-        groups, notes = [("MoE layers", before, after)], sorted(set(notes_b) | set(notes_a))
+        groups, notes = [("MoE layers", before, after)], side_notes(notes_b, notes_a)
     result = diff_groups(catalog, groups, policy=args.policy)
     sides_env = [(side.label, side.environment) for _, before, after in groups[:1] for side in (before, after)]
     warnings = release_warnings(catalog, sides_env)

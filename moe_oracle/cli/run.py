@@ -21,6 +21,7 @@ def add_parser(sub: Any, filled: Any) -> None:
         p.add_argument("--tokens", type=positive_int, default=32, metavar="N", help="tokens per call (default 32)")
         p.add_argument("--layers", type=positive_int, default=1, metavar="K", help="layers to run (default 1)")
         p.add_argument("--max-experts", type=positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
+        p.add_argument("--all", action="store_true", help="when nothing is eligible: list every candidate, as explain --all (default: the closest few)")
         p.add_argument("--seed", type=seed_int, default=0, metavar="N", help="seed of the random weights and inputs, a 64-bit signed integer (default 0)")
 
 
@@ -45,8 +46,9 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     """Run ``run``; returns the exit code (1: nothing eligible or the runtime cannot build it)."""
     from ..core.engine import evaluate
     from ..core.errors import ConfigError, InputIssue
-    from ..core.render import render_failure
+    from ..core.render import render_explain
     from ..inputs.deployment import build_deployment, merged_notes
+    from .select import dead_end_fixes
 
     try:
         from ..runtime.runner import run_layer
@@ -68,8 +70,8 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     if decision.winner is None:
         if args.json:
             print_json({"decision": decision.to_dict(), "run": None})
-        else:
-            print(render_failure(decision))
+        else:  # what explain prints for these inputs: what blocks, the ranked fixes, the closest candidates
+            print(render_explain(decision, show_all=args.all, fixes=dead_end_fixes(deployment, decision, catalog, args.policy), serve=bool(args.serve)))
         return EXIT_NONE
     _check_run_memory(config, args)
     if config.device.platform.value == "cpu" and not args.json:

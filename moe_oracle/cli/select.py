@@ -9,7 +9,7 @@ from typing import Any
 
 from .common import EPILOG_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, operator_inputs, print_json
 
-__all__ = ["add_parsers", "decide", "run"]
+__all__ = ["add_parsers", "dead_end_fixes", "decide", "run"]
 
 
 def add_parsers(sub: Any, filled: Any) -> None:
@@ -36,7 +36,7 @@ def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
     """
     from ..core.engine import evaluate
     from ..core.errors import ConfigError
-    from ..inputs.deployment import admissible, build_deployment, merged_notes
+    from ..inputs.deployment import build_deployment, merged_notes
 
     deployment = build_deployment(operator_inputs(args), catalog)
     issues = deployment.refusals()
@@ -46,12 +46,18 @@ def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
     decision = evaluate(catalog, config, env, policy=args.policy)
     if deployment.notes:
         decision = replace(decision, notes=merged_notes(decision.notes, deployment.notes))
-    found = None
-    if decision.winner is None:
-        from ..explain.whynot import fixes as find_fixes  # a dead end only: the search is not imported for an answer
-
-        found = find_fixes(catalog, config, env, backends=decision.requested, policy=args.policy, admissible=admissible(deployment, catalog))
+    found = dead_end_fixes(deployment, decision, catalog, args.policy) if decision.winner is None else None
     return decision, found
+
+
+def dead_end_fixes(deployment: Any, decision: Any, catalog: Any, policy: Any) -> Any:
+    """The ranked fixes of a dead end (``decision`` has no winner): why-not for any kernel, or for
+    the requested backend, from ``deployment``'s inputs, keeping only edits the engine would start
+    with. ``explain``/``select`` and ``run`` print them the same way (:func:`render_explain`)."""
+    from ..explain.whynot import fixes as find_fixes  # a dead end only: the search is not imported for an answer
+    from ..inputs.deployment import admissible
+
+    return find_fixes(catalog, deployment.config, deployment.environment, backends=decision.requested, policy=policy, admissible=admissible(deployment, catalog))
 
 
 # CUDA compute capabilities vLLM's kernels distinguish (Ampere, Ada, Hopper, Blackwell

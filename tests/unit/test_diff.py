@@ -102,8 +102,8 @@ def test_diff_notes_each_sides_environment_gpu_that_gpu_overrides(tmp_path, caps
         sides.append(str(path))
     assert main(["diff", *layer, "--gpu", "H200", "--from", sides[0], "--to", sides[1], "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
-    assert f"--environment {sides[0]}: its GPU 'NVIDIA H100 80GB HBM3' is not used: --gpu H200 wins" in notes
-    assert f"--environment {sides[1]}: its GPU 'NVIDIA B200' is not used: --gpu H200 wins" in notes
+    assert f"--from: --environment {sides[0]}: its GPU 'NVIDIA H100 80GB HBM3' is not used: --gpu H200 wins" in notes
+    assert f"--to: --environment {sides[1]}: its GPU 'NVIDIA B200' is not used: --gpu H200 wins" in notes
 
 
 def test_diff_gpu_sides_name_the_side_over_an_environment_files_gpu(tmp_path, capsys):
@@ -111,7 +111,7 @@ def test_diff_gpu_sides_name_the_side_over_an_environment_files_gpu(tmp_path, ca
     path.write_text("GPU models and configuration : GPU 0: NVIDIA H100 80GB HBM3\nVersions of relevant libraries\n[pip3] vllm==0.33.0\n")
     assert main(["diff", "--model", "qwen3-30b-a3b", "--environment", str(path), "--from", "gpu:H200", "--to", "gpu:B200", "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
-    assert f"--environment {path}: its GPU 'NVIDIA H100 80GB HBM3' is not used: --to gpu:B200 wins" in notes
+    assert f"--to: --environment {path}: its GPU 'NVIDIA H100 80GB HBM3' is not used: --to gpu:B200 wins" in notes
 
 
 @pytest.mark.parametrize("device", [["--gpu", "MI300X"], ["--platform", "rocm", "--arch", "gfx942"]])
@@ -163,3 +163,37 @@ def test_a_side_given_as_a_pipe_is_read_as_an_environment_file(tmp_path, capsys)
     writer.join(timeout=10)
     record = json.loads(capsys.readouterr().out)
     assert code == 0 and record["groups"][0]["before"]["release"] == "vLLM 0.31.0 (declared)"
+
+
+def _mtp_notes(notes: list[str]) -> list[str]:
+    return [n for n in notes if "draft (MTP) layers are built only when serving" in n]
+
+
+def test_a_note_of_one_side_only_names_the_side(capsys):
+    """Two releases give nearly the same MTP note (each naming its release); they were printed
+    unlabelled, one after the other. Each side's own note is now headed by its flag; a note both
+    sides give is printed once, unlabelled, before them."""
+    import jsonschema
+
+    from moe_oracle.core._resources import schema_dir
+
+    argv = ["diff", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--from", "vllm==0.29.0", "--to", "vllm==0.33.0"]
+    assert main([*argv, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    jsonschema.validate(record, json.loads((schema_dir() / "bundled" / "diff.schema.json").read_text(encoding="utf-8")))
+    mtp = _mtp_notes(record["notes"])
+    assert [n.split(": ", 1)[0] for n in mtp] == ["--from", "--to"]
+    assert "vLLM 0.29.0" in mtp[0] and "vLLM 0.33.0" in mtp[1]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert [line for line in text.splitlines() if line.startswith("Note: ")] == [f"Note: {n}" for n in record["notes"]]
+    assert main(["diff", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--from", "vllm==0.33.0", "--to", "vllm==0.33.0,flashinfer-python==0.7.0", "--json"]) == 0
+    same = json.loads(capsys.readouterr().out)["notes"]
+    assert len(_mtp_notes(same)) == 1 and not _mtp_notes(same)[0].startswith(("--from", "--to"))
+
+
+def test_side_notes_keep_shared_notes_once_and_label_the_rest():
+    from moe_oracle.cli.diff import side_notes
+
+    assert side_notes(["b", "x", "a"], ["a", "y", "b"], ["z: grouped differently"]) == ["a", "b", "z: grouped differently", "--from: x", "--to: y"]
+    assert side_notes(["a"], ["a"]) == ["a"]
