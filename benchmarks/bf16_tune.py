@@ -125,7 +125,7 @@ def tune_model(key: str, tokens_list: list[int], samples: int) -> tuple[list[str
         winners.append((tokens, path, best["gemm1"][1], best["gemm2"][1]))
         log.append(f"  T={tokens:>5} whole call: triton {tri:.4f} ms, torch_grouped_mm {tor:.4f} ms -> {path}")
         print(log[-1], flush=True)
-    del weights, experts
+    weights = experts = None  # freed before empty_cache (not del: the timed closures name them)
     torch.cuda.empty_cache()
     yaml = [f"  - name: {key}", f"    num_experts: {e}", f"    hidden_size: {spec.hidden_size}", f"    intermediate_size: {spec.intermediate_size}", f"    top_k: {k}", "    ranges:"]
     for i, (tokens, path, g1, g2) in enumerate(winners):

@@ -294,10 +294,11 @@ def layer_counts(spec: LayerSpec, tokens: int, touched: int, weights: MoEWeights
     return flops, touched * weights.bytes_per_expert() + 4 * tokens * spec.hidden_size
 
 
-def routed_inputs(spec: LayerSpec, weights: MoEWeights, token_counts: Iterable[int]) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, int, int, int]]:
-    """Per token count, in order: ``(tokens, x [tokens, hidden] bf16, topk_weights [tokens, K] float32,
-    topk_ids [tokens, K] int64, experts touched, FLOPs, bytes)``, hidden states and router logits drawn from one
-    generator (seed 1) on :data:`DEVICE`, so both benches route the same inputs."""
+def routed_inputs(spec: LayerSpec, weights: MoEWeights, token_counts: Iterable[int]) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int, int, int]]:
+    """Per token count, in order: ``(tokens, x [tokens, hidden] bf16, logits [tokens, E] float32,
+    topk_weights [tokens, K] float32, topk_ids [tokens, K] int64, experts touched, FLOPs, bytes)``,
+    hidden states and router logits drawn from one generator (seed 1) on :data:`DEVICE`, so both
+    benches route the same inputs (the logits feed the float32 reference's own routing)."""
     gen = torch.Generator(device=DEVICE).manual_seed(1)
     for tokens in token_counts:
         x = torch.randn(tokens, spec.hidden_size, generator=gen, device=DEVICE).to(torch.bfloat16)
@@ -305,7 +306,7 @@ def routed_inputs(spec: LayerSpec, weights: MoEWeights, token_counts: Iterable[i
         topk_w, topk_ids = route(logits, spec.routing, correction_bias=weights.correction_bias)
         topk_w, topk_ids = topk_w.float().contiguous(), topk_ids.to(torch.int64).contiguous()
         touched = int(torch.unique(topk_ids).numel())
-        yield (tokens, x, topk_w, topk_ids, touched, *layer_counts(spec, tokens, touched, weights))
+        yield (tokens, x, logits, topk_w, topk_ids, touched, *layer_counts(spec, tokens, touched, weights))
 
 
 def bf16_copy(weights: MoEWeights, spec: LayerSpec) -> tuple[LayerSpec, MoEWeights]:
@@ -330,7 +331,7 @@ def bench_model(model: Model, args: argparse.Namespace, limits: dict) -> dict:
         variants["bf16 ours"] = experts_for(bspec, bf16_weights)
     print(f"# {model.label}: E={spec.num_experts} top-{spec.top_k} H={spec.hidden_size} I={spec.intermediate_size} {spec.activation.value} {spec.quant.name} bias={spec.has_bias}; weights {weights.bytes_per_expert() * spec.num_experts / 2**30:.1f} GiB, built in {time.time() - t0:.1f}s", flush=True)
     rows, numerics = [], {}
-    for tokens, x, topk_w, topk_ids, touched, flops, nbytes in routed_inputs(spec, weights, args.tokens):
+    for tokens, x, logits, topk_w, topk_ids, touched, flops, nbytes in routed_inputs(spec, weights, args.tokens):
         calls: dict[str, Callable[[], object]] = {}
         with torch.no_grad():
             for name, ex in variants.items():
@@ -361,7 +362,7 @@ def bench_model(model: Model, args: argparse.Namespace, limits: dict) -> dict:
         ratio = by_name["ours"]["ms"] / by_name["gemms+act"]["ms"] if "gemms+act" in by_name and "ours" in by_name else None
         print(f"  T={tokens:>5}: {line}" + (f"  ours/gemms+act {ratio:.2f}" if ratio else ""), flush=True)
     print(f"  numerics: {numerics}", flush=True)
-    del weights, variants, bf16_weights
+    weights = variants = bf16_weights = None  # freed before the next layer (not del: the timed closures name them)
     if DEVICE == "cuda":
         torch.cuda.empty_cache()
     return dict(model=model.name, label=model.label, fp8=fp8, scheme=spec.quant.name, num_experts=spec.num_experts, top_k=spec.top_k,
@@ -420,7 +421,7 @@ def bench_peer_model(model: Model, args: argparse.Namespace, limits: dict, peer)
     print(f"# {model.label}: E={spec.num_experts} top-{spec.top_k} H={spec.hidden_size} I={spec.intermediate_size} {spec.quant.name}; "
           f"weights {weights.bytes_per_expert() * spec.num_experts / 2**30:.1f} GiB, built in {time.time() - t0:.1f}s; peer configs: {theirs.config_file or 'none (vLLM default heuristic)'}", flush=True)
     rows, numerics = [], {}
-    for tokens, x, topk_w, topk_ids, touched, flops, nbytes in routed_inputs(spec, weights, args.tokens):
+    for tokens, x, logits, topk_w, topk_ids, touched, flops, nbytes in routed_inputs(spec, weights, args.tokens):
         floor = max(flops / (peak * 1e9), nbytes / (limits["copy_gbs"] * 1e6))
         with torch.no_grad():
             calls = {"ours": (lambda: ours.apply(x, topk_w, topk_ids)), **theirs.parts(x, topk_w, topk_ids)}
@@ -453,7 +454,7 @@ def bench_peer_model(model: Model, args: argparse.Namespace, limits: dict, peer)
         rows[-1]["path"] = _path_label(ours, tokens)
         rows[-1]["peer_config"] = theirs.config_source(tokens)
     print(f"  numerics (normwise max|out-ref|/max|ref| vs the float32 reference): {numerics}", flush=True)
-    del weights, ours, theirs
+    weights = ours = theirs = None  # freed before the next layer (not del: the timed closures name them)
     torch.cuda.empty_cache()
     return dict(model=model.name, label=model.label, fp8=fp8, scheme=spec.quant.name, num_experts=spec.num_experts, top_k=spec.top_k,
                 hidden=spec.hidden_size, intermediate=spec.intermediate_size, activation=spec.activation.value, bias=spec.has_bias,
