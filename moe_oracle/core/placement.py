@@ -16,7 +16,7 @@ from typing import Any
 from .config import ParallelConfig
 from .errors import ConfigError, InputIssue
 
-__all__ = ["PLACEMENTS", "Placement", "RankExperts", "expert_placement", "ranges_text"]
+__all__ = ["PLACEMENTS", "Placement", "RankExperts", "expert_placement", "places_experts", "ranges_text"]
 
 PLACEMENTS = ("linear", "round_robin")
 
@@ -130,6 +130,12 @@ class Placement:
         }
 
 
+def places_experts(parallel: ParallelConfig) -> bool:
+    """Whether ranks hold different experts: expert parallelism over more than one rank (vLLM
+    places experts per EP rank only then; otherwise every rank holds every expert)."""
+    return parallel.use_ep and parallel.tp_size * parallel.dp_size > 1
+
+
 def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: str = "linear", num_expert_group: int | None = None) -> Placement | None:
     """Per-rank experts of a layer with ``num_experts`` logical experts, or ``None`` without EP.
 
@@ -144,15 +150,19 @@ def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: st
     """
     if strategy not in PLACEMENTS:
         raise ConfigError([InputIssue("--expert-placement", "unknown expert placement strategy", strategy, list(PLACEMENTS))])
-    ep = parallel.tp_size * parallel.dp_size
-    if not parallel.use_ep or ep <= 1:
+    if not places_experts(parallel):
         return None
+    ep = parallel.tp_size * parallel.dp_size
     redundant = parallel.num_redundant_experts
     physical = num_experts + redundant
     if ep > _MAX_EP or physical > _MAX_EXPERTS:
         # Name the input that is too large: the rank count, the model's experts, or the redundant copies added to them.
-        path = "--tp/--dp" if ep > _MAX_EP else "$.num_experts" if num_experts > _MAX_EXPERTS else "$.parallel.num_redundant_experts"
-        value, bound = (ep, _MAX_EP) if ep > _MAX_EP else (physical, _MAX_EXPERTS) if num_experts > _MAX_EXPERTS else (redundant, _MAX_EXPERTS - num_experts)
+        if ep > _MAX_EP:
+            path, value, bound = "--tp/--dp", ep, _MAX_EP
+        elif num_experts > _MAX_EXPERTS:
+            path, value, bound = "$.num_experts", physical, _MAX_EXPERTS
+        else:
+            path, value, bound = "$.parallel.num_redundant_experts", redundant, _MAX_EXPERTS - num_experts
         raise ConfigError([InputIssue(path, f"per-rank placement lists every rank and expert: at most {_MAX_EP} EP ranks and {_MAX_EXPERTS} physical experts ({num_experts} experts + {redundant} redundant)", value, {"maximum": bound})])
     used, fallback = strategy, None
     if strategy == "round_robin":

@@ -15,6 +15,7 @@ from ..core.catalog import Catalog
 from ..core.config import Device, ParallelConfig, Provenance
 from ..core.environment import Environment, probe_device
 from ..core.errors import ConfigError, InputIssue
+from ..core.placement import places_experts
 from ..core.refusals import FLAG, Origin, where_given
 from ..core.requests import check_request, resolve_request
 from ..core.versions import EngineRelease
@@ -183,7 +184,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         if eplb_note:
             notes.append(eplb_note)
             prov.append(Provenance("parallel.num_redundant_experts", Source.DERIVED, eplb_note))
-    if given.expert_placement == "round_robin" and not (parallel.use_ep and parallel.tp_size * parallel.dp_size > 1):
+    if given.expert_placement == "round_robin" and not places_experts(parallel):
         placement_from = "the --serve line's --expert-placement-strategy" if "expert_placement" in given.from_serve else "--expert-placement"
         notes.append(f"{placement_from} round_robin has no effect: without expert parallelism over more than one rank (--ep with --tp or --dp above 1) every rank holds every expert")
     draft_flag = given.draft_moe_backend is not None and "draft_moe_backend" not in given.from_serve
