@@ -22,6 +22,7 @@ from .file_hints import explain_schema_issues
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
 from .models import find_model, quant_config_beside, resolve_model_path
+from .paths import user_path
 from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, unknown_scheme_issue
 from ..core.tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
 from ..core.vocab import All2AllBackend, Source
@@ -134,8 +135,8 @@ def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None
         ConfigError: unreadable, malformed, schema-invalid or semantically invalid; every
             problem names the file and the JSON path.
     """
-    path = Path(path)
-    display = str(path)
+    display = str(path)  # as written: a leading ~ stays in messages
+    path = user_path(path)
     try:
         with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
             raw = handle.read(MAX_TABLE_BYTES + 1)
