@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from ..inputs.operator_inputs import OperatorInputs
+from ..inputs.paths import user_path
 
 __all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json"]
 
@@ -170,7 +170,7 @@ def load_tables(tables: str | None, view: str = "engine") -> Any:
 
     if tables is None:
         return catalog_for_view(view)
-    root = Path(tables)
+    root = user_path(tables)
     engine = load_catalog([root / "kernels", root / "prepare_finalize", root / "rules"])
     return load_runtime_catalog(engine) if view == "runtime" else engine
 

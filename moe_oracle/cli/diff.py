@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..core.errors import ConfigError, InputIssue
 from ..inputs.operator_inputs import OperatorInputs
+from ..inputs.paths import user_path
 from .common import operator_inputs, print_json, release_warnings
 
 __all__ = ["add_parser", "run", "parse_side", "side_notes"]
@@ -73,7 +73,7 @@ def _readable_file(text: str) -> bool:
     """Whether ``text`` names something --environment reads: an existing path that is not a
     directory (a file, or a pipe such as bash's ``<(pip freeze)``)."""
     try:
-        path = Path(text)
+        path = user_path(text)
         return path.exists() and not path.is_dir()
     except (OSError, ValueError):  # a name too long, a NUL
         return False

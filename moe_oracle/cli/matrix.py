@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
+from ..inputs.paths import user_path
 from .common import EXIT_OK, positive_int
 
 __all__ = ["add_parser", "run"]
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
         from ..core.errors import ConfigError, InputIssue
 
         try:
-            Path(args.html).write_text(render_html(catalog, view), encoding="utf-8")
+            user_path(args.html).write_text(render_html(catalog, view), encoding="utf-8")
         except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable character in the path
             raise ConfigError([InputIssue("--html", f"cannot write: {getattr(exc, 'strerror', None) or exc}", args.html, None)], headline="cannot write --html") from None
         print(f"wrote {args.html}", file=sys.stderr)

@@ -42,6 +42,13 @@ def seed_int(text: str) -> int:
     return value
 
 
+RUN_LEFT_OUT = ("fixes that change the GPU: run builds the kernel on this machine's own device and takes no --gpu; "
+                "moe-oracle explain --view runtime --gpu NAME with these flags considers other GPUs")
+"""What ``run``'s dead end says after its fixes: the search kept the device
+(:func:`moe_oracle.cli.select.dead_end_fixes` with ``keep_device``), since a fix such as
+``--gpu H20`` is one ``run`` refuses."""
+
+
 def run(args: argparse.Namespace, catalog: Any) -> int:
     """Run ``run``; returns the exit code (1: nothing eligible or the runtime cannot build it)."""
     from ..core.engine import evaluate
@@ -70,8 +77,9 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     if decision.winner is None:
         if args.json:
             print_json({"decision": decision.to_dict(), "run": None})
-        else:  # what explain prints for these inputs: what blocks, the ranked fixes, the closest candidates
-            print(render_explain(decision, show_all=args.all, fixes=dead_end_fixes(deployment, decision, catalog, args.policy), serve=bool(args.serve)))
+        else:  # what explain prints for these inputs (what blocks, the ranked fixes, the closest candidates), but fixes run can take
+            found = dead_end_fixes(deployment, decision, catalog, args.policy, keep_device=True)
+            print(render_explain(decision, show_all=args.all, fixes=found, serve=bool(args.serve), left_out=RUN_LEFT_OUT))
         return EXIT_NONE
     _check_run_memory(config, args)
     if config.device.platform.value == "cpu" and not args.json:

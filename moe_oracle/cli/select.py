@@ -50,14 +50,18 @@ def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
     return decision, found
 
 
-def dead_end_fixes(deployment: Any, decision: Any, catalog: Any, policy: Any) -> Any:
+def dead_end_fixes(deployment: Any, decision: Any, catalog: Any, policy: Any, *, keep_device: bool = False) -> Any:
     """The ranked fixes of a dead end (``decision`` has no winner): why-not for any kernel, or for
     the requested backend, from ``deployment``'s inputs, keeping only edits the engine would start
-    with. ``explain``/``select`` and ``run`` print them the same way (:func:`render_explain`)."""
+    with. ``explain``/``select`` and ``run`` print them the same way (:func:`render_explain`).
+    ``keep_device`` (``run``, which runs on this machine and refuses ``--gpu``): the search keeps
+    the device too, so it offers only fixes that can be taken here."""
     from ..explain.whynot import fixes as find_fixes  # a dead end only: the search is not imported for an answer
+    from ..explain.whynot_edits import DEFAULT_KEEP
     from ..inputs.deployment import admissible
 
-    return find_fixes(catalog, deployment.config, deployment.environment, backends=decision.requested, policy=policy, admissible=admissible(deployment, catalog))
+    keep = DEFAULT_KEEP | {"device"} if keep_device else DEFAULT_KEEP
+    return find_fixes(catalog, deployment.config, deployment.environment, keep=keep, backends=decision.requested, policy=policy, admissible=admissible(deployment, catalog))
 
 
 # CUDA compute capabilities vLLM's kernels distinguish (Ampere, Ada, Hopper, Blackwell

@@ -31,6 +31,7 @@ __all__ = [
     "method_weight_key",
     "unknown_scheme_issue",
     "scheme_by_name",
+    "scheme_name",
 ]
 
 
@@ -290,6 +291,25 @@ class UnknownSchemeError(ConfigError, KeyError):
         return ConfigError.__str__(self)
 
 
+def scheme_name(name: object) -> str | None:
+    """The scheme name (a :data:`SCHEMES` key) that ``name`` spells: a scheme name or a reference
+    alias, case and ``-``/``_`` ignored; ``None`` when it spells none (or is not a string). The
+    one place that says which spellings a quant scheme name may take: ``--quant``
+    (:func:`scheme_by_name`) and a MoEConfig file's ``model.quant`` (normalized with it before the
+    schema's enum of canonical names checks it) both read it.
+
+    >>> scheme_name("FP8-Blk"), scheme_name("FP8_BLOCK"), scheme_name("Nvfp4"), scheme_name("fp8_blok"), scheme_name(7)
+    ('fp8_block', 'fp8_block', 'nvfp4', None, None)
+    """
+    if not isinstance(name, str):
+        return None
+    if name in SCHEMES:
+        return name
+    if name in SCHEME_ALIASES:
+        return SCHEME_ALIASES[name]
+    return _BY_SPELLING.get(_spelling(name))
+
+
 def scheme_by_name(name: str) -> QuantScheme:
     """Look up a named scheme; reference aliases (``FP8-Blk``) are accepted too, and case and
     ``-``/``_`` are ignored, as no two names differ only in them (``FP8_BLOCK``, ``bf16``, ``fp8-blk``).
@@ -301,12 +321,9 @@ def scheme_by_name(name: str) -> QuantScheme:
         UnknownSchemeError: ``name`` is neither a scheme name nor an alias (a ``ConfigError``
             and a ``KeyError``).
     """
-    if isinstance(name, str) and name in SCHEMES:
-        return SCHEMES[name]
-    if isinstance(name, str) and name in SCHEME_ALIASES:
-        return SCHEMES[SCHEME_ALIASES[name]]
-    if isinstance(name, str) and _spelling(name) in _BY_SPELLING:
-        return SCHEMES[_BY_SPELLING[_spelling(name)]]
+    found = scheme_name(name)
+    if found is not None:
+        return SCHEMES[found]
     raise UnknownSchemeError([unknown_scheme_issue("$.quant", name)])
 
 

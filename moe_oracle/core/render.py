@@ -365,20 +365,22 @@ def alternative_lines(alternatives: Iterable[Any], indent: str = "  ", *, serve:
     return [f"{indent}{i}. {a.describe(serve=serve)}  [cost {a.cost}{', tie' if costs[a.cost] > 1 else ''}] -> {a.outcome()}" for i, a in enumerate(alts, start=1)]
 
 
-def _fix_lines(fixes: Sequence[Any] | None, show: int = 3, serve: bool = False) -> list[str]:
+def _fix_lines(fixes: Sequence[Any] | None, show: int = 3, serve: bool = False, left_out: str | None = None) -> list[str]:
     if fixes is None:
         return []
+    after = [f"  Left out: {left_out}"] if left_out else []
     if not fixes:
-        return ["Fixes: no change of a few inputs (the model kept) makes a candidate eligible."]
-    return ["Fixes, fewest and least disruptive first (each re-checked):"] + alternative_lines(list(fixes)[:show], serve=serve)
+        return ["Fixes: no change of a few inputs (the model kept) makes a candidate eligible."] + after
+    return ["Fixes, fewest and least disruptive first (each re-checked):"] + alternative_lines(list(fixes)[:show], serve=serve) + after
 
 
-def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *, command: str = "explain", said: set[str] | None = None, serve: bool = False) -> str:
+def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *, command: str = "explain", said: set[str] | None = None, serve: bool = False, left_out: str | None = None) -> str:
     """The ``select`` answer when nothing is eligible: what blocks, the ranked fixes, where to look next.
 
     ``fixes``: alternatives from :func:`moe_oracle.explain.whynot.fixes` (``None``: not searched);
     ``serve``: the deployment came from a ``vllm serve`` line, so fixes name its flags
-    (:meth:`moe_oracle.explain.whynot_edits.Alternative.describe`).
+    (:meth:`moe_oracle.explain.whynot_edits.Alternative.describe`); ``left_out``: the fixes the
+    search was kept from and why, said after them (``run``: those that change the GPU).
     """
     unmapped = unmapped_request(decision)
     n = len(decision.rows)
@@ -392,7 +394,7 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
         head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {n} candidates."
     else:
         head = f"No MoE kernel is eligible for {decision.answered_for}: {n} candidates."
-    lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes, serve=serve)
+    lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes, serve=serve, left_out=left_out)
     lines.append(f"Every candidate and reason: moe-oracle {command} ... --all")
     return "\n".join(lines)
 
@@ -438,20 +440,20 @@ def _backend_order(decision: "Decision") -> str:
     return " > ".join(shown) + (f" ({left} backend{'s' if left != 1 else ''} of other platforms left out)" if left else "")
 
 
-def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Sequence[Any] | None = None, closest: int = 5, serve: bool = False) -> str:
+def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Sequence[Any] | None = None, closest: int = 5, serve: bool = False, left_out: str | None = None) -> str:
     """The ``explain`` view.
 
     With a winner: inputs, winner, order, assumptions, then the candidates (rows numbered 1..n
     as shown; ``rank`` is the priority position). With none: inputs, what blocks, the ranked
-    fixes (``serve``: as :func:`render_dead_end`), then the ``closest`` candidates meant for
-    this problem (fewest failures), or every candidate with ``show_all``.
+    fixes (``serve``, ``left_out``: as :func:`render_dead_end`), then the ``closest`` candidates
+    meant for this problem (fewest failures), or every candidate with ``show_all``.
     """
     lines = _header(decision)
     sel = decision.selected
     said: set[str] = set()
     lines.append("")
     if sel is None:
-        dead = render_dead_end(decision, fixes, said=said, serve=serve).rsplit("\n", 1)[0]
+        dead = render_dead_end(decision, fixes, said=said, serve=serve, left_out=left_out).rsplit("\n", 1)[0]
         lines.append("Selected: NONE - " + dead[0].lower() + dead[1:])
     else:
         how = f"shortcut {decision.shortcut} (the engine returns it before its priority order)" if decision.shortcut else f"requested ({decision.requested_by})" if decision.requested else f"priority order {decision.order_rule}"

@@ -43,6 +43,7 @@ from typing import Iterable
 
 from ..core.errors import ConfigError, InputIssue, did_you_mean
 from ..core.packages import MAX_VERSION_CHARS, PackageSpec, canonical_name, parse_requirement, parse_version, unique_specs
+from .paths import user_path
 
 __all__ = ["EnvironmentFile", "parse_environment_text", "read_environment_file"]
 
@@ -92,7 +93,7 @@ def read_environment_file(path: str | Path, known: Iterable[str] = ()) -> Enviro
     """
     display = str(path)
     try:
-        with Path(path).open("rb") as handle:  # bounded: a device such as /dev/zero never ends
+        with user_path(path).open("rb") as handle:  # bounded: a device such as /dev/zero never ends
             raw = handle.read(MAX_ENV_FILE_BYTES + 1)
     except (OSError, ValueError) as exc:
         raise ConfigError([InputIssue("--environment", f"cannot read: {getattr(exc, 'strerror', None) or exc}", display, None, display)], headline="bad --environment") from None

@@ -22,7 +22,8 @@ from .file_hints import explain_schema_issues
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
 from .models import find_model, quant_config_beside, resolve_model_path
-from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, unknown_scheme_issue
+from .paths import user_path
+from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, scheme_name, unknown_scheme_issue
 from ..core.tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
 from ..core.vocab import All2AllBackend, Source
 
@@ -134,8 +135,8 @@ def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None
         ConfigError: unreadable, malformed, schema-invalid or semantically invalid; every
             problem names the file and the JSON path.
     """
-    path = Path(path)
-    display = str(path)
+    display = str(path)  # as written: a leading ~ stays in messages
+    path = user_path(path)
     try:
         with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
             raw = handle.read(MAX_TABLE_BYTES + 1)
@@ -163,6 +164,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         raise ConfigError([InputIssue("$", "a MoE config file must be a mapping", type(doc).__name__ if doc is not None else "empty file", None, file, keyword="type")])
     if _looks_like_hf_config(doc):
         raise ConfigError([InputIssue("--config", "this is a Hugging Face config.json, not a MoEConfig file: use --model " + (file or "PATH") + " (with --gpu and the deployment flags); --config takes the schemas/moe_config.schema.json format", file, None, file, keyword="format")])
+    doc = _canonical_quant(doc)
     issues = validate_document(schemas.for_kind("moe_config"), doc, file)
     if issues:
         raise ConfigError(explain_schema_issues(issues, doc))
@@ -254,6 +256,25 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
     if "moe_backend" in doc:
         _check_moe_backend(catalog, doc["moe_backend"], environment, file)
     return LoadedConfig(config, environment, probe, *checkpoint, notes=notes)
+
+
+def _canonical_quant(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with ``model.quant`` written as the scheme name it spells
+    (:func:`moe_oracle.core.quant.scheme_name`: case and ``-``/``_`` ignored, as ``--quant``
+    reads it), so that the schema's enum, which lists each name in one spelling, takes every
+    spelling the flag takes (``FP8_Block``, ``Fp8-Blk``). A name that spells no scheme stays as
+    written, for the schema's error and its did-you-mean. ``doc`` itself is not changed.
+
+    >>> _canonical_quant({"model": {"quant": "FP8_Block"}}), _canonical_quant({"model": {"quant": "fp8_blok"}})
+    ({'model': {'quant': 'fp8_block'}}, {'model': {'quant': 'fp8_blok'}})
+    """
+    model = doc.get("model")
+    if not isinstance(model, Mapping):
+        return doc
+    name = scheme_name(model.get("quant"))
+    if name is None or name == model["quant"]:
+        return doc
+    return {**doc, "model": {**model, "quant": name}}
 
 
 def _check_quant_method(catalog: Catalog, value: str, environment: Environment | None, file: str | None) -> None:

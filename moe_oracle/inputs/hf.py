@@ -19,6 +19,7 @@ from .checkpoint.aliases import routing_method_type
 from .checkpoint.model import read_checkpoint
 from ..core.config import Provenance
 from ..core.errors import ConfigError, InputIssue
+from .paths import user_path
 
 __all__ = ["CheckpointFields", "from_hf_config", "load_hf_config", "routing_method_type"]
 
@@ -51,7 +52,7 @@ def load_hf_config(path: str | Path, flag: str = "--model") -> dict[str, Any]:
         ConfigError: unreadable, not UTF-8, not JSON, or not a JSON object; a directory without
             a ``config.json``.
     """
-    path = Path(path)
+    path = user_path(path)
     try:
         is_dir = path.is_dir()
     except (OSError, ValueError):  # a name too long, a NUL: the open below says so

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..core._resources import examples_dir
 from ..core.errors import ConfigError, InputIssue
+from .paths import user_path
 
 __all__ = ["EXAMPLE_HF_IDS", "ModelReference", "example_names", "find_model", "looks_like_path", "quant_config_beside", "resolve_model_path", "resolve_quant_config_path", "refuse_quant_config_as_model"]
 
@@ -28,9 +29,7 @@ def resolve_model_path(ref: str, base: Path | None = None) -> Path:
     Raises:
         ConfigError: none of these (lists the examples), or a directory without config.json.
     """
-    candidate = Path(ref)
-    if base is not None and not candidate.is_absolute():
-        candidate = base / candidate
+    candidate = user_path(ref, base)
     if _is_file(candidate):
         return candidate
     if _is_dir(candidate):
@@ -136,7 +135,7 @@ def find_model(ref: str, base: Path | None = None, flag: str = "--model") -> Mod
     Raises:
         ConfigError: none of these (charged to ``flag``), or a directory without config.json.
     """
-    local = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
+    local = user_path(ref, base)
     _refuse_special_file(local, flag, ref)
     if _is_file(local) or _is_dir(local):
         try:
@@ -176,7 +175,7 @@ def resolve_quant_config_path(ref: str) -> Path:
     Raises:
         ConfigError: neither (lists the shipped hf_quant_config.json examples).
     """
-    path = Path(ref)
+    path = user_path(ref)
     _refuse_special_file(path, "--hf-quant-config", ref)
     if _is_file(path):
         return path

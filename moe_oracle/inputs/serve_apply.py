@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from ..core.errors import ConfigError, InputIssue
 from .models import ModelReference, find_model, resolve_model_path
+from .paths import shown_path, user_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import FROM_FLAG
 from .serve import ServeArgs
@@ -113,14 +114,14 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> ModelReferen
 
     ref = serve.hf_config_path or serve.model
     assert ref is not None
-    local = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
+    local = user_path(ref, base)
     try:
         if local.is_dir():
             # A checkpoint directory: its config.json, never a shipped example of the same name.
             try:
                 return ModelReference(resolve_model_path(str(local / "config.json")))
             except ConfigError:
-                raise ConfigError([InputIssue("--serve MODEL", "the checkpoint directory has no config.json", str(local), None)], headline="bad --serve") from None
+                raise ConfigError([InputIssue("--serve MODEL", "the checkpoint directory has no config.json", shown_path(ref, local), None)], headline="bad --serve") from None
     except OSError:
         pass
     try:

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from . import argtypes
 from ..core.errors import ConfigError, InputIssue
+from .paths import shown_path, user_path
 from .release_facts import engine_facts
 from .serve_launchers import launcher_issue
 from .serve_words import FOREIGN_FLAGS, command_words, other_engine
@@ -454,11 +455,10 @@ def config_file_args(path_text: str, base: Path | None, loader_options: frozense
     Raises:
         ConfigError: not a ``.yaml``/``.yml`` name, unreadable, not YAML, or not a mapping.
     """
-    path = Path(path_text)
-    if base is not None and not path.is_absolute():
-        path = base / path
+    path = user_path(path_text, base)
+    shown = shown_path(path_text, path)  # a leading ~ as written
     if path_text.split(".")[-1] not in ("yaml", "yml"):  # vLLM's own test of the name
-        raise ConfigError([InputIssue("--serve --config", "vLLM reads only .yaml/.yml config files", str(path), None)], headline="bad --serve")
+        raise ConfigError([InputIssue("--serve --config", "vLLM reads only .yaml/.yml config files", shown, None)], headline="bad --serve")
     import yaml
 
     from ..core._yaml_loaders import flow_depth
@@ -467,7 +467,7 @@ def config_file_args(path_text: str, base: Path | None, loader_options: frozense
         with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
             raw = handle.read(MAX_SERVE_CONFIG_BYTES + 1)
         if len(raw) > MAX_SERVE_CONFIG_BYTES:
-            raise ConfigError([InputIssue("--serve --config", f"the file is larger than {MAX_SERVE_CONFIG_BYTES} bytes (a serve config names a few dozen flags)", str(path), {"maxBytes": MAX_SERVE_CONFIG_BYTES})], headline="bad --serve")
+            raise ConfigError([InputIssue("--serve --config", f"the file is larger than {MAX_SERVE_CONFIG_BYTES} bytes (a serve config names a few dozen flags)", shown, {"maxBytes": MAX_SERVE_CONFIG_BYTES})], headline="bad --serve")
         text = raw.decode("utf-8")
         if flow_depth(text) > MAX_SERVE_CONFIG_DEPTH:
             raise RecursionError
@@ -475,16 +475,16 @@ def config_file_args(path_text: str, base: Path | None, loader_options: frozense
         try:  # yaml.safe_load, keeping the node to find the repeated keys in one parse
             node = loader.get_single_node()
             if node is not None:
-                _check_expanded_size(node, str(path))  # before anything walks the aliases' expansion
+                _check_expanded_size(node, shown)  # before anything walks the aliases' expansion
             doc = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError([InputIssue("--serve --config", f"cannot read: {exc}", str(path), None)], headline="bad --serve") from None
+        raise ConfigError([InputIssue("--serve --config", f"cannot read: {getattr(exc, 'strerror', None) or exc}", shown, None)], headline="bad --serve") from None
     except RecursionError:
-        raise ConfigError([InputIssue("--serve --config", f"YAML nesting is too deep (more than {MAX_SERVE_CONFIG_DEPTH} levels; a serve config is a flat mapping of flags)", str(path), {"maxDepth": MAX_SERVE_CONFIG_DEPTH})], headline="bad --serve") from None
+        raise ConfigError([InputIssue("--serve --config", f"YAML nesting is too deep (more than {MAX_SERVE_CONFIG_DEPTH} levels; a serve config is a flat mapping of flags)", shown, {"maxDepth": MAX_SERVE_CONFIG_DEPTH})], headline="bad --serve") from None
     if not isinstance(doc, dict):
-        raise ConfigError([InputIssue("--serve --config", "must be a YAML mapping of flag names to values", str(path), None)], headline="bad --serve")
+        raise ConfigError([InputIssue("--serve --config", "must be a YAML mapping of flag names to values", shown, None)], headline="bad --serve")
     keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)] if isinstance(node, yaml.MappingNode) else []
     repeated = sorted({k for k in keys if keys.count(k) > 1})
     out: list[str] = []

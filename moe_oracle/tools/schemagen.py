@@ -46,7 +46,7 @@ def vocabulary_schema() -> dict[str, Any]:
         "source": _enum(enum_values(Source), "provenance tag of a value"),
         "policy": _enum(enum_values(Policy), "faithful: the engine's own answer; safe: known bugs and unchecked paths rejected"),
         "quant_scheme": _enum(tuple(SCHEMES), "named (weight key, activation key) pair"),
-        "quant_scheme_input": _enum((*SCHEMES, *SCHEME_ALIASES), "a quant_scheme name or its reference alias (FP8-Blk ...), as --quant accepts: what a config file may name"),
+        "quant_scheme_input": _enum((*SCHEMES, *SCHEME_ALIASES), "a quant_scheme name or its reference alias (FP8-Blk ...), as --quant accepts: what a config file may name, each in one spelling; moe-oracle reads a file's name ignoring case and '-'/'_' first, as --quant does (FP8_Block)"),
         "quant_key": _enum(tuple(QUANT_KEYS), "quantization key of one tensor"),
         "quant_family": _enum(enum_values(QuantFamily), "quant family (vLLM oracle)"),
         "field": {

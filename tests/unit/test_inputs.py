@@ -85,6 +85,30 @@ def test_a_file_takes_the_reference_aliases_the_quant_flag_takes(tmp_path, small
         assert loaded.config.quant.name == name == parse_quant(alias).name
 
 
+def test_a_file_takes_every_spelling_the_quant_flag_takes(tmp_path, small_catalog):
+    """``--quant`` reads a name ignoring case and ``-``/``_``; a file's ``model.quant`` was checked
+    against the schema's enum of lower-case names first, so ``FP8_Block`` was refused there."""
+    from moe_oracle.inputs.files import parse_quant
+    from moe_oracle.core.quant import SCHEME_ALIASES, SCHEMES
+
+    for given in [*SCHEMES, *SCHEME_ALIASES]:
+        for spelling in (given.upper(), given.title(), given.replace("_", "-"), given.upper().replace("-", "_")):
+            loaded = load_config_file(write(tmp_path, {**GOOD, "model": {**GOOD["model"], "quant": spelling}}), small_catalog)
+            assert loaded.config.quant == parse_quant(spelling), spelling
+    hf = {**GOOD, "model": {"hf_config": "qwen3-30b-a3b", "quant": "FP8_Block"}}  # the checkpoint's override too
+    assert load_config_file(write(tmp_path, hf), small_catalog).config.quant.name == "fp8_block"
+
+
+@pytest.mark.parametrize("spelling", ["FP8_Blok", "fp8-blok"])
+def test_a_misspelt_quant_in_a_file_keeps_its_did_you_mean(tmp_path, small_catalog, spelling):
+    doc = {**GOOD, "model": {**GOOD["model"], "quant": spelling}}
+    with pytest.raises(ConfigError) as info:
+        load_config_file(write(tmp_path, doc), small_catalog)
+    (issue,) = info.value.issues
+    assert (issue.path, issue.value, issue.suggestion()) == ("$.model.quant", spelling, "fp8_block")
+    assert doc["model"]["quant"] == spelling  # the caller's document is not rewritten
+
+
 def test_unknown_all2all_backend_has_did_you_mean(tmp_path, small_catalog):
     doc = {**GOOD, "parallel": {"all2all_backend": "deepep_low_latncy"}}
     with pytest.raises(ConfigError) as info:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from moe_oracle.cli.run import RUN_LEFT_OUT
+from moe_oracle.core.config import Device
+from moe_oracle.core.vocab import Platform
 from tests.cli_capture import cli
 
 pytest.importorskip("torch")  # run refuses to start without the runtime
@@ -22,9 +25,53 @@ def test_run_prints_what_explain_prints_for_a_dead_end(extra: tuple[str, ...]) -
     assert code == 1, run_err
     code, explain_out, explain_err = cli("explain", "--view", "runtime", "--probe", *LAYER, *extra)
     assert code == 1, explain_err
-    assert run_out == explain_out
+    # run adds one line: the fixes it left out (none of this layer's fixes changes the GPU).
+    assert run_out.replace(f"  Left out: {RUN_LEFT_OUT}\n", "") == explain_out
+    assert f"\n  Left out: {RUN_LEFT_OUT}\n" in run_out
     assert "\nFixes, fewest and least disruptive first (each re-checked):\n  1. " in run_out
     assert "\nCandidates (" in run_out
+
+
+@pytest.fixture()
+def cpu_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This host probed as a CPU, whatever the machine running the test has."""
+    monkeypatch.setattr("moe_oracle.inputs.deployment.probe_device", lambda: (Device(Platform.CPU, arch="x86_64", name="this host"), ()))
+
+
+# torch_grouped_mm runs on CUDA only: on a CPU host, explain's fixes for the request are other GPUs.
+GPU_ONLY = ("--model", "qwen3-30b-a3b", "--moe-backend", "torch_grouped_mm")
+
+
+def test_run_leaves_out_fixes_that_change_the_gpu_and_says_why(cpu_host: None) -> None:
+    """Before, run printed explain's ranked fixes, the first of them ``--gpu H20``, which run
+    refuses (it runs on this machine). Its search now keeps the device, and the dead end says so."""
+    code, explain_out, err = cli("explain", "--view", "runtime", "--probe", *GPU_ONLY)
+    assert code == 1, err
+    assert "\n  1. --gpu " in explain_out  # explain (another machine's answer) offers other GPUs
+    code, run_out, err = cli("run", *GPU_ONLY, "--tokens", "2")
+    assert code == 1, err
+    fixes = run_out.split("Fixes", 1)[1].split("\nRequested backends:", 1)[0]
+    assert "--gpu" not in fixes.replace(RUN_LEFT_OUT, "")
+    assert fixes.endswith(f"\n  Left out: {RUN_LEFT_OUT}")
+    assert "moe-oracle explain --view runtime --gpu NAME" in RUN_LEFT_OUT  # where the GPU fixes are
+
+
+def test_run_dead_end_fixes_keep_the_device(cpu_host: None) -> None:
+    """No fix ``run`` is offered edits the device, with or without a backend request."""
+    from moe_oracle.cli.select import dead_end_fixes
+    from moe_oracle.core.engine import evaluate
+    from moe_oracle.core.oracle import catalog_for_view
+    from moe_oracle.inputs.deployment import build_deployment
+    from moe_oracle.inputs.operator_inputs import OperatorInputs
+
+    runtime = catalog_for_view("runtime")
+    for given in (OperatorInputs(model="qwen3-30b-a3b", moe_backend="torch_grouped_mm", probe=True), OperatorInputs(model="gpt-oss-20b", probe=True)):
+        deployment = build_deployment(given, runtime, probe_device_default=True)
+        decision = evaluate(runtime, deployment.config, deployment.environment)
+        assert decision.winner is None
+        for keep_device, may_change_gpu in ((False, given.moe_backend is not None), (True, False)):
+            found = dead_end_fixes(deployment, decision, runtime, decision.policy, keep_device=keep_device)
+            assert any(e.target == "device" for a in found for e in a.edits) == may_change_gpu, (given, keep_device)
 
 
 def test_run_all_lists_every_candidate() -> None:

@@ -1,0 +1,98 @@
+"""A leading ``~`` in a path the operator wrote is expanded (:mod:`moe_oracle.inputs.paths`), in
+every path flag and path field, and messages still name the path as written.
+
+Before, ``--model ~/cfg.json`` (quoted, ``--model=~/cfg.json``, or inside a ``--serve`` string or
+a file: places no shell expands) was refused as "no such file", and ``--tables ~/t`` looked for
+a directory named ``~`` under the working directory.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from moe_oracle.core._resources import examples_dir
+from moe_oracle.inputs.paths import shown_path, user_path
+from tests.cli_capture import cli
+from tests.tables_fixture import write_tables
+
+
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home directory holding a config.json, a checkpoint directory, a MoEConfig file naming the
+    config.json as ``~/cfg.json``, an hf_quant_config.json, a pip freeze, a serve config and tables."""
+    home = tmp_path / "home"
+    (home / "ck").mkdir(parents=True)
+    shutil.copy(examples_dir() / "qwen3-30b-a3b.json", home / "cfg.json")
+    shutil.copy(examples_dir() / "qwen3-30b-a3b.json", home / "ck" / "config.json")
+    shutil.copy(examples_dir() / "nvidia-nemotron-3-nano-30b-a3b-bf16.json", home / "nano.json")
+    shutil.copy(examples_dir() / "nvidia-nemotron-3-nano-30b-a3b-nvfp4.hf_quant_config.json", home / "q.json")
+    (home / "x.yaml").write_text("model:\n  hf_config: ~/cfg.json\ndevice:\n  gpu: H200\n", encoding="utf-8")
+    (tmp_path / "elsewhere.yaml").write_text("model:\n  hf_config: ~/nano.json\n  hf_quant_config: ~/q.json\ndevice:\n  gpu: B200\n", encoding="utf-8")
+    (home / "freeze.txt").write_text("vllm==0.33.0\n", encoding="utf-8")
+    (home / "s.yaml").write_text("tensor-parallel-size: 2\n", encoding="utf-8")
+    write_tables(home / "t")
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+def test_user_path_expands_a_leading_tilde_before_the_base(home: Path) -> None:
+    assert user_path("~/cfg.json") == home / "cfg.json"
+    assert user_path("~/cfg.json", Path("/srv")) == home / "cfg.json"
+    assert user_path("cfg.json", Path("/srv")) == Path("/srv/cfg.json")
+    assert user_path("a/~/b") == Path("a/~/b")  # only a leading ~
+    assert shown_path("~/cfg.json", user_path("~/cfg.json")) == "~/cfg.json"
+
+
+# (command line, what its output shows when the paths were read)
+CASES = {
+    "model-file": (["explain", "--model", "~/cfg.json", "--gpu", "H200"], "128 experts top-8"),
+    "model-equals": (["explain", "--model=~/cfg.json", "--gpu", "H200"], "128 experts top-8"),
+    "model-dir": (["explain", "--model", "~/ck", "--gpu", "H200"], "128 experts top-8"),
+    "config-and-hf_config-field": (["explain", "--config", "~/x.yaml"], "128 experts top-8"),
+    "hf-quant-config": (["explain", "--model", "~/nano.json", "--hf-quant-config", "~/q.json", "--gpu", "B200"], "nvfp4"),
+    "environment": (["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", "~/freeze.txt"], "vLLM 0.33.0 (declared)"),
+    "diff-side": (["diff", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--from", "~/freeze.txt", "--to", "vllm==0.34.0"], "diff: ~/freeze.txt -> vllm==0.34.0"),
+    "serve-model-and-config": (["explain", "--serve", "vllm serve ~/ck --config ~/s.yaml", "--gpu", "H200"], "tp=2"),
+    "plan": (["plan", "--model", "~/cfg.json", "--gpu", "H200"], "Plan for cfg"),
+    "tables": (["explain", "--tables", "~/t", "--model", "qwen3-30b-a3b", "--gpu", "H200"], "Selected:"),
+}
+
+
+@pytest.mark.parametrize("argv, shown", CASES.values(), ids=CASES.keys())
+def test_every_path_flag_and_field_expands_a_leading_tilde(home: Path, argv: list[str], shown: str) -> None:
+    code, out, err = cli(*argv)
+    assert code in (0, 1), err  # read: an answer (1: nothing eligible in the small tables), not bad input
+    assert shown in out
+
+
+def test_a_config_file_elsewhere_names_checkpoint_fields_under_the_home(home: Path) -> None:
+    code, out, err = cli("explain", "--config", str(home.parent / "elsewhere.yaml"))
+    assert code == 0, err
+    assert "nvfp4" in out
+
+
+def test_matrix_html_writes_under_the_home(home: Path) -> None:
+    code, _, err = cli("matrix", "--html", "~/m.html", "--gpu", "H200")
+    assert code == 0 and (home / "m.html").is_file()
+    assert "wrote ~/m.html" in err
+
+
+# A missing file: the message names the path as written, not the expanded one.
+MISSING = {
+    "model": (["explain", "--model", "~/nope.json", "--gpu", "H200"]),
+    "config": (["explain", "--config", "~/nope.yaml"]),
+    "environment": (["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", "~/nope.txt"]),
+    "hf-quant-config": (["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--hf-quant-config", "~/nope.json"]),
+    "serve-model": (["explain", "--serve", "vllm serve ~/nope.d", "--gpu", "H200"]),
+    "serve-config": (["explain", "--serve", "vllm serve ~/ck --config ~/nope.yaml", "--gpu", "H200"]),
+}
+
+
+@pytest.mark.parametrize("argv", MISSING.values(), ids=MISSING.keys())
+def test_a_missing_path_is_named_as_written(home: Path, argv: list[str]) -> None:
+    code, out, err = cli(*argv)
+    assert code == 2 and out == ""
+    assert "'~/nope." in err and str(home) not in err
