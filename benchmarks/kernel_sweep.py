@@ -83,7 +83,7 @@ def fp8_candidates(gemm: str, rows_per_expert: float) -> list[ops.BlockConfig]:
                  F(64, 4, 4, split=32), F(128, 8, 3, split=64), F(128, 8, 3, tma=True, split=64), F(128, 8, 3, split=32),
                  F(128, 8, 4, split=64), F(128, 8, 3, group_m=16, split=64), F(128, 8, 3, group_m=4, split=64)]
     if rows_per_expert > 48:
-        cands += FP8_NEW[gemm] + FP8_S11[gemm] + FP8_WGMMA[gemm]
+        cands += FP8_NEW[gemm] + FP8_S11[gemm]
     if gemm == "gemm2" and rows_per_expert > 48:
         cands += [F(64, 8, 3, block_n=256), F(64, 8, 3, block_n=256, tma=True), F(64, 8, 4, block_n=256, tma=True), F(128, 8, 3, block_n=256, tma=True),
                   F(128, 8, 3, block_n=256, tma=True, split=64), F(64, 4, 5, tma=True), F(64, 4, 4, group_m=16, tma=True), F(128, 8, 4, split=64)]
@@ -116,14 +116,6 @@ FP8_S11 = {
               F(128, 4, 3, group_m=16, tma=True, persistent=2, flat=True, tma_a=True), F(64, 8, 3, block_n=256, tma=True, tma_a=True),
               F(128, 8, 3, block_n=256, tma=True, tma_a=True), F(64, 4, 4, group_m=16, tma_a=True), F(128, 16, 3, block_n=256, tma=True, tma_a=True)],
 }
-FP8_WGMMA = {
-    "gemm1": [F(128, 8, 3, wgmma=True), F(128, 8, 4, wgmma=True), F(128, 8, 2, wgmma=True), F(128, 8, 3, group_m=16, wgmma=True),
-              F(128, 8, 4, group_m=16, wgmma=True), F(128, 8, 3, group_m=4, wgmma=True)],
-    "gemm2": [],
-}
-"""fp8 GEMM1 on our Gluon kernel with asynchronous wgmma (issue 23, session 15: ``moe_oracle/kernels/_gluon_fp8_gemm.py``),
-2-4 stages, m-tiles per n-tile group 4-16."""
-
 """fp8 tiles of the fourth sweep (issue 23, session 11): GEMM2 with the activation rows through a tensor descriptor
 (``tma_a``) around the earlier winners; GEMM1 with 16 warps (four warpgroups, 32 accumulator registers per thread
 and tile half: more warps to interleave one's scale FMAs with another's tensor-core steps)."""
@@ -164,8 +156,7 @@ def _split(c) -> str:  # noqa: ANN001 - GemmTile / BlockConfig; the optional key
     out += f", persistent: {c.persistent}" if c.persistent else ""
     out += ", flat: true" if c.flat else ""
     out += ", ws: true" if c.ws else ""
-    out += ", tma_a: true" if c.tma_a else ""
-    return out + (", wgmma: true" if getattr(c, "wgmma", False) else "")
+    return out + (", tma_a: true" if c.tma_a else "")
 
 
 def fp8_yaml(c: ops.BlockConfig) -> str:

@@ -17,7 +17,6 @@ import triton
 import triton.language as tl
 
 from ..core.vocab import Activation
-from ._gluon_fp8_gemm import fp8_gated_wgmma, wgmma_device
 from ._triton_common import (
     _ACT_CODES, _GROUP, INTERPRET, _gated, _grouped_pid, _live_tiles, _pow2, _tile_map, _tile_rows, _to_bf16, _to_fp8, _unary,
     activation_descriptor, check_tile, launch_grid, weight_descriptor,
@@ -163,11 +162,7 @@ class BlockConfig:
     into one software pipeline (the next tile's loads overlap this tile's last steps). ``ws``:
     Triton's warp-specialized K loop (``tl.range(warp_specialize=True)``). ``tma_a`` (GEMM2: rows in
     expert order; no ``split``): load the activation rows through a tensor descriptor too (boxes of
-    ``block_m`` rows from each tile's first row). ``wgmma`` (GEMM1 with the gated activation and
-    ``quant_out``; ``block_m`` 128, ``block_n`` 128, 8 warps, 2-4 stages, none of ``split``,
-    ``persistent``, ``ws``, ``flat``, ``tma_a``): run our Gluon kernel with asynchronous wgmma
-    (:mod:`moe_oracle.kernels._gluon_fp8_gemm`, weights through TMA) where it can run (SM 9.x, Triton
-    with its Gluon API); elsewhere the Triton kernel runs the same tile.
+    ``block_m`` rows from each tile's first row).
 
     Raises:
         ValueError: a field out of its range (the message names field, value and what is allowed).
@@ -184,7 +179,6 @@ class BlockConfig:
     ws: bool = False
     flat: bool = False
     tma_a: bool = False
-    wgmma: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.block_m, int) or self.block_m < 16 or self.block_m & (self.block_m - 1):
@@ -192,16 +186,6 @@ class BlockConfig:
         if self.block_n not in (128, 256):
             raise ValueError(f"BlockConfig.block_n: {self.block_n!r} is not allowed; 128 or 256")
         check_tile(self)
-        if not isinstance(self.wgmma, bool):
-            raise ValueError(f"BlockConfig.wgmma: {self.wgmma!r} is not allowed; true or false")
-        if self.wgmma:
-            shape = (self.block_m, self.block_n, self.num_warps)
-            others = (self.split, self.persistent, self.ws, self.flat, self.tma_a)
-            if shape != (128, 128, 8) or self.num_stages not in (2, 3, 4) or any(others):
-                raise ValueError(f"BlockConfig.wgmma: True is not allowed with block_m={self.block_m}, block_n={self.block_n}, "
-                                 f"num_warps={self.num_warps}, num_stages={self.num_stages}, split={self.split}, persistent={self.persistent}, "
-                                 f"ws={self.ws}, flat={self.flat}, tma_a={self.tma_a}; it needs block_m 128, block_n 128, 8 warps, "
-                                 "2-4 stages and none of split, persistent, ws, flat, tma_a")
 
 
 BLOCK_CONFIGS = {
@@ -264,8 +248,7 @@ def fp8_block_gemm(
 
     Raises:
         ValueError: ``K`` or the output width not a multiple of 128, an interleaved activation,
-            ``tma_a`` with ``sorted_tok``, a ``block_n`` of 256 with ``quant_out`` or with an output width not a multiple of 256,
-            ``wgmma`` without a gated activation and ``quant_out``.
+            ``tma_a`` with ``sorted_tok``, a ``block_n`` of 256 with ``quant_out`` or with an output width not a multiple of 256.
     """
     num_local, n_w, k_dim = w.shape
     gated = False
@@ -287,14 +270,6 @@ def fp8_block_gemm(
         raise ValueError(f"fp8_block_gemm: block_n {cfg.block_n} needs a plain GEMM (no quant_out) with N a multiple of it, got N={n_out}")
     if cfg.tma_a and sorted_tok is not None:
         raise ValueError("fp8_block_gemm: config.tma_a True is not allowed with sorted_tok (rows read through the token index); it needs rows in order (GEMM2)")
-    if cfg.wgmma:
-        if not (gated and quant_out):
-            raise ValueError(f"fp8_block_gemm: config.wgmma True is not allowed with act={act!r}, quant_out={quant_out}; it needs a gated activation and quant_out (GEMM1)")
-        if wgmma_device(dev):
-            tok = sorted_tok if sorted_tok is not None else torch.arange(rows, dtype=torch.int32, device=dev)
-            fp8_gated_wgmma(a, a_scale, w, w_scale, counts, tok, out, scale, code, swiglu_alpha, swiglu_limit,
-                            num_stages=cfg.num_stages, group_m=cfg.group_m)
-            return out, scale
     desc = weight_descriptor(w, cfg.block_n, 128) if cfg.tma else None
     a_desc = activation_descriptor(a, cfg.block_m, 128) if cfg.tma_a else None
     max_tiles_m = triton.cdiv(rows, cfg.block_m) + num_local

@@ -40,9 +40,7 @@ and what is allowed)::
     runs an S-row code path of the same launch); persistent: P (0: one program per tile; 1-8: P
     programs per SM looping over the tiles); flat: true (persistent, split 0: tile and K loops flattened
     into one pipeline); ws: true (Triton's warp-specialized K loop); tma_a: true (gemm2 only, split 0:
-    the activation rows, contiguous in expert order there, loaded through a tensor descriptor);
-    wgmma: true (fp8 gemm1 only; m 128, n 128, warps 8, stages 2-4, none of the options above: our
-    Gluon kernel with asynchronous wgmma on SM 9.x, the Triton kernel with the same tile elsewhere)
+    the activation rows, contiguous in expert order there, loaded through a tensor descriptor)
 """
 
 from __future__ import annotations
@@ -63,7 +61,7 @@ EXPERTS = {"torch_grouped_mm": PATHS, "triton_fp8_block": ("triton",)}
 """The ``experts`` a table may name -> the paths it may use."""
 
 _TILE_KEYS = {"m": "block_m", "n": "block_n", "k": "block_k", "warps": "num_warps", "stages": "num_stages", "group_m": "group_m", "tma": "tma", "split": "split",
-              "persistent": "persistent", "ws": "ws", "flat": "flat", "tma_a": "tma_a", "wgmma": "wgmma"}
+              "persistent": "persistent", "ws": "ws", "flat": "flat", "tma_a": "tma_a"}
 
 
 def default_table_path() -> Path:
@@ -151,17 +149,15 @@ def _tile(where: str, field: str, value: Any, experts: str):  # noqa: ANN202 - G
     if experts == "triton_fp8_block":
         from ._triton_moe import BlockConfig as tile_type
 
-        required, allowed, what = {"m", "n"}, set(_TILE_KEYS) - {"k"}, "keys m, n and optionally warps, stages, group_m, tma, split, persistent, ws, flat, tma_a, wgmma (k is 128)"
+        required, allowed, what = {"m", "n"}, set(_TILE_KEYS) - {"k"}, "keys m, n and optionally warps, stages, group_m, tma, split, persistent, ws, flat, tma_a (k is 128)"
     else:
         from ._triton_moe import GemmTile as tile_type
 
-        required, allowed, what = {"m", "n", "k"}, set(_TILE_KEYS) - {"wgmma"}, "keys m, n, k and optionally warps, stages, group_m, tma, split, persistent, ws, flat, tma_a"
+        required, allowed, what = {"m", "n", "k"}, set(_TILE_KEYS), "keys m, n, k and optionally warps, stages, group_m, tma, split, persistent, ws, flat, tma_a"
     if not isinstance(value, dict) or set(value) - allowed or not required <= set(value):
         raise _fail(where, field, value, f"a mapping with {what}")
     if field == "gemm1" and value.get("tma_a"):  # GEMM1 reads the tokens' rows through the sorted index: not one box
         raise _fail(where, "gemm1.tma_a", value["tma_a"], "false or absent (activation rows through a descriptor: gemm2 only)")
-    if field == "gemm2" and value.get("wgmma"):  # the Gluon kernel fuses the gated activation and the fp8 output
-        raise _fail(where, "gemm2.wgmma", value["wgmma"], "false or absent (the Gluon wgmma kernel serves gemm1 only)")
     kwargs = {_TILE_KEYS[k]: v for k, v in value.items()}
     if experts == "triton_fp8_block":  # BlockConfig takes warps and stages positionally
         kwargs.setdefault("num_warps", 4)

@@ -52,18 +52,6 @@ def normwise_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float((out.float() - ref.float()).abs().max() / ref.float().abs().max())
 
 
-def block_scaled_reference(a: torch.Tensor, a_scale: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """float32 math of the 128x128-block-scaled grouped GEMM (``fp8_block_gemm`` without activation):
-    rows ``a [rows, K]`` fp8 in expert order (``counts[e]`` each) with ``a_scale [rows, K / 128]``,
-    weights ``w [E, N, K]`` fp8 with ``w_scale [E, N / 128, K / 128]``; returns ``[rows, N]`` float32."""
-    out, start = [], 0
-    for e, c in enumerate(counts.tolist()):
-        rows = a[start:start + c].float() * a_scale[start:start + c].repeat_interleave(128, 1)
-        out.append(rows @ (w[e].float() * w_scale[e].repeat_interleave(128, 0).repeat_interleave(128, 1)).T)
-        start += c
-    return torch.cat(out)
-
-
 def small_spec(
     *,
     num_experts: int = 8,

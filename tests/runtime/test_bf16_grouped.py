@@ -287,23 +287,6 @@ def test_fp8_tile_table_errors_name_the_field_the_value_and_what_is_allowed(gemm
     gemm1_tma_a["shapes"][0]["ranges"][1]["gemm1"] = {"m": 64, "n": 128, "tma_a": True}
     with pytest.raises(ValueError, match="gemm1.tma_a = True is not allowed; false or absent"):
         parse_paths(gemm1_tma_a, "f.yaml")
-    gemm2_wgmma = _fp8_doc()
-    gemm2_wgmma["shapes"][0]["ranges"][1]["gemm2"] = {"m": 128, "n": 128, "warps": 8, "wgmma": True}
-    with pytest.raises(ValueError, match="gemm2.wgmma = True is not allowed; false or absent"):
-        parse_paths(gemm2_wgmma, "f.yaml")
-    for tile, wrong in (({"m": 64, "n": 128, "warps": 8, "wgmma": True}, "block_m=64"), ({"m": 128, "n": 128, "warps": 8, "split": 32, "wgmma": True}, "split=32"),
-                        ({"m": 128, "n": 128, "warps": 4, "wgmma": True}, "num_warps=4"), ({"m": 128, "n": 128, "warps": 8, "stages": 5, "wgmma": True}, "num_stages=5")):
-        gemm1_wgmma = _fp8_doc()
-        gemm1_wgmma["shapes"][0]["ranges"][1]["gemm1"] = tile
-        with pytest.raises(ValueError, match=f"wgmma: True is not allowed with .*{wrong}.*; it needs block_m 128, block_n 128, 8 warps, 2-4 stages"):
-            parse_paths(gemm1_wgmma, "f.yaml")
-    gemm1_wgmma["shapes"][0]["ranges"][1]["gemm1"] = {"m": 128, "n": 128, "warps": 8, "wgmma": "yes"}
-    with pytest.raises(ValueError, match="wgmma: 'yes' is not allowed; true or false"):
-        parse_paths(gemm1_wgmma, "f.yaml")
-    bf16_wgmma = _doc()
-    bf16_wgmma["shapes"][0]["ranges"][0]["gemm1"] = {"m": 128, "n": 128, "k": 64, "wgmma": True}
-    with pytest.raises(ValueError, match="a mapping with keys m, n, k"):
-        parse_paths(bf16_wgmma, "t.yaml")
     with pytest.raises(ValueError, match="path = 'torch_grouped_mm' is not allowed; one of triton"):
         parse_paths(_fp8_doc(default=[{"path": "torch_grouped_mm"}]), "f.yaml")
     with pytest.raises(ValueError, match="experts = 'cutlass' is not allowed"):

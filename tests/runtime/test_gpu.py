@@ -19,7 +19,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from helpers import BF16_REL_TOL, FP8_REQUANT_RMS_TOL, block_scaled_reference, inputs, normwise_error, rms_error, small_spec, with_swapped_gate_up
+from helpers import BF16_REL_TOL, FP8_REQUANT_RMS_TOL, inputs, normwise_error, rms_error, small_spec, with_swapped_gate_up
 from moe_oracle import Device, MoEConfig, Oracle
 from moe_oracle.kernels.reference import reference_moe
 from moe_oracle.kernels.torch_grouped_mm import TorchGroupedMMExperts, TorchScaledGroupedMMExperts
@@ -246,63 +246,3 @@ def test_tma_a_and_16_warp_tiles_compiled_match_the_reference():
     bexperts.force_path = PathChoice("triton", GemmTile(128, 128, 64, 8, 4, tma=True), GemmTile(128, 256, 64, 8, 4, 4, tma=True, tma_a=True))
     err = normwise_error(FusedMoEKernel(NoDPEPModular(bspec), bexperts)(bx, blogits), reference_moe(bx, blogits, bw, bspec))
     assert err <= BF16_REL_TOL, err
-
-
-WGMMA_SHAPES = [pytest.param(32, 7168, 2048, id="deepseek-v3-ep8-shard"), pytest.param(128, 2048, 768, id="qwen3-30b-a3b-fp8")]
-
-
-@pytest.mark.parametrize("num_local, hidden, inter", WGMMA_SHAPES)
-def test_wgmma_gemm1_matches_float32_math_and_the_triton_kernel(num_local, hidden, inter):
-    """GEMM1 through our Gluon kernel (``BlockConfig.wgmma``) at the fp8 layers' sizes, rows gathered through a
-    shuffled token index, with empty experts, experts of one to several 128-row tiles and last tiles of 1 to 127
-    rows, each gated activation and 2-4 stages: against float32 math on the same fp8 operands (e4m3 output
-    bound of the CPU tile test) and against the Triton kernel with the same tile; the Gluon kernel must have
-    been compiled (not the Triton fallback); a negative control: gate and up swapped."""
-    from moe_oracle.kernels import _gluon_fp8_gemm as gluon_gemm
-    from moe_oracle.kernels import _triton_moe as ops
-    from moe_oracle.runtime.activations import apply_activation
-
-    if not gluon_gemm.wgmma_device(torch.device("cuda")):
-        pytest.skip("the Gluon wgmma kernel needs an SM 9.x GPU and Triton's Gluon API of 3.5-3.6")
-    gen = torch.Generator(device="cuda").manual_seed(num_local)
-    counts = torch.randint(1, 400, (num_local,), generator=gen, device="cuda", dtype=torch.int32)
-    counts[::5] = 0
-    counts[1] = 128
-    counts[2] = 129
-    rows = int(counts.sum())
-    tokens = rows + 7
-    x = torch.randn(tokens, hidden, generator=gen, device="cuda").to(torch.bfloat16)
-    xq, xs = ops.quantize_rows(x, 128)
-    sorted_tok = torch.randperm(tokens, generator=gen, device="cuda")[:rows].to(torch.int32)
-    w13 = (torch.randn(num_local, 2 * inter, hidden, generator=gen, device="cuda") / 16).to(torch.float8_e4m3fn)
-    s13 = torch.rand(num_local, 2 * inter // 128, hidden // 128, generator=gen, device="cuda") + 0.5
-    h = block_scaled_reference(xq[sorted_tok.long()], xs[sorted_tok.long()], w13, s13, counts.cpu())
-    swapped = torch.cat([w13[:, inter:], w13[:, :inter]], 1).contiguous()
-    swapped_s = torch.cat([s13[:, inter // 128:], s13[:, :inter // 128]], 1).contiguous()
-    dense = lambda pair: pair[0].float() * pair[1].repeat_interleave(128, 1)  # noqa: E731
-    for act, stages in (("silu", 3), ("gelu", 2), ("gelu_tanh", 4), ("relu2", 3), ("swigluoai_uninterleave", 3)):
-        ref = apply_activation(h, act)
-        cfg = ops.BlockConfig(128, 8, stages, wgmma=True)
-        ours = dense(ops.fp8_block_gemm(xq, xs, w13, s13, counts, rows, sorted_tok=sorted_tok, act=act, quant_out=True, config=cfg))
-        triton_tile = dense(ops.fp8_block_gemm(xq, xs, w13, s13, counts, rows, sorted_tok=sorted_tok, act=act, quant_out=True,
-                                               config=replace(cfg, wgmma=False)))
-        assert normwise_error(ours, ref) <= 2.0**-4, (act, normwise_error(ours, ref))
-        assert normwise_error(ours, triton_tile) <= 2.0**-5, (act, normwise_error(ours, triton_tile))
-    assert gluon_gemm._fp8_gated_wgmma_kernel.device_caches, "the Gluon kernel never compiled: the Triton kernel ran instead"
-    wrong = dense(ops.fp8_block_gemm(xq, xs, swapped, swapped_s, counts, rows, sorted_tok=sorted_tok, act="silu", quant_out=True,
-                                     config=ops.BlockConfig(128, 8, 3, wgmma=True)))
-    assert normwise_error(wrong, apply_activation(h, "silu")) > 0.5
-
-
-def test_wgmma_gemm1_in_the_layer_matches_the_reference():
-    """The whole fp8 layer with GEMM1 on the Gluon kernel (tables overridden), Qwen3-30B-A3B-FP8 and a DeepSeek-V3
-    EP8 shard at 2,048 tokens, against the float32 reference."""
-    from moe_oracle.kernels._triton_moe import BlockConfig
-
-    for e, h, i in ((128, 2048, 768), (32, 7168, 2048)):
-        spec = small_spec(num_experts=e, top_k=8, hidden=h, intermediate=i, dtype="bfloat16", quant=SCHEMES["fp8_block"])
-        w, x, logits = _on_cuda(spec, 2048)
-        experts = TritonFP8BlockExperts(spec, w)
-        experts.configs = (BlockConfig(128, 8, 3, wgmma=True), experts.configs_for(2048)[1])
-        err = normwise_error(FusedMoEKernel(NoDPEPModular(spec), experts)(x, logits), reference_moe(x, logits, w, spec))
-        assert err <= BF16_REL_TOL, (spec.num_experts, err)
