@@ -56,7 +56,7 @@ from moe_oracle.runtime.spec import LayerSpec
 from moe_oracle.runtime.weights import MoEWeights
 from moe_oracle.core.vocab import Activation
 
-__all__ = ["PeerKernel", "VLLMTritonPeer", "load_peer"]
+__all__ = ["PeerKernel", "VLLMTritonPeer", "config_file_name", "device_config_name", "load_peer"]
 
 _JIT_FUNCTIONS = ("write_zeros_to_output", "fused_moe_kernel")
 
@@ -68,6 +68,16 @@ def device_config_name(device_name: str) -> str:
     ``P/fused_moe.py`` ``get_config_file_name``). ``"NVIDIA H100 80GB HBM3"`` -> ``"NVIDIA_H100_80GB_HBM3"``."""
     name = re.sub(r"[\s/]+", "_", device_name)
     return "NVIDIA_H200" if "H200" in name.split("_") else name
+
+
+def config_file_name(num_experts: int, n: int, device_name: str, fp8: bool) -> str:
+    """The tuned config file vLLM 0.33.0 looks up for a layer of ``num_experts`` experts and
+    intermediate size ``n`` on the card ``torch.cuda.get_device_name()`` calls ``device_name``:
+    ``E={E},N={N},device_name={...}[,dtype=fp8_w8a8,block_shape=[128,128]].json`` (``P/fused_moe.py``
+    ``get_config_file_name`` with ``dtype`` ``fp8_w8a8`` and ``block_shape`` ``[128, 128]`` for the
+    fp8 block layers, none for bf16)."""
+    quant = ",dtype=fp8_w8a8,block_shape=[128,128]" if fp8 else ""
+    return f"E={num_experts},N={n},device_name={device_config_name(device_name)}{quant}.json"
 
 
 @dataclass(frozen=True)
@@ -147,7 +157,7 @@ class VLLMTritonPeer:
         self.s13 = weights.w13_scale.float().contiguous() if self.fp8 else None
         self.s2 = weights.w2_scale.float().contiguous() if self.fp8 else None
         e, _, n = self.w2.shape
-        name = f"E={e},N={n},device_name={device_config_name(torch.cuda.get_device_name())}" + (",dtype=fp8_w8a8,block_shape=[128,128]" if self.fp8 else "") + ".json"
+        name = config_file_name(e, n, torch.cuda.get_device_name(), self.fp8)
         path = peer.configs / name
         self.config_file = name if path.is_file() else None
         self._table = None

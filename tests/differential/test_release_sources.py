@@ -17,6 +17,9 @@ moe_oracle.verify.setup_env --dir DIR``) holds every modelled release's tree und
   releases their ranges admit (each read from the function that decides it), and the literals
   the checkpoint reader copies (B12X codec contracts, DeepSeek-V4's claimed model types, the
   model_type vLLM gives a config.json without one by architecture) are the release's;
+* the tuned config file the issue-23 peer benchmark looks up (benchmarks/vllm_peer.py
+  ``config_file_name``) is the one vLLM 0.33.0's ``get_config_file_name`` names, run from the tree
+  with the device name stubbed;
 * architectures.py's ``SUBCONFIG_WRAPPERS`` are the registered classes that build their language
   model from a sub-config's ``architectures`` (``registry_scan.subconfig_wrappers``);
 * ``engine_facts/vllm-<release>.yaml`` (the ``vllm serve`` flags) is what tools/vllm_cli_facts.py
@@ -417,3 +420,46 @@ def test_model_start_refusals_match_the_release_source(release):
             expected = any(release in SpecifierSet(c.releases) and (not c.platforms or platform in c.platforms)
                            for c in MODEL_START_REFUSALS if arch in c.architectures and c.message == message)
             assert found == expected, f"vLLM {release} {arch} on {platform}: {message[:50]!r} in {where}: {found}; our table says {expected}"
+
+
+def _function_source(path: Path, name: str) -> str:
+    """The source of the top-level function ``name`` in ``path``, without its decorators."""
+    text = path.read_text(encoding="utf-8")
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            node.decorator_list = []
+            return ast.unparse(node)
+    pytest.fail(f"{path} defines no function {name}")
+
+
+def test_the_peer_benchmark_looks_up_the_config_file_vllm_0_33_looks_up(monkeypatch):
+    """benchmarks/vllm_peer.py's ``config_file_name`` (the tuned config the issue-23 peer runs with)
+    against vLLM 0.33.0's own ``get_config_file_name`` and ``get_device_name_as_file_name``, run from
+    the release's tree with the platform's device name stubbed, for the cards of that benchmark and
+    names with runs of spaces, slashes and H200-family words; bf16 and fp8 block layers."""
+    import re
+    import sys
+    import types
+
+    tree = _tree("0.33.0") / "vllm"
+    space: dict = {"re": re}
+    exec(_function_source(tree / "utils" / "platform_utils.py", "get_device_name_as_file_name"), space)  # noqa: S102 - vLLM's code, read from its tree
+    exec(_function_source(tree / "model_executor" / "layers" / "fused_moe" / "fused_moe.py", "get_config_file_name"), space)  # noqa: S102
+    spec = importlib.util.spec_from_file_location("vllm_peer", ROOT / "benchmarks" / "vllm_peer.py")
+    peer = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "vllm_peer", peer)  # its dataclasses look their module up
+    spec.loader.exec_module(peer)
+    platform = types.SimpleNamespace(device="")
+    platform.get_device_name = lambda device_id=0: platform.device
+    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
+    monkeypatch.setitem(sys.modules, "vllm.platforms", types.SimpleNamespace(current_platform=platform))
+    names = ["NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL", "NVIDIA GH200 480GB", "NVIDIA H20",
+             "NVIDIA A100-SXM4-80GB", "NVIDIA B200", "Tesla V100/PCIE  16GB", "NVIDIA  H200\tx"]
+    naive = 0
+    for device in names:
+        platform.device = device
+        for e, n, fp8 in ((128, 768, False), (32, 2048, True), (8, 14336, False)):
+            theirs = space["get_config_file_name"](e, n, "fp8_w8a8" if fp8 else None, [128, 128] if fp8 else None)
+            assert peer.config_file_name(e, n, device, fp8) == theirs, (device, e, n, fp8)
+            naive += f"device_name={device.replace(' ', '_')}," not in theirs
+    assert naive, "a plain space-to-underscore mapping would agree everywhere: the names do not exercise the rule"
