@@ -90,7 +90,8 @@ def _side_inputs(given: OperatorInputs, side: dict[str, Any]) -> OperatorInputs:
         unique_specs([(parse_requirement(p), "--package") for p in given.package] + [(parse_requirement(p, side["flag"]), side["flag"]) for p in side["packages"]], side["flag"])
         changes["package"] = given.package + tuple(side["packages"])
     if "gpu" in side:
-        changes.update(gpu=side["gpu"], platform=None, sm=None, arch=None, gpu_given_as=f"{side['flag']} gpu:{side['gpu']}")
+        # "gpu:B200", not "--to gpu:B200": a note of one side only is headed by its flag (side_notes).
+        changes.update(gpu=side["gpu"], platform=None, sm=None, arch=None, gpu_given_as=f"gpu:{side['gpu']}")
     if "environment" in side:
         if given.environment:
             raise ConfigError([InputIssue("--environment", "a side given as an environment file replaces --environment; give one of them", given.environment, None)], headline="bad --environment")
@@ -138,7 +139,8 @@ def _plan_groups(given: OperatorInputs, catalog: Any, sides: list[tuple[str, dic
 def side_notes(before: Iterable[str], after: Iterable[str], shared: Iterable[str] = ()) -> list[str]:
     """The notes of both sides, each once: a note both sides give, and ``shared`` (the diff's
     own), as given; a note of one side only headed by that side's flag, so two notes that differ
-    only in the release they name say which side each is for. Shared notes first, then
+    only in the release they name say which side each is for (a side's note names its side only
+    there: its device is ``gpu:B200``, see :func:`_side_inputs`). Shared notes first, then
     ``--from``'s, then ``--to``'s, each sorted.
 
     >>> side_notes(["a", "MTP (vLLM 0.29.0)"], ["a", "MTP (vLLM 0.33.0)"])

@@ -31,7 +31,7 @@ from .declared import answer_release, declare_environment, engine_release, start
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import CUDA_CAPABILITIES, GPU_ARCHES, device_hint, lookup_hardware, unknown_arch, unknown_capability
 from .hf import from_hf_config, load_hf_config
-from .models import quant_config_beside, find_model, refuse_quant_config_as_model, resolve_quant_config_path
+from .models import quant_config_beside, find_model, quant_document, refuse_quant_config_as_model, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
 from .serve import ServeArgs, parse_serve, serve_value_issues
@@ -246,7 +246,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
             changes["device"] = device
     elif given.model or serve is not None:
         quant_path = resolve_quant_config_path(given.hf_quant_config) if given.hf_quant_config else None
-        quant_cfg = load_hf_config(quant_path, "--hf-quant-config") if quant_path else None
+        quant_cfg, quant_note = quant_document(load_hf_config(quant_path, "--hf-quant-config"), quant_path, "--hf-quant-config") if quant_path else (None, None)
+        notes += [quant_note] if quant_note else []
         path, hf_cfg, model_notes = read_model_config(given, serve)
         notes += model_notes
         beside = quant_config_beside(path)

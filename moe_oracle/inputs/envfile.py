@@ -165,7 +165,7 @@ def _bare_name_error(path: str, number: int, line: str, known: tuple[str, ...], 
     name = line.strip()
     candidates = sorted({canonical_name(n) for n in (*known, *others)} - {canonical_name(name)})
     guess = did_you_mean(canonical_name(name), candidates)
-    return ConfigError([InputIssue(f"line {number}", f"a bare package name: pip freeze writes NAME==VERSION, NAME @ URL or -e ... on every line (is the file cut short?)"
+    return ConfigError([InputIssue(f"line {number}", "a bare package name: pip freeze writes NAME==VERSION, NAME @ URL or -e ... on every line (is the file cut short?)"
                                    + (f"; did you mean {guess!r}?" if guess else ""), name, ["NAME==VERSION", "NAME @ URL", "-e URL#egg=NAME"], path)], headline="bad --environment")
 
 

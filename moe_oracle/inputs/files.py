@@ -21,7 +21,7 @@ from ..core.errors import ConfigError, InputIssue
 from .file_hints import explain_schema_issues
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
-from .models import find_model, quant_config_beside, resolve_model_path
+from .models import find_model, quant_config_beside, quant_document, resolve_model_path
 from .paths import user_path
 from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, scheme_name, unknown_scheme_issue
 from ..core.tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
@@ -201,7 +201,8 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         hf_path = found.path
         notes = (f"--config {file}: {found.note}",) if found.note else ()
         quant_path = _model_reference(model, "hf_quant_config", base, file) if "hf_quant_config" in model else None
-        quant_cfg = load_hf_config(quant_path) if quant_path else None
+        quant_cfg, quant_note = quant_document(load_hf_config(quant_path, "$.model.hf_quant_config"), quant_path, "$.model.hf_quant_config", file, "$.model.hf_config") if quant_path else (None, None)
+        notes += (f"--config {file}: {quant_note}",) if quant_note else ()
         beside_path = quant_config_beside(hf_path)
         from .declared import engine_release
 

@@ -27,7 +27,7 @@ from .deployment import check_serve_values, device_from_inputs, origins_of, prob
 from .files import resolve_all2all
 from .hardware import lookup_hardware
 from .hf import load_hf_config
-from .models import quant_config_beside, resolve_quant_config_path
+from .models import quant_config_beside, quant_document, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
 from .quant_checks import verify_checkpoint_quantization
 from .serve import ServeArgs, parse_serve
@@ -135,7 +135,8 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     user_q = flag_q or serve_q
     q_flag = "--quantization" if flag_q else "--serve --quantization"
     override_path = resolve_quant_config_path(given.hf_quant_config) if given.hf_quant_config else None
-    override = load_hf_config(override_path, "--hf-quant-config") if override_path else None
+    override, override_note = quant_document(load_hf_config(override_path, "--hf-quant-config"), override_path, "--hf-quant-config") if override_path else (None, None)
+    notes += [override_note] if override_note else []
     beside_path = quant_config_beside(path)
     beside = load_hf_config(beside_path, "--model") if beside_path else None
     def read(cfg: dict[str, Any]) -> Any:

@@ -10,7 +10,7 @@ from ..core._resources import examples_dir
 from ..core.errors import ConfigError, InputIssue
 from .paths import user_path
 
-__all__ = ["EXAMPLE_HF_IDS", "ModelReference", "example_names", "find_model", "looks_like_path", "quant_config_beside", "resolve_model_path", "resolve_quant_config_path", "refuse_quant_config_as_model"]
+__all__ = ["EXAMPLE_HF_IDS", "ModelReference", "example_names", "find_model", "looks_like_path", "quant_config_beside", "quant_document", "resolve_model_path", "resolve_quant_config_path", "refuse_quant_config_as_model"]
 
 
 def example_names() -> tuple[str, ...]:
@@ -230,6 +230,35 @@ def _is_dir(path: Path) -> bool:
         return path.is_dir()
     except OSError:
         return False
+
+
+_QUANT_DOCUMENT_ALLOWED = ["an hf_quant_config.json (a quant_method, or ModelOpt's producer and quantization)", "a config.json that carries quantization_config"]
+
+
+def quant_document(doc: dict, path: Path, flag: str, file: str | None = None, model_flag: str = "--model") -> tuple[dict, str | None]:
+    """The quantization document of a file given as ``flag`` (``--hf-quant-config``, a config
+    file's ``$.model.hf_quant_config``), and a note when it is not the whole file.
+
+    A quantization document (``quant_method``, ModelOpt's ``quantization``) is itself. A model
+    config (``architectures`` or ``model_type``) gives the document vLLM would read from it:
+    ``quantization_config``, ``text_config.quantization_config``, then ``compression_config``
+    (:func:`moe_oracle.inputs.checkpoint.quant_formats.read_quant_format`'s order). Anything
+    else is passed on as it is (a document without ``quant_method`` reads as unquantized).
+
+    Raises:
+        ConfigError: a model config that carries no quantization document, charged to ``flag``
+            (and ``file``, a config file), naming ``path``, what the flag takes and where a
+            model config goes (``model_flag``).
+    """
+    if "quant_method" in doc or "quantization" in doc or not ("architectures" in doc or "model_type" in doc):
+        return doc, None
+    text = doc.get("text_config")
+    for key, found in (("quantization_config", doc.get("quantization_config")), ("text_config.quantization_config", text.get("quantization_config") if isinstance(text, dict) else None),
+                       ("compression_config", doc.get("compression_config"))):
+        if isinstance(found, dict):
+            return found, f"{flag} {path} is a model config: its {key} is the document read"
+    raise ConfigError([InputIssue(flag, f"{str(path)!r} is a model config (architectures/model_type) with no quantization document (no quant_method, quantization or quantization_config): "
+                                        f"{flag} takes the quantization document; a model config goes in {model_flag}", str(path), _QUANT_DOCUMENT_ALLOWED, file)])
 
 
 def refuse_quant_config_as_model(doc: dict, path: Path) -> None:

@@ -27,7 +27,7 @@ class OperatorInputs:
     ``no_draft``, ``expert_placement`` (``None``: the serve line's, else ``linear``), ``quantization`` (vLLM ``--quantization``).
 
     How the inputs arrived, for messages: ``from_serve`` (the fields a serve line filled),
-    ``gpu_given_as`` (``--to gpu:B200`` where a diff side named the device), ``probe_implied``
+    ``gpu_given_as`` (``gpu:B200`` where a diff side named the device; the diff heads that side's notes with its flag), ``probe_implied``
     (``run`` probes unasked, so a file's environment is set aside with a note, not refused).
     """
 
@@ -81,7 +81,7 @@ class OperatorInputs:
         return bool(self.package or self.without or self.env or self.tool or self.environment)
 
     def device_flag(self) -> str:
-        """How the device was given on the command line (``--gpu H200``, ``--to gpu:B200``, ``--platform cuda``)."""
+        """How the device was given on the command line (``--gpu H200``, a diff side's ``gpu:B200``, ``--platform cuda``)."""
         if self.gpu_given_as:
             return self.gpu_given_as
         return f"--gpu {self.gpu}" if self.gpu else f"--platform {self.platform}"

@@ -99,7 +99,7 @@ SELECTION_FLAGS: Mapping[str, str] = {
     "max_num_batched_tokens": "FusedMoEConfig.max_num_tokens",
 }
 
-# dest -> how vLLM's MoE layer uses it, which this oracle does not model.
+# dest -> how vLLM's MoE layer uses it, which kernel selection does not model (plan reads some: the note says).
 UNMODELLED_FLAGS: Mapping[str, str] = {
     "prefill_context_parallel_size": "PCP > 1 joins the EP group and turns on all2all kernels (FusedMoEParallelConfig.make); the answer assumes PCP 1",
     "speculative_config": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads its moe_backend for the MTP draft layers)",
@@ -109,7 +109,7 @@ UNMODELLED_FLAGS: Mapping[str, str] = {
     "enable_dbo": "dual-batch overlap changes how the prepare/finalize is built, not which experts kernel runs",
     "enable_elastic_ep": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",
     "elastic_ep_max_dp_size": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",
-    "expert_placement_strategy": "round-robin placement changes the expert map, not the kernel choice in this oracle (plan places each rank's experts with it)",
+    "expert_placement_strategy": "plan honours it when placing each rank's experts; kernel selection does not depend on it",
     "nnodes": "a multi-node EP group changes the all2all transport (intra- vs inter-node); not modelled",
     "fully_sharded_loras": "fully sharded LoRA changes the LoRA kernels, not the experts kernel choice in this oracle",
 }

@@ -106,12 +106,18 @@ def test_diff_notes_each_sides_environment_gpu_that_gpu_overrides(tmp_path, caps
     assert f"--to: --environment {sides[1]}: its GPU 'NVIDIA B200' is not used: --gpu H200 wins" in notes
 
 
-def test_diff_gpu_sides_name_the_side_over_an_environment_files_gpu(tmp_path, capsys):
+@pytest.mark.parametrize("layer", [["--model", "qwen3-30b-a3b"], ["--model", "qwen3-30b-a3b", "--quant", "fp8_block"]], ids=["plan", "one-layer"])
+def test_diff_gpu_sides_name_the_side_over_an_environment_files_gpu(tmp_path, capsys, layer):
     path = tmp_path / "collect.txt"
     path.write_text("GPU models and configuration : GPU 0: NVIDIA H100 80GB HBM3\nVersions of relevant libraries\n[pip3] vllm==0.33.0\n")
-    assert main(["diff", "--model", "qwen3-30b-a3b", "--environment", str(path), "--from", "gpu:H200", "--to", "gpu:B200", "--json"]) == 0
+    assert main(["diff", *layer, "--environment", str(path), "--from", "gpu:H200", "--to", "gpu:B200", "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
-    assert f"--to: --environment {path}: its GPU 'NVIDIA H100 80GB HBM3' is not used: --to gpu:B200 wins" in notes
+    # each side's note is headed by its flag and names the side once: it read
+    # "--to: --environment F: its GPU ... is not used: --to gpu:B200 wins"
+    assert f"--from: --environment {path}: its GPU 'NVIDIA H100 80GB HBM3' is not used: gpu:H200 wins" in notes
+    assert f"--to: --environment {path}: its GPU 'NVIDIA H100 80GB HBM3' is not used: gpu:B200 wins" in notes
+    for note in notes:
+        assert not ("--from" in note and "--to" in note) and note.count("--from") <= 1 and note.count("--to") <= 1, note
 
 
 @pytest.mark.parametrize("device", [["--gpu", "MI300X"], ["--platform", "rocm", "--arch", "gfx942"]])

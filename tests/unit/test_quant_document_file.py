@@ -38,3 +38,41 @@ def test_a_config_files_hf_quant_config_names_its_file(tmp_path: Path) -> None:
     cfg.write_text("model:\n  hf_config: nvidia-nemotron-3-nano-30b-a3b-bf16\n  hf_quant_config: hq.json\ndevice:\n  gpu: B200\n")
     code, _, err = cli("explain", "--config", str(cfg))
     assert code == 2 and "hq.json" in err and "quant_algo" in err and "'FP9'" in err
+
+
+# ------------------------------------------------------------------ a model config given as the quantization document
+
+PLAIN = examples_dir() / "nvidia-nemotron-3-nano-30b-a3b-bf16.json"  # a model config without any quantization document
+
+
+@pytest.mark.parametrize("command", ["explain", "plan"])
+def test_a_plain_model_config_as_hf_quant_config_is_refused(command: str) -> None:
+    # it was read as a quantization document without quant_method: "unquantized", silently
+    code, out, err = cli(command, "--model", "nvidia-nemotron-3-nano-30b-a3b-bf16", "--gpu", "B200", "--hf-quant-config", str(PLAIN))
+    assert code == 2 and out == ""
+    assert f"--hf-quant-config: {str(PLAIN)!r} is a model config" in err
+    assert "hf_quant_config.json" in err and "config.json that carries quantization_config" in err
+
+
+def test_a_config_files_plain_model_config_as_hf_quant_config_is_refused(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"model:\n  hf_config: nvidia-nemotron-3-nano-30b-a3b-bf16\n  hf_quant_config: {PLAIN}\ndevice:\n  gpu: B200\n")
+    code, _, err = cli("explain", "--config", str(cfg))
+    assert code == 2 and f"{cfg}: $.model.hf_quant_config: {str(PLAIN)!r} is a model config" in err
+
+
+def test_a_config_json_carrying_quantization_config_gives_that_document() -> None:
+    # deepseek-r1's config.json carries an FP8 block quantization_config; it was read as a
+    # document without quant_method (unquantized)
+    code, out, err = cli("explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--hf-quant-config", str(examples_dir() / "deepseek-r1.json"))
+    assert code == 0, err
+    assert out.splitlines()[0].split(", ")[3].startswith("fp8_block"), out.splitlines()[0]
+    assert "its quantization_config is the document read" in out
+
+
+@pytest.mark.parametrize("path", sorted(examples_dir().rglob("*.hf_quant_config.json")), ids=lambda p: p.name)
+def test_every_shipped_hf_quant_config_is_its_own_document(path: Path) -> None:
+    from moe_oracle.inputs.models import quant_document
+
+    doc = json.loads(path.read_text())
+    assert quant_document(doc, path, "--hf-quant-config") == (doc, None)

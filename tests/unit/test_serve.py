@@ -57,6 +57,13 @@ def test_flags_are_classified_in_notes():
     assert any(n.startswith("--prefill-context-parallel-size: PCP > 1") for n in s.notes)
 
 
+def test_the_placement_strategy_note_says_what_plan_does_with_it():
+    """The note read "not the kernel choice in this oracle (plan places each rank's experts with
+    it)": plan honours the strategy, and kernel selection is what does not depend on it."""
+    s = parse_serve("vllm serve m --enable-expert-parallel -dp 4 --expert-placement-strategy round_robin", version="0.34.0")
+    assert "--expert-placement-strategy: plan honours it when placing each rank's experts; kernel selection does not depend on it" in s.notes
+
+
 @pytest.mark.parametrize(("command", "fragment"), [
     ("vllm serve m --tensor-paralel-size 8", "did you mean --tensor-parallel-size?"),
     ("vllm serve m --moe-backend cutlas", "refuses this MoE backend"),

@@ -1,8 +1,11 @@
-"""No module reads a name it never binds (pyflakes' UndefinedName), benchmarks included.
+"""No module reads a name it never binds (pyflakes' UndefinedName), benchmarks included; and no
+module of the package writes an f-string without a placeholder (pyflakes'
+FStringMissingPlaceholders: "f-string is missing placeholders").
 
 The benchmarks run only on a GPU, so a name a refactor left dangling there (session 13's
 ``routed_inputs`` stopped yielding the router logits the numerics check reads) surfaced only on the
-device; this check finds such names on any machine.
+device; this check finds such names on any machine. An ``f`` before a string with no ``{...}`` is
+harmless at run time but usually means a value was meant to be interpolated and was not.
 """
 
 from __future__ import annotations
@@ -15,17 +18,27 @@ from pyflakes import checker, messages
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted([*ROOT.glob("benchmarks/*.py"), *ROOT.glob("moe_oracle/**/*.py")])
+PACKAGE = [p for p in SOURCES if p.is_relative_to(ROOT / "moe_oracle")]
+
+
+def _messages(path: Path) -> list[messages.Message]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return checker.Checker(tree, filename=str(path)).messages
 
 
 def undefined_names(path: Path) -> list[str]:
     """``file:line: name`` for every name ``path`` reads without binding it."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    found = checker.Checker(tree, filename=str(path)).messages
-    return [f"{path.relative_to(ROOT)}:{m.lineno}: {m.message_args[0]}" for m in found if isinstance(m, messages.UndefinedName)]
+    return [f"{path.relative_to(ROOT)}:{m.lineno}: {m.message_args[0]}" for m in _messages(path) if isinstance(m, messages.UndefinedName)]
+
+
+def placeholderless_fstrings(path: Path) -> list[str]:
+    """``file:line:col`` for every f-string in ``path`` that has no placeholder."""
+    return [f"{path.relative_to(ROOT)}:{m.lineno}:{m.col + 1}" for m in _messages(path) if isinstance(m, messages.FStringMissingPlaceholders)]
 
 
 def test_the_sources_are_found():
     assert any(p.name == "runtime_bench.py" for p in SOURCES) and len(SOURCES) > 100
+    assert len(PACKAGE) > 100 and not any(p.name == "runtime_bench.py" for p in PACKAGE)
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -40,3 +53,17 @@ def test_the_check_sees_a_dangling_name(tmp_path):
     tree = ast.parse(bad.read_text(encoding="utf-8"))
     names = [m.message_args[0] for m in checker.Checker(tree, filename=str(bad)).messages if isinstance(m, messages.UndefinedName)]
     assert names == ["logits"]
+
+
+@pytest.mark.parametrize("path", PACKAGE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_fstring_without_placeholders(path):
+    assert placeholderless_fstrings(path) == []
+
+
+def test_the_check_sees_an_fstring_without_placeholders(tmp_path):
+    # a negative control: the shape it was written for (an f-string in a concatenation whose
+    # neighbour carries the placeholder), beside one that does interpolate and must pass
+    bad = tmp_path / "mod.py"
+    bad.write_text('def issue(n, guess):\n    return (f"line {n}", f"a bare name" + (f"; did you mean {guess!r}?" if guess else ""))\n', encoding="utf-8")
+    found = [(m.lineno, m.col) for m in _messages(bad) if isinstance(m, messages.FStringMissingPlaceholders)]
+    assert found == [(2, 25)]  # the second string only

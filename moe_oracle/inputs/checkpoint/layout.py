@@ -222,7 +222,7 @@ def _target_kinds(family: Family, cfg: Mapping[str, Any], n: int, file: str | No
         if not isinstance(spec, str) or not all(t.strip().isdigit() for t in spec.strip().split(",")):
             raise _fail(file, f"{path}moe_layers_enum", "Step3 needs the MoE layer indices as a comma-separated string (step3_text.py splits it on ',')", spec, None)
         idx = {int(t) for t in spec.strip().split(",")}
-        return [("moe", f"index in moe_layers_enum") if i in idx else ("dense", "index not in moe_layers_enum") for i in range(n)]
+        return [("moe", "index in moe_layers_enum") if i in idx else ("dense", "index not in moe_layers_enum") for i in range(n)]
     if layout == "step3p5":
         return _step3p5(cfg, n, file, path)
     if layout == "step5":
