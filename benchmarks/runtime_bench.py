@@ -54,31 +54,71 @@ Usage::
     python benchmarks/runtime_bench.py --json out.json            # everything (CUDA)
     python benchmarks/runtime_bench.py --models qwen3-30b-a3b --tokens 16 8192
     python benchmarks/plot_runtime.py out.json --out-dir figures/  # the PNGs
+
+``--dry-run`` runs the same flow on CPU (checks the script, not speed; every line and the JSON
+say DRY RUN): Triton's interpreter (``TRITON_INTERPRET=1``, set before Triton is imported) runs
+our kernels, handed to the adapters as benchmarks/kernel_sweep.py does; each model is a tiny
+stand-in with the same scheme, activation, biases, routing and top-k (:func:`dry_spec`); the
+machine limits are fixed stand-ins (:data:`DRY_LIMITS`), not measured; one host-timed call
+replaces the CUDA-graph timing. What cannot run on CPU is named in the output (:data:`DRY_NOTES`):
+CUDA graphs and events; ``torch._scaled_grouped_mm`` (CUDA only), for which the float32
+emulation of tests/runtime/test_triton_kernels.py stands in (the per-channel fp8 layer);
+``torch._grouped_mm`` runs as torch's CPU implementation. A variant that fails, or a numerics
+value that is not finite, makes a dry run exit 1 (on the GPU failures stay reported, not fatal).
+With ``--peer`` the peer runs under the interpreter too, with a stand-in device name and SM 9.0
+(:data:`DRY_PEER_DEVICE`)::
+
+    python benchmarks/runtime_bench.py --dry-run --models mixtral-8x7b --tokens 8 32 --check-tokens 32
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-import torch
+if "--dry-run" in sys.argv:  # Triton decides at import whether it interprets: before anything imports it
+    os.environ["TRITON_INTERPRET"] = "1"
 
-from moe_oracle.core.config import Device, MoEConfig
-from moe_oracle.inputs.hf import from_hf_config, load_hf_config
-from moe_oracle.inputs.models import resolve_model_path
-from moe_oracle.kernels.reference import reference_moe
-from moe_oracle.core.quant import UNQUANTIZED
-from moe_oracle.runtime.routing import route
-from moe_oracle.runtime.spec import LayerSpec, RoutingParams
-from moe_oracle.runtime.weights import MoEWeights, make_random_weights
+import torch  # noqa: E402
+
+from moe_oracle.core.config import Device, MoEConfig  # noqa: E402
+from moe_oracle.inputs.hf import from_hf_config, load_hf_config  # noqa: E402
+from moe_oracle.inputs.models import resolve_model_path  # noqa: E402
+from moe_oracle.kernels.reference import reference_moe  # noqa: E402
+from moe_oracle.core.quant import UNQUANTIZED  # noqa: E402
+from moe_oracle.runtime.routing import route  # noqa: E402
+from moe_oracle.runtime.spec import LayerSpec, RoutingParams  # noqa: E402
+from moe_oracle.runtime.weights import MoEWeights, make_random_weights  # noqa: E402
 
 TOKENS = [16, 64, 256, 1024, 2048, 4096, 8192]
 DEVICE = "cuda"
+DRY = False
+"""``--dry-run`` (set by :func:`main`): CPU, Triton's interpreter, stand-in layers and limits, host timer."""
+DRY_TOKENS = [8, 32]
+"""A dry run's token counts (the last one the numerics check's) unless ``--tokens`` / ``--check-tokens`` are given."""
+DRY_LIMITS = {"bf16_tflops": 1.0, "fp8_tflops": 2.0, "copy_gbs": 10.0}
+"""A dry run's machine limits: fixed stand-ins (not measured; nothing on a CPU is comparable)."""
+DRY_PEER_DEVICE = ("DRY RUN CPU", (9, 0))
+"""The device name (no vLLM tuned config file matches it: the default heuristic) and capability the peer sees in a dry run."""
+DRY_NOTES = [
+    "DRY RUN on CPU: checks the script, not speed",
+    "layers: tiny stand-ins (same scheme, activation, biases, routing, top-k; E <= 16, H 256, I 128)",
+    "kernels: our Triton kernels under Triton's interpreter (TRITON_INTERPRET=1)",
+    "timer: host wall time of one call; CUDA graphs and CUDA events not run on CPU",
+    f"machine limits: fixed stand-ins {DRY_LIMITS}, not measured (torch.matmul / torch._scaled_mm / copy limits not run)",
+    "torch._grouped_mm: torch's CPU implementation",
+    "torch._scaled_grouped_mm (CUDA only): not run on CPU; a float32 emulation stands in (per-channel fp8 layers: ours, gemms+act, gemms)",
+]
+"""What a dry run does instead of the GPU run, printed at its start and written into its JSON."""
+FAILED: list[str] = []
+"""Variants that raised (``model tokens name: error``): reported; fatal in a dry run."""
 
 
 @dataclass(frozen=True)
@@ -101,8 +141,15 @@ MODELS = {
 }
 
 
-def model_spec(model: Model) -> LayerSpec:
-    """The layer spec of ``model`` (module docstring), from its Hugging Face config copy."""
+def dry_spec(spec: LayerSpec) -> LayerSpec:
+    """A dry run's stand-in of ``spec``: at most 16 experts, hidden 256, intermediate 128 (multiples of
+    128: fp8_block's limit; of 16: torch._scaled_grouped_mm's), the rest (scheme, activation, biases,
+    routing, top-k) kept."""
+    return replace(spec, num_experts=min(spec.num_experts, 16), hidden_size=256, intermediate_size=128)
+
+
+def model_spec(model: Model, *, dry: bool = False) -> LayerSpec:
+    """The layer spec of ``model`` (module docstring), from its Hugging Face config copy (``dry``: its :func:`dry_spec`)."""
     ck = from_hf_config(load_hf_config(resolve_model_path(model.config)))
     kwargs = dict(ck.kwargs)
     if model.bf16:
@@ -111,7 +158,7 @@ def model_spec(model: Model) -> LayerSpec:
     spec = LayerSpec.from_config(MoEConfig(device=Device("cuda", capability=90), **kwargs))
     if model.shard_experts:
         spec = replace(spec, num_experts=model.shard_experts, routing=RoutingParams("renormalize", spec.top_k))
-    return spec
+    return dry_spec(spec) if dry else spec
 
 
 # ----------------------------------------------------------------------------- machine limits
@@ -160,6 +207,27 @@ def time_graph_ms(fn: Callable[[], object], *, samples: int = 15, target_s: floa
     return times[len(times) // 2]
 
 
+def host_ms(fn: Callable[[], object], **_: object) -> float:
+    """Dry run: host wall time of one call (interpreter; checks the flow, not speed)."""
+    t = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t) * 1e3
+
+
+TIMER: Callable[..., float] = time_graph_ms
+"""The timer of the benches: :func:`time_graph_ms`, :func:`host_ms` in a dry run."""
+
+
+def _emulated_scaled_grouped_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """Dry run: ``torch._scaled_grouped_mm``'s math (CUDA only) in float32, bf16 out: per group ``(a * scale_a) @ (b * scale_b)``."""
+    out = torch.empty(a.shape[0], b.shape[2], dtype=torch.bfloat16, device=a.device)
+    start = 0
+    for group, end in enumerate(offs.tolist()):
+        out[start:end] = ((a[start:end].float() * scale_a[start:end, None]) @ (b[group].float() * scale_b[group][None, :])).to(torch.bfloat16)
+        start = end
+    return out
+
+
 def _eager_ms(fn: Callable[[], object], iters: int = 10) -> float:
     for _ in range(3):
         fn()
@@ -203,6 +271,8 @@ def machine_limits() -> dict:
     row-wise scales, bf16 out). Copy: 1 GiB device-to-device ``copy_`` of bf16 and of uint8 data,
     bytes read plus written. Each the faster of CUDA-graph replays and eager calls, best case kept.
     """
+    if DRY:
+        return dict(DRY_LIMITS)
     n, size = 8192, 1 << 30
     limits = {
         "bf16_tflops": 2 * n**3 / (_matmul_ms(False, n) * 1e-3) / 1e12,
@@ -317,7 +387,7 @@ def bf16_copy(weights: MoEWeights, spec: LayerSpec) -> tuple[LayerSpec, MoEWeigh
 
 
 def bench_model(model: Model, args: argparse.Namespace, limits: dict) -> dict:
-    spec = model_spec(model)
+    spec = model_spec(model, dry=DRY)
     fp8 = spec.quant.weight is not None
     peak = limits["fp8_tflops" if fp8 else "bf16_tflops"]
     t0 = time.time()
@@ -329,7 +399,7 @@ def bench_model(model: Model, args: argparse.Namespace, limits: dict) -> dict:
     if fp8:
         bspec, bf16_weights = bf16_copy(weights, spec)
         variants["bf16 ours"] = experts_for(bspec, bf16_weights)
-    print(f"# {model.label}: E={spec.num_experts} top-{spec.top_k} H={spec.hidden_size} I={spec.intermediate_size} {spec.activation.value} {spec.quant.name} bias={spec.has_bias}; weights {weights.bytes_per_expert() * spec.num_experts / 2**30:.1f} GiB, built in {time.time() - t0:.1f}s", flush=True)
+    print(f"# {'DRY RUN stand-in of ' if DRY else ''}{model.label}: E={spec.num_experts} top-{spec.top_k} H={spec.hidden_size} I={spec.intermediate_size} {spec.activation.value} {spec.quant.name} bias={spec.has_bias}; weights {weights.bytes_per_expert() * spec.num_experts / 2**30:.1f} GiB, built in {time.time() - t0:.1f}s", flush=True)
     rows, numerics = [], {}
     for tokens, x, logits, topk_w, topk_ids, touched, flops, nbytes in routed_inputs(spec, weights, args.tokens):
         calls: dict[str, Callable[[], object]] = {}
@@ -341,9 +411,10 @@ def bench_model(model: Model, args: argparse.Namespace, limits: dict) -> dict:
                     calls.update({prefix + k: v for k, v in gemm_baselines(ex, x, topk_ids).items()})
             for name, fn in calls.items():
                 try:
-                    ms = time_graph_ms(fn, samples=args.samples)
+                    ms = TIMER(fn, samples=args.samples)
                 except Exception as exc:  # reported, not fatal: a variant that cannot be captured or run
                     print(f"  {name:<16} {tokens:>6}  failed: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
+                    FAILED.append(f"{model.name} {tokens} {name}: {type(exc).__name__}: {str(exc)[:160]}")
                     continue
                 fl, by = (flops, nbytes) if not name.startswith("bf16") else layer_counts(spec, tokens, touched, bf16_weights)
                 rows.append(dict(kernel=name, tokens=tokens, ms=ms, tflops=fl / ms / 1e9, gbs=by / ms / 1e6, flops=fl, bytes=by, experts_touched=touched,
@@ -407,7 +478,7 @@ def bench_peer_model(model: Model, args: argparse.Namespace, limits: dict, peer)
     """Ours against the peer (vllm_peer.py) on one layer: the same routed inputs and weights."""
     from vllm_peer import VLLMTritonPeer
 
-    spec = model_spec(model)
+    spec = model_spec(model, dry=DRY)
     fp8 = spec.quant.weight is not None
     peak = limits["fp8_tflops" if fp8 else "bf16_tflops"]
     t0 = time.time()
@@ -417,8 +488,8 @@ def bench_peer_model(model: Model, args: argparse.Namespace, limits: dict, peer)
         from moe_oracle.kernels.path_tables import load_paths
 
         ours.paths = load_paths(str(args.paths))
-    theirs = VLLMTritonPeer(peer, spec, weights)
-    print(f"# {model.label}: E={spec.num_experts} top-{spec.top_k} H={spec.hidden_size} I={spec.intermediate_size} {spec.quant.name}; "
+    theirs = VLLMTritonPeer(peer, spec, weights, device=DRY_PEER_DEVICE if DRY else None)
+    print(f"# {'DRY RUN stand-in of ' if DRY else ''}{model.label}: E={spec.num_experts} top-{spec.top_k} H={spec.hidden_size} I={spec.intermediate_size} {spec.quant.name}; "
           f"weights {weights.bytes_per_expert() * spec.num_experts / 2**30:.1f} GiB, built in {time.time() - t0:.1f}s; peer configs: {theirs.config_file or 'none (vLLM default heuristic)'}", flush=True)
     rows, numerics = [], {}
     for tokens, x, logits, topk_w, topk_ids, touched, flops, nbytes in routed_inputs(spec, weights, args.tokens):
@@ -429,9 +500,10 @@ def bench_peer_model(model: Model, args: argparse.Namespace, limits: dict, peer)
             for _ in range(args.rounds):  # interleaved: ours, peer, peer's parts; each round's median, best round kept
                 for name, fn in calls.items():
                     try:
-                        ms = time_graph_ms(fn, samples=args.samples)
+                        ms = TIMER(fn, samples=args.samples)
                     except Exception as exc:  # reported, not fatal
                         print(f"  {name:<16} {tokens:>6}  failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                        FAILED.append(f"{model.name} {tokens} {name}: {type(exc).__name__}: {str(exc)[:200]}")
                         continue
                     best[name] = min(best.get(name, float("inf")), ms)
             if tokens == args.check_tokens:
@@ -455,7 +527,8 @@ def bench_peer_model(model: Model, args: argparse.Namespace, limits: dict, peer)
         rows[-1]["peer_config"] = theirs.config_source(tokens)
     print(f"  numerics (normwise max|out-ref|/max|ref| vs the float32 reference): {numerics}", flush=True)
     weights = ours = theirs = None  # freed before the next layer (not del: the timed closures name them)
-    torch.cuda.empty_cache()
+    if DEVICE == "cuda":
+        torch.cuda.empty_cache()
     return dict(model=model.name, label=model.label, fp8=fp8, scheme=spec.quant.name, num_experts=spec.num_experts, top_k=spec.top_k,
                 hidden=spec.hidden_size, intermediate=spec.intermediate_size, activation=spec.activation.value, bias=spec.has_bias,
                 rows=rows, numerics=numerics)
@@ -517,9 +590,9 @@ def summary(results: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    parser.add_argument("--tokens", nargs="+", type=int, default=TOKENS)
+    parser.add_argument("--tokens", nargs="+", type=int, default=None, help=f"token counts (default {TOKENS}; dry run {DRY_TOKENS})")
     parser.add_argument("--samples", type=int, default=15, help="timed samples per variant (median reported)")
-    parser.add_argument("--check-tokens", type=int, default=256, help="compare with the float32 reference at this token count")
+    parser.add_argument("--check-tokens", type=int, default=None, help=f"compare with the float32 reference at this token count (default 256; dry run {DRY_TOKENS[-1]})")
     parser.add_argument("--portable", action="store_true", help="also time the bf16 adapter's plain-torch path")
     parser.add_argument("--json", type=Path, default=None, help="write limits and rows as JSON here")
     parser.add_argument("--peer", type=Path, default=None, help="folder from benchmarks/prepare_peer.py: time ours against vLLM's Triton kernel (default models: the five of issue 23)")
@@ -527,22 +600,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", type=Path, default=None, help="with --peer: write the rows as CSV here")
     parser.add_argument("--plots", type=Path, default=None, help="with --peer: draw one PNG per layer into this folder (needs matplotlib)")
     parser.add_argument("--paths", type=Path, default=None, help="a bf16 path table (benchmarks/bf16_tune.py --out) instead of the shipped one")
+    parser.add_argument("--dry-run", action="store_true", help="CPU, Triton's interpreter, tiny stand-in layers, fixed stand-in limits, host timer (checks the script, not speed)")
     args = parser.parse_args(argv)
     if args.peer is not None and args.models == list(MODELS):
         args.models = list(PEER_MODELS)
-    if not torch.cuda.is_available():
-        parser.error("this benchmark times CUDA graphs: it needs a CUDA device")
+    if args.tokens is None:
+        args.tokens = list(DRY_TOKENS if args.dry_run else TOKENS)
+    if args.check_tokens is None:
+        args.check_tokens = DRY_TOKENS[-1] if args.dry_run else 256
+    if args.dry_run:
+        dry_setup(parser)
+    elif not torch.cuda.is_available():
+        parser.error("this benchmark times CUDA graphs: it needs a CUDA device (or --dry-run)")
     if args.check_tokens not in args.tokens:
         args.tokens = sorted(set(args.tokens) | {args.check_tokens})
     limits = machine_limits()
-    name = torch.cuda.get_device_name()
+    name = "CPU (DRY RUN: Triton interpreter, stand-in layers and limits)" if DRY else torch.cuda.get_device_name()
+    if DRY:
+        for note in DRY_NOTES:
+            print(f"# {note}", flush=True)
 
     def show(tag: str, lim: dict) -> None:
-        print(f"# {name}, torch {torch.__version__}, limits {tag}: bf16 dense {lim['bf16_tflops']:.0f} TFLOP/s, fp8 dense {lim['fp8_tflops']:.0f} TFLOP/s, copy {lim['copy_gbs']:.0f} GB/s", flush=True)
+        print(f"# {name}, torch {torch.__version__}, limits {tag}{' (DRY RUN: fixed stand-ins, not measured)' if DRY else ''}: "
+              f"bf16 dense {lim['bf16_tflops']:.0f} TFLOP/s, fp8 dense {lim['fp8_tflops']:.0f} TFLOP/s, copy {lim['copy_gbs']:.0f} GB/s", flush=True)
 
     show("before", limits)
     results = []
     record = {"device": name, "torch": torch.__version__, "limits": limits, "limits_before": limits, "models": results}
+    if DRY:
+        record.update(dry_run=True, dry_run_notes=DRY_NOTES)
     peer = None
     if args.peer is not None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -550,9 +636,14 @@ def main(argv: list[str] | None = None) -> int:
 
         import triton
 
-        peer = load_peer(args.peer)
+        peer = load_peer(args.peer, float32_dots=DRY)
         record["peer"] = peer.manifest
         record["triton"] = triton.__version__
+        if DRY:
+            note = (f"peer (DRY RUN): vLLM's kernel under the interpreter, {peer.manifest['dry_run_patch']} (Triton's interpreter multiplies bf16 dot "
+                    f"operands wrongly), device seen as {DRY_PEER_DEVICE[0]!r} SM {DRY_PEER_DEVICE[1][0]}.{DRY_PEER_DEVICE[1][1]}: no tuned config file, vLLM's default heuristic")
+            record["dry_run_notes"] = [*DRY_NOTES, note]
+            print(f"# {note}", flush=True)
         print("# " + PEER_NOTE.format(version=peer.manifest.get("vllm", "?")) + f" Triton {triton.__version__}; wheel {peer.manifest.get('wheel')} sha256 {peer.manifest.get('sha256', '?')[:16]}", flush=True)
     for key in args.models:
         results.append(bench_model(MODELS[key], args, limits) if peer is None else bench_peer_model(MODELS[key], args, limits, peer))
@@ -566,8 +657,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(record, indent=1))
     if peer is None:
+        if DRY:
+            print("# DRY RUN summary (CPU, Triton interpreter, stand-in layers: the times check the script, not speed)")
         print(summary(results))
-        return 0
+        return dry_verdict(results) if DRY else 0
     if args.csv:
         write_csv(results, args.csv)
     if args.plots:
@@ -580,8 +673,41 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as exc:
             print(f"# no plots here ({exc}): draw them from the JSON with benchmarks/plot_runtime.py --peer", flush=True)
     print("# " + PEER_NOTE.format(version=peer.manifest.get("vllm", "?")))
+    if DRY:
+        print("# DRY RUN peer summary (CPU, Triton interpreter, stand-in layers: the times check the script, not speed)")
     print(peer_summary(results))
-    return 0
+    return dry_verdict(results) if DRY else 0
+
+
+def dry_setup(parser: argparse.ArgumentParser) -> None:
+    """Switch this process to a dry run (module docstring): CPU tensors, the interpreted kernels
+    handed to the adapters, the emulated ``torch._scaled_grouped_mm``, the host timer."""
+    global DRY, DEVICE, TIMER
+    from moe_oracle.kernels import _triton_moe as ops
+    from moe_oracle.kernels import torch_grouped_mm, triton_fp8_block
+
+    if not ops.INTERPRET:
+        parser.error("--dry-run: Triton was imported without TRITON_INTERPRET=1; run this script itself (python benchmarks/runtime_bench.py --dry-run) "
+                     "or set TRITON_INTERPRET=1 before anything imports Triton")
+    DRY, DEVICE, TIMER = True, "cpu", host_ms
+    # The adapters take no Triton path on CPU by themselves: hand them the interpreted kernels (as kernel_sweep.py --dry-run does).
+    torch_grouped_mm.triton_ops = triton_fp8_block.triton_ops = lambda device: ops
+    torch_grouped_mm._scaled_grouped_mm = _emulated_scaled_grouped_mm  # CUDA only: named in DRY_NOTES
+
+
+def dry_verdict(results: list[dict]) -> int:
+    """A dry run's exit status: 1 when a variant failed or a numerics value is missing or not finite (each named), else 0."""
+    bad = list(FAILED)
+    for res in results:
+        values = {k: v for k, v in res["numerics"].items() if k != "tokens"}
+        if not values:
+            bad.append(f"{res['model']}: no numerics")
+        bad += [f"{res['model']}: numerics {k} = {v}" for k, v in values.items() if not math.isfinite(v)]
+        bad += [f"{res['model']} {r['tokens']} {r['kernel']}: {r['ms']} ms" for r in res["rows"] if not math.isfinite(r["ms"])]
+    for line in bad:
+        print(f"# DRY RUN FAILED: {line}", flush=True)
+    print(f"# DRY RUN {'FAILED' if bad else 'passed'}: {len(results)} models, {sum(len(r['rows']) for r in results)} timed rows", flush=True)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

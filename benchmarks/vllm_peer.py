@@ -89,8 +89,13 @@ class PeerKernel:
     manifest: dict
 
 
-def load_peer(folder: str | Path) -> PeerKernel:
+def load_peer(folder: str | Path, *, float32_dots: bool = False) -> PeerKernel:
     """Take ``fused_moe_kernel`` (and the jit helper it calls) out of ``folder/fused_moe.py``.
+
+    ``float32_dots`` (runtime_bench.py --dry-run only, under Triton's interpreter, which multiplies
+    bf16 dot operands wrongly in 3.9): every ``tl.dot(x, y`` of the taken source becomes
+    ``tl.dot(x.to(tl.float32), y.to(tl.float32)`` (exact products, as our kernels' ``EMULATE`` does);
+    the manifest records it under ``"dry_run_patch"``.
 
     Raises:
         FileNotFoundError: the folder lacks ``fused_moe.py`` or ``configs/`` (run prepare_peer.py).
@@ -112,6 +117,11 @@ def load_peer(folder: str | Path) -> PeerKernel:
             decorators = "".join(f"@{ast.get_source_segment(source, d)}\n" for d in node.decorator_list)
             decorated[node.name] = decorators + found[node.name]
     body = "import triton\nimport triton.language as tl\n\n\n" + "\n\n\n".join(decorated[n] for n in _JIT_FUNCTIONS) + "\n"
+    patched = 0
+    if float32_dots:
+        body, patched = re.subn(r"tl\.dot\((\w+), (\w+)", r"tl.dot(\1.to(tl.float32), \2.to(tl.float32)", body)
+        if not patched:
+            raise ValueError(f"{src_path}: no tl.dot(x, y ...) to cast to float32 (vLLM's kernel changed?)")
     scratch = Path(tempfile.mkdtemp(prefix="vllm_peer_")) / "vllm_fused_moe_kernel.py"
     scratch.write_text(body)  # Triton's jit reads the function's source from its file
     spec = importlib.util.spec_from_file_location("vllm_fused_moe_kernel", scratch)
@@ -119,6 +129,8 @@ def load_peer(folder: str | Path) -> PeerKernel:
     spec.loader.exec_module(module)
     manifest_path = folder / "PEER.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    if patched:
+        manifest = {**manifest, "dry_run_patch": f"{patched} tl.dot calls with float32 operands (Triton's interpreter)"}
     return PeerKernel(module.fused_moe_kernel, folder / "configs", manifest)
 
 
@@ -143,7 +155,9 @@ class VLLMTritonPeer:
     :meth:`parts` gives the stand-in alignment alone and the rest given its outputs.
     """
 
-    def __init__(self, peer: PeerKernel, spec: LayerSpec, weights: MoEWeights) -> None:
+    def __init__(self, peer: PeerKernel, spec: LayerSpec, weights: MoEWeights, *, device: tuple[str, tuple[int, int]] | None = None) -> None:
+        """``device``: ``(name, capability)`` the config lookup and ``SWAP_AB`` see instead of this CUDA
+        device's (runtime_bench.py --dry-run: no CUDA device)."""
         self.peer, self.spec = peer, spec
         scheme = spec.quant.name
         if scheme not in ("unquantized", "fp8_block"):
@@ -157,7 +171,8 @@ class VLLMTritonPeer:
         self.s13 = weights.w13_scale.float().contiguous() if self.fp8 else None
         self.s2 = weights.w2_scale.float().contiguous() if self.fp8 else None
         e, _, n = self.w2.shape
-        name = config_file_name(e, n, torch.cuda.get_device_name(), self.fp8)
+        device_name, capability = device if device is not None else (torch.cuda.get_device_name(), torch.cuda.get_device_capability())
+        name = config_file_name(e, n, device_name, self.fp8)
         path = peer.configs / name
         self.config_file = name if path.is_file() else None
         self._table = None
@@ -165,7 +180,7 @@ class VLLMTritonPeer:
             raw = json.loads(path.read_text())
             raw.pop("triton_version", None)
             self._table = {int(k): v for k, v in raw.items()}
-        self.swap_ab_capable = torch.cuda.get_device_capability() == (9, 0)
+        self.swap_ab_capable = tuple(capability) == (9, 0)
 
     def config(self, tokens: int) -> dict:
         """The tile config vLLM uses for ``tokens`` tokens (tuned file's nearest key, else its default)."""
