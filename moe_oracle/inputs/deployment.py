@@ -116,6 +116,21 @@ def device_from_inputs(given: OperatorInputs):
     return None
 
 
+def declared_gpu_device(declared: Any) -> Device:
+    """The catalog device of the GPU an environment file names (``vllm collect-env``'s
+    ``nvidia-smi -L`` line), for ``explain`` and ``plan`` alike.
+
+    Raises:
+        ConfigError: not in the catalog, charged to the file (``bad --environment``), with the
+            flags that describe it when its capability or gfx target is known.
+    """
+    try:
+        return lookup_hardware(declared.gpu).device
+    except ConfigError as exc:
+        advice = device_hint(declared.gpu) or "give --gpu NAME or --platform cuda --sm N"
+        raise ConfigError([InputIssue(declared.gpu_source or "--environment", f"the GPU {declared.gpu!r} is not in the hardware catalog; {advice}", declared.gpu, exc.issues[0].allowed)], headline="bad --environment") from None
+
+
 THIS_MACHINE = "this machine's device (run builds the kernel here)"
 """What wins over a file's device in ``run`` (:func:`build_deployment` ``probe_device_default``)."""
 
@@ -219,12 +234,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         gpu_note = unused_gpu_note(given, device, declared, winner) if device is not None else None
         notes += [gpu_note] if gpu_note else []
         if device is None and declared.gpu is not None and not given.config:
-
-            try:
-                device = lookup_hardware(declared.gpu).device
-            except ConfigError as exc:
-                advice = device_hint(declared.gpu) or "give --gpu NAME or --platform cuda --sm N"
-                raise ConfigError([InputIssue(declared.gpu_source or "--environment", f"the GPU {declared.gpu!r} is not in the hardware catalog; {advice}", declared.gpu, exc.issues[0].allowed)], headline="bad --environment") from None
+            device = declared_gpu_device(declared)
             notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
     if device is None and given.probe and not given.config:
         device, probe_notes = probe_device()
