@@ -3,9 +3,10 @@
 Every path the inputs layer reads goes through :func:`user_path`: ``--config``, ``--model``,
 ``--hf-quant-config``, ``--environment`` (and ``diff``'s environment-file sides), a MoEConfig
 file's ``model.hf_config`` / ``model.hf_quant_config``, a serve line's MODEL,
-``--hf-config-path`` and ``--config``; the CLI's ``--tables`` and ``matrix --html`` too. A
-shell expands a leading ``~`` only in a word it splits itself, so ``--model=~/m``, a quoted
-``'~/m'``, a path inside a ``--serve`` string or a file reach this package unexpanded.
+``--hf-config-path`` and ``--config``; the CLI's ``--tables``, ``matrix --html`` and
+``verify``'s path flags too. A shell expands a leading ``~`` only in a word it splits itself,
+so ``--model=~/m``, a quoted ``'~/m'``, a path inside a ``--serve`` string or a file reach this
+package unexpanded.
 
 Messages keep naming what the operator wrote (``~/cfg.json``); only the filesystem sees the
 expanded path.

@@ -124,3 +124,18 @@ def test_a_serve_config_naming_a_tilde_name_with_a_nul_byte_is_bad_input(tmp_pat
     code, out, err = cli("explain", "--gpu", "H200", "--serve", f"vllm serve qwen3-30b-a3b --config {tmp_path / 's.yaml'}")
     assert code == 2 and out == "", err
     assert "Traceback" not in err
+
+
+def test_verify_path_flags_expand_a_leading_tilde(home: Path) -> None:
+    """``verify``'s path flags were argparse ``type=Path``: ``--vllm-env=~/env`` (or the quoted
+    word) looked for a directory named ``~`` here and answered "not found"."""
+    from moe_oracle.cli import build_parser
+
+    args = build_parser(["verify"]).parse_args(["verify", "--vllm-env=~/env", "--replay", "~/c.json", "--out", "~/o", "--divergences", "~/d.yaml", "--tables", "~/t"])
+    assert (args.vllm_env, args.replay, args.out, args.divergences, args.tables) == (home / "env", [home / "c.json"], home / "o", home / "d.yaml", [home / "t"])
+
+
+def test_verify_reads_a_tilde_in_its_environment_variable(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MOE_ORACLE_VLLM_ENV", "~/env")  # quoted in a shell profile: not expanded there
+    code, out, err = cli("verify")
+    assert code == 2 and f"bad --vllm-env: {home / 'env' / 'venv' / 'bin' / 'python'} not found" in err
