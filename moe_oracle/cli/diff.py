@@ -99,6 +99,19 @@ def _side_inputs(given: OperatorInputs, side: dict[str, Any]) -> OperatorInputs:
     return replace(given, **changes)
 
 
+def _side_built(spec: dict[str, Any], build: Callable[[], Any]) -> Any:
+    """``build()`` for one side; a refusal of the side's environment file, which the inputs
+    layer heads ``bad --environment`` (the flag that usually names a file), is charged to the
+    side's flag (``--from``/``--to``) that gave it."""
+    try:
+        return build()
+    except ConfigError as exc:
+        if "environment" not in spec or exc.__dict__.get("headline") != "bad --environment":
+            raise
+        flag = spec["flag"]
+        raise ConfigError([replace(i, path=flag) if i.path == "--environment" else i for i in exc.issues], headline=f"bad {flag}") from None
+
+
 def _refuse_unused_device(given: OperatorInputs, specs: list[tuple[str, dict[str, Any]]]) -> None:
     """Refuse --gpu/--platform/--sm/--arch when both sides are ``gpu:NAME``: each side's GPU
     replaces them, so they would have no effect (a setting with no effect is an error, as
@@ -122,7 +135,8 @@ def _plan_groups(given: OperatorInputs, catalog: Any, sides: list[tuple[str, dic
     from ..explain.diff import Side
     from .plan import plan_from_inputs
 
-    plans = [(text, plan_from_inputs(_side_inputs(given, spec), catalog)) for text, spec in sides]
+    inputs = [(text, spec, _side_inputs(given, spec)) for text, spec in sides]
+    plans = [(text, _side_built(spec, lambda side=side: plan_from_inputs(side, catalog))) for text, spec, side in inputs]
     (label_b, before), (label_a, after) = plans
     by_layers = {tuple(layer.spec.index for layer in g.layers): g for g in after.moe_groups()}
     groups = []
@@ -165,7 +179,8 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     else:
         sides = []
         for text, spec in specs:
-            deployment = build_deployment(_side_inputs(given, spec), catalog)
+            side = _side_inputs(given, spec)
+            deployment = _side_built(spec, lambda: build_deployment(side, catalog))
             sides.append((Side(text, deployment.config, deployment.environment), deployment.notes))
         (before, notes_b), (after, notes_a) = sides
         groups, notes = [("MoE layers", before, after)], side_notes(notes_b, notes_a)

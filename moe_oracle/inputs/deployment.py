@@ -116,6 +116,31 @@ def device_from_inputs(given: OperatorInputs):
     return None
 
 
+def declared_gpu_device(declared: Any) -> Device:
+    """The catalog device of the GPU an environment file names (``vllm collect-env``'s
+    ``nvidia-smi -L`` line), for ``explain`` and ``plan`` alike.
+
+    Raises:
+        ConfigError: not in the catalog, charged to the file (``bad --environment``), with the
+            flags that describe it when its capability or gfx target is known.
+    """
+    try:
+        return lookup_hardware(declared.gpu).device
+    except ConfigError as exc:
+        advice = device_hint(declared.gpu) or "give --gpu NAME or --platform cuda --sm N"
+        raise ConfigError([InputIssue(declared.gpu_source or "--environment", f"the GPU {declared.gpu!r} is not in the hardware catalog; {advice}", declared.gpu, exc.issues[0].allowed)], headline="bad --environment") from None
+
+
+THIS_MACHINE = "this machine's device (run builds the kernel here)"
+"""What wins over a file's device in ``run`` (:func:`build_deployment` ``probe_device_default``)."""
+
+
+def device_words(device: Device) -> str:
+    """A device as the explain header names it: ``H200 (cuda SM 90)``, ``this host (cpu x86_64)``."""
+    detail = f" SM {device.capability}" if device.capability is not None else f" {device.arch}" if device.arch else ""
+    return f"{device.name + ' ' if device.name else ''}({device.platform.value}{detail})"
+
+
 def unused_gpu_note(given: OperatorInputs, device: Any, declared: Any, winner: str) -> str | None:
     """A note when an environment file's GPU is not used because ``winner`` (``--gpu H200``, the
     ``--config`` file's device) describes the device; ``None`` when the file names no GPU or
@@ -174,7 +199,9 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     """The one door for one MoE layer: ``given`` read into a :class:`Deployment` (config,
     environment, release, notes), checked as the answer's vLLM release checks it at start.
 
-    ``probe_device_default``: probe this machine's device when none is given (``run``).
+    ``probe_device_default``: the device is this machine's, probed, when no flag gives one
+    (``run``, which builds the kernel here and refuses the device flags): an environment file's
+    GPU or a ``--config`` file's device is then not used, and a note says so.
 
     Raises:
         ConfigError: bad input, naming the input it came from, or what the release refuses at
@@ -197,20 +224,19 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         raise ConfigError([InputIssue("--probe", "--probe reads this machine; --environment FILE declares another one: give one of them", given.environment, None)], headline="bad --probe")
     device = device_from_inputs(given)
     probe_notes: tuple[str, ...] = ()
+    this_machine = device is None and probe_device_default
+    if this_machine:  # run: built here, whatever device an environment or --config file names
+        device, probe_notes = probe_device()
+    winner = THIS_MACHINE if this_machine else given.device_flag()
     declared = None
     if not given.probe:
         declared = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), tools=given.tool)
-        gpu_note = unused_gpu_note(given, device, declared, given.device_flag()) if device is not None else None
+        gpu_note = unused_gpu_note(given, device, declared, winner) if device is not None else None
         notes += [gpu_note] if gpu_note else []
         if device is None and declared.gpu is not None and not given.config:
-
-            try:
-                device = lookup_hardware(declared.gpu).device
-            except ConfigError as exc:
-                advice = device_hint(declared.gpu) or "give --gpu NAME or --platform cuda --sm N"
-                raise ConfigError([InputIssue(declared.gpu_source or "--environment", f"the GPU {declared.gpu!r} is not in the hardware catalog; {advice}", declared.gpu, exc.issues[0].allowed)], headline="bad --environment") from None
+            device = declared_gpu_device(declared)
             notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
-    if device is None and (given.probe or probe_device_default) and not given.config:
+    if device is None and given.probe and not given.config:
         device, probe_notes = probe_device()
     prov: list[Provenance] = []
     answered: dict[str, Any] = {}  # the answer's environment, once known (a --config file's checkpoint needs it first)
@@ -244,6 +270,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         changes: dict[str, Any] = {}
         if device is not None:
             changes["device"] = device
+            if this_machine and replace(config.device, name=None) != replace(device, name=None):
+                notes.append(f"--config {given.config}: its device {device_words(config.device)} is not used: {winner} wins")
     elif given.model or serve is not None:
         quant_path = resolve_quant_config_path(given.hf_quant_config) if given.hf_quant_config else None
         quant_cfg, quant_note = quant_document(load_hf_config(quant_path, "--hf-quant-config"), quant_path, "--hf-quant-config") if quant_path else (None, None)

@@ -10,7 +10,10 @@ the messages of the problems a hand-written file meets most, keeping path, value
 * a scalar where a string belongs (``environment.env``, ``environment.packages``): YAML 1.1, which
   ``yaml.safe_load`` reads, takes an unquoted ``yes``/``no``/``on``/``off``/``true`` as a boolean and
   ``0.33`` or ``1`` as a number; quoting keeps it a string;
-* ``environment.packages`` written as a list (``[vllm==0.33.0]``): it is a mapping name -> version.
+* ``environment.packages`` written as a list (``[vllm==0.33.0]``): it is a mapping name -> version;
+* ``model.quant`` neither a name nor a mapping (left empty, a list, a number): what it is and the
+  two forms it takes; ``model.hf_config`` / ``hf_quant_config`` null: YAML reads an empty value or a
+  bare ``~`` as null (a leading ``~`` is expanded only in a path such as ``~/m/config.json``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import replace
 from typing import Any, Iterable
 
 from ..core.errors import InputIssue
+from ..core.quant import SCHEME_ALIASES, SCHEMES
 from .bounds import CONFIG_FILE_BOUNDS
 
 __all__ = ["explain_schema_issues"]
@@ -46,8 +50,36 @@ def _packages_form(value: Any) -> str:
     return 'write packages: {vllm: "0.33.0", torch: "2.9.0"}'
 
 
-def _explain(issue: InputIssue, raw: Any) -> InputIssue:
+_NULL = "null: YAML reads an empty value or a bare ~ as null"
+
+
+def _kind(value: Any) -> str:
+    """What YAML made of a value that is neither a string nor a mapping."""
+    if value is None:
+        return _NULL
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    return "a list" if isinstance(value, list) else f"a {type(value).__name__} value"
+
+
+def _model_field(doc: Any, key: str) -> tuple[bool, Any]:
+    """(given, value) of ``model.<key>`` in the document."""
+    model = doc.get("model") if isinstance(doc, dict) else None
+    return (key in model, model[key]) if isinstance(model, dict) else (False, None)
+
+
+def _explain(issue: InputIssue, raw: Any, doc: Any = None) -> InputIssue:
     path, keyword, value = issue.path, issue.keyword, issue.value
+    if path == "$.model.quant":
+        given, quant = _model_field(doc, "quant")
+        if given and not isinstance(quant, (str, dict)):
+            return replace(issue, message=f"must be a quant scheme name (or reference alias such as FP8-Blk) or a {{weight, activation}} mapping, not {_kind(quant)}", value=quant, allowed=[*SCHEMES, *SCHEME_ALIASES])
+    if path in ("$.model.hf_config", "$.model.hf_quant_config"):
+        given, ref = _model_field(doc, path[len("$.model."):])
+        if given and ref is None:
+            return replace(issue, message=f"must be a path or a shipped example's name, not {_NULL}; quote it, '~', for the home directory", value=None, allowed={"type": "string"})
     field = path[len("$.model."):] if path.startswith("$.model.") else None
     if field in CONFIG_FILE_BOUNDS and keyword in ("maximum", "minimum") and isinstance(value, int):
         bound = CONFIG_FILE_BOUNDS[field]
@@ -67,4 +99,4 @@ def explain_schema_issues(issues: Iterable[InputIssue], doc: Any) -> list[InputI
     """``issues`` (from validating ``doc`` against ``moe_config``'s schema) with messages that say
     what to write; problems not listed in the module doc are kept as they are."""
     packages = doc.get("environment", {}).get("packages") if isinstance(doc, dict) and isinstance(doc.get("environment"), dict) else None
-    return [_explain(issue, packages if issue.path == "$.environment.packages" else None) for issue in issues]
+    return [_explain(issue, packages if issue.path == "$.environment.packages" else None, doc) for issue in issues]

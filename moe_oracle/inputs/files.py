@@ -21,7 +21,7 @@ from ..core.errors import ConfigError, InputIssue
 from .file_hints import explain_schema_issues
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
-from .models import find_model, quant_config_beside, quant_document, resolve_model_path
+from .models import find_model, quant_config_beside, quant_document, resolve_quant_config_path
 from .paths import user_path
 from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, scheme_name, unknown_scheme_issue
 from ..core.tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
@@ -200,7 +200,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             raise ConfigError([replace(i, file=file) for i in exc.issues]) from None
         hf_path = found.path
         notes = (f"--config {file}: {found.note}",) if found.note else ()
-        quant_path = _model_reference(model, "hf_quant_config", base, file) if "hf_quant_config" in model else None
+        quant_path = _quant_config_reference(model, base, file) if "hf_quant_config" in model else None
         quant_cfg, quant_note = quant_document(load_hf_config(quant_path, "$.model.hf_quant_config"), quant_path, "$.model.hf_quant_config", file, "$.model.hf_config") if quant_path else (None, None)
         notes += (f"--config {file}: {quant_note}",) if quant_note else ()
         beside_path = quant_config_beside(hf_path)
@@ -325,12 +325,14 @@ def _environment_path(path: str) -> str:
     return f"$.environment.{key}" + (f".{name}" if name else "")
 
 
-def _model_reference(model: Mapping[str, Any], key: str, base: Path | None, file: str | None) -> Path:
-    """``resolve_model_path`` for ``model.<key>`` of a config file; its error names the file and key."""
+def _quant_config_reference(model: Mapping[str, Any], base: Path | None, file: str | None) -> Path:
+    """``model.hf_quant_config`` of a config file, read as ``--hf-quant-config`` reads it (a file or
+    a shipped hf_quant_config.json example, never a model or a checkpoint directory); its error
+    names the file and key."""
     try:
-        return resolve_model_path(model[key], base)
+        return resolve_quant_config_path(model["hf_quant_config"], base)
     except ConfigError as exc:
-        raise ConfigError([replace(i, path=f"$.model.{key}", file=file) for i in exc.issues]) from None
+        raise ConfigError([replace(i, path="$.model.hf_quant_config", file=file) for i in exc.issues]) from None
 
 
 _TOP_LEVEL = ("$.lora", "$.batch_invariant", "$.moe_backend", "$.max_num_tokens", "$.device", "$.parallel")

@@ -23,9 +23,8 @@ from ..core.vocab import Source
 from .bounds import check_model_config
 from .checkpoint import Checkpoint, read_checkpoint
 from .declared import DeclaredEnvironment, answer_release, declare_environment, engine_release
-from .deployment import check_serve_values, device_from_inputs, origins_of, probed_environment, read_model_config, serve_release, unused_gpu_note
+from .deployment import check_serve_values, declared_gpu_device, device_from_inputs, origins_of, probed_environment, read_model_config, serve_release, unused_gpu_note
 from .files import resolve_all2all
-from .hardware import lookup_hardware
 from .hf import load_hf_config
 from .models import quant_config_beside, quant_document, resolve_quant_config_path
 from .operator_inputs import OperatorInputs
@@ -122,7 +121,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         gpu_note = unused_gpu_note(given, device, declared, given.device_flag())
         notes += [gpu_note] if gpu_note else []
     elif declared is not None and declared.gpu is not None:
-        device = lookup_hardware(declared.gpu).device
+        device = declared_gpu_device(declared)
         notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
     if device is None:
         raise ConfigError([InputIssue("--gpu", "the device is required: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])

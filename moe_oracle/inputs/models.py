@@ -168,14 +168,15 @@ def replace_path(issue: InputIssue, flag: str) -> InputIssue:
     return replace(issue, path=flag)
 
 
-def resolve_quant_config_path(ref: str) -> Path:
-    """An ``--hf-quant-config`` reference: a file, or a shipped example's name (with or without
-    ``.hf_quant_config`` / ``.json``: ``nvidia-nemotron-3-nano-30b-a3b-nvfp4``).
+def resolve_quant_config_path(ref: str, base: Path | None = None) -> Path:
+    """An ``--hf-quant-config`` reference (or a config file's ``model.hf_quant_config``, relative
+    to ``base``): a file, or a shipped example's name (with or without ``.hf_quant_config`` /
+    ``.json``: ``nvidia-nemotron-3-nano-30b-a3b-nvfp4``).
 
     Raises:
         ConfigError: neither (lists the shipped hf_quant_config.json examples).
     """
-    path = user_path(ref)
+    path = user_path(ref, base)
     _refuse_special_file(path, "--hf-quant-config", ref)
     if _is_file(path):
         return path

@@ -3,9 +3,10 @@
 Every path the inputs layer reads goes through :func:`user_path`: ``--config``, ``--model``,
 ``--hf-quant-config``, ``--environment`` (and ``diff``'s environment-file sides), a MoEConfig
 file's ``model.hf_config`` / ``model.hf_quant_config``, a serve line's MODEL,
-``--hf-config-path`` and ``--config``; the CLI's ``--tables`` and ``matrix --html`` too. A
-shell expands a leading ``~`` only in a word it splits itself, so ``--model=~/m``, a quoted
-``'~/m'``, a path inside a ``--serve`` string or a file reach this package unexpanded.
+``--hf-config-path`` and ``--config``; the CLI's ``--tables``, ``matrix --html`` and
+``verify``'s path flags too. A shell expands a leading ``~`` only in a word it splits itself,
+so ``--model=~/m``, a quoted ``'~/m'``, a path inside a ``--serve`` string or a file reach this
+package unexpanded.
 
 Messages keep naming what the operator wrote (``~/cfg.json``); only the filesystem sees the
 expanded path.
@@ -21,16 +22,20 @@ __all__ = ["shown_path", "user_path"]
 
 def user_path(text: str | os.PathLike[str], base: Path | None = None) -> Path:
     """The path ``text`` names: a leading ``~`` or ``~user`` expanded as a POSIX shell expands
-    it (:func:`os.path.expanduser`; a ``~user`` of no such user stays as written), then, when
-    still relative, taken under ``base`` (the directory of the file that named it; ``None``:
-    the working directory).
+    it (:func:`os.path.expanduser`; a ``~user`` of no such user, or one no user name can be,
+    stays as written), then, when still relative, taken under ``base`` (the directory of the
+    file that named it; ``None``: the working directory).
 
     >>> str(user_path("/etc/cfg.json")), str(user_path("cfg.json", Path("/srv/m"))), str(user_path("a/~b"))
     ('/etc/cfg.json', '/srv/m/cfg.json', 'a/~b')
     >>> user_path("~/cfg.json", Path("/srv/m")) == Path.home() / "cfg.json"
     True
     """
-    path = Path(os.path.expanduser(os.fspath(text)))
+    text = os.fspath(text)
+    try:
+        path = Path(os.path.expanduser(text))
+    except ValueError:  # ~NAME with a NUL byte (from a file): pwd cannot look it up; the open says why it fails
+        path = Path(text)
     if base is not None and not path.is_absolute():
         path = base / path
     return path

@@ -203,3 +203,16 @@ def test_side_notes_keep_shared_notes_once_and_label_the_rest():
 
     assert side_notes(["b", "x", "a"], ["a", "y", "b"], ["z: grouped differently"]) == ["a", "b", "z: grouped differently", "--from: x", "--to: y"]
     assert side_notes(["a"], ["a"]) == ["a"]
+
+
+@pytest.mark.parametrize("whole_model", [True, False], ids=["plan", "one-layer"])
+def test_a_side_file_that_does_not_parse_is_charged_to_the_side(tmp_path, capsys, whole_model):
+    """``--from FILE`` whose lines are no environment file was refused as "bad --environment", a
+    flag the command line did not give; the refusal names the side that gave the file."""
+    bad = tmp_path / "freeze.txt"
+    bad.write_text("{bad\n", encoding="utf-8")
+    layer = ["--model", "qwen3-30b-a3b-fp8"] if whole_model else ["--model", "qwen3-30b-a3b-fp8", "--quant", "fp8_block"]
+    assert main(["diff", *layer, "--gpu", "H200", "--from", "vllm==0.33.0", "--to", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("moe-oracle: error: bad --to (1 problem):"), err
+    assert f"{bad}: line 1: not a requirement" in err and "--environment" not in err

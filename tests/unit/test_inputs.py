@@ -156,3 +156,29 @@ def test_unknown_moe_backend_in_a_file_names_the_file(tmp_path, small_catalog):
         load_config_file(write(tmp_path, {**GOOD, "moe_backend": "slwo"}), small_catalog)
     issue = info.value.issues[0]
     assert issue.file.endswith("cfg.yaml") and issue.path == "$.moe_backend" and issue.suggestion() == "slow"
+
+
+@pytest.mark.parametrize(("value", "said"), [(None, "not null"), (["fp8_block"], "not a list"), (True, "not the boolean true"), (7, "not the number 7")], ids=["null", "list", "bool", "int"])
+def test_a_quant_of_another_type_says_what_it_is_and_what_to_write(tmp_path, small_catalog, value, said):
+    """``quant:`` left empty (YAML null) or ``[fp8_block]`` was refused as "not one of the allowed
+    values" with no word of what was written (the schema's enum branch, whose value is dropped
+    when it is no scalar)."""
+    doc = {**GOOD, "model": {**GOOD["model"], "quant": value}}
+    with pytest.raises(ConfigError) as info:
+        load_config_file(write(tmp_path, doc), small_catalog)
+    (issue,) = info.value.issues
+    assert issue.path == "$.model.quant"
+    assert f"must be a quant scheme name (or reference alias such as FP8-Blk) or a {{weight, activation}} mapping, {said}" in issue.format()
+    assert "fp8_block" in issue.allowed
+
+
+@pytest.mark.parametrize("key", ["hf_config", "hf_quant_config"])
+def test_a_null_checkpoint_path_says_yaml_read_it_as_null(tmp_path, small_catalog, key):
+    """``hf_config: ~`` is YAML's null, not the home directory (a leading ~ is expanded only in a
+    path such as ~/m/config.json); jsonschema's "None is not of type 'string'" did not say so."""
+    doc = {"model": {"hf_config": "qwen3-30b-a3b", key: None}, "device": {"gpu": "H200"}}
+    with pytest.raises(ConfigError) as info:
+        load_config_file(write(tmp_path, doc), small_catalog)
+    (issue,) = info.value.issues
+    assert issue.path == f"$.model.{key}" and "None is not" not in issue.message
+    assert "not null: YAML reads an empty value or a bare ~ as null" in issue.message and "'~'" in issue.message

@@ -117,3 +117,29 @@ def test_config_file_hf_config_missing_path_is_refused(tmp_path: Path) -> None:
     cfg.write_text("model:\n  hf_config: /nope/qwen3-30b-a3b-fp8\ndevice:\n  gpu: H200\n")
     code, _, err = cli("explain", "--config", str(cfg))
     assert code == 2 and "$.model.hf_config" in err and "no such file or checkpoint directory" in err and "/nope/qwen3-30b-a3b-fp8" in err
+
+
+def _hf_quant_config_file(tmp_path: Path, ref: str) -> str:
+    path = tmp_path / "layer.yaml"
+    path.write_text(f"model:\n  hf_config: nvidia-nemotron-3-nano-30b-a3b-bf16\n  hf_quant_config: {ref}\ndevice:\n  gpu: B200\n", encoding="utf-8")
+    return str(path)
+
+
+def test_a_config_files_hf_quant_config_is_read_as_the_flag_reads_it(tmp_path: Path) -> None:
+    """A file's ``model.hf_quant_config`` was resolved as a model reference: the shipped
+    hf_quant_config example the flag takes was refused (its did-you-mean a BF16 model), while a
+    model example (``deepseek-r1``) or a checkpoint directory was read as the quantization
+    document (its config.json), answering "unquantized" with exit 0."""
+    code, out, err = cli("explain", "--config", _hf_quant_config_file(tmp_path, "nvidia-nemotron-3-nano-30b-a3b-nvfp4"))
+    assert code == 0, err
+    assert "nvfp4 (nvfp4)" in out
+    flag_code, flag_out, _ = cli("explain", "--model", "nvidia-nemotron-3-nano-30b-a3b-bf16", "--hf-quant-config", "nvidia-nemotron-3-nano-30b-a3b-nvfp4", "--gpu", "B200")
+    assert flag_code == 0 and out.splitlines()[0] == flag_out.splitlines()[0]
+    ckpt = tmp_path / "ck"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text((examples_dir() / "qwen3-30b-a3b.json").read_text(), encoding="utf-8")
+    for ref in ("deepseek-r1", str(ckpt)):
+        code, out, err = cli("explain", "--config", _hf_quant_config_file(tmp_path, ref))
+        assert code == 2 and out == "", (ref, out)
+        assert "$.model.hf_quant_config: no such file, and not the name of a shipped hf_quant_config.json example" in err
+        assert "nvidia-nemotron-3-nano-30b-a3b-nvfp4" in err and "deepseek-v3.2" not in err  # the allowed names are quantization documents

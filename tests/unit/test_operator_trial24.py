@@ -332,3 +332,16 @@ def test_help_says_what_model_takes_and_which_commands_take_json() -> None:
     assert "--json on each command" not in top and "--json on explain" in top
     _, lint_help, _ = cli("lint", "--help")
     assert "10 s" in lint_help
+
+
+@pytest.mark.parametrize("command", [("plan", "--environment"), ("diff", "--to", "vllm==0.33.0", "--from")], ids=["plan", "diff-side"])
+def test_collect_env_gpu_outside_the_catalog_is_charged_to_the_file_in_whole_model_commands(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """``plan`` (and ``diff``, which plans each side) refused the report's GPU as "bad --gpu:
+    --gpu: unknown hardware name", a flag the command line did not give; ``select`` charges it
+    to the file and names the flags that describe it."""
+    path = tmp_path / "collect.txt"
+    path.write_text("Collecting environment information...\nGPU models and configuration:\nGPU 0: NVIDIA GeForce RTX 4090\n\nvLLM Version: 0.33.0\n")
+    code, out, err = cli(command[0], "--model", "qwen3-30b-a3b", *command[1:], str(path))
+    assert code == 2 and out == ""
+    assert "--gpu:" not in err and f"--environment {path}: the GPU 'NVIDIA GeForce RTX 4090' is not in the hardware catalog" in err
+    assert "--platform cuda --sm 89" in err

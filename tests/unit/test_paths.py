@@ -96,3 +96,46 @@ def test_a_missing_path_is_named_as_written(home: Path, argv: list[str]) -> None
     code, out, err = cli(*argv)
     assert code == 2 and out == ""
     assert "'~/nope." in err and str(home) not in err
+
+
+# A ~NAME with a NUL byte (a JSON/YAML file can hold one; argv cannot): os.path.expanduser looks
+# the name up with pwd.getpwnam, which raised ValueError: embedded null byte, a traceback before
+# any reader's own "cannot read" could answer.
+NUL_FILES = {
+    "hf_config": '{"model": {"hf_config": "~a\\u0000b/x"}, "device": {"gpu": "H200"}}',
+    "hf_quant_config": '{"model": {"hf_config": "qwen3-30b-a3b", "hf_quant_config": "~a\\u0000b/x"}, "device": {"gpu": "H200"}}',
+}
+
+
+def test_user_path_keeps_a_name_it_cannot_look_up_as_written() -> None:
+    assert user_path("~a\x00b/x") == Path("~a\x00b/x")
+
+
+@pytest.mark.parametrize("doc", NUL_FILES.values(), ids=NUL_FILES.keys())
+def test_a_tilde_name_with_a_nul_byte_is_bad_input_not_a_traceback(tmp_path: Path, doc: str) -> None:
+    (tmp_path / "c.json").write_text(doc, encoding="utf-8")
+    code, out, err = cli("explain", "--config", str(tmp_path / "c.json"))
+    assert code == 2 and out == "", err
+    assert "Traceback" not in err and "~a\\x00b/x" in err
+
+
+def test_a_serve_config_naming_a_tilde_name_with_a_nul_byte_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text('hf-config-path: "~a\\0b/x"\n', encoding="utf-8")
+    code, out, err = cli("explain", "--gpu", "H200", "--serve", f"vllm serve qwen3-30b-a3b --config {tmp_path / 's.yaml'}")
+    assert code == 2 and out == "", err
+    assert "Traceback" not in err
+
+
+def test_verify_path_flags_expand_a_leading_tilde(home: Path) -> None:
+    """``verify``'s path flags were argparse ``type=Path``: ``--vllm-env=~/env`` (or the quoted
+    word) looked for a directory named ``~`` here and answered "not found"."""
+    from moe_oracle.cli import build_parser
+
+    args = build_parser(["verify"]).parse_args(["verify", "--vllm-env=~/env", "--replay", "~/c.json", "--out", "~/o", "--divergences", "~/d.yaml", "--tables", "~/t"])
+    assert (args.vllm_env, args.replay, args.out, args.divergences, args.tables) == (home / "env", [home / "c.json"], home / "o", home / "d.yaml", [home / "t"])
+
+
+def test_verify_reads_a_tilde_in_its_environment_variable(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MOE_ORACLE_VLLM_ENV", "~/env")  # quoted in a shell profile: not expanded there
+    code, out, err = cli("verify")
+    assert code == 2 and f"bad --vllm-env: {home / 'env' / 'venv' / 'bin' / 'python'} not found" in err

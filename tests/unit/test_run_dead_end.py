@@ -79,3 +79,33 @@ def test_run_all_lists_every_candidate() -> None:
     _, every, _ = cli("run", *LAYER, "--tokens", "2", "--all")
     assert "more further from this problem" in closest and "--all lists them" in closest
     assert "--all lists them" not in every and every.count(" REJECTED") > closest.count(" REJECTED")
+
+
+# A dead end on any device (768 / 16 = 48, no multiple of the 128-wide FP8 block): run prints the
+# Device line and its notes without allocating anything.
+SHARD = ("--model", "qwen3-30b-a3b-fp8", "--tp", "16", "--tokens", "2")
+
+
+def test_run_builds_on_this_machine_not_on_an_environment_files_gpu(cpu_host: None, tmp_path) -> None:
+    """``run --environment collect-env.txt`` answered for the report's GPU (``Device: H200``) on a
+    CPU host: an eligible kernel then failed to build ("device='cpu' is not supported"), and a
+    dead end's fixes were for the H200 while saying run builds on this machine's own device."""
+    from tests.unit.test_envfile import COLLECT_ENV
+
+    report = tmp_path / "collect.txt"
+    report.write_text(COLLECT_ENV, encoding="utf-8")
+    code, out, err = cli("run", *SHARD, "--environment", str(report))
+    assert code == 1, err
+    assert "\nDevice: this host (cpu" in out and "Device: H200" not in out
+    assert f"Note: --environment {report}: its GPU 'NVIDIA H200' is not used: this machine's device (run builds the kernel here) wins" in out
+
+
+def test_run_builds_on_this_machine_not_on_a_config_files_device(cpu_host: None, tmp_path) -> None:
+    """A ``--config`` file must name a device; ``run`` (which refuses --gpu) used it instead of
+    this machine's, as for the environment file's GPU above."""
+    layer = tmp_path / "layer.yaml"
+    layer.write_text("model:\n  hf_config: qwen3-30b-a3b-fp8\ndevice:\n  gpu: H200\nparallel:\n  tp_size: 16\n", encoding="utf-8")
+    code, out, err = cli("run", "--config", str(layer), "--tokens", "2")
+    assert code == 1, err
+    assert "\nDevice: this host (cpu" in out and "Device: H200" not in out
+    assert f"Note: --config {layer}: its device H200 (cuda SM 90) is not used: this machine's device (run builds the kernel here) wins" in out
