@@ -6,8 +6,9 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..inputs.paths import user_path  # the path flags expand a leading ~ as every moe-oracle path does
 
 # The harness itself (cases, run, space: ~12 ms of imports) is imported where it runs, not when
 # every moe-oracle command registers `verify` on its parser.
@@ -31,13 +32,6 @@ exit codes: 0 every disagreement is a reviewed divergence (and agreement >= --mi
 1 otherwise, 2 bad input or no vLLM environment."""
 
 
-def _path(text: str) -> Path:
-    """argparse type of the path flags: a leading ``~`` expanded (:func:`moe_oracle.inputs.paths.user_path`)."""
-    from ..inputs.paths import user_path
-
-    return user_path(text)
-
-
 def add_parser(sub: Any, *, arguments: bool = True) -> None:
     """Register ``verify`` on the CLI's subparsers; its arguments only when ``arguments`` (see
     :func:`moe_oracle.cli.build_parser`)."""
@@ -53,19 +47,19 @@ def add_parser(sub: Any, *, arguments: bool = True) -> None:
     from .run import RELEASES
     from .space import FAMILY_SCHEMES
 
-    p.add_argument("--vllm-env", type=_path, metavar="DIR", help="the vLLM environment (default: $MOE_ORACLE_VLLM_ENV)")
+    p.add_argument("--vllm-env", type=user_path, metavar="DIR", help="the vLLM environment (default: $MOE_ORACLE_VLLM_ENV)")
     p.add_argument("--release", action="append", choices=RELEASES, metavar="X.Y.Z", help=f"vLLM release to compare with (repeatable; one of {', '.join(RELEASES)}; default {RELEASES[-1]})")
     p.add_argument("--all-releases", action="store_true", help="every release the tables model")
     p.add_argument("--cases", type=int, default=2000, metavar="N", help="random deployments to sample (default 2000)")
     p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     p.add_argument("--family", action="append", choices=sorted(FAMILY_SCHEMES), metavar="F", help=f"restrict to quant families (repeatable): {', '.join(sorted(FAMILY_SCHEMES))}")
     p.add_argument("--exhaustive", action="store_true", help="also the product of the discrete axes for three real shapes")
-    p.add_argument("--replay", type=_path, action="append", metavar="FILE", help="replay disagreement files instead of sampling")
-    p.add_argument("--out", type=_path, metavar="DIR", help="write each unexplained disagreement as a JSON file here")
+    p.add_argument("--replay", type=user_path, action="append", metavar="FILE", help="replay disagreement files instead of sampling")
+    p.add_argument("--out", type=user_path, metavar="DIR", help="write each unexplained disagreement as a JSON file here")
     p.add_argument("--jobs", type=int, default=max(1, os.cpu_count() or 1), metavar="N", help="worker processes per release (default: CPU count)")
     p.add_argument("--min-agreement", type=float, default=0.0, metavar="X", help="also fail when a release agrees on less than this fraction (e.g. 0.995)")
-    p.add_argument("--divergences", type=_path, metavar="FILE", help="reviewed divergences (default: the shipped list)")
-    p.add_argument("--tables", type=_path, action="append", metavar="DIR", help="table directories (default: shipped)")
+    p.add_argument("--divergences", type=user_path, metavar="FILE", help="reviewed divergences (default: the shipped list)")
+    p.add_argument("--tables", type=user_path, action="append", metavar="DIR", help="table directories (default: shipped)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -118,7 +112,7 @@ def _print_text(report: Report, replay: bool) -> None:
 def run(args: argparse.Namespace) -> int:
     from .run import RELEASES, VllmEnv, verify, write_disagreements
 
-    directory = args.vllm_env or (_path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
+    directory = args.vllm_env or (user_path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
     if directory is None:
         print("moe-oracle: error: no vLLM environment: pass --vllm-env DIR or set MOE_ORACLE_VLLM_ENV (see --help)", file=sys.stderr)
         return 2

@@ -50,8 +50,7 @@ def test_the_check_sees_a_dangling_name(tmp_path):
     # a negative control: the shape of the bug it was written for
     bad = tmp_path / "bench.py"
     bad.write_text("def routed():\n    yield 1\n\ndef bench():\n    for x in routed():\n        print(x, logits)\n", encoding="utf-8")
-    tree = ast.parse(bad.read_text(encoding="utf-8"))
-    names = [m.message_args[0] for m in checker.Checker(tree, filename=str(bad)).messages if isinstance(m, messages.UndefinedName)]
+    names = [m.message_args[0] for m in _messages(bad) if isinstance(m, messages.UndefinedName)]
     assert names == ["logits"]
 
 
