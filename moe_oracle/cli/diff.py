@@ -106,7 +106,7 @@ def _side_built(spec: dict[str, Any], build: Callable[[], Any]) -> Any:
     try:
         return build()
     except ConfigError as exc:
-        if "environment" not in spec or exc.__dict__.get("headline") != "bad --environment":
+        if "environment" not in spec or exc.headline != "bad --environment":
             raise
         flag = spec["flag"]
         raise ConfigError([replace(i, path=flag) if i.path == "--environment" else i for i in exc.issues], headline=f"bad {flag}") from None
