@@ -218,16 +218,6 @@ TIMER: Callable[..., float] = time_graph_ms
 """The timer of the benches: :func:`time_graph_ms`, :func:`host_ms` in a dry run."""
 
 
-def _emulated_scaled_grouped_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
-    """Dry run: ``torch._scaled_grouped_mm``'s math (CUDA only) in float32, bf16 out: per group ``(a * scale_a) @ (b * scale_b)``."""
-    out = torch.empty(a.shape[0], b.shape[2], dtype=torch.bfloat16, device=a.device)
-    start = 0
-    for group, end in enumerate(offs.tolist()):
-        out[start:end] = ((a[start:end].float() * scale_a[start:end, None]) @ (b[group].float() * scale_b[group][None, :])).to(torch.bfloat16)
-        start = end
-    return out
-
-
 def _eager_ms(fn: Callable[[], object], iters: int = 10) -> float:
     for _ in range(3):
         fn()
@@ -692,7 +682,7 @@ def dry_setup(parser: argparse.ArgumentParser) -> None:
     DRY, DEVICE, TIMER = True, "cpu", host_ms
     # The adapters take no Triton path on CPU by themselves: hand them the interpreted kernels (as kernel_sweep.py --dry-run does).
     torch_grouped_mm.triton_ops = triton_fp8_block.triton_ops = lambda device: ops
-    torch_grouped_mm._scaled_grouped_mm = _emulated_scaled_grouped_mm  # CUDA only: named in DRY_NOTES
+    torch_grouped_mm._scaled_grouped_mm = torch_grouped_mm.emulated_scaled_grouped_mm  # CUDA only: named in DRY_NOTES
 
 
 def dry_verdict(results: list[dict]) -> int:

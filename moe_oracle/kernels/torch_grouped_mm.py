@@ -50,7 +50,7 @@ from ..runtime.spec import LayerSpec
 from ..runtime.weights import MoEWeights
 from ..core.vocab import DType
 
-__all__ = ["TorchGroupedMMExperts", "TorchScaledGroupedMMExperts", "grouped_layout", "triton_ops"]
+__all__ = ["TorchGroupedMMExperts", "TorchScaledGroupedMMExperts", "emulated_scaled_grouped_mm", "grouped_layout", "triton_ops"]
 
 _GROUP_ALIGN = 16
 
@@ -208,6 +208,21 @@ def _limit(spec: LayerSpec) -> float:
 def _scaled_grouped_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
     """``torch._scaled_grouped_mm`` (row-wise float32 scales, bf16 out); one name the CPU tests can replace."""
     return torch._scaled_grouped_mm(a, b, scale_a, scale_b, offs=offs, out_dtype=torch.bfloat16)
+
+
+def emulated_scaled_grouped_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """:func:`_scaled_grouped_mm`'s math on any device (``torch._scaled_grouped_mm`` is CUDA only), what
+    the CPU tests and ``benchmarks/runtime_bench.py --dry-run`` put in its place: per group ``g`` (rows
+    ``offs[g-1]:offs[g]``), ``(a * scale_a[:, None]) @ (b[g] * scale_b[g][None, :])`` in float32, bf16 out.
+
+    ``a [rows, K]`` fp8, ``b [G, K, N]`` fp8, ``scale_a [rows]``, ``scale_b [G, N]`` float32, ``offs [G]`` int32 group ends.
+    """
+    out = torch.empty(a.shape[0], b.shape[2], dtype=torch.bfloat16, device=a.device)
+    start = 0
+    for group, end in enumerate(offs.tolist()):
+        out[start:end] = ((a[start:end].float() * scale_a[start:end, None]) @ (b[group].float() * scale_b[group][None, :])).to(torch.bfloat16)
+        start = end
+    return out
 
 
 FP8_CHANNEL_SCHEME = SCHEMES["fp8_channel_token"]

@@ -64,16 +64,6 @@ def ops(interpreted, monkeypatch):
     return interpreted
 
 
-def _emulated_scaled_grouped_mm(a, b, scale_a, scale_b, offs):  # noqa: ANN001, ANN202
-    """torch._scaled_grouped_mm's math: per group ``(a * scale_a) @ (b * scale_b)`` in float32, bf16 out."""
-    out = torch.empty(a.shape[0], b.shape[2], dtype=torch.bfloat16)
-    start = 0
-    for group, end in enumerate(offs.tolist()):
-        out[start:end] = ((a[start:end].float() * scale_a[start:end, None]) @ (b[group].float() * scale_b[group][None, :])).to(torch.bfloat16)
-        start = end
-    return out
-
-
 # ----------------------------------------------------------------------------- building blocks
 
 
@@ -301,7 +291,7 @@ def test_fp8_block_refuses_what_it_cannot_run(ops):
 def test_fp8_channel_experts_match_reference(ops, monkeypatch, activation, tokens):
     import moe_oracle.kernels.torch_grouped_mm as tgm
 
-    monkeypatch.setattr(tgm, "_scaled_grouped_mm", _emulated_scaled_grouped_mm)
+    monkeypatch.setattr(tgm, "_scaled_grouped_mm", tgm.emulated_scaled_grouped_mm)
     spec = small_spec(num_experts=8, top_k=2, hidden=256, intermediate=128, activation=activation, dtype="bfloat16", quant=SCHEMES["fp8_channel_token"])
     w = make_random_weights(spec, seed=1)
     x, logits = inputs(spec, tokens, seed=2)
@@ -313,7 +303,7 @@ def test_fp8_channel_experts_match_reference(ops, monkeypatch, activation, token
 def test_fp8_channel_negative_controls(ops, monkeypatch):
     import moe_oracle.kernels.torch_grouped_mm as tgm
 
-    monkeypatch.setattr(tgm, "_scaled_grouped_mm", _emulated_scaled_grouped_mm)
+    monkeypatch.setattr(tgm, "_scaled_grouped_mm", tgm.emulated_scaled_grouped_mm)
     spec = small_spec(num_experts=8, top_k=2, hidden=256, intermediate=128, dtype="bfloat16", quant=SCHEMES["fp8_channel_token"])
     w = make_random_weights(spec, seed=3)
     x, logits = inputs(spec, 32, seed=4)
