@@ -46,7 +46,7 @@ if "--dry-run" in sys.argv:
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_bench import MODELS, TOKENS, model_spec, time_graph_ms  # noqa: E402
+from runtime_bench import MODELS, TOKENS, host_ms, model_spec, time_graph_ms  # noqa: E402
 
 from moe_oracle.core.tables import safe_load  # noqa: E402
 from moe_oracle.kernels import _triton_moe as ops  # noqa: E402
@@ -331,13 +331,6 @@ def precompile(args: argparse.Namespace) -> None:
             print(f"# worker {i} (exit {codes[-1]}) stopped on {marker.read_text()}: skipped in the timing pass", flush=True)
             marker.unlink()
     print(f"# precompiled in {args.jobs} workers in {time.time() - t0:.0f}s (exit codes {sorted(set(codes))})", flush=True)
-
-
-def host_ms(fn: Callable[[], object], **_: object) -> float:
-    """Dry run: host wall time of one call (interpreter; checks the flow, not speed)."""
-    t = time.perf_counter()
-    fn()
-    return (time.perf_counter() - t) * 1e3
 
 
 def sweep_case(case: Case, timer: Callable, samples: int, log: list[str]) -> dict:
