@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
