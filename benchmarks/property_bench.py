@@ -29,6 +29,7 @@ configs/s through the one-case engine invariants, >= 100 edited table sets/s.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import tempfile
@@ -117,13 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")
     print(f"catalog: {len(CATALOG.experts)} experts kernels, tables {CATALOG.tables_hash}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
     try:
-        import jsonschema_rs  # noqa: F401
+        importlib.import_module("jsonschema_rs")  # the name is not used: whether it imports is the answer
 
         validator = "jsonschema_rs (compiled, bundled schema)"
     except ImportError:
         validator = "jsonschema (jsonschema_rs not installed)"
     try:
-        import orjson  # noqa: F401
+        importlib.import_module("orjson")
 
         validator += "; JSON round trip through orjson"
     except ImportError:

@@ -188,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     cpu0 = time.process_time()
     axes = _axes(args.shapes, args.requests, args.all_requests)
     # The main process checks the part structure the classes rely on (Sweep._guard); workers skip it.
-    sw = Sweep(CATALOG, _ENV, axes, reduce=not args.no_reduce)
+    # Only that check is wanted here: the workers build their own Sweep.
+    Sweep(CATALOG, _ENV, axes, reduce=not args.no_reduce)
     n_req = len(axes.requests) - 1
     print(f"vocabulary: {len(axes.devices)} devices x {len(axes.schemes)} quant schemes x {len(axes.shapes)} shapes x {len(PARALLEL)} parallel shapes x {len(axes.loras)} LoRA"
           f" x (auto x {len(axes.activations)} activations x {len(axes.routings)} routing methods + {n_req} requests x {len(axes.request_activations)} x {len(axes.request_routings)})"

@@ -43,7 +43,9 @@ __all__ = [
     "why_not",
 ]
 
-from .core._resources import PACKAGE_VERSION as __version__  # noqa: E402
+from .core._resources import PACKAGE_VERSION as _PACKAGE_VERSION  # noqa: E402
+
+__version__ = _PACKAGE_VERSION
 
 
 def __getattr__(name: str) -> object:

@@ -89,6 +89,8 @@ def _side_inputs(given: OperatorInputs, side: dict[str, Any]) -> OperatorInputs:
         # (the side's flag, not --package alone).
         unique_specs([(parse_requirement(p), "--package") for p in given.package] + [(parse_requirement(p, side["flag"]), side["flag"]) for p in side["packages"]], side["flag"])
         changes["package"] = given.package + tuple(side["packages"])
+        # Messages name the side's flag for its packages, not --package (declare_environment).
+        changes["package_given_by"] = tuple(by for _, by in given.packages_given()) + (side["flag"],) * len(side["packages"])
     if "gpu" in side:
         # "gpu:B200", not "--to gpu:B200": a note of one side only is headed by its flag (side_notes).
         changes.update(gpu=side["gpu"], platform=None, sm=None, arch=None, gpu_given_as=f"gpu:{side['gpu']}")

@@ -127,7 +127,11 @@ def grouping_problems(num_experts: int | None, num_expert_group: int | None, top
     """
     group, topk = names
     out: list[tuple[str, str, Any, Any]] = []
-    if num_expert_group is not None and num_expert_group < 1:
+    if num_expert_group == 0:
+        # vLLM reads 0 groups as none only on some paths (moe_oracle.inputs.checkpoint.aliases
+        # _zero_groups reads a config.json's n_group 0 so where it does); here None says it.
+        out.append((group, f"must be >= 1: 0 is not a group count; a layer without expert groups leaves {group} unset (None; {topk} with it), as a config.json's n_group 0 is read where vLLM's router skips grouping (elsewhere {GROUPED_TOPK_SOURCE} fails on 0 groups)", num_expert_group, {"minimum": 1}))
+    elif num_expert_group is not None and num_expert_group < 1:
         out.append((group, f"must be >= 1: {GROUPED_TOPK_SOURCE} reshapes the router scores into {group} groups, and vLLM fails at start on {num_expert_group}", num_expert_group, {"minimum": 1}))
     elif num_expert_group is not None and num_experts is not None and num_experts > 0 and num_experts % num_expert_group:
         divisors = [d for d in range(1, num_experts + 1) if num_experts % d == 0] if num_experts <= _DIVISORS_LISTED else None

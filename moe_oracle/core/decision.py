@@ -18,11 +18,14 @@ from dataclasses import fields as dataclass_fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from packaging.version import Version
+
 from . import pickling
+from .loading import default_catalog, default_runtime_catalog
 from .ranking import Ranking, Row
 from .config import MoEConfig
 from .environment import Environment
-from .errors import MoEOracleError
+from .errors import InputIssue, MoEOracleError, TableError
 from .failures import make_failure, table_order
 from .normalize import Normalized
 from .records import _SCALARS, Assumption, CandidateResult, DecisionWarning, Demotion, Failure, Status, jsonable
@@ -104,11 +107,24 @@ class Decision:
         return record
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle (and ``copy.deepcopy``) the record's fields, not its cached views. The ranking
-        holds the catalog view it was evaluated on, whose read-only mappings plain pickle cannot
-        name, so the fields travel as one blob written by :mod:`moe_oracle.core.pickling`
-        (~2.5 MB for the shipped tables; ``to_dict()`` is the compact record)."""
-        return (_decision_from, (pickling.dumps({name: getattr(self, name) for name in _DECISION_FIELD_ORDER}),))
+        """Pickle (and ``copy.deepcopy``) the record's fields, not its cached views.
+
+        The ranking holds the catalog view it was evaluated on. A view of the shipped tables
+        (:func:`~moe_oracle.core.loading.default_catalog`, ``default_runtime_catalog``: the
+        ones ``Oracle.default()`` selects on) is named, not carried: its view name, tables hash
+        and a release whose view it is (a few tens of KB instead of ~2.5 MB); unpickling takes
+        that view of this process's shipped tables (the same object in the same process) and
+        raises :class:`~moe_oracle.core.errors.TableError` where their hash differs. Any other
+        view (``--tables``, tables built in code) travels whole. The fields go as one blob
+        written by :mod:`moe_oracle.core.pickling` (views hold read-only mappings, which plain
+        pickle cannot name).
+        """
+        values = {name: getattr(self, name) for name in _DECISION_FIELD_ORDER}
+        ref = _shipped_view_ref(self.ranking.view)
+        if ref is None:
+            return (_decision_from, (pickling.dumps(values),))
+        values["ranking"] = self.ranking.record_fields()
+        return (_decision_on_shipped_view, (pickling.dumps(values), ref))
 
     # ------------------------------------------------------------------ views of the record
 
@@ -400,8 +416,46 @@ _DECISION_FIELDS = frozenset(_DECISION_FIELD_ORDER)
 
 
 def _decision_from(blob: bytes) -> Decision:
-    """The Decision :meth:`Decision.__reduce__` pickled."""
+    """The Decision :meth:`Decision.__reduce__` pickled with its view."""
     return Decision.of(**pickle.loads(blob))
+
+
+_SHIPPED = {"engine": default_catalog, "runtime": default_runtime_catalog}
+
+
+def _shipped_view_ref(view: Any) -> tuple[str, str, str] | None:
+    """(view name, tables hash, release) naming ``view`` among the views of this process's
+    shipped tables, or ``None`` for a view of other tables (or one no modelled release has).
+
+    Only a view of the memoized shipped set itself is named (the same object): other tables
+    with the same files may have been compiled under another base. A process that has not
+    loaded the shipped tables holds no view of them, so nothing is loaded to answer.
+    """
+    shipped = _SHIPPED.get(getattr(view, "view_name", None))
+    source = getattr(view, "source", None)
+    if shipped is None or source is None or shipped.cache_info().currsize == 0 or shipped().source is not source:
+        return None
+    for release in source.engine.releases:
+        if source.key(release.version) == view.key and source.view(release.version) is view:
+            return (view.view_name, source.tables_hash, str(release.version))
+    return None
+
+
+def _decision_on_shipped_view(blob: bytes, ref: tuple[str, str, str]) -> Decision:
+    """The Decision :meth:`Decision.__reduce__` pickled with its view named by ``ref``.
+
+    Raises:
+        TableError: this process's shipped tables are not the ones the Decision was evaluated on.
+    """
+    name, tables_hash, release = ref
+    source = _SHIPPED[name]().source
+    if source is None or source.tables_hash != tables_hash:
+        found = source.tables_hash if source is not None else None
+        raise TableError([InputIssue("tables_hash", f"this Decision was evaluated on the shipped {name} tables {tables_hash}; this process ships {found}: unpickle it where moe_oracle ships the same tables", tables_hash, [found])],
+                         headline="pickled Decision of other tables")
+    values = pickle.loads(blob)
+    values["ranking"] = Ranking.on(source.view(Version(release)), values["ranking"])
+    return Decision.of(**values)
 
 
 def primary_failure(candidate: CandidateResult) -> Failure:

@@ -8,6 +8,7 @@ loader.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -17,7 +18,7 @@ from .catalog import Catalog, CompiledTables
 from .errors import TableError
 from .tables import Schemas, TableFile, cache_dir, read_tables_cached, table_set_key
 
-__all__ = ["compile_tables", "load_catalog", "load_runtime_catalog"]
+__all__ = ["compile_tables", "default_catalog", "default_runtime_catalog", "load_catalog", "load_runtime_catalog"]
 
 
 def compile_tables(files: Sequence[TableFile], base: CompiledTables | None = None) -> Catalog:
@@ -78,3 +79,27 @@ def load_runtime_catalog(engine: Catalog, directories: Sequence[Path] | None = N
     """
     assert engine.source is not None
     return compile_tables(_read(directories, runtime_table_dirs(), schemas), base=engine.source)
+
+
+# The shipped catalogs live here, not in .oracle, so that a pickled Decision (.decision) can name
+# the view it was evaluated on instead of carrying it: .oracle imports .decision.
+
+
+@lru_cache(maxsize=1)
+def default_catalog() -> Catalog:
+    """The engine tables shipped with the package (immutable, so caching it shares no mutable state).
+
+    Raises:
+        TableError: the shipped tables are invalid (a packaging bug).
+    """
+    return load_catalog()
+
+
+@lru_cache(maxsize=1)
+def default_runtime_catalog() -> Catalog:
+    """The runtime tables shipped with the package, on top of :func:`default_catalog`.
+
+    Raises:
+        TableError: the shipped tables are invalid (a packaging bug).
+    """
+    return load_runtime_catalog(default_catalog())

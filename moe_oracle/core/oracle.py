@@ -14,12 +14,11 @@ although no selection reads them. Nothing is global: two oracles share no state.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 from .catalog import Catalog
-from .loading import load_catalog, load_runtime_catalog
+from .loading import default_catalog, default_runtime_catalog, load_catalog, load_runtime_catalog
 from .config import MoEConfig
 from .decision import Decision
 from .engine import evaluate
@@ -32,26 +31,6 @@ __all__ = ["VIEWS", "Oracle", "catalog_for_view", "default_catalog", "default_ru
 
 VIEWS = ("engine", "runtime")
 """``engine``: what the engine runs (its own kernels only); ``runtime``: what our runtime can build."""
-
-
-@lru_cache(maxsize=1)
-def default_catalog() -> Catalog:
-    """The engine tables shipped with the package (immutable, so caching it shares no mutable state).
-
-    Raises:
-        TableError: the shipped tables are invalid (a packaging bug).
-    """
-    return load_catalog()
-
-
-@lru_cache(maxsize=1)
-def default_runtime_catalog() -> Catalog:
-    """The runtime tables shipped with the package, on top of :func:`default_catalog`.
-
-    Raises:
-        TableError: the shipped tables are invalid (a packaging bug).
-    """
-    return load_runtime_catalog(default_catalog())
 
 
 def catalog_for_view(view: str) -> Catalog:

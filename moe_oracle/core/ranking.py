@@ -4,7 +4,7 @@ a :class:`~moe_oracle.core.decision.Decision` materializes its records."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
@@ -85,6 +85,18 @@ class Ranking:
         record = object.__new__(cls)
         record.__dict__.update(view=view, order=order, dispatch=dispatch, fail=fail, abstain=abstain, pf_fail=pf_fail, pf_abstain=pf_abstain, kb_fail=kb_fail,
                                kb_abstain=kb_abstain, extra_fail=extra_fail, extra_abstain=extra_abstain, own_fail=own_fail, fixed=None, patched=_NO_PATCHES)
+        return record
+
+    def record_fields(self) -> dict[str, Any]:
+        """Every field but ``view``, cached views left out (:meth:`on` puts them back on a view)."""
+        return {name: self.__dict__[name] for name in _FIELDS_BUT_VIEW}
+
+    @classmethod
+    def on(cls, view: "Catalog", values: Mapping[str, Any]) -> "Ranking":
+        """The ranking whose :meth:`record_fields` are ``values``, over ``view`` (a pickled
+        Decision's, named instead of carried: :meth:`moe_oracle.core.decision.Decision.__reduce__`)."""
+        record = object.__new__(cls)
+        record.__dict__.update(view=view, **{name: values[name] for name in _FIELDS_BUT_VIEW})
         return record
 
     def index(self, pos: int) -> int:
@@ -247,3 +259,6 @@ class Ranking:
                 row = Row(k, entry, pf, f + extra_fail.get(entry.backend, ()), a + extra_abstain.get(entry.backend, ()))
             out.append(row)
         return tuple(out)
+
+
+_FIELDS_BUT_VIEW = tuple(f.name for f in fields(Ranking) if f.name != "view")

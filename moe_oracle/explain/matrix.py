@@ -18,7 +18,7 @@ from ..core.catalog import Catalog, ExpertsEntry
 from ..core.checks import Check, Outcome
 from ..core.fields import NONE
 from ..inputs.hardware import GPU_CATALOG
-from ..core.quant import SCHEME_ALIASES, SCHEMES
+from ..core.quant import SCHEMES
 from ..core.vocab import Platform
 
 __all__ = ["Cell", "MATRIX_DEVICES", "MatrixView", "cell", "cell_for_values", "cuda_values", "matrix_view", "render_html", "render_markdown", "render_text"]
@@ -133,7 +133,7 @@ def matrix_view(catalog: Catalog, gpus: tuple[str, ...] = (), quants: tuple[str,
         ConfigError: an unknown name (with a did-you-mean).
     """
     from ..core.requests import resolve_request
-    from ..core.errors import ConfigError, InputIssue
+    from ..core.errors import ConfigError
     from ..inputs.hardware import lookup_hardware
     from ..core.quant import scheme_by_name, unknown_scheme_issue
 

@@ -13,7 +13,9 @@ a dummy batch through every MoE layer):
   ``(tokens, num_expert_group, -1)`` and takes ``topk(k=topk_group)`` over the groups (vLLM 0.33.0
   model_executor/layers/fused_moe/router/grouped_topk_router.py), so ``n_group`` must be >= 1 and
   divide the experts, and ``topk_group`` must be <= ``n_group`` (one rule with ``MoEConfig``'s:
-  :func:`moe_oracle.core.config.grouping_problems`);
+  :func:`moe_oracle.core.config.grouping_problems`); ``n_group: 0`` is left to the checkpoint
+  reader, which knows the model class, platform and router scale that decide whether vLLM reads
+  it as no grouping (``moe_oracle.inputs.checkpoint.aliases._zero_groups``);
 * ``model_type`` must be a string: transformers' ``AutoConfig`` looks it up by name;
 * a compressed-tensors ``targets``/``ignore`` entry ``re:PATTERN`` is compiled by ``re.match`` when
   a layer is matched against it (``is_equal_or_regex_match``, vLLM 0.33.0
@@ -124,6 +126,11 @@ def _int(value: Any) -> int | None:
 
 def _grouping_issues(section: Mapping[str, Any], path: str, file: str | None) -> list[InputIssue]:
     n_group, topk_group = _int(section.get("n_group")), _int(section.get("topk_group"))
+    if n_group == 0:
+        # 0 groups are no grouping where vLLM's router skips grouping, which depends on the model
+        # class, the platform and the router's scale: the checkpoint reader decides
+        # (moe_oracle.inputs.checkpoint.aliases._zero_groups).
+        n_group = None
     experts = next((_int(section.get(k)) for k in _EXPERT_KEYS if _int(section.get(k)) is not None), None)
     keyword = {"n_group": lambda v: "minimum" if v is not None and v < 1 else "divisor", "topk_group": lambda v: "maximum"}
     return [InputIssue(f"{path}{name}", message, value, allowed, file, keyword=keyword[name](value))

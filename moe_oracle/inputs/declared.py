@@ -78,6 +78,7 @@ def declare_environment(
     catalog: Any,
     *,
     packages: Sequence[str] = (),
+    package_given_by: Sequence[str] = (),
     without: Sequence[str] = (),
     env: Sequence[str] = (),
     env_file: str | None = None,
@@ -87,6 +88,13 @@ def declare_environment(
 ) -> DeclaredEnvironment:
     """An :class:`Environment` from ``--environment FILE``, ``--package``, ``--without``, ``--env``
     and ``--tool``.
+
+    ``package_given_by``: the flag each of ``packages`` was given by (empty: ``--package``; a
+    diff side's ``--from``/``--to``, :meth:`OperatorInputs.packages_given
+    <moe_oracle.inputs.operator_inputs.OperatorInputs.packages_given>`); errors name it with the
+    package as written. A note on a package ``--package`` gave is headed ``--package:``; one on a
+    diff side's is not headed here, as the diff heads a note of one side with that side's flag
+    (``moe_oracle.cli.diff.side_notes``) and prints a note both sides give once.
 
     Later sources win: the file (or ``base``, a config file's environment), then the serve
     line's ``NAME=VALUE`` words, then the flags (``tools``: ``--tool NAME[=yes|no]`` items,
@@ -125,19 +133,27 @@ def declare_environment(
         specs.update({p.name: p for p in doc.packages})
         complete = doc.complete
         found_tools.update(with_implied_tools(dict(doc.tools)))
+    if package_given_by and len(package_given_by) != len(packages):
+        raise ValueError(f"package_given_by names {len(package_given_by)} flags for {len(packages)} package(s)")
+    given = list(zip(packages, package_given_by or ["--package"] * len(packages)))
+    parsed = [(parse_requirement(text, by), text, by) for text, by in given]
+    written: dict[str, tuple[str, str]] = {}  # package -> (flag, text) of its first declaration: ("--to", "vllm==0.33.0")
+    for spec, text, by in parsed:
+        written.setdefault(spec.name, (by, text))
+    sides = [by for _, by in given if by != "--package"]
     declared_packages = []
-    for spec in unique_specs([(parse_requirement(spec_text, "--package"), None) for spec_text in packages], "--package"):
+    for spec in unique_specs([(spec, None if by == "--package" else by) for spec, _, by in parsed], sides[0] if sides else "--package"):
         specs[spec.name] = spec
         absent.discard(spec.name)
         declared_packages.append(spec.name)
         if spec.version_note():
-            notes.append(f"--package: {spec.version_note()}")
+            notes.append(f"--package: {spec.version_note()}" if written[spec.name][0] == "--package" else spec.version_note())
     for name in without:
         if len(name) > MAX_REQUIREMENT_CHARS or not is_distribution_name(name):
             raise ConfigError([InputIssue("--without", "takes a distribution NAME (letters and digits, with '.', '_' or '-' inside: --without flashinfer-cubin); to declare a version, give --package NAME==VERSION", name[:MAX_REQUIREMENT_CHARS], None)], headline="bad --without")
         key = canonical_name(name)
-        if key in {canonical_name(p) for p in declared_packages}:
-            raise ConfigError([InputIssue("--without", "package declared both installed (--package) and absent (--without)", name, None)], headline="bad --without")
+        if key in declared_packages:
+            raise ConfigError([InputIssue("--without", f"package declared both installed ({' '.join(written[key])}) and absent (--without)", name, None)], headline="bad --without")
         specs.pop(key, None)
         absent.add(key)
     flag_vars: dict[str, str] = {}

@@ -164,8 +164,9 @@ def probed_environment(given: OperatorInputs, catalog: Any, probe_notes: tuple[s
         ConfigError: packages or variables also declared, or a variable the engine refuses.
     """
 
-    if given.package or given.without or given.env or given.tool or given.environment:
-        raise ConfigError([InputIssue("--probe", "--probe reads this machine; do not also declare --package/--without/--env/--tool/--environment", None, None)], headline="bad --probe")
+    declared = [f"{by} {text}" for text, by in given.packages_given()] + [f"{flag} {value}" for flag, values in (("--without", given.without), ("--env", given.env), ("--tool", given.tool), ("--environment", (given.environment,) if given.environment else ())) for value in values]
+    if declared:
+        raise ConfigError([InputIssue("--probe", f"--probe reads this machine; do not also declare packages, absent packages, variables, host tools or an environment file ({', '.join(declared)})", None, None)], headline="bad --probe")
     env = probe_environment(catalog.package_names, [v.name for v in catalog.env_vars])
     release = answer_release(catalog, env)
     issues = env_issues(env.env, catalog.env_vars, path="this process's environment:", release=release)
@@ -191,7 +192,7 @@ def serve_release(given: OperatorInputs, catalog: Any) -> str:
     if given.probe:
         env = probed_environment(given, catalog, ())
     else:
-        env = declare_environment(catalog, packages=given.package, without=given.without, env_file=given.environment, tools=given.tool).environment
+        env = declare_environment(catalog, packages=given.package, package_given_by=given.package_given_by, without=given.without, env_file=given.environment, tools=given.tool).environment
     return answer_release(catalog, env) or ENGINE_VERSION
 
 
@@ -230,7 +231,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     winner = THIS_MACHINE if this_machine else given.device_flag()
     declared = None
     if not given.probe:
-        declared = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), tools=given.tool)
+        declared = declare_environment(catalog, packages=given.package, package_given_by=given.package_given_by, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), tools=given.tool)
         gpu_note = unused_gpu_note(given, device, declared, winner) if device is not None else None
         notes += [gpu_note] if gpu_note else []
         if device is None and declared.gpu is not None and not given.config:
@@ -252,7 +253,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
             else:
                 found = declared
                 if file_env is not None:
-                    found = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), base=file_env, tools=given.tool)
+                    found = declare_environment(catalog, packages=given.package, package_given_by=given.package_given_by, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), base=file_env, tools=given.tool)
                 assert found is not None
                 answered["env"], answered["notes"] = found.environment, list(found.notes)
         return answered["env"]

@@ -79,7 +79,7 @@ def _environment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs | Non
 
     if given.probe:
         return probed_environment(given, catalog, probe_notes), (), None
-    declared = declare_environment(catalog, packages=given.package, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), tools=given.tool)
+    declared = declare_environment(catalog, packages=given.package, package_given_by=given.package_given_by, without=given.without, env=given.env, env_file=given.environment, serve_env=serve.env if serve else (), tools=given.tool)
     return declared.environment, tuple(declared.notes), declared
 
 

@@ -27,7 +27,9 @@ class OperatorInputs:
     ``no_draft``, ``expert_placement`` (``None``: the serve line's, else ``linear``), ``quantization`` (vLLM ``--quantization``).
 
     How the inputs arrived, for messages: ``from_serve`` (the fields a serve line filled),
-    ``gpu_given_as`` (``gpu:B200`` where a diff side named the device; the diff heads that side's notes with its flag), ``probe_implied``
+    ``gpu_given_as`` (``gpu:B200`` where a diff side named the device; the diff heads that side's notes with its flag),
+    ``package_given_by`` (the flag each ``package`` entry was given by: ``--from``/``--to`` where a
+    diff side declared it; empty: every entry was given by ``--package``), ``probe_implied``
     (``run`` probes unasked, so a file's environment is set aside with a note, not refused).
     """
 
@@ -63,13 +65,24 @@ class OperatorInputs:
     quantization: str | None = None
     from_serve: frozenset[str] = frozenset()
     gpu_given_as: str | None = None
+    package_given_by: tuple[str, ...] = ()
     probe_implied: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("package", "without", "env", "tool"):
+        for name in ("package", "without", "env", "tool", "package_given_by"):
             value = getattr(self, name)
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))
+        if self.package_given_by and len(self.package_given_by) != len(self.package):
+            raise ValueError(f"package_given_by names {len(self.package_given_by)} flags for {len(self.package)} package(s): {self.package_given_by!r}")
+
+    def packages_given(self) -> tuple[tuple[str, str], ...]:
+        """(``package`` entry, the flag that gave it) for every declared package, in order.
+
+        >>> OperatorInputs(package=("torch==2.10.0", "vllm==0.33.0"), package_given_by=("--package", "--to")).packages_given()
+        (('torch==2.10.0', '--package'), ('vllm==0.33.0', '--to'))
+        """
+        return tuple(zip(self.package, self.package_given_by or ("--package",) * len(self.package)))
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -4,7 +4,9 @@ Every path the inputs layer reads goes through :func:`user_path`: ``--config``, 
 ``--hf-quant-config``, ``--environment`` (and ``diff``'s environment-file sides), a MoEConfig
 file's ``model.hf_config`` / ``model.hf_quant_config``, a serve line's MODEL,
 ``--hf-config-path`` and ``--config``; the CLI's ``--tables``, ``matrix --html`` and
-``verify``'s path flags too. A shell expands a leading ``~`` only in a word it splits itself,
+``verify``'s path flags too, the path flags of the harness's standalone scripts
+(``python -m moe_oracle.verify.<script>``) and ``tools.schemagen``, and ``$MOE_ORACLE_VLLM_ENV``
+(``tests/unit/test_paths.py`` finds any argparse ``type=Path`` in the package). A shell expands a leading ``~`` only in a word it splits itself,
 so ``--model=~/m``, a quoted ``'~/m'``, a path inside a ``--serve`` string or a file reach this
 package unexpanded.
 

@@ -4,8 +4,12 @@ The loader already rejects schema errors, unknown values, duplicate ids, rules
 naming unknown backends or kernels, and kernels that no prepare/finalize pairs
 with. Lint adds what only the whole table set shows:
 
-* ``unsatisfiable``: a check whose allowed set has no value in its field's domain
-  (the kernel can never be eligible);
+* ``unsatisfiable``: a check whose allowed set has no value in its field's domain (the kernel
+  can never be eligible): an error; a check whose ``if`` condition (a known-bad entry's
+  ``when``) can never hold, so that it never applies (the entry never fires) whatever it
+  allows: a warning, not the error. Conditions are analysed field by field, the quantization
+  fields jointly (one scheme sets them all); a predicate only its condition excludes is a
+  conditional refusal, not a finding (:func:`_unsatisfiable`);
 * ``request_only``: a backend in no priority order (reachable only with moe_backend);
 * ``never_selected``: a kernel that no config of a seeded sample selects, even when
   requested (shadowed by a sibling or never eligible);
@@ -68,54 +72,100 @@ def _domain(field: str) -> tuple[Any, ...] | None:
     return spec.domain if spec is not None else None
 
 
-def _satisfiable(pred: Predicate) -> bool:
-    spec = dict(pred.spec)
-    if "min" in spec and "max" in spec and spec["min"] > spec["max"]:
-        return False
-    domain = _domain(pred.field)
-    if domain is not None:
-        return any(pred.test(v) for v in domain)
-    ints = FIELDS[pred.field].ints if pred.field in FIELDS else None
-    return ints is None or _int_witness(pred, ints) is not None
+def _satisfiable(*preds: Predicate) -> bool:
+    """Whether one value of their field passes every one of ``preds`` (all on one field).
 
-
-def _int_witness(pred: Predicate, ints: IntDomain) -> int | None:
-    """A value of ``ints`` that ``pred`` passes, or ``None`` when there is none.
-
-    ``in`` lists are tried value by value. Otherwise the values between the bounds (the domain's
-    and ``min``/``max``) are tried from the lowest: past the bounds only ``multiple_of``,
-    ``not_multiple_of`` and ``not_in`` can fail, and they repeat with the period of the moduli,
-    so one period beyond the excluded values decides.
+    A finite domain is tried value by value, an integer field by :func:`_int_witness`; for any
+    other field only crossed bounds and an ``in`` list none of whose values pass are seen (a
+    version range, a float's other keywords: assumed satisfiable).
     """
-    spec = dict(pred.spec)
-    if "in" in spec:
-        return next((v for v in sorted(spec["in"]) if isinstance(v, int) and ints.contains(v) and pred.test(v)), None)
-    low = max(x for x in (ints.minimum, math.ceil(spec["min"]) if "min" in spec else None, -(2**53)) if x is not None)
-    high = min(x for x in (ints.maximum, math.floor(spec["max"]) if "max" in spec else None, 2**53) if x is not None)
+    specs = [dict(p.spec) for p in preds]
+    lows, highs = [s["min"] for s in specs if "min" in s], [s["max"] for s in specs if "max" in s]
+    if lows and highs and max(lows) > min(highs):
+        return False
+    domain = _domain(preds[0].field)
+    if domain is not None:
+        return any(all(p.test(v) for p in preds) for v in domain)
+    ints = FIELDS[preds[0].field].ints if preds[0].field in FIELDS else None
+    if ints is not None:
+        return _int_witness(preds, ints) is not None
+    listed = next((s["in"] for s in specs if "in" in s), None)
+    return listed is None or any(all(p.test(v) for p in preds) for v in listed)
+
+
+def _int_witness(preds: tuple[Predicate, ...], ints: IntDomain) -> int | None:
+    """A value of ``ints`` that every one of ``preds`` passes, or ``None`` when there is none.
+
+    An ``in`` list is tried value by value. Otherwise the values between the bounds (the
+    domain's and every ``min``/``max``) are tried from the lowest: past the bounds only
+    ``multiple_of``, ``not_multiple_of`` and ``not_in`` can fail, and they repeat with the period
+    of the moduli, so one period beyond the excluded values decides.
+    """
+    specs = [dict(p.spec) for p in preds]
+
+    def passes(v: int) -> bool:
+        return ints.contains(v) and all(p.test(v) for p in preds)
+
+    listed = next((s["in"] for s in specs if "in" in s), None)
+    if listed is not None:
+        return next((v for v in sorted(listed) if isinstance(v, int) and passes(v)), None)
+    low = max([-(2**53)] + ([ints.minimum] if ints.minimum is not None else []) + [math.ceil(s["min"]) for s in specs if "min" in s])
+    high = min([2**53] + ([ints.maximum] if ints.maximum is not None else []) + [math.floor(s["max"]) for s in specs if "max" in s])
     period = 1
-    for key in ("multiple_of", "not_multiple_of"):
-        if key in spec:
-            if not float(spec[key]).is_integer() or spec[key] == 0:
-                return low if low <= high else None  # a fractional modulus: not analysed
-            period = math.lcm(period, abs(int(spec[key])))
-    span = period + len(spec.get("not_in", ())) + len(ints.excluded)
-    return next((v for v in range(low, min(high, low + span) + 1) if ints.contains(v) and pred.test(v)), None)
+    for spec in specs:
+        for key in ("multiple_of", "not_multiple_of"):
+            if key in spec:
+                if not float(spec[key]).is_integer() or spec[key] == 0:
+                    return low if low <= high else None  # a fractional modulus: not analysed
+                period = math.lcm(period, abs(int(spec[key])))
+    span = period + sum(len(s.get("not_in", ())) for s in specs) + len(ints.excluded)
+    return next((v for v in range(low, min(high, low + span) + 1) if passes(v)), None)
+
+
+def _can_hold(preds: tuple[Predicate, ...]) -> bool:
+    """Whether one config may pass every one of ``preds`` (a condition, or a check under its
+    condition): per field, and jointly over the quantization fields, which one scheme sets
+    together (``quant_scheme: [fp8_block]`` excludes ``quant_family: [unquantized]``)."""
+    by_field: dict[str, list[Predicate]] = {}
+    for p in preds:
+        by_field.setdefault(p.field, []).append(p)
+    if not all(_satisfiable(*group) for group in by_field.values()):
+        return False
+    quant = [p for p in preds if p.field in _QUANT_FIELDS]
+    return not quant or any(all(p.test(_scheme_values(name)[p.field]) for p in quant) for name in SCHEMES)
 
 
 def _unsatisfiable(catalog: Catalog) -> list[Finding]:
+    """The ``unsatisfiable`` findings of every kernel's checks (the constraints that bind every
+    kernel are among them, linked into each kernel they bind) and known-bad entries.
+
+    A check's ``if`` condition is read first: one that can never hold makes the check dead
+    whatever it allows (a warning), so its predicate is not judged. A predicate that no value of
+    its field passes is an error. A predicate that only the condition excludes is not a finding:
+    "when C holds, refuse" is how a table writes a conditional refusal with its own field and
+    reason (``constraint.modelopt_nvfp4_per_token_trtllm``: under ``activation_quant:
+    [nvfp4_dynamic_token]``, ``activation_quant`` must not be ``nvfp4_dynamic_token``).
+    """
     out = []
     known_bad = {k: [kb.check for kb in catalog.known_bad if k in kb.kernels] for k in {k for kb in catalog.known_bad for k in kb.kernels}}
     for entry in (*catalog.experts, *catalog.prepare_finalize):
         for chk in entry.checks + tuple(known_bad.get(entry.id, ())):
-            preds = ([chk.predicate] if chk.predicate is not None else []) + list(chk.condition)
-            if chk.predicate is not None and not _satisfiable(chk.predicate):
+            subject = f"{entry.id}:{chk.rule}"
+            if not _can_hold(chk.condition):
+                # The check never applies, so what it allows never matters: not an eligibility error.
+                what = "the known-bad condition can never hold; the entry never fires" if chk.deny else f"its condition ({_describe(chk.condition)}) can never hold; the check never applies"
+                out.append(Finding("warning", "unsatisfiable", subject, what))
+            elif chk.predicate is not None and not _can_hold((chk.predicate,)):
                 where = "the kernel can never be eligible" if not chk.condition else "the kernel is never eligible when its condition holds"
                 ints = FIELDS[chk.field].ints if chk.field in FIELDS else None
                 domain = f" ({ints.describe()})" if ints is not None else ""
-                out.append(Finding("error", "unsatisfiable", f"{entry.id}:{chk.rule}", f"no value of {chk.field}{domain} passes ({chk.predicate.describe()}); {where}"))
-            elif chk.deny and all(_satisfiable(p) for p in preds) is False:
-                out.append(Finding("warning", "unsatisfiable", f"{entry.id}:{chk.rule}", "the known-bad condition can never hold; the entry never fires"))
+                out.append(Finding("error", "unsatisfiable", subject, f"no value of {chk.field}{domain} passes ({chk.predicate.describe()}); {where}"))
     return out
+
+
+def _describe(preds: tuple[Predicate, ...]) -> str:
+    """``field: what passes`` for each predicate of a condition (``num_experts: >= 64``)."""
+    return ", ".join(f"{p.field}: {p.describe()}" for p in preds)
 
 
 def _request_only(catalog: Catalog) -> list[Finding]:

@@ -39,6 +39,7 @@ from typing import Any, Sequence
 
 from packaging.version import Version
 
+from ..inputs.paths import user_path  # a path flag expands a leading ~ as every moe-oracle path does
 from .ours import FLASHINFER_PINS, FLASHINFER_SUBSTITUTES, flashinfer_installed
 
 __all__ = ["SubstituteReport", "bracket", "check_substitute", "main"]
@@ -211,7 +212,7 @@ def check_substitute(directory: Path, release: str, cases: int = 5000, seed: int
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.flashinfer_substitute", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--vllm-env", type=Path, help="the differential environment (default: $MOE_ORACLE_VLLM_ENV)")
+    parser.add_argument("--vllm-env", type=user_path, help="the differential environment (default: $MOE_ORACLE_VLLM_ENV)")
     parser.add_argument("--release", default="0.34.0", help="vLLM release whose pin was substituted (default 0.34.0)")
     parser.add_argument("--cases", type=int, default=5000, help="deployments for the selection comparison (default 5000)")
     parser.add_argument("--seed", type=int, default=0)
@@ -222,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.probe:
         print(json.dumps(_probe_in_worker(args.probe)))
         return 0
-    directory = args.vllm_env or (Path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
+    directory = args.vllm_env or (user_path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
     if directory is None:
         print("flashinfer_substitute: error: no environment: pass --vllm-env DIR or set MOE_ORACLE_VLLM_ENV", file=sys.stderr)
         return 2

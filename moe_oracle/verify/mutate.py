@@ -34,13 +34,13 @@ import random
 import sys
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..core._resources import package_dir, table_dirs
 from ..core.loading import compile_tables
 from ..core.oracle import Oracle
 from ..core.tables import TableFile, check_document, load_schemas, read_tables_cached
+from ..inputs.paths import user_path  # a path flag expands a leading ~ as every moe-oracle path does
 from .cases import Answer, Deployment
 from .ours import OurSide
 
@@ -265,14 +265,14 @@ def vllm_answers(env: Any, release: str, jobs: int = 2) -> Callable[[Sequence[De
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.mutate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=Path, required=True, help="JSON lines of a run's records (case, vllm, ours)")
+    parser.add_argument("--records", type=user_path, required=True, help="JSON lines of a run's records (case, vllm, ours)")
     parser.add_argument("--release", required=True)
     parser.add_argument("--sample", type=int, default=0, help="mutants to draw (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pool", type=int, default=0, help="random deployments (ours only) for the equivalence check")
     parser.add_argument("--targeted", type=int, default=4, help="pool deployments per unkilled mutant put to vLLM (0: none)")
-    parser.add_argument("--env", type=Path, help="the differential environment (default $MOE_ORACLE_VLLM_ENV) for the targeted deployments")
-    parser.add_argument("--out", type=Path, help="write the result as JSON")
+    parser.add_argument("--env", type=user_path, help="the differential environment (default $MOE_ORACLE_VLLM_ENV) for the targeted deployments")
+    parser.add_argument("--out", type=user_path, help="write the result as JSON")
     args = parser.parse_args(argv)
     records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
     every = list(mutants())
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     pool = random_deployments(args.pool, seed=args.seed + 1000) if args.pool else ()
     print(f"{len(every)} mutants; running {len(chosen)} over {len(records)} deployments (pool {len(pool)})", flush=True)
     t0 = time.perf_counter()
-    env_dir = args.env or (Path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
+    env_dir = args.env or (user_path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
     ask = None
     if args.targeted and env_dir is not None:
         from .run import VllmEnv

@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +52,7 @@ from typing import Any, Callable, Iterable, Sequence
 from packaging.version import InvalidVersion, Version
 
 from ..core._resources import package_dir
+from ..inputs.paths import user_path  # a path flag expands a leading ~ as every moe-oracle path does
 from .source_diff import TreeDiff, diff_trees
 
 __all__ = ["Cause", "group_disagreements", "main", "wheel_facts"]
@@ -276,21 +277,21 @@ def _facts_changes(previous: str, release: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.new_release", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("release", help="the new vLLM release, X.Y.Z")
-    parser.add_argument("--vllm-env", type=Path, help="the differential environment (default: $MOE_ORACLE_VLLM_ENV)")
+    parser.add_argument("--vllm-env", type=user_path, help="the differential environment (default: $MOE_ORACLE_VLLM_ENV)")
     parser.add_argument("--cases", type=int, default=20000, help="deployments for the selection tier (default 20000)")
     parser.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     parser.add_argument("--jobs", type=int, default=max(1, os.cpu_count() or 1), help="worker processes (default: CPU count)")
     parser.add_argument("--previous", help="the modelled release to compare with (default: the newest one before the new release)")
     parser.add_argument("--pip-arg", action="append", default=[], metavar="ARG", help="extra argument for every pip call (repeatable)")
     parser.add_argument("--skip-serve-tier", action="store_true", help="do not run the serve tier")
-    parser.add_argument("--log", type=Path, help="also write the log here")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the selection tier's disagreements and groups as JSON here")
+    parser.add_argument("--log", type=user_path, help="also write the log here")
+    parser.add_argument("--json", type=user_path, metavar="FILE", help="write the selection tier's disagreements and groups as JSON here")
     args = parser.parse_args(argv)
 
     if not re.fullmatch(r"\d+\.\d+\.\d+", args.release):
         print(f"new_release: error: release: {args.release!r} is not X.Y.Z", file=sys.stderr)
         return 2
-    directory = args.vllm_env or (Path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
+    directory = args.vllm_env or (user_path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
     if directory is None:
         print("new_release: error: no differential environment: pass --vllm-env DIR or set MOE_ORACLE_VLLM_ENV (build it with python -m moe_oracle.verify.setup_env --dir DIR)", file=sys.stderr)
         return 2

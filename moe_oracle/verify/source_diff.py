@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from ..inputs.paths import user_path  # a path flag expands a leading ~ as every moe-oracle path does
+
 __all__ = ["SCOPES", "FunctionChange", "TreeDiff", "diff_trees", "functions_of", "main"]
 
 SCOPES: tuple[str, ...] = (
@@ -203,8 +205,8 @@ def diff_trees(old: Path, new: Path, scopes: Sequence[str] = SCOPES) -> TreeDiff
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.source_diff", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("old", type=Path, help="older release tree (holds vllm/)")
-    parser.add_argument("new", type=Path, help="newer release tree (holds vllm/)")
+    parser.add_argument("old", type=user_path, help="older release tree (holds vllm/)")
+    parser.add_argument("new", type=user_path, help="newer release tree (holds vllm/)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     try:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import types
-import typing
 from typing import Any, Callable
 
 from .cases import PF_NONE, PF_RAISES, PF_UNASKED, Answer, Deployment

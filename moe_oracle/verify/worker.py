@@ -18,8 +18,8 @@ import os
 import sys
 import time
 import warnings
-from pathlib import Path
 
+from ..inputs.paths import user_path  # a path flag expands a leading ~ as every moe-oracle path does
 from .cases import Deployment
 
 __all__ = ["main"]
@@ -35,10 +35,10 @@ def _quiet() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--release", required=True, help="vLLM version the tree holds, e.g. 0.33.0")
-    parser.add_argument("--tree", type=Path, help="the release's source tree (the directory that contains vllm/)")
-    parser.add_argument("--cases", type=Path, required=True, help="JSON lines of deployments")
-    parser.add_argument("--out", type=Path, required=True, help="where to write JSON lines of answers")
-    parser.add_argument("--tables", type=Path, action="append", help="table directories (default: the shipped tables)")
+    parser.add_argument("--tree", type=user_path, help="the release's source tree (the directory that contains vllm/)")
+    parser.add_argument("--cases", type=user_path, required=True, help="JSON lines of deployments")
+    parser.add_argument("--out", type=user_path, required=True, help="where to write JSON lines of answers")
+    parser.add_argument("--tables", type=user_path, action="append", help="table directories (default: the shipped tables)")
     args = parser.parse_args(argv)
     _quiet()
     t0 = time.perf_counter()

@@ -216,3 +216,35 @@ def test_a_side_file_that_does_not_parse_is_charged_to_the_side(tmp_path, capsys
     err = capsys.readouterr().err
     assert err.startswith("moe-oracle: error: bad --to (1 problem):"), err
     assert f"{bad}: line 1: not a requirement" in err and "--environment" not in err
+
+
+_WHEEL = "flashinfer-python @ https://example.com/flashinfer_python-0.7.3-py3-none-any.whl"
+
+
+@pytest.mark.parametrize("layer", [["--model", "deepseek-r1"], ["--model", "deepseek-r1", "--quant", "fp8_block"]], ids=["plan", "one-layer"])
+def test_a_sides_wheel_url_note_names_the_side_not_package(layer, capsys):
+    """A side's ``NAME @ URL`` (a wheel) gave the note "--to: --package: flashinfer-python
+    0.7.3: the version is read from the wheel filename", naming --package, a flag the command
+    line did not give; the note is the side's, headed by its flag only. The same package given
+    with --package keeps its --package heading (a control: the heading is where the user wrote it)."""
+    assert main(["diff", *layer, "--gpu", "B200", "--from", "vllm==0.33.0", "--to", f"vllm==0.33.0,{_WHEEL}", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    wheel = [n for n in notes if "read from the wheel filename" in n]
+    assert wheel == ["--to: flashinfer-python 0.7.3: the version is read from the wheel filename (https://example.com/flashinfer_python-0.7.3-py3-none-any.whl), as PEP 427 names wheels"]
+    assert not any("--package" in n for n in notes)
+    assert main(["diff", *layer, "--gpu", "B200", "--from", "vllm==0.33.0", "--to", "vllm==0.34.0", "--package", _WHEEL, "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert [n for n in notes if "read from the wheel filename" in n] == ["--package: flashinfer-python 0.7.3: the version is read from the wheel filename (https://example.com/flashinfer_python-0.7.3-py3-none-any.whl), as PEP 427 names wheels"]
+
+
+@pytest.mark.parametrize("layer", [["--model", "deepseek-r1"], ["--model", "deepseek-r1", "--quant", "fp8_block"]], ids=["plan", "one-layer"])
+def test_a_sides_package_refused_beside_without_or_probe_names_the_side(layer, capsys):
+    """A side's package that --without declares absent was refused as "declared both installed
+    (--package) and absent"; beside --probe as "do not also declare --package": both named
+    --package, which the command line did not give. They name the side and what it wrote."""
+    assert main(["diff", *layer, "--gpu", "B200", "--without", "flashinfer-python", "--from", "vllm==0.33.0", "--to", "vllm==0.33.0,flashinfer-python==0.7.3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("moe-oracle: error: bad --without") and "installed (--to flashinfer-python==0.7.3) and absent (--without)" in err and "--package" not in err
+    assert main(["diff", *layer, "--gpu", "B200", "--probe", "--from", "vllm==0.33.0", "--to", "vllm==0.34.0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("moe-oracle: error: bad --probe") and "--from vllm==0.33.0" in err and "--package" not in err

@@ -232,3 +232,61 @@ def test_a_range_bound_that_is_not_a_modelled_release_is_an_error(tmp_path, rng,
         assert finding is None
     else:
         assert finding.severity == "error" and bad in finding.message and "0.31.0, 0.33.0" in finding.message
+
+
+# ---------------------------------------------------------------- conditions (if / when)
+
+
+def _guarded(t, cid, guard, **pred):
+    _slow(t)["constraints"].append({"id": cid, "if": guard, **pred, "reason": "shape_unsupported", "hint": "test"})
+
+
+@pytest.mark.parametrize(
+    ("guard", "pred"),
+    [
+        ({"num_experts": {"max": 0}}, {"field": "num_experts", "max": 0}),
+        ({"num_experts": {"max": 0}}, {"field": "top_k", "max": 8}),
+        ({"quant_scheme": ["fp8_block"], "quant_family": ["unquantized"]}, {"field": "top_k", "max": 8}),
+    ],
+    ids=["never-holds-bad-predicate", "never-holds-fine-predicate", "quant-fields-never-together"],
+)
+def test_a_check_whose_condition_never_holds_is_a_warning_that_it_never_applies(tmp_path, guard, pred):
+    """The lint judged a check's predicate without its ``if``: a predicate no value passes under a
+    condition that never holds was an error ("never eligible when its condition holds"), though the
+    check never applies; a dead condition over a fine predicate was not reported at all."""
+    t = copy.deepcopy(base_tables())
+    _guarded(t, "slow.dead", guard, **pred)
+    found = [(f.code, f.severity, f.message) for f in lint(load(tmp_path, t), sample=False) if f.subject == "slow:slow.dead"]
+    assert len(found) == 1 and found[0][:2] == ("unsatisfiable", "warning") and found[0][2].endswith("can never hold; the check never applies")
+
+
+def test_a_known_bad_condition_whose_quant_fields_never_meet_is_reported(tmp_path):
+    # each field alone can hold; no quant scheme is fp8_block and unquantized at once
+    t = copy.deepcopy(base_tables())
+    t["rules/known_bad.yaml"]["entries"].append({"id": "bad.never", "kernels": ["slow"], "when": {"quant_scheme": ["fp8_block"], "quant_family": ["unquantized"]}, "hint": "test", "reference": "test"})
+    assert _findings(load(tmp_path, t))[("unsatisfiable", "slow:bad.never")].severity == "warning"
+
+
+def test_a_predicate_only_its_condition_excludes_is_a_conditional_refusal_not_a_finding(tmp_path):
+    # the shipped constraint.modelopt_nvfp4_per_token_trtllm's shape: "when C holds, refuse"
+    t = copy.deepcopy(base_tables())
+    _guarded(t, "slow.refuse_many", {"num_experts": {"min": 64}}, field="num_experts", max=32)
+    _guarded(t, "slow.bad_under_guard", {"top_k": {"max": 8}}, field="num_experts", max=0)  # and a control: still an error
+    findings = _findings(load(tmp_path, t))
+    assert ("unsatisfiable", "slow:slow.refuse_many") not in findings
+    assert findings[("unsatisfiable", "slow:slow.bad_under_guard")].severity == "error"
+
+
+def test_cli_lint_of_a_table_directory_with_a_dead_condition_passes_with_a_warning(tmp_path):
+    from tests.cli_capture import cli
+    from tests.tables_fixture import write_tables
+
+    t = copy.deepcopy(base_tables())
+    _guarded(t, "slow.dead", {"num_experts": {"max": 0}}, field="num_experts", max=0)
+    write_tables(tmp_path / "tables", t)
+    code, out, err = cli("lint", "--tables", str(tmp_path / "tables"), "--no-drift")
+    assert code == 0, out + err
+    assert "warning unsatisfiable          slow:slow.dead: its condition (num_experts: <= 0) can never hold; the check never applies" in out
+    assert "0 error(s), 1 warning(s)" in out
+    code, out, _ = cli("lint", "--tables", str(tmp_path / "tables"), "--no-drift", "--strict")
+    assert code == 1

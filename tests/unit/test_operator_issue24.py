@@ -48,7 +48,7 @@ def test_layer_count_message_states_the_bound(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "field", "words"),
     [
-        ({"n_group": 0}, "n_group", "grouped_topk"),
+        ({"n_group": 0}, "n_group", "GroupedTopKRouter"),  # topk_group 4: not a degenerate grouping
         ({"n_group": 7}, "n_group", "divide the 256 experts"),
         ({"topk_group": 100}, "topk_group", "n_group = 8"),
         ({"model_type": 7}, "model_type", "AutoConfig"),

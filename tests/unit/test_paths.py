@@ -139,3 +139,60 @@ def test_verify_reads_a_tilde_in_its_environment_variable(home: Path, monkeypatc
     monkeypatch.setenv("MOE_ORACLE_VLLM_ENV", "~/env")  # quoted in a shell profile: not expanded there
     code, out, err = cli("verify")
     assert code == 2 and f"bad --vllm-env: {home / 'env' / 'venv' / 'bin' / 'python'} not found" in err
+
+
+def _path_flags_typed_path(source: str) -> list[str]:
+    """``line: what`` for every argparse flag of ``source`` typed ``Path`` (``~`` kept as written)
+    and every ``Path(os.environ...)`` (a variable set quoted in a profile keeps its ``~`` too)."""
+    import ast
+
+    def is_path(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "Path") or (isinstance(node, ast.Attribute) and node.attr == "Path")
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            found += [f"{node.lineno}: {ast.unparse(node.args[0]) if node.args else '?'} type={ast.unparse(k.value)}" for k in node.keywords if k.arg == "type" and is_path(k.value)]
+        elif is_path(node.func) and node.args and "os.environ" in ast.unparse(node.args[0]):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+_PACKAGE = Path(__file__).resolve().parents[2] / "moe_oracle"
+
+
+@pytest.mark.parametrize("path", sorted(_PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(_PACKAGE)))
+def test_no_path_flag_of_the_package_keeps_a_tilde(path: Path) -> None:
+    """The standalone scripts of the harness (``python -m moe_oracle.verify.new_release
+    --vllm-env=~/env``, ``source_diff``, ``mutate``, ``setup_env``, ``model_build.driver``, the
+    workers) and ``tools.schemagen`` typed their path flags ``Path`` and read
+    ``$MOE_ORACLE_VLLM_ENV`` with ``Path()``: a ``~`` no shell expanded named a directory ``~``
+    here. Every path flag goes through :func:`~moe_oracle.inputs.paths.user_path`."""
+    assert _path_flags_typed_path(path.read_text(encoding="utf-8")) == []
+
+
+def test_the_path_flag_check_sees_type_path_and_an_environment_path() -> None:
+    # a negative control, beside the forms that must pass (user_path, a Path that reads no variable)
+    source = (
+        "import argparse, os, pathlib\nfrom pathlib import Path\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--out', type=Path)\np.add_argument('tree', type=pathlib.Path)\np.add_argument('--n', type=int)\n"
+        "p.add_argument('--env', type=user_path)\nd = Path(os.environ['MOE_ORACLE_VLLM_ENV'])\ne = Path(os.environ.get('X', '.'))\nf = Path('x')\n"
+    )
+    assert _path_flags_typed_path(source) == ["4: '--out' type=Path", "5: 'tree' type=pathlib.Path", "8: Path(os.environ['MOE_ORACLE_VLLM_ENV'])", "9: Path(os.environ.get('X', '.'))"]
+
+
+def test_standalone_scripts_expand_a_leading_tilde(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m moe_oracle.verify.source_diff '~/a' '~/b'`` answered "~/a has no vllm/
+    directory"; ``python -m moe_oracle.tools.schemagen '~/s/vocabulary.schema.json'`` wrote
+    under a directory named ``~`` here (or failed: no such directory)."""
+    from moe_oracle.tools import schemagen
+    from moe_oracle.verify import source_diff
+
+    for tree in ("a", "b"):
+        (home / tree / "vllm").mkdir(parents=True)
+    assert source_diff.main(["~/a", "~/b", "--json"]) == 0, capsys.readouterr().err
+    (home / "s").mkdir()
+    assert schemagen.main(["~/s/vocabulary.schema.json"]) == 0
+    assert (home / "s" / "vocabulary.schema.json").is_file() and (home / "s" / "bundled").is_dir()

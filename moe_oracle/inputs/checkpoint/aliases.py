@@ -327,7 +327,10 @@ def _routing(r: _Reader) -> bool:
             renormalize = False
             evidence.append(f"renormalize=False: the {fam.name} model class renormalizes only with scoring {' / '.join(fam.renormalize_scorings)}")
     key, groups, gsrc = r.first(GROUP_ALIASES)
-    if groups is not None:
+    if fam.fixed_groups is not None:
+        key, groups, gsrc = None, fam.fixed_groups[0], Source.INFERRED
+        evidence.append(f"num_expert_group={groups}, topk_group={fam.fixed_groups[1]} (the {fam.name} model class passes them whatever config.json says)")
+    elif groups is not None:
         groups = r.int_(key, groups, minimum=0)
         if fam.grouped:
             evidence.append(f"{key}={groups}" + (" (default)" if gsrc is Source.DEFAULT else "") + f" (use_grouped_topk=True in the {fam.name} model class)")
@@ -362,15 +365,25 @@ def _routing(r: _Reader) -> bool:
                            "read with AITER fused shared experts off (VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS unset, its default: with it set on gfx950 without EP the class routes through grouped top-k instead, which is not modelled)")
         else:
             r.notes.append(f"{fam.name}: the model class applies routed_scaling_factor to the MoE output (apply_routed_scale_to_output) and hands its router 1.0")
+    no_groups = None
+    if groups == 0:
+        no_groups = _zero_groups(r, key or GROUP_ALIASES[0], bias, passed)
+        groups = None
     routing = routing_method_type(scoring, renormalize, groups, bias, routed_scaling_factor=passed, release=r.release)
     bias_evidence = evidence[-1]
+    if no_groups:
+        evidence.append(no_groups)
     if bias and scoring == "sigmoid" and renormalize and not (groups or 0) and not r.release.holds("routing_minimax2_any_scale"):
         why = f" (the {fam.name} model class passes none)" if not fam.passes_routed_scale else f" (the {fam.name} model class on {r.platform} applies the scale to the MoE output)" if to_output else ""
         evidence.append(f"routed_scaling_factor passed to the router {passed:g}{why} ({r.release.words}: MiniMax2 only at 1.0)")
     r.put("routing_method", routing, Source.INFERRED, f"get_routing_method_type ({r.release.words}): " + ", ".join(evidence))
     if bias:
         r.put("has_correction_bias", True, Source.INFERRED, bias_evidence)
-    if groups is not None:
+    if groups is not None and fam.fixed_groups is not None:
+        why = f"{fam.source.split(' (')[0]}: the model class passes num_expert_group={fam.fixed_groups[0]}, topk_group={fam.fixed_groups[1]} whatever config.json says"
+        r.put("num_expert_group", fam.fixed_groups[0], Source.INFERRED, why)
+        r.put("topk_group", fam.fixed_groups[1], Source.INFERRED, why)
+    elif groups is not None:
         r.put("num_expert_group", groups, gsrc, r.where(key, gsrc) if key else "")
         tkey, tg, tsrc = r.first(("topk_group",))
         if tg is not None:
@@ -378,6 +391,47 @@ def _routing(r: _Reader) -> bool:
     if rsf is not None:
         r.put("routed_scaling_factor", r.float_(skey, rsf), ssrc, r.where(skey, ssrc))
     return bias
+
+
+ZERO_GROUPS_SOURCE = "vLLM 0.29.0-0.34.0 model_executor/layers/fused_moe/router/router_factory.py create_fused_moe_router"
+"""Where ``n_group: 0`` is read as no expert groups (see :func:`_zero_groups`)."""
+
+
+def _zero_groups(r: _Reader, key: str, bias: bool, passed: float) -> str:
+    """The evidence that a config.json's ``n_group: 0`` means no expert groups here, or the
+    refusal naming why vLLM fails on it.
+
+    vLLM 0.29.0-0.34.0 read 0 groups as none where they read the count: ``get_routing_method_type``
+    (fused_moe/config.py: ``(num_expert_group or 0) > 0``), ``ExpertMapManager`` (``> 1``), the
+    TRT-LLM monolithic kernels (``num_expert_group or 0``). A model class that asks for grouped
+    top-k hands both counts to :data:`ZERO_GROUPS_SOURCE`, which builds the ungrouped router when
+    the grouping is degenerate (``num_expert_group <= 1 and topk_group <= 1``), the ungrouped
+    router can apply the scale (``routed_scaling_factor == 1.0`` or a correction bias) and the
+    routing method is the ungrouped one (always, for 0 groups). Otherwise it raises
+    (``topk_group`` missing) or builds ``GroupedTopKRouter``, whose ``valid_grouping`` takes the
+    experts modulo 0 groups when it routes (grouped_topk_router.py); on CPU the grouped top-k
+    reshapes the scores into 0 groups (0.29.0 experts/cpu_moe.py ``grouped_topk``, 0.30.0-0.34.0
+    router/cpu_router.py ``CPURouter``). Either fails at vLLM's start-up profile run. (A monolithic
+    kernel routes inside itself and would not call that router: not modelled, refused.)
+
+    Raises:
+        ConfigError: naming ``key`` (as config.json spells it), 0, and why.
+    """
+    _, tg, _ = r.first(("topk_group",))
+    if tg is not None:
+        tg = r.int_("topk_group", tg, minimum=0)
+    platform = r.platform or "cuda"
+    if platform == "cpu":
+        why = "on CPU vLLM's grouped top-k reshapes the router scores into 0 groups (0.29.0 experts/cpu_moe.py grouped_topk, 0.30.0-0.34.0 router/cpu_router.py CPURouter) and fails at start"
+    elif tg is None:
+        why = f"without topk_group {ZERO_GROUPS_SOURCE} raises 'num_expert_group and topk_group must be provided when use_grouped_topk is True'"
+    elif tg > 1:
+        why = f"topk_group {tg} is not a degenerate grouping (topk_group <= 1), so {ZERO_GROUPS_SOURCE} builds GroupedTopKRouter, whose valid_grouping takes the experts modulo 0 groups when it routes: vLLM fails at start"
+    elif not bias and passed != 1.0:
+        why = f"the router is handed routed_scaling_factor {passed:g} and no correction bias, which only GroupedTopKRouter applies ({ZERO_GROUPS_SOURCE}), and its valid_grouping takes the experts modulo 0 groups when it routes: vLLM fails at start"
+    else:
+        return f"{key}=0, topk_group={tg}: no expert groups ({ZERO_GROUPS_SOURCE} routes a degenerate grouping ungrouped; get_routing_method_type reads 0 groups as none)"
+    raise r.fail(key, f"0 expert groups (with topk_group {tg}) are no grouping only where vLLM's router skips grouping: a degenerate grouping (topk_group 0 or 1), a routed scale of 1.0 or a correction bias, off CPU; here {why}", 0, {"minimum": 1})
 
 
 def _router_dtype(r: _Reader) -> None:

@@ -82,6 +82,9 @@ class Family:
             any the vocabulary knows.
         grouped: the class passes ``use_grouped_topk=True`` whatever config.json says (GLM-4.5:
             ``topk_method`` and ``use_grouped_topk`` are not read).
+        fixed_groups: the ``(num_expert_group, topk_group)`` the class passes whatever config.json
+            says (LFM2-MoE, HY-V3, HY-V4: ``1, 1``); ``None``: config.json's ``n_group`` /
+            ``topk_group`` (or the defaults).
         passes_routed_scale: the class hands config.json's ``routed_scaling_factor`` to its router
             (``False``: the router's default 1.0), which 0.29.0-0.30.0 ``get_routing_method_type``
             reads.
@@ -127,6 +130,7 @@ class Family:
     passes_swiglu: bool = True
     scale_to_output_on: tuple[str, ...] = ()
     grouped: bool = False
+    fixed_groups: tuple[int, int] | None = None
     hidden_acts: tuple[str, ...] = ()
     draft_fields: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -269,7 +273,7 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0-0.34.0 glm4_moe_lite.py Glm4MoeLite (= glm4_moe.py Glm4MoE: sigmoid, e_score_correction_bias, use_grouped_topk, fp32 router logits), "
                   "Glm4MoeLiteDecoderLayer (MoE when index >= first_k_dense_replace and index % moe_layer_freq == 0), glm4_moe_lite_mtp.py (model.layers.<N+k>); "
                   "transformers 5.20.2 Glm4MoeLiteConfig"),
-    Family("lfm2_moe", ("lfm2_moe",), "first_k", experts="feed_forward.experts", proj=("w1", "w3", "w2"), scoring="sigmoid", grouped=True, activation="silu",
+    Family("lfm2_moe", ("lfm2_moe",), "first_k", experts="feed_forward.experts", proj=("w1", "w3", "w2"), scoring="sigmoid", grouped=True, fixed_groups=(1, 1), activation="silu",
            keys=_d(first_k_dense_replace="num_dense_layers", use_routing_bias="use_expert_bias"),
            defaults=_d(num_dense_layers=2, n_group=1, topk_group=1, norm_topk_prob=True, use_routing_bias=True, routed_scaling_factor=1.0),
            source="vLLM 0.33.0-0.34.0 lfm2_moe.py Lfm2MoeSparseMoeBlock (scoring_func sigmoid, use_grouped_topk with num_expert_group=1 / topk_group=1 whatever config.json says, "
@@ -308,13 +312,13 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.29.0-0.34.0 afmoe.py AfmoeMoE (score_func, renormalize=route_norm only when score_func is sigmoid else False, use_grouped_topk with n_group / topk_group, "
                   "e_score_correction_bias (expert_bias) always, float32 gate and router_logits_dtype, route_scale, silu only), AfmoeDecoderLayer (MoE when index >= num_dense_layers); "
                   "transformers 5.20.2 AfmoeConfig (no score_func / route_norm / n_group defaults: the published configs set them)"),
-    Family("hy_v3", ("hy_v3",), "first_k", shared="mlp.shared_mlp", scoring="sigmoid", bias=True, grouped=True,
+    Family("hy_v3", ("hy_v3",), "first_k", shared="mlp.shared_mlp", scoring="sigmoid", bias=True, grouped=True, fixed_groups=(1, 1),
            keys=_d(moe_intermediate_size="expert_hidden_dim", norm_topk_prob="route_norm"), defaults=_d(n_group=1, topk_group=1, router_scaling_factor=1.0),
            source="vLLM 0.29.0-0.34.0 hy_v3.py HYV3MoEFused (scoring_func sigmoid, expert_bias as e_score_correction_bias always, use_grouped_topk with num_expert_group=1 / "
                   "topk_group=1 whatever config.json says, renormalize=route_norm, experts sized by expert_hidden_dim, router_scaling_factor (default 1.0), no activation passed: silu, "
                   "shared experts at mlp.shared_mlp), HYV3DecoderLayer (dense when index < first_k_dense_replace, which it requires); transformers 5.20.2 HYV3Config "
                   "(it has moe_intermediate_size, not the expert_hidden_dim / route_norm / first_k_dense_replace the model class reads)"),
-    Family("hy_v4", ("hy_v4",), "mlp_layer_types", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, grouped=True,
+    Family("hy_v4", ("hy_v4",), "mlp_layer_types", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, grouped=True, fixed_groups=(1, 1),
            defaults=_d(first_k_dense_replace=1, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.827, n_shared_experts=1),
            source="vLLM 0.29.0-0.34.0 vllm/models/hy_v4/nvidia/moe.py HYV4MoEFused (shared by amd/model.py: scoring_func sigmoid, expert_bias as e_score_correction_bias always, "
                   "use_grouped_topk with num_expert_group=1 / topk_group=1 whatever config.json says, renormalize=norm_topk_prob and the other DeepSeek keys through "

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ...inputs.paths import user_path  # a path flag expands a leading ~ as every moe-oracle path does
 from ...inputs.model_start_refusals import MODEL_START_REFUSALS
 from ..run import RELEASES, VllmEnv
 from .compare import Difference, compare_case, explain, load_divergences, summarize
@@ -222,13 +223,13 @@ def render(res: ReleaseResult) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.model_build.driver", description=__doc__)
-    parser.add_argument("--env", type=Path, default=os.environ.get("MOE_ORACLE_VLLM_ENV"))
+    parser.add_argument("--env", type=user_path, default=os.environ.get("MOE_ORACLE_VLLM_ENV"))
     parser.add_argument("--releases", nargs="*", default=list(RELEASES))
     parser.add_argument("--full", action="store_true", help="every deployment (default: the CI subset)")
     parser.add_argument("--models", nargs="*", help="only these model names")
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--keep", type=Path, help="keep the workers' case and output files here")
+    parser.add_argument("--out", type=user_path)
+    parser.add_argument("--keep", type=user_path, help="keep the workers' case and output files here")
     args = parser.parse_args(argv)
     env = VllmEnv.from_dir(args.env)
     corpus = cases(corpus_dirs(), DEPLOYMENTS if args.full else QUICK_DEPLOYMENTS)

@@ -509,8 +509,8 @@ def self_check() -> list[str]:
     if not hasattr(getattr(reg, "_LazyRegisteredModel", None), "load_model_cls"):
         problems.append("vllm.model_executor.models.registry._LazyRegisteredModel.load_model_cls is gone (standins 9)")
     try:
-        from vllm.config import CompilationMode  # noqa: F401
-    except ImportError:
+        importlib.import_module("vllm.config").CompilationMode
+    except (ImportError, AttributeError):
         problems.append("vllm.config.CompilationMode is gone")
     try:
         gate = importlib.import_module(GATE_LINEAR).GateLinear

@@ -25,6 +25,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ...inputs.paths import user_path  # a path flag expands a leading ~ as every moe-oracle path does
+
 __all__ = ["main", "build_case"]
 
 
@@ -176,9 +178,9 @@ def _isolated(sim: Any, case: dict[str, Any], root: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.model_build.worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--release", required=True)
-    parser.add_argument("--tree", type=Path)
-    parser.add_argument("--cases", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--tree", type=user_path)
+    parser.add_argument("--cases", type=user_path, required=True)
+    parser.add_argument("--out", type=user_path, required=True)
     args = parser.parse_args(argv)
     _quiet()
     t0 = time.perf_counter()
