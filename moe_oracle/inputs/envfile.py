@@ -43,7 +43,7 @@ from typing import Iterable
 
 from ..core.errors import ConfigError, InputIssue, did_you_mean
 from ..core.packages import MAX_VERSION_CHARS, PackageSpec, canonical_name, parse_requirement, parse_version, unique_specs
-from .paths import user_path
+from .paths import read_user_file
 
 __all__ = ["EnvironmentFile", "parse_environment_text", "read_environment_file"]
 
@@ -88,15 +88,12 @@ def read_environment_file(path: str | Path, known: Iterable[str] = ()) -> Enviro
     package names a bad line is compared with for a did-you-mean (the tables' packages).
 
     Raises:
-        ConfigError: unreadable, not UTF-8, too large, or in none of the formats; problems name
-            the file and line.
+        ConfigError: not a regular file or a pipe (a directory, a device), unreadable, not UTF-8,
+            too large, or in none of the formats; problems name the file and line.
     """
-    display = str(path)
-    try:
-        with user_path(path).open("rb") as handle:  # bounded: a device such as /dev/zero never ends
-            raw = handle.read(MAX_ENV_FILE_BYTES + 1)
-    except (OSError, ValueError) as exc:
-        raise ConfigError([InputIssue("--environment", f"cannot read: {getattr(exc, 'strerror', None) or exc}", display, None, display)], headline="bad --environment") from None
+    # A regular file, or a pipe (``--environment <(pip freeze)``: the file is read once).
+    read = read_user_file(path, "--environment", MAX_ENV_FILE_BYTES, pipe=True, headline="bad --environment")
+    display, raw = read.shown, read.data
     if len(raw) > MAX_ENV_FILE_BYTES:
         raise ConfigError([InputIssue("--environment", f"larger than {MAX_ENV_FILE_BYTES} bytes", display, None, display)], headline="bad --environment")
     try:

@@ -10,6 +10,7 @@ Every inferred field records its evidence (which keys, which rule).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,7 +20,7 @@ from .checkpoint.aliases import routing_method_type
 from .checkpoint.model import read_checkpoint
 from ..core.config import Provenance
 from ..core.errors import ConfigError, InputIssue
-from .paths import user_path
+from .paths import read_user_file, shown_path, user_path
 
 __all__ = ["CheckpointFields", "from_hf_config", "load_hf_config", "routing_method_type"]
 
@@ -43,45 +44,45 @@ class CheckpointFields:
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
-def load_hf_config(path: str | Path, flag: str = "--model") -> dict[str, Any]:
+def load_hf_config(path: str | Path, flag: str = "--model", *, shown: str | None = None) -> dict[str, Any]:
     """Read a ``config.json`` (or ``hf_quant_config.json``); a checkpoint directory means its
     ``config.json`` (as ``--model DIR`` reads it; the quantization documents beside it are the
-    checkpoint reader's, :mod:`.checkpoint`).
+    checkpoint reader's, :mod:`.checkpoint`). ``shown``: how messages name ``path`` (default:
+    as written, :func:`~moe_oracle.inputs.paths.shown_path`; a caller that resolved the
+    operator's reference passes its spelling).
 
     Raises:
-        ConfigError: unreadable, not UTF-8, not JSON, or not a JSON object; a directory without
-            a ``config.json``.
+        ConfigError: not a regular file (a pipe, a device), unreadable, not UTF-8, not JSON, or
+            not a JSON object; a directory without a ``config.json``.
     """
-    path = user_path(path)
+    written, path = path, user_path(path)
+    shown = shown if shown is not None else shown_path(written, path)
     try:
         is_dir = path.is_dir()
     except (OSError, ValueError):  # a name too long, a NUL: the open below says so
         is_dir = False
     if is_dir:
         if not (path / "config.json").is_file():
-            raise ConfigError([InputIssue(flag, "the directory has no config.json (give a Hugging Face checkpoint directory or the config file itself)", str(path), None, str(path))])
-        path = path / "config.json"
-    try:
-        with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable character in the path
-        raise ConfigError([InputIssue(flag, f"cannot read model config: {getattr(exc, 'strerror', None) or exc}", str(path), None, str(path))]) from None
+            raise ConfigError([InputIssue(flag, "the directory has no config.json (give a Hugging Face checkpoint directory or the config file itself)", shown, None, shown)])
+        path, shown = path / "config.json", os.path.join(shown, "config.json")
+    read = read_user_file(path, flag, MAX_CONFIG_BYTES, shown=shown)
+    raw = read.data
     if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError([InputIssue("$", f"file is larger than {MAX_CONFIG_BYTES} bytes", None, None, str(path), keyword="size")])
+        raise ConfigError([InputIssue("$", f"file is larger than {MAX_CONFIG_BYTES} bytes", None, None, shown, keyword="size")])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError([InputIssue("$", f"not UTF-8 (invalid byte at offset {exc.start})", None, None, str(path), keyword="encoding")]) from None
+        raise ConfigError([InputIssue("$", f"not UTF-8 (invalid byte at offset {exc.start})", None, None, shown, keyword="encoding")]) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError([InputIssue(f"$ (line {exc.lineno}, column {exc.colno})", f"not valid JSON: {exc.msg}", None, None, str(path), keyword="json")]) from None
+        raise ConfigError([InputIssue(f"$ (line {exc.lineno}, column {exc.colno})", f"not valid JSON: {exc.msg}", None, None, shown, keyword="json")]) from None
     except RecursionError:
-        raise ConfigError([InputIssue("$", "JSON nesting is too deep", None, None, str(path), keyword="json")]) from None
+        raise ConfigError([InputIssue("$", "JSON nesting is too deep", None, None, shown, keyword="json")]) from None
     except ValueError as exc:  # not a JSONDecodeError: an integer literal past Python's 4300-digit limit
-        raise ConfigError([InputIssue("$", f"not valid JSON: {exc}", None, None, str(path), keyword="json")]) from None
+        raise ConfigError([InputIssue("$", f"not valid JSON: {exc}", None, None, shown, keyword="json")]) from None
     if not isinstance(data, dict):
-        raise ConfigError([InputIssue("$", "a model config must be a JSON object", type(data).__name__, None, str(path), keyword="type")])
+        raise ConfigError([InputIssue("$", "a model config must be a JSON object", type(data).__name__, None, shown, keyword="type")])
     return data
 
 
