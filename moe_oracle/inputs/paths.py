@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..core.errors import ConfigError, InputIssue
 
-__all__ = ["UserFile", "not_regular_file", "read_user_file", "refuse_special_file", "shown_path", "user_path"]
+__all__ = ["UserFile", "not_regular_file", "read_user_file", "refuse_special_file", "shown_path", "user_directory", "user_path"]
 
 
 def user_path(text: str | os.PathLike[str], base: Path | None = None) -> Path:
@@ -191,3 +191,23 @@ def read_user_file(text: str | os.PathLike[str], flag: str, limit: int, *, base:
     if became is not None:
         raise _refusal(flag, shown, became, file, directory=False, pipe=pipe)
     return UserFile(path, shown, data)
+
+
+def user_directory(text: str | os.PathLike[str], flag: str) -> Path:
+    """The directory ``text`` names (:func:`user_path`), for a flag that takes one (``--tables``).
+
+    Raises:
+        ConfigError: it does not exist, or is not a directory (a file, a pipe, a device), once,
+            naming ``flag`` and the path as written.
+    """
+    path = user_path(text)
+    shown = shown_path(text, path)
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError) as exc:
+        reason = "does not exist" if isinstance(exc, FileNotFoundError) else f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
+        raise ConfigError([InputIssue(flag, f"{shown!r} {reason}; {flag} takes a directory", shown, None, keyword="file_type")], headline=f"bad {flag}") from None
+    if not stat.S_ISDIR(mode):
+        kind = "a regular file" if stat.S_ISREG(mode) else next((k for test, k in _KINDS if test(mode)), "not a directory")
+        raise ConfigError([InputIssue(flag, f"{shown!r} is {kind}; {flag} takes a directory", shown, None, keyword="file_type")], headline=f"bad {flag}")
+    return path

@@ -184,6 +184,25 @@ def test_shown_path_keeps_the_tilde_for_a_file_under_it(home: Path) -> None:
     assert shown_path("~nosuchuser_x/ck", Path("~nosuchuser_x/ck/config.json")) == "~nosuchuser_x/ck/config.json"
 
 
+# --tables names a directory: a file or a missing path was looked into for kernels/,
+# prepare_finalize/ and rules/ and refused three times as "table directory does not exist".
+TABLES = {
+    "file": ("~/freeze.txt", "'~/freeze.txt' is a regular file; --tables takes a directory"),
+    "missing": ("~/nope.d", "'~/nope.d' does not exist; --tables takes a directory"),
+}
+
+
+@pytest.mark.parametrize("command", ["explain", "lint"])
+@pytest.mark.parametrize("given, message", TABLES.values(), ids=TABLES.keys())
+def test_tables_that_name_no_directory_are_refused_once(home: Path, command: str, given: str, message: str) -> None:
+    extra = ["--model", "qwen3-30b-a3b", "--gpu", "H200"] if command == "explain" else []
+    code, out, err = cli(command, "--tables", given, *extra, "--json")
+    record = json.loads(out)
+    issues = record["issues"] if command == "explain" else record["errors"]
+    assert code == 2
+    assert len(issues) == 1 and issues[0]["path"] == "--tables" and issues[0]["value"] == given and issues[0]["message"] == message
+
+
 # Anything but a regular file where a file is read: a named pipe (nobody writing: the read blocked
 # forever), a device (/dev/null read as an empty file), a directory (an OS error). Refused before
 # it is opened, naming the flag or field, the path as written and what it is.
