@@ -60,7 +60,7 @@ def capability(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        match = re.fullmatch(r"\s*(?:sm_?)?(\d+)(?:\.(\d))?\s*", text, re.IGNORECASE)
+        match = re.fullmatch(r"\s*(?:sm_?)?(\d+)(?:\.(\d))?\s*", text, re.IGNORECASE | re.ASCII)
         hint = ""
         if match:
             major, minor = match.groups()

@@ -25,6 +25,7 @@ from .models import ModelReference, find_model, find_quant_config, quant_config_
 from .paths import read_user_file
 from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, scheme_name, unknown_scheme_issue
 from ..core.tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
+from ..core.names import ascii_lower, non_ascii_message
 from ..core.vocab import All2AllBackend, Source
 
 __all__ = [
@@ -77,9 +78,10 @@ def resolve_all2all(catalog: Catalog, name: str) -> tuple[All2AllBackend, str | 
     """An all2all backend name, with removed/renamed aliases rewritten (and a warning).
 
     Raises:
-        ConfigError: neither a backend nor an alias.
+        ConfigError: neither a backend nor an alias (a name holding a character outside ASCII
+            is told so, with its code point).
     """
-    key = name.strip().lower().replace("-", "_")
+    key = ascii_lower(name.strip()).replace("-", "_")  # ASCII letters only: no lookalike folds onto a name
     try:
         return All2AllBackend(key), None
     except ValueError:
@@ -87,7 +89,7 @@ def resolve_all2all(catalog: Catalog, name: str) -> tuple[All2AllBackend, str | 
     alias = catalog.all2all_aliases.get(key)
     if alias is None:
         allowed = [b.value for b in All2AllBackend] + sorted(catalog.all2all_aliases)
-        raise ConfigError([InputIssue("$.parallel.all2all_backend", "unknown all2all backend", name, allowed)])
+        raise ConfigError([InputIssue("$.parallel.all2all_backend", non_ascii_message("all2all backend", name) or "unknown all2all backend", name, allowed)])
     warning = f"warning: all2all backend {name!r} is {alias.status} upstream and was rewritten to {alias.to!r} ({alias.note or alias.reference})"
     return All2AllBackend(alias.to), warning
 
