@@ -247,6 +247,14 @@ SCHEME_ALIASES: Mapping[str, str] = MappingProxyType({alias: name for name, _, _
 
 UNQUANTIZED = SCHEMES["unquantized"]
 
+QUANT_FORMS: tuple[str, ...] = (
+    "a quant scheme name (fp8_block, nvfp4, ...; unquantized for none)",
+    "a reference alias (FP8-Blk, ...)",
+    "a {weight, activation} mapping of quant keys (null: that tensor is not quantized)",
+)
+"""The forms a quant scheme input (``--quant``, a MoEConfig file's ``model.quant``) takes, as an
+error lists them."""
+
 
 def _spelling(name: str) -> str:
     """A name with case and ``-``/``_`` ignored (``FP8-Blk`` and ``fp8_blk`` spell one name);

@@ -23,7 +23,7 @@ from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
 from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document
 from .paths import read_user_file
-from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, scheme_name, unknown_scheme_issue
+from ..core.quant import QUANT_FORMS, SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, scheme_name, unknown_scheme_issue
 from ..core.tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
 from ..core.names import ascii_lower, non_ascii_message
 from ..core.vocab import All2AllBackend, Source
@@ -97,17 +97,28 @@ def resolve_all2all(catalog: Catalog, name: str) -> tuple[All2AllBackend, str | 
 def parse_quant(value: Any, path: str = "--quant") -> QuantScheme:
     """A scheme name (or reference alias such as ``FP8-Blk``), or ``{weight, activation}``.
 
+    An empty value (``""``, ``{}``) names no scheme and is refused, never read as unquantized
+    (``unquantized`` is the name for none; ``{weight: null}`` says it key by key).
+
     Raises:
-        ConfigError: unknown name or key.
+        ConfigError: unknown name or key; an empty value, or a mapping with keys other than
+            ``weight`` and ``activation``, listing the accepted forms (:data:`QUANT_FORMS`).
     """
     if isinstance(value, QuantScheme):
         return value
     if isinstance(value, str):
+        if not value.strip():
+            raise ConfigError([InputIssue(path, "must not be empty: it names no quant scheme", value, list(QUANT_FORMS))])
         try:
             return scheme_by_name(value)
         except KeyError:
             raise ConfigError([unknown_scheme_issue(path, value)]) from None
     if isinstance(value, Mapping):
+        if not value:
+            raise ConfigError([InputIssue(path, "must not be an empty mapping: it names no quant scheme (it is not read as unquantized; write unquantized, or {weight: null})", {}, list(QUANT_FORMS))])
+        other = sorted(str(k) for k in value if k not in ("weight", "activation"))
+        if other:
+            raise ConfigError([InputIssue(path, f"a quant mapping has the keys weight and activation, not {', '.join(other)}", dict(value), list(QUANT_FORMS))])
         try:
             return QuantScheme(value.get("weight"), value.get("activation"))
         except ValueError as exc:
