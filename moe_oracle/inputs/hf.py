@@ -20,6 +20,7 @@ from .checkpoint.aliases import routing_method_type
 from .checkpoint.model import read_checkpoint
 from ..core.config import Provenance
 from ..core.errors import ConfigError, InputIssue
+from .models import quant_document
 from .paths import read_user_file, shown_path, user_path
 
 __all__ = ["CheckpointFields", "from_hf_config", "load_hf_config", "routing_method_type"]
@@ -94,6 +95,9 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
         cfg: parsed ``config.json``; a multimodal config's ``text_config`` is used when present.
         file: path for error messages.
         quant_cfg: an ``hf_quant_config.json`` given explicitly; it replaces ``quantization_config``.
+            Read as ``--hf-quant-config`` reads its file
+            (:func:`moe_oracle.inputs.models.quant_document`): a whole model config gives its
+            ``quantization_config`` (with a note), one without a quantization document is refused.
         beside: an ``hf_quant_config.json`` found beside config.json; read only when config.json
             has no quantization document, as vLLM reads it.
         release: the vLLM release the answer is for (``EngineRelease``, version string or
@@ -104,18 +108,28 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
             problem in their document (``--hf-quant-config hq.json``; ``None``: ``file``).
 
     Raises:
-        ConfigError: ``cfg`` is not a mapping (a JSON string, a path), the model has no MoE layers, a field is missing or outside the vocabulary, or
+        ConfigError: ``cfg`` is not a mapping (a JSON string, a path); ``quant_cfg`` is not a
+            mapping, or a model config without a quantization document; the model has no MoE layers, a field is missing or outside the vocabulary, or
             the release refuses the checkpoint (the message names the release), a count is past
             its bound or vLLM would refuse the config at load (:mod:`moe_oracle.inputs.bounds`).
     """
     if not isinstance(cfg, Mapping):
         what = "a JSON string" if isinstance(cfg, (str, bytes)) and str(cfg if isinstance(cfg, str) else cfg[:1].decode(errors="replace")).lstrip()[:1] in ("{", "[") else type(cfg).__name__
         raise ConfigError([InputIssue("cfg", f"from_hf_config takes the parsed config.json (a dict), not {what}: pass load_hf_config(path) or json.loads(text)", None, None, file, keyword="type")])
+    quant_note = None
+    if quant_cfg is not None:
+        if not isinstance(quant_cfg, Mapping):
+            raise ConfigError([InputIssue("quant_cfg", f"from_hf_config takes the parsed quantization document (a dict), not {type(quant_cfg).__name__}: pass load_hf_config(path)", None, None, quant_file, keyword="type")], headline="bad quant_cfg")
+        # As --hf-quant-config reads its file: a model config gives its quantization_config (noted), one without any is refused.
+        try:
+            quant_cfg, quant_note = quant_document(quant_cfg, quant_file, "quant_cfg", quant_file, "cfg")
+        except ConfigError as exc:
+            raise ConfigError(exc.issues, headline="bad quant_cfg") from None
     check_model_config(cfg, file)
     ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False, release=release, platform=platform, override_file=quant_file, beside_file=beside_file)
     layer = ck.representative()
     assert layer.kwargs is not None
-    return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name, ck.quant, _model_notes(ck, layer))
+    return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name, ck.quant, ((quant_note,) if quant_note else ()) + _model_notes(ck, layer))
 
 
 def _model_notes(ck: Any, layer: Any) -> tuple[str, ...]:
