@@ -97,7 +97,8 @@ def engine_request(view: Catalog, moe_backend: str, release: EngineRelease | Non
     accepted = view.accepted_names if view.view_name == "engine" else None
     if accepted is not None and name not in accepted:
         who = f"{release.display} {release.version}" if release is not None else "the engine"
-        raise ConfigError([InputIssue("$.moe_backend", f"{who} does not accept this moe_backend (KernelConfig.moe_backend)", moe_backend, sorted(accepted))])
+        odd = non_ascii_message("MoE backend", moe_backend)
+        raise ConfigError([InputIssue("$.moe_backend", f"{who} does not accept this moe_backend (KernelConfig.moe_backend)" + (f": {odd}" if odd else ""), moe_backend, sorted(accepted))])
     if accepted is not None and name != "auto" and name not in view.backend_names and name not in _known_names(view):
         return ()  # accepted by the release, answered by no backend of ours (resolve_request would raise)
     return resolve_request(view, moe_backend)
