@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from ..inputs.operator_inputs import OperatorInputs
-from ..inputs.paths import user_path
+from ..inputs.paths import user_directory
 
 __all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json"]
 
@@ -60,7 +60,7 @@ def capability(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        match = re.fullmatch(r"\s*(?:sm_?)?(\d+)(?:\.(\d))?\s*", text, re.IGNORECASE)
+        match = re.fullmatch(r"\s*(?:sm_?)?(\d+)(?:\.(\d))?\s*", text, re.IGNORECASE | re.ASCII)
         hint = ""
         if match:
             major, minor = match.groups()
@@ -163,6 +163,7 @@ def load_tables(tables: str | None, view: str = "engine") -> Any:
     """The catalog a command reads: the shipped tables' view, or the tables under ``tables``.
 
     Raises:
+        ConfigError: ``tables`` is no directory (missing, a file), said once for ``--tables``.
         TableError: the tables under ``tables`` do not load.
     """
     from ..core.loading import load_catalog, load_runtime_catalog
@@ -170,7 +171,7 @@ def load_tables(tables: str | None, view: str = "engine") -> Any:
 
     if tables is None:
         return catalog_for_view(view)
-    root = user_path(tables)
+    root = user_directory(tables, "--tables")
     engine = load_catalog([root / "kernels", root / "prepare_finalize", root / "rules"])
     return load_runtime_catalog(engine) if view == "runtime" else engine
 

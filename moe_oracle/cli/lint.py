@@ -23,12 +23,12 @@ def add_parser(sub: Any, filled: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``lint``; returns the exit code (1 on errors, or on warnings with ``--strict``)."""
-    from ..core.errors import TableError
+    from ..core.errors import ConfigError, TableError
     from ..tools.lint import lint
 
     try:
         catalog = load_tables(args.tables)
-    except TableError as exc:
+    except (ConfigError, TableError) as exc:  # ConfigError: --tables names no directory
         if args.json:
             print_json({"ok": False, "errors": [i.to_dict() for i in exc.issues], "findings": []})
         else:

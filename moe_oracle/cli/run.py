@@ -108,14 +108,22 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
 _CPU_WEIGHTS_PER_S = 10e6
 
 
-def run_memory_bytes(config: Any, args: argparse.Namespace) -> tuple[int, int]:
-    """(bytes ``run`` allocates, weights it draws): stored weights of every layer, the float32 w13
-    random initialization draws first, and the float32 activations of kernel and reference."""
+def _run_sizes(config: Any, args: argparse.Namespace) -> tuple[int, int, int, int, int]:
+    """(experts allocated, w13 rows, weights per expert, bytes per stored weight, bytes of
+    activations) of a ``run``: the float32 activations of the kernel and of the reference
+    (tokens x top-k x (w13 rows + hidden), plus the input and router logits)."""
     experts = min(config.num_experts, args.max_experts or config.num_experts)
     rows = (2 if config.activation.is_gated else 1) * config.intermediate_size
     per_expert = (rows + config.intermediate_size) * config.hidden_size
     storage = 4 if config.in_dtype.value == "float32" else (1 if config.quant.weight is not None else 2)
     activations = 2 * args.tokens * config.top_k * (rows + config.hidden_size) * 4 + args.tokens * (config.hidden_size + config.num_experts) * 4
+    return experts, rows, per_expert, storage, activations
+
+
+def run_memory_bytes(config: Any, args: argparse.Namespace) -> tuple[int, int]:
+    """(bytes ``run`` allocates, weights it draws): stored weights of every layer, the float32 w13
+    random initialization draws first, and the float32 activations of kernel and reference."""
+    experts, rows, per_expert, storage, activations = _run_sizes(config, args)
     return args.layers * experts * per_expert * storage + experts * rows * config.hidden_size * 4 + activations, args.layers * experts * per_expert
 
 
@@ -131,30 +139,38 @@ def run_cost(config: Any, args: argparse.Namespace) -> str:
 
 
 def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
-    """Refuse a `run` whose weights cannot fit in this machine's memory, naming the fix."""
+    """Refuse a `run` whose weights cannot fit in this machine's memory, naming the fix.
+
+    Too many experts is charged to ``--max-experts`` when the operator gave it, else to the
+    layer's ``num_experts`` (the model's count, which ``--max-experts`` can cap).
+
+    Raises:
+        ConfigError: naming ``--tokens``, ``--layers``, ``--max-experts`` or the layer's
+            ``num_experts``, the value and the largest that fits.
+    """
     from ..core.errors import ConfigError, InputIssue
 
-    experts = min(config.num_experts, args.max_experts or config.num_experts)
-    rows = (2 if config.activation.is_gated else 1) * config.intermediate_size
-    per_expert = (rows + config.intermediate_size) * config.hidden_size
-    storage = 4 if config.in_dtype.value == "float32" else (1 if config.quant.weight is not None else 2)
-    # Stored weights of every layer, plus the float32 w13 that random initialization draws first,
-    # plus float32 activations of the kernel and of the reference (tokens x top-k x (w13 rows + hidden)).
-    activations = 2 * args.tokens * config.top_k * (rows + config.hidden_size) * 4 + args.tokens * (config.hidden_size + config.num_experts) * 4
-    needed = args.layers * experts * per_expert * storage + experts * rows * config.hidden_size * 4 + activations
+    experts, rows, per_expert, storage, activations = _run_sizes(config, args)
+    needed, _ = run_memory_bytes(config, args)
     from ..runtime.runner import available_memory_bytes
 
     available = available_memory_bytes()
-    if available is None:
+    if available is None or needed <= 0.6 * available:
         return
-    if needed > 0.6 * available:
-        if activations > 0.3 * available:
-            raise ConfigError([InputIssue("--tokens", f"{args.tokens} tokens need {activations / 2**30:.1f} GiB of activations and {available / 2**30:.1f} GiB is free; use fewer tokens", args.tokens, None)])
-        per = args.layers * per_expert * storage + rows * config.hidden_size * 4
-        fit = int((0.6 * available - activations) / per)
-        if fit < 1:
-            layers_fit = int((0.6 * available - activations - rows * config.hidden_size * 4) / (per_expert * storage))
-            if args.layers > 1 and layers_fit >= 1:
-                raise ConfigError([InputIssue("--layers", f"{args.layers} layers need {per / 2**30:.1f} GiB even with one expert each and {available / 2**30:.1f} GiB is free; use --layers {layers_fit} or fewer", args.layers, {"maximum": layers_fit})])
-            raise ConfigError([InputIssue("--max-experts", f"one expert of this layer needs {per / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free: it cannot run on this machine", experts, None)])
-        raise ConfigError([InputIssue("--max-experts", f"the layer's weights need {needed / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free; cap the experts allocated, e.g. --max-experts {min(fit, config.num_experts)}", experts, {"maximum": fit})])
+    if activations > 0.3 * available:
+        raise ConfigError([InputIssue("--tokens", f"{args.tokens} tokens need {activations / 2**30:.1f} GiB of activations and {available / 2**30:.1f} GiB is free; use fewer tokens", args.tokens, None)])
+    per = args.layers * per_expert * storage + rows * config.hidden_size * 4
+    fit = int((0.6 * available - activations) / per)
+    given = args.max_experts is not None
+    if fit < 1:
+        layers_fit = int((0.6 * available - activations - rows * config.hidden_size * 4) / (per_expert * storage))
+        if args.layers > 1 and layers_fit >= 1:
+            raise ConfigError([InputIssue("--layers", f"{args.layers} layers need {per / 2**30:.1f} GiB even with one expert each and {available / 2**30:.1f} GiB is free; use --layers {layers_fit} or fewer", args.layers, {"maximum": layers_fit})])
+        if given:
+            raise ConfigError([InputIssue("--max-experts", f"one expert of this layer needs {per / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free: it cannot run on this machine", args.max_experts, None)])
+        raise ConfigError([InputIssue("$.num_experts", f"one expert of this layer needs {per / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free: it cannot run on this machine, even with --max-experts 1", config.num_experts, None)],
+                          headline="the layer does not fit in this machine's memory")
+    if given:
+        raise ConfigError([InputIssue("--max-experts", f"the layer's weights need {needed / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free; cap the experts allocated, e.g. --max-experts {min(fit, config.num_experts)}", args.max_experts, {"maximum": fit})])
+    raise ConfigError([InputIssue("$.num_experts", f"the model's {config.num_experts} experts need {needed / 2**30:.1f} GiB and {available / 2**30:.1f} GiB is free; allocate fewer with --max-experts {min(fit, config.num_experts)}",
+                                  config.num_experts, {"maximum": fit})], headline="the layer does not fit in this machine's memory")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterable
 
 from .errors import ConfigError, InputIssue
+from .names import ascii_lower
 from .quant import UNQUANTIZED, QuantScheme
 from .vocab import Activation, All2AllBackend, DType, Platform, RoutingMethod, Source
 
@@ -180,7 +181,7 @@ class Device:
         if self.arch is not None and not isinstance(self.arch, str):
             raise ConfigError([InputIssue("$.device.arch", "must be a string or None (unknown)", self.arch, None)])
         if self.arch is not None:
-            object.__setattr__(self, "arch", self.arch.strip().lower())  # gfx942, xe2, x86_64: one spelling
+            object.__setattr__(self, "arch", ascii_lower(self.arch.strip()))  # gfx942, xe2, x86_64: one spelling (no lookalike folds onto one)
             if not self.arch:
                 raise ConfigError([InputIssue("$.device.arch", "must not be empty: give the architecture (gfx942, xe2, x86_64) or None when unknown", self.arch, None)])
             if self.platform is Platform.CUDA:
@@ -409,7 +410,9 @@ class MoEConfig:
             raise ConfigError([InputIssue("$.top_k", f"top_k must not exceed num_experts ({self.num_experts})", self.top_k, {"maximum": self.num_experts})])
         if not isinstance(self.moe_backend, str) or not self.moe_backend:
             raise ConfigError([InputIssue("$.moe_backend", "must be a backend name or 'auto'", self.moe_backend, None)])
-        object.__setattr__(self, "moe_backend", self.moe_backend.strip().lower().replace("-", "_"))
+        # Case folded on ASCII letters only: a lookalike (the Kelvin sign U+212A) stays itself, and
+        # the engine refuses it as a name the release does not accept (core/requests.check_request).
+        object.__setattr__(self, "moe_backend", ascii_lower(self.moe_backend.strip()).replace("-", "_"))
         if not isinstance(self.provenance, tuple) or not all(isinstance(p, Provenance) for p in self.provenance):
             raise ConfigError([InputIssue("$.provenance", "must be a tuple of Provenance", self.provenance, None)])
 

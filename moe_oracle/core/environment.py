@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping, NoReturn
 from packaging.version import InvalidVersion, Version
 
 from .config import Device
+from .names import non_ascii_message
 from .packages import canonical_name, parse_requirement, provided_by, same_version, unique_specs
 from .errors import ConfigError, InputIssue
 from .vocab import Platform
@@ -103,7 +104,11 @@ class Environment:
         for flag in ("complete", "probed"):  # complete=1 would change the answer as True does, unsaid
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError([InputIssue(flag, "must be True or False", getattr(self, flag), [True, False])], headline=f"bad Environment.{flag}")
-        packages = tuple(sorted(_unique_pairs("packages", ((canonical_name(n), v) for n, v in _pairs("packages", self.packages)))))
+        pairs = _pairs("packages", self.packages)
+        _ascii_names("packages", [n for n, _ in pairs])
+        _ascii_names("absent", _names("absent", self.absent))
+        _ascii_names("unversioned", _names("unversioned", self.unversioned))
+        packages = tuple(sorted(_unique_pairs("packages", ((canonical_name(n), v) for n, v in pairs))))
         object.__setattr__(self, "packages", packages)
         object.__setattr__(self, "absent", frozenset(canonical_name(n) for n in _names("absent", self.absent)))
         object.__setattr__(self, "env", tuple(sorted(_unique_pairs("env", _pairs("env", self.env)))))
@@ -311,6 +316,18 @@ def _tools(value: object) -> tuple[tuple[str, bool], ...]:
             raise ConfigError([InputIssue(f"tools {name}", "declared both found and not found", None, None)], headline="bad Environment.tools")
         seen[name] = found
     return tuple(sorted(seen.items()))
+
+
+def _ascii_names(name: str, names: Iterable[str]) -> None:
+    """Refuse a package name holding a character outside ASCII (a lookalike such as the Kelvin
+    sign U+212A would otherwise fold onto an ASCII name), with the character's code point.
+
+    Raises:
+        ConfigError: at the name's path (``--package NAME``, ``absent NAME``).
+    """
+    for key in names:
+        if (odd := non_ascii_message("package", key)) is not None:
+            raise ConfigError([InputIssue(_item_path(name, key), odd, key, None)], headline=f"bad Environment.{name}")
 
 
 def _item_path(name: str, key: str) -> str:

@@ -10,6 +10,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+from .names import ascii_lower
+
 __all__ = [
     "ConfigError",
     "InputIssue",
@@ -22,28 +24,75 @@ __all__ = [
 def did_you_mean(value: Any, allowed: Iterable[Any]) -> str | None:
     """Closest allowed spelling of ``value``, or ``None``.
 
+    In order: the allowed name ``value`` spells with case and ``-``/``_`` ignored (ASCII letters
+    only, :func:`~moe_oracle.core.names.ascii_lower`); an abbreviation (``deepep_ll`` for
+    ``deepep_low_latency``); else the allowed name fewest edits away (insert, delete, replace,
+    swap two neighbours: :func:`_edits`), when that is at most one edit for a name of up to five
+    characters, two up to eight, three beyond, ties going to the closer difflib ratio; else the
+    one allowed name ``value`` contracts (letters left out inside, first and last kept: ``bf16``
+    for ``bfloat16``). A name that merely contains ``value`` (``zentorch`` for ``torch``) is no
+    misspelling of it: difflib's ratio (0.77 there) suggested it.
+
     >>> did_you_mean("deepep_low_latncy", ["deepep_low_latency", "nixl_ep"])
     'deepep_low_latency'
     >>> did_you_mean("deepep_ll", ["deepep_v2", "deepep_low_latency"])
     'deepep_low_latency'
+    >>> did_you_mean("TORCH", ["torch", "zentorch"]), did_you_mean("torch", ["zentorch", "deep-gemm"]), did_you_mean("slwo", ["slow", "fast"])
+    ('torch', None, 'slow')
+    >>> did_you_mean("bf16", ["bfloat16", "float16", "float32"])
+    'bfloat16'
     """
     if not isinstance(value, str):
         return None
     options = [str(a) for a in allowed]
     if len(value) > 3 * max((len(o) for o in options), default=0):
-        # difflib's ratio 2*matches/(len(value)+len(option)) cannot reach the 0.6 cutoff past
-        # 2.33 times the option's length; its work grows with the value's length.
-        return None
-    lowered = {o.lower().replace("-", "_"): o for o in options}
-    key = value.lower().replace("-", "_")
-    if key in lowered and lowered[key] != value:
-        return lowered[key]
+        return None  # nothing that long is a misspelling of an allowed name
+    lowered = {ascii_lower(o).replace("-", "_"): o for o in options}
+    key = ascii_lower(value).replace("-", "_")
+    if key in lowered:
+        return lowered[key] if lowered[key] != value else None
     for low, option in lowered.items():  # an abbreviation: deepep_ll for deepep_low_latency
         parts = low.split("_")
         if any(key == "_".join(parts[:i] + ["".join(p[:1] for p in parts[i:])]) for i in range(len(parts) - 1)):
             return option
-    match = difflib.get_close_matches(key, list(lowered), n=1, cutoff=0.6)
-    return lowered[match[0]] if match else None
+    limit = 1 if len(key) <= 5 else 2 if len(key) <= 8 else 3
+    scored = []
+    for low, option in lowered.items():
+        if abs(len(low) - len(key)) <= limit:  # each edit changes the length by at most one
+            edits = _edits(key, low)
+            if edits <= limit:
+                scored.append((edits, -difflib.SequenceMatcher(None, key, low).ratio(), option))
+    if scored:
+        return min(scored)[2]
+    # a contraction: the name with letters left out inside, first and last kept (bf16 for bfloat16), when only one fits
+    contracted = [option for low, option in lowered.items() if len(key) > 1 and key[0] == low[0] and key[-1] == low[-1] and _inside(key, low)]
+    return contracted[0] if len(contracted) == 1 else None
+
+
+def _inside(short: str, long: str) -> bool:
+    """Whether ``short`` is ``long`` with characters left out (a subsequence)."""
+    rest = iter(long)
+    return all(char in rest for char in short)
+
+
+def _edits(a: str, b: str) -> int:
+    """The optimal string alignment distance: insertions, deletions, substitutions and swaps of
+    two neighbouring characters (``slwo`` -> ``slow`` is one).
+
+    >>> _edits("slwo", "slow"), _edits("torch", "zentorch"), _edits("fp8_blok", "fp8_block")
+    (1, 3, 1)
+    """
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[len(b)]
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 from packaging.version import Version
 
 from .errors import ConfigError, InputIssue
+from .names import ascii_lower, non_ascii_message
 
 # packaging.requirements and packaging.utils are imported where a name or a requirement is read:
 # with packaging.tags, markers and their parser they are ~15 ms of imports, which a selection
@@ -65,7 +66,9 @@ def provided_by(name: str) -> tuple[str, ...]:
     return tuple(d for d, _ in PROVIDERS.get(name, ()))
 
 
-_DISTRIBUTION_NAME = re.compile(r"[A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9]", re.IGNORECASE)
+# re.ASCII: with IGNORECASE alone a str pattern's [A-Z] also matches the Kelvin sign (U+212A), which
+# canonicalize_name then lowers to "k": "triton-\u212aernels" would name triton-kernels.
+_DISTRIBUTION_NAME = re.compile(r"[A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9]", re.IGNORECASE | re.ASCII)
 
 
 def is_distribution_name(name: str) -> bool:
@@ -73,8 +76,8 @@ def is_distribution_name(name: str) -> bool:
     and ``-`` inside (the core metadata ``Name`` field, PEP 508 ``identifier``; what
     ``packaging.utils.canonicalize_name(name, validate=True)`` accepts).
 
-    >>> [is_distribution_name(n) for n in ("flashinfer-python", "vllm", "vllm==0.31.0", "", "-x")]
-    [True, True, False, False, False]
+    >>> [is_distribution_name(n) for n in ("flashinfer-python", "vllm", "vllm==0.31.0", "", "-x", "triton-\u212aernels")]
+    [True, True, False, False, False, False]
     """
     return isinstance(name, str) and _DISTRIBUTION_NAME.fullmatch(name) is not None
 
@@ -82,9 +85,15 @@ def is_distribution_name(name: str) -> bool:
 def canonical_name(name: str) -> str:
     """The PEP 503 normalized form of a distribution name (``packaging.utils.canonicalize_name``).
 
-    >>> canonical_name("Flashinfer_Python")
-    'flashinfer-python'
+    Case is folded on ASCII letters only: a name holding another character (the Kelvin sign
+    U+212A, which ``str.lower`` makes ``k``) names no package an ASCII name names (every
+    distribution name is ASCII, :func:`is_distribution_name`); the doors refuse it.
+
+    >>> canonical_name("Flashinfer_Python"), canonical_name("triton-\u212aernels") == "triton-kernels"
+    ('flashinfer-python', False)
     """
+    if not name.isascii():
+        return ascii_lower(re.sub(r"[-_.]+", "-", name))
     from packaging.utils import canonicalize_name
 
     return canonicalize_name(name)
@@ -146,8 +155,9 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
     ``packaging.utils.parse_wheel_filename``); any other URL leaves the version unknown.
 
     Raises:
-        ConfigError: not a requirement, a range instead of one version, an invalid version,
-            or a wheel URL whose filename is invalid or names another package.
+        ConfigError: not a requirement (a name holding a character outside ASCII is told so,
+            with its code point), a range instead of one version, an invalid version, or a wheel
+            URL whose filename is invalid or names another package.
     """
     line = text.strip()
     if len(line) > MAX_REQUIREMENT_CHARS:
@@ -157,6 +167,9 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
         if not egg:
             raise ConfigError([InputIssue(where, "an editable requirement needs #egg=NAME to name the package", text, None)], headline=f"bad {where}")
         return PackageSpec(canonical_name(egg.group(1)), None, line.split(None, 1)[1])
+    odd = non_ascii_message("package", re.split(r"[\s=<>!~@;\[(]", line, maxsplit=1)[0])  # the name; a URL may hold any character
+    if odd is not None:
+        raise ConfigError([InputIssue(where, odd, text, None)], headline=f"bad {where}")
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .errors import ConfigError, InputIssue, did_you_mean
+from .names import ascii_lower, non_ascii_message
 
 __all__ = [
     "Granularity",
@@ -246,10 +247,20 @@ SCHEME_ALIASES: Mapping[str, str] = MappingProxyType({alias: name for name, _, _
 
 UNQUANTIZED = SCHEMES["unquantized"]
 
+QUANT_FORMS: tuple[str, ...] = (
+    "a quant scheme name (fp8_block, nvfp4, ...; unquantized for none)",
+    "a reference alias (FP8-Blk, ...)",
+    "a {weight, activation} mapping of quant keys (null: that tensor is not quantized)",
+)
+"""The forms a quant scheme input (``--quant``, a MoEConfig file's ``model.quant``) takes, as an
+error lists them."""
+
 
 def _spelling(name: str) -> str:
-    """A name with case and ``-``/``_`` ignored (``FP8-Blk`` and ``fp8_blk`` spell one name)."""
-    return name.lower().replace("-", "_")
+    """A name with case and ``-``/``_`` ignored (``FP8-Blk`` and ``fp8_blk`` spell one name);
+    case folded on ASCII letters only, so that no lookalike (the Kelvin sign U+212A, which
+    ``str.lower`` makes ``k``) spells a scheme (:func:`~moe_oracle.core.names.ascii_lower`)."""
+    return ascii_lower(name).replace("-", "_")
 
 
 def _by_spelling() -> Mapping[str, str]:
@@ -279,8 +290,9 @@ class SchemeIssue(InputIssue):
 
 def unknown_scheme_issue(path: str, value: object) -> InputIssue:
     """The issue for a quant scheme name neither :data:`SCHEMES` nor :data:`SCHEME_ALIASES` holds
-    in any case or ``-``/``_`` spelling, with every name allowed."""
-    return SchemeIssue(path, "unknown quant scheme (names are read ignoring case, and '-' as '_')", value, [*SCHEMES, *SCHEME_ALIASES])
+    in any case or ``-``/``_`` spelling, with every name allowed; a name holding a character
+    outside ASCII is told so, with the character's code point."""
+    return SchemeIssue(path, non_ascii_message("quant scheme", value) or "unknown quant scheme (names are read ignoring case, and '-' as '_')", value, [*SCHEMES, *SCHEME_ALIASES])
 
 
 class UnknownSchemeError(ConfigError, KeyError):

@@ -12,6 +12,7 @@ from .catalog import Catalog, RequestMap
 from .config import MoEConfig, Provenance
 from .environment import Environment
 from .errors import ConfigError, InputIssue
+from .names import ascii_lower, non_ascii_message
 from .predicates import Predicate
 from .quant import SCHEMES
 from .versions import EngineRelease
@@ -51,13 +52,13 @@ def resolve_request(catalog: Catalog, moe_backend: str, where: str = "$.moe_back
     Raises:
         ConfigError: unknown name (with did-you-mean and every accepted name).
     """
-    name = moe_backend.strip().lower().replace("-", "_")
+    name = ascii_lower(moe_backend.strip()).replace("-", "_")
     if name == "auto":
         return None
     if name not in catalog.backend_names:
         known = _known_names(catalog)
         if name not in known:
-            raise ConfigError([InputIssue(where, "unknown MoE backend", moe_backend, ["auto", *sorted(known - {"auto"})])])
+            raise ConfigError([InputIssue(where, non_ascii_message("MoE backend", moe_backend) or "unknown MoE backend", moe_backend, ["auto", *sorted(known - {"auto"})])])
         return tuple(sorted({b for rm in catalog.request_maps for b in rm.names.get(name, ())}))
     return catalog.backend_names[name]
 
@@ -92,11 +93,12 @@ def engine_request(view: Catalog, moe_backend: str, release: EngineRelease | Non
     Raises:
         ConfigError: a value the engine refuses, or an unknown name.
     """
-    name = moe_backend.strip().lower().replace("-", "_")
+    name = ascii_lower(moe_backend.strip()).replace("-", "_")
     accepted = view.accepted_names if view.view_name == "engine" else None
     if accepted is not None and name not in accepted:
         who = f"{release.display} {release.version}" if release is not None else "the engine"
-        raise ConfigError([InputIssue("$.moe_backend", f"{who} does not accept this moe_backend (KernelConfig.moe_backend)", moe_backend, sorted(accepted))])
+        odd = non_ascii_message("MoE backend", moe_backend)
+        raise ConfigError([InputIssue("$.moe_backend", f"{who} does not accept this moe_backend (KernelConfig.moe_backend)" + (f": {odd}" if odd else ""), moe_backend, sorted(accepted))])
     if accepted is not None and name != "auto" and name not in view.backend_names and name not in _known_names(view):
         return ()  # accepted by the release, answered by no backend of ours (resolve_request would raise)
     return resolve_request(view, moe_backend)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from ..core.environment import HOST_TOOLS, Environment
 from ..core.envvars import env_issues, env_notes, start_refusals
 from ..core.errors import ConfigError, InputIssue, did_you_mean
+from ..core.names import non_ascii_message
 from ..core.packages import MAX_REQUIREMENT_CHARS, PACKAGE_IMPORTS, PackageSpec, canonical_name, is_distribution_name, parse_requirement, provided_by, unique_specs
 from .envfile import read_environment_file
 from .release_facts import env_start_rules, release_values
@@ -150,7 +151,9 @@ def declare_environment(
             notes.append(f"--package: {spec.version_note()}" if written[spec.name][0] == "--package" else spec.version_note())
     for name in without:
         if len(name) > MAX_REQUIREMENT_CHARS or not is_distribution_name(name):
-            raise ConfigError([InputIssue("--without", "takes a distribution NAME (letters and digits, with '.', '_' or '-' inside: --without flashinfer-cubin); to declare a version, give --package NAME==VERSION", name[:MAX_REQUIREMENT_CHARS], None)], headline="bad --without")
+            what = "takes a distribution NAME (letters and digits, with '.', '_' or '-' inside: --without flashinfer-cubin); to declare a version, give --package NAME==VERSION"
+            odd = non_ascii_message("package", name[:MAX_REQUIREMENT_CHARS])
+            raise ConfigError([InputIssue("--without", f"{odd}; --without {what}" if odd else what, name[:MAX_REQUIREMENT_CHARS], None)], headline="bad --without")
         key = canonical_name(name)
         if key in declared_packages:
             raise ConfigError([InputIssue("--without", f"package declared both installed ({' '.join(written[key])}) and absent (--without)", name, None)], headline="bad --without")

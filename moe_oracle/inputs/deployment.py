@@ -31,7 +31,7 @@ from .declared import answer_release, declare_environment, engine_release, start
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import CUDA_CAPABILITIES, GPU_ARCHES, device_hint, lookup_hardware, unknown_arch, unknown_capability
 from .hf import from_hf_config, load_hf_config
-from .models import quant_config_beside, find_model, quant_document, refuse_quant_config_as_model, resolve_quant_config_path
+from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document, refuse_quant_config_as_model
 from .operator_inputs import OperatorInputs
 from .quant_checks import checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
 from .serve import ServeArgs, parse_serve, serve_value_issues
@@ -274,21 +274,24 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
             if this_machine and replace(config.device, name=None) != replace(device, name=None):
                 notes.append(f"--config {given.config}: its device {device_words(config.device)} is not used: {winner} wins")
     elif given.model or serve is not None:
-        quant_path = resolve_quant_config_path(given.hf_quant_config) if given.hf_quant_config else None
-        quant_cfg, quant_note = quant_document(load_hf_config(quant_path, "--hf-quant-config"), quant_path, "--hf-quant-config") if quant_path else (None, None)
+        quant_ref = find_quant_config(given.hf_quant_config) if given.hf_quant_config else None
+        quant_file = quant_ref.shown_as() if quant_ref else None  # as written: a leading ~ stays in messages
+        quant_cfg, quant_note = quant_document(load_hf_config(quant_ref.path, "--hf-quant-config", shown=quant_file), quant_file, "--hf-quant-config") if quant_ref else (None, None)
         notes += [quant_note] if quant_note else []
-        path, hf_cfg, model_notes = read_model_config(given, serve)
+        ref, hf_cfg, model_notes = read_model_config(given, serve)
+        path = ref.path
         notes += model_notes
         beside = quant_config_beside(path)
+        beside_file = ref.shown_as(beside) if beside else None
         # The checkpoint is read as the answer's release reads it: the environment is known here
         # (declared, or probed once and reused below).
         release = engine_release(catalog, answer_env(None, False))
-        beside_cfg = load_hf_config(beside) if beside else None
+        beside_cfg = load_hf_config(beside, shown=beside_file) if beside else None
         platform = device.platform.value if device is not None else None
         try:
-            ck = from_hf_config(hf_cfg, file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=str(quant_path) if quant_path else None, beside_file=str(beside) if beside else None)
+            ck = from_hf_config(hf_cfg, file=ref.shown_as(), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=quant_file, beside_file=beside_file)
         except ConfigError as exc:
-            raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path), file=str(path), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=str(quant_path) if quant_path else None, beside_file=str(beside) if beside else None)) from None
+            raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path, shown=ref.shown_as()), file=ref.shown_as(), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=quant_file, beside_file=beside_file)) from None
         if device is None:
             named_by = "--serve" if serve is not None else "--model"
             raise ConfigError([InputIssue("--gpu", f"the device is required with {named_by}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
@@ -357,22 +360,23 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     return Deployment(given, config, env, engine_release(catalog, env), tuple(notes + quant_notes), serve, gate, engine_experts, architecture)
 
 
-def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[Any, dict[str, Any], list[str]]:
-    """(path, config.json as vLLM reads it, notes) of the model the serve line or ``--model`` names;
-    a serve line's ``--hf-overrides`` applied (:func:`~moe_oracle.inputs.serve_apply.load_serve_checkpoint`).
+def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[ModelReference, dict[str, Any], list[str]]:
+    """(where the reference led, config.json as vLLM reads it, notes) of the model the serve line
+    or ``--model`` names; a serve line's ``--hf-overrides`` applied
+    (:func:`~moe_oracle.inputs.serve_apply.load_serve_checkpoint`). Messages name the files as
+    the operator wrote the reference (:meth:`ModelReference.shown_as`).
 
     Raises:
         ConfigError: no such model, an unreadable config, or a quantization document given as the model.
     """
     if serve is not None:
         ref = serve_model_path(serve)
-        path = ref.path
-        hf_cfg, serve_notes = load_serve_checkpoint(serve, path, load_hf_config(path))
-        return path, hf_cfg, ([ref.note] if ref.note else []) + [f"--serve: {n}" for n in serve_notes]
+        hf_cfg, serve_notes = load_serve_checkpoint(serve, ref.path, load_hf_config(ref.path, shown=ref.shown_as()), ref.shown_as())
+        return ref, hf_cfg, ([ref.note] if ref.note else []) + [f"--serve: {n}" for n in serve_notes]
     ref = find_model(given.model)
-    hf_cfg = load_hf_config(ref.path)
-    refuse_quant_config_as_model(hf_cfg, ref.path)
-    return ref.path, hf_cfg, [ref.note] if ref.note else []
+    hf_cfg = load_hf_config(ref.path, shown=ref.shown_as())
+    refuse_quant_config_as_model(hf_cfg, ref.shown_as())
+    return ref, hf_cfg, [ref.note] if ref.note else []
 
 
 def _verify_quantization(given: OperatorInputs, catalog: Catalog, config: MoEConfig, env: Environment, serve: ServeArgs | None, ck_quant: Any, ck_scheme: Any) -> tuple[list[str], CheckpointGate | None]:

@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import Iterable
 
 from ..core.errors import ConfigError, InputIssue, did_you_mean
+from ..core.names import non_ascii_message
 from ..core.packages import MAX_VERSION_CHARS, PackageSpec, canonical_name, parse_requirement, parse_version, unique_specs
-from .paths import user_path
+from .paths import read_user_file
 
 __all__ = ["EnvironmentFile", "parse_environment_text", "read_environment_file"]
 
@@ -88,15 +89,12 @@ def read_environment_file(path: str | Path, known: Iterable[str] = ()) -> Enviro
     package names a bad line is compared with for a did-you-mean (the tables' packages).
 
     Raises:
-        ConfigError: unreadable, not UTF-8, too large, or in none of the formats; problems name
-            the file and line.
+        ConfigError: not a regular file or a pipe (a directory, a device), unreadable, not UTF-8,
+            too large, or in none of the formats; problems name the file and line.
     """
-    display = str(path)
-    try:
-        with user_path(path).open("rb") as handle:  # bounded: a device such as /dev/zero never ends
-            raw = handle.read(MAX_ENV_FILE_BYTES + 1)
-    except (OSError, ValueError) as exc:
-        raise ConfigError([InputIssue("--environment", f"cannot read: {getattr(exc, 'strerror', None) or exc}", display, None, display)], headline="bad --environment") from None
+    # A regular file, or a pipe (``--environment <(pip freeze)``: the file is read once).
+    read = read_user_file(path, "--environment", MAX_ENV_FILE_BYTES, pipe=True, headline="bad --environment")
+    display, raw = read.shown, read.data
     if len(raw) > MAX_ENV_FILE_BYTES:
         raise ConfigError([InputIssue("--environment", f"larger than {MAX_ENV_FILE_BYTES} bytes", display, None, display)], headline="bad --environment")
     try:
@@ -152,7 +150,7 @@ def _line_error(path: str, number: int, line: str, message: str) -> ConfigError:
 
 # pip freeze names an editable install without a VCS URL in a comment on the line before it:
 # "# Editable install with no version control (vllm==0.33.0)", "# Editable Git install with no remote (...)".
-_EDITABLE_COMMENT = re.compile(r"^\s*#\s*Editable\b.*\(\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s()]+)\s*\)\s*$", re.IGNORECASE)
+_EDITABLE_COMMENT = re.compile(r"^\s*#\s*Editable\b.*\(\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s()]+)\s*\)\s*$", re.IGNORECASE | re.ASCII)
 
 
 _BARE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?$")
@@ -225,6 +223,8 @@ def _pip_json(text: str, path: str) -> EnvironmentFile:
             parse_version(item["version"])
         except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
             raise ConfigError([InputIssue(f"$[{i}].version", f"not a PEP 440 version of at most {MAX_VERSION_CHARS} characters", item["version"], None, path)], headline="bad --environment") from None
+        if (odd := non_ascii_message("package", item["name"])) is not None:
+            raise ConfigError([InputIssue(f"$[{i}].name", odd, item["name"], None, path)], headline="bad --environment")
         packages.append((PackageSpec(canonical_name(item["name"]), item["version"]), f"$[{i}]"))
     return EnvironmentFile(path, "pip list --format=json", unique_specs(packages, "--environment", path), True)
 
@@ -241,6 +241,8 @@ def _pip_columns(lines: list[str], path: str) -> EnvironmentFile:
             parse_version(cols[1])
         except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
             raise _line_error(path, number, line, f"not a PEP 440 version of at most {MAX_VERSION_CHARS} characters: {cols[1]!r}") from None
+        if (odd := non_ascii_message("package", cols[0])) is not None:
+            raise _line_error(path, number, line, odd)
         packages.append((PackageSpec(canonical_name(cols[0]), cols[1]), f"line {number}"))
     return EnvironmentFile(path, "pip list", unique_specs(packages, "--environment", path), True)
 

@@ -13,7 +13,9 @@ the messages of the problems a hand-written file meets most, keeping path, value
 * ``environment.packages`` written as a list (``[vllm==0.33.0]``): it is a mapping name -> version;
 * ``model.quant`` neither a name nor a mapping (left empty, a list, a number): what it is and the
   two forms it takes; ``model.hf_config`` / ``hf_quant_config`` null: YAML reads an empty value or a
-  bare ``~`` as null (a leading ``~`` is expanded only in a path such as ``~/m/config.json``).
+  bare ``~`` as null (a leading ``~`` is expanded only in a path such as ``~/m/config.json``);
+  a ``model.quant`` name holding a character outside ASCII: which, with its code point; an empty
+  ``model.quant`` (``{}``, ``""``): it names nothing, with the forms it takes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from dataclasses import replace
 from typing import Any, Iterable
 
 from ..core.errors import InputIssue
-from ..core.quant import SCHEME_ALIASES, SCHEMES
+from ..core.names import non_ascii_message
+from ..core.quant import QUANT_FORMS, SCHEME_ALIASES, SCHEMES
 from .bounds import CONFIG_FILE_BOUNDS
 
 __all__ = ["explain_schema_issues"]
@@ -76,6 +79,11 @@ def _explain(issue: InputIssue, raw: Any, doc: Any = None) -> InputIssue:
         given, quant = _model_field(doc, "quant")
         if given and not isinstance(quant, (str, dict)):
             return replace(issue, message=f"must be a quant scheme name (or reference alias such as FP8-Blk) or a {{weight, activation}} mapping, not {_kind(quant)}", value=quant, allowed=[*SCHEMES, *SCHEME_ALIASES])
+        if given and (quant == {} or (isinstance(quant, str) and not quant.strip())):
+            empty = "an empty mapping" if quant == {} else "empty"
+            return replace(issue, message=f"must not be {empty}: it names no quant scheme (it is not read as unquantized; write unquantized, or {{weight: null}})", value=quant, allowed=list(QUANT_FORMS))
+        if given and isinstance(quant, str) and (odd := non_ascii_message("quant scheme", quant)) is not None:
+            return replace(issue, message=odd)  # a lookalike (the Kelvin sign U+212A) is no scheme's spelling
     if path in ("$.model.hf_config", "$.model.hf_quant_config"):
         given, ref = _model_field(doc, path[len("$.model."):])
         if given and ref is None:

@@ -21,10 +21,11 @@ from ..core.errors import ConfigError, InputIssue
 from .file_hints import explain_schema_issues
 from .hardware import lookup_hardware
 from .hf import from_hf_config, load_hf_config
-from .models import find_model, quant_config_beside, quant_document, resolve_quant_config_path
-from .paths import user_path
-from ..core.quant import SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, scheme_name, unknown_scheme_issue
+from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document
+from .paths import read_user_file
+from ..core.quant import QUANT_FORMS, SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, scheme_name, unknown_scheme_issue
 from ..core.tables import MAX_TABLE_BYTES, Schemas, load_schemas, parse_yaml_bytes, validate_document
+from ..core.names import ascii_lower, non_ascii_message
 from ..core.vocab import All2AllBackend, Source
 
 __all__ = [
@@ -77,9 +78,10 @@ def resolve_all2all(catalog: Catalog, name: str) -> tuple[All2AllBackend, str | 
     """An all2all backend name, with removed/renamed aliases rewritten (and a warning).
 
     Raises:
-        ConfigError: neither a backend nor an alias.
+        ConfigError: neither a backend nor an alias (a name holding a character outside ASCII
+            is told so, with its code point).
     """
-    key = name.strip().lower().replace("-", "_")
+    key = ascii_lower(name.strip()).replace("-", "_")  # ASCII letters only: no lookalike folds onto a name
     try:
         return All2AllBackend(key), None
     except ValueError:
@@ -87,7 +89,7 @@ def resolve_all2all(catalog: Catalog, name: str) -> tuple[All2AllBackend, str | 
     alias = catalog.all2all_aliases.get(key)
     if alias is None:
         allowed = [b.value for b in All2AllBackend] + sorted(catalog.all2all_aliases)
-        raise ConfigError([InputIssue("$.parallel.all2all_backend", "unknown all2all backend", name, allowed)])
+        raise ConfigError([InputIssue("$.parallel.all2all_backend", non_ascii_message("all2all backend", name) or "unknown all2all backend", name, allowed)])
     warning = f"warning: all2all backend {name!r} is {alias.status} upstream and was rewritten to {alias.to!r} ({alias.note or alias.reference})"
     return All2AllBackend(alias.to), warning
 
@@ -95,17 +97,28 @@ def resolve_all2all(catalog: Catalog, name: str) -> tuple[All2AllBackend, str | 
 def parse_quant(value: Any, path: str = "--quant") -> QuantScheme:
     """A scheme name (or reference alias such as ``FP8-Blk``), or ``{weight, activation}``.
 
+    An empty value (``""``, ``{}``) names no scheme and is refused, never read as unquantized
+    (``unquantized`` is the name for none; ``{weight: null}`` says it key by key).
+
     Raises:
-        ConfigError: unknown name or key.
+        ConfigError: unknown name or key; an empty value, or a mapping with keys other than
+            ``weight`` and ``activation``, listing the accepted forms (:data:`QUANT_FORMS`).
     """
     if isinstance(value, QuantScheme):
         return value
     if isinstance(value, str):
+        if not value.strip():
+            raise ConfigError([InputIssue(path, "must not be empty: it names no quant scheme", value, list(QUANT_FORMS))])
         try:
             return scheme_by_name(value)
         except KeyError:
             raise ConfigError([unknown_scheme_issue(path, value)]) from None
     if isinstance(value, Mapping):
+        if not value:
+            raise ConfigError([InputIssue(path, "must not be an empty mapping: it names no quant scheme (it is not read as unquantized; write unquantized, or {weight: null})", {}, list(QUANT_FORMS))])
+        other = sorted(str(k) for k in value if k not in ("weight", "activation"))
+        if other:
+            raise ConfigError([InputIssue(path, f"a quant mapping has the keys weight and activation, not {', '.join(other)}", dict(value), list(QUANT_FORMS))])
         try:
             return QuantScheme(value.get("weight"), value.get("activation"))
         except ValueError as exc:
@@ -135,17 +148,11 @@ def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None
         ConfigError: unreadable, malformed, schema-invalid or semantically invalid; every
             problem names the file and the JSON path.
     """
-    display = str(path)  # as written: a leading ~ stays in messages
-    path = user_path(path)
-    try:
-        with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
-            raw = handle.read(MAX_TABLE_BYTES + 1)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        raise ConfigError([InputIssue("--config", f"cannot read: {getattr(exc, 'strerror', None) or exc}", display, None, display)]) from None
-    doc, problems = parse_yaml_bytes(display, raw)
+    read = read_user_file(path, "--config", MAX_TABLE_BYTES)  # a regular file only; a leading ~ stays in messages
+    doc, problems = parse_yaml_bytes(read.shown, read.data)
     if problems:
         raise ConfigError(problems)
-    return config_from_document(doc, catalog, file=display, base=path.parent, schemas=schemas, answer_env=answer_env)
+    return config_from_document(doc, catalog, file=read.shown, base=read.path.parent, schemas=schemas, answer_env=answer_env)
 
 
 def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None, base: Path | None = None, schemas: Schemas | None = None, answer_env: AnswerEnv | None = None) -> LoadedConfig:
@@ -198,17 +205,20 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
             found = find_model(model["hf_config"], base, "$.model.hf_config")
         except ConfigError as exc:
             raise ConfigError([replace(i, file=file) for i in exc.issues]) from None
-        hf_path = found.path
+        hf_path, hf_file = found.path, found.shown_as()  # as the file wrote it: a leading ~ stays in messages
         notes = (f"--config {file}: {found.note}",) if found.note else ()
-        quant_path = _quant_config_reference(model, base, file) if "hf_quant_config" in model else None
-        quant_cfg, quant_note = quant_document(load_hf_config(quant_path, "$.model.hf_quant_config"), quant_path, "$.model.hf_quant_config", file, "$.model.hf_config") if quant_path else (None, None)
+        quant_ref = _quant_config_reference(model, base, file) if "hf_quant_config" in model else None
+        quant_file = quant_ref.shown_as() if quant_ref else None
+        quant_cfg, quant_note = quant_document(load_hf_config(quant_ref.path, "$.model.hf_quant_config", shown=quant_file), quant_file, "$.model.hf_quant_config", file, "$.model.hf_config") if quant_ref else (None, None)
         notes += (f"--config {file}: {quant_note}",) if quant_note else ()
         beside_path = quant_config_beside(hf_path)
+        beside_file = found.shown_as(beside_path) if beside_path else None
         from .declared import engine_release
 
         answer = answer_env(environment, probe) if answer_env is not None else environment
         release = engine_release(catalog, answer) if answer is not None else None
-        ck = from_hf_config(load_hf_config(hf_path), file=str(hf_path), quant_cfg=quant_cfg, beside=load_hf_config(beside_path) if beside_path else None, quant_file=str(quant_path) if quant_path else None, beside_file=str(beside_path) if beside_path else None, release=release, platform=_platform_of(doc.get("device")))
+        ck = from_hf_config(load_hf_config(hf_path, "$.model.hf_config", shown=hf_file), file=hf_file, quant_cfg=quant_cfg, beside=load_hf_config(beside_path, shown=beside_file) if beside_path else None, quant_file=quant_file, beside_file=beside_file,
+                            release=release, platform=_platform_of(doc.get("device")))
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)
         checkpoint = (ck.quant, kwargs.get("quant"))
@@ -325,12 +335,12 @@ def _environment_path(path: str) -> str:
     return f"$.environment.{key}" + (f".{name}" if name else "")
 
 
-def _quant_config_reference(model: Mapping[str, Any], base: Path | None, file: str | None) -> Path:
+def _quant_config_reference(model: Mapping[str, Any], base: Path | None, file: str | None) -> ModelReference:
     """``model.hf_quant_config`` of a config file, read as ``--hf-quant-config`` reads it (a file or
     a shipped hf_quant_config.json example, never a model or a checkpoint directory); its error
     names the file and key."""
     try:
-        return resolve_quant_config_path(model["hf_quant_config"], base)
+        return find_quant_config(model["hf_quant_config"], base, "$.model.hf_quant_config")
     except ConfigError as exc:
         raise ConfigError([replace(i, path="$.model.hf_quant_config", file=file) for i in exc.issues]) from None
 

@@ -26,6 +26,7 @@ from typing import Mapping
 from ..core.config import Device
 from ..core.fields import CUDA_CAPABILITIES
 from ..core.errors import ConfigError, InputIssue
+from ..core.names import ascii_lower, ascii_upper, non_ascii
 from ..core.vocab import Platform
 
 __all__ = ["CUDA_CAPABILITIES", "GPU_ARCHES", "GPU_CATALOG", "MAX_NAME_CHARS", "HardwareEntry", "HardwareIssue", "device_hint", "lookup_hardware", "suggest_hardware", "unknown_arch", "unknown_capability"]
@@ -142,15 +143,15 @@ def unknown_capability(capability: int | None) -> str | None:
 def unknown_arch(platform: str, arch: str | None) -> str | None:
     """A message when ``arch`` is not a target of :data:`GPU_ARCHES` for a ROCm/XPU ``platform``,
     else ``None`` (other platforms, no arch)."""
-    known = GPU_ARCHES.get(str(platform).lower())
-    if known is None or arch is None or arch.strip().lower() in known:
+    known = GPU_ARCHES.get(ascii_lower(str(platform)))
+    if known is None or arch is None or ascii_lower(arch.strip()) in known:
         return None
-    what = "a ROCm gfx target" if str(platform).lower() == "rocm" else "an XPU generation"
+    what = "a ROCm gfx target" if ascii_lower(str(platform)) == "rocm" else "an XPU generation"
     return f"is not {what} moe-oracle knows: every arch-gated kernel rule would treat it as unsupported, so the answer would be a guess (give a known one, or --gpu NAME)"
 
 
 def _key(name: str) -> str:
-    return name.strip().upper().replace("-", "_").replace(" ", "_")
+    return ascii_upper(name.strip()).replace("-", "_").replace(" ", "_")
 
 
 def _words(name: str) -> list[str]:
@@ -159,7 +160,7 @@ def _words(name: str) -> list[str]:
     >>> _words("NVIDIA A100-SXM4-80GB")
     ['A100', 'SXM4', '80GB']
     """
-    words = [w for w in re.split(r"[\s_/\-]+", name.strip().upper()) if w]
+    words = [w for w in re.split(r"[\s_/\-]+", ascii_upper(name.strip())) if w]
     return [w for w in words if w not in _VENDOR_WORDS]
 
 
@@ -208,7 +209,7 @@ def _designation(text: str) -> str | None:
     >>> _designation("mi325x"), _designation("RTX_PRO_6000")
     ('MI325', 'RTXPRO6000')
     """
-    letters = re.sub(r"[^A-Z0-9]", "", text.upper())
+    letters = re.sub(r"[^A-Z0-9]", "", ascii_upper(text))
     # Linear: the first run of digits and the letters right before it (a regex search for
     # [A-Z]*[0-9]+ retries from every letter of a digitless name, quadratic in its length).
     digits = re.search(r"[0-9]+", letters)
@@ -275,7 +276,9 @@ def lookup_hardware(name: str) -> HardwareEntry:
     if len(named) > 1:
         raise ConfigError([InputIssue("--gpu", f"names {len(named)} catalog GPUs ({', '.join(named)}): give one device (a deployment has one GPU type)", name, None)])
     hint = device_hint(name) if isinstance(name, str) else None
-    raise ConfigError([HardwareIssue("--gpu", "unknown hardware name" + (f"; {hint}" if hint else ""), name, sorted(_ENTRIES))])
+    odd = non_ascii(name) if isinstance(name, str) else None  # case is folded on ASCII letters only: Mı300X (U+0131) is no MI300X
+    what = f"unknown hardware name (it holds {odd}; catalog names are ASCII)" if odd else "unknown hardware name"
+    raise ConfigError([HardwareIssue("--gpu", what + (f"; {hint}" if hint else ""), name, sorted(_ENTRIES))])
 
 
 # NVIDIA GPUs outside the catalog, by the words of their name, with their compute capability
@@ -298,7 +301,7 @@ def capability_hint(name: str) -> tuple[int, str] | None:
     >>> capability_hint("NVIDIA GeForce RTX 4090")[0], capability_hint("NVIDIA A800-SXM4-80GB")[0], capability_hint("NVIDIA A10")[0]
     (89, 80, 86)
     """
-    low = name.lower()
+    low = ascii_lower(name)
     # A -SXM4-80GB suffix is not a word boundary for \b after the model number: split at dashes.
     low = low.replace("-", " ").replace("_", " ")
     for pattern, sm, what in _OTHER_NVIDIA:
@@ -315,7 +318,7 @@ def device_hint(name: str) -> str | None:
     >>> device_hint("gfx942")
     "'gfx942' is a ROCm gfx target, not a device name: describe it with --platform rocm --arch gfx942"
     """
-    arch = name.strip().lower()
+    arch = ascii_lower(name.strip())
     for platform, arches in GPU_ARCHES.items():
         if arch in arches:
             what = "a ROCm gfx target" if platform == "rocm" else "an XPU generation"

@@ -10,6 +10,7 @@ Every inferred field records its evidence (which keys, which rule).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,7 +20,8 @@ from .checkpoint.aliases import routing_method_type
 from .checkpoint.model import read_checkpoint
 from ..core.config import Provenance
 from ..core.errors import ConfigError, InputIssue
-from .paths import user_path
+from .models import quant_document
+from .paths import read_user_file, shown_path, user_path
 
 __all__ = ["CheckpointFields", "from_hf_config", "load_hf_config", "routing_method_type"]
 
@@ -43,45 +45,45 @@ class CheckpointFields:
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
-def load_hf_config(path: str | Path, flag: str = "--model") -> dict[str, Any]:
+def load_hf_config(path: str | Path, flag: str = "--model", *, shown: str | None = None) -> dict[str, Any]:
     """Read a ``config.json`` (or ``hf_quant_config.json``); a checkpoint directory means its
     ``config.json`` (as ``--model DIR`` reads it; the quantization documents beside it are the
-    checkpoint reader's, :mod:`.checkpoint`).
+    checkpoint reader's, :mod:`.checkpoint`). ``shown``: how messages name ``path`` (default:
+    as written, :func:`~moe_oracle.inputs.paths.shown_path`; a caller that resolved the
+    operator's reference passes its spelling).
 
     Raises:
-        ConfigError: unreadable, not UTF-8, not JSON, or not a JSON object; a directory without
-            a ``config.json``.
+        ConfigError: not a regular file (a pipe, a device), unreadable, not UTF-8, not JSON, or
+            not a JSON object; a directory without a ``config.json``.
     """
-    path = user_path(path)
+    written, path = path, user_path(path)
+    shown = shown if shown is not None else shown_path(written, path)
     try:
         is_dir = path.is_dir()
     except (OSError, ValueError):  # a name too long, a NUL: the open below says so
         is_dir = False
     if is_dir:
         if not (path / "config.json").is_file():
-            raise ConfigError([InputIssue(flag, "the directory has no config.json (give a Hugging Face checkpoint directory or the config file itself)", str(path), None, str(path))])
-        path = path / "config.json"
-    try:
-        with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL or unencodable character in the path
-        raise ConfigError([InputIssue(flag, f"cannot read model config: {getattr(exc, 'strerror', None) or exc}", str(path), None, str(path))]) from None
+            raise ConfigError([InputIssue(flag, "the directory has no config.json (give a Hugging Face checkpoint directory or the config file itself)", shown, None, shown)])
+        path, shown = path / "config.json", os.path.join(shown, "config.json")
+    read = read_user_file(path, flag, MAX_CONFIG_BYTES, shown=shown)
+    raw = read.data
     if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError([InputIssue("$", f"file is larger than {MAX_CONFIG_BYTES} bytes", None, None, str(path), keyword="size")])
+        raise ConfigError([InputIssue("$", f"file is larger than {MAX_CONFIG_BYTES} bytes", None, None, shown, keyword="size")])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError([InputIssue("$", f"not UTF-8 (invalid byte at offset {exc.start})", None, None, str(path), keyword="encoding")]) from None
+        raise ConfigError([InputIssue("$", f"not UTF-8 (invalid byte at offset {exc.start})", None, None, shown, keyword="encoding")]) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError([InputIssue(f"$ (line {exc.lineno}, column {exc.colno})", f"not valid JSON: {exc.msg}", None, None, str(path), keyword="json")]) from None
+        raise ConfigError([InputIssue(f"$ (line {exc.lineno}, column {exc.colno})", f"not valid JSON: {exc.msg}", None, None, shown, keyword="json")]) from None
     except RecursionError:
-        raise ConfigError([InputIssue("$", "JSON nesting is too deep", None, None, str(path), keyword="json")]) from None
+        raise ConfigError([InputIssue("$", "JSON nesting is too deep", None, None, shown, keyword="json")]) from None
     except ValueError as exc:  # not a JSONDecodeError: an integer literal past Python's 4300-digit limit
-        raise ConfigError([InputIssue("$", f"not valid JSON: {exc}", None, None, str(path), keyword="json")]) from None
+        raise ConfigError([InputIssue("$", f"not valid JSON: {exc}", None, None, shown, keyword="json")]) from None
     if not isinstance(data, dict):
-        raise ConfigError([InputIssue("$", "a model config must be a JSON object", type(data).__name__, None, str(path), keyword="type")])
+        raise ConfigError([InputIssue("$", "a model config must be a JSON object", type(data).__name__, None, shown, keyword="type")])
     return data
 
 
@@ -93,6 +95,9 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
         cfg: parsed ``config.json``; a multimodal config's ``text_config`` is used when present.
         file: path for error messages.
         quant_cfg: an ``hf_quant_config.json`` given explicitly; it replaces ``quantization_config``.
+            Read as ``--hf-quant-config`` reads its file
+            (:func:`moe_oracle.inputs.models.quant_document`): a whole model config gives its
+            ``quantization_config`` (with a note), one without a quantization document is refused.
         beside: an ``hf_quant_config.json`` found beside config.json; read only when config.json
             has no quantization document, as vLLM reads it.
         release: the vLLM release the answer is for (``EngineRelease``, version string or
@@ -103,18 +108,28 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
             problem in their document (``--hf-quant-config hq.json``; ``None``: ``file``).
 
     Raises:
-        ConfigError: ``cfg`` is not a mapping (a JSON string, a path), the model has no MoE layers, a field is missing or outside the vocabulary, or
+        ConfigError: ``cfg`` is not a mapping (a JSON string, a path); ``quant_cfg`` is not a
+            mapping, or a model config without a quantization document; the model has no MoE layers, a field is missing or outside the vocabulary, or
             the release refuses the checkpoint (the message names the release), a count is past
             its bound or vLLM would refuse the config at load (:mod:`moe_oracle.inputs.bounds`).
     """
     if not isinstance(cfg, Mapping):
         what = "a JSON string" if isinstance(cfg, (str, bytes)) and str(cfg if isinstance(cfg, str) else cfg[:1].decode(errors="replace")).lstrip()[:1] in ("{", "[") else type(cfg).__name__
         raise ConfigError([InputIssue("cfg", f"from_hf_config takes the parsed config.json (a dict), not {what}: pass load_hf_config(path) or json.loads(text)", None, None, file, keyword="type")])
+    quant_note = None
+    if quant_cfg is not None:
+        if not isinstance(quant_cfg, Mapping):
+            raise ConfigError([InputIssue("quant_cfg", f"from_hf_config takes the parsed quantization document (a dict), not {type(quant_cfg).__name__}: pass load_hf_config(path)", None, None, quant_file, keyword="type")], headline="bad quant_cfg")
+        # As --hf-quant-config reads its file: a model config gives its quantization_config (noted), one without any is refused.
+        try:
+            quant_cfg, quant_note = quant_document(quant_cfg, quant_file, "quant_cfg", quant_file, "cfg")
+        except ConfigError as exc:
+            raise ConfigError(exc.issues, headline="bad quant_cfg") from None
     check_model_config(cfg, file)
     ck = read_checkpoint(cfg, file=file, beside=beside, override=quant_cfg, layers_required=False, release=release, platform=platform, override_file=quant_file, beside_file=beside_file)
     layer = ck.representative()
     assert layer.kwargs is not None
-    return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name, ck.quant, _model_notes(ck, layer))
+    return CheckpointFields(dict(layer.kwargs), layer.provenance, ck.model_type, ck.name, ck.quant, ((quant_note,) if quant_note else ()) + _model_notes(ck, layer))
 
 
 def _model_notes(ck: Any, layer: Any) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from .declared import DeclaredEnvironment, answer_release, declare_environment, 
 from .deployment import check_serve_values, declared_gpu_device, device_from_inputs, origins_of, probed_environment, read_model_config, serve_release, unused_gpu_note
 from .files import resolve_all2all
 from .hf import load_hf_config
-from .models import quant_config_beside, quant_document, resolve_quant_config_path
+from .models import find_quant_config, quant_config_beside, quant_document
 from .operator_inputs import OperatorInputs
 from .quant_checks import verify_checkpoint_quantization
 from .serve import ServeArgs, parse_serve
@@ -125,7 +125,8 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
     if device is None:
         raise ConfigError([InputIssue("--gpu", "the device is required: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
-    path, hf_cfg, model_notes = read_model_config(given, serve)
+    ref, hf_cfg, model_notes = read_model_config(given, serve)
+    path, model_file = ref.path, ref.shown_as()  # as written: a leading ~ stays in messages
     notes += model_notes
     flag_q = given.quantization
     serve_q = serve.quantization if serve is not None else None
@@ -133,20 +134,22 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         raise ConfigError([InputIssue("--quantization", f"given as --quantization {flag_q} and in --serve as --quantization {serve_q}: give one method", flag_q, [serve_q])], headline="bad --quantization")
     user_q = flag_q or serve_q
     q_flag = "--quantization" if flag_q else "--serve --quantization"
-    override_path = resolve_quant_config_path(given.hf_quant_config) if given.hf_quant_config else None
-    override, override_note = quant_document(load_hf_config(override_path, "--hf-quant-config"), override_path, "--hf-quant-config") if override_path else (None, None)
+    override_ref = find_quant_config(given.hf_quant_config) if given.hf_quant_config else None
+    override_file = override_ref.shown_as() if override_ref else None
+    override, override_note = quant_document(load_hf_config(override_ref.path, "--hf-quant-config", shown=override_file), override_file, "--hf-quant-config") if override_ref else (None, None)
     notes += [override_note] if override_note else []
     beside_path = quant_config_beside(path)
-    beside = load_hf_config(beside_path, "--model") if beside_path else None
+    beside_file = ref.shown_as(beside_path) if beside_path else None
+    beside = load_hf_config(beside_path, "--model", shown=beside_file) if beside_path else None
     def read(cfg: dict[str, Any]) -> Any:
-        check_model_config(cfg, str(path))
-        return read_checkpoint(cfg, file=str(path), beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env), platform=device.platform.value,
-                               override_file=str(override_path) if override_path else None, beside_file=str(beside_path) if beside_path else None)
+        check_model_config(cfg, model_file)
+        return read_checkpoint(cfg, file=model_file, beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env), platform=device.platform.value,
+                               override_file=override_file, beside_file=beside_file)
 
     try:
         checkpoint = read(hf_cfg)
     except ConfigError as exc:
-        raise blame_hf_overrides(exc, serve, lambda: read(load_hf_config(path))) from None
+        raise blame_hf_overrides(exc, serve, lambda: read(load_hf_config(path, shown=model_file))) from None
     release = answer_release(catalog, env) or ENGINE_VERSION
     notes += verify_checkpoint_quantization(checkpoint.quant, user_q, q_flag, release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)", device=device)
     if flag_q and not serve_q and not checkpoint.quant.declared:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
 
 from ..core._resources import examples_dir
 from ..core.errors import ConfigError, InputIssue
-from .paths import user_path
+from .paths import refuse_special_file, shown_path, user_path
 
-__all__ = ["EXAMPLE_HF_IDS", "ModelReference", "example_names", "find_model", "looks_like_path", "quant_config_beside", "quant_document", "resolve_model_path", "resolve_quant_config_path", "refuse_quant_config_as_model"]
+__all__ = ["EXAMPLE_HF_IDS", "ModelReference", "example_names", "find_model", "find_quant_config", "looks_like_path", "quant_config_beside", "quant_document", "resolve_model_path", "refuse_quant_config_as_model"]
 
 
 def example_names() -> tuple[str, ...]:
@@ -89,10 +90,20 @@ class ModelReference:
         path: the config.json read.
         note: set when the path stands in for what was named (a Hugging Face id of another
             organisation whose name is a shipped example's): says which example answers.
+        shown: the reference as the operator wrote it, when it named a local path (``~/ck``);
+            ``None`` for a shipped example.
     """
 
     path: Path
     note: str | None = None
+    shown: str | None = None
+
+    def shown_as(self, path: Path | None = None) -> str:
+        """How messages name ``path`` (default: :attr:`path`), a file found from this reference
+        (the ``hf_quant_config.json`` beside it): as the operator wrote the reference
+        (:func:`~moe_oracle.inputs.paths.shown_path`: a leading ``~`` kept), else the path."""
+        path = self.path if path is None else path
+        return shown_path(self.shown, path) if self.shown is not None else str(path)
 
 
 def looks_like_path(ref: str) -> bool:
@@ -136,10 +147,10 @@ def find_model(ref: str, base: Path | None = None, flag: str = "--model") -> Mod
         ConfigError: none of these (charged to ``flag``), or a directory without config.json.
     """
     local = user_path(ref, base)
-    _refuse_special_file(local, flag, ref)
+    refuse_special_file(local, flag, ref, directory=True)  # a pipe is read once; diff reads each side's config
     if _is_file(local) or _is_dir(local):
         try:
-            return ModelReference(resolve_model_path(ref, base))
+            return ModelReference(resolve_model_path(ref, base), shown=ref)
         except ConfigError as exc:
             raise ConfigError([replace_path(i, flag) for i in exc.issues]) from None
     if looks_like_path(ref):
@@ -168,24 +179,25 @@ def replace_path(issue: InputIssue, flag: str) -> InputIssue:
     return replace(issue, path=flag)
 
 
-def resolve_quant_config_path(ref: str, base: Path | None = None) -> Path:
+def find_quant_config(ref: str, base: Path | None = None, flag: str = "--hf-quant-config") -> ModelReference:
     """An ``--hf-quant-config`` reference (or a config file's ``model.hf_quant_config``, relative
-    to ``base``): a file, or a shipped example's name (with or without ``.hf_quant_config`` /
-    ``.json``: ``nvidia-nemotron-3-nano-30b-a3b-nvfp4``).
+    to ``base``): a regular file, or a shipped example's name (with or without
+    ``.hf_quant_config`` / ``.json``: ``nvidia-nemotron-3-nano-30b-a3b-nvfp4``).
 
     Raises:
-        ConfigError: neither (lists the shipped hf_quant_config.json examples).
+        ConfigError: neither (lists the shipped hf_quant_config.json examples), or a path that
+            exists and is no regular file (a directory, a pipe, a device), charged to ``flag``.
     """
     path = user_path(ref, base)
-    _refuse_special_file(path, "--hf-quant-config", ref)
+    refuse_special_file(path, flag, ref)
     if _is_file(path):
-        return path
+        return ModelReference(path, shown=ref)
     shipped = sorted(p.name[: -len(".hf_quant_config.json")] for p in examples_dir().glob("*.hf_quant_config.json"))
     key = _example_key(ref.removesuffix(".json").removesuffix(".hf_quant_config"))
     for name in shipped:
         if _example_key(name) == key:
-            return examples_dir() / f"{name}.hf_quant_config.json"
-    raise ConfigError([InputIssue("--hf-quant-config", "no such file, and not the name of a shipped hf_quant_config.json example", ref, shipped)])
+            return ModelReference(examples_dir() / f"{name}.hf_quant_config.json")
+    raise ConfigError([InputIssue(flag, "no such file, and not the name of a shipped hf_quant_config.json example", ref, shipped)])
 
 
 def quant_config_beside(model_path: Path) -> Path | None:
@@ -200,22 +212,6 @@ def quant_config_beside(model_path: Path) -> Path | None:
     else:
         beside = model_path.with_name(model_path.name[: -len(".json")] + ".hf_quant_config.json") if model_path.name.endswith(".json") else None
     return beside if beside is not None and _is_file(beside) else None
-
-
-def _refuse_special_file(path: Path, flag: str, ref: str) -> None:
-    """Refuse a path that exists but is neither a regular file nor a directory (a pipe such as
-    bash's ``<(...)``, a device, a socket): the config is read more than once (``diff`` reads
-    each side's), which a pipe cannot give, and "no such file" would be untrue.
-
-    Raises:
-        ConfigError: charged to ``flag``, naming ``ref``.
-    """
-    try:
-        special = path.exists() and not path.is_file() and not path.is_dir()
-    except (OSError, ValueError):  # an unusable name: the callers' own checks say so
-        return
-    if special:
-        raise ConfigError([InputIssue(flag, "not a regular file or directory (a pipe such as <(...), a device or a socket): save the document to a file and give its path", ref, None)], headline=f"bad {flag}")
 
 
 def _is_file(path: Path) -> bool:
@@ -236,9 +232,11 @@ def _is_dir(path: Path) -> bool:
 _QUANT_DOCUMENT_ALLOWED = ["an hf_quant_config.json (a quant_method, or ModelOpt's producer and quantization)", "a config.json that carries quantization_config"]
 
 
-def quant_document(doc: dict, path: Path, flag: str, file: str | None = None, model_flag: str = "--model") -> tuple[dict, str | None]:
+def quant_document(doc: Mapping[str, Any], shown: str | None, flag: str, file: str | None = None, model_flag: str = "--model") -> tuple[Mapping[str, Any], str | None]:
     """The quantization document of a file given as ``flag`` (``--hf-quant-config``, a config
-    file's ``$.model.hf_quant_config``), and a note when it is not the whole file.
+    file's ``$.model.hf_quant_config``, the Python API's ``from_hf_config(quant_cfg=...)``), and
+    a note when it is not the whole file. ``shown``: how messages name the file (as the
+    operator wrote it; ``None``: a document given without a file).
 
     A quantization document (``quant_method``, ModelOpt's ``quantization``) is itself. A model
     config (``architectures`` or ``model_type``) gives the document vLLM would read from it:
@@ -248,26 +246,29 @@ def quant_document(doc: dict, path: Path, flag: str, file: str | None = None, mo
 
     Raises:
         ConfigError: a model config that carries no quantization document, charged to ``flag``
-            (and ``file``, a config file), naming ``path``, what the flag takes and where a
+            (and ``file``, a config file), naming ``shown``, what the flag takes and where a
             model config goes (``model_flag``).
     """
     if "quant_method" in doc or "quantization" in doc or not ("architectures" in doc or "model_type" in doc):
         return doc, None
+    named = f"{flag} {shown}" if shown is not None else flag
     text = doc.get("text_config")
-    for key, found in (("quantization_config", doc.get("quantization_config")), ("text_config.quantization_config", text.get("quantization_config") if isinstance(text, dict) else None),
+    for key, found in (("quantization_config", doc.get("quantization_config")), ("text_config.quantization_config", text.get("quantization_config") if isinstance(text, Mapping) else None),
                        ("compression_config", doc.get("compression_config"))):
-        if isinstance(found, dict):
-            return found, f"{flag} {path} is a model config: its {key} is the document read"
-    raise ConfigError([InputIssue(flag, f"{str(path)!r} is a model config (architectures/model_type) with no quantization document (no quant_method, quantization or quantization_config): "
-                                        f"{flag} takes the quantization document; a model config goes in {model_flag}", str(path), _QUANT_DOCUMENT_ALLOWED, file)])
+        if isinstance(found, Mapping):
+            return found, f"{named} is a model config: its {key} is the document read"
+    what = repr(shown) if shown is not None else "the document"
+    raise ConfigError([InputIssue(flag, f"{what} is a model config (architectures/model_type) with no quantization document (no quant_method, quantization or quantization_config): "
+                                        f"{flag} takes the quantization document; a model config goes in {model_flag}", shown, _QUANT_DOCUMENT_ALLOWED, file)])
 
 
-def refuse_quant_config_as_model(doc: dict, path: Path) -> None:
+def refuse_quant_config_as_model(doc: dict, shown: str) -> None:
     """Refuse a ModelOpt ``hf_quant_config.json`` given where a model config belongs (it has a
     ``quantization`` object and no ``model_type``/``architectures``), pointing at ``--hf-quant-config``.
 
     Raises:
-        ConfigError: ``doc`` is a quantization document, not a model config.
+        ConfigError: ``doc`` is a quantization document, not a model config; names ``shown``
+            (the file as the operator wrote it).
     """
     if isinstance(doc.get("quantization"), dict) and not any(k in doc for k in ("model_type", "architectures", "num_hidden_layers")):
-        raise ConfigError([InputIssue("--model", "this is a ModelOpt hf_quant_config.json, not a model config: give the model's config.json as --model and this file as --hf-quant-config (or put it beside config.json, where vLLM reads it)", str(path), None)])
+        raise ConfigError([InputIssue("--model", "this is a ModelOpt hf_quant_config.json, not a model config: give the model's config.json as --model and this file as --hf-quant-config (or put it beside config.json, where vLLM reads it)", shown, None)])

@@ -119,7 +119,7 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> ModelReferen
         if local.is_dir():
             # A checkpoint directory: its config.json, never a shipped example of the same name.
             try:
-                return ModelReference(resolve_model_path(str(local / "config.json")))
+                return ModelReference(resolve_model_path(str(local / "config.json")), shown=ref)
             except ConfigError:
                 raise ConfigError([InputIssue("--serve MODEL", "the checkpoint directory has no config.json", shown_path(ref, local), None)], headline="bad --serve") from None
     except OSError:
@@ -130,8 +130,9 @@ def serve_model_path(serve: ServeArgs, base: Path | None = None) -> ModelReferen
         raise ConfigError(exc.issues, headline="bad --serve") from None
 
 
-def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Apply the serve line's ``--hf-overrides`` and ``--quantization`` to a parsed config.json.
+def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any], shown: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Apply the serve line's ``--hf-overrides`` and ``--quantization`` to a parsed config.json
+    (``path``; ``shown``: how notes name it, as the serve line wrote it, default ``path``).
 
     vLLM 0.29.0-0.33.0 vllm/config/model.py: ``hf_overrides`` (a dict) updates the HF config
     (``ModelConfig._apply_dict_overrides``: a dict value for a nested config such as
@@ -156,7 +157,7 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any]) 
                 cfg[key] = _update_nested(current, value)
             else:
                 cfg[key] = value  # a dict-valued parameter (quantization_config, rope_scaling) is replaced whole
-        notes.append(f"--hf-overrides applied to {path}: {', '.join(sorted(serve.hf_overrides))}")
+        notes.append(f"--hf-overrides applied to {shown if shown is not None else path}: {', '.join(sorted(serve.hf_overrides))}")
     q = serve.quantization
     if q and not isinstance(cfg.get("quantization_config"), Mapping) and _quant_document_elsewhere(cfg, path):
         return cfg, notes  # a quantized checkpoint after all: verify_checkpoint_quantization checks -q against it

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from . import argtypes
 from ..core.errors import ConfigError, InputIssue
-from .paths import shown_path, user_path
+from .paths import read_user_file, shown_path, user_path
 from .release_facts import engine_facts
 from .serve_launchers import launcher_issue
 from .serve_words import FOREIGN_FLAGS, command_words, other_engine
@@ -453,7 +453,8 @@ def config_file_args(path_text: str, base: Path | None, loader_options: frozense
     ``--no-enable-eplb`` and ``disable-log-stats: false`` is dropped.
 
     Raises:
-        ConfigError: not a ``.yaml``/``.yml`` name, unreadable, not YAML, or not a mapping.
+        ConfigError: not a ``.yaml``/``.yml`` name, not a regular file, unreadable, not YAML, or
+            not a mapping.
     """
     path = user_path(path_text, base)
     shown = shown_path(path_text, path)  # a leading ~ as written
@@ -463,9 +464,8 @@ def config_file_args(path_text: str, base: Path | None, loader_options: frozense
 
     from ..core._yaml_loaders import flow_depth
 
+    raw = read_user_file(path, "--serve --config", MAX_SERVE_CONFIG_BYTES, shown=shown, headline="bad --serve").data  # a regular file only
     try:
-        with path.open("rb") as handle:  # bounded: a device such as /dev/zero never ends
-            raw = handle.read(MAX_SERVE_CONFIG_BYTES + 1)
         if len(raw) > MAX_SERVE_CONFIG_BYTES:
             raise ConfigError([InputIssue("--serve --config", f"the file is larger than {MAX_SERVE_CONFIG_BYTES} bytes (a serve config names a few dozen flags)", shown, {"maxBytes": MAX_SERVE_CONFIG_BYTES})], headline="bad --serve")
         text = raw.decode("utf-8")

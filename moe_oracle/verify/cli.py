@@ -8,11 +8,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..inputs.paths import user_path  # the path flags expand a leading ~ as every moe-oracle path does
+from ..inputs.paths import refuse_special_file, user_path  # the path flags expand a leading ~ as every moe-oracle path does
 
 # The harness itself (cases, run, space: ~12 ms of imports) is imported where it runs, not when
 # every moe-oracle command registers `verify` on its parser.
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .cases import Deployment
     from .run import Report
 
@@ -30,6 +32,20 @@ examples:
 
 exit codes: 0 every disagreement is a reviewed divergence (and agreement >= --min-agreement),
 1 otherwise, 2 bad input or no vLLM environment."""
+
+
+def _user_file(text: str) -> "Path":
+    """argparse type of a file flag (``--replay``, ``--divergences``): :func:`user_path`, and a
+    path that exists but is no regular file (a directory, a pipe, a device) refused as every
+    moe-oracle file flag refuses it (:func:`~moe_oracle.inputs.paths.refuse_special_file`)."""
+    from ..core.errors import ConfigError
+
+    path = user_path(text)
+    try:
+        refuse_special_file(path, "FILE", text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.issues[0].message) from None
+    return path
 
 
 def add_parser(sub: Any, *, arguments: bool = True) -> None:
@@ -54,11 +70,11 @@ def add_parser(sub: Any, *, arguments: bool = True) -> None:
     p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     p.add_argument("--family", action="append", choices=sorted(FAMILY_SCHEMES), metavar="F", help=f"restrict to quant families (repeatable): {', '.join(sorted(FAMILY_SCHEMES))}")
     p.add_argument("--exhaustive", action="store_true", help="also the product of the discrete axes for three real shapes")
-    p.add_argument("--replay", type=user_path, action="append", metavar="FILE", help="replay disagreement files instead of sampling")
+    p.add_argument("--replay", type=_user_file, action="append", metavar="FILE", help="replay disagreement files instead of sampling")
     p.add_argument("--out", type=user_path, metavar="DIR", help="write each unexplained disagreement as a JSON file here")
     p.add_argument("--jobs", type=int, default=max(1, os.cpu_count() or 1), metavar="N", help="worker processes per release (default: CPU count)")
     p.add_argument("--min-agreement", type=float, default=0.0, metavar="X", help="also fail when a release agrees on less than this fraction (e.g. 0.995)")
-    p.add_argument("--divergences", type=user_path, metavar="FILE", help="reviewed divergences (default: the shipped list)")
+    p.add_argument("--divergences", type=_user_file, metavar="FILE", help="reviewed divergences (default: the shipped list)")
     p.add_argument("--tables", type=user_path, action="append", metavar="DIR", help="table directories (default: shipped)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 

@@ -299,6 +299,28 @@ def test_run_names_layers_when_the_layer_count_is_what_cannot_fit(monkeypatch, c
     assert 1 < issue["allowed"]["maximum"] < 100000 and f"use --layers {issue['allowed']['maximum']} or fewer" in issue["message"]
 
 
+@pytest.mark.parametrize("extra, path, value", [([], "$.num_experts", 128), (["--max-experts", "100"], "--max-experts", 100)], ids=["not-given", "given"])
+def test_run_memory_refusal_names_max_experts_only_when_the_operator_gave_it(monkeypatch, capsys, extra, path, value):
+    """`run --model deepseek-r1 --tokens 2048 --layers 2` on a small machine said "bad --max-experts
+    ... (got 256)" to an operator who never typed --max-experts; without the flag the model's
+    expert count is charged, with how much it needs, what is free and the --max-experts to give."""
+    pytest.importorskip("torch")
+    import moe_oracle.runtime.runner as runner
+
+    monkeypatch.setattr(runner, "available_memory_bytes", lambda: 2 * 2**30)
+    code = main(["run", "--model", "qwen3-30b-a3b", "--tokens", "2", *extra, "--json"])
+    record = json.loads(capsys.readouterr().out)
+    issue = record["issues"][0]
+    assert code == 2
+    assert issue["path"] == path and issue["value"] == value
+    fit = issue["allowed"]["maximum"]
+    assert 1 <= fit < 100 and f"--max-experts {fit}" in issue["message"] and "GiB is free" in issue["message"]
+    if not extra:
+        assert "--max-experts" not in record["message"] and "the model's 128 experts need" in issue["message"]
+    else:
+        assert record["message"] == "bad --max-experts"
+
+
 def test_an_error_record_into_a_closed_pipe_exits_2_without_a_traceback(monkeypatch):
     """`plan --tp 0 --json | head -1` ended in a BrokenPipeError traceback raised while printing
     the error record (the handler for a broken pipe covered only the answer, not the error)."""

@@ -139,3 +139,33 @@ def test_fp8_exclusions_match_as_vllm_matches_them():
     exact = from_hf_config({**base, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic", "modules_to_not_convert": ["model.layers.0.mlp.experts.3.w1"]}})
     assert exact.kwargs["quant"].name == "unquantized"
     assert "model.layers.0.mlp.experts.3.w1" in next(p.evidence for p in exact.provenance if p.field == "quant")
+
+
+def test_from_hf_config_reads_quant_cfg_as_the_hf_quant_config_flag_reads_its_file() -> None:
+    """``from_hf_config(cfg, quant_cfg=config.json)`` took a whole model config as the quantization
+    document: one carrying ``quantization_config`` (an FP8 checkpoint's) and one carrying none
+    both answered "unquantized", silently. It now reads ``quant_cfg`` with the function
+    ``--hf-quant-config`` uses (``inputs/models.quant_document``): the model config's
+    ``quantization_config``, with a note, or a refusal naming the parameter."""
+    bf16 = load_hf_config(resolve_model_path("qwen3-30b-a3b"))
+    fp8 = load_hf_config(resolve_model_path("qwen3-30b-a3b-fp8"))
+    whole = from_hf_config(bf16, quant_cfg=fp8)
+    own = from_hf_config(bf16, quant_cfg=fp8["quantization_config"])
+    assert whole.kwargs["quant"] == own.kwargs["quant"] == from_hf_config(fp8).kwargs["quant"] and whole.kwargs["quant"].weight is not None
+    assert "quant_cfg is a model config: its quantization_config is the document read" in whole.notes
+    with pytest.raises(ConfigError) as info:
+        from_hf_config(fp8, quant_cfg=bf16, quant_file="ck/config.json")
+    issue = info.value.issues[0]
+    assert info.value.title() == "bad quant_cfg" and issue.path == "quant_cfg" and issue.value == "ck/config.json"
+    assert "is a model config (architectures/model_type) with no quantization document" in issue.message and "a model config goes in cfg" in issue.message
+    with pytest.raises(ConfigError, match="bad quant_cfg"):
+        from_hf_config(bf16, quant_cfg=json.dumps(fp8["quantization_config"]))  # a JSON string, not the parsed document
+
+
+def test_the_api_and_the_flag_share_the_quant_document_reader() -> None:
+    import inspect
+
+    import moe_oracle.inputs.hf as hf
+    from moe_oracle.inputs.models import quant_document
+
+    assert hf.quant_document is quant_document and "quant_document(" in inspect.getsource(hf.from_hf_config)

@@ -172,6 +172,45 @@ def test_a_quant_of_another_type_says_what_it_is_and_what_to_write(tmp_path, sma
     assert "fp8_block" in issue.allowed
 
 
+EMPTY_QUANT = {
+    "empty-mapping": ({}, "must not be an empty mapping: it names no quant scheme"),
+    "empty-string": ("", "must not be empty: it names no quant scheme"),
+    "blank-string": ("  ", "must not be empty: it names no quant scheme"),
+}
+
+
+@pytest.mark.parametrize("hf", [False, True], ids=["fields", "hf_config"])
+@pytest.mark.parametrize(("value", "said"), EMPTY_QUANT.values(), ids=EMPTY_QUANT.keys())
+def test_an_empty_quant_is_refused_with_the_forms_it_takes(tmp_path, small_catalog, value, said, hf):
+    """``model: {..., quant: {}}`` was read as unquantized, silently: an empty mapping names no
+    scheme (``unquantized`` is the name for none, ``{weight: null}`` says it key by key)."""
+    from moe_oracle.core.quant import QUANT_FORMS
+
+    model = {"hf_config": "qwen3-30b-a3b", "quant": value} if hf else {**GOOD["model"], "quant": value}
+    with pytest.raises(ConfigError) as info:
+        load_config_file(write(tmp_path, {**GOOD, "model": model}), small_catalog)
+    (issue,) = info.value.issues
+    assert issue.path == "$.model.quant" and issue.value == value and issue.file.endswith("cfg.yaml")
+    assert said in issue.message and list(issue.allowed) == list(QUANT_FORMS)
+
+
+@pytest.mark.parametrize("value", [{}, "", {"wieght": "fp8_static_block128"}], ids=["empty-mapping", "empty-string", "misspelt-key"])
+def test_parse_quant_refuses_what_names_no_scheme(value):
+    """The Python door (``parse_quant``, which ``--quant`` and ``model.quant`` go through) read
+    ``{}`` and a mapping of other keys as unquantized."""
+    from moe_oracle.inputs.files import parse_quant
+
+    with pytest.raises(ConfigError) as info:
+        parse_quant(value, "$.model.quant")
+    assert info.value.issues[0].path == "$.model.quant"
+
+
+def test_an_explicitly_unquantized_mapping_is_still_taken():
+    from moe_oracle.inputs.files import parse_quant
+
+    assert parse_quant({"weight": None, "activation": None}).name == "unquantized" and parse_quant({"weight": None}).name == "unquantized"
+
+
 @pytest.mark.parametrize("key", ["hf_config", "hf_quant_config"])
 def test_a_null_checkpoint_path_says_yaml_read_it_as_null(tmp_path, small_catalog, key):
     """``hf_config: ~`` is YAML's null, not the home directory (a leading ~ is expanded only in a

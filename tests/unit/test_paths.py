@@ -8,7 +8,10 @@ a directory named ``~`` under the working directory.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -196,3 +199,156 @@ def test_standalone_scripts_expand_a_leading_tilde(home: Path, capsys: pytest.Ca
     (home / "s").mkdir()
     assert schemagen.main(["~/s/vocabulary.schema.json"]) == 0
     assert (home / "s" / "vocabulary.schema.json").is_file() and (home / "s" / "bundled").is_dir()
+
+
+# A file read but found wrong: the message names it as written, a file found under or beside a
+# ~ path with the same ~. Before, --model ~/ck, --hf-quant-config ~/q.json, a serve line's MODEL and
+# a config file's model.hf_config named the expanded path (/home/.../ck/config.json) once read.
+CONTENT = {
+    "model-dir": (["explain", "--model", "~/bad", "--gpu", "H200"], "~/bad/config.json"),
+    "model-file": (["explain", "--model", "~/bad/config.json", "--gpu", "H200"], "~/bad/config.json"),
+    "hf-quant-config": (["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--hf-quant-config", "~/bad/config.json"], "~/bad/config.json"),
+    "hf-quant-config-model": (["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--hf-quant-config", "~/cfg.json"], "'~/cfg.json' is a model config"),
+    "beside": (["explain", "--model", "~/besides", "--gpu", "H200"], "~/besides/hf_quant_config.json"),
+    "serve-model": (["explain", "--serve", "vllm serve ~/bad", "--gpu", "H200"], "~/bad/config.json"),
+    "config-hf_config": (["explain", "--config", "~/bad.yaml"], "~/bad/config.json"),
+    "plan-model": (["plan", "--model", "~/bad", "--gpu", "H200"], "~/bad/config.json"),
+    "config": (["explain", "--config", "~/broken.yaml"], "~/broken.yaml"),
+    "environment": (["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", "~/broken.txt"], "~/broken.txt"),
+}
+
+
+@pytest.mark.parametrize("argv, shown", CONTENT.values(), ids=CONTENT.keys())
+def test_a_file_read_but_malformed_is_named_as_written(home: Path, argv: list[str], shown: str) -> None:
+    (home / "bad").mkdir()
+    (home / "bad" / "config.json").write_text('{"architectures": [', encoding="utf-8")
+    (home / "besides").mkdir()
+    shutil.copy(home / "cfg.json", home / "besides" / "config.json")
+    (home / "besides" / "hf_quant_config.json").write_text('{"quant_method": ', encoding="utf-8")
+    (home / "bad.yaml").write_text("model:\n  hf_config: ~/bad\ndevice:\n  gpu: H200\n", encoding="utf-8")
+    (home / "broken.yaml").write_text("model: [1,\n", encoding="utf-8")
+    (home / "broken.txt").write_text("garbage line ###\n", encoding="utf-8")
+    code, out, err = cli(*argv)
+    assert code == 2 and out == "", out
+    assert shown in err and str(home) not in err, err
+
+
+def test_shown_path_keeps_the_tilde_for_a_file_under_it(home: Path) -> None:
+    assert shown_path("~/ck", home / "ck" / "config.json") == "~/ck/config.json"
+    assert shown_path("~/ck/config.json", home / "ck" / "hf_quant_config.json") == "~/ck/hf_quant_config.json"
+    assert shown_path("~/ck", home.parent / "elsewhere") == str(home.parent / "elsewhere")  # not under the ~: as it is
+    assert shown_path("/abs/ck", Path("/abs/ck/config.json")) == "/abs/ck/config.json"
+    assert shown_path("~nosuchuser_x/ck", Path("~nosuchuser_x/ck/config.json")) == "~nosuchuser_x/ck/config.json"
+
+
+# --tables names a directory: a file or a missing path was looked into for kernels/,
+# prepare_finalize/ and rules/ and refused three times as "table directory does not exist".
+TABLES = {
+    "file": ("~/freeze.txt", "'~/freeze.txt' is a regular file; --tables takes a directory"),
+    "missing": ("~/nope.d", "'~/nope.d' does not exist; --tables takes a directory"),
+}
+
+
+@pytest.mark.parametrize("command", ["explain", "lint"])
+@pytest.mark.parametrize("given, message", TABLES.values(), ids=TABLES.keys())
+def test_tables_that_name_no_directory_are_refused_once(home: Path, command: str, given: str, message: str) -> None:
+    extra = ["--model", "qwen3-30b-a3b", "--gpu", "H200"] if command == "explain" else []
+    code, out, err = cli(command, "--tables", given, *extra, "--json")
+    record = json.loads(out)
+    issues = record["issues"] if command == "explain" else record["errors"]
+    assert code == 2
+    assert len(issues) == 1 and issues[0]["path"] == "--tables" and issues[0]["value"] == given and issues[0]["message"] == message
+
+
+# Anything but a regular file where a file is read: a named pipe (nobody writing: the read blocked
+# forever), a device (/dev/null read as an empty file), a directory (an OS error). Refused before
+# it is opened, naming the flag or field, the path as written and what it is.
+def _special(home: Path, kind: str) -> str:
+    """A path of that kind, named .yaml (a serve line's --config is refused by its name first)."""
+    if kind == "pipe":
+        os.mkfifo(home / "fifo.yaml")
+        return "~/fifo.yaml"
+    if kind == "device":
+        (home / "null.yaml").symlink_to("/dev/null")  # what a link leads to counts
+        return "~/null.yaml"
+    (home / "dir.yaml").mkdir()
+    return "~/dir.yaml"
+
+
+FILE_FLAGS = {
+    "config": (lambda p: ["explain", "--config", p], "--config"),
+    "hf-quant-config": (lambda p: ["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--hf-quant-config", p], "--hf-quant-config"),
+    "serve-config": (lambda p: ["explain", "--gpu", "H200", "--serve", f"vllm serve qwen3-30b-a3b --config {p}"], "--serve --config"),
+    "model": (lambda p: ["explain", "--model", p, "--gpu", "H200"], "--model"),
+    "environment": (lambda p: ["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", p], "--environment"),
+}
+WHAT = {"pipe": "is a named pipe", "device": "is a character device", "directory": "is a directory"}
+# --model takes a checkpoint directory; --environment takes a pipe (<(pip freeze)), read once.
+TAKEN = {("model", "directory"), ("environment", "pipe")}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+@pytest.mark.parametrize("kind", WHAT)
+@pytest.mark.parametrize("argv, flag", FILE_FLAGS.values(), ids=FILE_FLAGS.keys())
+def test_a_file_flag_refuses_what_is_no_regular_file(home: Path, argv, flag: str, kind: str) -> None:
+    if (next(k for k, v in FILE_FLAGS.items() if v[1] == flag), kind) in TAKEN:
+        pytest.skip("taken by this flag")
+    given = _special(home, kind)
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(cli(*argv(given), "--json")), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    if worker.is_alive():  # blocked on the pipe: let the reader go before failing
+        fd = os.open(home / "fifo.yaml", os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        worker.join(timeout=10)
+        pytest.fail(f"{flag} {given} blocked on the {kind}")
+    code, out, err = result[0]
+    issue = json.loads(out)["issues"][0]
+    assert code == 2
+    assert issue["path"] == flag and issue["keyword"] == "file_type" and issue["value"] == given
+    assert issue["message"].startswith(f"{given!r} {WHAT[kind]}") and "not a regular file" in issue["message"]
+
+
+def test_a_config_files_hf_config_that_is_a_device_is_charged_to_the_field(home: Path) -> None:
+    (home / "dev.yaml").write_text("model:\n  hf_config: /dev/null\ndevice:\n  gpu: H200\n", encoding="utf-8")
+    code, out, err = cli("explain", "--config", "~/dev.yaml")
+    assert code == 2 and out == ""
+    assert "~/dev.yaml: $.model.hf_config: '/dev/null' is a character device, not a regular file or a directory" in err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+def test_read_user_file_refuses_a_pipe_nobody_writes_to_without_opening_it(tmp_path: Path) -> None:
+    from moe_oracle.core.errors import ConfigError
+    from moe_oracle.inputs.paths import read_user_file
+
+    os.mkfifo(tmp_path / "p")
+    (tmp_path / "f").write_bytes(b"abc")
+    os.symlink(tmp_path / "f", tmp_path / "link")
+    assert read_user_file(tmp_path / "link", "--config", 10).data == b"abc"  # a link to a regular file is one
+    assert read_user_file(tmp_path / "f", "--config", 1).data == b"ab"  # one byte past the limit, to tell "too large"
+    for path in (tmp_path / "p", tmp_path, Path("/dev/zero")):
+        with pytest.raises(ConfigError) as info:
+            read_user_file(path, "--config", 10)
+        assert info.value.issues[0].keyword == "file_type" and info.value.title() == "bad --config"
+
+
+def test_the_inputs_layer_opens_files_in_one_place() -> None:
+    """Every file an operator names is opened by inputs/paths.read_user_file, which refuses what is
+    no regular file; a reader of its own would be a second door without that check."""
+    import ast
+
+    import moe_oracle
+
+    root = Path(moe_oracle.__file__).parent
+    openers = {"open", "read_text", "read_bytes", "fdopen"}
+    found = set()
+    for folder in ("inputs", "cli", "explain"):
+        for module in (root / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call):
+                    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                    if name in openers:
+                        found.add(str(module.relative_to(root)))
+    # checkpoint/releases.py reads a table shipped inside the package, not an operator's file
+    assert found == {"inputs/paths.py", "inputs/checkpoint/releases.py"}
