@@ -331,7 +331,7 @@ def test_help_says_what_model_takes_and_which_commands_take_json() -> None:
     _, top, _ = cli("--help")
     assert "--json on each command" not in top and "--json on explain" in top
     _, lint_help, _ = cli("lint", "--help")
-    assert "10 s" in lint_help
+    assert "5 s of CPU" in lint_help
 
 
 @pytest.mark.parametrize("command", [("plan", "--environment"), ("diff", "--to", "vllm==0.33.0", "--from")], ids=["plan", "diff-side"])
