@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Collection, Sequence
+from typing import Any, Collection, Sequence
 
 from ..core._resources import PACKAGE_VERSION as __version__
 from ..verify import cli as verify_cli
 from . import diff, info, lint, matrix, plan, run, select, why_not
 from .common import EXIT_BAD_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, load_tables, print_json
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "build_parser", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "Parser", "build_parser", "main"]
 
 _TOP_EPILOG = """\
 Describe the deployment the way you run it: a vllm serve line and the machine's packages
@@ -39,6 +39,20 @@ full record is printed), 2 bad input (flags, config files, tables).
 """
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser without prefix abbreviations (``allow_abbrev=False``), for the top level
+    and, as ``add_subparsers`` makes its parsers of the top parser's class, for every subcommand.
+
+    With abbreviations, a prefix of one flag was read as that flag: ``plan --all`` (a flag of
+    explain, select and run only) was ``--all2all`` and answered "expected one argument", and
+    ``plan --all mori`` silently set the all2all backend. Now an unknown word is unknown.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The argparse tree (exposed for tests and docs).
 
@@ -52,7 +66,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     def filled(name: str) -> bool:
         return commands is None or name in commands
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="moe-oracle",
         description="Choose the fused MoE kernel for a model layer on a given machine, and say why.",
         epilog=_TOP_EPILOG,

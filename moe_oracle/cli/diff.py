@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import replace
 from typing import Any, Callable, Iterable
 
@@ -48,6 +49,20 @@ def add_parser(sub: Any, add_input_args: Callable[[argparse.ArgumentParser], Non
     add_input_args(p)
 
 
+_VERSION_OPERATOR = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*(===|==|~=|!=|<=|>=|<|>)")
+"""A package name (extras allowed) followed by a PEP 440 version operator."""
+
+
+def _packages(text: str) -> list[str]:
+    """The requirements of a side, split at the commas that start another package (a comma
+    inside one requirement's version range stays: ``vllm>=0.33,<0.34``).
+
+    >>> _packages("vllm==0.33.0, flashinfer-python==0.7.2"), _packages("vllm>=0.33,<0.34")
+    (['vllm==0.33.0', 'flashinfer-python==0.7.2'], ['vllm>=0.33,<0.34'])
+    """
+    return [p.strip() for p in re.split(r",(?=\s*[A-Za-z0-9])", text) if p.strip()]
+
+
 def parse_side(text: str, flag: str) -> dict[str, Any]:
     """``{"packages": [...]}``, ``{"gpu": NAME}`` or ``{"environment": PATH}`` for one side.
 
@@ -60,13 +75,34 @@ def parse_side(text: str, flag: str) -> dict[str, Any]:
         if name:
             return {"gpu": name}
     elif "==" in text or " @ " in text:
-        return {"packages": [p.strip() for p in text.split(",") if p.strip()]}
+        return {"packages": _packages(text)}
     elif text and _readable_file(text):
         return {"environment": text}
+    elif _VERSION_OPERATOR.search(text):
+        # A version range (vllm>=0.33.0): packages, which the declaration refuses naming the
+        # modelled releases the range admits (core.packages.parse_requirement).
+        return {"packages": _packages(text)}
     raise ConfigError(
-        [InputIssue(flag, "expected NAME==VERSION[,NAME==VERSION], gpu:NAME, or an existing environment file", text, ["vllm==0.31.0", "gpu:B200", "pip-freeze.txt"])],
+        [InputIssue(flag, "expected NAME==VERSION[,NAME==VERSION] (vllm==0.31.0), gpu:NAME (gpu:B200), or an existing environment file (pip-freeze.txt)", text, None, suggest=_side_suggestion(text))],
         headline=f"bad {flag}",
     )
+
+
+def _side_suggestion(text: str) -> str | None:
+    """What a side that is none of the three forms most likely meant: ``vllm=0.33.0`` is
+    ``vllm==0.33.0``, ``B200`` is ``gpu:B200``; else nothing (the forms' examples are no
+    spelling of it: ``vllm>=0.33.0`` once got ``did you mean 'vllm==0.31.0'?``).
+
+    >>> _side_suggestion("vllm=0.33.0"), _side_suggestion("b200"), _side_suggestion("vllm")
+    ('vllm==0.33.0', 'gpu:B200', None)
+    """
+    from ..inputs.hardware import GPU_CATALOG
+
+    pin = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*=\s*([0-9][^\s,=]*)\s*", text)
+    if pin:
+        return f"{pin.group(1)}=={pin.group(2)}"
+    gpu = {name.lower(): name for name in GPU_CATALOG}.get(text.strip().lower())
+    return f"gpu:{gpu}" if gpu else None
 
 
 def _readable_file(text: str) -> bool:
@@ -79,7 +115,7 @@ def _readable_file(text: str) -> bool:
         return False
 
 
-def _side_inputs(given: OperatorInputs, side: dict[str, Any]) -> OperatorInputs:
+def _side_inputs(given: OperatorInputs, side: dict[str, Any], catalog: Any) -> OperatorInputs:
     """The inputs of one side: ``side`` is :func:`parse_side`'s record plus the ``flag`` it was given by."""
     changes: dict[str, Any] = {}
     if "packages" in side:
@@ -87,7 +123,8 @@ def _side_inputs(given: OperatorInputs, side: dict[str, Any]) -> OperatorInputs:
 
         # One package at two versions is refused as for --package, naming where each came from
         # (the side's flag, not --package alone).
-        unique_specs([(parse_requirement(p), "--package") for p in given.package] + [(parse_requirement(p, side["flag"]), side["flag"]) for p in side["packages"]], side["flag"])
+        known = catalog.engine.known_versions if catalog.engine is not None else None  # a range names the modelled releases it admits
+        unique_specs([(parse_requirement(p, known=known), "--package") for p in given.package] + [(parse_requirement(p, side["flag"], known), side["flag"]) for p in side["packages"]], side["flag"])
         changes["package"] = given.package + tuple(side["packages"])
         # Messages name the side's flag for its packages, not --package (declare_environment).
         changes["package_given_by"] = tuple(by for _, by in given.packages_given()) + (side["flag"],) * len(side["packages"])
@@ -137,7 +174,7 @@ def _plan_groups(given: OperatorInputs, catalog: Any, sides: list[tuple[str, dic
     from ..explain.diff import Side
     from .plan import plan_from_inputs
 
-    inputs = [(text, spec, _side_inputs(given, spec)) for text, spec in sides]
+    inputs = [(text, spec, _side_inputs(given, spec, catalog)) for text, spec in sides]
     plans = [(text, _side_built(spec, lambda side=side: plan_from_inputs(side, catalog))) for text, spec, side in inputs]
     (label_b, before), (label_a, after) = plans
     by_layers = {tuple(layer.spec.index for layer in g.layers): g for g in after.moe_groups()}
@@ -181,7 +218,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     else:
         sides = []
         for text, spec in specs:
-            side = _side_inputs(given, spec)
+            side = _side_inputs(given, spec, catalog)
             deployment = _side_built(spec, lambda: build_deployment(side, catalog))
             sides.append((Side(text, deployment.config, deployment.environment), deployment.notes))
         (before, notes_b), (after, notes_a) = sides

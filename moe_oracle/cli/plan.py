@@ -24,8 +24,8 @@ Layers with identical decisions are grouped. With --ep every rank's experts are 
 every rank's selection is checked; a plan whose ranks would build different kernels says so.
 
 The draft (MTP) layers inherit --moe-backend unless --draft-moe-backend or the --serve line's
---speculative-config '{"moe_backend": ...}' gives one (vLLM 0.33.0 SpeculativeConfig.moe_backend,
-matched exactly: marlin, not Marlin);
+--speculative-config '{"moe_backend": ...}' gives one (vLLM 0.29.0-0.34.0 vllm/config/speculative.py
+SpeculativeConfig.moe_backend, matched exactly: marlin, not Marlin);
 given both ways, they must agree. --no-draft with a draft backend is refused (nothing to set).
 
 --config (a MoEConfig file) and --quant describe one layer: plan refuses them (use explain).
@@ -49,7 +49,7 @@ def add_plan_parser(sub: Any, add_input_args: Any, *, arguments: bool = True) ->
     plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers, as vLLM's --speculative-config moe_backend: a name of the release's MoEBackend, matched exactly (marlin, not Marlin); default: the --serve line's, else inherit --moe-backend")
     plan.add_argument("--no-draft", action="store_true", help="leave out the MTP draft layers (no speculative decoding); refused with a draft backend")
     plan.add_argument("--expert-placement", choices=["linear", "round_robin"], help="EP expert placement (vLLM --expert-placement-strategy; default: the --serve line's, else linear)")
-    plan.add_argument("--quantization", metavar="METHOD", choices=["moe_wna16"], help="vLLM --quantization override for the checkpoint (moe_wna16 over a GPTQ/AWQ checkpoint)")
+    plan.add_argument("--quantization", metavar="METHOD", choices=["moe_wna16"], help="vLLM --quantization override for the checkpoint; the one value taken is moe_wna16 (serve a GPTQ/AWQ checkpoint's MoE layers with MoeWNA16); vLLM's other --quantization values are not modelled here")
 
 
 def cmd_plan(args: argparse.Namespace, catalog: Any) -> int:

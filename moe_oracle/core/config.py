@@ -20,7 +20,7 @@ from .names import ascii_lower
 from .quant import UNQUANTIZED, QuantScheme
 from .vocab import Activation, All2AllBackend, DType, Platform, RoutingMethod, Source
 
-__all__ = ["ACT_ORDERS", "GROUPED_TOPK_SOURCE", "Device", "MoEConfig", "ParallelConfig", "Provenance", "grouping_problems"]
+__all__ = ["ACT_ORDERS", "CPU_GROUPED_TOPK_SOURCE", "GROUPED_TOPK_SOURCE", "VALID_GROUPING_SOURCE", "Device", "MoEConfig", "ParallelConfig", "Provenance", "grouping_problems", "router_groups"]
 
 ACT_ORDERS: tuple[str, ...] = ("none", "group", "weight", "static", "dynamic")
 """Activation orderings of a GPTQ-style checkpoint (compressed-tensors ``ActivationOrdering`` and ``none``)."""
@@ -108,37 +108,77 @@ GROUPED_TOPK_SOURCE = "vLLM 0.29.0-0.34.0 model_executor/layers/fused_moe/router
 ``torch.topk(group_scores, k=topk_group)`` over the groups; and vLLM's routing method is
 DeepSeekV3 only with ``num_expert_group > 0`` (fused_moe/config.py ``get_routing_method_type``)."""
 
+VALID_GROUPING_SOURCE = ("vLLM 0.29.0-0.34.0 model_executor/layers/fused_moe/router/grouped_topk_router.py "
+                         "GroupedTopKRouter._compute_routing valid_grouping (0.29.0-0.30.0 lines 296-304, 0.31.0-0.33.0 298-306, 0.34.0 314-322)")
+"""Where vLLM's router routes a grouping it cannot reshape ungrouped: ``valid_grouping()`` is
+false unless ``num_experts > num_expert_group`` and ``num_experts % num_expert_group == 0``, and
+then the router calls ``fused_topk`` (``fused_topk_bias`` with a correction bias) instead of the
+grouped top-k, at every token, without a warning. The modular kernels route through it on CUDA,
+ROCm (AITER's grouped top-k too) and XPU; CPU has its own grouped top-k (:data:`CPU_GROUPED_TOPK_SOURCE`),
+and a monolithic kernel routes inside itself (FlashInfer TRT-LLM: ``constraint.trtllm_groups_divide``)."""
+
+CPU_GROUPED_TOPK_SOURCE = "vLLM 0.29.0 model_executor/layers/fused_moe/experts/cpu_moe.py grouped_topk, 0.30.0-0.34.0 router/cpu_router.py _grouped_topk"
+"""CPU's grouped top-k: no ``valid_grouping`` fallback; it reshapes the scores to
+``(tokens, num_expert_group, -1)`` and takes ``topk(k=topk_group)`` over the groups."""
+
 _DIVISORS_LISTED = 16384  # past this many experts the allowed divisors are not listed
 
 
+def router_groups(num_experts: int, num_expert_group: int | None) -> bool:
+    """Whether vLLM's router routes these groups grouped (``valid_grouping``, :data:`VALID_GROUPING_SOURCE`);
+    else it routes every token ungrouped.
+
+    >>> router_groups(256, 8), router_groups(60, 8), router_groups(8, 8), router_groups(64, None)
+    (True, False, False, False)
+    """
+    return num_expert_group is not None and num_expert_group >= 1 and num_experts > num_expert_group and num_experts % num_expert_group == 0
+
+
 def grouping_problems(num_experts: int | None, num_expert_group: int | None, topk_group: int | None, *,
-                      names: tuple[str, str] = ("num_expert_group", "topk_group")) -> list[tuple[str, str, Any, Any]]:
+                      names: tuple[str, str] = ("num_expert_group", "topk_group"), platform: str | None = None) -> list[tuple[str, str, Any, Any]]:
     """What vLLM's grouped top-k refuses in a layer's expert groups: ``(name, message, value,
     allowed)`` per problem; ``names`` are the two fields as the caller's input spells them
     (``n_group`` in a config.json). The one rule behind :class:`MoEConfig` and
     :func:`moe_oracle.inputs.bounds.model_config_issues`.
 
-    ``num_expert_group`` must be >= 1 and divide the experts; ``topk_group``, when the groups are
-    given, between 1 and ``num_expert_group`` (:data:`GROUPED_TOPK_SOURCE`).
+    ``num_expert_group`` must be >= 1. Where vLLM groups, ``topk_group`` must lie between 1 and
+    ``num_expert_group`` (``torch.topk`` over the groups, :data:`GROUPED_TOPK_SOURCE`): on CUDA,
+    ROCm and XPU only when the router groups (:func:`router_groups`; a grouping that does not
+    divide the experts is routed ungrouped, :data:`VALID_GROUPING_SOURCE`, and ``topk_group`` is
+    then never read); on CPU always, where the groups must also divide the experts
+    (:data:`CPU_GROUPED_TOPK_SOURCE` reshapes the scores without a fallback). ``platform``:
+    the layer's (``None``: unknown, only what fails on every platform). A monolithic kernel that
+    routes inside itself is held to its own rule after selection (``constraint.trtllm_groups_divide``).
 
-    >>> [p[0] for p in grouping_problems(128, 3, 2)]
+    >>> [p[0] for p in grouping_problems(128, 3, 2, platform="cpu")]
     ['num_expert_group']
-    >>> grouping_problems(256, 8, 4)
-    []
+    >>> grouping_problems(128, 3, 2, platform="cuda"), grouping_problems(60, 8, 9, platform="cuda")
+    ([], [])
+    >>> [p[0] for p in grouping_problems(256, 8, 9, platform="cuda")]
+    ['topk_group']
     """
     group, topk = names
     out: list[tuple[str, str, Any, Any]] = []
+    cpu = platform == "cpu"
     if num_expert_group == 0:
         # vLLM reads 0 groups as none only on some paths (moe_oracle.inputs.checkpoint.aliases
         # _zero_groups reads a config.json's n_group 0 so where it does); here None says it.
         out.append((group, f"must be >= 1: 0 is not a group count; a layer without expert groups leaves {group} unset (None; {topk} with it), as a config.json's n_group 0 is read where vLLM's router skips grouping (elsewhere {GROUPED_TOPK_SOURCE} fails on 0 groups)", num_expert_group, {"minimum": 1}))
-    elif num_expert_group is not None and num_expert_group < 1:
+        return out
+    if num_expert_group is not None and num_expert_group < 1:
         out.append((group, f"must be >= 1: {GROUPED_TOPK_SOURCE} reshapes the router scores into {group} groups, and vLLM fails at start on {num_expert_group}", num_expert_group, {"minimum": 1}))
-    elif num_expert_group is not None and num_experts is not None and num_experts > 0 and num_experts % num_expert_group:
+        return out
+    if num_expert_group is None or num_experts is None or num_experts < 1:
+        return out
+    divides = num_experts % num_expert_group == 0
+    if cpu and not divides:
         divisors = [d for d in range(1, num_experts + 1) if num_experts % d == 0] if num_experts <= _DIVISORS_LISTED else None
-        out.append((group, f"must divide the {num_experts} experts: {GROUPED_TOPK_SOURCE} reshapes the scores to (tokens, {group}, experts // {group}), and vLLM fails at start", num_expert_group, divisors))
-    if topk_group is not None and num_expert_group is not None and num_expert_group >= 1 and not 1 <= topk_group <= num_expert_group:
-        out.append((topk, f"must be between 1 and {group} = {num_expert_group}: {GROUPED_TOPK_SOURCE} takes topk(k={topk}) over the {group} groups, and vLLM fails at start", topk_group, {"minimum": 1, "maximum": num_expert_group}))
+        out.append((group, f"must divide the {num_experts} experts on CPU: {CPU_GROUPED_TOPK_SOURCE} reshapes the scores to (tokens, {group}, experts // {group}) with no ungrouped fallback, and vLLM fails when it first routes (its start-up warm-up)", num_expert_group, divisors))
+        return out
+    if topk_group is not None and not 1 <= topk_group <= num_expert_group and (router_groups(num_experts, num_expert_group) or cpu):
+        gpu = f"{GROUPED_TOPK_SOURCE} (the router groups: {num_expert_group} groups divide the {num_experts} experts, GroupedTopKRouter valid_grouping)"
+        where = CPU_GROUPED_TOPK_SOURCE if cpu else gpu if platform is not None else f"{gpu}, as on CPU {CPU_GROUPED_TOPK_SOURCE},"
+        out.append((topk, f"must be between 1 and {group} = {num_expert_group}: {where} takes topk(k={topk}) over the {group} groups: more than {num_expert_group} fails at start, 0 selects no group", topk_group, {"minimum": 1, "maximum": num_expert_group}))
     return out
 
 
@@ -293,9 +333,10 @@ class MoEConfig:
         swiglu_alpha, swiglu_limit, swiglu_beta: SwiGLU-OAI scale and clamp; ``swiglu_limit``
             set means kernels must apply the clamp.
         num_expert_group, topk_group, routed_scaling_factor, has_correction_bias:
-            grouped top-k routing parameters (DeepSeek-V3 style); the groups must divide the
-            experts and ``topk_group`` lie between 1 and ``num_expert_group``, as vLLM's
-            grouped top-k needs (:func:`grouping_problems`).
+            grouped top-k routing parameters (DeepSeek-V3 style); ``topk_group`` must lie
+            between 1 and ``num_expert_group`` where vLLM groups, and on CPU the groups must
+            divide the experts (:func:`grouping_problems`); off CPU vLLM's router routes groups
+            that do not divide the experts ungrouped (:func:`router_groups`).
         situ_beta, situ_linear_beta: SiTU activation parameters (Kimi-K3: 4.0 and 25.0); some
             kernels accept SiTU only for specific values (vLLM 0.33.0 P/b12x.py).
         model_type: Hugging Face ``model_type`` of the text model (``"deepseek_v3"``); vLLM 0.33.0
@@ -402,7 +443,7 @@ class MoEConfig:
         _check_float(self, "routed_scaling_factor", optional=False)
         _check_int(self, "num_expert_group", minimum=0, optional=True)
         _check_int(self, "topk_group", minimum=0, optional=True)
-        problems = grouping_problems(self.num_experts, self.num_expert_group, self.topk_group)
+        problems = grouping_problems(self.num_experts, self.num_expert_group, self.topk_group, platform=self.device.platform.value)
         if problems:
             raise ConfigError([InputIssue(f"$.{name}", message, value, allowed) for name, message, value, allowed in problems])
         _check_int(self, "max_num_tokens", minimum=1, optional=True)

@@ -121,6 +121,8 @@ class InputIssue:
         file: the file, when the input came from one.
         entry: the table entry id, when the input is a table.
         keyword: the JSON Schema keyword or semantic check that failed.
+        suggest: the did-you-mean, where the one who raises knows better than the closest
+            spelling among ``allowed`` (the newest modelled release a version range admits).
     """
 
     path: str
@@ -130,8 +132,11 @@ class InputIssue:
     file: str | None = None
     entry: str | None = None
     keyword: str | None = None
+    suggest: str | None = None
 
     def suggestion(self) -> str | None:
+        if self.suggest is not None:
+            return self.suggest
         if isinstance(self.allowed, (list, tuple)):
             return did_you_mean(self.value, self.allowed)
         return None

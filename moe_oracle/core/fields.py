@@ -167,6 +167,7 @@ _FIELDS = (
     _f("moe_backend", "str", None, "deployment", R.NOT_REQUESTED, "requested backend ('auto' = priority order)"),
     _f("model_type", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face model_type of the text model"),
     _f("architecture", "str", None, "checkpoint", R.PATH_NOT_ENABLED, "Hugging Face architectures[0]"),
+    _f("expert_groups_divide", "bool", _BOOL, "derived", R.ROUTING_UNSUPPORTED, "the expert groups divide the experts (true without groups): a kernel that routes inside itself with the groups needs it (FlashInfer TRT-LLM, DeepSeekV3 routing); vLLM's router routes other groups ungrouped", ("num_experts", "num_expert_group")),
     _f("has_hash_routing", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "the layer routes by a token-hash table (DeepSeek-V4 first layers)"),
     _f("weight_group_size", "int", None, "checkpoint", R.QUANT_UNSUPPORTED, "weight quantization group size (-1 = per channel)", ints=IntDomain(-1, excluded=(0,))),
     _f("require_decomposed", "bool", _BOOL, "checkpoint", R.FEATURE_UNSUPPORTED, "routes adjusted after routing (expert substitution, routing simulator)"),

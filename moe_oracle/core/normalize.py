@@ -383,6 +383,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["model_type"], sources["model_type"] = config.model_type, _source(config, "model_type", given)
     values["architecture"], sources["architecture"] = config.architecture, _source(config, "architecture", given)
     values["has_hash_routing"], sources["has_hash_routing"] = config.has_hash_routing, _source(config, "has_hash_routing", Source.DEFAULT)
+    groups = config.num_expert_group
+    values["expert_groups_divide"], sources["expert_groups_divide"] = groups is None or config.num_experts % groups == 0, Source.DERIVED
     values["weight_group_size"], sources["weight_group_size"] = config.weight_group_size, _source(config, "weight_group_size", given)
     values["require_decomposed"], sources["require_decomposed"] = config.require_decomposed, _source(config, "require_decomposed", Source.DEFAULT)
     values["lora"], sources["lora"] = config.lora, _source(config, "lora", given)

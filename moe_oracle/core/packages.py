@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from .errors import ConfigError, InputIssue
@@ -137,7 +138,7 @@ def parse_version(text: str) -> Version:
     return Version(text)
 
 
-def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
+def parse_requirement(text: str, where: str = "--package", known: Mapping[str, Sequence[str]] | None = None) -> PackageSpec:
     """One ``pip freeze`` line or ``--package`` value.
 
     Accepts ``name==version`` (also ``===``), ``name @ url`` (version unknown unless the
@@ -153,6 +154,17 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
 
     A URL naming a wheel gives its version through the wheel filename (PEP 427,
     ``packaging.utils.parse_wheel_filename``); any other URL leaves the version unknown.
+
+    ``known``: canonical name -> the versions the tables know (``EngineSpec.known_versions``:
+    vLLM's modelled releases). A range instead of one version is refused either way; the
+    refusal then lists the known versions the range admits, newest first, and suggests the
+    newest as the exact pin:
+
+    >>> try:
+    ...     parse_requirement("vllm>=0.33.0", known={"vllm": ("0.34.0", "0.33.0", "0.31.0")})
+    ... except ConfigError as exc:
+    ...     exc.issues[0].allowed, exc.issues[0].suggestion()
+    (['vllm==0.34.0', 'vllm==0.33.0'], 'vllm==0.34.0')
 
     Raises:
         ConfigError: not a requirement (a name holding a character outside ASCII is told so,
@@ -185,13 +197,28 @@ def parse_requirement(text: str, where: str = "--package") -> PackageSpec:
     if not req.specifier:
         return PackageSpec(name, None)  # a bare name: installed, version unknown
     if len(pins) != 1 or len(req.specifier) != 1:
-        raise ConfigError([InputIssue(where, "declare the installed version exactly: NAME==VERSION (or NAME @ URL)", text, None)], headline=f"bad {where}")
+        raise ConfigError([_range_issue(where, text, name, req.specifier, (known or {}).get(name, ()))], headline=f"bad {where}")
     version = pins[0].version
     try:
         parse_version(version)
     except ValueError:  # InvalidVersion, too long, or a number past int()'s 4300-digit limit
         raise ConfigError([InputIssue(where, f"not a PEP 440 version of at most {MAX_VERSION_CHARS} characters", version, None)], headline=f"bad {where}") from None
     return PackageSpec(name, version)
+
+
+def _range_issue(where: str, text: str, name: str, specifier: SpecifierSet, versions: Sequence[str]) -> InputIssue:
+    """A version range where one version is needed: the known versions it admits (newest first,
+    the newest suggested), or that it admits none of them."""
+    message = "declare the installed version exactly: NAME==VERSION (or NAME @ URL)"
+    if not versions:
+        return InputIssue(where, message, text, None)
+    ordered = sorted(versions, key=Version, reverse=True)
+    admitted = [v for v in ordered if specifier.contains(v, prereleases=True)]
+    shown = text.strip()
+    if not admitted:
+        return InputIssue(where, f"{message}; {shown} admits none of the {name} versions moe-oracle models ({', '.join(ordered)})", text, None)
+    pins = [f"{name}=={v}" for v in admitted]
+    return InputIssue(where, f"{message}; of the {name} versions moe-oracle models, {shown} admits {', '.join(admitted)}", text, pins, suggest=pins[0])
 
 
 def unique_specs(specs: Iterable[tuple[PackageSpec, str | None]], where: str, file: str | None = None) -> tuple[PackageSpec, ...]:

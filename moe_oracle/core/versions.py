@@ -113,6 +113,19 @@ class EngineSpec:
         """Every package a release pins or whose newest version is declared (sorted)."""
         return tuple(sorted({n for r in self.releases for n in r.pins} | set(self.newest_packages)))
 
+    @cached_property
+    def known_versions(self) -> Mapping[str, tuple[str, ...]]:
+        """Canonical package name -> the versions the tables know, newest first: the engine's
+        modelled releases, and each pinned package's pins and newest version (what a version
+        range written where one version is needed can be held to)."""
+        known: dict[str, set[str]] = {self.name: {str(r.version) for r in self.releases}}
+        for rel in self.releases:
+            for pkg, version in rel.pins.items():
+                known.setdefault(pkg, set()).add(version)
+        for pkg, version in self.newest_packages.items():
+            known.setdefault(pkg, set()).add(version)
+        return MappingProxyType({pkg: tuple(sorted(vs, key=Version, reverse=True)) for pkg, vs in known.items()})
+
     def modelled(self, version: Version) -> ModelledRelease | None:
         """The modelled release ``version`` is (a local build ``0.31.0+cu130`` counts as 0.31.0)."""
         public = Version(version.public)

@@ -18,7 +18,7 @@ Because every answer is re-evaluated before it is returned, applying an alternat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 
@@ -157,9 +157,14 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     env = oracle.environment if env is None else env
     policy = oracle.policy if policy is None else parse_policy(policy)
     kept = _check_keep(keep)
-    backend = resolve_request(catalog, backend_name, "--backend")
+    try:
+        backend = resolve_request(catalog, backend_name, "--backend")
+    except ConfigError as exc:
+        # resolve_request lists every name the engine accepts; why-not answers fewer (not auto,
+        # not a name that maps to no kernel of ours): the list is what this command takes.
+        raise ConfigError([replace(i, message="unknown MoE backend: why-not takes a backend, or a moe_backend name that maps to one", allowed=_why_not_names(catalog)) for i in exc.issues]) from None
     if backend is None:
-        raise ConfigError([InputIssue("--backend", "why-not asks about one backend; 'auto' is the priority order itself (use explain)", backend_name, sorted(catalog.backend_names))])
+        raise ConfigError([InputIssue("--backend", "why-not asks about one backend; 'auto' is the priority order itself (use explain)", backend_name, _why_not_names(catalog))])
     if not backend:
         # A name the engine accepts that no quant family's oracle maps to a kernel of ours
         # (vLLM refuses it, or reads it as auto): there is nothing to make eligible.

@@ -6,16 +6,18 @@ above what released models use, and the message names both. A count past it is n
 reading it would cost time and memory in proportion (``num_nextn_predict_layers: 10**6`` planned a
 million layers).
 
-The impossible configs are the ones vLLM 0.29.0-0.33.0 fails on at start (its profile run routes
+The impossible configs are the ones vLLM 0.29.0-0.34.0 fails on at start (its profile run routes
 a dummy batch through every MoE layer):
 
 * grouped top-k (``n_group``/``topk_group``): ``grouped_topk`` reshapes the router scores to
-  ``(tokens, num_expert_group, -1)`` and takes ``topk(k=topk_group)`` over the groups (vLLM 0.33.0
-  model_executor/layers/fused_moe/router/grouped_topk_router.py), so ``n_group`` must be >= 1 and
-  divide the experts, and ``topk_group`` must be <= ``n_group`` (one rule with ``MoEConfig``'s:
-  :func:`moe_oracle.core.config.grouping_problems`); ``n_group: 0`` is left to the checkpoint
-  reader, which knows the model class, platform and router scale that decide whether vLLM reads
-  it as no grouping (``moe_oracle.inputs.checkpoint.aliases._zero_groups``);
+  ``(tokens, num_expert_group, -1)`` and takes ``topk(k=topk_group)`` over the groups (vLLM 0.29.0-0.34.0
+  model_executor/layers/fused_moe/router/grouped_topk_router.py), so ``n_group`` must be >= 1, and
+  ``topk_group`` must be <= ``n_group`` where the router groups (one rule with ``MoEConfig``'s:
+  :func:`moe_oracle.core.config.grouping_problems`). Groups that do not divide the experts are
+  routed ungrouped off CPU (``valid_grouping``) and refused on CPU, which this door does not know:
+  the checkpoint reader (which knows the platform) and ``MoEConfig`` refuse them there. ``n_group:
+  0`` is left to the checkpoint reader too, which knows the model class, platform and router scale
+  that decide whether vLLM reads it as no grouping (``moe_oracle.inputs.checkpoint.aliases._zero_groups``);
 * ``model_type`` must be a string: transformers' ``AutoConfig`` looks it up by name;
 * a compressed-tensors ``targets``/``ignore`` entry ``re:PATTERN`` is compiled by ``re.match`` when
   a layer is matched against it (``is_equal_or_regex_match``, vLLM 0.33.0

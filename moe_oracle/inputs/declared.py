@@ -137,7 +137,8 @@ def declare_environment(
     if package_given_by and len(package_given_by) != len(packages):
         raise ValueError(f"package_given_by names {len(package_given_by)} flags for {len(packages)} package(s)")
     given = list(zip(packages, package_given_by or ["--package"] * len(packages)))
-    parsed = [(parse_requirement(text, by), text, by) for text, by in given]
+    known = catalog.engine.known_versions if catalog.engine is not None else None  # a range is refused naming the modelled releases it admits
+    parsed = [(parse_requirement(text, by, known), text, by) for text, by in given]
     written: dict[str, tuple[str, str]] = {}  # package -> (flag, text) of its first declaration: ("--to", "vllm==0.33.0")
     for spec, text, by in parsed:
         written.setdefault(spec.name, (by, text))

@@ -46,11 +46,12 @@ Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the
   ``--dtype``, ``-tp``, ``-dp``, ``--enable-expert-parallel``, ``--all2all-backend``,
   ``--enable-eplb``, ``--eplb-config`` (``num_redundant_experts``), ``--enable-lora``,
   ``--moe-backend``, ``--kernel-config`` (``moe_backend``; ``--moe-backend`` replaces it only
-  when not ``auto``: vLLM 0.29.0-0.33.0 vllm/engine/arg_utils.py ``create_engine_config``),
+  when not ``auto``: vLLM 0.29.0-0.34.0 vllm/engine/arg_utils.py ``create_engine_config``),
   ``--max-num-batched-tokens`` (``FusedMoEConfig.max_num_tokens``, vLLM 0.33.0 P/layer.py), and
   the draft model's ``moe_backend`` in ``--speculative-config`` (:attr:`ServeArgs.draft_moe_backend`:
-  vLLM 0.29.0-0.33.0 vllm/config/speculative.py ``SpeculativeConfig.moe_backend``, overlaid on
-  the draft's ``KernelConfig`` by ``apply_draft_overrides``; ``moe-oracle plan`` reads it);
+  vLLM 0.29.0-0.34.0 vllm/config/speculative.py ``SpeculativeConfig.moe_backend``, overlaid on
+  the draft's ``KernelConfig`` (0.29.0-0.30.0 in v1/spec_decode/llm_base_proposer.py, from 0.31.0 by
+  ``SpeculativeConfig.apply_draft_overrides``); ``moe-oracle plan`` reads it);
 * read by vLLM's MoE layer in a way this oracle does not model (a note says so);
 * everything else does not reach MoE selection: ignored with one note;
 * a flag the release does not know is bad input, reported with a did-you-mean: vLLM itself

@@ -12,7 +12,9 @@ renormalize_naive   ``p = softmax(logits)``; ids = top-k of ``p``; weights = ``p
 deepseek_v3         ``s = sigmoid(logits)``, ``c = s + bias``; per group of ``E / n_group`` experts the
                     group score is the sum of its top-2 ``c``; keep the ``topk_group`` best groups;
                     ids = top-k of ``c`` inside them; weights =
-                    ``s[ids] / sum(s[ids]) * routed_scaling_factor``
+                    ``s[ids] / sum(s[ids]) * routed_scaling_factor``; groups that do not divide
+                    the experts, or not fewer than them, are not applied (as ``minimax2``), as
+                    vLLM's router routes them (``core.config.router_groups``)
 llama4              ids = top-k of ``logits`` (top-1 in Llama-4); weights = ``sigmoid(logits[ids])``
 topk                ids = top-k of ``logits``; weights = ``logits[ids]`` (no normalization)
 sigmoid             ``s = sigmoid(logits)``; ids = top-k of ``s``; weights = ``s[ids]``
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import torch
 
+from ..core.config import router_groups
 from ..core.vocab import RoutingMethod
 from .errors import UnsupportedConfigError
 from .spec import RoutingParams
@@ -101,7 +104,8 @@ def route(
 
     Raises:
         UnsupportedConfigError: a method without defined math, a bias for a method that
-            does not use one, or grouping parameters that do not divide the experts.
+            does not use one, or a ``topk_group`` outside 1..``num_expert_group`` where the groups
+            are applied.
 
     >>> w, ids = route(torch.log(torch.tensor([[1.0, 2.0, 3.0, 4.0]])), RoutingParams("default", top_k=2))
     >>> ids.tolist(), [round(x, 4) for x in w[0].tolist()]
@@ -136,7 +140,8 @@ def route(
         scores = torch.sigmoid(logits)
         choice = scores if correction_bias is None else scores + correction_bias.float().to(scores.device)
         n_group = params.num_expert_group or 1
-        if method is RoutingMethod.DEEPSEEK_V3 and n_group > 1:
+        # vLLM 0.29.0-0.34.0 GroupedTopKRouter.valid_grouping: other groups are routed ungrouped.
+        if method is RoutingMethod.DEEPSEEK_V3 and n_group > 1 and router_groups(choice.shape[-1], n_group):
             topk_group = params.topk_group if params.topk_group is not None else n_group
             if not 1 <= topk_group <= n_group:
                 raise UnsupportedConfigError("route", "topk_group", topk_group, f"1..num_expert_group ({n_group})")

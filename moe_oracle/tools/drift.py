@@ -402,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..core.loading import load_catalog
     from ..core.oracle import default_catalog
 
-    parser = argparse.ArgumentParser(prog="python -m moe_oracle.tools.drift", description="Compare the FlashInfer kernels' SM sets in the tables with the installed FlashInfer.")
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m moe_oracle.tools.drift", description="Compare the FlashInfer kernels' SM sets in the tables with the installed FlashInfer.")
     parser.add_argument("--tables", metavar="DIR")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)

@@ -11,16 +11,20 @@ with. Lint adds what only the whole table set shows:
   fields jointly (one scheme sets them all); a predicate only its condition excludes is a
   conditional refusal, not a finding (:func:`_unsatisfiable`);
 * ``request_only``: a backend in no priority order (reachable only with moe_backend);
-* ``never_selected``: a kernel that no config of a seeded sample selects, even when
-  requested (shadowed by a sibling or never eligible);
+* ``never_selected``: a kernel that neither a seeded sample nor a search started where the
+  kernel runs (a device, quant scheme and checkpoint format its own checks admit) selects, even
+  when requested (shadowed by a sibling or never eligible); a kernel whose entry declares
+  ``unreachable`` (why no modelled deployment selects it) is a note ``unreachable`` instead, and
+  a warning ``unreachable_selected`` when it is selected after all;
 * ``order_shadowed``: a priority order that an earlier order always pre-empts;
 * ``adjustment_inert``: an adjustment that moves backends absent from every order it can meet;
 * ``constraint_id_reused``: one rule id with different content in two places;
 * ``duplicate_rule``: two rules of one kernel that test the same predicate under the same condition;
 * ``indistinguishable``: two kernels of one backend, interface and activation format whose checks
   (known-bad rules included) are the same: the rank rule alone decides, and the later never wins;
-* ``contradictory_adjustments``: two adjustments that can fire together and move a backend to
-  opposite ends;
+* ``contradictory_adjustments``: two adjustments that can fire together where the later takes a
+  backend away from where the earlier put it (opposite ends, or away from the anchor of a
+  relative move; moving the anchor along keeps the order, :func:`_undoes`);
 * ``alias_expired``: a deprecated alias still accepted after its removal date;
 * ``no_order``: a (platform, quant family) with no priority order;
 * ``uncovered``: a (platform, quant scheme) that no kernel supports;
@@ -46,17 +50,23 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, Iterator
 
 from packaging.version import InvalidVersion, Version
 
 from .findings import Finding
-from ..core.catalog import Catalog
+from ..core.catalog import Adjustment, Catalog, ExpertsEntry
 from ..core.checks import Check
+from ..core.config import Device, MoEConfig
 from ..core.engine import evaluate
-from ..core.fields import FIELDS, IntDomain
+from ..core.environment import Environment
+from ..core.errors import ConfigError
+from ..core.fields import CUDA_CAPABILITIES, FIELDS, IntDomain
+from ..core.normalize import normalize
 from ..core.predicates import Predicate
 from ..core.quant import SCHEMES, QuantFamily
+from ..core.requests import request_name
+from ..inputs.hardware import GPU_CATALOG
 from .sampling import sample_configs
 from ..core.vocab import All2AllBackend, Platform
 
@@ -65,6 +75,12 @@ __all__ = ["Finding", "lint", "ranged_items"]
 SAMPLE_SIZE = 2000
 SAMPLE_SEED = 20261130
 TARGETED_STARTS = 5
+"""Sampled configs whose shapes and parallel layouts the targeted search starts from."""
+TARGETED_DEVICES = 4
+TARGETED_SCHEMES = 3
+"""At most this many devices (one per platform first) and quant schemes a kernel admits are tried."""
+_DEVICE_FIELDS = frozenset({"platform", "device_capability", "gpu_arch", "cpu_arch", "cpu_amx"})
+_METHOD_FIELDS = frozenset({"quant_method", "moe_quant_method"})
 
 
 def _domain(field: str) -> tuple[Any, ...] | None:
@@ -173,14 +189,100 @@ def _request_only(catalog: Catalog) -> list[Finding]:
     return [Finding("note", "request_only", b, "in no priority order: selected only with moe_backend") for b in catalog.backends if b not in ordered]
 
 
+def _own_checks(entry: ExpertsEntry, fields: frozenset[str]) -> tuple[Check, ...]:
+    """The kernel's checks that read ``fields`` only (their conditions included: a platform's
+    capability list applies on that platform), known-bad entries aside."""
+    return tuple(c for c in entry.checks if c.field in fields and c.predicate is not None and not c.deny and all(p.field in fields for p in c.condition))
+
+
+def _passes(checks: tuple[Check, ...], values: dict[str, Any]) -> bool:
+    """Every one of ``checks`` passes ``values`` (a check whose condition does not hold passes)."""
+    return all(c.predicate is None or not all(p.test(values[p.field]) for p in c.condition) or c.predicate.test(values[c.field]) for c in checks)
+
+
+def _listed(checks: tuple[Check, ...], field: str) -> list[Any]:
+    """The values the ``in`` lists of ``checks`` on ``field`` name, first-seen order."""
+    return list(dict.fromkeys(v for c in checks if c.field == field and c.predicate is not None for op, arg in c.predicate.spec if op == "in" for v in arg))
+
+
+def _devices_for(entry: ExpertsEntry, env: Environment) -> list[Device]:
+    """Devices the kernel's own device checks admit (a platform's capability or arch list
+    included), derived from the tables.
+
+    Candidates: the hardware catalog (``--gpu`` names) first, then devices made from the kernel's
+    listings (every CUDA capability a table may list; each ``gpu_arch`` / ``cpu_arch`` it names,
+    with and without AMX), as ``--sm`` / ``--arch`` make them: a kernel for gfx1250 or SM 10.7 has
+    no catalog GPU. At most one device per (platform, capability, arch, AMX), one per platform
+    first so that every platform the kernel runs on is tried before a second device of one.
+    """
+    checks = _own_checks(entry, _DEVICE_FIELDS)
+    candidates = [hw.device for hw in GPU_CATALOG.values()]
+    candidates += [Device(Platform.CUDA, capability=c) for c in CUDA_CAPABILITIES]
+    for platform in (Platform.ROCM, Platform.XPU):
+        candidates += [Device(platform, arch=a) for a in _listed(checks, "gpu_arch") if isinstance(a, str)]
+    candidates += [Device(Platform.CPU, arch=a, cpu_amx=amx) for a in _listed(checks, "cpu_arch") if isinstance(a, str) for amx in (True, False)]
+    kept: dict[tuple[Any, ...], Device] = {}
+    for device in candidates:
+        key = (device.platform, device.capability, device.arch, device.cpu_amx)
+        if key in kept:
+            continue
+        values = normalize(MoEConfig(num_experts=8, top_k=2, hidden_size=1024, intermediate_size=512, device=device), env, (), ()).values
+        if _passes(checks, values):
+            kept[key] = device
+    by_platform: dict[Platform, list[Device]] = {}
+    for device in kept.values():
+        by_platform.setdefault(device.platform, []).append(device)
+    rounds = [[ds[i] for ds in by_platform.values() if i < len(ds)] for i in range(max(map(len, by_platform.values()), default=0))]
+    return [d for r in rounds for d in r]
+
+
+def _targeted_starts(catalog: Catalog, entry: ExpertsEntry, samples: list[tuple[MoEConfig, Environment]]) -> Iterator[tuple[MoEConfig, Environment]]:
+    """Start configs for the targeted search of one kernel, derived from its own checks.
+
+    The repair edits one failing check at a time and cannot leave a device for another platform
+    nor name a checkpoint format (``moe_quant_method``), so each start is put where the kernel
+    runs: a device its platform checks admit (:func:`_devices_for`), a quant scheme its
+    quantization checks admit, a ``quant_method`` its method checks list, on a plain layer (64
+    experts, top-4, TP 1) and on the shapes and parallel layouts of the first sampled configs
+    (the repair is greedy: a start far from the kernel may stall). Each start requests the kernel's backend where
+    a ``moe_backend`` name does (to get past the priority order) and also leaves it ``auto``
+    (a backend reached only through the order: vLLM's CPU and XPU kernels).
+    """
+    quant = _own_checks(entry, frozenset(_QUANT_FIELDS))
+    schemes = [n for n in SCHEMES if _passes(quant, _scheme_values(n))]
+    method_checks = _own_checks(entry, _METHOD_FIELDS)
+    method = next(iter(_listed(method_checks, "quant_method") + _listed(method_checks, "moe_quant_method")), None)
+    name = request_name(catalog, entry.backend)
+    plain = MoEConfig(num_experts=64, top_k=4, hidden_size=4096, intermediate_size=1536, device=samples[0][0].device)
+    bases = [(plain, Environment()), *samples[:TARGETED_STARTS]]
+    for device in _devices_for(entry, Environment())[:TARGETED_DEVICES]:
+        for scheme in schemes[:TARGETED_SCHEMES]:
+            for config, env in bases:
+                for request in dict.fromkeys((name, "auto")):
+                    try:
+                        start = config.with_changes(device=device, quant=SCHEMES[scheme], moe_backend=request, quant_method=method if method is not None else config.quant_method)
+                        if request in catalog.bound_all2all:
+                            # The name binds its own all2all backend: vLLM refuses it with any other explicit one.
+                            start = start.with_changes(parallel=replace(start.parallel, all2all_backend=All2AllBackend.ALLGATHER_REDUCESCATTER))
+                    except ConfigError:
+                        continue
+                    yield start, env
+
+
 def _never_selected(catalog: Catalog) -> list[Finding]:
     """Kernels no config selects: a seeded sample first, then a targeted search per remaining kernel.
 
-    The targeted search starts from sampled configs, requests the kernel's backend and
-    repairs inputs until the kernel itself is eligible (``whynot.repair``); a kernel
-    that is then still not selected is outranked inside its own backend.
+    The targeted search starts where the kernel runs (:func:`_targeted_starts`: a device, quant
+    scheme and checkpoint format its own checks admit, derived from the tables rather than
+    sampled, so a kernel of a platform or device the sample rarely draws is still found), requests
+    its backend and repairs inputs until the kernel itself is eligible (``whynot.repair``); a
+    kernel that is then still not selected is outranked inside its own backend.
+
+    A kernel whose entry declares ``unreachable`` (why no modelled deployment selects it: vLLM
+    0.34.0's ``LutBSm107Experts`` needs a compiled op the released wheel lacks) is a note when it
+    is indeed never selected, and a warning when it is selected after all (the declaration is
+    stale). Any other kernel never selected is a warning.
     """
-    from ..core.requests import request_name
     from ..explain.whynot_search import repair
 
     won: set[str] = set()
@@ -191,26 +293,26 @@ def _never_selected(catalog: Catalog) -> list[Finding]:
             won.add(d.kernel)
     out = []
     for entry in catalog.experts:
-        if entry.id in won:
-            continue
+        declared = entry.declared.get("unreachable")
         eligible_once = False
-        for config, env in samples[:TARGETED_STARTS]:
-            name = request_name(catalog, entry.backend)
-            start = config.with_changes(moe_backend=name)
-            if name in catalog.bound_all2all:
-                # The name binds its own all2all backend: vLLM refuses it with any other explicit one.
-                start = start.with_changes(parallel=replace(start.parallel, all2all_backend=All2AllBackend.ALLGATHER_REDUCESCATTER))
-            result = repair(catalog, start, env, lambda row, k=entry.id: row.entry.id == k)
-            if not result.found:
-                continue
-            eligible_once = True
-            if result.decision is not None and result.decision.kernel == entry.id:
-                won.add(entry.id)
-                break
+        if entry.id not in won:
+            for start, env in _targeted_starts(catalog, entry, samples):
+                result = repair(catalog, start, env, lambda row, k=entry.id: row.entry.id == k)
+                if not result.found:
+                    continue
+                eligible_once = True
+                if result.decision is not None and result.decision.kernel == entry.id:
+                    won.add(entry.id)
+                    break
         if entry.id in won:
+            if declared:
+                out.append(Finding("warning", "unreachable_selected", entry.id, f"declared unreachable ({declared}), yet selected: drop the declaration or fix the checks"))
             continue
         why = "eligible, but always outranked by a sibling of its backend" if eligible_once else "never made eligible"
-        out.append(Finding("warning", "never_selected", entry.id, f"not selected in {SAMPLE_SIZE} sampled configs nor by a targeted search from {TARGETED_STARTS} starts ({why})"))
+        if declared:
+            out.append(Finding("note", "unreachable", entry.id, f"never selected, as its entry declares: {declared}"))
+        else:
+            out.append(Finding("warning", "never_selected", entry.id, f"not selected in {SAMPLE_SIZE} sampled configs nor by a search from the devices, quant schemes and checkpoint formats its checks admit ({why})"))
     return out
 
 
@@ -304,10 +406,38 @@ def _duplicates_and_contradictions(catalog: Catalog) -> list[Finding]:
     adjustments = list(catalog.adjustments)
     for i, a in enumerate(adjustments):
         for b in adjustments[i + 1 :]:
-            clash = set(a.move) & set(b.move)
-            if clash and a.to != b.to and _compatible(a.when, b.when):
-                out.append(Finding("warning", "contradictory_adjustments", f"{a.id}/{b.id}", f"both can fire for one config and move {', '.join(sorted(clash))} to opposite ends; the later one wins"))
+            undone = sorted(x for x in set(a.move) & set(b.move) if _undoes(a, b))
+            if undone and _compatible(a.when, b.when):
+                out.append(Finding("warning", "contradictory_adjustments", f"{a.id}/{b.id}", f"both can fire for one config and the later one takes {', '.join(undone)} away from where the earlier one puts it ({a.to}, then {b.to}); the later one wins"))
     return out
+
+
+def _undoes(earlier: Adjustment, later: Adjustment) -> bool:
+    """Whether ``later``, applied after ``earlier``, takes the backends both move away from where
+    ``earlier`` put them.
+
+    Moved backends keep their relative order (``engine._order``), so moving a backend together
+    with the anchor an earlier relative move put it next to keeps it there (vLLM 0.32.0+ MXFP4:
+    ``prioritize_humming`` puts Humming before Marlin, then ``_filter_by_activation`` moves both
+    behind the matching backends, Humming still first). Opposite ends, an end move that leaves
+    the anchor behind, a relative move to another anchor than the earlier end move's group, and
+    two different relative moves do undo it.
+
+    >>> from moe_oracle.core.catalog import Adjustment
+    >>> adj = lambda to, *move: Adjustment(id=to, when=(), move=move, to=to, kind="performance", reason="", reference="")
+    >>> _undoes(adj("front", "a"), adj("back", "a")), _undoes(adj("before:m", "h"), adj("back", "h", "m")), _undoes(adj("before:m", "h"), adj("back", "h"))
+    (True, False, True)
+    """
+    if earlier.to == later.to:
+        return False
+    ends = ("front", "back")
+    if earlier.to in ends and later.to in ends:
+        return True
+    if earlier.to not in ends and later.to in ends:
+        return earlier.to.split(":", 1)[1] not in later.move
+    if earlier.to in ends:
+        return later.to.split(":", 1)[1] not in earlier.move
+    return True
 
 
 def _indistinguishable(catalog: Catalog) -> list[Finding]:

@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..core._resources import schema_dir
     from ..inputs.paths import user_path  # the path the operator wrote: a leading ~ expanded
 
-    parser = argparse.ArgumentParser(prog="python -m moe_oracle.tools.schemagen", description=main.__doc__)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m moe_oracle.tools.schemagen", description=main.__doc__)
     parser.add_argument("target", nargs="?", type=user_path, default=None, help="where to write the vocabulary schema (default: the package's schemas/vocabulary.schema.json); bundled/ goes beside it")
     args = parser.parse_args(argv)
     target: Path = args.target if args.target is not None else schema_dir() / "vocabulary.schema.json"

@@ -6,17 +6,16 @@ import argparse
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..inputs.paths import refuse_special_file, user_path  # the path flags expand a leading ~ as every moe-oracle path does
 
 # The harness itself (cases, run, space: ~12 ms of imports) is imported where it runs, not when
 # every moe-oracle command registers `verify` on its parser.
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from .cases import Deployment
-    from .run import Report
+    from .run import Report, VllmEnv
 
 __all__ = ["add_parser", "run"]
 
@@ -66,28 +65,85 @@ def add_parser(sub: Any, *, arguments: bool = True) -> None:
     p.add_argument("--vllm-env", type=user_path, metavar="DIR", help="the vLLM environment (default: $MOE_ORACLE_VLLM_ENV)")
     p.add_argument("--release", action="append", choices=RELEASES, metavar="X.Y.Z", help=f"vLLM release to compare with (repeatable; one of {', '.join(RELEASES)}; default {RELEASES[-1]})")
     p.add_argument("--all-releases", action="store_true", help="every release the tables model")
-    p.add_argument("--cases", type=int, default=2000, metavar="N", help="random deployments to sample (default 2000)")
+    p.add_argument("--cases", type=_count(0), default=2000, metavar="N", help="random deployments to sample (default 2000; 0 with --exhaustive: only its product)")
     p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     p.add_argument("--family", action="append", choices=sorted(FAMILY_SCHEMES), metavar="F", help=f"restrict to quant families (repeatable): {', '.join(sorted(FAMILY_SCHEMES))}")
     p.add_argument("--exhaustive", action="store_true", help="also the product of the discrete axes for three real shapes")
     p.add_argument("--replay", type=_user_file, action="append", metavar="FILE", help="replay disagreement files instead of sampling")
     p.add_argument("--out", type=user_path, metavar="DIR", help="write each unexplained disagreement as a JSON file here")
-    p.add_argument("--jobs", type=int, default=max(1, os.cpu_count() or 1), metavar="N", help="worker processes per release (default: CPU count)")
-    p.add_argument("--min-agreement", type=float, default=0.0, metavar="X", help="also fail when a release agrees on less than this fraction (e.g. 0.995)")
+    p.add_argument("--jobs", type=_count(1), default=max(1, os.cpu_count() or 1), metavar="N", help="worker processes per release (default: CPU count)")
+    p.add_argument("--min-agreement", type=_fraction, default=0.0, metavar="X", help="also fail when a release agrees on less than this fraction, from 0 to 1 (e.g. 0.995)")
     p.add_argument("--divergences", type=_user_file, metavar="FILE", help="reviewed divergences (default: the shipped list)")
     p.add_argument("--tables", type=user_path, action="append", metavar="DIR", help="table directories (default: shipped)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
+def _count(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``minimum`` (argparse reports the flag and the value)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _fraction(text: str) -> float:
+    """An argparse ``type``: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1, got {text}")
+    return value
+
+
+def _environment(args: argparse.Namespace, releases: Sequence[str]) -> "VllmEnv":
+    """The vLLM environment the flag or ``$MOE_ORACLE_VLLM_ENV`` names, with a tree for each of
+    ``releases``.
+
+    Raises:
+        ConfigError: none named, or it lacks the interpreter or a release's tree; the issue names
+            where the directory came from and the ``setup_env`` command that repairs it.
+    """
+    from ..core.errors import ConfigError, InputIssue
+    from .run import VllmEnv, setup_command
+
+    given = os.environ.get("MOE_ORACLE_VLLM_ENV") if args.vllm_env is None else None
+    where = "--vllm-env" if args.vllm_env is not None or not given else "MOE_ORACLE_VLLM_ENV"
+    directory = args.vllm_env if args.vllm_env is not None else (user_path(given) if given else None)
+    if directory is None:
+        raise ConfigError([InputIssue("--vllm-env", f"no vLLM environment: pass --vllm-env DIR or set MOE_ORACLE_VLLM_ENV; make one with `{setup_command(Path('DIR'))}` (see --help)")])
+    try:
+        return VllmEnv.from_dir(directory, releases)
+    except FileNotFoundError as exc:
+        raise ConfigError([InputIssue(where, str(exc), str(directory))], headline=f"bad {where}") from None
+
+
 def _cases(args: argparse.Namespace) -> list[Deployment]:
+    """The deployments to compare: the replayed files, else the sample (and the exhaustive product).
+
+    Raises:
+        ConfigError: a ``--replay`` file that cannot be read or is not a deployment record.
+    """
+    from ..core.errors import ConfigError, InputIssue
     from .cases import Deployment
     from .space import exhaustive_deployments, random_deployments
 
     if args.replay:
         out = []
         for path in args.replay:
-            doc = json.loads(path.read_text())
-            out.append(Deployment.from_dict(doc.get("case", doc)))
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+                out.append(Deployment.from_dict(doc.get("case", doc)))
+            except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise ConfigError([InputIssue("--replay", f"not a disagreement or deployment file: {exc}", str(path))]) from None
         return out
     cases = random_deployments(args.cases, args.seed, args.family)
     if args.exhaustive:
@@ -126,18 +182,22 @@ def _print_text(report: Report, replay: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .run import RELEASES, VllmEnv, verify, write_disagreements
+    """Run ``verify``; returns the exit code.
 
-    directory = args.vllm_env or (user_path(os.environ["MOE_ORACLE_VLLM_ENV"]) if os.environ.get("MOE_ORACLE_VLLM_ENV") else None)
-    if directory is None:
-        print("moe-oracle: error: no vLLM environment: pass --vllm-env DIR or set MOE_ORACLE_VLLM_ENV (see --help)", file=sys.stderr)
-        return 2
-    try:
-        env = VllmEnv.from_dir(directory)
-    except FileNotFoundError as exc:
-        print(f"moe-oracle: error: bad --vllm-env: {exc}", file=sys.stderr)
-        return 2
+    The arguments are checked first (argparse's types, then what no type can say: nothing to
+    compare), then the environment, then the cases are built.
+
+    Raises:
+        ConfigError: bad arguments, environment or replay files (``main`` prints it, as the
+            ``{error, message, issues}`` record with ``--json``, and exits 2).
+    """
+    from ..core.errors import ConfigError, InputIssue
+    from .run import RELEASES, verify, write_disagreements
+
+    if args.cases == 0 and not args.exhaustive and not args.replay:
+        raise ConfigError([InputIssue("--cases", "0 random deployments and no --exhaustive or --replay: nothing to compare", 0, {"minimum": 1})])
     releases = list(RELEASES) if args.all_releases else (args.release or [RELEASES[-1]])
+    env = _environment(args, releases)
     cases = _cases(args)
     progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     report = verify(env, releases, cases, divergences_path=args.divergences, jobs=args.jobs, tables=args.tables, progress=progress)

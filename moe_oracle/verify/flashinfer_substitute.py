@@ -211,7 +211,7 @@ def check_substitute(directory: Path, release: str, cases: int = 5000, seed: int
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.flashinfer_substitute", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m moe_oracle.verify.flashinfer_substitute", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vllm-env", type=user_path, help="the differential environment (default: $MOE_ORACLE_VLLM_ENV)")
     parser.add_argument("--release", default="0.34.0", help="vLLM release whose pin was substituted (default 0.34.0)")
     parser.add_argument("--cases", type=int, default=5000, help="deployments for the selection comparison (default 5000)")

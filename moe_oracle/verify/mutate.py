@@ -264,7 +264,7 @@ def vllm_answers(env: Any, release: str, jobs: int = 2) -> Callable[[Sequence[De
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.mutate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m moe_oracle.verify.mutate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=user_path, required=True, help="JSON lines of a run's records (case, vllm, ours)")
     parser.add_argument("--release", required=True)
     parser.add_argument("--sample", type=int, default=0, help="mutants to draw (0: all)")

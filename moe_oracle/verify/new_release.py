@@ -275,7 +275,7 @@ def _facts_changes(previous: str, release: str) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.new_release", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m moe_oracle.verify.new_release", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("release", help="the new vLLM release, X.Y.Z")
     parser.add_argument("--vllm-env", type=user_path, help="the differential environment (default: $MOE_ORACLE_VLLM_ENV)")
     parser.add_argument("--cases", type=int, default=20000, help="deployments for the selection tier (default 20000)")

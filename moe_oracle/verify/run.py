@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 
 import tempfile
@@ -31,10 +32,19 @@ from .divergences import Divergence, load_divergences, match_divergence
 from .ours import flashinfer_installed
 from .releases import harness_releases
 
-__all__ = ["Record", "ReleaseReport", "Report", "VllmEnv", "run_release", "verify"]
+__all__ = ["Record", "ReleaseReport", "Report", "VllmEnv", "run_release", "setup_command", "verify"]
 
 RELEASES: tuple[str, ...] = harness_releases()
 """The vLLM releases the tables model and the harness verifies (``rules/engine.yaml``, oldest first)."""
+
+
+def setup_command(directory: Path, releases: Sequence[str] = ()) -> str:
+    """The shell command that builds (or completes) a vLLM environment in ``directory``.
+
+    >>> setup_command(Path("/tmp/my env"), ["0.33.0"])
+    "python -m moe_oracle.verify.setup_env --dir '/tmp/my env' --releases 0.33.0"
+    """
+    return f"python -m moe_oracle.verify.setup_env --dir {shlex.quote(str(directory))}" + (f" --releases {' '.join(releases)}" if releases else "")
 
 
 @dataclass(frozen=True)
@@ -50,11 +60,22 @@ class VllmEnv:
     flashinfer: Path
 
     @classmethod
-    def from_dir(cls, directory: Path) -> "VllmEnv":
+    def from_dir(cls, directory: Path, releases: Sequence[str] = ()) -> "VllmEnv":
+        """The environment laid out under ``directory``, with a source tree for each of ``releases``.
+
+        Raises:
+            FileNotFoundError: no interpreter, or no tree for one of ``releases``; the message
+                gives the ``setup_env`` command that makes what is missing.
+        """
         python = directory / "venv" / "bin" / "python"
         env = cls(python, directory / "src", directory / "fi")
         if not python.exists():
-            raise FileNotFoundError(f"{python} not found: create the environment with `python -m moe_oracle.verify.setup_env --dir {directory}`")
+            raise FileNotFoundError(f"{python} not found: create the environment with `{setup_command(directory, releases)}`")
+        missing = [r for r in releases if not (env.trees / r / "vllm").is_dir()]
+        if missing:
+            have = sorted(p.name for p in env.trees.glob("*") if (p / "vllm").is_dir()) if env.trees.is_dir() else []
+            trees = ", ".join(f"{env.trees / r}/vllm" for r in missing)
+            raise FileNotFoundError(f"no vLLM {', '.join(missing)} source tree{'s' if len(missing) > 1 else ''} ({trees} not found; the environment has {', '.join(have) or 'none'}): add {'it' if len(missing) == 1 else 'them'} with `{setup_command(directory, missing)}`")
         return env
 
     def tree(self, release: str) -> Path:

@@ -179,7 +179,7 @@ def _write_manifest(directory: Path, releases: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.setup_env", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m moe_oracle.verify.setup_env", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", type=user_path, required=True, help="where to build the environment (MOE_ORACLE_VLLM_ENV then points here)")
     parser.add_argument("--releases", nargs="+", choices=RELEASES, default=list(RELEASES), metavar="X.Y.Z", help=f"vLLM releases to unpack (default: all of {', '.join(RELEASES)})")
     parser.add_argument("--pip-arg", action="append", default=[], metavar="ARG", help="extra argument for every pip call (repeatable), e.g. --pip-arg=--index-url=URL")

@@ -204,7 +204,7 @@ def diff_trees(old: Path, new: Path, scopes: Sequence[str] = SCOPES) -> TreeDiff
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.source_diff", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m moe_oracle.verify.source_diff", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("old", type=user_path, help="older release tree (holds vllm/)")
     parser.add_argument("new", type=user_path, help="newer release tree (holds vllm/)")
     parser.add_argument("--json", action="store_true", help="print JSON")

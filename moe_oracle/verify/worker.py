@@ -33,7 +33,7 @@ def _quiet() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m moe_oracle.verify.worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--release", required=True, help="vLLM version the tree holds, e.g. 0.33.0")
     parser.add_argument("--tree", type=user_path, help="the release's source tree (the directory that contains vllm/)")
     parser.add_argument("--cases", type=user_path, required=True, help="JSON lines of deployments")

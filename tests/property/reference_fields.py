@@ -90,6 +90,7 @@ DERIVED_HERE = (
     "weight_groups_aligned", "padded_weight_groups_aligned", "experts_even_across_ep",
     "swiglu_params", "swiglu_alpha", "swiglu_beta", "situ_beta", "situ_linear_beta",
     "model_type", "architecture", "has_hash_routing", "require_decomposed", "cpu_amx_fp8",
+    "expert_groups_divide",
 )
 """The record's fields this module derives (the ones the reference model once took from the engine)."""
 
@@ -201,6 +202,8 @@ def derived_fields(config: MoEConfig, weight: str | None, activation: str | None
         "architecture": config.architecture,
         "has_hash_routing": config.has_hash_routing,
         "require_decomposed": config.require_decomposed,
+        # FlashInfer's TRT-LLM DeepSeekV3 routing: num_experts % n_group == 0 (csrc/trtllm_fused_moe_kernel_launcher.cu).
+        "expert_groups_divide": config.num_expert_group is None or config.num_experts % config.num_expert_group == 0,
         "cpu_amx_fp8": False,  # not an input: see the module docstring
         "weight_block_pad_refused": False,
     }

@@ -138,6 +138,9 @@ PLANTS: dict[str, tuple[dict[str, Any], Callable[[pytest.MonkeyPatch], None]]] =
     "architecture": (dict(architecture="DeepseekV4ForCausalLM"), lambda mp: _edit_record(mp, _set("architecture", lambda c, v: None))),
     "has_hash_routing": (dict(has_hash_routing=True), lambda mp: _edit_record(mp, _set("has_hash_routing", lambda c, v: False))),
     "require_decomposed": (dict(require_decomposed=True), lambda mp: _edit_record(mp, _set("require_decomposed", lambda c, v: False))),
+    # 60 experts in 8 groups (vLLM's router routes them ungrouped); the plant reads any grouping as dividing.
+    "expert_groups_divide": (dict(num_experts=60, num_expert_group=8, topk_group=4, routing_method="deepseek_v3"),
+                             lambda mp: _edit_record(mp, _set("expert_groups_divide", lambda c, v: True))),
     # Not an input (vLLM asks its compiled extension): a changed engine constant is still caught.
     "cpu_amx_fp8": (dict(device=GPU_CATALOG["CPU_X86_64_AMX"].device), lambda mp: _edit_record(mp, _set("cpu_amx_fp8", lambda c, v: True))),
 }

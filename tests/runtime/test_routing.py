@@ -126,7 +126,10 @@ def test_bias_on_a_method_that_ignores_it_raises():
     assert err.value.field == "correction_bias"
 
 
-def test_groups_must_divide_experts():
-    with pytest.raises(UnsupportedConfigError) as err:
-        route(DS_LOGITS, RoutingParams("deepseek_v3", 2, num_expert_group=3, topk_group=1))
-    assert err.value.field == "num_expert_group"
+@pytest.mark.parametrize("groups", [3, 8, 16], ids=["not-dividing", "as-many-as-experts", "more-than-experts"])
+def test_groups_vllms_router_cannot_apply_route_ungrouped(groups):
+    # vLLM 0.29.0-0.34.0 GroupedTopKRouter.valid_grouping: fused_topk_bias over every expert
+    # (before, the reference raised for groups that do not divide the experts). topk_group is unread.
+    w, ids = route(DS_LOGITS, RoutingParams("deepseek_v3", 2, num_expert_group=groups, topk_group=99, routed_scaling_factor=2.5))
+    w1, ids1 = route(DS_LOGITS, RoutingParams("deepseek_v3", 2, num_expert_group=1, topk_group=1, routed_scaling_factor=2.5))
+    assert ids.tolist() == ids1.tolist() == [[0, 5]] and torch.allclose(w, w1)

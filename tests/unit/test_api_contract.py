@@ -103,18 +103,30 @@ def test_a_torch_bool_or_one_element_tensor_is_not_an_integer():
 # --- grouped top-k ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("groups", "topk", "field"), [(3, 2, "num_expert_group"), (8, 16, "topk_group"), (0, 0, "num_expert_group"),
-                                                       (2**40, 1, "num_expert_group"), (8, 0, "topk_group")])
-def test_moe_config_refuses_groups_vllm_grouped_topk_cannot_run(groups, topk, field):
-    error = _refused(lambda: _cfg(num_experts=128, routing_method="deepseek_v3", num_expert_group=groups, topk_group=topk))
+CPU = GPU_CATALOG["CPU_X86_64"].device
+
+
+@pytest.mark.parametrize(("groups", "topk", "field", "device"), [(8, 16, "topk_group", H200), (0, 0, "num_expert_group", H200), (8, 0, "topk_group", H200),
+                                                                 (3, 2, "num_expert_group", CPU), (2**40, 1, "num_expert_group", CPU), (8, 16, "topk_group", CPU)],
+                         ids=["topk-past-groups", "zero-groups", "topk-0", "cpu-3-groups", "cpu-huge-groups", "cpu-topk-past-groups"])
+def test_moe_config_refuses_groups_vllm_grouped_topk_cannot_run(groups, topk, field, device):
+    error = _refused(lambda: _cfg(num_experts=128, routing_method="deepseek_v3", num_expert_group=groups, topk_group=topk, device=device))
     assert field in {i.path[2:] for i in error.issues}
-    assert "grouped_topk_router.py" in error.issues[0].message
+    assert ("cpu_router.py" if device is CPU else "grouped_topk_router.py") in error.issues[0].message
+
+
+@pytest.mark.parametrize(("groups", "topk"), [(3, 2), (3, 9), (2**40, 1), (128, 4)], ids=["3-groups", "3-groups-topk-9", "huge-groups", "as-many-groups-as-experts"])
+def test_moe_config_takes_groups_vllms_router_routes_ungrouped(groups, topk):
+    # vLLM 0.29.0-0.34.0 GroupedTopKRouter.valid_grouping: groups that do not divide the experts,
+    # or not fewer than the experts, are routed with fused_topk (topk_group unread). Before, these
+    # were refused ("must divide the experts ... vLLM fails at start").
+    assert _cfg(num_experts=128, routing_method="deepseek_v3", num_expert_group=groups, topk_group=topk).num_expert_group == groups
 
 
 def test_grouped_topk_rule_is_one_rule_for_both_doors():
-    cfg_json = {"model_type": "deepseek_v3", "n_routed_experts": 128, "n_group": 3, "topk_group": 2}
+    cfg_json = {"model_type": "deepseek_v3", "n_routed_experts": 128, "n_group": 8, "topk_group": 9}
     from_checkpoint = [(i.path.split(".")[-1], i.value, i.allowed) for i in model_config_issues(cfg_json)]
-    assert from_checkpoint == [("n_group", v, allowed) for _, _, v, allowed in grouping_problems(128, 3, 2)]
+    assert from_checkpoint == [("topk_group", v, allowed) for _, _, v, allowed in grouping_problems(128, 8, 9)]
     assert _cfg(num_experts=256, routing_method="deepseek_v3", num_expert_group=8, topk_group=4).num_expert_group == 8
 
 

@@ -248,3 +248,44 @@ def test_a_sides_package_refused_beside_without_or_probe_names_the_side(layer, c
     assert main(["diff", *layer, "--gpu", "B200", "--probe", "--from", "vllm==0.33.0", "--to", "vllm==0.34.0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("moe-oracle: error: bad --probe") and "--from vllm==0.33.0" in err and "--package" not in err
+
+
+def _refusal(*argv):
+    from tests.cli_capture import cli
+
+    code, out, err = cli(*argv, "--json")
+    assert code == 2, (out, err)
+    return json.loads(out)["issues"][0]
+
+
+@pytest.mark.parametrize(
+    ("written", "allowed", "suggested"),
+    [
+        ("vllm>=0.33.0", ["vllm==0.34.0", "vllm==0.33.0"], "vllm==0.34.0"),
+        ("vllm~=0.31.0", ["vllm==0.31.0"], "vllm==0.31.0"),
+        ("vllm>=0.32,<0.34", ["vllm==0.33.0", "vllm==0.32.0"], "vllm==0.33.0"),
+        ("vllm==0.33.*", ["vllm==0.33.0"], "vllm==0.33.0"),
+        ("vllm<0.29", None, None),
+    ],
+    ids=["at-least", "compatible", "range-with-comma", "wildcard", "admits-none"],
+)
+@pytest.mark.parametrize("door", ["diff-side", "package"])
+def test_a_version_range_is_refused_naming_the_modelled_releases_it_admits(door, written, allowed, suggested):
+    # Before, a diff side answered "did you mean 'vllm==0.31.0'?" for vllm>=0.33.0 (the closest
+    # spelling among the forms' examples), and --package suggested nothing.
+    if door == "diff-side":
+        issue = _refusal("diff", "--model", "deepseek-r1", "--gpu", "H200", "--from", written, "--to", "vllm==0.33.0")
+        assert issue["path"] == "--from"
+    else:
+        issue = _refusal("select", "--model", "deepseek-r1", "--gpu", "H200", "--package", written)
+        assert issue["path"] == "--package"
+    assert issue["value"] == written and "declare the installed version exactly" in issue["message"]
+    assert issue["allowed"] == allowed and issue["did_you_mean"] == suggested
+    if allowed is None:
+        assert "admits none of the vllm versions moe-oracle models (0.34.0, 0.33.0, 0.32.0, 0.31.0, 0.30.0, 0.29.0)" in issue["message"]
+
+
+@pytest.mark.parametrize(("written", "suggested"), [("vllm=0.33.0", "vllm==0.33.0"), ("b200", "gpu:B200"), ("vllm", None)])
+def test_a_side_of_no_form_suggests_what_it_most_likely_meant_or_nothing(written, suggested):
+    issue = _refusal("diff", "--model", "deepseek-r1", "--gpu", "H200", "--from", "vllm==0.33.0", "--to", written)
+    assert issue["path"] == "--to" and issue["did_you_mean"] == suggested and issue["allowed"] is None

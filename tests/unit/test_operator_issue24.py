@@ -49,7 +49,7 @@ def test_layer_count_message_states_the_bound(tmp_path: Path) -> None:
     ("changes", "field", "words"),
     [
         ({"n_group": 0}, "n_group", "GroupedTopKRouter"),  # topk_group 4: not a degenerate grouping
-        ({"n_group": 7}, "n_group", "divide the 256 experts"),
+        ({"n_group": None}, "n_group", "num_expert_group and topk_group must be provided"),
         ({"topk_group": 100}, "topk_group", "n_group = 8"),
         ({"model_type": 7}, "model_type", "AutoConfig"),
     ],
@@ -186,9 +186,9 @@ def test_from_hf_config_json_string_is_a_clear_error() -> None:
 
 
 def test_hf_overrides_errors_name_the_flag_and_the_model_as_written() -> None:
-    code, _, err = cli("select", "--serve", "vllm serve deepseek-ai/DeepSeek-R1 --hf-overrides '{\"n_group\": 7}'", "--gpu", "H200")
+    code, _, err = cli("select", "--serve", "vllm serve deepseek-ai/DeepSeek-R1 --hf-overrides '{\"topk_group\": 9}'", "--gpu", "H200")
     assert code == 2
-    assert "--serve --hf-overrides n_group" in err and "deepseek-ai/DeepSeek-R1" in err
+    assert "--serve --hf-overrides topk_group" in err and "deepseek-ai/DeepSeek-R1" in err
     assert str(examples_dir()) not in err
 
 

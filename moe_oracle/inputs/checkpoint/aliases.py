@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...core.config import Provenance
+from ...core.config import Provenance, grouping_problems
 from ...core.errors import ConfigError, InputIssue
 from ...core.vocab import Activation, DType, RoutingMethod, Source
 from .families import GENERIC, Family
@@ -326,6 +326,7 @@ def _routing(r: _Reader) -> bool:
         if renormalize and fam.renormalize_scorings and scoring not in fam.renormalize_scorings:
             renormalize = False
             evidence.append(f"renormalize=False: the {fam.name} model class renormalizes only with scoring {' / '.join(fam.renormalize_scorings)}")
+    _refuse_null_groups(r)
     key, groups, gsrc = r.first(GROUP_ALIASES)
     if fam.fixed_groups is not None:
         key, groups, gsrc = None, fam.fixed_groups[0], Source.INFERRED
@@ -388,9 +389,46 @@ def _routing(r: _Reader) -> bool:
         tkey, tg, tsrc = r.first(("topk_group",))
         if tg is not None:
             r.put("topk_group", r.int_("topk_group", tg, minimum=0), tsrc, r.where("topk_group", tsrc))
+        # Named as config.json spells them (MoEConfig, which knows the device too, would say num_expert_group).
+        for name, message, value, allowed in grouping_problems(r.kwargs["num_experts"], groups, r.kwargs.get("topk_group"), names=(key or GROUP_ALIASES[0], "topk_group"), platform=r.platform)[:1]:
+            raise r.fail(name, message, value, allowed)
     if rsf is not None:
         r.put("routed_scaling_factor", r.float_(skey, rsf), ssrc, r.where(skey, ssrc))
     return bias
+
+
+NULL_GROUPS_SOURCE = "vLLM 0.29.0-0.34.0 model_executor/layers/fused_moe/router/router_factory.py create_fused_moe_router"
+"""Where an explicit ``null`` group count fails (see :func:`_refuse_null_groups`)."""
+
+
+def _refuse_null_groups(r: _Reader) -> None:
+    """An explicit ``n_group: null`` (or ``topk_group: null``) where the model class builds
+    grouped top-k from it: the config class keeps the ``None`` (transformers 5.20.2
+    ``DeepseekV3Config(n_group=None).n_group`` is ``None``; its default 8 is for an absent key),
+    the model class hands it on (vLLM 0.29.0-0.34.0 deepseek_v2.py
+    ``num_expert_group=getattr(config, "n_group", 1)`` with ``use_grouped_topk=True``; glm4_moe.py,
+    AXK1.py, ... ``config.n_group``), and :data:`NULL_GROUPS_SOURCE` raises "num_expert_group and
+    topk_group must be provided when use_grouped_topk is True" when the layer is built (on CPU from
+    0.30.0 ``CPURouter`` is built instead and asserts ``num_expert_group is not None`` when it first
+    routes, router/cpu_router.py). The classes this applies to are the ones whose config class has
+    a default for the key (the family's ``defaults``); a class that passes fixed groups
+    (``fixed_groups``) or groups only when both keys are set reads no ``null``.
+
+    Raises:
+        ConfigError: naming the key as config.json spells it.
+    """
+    fam = r.family
+    if fam.fixed_groups is not None or (not fam.grouped and r.cfg.get("use_grouped_topk") is False):
+        return  # fixed groups, or no grouped top-k (Kimi-K3: use_grouped_topk=config.use_grouped_topk)
+    for keys in (GROUP_ALIASES, ("topk_group",)):
+        if any(r.cfg.get(k) is not None for k in keys):
+            continue
+        null = next((k for k in keys if k in r.cfg and r.cfg[k] is None), None)
+        default = next((r.defaults[k] for k in keys if r.defaults.get(k) is not None), None)
+        if null is not None and default is not None:
+            raise r.fail(null, f"null: the {fam.name} model class builds grouped top-k from it, and the config class keeps null (its default {default!r} is for an absent key), "
+                               f"so {NULL_GROUPS_SOURCE} raises 'num_expert_group and topk_group must be provided when use_grouped_topk is True' when vLLM builds the layer "
+                               f"(on CPU, CPURouter asserts when it first routes); give the count (an integer), or leave the key out for {default!r}", None, {"type": "integer", "minimum": 1})
 
 
 ZERO_GROUPS_SOURCE = "vLLM 0.29.0-0.34.0 model_executor/layers/fused_moe/router/router_factory.py create_fused_moe_router"

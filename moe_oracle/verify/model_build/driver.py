@@ -222,7 +222,7 @@ def render(res: ReleaseResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.model_build.driver", description=__doc__)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m moe_oracle.verify.model_build.driver", description=__doc__)
     parser.add_argument("--env", type=user_path, default=os.environ.get("MOE_ORACLE_VLLM_ENV"))
     parser.add_argument("--releases", nargs="*", default=list(RELEASES))
     parser.add_argument("--full", action="store_true", help="every deployment (default: the CI subset)")

@@ -176,7 +176,7 @@ def _isolated(sim: Any, case: dict[str, Any], root: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m moe_oracle.verify.model_build.worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m moe_oracle.verify.model_build.worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--release", required=True)
     parser.add_argument("--tree", type=user_path)
     parser.add_argument("--cases", type=user_path, required=True)
