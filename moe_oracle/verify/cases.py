@@ -86,6 +86,8 @@ class Deployment:
         activation, routing_method: our vocabulary values.
         swiglu_alpha, swiglu_beta, swiglu_limit, situ_beta, situ_linear_beta: activation parameters.
         tp_size, dp_size, use_ep, all2all_backend, enable_eplb, num_redundant_experts: parallelism.
+        pcp_size: prefill-context-parallel size (``-pcp``); left out of :meth:`to_dict` at 1, so
+            the keys of deployments without PCP are those they had before the field.
         lora: LoRA enabled.
         moe_backend: requested backend (vLLM ``--moe-backend`` value) or ``auto``.
         env: environment variables (name -> raw string).
@@ -130,6 +132,7 @@ class Deployment:
     all2all_backend: str = "allgather_reducescatter"
     enable_eplb: bool = False
     num_redundant_experts: int = 0
+    pcp_size: int = 1
     lora: bool = False
     moe_backend: str = "auto"
     env: tuple[tuple[str, str], ...] = ()
@@ -165,6 +168,8 @@ class Deployment:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping (tuples as lists, ``env`` as an object)."""
         out = asdict(self)
+        if out["pcp_size"] == 1:
+            del out["pcp_size"]
         out["env"] = dict(self.env)
         out["packages"] = list(self.packages)
         out["tools"] = list(self.tools)

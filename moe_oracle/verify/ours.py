@@ -117,6 +117,7 @@ def config_for(dep: Deployment) -> MoEConfig:
         parallel=ParallelConfig(
             tp_size=dep.tp_size,
             dp_size=dep.dp_size,
+            pcp_size=dep.pcp_size,
             use_ep=dep.use_ep,
             all2all_backend=dep.all2all_backend,
             enable_eplb=dep.enable_eplb,
