@@ -19,12 +19,13 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
 from ..core.environment import HOST_TOOLS
+from ..core.stages import STAGES as _STAGES
 from .frontends import FRONT_ENDS as _REGISTRY
 
 __all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer", "STAGES", "PF_NONE", "PF_RAISES", "PF_UNASKED"]
 
-STAGES: tuple[str, ...] = ("config", "layer", "selection", "construction")
-"""Where a refusal happens (:attr:`Answer.stage`), in the order vLLM gets there."""
+STAGES = _STAGES
+"""Where a refusal happens (:attr:`Answer.stage`), in the order vLLM gets there (:data:`moe_oracle.core.stages.STAGES`)."""
 
 PF_NONE = "(none)"
 """:attr:`Answer.prepare_finalize` where vLLM's ``maybe_make_prepare_finalize`` returns ``None``."""
