@@ -5,12 +5,13 @@ A refusal happens at one of :data:`STAGES`, in the order vLLM gets there: ``conf
 factory, ``FusedMoEConfig``, and the routed-experts EPLB gate), ``selection`` (the quantization
 method's constructor or the family's oracle) and ``construction`` (``create_weights``, the
 selected experts class). The differential harness (``moe_oracle/verify/ours.py``) places our
-refusals with it.
+refusals with it, and the dead end (:mod:`moe_oracle.core.blocking`) says at which stage vLLM
+raises a refusal that binds every kernel.
 """
 
 from __future__ import annotations
 
-__all__ = ["STAGES", "eplb_gate", "rule_stage"]
+__all__ = ["STAGES", "before_selection", "eplb_gate", "rule_stage"]
 
 STAGES: tuple[str, ...] = ("config", "layer", "selection", "construction")
 """Where a refusal happens, in the order vLLM gets there."""
@@ -48,3 +49,16 @@ def rule_stage(reference: str) -> str:
         return "layer"
     return "selection"
 
+
+def before_selection(reference: str) -> bool:
+    """Whether vLLM makes a check that binds every kernel (``Catalog.layer_rules``), citing
+    ``reference``, before it selects any kernel: at start, in the layer factory or in the family's
+    oracle; not in ``create_weights`` (construction) and not the EPLB gate that runs on the
+    method that selected (:func:`eplb_gate`).
+
+    >>> before_selection("vLLM 0.34.0 P/oracle/unquantized.py select_unquantized_moe_backend")
+    True
+    >>> before_selection("vLLM 0.29.0-0.33.0 Q/fp8.py Fp8MoEMethod.create_weights")
+    False
+    """
+    return rule_stage(reference) != "construction" and not eplb_gate(reference)
