@@ -7,15 +7,16 @@ alone; where the engine selects or tries a kernel and then refuses the layer
 (:attr:`~moe_oracle.core.decision.Decision.refused`), that kernel's refusing checks
 (:func:`refusing_checks`); a ``moe_backend`` the layer's oracle maps to no kernel
 (:func:`unmapped_request`); otherwise the (reason code, field) pairs that reject every, or nearly
-every, candidate meant for this device and quantization (:func:`relevant`). Every view reads the Decision's rows; nothing here formats text.
+every, candidate meant for this device and quantization (:func:`relevant`), each with what its
+rules allow between them. Every view reads the Decision's rows; nothing here formats text.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .failures import make_failure, table_order
 from .records import Failure
@@ -43,10 +44,15 @@ class Blocker:
         code, field: what fails.
         rejected: how many of ``of`` candidates it rejects.
         of: the candidates considered (those meant for this device and quantization).
-        failure: one representative failure (observed value, allowed values, hint, reference).
+        failure: one representative failure (observed value, hint, reference); its ``allowed``
+            is what the rules behind the pair allow between them where each allows a list of
+            values (their union, in table order), else the first rule's.
         rules: every rule id behind it, in table order.
         raised_at: where vLLM itself raises this refusal before selecting a kernel (one of
             :data:`moe_oracle.core.stages.STAGES`, :func:`engine_refusal`), else ``None``.
+        allowed_differ: the rules allow different values and no union says it (a range here, a
+            list there): the text says so instead of showing one rule's.
+        allowed_union: ``failure.allowed`` is the union of the rules' different lists.
     """
 
     code: ReasonCode
@@ -56,6 +62,8 @@ class Blocker:
     failure: Failure
     rules: tuple[str, ...]
     raised_at: str | None = None
+    allowed_differ: bool = False
+    allowed_union: bool = False
 
 
 @dataclass(frozen=True)
@@ -270,7 +278,8 @@ def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
     Candidates rejected for another quant scheme, platform or backend request are left out
     (unless nothing else is left). Each (code, field) pair counts a candidate once; pairs that
     reject at least :data:`NEARLY_EVERY` of them are returned, most first (ties: reason-code
-    order); when none reaches that share, the most frequent pair is returned alone.
+    order); when none reaches that share, the most frequent pair is returned alone. A pair's
+    allowed values are what its rules allow between them (:attr:`Blocker.failure`).
 
     Three dead ends are not about many candidates: a refusal vLLM raises before it selects any
     kernel (:func:`engine_refusal`: its checks, with ``raised_at``; one made at start comes
@@ -306,4 +315,32 @@ def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
     ranked = sorted(hit, key=lambda k: (-hit[k], order[k[0]], k[1]))
     need = math.ceil(NEARLY_EVERY * len(pool))
     chosen = [k for k in ranked if hit[k] >= need][:limit] or ranked[:1]
-    return tuple(Blocker(k[0], k[1], hit[k], len(pool), make_failure(groups[k][0], decision.normalized), tuple(dict.fromkeys(c.rule for c in groups[k]))) for k in chosen)
+    out = []
+    for k in chosen:
+        first = make_failure(groups[k][0], decision.normalized)
+        allowed, differ = _allowed_between(groups[k])
+        out.append(Blocker(k[0], k[1], hit[k], len(pool), first if allowed is None else replace(first, allowed=allowed), tuple(dict.fromkeys(c.rule for c in groups[k])), None, differ, allowed is not None))
+    return tuple(out)
+
+
+def _allowed_between(checks: Sequence[Any]) -> tuple[list[Any] | None, bool]:
+    """What ``checks`` (one (code, field) pair's) allow between them: (the union of their value
+    lists in order, when each allows a list and they differ; ``None`` when they all allow the
+    same), and whether they differ with no union to show (a range here, a list there).
+
+    >>> from types import SimpleNamespace as C
+    >>> _allowed_between([C(allowed_value=["a"]), C(allowed_value=["b", "a"])])
+    (['a', 'b'], False)
+    >>> _allowed_between([C(allowed_value={"min": 2}), C(allowed_value=["a"])])
+    (None, True)
+    """
+    values = [c.allowed_value for c in checks]
+    distinct = [v for i, v in enumerate(values) if v not in values[:i]]
+    if len(distinct) <= 1:
+        return None, False
+    if all(isinstance(v, (list, tuple)) for v in distinct):
+        union: list[Any] = []
+        for v in distinct:
+            union += [x for x in v if x not in union]
+        return union, False
+    return None, True

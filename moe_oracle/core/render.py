@@ -185,7 +185,11 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
         f = b.failure
         whom = f"every {one}" if b.rejected == b.of else f"{b.rejected} of {b.of} {several}"
         more = f" (+{len(b.rules) - 1} more rules)" if len(b.rules) > 1 else ""
-        what = f"{f.field} = {short_value(f.observed)}, allowed {_allowed_text(f)}"
+        if b.allowed_differ:
+            what = f"{f.field} = {short_value(f.observed)}, allowed values differ between its {len(b.rules)} rules"
+        else:
+            between = f" (between its {len(b.rules)} rules)" if b.allowed_union else ""
+            what = f"{f.field} = {short_value(f.observed)}, allowed {_allowed_text(f)}{between}"
         if b.raised_at is not None:
             if engine_refusal(decision).kind == "request":  # type: ignore[union-attr]
                 effect = "vLLM raises when it reads the request, before it tries the backend's kernels"
@@ -205,7 +209,9 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
         lines.append(f"  {what}: {effect} ({b.code.value}) [{b.rules[0]}{more}]")
         why = _why(f)
         if why:
-            lines.append(f"    why: {why}")
+            # A pair behind several rules shows what they allow between them; the reason is its first rule's.
+            whose = f" ({f.rule})" if b.allowed_union or b.allowed_differ else ""
+            lines.append(f"    why{whose}: {why}")
         if said is not None:
             said.update(b.rules)
     return lines

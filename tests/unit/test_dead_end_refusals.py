@@ -13,7 +13,10 @@ On the parent commit:
   ("rejects 4 of 5 candidates"), though vLLM 0.29.0-0.34.0 P/oracle/fp8.py
   ``select_fp8_moe_backend`` raises "vLLM CUTLASS FP8 MoE backend is disabled for this
   configuration." on the request (``allow_vllm_cutlass`` is False for the fp8 method) before it
-  checks the kernel.
+  checks the kernel;
+* ``run --model gpt-oss-20b`` (CPU) showed "quant_scheme = mxfp4_w16, allowed one of
+  [unquantized]: rejects every candidate" while its fix ``--quant fp8_tensor_static`` selects a
+  kernel: the pair's rules allow more between them than its first rule does.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from moe_oracle.core._resources import schema_dir
 from moe_oracle.core.config import MoEConfig
 from moe_oracle.core.engine import evaluate
 from moe_oracle.core.environment import Environment
+from moe_oracle.core.loading import load_runtime_catalog
 from moe_oracle.core.oracle import default_catalog
 from moe_oracle.core.quant import QuantScheme
 from moe_oracle.core.blocking import blockers, engine_refusal, shortcut_raises
@@ -135,3 +139,24 @@ def test_the_cutlass_request_in_the_select_text():
     assert lines[0] == "Requested backend vllm_cutlass, batched_vllm_cutlass (moe_backend) is refused for vLLM 0.34.0 (assumed: newest modelled): vLLM raises on the request itself, before it tries the backend's kernels; 87 candidates."
     assert lines[2].startswith("  quant_method = fp8, allowed one of [compressed-tensors, ptpc_fp8]: vLLM raises when it reads the request, before it tries the backend's kernels (path_not_enabled)")
 
+
+def test_a_pair_of_several_rules_shows_what_they_allow_between_them():
+    engine = default_catalog()
+    runtime = load_runtime_catalog(engine)
+    config = _model("gpt-oss-20b", Device("cpu", arch="x86_64"))
+    d = evaluate(runtime, config, V034)
+    assert d.winner is None
+    b = blockers(d)[0]
+    assert (b.code.value, b.field, b.rejected, b.of) == ("quant_unsupported", "quant_scheme", len(d.rows), len(d.rows))
+    assert b.allowed_union and {"unquantized", "fp8_tensor_static"} <= set(b.failure.allowed)
+    text = render_dead_end(d)
+    assert "quant_scheme = mxfp4_w16, allowed one of [unquantized, " in text and f"(between its {len(b.rules)} rules): rejects every candidate" in text
+    assert "allowed one of [unquantized]:" not in text
+    assert compact_dict(d)["blocking"][0]["allowed"] == list(b.failure.allowed)
+
+
+def test_a_pair_whose_rules_agree_shows_their_one_list():
+    code, out, _ = cli("select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--moe-backend", "flashinfer_trtllm")
+    assert code == 1
+    assert "  device_capability = 90, allowed one of [100, 103, 107]: rejects every candidate of the requested backend" in out
+    assert "between its" not in out
