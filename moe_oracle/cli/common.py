@@ -135,6 +135,7 @@ def add_input_args(p: argparse.ArgumentParser, *, whole_model: bool = False) -> 
     dep = p.add_argument_group("deployment")
     dep.add_argument("--tp", action=LastWins, type=int, metavar="N", help="tensor-parallel size")
     dep.add_argument("--dp", action=LastWins, type=int, metavar="N", help="data-parallel size")
+    dep.add_argument("--pcp", action=LastWins, type=int, metavar="N", help="prefill-context-parallel size (vLLM -pcp); the MoE layer counts it as it counts DP: it joins the EP group")
     dep.add_argument("--ep", action=argparse.BooleanOptionalAction, default=None, help="enable expert parallelism")
     dep.add_argument("--all2all", action=LastWins, metavar="NAME", help="all2all backend (deepep_low_latency, deepep_high_throughput, allgather_reducescatter, ...)")
     dep.add_argument("--eplb", action=argparse.BooleanOptionalAction, default=None, help="enable the expert-parallel load balancer")

@@ -377,6 +377,7 @@ class CompiledTables:
     engine_names: tuple[tuple[frozenset[str], Range], ...] = ()
     ranges: tuple[SpecifierSet, ...] = ()
     after_selection: frozenset[str] = frozenset()
+    request_gates: frozenset[str] = frozenset()
     # How a view is made (:func:`moe_oracle.core.compile.link.link`), given by the compiler that
     # built this set: the records here do not import their compiler.
     linker: Callable[["CompiledTables", Version, tuple[bool, ...]], "Catalog"] | None = field(default=None, repr=False, compare=False)
@@ -438,7 +439,9 @@ class Catalog:
     decide.
     ``after_selection`` holds the rule ids of constraints the engine checks on the kernel it
     selected, not while it selects (a failure refuses the layer instead of passing to the next
-    candidate).
+    candidate). ``request_gates`` holds those of the constraints (``raised_on_request``) the
+    family's oracle checks first when the kernel's backend is requested by name, raising on a
+    failure before it tries the backend's kernels.
     ``construction`` holds the rule ids vLLM checks only when it builds the selected kernel (the
     pairing with a prepare/finalize and the prepare/finalize's own requirements), after selection;
     ``layer_rules`` those of the constraints that bind every kernel (vLLM refuses the layer before
@@ -480,6 +483,7 @@ class Catalog:
     request_maps: tuple[RequestMap, ...] = ()
     rewrites: tuple[KeyRewrite, ...] = ()
     after_selection: frozenset[str] = frozenset()
+    request_gates: frozenset[str] = frozenset()
     block_rules: tuple[BlockRule, ...] = ()
     request_checks: Mapping[str, Check] = field(default_factory=dict, repr=False, compare=False)
     accepted_names: frozenset[str] | None = None

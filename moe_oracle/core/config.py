@@ -242,6 +242,10 @@ class ParallelConfig:
     Attributes:
         tp_size: tensor-parallel size.
         dp_size: data-parallel size.
+        pcp_size: prefill-context-parallel size (``-pcp``; vLLM ``ParallelConfig.prefill_context_parallel_size``).
+            The MoE layer treats it as it treats DP (vLLM 0.29.0-0.34.0 P/config.py
+            ``FusedMoEParallelConfig.make``: "PCP serves the same function as DP here"): it joins the
+            flattened TP group, the EP group and the EPLB rank count, and turns the all2all kernels on.
         use_ep: expert parallelism requested (``--enable-expert-parallel``).
         all2all_backend: dispatch/combine backend used when all2all kernels are active.
         enable_eplb: expert-parallel load balancer.
@@ -252,12 +256,14 @@ class ParallelConfig:
             rank. It changes ``num_local_experts`` (vLLM 0.33.0 P/expert_map_manager.py
             ``determine_expert_map``: the first ``(E + R) % ep`` ranks hold one more expert).
 
-    Derived (see :mod:`moe_oracle.core.normalize`): with EP, ``ep_size = tp_size * dp_size``
-    and the MoE TP size is 1; without EP the MoE TP size is ``tp_size * dp_size``.
+    Derived (see :mod:`moe_oracle.core.normalize`): with EP, ``ep_size = tp_size * pcp_size *
+    dp_size`` and the MoE TP size is 1; without EP the MoE TP size is ``tp_size * pcp_size *
+    dp_size`` (:attr:`world`).
     """
 
     tp_size: int = 1
     dp_size: int = 1
+    pcp_size: int = 1
     use_ep: bool = False
     all2all_backend: All2AllBackend = All2AllBackend.ALLGATHER_REDUCESCATTER
     enable_eplb: bool = False
@@ -267,13 +273,24 @@ class ParallelConfig:
     def __post_init__(self) -> None:
         _check_int(self, "tp_size", minimum=1, path="parallel.")
         _check_int(self, "dp_size", minimum=1, path="parallel.")
+        _check_int(self, "pcp_size", minimum=1, path="parallel.")
         _check_bool(self, "use_ep", "parallel.")
         _coerce_enum(self, "all2all_backend", All2AllBackend, path="parallel.")
         _check_bool(self, "enable_eplb", "parallel.")
         _check_int(self, "num_redundant_experts", minimum=0, path="parallel.")
         _check_int(self, "ep_rank", minimum=0, optional=True, path="parallel.")
-        if self.ep_rank is not None and self.ep_rank >= self.tp_size * self.dp_size:
-            raise ConfigError([InputIssue("$.parallel.ep_rank", f"must be below tp_size * dp_size ({self.tp_size * self.dp_size})", self.ep_rank, {"maximum": self.tp_size * self.dp_size - 1})])
+        if self.ep_rank is not None and self.ep_rank >= self.world:
+            raise ConfigError([InputIssue("$.parallel.ep_rank", f"must be below tp_size * pcp_size * dp_size ({self.world})", self.ep_rank, {"maximum": self.world - 1})])
+
+    @property
+    def world(self) -> int:
+        """The ranks one MoE layer spans: TP x PCP x DP (vLLM 0.29.0-0.34.0 P/config.py
+        ``FusedMoEParallelConfig.flatten_tp_across_dp_and_pcp``; the EP group when EP is on).
+
+        >>> ParallelConfig(tp_size=2, dp_size=2, pcp_size=2).world
+        8
+        """
+        return self.tp_size * self.pcp_size * self.dp_size
 
 
 @dataclass(frozen=True)

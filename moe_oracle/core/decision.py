@@ -68,9 +68,13 @@ class Decision:
             releases), each with its reference and the safe alternative.
         shortcut: the shortcut rule that selected the winner (faithful policy), else ``None``.
         refused: index into ``rows`` of the candidate the engine selected and then refused the
-            layer for (it fails an ``after_selection`` constraint; faithful policy), else ``None``.
-            There is no winner then; that candidate is rejected with the refusing failures, and
-            every eligible candidate (all ranked after it) is outranked by it.
+            layer for (it fails an ``after_selection`` constraint; faithful policy), or that a
+            shortcut's early return raises for (vLLM ``return_or_raise`` on its last kernel,
+            :func:`moe_oracle.core.blocking.shortcut_raises`), else ``None`` (also where a check
+            binding every kernel refuses the layer before any kernel is tried,
+            :func:`moe_oracle.core.blocking.engine_refusal`). There is no winner then; that
+            candidate is rejected with the refusing failures, and every eligible candidate (all
+            ranked after it) is outranked by it.
     """
 
     config: MoEConfig
@@ -284,8 +288,16 @@ class Decision:
     def describe(self) -> str:
         """One sentence for a log line."""
         if self.winner is None:
+            from .blocking import engine_refusal, shortcut_raises
+
             if self.refused is not None:
-                return f"no MoE kernel runs for {self.answered_for}: the engine selects {self.refused_kernel}, then refuses the layer; {self.summary()}"
+                label = shortcut_raises(self)
+                how = f"vLLM's early return {label} tries {self.refused_kernel} and raises" if label is not None else f"the engine selects {self.refused_kernel}, then refuses the layer"
+                return f"no MoE kernel runs for {self.answered_for}: {how}; {self.summary()}"
+            refusal = engine_refusal(self)
+            if refusal is not None:
+                rules = ", ".join(dict.fromkeys(c.rule for c in refusal.checks))
+                return f"no MoE kernel runs for {self.answered_for}: vLLM raises before it tries any kernel [{rules}]; {self.summary()}"
             return f"no MoE kernel is eligible for {self.answered_for}; {self.summary()}"
         sel = self.selected
         assert sel is not None

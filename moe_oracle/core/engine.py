@@ -38,6 +38,7 @@ from .failures import make_failure
 from .environment import Environment
 from .envvars import env_notes
 from .refusals import no_effect_notes
+from .stages import before_selection
 from .errors import ConfigError, InputIssue
 from .fields import MORI_DISPATCH, NONE
 from .normalize import Normalized, apply_block_rules, mori_resolution, normalize
@@ -153,7 +154,7 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
     notes = []
     par = config.parallel
     if values["all2all"] == "none" and par.all2all_backend.value != "allgather_reducescatter":
-        notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1")
+        notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1 or pcp_size > 1 (vLLM 0.29.0-0.34.0 P/config.py use_all2all_kernels)")
     # No note on redundant experts without EPLB: vLLM 0.29.0-0.34.0 refuses them at start
     # (vllm/config/parallel.py _validate_parallel_config), which constraint.redundant_experts_need_eplb
     # reports; without expert parallelism, EPLB itself is refused.
@@ -312,9 +313,9 @@ def evaluate(catalog: Catalog, config: MoEConfig, env: Environment, *, policy: P
     # slow path); every other selection stays on the bit sets.
     taken = _shortcut(view, values, ranking, notes, deferred) if (policy is Policy.FAITHFUL and view.shortcuts) else None
     if taken is not None:
-        shortcut, ranking, winner, waived = taken
-        if winner is None:
-            refused = 0  # the shortcut's first kernel: vLLM returns it or raises (_return_or_raise), and the layer is refused
+        # No winner: vLLM returns the kernel at `refused` or raises for it (_return_or_raise), and
+        # the layer is refused; None when a check binding every kernel refuses it first.
+        shortcut, ranking, winner, waived, refused = taken
     else:
         ranking, winner, waived, refused = _first_selected(view, ranking, notes, bool(deferred))
         after = _after_selection(view, values, ranking, winner, notes) if (winner is not None and policy is Policy.FAITHFUL and view.shortcuts) else None
@@ -409,8 +410,9 @@ def _first_selected(view: Catalog, ranking: Ranking, notes: list[str], deferred:
     return ranking.with_row(first, row._replace(failures=())), first, row.failures, None
 
 
-def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes: list[str], deferred: frozenset[str]) -> tuple[Shortcut, Ranking, int | None, tuple[Check, ...]] | None:
-    """The first shortcut whose condition holds: (shortcut, the ranking with its kernels first, winner, waived checks).
+def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes: list[str], deferred: frozenset[str]) -> tuple[Shortcut, Ranking, int | None, tuple[Check, ...], int | None] | None:
+    """The first shortcut whose condition holds: (shortcut, the ranking with its kernels first, winner,
+    waived checks, the refused kernel's position when there is no winner).
 
     A ``try`` kernel is taken when every check it fails is one the early return does not read:
     the request and priority checks, the checks vLLM makes only when it builds the kernel
@@ -418,6 +420,12 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
     experts). The ``otherwise`` kernel is returned unchecked, except that a constraint binding
     every kernel (the layer itself is refused before any oracle runs) or one the engine checks
     after the oracle returned (``after_selection``: the routed experts' EPLB gate) leaves no winner.
+
+    With no winner, the refused kernel is the one vLLM's early return returns or raises for: the
+    ``try`` kernel taken or the ``otherwise`` kernel, else the last ``try`` kernel (the
+    ``return_or_raise`` call, e.g. vLLM 0.34.0 P/oracle/unquantized.py, LoRA: TRITON); ``None`` when
+    it fails a constraint binding every kernel that vLLM makes before any kernel is selected
+    (:func:`_refused_first`): the layer is refused there, and no kernel is selected.
     """
     for sc, held in zip(view.shortcuts, held_groups(view, "shortcuts", values)):
         if sc.selected:
@@ -436,12 +444,21 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
         # A check the engine makes after the oracle returned (an EPLB gate) is not waived either.
         if chosen is None or any(c.rule in view.layer_rules or c.rule in view.after_selection for c in chosen.failures):
             ordered = front + [r for r in rows if r not in front]
-            return sc, replace(ranking, fixed=tuple(ordered)), None, ()
+            at = front.index(chosen) if chosen is not None else len(front) - 1
+            return sc, replace(ranking, fixed=tuple(ordered)), None, (), (None if _refused_first(view, front[at]) else at)
         waived = chosen.failures
         cleared = chosen._replace(failures=())
         ordered = [cleared if r is chosen else r for r in front] + [r for r in rows if r not in front]
-        return sc, replace(ranking, fixed=tuple(ordered)), ordered.index(cleared), waived
+        return sc, replace(ranking, fixed=tuple(ordered)), ordered.index(cleared), waived, None
     return None
+
+
+def _refused_first(view: Catalog, row: Row) -> bool:
+    """Whether ``row`` fails a constraint binding every kernel (``Catalog.layer_rules``) that vLLM
+    makes before it selects any kernel: at start, in the layer factory or at the start of the
+    family's oracle (:func:`moe_oracle.core.stages.before_selection`; not ``create_weights``, not
+    the EPLB gate after selection). The layer is refused there."""
+    return any(c.rule in view.layer_rules and before_selection(c.reference) for c in row.failures)
 
 
 def _request_checks(rm: RequestMap, requested: tuple[str, ...]) -> Mapping[str, Check]:

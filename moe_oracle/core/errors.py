@@ -190,6 +190,7 @@ def _json_safe(value: Any) -> bool:
 _FLAG_FOR_PATH = {
     "$.parallel.tp_size": "--tp",
     "$.parallel.dp_size": "--dp",
+    "$.parallel.pcp_size": "--pcp",
     "$.parallel.all2all_backend": "--all2all",
     "$.parallel.num_redundant_experts": "--redundant-experts",
     "$.device.capability": "--sm",

@@ -2,11 +2,14 @@
 
 Derived fields follow vLLM ``FusedMoEParallelConfig.make`` and ``FusedMoEConfig``:
 
-* the TP size is flattened across DP; with EP, ``ep_size = tp * dp`` and the MoE
-  TP size is 1 (``P/config.py``);
-* all2all kernels run iff ``use_ep and dp_size > 1`` (``use_all2all_kernels``);
+* the TP size is flattened across DP and PCP; EP is on when ``--enable-expert-parallel`` and
+  ``tp * pcp * dp > 1``, and then ``ep_size = tp * pcp * dp`` and the MoE TP size is 1
+  (vLLM 0.29.0-0.34.0 ``P/config.py`` ``FusedMoEParallelConfig.make``);
+* all2all kernels run iff ``use_ep and (dp_size > 1 or pcp_size > 1)`` (``use_all2all_kernels``;
+  sequence parallelism, the third condition there, is not modelled);
 * the prepare/finalize kind (``dispatch``) is the all2all backend when all2all
-  runs, ``allgather_reducescatter`` for DP without all2all (naive DP/EP), else ``none``;
+  runs, ``allgather_reducescatter`` for DP without all2all (naive DP/EP; ``P/all2all_utils.py``
+  ``maybe_make_prepare_finalize`` reads ``dp_size > 1`` alone, so PCP without EP keeps ``none``), else ``none``;
   ``passthrough`` (bound to MoE backends that dispatch and combine themselves) is its own
   dispatch in every topology;
 * the activation format is ``batched_experts`` iff dispatch is DeepEP low-latency
@@ -61,7 +64,7 @@ _ACT_ORDER_STRICT = frozenset({"group", "dynamic"})
 def _partition(config: MoEConfig) -> int:
     """intermediate_size_per_partition (the MoE TP size is 1 with expert parallelism)."""
     par = config.parallel
-    flat = par.tp_size * par.dp_size
+    flat = par.world
     return config.intermediate_size // (1 if (par.use_ep and flat > 1) else flat)
 
 
@@ -318,11 +321,11 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["in_dtype"], sources["in_dtype"] = config.in_dtype._value_, _source(config, "in_dtype", given)
     values["has_bias"], sources["has_bias"] = config.has_bias, _source(config, "has_bias", given)
 
-    flat_tp = par.tp_size * par.dp_size
+    flat_tp = par.world
     use_ep = par.use_ep and flat_tp > 1
     ep_size = flat_tp if use_ep else 1
     moe_tp = 1 if use_ep else flat_tp
-    use_all2all = use_ep and par.dp_size > 1
+    use_all2all = use_ep and (par.dp_size > 1 or par.pcp_size > 1)
     all2all = par.all2all_backend._value_ if use_all2all else NONE
     if par.all2all_backend is All2AllBackend.PASSTHROUGH:
         # vLLM 0.32-0.33 use_passthrough_all2all: not gated on the all2all kernels; the experts
@@ -369,6 +372,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
 
     values["tp_size"], sources["tp_size"] = par.tp_size, _par_source("tp_size")
     values["dp_size"], sources["dp_size"] = par.dp_size, _par_source("dp_size")
+    values["pcp_size"], sources["pcp_size"] = par.pcp_size, _par_source("pcp_size")
     values["moe_tp_size"], sources["moe_tp_size"] = moe_tp, Source.DERIVED
     values["ep_size"], sources["ep_size"] = ep_size, Source.DERIVED
     values["use_ep"], sources["use_ep"] = use_ep, _par_source("use_ep")

@@ -131,9 +131,10 @@ class Placement:
 
 
 def places_experts(parallel: ParallelConfig) -> bool:
-    """Whether ranks hold different experts: expert parallelism over more than one rank (vLLM
-    places experts per EP rank only then; otherwise every rank holds every expert)."""
-    return parallel.use_ep and parallel.tp_size * parallel.dp_size > 1
+    """Whether ranks hold different experts: expert parallelism over more than one rank, TP x PCP
+    x DP (vLLM 0.29.0-0.34.0 P/config.py ``FusedMoEParallelConfig.make``; it places experts per EP
+    rank only then; otherwise every rank holds every expert)."""
+    return parallel.use_ep and parallel.world > 1
 
 
 def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: str = "linear", num_expert_group: int | None = None) -> Placement | None:
@@ -141,7 +142,7 @@ def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: st
 
     Args:
         num_experts: logical routed experts of the layer.
-        parallel: deployment (EP is effective when ``use_ep`` and ``tp * dp > 1``).
+        parallel: deployment (EP is effective when ``use_ep`` and ``tp * pcp * dp > 1``).
         strategy: ``linear`` (vLLM default) or ``round_robin`` (``--expert-placement-strategy``).
         num_expert_group: the layer's expert groups (round-robin needs more than one).
 
@@ -152,13 +153,13 @@ def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: st
         raise ConfigError([InputIssue("--expert-placement", "unknown expert placement strategy", strategy, list(PLACEMENTS))])
     if not places_experts(parallel):
         return None
-    ep = parallel.tp_size * parallel.dp_size
+    ep = parallel.world
     redundant = parallel.num_redundant_experts
     physical = num_experts + redundant
     if ep > _MAX_EP or physical > _MAX_EXPERTS:
         # Name the input that is too large: the rank count, the model's experts, or the redundant copies added to them.
         if ep > _MAX_EP:
-            path, value, bound = "--tp/--dp", ep, _MAX_EP
+            path, value, bound = "--tp/--pcp/--dp", ep, _MAX_EP
         elif num_experts > _MAX_EXPERTS:
             path, value, bound = "$.num_experts", physical, _MAX_EXPERTS
         else:
@@ -168,7 +169,9 @@ def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: st
     if strategy == "round_robin":
         if not ((num_expert_group or 0) > 1 and redundant == 0 and not parallel.enable_eplb):
             used, fallback = "linear", "round-robin placement needs more than one expert group and no redundant experts or EPLB"
-        elif parallel.dp_size > 1 and parallel.all2all_backend.value not in _ROUND_ROBIN_A2A:
+        elif (parallel.dp_size > 1 or parallel.pcp_size > 1) and parallel.all2all_backend.value not in _ROUND_ROBIN_A2A:
+            # use_all2all_kernels and not needs_round_robin_routing_tables (vLLM 0.29.0-0.34.0
+            # P/expert_map_manager.py determine_expert_placement_strategy)
             used, fallback = "linear", f"round-robin placement supports only the DeepEP low-latency or NIXL EP all2all, not {parallel.all2all_backend.value}"
     base, extra = divmod(physical, ep)
     to_logical = list(range(num_experts)) + [i % num_experts for i in range(redundant)]

@@ -16,7 +16,7 @@ from .errors import InputIssue
 if TYPE_CHECKING:
     from .versions import EngineRelease
 
-__all__ = ["EPLB_PLATFORMS", "FLAG", "Origin", "eplb_platforms", "no_effect_notes", "refusals", "where_given"]
+__all__ = ["EPLB_PLATFORMS", "FLAG", "Origin", "PCP_REFUSES_DP", "eplb_platforms", "no_effect_notes", "refusals", "where_given"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ _INPUTS = {
     "parallel.enable_eplb": ("--eplb", "--enable-eplb"),
     "parallel.use_ep": ("--ep", "--enable-expert-parallel"),
     "parallel.num_redundant_experts": ("--redundant-experts", "--eplb-config num_redundant_experts"),
+    "parallel.pcp_size": ("--pcp", "--prefill-context-parallel-size"),
 }
 
 
@@ -85,6 +86,14 @@ is_xpu()`` from 0.31.0; tests/differential/test_release_sources.py reads the con
 modelled release's source)."""
 
 
+PCP_REFUSES_DP = "<0.30.0"
+"""vLLM releases that refuse prefill context parallelism together with data parallelism
+(vLLM 0.29.0 vllm/config/parallel.py ``ParallelConfig._validate_parallel_config``: ``if pcp > 1
+and self.data_parallel_size > 1: raise ValueError("PCP does not support data parallelism
+yet.")``; gone in 0.30.0-0.34.0; tests/differential/test_release_sources.py reads it in every
+modelled release's source)."""
+
+
 def eplb_platforms(release: str) -> tuple[str, ...]:
     """The platforms vLLM ``release`` (a modelled release) runs EPLB on (:data:`EPLB_PLATFORMS`).
 
@@ -107,10 +116,12 @@ def _who(release: "EngineRelease | None") -> tuple[str, tuple[str, ...]]:
 def refusals(config: Any, *, release: "EngineRelease | None" = None, origins: Mapping[str, Origin] | None = None) -> list[InputIssue]:
     """What the engine release refuses before any kernel is chosen: the server does not start.
 
-    Sources (the same in vLLM 0.29.0-0.33.0 but where noted): vllm/config/parallel.py
-    ``ParallelConfig.__post_init__`` (EPLB needs ``enable_expert_parallel``, TP/PCP/DP > 1 and a
-    platform of :data:`EPLB_PLATFORMS`, which gained XPU in 0.31.0; redundant experts need EPLB)
-    and P/layer.py (with EPLB, the physical experts must split evenly over the EP ranks).
+    Sources (the same in vLLM 0.29.0-0.34.0 but where noted): vllm/config/parallel.py
+    ``ParallelConfig._validate_parallel_config`` (EPLB needs ``enable_expert_parallel``,
+    ``tensor_parallel_size * prefill_context_parallel_size * data_parallel_size > 1`` and a platform
+    of :data:`EPLB_PLATFORMS`, which gained XPU in 0.31.0; redundant experts need EPLB; PCP with
+    DP is refused in the releases of :data:`PCP_REFUSES_DP`) and P/layer.py (with EPLB, the
+    physical experts must split evenly over the EP ranks, TP x PCP x DP of them).
 
     ``release``: the release the answer is for (``Catalog.release(env)``); its messages name it,
     and an unmodelled release is answered with the facts of the release standing in for it.
@@ -121,7 +132,7 @@ def refusals(config: Any, *, release: "EngineRelease | None" = None, origins: Ma
     vllm serve line``, ``set $.parallel.use_ep: true in FILE``).
     """
     p = config.parallel
-    world = p.tp_size * p.dp_size
+    world = p.world
     issues = []
     origins = origins or {}
     who, eplb_on = _who(release)
@@ -136,7 +147,7 @@ def refusals(config: Any, *, release: "EngineRelease | None" = None, origins: Ma
         if not p.use_ep:
             issue("parallel.enable_eplb", f"{who} refuses EPLB without expert parallelism (\"enable_expert_parallel must be True to use EPLB\", vllm/config/parallel.py)", True, "parallel.use_ep")
         elif world <= 1:
-            issue("parallel.enable_eplb", f"{who} refuses EPLB without tensor, prefill-context or data parallelism (TP={p.tp_size}, DP={p.dp_size}; vllm/config/parallel.py)", True)
+            issue("parallel.enable_eplb", f"{who} refuses EPLB without tensor, prefill-context or data parallelism (\"EPLB requires tensor, prefill-context, or data parallelism\": TP={p.tp_size}, PCP={p.pcp_size}, DP={p.dp_size}; vllm/config/parallel.py)", True)
         platform = config.device.platform.value
         if platform not in eplb_on:
             names = " and ".join(", ".join(_PLATFORM_NAMES[x] for x in eplb_on).rsplit(", ", 1))
@@ -146,6 +157,8 @@ def refusals(config: Any, *, release: "EngineRelease | None" = None, origins: Ma
             issue("parallel.enable_eplb", f"{who} refuses EPLB when the {physical} physical experts ({config.num_experts} + {p.num_redundant_experts} redundant) do not split evenly over {world} EP ranks (P/layer.py)", physical)
     elif p.num_redundant_experts:
         issue("parallel.num_redundant_experts", f"{who} refuses {p.num_redundant_experts} redundant experts without EPLB (\"Either enable EPLB or unset num_redundant_experts\", vllm/config/parallel.py)", p.num_redundant_experts, "parallel.enable_eplb")
+    if p.pcp_size > 1 and p.dp_size > 1 and release is not None and release.stand_in in SpecifierSet(PCP_REFUSES_DP):
+        issue("parallel.pcp_size", f"{who} refuses prefill context parallelism with data parallelism (\"PCP does not support data parallelism yet.\": PCP={p.pcp_size}, DP={p.dp_size}; vllm/config/parallel.py)", p.pcp_size)
     return issues
 
 
@@ -156,7 +169,8 @@ def no_effect_notes(config: Any, values: Mapping[str, Any], catalog: Any) -> tup
     """Inputs that change nothing for this selection, one sentence each.
 
     * ``--max-tokens`` when no rule of any table reads the tokens per call;
-    * ``--ep`` at world size 1 (vLLM 0.33.0 P/config.py: ``use_ep`` needs TP x DP x PCP > 1);
+    * ``--ep`` at world size 1 (vLLM 0.29.0-0.34.0 P/config.py ``FusedMoEParallelConfig.make``:
+      ``use_ep`` needs ``dp_size_ * pcp_size_ * tp_size_ > 1``);
     * more EP ranks than physical experts: those ranks hold no expert (P/expert_map_manager.py
       gives them ``global_num_experts // ep_size`` = 0).
     """
@@ -165,8 +179,8 @@ def no_effect_notes(config: Any, values: Mapping[str, Any], catalog: Any) -> tup
         if "max_num_tokens" not in catalog.fields_read:  # computed once per catalog view
             notes.append(f"max tokens per call ({config.max_num_tokens}) has no effect: no rule in these tables limits tokens per call")
     p = config.parallel
-    if p.use_ep and p.tp_size * p.dp_size == 1:
-        notes.append("expert parallelism has no effect at world size 1: vLLM turns EP on only when TP x DP > 1")
+    if p.use_ep and p.world == 1:
+        notes.append("expert parallelism has no effect at world size 1: vLLM turns EP on only when TP x PCP x DP > 1")
     ep = values.get("ep_size") or 1
     physical = config.num_experts + (p.num_redundant_experts if p.enable_eplb else 0)
     if ep > physical:

@@ -4,195 +4,39 @@ The Decision is the record; this module only reads it. ``explain`` is
 :func:`render_explain`, the one-screen answer of ``select`` when nothing is eligible is
 :func:`render_dead_end`, ``select --json`` is :func:`compact_dict`.
 
-A dead end leads with what blocks (:func:`blockers`: the (reason code, field) pairs that
-reject every, or nearly every, candidate meant for this device and quantization), then the
-ranked fixes the caller found (why-not without naming a backend), and only then candidates:
-the closest few, or every one with ``show_all``.
+A dead end leads with what blocks (:func:`moe_oracle.core.blocking.blockers`): where vLLM itself
+raises before it selects any kernel, that refusal alone, at the stage it raises it; otherwise the
+(reason code, field) pairs that reject every, or nearly every, candidate meant for this device
+and quantization. Then the ranked fixes the caller found (why-not without naming a backend), and
+only then candidates: the closest few, or every one with ``show_all``.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .failures import make_failure, table_order
+from .blocking import IRRELEVANT_MASK, blockers, engine_refusal, relevant, shortcut_raises, unmapped_request
+from .failures import table_order
 from .padding import decision_layer_sizes
 from .records import CandidateResult, Failure, Status, jsonable
-from .vocab import ReasonCode, Source
+from .vocab import ReasonCode
 
 if TYPE_CHECKING:
     from .decision import Decision
 
-__all__ = ["Blocker", "blockers", "code_histogram", "compact_dict", "refusing_checks", "render_dead_end", "render_explain", "render_failure", "short_value", "unmapped_request", "actionable_notes"]
+__all__ = ["actionable_notes", "alternative_lines", "code_histogram", "compact_dict", "render_dead_end", "render_explain", "render_failure", "short_value"]
 
-# Codes that say "this kernel is for another problem", not "this deployment is wrong";
-# explain folds candidates that fail any of these (shown with --all).
-IRRELEVANT = frozenset({ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED, ReasonCode.NOT_REQUESTED})
-
-# A rule "blocks" when it rejects at least this share of the candidates meant for the problem.
-NEARLY_EVERY = 0.75
-
-
-@dataclass(frozen=True)
-class Blocker:
-    """One (reason code, field) pair and the candidates it rejects.
-
-    Attributes:
-        code, field: what fails.
-        rejected: how many of ``of`` candidates it rejects.
-        of: the candidates considered (those meant for this device and quantization).
-        failure: one representative failure (observed value, allowed values, hint, reference).
-        rules: every rule id behind it, in table order.
-    """
-
-    code: ReasonCode
-    field: str
-    rejected: int
-    of: int
-    failure: Failure
-    rules: tuple[str, ...]
+# Where vLLM raises, in words (the stages before any kernel is selected).
+_STAGE_WORDS = {
+    "config": "at start, validating its configuration",
+    "layer": "when it builds the MoE layer",
+    "selection": "in the layer's kernel selection",
+}
 
 
-def _memo(decision: "Decision", key: str, compute: Any) -> Any:
-    """``compute(decision)``, once per decision (the views below read the same facts several times)."""
-    memo = decision.view_memo
-    if key not in memo:
-        memo[key] = compute(decision)
-    return memo[key]
-
-
-def _mask(codes: Iterable[ReasonCode]) -> int:
-    """``codes`` as a bit set in ``Decision.code_masks``' layout."""
-    order = list(ReasonCode)
-    return sum(1 << order.index(c) for c in set(codes))
-
-
-_IRRELEVANT_MASK = _mask(IRRELEVANT)
-_OTHER_PROBLEM_MASK = _mask({ReasonCode.QUANT_UNSUPPORTED, ReasonCode.PLATFORM_UNSUPPORTED})
 _CODE_BY_BIT = tuple(ReasonCode)
-
-
-def _relevant(decision: "Decision") -> tuple[list[int], str, str]:
-    """The rejected candidates a dead end is about (rank positions), and how to name one and
-    several of them.
-
-    A strict request: the requested backends' candidates (those for this device and
-    quantization, when any are). Otherwise those not rejected for another quant scheme,
-    platform or request; when that leaves none, every candidate.
-
-    Read from the rows' checks: no failure records are built for the candidates left out.
-    """
-    return _memo(decision, "relevant", _find_relevant)
-
-
-def _find_relevant(decision: "Decision") -> tuple[list[int], str, str]:
-    rows = decision.rows
-    codes = decision.code_masks
-    rejected = [pos for pos, c in enumerate(codes) if c]
-    if decision.requested:
-        asked = [pos for pos in rejected if rows[pos].entry.backend in decision.requested]
-        if asked:
-            meant = [pos for pos in asked if not codes[pos] & _OTHER_PROBLEM_MASK]
-            if meant:
-                return meant, "candidate of the requested backend for this device and quantization", "candidates of the requested backend for this device and quantization"
-            return asked, "candidate of the requested backend", "candidates of the requested backend"
-    meant = [pos for pos in rejected if not codes[pos] & _IRRELEVANT_MASK]
-    if meant:
-        return meant, "candidate for this device and quantization", "candidates for this device and quantization"
-    return rejected, "candidate", "candidates"
-
-
-def unmapped_request(decision: "Decision") -> tuple[str, str | None, tuple[str, ...], str] | None:
-    """When ``moe_backend`` names no backend this layer's oracle maps to a kernel (the engine raises):
-    (the name, the family's request map id or ``None``, the names that would be read, the
-    reference); else ``None``."""
-    return _memo(decision, "unmapped", _find_unmapped)
-
-
-def _find_unmapped(decision: "Decision") -> tuple[str, str | None, tuple[str, ...], str] | None:
-    if decision.requested != () or decision.requested_by != "moe_backend":
-        return None
-    from .requests import request_map
-
-    view = decision.ranking.view
-    values = decision.normalized.values
-    rm = request_map(view, values)
-    if rm is not None:
-        return str(values["moe_backend"]), rm.id, ("auto", *sorted(set(rm.names) | set(rm.auto))), rm.reference
-    accepted = view.accepted_names
-    names = sorted(n for n in view.backend_names if accepted is None or n in accepted)
-    return str(values["moe_backend"]), None, ("auto", *names), ""
-
-
-def _unmapped_blocker(decision: "Decision") -> Blocker:
-    name, rule, allowed, reference = unmapped_request(decision)  # type: ignore[misc]
-    family = decision.normalized.values.get("quant_family")
-    if rule is not None:
-        hint = (f"this {family} layer's oracle maps moe_backend={name} to no kernel ({rule}: it reads auto or one of {', '.join(allowed[1:])}), "
-                f"and the engine raises; drop --moe-backend or request one of those")
-    else:
-        hint = f"moe_backend={name} names no backend modelled for this layer; drop --moe-backend or request one of {', '.join(allowed[1:])}"
-    n = len(decision.rows)
-    failure = Failure.of(ReasonCode.NOT_REQUESTED, "moe_backend", name, list(allowed), rule or "moe_backend",
-                         decision.normalized.sources.get("moe_backend", Source.USER_FLAG), hint, reference)
-    return Blocker(ReasonCode.NOT_REQUESTED, "moe_backend", n, n, failure, (rule or "moe_backend",))
-
-
-def refusing_checks(decision: "Decision") -> list[Any]:
-    """The ``after_selection`` checks the kernel the engine selected fails (the layer is refused
-    then: :attr:`~moe_oracle.core.decision.Decision.refused`), in table order; ``[]`` otherwise."""
-    if decision.refused is None:
-        return []
-    post = decision.ranking.view.after_selection
-    return [c for c in table_order(decision.rows[decision.refused].failures) if c.rule in post]
-
-
-def _refusal_blockers(decision: "Decision") -> tuple[Blocker, ...]:
-    groups: dict[tuple[ReasonCode, str], list[Any]] = {}
-    for chk in refusing_checks(decision):
-        groups.setdefault((chk.code, chk.field), []).append(chk)
-    return tuple(Blocker(code, field, 1, 1, make_failure(checks[0], decision.normalized), tuple(dict.fromkeys(c.rule for c in checks))) for (code, field), checks in groups.items())
-
-
-def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
-    """What rejects every (or nearly every) candidate meant for this device and quantization.
-
-    Candidates rejected for another quant scheme, platform or backend request are left out
-    (unless nothing else is left). Each (code, field) pair counts a candidate once; pairs that
-    reject at least :data:`NEARLY_EVERY` of them are returned, most first (ties: reason-code
-    order); when none reaches that share, the most frequent pair is returned alone.
-
-    Two dead ends are not about many candidates: a ``moe_backend`` this layer's oracle maps to
-    no kernel (one blocker: the name, with the names it reads), and a kernel the engine selected
-    and then refused the layer for (its ``after_selection`` failures, 1 of 1 candidate: the
-    eligible candidates ranked after it are never tried).
-    """
-    if unmapped_request(decision) is not None:
-        return (_unmapped_blocker(decision),)
-    if decision.refused is not None:
-        return _refusal_blockers(decision)
-    pool = _relevant(decision)[0]
-    if not pool:
-        return ()
-    rows = decision.rows
-    groups: dict[tuple[ReasonCode, str], list[Any]] = {}
-    hit: Counter[tuple[ReasonCode, str]] = Counter()
-    for pos in pool:
-        seen = set()
-        for chk in table_order(rows[pos].failures):
-            key = (chk.code, chk.field)
-            groups.setdefault(key, []).append(chk)
-            if key not in seen:
-                hit[key] += 1
-                seen.add(key)
-    order = {code: i for i, code in enumerate(ReasonCode)}
-    ranked = sorted(hit, key=lambda k: (-hit[k], order[k[0]], k[1]))
-    need = math.ceil(NEARLY_EVERY * len(pool))
-    chosen = [k for k in ranked if hit[k] >= need][:limit] or ranked[:1]
-    return tuple(Blocker(k[0], k[1], hit[k], len(pool), make_failure(groups[k][0], decision.normalized), tuple(dict.fromkeys(c.rule for c in groups[k]))) for k in chosen)
 
 
 def code_histogram(candidates: Iterable[CandidateResult]) -> Counter[str]:
@@ -314,8 +158,9 @@ def _header(decision: "Decision") -> list[str]:
             e=v["num_experts"], k=v["top_k"], h=v["hidden_size"], i=v["intermediate_size"], ipp=v["intermediate_size_per_partition"],
             q=v["quant_scheme"], fam=v["quant_family"], act=v["activation"], r=v["routing_method"], ld=v["router_logits_dtype"],
         ),
-        "Device: {dev}; tp={tp} dp={dp} ep={ep} dispatch={d} format={fmt}{eplb}{lora}".format(
-            dev=_device_text(decision), tp=v["tp_size"], dp=v["dp_size"], ep=v["ep_size"], d=v["dispatch"], fmt=v["activation_format"],
+        "Device: {dev}; tp={tp} dp={dp}{pcp} ep={ep} dispatch={d} format={fmt}{eplb}{lora}".format(
+            dev=_device_text(decision), tp=v["tp_size"], dp=v["dp_size"], ep=v["ep_size"],
+            pcp=f" pcp={decision.config.parallel.pcp_size}" if decision.config.parallel.pcp_size > 1 else "", d=v["dispatch"], fmt=v["activation_format"],
             eplb=" eplb" if v["enable_eplb"] else "", lora=" lora" if v["lora"] else "",
         ),
         f"Environment: {'probed' if decision.environment.probed else 'declared'} (fingerprint {decision.environment.fingerprint}); tables {decision.tables_hash}",
@@ -334,16 +179,29 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
     found = blockers(decision)
     if not found:
         return []
-    _, one, several = _relevant(decision)
+    _, one, several = relevant(decision)
     lines = ["Blocking:"]
     for b in found:
         f = b.failure
         whom = f"every {one}" if b.rejected == b.of else f"{b.rejected} of {b.of} {several}"
         more = f" (+{len(b.rules) - 1} more rules)" if len(b.rules) > 1 else ""
-        what = f"{f.field} = {short_value(f.observed)}, allowed {_allowed_text(f)}"
-        if decision.refused is not None:
+        if b.allowed_differ:
+            what = f"{f.field} = {short_value(f.observed)}, allowed values differ between its {len(b.rules)} rules"
+        else:
+            between = f" (between its {len(b.rules)} rules)" if b.allowed_union else ""
+            what = f"{f.field} = {short_value(f.observed)}, allowed {_allowed_text(f)}{between}"
+        if b.raised_at is not None:
+            if engine_refusal(decision).kind == "request":  # type: ignore[union-attr]
+                effect = "vLLM raises when it reads the request, before it tries the backend's kernels"
+            else:
+                effect = f"vLLM raises here, {_STAGE_WORDS[b.raised_at]}, before it tries any kernel"
+        elif decision.refused is not None:
             row = decision.rows[decision.refused]
-            effect = f"the engine selects {row.entry.id} ({row.entry.upstream}), then refuses the layer"
+            label = shortcut_raises(decision)
+            if label is not None:
+                effect = f"vLLM's early return {label} tries {row.entry.id} ({row.entry.upstream}) and raises"
+            else:
+                effect = f"the engine selects {row.entry.id} ({row.entry.upstream}), then refuses the layer"
         elif unmapped_request(decision) is not None:
             effect = "maps to no kernel of this layer, so it rejects every candidate"
         else:
@@ -351,7 +209,9 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
         lines.append(f"  {what}: {effect} ({b.code.value}) [{b.rules[0]}{more}]")
         why = _why(f)
         if why:
-            lines.append(f"    why: {why}")
+            # A pair behind several rules shows what they allow between them; the reason is its first rule's.
+            whose = f" ({f.rule})" if b.allowed_union or b.allowed_differ else ""
+            lines.append(f"    why{whose}: {why}")
         if said is not None:
             said.update(b.rules)
     return lines
@@ -383,10 +243,21 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
     search was kept from and why, said after them (``run``: those that change the GPU).
     """
     unmapped = unmapped_request(decision)
+    refusal = engine_refusal(decision)
     n = len(decision.rows)
-    if decision.refused is not None:
+    if refusal is not None and (refusal.stage == "config" or unmapped is None):
         who = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by})" if decision.requested else "No MoE kernel runs"
-        head = f"{who} for {decision.answered_for}: the engine selects {decision.refused_kernel}, then refuses the layer; {n} candidates."
+        if refusal.kind == "request":
+            head = f"{who} is refused for {decision.answered_for}: vLLM raises on the request itself, before it tries the backend's kernels; {n} candidates."
+        else:
+            head = f"{who} for {decision.answered_for}: vLLM raises {_STAGE_WORDS[refusal.stage]}, before it tries any kernel; {n} candidates."
+    elif decision.refused is not None:
+        who = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by})" if decision.requested else "No MoE kernel runs"
+        label = shortcut_raises(decision)
+        if label is not None:
+            head = f"{who} for {decision.answered_for}: vLLM's early return {label} tries {decision.refused_kernel} and raises; {n} candidates."
+        else:
+            head = f"{who} for {decision.answered_for}: the engine selects {decision.refused_kernel}, then refuses the layer; {n} candidates."
     elif unmapped is not None:
         family = decision.normalized.values.get("quant_family")
         head = f"Requested backend {unmapped[0]} ({decision.requested_by}) maps to no kernel of this {family} layer for {decision.answered_for}: {n} candidates."
@@ -479,13 +350,13 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
     if show_all:
         positions = list(range(len(rows)))
     elif sel is None:
-        positions = sorted(_relevant(decision)[0], key=lambda pos: (len(rows[pos].failures), pos))[:closest]
+        positions = sorted(relevant(decision)[0], key=lambda pos: (len(rows[pos].failures), pos))[:closest]
         if decision.refused is not None:
             # The kernel the engine selected and refused the layer for, then those it outranks.
             first = [decision.refused] + [pos for pos, codes in enumerate(decision.code_masks) if not codes]
             positions = first + [pos for pos in positions if pos not in first][: max(0, closest - len(first))]
     else:
-        positions = [pos for pos, codes in enumerate(decision.code_masks) if not codes & _IRRELEVANT_MASK]
+        positions = [pos for pos, codes in enumerate(decision.code_masks) if not codes & IRRELEVANT_MASK]
     shown = [decision.candidate_at(pos) for pos in positions]
     lines.append("   #  rank  kernel [backend, interface]  status")
     for i, cand in enumerate(shown, start=1):
@@ -511,7 +382,8 @@ def compact_dict(decision: "Decision", fixes: Sequence[Any] | None = None) -> di
     out = {k: full[k] for k in ("format_version", "selected", "selected_by", "shortcut", "requested", "engine", "view", "policy", "warnings", "summary", "assumptions", "notes", "tables_hash", "fingerprint")}
     if decision.selected is None:
         out["blocking"] = [
-            {"code": b.code.value, "field": b.field, "observed": jsonable(b.failure.observed), "allowed": jsonable(b.failure.allowed), "rejected": b.rejected, "of": b.of, "rules": list(b.rules), "hint": b.failure.hint}
+            {"code": b.code.value, "field": b.field, "observed": jsonable(b.failure.observed), "allowed": jsonable(b.failure.allowed), "rejected": b.rejected, "of": b.of, "rules": list(b.rules), "hint": b.failure.hint,
+             **({"raised_at": b.raised_at} if b.raised_at is not None else {})}
             for b in blockers(decision)
         ]
         if fixes is not None:

@@ -251,7 +251,7 @@ class Plan:
                       "quantization": {"method": ck.quant.method, "declared": ck.quant.declared, "source": ck.quant.source}},
             "deployment": {
                 "device": {"platform": self.device.platform.value, "capability": self.device.capability, "arch": self.device.arch, "name": self.device.name},
-                "tp_size": p.tp_size, "dp_size": p.dp_size, "use_ep": p.use_ep, "all2all_backend": p.all2all_backend.value,
+                "tp_size": p.tp_size, "dp_size": p.dp_size, "pcp_size": p.pcp_size, "use_ep": p.use_ep, "all2all_backend": p.all2all_backend.value,
                 "enable_eplb": p.enable_eplb, "num_redundant_experts": p.num_redundant_experts, "expert_placement": self.expert_placement,
                 "moe_backend": self.moe_backend, "draft_moe_backend": self.draft_moe_backend, "draft_backend_source": self.draft_backend_source,
             },
@@ -269,11 +269,12 @@ class Plan:
         ck, p, d = self.checkpoint, self.parallel, self.device
         dev = f"{d.name} " if d.name else ""
         dev += f"({d.platform.value}" + (f" SM {d.capability}" if d.capability else (f" {d.arch}" if d.arch else "")) + ")"
-        ep = p.tp_size * p.dp_size if p.use_ep and p.tp_size * p.dp_size > 1 else 1
+        ep = p.world if p.use_ep and p.world > 1 else 1
+        pcp = f" pcp={p.pcp_size}" if p.pcp_size > 1 else ""
         draft = f"draft {self.draft_moe_backend} ({self.draft_backend_source})" if any(g.role == "draft" for g in self.groups) else "no draft layers"
         lines = [
             f"Plan for {ck.name or ck.file} ({ck.model_type}, {ck.architecture}, family {ck.family.name})",
-            f"Deployment: {dev}; tp={p.tp_size} dp={p.dp_size} ep={ep}{' a2a=' + p.all2all_backend.value if ep > 1 and p.dp_size > 1 else ''}{' eplb+' + str(p.num_redundant_experts) if p.enable_eplb else ''}; moe_backend {self.moe_backend}, {draft}",
+            f"Deployment: {dev}; tp={p.tp_size} dp={p.dp_size}{pcp} ep={ep}{' a2a=' + p.all2all_backend.value if ep > 1 and (p.dp_size > 1 or p.pcp_size > 1) else ''}{' eplb+' + str(p.num_redundant_experts) if p.enable_eplb else ''}; moe_backend {self.moe_backend}, {draft}",
             f"Quantization: {ck.quant.method or 'none'} ({ck.quant.source})",
             f"Answer for: {self.release.label() if self.release is not None else 'engine release unknown'}",
         ]
@@ -319,7 +320,7 @@ class Plan:
 
     def _rank_lines(self) -> list[str]:
         p = self.parallel
-        world = p.tp_size * p.dp_size
+        world = p.world
         if not (p.use_ep and world > 1):
             return [f"Ranks: {world} rank{'s' if world != 1 else ''}, no expert parallelism: every rank holds every expert (intermediate size split {world} ways); one selection per layer group."]
         lines = []

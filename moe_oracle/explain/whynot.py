@@ -29,7 +29,8 @@ from ..core.requests import resolve_request
 from ..core.errors import ConfigError, InputIssue
 from ..core.environment import Environment
 from ..core.oracle import Oracle, parse_policy, require_config, require_environment
-from ..core.render import alternative_lines, refusing_checks
+from ..core.blocking import refusing_checks
+from ..core.render import alternative_lines
 from ..core.vocab import Policy
 from .whynot_edits import CATEGORIES, COSTS, DEFAULT_KEEP, Alternative, Edit, request_hint
 from .whynot_search import MAX_EDITS, SearchResult, repair, search_eligible, target_failures

@@ -50,7 +50,7 @@ def _parallel_edits(config: MoEConfig) -> Iterator[tuple[str, Callable[[MoEConfi
     """Parallel edits: flags first (``--ep``, ``--all2all``, cost 1), then redeployments of the same
     GPUs (another TP/DP split, DP+EP over an all2all backend: cost 3), then other GPU counts (4)."""
     p = config.parallel
-    world = p.tp_size * p.dp_size
+    world = p.tp_size * p.dp_size  # the GPUs the moves split anew; the PCP size is kept as given
     yield "parallel.use_ep", lambda c: c.with_changes(parallel__use_ep=not c.parallel.use_ep), p.use_ep, not p.use_ep, COSTS["flag"]
     for backend in All2AllBackend:
         if backend is not p.all2all_backend:
@@ -64,7 +64,7 @@ def _parallel_edits(config: MoEConfig) -> Iterator[tuple[str, Callable[[MoEConfi
         except ConfigError:  # tp * dp past the validator's limit after earlier edits: no such preset
             return None
 
-    presets = [q for q in [valid(tp_size=world)] + [valid(dp_size=ep_world, use_ep=True, all2all_backend=b) for b in All2AllBackend] if q is not None]
+    presets = [q for q in [valid(tp_size=world, pcp_size=p.pcp_size)] + [valid(dp_size=ep_world, pcp_size=p.pcp_size, use_ep=True, all2all_backend=b) for b in All2AllBackend] if q is not None]
     for preset in presets:
         if preset != p:
             after = f"tp={preset.tp_size} dp={preset.dp_size}" + (f" ep all2all={preset.all2all_backend.value}" if preset.use_ep else "")

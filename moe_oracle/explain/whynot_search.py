@@ -13,6 +13,7 @@ from ..core.config import MoEConfig
 from ..core.decision import Decision
 from ..core.engine import evaluate
 from ..core.requests import request_name
+from ..core.stages import before_selection
 from ..core.environment import Environment
 from ..core.vocab import Policy
 from .whynot_edits import COSTS, Alternative, Edit, edit_text
@@ -36,6 +37,11 @@ def target_failures(decision: Decision, target: Callable[["Row"], bool], *, sele
 
     ``selected``: a layer the engine refuses after selecting a kernel (``Decision.refused``) has
     none: the failures to fix are that kernel's, whatever is eligible behind it.
+
+    The checks vLLM raises on before it selects any kernel (a check binding every kernel, made
+    before selection; the oracle's gate on a requested backend: ``Catalog.request_gates``) come
+    first: the search edits for the first failing check, and nothing else is reached before
+    they pass.
     """
     if selected and decision.refused is not None:
         return list(decision.rows[decision.refused].failures), None
@@ -47,6 +53,9 @@ def target_failures(decision: Decision, target: Callable[["Row"], bool], *, sele
             return None, row.entry.id
         if best is None or len(row.failures) < len(best):
             best = list(row.failures)
+    if best:
+        view = decision.ranking.view
+        best.sort(key=lambda c: not ((c.rule in view.layer_rules and before_selection(c.reference)) or c.rule in view.request_gates))
     return best or [], None
 
 

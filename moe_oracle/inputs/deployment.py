@@ -315,6 +315,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         par["tp_size"] = given.tp
     if given.dp is not None:
         par["dp_size"] = given.dp
+    if given.pcp is not None:
+        par["pcp_size"] = given.pcp
     if given.ep is not None:
         par["use_ep"] = given.ep
     if given.eplb is not None:
@@ -327,7 +329,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         prov.append(Provenance("parallel.all2all_backend", flag, warning or f"--all2all {given.all2all}"))
     if par:
         changes["parallel"] = ParallelConfig(**{**_parallel_dict(config.parallel), **par})
-        names = {"tp_size": "--tp", "dp_size": "--dp", "use_ep": "--ep", "enable_eplb": "--eplb", "num_redundant_experts": "--redundant-experts", "all2all_backend": "--all2all"}
+        names = {"tp_size": "--tp", "dp_size": "--dp", "pcp_size": "--pcp", "use_ep": "--ep", "enable_eplb": "--eplb", "num_redundant_experts": "--redundant-experts", "all2all_backend": "--all2all"}
         shown = {k: (f"{names[k]} {v}" if v is not False else f"--no-{names[k][2:]}") for k, v in par.items()}
         prov += [Provenance(f"parallel.{k}", flag, shown[k] if serve is None else f"--serve ({shown[k]})") for k in par if not (k == "all2all_backend")]
     if given.quant:
@@ -464,7 +466,7 @@ def check_serve_values(serve: Any, catalog: Any, env: Any) -> None:
 
 
 def _parallel_dict(p: Any) -> dict[str, Any]:
-    return {"tp_size": p.tp_size, "dp_size": p.dp_size, "use_ep": p.use_ep, "all2all_backend": p.all2all_backend, "enable_eplb": p.enable_eplb, "num_redundant_experts": p.num_redundant_experts}
+    return {"tp_size": p.tp_size, "dp_size": p.dp_size, "pcp_size": p.pcp_size, "use_ep": p.use_ep, "all2all_backend": p.all2all_backend, "enable_eplb": p.enable_eplb, "num_redundant_experts": p.num_redundant_experts}
 
 
 def origins_of(given: OperatorInputs) -> dict[str, Any]:
@@ -475,7 +477,7 @@ def origins_of(given: OperatorInputs) -> dict[str, Any]:
     serve_set = given.from_serve
     config_file = given.config
     origins = {}
-    for field, dest in (("parallel.enable_eplb", "eplb"), ("parallel.use_ep", "ep"), ("parallel.num_redundant_experts", "redundant_experts")):
+    for field, dest in (("parallel.enable_eplb", "eplb"), ("parallel.use_ep", "ep"), ("parallel.num_redundant_experts", "redundant_experts"), ("parallel.pcp_size", "pcp")):
         if dest in serve_set:
             origins[field] = Origin("serve")
         elif getattr(given, dest, None) is not None:

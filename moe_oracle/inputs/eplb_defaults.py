@@ -6,7 +6,7 @@ vLLM 0.34.0 vllm/config/parallel.py: ``EPLBConfig.num_redundant_experts`` defaul
 no count is given, to the least count that makes the physical experts divide evenly over the EP
 group: ``(ep - E % ep) % ep`` with ``ep = TP x PCP x DP``. An explicit count is kept (and an uneven
 one is still refused by the layer: P/layer.py "EPLB currently only supports even distribution").
-The oracle does not model prefill context parallelism: PCP is 1.
+PCP is the deployment's ``pcp_size`` (``-pcp``), 1 unless given.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ def default_redundant_experts(config: MoEConfig, release: str | None) -> tuple[M
         return config, None
     if any(p.field == "parallel.num_redundant_experts" for p in config.provenance):
         return config, None
-    ep = par.tp_size * par.dp_size
+    ep = par.world
     count = minimum_redundant(config.num_experts, ep)
-    evidence = f"vLLM {release} compute_eplb_num_redundant_experts: (ep - E % ep) % ep with E={config.num_experts}, ep=TPxDP={ep}"
+    evidence = f"vLLM {release} compute_eplb_num_redundant_experts: (ep - E % ep) % ep with E={config.num_experts}, ep=TPxPCPxDP={ep}"
     provenance = tuple(p for p in config.provenance if p.field != "parallel.num_redundant_experts") + (Provenance("parallel.num_redundant_experts", Source.DERIVED, evidence),)
     new = replace(config, parallel=replace(par, num_redundant_experts=count), provenance=provenance)
     note = f"EPLB without a redundant-expert count: vLLM {release} picks num_redundant_experts={count}, the least that spreads the {config.num_experts} experts evenly over EP={ep} (vllm/config/parallel.py compute_eplb_num_redundant_experts)"
@@ -64,7 +64,7 @@ def default_redundant_parallel(par: ParallelConfig, num_experts: int, release: s
     when EPLB is on and no count was ``given``; the note saying so, else ``None``."""
     if given or release is None or not admits(DEFAULT_COUNT_RANGE, Version(release)) or not par.enable_eplb:
         return par, None
-    ep = par.tp_size * par.dp_size
+    ep = par.world
     count = minimum_redundant(num_experts, ep)
     note = f"EPLB without a redundant-expert count: vLLM {release} picks num_redundant_experts={count}, the least that spreads the {num_experts} experts evenly over EP={ep} (vllm/config/parallel.py compute_eplb_num_redundant_experts)"
     return replace(par, num_redundant_experts=count), note

@@ -407,6 +407,7 @@ def config_document(config: MoEConfig, env: Environment | None = None) -> dict[s
         "parallel": {
             "tp_size": p.tp_size,
             "dp_size": p.dp_size,
+            "pcp_size": p.pcp_size,
             "use_ep": p.use_ep,
             "all2all_backend": p.all2all_backend.value,
             "enable_eplb": p.enable_eplb,

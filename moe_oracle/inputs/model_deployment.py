@@ -158,7 +158,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     notes += draft_notes
     prov: list[Provenance] = []
     par: dict[str, Any] = {}
-    for flag, key in (("tp", "tp_size"), ("dp", "dp_size"), ("redundant_experts", "num_redundant_experts")):
+    for flag, key in (("tp", "tp_size"), ("dp", "dp_size"), ("pcp", "pcp_size"), ("redundant_experts", "num_redundant_experts")):
         if getattr(given, flag) is not None:
             par[key] = getattr(given, flag)
     if given.ep is not None:

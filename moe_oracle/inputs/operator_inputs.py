@@ -20,7 +20,7 @@ class OperatorInputs:
     Layer: ``config`` (a MoEConfig file), ``model`` (a config.json, checkpoint directory or shipped
     example name), ``serve`` (a ``vllm serve`` line, one string), ``hf_quant_config``, ``quant``.
     Device: ``gpu`` (hardware catalog or ``nvidia-smi`` name) or ``platform`` with ``sm``
-    (major*10+minor) / ``arch``. Deployment: ``tp``, ``dp``, ``ep``, ``all2all``, ``eplb``,
+    (major*10+minor) / ``arch``. Deployment: ``tp``, ``dp``, ``pcp``, ``ep``, ``all2all``, ``eplb``,
     ``redundant_experts``, ``moe_backend``, ``lora``, ``batch_invariant``, ``max_tokens``.
     Environment: ``environment`` (a file), ``package`` (``NAME==VERSION``), ``without``, ``env``
     (``VAR=VALUE``), ``tool`` (``NAME[=yes|no]``: host tools found, FlashInfer's JIT toolchain), ``probe``. Whole model (``plan``, ``diff``): ``draft_moe_backend``,
@@ -44,6 +44,7 @@ class OperatorInputs:
     arch: str | None = None
     tp: int | None = None
     dp: int | None = None
+    pcp: int | None = None
     ep: bool | None = None
     all2all: str | None = None
     eplb: bool | None = None

@@ -43,7 +43,9 @@ None`` is refused; a last ``null`` is not given).
 Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the rest):
 
 * read for selection: model, ``--hf-config-path``, ``--hf-overrides``, ``--quantization``,
-  ``--dtype``, ``-tp``, ``-dp``, ``--enable-expert-parallel``, ``--all2all-backend``,
+  ``--dtype``, ``-tp``, ``-dp``, ``-pcp`` (``--prefill-context-parallel-size``: the MoE layer
+  counts it as it counts DP, vLLM 0.29.0-0.34.0 P/config.py ``FusedMoEParallelConfig.make``),
+  ``--enable-expert-parallel``, ``--all2all-backend``,
   ``--enable-eplb``, ``--eplb-config`` (``num_redundant_experts``), ``--enable-lora``,
   ``--moe-backend``, ``--kernel-config`` (``moe_backend``; ``--moe-backend`` replaces it only
   when not ``auto``: vLLM 0.29.0-0.34.0 vllm/engine/arg_utils.py ``create_engine_config``),
@@ -90,6 +92,7 @@ SELECTION_FLAGS: Mapping[str, str] = {
     "dtype": "the activation dtype (FusedMoEConfig.in_dtype = model_config.dtype)",
     "tensor_parallel_size": "tp_size",
     "data_parallel_size": "dp_size",
+    "prefill_context_parallel_size": "pcp_size",
     "enable_expert_parallel": "use_ep",
     "all2all_backend": "all2all_backend",
     "enable_eplb": "enable_eplb",
@@ -102,7 +105,6 @@ SELECTION_FLAGS: Mapping[str, str] = {
 
 # dest -> how vLLM's MoE layer uses it, which kernel selection does not model (plan reads some: the note says).
 UNMODELLED_FLAGS: Mapping[str, str] = {
-    "prefill_context_parallel_size": "PCP > 1 joins the EP group and turns on all2all kernels (FusedMoEParallelConfig.make); the answer assumes PCP 1",
     "speculative_config": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads its moe_backend for the MTP draft layers)",
     "spec_method": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads it to decide which draft layers vLLM builds)",
     "spec_model": "a draft model's MoE layers are selected on their own; explain and select answer for the target model (plan reads it to decide which draft layers vLLM builds)",
@@ -141,6 +143,7 @@ class ServeArgs:
     dtype: str | None = None
     tp: int | None = None
     dp: int | None = None
+    pcp: int | None = None
     ep: bool | None = None
     all2all: str | None = None
     eplb: bool | None = None
@@ -169,7 +172,7 @@ class ServeArgs:
 
 
 SERVE_FLAG_OF: Mapping[str, str] = {
-    "tp": "--tensor-parallel-size", "dp": "--data-parallel-size", "ep": "--enable-expert-parallel", "all2all": "--all2all-backend", "eplb": "--enable-eplb",
+    "tp": "--tensor-parallel-size", "dp": "--data-parallel-size", "pcp": "--prefill-context-parallel-size", "ep": "--enable-expert-parallel", "all2all": "--all2all-backend", "eplb": "--enable-eplb",
     "redundant_experts": "--eplb-config num_redundant_experts", "lora": "--enable-lora", "moe_backend": "--moe-backend",
     "draft_moe_backend": "--speculative-config moe_backend", "max_num_batched_tokens": "--max-num-batched-tokens",
     "expert_placement": "--expert-placement-strategy",
@@ -453,6 +456,8 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
         values["tp"] = _int_flag("--tensor-parallel-size", given["tensor_parallel_size"], text)
     if "data_parallel_size" in given:
         values["dp"] = _int_flag("--data-parallel-size", given["data_parallel_size"], text)
+    if "prefill_context_parallel_size" in given:
+        values["pcp"] = _int_flag("--prefill-context-parallel-size", given["prefill_context_parallel_size"], text)
     if "enable_expert_parallel" in given:
         values["ep"] = given["enable_expert_parallel"]
     for a2a in every.get("all2all_backend", ()):
@@ -511,8 +516,6 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
         notes.append(f"ignored (no effect on MoE kernel selection): {', '.join(sorted(ignored))}")
     for dest in given:
         if dest in UNMODELLED_FLAGS:
-            if dest == "prefill_context_parallel_size" and str(given[dest]) == "1":
-                continue
             notes.append(f"{by_dest.get(dest, dest)}: {UNMODELLED_FLAGS[dest]}")
     notes += rewrite_notes
     if "model" not in values:

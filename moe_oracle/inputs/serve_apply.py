@@ -26,6 +26,7 @@ __all__ = ["SERVE_TO_ARGS", "apply_serve", "blame_hf_overrides", "check_draft_mo
 SERVE_TO_ARGS = {
     "tp": ("tp", "--tp"),
     "dp": ("dp", "--dp"),
+    "pcp": ("pcp", "--pcp"),
     "ep": ("ep", "--ep"),
     "all2all": ("all2all", "--all2all"),
     "eplb": ("eplb", "--eplb"),

@@ -59,9 +59,9 @@ EVERY_OCCURRENCE = frozenset({"dtype", "all2all_backend", "moe_backend", "kv_cac
 
 
 # Read flags whose last occurrence parse_serve checks as strictly as argparse or more (with its
-# own message: -tp/-dp "expected an integer" and >= 1; the token count; --hf-overrides a JSON
+# own message: -tp/-dp/-pcp "expected an integer" and >= 1; the token count; --hf-overrides a JSON
 # object; --eplb-config a JSON object); value_issues checks their earlier occurrences.
-LAST_READ = frozenset({"tensor_parallel_size", "data_parallel_size", "max_num_batched_tokens", "hf_overrides", "eplb_config"})
+LAST_READ = frozenset({"tensor_parallel_size", "data_parallel_size", "prefill_context_parallel_size", "max_num_batched_tokens", "hf_overrides", "eplb_config"})
 
 
 # vLLM's optional_type (vllm/engine/arg_utils.py): these words parse to None, i.e. not given.

@@ -19,12 +19,13 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
 from ..core.environment import HOST_TOOLS
+from ..core.stages import STAGES as _STAGES
 from .frontends import FRONT_ENDS as _REGISTRY
 
 __all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer", "STAGES", "PF_NONE", "PF_RAISES", "PF_UNASKED"]
 
-STAGES: tuple[str, ...] = ("config", "layer", "selection", "construction")
-"""Where a refusal happens (:attr:`Answer.stage`), in the order vLLM gets there."""
+STAGES = _STAGES
+"""Where a refusal happens (:attr:`Answer.stage`), in the order vLLM gets there (:data:`moe_oracle.core.stages.STAGES`)."""
 
 PF_NONE = "(none)"
 """:attr:`Answer.prepare_finalize` where vLLM's ``maybe_make_prepare_finalize`` returns ``None``."""
@@ -86,6 +87,8 @@ class Deployment:
         activation, routing_method: our vocabulary values.
         swiglu_alpha, swiglu_beta, swiglu_limit, situ_beta, situ_linear_beta: activation parameters.
         tp_size, dp_size, use_ep, all2all_backend, enable_eplb, num_redundant_experts: parallelism.
+        pcp_size: prefill-context-parallel size (``-pcp``); left out of :meth:`to_dict` at 1, so
+            the keys of deployments without PCP are those they had before the field.
         lora: LoRA enabled.
         moe_backend: requested backend (vLLM ``--moe-backend`` value) or ``auto``.
         env: environment variables (name -> raw string).
@@ -130,6 +133,7 @@ class Deployment:
     all2all_backend: str = "allgather_reducescatter"
     enable_eplb: bool = False
     num_redundant_experts: int = 0
+    pcp_size: int = 1
     lora: bool = False
     moe_backend: str = "auto"
     env: tuple[tuple[str, str], ...] = ()
@@ -165,6 +169,8 @@ class Deployment:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping (tuples as lists, ``env`` as an object)."""
         out = asdict(self)
+        if out["pcp_size"] == 1:
+            del out["pcp_size"]
         out["env"] = dict(self.env)
         out["packages"] = list(self.packages)
         out["tools"] = list(self.tools)

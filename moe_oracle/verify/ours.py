@@ -18,12 +18,14 @@ from ..core.errors import ConfigError
 from ..core.oracle import Oracle
 from ..core.padding import decision_layer_sizes
 from ..core.quant import QuantScheme
+from ..core.stages import eplb_gate as _eplb_gate
+from ..core.stages import rule_stage
 from .backend_names import UnknownBackend, vllm_backend_name
 from .cases import MORI_STANDIN_VERSION, PF_RAISES, Answer, Deployment
 from .frontends import QUANT_METHOD
 from .releases import flashinfer_pins, flashinfer_substitutes
 
-__all__ = ["OurSide", "PACKAGE_NAMES", "FLASHINFER_PINS", "FLASHINFER_SUBSTITUTES", "FRONT_END_QUANT_METHOD", "flashinfer_installed"]
+__all__ = ["OurSide", "PACKAGE_NAMES", "rule_stage", "FLASHINFER_PINS", "FLASHINFER_SUBSTITUTES", "FRONT_END_QUANT_METHOD", "flashinfer_installed"]
 
 PACKAGE_NAMES: Mapping[str, str] = {
     "flashinfer": "flashinfer-python",
@@ -117,6 +119,7 @@ def config_for(dep: Deployment) -> MoEConfig:
         parallel=ParallelConfig(
             tp_size=dep.tp_size,
             dp_size=dep.dp_size,
+            pcp_size=dep.pcp_size,
             use_ep=dep.use_ep,
             all2all_backend=dep.all2all_backend,
             enable_eplb=dep.enable_eplb,
@@ -125,33 +128,6 @@ def config_for(dep: Deployment) -> MoEConfig:
         lora=dep.lora,
         moe_backend=dep.moe_backend,
     )
-
-
-def _eplb_gate(reference: str) -> bool:
-    return "supports_eplb" in reference or "EPLB gate" in reference
-
-
-def rule_stage(reference: str) -> str:
-    """The stage (:data:`.cases.STAGES`) of the vLLM code a rule's ``reference`` cites first:
-    ``vllm/config/*.py`` is ``config``; ``create_weights`` and ``process_weights_after_loading`` (where
-    a method builds its kernel, e.g. 0.34.0 LUT-B's ``make_lut_b_moe_kernel``) are ``construction``; the layer factory
-    (``P/layer.py``, ``P/config.py FusedMoEConfig``) and the routed-experts EPLB gate
-    (``supports_eplb``) are ``layer``; anything else (a quantization method's constructor, its
-    config, the family's oracle) is ``selection``.
-
-    >>> rule_stage("vLLM 0.29.0-0.33.0 Q/moe_wna16.py MoeWNA16Method.create_weights")
-    'construction'
-    >>> rule_stage("vLLM 0.31.0-0.33.0 vllm/config/vllm.py VllmConfig.__post_init__")
-    'config'
-    """
-    first = reference.split(";")[0]
-    if "vllm/config/" in first:
-        return "config"
-    if "create_weights" in first or "validate_fp8_block_shape" in first or "process_weights_after_loading" in first:
-        return "construction"
-    if "P/layer.py" in first or "P/config.py FusedMoEConfig" in first or "supports_eplb" in first or "EPLB gate" in reference:
-        return "layer"
-    return "selection"
 
 
 class OurSide:

@@ -160,7 +160,8 @@ class VllmSide:
 
         First the release's own ``ParallelConfig`` validates the flags as ``vllm serve`` does
         (``vllm/config/parallel.py``: the all2all backend literal, EPLB needing expert parallelism,
-        more than one rank and a CUDA-alike or XPU platform, redundant experts needing EPLB),
+        more than one rank (TP x PCP x DP) and a CUDA-alike or XPU platform, redundant experts
+        needing EPLB, 0.29.0's PCP without DP),
         with ``distributed_executor_backend="mp"`` (one node's multiprocessing executor, the default
         when the world fits the node: the GPU count of a CPU box is not asked).
 
@@ -170,6 +171,7 @@ class VllmSide:
         pc = self.parallel_cls(
             tensor_parallel_size=dep.tp_size,
             data_parallel_size=dep.dp_size,
+            prefill_context_parallel_size=dep.pcp_size,
             enable_expert_parallel=dep.use_ep,
             enable_eplb=dep.enable_eplb,
             all2all_backend=dep.all2all_backend,
@@ -179,11 +181,13 @@ class VllmSide:
             # --data-parallel-size-local / --nnodes (vLLM 0.29.0-0.34.0 vllm/engine/arg_utils.py).
             data_parallel_size_local=dep.dp_size,
         )
-        flat = dep.tp_size * dep.dp_size
+        # FusedMoEParallelConfig.make (vLLM 0.29.0-0.34.0 P/config.py) for rank 0: TP flattened
+        # across DP and PCP (flatten_tp_across_dp_and_pcp), EP over all of them.
+        flat = dep.tp_size * dep.pcp_size * dep.dp_size
         use_ep = dep.use_ep and flat > 1
         kwargs = dict(
             tp_size=1 if use_ep else flat,
-            pcp_size=1,
+            pcp_size=dep.pcp_size,
             dp_size=dep.dp_size,
             ep_size=flat if use_ep else 1,
             tp_rank=0,

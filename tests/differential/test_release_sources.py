@@ -10,7 +10,9 @@ moe_oracle.verify.setup_env --dir DIR``) holds every modelled release's tree und
 * ``engine_facts/vllm-release-values.yaml`` is what tools/vllm_release_values.py reads from the
   release (quantization methods, KV-cache dtypes, environment variable names, each platform
   class's ``supported_quantization`` and ``Platform.verify_quantization``'s message);
-* moe_oracle/refusals.py's EPLB platforms are the condition vllm/config/parallel.py raises on;
+* moe_oracle/refusals.py's EPLB platforms are the condition vllm/config/parallel.py raises on, and
+  what moe_oracle reads of prefill context parallelism (EPLB's rank count, the EP group, the
+  all2all kernels, 0.29.0's refusal of PCP with DP) is that release's code;
 * moe_oracle/speculative.py's speculative methods are vllm/config/speculative.py's
   ``MTPModelTypes`` and ``SpeculativeMethod`` literals;
 * moe_oracle/checkpoint/releases.py's version-ranged checkpoint facts hold exactly for the
@@ -175,6 +177,29 @@ def test_eplb_platforms_match_the_release_source(release):
     called = {n.func.attr for n in ast.walk(condition) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and ast.unparse(n.func.value) == "current_platform"}
     assert called and called <= set(_PLATFORM_TESTS), f"vLLM {release}: cannot read the EPLB platform condition {ast.unparse(condition)!r}"
     assert set(eplb_platforms(release)) == {p for name in called for p in _PLATFORM_TESTS[name]}, ast.unparse(condition)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_pcp_facts_match_the_release_source(release):
+    """What moe_oracle reads of prefill context parallelism is the release's code: EPLB needs
+    ``tensor_parallel_size * prefill_context_parallel_size * data_parallel_size > 1``
+    (vllm/config/parallel.py, core/refusals.py), ``FusedMoEParallelConfig.make`` turns EP on over
+    ``dp_size_ * pcp_size_ * tp_size_`` and the all2all kernels on with ``pcp_size > 1`` (P/config.py,
+    core/normalize.py), and PCP with DP is refused exactly in refusals.PCP_REFUSES_DP."""
+    from moe_oracle.core.refusals import PCP_REFUSES_DP
+
+    parallel = (_tree(release) / "vllm/config/parallel.py").read_text(encoding="utf-8")
+    tree = ast.parse(parallel)
+    (block,) = [n for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == "self.enable_eplb" and any(isinstance(m, ast.If) for m in n.body)]
+    tests = [ast.unparse(n.test) for n in ast.walk(block) if isinstance(n, ast.If)]
+    assert "self.tensor_parallel_size * self.prefill_context_parallel_size * self.data_parallel_size <= 1" in tests, tests
+    refuses = any(isinstance(n, ast.If) and ast.unparse(n.test) == "pcp > 1 and self.data_parallel_size > 1" for n in ast.walk(tree))
+    assert refuses is (Version(release) in SpecifierSet(PCP_REFUSES_DP)) and (refuses is ("PCP does not support data parallelism yet." in parallel))
+    config = ast.parse((_tree(release) / "vllm/model_executor/layers/fused_moe/config.py").read_text(encoding="utf-8"))
+    assigns = {ast.unparse(n.targets[0]): ast.unparse(n.value) for n in ast.walk(config) if isinstance(n, ast.Assign) and len(n.targets) == 1}
+    assert assigns["use_ep"] == "dp_size_ * pcp_size_ * tp_size_ > 1 and vllm_parallel_config.enable_expert_parallel"
+    kernels = next(n for n in ast.walk(config) if isinstance(n, ast.FunctionDef) and n.name == "use_all2all_kernels")
+    assert ast.unparse(kernels.body[-1].value) == "self.use_ep and (self.dp_size > 1 or self.pcp_size > 1 or self.is_sequence_parallel)"
 
 
 @pytest.mark.parametrize("release", RELEASES)

@@ -141,9 +141,11 @@ def check_winner_is_first_eligible(case: Case) -> None:
     tables' semantics)."""
     d = decide(case)
     ranked = d.candidates
-    if d.shortcut is not None and d.winner is None and d.refused in (None, 0):
-        # (refused 0: the record names the shortcut's kernel as the one selected and refused for.)
-        assert ranked[0].failures, f"shortcut {d.shortcut} raised, but its first kernel {ranked[0].kernel} has no failure"
+    if d.shortcut is not None and d.winner is None:
+        # (refused: the shortcut's kernel vLLM returns or raises for; None: a check binding every
+        # kernel refuses the layer before the shortcut tries one.)
+        at = d.refused if d.refused is not None else 0
+        assert ranked[at].failures, f"shortcut {d.shortcut} raised, but its kernel {ranked[at].kernel} has no failure"
         return
     first = next((i for i, c in enumerate(ranked) if not c.failures), None)
     assert d.winner == first, f"winner {d.kernel}, first eligible {ranked[first].kernel if first is not None else None}"

@@ -102,7 +102,7 @@ def checkpoint_format(name: str | None) -> str | None:
 
 def _moe_shard(config: MoEConfig) -> int:
     par = config.parallel
-    ranks = par.tp_size * par.dp_size
+    ranks = par.tp_size * par.pcp_size * par.dp_size
     return config.intermediate_size if (par.use_ep and ranks > 1) else config.intermediate_size // ranks
 
 
@@ -185,7 +185,7 @@ def derived_fields(config: MoEConfig, weight: str | None, activation: str | None
     fmt = checkpoint_format(config.quant_method)
     marlin = marlin_moe_fits(config)
     par = config.parallel
-    ranks = par.tp_size * par.dp_size
+    ranks = par.tp_size * par.pcp_size * par.dp_size
     ep = ranks if (par.use_ep and ranks > 1) else 1
     shard = _moe_shard(config)
     group = config.weight_group_size

@@ -468,9 +468,11 @@ class Model:
                 q = QuantScheme(pair[1] if g32 else pair[0], q.activation)
         cuda, cpu = dev.platform is Platform.CUDA, dev.platform is Platform.CPU
         gpu = dev.platform in (Platform.ROCM, Platform.XPU)
-        world = par.tp_size * par.dp_size
+        # vLLM 0.29.0-0.34.0 P/config.py FusedMoEParallelConfig.make: TP flattened across DP and PCP;
+        # use_all2all_kernels = use_ep and (dp_size > 1 or pcp_size > 1); the naive DP P/F reads dp_size alone.
+        world = par.tp_size * par.pcp_size * par.dp_size
         use_ep = par.use_ep and world > 1
-        all2all_on = use_ep and par.dp_size > 1
+        all2all_on = use_ep and (par.dp_size > 1 or par.pcp_size > 1)
         all2all = par.all2all_backend.value if all2all_on else "none"
         dispatch = all2all if all2all_on else ("allgather_reducescatter" if par.dp_size > 1 else "none")
         if par.all2all_backend is All2AllBackend.PASSTHROUGH:
@@ -507,6 +509,7 @@ class Model:
             "padded_hidden_size": _all2all_hidden(config.hidden_size, config.in_dtype.value, all2all),
             "tp_size": par.tp_size,
             "dp_size": par.dp_size,
+            "pcp_size": par.pcp_size,
             "moe_tp_size": moe_tp,
             "ep_size": ep,
             "use_ep": use_ep,

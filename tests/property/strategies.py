@@ -392,11 +392,12 @@ LEAVES: Mapping[str, Leaf] = {
     "weight_block_size": _block_size,
     "parallel.tp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
     "parallel.dp_size": _const(st.one_of(st.sampled_from(_PARALLEL + (MAX_PARALLEL,)), st.integers(1, 1024), st.integers(1, MAX_PARALLEL))),
+    "parallel.pcp_size": _const(st.sampled_from((1, 1, 1, 2, 3, 4))),
     "parallel.use_ep": _const(st.booleans()),
     "parallel.all2all_backend": _const(all2all_spellings()),  # resolved by build_config, as the door does
     "parallel.enable_eplb": _const(st.booleans()),
     "parallel.num_redundant_experts": _const(st.one_of(st.just(0), st.integers(0, 64), st.integers(0, MAX_PARALLEL))),
-    "parallel.ep_rank": lambda ctx: _ep_rank(ctx["parallel.tp_size"] * ctx["parallel.dp_size"]),
+    "parallel.ep_rank": lambda ctx: _ep_rank(ctx["parallel.tp_size"] * ctx["parallel.pcp_size"] * ctx["parallel.dp_size"]),
     "lora": _const(st.booleans()),
     "batch_invariant": _const(st.booleans()),
     "moe_backend": _const(requested_backends()),
@@ -425,6 +426,7 @@ _PLAUSIBLE: Mapping[str, Leaf] = {
     "routed_scaling_factor": _const(st.sampled_from((1.0, 2.5))),
     "parallel.tp_size": _const(st.sampled_from((1, 2, 4, 8))),
     "parallel.dp_size": _const(st.sampled_from((1, 1, 2, 4, 8))),
+    "parallel.pcp_size": _const(st.sampled_from((1,) * 7 + (2,))),
     "parallel.all2all_backend": _const(st.sampled_from([b.value for b in All2AllBackend])),
     "parallel.enable_eplb": _const(st.sampled_from((False,) * 7 + (True,))),
     "parallel.num_redundant_experts": _const(st.just(0)),
@@ -811,6 +813,7 @@ def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: 
     a2a = set(_allowed(supports.get("all2all")) or ("none", *(b.value for b in All2AllBackend)))
     dispatch = draw(st.sampled_from([d for d in _pairing(entry, catalog) if d in a2a or d in ("none", "allgather_reducescatter") and "none" in a2a] or _pairing(entry, catalog)))
     ctx["parallel.num_redundant_experts"] = 0
+    ctx["parallel.pcp_size"] = 1  # the dispatch below is made with TP and DP alone
     if dispatch == "none":
         ctx["parallel.dp_size"], ctx["parallel.use_ep"] = 1, draw(st.booleans())
         ctx["parallel.all2all_backend"] = All2AllBackend.ALLGATHER_REDUCESCATTER

@@ -25,7 +25,8 @@ from moe_oracle.inputs.hf import from_hf_config, load_hf_config
 from moe_oracle.inputs.models import resolve_model_path
 from moe_oracle.core.oracle import default_catalog
 from moe_oracle.core.records import Status
-from moe_oracle.core.render import blockers, code_histogram, render_dead_end, render_explain, short_value
+from moe_oracle.core.blocking import blockers
+from moe_oracle.core.render import code_histogram, render_dead_end, render_explain, short_value
 from moe_oracle.core.vocab import ReasonCode
 
 # TP16: the shard (48) is not a multiple of 128, and vLLM's fp8 front end cannot refine the block

@@ -54,7 +54,8 @@ def test_flags_are_classified_in_notes():
     s = parse_serve("vllm serve m --port 8000 --gpu-memory-utilization 0.9 --speculative-config '{\"method\": \"mtp\"}' -pcp 2", version="0.33.0")
     assert s.notes[0] == "ignored (no effect on MoE kernel selection): --gpu-memory-utilization, --port"
     assert any(n.startswith("--speculative-config: a draft model") for n in s.notes)
-    assert any(n.startswith("--prefill-context-parallel-size: PCP > 1") for n in s.notes)
+    # -pcp is read (the MoE layer counts PCP as it counts DP), so no note says it is not modelled.
+    assert s.pcp == 2 and not any("prefill-context" in n for n in s.notes)
 
 
 def test_the_placement_strategy_note_says_what_plan_does_with_it():

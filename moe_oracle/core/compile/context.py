@@ -51,6 +51,8 @@ class CompileContext:
         self.dropped_backends: set[str] = set()
         # Rule ids of constraints the engine checks on the selected kernel only (after_selection).
         self.after_selection: set[str] = set(base.after_selection) if base is not None else set()
+        # Rule ids of constraints the oracle raises on first for a backend requested by name (raised_on_request).
+        self.request_gates: set[str] = set(base.request_gates) if base is not None else set()
         self._ids: dict[str, str] = {}
 
     # ------------------------------------------------------------------ location and issues

@@ -289,6 +289,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         view_name=compiled.view_name,
         engine=compiled.engine,
         after_selection=compiled.after_selection,
+        request_gates=compiled.request_gates,
         source=compiled,
         key=key,
         request_maps=request_maps,

@@ -140,6 +140,7 @@ def compile_set(files: Sequence[TableFile], base: CompiledTables | None = None) 
         tables_hash=digest.hexdigest()[:16],
         base=base,
         after_selection=frozenset(ctx.after_selection),
+        request_gates=frozenset(ctx.request_gates),
         request_maps=request_maps,
         engine_names=engine_names,
         rewrites=rewrites,

@@ -142,6 +142,8 @@ def constraint(ctx: CompileContext, raw: Mapping[str, Any], path: str, default_r
         return None
     if raw.get("after_selection"):
         ctx.after_selection.add(raw["id"])
+    if raw.get("raised_on_request"):
+        ctx.request_gates.add(raw["id"])
     return Check(raw["id"], raw["field"], pred, cond, False, ReasonCode(raw["reason"]), raw["hint"], raw.get("reference", default_ref))
 
 
