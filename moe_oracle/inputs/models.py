@@ -242,15 +242,22 @@ def quant_document(doc: Mapping[str, Any], shown: str | None, flag: str, file: s
     config (``architectures`` or ``model_type``) gives the document vLLM would read from it:
     ``quantization_config``, ``text_config.quantization_config``, then ``compression_config``
     (:func:`moe_oracle.inputs.checkpoint.quant_formats.read_quant_format`'s order). Anything
-    else is passed on as it is (a document without ``quant_method`` reads as unquantized).
+    else must name its method: a document with neither ``quant_method`` nor a non-empty ModelOpt
+    ``quantization`` object (``{}``, a ``producer`` alone) names no scheme and is refused, where it
+    used to answer "unquantized" for a quantized model.
 
     Raises:
-        ConfigError: a model config that carries no quantization document, charged to ``flag``
-            (and ``file``, a config file), naming ``shown``, what the flag takes and where a
-            model config goes (``model_flag``).
+        ConfigError: a model config that carries no quantization document, or a document that
+            names no method, charged to ``flag`` (and ``file``, a config file), naming ``shown``,
+            what the flag takes and where a model config goes (``model_flag``).
     """
-    if "quant_method" in doc or "quantization" in doc or not ("architectures" in doc or "model_type" in doc):
+    is_model = "architectures" in doc or "model_type" in doc
+    if "quant_method" in doc or ("quantization" in doc and doc["quantization"] != {}):
         return doc, None
+    if not is_model:
+        what = repr(shown) if shown is not None else "the document"
+        raise ConfigError([InputIssue(flag, f"{what} names no quantization method (no quant_method, and no ModelOpt quantization object with its quant_algo): "
+                                            f"{flag} takes the quantization document a quantized checkpoint ships", shown, _QUANT_DOCUMENT_ALLOWED, file)])
     named = f"{flag} {shown}" if shown is not None else flag
     text = doc.get("text_config")
     for key, found in (("quantization_config", doc.get("quantization_config")), ("text_config.quantization_config", text.get("quantization_config") if isinstance(text, Mapping) else None),

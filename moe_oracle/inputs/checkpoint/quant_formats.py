@@ -183,8 +183,10 @@ def read_quant_format(
         own = cfg.get("quantization_config") or (text_cfg or {}).get("quantization_config") or cfg.get("compression_config")
         if isinstance(own, dict):
             # The explicit document wins (vLLM reads only one): say so where it hides another.
-            theirs, ours = own.get("quant_method") or "?", override.get("quant_method") or (override.get("quantization") or {}).get("quant_algo") or "?"
-            notes.append(f"--hf-quant-config replaces config.json's own quantization document (quant_method {theirs}) with the file given ({ours}); "
+            modelopt = override.get("quantization") if isinstance(override.get("quantization"), dict) else {}
+            theirs = f"quant_method {own['quant_method']}" if own.get("quant_method") else "no quant_method"
+            ours = override.get("quant_method") or modelopt.get("quant_algo") or "ModelOpt quantization without a quant_algo"
+            notes.append(f"--hf-quant-config replaces config.json's own quantization document ({theirs}) with the file given ({ours}); "
                          "vLLM reads one document, so the answer is for the file given")
     elif isinstance(cfg.get("quantization_config"), dict):
         doc, source = cfg["quantization_config"], "config.json quantization_config"
