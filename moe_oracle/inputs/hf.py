@@ -122,7 +122,7 @@ def from_hf_config(cfg: Mapping[str, Any], *, file: str | None = None, quant_cfg
             raise ConfigError([InputIssue("quant_cfg", f"from_hf_config takes the parsed quantization document (a dict), not {type(quant_cfg).__name__}: pass load_hf_config(path)", None, None, quant_file, keyword="type")], headline="bad quant_cfg")
         # As --hf-quant-config reads its file: a model config gives its quantization_config (noted), one without any is refused.
         try:
-            quant_cfg, quant_note = quant_document(quant_cfg, quant_file, "quant_cfg", quant_file, "cfg")
+            quant_cfg, quant_note = quant_document(quant_cfg, quant_file, "quant_cfg", quant_file if quant_file is not None else file, "cfg")
         except ConfigError as exc:
             raise ConfigError(exc.issues, headline="bad quant_cfg") from None
     check_model_config(cfg, file)

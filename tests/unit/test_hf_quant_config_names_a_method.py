@@ -29,8 +29,10 @@ def test_a_document_naming_no_method_is_refused_naming_the_file(name: str, tmp_p
 @pytest.mark.parametrize("name", sorted(NAMELESS))
 def test_the_python_door_refuses_it_too(name: str) -> None:
     config = json.loads(resolve_model_path("deepseek-r1").read_text())
-    with pytest.raises(ConfigError, match="names no quantization method"):
-        from_hf_config(config, quant_cfg=NAMELESS[name])
+    with pytest.raises(ConfigError, match="names no quantization method") as caught:
+        from_hf_config(config, file="ck/config.json", quant_cfg=NAMELESS[name])
+    # no quant_file given: the problem names the model's file, as every issue must name one
+    assert [issue.file for issue in caught.value.issues] == ["ck/config.json"]
 
 
 def test_a_modelopt_document_without_quant_algo_is_read_and_said_without_a_placeholder(tmp_path: Path) -> None:
