@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from pathlib import Path
 
 import pytest
 import yaml
@@ -32,7 +31,7 @@ import yaml
 from moe_oracle.verify.model_build.compare import DIVERGENCES, load_divergences
 from moe_oracle.verify.model_build.corpus import DEPLOYMENTS, QUICK_DEPLOYMENTS, cases
 from moe_oracle.verify.model_build.driver import corpus_dirs, render, run_release
-from moe_oracle.verify.run import RELEASES, VllmEnv
+from moe_oracle.verify.run import RELEASES
 
 pytestmark = pytest.mark.differential
 
@@ -82,16 +81,6 @@ def test_every_release_is_built():
 def _full() -> bool:
     return os.environ.get("MOE_ORACLE_MODEL_BUILD", "") == "full"
 
-
-@pytest.fixture(scope="module")
-def vllm_env() -> VllmEnv:
-    directory = os.environ.get("MOE_ORACLE_VLLM_ENV")
-    if not directory:
-        pytest.skip("MOE_ORACLE_VLLM_ENV is not set: build the vLLM environment with `python -m moe_oracle.verify.setup_env --dir DIR`")
-    try:
-        return VllmEnv.from_dir(Path(directory))
-    except FileNotFoundError as exc:
-        pytest.fail(f"MOE_ORACLE_VLLM_ENV={directory} is not a vLLM environment: {exc}")
 
 
 def _reviewed_not_built(release: str, case_id: str, error: str) -> str | None:

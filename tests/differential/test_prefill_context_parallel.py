@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from moe_oracle.verify.cases import Deployment
-from moe_oracle.verify.run import RELEASES, VllmEnv, verify
+from moe_oracle.verify.run import RELEASES, verify
 from moe_oracle.verify.space import random_deployments
 
 pytestmark = pytest.mark.differential
@@ -32,13 +31,6 @@ REPORTED = Deployment(platform="cuda", capability=90, tp_size=1, dp_size=1, pcp_
 ALL_ONE = replace(REPORTED, pcp_size=1)
 WITH_DP = Deployment(platform="cuda", capability=90, tp_size=1, dp_size=2, pcp_size=2, use_ep=True)
 
-
-@pytest.fixture(scope="module")
-def vllm_env() -> VllmEnv:
-    directory = os.environ.get("MOE_ORACLE_VLLM_ENV")
-    if not directory:
-        pytest.skip("MOE_ORACLE_VLLM_ENV is not set: build the vLLM environment with `python -m moe_oracle.verify.setup_env --dir DIR`")
-    return VllmEnv.from_dir(Path(directory))
 
 
 @pytest.mark.parametrize("release", RELEASES)

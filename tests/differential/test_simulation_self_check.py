@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from moe_oracle.verify.run import RELEASES, VllmEnv
+from moe_oracle.verify.run import RELEASES
 
 pytestmark = pytest.mark.differential
 
@@ -52,13 +51,6 @@ elif plant == "tool_lookup_restored":
 print(json.dumps({"before": before, "after": sim.self_check()}))
 """
 
-
-@pytest.fixture(scope="module")
-def vllm_env() -> VllmEnv:
-    directory = os.environ.get("MOE_ORACLE_VLLM_ENV")
-    if not directory:
-        pytest.skip("MOE_ORACLE_VLLM_ENV is not set: build it with `python -m moe_oracle.verify.setup_env --dir DIR`")
-    return VllmEnv.from_dir(Path(directory))
 
 
 @pytest.mark.parametrize(

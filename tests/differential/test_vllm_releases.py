@@ -41,7 +41,7 @@ from moe_oracle.core.oracle import default_catalog
 from moe_oracle.verify.coverage import all2all_backends, coverage
 from moe_oracle.verify.guided import guided_all2all, guided_deployments, guided_pairs
 from moe_oracle.verify.rule_pairs import decisive_rules, rule_ids, rule_pairs
-from moe_oracle.verify.run import RELEASES, VllmEnv, verify, write_disagreements
+from moe_oracle.verify.run import RELEASES, verify, write_disagreements
 from moe_oracle.verify.space import FRONT_ENDS_BY_FAMILY, families_for, random_deployments
 
 pytestmark = pytest.mark.differential
@@ -87,16 +87,6 @@ def _guided(release: str, seed: int) -> tuple[list, int]:
     extra, _ = guided_all2all(release, backends, found, per_backend=GUIDED_PER_KERNEL, seed=seed)
     return found + pairs + extra, sum(len(k) for k in reached.values())
 
-
-@pytest.fixture(scope="module")
-def vllm_env() -> VllmEnv:
-    directory = os.environ.get("MOE_ORACLE_VLLM_ENV")
-    if not directory:
-        pytest.skip("MOE_ORACLE_VLLM_ENV is not set: build the vLLM environment with `python -m moe_oracle.verify.setup_env --dir DIR` and export MOE_ORACLE_VLLM_ENV=DIR")
-    try:
-        return VllmEnv.from_dir(Path(directory))
-    except FileNotFoundError as exc:
-        pytest.fail(f"MOE_ORACLE_VLLM_ENV={directory} is not a vLLM environment: {exc}")
 
 
 @pytest.mark.parametrize("release", RELEASES)
