@@ -435,7 +435,7 @@ PEER_MODELS = ["qwen3-30b-a3b", "mixtral-8x7b", "deepseek-v3-ep8", "deepseek-v3-
 """The five layers of issue 23, measured against vLLM's Triton kernel with ``--peer``."""
 
 PEER_NOTE = (
-    "peer = vLLM {version} fused_moe_kernel (Triton source from the wheel, vLLM's tuned configs for this card) launched as vLLM launches it; "
+    "peer = vLLM {version} fused_moe_kernel (Triton source from the wheel; vLLM's tuned config JSON for this card and shape where the wheel ships one, else vLLM's default heuristic: each layer's line says which) launched as vLLM launches it; "
     "its compiled helpers are STOOD IN FOR by our code, timed separately: moe_align_block_size -> our Triton layout kernels + scatter + "
     "searchsorted ('peer align'), silu_and_mul (+ fp8 1x128 quantization) -> our Triton activation kernel, moe_sum -> torch.sum. "
     "ours/peer counts the peer's alignment at our stand-in's time; ours/peer-w/o-align leaves it out."
