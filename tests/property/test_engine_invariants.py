@@ -74,9 +74,10 @@ def test_unread_inputs_include_the_ones_no_field_can_read():
     # No normalized field is derived from these (fields.FIELDS inputs), so no table can read them:
     # the perturbation test above is never vacuous. (swiglu_alpha and swiglu_beta are read since
     # the TRT-LLM FP8 SwiGLU parameter rules: fields swiglu_alpha, swiglu_beta, swiglu_params; and
-    # num_expert_group since constraint.trtllm_groups_divide: field expert_groups_divide.)
-    assert {"topk_group", "routed_scaling_factor", "has_correction_bias", "device.name", "provenance"} <= set(inv.unread_leaves())
-    assert {"swiglu_alpha", "swiglu_beta", "num_expert_group"} <= {i for f in inv.read_fields() if f in FIELDS for i in FIELDS[f].inputs}
+    # num_expert_group since constraint.trtllm_groups_divide: field expert_groups_divide; topk_group
+    # since FlashInfer's TRT-LLM routing limits: fields trtllm_grouped_routing_fits and others.)
+    assert {"routed_scaling_factor", "has_correction_bias", "device.name", "provenance"} <= set(inv.unread_leaves())
+    assert {"swiglu_alpha", "swiglu_beta", "num_expert_group", "topk_group"} <= {i for f in inv.read_fields() if f in FIELDS for i in FIELDS[f].inputs}
 
 
 def test_the_compiled_decision_validator_rejects_what_jsonschema_rejects():
