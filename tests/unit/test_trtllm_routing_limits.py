@@ -87,3 +87,20 @@ def test_the_fp8_block_launcher_needs_a_multiple_of_4_experts(tmp_path: Path) ->
     code, record, err = _select("--config", _config(tmp_path, "fp8_block", "renormalize", 1, 1, experts=62), "--moe-backend", "flashinfer_trtllm")
     assert code == 1, err
     assert _blocking(record) == ["constraint.trtllm_fp8_block_experts_4"]
+
+
+def test_the_modular_fp8_block_kernel_calls_the_same_launcher(tmp_path: Path) -> None:
+    # trtllm_fp8_block_scale_routed_moe is FlashInfer's trtllm_fp8_block_scale_moe op with top-k ids:
+    # the expert count and top_k checks bind the modular kernel too.
+    path = tmp_path / "layer.yaml"
+    layer = "model: {{num_experts: {e}, top_k: {k}, hidden_size: 2048, intermediate_size: 1024, activation: silu, quant: fp8_block, routing_method: renormalize}}\n"
+    rest = "device: {gpu: B200}\nparallel: {tp_size: 1, dp_size: 2, use_ep: true, all2all_backend: flashinfer_nvlink_two_sided}\n"
+    for experts, top_k, rule in ((62, 4, "constraint.trtllm_fp8_block_experts_4"), (64, 33, "constraint.trtllm_fp8_block_routed_top_k")):
+        path.write_text(layer.format(e=experts, k=top_k) + rest, encoding="utf-8")
+        code, record, err = _select("--config", str(path), "--moe-backend", "flashinfer_trtllm")
+        assert code == 1, err
+        assert _blocking(record) == [rule]
+        assert record["notes"][0].startswith("the engine selects TrtLlmFp8ExpertsModular (flashinfer_trtllm_fp8), then refuses the layer")
+    path.write_text(layer.format(e=64, k=8) + rest, encoding="utf-8")
+    code, record, err = _select("--config", str(path), "--moe-backend", "flashinfer_trtllm")
+    assert code == 0 and record["selected"]["kernel"] == "flashinfer_trtllm_fp8", err
