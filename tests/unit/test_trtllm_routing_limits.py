@@ -104,3 +104,16 @@ def test_the_modular_fp8_block_kernel_calls_the_same_launcher(tmp_path: Path) ->
     path.write_text(layer.format(e=64, k=8) + rest, encoding="utf-8")
     code, record, err = _select("--config", str(path), "--moe-backend", "flashinfer_trtllm")
     assert code == 0 and record["selected"]["kernel"] == "flashinfer_trtllm_fp8", err
+
+
+def test_llama4_routing_routes_one_expert_in_flashinfer(tmp_path: Path) -> None:
+    # vLLM picks Llama4 routing for Llama4MoE's routing function whatever top_k; FlashInfer's routing
+    # runner takes only top-1 (every TRT-LLM launcher). Llama 4 Scout itself is top-1 and unchanged.
+    scout = "llama-4-scout-17b-16e-instruct.json"
+    code, record, err = _select("--model", _model(tmp_path, scout), "--gpu", "B200")
+    assert code == 0 and record["selected"]["kernel"] == "flashinfer_trtllm_bf16_monolithic", err
+    text = json.loads((examples_dir() / scout).read_text(encoding="utf-8"))
+    changes = {"text_config": {**text["text_config"], "num_experts_per_tok": 2}} if "text_config" in text else {"num_experts_per_tok": 2}
+    code, record, err = _select("--model", _model(tmp_path, scout, **changes), "--gpu", "B200")
+    assert code == 1, err
+    assert _blocking(record) == ["constraint.trtllm_llama4_top_1"]
