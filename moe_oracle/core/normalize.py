@@ -41,6 +41,7 @@ from .fields import NONE
 from .mori import MoriResolution, per_tensor_fp8_activations, resolve_mori_ep
 from .padding import all2all_hidden_size
 from .quant import QUANT_KEYS, QuantScheme, method_weight_key
+from .trtllm_routing import fp8_block_groups_fit, grouped_routing_fits, groups_at_most_one
 from .vocab import ActivationFormat, All2AllBackend, Platform, Source
 
 if TYPE_CHECKING:
@@ -389,6 +390,9 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["has_hash_routing"], sources["has_hash_routing"] = config.has_hash_routing, _source(config, "has_hash_routing", Source.DEFAULT)
     groups = config.num_expert_group
     values["expert_groups_divide"], sources["expert_groups_divide"] = groups is None or config.num_experts % groups == 0, Source.DERIVED
+    values["trtllm_grouped_routing_fits"], sources["trtllm_grouped_routing_fits"] = grouped_routing_fits(config.num_experts, config.top_k, groups, config.topk_group), Source.DERIVED
+    values["trtllm_fp8_block_groups_fit"], sources["trtllm_fp8_block_groups_fit"] = fp8_block_groups_fit(config.num_experts, config.top_k, groups, config.topk_group), Source.DERIVED
+    values["expert_groups_at_most_one"], sources["expert_groups_at_most_one"] = groups_at_most_one(groups, config.topk_group), Source.DERIVED
     values["weight_group_size"], sources["weight_group_size"] = config.weight_group_size, _source(config, "weight_group_size", given)
     values["require_decomposed"], sources["require_decomposed"] = config.require_decomposed, _source(config, "require_decomposed", Source.DEFAULT)
     values["lora"], sources["lora"] = config.lora, _source(config, "lora", given)

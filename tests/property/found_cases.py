@@ -37,6 +37,12 @@ and by a plain test (tests/property/test_found_cases.py).
   the catalog refused whatever the release. Met by CI's own examples once the draws took the
   front ends' rules (``quant_method: fp8``) in; fixed in tests/property/invariants.py
   ``check_refused_env_value``.
+* :data:`TRTLLM_LLAMA4_TOP_2_REFUSED` -- an unquantized 8-expert top-2 layer with Llama4 routing on a
+  B200, ``vllm==0.28.9``: the engine selects ``flashinfer_trtllm_bf16_monolithic`` and refuses the
+  layer after selection (rules/constraints.yaml ``constraint.trtllm_llama4_top_1``: FlashInfer's
+  Llama4 routing takes top-1 only), while ``winner_is_first_eligible`` expected the first eligible
+  candidate (``flashinfer_cutlass``) to win: the invariant knew only a shortcut's refusal. Fixed in
+  tests/property/invariants.py ``check_winner_is_first_eligible``.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from moe_oracle.core.quant import QuantScheme
 from moe_oracle.core.vocab import Activation, All2AllBackend, RoutingMethod
 from tests.property.strategies import Case, pinned
 
-__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "MORI_EP_V2_BEFORE_034", "ONE_SIDED_PAYLOAD_AT_CONSTRUCTION", "added_kernel_mutation"]
+__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "MORI_EP_V2_BEFORE_034", "ONE_SIDED_PAYLOAD_AT_CONSTRUCTION", "TRTLLM_LLAMA4_TOP_2_REFUSED", "added_kernel_mutation"]
 
 MOONEP_SHORTCUT_RAISES: Case = pinned(
     Environment.declared(packages=["moonep==1.0", "vllm==0.33.0"]),
@@ -107,6 +113,16 @@ ONE_SIDED_PAYLOAD_AT_CONSTRUCTION: Case = pinned(
     parallel__dp_size=2,
     parallel__use_ep=True,
     parallel__all2all_backend=All2AllBackend.FLASHINFER_NVLINK_ONE_SIDED,
+)
+
+TRTLLM_LLAMA4_TOP_2_REFUSED: Case = pinned(
+    Environment.declared(packages=["vllm==0.28.9"], env={"VLLM_BATCH_INVARIANT": "0", "VLLM_MOE_USE_DEEP_GEMM": "0", "VLLM_ROCM_USE_AITER": "0", "VLLM_USE_DEEP_GEMM": "0"}),
+    device=GPU_CATALOG["B200"].device,
+    num_experts=8,
+    top_k=2,
+    hidden_size=1024,
+    intermediate_size=96,
+    routing_method=RoutingMethod.LLAMA4,
 )
 
 MORI_EP_V2_BEFORE_034: tuple[Case, tuple[str, str]] = (

@@ -138,7 +138,9 @@ def check_winner_is_first_eligible(case: Case) -> None:
     """The winner is the first candidate without failures, except after a shortcut that raises
     when its kernel cannot serve the layer (vLLM ``_return_or_raise``): nothing runs then, and the
     shortcut's kernels, ranked first, are rejected (failures_complete holds the outcome to the
-    tables' semantics)."""
+    tables' semantics); and except where the engine selects a kernel and then refuses the layer
+    for its ``after_selection`` checks (e.g. FlashInfer's TRT-LLM routing limits), ranked ahead of
+    every eligible candidate."""
     d = decide(case)
     ranked = d.candidates
     if d.shortcut is not None and d.winner is None:
@@ -148,6 +150,14 @@ def check_winner_is_first_eligible(case: Case) -> None:
         assert ranked[at].failures, f"shortcut {d.shortcut} raised, but its kernel {ranked[at].kernel} has no failure"
         return
     first = next((i for i, c in enumerate(ranked) if not c.failures), None)
+    if d.winner is None and d.refused is not None:
+        # Selected, then refused by an after-selection check (Decision.refused): that kernel fails
+        # one, everything ranked before it fails a check that stops selection, and every eligible
+        # candidate ranks after it.
+        post = d.ranking.view.after_selection
+        assert any(f.rule in post for f in ranked[d.refused].failures), f"{ranked[d.refused].kernel} refused the layer without an after-selection failure"
+        assert all(c.failures for c in ranked[:d.refused]) and (first is None or first > d.refused), f"eligible {ranked[first].kernel} ranks before the refused {ranked[d.refused].kernel}"
+        return
     assert d.winner == first, f"winner {d.kernel}, first eligible {ranked[first].kernel if first is not None else None}"
     if first is not None:
         assert ranked[first].status is Status.SELECTED and d.kernel == ranked[first].kernel

@@ -90,9 +90,29 @@ DERIVED_HERE = (
     "weight_groups_aligned", "padded_weight_groups_aligned", "experts_even_across_ep",
     "swiglu_params", "swiglu_alpha", "swiglu_beta", "situ_beta", "situ_linear_beta",
     "model_type", "architecture", "has_hash_routing", "require_decomposed", "cpu_amx_fp8",
-    "expert_groups_divide",
+    "expert_groups_divide", "trtllm_grouped_routing_fits", "trtllm_fp8_block_groups_fit", "expert_groups_at_most_one",
 )
 """The record's fields this module derives (the ones the reference model once took from the engine)."""
+
+
+def _trtllm_grouped_fits(config: MoEConfig) -> bool:
+    n, e = config.num_expert_group, config.num_experts
+    if n is None or n < 2 or e % n != 0:
+        return True
+    checks = (n <= 8, e // n <= 32, (config.topk_group or 0) <= 4, config.top_k <= 22, e % 4 == 0, e <= 512)
+    return all(checks)
+
+
+def _trtllm_fp8_block_fits(config: MoEConfig) -> bool:
+    n, g, e, k = config.num_expert_group, config.topk_group, config.num_experts, config.top_k
+    if n is None:
+        return True
+    if not n or not g:
+        return False
+    if e % n != 0:
+        return True
+    top_k_cap = 22 if e > 384 else 8
+    return k <= top_k_cap and 1 <= g <= min(4, n) and k < (g * e) // n
 
 
 def checkpoint_format(name: str | None) -> str | None:
@@ -204,6 +224,10 @@ def derived_fields(config: MoEConfig, weight: str | None, activation: str | None
         "require_decomposed": config.require_decomposed,
         # FlashInfer's TRT-LLM DeepSeekV3 routing: num_experts % n_group == 0 (csrc/trtllm_fused_moe_kernel_launcher.cu).
         "expert_groups_divide": config.num_expert_group is None or config.num_experts % config.num_expert_group == 0,
+        # FlashInfer's TRT-LLM routing limits (Routing::Runner, routingDeepSeek, Fp8BlockScaleLauncher::check_routing).
+        "trtllm_grouped_routing_fits": _trtllm_grouped_fits(config),
+        "trtllm_fp8_block_groups_fit": _trtllm_fp8_block_fits(config),
+        "expert_groups_at_most_one": (config.num_expert_group or 0) < 2 and (config.topk_group or 0) < 2,
         "cpu_amx_fp8": False,  # not an input: see the module docstring
         "weight_block_pad_refused": False,
     }

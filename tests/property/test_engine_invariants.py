@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from moe_oracle.core.fields import FIELDS
 from tests.property import invariants as inv
-from tests.property.found_cases import CT_W4A8_FP8_OLD_RELEASE, MOONEP_SHORTCUT_RAISES, ONE_SIDED_PAYLOAD_AT_CONSTRUCTION
+from tests.property.found_cases import CT_W4A8_FP8_OLD_RELEASE, MOONEP_SHORTCUT_RAISES, ONE_SIDED_PAYLOAD_AT_CONSTRUCTION, TRTLLM_LLAMA4_TOP_2_REFUSED
 from tests.property.profiles import budget
 from tests.property.strategies import ACCEPTED_BY_SOME_RELEASE, CATALOG, backend_names, cases, changed_inputs, note_case, text_values
 
@@ -27,6 +27,7 @@ pytestmark = pytest.mark.property
 @example(CT_W4A8_FP8_OLD_RELEASE)
 @example(MOONEP_SHORTCUT_RAISES)
 @example(ONE_SIDED_PAYLOAD_AT_CONSTRUCTION)
+@example(TRTLLM_LLAMA4_TOP_2_REFUSED)
 def test_every_engine_invariant_holds(case):
     """All one-case engine invariants (invariants.ENGINE_INVARIANTS) on each config: determinism,
     the winner is the first eligible candidate, backend blocks, every non-winner explained,
@@ -74,9 +75,10 @@ def test_unread_inputs_include_the_ones_no_field_can_read():
     # No normalized field is derived from these (fields.FIELDS inputs), so no table can read them:
     # the perturbation test above is never vacuous. (swiglu_alpha and swiglu_beta are read since
     # the TRT-LLM FP8 SwiGLU parameter rules: fields swiglu_alpha, swiglu_beta, swiglu_params; and
-    # num_expert_group since constraint.trtllm_groups_divide: field expert_groups_divide.)
-    assert {"topk_group", "routed_scaling_factor", "has_correction_bias", "device.name", "provenance"} <= set(inv.unread_leaves())
-    assert {"swiglu_alpha", "swiglu_beta", "num_expert_group"} <= {i for f in inv.read_fields() if f in FIELDS for i in FIELDS[f].inputs}
+    # num_expert_group since constraint.trtllm_groups_divide: field expert_groups_divide; topk_group
+    # since FlashInfer's TRT-LLM routing limits: fields trtllm_grouped_routing_fits and others.)
+    assert {"routed_scaling_factor", "has_correction_bias", "device.name", "provenance"} <= set(inv.unread_leaves())
+    assert {"swiglu_alpha", "swiglu_beta", "num_expert_group", "topk_group"} <= {i for f in inv.read_fields() if f in FIELDS for i in FIELDS[f].inputs}
 
 
 def test_the_compiled_decision_validator_rejects_what_jsonschema_rejects():

@@ -6,7 +6,7 @@ import pytest
 
 from moe_oracle.core.records import Status
 from tests.property import invariants as inv
-from tests.property.found_cases import ADDED_KERNEL_OUTRANKS_WINNER, CT_W4A8_FP8_OLD_RELEASE, MARLIN_COPY_REORDERS_ASSUMPTIONS, MOONEP_SHORTCUT_RAISES, MORI_EP_V2_BEFORE_034, ONE_SIDED_PAYLOAD_AT_CONSTRUCTION, added_kernel_mutation
+from tests.property.found_cases import ADDED_KERNEL_OUTRANKS_WINNER, CT_W4A8_FP8_OLD_RELEASE, MARLIN_COPY_REORDERS_ASSUMPTIONS, MOONEP_SHORTCUT_RAISES, MORI_EP_V2_BEFORE_034, ONE_SIDED_PAYLOAD_AT_CONSTRUCTION, TRTLLM_LLAMA4_TOP_2_REFUSED, added_kernel_mutation
 
 pytestmark = pytest.mark.property
 
@@ -62,3 +62,12 @@ def test_an_env_variable_the_release_does_not_read_is_not_parsed():
     # The same value where the release reads it is bad input.
     newer = case.__class__(case.config, case.env.with_package("vllm", "0.34.0"))
     inv.check_refused_env_value(newer, name, raw)
+
+
+@pytest.mark.parametrize("name", sorted(inv.ENGINE_INVARIANTS))
+def test_a_layer_refused_after_selection_holds_every_engine_invariant(name):
+    # The case must stay an after-selection refusal with an eligible candidate behind it.
+    d = inv.decide(TRTLLM_LLAMA4_TOP_2_REFUSED)
+    assert d.winner is None and d.shortcut is None and d.refused_kernel == "flashinfer_trtllm_bf16_monolithic"
+    assert any(c.status is Status.ELIGIBLE for c in d.candidates)
+    inv.ENGINE_INVARIANTS[name](TRTLLM_LLAMA4_TOP_2_REFUSED)

@@ -141,6 +141,15 @@ PLANTS: dict[str, tuple[dict[str, Any], Callable[[pytest.MonkeyPatch], None]]] =
     # 60 experts in 8 groups (vLLM's router routes them ungrouped); the plant reads any grouping as dividing.
     "expert_groups_divide": (dict(num_experts=60, num_expert_group=8, topk_group=4, routing_method="deepseek_v3"),
                              lambda mp: _edit_record(mp, _set("expert_groups_divide", lambda c, v: True))),
+    # DeepSeek-V3's 256 experts in 8 groups with 5 top groups (FlashInfer's grouped routing takes 4); the plant drops the topk_group limit.
+    "trtllm_grouped_routing_fits": (dict(num_experts=256, num_expert_group=8, topk_group=5, routing_method="deepseek_v3"),
+                                    lambda mp: _edit_record(mp, _set("trtllm_grouped_routing_fits", lambda c, v: True))),
+    # top_k 10 of 256 experts: the FP8 block launcher takes 8 up to 384 experts; the plant applies the 22 of larger models.
+    "trtllm_fp8_block_groups_fit": (dict(num_experts=256, top_k=10, num_expert_group=8, topk_group=4, routing_method="deepseek_v3"),
+                                    lambda mp: _edit_record(mp, _set("trtllm_fp8_block_groups_fit", lambda c, v: c.top_k <= 22))),
+    # Grouped softmax routing (2 of 8 groups): the plant reads only n_group <= 8 as fitting.
+    "expert_groups_at_most_one": (dict(num_experts=64, num_expert_group=8, topk_group=2, routing_method="renormalize"),
+                                  lambda mp: _edit_record(mp, _set("expert_groups_at_most_one", lambda c, v: True))),
     # Not an input (vLLM asks its compiled extension): a changed engine constant is still caught.
     "cpu_amx_fp8": (dict(device=GPU_CATALOG["CPU_X86_64_AMX"].device), lambda mp: _edit_record(mp, _set("cpu_amx_fp8", lambda c, v: True))),
 }
