@@ -30,7 +30,7 @@ from .model_start_refusals import blame_from, model_start_refusal
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import CUDA_CAPABILITIES, GPU_ARCHES, device_hint, lookup_hardware, unknown_arch, unknown_capability
-from .hf import from_hf_config, load_hf_config
+from .hf import QUANT_DOCUMENT, from_hf_config, load_hf_config
 from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document, refuse_quant_config_as_model
 from .operator_inputs import OperatorInputs
 from .quant_checks import checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
@@ -276,7 +276,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     elif given.model or serve is not None:
         quant_ref = find_quant_config(given.hf_quant_config) if given.hf_quant_config else None
         quant_file = quant_ref.shown_as() if quant_ref else None  # as written: a leading ~ stays in messages
-        quant_cfg, quant_note = quant_document(load_hf_config(quant_ref.path, "--hf-quant-config", shown=quant_file), quant_file, "--hf-quant-config") if quant_ref else (None, None)
+        quant_cfg, quant_note = quant_document(load_hf_config(quant_ref.path, "--hf-quant-config", shown=quant_file, document=QUANT_DOCUMENT), quant_file, "--hf-quant-config") if quant_ref else (None, None)
         notes += [quant_note] if quant_note else []
         ref, hf_cfg, model_notes = read_model_config(given, serve)
         path = ref.path
@@ -286,7 +286,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         # The checkpoint is read as the answer's release reads it: the environment is known here
         # (declared, or probed once and reused below).
         release = engine_release(catalog, answer_env(None, False))
-        beside_cfg = load_hf_config(beside, shown=beside_file) if beside else None
+        beside_cfg = load_hf_config(beside, shown=beside_file, document=QUANT_DOCUMENT) if beside else None
         platform = device.platform.value if device is not None else None
         try:
             ck = from_hf_config(hf_cfg, file=ref.shown_as(), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=quant_file, beside_file=beside_file)

@@ -25,7 +25,7 @@ from .checkpoint import Checkpoint, read_checkpoint
 from .declared import DeclaredEnvironment, answer_release, declare_environment, engine_release
 from .deployment import check_serve_values, declared_gpu_device, device_from_inputs, origins_of, probed_environment, read_model_config, serve_release, unused_gpu_note
 from .files import resolve_all2all
-from .hf import load_hf_config
+from .hf import QUANT_DOCUMENT, load_hf_config
 from .models import find_quant_config, quant_config_beside, quant_document
 from .operator_inputs import OperatorInputs
 from .quant_checks import verify_checkpoint_quantization
@@ -136,11 +136,11 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     q_flag = "--quantization" if flag_q else "--serve --quantization"
     override_ref = find_quant_config(given.hf_quant_config) if given.hf_quant_config else None
     override_file = override_ref.shown_as() if override_ref else None
-    override, override_note = quant_document(load_hf_config(override_ref.path, "--hf-quant-config", shown=override_file), override_file, "--hf-quant-config") if override_ref else (None, None)
+    override, override_note = quant_document(load_hf_config(override_ref.path, "--hf-quant-config", shown=override_file, document=QUANT_DOCUMENT), override_file, "--hf-quant-config") if override_ref else (None, None)
     notes += [override_note] if override_note else []
     beside_path = quant_config_beside(path)
     beside_file = ref.shown_as(beside_path) if beside_path else None
-    beside = load_hf_config(beside_path, "--model", shown=beside_file) if beside_path else None
+    beside = load_hf_config(beside_path, "--model", shown=beside_file, document=QUANT_DOCUMENT) if beside_path else None
     def read(cfg: dict[str, Any]) -> Any:
         check_model_config(cfg, model_file)
         return read_checkpoint(cfg, file=model_file, beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env), platform=device.platform.value,

@@ -76,3 +76,31 @@ def test_every_shipped_hf_quant_config_is_its_own_document(path: Path) -> None:
 
     doc = json.loads(path.read_text())
     assert quant_document(doc, path, "--hf-quant-config") == (doc, None)
+
+
+# ------------------------------------------------------------------ a quantization document that is no JSON object
+
+@pytest.mark.parametrize("command", ["explain", "plan"])
+def test_a_json_list_as_hf_quant_config_is_called_a_quantization_document(tmp_path: Path, command: str) -> None:
+    # it was called "a model config", and the flag that named it was not said
+    hq = tmp_path / "hq.json"
+    hq.write_text("[1, 2]")
+    code, out, err = cli(command, "--model", "nvidia-nemotron-3-nano-30b-a3b-bf16", "--gpu", "B200", "--hf-quant-config", str(hq))
+    assert code == 2 and out == ""
+    assert f"{hq}: $: a quantization document (--hf-quant-config) must be a JSON object (got 'list')" in err
+    assert "model config" not in err
+
+
+def test_a_config_files_hf_quant_config_list_names_the_field(tmp_path: Path) -> None:
+    (tmp_path / "hq.json").write_text("[]")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model:\n  hf_config: nvidia-nemotron-3-nano-30b-a3b-bf16\n  hf_quant_config: hq.json\ndevice:\n  gpu: B200\n")
+    code, _, err = cli("explain", "--config", str(cfg))
+    assert code == 2 and "a quantization document ($.model.hf_quant_config) must be a JSON object" in err and "model config" not in err
+
+
+def test_a_json_list_as_model_is_still_a_model_config(tmp_path: Path) -> None:
+    model = tmp_path / "config.json"
+    model.write_text("[]")
+    code, _, err = cli("explain", "--model", str(model), "--gpu", "B200")
+    assert code == 2 and "a model config (--model) must be a JSON object (got 'list')" in err
