@@ -337,8 +337,8 @@ def _environment_path(path: str) -> str:
 
 def _quant_config_reference(model: Mapping[str, Any], base: Path | None, file: str | None) -> ModelReference:
     """``model.hf_quant_config`` of a config file, read as ``--hf-quant-config`` reads it (a file or
-    a shipped hf_quant_config.json example, never a model or a checkpoint directory); its error
-    names the file and key."""
+    a shipped example's name, never a checkpoint directory; :func:`~moe_oracle.inputs.models.find_quant_config`);
+    its error names the file and key."""
     try:
         return find_quant_config(model["hf_quant_config"], base, "$.model.hf_quant_config")
     except ConfigError as exc:
