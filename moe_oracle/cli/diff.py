@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable
 
 from ..core.errors import ConfigError, InputIssue
 from ..inputs.operator_inputs import OperatorInputs
-from ..inputs.paths import user_path
+from ..inputs.paths import SYMLINK_LOOP, not_regular_file, user_path
 from .common import operator_inputs, print_json, release_warnings
 
 __all__ = ["add_parser", "run", "parse_side", "side_notes"]
@@ -107,10 +107,11 @@ def _side_suggestion(text: str) -> str | None:
 
 def _readable_file(text: str) -> bool:
     """Whether ``text`` names something --environment reads: an existing path that is not a
-    directory (a file, or a pipe such as bash's ``<(pip freeze)``)."""
+    directory (a file, or a pipe such as bash's ``<(pip freeze)``), or a symbolic link loop
+    (which the read refuses as such, not as a malformed side)."""
     try:
         path = user_path(text)
-        return path.exists() and not path.is_dir()
+        return (path.exists() and not path.is_dir()) or not_regular_file(path) == SYMLINK_LOOP
     except (OSError, ValueError):  # a name too long, a NUL
         return False
 

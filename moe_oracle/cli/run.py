@@ -18,11 +18,20 @@ def add_parser(sub: Any, filled: Any) -> None:
     p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select among what this package's runtime can build (the runtime view), build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
     if filled("run"):
         add_input_args(p)
-        p.add_argument("--tokens", type=positive_int, default=32, metavar="N", help="tokens per call (default 32)")
+        p.add_argument("--tokens", type=positive_int, metavar="N", help=f"tokens per call (default {DEFAULT_TOKENS})")
         p.add_argument("--layers", type=positive_int, default=1, metavar="K", help="layers to run (default 1)")
         p.add_argument("--max-experts", type=positive_int, metavar="N", help="allocate and route among at most N experts to fit in memory (top-k is capped to N; hidden and intermediate sizes stay real)")
         p.add_argument("--all", action="store_true", help="when nothing is eligible: list every candidate, as explain --all (default: the closest few)")
         p.add_argument("--seed", type=seed_int, default=0, metavar="N", help="seed of the random weights and inputs, a 64-bit signed integer (default 0)")
+
+
+DEFAULT_TOKENS = 32
+"""``--tokens`` when not given (``None`` in the namespace, so that a refusal can say it was the default)."""
+
+
+def run_tokens(args: argparse.Namespace) -> int:
+    """The tokens per call of a ``run``: ``--tokens``, else :data:`DEFAULT_TOKENS`."""
+    return args.tokens if args.tokens is not None else DEFAULT_TOKENS
 
 
 # torch.Generator.manual_seed takes [-2**63, 2**64 - 1]; the runner adds the layer index and
@@ -88,7 +97,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
 
     try:
         # Progress bars only on a terminal: a log or a pipe gets the report alone.
-        report = run_layer(config, decision, tokens=args.tokens, layers=args.layers, seed=args.seed, max_experts=args.max_experts, progress=not args.json and sys.stderr.isatty())
+        report = run_layer(config, decision, tokens=run_tokens(args), layers=args.layers, seed=args.seed, max_experts=args.max_experts, progress=not args.json and sys.stderr.isatty())
     except (AdapterImportError, AdapterContractError, CompositionError, UnsupportedConfigError) as exc:
         sel = decision.selected
         ours = [b for b in ("torch_grouped_mm", "reference") if b in catalog.backend_names and (sel is None or b != sel.backend)]
@@ -116,8 +125,11 @@ def _run_sizes(config: Any, args: argparse.Namespace) -> tuple[int, int, int, in
     rows = (2 if config.activation.is_gated else 1) * config.intermediate_size
     per_expert = (rows + config.intermediate_size) * config.hidden_size
     storage = 4 if config.in_dtype.value == "float32" else (1 if config.quant.weight is not None else 2)
-    activations = 2 * args.tokens * config.top_k * (rows + config.hidden_size) * 4 + args.tokens * (config.hidden_size + config.num_experts) * 4
-    return experts, rows, per_expert, storage, activations
+    return experts, rows, per_expert, storage, run_tokens(args) * _activation_bytes_per_token(config, rows)
+
+
+def _activation_bytes_per_token(config: Any, rows: int) -> int:
+    return 2 * config.top_k * (rows + config.hidden_size) * 4 + (config.hidden_size + config.num_experts) * 4
 
 
 def run_memory_bytes(config: Any, args: argparse.Namespace) -> tuple[int, int]:
@@ -158,7 +170,11 @@ def _check_run_memory(config: Any, args: argparse.Namespace) -> None:
     if available is None or needed <= 0.6 * available:
         return
     if activations > 0.3 * available:
-        raise ConfigError([InputIssue("--tokens", f"{args.tokens} tokens need {activations / 2**30:.1f} GiB of activations and {available / 2**30:.1f} GiB is free; use fewer tokens", args.tokens, None)])
+        tokens, fit = run_tokens(args), int(0.3 * available / _activation_bytes_per_token(config, rows))
+        default = "" if args.tokens is not None else " (the default of --tokens)"
+        advice = f"use --tokens {fit} or fewer" if fit >= 1 else "one token does not fit: this layer cannot run on this machine"
+        raise ConfigError([InputIssue("--tokens", f"{tokens} tokens{default} need {activations / 2**30:.1f} GiB of activations and {available / 2**30:.1f} GiB is free; {advice}", tokens,
+                                      {"maximum": fit} if fit >= 1 else None)])
     per = args.layers * per_expert * storage + rows * config.hidden_size * 4
     fit = int((0.6 * available - activations) / per)
     given = args.max_experts is not None

@@ -94,6 +94,15 @@ def per_candidate_sm(args: argparse.Namespace, catalog: Any) -> list[tuple[int, 
     return out if len({w for _, w in out}) > 1 else []
 
 
+# How a note about the model's checkpoint is labelled: by the input that named it.
+_MODEL_LABELS = ("--model: ", "--serve MODEL: ")
+
+
+def _unlabelled(note: str) -> str:
+    """``note`` without the model input's label (select's one-line answer prints it bare)."""
+    return next((note[len(label):] for label in _MODEL_LABELS if note.startswith(label)), note)
+
+
 def run(args: argparse.Namespace, catalog: Any) -> int:
     """Run ``explain`` or ``select`` (``args.command``); returns the exit code."""
     from ..core.render import actionable_notes, compact_dict, render_dead_end, render_explain
@@ -116,13 +125,13 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
                 print(f"warning: {warning.message}", file=sys.stderr)
             shown = actionable_notes(decision.notes)
             for note in decision.notes:  # the one-layer answer is not the whole model's (see plan)
-                if note not in shown and note.startswith("--model: ") and ("moe-oracle plan" in note or "does not model" in note or "does not register" in note or "--hf-quant-config replaces" in note
+                if note not in shown and note.startswith(_MODEL_LABELS) and ("moe-oracle plan" in note or "does not model" in note or "does not register" in note or "--hf-quant-config replaces" in note
                                                                    or "without model_type" in note):
                     shown.append(note)
                 elif note.startswith("--all2all mori"):  # which MoRI EP and why (the one line names the P/F only), or a deprecated MoRI name
                     shown.append(note)
             for note in shown:
-                print(f"note: {note.removeprefix('--model: ')}", file=sys.stderr)
+                print(f"note: {_unlabelled(note)}", file=sys.stderr)
     else:
         print(render_explain(decision, show_all=args.all, fixes=found, serve=bool(args.serve)))
     return EXIT_OK if decision.winner is not None else EXIT_NONE

@@ -96,8 +96,42 @@ def _edits(a: str, b: str) -> int:
 
 
 def _short(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, its start and its length when longer than ``limit``.
+
+    >>> _short("x" * 100_000, 12)
+    "'xxxxxxxx... (100,000 characters)"
+    """
     text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    size = len(value) if isinstance(value, (str, bytes)) else len(text)
+    return f"{text[: limit - 3]}... ({size:,} characters)"
+
+
+# A word of a message (a path, a name, a serve line's word) longer than this is the operator's
+# input echoed, never wording: its start and length are shown (:func:`_clipped`).
+_ECHO_LIMIT = 200
+
+
+def _clipped(text: str, value: Any = None) -> str:
+    """``text`` (a message, a file name) with every echo of an input longer than
+    :data:`_ECHO_LIMIT` shortened to its start and length: ``value`` as quoted or as written,
+    and any other word that long (a 100,000-character ``--model`` was echoed twice in full).
+
+    >>> _clipped(f"{'x' * 300!r} is not a shipped example", "x" * 300)[-55:]
+    'xxxxxxxxxx... (300 characters) is not a shipped example'
+    >>> len(_clipped("y" * 500 + " is too long"))
+    132
+    >>> _clipped("short words stay")
+    'short words stay'
+    """
+    import re
+
+    if len(text) <= _ECHO_LIMIT:
+        return text
+    if isinstance(value, str) and len(value) > _ECHO_LIMIT:
+        text = text.replace(repr(value), _short(value)).replace(value, f"{value[:76]}... ({len(value):,} characters)")
+    return re.sub(rf"\S{{{_ECHO_LIMIT + 1},}}", lambda m: f"{m.group()[:_ECHO_LIMIT // 2]}... ({len(m.group()):,} characters)", text)
 
 
 def _says(message: str, shown: str) -> bool:
@@ -141,11 +175,17 @@ class InputIssue:
             return did_you_mean(self.value, self.allowed)
         return None
 
+    def text(self) -> str:
+        """:attr:`message` as printed: an echo of a long input shortened to its start and length
+        (:func:`_clipped`; :attr:`value` keeps the input whole)."""
+        return _clipped(self.message, self.value)
+
     def format(self) -> str:
-        where = ":".join(p for p in (self.file, self.entry) if p)
-        head = f"{where}: {self.path}" if where else self.path
-        text = f"{head}: {self.message}"
-        if self.value is not None and not _says(self.message, _short(self.value)):
+        where = _clipped(":".join(p for p in (self.file, self.entry) if p))
+        head = f"{where}: {_clipped(self.path)}" if where else _clipped(self.path)
+        message = self.text()
+        text = f"{head}: {message}"
+        if self.value is not None and not _says(message, _short(self.value)):
             text += f" (got {_short(self.value)})"
         if isinstance(self.allowed, (list, tuple)) and self.allowed:
             shown = ", ".join(str(a) for a in list(self.allowed)[:24])
@@ -176,7 +216,7 @@ class InputIssue:
             "keyword": self.keyword,
             "value": jsonable(self.value) if _json_safe(self.value) else repr(self.value),
             "allowed": jsonable(self.allowed),
-            "message": self.message,
+            "message": self.text(),
             "did_you_mean": self.suggestion(),
         }
 
@@ -295,7 +335,7 @@ class _IssuesError(MoEOracleError):
             return self.headline
         wheres = {issue.file or name_of(issue.path) for issue in self.issues}
         if len(wheres) == 1 and None not in wheres:
-            return f"bad {wheres.pop()}"
+            return f"bad {_clipped(wheres.pop())}"
         return self.headline
 
     def naming_flags(self) -> "_IssuesError":

@@ -163,10 +163,11 @@ def _header(decision: "Decision") -> list[str]:
             pcp=f" pcp={decision.config.parallel.pcp_size}" if decision.config.parallel.pcp_size > 1 else "", d=v["dispatch"], fmt=v["activation_format"],
             eplb=" eplb" if v["enable_eplb"] else "", lora=" lora" if v["lora"] else "",
         ),
-        f"Environment: {'probed' if decision.environment.probed else 'declared'} (fingerprint {decision.environment.fingerprint}); tables {decision.tables_hash}",
+        # One line: a probe's notes (where the packages were read) follow on it.
+        "; ".join((f"Environment: {'probed' if decision.environment.probed else 'declared'} (fingerprint {decision.environment.fingerprint}); tables {decision.tables_hash}",
+                   *decision.environment.notes)),
         f"Answer for: {decision.release.label() if decision.release is not None else 'engine release unknown'}; {decision.view} view, {decision.policy} policy",
     ]
-    lines += [f"Environment: {note}" for note in decision.environment.notes]
     if decision.release is not None:
         lines += [f"Assumed: {text}" for text in decision.release.package_notes()]
     for warning in decision.warnings:

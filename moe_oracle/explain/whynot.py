@@ -191,11 +191,16 @@ def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3
           admissible: Callable[[MoEConfig, Environment], bool] | None = None) -> tuple[Alternative, ...]:
     """For a dead end: up to ``n`` edit sets after which *some* kernel is eligible under ``policy``, cheapest first.
 
-    Why-not without naming a backend (``backends``: only candidates of these, e.g. a strict
-    request; empty, a name that maps to no kernel: any candidate); the first alternatives are usually one flag (``--ep``). Returns ``()`` when
+    Why-not without naming a backend (``backends``: the candidates of a strict request, whose
+    failures the search edits, and any kernel an edit of the request makes selectable;
+    empty, a name that maps to no kernel: any candidate); the first alternatives are usually one flag (``--ep``). Returns ``()`` when
     something is already eligible or nothing was found.
     """
     wanted = frozenset(backends) if backends else None
-    target = (lambda row: True) if wanted is None else (lambda row: row.entry.backend in wanted)
+    # A kernel outside the request counts once it has no failure: only an edit of the request
+    # reaches that (moe_backend back to auto: the search's request edits). vLLM has no fallback
+    # from an explicit request, so where the request itself is the dead end, dropping it is
+    # the smallest change; the fixes that keep it come from the requested kernels' failures.
+    target = (lambda row: True) if wanted is None else (lambda row: row.entry.backend in wanted or not row.failures)
     r = search_eligible(catalog, config, env, target, n=n, keep=_check_keep(keep), policy=policy, selected=True, admissible=admissible)
     return r.alternatives

@@ -183,11 +183,14 @@ def _checks_named(decision: Decision, rules: set[str]) -> list[Check]:
 
 def _request_edits(catalog: "Catalog", decision: Decision, target: Callable[["Row"], bool], state: State) -> Iterator[EditGen]:
     """``moe_backend`` edits a dead end's request suggests: ``auto`` where the name maps to no
-    kernel of this layer (the engine raises), and, where the engine selects a kernel and then
-    refuses the layer, the backend of each eligible targeted candidate ranked after it."""
+    kernel of this layer, or where no requested kernel can run (the engine raises: vLLM has no
+    fallback from an explicit request, so the request is the dead end; the fixes that keep
+    the request come from the requested kernels' failures); and, where the engine
+    selects a kernel and then refuses the layer, the backend of each eligible targeted candidate
+    ranked after it. The search re-checks each: an edit that selects nothing is no fix."""
     config = state[0]
     current = config.moe_backend
-    if decision.requested == () and current != "auto":
+    if current != "auto" and decision.winner is None and decision.refused is None:
         yield "moe_backend", wrap_config(lambda c: replace(c, moe_backend="auto")), current, "auto", COSTS["flag"]
     if decision.refused is None:
         return

@@ -30,7 +30,7 @@ from .model_start_refusals import blame_from, model_start_refusal
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import CUDA_CAPABILITIES, GPU_ARCHES, device_hint, lookup_hardware, unknown_arch, unknown_capability
-from .hf import from_hf_config, load_hf_config
+from .hf import QUANT_DOCUMENT, from_hf_config, load_hf_config
 from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document, refuse_quant_config_as_model
 from .operator_inputs import OperatorInputs
 from .quant_checks import checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
@@ -274,9 +274,10 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
             if this_machine and replace(config.device, name=None) != replace(device, name=None):
                 notes.append(f"--config {given.config}: its device {device_words(config.device)} is not used: {winner} wins")
     elif given.model or serve is not None:
+        model_flag = "--serve MODEL" if serve is not None else "--model"  # the input as the operator gave it
         quant_ref = find_quant_config(given.hf_quant_config) if given.hf_quant_config else None
         quant_file = quant_ref.shown_as() if quant_ref else None  # as written: a leading ~ stays in messages
-        quant_cfg, quant_note = quant_document(load_hf_config(quant_ref.path, "--hf-quant-config", shown=quant_file), quant_file, "--hf-quant-config") if quant_ref else (None, None)
+        quant_cfg, quant_note = quant_document(load_hf_config(quant_ref.path, "--hf-quant-config", shown=quant_file, document=QUANT_DOCUMENT), quant_file, "--hf-quant-config", model_flag=model_flag) if quant_ref else (None, None)
         notes += [quant_note] if quant_note else []
         ref, hf_cfg, model_notes = read_model_config(given, serve)
         path = ref.path
@@ -286,19 +287,18 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         # The checkpoint is read as the answer's release reads it: the environment is known here
         # (declared, or probed once and reused below).
         release = engine_release(catalog, answer_env(None, False))
-        beside_cfg = load_hf_config(beside, shown=beside_file) if beside else None
+        beside_cfg = load_hf_config(beside, model_flag, shown=beside_file, document=QUANT_DOCUMENT) if beside else None
         platform = device.platform.value if device is not None else None
         try:
             ck = from_hf_config(hf_cfg, file=ref.shown_as(), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=quant_file, beside_file=beside_file)
         except ConfigError as exc:
-            raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path, shown=ref.shown_as()), file=ref.shown_as(), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=quant_file, beside_file=beside_file)) from None
+            raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path, model_flag, shown=ref.shown_as()), file=ref.shown_as(), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=quant_file, beside_file=beside_file)) from None
         if device is None:
-            named_by = "--serve" if serve is not None else "--model"
-            raise ConfigError([InputIssue("--gpu", f"the device is required with {named_by}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
+            raise ConfigError([InputIssue("--gpu", f"the device is required with {model_flag.split()[0]}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
         kwargs = dict(ck.kwargs)
         ck_quant, ck_scheme = ck.quant, kwargs.get("quant")
         ck_prov = tuple(ck.provenance)
-        notes += [f"--model: {n}" for n in ck.notes]
+        notes += [f"{model_flag}: {n}" for n in ck.notes]
         if serve is not None and serve.dtype not in (None, "auto"):
             kwargs["in_dtype"] = DType({"half": "float16", "float": "float32"}.get(serve.dtype, serve.dtype))
             ck_prov = tuple(p for p in ck_prov if p.field != "in_dtype") + (Provenance("in_dtype", flag, f"--serve --dtype {serve.dtype}"),)
@@ -373,7 +373,7 @@ def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[M
     """
     if serve is not None:
         ref = serve_model_path(serve)
-        hf_cfg, serve_notes = load_serve_checkpoint(serve, ref.path, load_hf_config(ref.path, shown=ref.shown_as()), ref.shown_as())
+        hf_cfg, serve_notes = load_serve_checkpoint(serve, ref.path, load_hf_config(ref.path, "--serve MODEL", shown=ref.shown_as()), ref.shown_as())
         return ref, hf_cfg, ([ref.note] if ref.note else []) + [f"--serve: {n}" for n in serve_notes]
     ref = find_model(given.model)
     hf_cfg = load_hf_config(ref.path, shown=ref.shown_as())

@@ -20,7 +20,7 @@ from ..core.envvars import env_issues
 from ..core.errors import ConfigError, InputIssue
 from .file_hints import explain_schema_issues
 from .hardware import lookup_hardware
-from .hf import from_hf_config, load_hf_config
+from .hf import QUANT_DOCUMENT, from_hf_config, load_hf_config
 from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document
 from .paths import read_user_file
 from ..core.quant import QUANT_FORMS, SCHEME_ALIASES, SCHEMES, QuantScheme, scheme_by_name, scheme_name, unknown_scheme_issue
@@ -209,7 +209,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         notes = (f"--config {file}: {found.note}",) if found.note else ()
         quant_ref = _quant_config_reference(model, base, file) if "hf_quant_config" in model else None
         quant_file = quant_ref.shown_as() if quant_ref else None
-        quant_cfg, quant_note = quant_document(load_hf_config(quant_ref.path, "$.model.hf_quant_config", shown=quant_file), quant_file, "$.model.hf_quant_config", file, "$.model.hf_config") if quant_ref else (None, None)
+        quant_cfg, quant_note = quant_document(load_hf_config(quant_ref.path, "$.model.hf_quant_config", shown=quant_file, document=QUANT_DOCUMENT), quant_file, "$.model.hf_quant_config", file, "$.model.hf_config") if quant_ref else (None, None)
         notes += (f"--config {file}: {quant_note}",) if quant_note else ()
         beside_path = quant_config_beside(hf_path)
         beside_file = found.shown_as(beside_path) if beside_path else None
@@ -217,7 +217,7 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
 
         answer = answer_env(environment, probe) if answer_env is not None else environment
         release = engine_release(catalog, answer) if answer is not None else None
-        ck = from_hf_config(load_hf_config(hf_path, "$.model.hf_config", shown=hf_file), file=hf_file, quant_cfg=quant_cfg, beside=load_hf_config(beside_path, shown=beside_file) if beside_path else None, quant_file=quant_file, beside_file=beside_file,
+        ck = from_hf_config(load_hf_config(hf_path, "$.model.hf_config", shown=hf_file), file=hf_file, quant_cfg=quant_cfg, beside=load_hf_config(beside_path, shown=beside_file, document=QUANT_DOCUMENT) if beside_path else None, quant_file=quant_file, beside_file=beside_file,
                             release=release, platform=_platform_of(doc.get("device")))
         kwargs = dict(ck.kwargs)
         prov += list(ck.provenance)
@@ -337,8 +337,8 @@ def _environment_path(path: str) -> str:
 
 def _quant_config_reference(model: Mapping[str, Any], base: Path | None, file: str | None) -> ModelReference:
     """``model.hf_quant_config`` of a config file, read as ``--hf-quant-config`` reads it (a file or
-    a shipped hf_quant_config.json example, never a model or a checkpoint directory); its error
-    names the file and key."""
+    a shipped example's name, never a checkpoint directory; :func:`~moe_oracle.inputs.models.find_quant_config`);
+    its error names the file and key."""
     try:
         return find_quant_config(model["hf_quant_config"], base, "$.model.hf_quant_config")
     except ConfigError as exc:

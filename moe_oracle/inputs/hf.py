@@ -23,7 +23,7 @@ from ..core.errors import ConfigError, InputIssue
 from .models import quant_document
 from .paths import read_user_file, shown_path, user_path
 
-__all__ = ["CheckpointFields", "from_hf_config", "load_hf_config", "routing_method_type"]
+__all__ = ["QUANT_DOCUMENT", "CheckpointFields", "from_hf_config", "load_hf_config", "routing_method_type"]
 
 
 @dataclass(frozen=True)
@@ -44,13 +44,18 @@ class CheckpointFields:
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
+# What a refusal of a quantization document's file calls it (``--hf-quant-config``, a config
+# file's ``model.hf_quant_config``, the hf_quant_config.json beside a model config).
+QUANT_DOCUMENT = "a quantization document"
 
-def load_hf_config(path: str | Path, flag: str = "--model", *, shown: str | None = None) -> dict[str, Any]:
+
+def load_hf_config(path: str | Path, flag: str = "--model", *, shown: str | None = None, document: str = "a model config") -> dict[str, Any]:
     """Read a ``config.json`` (or ``hf_quant_config.json``); a checkpoint directory means its
     ``config.json`` (as ``--model DIR`` reads it; the quantization documents beside it are the
     checkpoint reader's, :mod:`.checkpoint`). ``shown``: how messages name ``path`` (default:
     as written, :func:`~moe_oracle.inputs.paths.shown_path`; a caller that resolved the
-    operator's reference passes its spelling).
+    operator's reference passes its spelling). ``document``: what the file should be, as a
+    refusal names it (:data:`QUANT_DOCUMENT` for a quantization document).
 
     Raises:
         ConfigError: not a regular file (a pipe, a device), unreadable, not UTF-8, not JSON, or
@@ -83,7 +88,7 @@ def load_hf_config(path: str | Path, flag: str = "--model", *, shown: str | None
     except ValueError as exc:  # not a JSONDecodeError: an integer literal past Python's 4300-digit limit
         raise ConfigError([InputIssue("$", f"not valid JSON: {exc}", None, None, shown, keyword="json")]) from None
     if not isinstance(data, dict):
-        raise ConfigError([InputIssue("$", "a model config must be a JSON object", type(data).__name__, None, shown, keyword="type")])
+        raise ConfigError([InputIssue("$", f"{document} ({flag}) must be a JSON object", type(data).__name__, None, shown, keyword="type")])
     return data
 
 

@@ -25,7 +25,7 @@ from .checkpoint import Checkpoint, read_checkpoint
 from .declared import DeclaredEnvironment, answer_release, declare_environment, engine_release
 from .deployment import check_serve_values, declared_gpu_device, device_from_inputs, origins_of, probed_environment, read_model_config, serve_release, unused_gpu_note
 from .files import resolve_all2all
-from .hf import load_hf_config
+from .hf import QUANT_DOCUMENT, load_hf_config
 from .models import find_quant_config, quant_config_beside, quant_document
 from .operator_inputs import OperatorInputs
 from .quant_checks import verify_checkpoint_quantization
@@ -126,6 +126,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     if device is None:
         raise ConfigError([InputIssue("--gpu", "the device is required: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
     ref, hf_cfg, model_notes = read_model_config(given, serve)
+    model_flag = "--serve MODEL" if serve is not None else "--model"  # the input as the operator gave it
     path, model_file = ref.path, ref.shown_as()  # as written: a leading ~ stays in messages
     notes += model_notes
     flag_q = given.quantization
@@ -136,11 +137,11 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     q_flag = "--quantization" if flag_q else "--serve --quantization"
     override_ref = find_quant_config(given.hf_quant_config) if given.hf_quant_config else None
     override_file = override_ref.shown_as() if override_ref else None
-    override, override_note = quant_document(load_hf_config(override_ref.path, "--hf-quant-config", shown=override_file), override_file, "--hf-quant-config") if override_ref else (None, None)
+    override, override_note = quant_document(load_hf_config(override_ref.path, "--hf-quant-config", shown=override_file, document=QUANT_DOCUMENT), override_file, "--hf-quant-config", model_flag=model_flag) if override_ref else (None, None)
     notes += [override_note] if override_note else []
     beside_path = quant_config_beside(path)
     beside_file = ref.shown_as(beside_path) if beside_path else None
-    beside = load_hf_config(beside_path, "--model", shown=beside_file) if beside_path else None
+    beside = load_hf_config(beside_path, model_flag, shown=beside_file, document=QUANT_DOCUMENT) if beside_path else None
     def read(cfg: dict[str, Any]) -> Any:
         check_model_config(cfg, model_file)
         return read_checkpoint(cfg, file=model_file, beside=beside, override=override, user_quantization=user_q if user_q == "moe_wna16" else None, release=engine_release(catalog, env), platform=device.platform.value,
@@ -149,7 +150,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     try:
         checkpoint = read(hf_cfg)
     except ConfigError as exc:
-        raise blame_hf_overrides(exc, serve, lambda: read(load_hf_config(path, shown=model_file))) from None
+        raise blame_hf_overrides(exc, serve, lambda: read(load_hf_config(path, model_flag, shown=model_file))) from None
     release = answer_release(catalog, env) or ENGINE_VERSION
     notes += verify_checkpoint_quantization(checkpoint.quant, user_q, q_flag, release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)", device=device)
     if flag_q and not serve_q and not checkpoint.quant.declared:

@@ -182,11 +182,14 @@ def replace_path(issue: InputIssue, flag: str) -> InputIssue:
 def find_quant_config(ref: str, base: Path | None = None, flag: str = "--hf-quant-config") -> ModelReference:
     """An ``--hf-quant-config`` reference (or a config file's ``model.hf_quant_config``, relative
     to ``base``): a regular file, or a shipped example's name (with or without
-    ``.hf_quant_config`` / ``.json``: ``nvidia-nemotron-3-nano-30b-a3b-nvfp4``).
+    ``.hf_quant_config`` / ``.json``): its ``hf_quant_config.json``
+    (``nvidia-nemotron-3-nano-30b-a3b-nvfp4``), else its model config, whose quantization
+    document is read as a config.json file's is (``qwen3-30b-a3b-fp8``,
+    :func:`quant_document`; an example without one is refused there).
 
     Raises:
-        ConfigError: neither (lists the shipped hf_quant_config.json examples), or a path that
-            exists and is no regular file (a directory, a pipe, a device), charged to ``flag``.
+        ConfigError: neither (lists the shipped examples that carry a quantization document), or
+            a path that exists and is no regular file (a directory, a pipe, a device), charged to ``flag``.
     """
     path = user_path(ref, base)
     refuse_special_file(path, flag, ref)
@@ -197,7 +200,23 @@ def find_quant_config(ref: str, base: Path | None = None, flag: str = "--hf-quan
     for name in shipped:
         if _example_key(name) == key:
             return ModelReference(examples_dir() / f"{name}.hf_quant_config.json")
-    raise ConfigError([InputIssue(flag, "no such file, and not the name of a shipped hf_quant_config.json example", ref, shipped)])
+    if not looks_like_path(ref):  # a path is never read as an example of its last name (find_model)
+        for name in example_names():
+            if _example_key(name) == key:
+                return ModelReference(examples_dir() / f"{name}.json")
+    allowed = sorted({*shipped, *(name for name in example_names() if _carries_quant_document(examples_dir() / f"{name}.json"))})
+    raise ConfigError([InputIssue(flag, f"no such file, and not the name of a shipped example that carries a quantization document; {flag} takes a file's path "
+                                        "(an hf_quant_config.json, or a config.json that carries quantization_config) or one of these names", ref, allowed)])
+
+
+def _carries_quant_document(path: Path) -> bool:
+    """Whether the shipped model config at ``path`` holds a quantization document that
+    :func:`quant_document` reads."""
+    import json
+
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    text = doc.get("text_config")
+    return any(isinstance(found, Mapping) for found in (doc.get("quantization_config"), text.get("quantization_config") if isinstance(text, Mapping) else None, doc.get("compression_config")))
 
 
 def quant_config_beside(model_path: Path) -> Path | None:

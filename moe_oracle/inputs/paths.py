@@ -24,6 +24,7 @@ for a flag that names a directory (``--tables``).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from pathlib import Path
 
 from ..core.errors import ConfigError, InputIssue
 
-__all__ = ["UserFile", "not_regular_file", "read_user_file", "refuse_special_file", "shown_path", "user_directory", "user_path"]
+__all__ = ["SYMLINK_LOOP", "UserFile", "not_regular_file", "read_user_file", "refuse_special_file", "shown_path", "user_directory", "user_path"]
 
 
 def user_path(text: str | os.PathLike[str], base: Path | None = None) -> Path:
@@ -84,6 +85,8 @@ def shown_path(text: str | os.PathLike[str], path: Path) -> str:
     return tilde if str(rest) == "." else f"{tilde}/{rest}"
 
 
+SYMLINK_LOOP = "a symbolic link loop"
+
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (such as bash's <(...))"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
@@ -94,12 +97,18 @@ def not_regular_file(path: Path) -> str | None:
     ``None`` for a regular file, and for a path that cannot be looked at (missing, a name too
     long, a NUL byte: opening it says why).
 
+    A symbolic link that leads back to itself is ``"a symbolic link loop"`` (opening it says
+    "too many levels of symbolic links", which read as "no such file" where a reader first asks
+    whether the file exists).
+
     >>> not_regular_file(Path("/")), not_regular_file(Path("/dev/null")), not_regular_file(Path("/no/such/file"))
     ('a directory', 'a character device', None)
     """
     try:
         mode = os.stat(path).st_mode
-    except (OSError, ValueError):
+    except OSError as exc:
+        return SYMLINK_LOOP if exc.errno == errno.ELOOP else None
+    except ValueError:
         return None
     if stat.S_ISREG(mode):
         return None
@@ -114,7 +123,8 @@ def _headline(flag: str) -> str | None:
 
 def _refusal(flag: str, shown: str, kind: str, file: str | None, *, directory: bool, pipe: bool) -> ConfigError:
     wanted = "a regular file" + (" or a directory" if directory else "") + (" or a pipe" if pipe else "")
-    advice = "give a file's path" if kind == "a directory" else "save the document to a file and give its path"
+    advice = ("give a file's path" if kind == "a directory" else "point the link at the file, or give the file's path" if kind == SYMLINK_LOOP
+              else "save the document to a file and give its path")
     return ConfigError([InputIssue(flag, f"{shown!r} is {kind}, not {wanted}: {advice}", shown, None, file, keyword="file_type")], headline=_headline(flag))
 
 
@@ -207,7 +217,8 @@ def user_directory(text: str | os.PathLike[str], flag: str) -> Path:
     try:
         mode = os.stat(path).st_mode
     except (OSError, ValueError) as exc:
-        reason = "does not exist" if isinstance(exc, FileNotFoundError) else f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
+        reason = ("does not exist" if isinstance(exc, FileNotFoundError) else f"is {SYMLINK_LOOP}" if getattr(exc, "errno", None) == errno.ELOOP
+                  else f"cannot be read: {getattr(exc, 'strerror', None) or exc}")
         raise ConfigError([InputIssue(flag, f"{shown!r} {reason}; {flag} takes a directory", shown, None, keyword="file_type")], headline=f"bad {flag}") from None
     if not stat.S_ISDIR(mode):
         kind = "a regular file" if stat.S_ISREG(mode) else next((k for test, k in _KINDS if test(mode)), "not a directory")

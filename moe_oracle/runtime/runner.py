@@ -89,13 +89,39 @@ class RunReport:
         return out
 
     def describe(self) -> str:
-        """One line: kernel, shape, time, rates, errors."""
+        """One line: kernel, shape, time, rates, errors.
+
+        A rate is printed in the largest unit it reaches (a CPU's 1.3 GFLOP/s read "0.00
+        TFLOP/s", as if nothing was measured); a call too fast for the timer has no rate, and
+        the line says so instead of printing 0.
+        """
+        if self.time_ms > 0:
+            rates = f"{_rate(self.tflops * 1e12, 'FLOP/s', 2)}, {_rate(self.gbps * 1e9, 'B/s', 1)}"
+        else:
+            rates = "no FLOP/s or GB/s (the timed calls took less than the timer resolves)"
         return (
             f"{self.kernel} + {self.prepare_finalize} on {self.device}: {self.tokens} tokens x {self.layers} layer(s), "
             f"E={self.num_experts} top-{self.top_k} H={self.hidden_size} I={self.intermediate_size} {self.dtype}/{self.quant}: "
-            f"{self.time_ms:.3f} ms, {self.tflops:.2f} TFLOP/s, {self.gbps:.1f} GB/s, "
+            f"{self.time_ms:.3f} ms, {rates}, "
             f"max abs err {self.max_abs_error:.3g}, max rel err {self.max_rel_error:.3g}"
         )
+
+
+def _rate(per_second: float, unit: str, decimals: int) -> str:
+    """``per_second`` in T (``decimals`` places, as GPU runs print it), else the largest of G, M, k
+    it reaches (3 significant digits), never rounded to 0.
+
+    >>> _rate(307.24e12, "FLOP/s", 2), _rate(1.26e9, "FLOP/s", 2), _rate(0.3e9, "B/s", 1), _rate(2366.7e9, "B/s", 1)
+    ('307.24 TFLOP/s', '1.26 GFLOP/s', '300 MB/s', '2366.7 GB/s')
+    """
+    top = "T" if unit == "FLOP/s" else "G"
+    scale = {"T": 1e12, "G": 1e9}[top]
+    if per_second >= scale:
+        return f"{per_second / scale:.{decimals}f} {top}{unit}"
+    for prefix, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if per_second >= size:
+            return f"{per_second / size:.3g} {prefix}{unit}"
+    return f"{per_second:.3g} {unit}"
 
 
 def layer_flops(spec: LayerSpec, tokens: int) -> int:

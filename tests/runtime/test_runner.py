@@ -83,3 +83,17 @@ def test_cli_run_selects_among_what_our_runtime_builds(capsys):
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["decision"]["view"] == "runtime" and out["decision"]["engine"]["label"] == "vLLM 0.34.0 (assumed: newest modelled)"
     assert out["decision"]["selected"]["adapter"].startswith("moe_oracle.") and out["run"]["kernel"] == out["decision"]["selected"]["kernel"]
+
+
+def _report(time_ms: float, tflops: float, gbps: float) -> RunReport:
+    return RunReport("k", "pf", "a:A", "b:B", "cpu", "bfloat16", "unquantized", 4, 1, 8, 8, 2048, 768, time_ms, (time_ms,), 1, 1, 8, tflops, gbps, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(("time_ms", "tflops", "gbps", "shown"), [
+    (240.0, 0.00126, 0.3, "240.000 ms, 1.26 GFLOP/s, 300 MB/s,"),  # a CPU run: it read "0.00 TFLOP/s"
+    (4.697, 307.24, 2366.7, "4.697 ms, 307.24 TFLOP/s, 2366.7 GB/s,"),  # a GPU run reads as before
+    (0.0, 0.0, 0.0, "0.000 ms, no FLOP/s or GB/s (the timed calls took less than the timer resolves),"),
+], ids=["cpu", "gpu", "unmeasured"])
+def test_describe_never_prints_a_rate_rounded_to_zero(time_ms, tflops, gbps, shown):
+    text = _report(time_ms, tflops, gbps).describe()
+    assert shown in text and "0.00 TFLOP/s" not in text

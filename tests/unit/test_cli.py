@@ -332,3 +332,19 @@ def test_an_error_record_into_a_closed_pipe_exits_2_without_a_traceback(monkeypa
 
     monkeypatch.setattr(sys, "stdout", Closed())
     assert main(["plan", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "0", "--json"]) == 2
+
+
+@pytest.mark.parametrize("extra", [[], ["--tokens", "32"]], ids=["default", "given"])
+def test_run_tokens_refusal_names_the_default_when_tokens_was_not_given(monkeypatch, capsys, extra):
+    """A `run` whose activations cannot fit was refused as "32 tokens need ... use fewer tokens" to an
+    operator who never typed --tokens; the refusal says 32 is --tokens's default and how many fit."""
+    pytest.importorskip("torch")
+    import moe_oracle.runtime.runner as runner
+
+    monkeypatch.setattr(runner, "available_memory_bytes", lambda: 4 * 2**20)  # 4 MiB: 32 tokens of activations do not fit
+    code = main(["run", "--model", "qwen3-30b-a3b", "--max-experts", "1", *extra, "--json"])
+    issue = json.loads(capsys.readouterr().out)["issues"][0]
+    assert code == 2 and issue["path"] == "--tokens" and issue["value"] == 32
+    fit = issue["allowed"]["maximum"]
+    assert 1 <= fit < 32 and f"use --tokens {fit} or fewer" in issue["message"]
+    assert ("(the default of --tokens)" in issue["message"]) == (not extra)

@@ -88,3 +88,31 @@ def test_the_error_schema_names_every_issues_error_class() -> None:
     names = {c.__name__ for c in subclasses(_IssuesError) if c.__module__.startswith("moe_oracle.") and not c.__name__.startswith("_")}
     schema = json.loads((schema_dir() / "error.schema.json").read_text(encoding="utf-8"))
     assert names == set(schema["properties"]["error"]["enum"])
+
+
+# ------------------------------------------------------------------ long inputs are echoed shortened
+
+LONG = "x" * 100_000
+
+
+@pytest.mark.parametrize("argv", [("explain", "--model", LONG), ("explain", "--gpu", "H200", "--serve", f"vllm serve {LONG}")], ids=["model", "serve-model"])
+def test_a_long_value_is_echoed_by_its_start_and_length(argv: tuple[str, ...]) -> None:
+    # the 100,000-character --model was echoed twice in full
+    code, out, err = cli(*argv)
+    assert code == 2 and out == ""
+    assert len(err) < 2_000 and "(100,000 characters)" in err and "x" * 70 in err
+
+
+def test_the_json_record_keeps_the_value_and_shortens_the_message() -> None:
+    code, out, _ = cli("explain", "--model", LONG, "--json")
+    record = json.loads(out)
+    jsonschema.validate(record, _bundled("error"))
+    issue = record["issues"][0]
+    assert code == 2 and issue["value"] == LONG  # the observed value is data, kept whole
+    assert len(issue["message"]) < 1_000 and "(100,000 characters)" in issue["message"]
+
+
+def test_a_long_file_name_heads_the_problem_shortened() -> None:
+    long_path = "/" + "y" * 300
+    code, _, err = cli("explain", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--environment", long_path)
+    assert code == 2 and "y" * 300 not in err and "(301 characters)" in err

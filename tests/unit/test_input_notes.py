@@ -112,3 +112,30 @@ def test_errors_start_with_what_failed(argv, head, capsys):
     """Before issue 9 every one of these began "invalid MoE configuration"."""
     assert main(["select", *QWEN, *argv]) == 2
     assert capsys.readouterr().err.startswith(f"moe-oracle: error: {head} ")
+
+
+# ------------------------------------------------------------------ notes name the model's input as it was given
+
+@pytest.mark.parametrize(("argv", "label"), [(["--model", "deepseek-r1"], "--model"), (["--serve", "vllm serve deepseek-r1"], "--serve MODEL")], ids=["model", "serve"])
+def test_a_checkpoint_note_is_labelled_by_the_input_that_named_the_model(capsys, argv, label) -> None:
+    # a --serve line's model was labelled --model
+    code = main(["explain", *argv, "--gpu", "H200", "--json"])
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    layer = [n for n in notes if "this answer is for MoE layer" in n]
+    assert code == 0 and len(layer) == 1 and layer[0].startswith(f"{label}: ")
+    assert label == "--model" or not any(n.startswith("--model") for n in notes)
+
+
+def test_select_prints_a_serve_lines_checkpoint_note_bare(capsys) -> None:
+    code = main(["select", "--serve", "vllm serve deepseek-r1", "--gpu", "H200"])
+    err = capsys.readouterr().err
+    assert code == 0 and "note: this answer is for MoE layer" in err and "--serve MODEL:" not in err
+
+
+@pytest.mark.parametrize("command", ["explain", "plan"])
+def test_a_serve_lines_model_that_is_no_json_object_names_the_serve_line(tmp_path, capsys, command) -> None:
+    model = tmp_path / "config.json"
+    model.write_text("[]")
+    code = main([command, "--serve", f"vllm serve {model}", "--gpu", "H200"])
+    err = capsys.readouterr().err
+    assert code == 2 and "a model config (--serve MODEL) must be a JSON object" in err

@@ -139,10 +139,18 @@ def test_a_config_files_hf_quant_config_is_read_as_the_flag_reads_it(tmp_path: P
     ckpt = tmp_path / "ck"
     ckpt.mkdir()
     (ckpt / "config.json").write_text((examples_dir() / "qwen3-30b-a3b.json").read_text(), encoding="utf-8")
+    # A model example's name is read as its config.json file is (the flag's way since the QA pass):
+    # its quantization_config, said in a note, never "unquantized"; one without a document is refused.
     code, out, err = cli("explain", "--config", _hf_quant_config_file(tmp_path, "deepseek-r1"))
+    assert code == 0, err
+    assert "fp8_block (fp8)" in out and f"$.model.hf_quant_config {examples_dir() / 'deepseek-r1.json'} is a model config: its quantization_config is the document read" in out
+    code, out, err = cli("explain", "--config", _hf_quant_config_file(tmp_path, "qwen3-30b-a3b"))
     assert code == 2 and out == "", out
-    assert "$.model.hf_quant_config: no such file, and not the name of a shipped hf_quant_config.json example" in err
-    assert "nvidia-nemotron-3-nano-30b-a3b-nvfp4" in err and "deepseek-v3.2" not in err  # the allowed names are quantization documents
+    assert "is a model config (architectures/model_type) with no quantization document" in err
+    code, out, err = cli("explain", "--config", _hf_quant_config_file(tmp_path, "deepseek-r2"))
+    assert code == 2 and out == "", out
+    assert "$.model.hf_quant_config: no such file, and not the name of a shipped example that carries a quantization document" in err
+    assert "nvidia-nemotron-3-nano-30b-a3b-nvfp4" in err and "deepseek-r1" in err and "qwen3-30b-a3b," not in err  # the allowed names carry quantization documents
     code, out, err = cli("explain", "--config", _hf_quant_config_file(tmp_path, str(ckpt)))
     assert code == 2 and out == "", out
     assert f"$.model.hf_quant_config: {str(ckpt)!r} is a directory, not a regular file" in err  # said as what it is, not "no such file"

@@ -271,6 +271,10 @@ def _special(home: Path, kind: str) -> str:
     if kind == "device":
         (home / "null.yaml").symlink_to("/dev/null")  # what a link leads to counts
         return "~/null.yaml"
+    if kind == "loop":  # it was "no such file"
+        (home / "loop.yaml").symlink_to(home / "loop2.yaml")
+        (home / "loop2.yaml").symlink_to(home / "loop.yaml")
+        return "~/loop.yaml"
     (home / "dir.yaml").mkdir()
     return "~/dir.yaml"
 
@@ -282,7 +286,7 @@ FILE_FLAGS = {
     "model": (lambda p: ["explain", "--model", p, "--gpu", "H200"], "--model"),
     "environment": (lambda p: ["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", p], "--environment"),
 }
-WHAT = {"pipe": "is a named pipe", "device": "is a character device", "directory": "is a directory"}
+WHAT = {"pipe": "is a named pipe", "device": "is a character device", "directory": "is a directory", "loop": "is a symbolic link loop"}
 # --model takes a checkpoint directory; --environment takes a pipe (<(pip freeze)), read once.
 TAKEN = {("model", "directory"), ("environment", "pipe")}
 
@@ -308,6 +312,14 @@ def test_a_file_flag_refuses_what_is_no_regular_file(home: Path, argv, flag: str
     assert code == 2
     assert issue["path"] == flag and issue["keyword"] == "file_type" and issue["value"] == given
     assert issue["message"].startswith(f"{given!r} {WHAT[kind]}") and "not a regular file" in issue["message"]
+
+
+@pytest.mark.parametrize("argv, flag", [(["diff", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--from", "~/loop.yaml", "--to", "vllm==0.33.0"], "--from"),
+                                        (["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tables", "~/loop.yaml"], "--tables")], ids=["diff-side", "tables"])
+def test_a_symbolic_link_loop_is_named_so(home: Path, argv: list[str], flag: str) -> None:
+    _special(home, "loop")
+    code, out, err = cli(*argv)
+    assert code == 2 and out == "" and f"{flag}: '~/loop.yaml' is a symbolic link loop" in err
 
 
 def test_a_config_files_hf_config_that_is_a_device_is_charged_to_the_field(home: Path) -> None:

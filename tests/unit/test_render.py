@@ -116,3 +116,13 @@ def test_all_lists_every_candidate(flag, capsys):
     main(["explain", *DEAD_END, flag])
     rows = [line for line in capsys.readouterr().out.splitlines() if re.match(r"\s+\d+\.\s+\d+\s", line)]
     assert len(rows) == len(default_catalog().experts)
+
+
+def test_a_probed_environment_is_one_environment_line():
+    # a probe's note (where the packages were read) was a second "Environment:" line
+    ck = from_hf_config(load_hf_config(resolve_model_path("qwen3-30b-a3b")))
+    env = Environment(probed=True, notes=("probed packages of /venv/bin/python (Python 3.11.7, prefix /venv); site-packages: /venv/lib",))
+    d = evaluate(default_catalog(), MoEConfig(device=lookup_hardware("H200").device, **ck.kwargs), env)
+    lines = [line for line in render_explain(d).splitlines() if line.startswith("Environment:")]
+    assert len(lines) == 1 and lines[0].startswith(f"Environment: probed (fingerprint {d.environment.fingerprint}); tables ")
+    assert lines[0].endswith("; probed packages of /venv/bin/python (Python 3.11.7, prefix /venv); site-packages: /venv/lib")

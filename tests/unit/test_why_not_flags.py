@@ -26,6 +26,7 @@ WHY_NOT = [
 ]
 DEAD_ENDS = [
     ["--model", "qwen3-30b-a3b", "--gpu", "RTX_PRO_6000", "--quant", "nvfp4", "--tp", "8", "--ep", "--moe-backend", "flashinfer_b12x"],
+    ["--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--moe-backend", "cutlass"],  # vLLM raises on the request itself
 ]
 
 
@@ -183,3 +184,23 @@ def test_a_fix_whose_kernel_fails_when_built_is_not_offered(capsys):
     for f in fixes:  # each one runs without a warning that it fails when built
         assert main(["select", "--gpu", "ARC_B580", "--serve", f"{line} {f['serve_line']['edits']}", "--json"]) == 0
         assert not [w for w in json.loads(capsys.readouterr().out).get("warnings", []) if w["code"] == "unchecked"]
+
+
+@pytest.mark.parametrize("argv", [["--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--moe-backend", "cutlass"],
+                                  ["--serve", "vllm serve qwen3-30b-a3b-fp8 --moe-backend cutlass", "--gpu", "H200"]], ids=["flags", "serve"])
+def test_a_dead_end_request_can_be_dropped_by_a_fix(capsys, argv):
+    """The dead end's fixes kept the request (--moe-backend cutlass, which vLLM refuses on block
+    FP8 before trying a kernel) and offered only other checkpoints (cost 4 and 8); dropping the
+    request, one flag, is the smallest change, and the fixes that keep it are still offered."""
+    code, record = _json(capsys, ["select", *argv, "--json"])
+    fixes = record["fixes"]
+    assert code == 1 and fixes[0]["edits"] == [{"target": "moe_backend", "before": "cutlass", "after": "auto", "cost": 1, "flag": "--moe-backend auto", "change": None}]
+    assert fixes[0]["winner_after"] == "triton"
+    assert any(f["flags"] == "--quant w4a8_fp8" for f in fixes)  # keeping the request: another checkpoint
+    if "--serve" not in argv:
+        for fix in fixes:
+            _check_fix(capsys, argv, fix)
+        return
+    assert fixes[0]["serve_line"] == {"edits": "--moe-backend auto", "flags": ""}
+    code, after = _json(capsys, ["select", "--serve", f"{argv[1]} --moe-backend auto", *argv[2:], "--json"])  # vLLM's argparse keeps the last value
+    assert code == 0 and after["selected"]["kernel"] == "triton"
