@@ -94,6 +94,23 @@ def test_cli_serve_dtype_and_online_fp8(capsys):
     assert record["inputs"]["quant_scheme"]["value"] == "fp8_tensor_dynamic" and record["inputs"]["in_dtype"]["value"] == "float16"
 
 
+def test_online_fp8_names_the_serve_flag_as_the_methods_source(capsys):
+    # Qwen3-30B-A3B has no quantization_config: the method comes from --quantization (vLLM
+    # 0.29.0-0.34.0 Q/fp8.py online quantization), not from config.json (was: "config.json quantization_config").
+    import jsonschema
+
+    from moe_oracle.core._resources import package_dir
+
+    serve = "vllm serve Qwen/Qwen3-30B-A3B --quantization fp8 -tp 2"
+    assert main(["plan", "--gpu", "H100", "--serve", serve, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    quant = record["model"]["quantization"]
+    assert (quant["method"], quant["source"]) == ("fp8", "--quantization fp8 (no quantization document)")
+    jsonschema.validate(record, json.loads((package_dir().parent / "schemas" / "bundled" / "plan.schema.json").read_text()))
+    assert main(["plan", "--gpu", "H100", "--serve", serve]) == 0
+    assert "Quantization: fp8 (--quantization fp8 (no quantization document))" in capsys.readouterr().out
+
+
 def test_cli_serve_conflicts_with_a_different_flag(capsys):
     assert main(["select", "--gpu", "H200", "--tp", "4", "--serve", "vllm serve qwen3-30b-a3b -tp 8"]) == 2
     assert "given as --tp 4 and in --serve as --tensor-parallel-size 8" in capsys.readouterr().err
