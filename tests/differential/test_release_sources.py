@@ -433,7 +433,7 @@ def test_model_start_refusals_match_the_release_source(release):
     tree = _tree(release) / "vllm"
     dirs = {"BeamForCausalLM": "models/beam", "Qwen4ExpForCausalLM": "models/qwen4_exp", "Qwen4ExpForConditionalGeneration": "models/qwen4_exp"}
     platform_dirs = {"cuda": "nvidia", "rocm": "amd"}
-    pairs = {(arch, c.message) for c in MODEL_START_REFUSALS for arch in c.architectures}
+    pairs = {(arch, c.message) for c in MODEL_START_REFUSALS for arch in c.architectures if not c.files}
     for arch, message in sorted(pairs):
         package = tree / dirs[arch]
         for platform, sub in platform_dirs.items():
@@ -445,6 +445,29 @@ def test_model_start_refusals_match_the_release_source(release):
             expected = any(release in SpecifierSet(c.releases) and (not c.platforms or platform in c.platforms)
                            for c in MODEL_START_REFUSALS if arch in c.architectures and c.message == message)
             assert found == expected, f"vLLM {release} {arch} on {platform}: {message[:50]!r} in {where}: {found}; our table says {expected}"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_tp_above_the_expert_count_refusals_match_the_release_source(release):
+    """moe_oracle/inputs/model_start_refusals.py ``tp_exceeds_experts``: every file a check names
+    holds vLLM's ``tp_size > <experts>`` ValueError in each release its range admits, and no MoE
+    model file of the release holds the check unless a check (or the reviewed list of unmapped
+    files in its docstring) names it."""
+    import re
+
+    from packaging.specifiers import SpecifierSet
+
+    from moe_oracle.inputs.model_start_refusals import MODEL_START_REFUSALS
+
+    tree = _tree(release) / "vllm"
+    check = re.compile(r"if self\.tp_size > [\w.]+:\s*raise ValueError\(\s*f\"Tensor parallel size \{self\.tp_size\} is greater than \"\s*f\"the number of experts")
+    named = {f for c in MODEL_START_REFUSALS if c.when == "tp_exceeds_experts" and release in SpecifierSet(c.releases) for f in c.files}
+    for f in named:
+        assert check.search((tree / f).read_text(encoding="utf-8")), f"vLLM {release} {f}: no tp_size > experts check"
+    unmapped = {"model_executor/models/alice_ai.py", "model_executor/models/ernie45_vl_moe.py", "model_executor/models/interns1_pro.py",
+                "model_executor/models/interns2_mobius.py", "model_executor/models/k2_horizon.py"}
+    holding = {str(p.relative_to(tree)) for p in tree.rglob("*.py") if "models" in p.parts and check.search(p.read_text(encoding="utf-8"))}
+    assert holding - unmapped == named, f"vLLM {release}: files with the check {sorted(holding - unmapped - named)} not named; named without it {sorted(named - holding)}"
 
 
 def _function_source(path: Path, name: str) -> str:
