@@ -470,6 +470,44 @@ def test_tp_above_the_expert_count_refusals_match_the_release_source(release):
     assert holding - unmapped == named, f"vLLM {release}: files with the check {sorted(holding - unmapped - named)} not named; named without it {sorted(named - holding)}"
 
 
+_SILU_FILES = {
+    "model_executor/models/deepseek_v2.py": "deepseek_v3", "model_executor/models/qwen3_moe.py": "qwen3_moe",
+    "model_executor/models/qwen2_moe.py": "qwen2_moe", "model_executor/models/qwen3_next.py": "qwen3_5_moe",
+    "model_executor/models/qwen3_5.py": "qwen3_5_moe", "model_executor/models/mixtral.py": "mixtral",
+    "model_executor/models/minimax_m2.py": "minimax_m2", "model_executor/models/llama4.py": "llama4",
+    "model_executor/models/phimoe.py": "phimoe", "model_executor/models/glm4_moe.py": "glm4_moe",
+    "model_executor/models/glm4_moe_lite.py": "glm4_moe_lite", "model_executor/models/mimo_v2.py": "mimo_v2_flash",
+    "model_executor/models/afmoe.py": "afmoe", "model_executor/models/hy_v3.py": "hy_v3", "model_executor/models/AXK1.py": "axk1",
+    "model_executor/models/qwen3_vl_moe.py": "qwen3_vl_moe", "model_executor/models/qwen3_omni_moe_thinker.py": "qwen3_omni_moe",
+    "model_executor/models/bailing_moe_linear.py": "bailing_moe_v25", "model_executor/models/mellum.py": "mellum",
+}
+"""Model files whose class builds its fused-MoE layer without ``activation=`` -> our family, which
+must say ``silu`` (FusedMoE's default) whatever config.json's ``hidden_act`` says."""
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_families_whose_class_passes_no_activation_say_silu(release):
+    from moe_oracle.inputs.checkpoint.families import FAMILIES
+
+    tree = _tree(release) / "vllm"
+    by_name = {f.name: f for f in FAMILIES}
+    builders = {"FusedMoE", "SharedFusedMoE", "FusedMoEFactory"}
+    for rel_path, family in _SILU_FILES.items():
+        path = tree / rel_path
+        if not path.is_file():
+            continue  # mellum.py: 0.29.0-0.31.0 only
+        calls = [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.Call)
+                 and getattr(n.func, "id", getattr(n.func, "attr", None)) in builders]
+        # the files that build another file's MoE block construct none themselves
+        assert calls or rel_path.endswith(("qwen3_5.py", "qwen3_vl_moe.py", "qwen3_omni_moe_thinker.py", "mellum.py", "glm4_moe_lite.py")), f"vLLM {release} {rel_path}: no fused-MoE construction found"
+        passed = [n.lineno for n in calls if any(k.arg == "activation" for k in n.keywords)]
+        assert not passed, f"vLLM {release} {rel_path}: activation= passed at lines {passed}"
+        assert by_name[family].activation == "silu", f"family {family}: activation {by_name[family].activation!r}, vLLM's FusedMoE default is silu"
+    text = (tree / "model_executor/models/deepseek_v2.py").read_text(encoding="utf-8")
+    moe = text[text.index("class DeepseekV2MoE"):text.index("self.experts", text.index("class DeepseekV2MoE"))]
+    assert 'config.hidden_act != "silu"' in moe and by_name["deepseek_v3"].hidden_acts == ("silu",)
+
+
 def _function_source(path: Path, name: str) -> str:
     """The source of the top-level function ``name`` in ``path``, without its decorators."""
     text = path.read_text(encoding="utf-8")

@@ -156,12 +156,14 @@ _START_REFUSALS = {"Number of experts in the model must be greater than 0": "fin
                    "Should have a `model_type` key": "refuses a config.json without model_type when it reads the config",
                    _MIXED_SCHEMES: _MIXED_SCHEMES,
                    TP_EXCEEDS_EXPERTS: TP_EXCEEDS_EXPERTS,
+                   "Unsupported activation": "'Unsupported activation'",
                    **{c.message: f"\"{c.message}\"" for c in MODEL_START_REFUSALS if c.when != "tp_exceeds_experts"}}
 """vLLM's start-up (or config-read) refusal -> what our plan's refusal (exit 2) says for it: the
 expert-parallel check (:mod:`moe_oracle.inputs.ep_refusal`), a config without ``model_type``
 (``model.py _read_model_type``), the model classes' own checks, quoted
 (:mod:`moe_oracle.inputs.model_start_refusals`; a tensor-parallel size above the expert count by the
-constant part of vLLM's formatted message), and compressed-tensors refusing experts whose
+constant part of vLLM's formatted message; a ``hidden_act`` the model class refuses, which our
+checkpoint reader refuses quoting 'Unsupported activation'), and compressed-tensors refusing experts whose
 projections fall in different scheme groups (vLLM 0.29.0-0.34.0
 Q/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe.py; ours:
 ``moe_oracle/inputs/checkpoint/formats_ct.py``, which quotes it)."""
