@@ -123,7 +123,8 @@ def test_cli_serve_model_that_is_not_here(capsys):
 
 @pytest.mark.parametrize(("command", "overrides", "key", "value", "allowed"), [
     ("select", {"num_experts": "abc"}, "num_experts", "abc", None),
-    ("select", {"hidden_act": "foo"}, "hidden_act", "foo", "silu"),
+    # qwen3_moe.py reads hidden_act only in its dense MLP (Qwen3MoeMLP: silu only), built for mlp_only_layers
+    ("select", {"hidden_act": "foo", "mlp_only_layers": [0]}, "hidden_act", "foo", "silu"),
     ("explain", {"quantization_config": {"quant_method": "bogus"}}, "quantization_config.quant_method", "bogus", "fp8"),
     ("plan", {"quantization_config": {"quant_method": "bogus"}}, "quantization_config.quant_method", "bogus", "fp8"),
 ], ids=["select-int", "select-activation", "explain-nested", "plan-nested"])
@@ -140,7 +141,7 @@ def test_a_bad_hf_override_blames_the_flag_not_the_model_file(command, overrides
 
 def test_a_bad_model_file_field_is_still_the_files_beside_an_override(tmp_path, capsys):
     model = tmp_path / "config.json"
-    model.write_text(json.dumps({**json.loads((Path(__file__).parents[2] / "examples/models/qwen3-30b-a3b.json").read_text()), "hidden_act": "foo"}))
+    model.write_text(json.dumps({**json.loads((Path(__file__).parents[2] / "examples/models/qwen3-30b-a3b.json").read_text()), "hidden_act": "foo", "mlp_only_layers": [0]}))
     assert main(["select", "--gpu", "H200", "--serve", f"vllm serve {model} --hf-overrides '{{\"num_experts\": 64}}'", "--json"]) == 2
     (issue,) = json.loads(capsys.readouterr().out)["issues"]
     assert issue["file"] == str(model) and issue["path"] == "$.hidden_act"
