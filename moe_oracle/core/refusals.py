@@ -53,6 +53,7 @@ _INPUTS = {
     "parallel.use_ep": ("--ep", "--enable-expert-parallel"),
     "parallel.num_redundant_experts": ("--redundant-experts", "--eplb-config num_redundant_experts"),
     "parallel.pcp_size": ("--pcp", "--prefill-context-parallel-size"),
+    "parallel.tp_size": ("--tp", "--tensor-parallel-size"),
 }
 
 

@@ -90,7 +90,8 @@ class Deployment:
             issues.append(ep_refusal(where_given("parallel.use_ep", origin), self.release.facts_named() if self.release else f"vLLM {ENGINE_VERSION}", origin.file))
         if self.architecture is not None:
             blame = blame_from(origins)
-            refused = model_start_refusal(self.architecture, self.config.parallel, self.release.stand_in if self.release else ENGINE_VERSION, self.config.device.platform.value, blame)
+            refused = model_start_refusal(self.architecture, self.config.parallel, self.release.stand_in if self.release else ENGINE_VERSION, self.config.device.platform.value, blame,
+                                          num_experts=self.config.num_experts)
             issues += [refused] if refused is not None else []
         return issues
 
@@ -477,7 +478,7 @@ def origins_of(given: OperatorInputs) -> dict[str, Any]:
     serve_set = given.from_serve
     config_file = given.config
     origins = {}
-    for field, dest in (("parallel.enable_eplb", "eplb"), ("parallel.use_ep", "ep"), ("parallel.num_redundant_experts", "redundant_experts"), ("parallel.pcp_size", "pcp")):
+    for field, dest in (("parallel.enable_eplb", "eplb"), ("parallel.use_ep", "ep"), ("parallel.num_redundant_experts", "redundant_experts"), ("parallel.pcp_size", "pcp"), ("parallel.tp_size", "tp")):
         if dest in serve_set:
             origins[field] = Origin("serve")
         elif getattr(given, dest, None) is not None:

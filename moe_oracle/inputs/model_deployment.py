@@ -179,7 +179,8 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         raise ConfigError([refused])
     origins = origins_of(given)
     blame = blame_from(origins)
-    refused = model_start_refusal(checkpoint.architecture, parallel, answer_release(catalog, env) or ENGINE_VERSION, device.platform.value, blame)
+    experts = min((layer.kwargs["num_experts"] for layer in checkpoint.moe_layers() if layer.spec.role == "target" and "num_experts" in layer.kwargs), default=None)
+    refused = model_start_refusal(checkpoint.architecture, parallel, answer_release(catalog, env) or ENGINE_VERSION, device.platform.value, blame, num_experts=experts)
     if refused is not None:
         raise ConfigError([refused])
     targets = {layer.kwargs["num_experts"] for layer in checkpoint.moe_layers() if layer.spec.role == "target" and "num_experts" in layer.kwargs}

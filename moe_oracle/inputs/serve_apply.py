@@ -167,7 +167,7 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any], 
         method = current.get("quant_method") if isinstance(current, Mapping) else None
         if method is None:
             if q == "fp8":  # another method is refused by verify_checkpoint_quantization (not modelled)
-                cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+                cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic", FROM_FLAG: "--quantization fp8"}
                 notes.append("--quantization fp8 on an unquantized checkpoint: vLLM quantizes the experts online (static per-tensor FP8 weights, dynamic per-tensor activations)")
             elif q == "w4afp8":  # vLLM 0.34.0 get_quant_config: W4AFP8Config() (no config file names)
                 cfg["quantization_config"] = {"quant_method": "w4afp8", FROM_FLAG: "--quantization w4afp8"}

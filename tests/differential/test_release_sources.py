@@ -433,7 +433,7 @@ def test_model_start_refusals_match_the_release_source(release):
     tree = _tree(release) / "vllm"
     dirs = {"BeamForCausalLM": "models/beam", "Qwen4ExpForCausalLM": "models/qwen4_exp", "Qwen4ExpForConditionalGeneration": "models/qwen4_exp"}
     platform_dirs = {"cuda": "nvidia", "rocm": "amd"}
-    pairs = {(arch, c.message) for c in MODEL_START_REFUSALS for arch in c.architectures}
+    pairs = {(arch, c.message) for c in MODEL_START_REFUSALS for arch in c.architectures if not c.files}
     for arch, message in sorted(pairs):
         package = tree / dirs[arch]
         for platform, sub in platform_dirs.items():
@@ -445,6 +445,67 @@ def test_model_start_refusals_match_the_release_source(release):
             expected = any(release in SpecifierSet(c.releases) and (not c.platforms or platform in c.platforms)
                            for c in MODEL_START_REFUSALS if arch in c.architectures and c.message == message)
             assert found == expected, f"vLLM {release} {arch} on {platform}: {message[:50]!r} in {where}: {found}; our table says {expected}"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_tp_above_the_expert_count_refusals_match_the_release_source(release):
+    """moe_oracle/inputs/model_start_refusals.py ``tp_exceeds_experts``: every file a check names
+    holds vLLM's ``tp_size > <experts>`` ValueError in each release its range admits, and no MoE
+    model file of the release holds the check unless a check (or the reviewed list of unmapped
+    files in its docstring) names it."""
+    import re
+
+    from packaging.specifiers import SpecifierSet
+
+    from moe_oracle.inputs.model_start_refusals import MODEL_START_REFUSALS
+
+    tree = _tree(release) / "vllm"
+    check = re.compile(r"if self\.tp_size > [\w.]+:\s*raise ValueError\(\s*f\"Tensor parallel size \{self\.tp_size\} is greater than \"\s*f\"the number of experts")
+    named = {f for c in MODEL_START_REFUSALS if c.when == "tp_exceeds_experts" and release in SpecifierSet(c.releases) for f in c.files}
+    for f in named:
+        assert check.search((tree / f).read_text(encoding="utf-8")), f"vLLM {release} {f}: no tp_size > experts check"
+    unmapped = {"model_executor/models/alice_ai.py", "model_executor/models/ernie45_vl_moe.py", "model_executor/models/interns1_pro.py",
+                "model_executor/models/interns2_mobius.py", "model_executor/models/k2_horizon.py"}
+    holding = {str(p.relative_to(tree)) for p in tree.rglob("*.py") if "models" in p.parts and check.search(p.read_text(encoding="utf-8"))}
+    assert holding - unmapped == named, f"vLLM {release}: files with the check {sorted(holding - unmapped - named)} not named; named without it {sorted(named - holding)}"
+
+
+_SILU_FILES = {
+    "model_executor/models/deepseek_v2.py": "deepseek_v3", "model_executor/models/qwen3_moe.py": "qwen3_moe",
+    "model_executor/models/qwen2_moe.py": "qwen2_moe", "model_executor/models/qwen3_next.py": "qwen3_5_moe",
+    "model_executor/models/qwen3_5.py": "qwen3_5_moe", "model_executor/models/mixtral.py": "mixtral",
+    "model_executor/models/minimax_m2.py": "minimax_m2", "model_executor/models/llama4.py": "llama4",
+    "model_executor/models/phimoe.py": "phimoe", "model_executor/models/glm4_moe.py": "glm4_moe",
+    "model_executor/models/glm4_moe_lite.py": "glm4_moe_lite", "model_executor/models/mimo_v2.py": "mimo_v2_flash",
+    "model_executor/models/afmoe.py": "afmoe", "model_executor/models/hy_v3.py": "hy_v3", "model_executor/models/AXK1.py": "axk1",
+    "model_executor/models/qwen3_vl_moe.py": "qwen3_vl_moe", "model_executor/models/qwen3_omni_moe_thinker.py": "qwen3_omni_moe",
+    "model_executor/models/bailing_moe_linear.py": "bailing_moe_v25", "model_executor/models/mellum.py": "mellum",
+}
+"""Model files whose class builds its fused-MoE layer without ``activation=`` -> our family, which
+must say ``silu`` (FusedMoE's default) whatever config.json's ``hidden_act`` says."""
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_families_whose_class_passes_no_activation_say_silu(release):
+    from moe_oracle.inputs.checkpoint.families import FAMILIES
+
+    tree = _tree(release) / "vllm"
+    by_name = {f.name: f for f in FAMILIES}
+    builders = {"FusedMoE", "SharedFusedMoE", "FusedMoEFactory"}
+    for rel_path, family in _SILU_FILES.items():
+        path = tree / rel_path
+        if not path.is_file():
+            continue  # mellum.py: 0.29.0-0.31.0 only
+        calls = [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.Call)
+                 and getattr(n.func, "id", getattr(n.func, "attr", None)) in builders]
+        # the files that build another file's MoE block construct none themselves
+        assert calls or rel_path.endswith(("qwen3_5.py", "qwen3_vl_moe.py", "qwen3_omni_moe_thinker.py", "mellum.py", "glm4_moe_lite.py")), f"vLLM {release} {rel_path}: no fused-MoE construction found"
+        passed = [n.lineno for n in calls if any(k.arg == "activation" for k in n.keywords)]
+        assert not passed, f"vLLM {release} {rel_path}: activation= passed at lines {passed}"
+        assert by_name[family].activation == "silu", f"family {family}: activation {by_name[family].activation!r}, vLLM's FusedMoE default is silu"
+    text = (tree / "model_executor/models/deepseek_v2.py").read_text(encoding="utf-8")
+    moe = text[text.index("class DeepseekV2MoE"):text.index("self.experts", text.index("class DeepseekV2MoE"))]
+    assert 'config.hidden_act != "silu"' in moe and by_name["deepseek_v3"].hidden_acts == ("silu",)
 
 
 def _function_source(path: Path, name: str) -> str:

@@ -7,6 +7,8 @@ per test.
 
 from __future__ import annotations
 
+import pytest
+
 from moe_oracle.inputs.checkpoint import read_checkpoint
 
 GLM45 = {
@@ -215,3 +217,79 @@ def test_compressed_tensors_matches_the_projection_names_the_platforms_v4_class_
 
     assert label("0.33.0", "rocm") == "nvfp4" and label("0.33.0", "cuda") == "bf16"
     assert label("0.31.0", "cuda") == "nvfp4"  # before 0.32.0: gate_proj/up_proj/down_proj for every model
+
+
+def _shipped(name: str) -> dict:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[2] / "examples" / "models" / f"{name}.json").read_text())
+
+
+def test_deepseek_refuses_an_activation_other_than_silu_at_every_moe_layer():
+    # deepseek_v2.py DeepseekV2MoE.__init__ (vLLM 0.29.0-0.34.0): ValueError("Unsupported activation: ...
+    # Only silu is supported for now.") in every MoE layer (was: the experts read as gelu, triton selected)
+    import pytest
+
+    from moe_oracle.core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        read_checkpoint({**_shipped("deepseek-r1"), "hidden_act": "gelu"}, release="0.34.0")
+    issue = info.value.issues[0]
+    assert (issue.path, issue.value, issue.allowed) == ("$.hidden_act", "gelu", ["silu"]) and "Unsupported activation" in issue.message
+
+
+def test_the_cli_refuses_deepseek_r1_with_gelu(tmp_path, capsys):
+    import json
+
+    from moe_oracle.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_shipped("deepseek-r1"), "hidden_act": "gelu"}))
+    assert main(["select", "--model", str(path), "--gpu", "B200", "--tp", "8"]) == 2
+    assert "$.hidden_act" in capsys.readouterr().err
+
+
+_SILU_EXPERTS = [
+    # (example, overrides): every MoE layer, no dense MLP built, so vLLM starts and runs FusedMoE's
+    # default activation (no activation= passed: vLLM 0.29.0-0.34.0 qwen3_moe.py, mixtral.py,
+    # minimax_m2.py, qwen3_next.py / qwen3_5.py; FusedMoE activation="silu", P/layer.py)
+    ("qwen3-30b-a3b", {}),
+    ("mixtral-8x7b-instruct-v0.1", {}),
+    ("minimax-m2", {}),
+    ("qwen3.5-122b-a10b", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "extra"), _SILU_EXPERTS, ids=[n for n, _ in _SILU_EXPERTS])
+def test_the_experts_run_silu_whatever_hidden_act_says(name, extra):
+    cfg = _shipped(name)
+    text = cfg.get("text_config")
+    cfg = {**cfg, "text_config": {**text, "hidden_act": "gelu"}} if text else {**cfg, "hidden_act": "gelu", **extra}
+    k = read_checkpoint(cfg, release="0.34.0").representative().kwargs
+    assert k["activation"].value == "silu"  # was: gelu
+
+
+def test_qwen3_moe_refuses_gelu_only_where_it_builds_its_dense_mlp():
+    # qwen3_moe.py Qwen3MoeMLP.__init__ raises for hidden_act != silu; Qwen3MoeDecoderLayer builds one
+    # for the layers in mlp_only_layers, and Qwen3MoeSparseMoeBlock one for a shared expert.
+    from moe_oracle.core.errors import ConfigError
+
+    gelu = {**_shipped("qwen3-30b-a3b"), "hidden_act": "gelu"}
+    for cfg in ({**gelu, "mlp_only_layers": [0]}, {**gelu, "shared_expert_intermediate_size": 512}):
+        with pytest.raises(ConfigError) as info:
+            read_checkpoint(cfg, release="0.34.0")
+        assert info.value.issues[0].path == "$.hidden_act" and "Unsupported activation" in info.value.issues[0].message
+
+
+def test_qwen2_moe_refuses_gelu_with_its_default_shared_expert():
+    # qwen2_moe.py Qwen2MoeSparseMoeBlock builds Qwen2MoeMLP (silu only) as its shared expert when
+    # shared_expert_intermediate_size > 0 (transformers Qwen2MoeConfig default 5632)
+    from moe_oracle.core.errors import ConfigError
+
+    cfg = {"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+           "moe_intermediate_size": 1408, "num_experts": 60, "num_experts_per_tok": 4, "num_hidden_layers": 24, "hidden_act": "gelu"}
+    with pytest.raises(ConfigError):
+        read_checkpoint(cfg, release="0.34.0")
+    k = read_checkpoint({**cfg, "shared_expert_intermediate_size": 0}, release="0.34.0").representative().kwargs
+    assert k["activation"].value == "silu"

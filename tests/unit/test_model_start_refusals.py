@@ -1,5 +1,7 @@
 """Parallel settings a model class refuses in its constructor (moe_oracle/inputs/model_start_refusals.py):
-Beam under EPLB or sequence-parallel MoE (vLLM 0.33.0-0.34.0 vllm/models/beam/nvidia/model.py)."""
+Beam under EPLB or sequence-parallel MoE (vLLM 0.33.0-0.34.0 vllm/models/beam/nvidia/model.py), and a
+tensor-parallel size above the expert count in the MoE blocks that check it (vLLM 0.29.0-0.34.0
+qwen3_moe.py, qwen2_moe.py, qwen3_next.py, minimax_m2.py, ...)."""
 
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ def test_qwen4_exp_refuses_sequence_parallel_moe_where_its_classes_check(release
 def test_a_check_names_a_known_setting():
     with pytest.raises(ValueError, match="when"):
         ModelStartRefusal(("X",), ">=0.33.0", "lora", "m", "s")
-    assert all(c.when in ("eplb", "sequence_parallel_moe") for c in MODEL_START_REFUSALS)
+    assert all(c.when in ("eplb", "sequence_parallel_moe", "tp_exceeds_experts") for c in MODEL_START_REFUSALS)
 
 
 @pytest.mark.parametrize("command", ["select", "plan"])
@@ -78,3 +80,44 @@ def test_the_serve_line_is_named_for_eplb(capsys):
     assert main(["select", "--serve", f"vllm serve {BEAM} --data-parallel-size 8 --enable-expert-parallel --enable-eplb", "--gpu", "H100"]) == 2
     err = capsys.readouterr().err
     assert "--serve --enable-eplb" in err and "run without --enable-eplb" in err
+
+
+BLAME_TP = {**BLAME, "tp_exceeds_experts": ("--tp", None)}
+
+
+@pytest.mark.parametrize(("arch", "release", "platform", "experts", "tp", "refused"), [
+    ("Qwen3MoeForCausalLM", "0.29.0", "cuda", 128, 256, True),
+    ("Qwen3MoeForCausalLM", "0.34.0", "rocm", 128, 128, False),  # tp_size > num_experts only
+    ("Qwen2MoeForCausalLM", "0.31.0", "cuda", 60, 64, True),
+    ("Qwen3_5MoeForConditionalGeneration", "0.33.0", "cuda", 256, 512, True),  # qwen3_next.py's block
+    ("MiniMaxM2ForCausalLM", "0.34.0", "cuda", 256, 512, True),
+    ("MiMoV2FlashForCausalLM", "0.34.0", "cuda", None, 512, False),  # no MoE layer, no MoE block to check
+    ("Step5ForCausalLM", "0.34.0", "rocm", 16, 32, False),  # amd/model.py Step5MoE has no such check
+    ("Step5ForCausalLM", "0.34.0", "cuda", 16, 32, True),
+    ("Step5ForCausalLM", "0.32.0", "cuda", 16, 32, False),
+    ("MixtralForCausalLM", "0.34.0", "cuda", 8, 16, False),  # mixtral.py makes no such check
+])
+def test_tp_above_the_expert_count_is_refused_where_the_moe_block_checks_it(arch, release, platform, experts, tp, refused):
+    issue = model_start_refusal(arch, ParallelConfig(tp_size=tp), release, platform, BLAME_TP, num_experts=experts)
+    assert (issue is not None) is refused
+    if refused:
+        assert issue.path == "--tp" and issue.value == tp and issue.keyword == "engine_refuses"
+        assert f"Tensor parallel size {tp} is greater than the number of experts {experts}." in issue.message
+
+
+@pytest.mark.parametrize("command", ["select", "plan"])
+def test_both_doors_refuse_qwen3_30b_at_tp_256(command, capsys):
+    # vLLM qwen3_moe.py Qwen3MoeSparseMoeBlock: ValueError when tp_size > config.num_experts (128)
+    # (was: triton, exit 0)
+    assert main([command, "--model", "qwen3-30b-a3b", "--gpu", "H100", "--tp", "256"]) == 2
+    err = capsys.readouterr().err
+    assert "bad --tp" in err and "Tensor parallel size 256 is greater than the number of experts 128." in err
+    assert main([command, "--model", "qwen3-30b-a3b", "--gpu", "H100", "--tp", "128"]) == 0
+
+
+def test_the_serve_line_is_named_for_tp(capsys):
+    import json
+
+    assert main(["plan", "--json", "--gpu", "H100", "--serve", "vllm serve Qwen/Qwen3-30B-A3B -tp 256"]) == 2
+    issue = json.loads(capsys.readouterr().out)["issues"][0]
+    assert (issue["path"], issue["keyword"], issue["value"], issue["allowed"]) == ("--serve --tensor-parallel-size", "engine_refuses", 256, {"type": "integer", "maximum": 128})

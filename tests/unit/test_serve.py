@@ -94,6 +94,23 @@ def test_cli_serve_dtype_and_online_fp8(capsys):
     assert record["inputs"]["quant_scheme"]["value"] == "fp8_tensor_dynamic" and record["inputs"]["in_dtype"]["value"] == "float16"
 
 
+def test_online_fp8_names_the_serve_flag_as_the_methods_source(capsys):
+    # Qwen3-30B-A3B has no quantization_config: the method comes from --quantization (vLLM
+    # 0.29.0-0.34.0 Q/fp8.py online quantization), not from config.json (was: "config.json quantization_config").
+    import jsonschema
+
+    from moe_oracle.core._resources import package_dir
+
+    serve = "vllm serve Qwen/Qwen3-30B-A3B --quantization fp8 -tp 2"
+    assert main(["plan", "--gpu", "H100", "--serve", serve, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    quant = record["model"]["quantization"]
+    assert (quant["method"], quant["source"]) == ("fp8", "--quantization fp8 (no quantization document)")
+    jsonschema.validate(record, json.loads((package_dir().parent / "schemas" / "bundled" / "plan.schema.json").read_text()))
+    assert main(["plan", "--gpu", "H100", "--serve", serve]) == 0
+    assert "Quantization: fp8 (--quantization fp8 (no quantization document))" in capsys.readouterr().out
+
+
 def test_cli_serve_conflicts_with_a_different_flag(capsys):
     assert main(["select", "--gpu", "H200", "--tp", "4", "--serve", "vllm serve qwen3-30b-a3b -tp 8"]) == 2
     assert "given as --tp 4 and in --serve as --tensor-parallel-size 8" in capsys.readouterr().err
@@ -106,7 +123,8 @@ def test_cli_serve_model_that_is_not_here(capsys):
 
 @pytest.mark.parametrize(("command", "overrides", "key", "value", "allowed"), [
     ("select", {"num_experts": "abc"}, "num_experts", "abc", None),
-    ("select", {"hidden_act": "foo"}, "hidden_act", "foo", "silu"),
+    # qwen3_moe.py reads hidden_act only in its dense MLP (Qwen3MoeMLP: silu only), built for mlp_only_layers
+    ("select", {"hidden_act": "foo", "mlp_only_layers": [0]}, "hidden_act", "foo", "silu"),
     ("explain", {"quantization_config": {"quant_method": "bogus"}}, "quantization_config.quant_method", "bogus", "fp8"),
     ("plan", {"quantization_config": {"quant_method": "bogus"}}, "quantization_config.quant_method", "bogus", "fp8"),
 ], ids=["select-int", "select-activation", "explain-nested", "plan-nested"])
@@ -123,7 +141,7 @@ def test_a_bad_hf_override_blames_the_flag_not_the_model_file(command, overrides
 
 def test_a_bad_model_file_field_is_still_the_files_beside_an_override(tmp_path, capsys):
     model = tmp_path / "config.json"
-    model.write_text(json.dumps({**json.loads((Path(__file__).parents[2] / "examples/models/qwen3-30b-a3b.json").read_text()), "hidden_act": "foo"}))
+    model.write_text(json.dumps({**json.loads((Path(__file__).parents[2] / "examples/models/qwen3-30b-a3b.json").read_text()), "hidden_act": "foo", "mlp_only_layers": [0]}))
     assert main(["select", "--gpu", "H200", "--serve", f"vllm serve {model} --hf-overrides '{{\"num_experts\": 64}}'", "--json"]) == 2
     (issue,) = json.loads(capsys.readouterr().out)["issues"]
     assert issue["file"] == str(model) and issue["path"] == "$.hidden_act"

@@ -253,6 +253,17 @@ def _missing_expert_width(r: _Reader, model_type: str | None) -> ConfigError:
                   None, {"type": "integer", "minimum": 1})
 
 
+def _refuse_hidden_act(r: _Reader, key: str | None, act: Any) -> None:
+    """A ``hidden_act`` the model class refuses while building its MoE layers (:attr:`Family.hidden_acts`).
+
+    Raises:
+        ConfigError: naming the key, with vLLM's 'Unsupported activation'.
+    """
+    fam = r.family
+    if act is not None and fam.hidden_acts and act not in fam.hidden_acts:
+        raise r.fail(key or "hidden_act", f"{fam.name} model class refuses it ({fam.source.split(';')[0]}: 'Unsupported activation')", act, list(fam.hidden_acts))
+
+
 def _activation(r: _Reader) -> None:
     fam = r.family
     if fam.name == "gpt_oss":
@@ -260,7 +271,8 @@ def _activation(r: _Reader) -> None:
         r.put("has_bias", True, Source.INFERRED, "model_type gpt_oss: experts carry gate_up_proj_bias and down_proj_bias")
     elif fam.activation is not None:
         key, act, _ = r.first(ACTIVATION_ALIASES)
-        r.put("activation", Activation(fam.activation), Source.INFERRED, f"{fam.source}: the model class passes activation {fam.activation}" + (f" (config.{key} = {act})" if key else ""))
+        _refuse_hidden_act(r, key, act)
+        r.put("activation", Activation(fam.activation), Source.INFERRED, f"{fam.source}: the model class's MoE activation is {fam.activation} whatever config.json says" + (f" (config.{key} = {act})" if key else ""))
     else:
         key, act, src = r.first(ACTIVATION_ALIASES)
         if act is None:
@@ -268,8 +280,7 @@ def _activation(r: _Reader) -> None:
         else:
             if not isinstance(act, str) or act not in _ACTS:
                 raise r.fail(key or "hidden_act", "activation not in the MoE vocabulary", act, sorted(_ACTS))
-            if fam.hidden_acts and act not in fam.hidden_acts:
-                raise r.fail(key or "hidden_act", f"{fam.name} model class refuses it ({fam.source.split(';')[0]}: 'Unsupported activation')", act, list(fam.hidden_acts))
+            _refuse_hidden_act(r, key, act)
             base = _ACTS[act]
             if fam.name == "nemotron_h":
                 r.put("activation", Activation(f"{base.value}_no_mul"), Source.INFERRED, f"config.{key} = {act}; Nemotron-H experts are non-gated (up_proj and down_proj only; vLLM NemotronHMoE)")

@@ -67,7 +67,9 @@ class Family:
         renormalize: renormalization the class hard-codes, else ``None`` (read from config).
         bias: the class always builds ``e_score_correction_bias`` (``True``), never (``False``)
             or follows config.json (``None``).
-        activation: activation the class passes to ``FusedMoE`` whatever config.json says.
+        activation: activation the class's ``FusedMoE`` runs whatever config.json says: the one it
+            passes, or ``silu`` where it passes none (``FusedMoE``'s default, vLLM 0.29.0-0.34.0
+            P/layer.py); ``None``: the class passes config.json's (``hidden_act`` ...).
         limit_activation: activation the class passes instead in the layers whose per-layer
             ``swiglu_limits`` entry is set (not ``None`` or 0), as Step-3.5's ``swiglustep``;
             ``None``: ``swiglu_limits`` does not change the activation.
@@ -78,8 +80,12 @@ class Family:
             ``model_type`` test that the draft's config no longer passes, so the draft's router
             logits are float32 only where ``moe_router_dtype`` says so, else the model dtype.
         shared_always: every MoE layer has a shared expert whatever config.json says (Llama-4).
-        hidden_acts: the ``hidden_act`` values the class accepts (others raise at build), empty:
-            any the vocabulary knows.
+        hidden_acts: the ``hidden_act`` values the class accepts in every model with a MoE layer
+            (others raise at build: the MoE block checks it), empty: no such check.
+        mlp_hidden_acts: the ``hidden_act`` values the class's dense MLP accepts; it raises for
+            another when it builds one: a dense layer, or a shared expert where config.json's
+            ``mlp_shared_key`` (or the family default) is above 0. Empty: no such check.
+        mlp_shared_key: see ``mlp_hidden_acts``; ``None``: no shared expert built by that MLP.
         grouped: the class passes ``use_grouped_topk=True`` whatever config.json says (GLM-4.5:
             ``topk_method`` and ``use_grouped_topk`` are not read).
         fixed_groups: the ``(num_expert_group, topk_group)`` the class passes whatever config.json
@@ -132,6 +138,8 @@ class Family:
     grouped: bool = False
     fixed_groups: tuple[int, int] | None = None
     hidden_acts: tuple[str, ...] = ()
+    mlp_hidden_acts: tuple[str, ...] = ()
+    mlp_shared_key: str | None = None
     draft_fields: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -151,16 +159,24 @@ _V4_PROJ_ON = _d(rocm=_GATE_UP_DOWN, xpu=_GATE_UP_DOWN, cpu=_GATE_UP_DOWN)
 RoutedExperts w1/w3/w2 (vLLM 0.32.0-0.34.0 vllm/models/deepseek_v4/nvidia/model.py
 ``ckpt_names=("w1", "w2", "w3")``); the amd, xpu and cpu classes pass none (FusedMoE's defaults)."""
 
+# activation="silu" where the model class builds FusedMoE / SharedFusedMoE / FusedMoEFactory without an
+# activation= argument (vLLM 0.29.0-0.34.0: deepseek_v2.py, qwen3_moe.py, qwen2_moe.py, qwen3_next.py,
+# qwen3_5.py, mixtral.py, minimax_m2.py, llama4.py, phimoe.py, glm4_moe.py, glm4_moe_lite.py, mimo_v2.py,
+# afmoe.py, hy_v3.py, AXK1.py, qwen3_vl_moe.py, qwen3_omni_moe_thinker.py, bailing_moe_linear.py, mellum.py,
+# vllm/models/{deepseek_v32,deepseek_v41,hy_v4,beam,glm5next,qwen4_exp}; the MegaMoE activation= some
+# pass is for the native mega-MoE module only): FusedMoE's default, P/layer.py activation="silu".
+# config.json's hidden_act is then read only where the class refuses it (hidden_acts, mlp_hidden_acts).
+# tests/differential/test_release_sources.py holds the files to it.
 _DSV3 = _d(n_group=8, topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="softmax")
 
 FAMILIES: tuple[Family, ...] = (
-    Family("deepseek_v3", ("deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_v2"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek",
+    Family("deepseek_v3", ("deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_v2"), "first_k_dense", activation="silu", hidden_acts=("silu",), shared="mlp.shared_experts", mtp="deepseek",
            defaults=_DSV3, source="vLLM 0.33.0 deepseek_v2.py DeepseekV2DecoderLayer / DeepseekV2MoE; transformers 5.20.2 DeepseekV3Config"),
-    Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True, draft_router_fp32=False,
+    Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", activation="silu", hidden_acts=("silu",), shared="mlp.shared_experts", mtp="deepseek", router_fp32=True, draft_router_fp32=False,
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="sigmoid"),
            source="vLLM 0.33.0 vllm/models/deepseek_v32 (GlmMoeDsaForCausalLM = DeepseekV32ForCausalLM); deepseek_v2.py _get_moe_router_dtype (float32 for model_type glm_moe_dsa, which "
                   "SpeculativeConfig.hf_config_override renames to deepseek_mtp for the MTP draft, 0.29.0-0.34.0 vllm/config/speculative.py); transformers 5.20.2 GlmMoeDsaConfig"),
-    Family("deepseek_v41", ("deepseek_v41", "deepseek_v41_text"), "all", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), proj_on=_V4_PROJ_ON, mtp="dspark", router_fp32=True,
+    Family("deepseek_v41", ("deepseek_v41", "deepseek_v41_text"), "all", activation="silu", experts="ffn.experts", shared="ffn.shared_experts", proj=("w1", "w3", "w2"), proj_on=_V4_PROJ_ON, mtp="dspark", router_fp32=True,
            defaults=_d(scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=1.5, swiglu_limit=10.0),
            draft_fields=MappingProxyType({"num_experts": ("dspark_n_routed_experts",), "top_k": ("dspark_num_experts_per_tok",)}),
            source="vLLM 0.33.0 vllm/models/deepseek_v41/nvidia/model.py DeepseekV4MoE (num_hash_layers=0 on every layer; layers >= num_hidden_layers use dspark_n_routed_experts / dspark_num_experts_per_tok), nvidia/dspark.py (n_mtp_layers or num_nextn_predict_layers or 3 draft layers, loaded from mtp.<k>); vllm/transformers_utils/configs/deepseek_v41.py"),
@@ -170,23 +186,23 @@ FAMILIES: tuple[Family, ...] = (
     Family("kimi_k3", ("kimi_linear", "kimi_k3", "kimi_k31"), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", bias=True,
            defaults=_d(num_expert_group=1, topk_group=1, moe_renormalize=True, routed_scaling_factor=2.446, moe_layer_freq=1),
            source="vLLM 0.33.0 vllm/models/kimi_k3/nvidia/model.py KimiK3MoE (0.34.0 registry.py: KimiK31ForConditionalGeneration is the same KimiK3ForConditionalGeneration class, config.py _CONFIG_REGISTRY kimi_k31 -> KimiK3Config); transformers 5.20.2 KimiLinearConfig"),
-    Family("qwen3_moe", ("qwen3_moe",), "sparse_step", defaults=_d(norm_topk_prob=False, decoder_sparse_step=1),
+    Family("qwen3_moe", ("qwen3_moe",), "sparse_step", activation="silu", mlp_hidden_acts=("silu",), mlp_shared_key="shared_expert_intermediate_size", defaults=_d(norm_topk_prob=False, decoder_sparse_step=1),
            source="vLLM 0.33.0 qwen3_moe.py Qwen3MoeDecoderLayer; transformers 5.20.2 Qwen3MoeConfig"),
-    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next", "qwen4_exp_text", "qwen4_exp"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
+    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next", "qwen4_exp_text", "qwen4_exp"), "all", activation="silu", shared="mlp.shared_expert", mtp="qwen3_5",
            defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
                   "0.29.0-0.34.0 vllm/models/qwen4_exp/{nvidia,amd}/{model,mtp}.py (Qwen4ExpDecoderLayer: every layer Qwen4ExpSparseMoeBlock, a Qwen3NextSparseMoeBlock; "
                   "mtp_num_hidden_layers draft layers from checkpoint mtp.layers.<k>); transformers 5.20.2 Qwen4ExpTextConfig (norm_topk_prob True)"),
-    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", shared="mlp.shared_expert", mtp="qwen3_5",
+    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", activation="silu", shared="mlp.shared_expert", mtp="qwen3_5",
            defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
                   "0.29.0-0.34.0 interns2_preview.py (InternS2PreviewForConditionalGeneration subclasses Qwen3_5MoeForConditionalGeneration, same weight names)"),
-    Family("llama4", ("llama4_text", "llama4"), "interleave", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4", shared_always=True,
+    Family("llama4", ("llama4_text", "llama4"), "interleave", activation="silu", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4", shared_always=True,
            defaults=_d(interleave_moe_layer_step=1), source="vLLM 0.33.0 llama4.py Llama4DecoderLayer (MoE when (i + 1) % interleave_moe_layer_step == 0), Llama4MoE.custom_routing_function"),
-    Family("mixtral", ("mixtral",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), scoring="softmax", renormalize=True,
+    Family("mixtral", ("mixtral",), "all", activation="silu", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), scoring="softmax", renormalize=True,
            source="vLLM 0.33.0 mixtral.py MixtralMoE (renormalize=True)"),
     Family("gpt_oss", ("gpt_oss",), "all", renormalize=True, scoring="softmax", activation="swigluoai", passes_swiglu=False,
            source="vLLM 0.29.0-0.34.0 gpt_oss.py MLPBlock (renormalize=True, activation swigluoai, no swiglu_* arguments: GptOssMxfp4MoEMethod puts alpha 1.702, beta 1.0, "
                   "limit 7.0 in its FusedMoEQuantConfig, and SwiGLU-OAI kernels given None use the same constants)"),
-    Family("minimax_m2", ("minimax_m2",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), mtp="dropped", renormalize=True, router_fp32=True, passes_routed_scale=False,
+    Family("minimax_m2", ("minimax_m2",), "all", activation="silu", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), mtp="dropped", renormalize=True, router_fp32=True, passes_routed_scale=False,
            source="vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE (renormalize=True, no routed_scaling_factor passed; MTP layers dropped at load)"),
     Family("minimax_m3", ("minimax_m3", "minimax_m3_text", "minimax_m3_vl"), "first_k_dense", experts="block_sparse_moe.experts", shared="block_sparse_moe.shared_experts",
            mtp="minimax_m3", renormalize=True, router_fp32=True, activation="swigluoai_uninterleave", scale_to_output_on=("rocm",),
@@ -197,10 +213,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("nemotron_h", ("nemotron_h",), "hybrid_pattern", experts="mixer.experts", shared="mixer.shared_experts", proj=("up_proj", "down_proj"), mtp="nemotron_h",
            scoring="sigmoid", bias=True, router_fp32=True, defaults=_d(norm_topk_prob=True, n_group=1, topk_group=1, routed_scaling_factor=1.0),
            source="vLLM 0.33.0 nemotron_h.py NemotronHMoE (sigmoid, e_score_correction_bias, non-gated experts, latent MoE), nemotron_h_mtp.py; transformers 5.20.2 NemotronHConfig"),
-    Family("glm4_moe", ("glm4_moe",), "first_k", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, router_fp32=True, grouped=True, hidden_acts=("silu",),
+    Family("glm4_moe", ("glm4_moe",), "first_k", activation="silu", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, router_fp32=True, grouped=True, hidden_acts=("silu",),
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0, first_k_dense_replace=1, n_shared_experts=1, hidden_act="silu"),
            source="vLLM 0.33.0 glm4_moe.py Glm4MoE (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk=True with n_group/topk_group, fp32 router logits; MoE when layer_idx >= first_k_dense_replace), glm4_moe_mtp.py (MTP layers model.layers.<N+k>); transformers 5.20.2 Glm4MoeConfig"),
-    Family("phimoe", ("phimoe",), "all", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), renormalize=False, routing="custom",
+    Family("phimoe", ("phimoe",), "all", activation="silu", experts="block_sparse_moe.experts", proj=("w1", "w3", "w2"), renormalize=False, routing="custom",
            source="vLLM 0.33.0 phimoe.py PhiMoE (custom_routing_function=phimoe_routing_function, renormalize=False: CustomRoutingRouter answers RoutingMethodType.Custom); transformers 5.20.2 PhiMoEConfig",
            notes=("PhiMoE routes with its own sparsemixer function (phimoe_routing_function): only kernels that accept a custom router apply",)),
     Family("step3p5", ("step3p5",), "step3p5", experts="moe.experts", shared="share_expert", bias=True, router_fp32=True, activation="silu",
@@ -231,11 +247,11 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.34.0 zaya.py ZayaSparseMoeBlock (every ZayaDecoderLayer: ZayaRouter computes the top-k itself and FusedMoEFactory gets "
                   "custom_routing_function=_precomputed_routing, renormalize=False, router_logits_dtype float32, no activation passed: silu); transformers 5.20.2 ZayaConfig",
            notes=("ZAYA routes with its own MLP router (ZayaRouter) and hands FusedMoE the precomputed top-k: only kernels that accept a custom router apply",)),
-    Family("mellum", ("mellum",), "mlp_layer_types", scoring="softmax", defaults=_d(norm_topk_prob=True, first_k_dense_replace=0),
+    Family("mellum", ("mellum",), "mlp_layer_types", activation="silu", scoring="softmax", defaults=_d(norm_topk_prob=True, first_k_dense_replace=0),
            source="vLLM 0.29.0-0.31.0 mellum.py MellumDecoderLayer (qwen3_moe.py Qwen3MoeSparseMoeBlock where mlp_layer_types[i] == 'sparse', else a dense MLP: softmax, "
                   "renormalize=norm_topk_prob); from 0.32.0 registry.py sends MellumForCausalLM to the Transformers backend; transformers 5.20.2 MellumConfig "
                   "(mlp_layer_types defaults to every layer sparse)"),
-    Family("qwen2_moe", ("qwen2_moe",), "sparse_step", shared="mlp.shared_expert", scoring="softmax",
+    Family("qwen2_moe", ("qwen2_moe",), "sparse_step", activation="silu", mlp_hidden_acts=("silu",), mlp_shared_key="shared_expert_intermediate_size", shared="mlp.shared_expert", scoring="softmax",
            defaults=_d(norm_topk_prob=False, decoder_sparse_step=1, shared_expert_intermediate_size=5632, hidden_act="silu"),
            source="vLLM 0.33.0 qwen2_moe.py Qwen2MoeSparseMoeBlock (softmax, renormalize=norm_topk_prob, gated shared_expert when shared_expert_intermediate_size > 0), Qwen2MoeDecoderLayer (mlp_only_layers, decoder_sparse_step); transformers 5.20.2 Qwen2MoeConfig"),
     Family("olmoe", ("olmoe",), "all", scoring="softmax", renormalize=False, activation="silu",
@@ -243,10 +259,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("gemma4", ("gemma4_text", "gemma4"), "all", experts="experts", renormalize=True, activation="gelu_tanh", routing="custom",
            source="vLLM 0.33.0 gemma4.py Gemma4DecoderLayer (MoE block beside the dense MLP when num_experts is set; Gemma4Router custom routing, activation gelu_tanh)",
            notes=("each Gemma-4 MoE layer also runs a dense MLP in parallel",)),
-    Family("qwen3_vl_moe", ("qwen3_vl_moe_text", "qwen3_vl_moe"), "sparse_step", defaults=_d(decoder_sparse_step=1),
+    Family("qwen3_vl_moe", ("qwen3_vl_moe_text", "qwen3_vl_moe"), "sparse_step", activation="silu", mlp_hidden_acts=("silu",), mlp_shared_key="shared_expert_intermediate_size", defaults=_d(decoder_sparse_step=1),
            source="vLLM 0.33.0-0.34.0 qwen3_vl_moe.py Qwen3MoeLLMModel (the text model is qwen3_moe.py Qwen3MoeModel: Qwen3MoeDecoderLayer layout, Qwen3MoeSparseMoeBlock "
                   "renormalize=config.norm_topk_prob, softmax); transformers 5.20.2 Qwen3VLMoeTextConfig (no norm_topk_prob default: the published configs set it)"),
-    Family("qwen3_omni_moe", ("qwen3_omni_moe_text",), "sparse_step", defaults=_d(decoder_sparse_step=1, norm_topk_prob=True),
+    Family("qwen3_omni_moe", ("qwen3_omni_moe_text",), "sparse_step", activation="silu", mlp_hidden_acts=("silu",), mlp_shared_key="shared_expert_intermediate_size", defaults=_d(decoder_sparse_step=1, norm_topk_prob=True),
            source="vLLM 0.33.0-0.34.0 qwen3_omni_moe_thinker.py Qwen3OmniMoeThinkerForConditionalGeneration (registered for Qwen3OmniMoeForConditionalGeneration: the thinker only, "
                   "its text model qwen3_moe.py Qwen3MoeModel: Qwen3MoeDecoderLayer layout, Qwen3MoeSparseMoeBlock renormalize=config.norm_topk_prob, softmax; "
                   "checkpoint weights thinker.model.layers.<i>); transformers 5.20.2 Qwen3OmniMoeTextConfig"),
@@ -268,7 +284,7 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0-0.34.0 ernie45_moe.py Ernie4_5_MoeMoE (renormalize=True, e_score_correction_bias always built, GateLinear out_dtype float32 and "
                   "router_logits_dtype float32, no activation passed), Ernie4_5_MoeDecoderLayer (MoE when start <= index <= end and (index + 1) % interval == 0), "
                   "ernie_mtp.py (MTP layers model.layers.<N+k>, built by the same decoder layer); transformers 5.20.2 Ernie4_5_MoeConfig (moe_layer_end_index -1 = the last layer)"),
-    Family("glm4_moe_lite", ("glm4_moe_lite",), "first_k_dense", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, router_fp32=True, grouped=True, hidden_acts=("silu",),
+    Family("glm4_moe_lite", ("glm4_moe_lite",), "first_k_dense", activation="silu", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, router_fp32=True, grouped=True, hidden_acts=("silu",),
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.8, first_k_dense_replace=1, moe_layer_freq=1, n_shared_experts=1, hidden_act="silu"),
            source="vLLM 0.33.0-0.34.0 glm4_moe_lite.py Glm4MoeLite (= glm4_moe.py Glm4MoE: sigmoid, e_score_correction_bias, use_grouped_topk, fp32 router logits), "
                   "Glm4MoeLiteDecoderLayer (MoE when index >= first_k_dense_replace and index % moe_layer_freq == 0), glm4_moe_lite_mtp.py (model.layers.<N+k>); "
@@ -294,7 +310,7 @@ FAMILIES: tuple[Family, ...] = (
            source="vLLM 0.33.0-0.34.0 exaone_moe.py ExaoneMoe (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, activation silu, "
                   "renormalize=norm_topk_prob), ExaoneMoeDecoderLayer (MoE where mlp_layer_types[i] == 'sparse' and not an MTP layer: MTP layers are dense); "
                   "transformers 5.20.2 ExaoneMoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
-    Family("mimo_v2_flash", ("mimo_v2_flash", "mimo_v2"), "moe_layer_freq_list", scoring="sigmoid", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",),
+    Family("mimo_v2_flash", ("mimo_v2_flash", "mimo_v2"), "moe_layer_freq_list", activation="silu", scoring="sigmoid", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",),
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True),
            source="vLLM 0.33.0-0.34.0 mimo_v2.py MiMoV2MoE (scoring_func sigmoid, e_score_correction_bias always, use_grouped_topk with n_group / topk_group, "
                   "renormalize=norm_topk_prob, GateLinear out_dtype float32, silu only), MiMoV2DecoderLayer.is_moe_layer (MoE only where a per-layer moe_layer_freq list is "
@@ -306,26 +322,26 @@ FAMILIES: tuple[Family, ...] = (
                   "expert_selection_fn sigmoid: custom_routing_function token_choice_with_bias, which 0.29.0-0.34.0 router/custom_routing_router.py answers as "
                   "SigmoidRenorm / Sigmoid by renormalize, else softmax), Cohere2MoeDecoderLayer (dense where mlp_layer_types[i] == 'dense'); "
                   "transformers 5.20.2 Cohere2MoeConfig (mlp_layer_types from first_k_dense_replace when absent)"),
-    Family("afmoe", ("afmoe",), "first_k", shared="mlp.shared_experts", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",), renormalize_scorings=("sigmoid",),
+    Family("afmoe", ("afmoe",), "first_k", activation="silu", shared="mlp.shared_experts", bias=True, grouped=True, router_fp32=True, hidden_acts=("silu",), renormalize_scorings=("sigmoid",),
            keys=_d(first_k_dense_replace="num_dense_layers", scoring_func="score_func", norm_topk_prob="route_norm"),
            defaults=_d(num_dense_layers=1, first_k_dense_replace=1, scoring_func="sigmoid", norm_topk_prob=True, routed_scaling_factor=1.0, n_group=1, topk_group=1),
            source="vLLM 0.29.0-0.34.0 afmoe.py AfmoeMoE (score_func, renormalize=route_norm only when score_func is sigmoid else False, use_grouped_topk with n_group / topk_group, "
                   "e_score_correction_bias (expert_bias) always, float32 gate and router_logits_dtype, route_scale, silu only), AfmoeDecoderLayer (MoE when index >= num_dense_layers); "
                   "transformers 5.20.2 AfmoeConfig (no score_func / route_norm / n_group defaults: the published configs set them)"),
-    Family("hy_v3", ("hy_v3",), "first_k", shared="mlp.shared_mlp", scoring="sigmoid", bias=True, grouped=True, fixed_groups=(1, 1),
+    Family("hy_v3", ("hy_v3",), "first_k", activation="silu", shared="mlp.shared_mlp", scoring="sigmoid", bias=True, grouped=True, fixed_groups=(1, 1),
            keys=_d(moe_intermediate_size="expert_hidden_dim", norm_topk_prob="route_norm"), defaults=_d(n_group=1, topk_group=1, router_scaling_factor=1.0),
            source="vLLM 0.29.0-0.34.0 hy_v3.py HYV3MoEFused (scoring_func sigmoid, expert_bias as e_score_correction_bias always, use_grouped_topk with num_expert_group=1 / "
                   "topk_group=1 whatever config.json says, renormalize=route_norm, experts sized by expert_hidden_dim, router_scaling_factor (default 1.0), no activation passed: silu, "
                   "shared experts at mlp.shared_mlp), HYV3DecoderLayer (dense when index < first_k_dense_replace, which it requires); transformers 5.20.2 HYV3Config "
                   "(it has moe_intermediate_size, not the expert_hidden_dim / route_norm / first_k_dense_replace the model class reads)"),
-    Family("hy_v4", ("hy_v4",), "mlp_layer_types", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, grouped=True, fixed_groups=(1, 1),
+    Family("hy_v4", ("hy_v4",), "mlp_layer_types", activation="silu", shared="mlp.shared_experts", mtp="deepseek", scoring="sigmoid", bias=True, grouped=True, fixed_groups=(1, 1),
            defaults=_d(first_k_dense_replace=1, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.827, n_shared_experts=1),
            source="vLLM 0.29.0-0.34.0 vllm/models/hy_v4/nvidia/moe.py HYV4MoEFused (shared by amd/model.py: scoring_func sigmoid, expert_bias as e_score_correction_bias always, "
                   "use_grouped_topk with num_expert_group=1 / topk_group=1 whatever config.json says, renormalize=norm_topk_prob and the other DeepSeek keys through "
                   "_normalize_hyv4_config, swiglu_limit only when > 0, no activation passed: silu), nvidia/model.py HYV4DecoderLayer (dense where mlp_layer_types[i] == 'dense'), "
                   "nvidia/mtp.py (MTP layers model.layers.<N+k>, mlp_layer_types extended with 'sparse'); vllm/transformers_utils/configs/hy_v4.py HYV4Config (mlp_layer_types: "
                   "layer 0 dense, the rest sparse, when absent)"),
-    Family("glm5_next", ("glm5_next_text", "glm5_next"), "mlp_layer_types", shared="mlp.shared_experts", mtp="deepseek", grouped=True, hidden_acts=("silu",),
+    Family("glm5_next", ("glm5_next_text", "glm5_next"), "mlp_layer_types", activation="silu", shared="mlp.shared_experts", mtp="deepseek", grouped=True, hidden_acts=("silu",),
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, n_shared_experts=1, swiglu_limit=10.0, hidden_act="silu"),
            source="vLLM 0.30.0-0.34.0 vllm/models/glm5next/common/model.py Glm5NextMoE (scoring_func, renormalize=norm_topk_prob, use_grouped_topk with n_group / topk_group, "
                   "e_score_correction_bias when topk_method is noaux_tc, router logits float32 only with moe_router_dtype float32 (deepseek_v2.py _get_moe_router_dtype), "
@@ -340,20 +356,20 @@ FAMILIES: tuple[Family, ...] = (
                   "BailingMoeV3MoE); bailing_moe_v3_vl.py (text model at text_config, checkpoint model.layers mapped to language_model.model.layers); "
                   "vllm/transformers_utils/configs/bailing_moe_v3_vl.py BailingMoeV3TextConfig (model_type bailing_hybrid, which BailingMoeV2_5ForCausalLM "
                   "checkpoints share: a text-only bailing_hybrid config is read by its architecture)"),
-    Family("bailing_moe_v25", (), "first_k", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True,
+    Family("bailing_moe_v25", (), "first_k", activation="silu", shared="mlp.shared_experts", mtp="deepseek", router_fp32=True,
            keys=_d(scoring_func="score_function"), defaults=_d(norm_topk_prob=True, first_k_dense_replace=0, scoring_func="softmax", routed_scaling_factor=1.0),
            source="vLLM 0.29.0-0.34.0 bailing_moe_linear.py BailingMoeV25 (score_function, softmax when absent; renormalize=norm_topk_prob, True when absent; "
                   "e_score_correction_bias when moe_router_enable_expert_bias; use_grouped_topk when n_group and topk_group are set; gate and router_logits_dtype "
                   "float32 unless router_dtype names another, then bfloat16; no activation passed: silu), BailingMoeV25DecoderLayer (MoE when num_experts > 1 and "
                   "index >= first_k_dense_replace, default 0), bailing_moe_mtp.py (MTP layers model.layers.<N+k>, each BailingMoeV25); model_type bailing_hybrid "
                   "(shared with Bailing-MoE-V3: read by the architecture, BailingMoeV2_5ForCausalLM)"),
-    Family("beam", ("beam",), "mlp_layer_types", scoring="sigmoid", bias=True, router_fp32=True,
+    Family("beam", ("beam",), "mlp_layer_types", activation="silu", scoring="sigmoid", bias=True, router_fp32=True,
            defaults=_d(first_k_dense_replace=0, norm_topk_prob=True, routed_scaling_factor=1.0),
            source="vLLM 0.33.0-0.34.0 vllm/models/beam/{nvidia,amd}/moe.py BeamSparseMoeBlock (scoring_func sigmoid, e_score_correction_bias always, "
                   "renormalize=norm_topk_prob, use_grouped_topk only when n_group and topk_group are both set, float32 gate and router_logits_dtype, no activation "
                   "passed: silu), nvidia/model.py BeamDecoderLayer (dense where mlp_layer_types[i] == 'dense'); vllm/transformers_utils/configs/beam.py BeamConfig "
                   "(mlp_layer_types: every layer sparse when absent)"),
-    Family("axk1", ("axk1",), "mlp_layer_types", shared="mlp.shared_experts", grouped=True, hidden_acts=("silu",),
+    Family("axk1", ("axk1",), "mlp_layer_types", activation="silu", shared="mlp.shared_experts", grouped=True, hidden_acts=("silu",),
            defaults=_d(first_k_dense_replace=1, moe_layer_freq=1, n_group=8, topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, scoring_func="sigmoid",
                        topk_method="noaux_tc", n_shared_experts=1),
            source="vLLM 0.29.0-0.34.0 AXK1.py AXK1MoE (scoring_func, sigmoid when absent; e_score_correction_bias when topk_method is noaux_tc, its default; "

@@ -206,6 +206,7 @@ def read_checkpoint(
     quant = read_quant_format(cfg, text_cfg=text, beside=beside, override=override, user_quantization=user_quantization, model_type=text_mt, expert_dtype=expert_dtype, file=file, release=rel, override_file=override_file, beside_file=beside_file)
     prefix, inferred = layer_prefix(family, top_mt, text is not None)
     specs, layout_notes = layer_layout(family, filled, prefix, file=file, path=path, layers_required=layers_required, release=rel)
+    _refuse_dense_mlp_activation(family, filled, specs, path, file)
     notes = arch_notes + list(fields.notes) + list(layout_notes) + list(quant.notes) + list(family.notes)
     if family.name == "laguna" and text_cfg.get("moe_apply_router_weight_on_input"):
         notes.append("moe_apply_router_weight_on_input = true is not modelled: vLLM's laguna.py passes it to FusedMoE, and kernels that refuse router weights on the input are not ruled out")
@@ -280,6 +281,25 @@ MODEL_TYPE_BY_ARCHITECTURE: Mapping[str, str] = MappingProxyType({
 """The model_type vLLM gives a config.json that has none, by ``architectures[0]`` (FACTS
 ``model_type_by_architecture``: vLLM 0.32.0-0.34.0 transformers_utils/config.py
 ``_ARCHITECTURE_TO_MODEL_TYPE``)."""
+
+
+def _refuse_dense_mlp_activation(family: Family, cfg: Mapping[str, Any], specs: Any, path: str, file: str | None) -> None:
+    """A ``hidden_act`` the family's dense MLP refuses (:attr:`Family.mlp_hidden_acts`), where the
+    model builds one: a dense target layer, or a shared expert (``mlp_shared_key`` above 0).
+
+    Raises:
+        ConfigError: naming ``hidden_act``, with vLLM's 'Unsupported activation'.
+    """
+    act = cfg.get("hidden_act")
+    if not family.mlp_hidden_acts or act is None or act in family.mlp_hidden_acts:
+        return
+    dense = [spec.name for spec in specs if spec.role == "target" and spec.kind == "dense"]
+    shared = family.mlp_shared_key is not None and isinstance(cfg.get(family.mlp_shared_key), int) and cfg[family.mlp_shared_key] > 0
+    if not dense and not shared:
+        return  # every layer is MoE and none has a shared expert: the MLP class is never built
+    built = f"dense layers {dense[0]}.. ({len(dense)})" if dense else f"a shared expert ({family.mlp_shared_key} = {cfg[family.mlp_shared_key]})"
+    raise ConfigError([InputIssue(f"{path}hidden_act", f"{family.name} model class refuses it building its dense MLP for {built} ({family.source.split(';')[0]}: 'Unsupported activation')",
+                                  act, list(family.mlp_hidden_acts), file)])
 
 
 def _read_model_type(cfg: Mapping[str, Any], rel: ReaderRelease, file: str | None) -> tuple[str | None, list[str]]:

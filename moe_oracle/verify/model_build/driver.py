@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...inputs.paths import user_path  # a path flag expands a leading ~ as every moe-oracle path does
-from ...inputs.model_start_refusals import MODEL_START_REFUSALS
+from ...inputs.model_start_refusals import MODEL_START_REFUSALS, TP_EXCEEDS_EXPERTS
 from ..run import RELEASES, VllmEnv
 from .compare import Difference, compare_case, explain, load_divergences, summarize
 from .corpus import DEPLOYMENTS, QUICK_DEPLOYMENTS, Case, cases
@@ -155,11 +155,15 @@ _MIXED_SCHEMES = "All MoE projections need to have same quantization scheme but 
 _START_REFUSALS = {"Number of experts in the model must be greater than 0": "finds none (\"Number of experts in the model must be greater than 0",
                    "Should have a `model_type` key": "refuses a config.json without model_type when it reads the config",
                    _MIXED_SCHEMES: _MIXED_SCHEMES,
-                   **{c.message: f"\"{c.message}\"" for c in MODEL_START_REFUSALS}}
+                   TP_EXCEEDS_EXPERTS: TP_EXCEEDS_EXPERTS,
+                   "Unsupported activation": "'Unsupported activation'",
+                   **{c.message: f"\"{c.message}\"" for c in MODEL_START_REFUSALS if c.when != "tp_exceeds_experts"}}
 """vLLM's start-up (or config-read) refusal -> what our plan's refusal (exit 2) says for it: the
 expert-parallel check (:mod:`moe_oracle.inputs.ep_refusal`), a config without ``model_type``
 (``model.py _read_model_type``), the model classes' own checks, quoted
-(:mod:`moe_oracle.inputs.model_start_refusals`), and compressed-tensors refusing experts whose
+(:mod:`moe_oracle.inputs.model_start_refusals`; a tensor-parallel size above the expert count by the
+constant part of vLLM's formatted message; a ``hidden_act`` the model class refuses, which our
+checkpoint reader refuses quoting 'Unsupported activation'), and compressed-tensors refusing experts whose
 projections fall in different scheme groups (vLLM 0.29.0-0.34.0
 Q/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe.py; ours:
 ``moe_oracle/inputs/checkpoint/formats_ct.py``, which quotes it)."""
