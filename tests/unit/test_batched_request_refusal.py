@@ -63,3 +63,14 @@ def test_a_refusal_after_selection_carries_its_stage(capsys):
     assert main(["select", "--model", "kimi-k2.5", "--gpu", "B200", "--tp", "8", "--ep", "--eplb", "--json"]) == 1
     [blocker] = json.loads(capsys.readouterr().out)["blocking"]
     assert (blocker["rules"], blocker["raised_at"]) == (["constraint.ct_wna16_eplb"], "layer")
+
+
+@pytest.mark.parametrize(("release", "rule"), [("0.34.0", "request.unquantized"), ("0.33.0", "request.unquantized"), ("0.32.0", "request.unquantized.v0_29")])
+def test_an_unmapped_unquantized_request_cites_the_map_by_a_neutral_id(capsys, release, rule):
+    """``--moe-backend deep_gemm`` on an unquantized layer cited ``request.unquantized.marlin_auto``:
+    the id of the 0.33.0+ request map named after its difference from the older one (marlin read
+    as auto), which read as if Marlin blocked DeepGEMM. The newest map now has the family's plain
+    id and the older one a release suffix, as the WNA16 and W4A8 maps do."""
+    assert main(["select", "--model", "qwen3-30b-a3b", "--gpu", "H100", "--moe-backend", "deep_gemm", "--package", f"vllm=={release}", "--json"]) == 1
+    [blocker] = json.loads(capsys.readouterr().out)["blocking"]
+    assert (blocker["field"], blocker["observed"], blocker["rules"]) == ("moe_backend", "deep_gemm", [rule])
