@@ -280,7 +280,14 @@ def _refusal_blockers(decision: "Decision") -> tuple[Blocker, ...]:
 
 def refusal_stage(checks: Sequence[Any]) -> str:
     """The stage (:data:`moe_oracle.core.stages.STAGES`) at which vLLM raises for ``checks`` (the
-    refusing checks of a selected kernel): the earliest their references cite."""
+    refusing checks of a selected kernel): the earliest their references cite.
+
+    >>> from types import SimpleNamespace as C
+    >>> refusal_stage([C(reference="vLLM 0.34.0 P/unquantized_fused_moe_method.py process_weights_after_loading")])
+    'construction'
+    >>> refusal_stage([C(reference="vLLM 0.34.0 P/x.py create_weights"), C(reference="vLLM 0.33.0 Q/auto_gptq.py; P/routed_experts.py EPLB gate")])
+    'layer'
+    """
     return min((rule_stage(c.reference) for c in checks), key=STAGES.index)
 
 

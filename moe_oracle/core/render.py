@@ -182,6 +182,7 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
         return []
     _, one, several = relevant(decision)
     lines = ["Blocking:"]
+    refusal = engine_refusal(decision)
     for b in found:
         f = b.failure
         whom = f"every {one}" if b.rejected == b.of else f"{b.rejected} of {b.of} {several}"
@@ -191,7 +192,6 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
         else:
             between = f" (between its {len(b.rules)} rules)" if b.allowed_union else ""
             what = f"{f.field} = {short_value(f.observed)}, allowed {_allowed_text(f)}{between}"
-        refusal = engine_refusal(decision)
         if b.raised_at is not None and refusal is not None:
             if refusal.kind == "request":
                 effect = "vLLM raises when it reads the request, before it tries the backend's kernels"
@@ -259,7 +259,8 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
         if label is not None:
             head = f"{who} for {decision.answered_for}: vLLM's early return {label} tries {decision.refused_kernel} and raises; {n} candidates."
         else:
-            stage = refusal_stage(refusing_checks(decision)) if refusing_checks(decision) else None
+            refusing = refusing_checks(decision)
+            stage = refusal_stage(refusing) if refusing else None
             raised = f": vLLM raises {_STAGE_WORDS[stage]}" if stage is not None else ""
             built, paired = decision.ranking.built_pf(decision.refused), decision.ranking.pf(decision.refused)
             if stage == "construction" and built is not None and built is not paired:
