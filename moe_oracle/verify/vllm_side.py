@@ -496,7 +496,8 @@ class VllmSide:
         and the all2all manager of rank 0, installed for the call and then put back so that
         selection never sees them; ``all2all_utils`` re-executed when the platform or packages
         change (its import-time probes bind the optional P/F classes). A P/F whose activation format
-        is not the experts class's is answered as raising: ``FusedMoEKernel`` asserts they match.
+        is not the experts class's is answered as raising (marked ``_CANNOT_SERVE``): building the
+        kernel raises, and :meth:`answer` makes that a refusal at construction.
         """
         if self.loaded is None or not str(getattr(experts, "__module__", "")).startswith("vllm"):
             # No method, or one that runs its own kernel (frontends/layer.py _SELF_RUNNING): no P/F.
