@@ -57,6 +57,14 @@ def test_the_batched_all2all_and_xpu_still_build_it(capsys):
     assert rc == 0 and out["selected"]["prepare_finalize"] == "batched_local_xpu"
 
 
+def test_on_xpu_the_all2all_kernels_take_the_local_batched_path_away(capsys):
+    """With EP over DP the all2all kernels are on, so vLLM skips the XPU batched path and builds the
+    naive DP/EP P/F (P/all2all_utils.py); the parent commit selected it with a warning."""
+    rc, out = _select_json(capsys, "--gpu", "ARC_B580", "--dp", "2", "--ep")
+    assert rc == 1 and out["selected"] is None
+    assert [(b["rules"], b["raised_at"]) for b in out["blocking"]] == [(["triton_batched.xpu_all2all"], "construction")]
+
+
 def test_a_refusal_after_selection_carries_its_stage(capsys):
     """Every kernel refused after selection names where vLLM raises (``raised_at``), as a refusal
     before selection does: Kimi-K2.5's EPLB gate runs when the layer is built."""
