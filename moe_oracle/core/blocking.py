@@ -26,7 +26,7 @@ from .vocab import ReasonCode, Source
 if TYPE_CHECKING:
     from .decision import Decision
 
-__all__ = ["IRRELEVANT", "IRRELEVANT_MASK", "NEARLY_EVERY", "Blocker", "EngineRefusal", "blockers", "engine_refusal", "refusing_checks", "relevant", "shortcut_raises", "unmapped_request"]
+__all__ = ["IRRELEVANT", "IRRELEVANT_MASK", "NEARLY_EVERY", "Blocker", "EngineRefusal", "blockers", "engine_refusal", "refusal_stage", "refusing_checks", "relevant", "shortcut_raises", "unmapped_request"]
 
 # Codes that say "this kernel is for another problem", not "this deployment is wrong";
 # explain folds candidates that fail any of these (shown with --all).
@@ -48,8 +48,11 @@ class Blocker:
             is what the rules behind the pair allow between them where each allows a list of
             values (their union, in table order), else the first rule's.
         rules: every rule id behind it, in table order.
-        raised_at: where vLLM itself raises this refusal before selecting a kernel (one of
-            :data:`moe_oracle.core.stages.STAGES`, :func:`engine_refusal`), else ``None``.
+        raised_at: where vLLM itself raises this refusal (one of
+            :data:`moe_oracle.core.stages.STAGES`): before selecting a kernel
+            (:func:`engine_refusal`), or after selecting the refused kernel (the earliest stage of
+            its refusing checks, :func:`refusing_checks`; ``construction`` when building it
+            raises); else ``None``.
         allowed_differ: the rules allow different values and no union says it (a range here, a
             list there): the text says so instead of showing one rule's.
         allowed_union: ``failure.allowed`` is the union of the rules' different lists.
@@ -269,7 +272,23 @@ def _refusal_blockers(decision: "Decision") -> tuple[Blocker, ...]:
     groups: dict[tuple[ReasonCode, str], list[Any]] = {}
     for chk in refusing_checks(decision):
         groups.setdefault((chk.code, chk.field), []).append(chk)
-    return tuple(Blocker(code, field, 1, 1, make_failure(checks[0], decision.normalized), tuple(dict.fromkeys(c.rule for c in checks))) for (code, field), checks in groups.items())
+    return tuple(
+        Blocker(code, field, 1, 1, make_failure(checks[0], decision.normalized), tuple(dict.fromkeys(c.rule for c in checks)), refusal_stage(checks))
+        for (code, field), checks in groups.items()
+    )
+
+
+def refusal_stage(checks: Sequence[Any]) -> str:
+    """The stage (:data:`moe_oracle.core.stages.STAGES`) at which vLLM raises for ``checks`` (the
+    refusing checks of a selected kernel): the earliest their references cite.
+
+    >>> from types import SimpleNamespace as C
+    >>> refusal_stage([C(reference="vLLM 0.34.0 P/unquantized_fused_moe_method.py process_weights_after_loading")])
+    'construction'
+    >>> refusal_stage([C(reference="vLLM 0.34.0 P/x.py create_weights"), C(reference="vLLM 0.33.0 Q/auto_gptq.py; P/routed_experts.py EPLB gate")])
+    'layer'
+    """
+    return min((rule_stage(c.reference) for c in checks), key=STAGES.index)
 
 
 def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:

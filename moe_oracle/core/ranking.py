@@ -112,6 +112,16 @@ class Ranking:
         j = self.view.pf_choice[self.order[pos]].get(self.dispatch)
         return self.view.prepare_finalize[j] if j is not None else None
 
+    def built_pf(self, pos: int) -> "PrepareFinalizeEntry | None":
+        """The prepare/finalize vLLM builds for the candidate at ``pos``: the first one serving
+        this dispatch with the candidate's interface whose own checks pass (platform, request),
+        whatever format the experts take, or ``None``. vLLM picks the prepare/finalize from the
+        deployment, not from the experts (P/all2all_utils.py maybe_make_prepare_finalize), so this
+        can differ from :meth:`pf`, the one that pairs with the experts' format."""
+        view, entry = self.view, self.entry(pos)
+        masks = view.pf_index.masks
+        return next((pf for j, pf in enumerate(view.prepare_finalize) if self.dispatch in pf.dispatch and pf.interface is entry.interface and not self.pf_fail & masks[j]), None)
+
     def position(self, kernel_id: str) -> int:
         """Rank position of the kernel with id ``kernel_id``.
 

@@ -17,7 +17,7 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .blocking import IRRELEVANT_MASK, blockers, engine_refusal, relevant, shortcut_raises, unmapped_request
+from .blocking import IRRELEVANT_MASK, blockers, engine_refusal, refusal_stage, refusing_checks, relevant, shortcut_raises, unmapped_request
 from .failures import table_order
 from .padding import decision_layer_sizes
 from .records import CandidateResult, Failure, Status, jsonable
@@ -28,11 +28,12 @@ if TYPE_CHECKING:
 
 __all__ = ["actionable_notes", "alternative_lines", "code_histogram", "compact_dict", "render_dead_end", "render_explain", "render_failure", "short_value"]
 
-# Where vLLM raises, in words (the stages before any kernel is selected).
+# Where vLLM raises, in words (moe_oracle.core.stages.STAGES).
 _STAGE_WORDS = {
     "config": "at start, validating its configuration",
     "layer": "when it builds the MoE layer",
     "selection": "in the layer's kernel selection",
+    "construction": "when it builds the selected kernel",
 }
 
 
@@ -182,6 +183,7 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
         return []
     _, one, several = relevant(decision)
     lines = ["Blocking:"]
+    refusal = engine_refusal(decision)
     for b in found:
         f = b.failure
         whom = f"every {one}" if b.rejected == b.of else f"{b.rejected} of {b.of} {several}"
@@ -191,8 +193,8 @@ def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[s
         else:
             between = f" (between its {len(b.rules)} rules)" if b.allowed_union else ""
             what = f"{f.field} = {short_value(f.observed)}, allowed {_allowed_text(f)}{between}"
-        if b.raised_at is not None:
-            if engine_refusal(decision).kind == "request":  # type: ignore[union-attr]
+        if b.raised_at is not None and refusal is not None:
+            if refusal.kind == "request":
                 effect = "vLLM raises when it reads the request, before it tries the backend's kernels"
             else:
                 effect = f"vLLM raises here, {_STAGE_WORDS[b.raised_at]}, before it tries any kernel"
@@ -258,7 +260,13 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
         if label is not None:
             head = f"{who} for {decision.answered_for}: vLLM's early return {label} tries {decision.refused_kernel} and raises; {n} candidates."
         else:
-            head = f"{who} for {decision.answered_for}: the engine selects {decision.refused_kernel}, then refuses the layer; {n} candidates."
+            refusing = refusing_checks(decision)
+            stage = refusal_stage(refusing) if refusing else None
+            raised = f": vLLM raises {_STAGE_WORDS[stage]}" if stage is not None else ""
+            built, paired = decision.ranking.built_pf(decision.refused), decision.ranking.pf(decision.refused)
+            if stage == "construction" and built is not None and built is not paired:
+                raised += f", on the prepare/finalize it builds here, {built.id} ({built.upstream})"
+            head = f"{who} for {decision.answered_for}: the engine selects {decision.refused_kernel}, then refuses the layer{raised}; {n} candidates."
     elif unmapped is not None:
         family = decision.normalized.values.get("quant_family")
         head = f"Requested backend {unmapped[0]} ({decision.requested_by}) maps to no kernel of this {family} layer for {decision.answered_for}: {n} candidates."

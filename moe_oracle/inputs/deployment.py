@@ -29,7 +29,7 @@ from .ep_refusal import engine_num_experts, ep_refusal
 from .model_start_refusals import blame_from, model_start_refusal
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
-from .hardware import CUDA_CAPABILITIES, GPU_ARCHES, device_hint, lookup_hardware, unknown_arch, unknown_capability
+from .hardware import check_known_device, device_hint, lookup_hardware
 from .hf import QUANT_DOCUMENT, from_hf_config, load_hf_config
 from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document, refuse_quant_config_as_model
 from .operator_inputs import OperatorInputs
@@ -106,12 +106,7 @@ def device_from_inputs(given: OperatorInputs):
         if given.arch and str(given.platform).lower() == "cuda":
             # no table reads an arch on CUDA: the capability decides (--sm), and an arch would be dropped unsaid
             raise ConfigError([InputIssue("--arch", "is read on rocm (gfx942), xpu (xe2) and cpu (x86_64), not on --platform cuda: give the compute capability with --sm (90 for SM 9.0)", given.arch, None)])
-        if (unknown := unknown_arch(given.platform, given.arch)) is not None:
-            raise ConfigError([InputIssue("--arch", unknown, given.arch, list(GPU_ARCHES[str(given.platform).lower()]))])
-        device = Device(given.platform, capability=given.sm, arch=given.arch)
-        if (unknown := unknown_capability(device.capability)) is not None:
-            raise ConfigError([InputIssue("--sm", unknown, given.sm, list(CUDA_CAPABILITIES))])
-        return device
+        return check_known_device(Device(given.platform, capability=given.sm, arch=given.arch), capability_field="--sm", arch_field="--arch")
     if given.sm or given.arch:
         raise ConfigError([InputIssue("--sm/--arch", "needs --platform", given.sm or given.arch, ["cuda", "rocm", "cpu", "xpu"])])
     return None

@@ -19,7 +19,7 @@ from ..core.environment import Environment
 from ..core.envvars import env_issues
 from ..core.errors import ConfigError, InputIssue
 from .file_hints import explain_schema_issues
-from .hardware import lookup_hardware
+from .hardware import check_known_device, lookup_hardware
 from .hf import QUANT_DOCUMENT, from_hf_config, load_hf_config
 from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document
 from .paths import read_user_file
@@ -136,9 +136,17 @@ def _platform_of(doc: Any) -> str | None:
 
 
 def _device(doc: Mapping[str, Any]) -> Device:
+    """The file's ``device``: a catalog ``gpu``, or a platform with a capability or arch the
+    tables know (:func:`~moe_oracle.inputs.hardware.check_known_device`, as for the flags).
+
+    Raises:
+        ConfigError: issues whose paths are the file's (``$.device.capability``), or ``--gpu``
+            for a ``gpu`` the catalog does not hold (the caller charges it to ``$.device.gpu``).
+    """
     if "gpu" in doc:
         return lookup_hardware(doc["gpu"]).device
-    return Device(doc["platform"], capability=doc.get("capability"), arch=doc.get("arch"), cpu_amx=doc.get("cpu_amx"), name=doc.get("name"))
+    device = Device(doc["platform"], capability=doc.get("capability"), arch=doc.get("arch"), cpu_amx=doc.get("cpu_amx"), name=doc.get("name"))
+    return check_known_device(device, capability_field="$.device.capability", arch_field="$.device.arch")
 
 
 def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None = None, *, answer_env: AnswerEnv | None = None) -> LoadedConfig:
@@ -243,7 +251,8 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         device = _device(doc["device"])
     except ConfigError as exc:
         # replace() keeps the issue's class (a hardware name's did-you-mean never crosses architectures).
-        raise ConfigError([replace(i, path=f"$.device.{i.path.lstrip('$.').replace('--gpu', 'gpu')}", file=file) for i in exc.issues]) from None
+        # Device's own and check_known_device's issues carry the file's paths already; the catalog's name --gpu.
+        raise ConfigError([replace(i, path=i.path if i.path.startswith("$.") else f"$.device.{i.path.replace('--gpu', 'gpu')}", file=file) for i in exc.issues]) from None
     prov.append(Provenance("device", Source.HARDWARE if "gpu" in doc["device"] else src, f"device {doc['device']}"))
     par = dict(doc.get("parallel") or {})
     if "all2all_backend" in par:

@@ -29,7 +29,7 @@ from ..core.errors import ConfigError, InputIssue
 from ..core.names import ascii_lower, ascii_upper, non_ascii
 from ..core.vocab import Platform
 
-__all__ = ["CUDA_CAPABILITIES", "GPU_ARCHES", "GPU_CATALOG", "MAX_NAME_CHARS", "HardwareEntry", "HardwareIssue", "device_hint", "lookup_hardware", "suggest_hardware", "unknown_arch", "unknown_capability"]
+__all__ = ["CUDA_CAPABILITIES", "GPU_ARCHES", "GPU_CATALOG", "MAX_NAME_CHARS", "HardwareEntry", "HardwareIssue", "check_known_device", "device_hint", "lookup_hardware", "suggest_hardware", "unknown_arch", "unknown_capability"]
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,29 @@ def unknown_arch(platform: str, arch: str | None) -> str | None:
         return None
     what = "a ROCm gfx target" if ascii_lower(str(platform)) == "rocm" else "an XPU generation"
     return f"is not {what} moe-oracle knows: every arch-gated kernel rule would treat it as unsupported, so the answer would be a guess (give a known one, or --gpu NAME)"
+
+
+def check_known_device(device: Device, *, capability_field: str, arch_field: str) -> Device:
+    """``device`` when the tables were written for its capability and arch: the one check of a
+    device the operator describes, used by the ``--platform/--sm/--arch`` flags and by a
+    ``--config`` file's ``device`` mapping alike (a catalog ``--gpu`` is known by construction).
+
+    ``capability_field`` / ``arch_field`` name the input in the door's words (``--sm``,
+    ``$.device.capability``).
+
+    Raises:
+        ConfigError: every unknown value (:func:`unknown_arch`, :func:`unknown_capability`), each
+            issue naming its field, the value and the known ones.
+    """
+    platform = device.platform.value
+    issues = []
+    if (unknown := unknown_arch(platform, device.arch)) is not None:
+        issues.append(InputIssue(arch_field, unknown, device.arch, list(GPU_ARCHES[platform])))
+    if (unknown := unknown_capability(device.capability)) is not None:
+        issues.append(InputIssue(capability_field, unknown, device.capability, list(CUDA_CAPABILITIES)))
+    if issues:
+        raise ConfigError(issues)
+    return device
 
 
 def _key(name: str) -> str:

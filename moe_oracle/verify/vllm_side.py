@@ -68,6 +68,8 @@ QUANT_KEY_NAMES: dict[str, str] = {
 """Our quant key name -> the vLLM ``quant_utils`` constant (``Q/utils/quant_utils.py``)."""
 
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
+_CANNOT_SERVE = " cannot serve "
+"""Marks the prepare/finalize answer of experts that cannot take the P/F's activation format."""
 
 # (FusedMoEParallelConfig flag, the P/F class P/all2all_utils.py binds for it only when the package
 # probe holds at import, vLLM 0.29.0-0.34.0): without that class the all2all manager of the backend
@@ -494,7 +496,8 @@ class VllmSide:
         and the all2all manager of rank 0, installed for the call and then put back so that
         selection never sees them; ``all2all_utils`` re-executed when the platform or packages
         change (its import-time probes bind the optional P/F classes). A P/F whose activation format
-        is not the experts class's is answered as raising: ``FusedMoEKernel`` asserts they match.
+        is not the experts class's is answered as raising (marked ``_CANNOT_SERVE``): building the
+        kernel raises, and :meth:`answer` makes that a refusal at construction.
         """
         if self.loaded is None or not str(getattr(experts, "__module__", "")).startswith("vllm"):
             # No method, or one that runs its own kernel (frontends/layer.py _SELF_RUNNING): no P/F.
@@ -544,7 +547,7 @@ class VllmSide:
             # FusedMoEKernel._post_init_setup (P/modular_kernel.py) asserts the formats are equal
             # (0.29.0-0.33.0) or that the experts' is a superset of the P/F's (0.34.0
             # FusedMoEActivationFormat.is_superset): the kernel cannot be built with this P/F.
-            return f"{PF_RAISES}{got['class']} ({got['activation_format']}) cannot serve {experts.__name__} ({fmt_value})"
+            return f"{PF_RAISES}{got['class']} ({got['activation_format']}){_CANNOT_SERVE}{experts.__name__} ({fmt_value})"
         return got["class"]
 
     @staticmethod
@@ -582,4 +585,12 @@ class VllmSide:
             return Answer("platform", backend=backend_name, detail=f"vLLM returns {backend_name} with no experts class")
         fmt = experts.activation_format()
         value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value
-        return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name, prepare_finalize=self.prepare_finalize(dep, backend, experts), sizes=self.sizes)
+        pf = self.prepare_finalize(dep, backend, experts)
+        if pf is not None and pf.startswith(PF_RAISES) and _CANNOT_SERVE in pf:
+            # The release builds the kernel from this P/F and these experts and raises: 0.34.0
+            # P/oracle/base.py make_moe_kernel (ValueError on the format), 0.29.0-0.33.0 the
+            # method's make_*_moe_kernel (the experts built without or with the batched-only
+            # max_num_tokens: TypeError) or FusedMoEKernel._post_init_setup's assert. The layer is
+            # refused at construction, whatever was selected.
+            return Answer("error", detail=f"building {experts.__name__} raises: {pf[len(PF_RAISES):]}"[:300], stage="construction")
+        return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name, prepare_finalize=pf, sizes=self.sizes)
