@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from ..core._resources import examples_dir
 from ..core.errors import ConfigError, InputIssue
-from .paths import refuse_special_file, shown_path, user_path
+from .paths import read_user_file, refuse_special_file, shown_path, user_path
 
 __all__ = ["EXAMPLE_HF_IDS", "ModelReference", "example_names", "find_model", "find_quant_config", "looks_like_path", "quant_config_beside", "quant_document", "resolve_model_path", "refuse_quant_config_as_model"]
 
@@ -214,7 +214,7 @@ def _carries_quant_document(path: Path) -> bool:
     :func:`quant_document` reads."""
     import json
 
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc = json.loads(read_user_file(path, "--hf-quant-config", 4 * 1024 * 1024).data)  # a shipped file, through the one door
     text = doc.get("text_config")
     return any(isinstance(found, Mapping) for found in (doc.get("quantization_config"), text.get("quantization_config") if isinstance(text, Mapping) else None, doc.get("compression_config")))
 
