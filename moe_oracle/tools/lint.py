@@ -19,10 +19,11 @@ with. Lint adds what only the whole table set shows:
 * ``order_shadowed``: a priority order that an earlier order always pre-empts;
 * ``adjustment_inert``: an adjustment that moves backends absent from every order it can meet;
 * ``constraint_id_reused``: one rule id with different content in two places;
-* ``duplicate_rule``: two rules of one kernel that test the same predicate under the same condition;
+* ``duplicate_rule``: two rules of one kernel that test the same predicate under the same condition,
+  in any modelled release's view (the finding names the releases when not all);
 * ``indistinguishable``: two kernels of one backend, interface and activation format whose checks
   (known-bad rules included) are the same: the rank rule alone decides, and the later never wins;
-* ``contradictory_adjustments``: two adjustments that can fire together where the later takes a
+* ``contradictory_adjustments`` (in every release's view, as ``duplicate_rule``): two adjustments that can fire together where the later takes a
   backend away from where the earlier put it (opposite ends, or away from the anchor of a
   relative move; moving the anchor along keeps the order, :func:`_undoes`);
 * ``alias_expired``: a deprecated alias still accepted after its removal date;
@@ -393,22 +394,46 @@ def _constraint_ids(catalog: Catalog) -> list[Finding]:
     return out
 
 
+def _views(catalog: Catalog) -> list[tuple[str, Catalog]]:
+    """``(release, view)`` for every release ``rules/engine.yaml`` models (the catalog alone, named
+    ``""``, when it carries no engine releases or source tables)."""
+    if catalog.source is None or catalog.engine is None or not catalog.engine.releases:
+        return [("", catalog)]
+    return [(str(r.version), catalog.for_version(r.version)) for r in catalog.engine.releases]
+
+
 def _duplicates_and_contradictions(catalog: Catalog) -> list[Finding]:
-    """Two rules of one kernel that test the same thing, and adjustments that pull one backend both ways."""
+    """Two rules of one kernel that test the same thing, and adjustments that pull one backend
+    both ways, in every modelled release's view (a rule bounded to some releases meets its twin
+    only in those views); a finding met in several views is reported once, naming them."""
+    found: dict[tuple[str, str, str], list[str]] = {}
+    for release, view in _views(catalog):
+        for code, subject, detail in _view_duplicates_and_contradictions(view):
+            found.setdefault((code, subject, detail), []).append(release)
+    everywhere = [r for r, _ in _views(catalog)]
+    out = []
+    for (code, subject, detail), releases in found.items():
+        where = "" if releases == everywhere else f" (vLLM {', '.join(releases)})"
+        out.append(Finding("warning", code, subject, detail + where))
+    return out
+
+
+def _view_duplicates_and_contradictions(catalog: Catalog) -> list[tuple[str, str, str]]:
+    """``(code, subject, detail)`` of :func:`_duplicates_and_contradictions` in one view."""
     out = []
     for entry in catalog.experts:
         seen: dict[tuple[Any, ...], str] = {}
         for chk in entry.checks:
             key = (chk.field, chk.predicate, chk.condition, chk.deny)
             if key in seen and seen[key] != chk.rule:
-                out.append(Finding("warning", "duplicate_rule", f"{entry.id}:{chk.rule}", f"tests exactly what {seen[key]} tests"))
+                out.append(("duplicate_rule", f"{entry.id}:{chk.rule}", f"tests exactly what {seen[key]} tests"))
             seen.setdefault(key, chk.rule)
     adjustments = list(catalog.adjustments)
     for i, a in enumerate(adjustments):
         for b in adjustments[i + 1 :]:
             undone = sorted(x for x in set(a.move) & set(b.move) if _undoes(a, b))
             if undone and _compatible(a.when, b.when):
-                out.append(Finding("warning", "contradictory_adjustments", f"{a.id}/{b.id}", f"both can fire for one config and the later one takes {', '.join(undone)} away from where the earlier one puts it ({a.to}, then {b.to}); the later one wins"))
+                out.append(("contradictory_adjustments", f"{a.id}/{b.id}", f"both can fire for one config and the later one takes {', '.join(undone)} away from where the earlier one puts it ({a.to}, then {b.to}); the later one wins"))
     return out
 
 

@@ -530,7 +530,7 @@ class VllmSide:
             return moe.in_dtype if fp8_cutlass and getattr(quant_config, "is_block_quantized", False) else None
 
         try:
-            standins.install_groups(dep.tp_size, dep.dp_size, dep.use_ep)
+            standins.install_groups(dep.tp_size, dep.dp_size, dep.use_ep, pcp=dep.pcp_size)
             with torch.device("meta"), standins.cuda_to_meta(), standins.cuda_runtime():
                 got = prepare_finalize_of(moe, method, layer, experts, input_dtype)
         finally:

@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from moe_oracle.verify.model_build.compare import DIVERGENCES, load_divergences
-from moe_oracle.verify.model_build.corpus import DEPLOYMENTS, QUICK_DEPLOYMENTS, cases
+from moe_oracle.verify.model_build.corpus import DEPLOYMENTS, PCP_DEPLOYMENTS, QUICK_DEPLOYMENTS, cases
 from moe_oracle.verify.model_build.driver import corpus_dirs, render, run_release
 from moe_oracle.verify.run import RELEASES
 
@@ -49,6 +49,7 @@ QUICK_MODELS = (
     "qwen3moeforcausallm-gelu-synthetic",
     "deepseekv3forcausallm-gelu-synthetic",
     "qwen3moeforcausallm-4experts-synthetic",
+    "deepseekv2forcausallm-greedy-synthetic",
 )
 """Models of the CI subset: FP8 block with grouped sigmoid+bias routing and an MTP draft
 (DeepSeek-R1), FP8 block refined under TP (Qwen3-30B-FP8), MXFP4 with biases and SwiGLU-OAI
@@ -59,12 +60,14 @@ block with AFMoE's sigmoid routing (Trinity-Mini), compressed-tensors NVFP4 with
 method's own key; MoeWNA16Method on ROCm) and per-channel GPTQ (refused on ROCm by MoeWNA16Method's
 create_weights) overlays, and Qwen3-30B-A3B's compressed-tensors W4A16 overlay (RedHatAI; group 128:
 Marlin on B200, refused at TP 8 by CompressedTensorsWNA16MoEMethod's create_weights, a refusal our
-plan shares; about 8 s more per run here), and three edits of shipped configs that vLLM's model
+plan shares; about 8 s more per run here), DeepSeek-V2-Lite's shape with ``topk_method: greedy``
+and 8 expert groups (DeepseekV2MoE passes the groups whatever ``topk_method`` says; about 20 s a
+release, also in :data:`OLDER_RELEASE_MODELS`), and three edits of shipped configs that vLLM's model
 classes judge: Qwen3-30B-A3B with ``hidden_act`` gelu (the experts run FusedMoE's silu), DeepSeek-R1
 with gelu (DeepseekV2MoE refuses it) and Qwen3-30B-A3B with 4 experts (refused at TP 8:
 "Tensor parallel size 8 is greater than the number of experts 4")."""
 
-OLDER_RELEASE_MODELS = ("deepseek-r1", "qwen3-30b-a3b-fp8", "gpt-oss-20b", "afmoeforcausallm-fp8block-synthetic")
+OLDER_RELEASE_MODELS = ("deepseek-r1", "qwen3-30b-a3b-fp8", "gpt-oss-20b", "afmoeforcausallm-fp8block-synthetic", "deepseekv2forcausallm-greedy-synthetic")
 """The CI subset for releases before the newest (to keep the tier near ten minutes on 2 cores)."""
 
 MIN_LAYERS_PER_RELEASE = 150
@@ -124,3 +127,21 @@ def test_release_builds_the_model_our_plan_describes(vllm_env, release):
     assert res.layers >= MIN_LAYERS_PER_RELEASE, f"vLLM {release}: only {res.layers} layers compared"
     shown = "\n".join(f"  {d.case} [{d.role} {d.index}] {d.field}: vLLM {d.vllm!r} | ours {d.ours!r}" for d in res.unexplained[:30])
     assert not res.unexplained, f"vLLM {release}: {len(res.unexplained)} layer-field differences no reviewed divergence explains:\n{shown}"
+
+
+PCP_MODELS = ("deepseek-r1", "deepseekv2forcausallm-greedy-synthetic")
+"""MLA models (the attention backends PCP needs); DeepSeek-R1 with EP and grouped sigmoid routing."""
+
+
+def test_pcp_deployments_build_the_model_our_plan_describes(vllm_env):
+    # The newest release only: see PCP_DEPLOYMENTS for why older ones cannot build PCP here.
+    release = BUILT_RELEASES[-1]
+    corpus = [c for c in cases(corpus_dirs(), PCP_DEPLOYMENTS) if c.model in PCP_MODELS]
+    assert len(corpus) == len(PCP_MODELS) * len(PCP_DEPLOYMENTS), "a PCP model is missing from the corpus"
+    res = run_release(vllm_env, release, corpus)
+    print(render(res))
+    assert not res.self_check, f"vLLM {release}: the stand-ins no longer fit: {res.self_check}"
+    assert not res.not_built and not res.ours_failed and not res.refusals_differ, (res.not_built, res.ours_failed, res.refusals_differ)
+    assert res.layers >= 100, f"vLLM {release}: only {res.layers} layers compared under PCP"
+    shown = "\n".join(f"  {d.case} [{d.role} {d.index}] {d.field}: vLLM {d.vllm!r} | ours {d.ours!r}" for d in res.unexplained[:30])
+    assert not res.unexplained, f"vLLM {release}: {len(res.unexplained)} layer-field differences under PCP:\n{shown}"

@@ -36,7 +36,7 @@ from hypothesis import note
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
-from moe_oracle.core.config import Device, MoEConfig, ParallelConfig, Provenance
+from moe_oracle.core.config import Device, MoEConfig, ParallelConfig, Provenance, grouping_problems, router_groups
 from moe_oracle.core.requests import request_name
 from moe_oracle.core.environment import HOST_TOOLS, Environment
 from moe_oracle.core.fields import FIELDS
@@ -331,28 +331,49 @@ def _provenance(ctx: Ctx) -> st.SearchStrategy[tuple[Provenance, ...]]:
 
 
 @lru_cache(maxsize=4096)
-def _expert_groups(num_experts: int, topk_group: int | None, typical: tuple[int, ...] | None = None) -> st.SearchStrategy[int | None]:
+def _non_dividing(num_experts: int) -> st.SearchStrategy[int]:
+    """Group counts that do not divide the experts (past the experts included: those never do)."""
+    return st.integers(2, num_experts + 16).filter(lambda g: num_experts % g != 0)
+
+
+@lru_cache(maxsize=4096)
+def _expert_groups(num_experts: int, topk_group: int | None, typical: tuple[int, ...] | None = None, cpu: bool = False) -> st.SearchStrategy[int | None]:
     """Expert group counts MoEConfig takes (core/config.grouping_problems): a divisor of the
     experts, at least ``topk_group`` when that is given (then a ``topk_group`` below 1 or past
-    the experts leaves only ``None``)."""
+    the experts leaves only ``None``); off CPU (``cpu`` false) also, now and then, a count that
+    does not divide them, which vLLM's router routes ungrouped (GroupedTopKRouter
+    ``valid_grouping``) and so never reads ``topk_group`` for. ``typical``: the counts to draw
+    from, each kept where the platform takes it."""
     divisors = sorted({d for i in range(1, int(num_experts ** 0.5) + 1) if num_experts % i == 0 for d in (i, num_experts // i)})
     if topk_group is not None:
         divisors = [d for d in divisors if topk_group >= 1 and d >= topk_group]
     if typical is not None:
-        divisors = [d for d in typical if d in divisors]
-    return st.one_of(st.none(), st.sampled_from(divisors)) if divisors else _NONE
+        odd = [] if cpu else [g for g in typical if g >= 1 and num_experts % g != 0]
+        values = sorted(set([d for d in typical if d in divisors] + odd))
+        return st.one_of(st.none(), st.sampled_from(values)) if values else _NONE
+    dividing = st.sampled_from(divisors) if divisors else None
+    if cpu:
+        return st.one_of(st.none(), dividing) if dividing is not None else _NONE
+    odd_draw = _non_dividing(num_experts)
+    return st.one_of(st.none(), dividing, odd_draw) if dividing is not None else st.one_of(st.none(), odd_draw)
 
 
 @lru_cache(maxsize=4096)
-def _topk_groups(num_expert_group: int | None, typical: tuple[int, ...] | None = None) -> st.SearchStrategy[int | None]:
-    """Top-k group counts MoEConfig takes: between 1 and the groups when they are given, else any count."""
-    if num_expert_group is None:
+def _topk_groups(num_expert_group: int | None, typical: tuple[int, ...] | None = None, num_experts: int | None = None, cpu: bool = False) -> st.SearchStrategy[int | None]:
+    """Top-k group counts MoEConfig takes: between 1 and the groups where they are read (the router
+    groups them, or on CPU), else any count."""
+    read = num_expert_group is not None and (cpu or num_experts is None or router_groups(num_experts, num_expert_group))
+    if not read:
         values = st.sampled_from(typical) if typical is not None else st.one_of(st.integers(0, 64), st.integers(0, MAX_COUNT["topk_group"]))
         return st.one_of(st.none(), values)
     if typical is not None:
         fitting = [t for t in typical if t <= num_expert_group]
         return st.one_of(st.none(), st.sampled_from(fitting)) if fitting else _NONE
     return st.one_of(st.none(), st.integers(1, num_expert_group))
+
+
+def _cpu(ctx: Ctx) -> bool:
+    return ctx.get("device.platform") is Platform.CPU
 
 
 LEAVES: Mapping[str, Leaf] = {
@@ -376,8 +397,8 @@ LEAVES: Mapping[str, Leaf] = {
     "swiglu_alpha": _const(st.one_of(st.none(), _floats())),
     "swiglu_limit": _const(st.one_of(st.none(), _floats())),
     "swiglu_beta": _const(st.one_of(st.none(), _floats())),
-    "num_expert_group": lambda ctx: _expert_groups(ctx["num_experts"], ctx.get("topk_group")),
-    "topk_group": lambda ctx: _topk_groups(ctx["num_expert_group"]),
+    "num_expert_group": lambda ctx: _expert_groups(ctx["num_experts"], ctx.get("topk_group"), None, _cpu(ctx)),
+    "topk_group": lambda ctx: _topk_groups(ctx["num_expert_group"], None, ctx["num_experts"], _cpu(ctx)),
     "routed_scaling_factor": _const(_floats()),
     "has_correction_bias": _const(st.booleans()),
     "situ_beta": _const(st.one_of(st.none(), _floats())),
@@ -421,8 +442,8 @@ _PLAUSIBLE: Mapping[str, Leaf] = {
     "swiglu_alpha": _const(st.one_of(st.none(), st.just(1.702))),
     "swiglu_limit": _const(st.one_of(st.none(), st.just(7.0))),
     "swiglu_beta": _const(st.none()),
-    "num_expert_group": lambda ctx: _expert_groups(ctx["num_experts"], ctx.get("topk_group"), (1, 8)),
-    "topk_group": lambda ctx: _topk_groups(ctx["num_expert_group"], (1, 4)),
+    "num_expert_group": lambda ctx: _expert_groups(ctx["num_experts"], ctx.get("topk_group"), (1, 8), _cpu(ctx)),
+    "topk_group": lambda ctx: _topk_groups(ctx["num_expert_group"], (1, 4), ctx["num_experts"], _cpu(ctx)),
     "routed_scaling_factor": _const(st.sampled_from((1.0, 2.5))),
     "parallel.tp_size": _const(st.sampled_from((1, 2, 4, 8))),
     "parallel.dp_size": _const(st.sampled_from((1, 1, 2, 4, 8))),
@@ -793,6 +814,12 @@ def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: 
         device = Device(platform, cap, arch, _pick(draw, reqs.get("cpu_amx"), st.booleans()) if platform == "cpu" else None)
     for f in dataclasses.fields(Device):
         ctx[f"device.{f.name}"] = getattr(device, f.name)
+    if grouping_problems(ctx["num_experts"], ctx["num_expert_group"], ctx["topk_group"], platform=device.platform.value):
+        # The groups were drawn before the device: CPU takes only groups that divide the experts,
+        # and reads topk_group for every grouping (core/config.grouping_problems).
+        ctx["topk_group"] = None
+        ctx["num_expert_group"] = draw(_PLAUSIBLE["num_expert_group"](ctx))
+        ctx["topk_group"] = draw(_PLAUSIBLE["topk_group"](ctx))
     # Checkpoint fields from the kernel's supports lists.
     if "quant_scheme" in supports:
         ctx["quant"] = SCHEMES[_pick(draw, supports["quant_scheme"], st.sampled_from(list(SCHEMES)))]

@@ -293,3 +293,25 @@ def test_qwen2_moe_refuses_gelu_with_its_default_shared_expert():
         read_checkpoint(cfg, release="0.34.0")
     k = read_checkpoint({**cfg, "shared_expert_intermediate_size": 0}, release="0.34.0").representative().kwargs
     assert k["activation"].value == "silu"
+
+
+DSV2_LITE = {"architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2", "hidden_size": 2048, "moe_intermediate_size": 1408,
+             "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6, "num_hidden_layers": 27, "first_k_dense_replace": 1,
+             "moe_layer_freq": 1, "n_group": 1, "topk_group": 1, "topk_method": "greedy", "scoring_func": "softmax", "norm_topk_prob": False,
+             "routed_scaling_factor": 1.0, "hidden_act": "silu"}
+"""DeepSeek-V2-Lite's routing keys (deepseek-ai/DeepSeek-V2-Lite config.json as published)."""
+
+
+@pytest.mark.parametrize("extra, groups", [
+    ({}, (1, 1)),
+    ({"n_group": 8, "topk_group": 3}, (8, 3)),
+    ({"n_group": 8, "topk_group": 3, "use_grouped_topk": False}, (8, 3)),
+    ({"model_type": "deepseek_v3", "n_group": 8, "topk_group": 3}, (8, 3)),
+    ({"model_type": "glm_moe_dsa", "architectures": ["GlmMoeDsaForCausalLM"], "n_group": 8, "topk_group": 3}, (8, 3)),
+], ids=["v2-lite", "greedy-8-groups", "use_grouped_topk-false", "deepseek_v3", "glm_moe_dsa"])
+def test_deepseek_v2_moe_keeps_the_groups_under_greedy(extra, groups):
+    # vLLM 0.29.0-0.34.0 deepseek_v2.py DeepseekV2MoE: use_grouped_topk=True,
+    # num_expert_group=getattr(config, "n_group", 1), topk_group=getattr(config, "topk_group", 1);
+    # topk_method is read only for the correction bias. Softmax without a bias routes Default either way.
+    k = read_checkpoint({**DSV2_LITE, **extra}, release="0.34.0").representative().kwargs
+    assert (k["routing_method"].value, k["num_expert_group"], k["topk_group"]) == ("default", *groups)

@@ -64,3 +64,34 @@ if current_platform.is_cuda_alike():
 """
     names = conditional_imports(source)
     assert names - set(standins._CONDITIONAL_PF_NAMES) == {"NewPrepareAndFinalize"}
+
+
+MAKE_PARALLEL_CONFIG = '''
+def make_parallel_config(tp_size, dp_size, pcp_size, is_sequence_parallel, parallel_config):
+    tp_size_ = tp_size if tp_size is not None else get_tensor_model_parallel_world_size()
+    dp_size_ = dp_size if dp_size is not None else get_dp_group().world_size
+    pcp_size_ = pcp_size if pcp_size is not None else get_pcp_group().world_size
+    return FusedMoEParallelConfig.make(tp_size_=tp_size_, pcp_size_=pcp_size_, dp_size_=dp_size_)
+'''
+
+
+@pytest.mark.parametrize(("source", "reads"), [
+    (MAKE_PARALLEL_CONFIG, True),  # vLLM 0.29.0-0.34.0 P/layer.py
+    (MAKE_PARALLEL_CONFIG.replace("get_pcp_group().world_size", "parallel_config.prefill_context_parallel_size"), False),
+    (MAKE_PARALLEL_CONFIG.replace("get_pcp_group().world_size", "1"), False),
+])
+def test_pcp_stand_in_needs_the_layer_to_read_the_pcp_group(source, reads):
+    assert standins._reads_pcp_group(source) is reads
+
+
+def test_group_stand_ins_span_pcp(monkeypatch):
+    import sys
+    import types
+
+    ps = types.ModuleType("vllm.distributed.parallel_state")
+    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
+    monkeypatch.setitem(sys.modules, "vllm.distributed", types.ModuleType("vllm.distributed"))
+    monkeypatch.setitem(sys.modules, "vllm.distributed.parallel_state", ps)
+    manager = standins.install_groups(2, 4, True, pcp=2)
+    # vLLM 0.29.0-0.34.0 parallel_state.initialize_model_parallel: EP over DP x PCP x TP.
+    assert (ps._PCP.world_size, ps._EP.world_size, ps._EPLB.world_size, ps._WORLD.world_size, manager.world_size) == (2, 16, 16, 16, 16)

@@ -122,6 +122,16 @@ def test_lint_flags_contradictory_conditional_bounds_and_inert_adjustments(tmp_p
     assert ("adjustment_inert", "adjust.optin_on_rocm") in findings
 
 
+def test_lint_flags_a_duplicate_rule_in_an_older_release_view(tmp_path):
+    # The loaded catalog is the newest release's view (0.33.0 here); a rule bounded to older
+    # releases meets its twin only in their views.
+    t = base_tables()
+    slow = t["kernels/slow.yaml"]["entries"][0]
+    slow["constraints"].append({**slow["constraints"][0], "id": "slow.max_experts_old", "engine": {"vllm": "<0.33.0"}})
+    found = {(f.code, f.subject): f.message for f in lint(load(tmp_path, t), sample=False)}
+    assert found[("duplicate_rule", "slow:slow.max_experts_old")].endswith("(vLLM 0.31.0)")
+
+
 def test_lint_flags_duplicate_rules_and_contradictory_adjustments(tmp_path):
     t = base_tables()
     slow = t["kernels/slow.yaml"]["entries"][0]

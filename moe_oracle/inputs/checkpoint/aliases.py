@@ -352,9 +352,14 @@ def _routing(r: _Reader) -> bool:
         else:
             evidence.append(f"{key}={groups}" + (" (default)" if gsrc is Source.DEFAULT else ""))
     method = cfg.get("topk_method", r.defaults.get("topk_method"))
-    if method == "greedy" and groups is not None and not fam.grouped:
-        evidence.append("topk_method=greedy: no expert groups")
-        groups = None
+    if method == "greedy" and groups is not None:
+        if fam.grouped:
+            # DeepseekV2MoE reads topk_method only for the correction bias; whether the groups
+            # route degenerately is the router factory's call (create_fused_moe_router).
+            evidence.append(f"topk_method=greedy not read for the grouping (the {fam.name} model class passes the groups)")
+        else:
+            evidence.append("topk_method=greedy: no expert groups")
+            groups = None
     bias = False
     if fam.bias is not None:
         bias = fam.bias

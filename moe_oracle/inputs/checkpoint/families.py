@@ -86,8 +86,11 @@ class Family:
             another when it builds one: a dense layer, or a shared expert where config.json's
             ``mlp_shared_key`` (or the family default) is above 0. Empty: no such check.
         mlp_shared_key: see ``mlp_hidden_acts``; ``None``: no shared expert built by that MLP.
-        grouped: the class passes ``use_grouped_topk=True`` whatever config.json says (GLM-4.5:
-            ``topk_method`` and ``use_grouped_topk`` are not read).
+        grouped: the class passes ``use_grouped_topk=True`` whatever config.json says (GLM-4.5;
+            ``DeepseekV2MoE``, which DeepSeek-V2/V3/V3.2, Kimi-K2 and GLM-5 build: ``topk_method``
+            and ``use_grouped_topk`` are not read for the grouping, so ``topk_method: greedy``
+            keeps ``n_group`` / ``topk_group``; vLLM's router factory then decides whether the
+            grouping is degenerate).
         fixed_groups: the ``(num_expert_group, topk_group)`` the class passes whatever config.json
             says (LFM2-MoE, HY-V3, HY-V4: ``1, 1``); ``None``: config.json's ``n_group`` /
             ``topk_group`` (or the defaults).
@@ -170,9 +173,10 @@ RoutedExperts w1/w3/w2 (vLLM 0.32.0-0.34.0 vllm/models/deepseek_v4/nvidia/model.
 _DSV3 = _d(n_group=8, topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="softmax")
 
 FAMILIES: tuple[Family, ...] = (
-    Family("deepseek_v3", ("deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_v2"), "first_k_dense", activation="silu", hidden_acts=("silu",), shared="mlp.shared_experts", mtp="deepseek",
-           defaults=_DSV3, source="vLLM 0.33.0 deepseek_v2.py DeepseekV2DecoderLayer / DeepseekV2MoE; transformers 5.20.2 DeepseekV3Config"),
-    Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", activation="silu", hidden_acts=("silu",), shared="mlp.shared_experts", mtp="deepseek", router_fp32=True, draft_router_fp32=False,
+    Family("deepseek_v3", ("deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_v2"), "first_k_dense", activation="silu", hidden_acts=("silu",), shared="mlp.shared_experts", mtp="deepseek", grouped=True,
+           defaults=_DSV3, source="vLLM 0.33.0 deepseek_v2.py DeepseekV2DecoderLayer / DeepseekV2MoE (0.29.0-0.34.0: use_grouped_topk=True, num_expert_group=getattr(config, 'n_group', 1), "
+                                  "topk_group=getattr(config, 'topk_group', 1) whatever topk_method or use_grouped_topk say); transformers 5.20.2 DeepseekV3Config"),
+    Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", activation="silu", hidden_acts=("silu",), shared="mlp.shared_experts", mtp="deepseek", router_fp32=True, draft_router_fp32=False, grouped=True,
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="sigmoid"),
            source="vLLM 0.33.0 vllm/models/deepseek_v32 (GlmMoeDsaForCausalLM = DeepseekV32ForCausalLM); deepseek_v2.py _get_moe_router_dtype (float32 for model_type glm_moe_dsa, which "
                   "SpeculativeConfig.hf_config_override renames to deepseek_mtp for the MTP draft, 0.29.0-0.34.0 vllm/config/speculative.py); transformers 5.20.2 GlmMoeDsaConfig"),

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["Case", "DEPLOYMENTS", "QUICK_DEPLOYMENTS", "model_files", "cases", "QUANT_PAIRS"]
+__all__ = ["Case", "DEPLOYMENTS", "QUICK_DEPLOYMENTS", "PCP_DEPLOYMENTS", "model_files", "cases", "QUANT_PAIRS"]
 
 QUANT_PAIRS: dict[str, str] = {
     "nvidia-nemotron-3-nano-30b-a3b-nvfp4": "nvidia-nemotron-3-nano-30b-a3b-bf16",
@@ -62,6 +62,8 @@ class Deployment:
         gpu: our hardware catalog name (``--gpu``).
         platform, capability, arch: what the vLLM simulation pins (must be what ``gpu`` means).
         tp, dp, ep, all2all: parallelism (``all2all`` ``None``: the release's default).
+        pcp: prefill-context-parallel size (``-pcp``): vLLM's engine arguments
+            (``prefill_context_parallel_size``), the PCP group stand-in and our ``--pcp``.
         packages: optional packages present, by the harness's short names (CUDA deployments carry
             FlashInfer and the CUTLASS DSL: every vLLM 0.29-0.33 wheel requires
             ``flashinfer-python`` and ``nvidia-cutlass-dsl``, so a CUDA install has them; none
@@ -82,6 +84,7 @@ class Deployment:
     dp: int = 1
     ep: bool = False
     all2all: str | None = None
+    pcp: int = 1
     packages: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     speculative: bool = False
@@ -103,6 +106,17 @@ CUDA toolkit and ninja (FlashInfer available in every release), B200 nvcc withou
 
 QUICK_DEPLOYMENTS: tuple[Deployment, ...] = DEPLOYMENTS[:3]
 """The CI subset: H200 TP8, B200 DP8+EP over DeepEP HT with MTP, MI300X TP8."""
+
+PCP_DEPLOYMENTS: tuple[Deployment, ...] = (
+    Deployment("H200-tp4-pcp2", "H200", "cuda", 90, None, tp=4, pcp=2, packages=("flashinfer", "cutlass", "deep_gemm"), tools=_TOOLKIT),
+    Deployment("H200-tp1-pcp2-ep", "H200", "cuda", 90, None, tp=1, pcp=2, ep=True, packages=("flashinfer", "cutlass", "deep_gemm"), tools=_TOOLKIT),
+)
+"""Prefill context parallelism (``-pcp 2``): the MoE TP group flattened across PCP, and EP over
+TP x PCP. Only MLA models build with it (vLLM 0.34.0's attention selector: FLASH_ATTN,
+FLASHINFER, TRITON_ATTN ... "PCP not supported"), and in this CPU environment only 0.34.0:
+0.29.0-0.33.0 select Model Runner V1 without Triton (config/vllm.py ``use_v2_model_runner``), which
+refuses PCP (``_validate_v1_model_runner``: "Model Runner V1 does not support: prefill context
+parallel"); on a GPU host the V2 runner is chosen."""
 
 
 @dataclass(frozen=True)

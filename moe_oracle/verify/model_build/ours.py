@@ -59,7 +59,7 @@ def plan_inputs(case: dict[str, Any], env_file: Path, model: str) -> Any:
     from ...inputs.operator_inputs import OperatorInputs
 
     dep = case["deployment"]
-    return OperatorInputs(model=model, gpu=dep["gpu"], tp=dep["tp"], dp=dep["dp"], environment=str(env_file),
+    return OperatorInputs(model=model, gpu=dep["gpu"], tp=dep["tp"], dp=dep["dp"], pcp=dep.get("pcp", 1), environment=str(env_file),
                           ep=True if dep["ep"] else None, all2all=dep.get("all2all") or None, no_draft=not dep.get("speculative"), tool=tool_flags(case))
 
 
@@ -74,6 +74,8 @@ def plan_argv(case: dict[str, Any], env_file: Path, model: str) -> list[str]:
     """The ``moe-oracle plan`` command of the case (``model``: :func:`model_dir`)."""
     dep = case["deployment"]
     argv = ["plan", "--model", model, "--gpu", dep["gpu"], "--tp", str(dep["tp"]), "--dp", str(dep["dp"]), "--environment", str(env_file), "--json"]
+    if dep.get("pcp", 1) != 1:
+        argv += ["--pcp", str(dep["pcp"])]
     if dep["ep"]:
         argv.append("--ep")
     if dep.get("all2all"):

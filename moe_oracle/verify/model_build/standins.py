@@ -15,7 +15,12 @@ Stand-ins (vLLM 0.29.0-0.34.0):
    :class:`ProcessGroupStandIn` (``size()``, ``rank()``), ``device_communicator`` carrying the
    all2all manager (EP group only). Any other attribute raises, so a release that starts using
    one fails loudly instead of silently reading a default. Sizes: TP = ``--tp``, DP = ``--dp``,
-   EP = TP x DP (vLLM's EP group spans DP x PCP x TP), PP = PCP = DCP = 1, WORLD = TP x DP.
+   PCP = ``--pcp`` (the deployment's ``pcp``), EP = EPLB = TP x PCP x DP (vLLM 0.29.0-0.34.0
+   ``parallel_state.initialize_model_parallel``: the EP group spans DP x PCP x TP), PP = DCP = 1,
+   WORLD = TP x PCP x DP. The fused-MoE layer reads PCP from this group
+   (``P/layer.py make_parallel_config``: ``get_pcp_group().world_size`` when the model class
+   passes no ``pcp_size``; the self-check fails when it stops doing so), the engine config from
+   ``prefill_context_parallel_size`` (set by the worker).
 2. **All2all manager** (``get_ep_group().device_communicator.all2all_manager``, read by
    ``vllm.model_executor.layers.fused_moe.all2all_utils.get_ep_all2all_manager``): an
    :class:`All2AllManagerStandIn` with ``world_size`` = EP size, ``rank`` 0, ``dp_world_size`` =
@@ -108,6 +113,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import textwrap
 import types
 from typing import Any
 
@@ -198,13 +204,13 @@ class GroupStandIn:
         raise RuntimeError(f"the model-construction tier simulates no process group: GroupCoordinator.{name} was read ({self.unique_name})")
 
 
-def install_groups(tp: int, dp: int, use_ep: bool) -> All2AllManagerStandIn:
-    """Install the group stand-ins for a TP x DP deployment (rank 0); returns the all2all manager."""
+def install_groups(tp: int, dp: int, use_ep: bool, *, pcp: int = 1) -> All2AllManagerStandIn:
+    """Install the group stand-ins for a TP x PCP x DP deployment (rank 0); returns the all2all manager."""
     import vllm.distributed.parallel_state as ps
 
-    ep = tp * dp
+    ep = tp * pcp * dp
     manager = All2AllManagerStandIn(ep, dp)
-    sizes = {"_TP": tp, "_PP": 1, "_DP": dp, "_EP": ep, "_PCP": 1, "_DCP": 1, "_EPLB": ep, "_WORLD": tp * dp, "_ETP": 1, "_INNER_DP_WORLD": dp}
+    sizes = {"_TP": tp, "_PP": 1, "_DP": dp, "_EP": ep, "_PCP": pcp, "_DCP": 1, "_EPLB": ep, "_WORLD": ep, "_ETP": 1, "_INNER_DP_WORLD": dp}
     for name in GROUP_GLOBALS + OPTIONAL_GROUP_GLOBALS:
         if name in GROUP_GLOBALS or hasattr(ps, name):
             setattr(ps, name, GroupStandIn(name.strip("_").lower(), sizes[name], manager if name == "_EP" else None))
@@ -480,6 +486,35 @@ def reload_all2all_utils() -> None:
     importlib.reload(mod)
 
 
+LAYER = "vllm.model_executor.layers.fused_moe.layer"
+
+
+def _reads_pcp_group(source: str) -> bool:
+    """Whether ``make_parallel_config``'s source takes the PCP size from the PCP group when the
+    model class passes none (``pcp_size if pcp_size is not None else get_pcp_group().world_size``)."""
+    import ast
+
+    for node in ast.walk(ast.parse(textwrap.dedent(source))):
+        if isinstance(node, ast.Attribute) and node.attr == "world_size" and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if isinstance(func, ast.Name) and func.id == "get_pcp_group":
+                return True
+    return False
+
+
+def _pcp_read_problems() -> list[str]:
+    """Standins 1: the fused-MoE layer takes the PCP size from the PCP group (``make_parallel_config``,
+    vLLM 0.29.0-0.34.0 P/layer.py), so the ``_PCP`` stand-in is what construction reads."""
+    import inspect
+
+    fn = getattr(importlib.import_module(LAYER), "make_parallel_config", None)
+    if fn is None:
+        return [f"{LAYER}.make_parallel_config is gone: where the fused-MoE layer reads the PCP size moved (standins 1)"]
+    if not _reads_pcp_group(inspect.getsource(fn)):
+        return [f"{LAYER}.make_parallel_config no longer reads get_pcp_group().world_size: the PCP group stand-in may not be what the layer reads (standins 1)"]
+    return []
+
+
 def self_check() -> list[str]:
     """What a vLLM upgrade moved among the internals stood in for (empty: all fit)."""
     import inspect
@@ -490,6 +525,7 @@ def self_check() -> list[str]:
     for getter in ("get_tp_group", "get_pp_group", "get_dp_group", "get_ep_group", "get_pcp_group", "get_dcp_group", "get_tensor_model_parallel_world_size"):
         if not hasattr(ps, getter):
             problems.append(f"vllm.distributed.parallel_state.{getter} is gone")
+    problems += _pcp_read_problems()
     mod = importlib.import_module(A2A)
     for fn in ("get_ep_all2all_manager", "maybe_make_prepare_finalize"):
         if not hasattr(mod, fn):

@@ -62,6 +62,8 @@ def _engine_args(case: dict[str, Any], model_dir: Path) -> Any:
         trust_remote_code=False,
     )
     fields = EngineArgs.__dataclass_fields__
+    if dep.get("pcp", 1) != 1:
+        kwargs["prefill_context_parallel_size"] = dep["pcp"]  # EngineArgs has it in 0.29.0-0.34.0
     if dep.get("all2all") and "all2all_backend" in fields:
         kwargs["all2all_backend"] = dep["all2all"]
     if dep.get("moe_backend", "auto") != "auto" and "moe_backend" in fields:
@@ -86,7 +88,7 @@ def build_case(sim: Any, case: dict[str, Any], root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"id": case["id"], "status": "ok", "error": None, "layers": [], "draft_status": None, "draft_error": None}
     sim.apply(Deployment(platform=dep["platform"], capability=dep.get("capability"), arch=dep.get("arch"), packages=tuple(sorted(dep.get("packages", ()))), tools=tuple(sorted(dep.get("tools", ()))), env=tuple(sorted(dep.get("env", {}).items()))))
     standins.reload_all2all_utils()
-    standins.install_groups(dep["tp"], dep["dp"], dep["ep"])
+    standins.install_groups(dep["tp"], dep["dp"], dep["ep"], pcp=dep.get("pcp", 1))
     stage = "config"
     try:
         from vllm.config import CompilationMode, set_current_vllm_config
