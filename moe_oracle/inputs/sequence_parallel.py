@@ -67,6 +67,12 @@ SEQUENCE_PARALLEL_CLASSES: tuple[SequenceParallelClass, ...] = (
     SequenceParallelClass(("Qwen3NextForCausalLM",), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/qwen3_next.py Qwen3NextSparseMoeBlock"),
     SequenceParallelClass(("Llama4ForCausalLM",), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/llama4.py Llama4MoE"),
     SequenceParallelClass(("GptOssForCausalLM",), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/gpt_oss.py MLPBlock (use_sequence_parallel_moe and lora_config is None)", unless_lora=True),
+    SequenceParallelClass(("AXK1ForCausalLM",), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/AXK1.py AXK1MoE"),
+    SequenceParallelClass(("InternS1ProForConditionalGeneration",), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/interns1_pro.py InternS1ProMoeSparseMoeBlock"),
+    SequenceParallelClass(("K2HorizonForCausalLM",), ">=0.30.0,<0.35.0", True, "vLLM 0.30.0-0.34.0 vllm/model_executor/models/k2_horizon.py K2HorizonSparseMoeBlock"),
+    SequenceParallelClass(("MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM"), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/mimo_v2.py MiMoV2MoE"),
+    SequenceParallelClass(("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/nemotron_h.py NemotronHMoE"),
+    SequenceParallelClass(("PanguProMoEV2ForCausalLM", "PanguUltraMoEForCausalLM"), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/openpangu.py OpenPanguMoE"),
     SequenceParallelClass(("MixtralForCausalLM",), _ALL, False, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/mixtral.py MixtralMoE (FusedMoEFactory without is_sequence_parallel)"),
     SequenceParallelClass(("Glm4MoeForCausalLM",), _ALL, False, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/glm4_moe.py Glm4MoE (FusedMoEFactory without is_sequence_parallel)"),
 )

@@ -521,6 +521,9 @@ def test_sequence_parallel_facts_match_the_release_source(release):
         if entry.passes:
             wanted = ("parallel_config.use_sequence_parallel_moe and vllm_config.lora_config is None" if entry.unless_lora else "self.is_sequence_parallel = parallel_config.use_sequence_parallel_moe")
             assert wanted in ast.unparse(ast.parse(text)) and "is_sequence_parallel=self.is_sequence_parallel" in text, (module, entry.architectures)
+            # every MoE layer the file builds is handed it
+            builds = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] in ("FusedMoE", "FusedMoEFactory", "SharedFusedMoE")]
+            assert builds and all("is_sequence_parallel" in {k.arg for k in b.keywords} for b in builds), (module, [ast.unparse(b)[:80] for b in builds])
         else:
             assert "is_sequence_parallel" not in text and "use_sequence_parallel_moe" not in text, module
         for arch in entry.architectures:
