@@ -173,7 +173,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     if par:
         prov.append(Provenance("parallel", Source.USER_FLAG, "deployment flags"))
     parallel = ParallelConfig(**par)
-    parallel, sp_note = parallel_with_sequence_parallel(parallel, checkpoint.architecture, release, bool(given.lora))
+    parallel, sp_note = parallel_with_sequence_parallel(parallel, checkpoint.architecture, release, bool(given.lora), device.platform.value)
     notes += [sp_note] if sp_note else []
     ep_origin = origins_of(given).get("parallel.use_ep", FLAG)
     refused = ep_without_experts(hf_cfg, parallel.use_ep, where_given("parallel.use_ep", ep_origin), f"vLLM {answer_release(catalog, env) or ENGINE_VERSION}", ep_origin.file)

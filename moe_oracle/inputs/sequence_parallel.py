@@ -43,6 +43,8 @@ class SequenceParallelClass:
         unless_lora: it passes ``False`` when LoRA is configured (gpt_oss.py:
             ``use_sequence_parallel_moe and lora_config is None``).
         source: the vLLM file and class it was read from.
+        platforms: the platforms whose model file was read (vllm/models/<model>/<platform>/ holds
+            one per platform); empty: one file for every platform.
     """
 
     architectures: tuple[str, ...]
@@ -50,6 +52,7 @@ class SequenceParallelClass:
     passes: bool
     source: str
     unless_lora: bool = False
+    platforms: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         SpecifierSet(self.releases)  # a malformed specifier fails at import, naming itself
@@ -73,6 +76,7 @@ SEQUENCE_PARALLEL_CLASSES: tuple[SequenceParallelClass, ...] = (
     SequenceParallelClass(("MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM"), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/mimo_v2.py MiMoV2MoE"),
     SequenceParallelClass(("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/nemotron_h.py NemotronHMoE"),
     SequenceParallelClass(("PanguProMoEV2ForCausalLM", "PanguUltraMoEForCausalLM"), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/openpangu.py OpenPanguMoE"),
+    SequenceParallelClass(("DeepseekV32ForCausalLM",), _ALL, True, "vLLM 0.29.0-0.34.0 vllm/models/deepseek_v32/nvidia/model.py DeepseekV32DecoderLayer builds deepseek_v2.py DeepseekV2MoE", platforms=("cuda",)),
     SequenceParallelClass(("MixtralForCausalLM",), _ALL, False, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/mixtral.py MixtralMoE (FusedMoEFactory without is_sequence_parallel)"),
     SequenceParallelClass(("Glm4MoeForCausalLM",), _ALL, False, "vLLM 0.29.0-0.34.0 vllm/model_executor/models/glm4_moe.py Glm4MoE (FusedMoEFactory without is_sequence_parallel)"),
 )
@@ -80,9 +84,10 @@ SEQUENCE_PARALLEL_CLASSES: tuple[SequenceParallelClass, ...] = (
 tests/differential/test_release_sources.py."""
 
 
-def model_passes_sequence_parallel(architecture: str | None, release: str, lora: bool = False) -> bool | None:
-    """Whether ``architecture``'s model class in vLLM ``release`` passes ``use_sequence_parallel_moe``
-    as its MoE layer's ``is_sequence_parallel`` (``None``: not read, or no architecture).
+def model_passes_sequence_parallel(architecture: str | None, release: str, lora: bool = False, platform: str | None = None) -> bool | None:
+    """Whether ``architecture``'s model class in vLLM ``release`` on ``platform`` (``cuda`` ...)
+    passes ``use_sequence_parallel_moe`` as its MoE layer's ``is_sequence_parallel`` (``None``: not
+    read, no architecture, or a per-platform file read for other platforms).
 
     >>> model_passes_sequence_parallel("DeepseekV3ForCausalLM", "0.34.0"), model_passes_sequence_parallel("MixtralForCausalLM", "0.34.0")
     (True, False)
@@ -93,11 +98,13 @@ def model_passes_sequence_parallel(architecture: str | None, release: str, lora:
         return None
     for entry in SEQUENCE_PARALLEL_CLASSES:
         if architecture in entry.architectures and Version(release) in SpecifierSet(entry.releases):
+            if entry.platforms and platform not in entry.platforms:
+                return None
             return entry.passes and not (entry.unless_lora and lora)
     return None
 
 
-def model_sequence_parallel(architecture: str | None, parallel: ParallelConfig, release: str, lora: bool = False) -> bool | None:
+def model_sequence_parallel(architecture: str | None, parallel: ParallelConfig, release: str, lora: bool = False, platform: str | None = None) -> bool | None:
     """The ``is_sequence_parallel`` vLLM ``release``'s model class for ``architecture`` passes to its
     MoE layers under ``parallel``: false where ``use_sequence_parallel_moe`` does not hold (whatever
     the class), else what the class passes (``None``: a class not read).
@@ -107,10 +114,10 @@ def model_sequence_parallel(architecture: str | None, parallel: ParallelConfig, 
     """
     if not sequence_parallel_moe(parallel, release):
         return False
-    return model_passes_sequence_parallel(architecture, release, lora)
+    return model_passes_sequence_parallel(architecture, release, lora, platform)
 
 
-def parallel_with_sequence_parallel(parallel: ParallelConfig, architecture: str | None, release: str, lora: bool = False) -> tuple[ParallelConfig, str | None]:
+def parallel_with_sequence_parallel(parallel: ParallelConfig, architecture: str | None, release: str, lora: bool = False, platform: str | None = None) -> tuple[ParallelConfig, str | None]:
     """``parallel`` with ``sequence_parallel`` derived (:func:`model_sequence_parallel`) where it is
     ``None``, and a note when it stays unknown though vLLM's ``use_sequence_parallel_moe`` holds (an
     architecture not read, or none given). A value already set is kept.
@@ -120,7 +127,7 @@ def parallel_with_sequence_parallel(parallel: ParallelConfig, architecture: str 
     """
     if parallel.sequence_parallel is not None:
         return parallel, None
-    value = model_sequence_parallel(architecture, parallel, release, lora)
+    value = model_sequence_parallel(architecture, parallel, release, lora, platform)
     if value is None:
         who = f"the model class of {architecture}" if architecture else "the model class (no architecture given)"
         return parallel, (f"sequence-parallel MoE: vLLM {release}'s use_sequence_parallel_moe holds (EP, TP > 1, DP > 1, all2all {parallel.all2all_backend.value}), "
@@ -131,5 +138,5 @@ def parallel_with_sequence_parallel(parallel: ParallelConfig, architecture: str 
 def with_sequence_parallel(config: MoEConfig, architecture: str | None, release: str) -> tuple[MoEConfig, str | None]:
     """``config`` with ``parallel.sequence_parallel`` derived as :func:`parallel_with_sequence_parallel`
     derives it (``config.lora`` decides the classes that drop it under LoRA)."""
-    parallel, note = parallel_with_sequence_parallel(config.parallel, architecture, release, config.lora)
+    parallel, note = parallel_with_sequence_parallel(config.parallel, architecture, release, config.lora, config.device.platform.value)
     return (config if parallel is config.parallel else replace(config, parallel=parallel)), note

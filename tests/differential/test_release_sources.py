@@ -516,6 +516,10 @@ def test_sequence_parallel_facts_match_the_release_source(release):
     for entry in SEQUENCE_PARALLEL_CLASSES:
         if Version(release) not in SpecifierSet(entry.releases):
             continue
+        if entry.platforms:  # a per-platform file whose decoder layer builds DeepseekV2MoE
+            text = (_tree(release) / entry.source.split(" ")[2]).read_text(encoding="utf-8")
+            assert "self.mlp = DeepseekV2MoE(" in text and "deepseek_v2" in text, entry.source
+            continue
         module = entry.source.split("vllm/model_executor/models/")[1].split(".py")[0]
         text = (_tree(release) / f"vllm/model_executor/models/{module}.py").read_text(encoding="utf-8")
         if entry.passes:

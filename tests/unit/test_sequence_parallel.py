@@ -83,6 +83,16 @@ def test_model_classes_that_pass_it(architecture, lora, expected):
         assert model_passes_sequence_parallel(architecture, release, lora) is expected
 
 
+def test_a_per_platform_class_is_known_only_where_read():
+    assert model_passes_sequence_parallel("DeepseekV32ForCausalLM", "0.34.0", platform="cuda") is True
+    assert model_passes_sequence_parallel("DeepseekV32ForCausalLM", "0.34.0", platform="rocm") is None
+
+
+def test_deepseek_v3_2_on_b200(capsys):
+    out = _select(capsys, "--model", "deepseek-v3.2", "--gpu", "B200", "--tp", "2", "--dp", "4", "--ep")
+    assert not out.startswith("flashinfer_trtllm_fp8_monolithic"), out
+
+
 @pytest.mark.parametrize("par", [_par(tp=1), _par(dp=1), _par(ep=False), _par("flashinfer_nvlink_two_sided"), _par("moonep")])
 def test_deployments_without_use_sequence_parallel_moe_are_false_for_any_class(par):
     assert model_sequence_parallel("DeepseekV3ForCausalLM", par, "0.34.0") is False
