@@ -255,6 +255,16 @@ class ParallelConfig:
             described (``moe-oracle plan`` evaluates every rank); ``None`` describes the largest
             rank. It changes ``num_local_experts`` (vLLM 0.33.0 P/expert_map_manager.py
             ``determine_expert_map``: the first ``(E + R) % ep`` ranks hold one more expert).
+        sequence_parallel: the ``is_sequence_parallel`` the model class passes to its MoE layer
+            (vLLM 0.29.0-0.34.0 P/layer.py ``make_parallel_config``: ``sp_size = tp_size`` when
+            true). Classes that pass it pass ``ParallelConfig.use_sequence_parallel_moe`` (expert
+            parallelism, TP > 1, DP > 1 and an all2all backend of the release's list; deepseek_v2.py
+            ``DeepseekV2MoE``, qwen3_moe.py ``Qwen3MoeSparseMoeBlock``); others pass nothing
+            (false). ``None``: not known (no model class read); the inputs door derives it from
+            the architecture and release (:mod:`moe_oracle.inputs.sequence_parallel`). It counts
+            only with ``use_ep``, ``tp_size > 1`` and ``dp_size > 1`` (:attr:`sequence_parallel_possible`;
+            normalization reads false otherwise, so an edit of those fields needs no second edit
+            here); a config file that sets it true without them is refused there.
 
     Derived (see :mod:`moe_oracle.core.normalize`): with EP, ``ep_size = tp_size * pcp_size *
     dp_size`` and the MoE TP size is 1; without EP the MoE TP size is ``tp_size * pcp_size *
@@ -269,6 +279,7 @@ class ParallelConfig:
     enable_eplb: bool = False
     num_redundant_experts: int = 0
     ep_rank: int | None = None
+    sequence_parallel: bool | None = None
 
     def __post_init__(self) -> None:
         _check_int(self, "tp_size", minimum=1, path="parallel.")
@@ -281,6 +292,8 @@ class ParallelConfig:
         _check_int(self, "ep_rank", minimum=0, optional=True, path="parallel.")
         if self.ep_rank is not None and self.ep_rank >= self.world:
             raise ConfigError([InputIssue("$.parallel.ep_rank", f"must be below tp_size * pcp_size * dp_size ({self.world})", self.ep_rank, {"maximum": self.world - 1})])
+        if self.sequence_parallel is not None:
+            _check_bool(self, "sequence_parallel", "parallel.")
 
     @property
     def world(self) -> int:
@@ -291,6 +304,17 @@ class ParallelConfig:
         8
         """
         return self.tp_size * self.pcp_size * self.dp_size
+
+    @property
+    def sequence_parallel_possible(self) -> bool:
+        """Whether a model class could pass ``is_sequence_parallel``: expert parallelism, TP > 1
+        and DP > 1, the terms of vLLM 0.29.0-0.34.0 vllm/config/parallel.py
+        ``use_sequence_parallel_moe`` other than its all2all list.
+
+        >>> ParallelConfig(tp_size=2, dp_size=4, use_ep=True).sequence_parallel_possible
+        True
+        """
+        return self.use_ep and self.tp_size > 1 and self.dp_size > 1
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,11 @@ Derived fields follow vLLM ``FusedMoEParallelConfig.make`` and ``FusedMoEConfig`
   ``tp * pcp * dp > 1``, and then ``ep_size = tp * pcp * dp`` and the MoE TP size is 1
   (vLLM 0.29.0-0.34.0 ``P/config.py`` ``FusedMoEParallelConfig.make``);
 * all2all kernels run iff ``use_ep and (dp_size > 1 or pcp_size > 1)`` (``use_all2all_kernels``;
-  sequence parallelism, the third condition there, is not modelled);
+  its third condition, sequence parallelism, needs DP > 1, so it adds nothing);
+* ``sequence_parallel`` is the ``is_sequence_parallel`` the model class passes to the MoE layer
+  (``ParallelConfig.sequence_parallel``: vLLM 0.29.0-0.34.0 ``P/layer.py`` ``make_parallel_config``
+  sets ``sp_size = tp_size`` with it): false without EP, TP > 1 and DP > 1, ``None`` (abstain)
+  where the model class is not known;
 * the prepare/finalize kind (``dispatch``) is the all2all backend when all2all
   runs, ``allgather_reducescatter`` for DP without all2all (naive DP/EP; ``P/all2all_utils.py``
   ``maybe_make_prepare_finalize`` reads ``dp_size > 1`` alone, so PCP without EP keeps ``none``), else ``none``;
@@ -384,6 +388,9 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["enable_eplb"], sources["enable_eplb"] = par.enable_eplb, _par_source("enable_eplb")
     values["num_redundant_experts"], sources["num_redundant_experts"] = par.num_redundant_experts, _par_source("num_redundant_experts")
     values["experts_even_across_ep"], sources["experts_even_across_ep"] = not use_ep or (config.num_experts + par.num_redundant_experts) % ep_size == 0, Source.DERIVED
+    # What the model class passes as is_sequence_parallel (P/layer.py make_parallel_config); only
+    # EP with TP > 1 and DP > 1 can have it, else it is false whatever the door knew.
+    values["sequence_parallel"], sources["sequence_parallel"] = (par.sequence_parallel if par.sequence_parallel_possible else False), Source.DERIVED
 
     values["model_type"], sources["model_type"] = config.model_type, _source(config, "model_type", given)
     values["architecture"], sources["architecture"] = config.architecture, _source(config, "architecture", given)

@@ -27,6 +27,7 @@ from ..core.vocab import DType, Source
 from .eplb_defaults import default_redundant_experts
 from .ep_refusal import engine_num_experts, ep_refusal
 from .model_start_refusals import blame_from, model_start_refusal
+from .sequence_parallel import with_sequence_parallel
 from .declared import answer_release, declare_environment, engine_release, start_issues
 from .files import load_config_file, parse_quant, resolve_all2all
 from .hardware import check_known_device, device_hint, lookup_hardware
@@ -324,7 +325,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         par["all2all_backend"] = backend
         prov.append(Provenance("parallel.all2all_backend", flag, warning or f"--all2all {given.all2all}"))
     if par:
-        changes["parallel"] = ParallelConfig(**{**_parallel_dict(config.parallel), **par})
+        kept = {} if _SP_TERMS & par.keys() else {"sequence_parallel": config.parallel.sequence_parallel}  # a changed term: derived again below
+        changes["parallel"] = ParallelConfig(**{**_parallel_dict(config.parallel), **kept, **par})
         names = {"tp_size": "--tp", "dp_size": "--dp", "pcp_size": "--pcp", "use_ep": "--ep", "enable_eplb": "--eplb", "num_redundant_experts": "--redundant-experts", "all2all_backend": "--all2all"}
         shown = {k: (f"{names[k]} {v}" if v is not False else f"--no-{names[k][2:]}") for k, v in par.items()}
         prov += [Provenance(f"parallel.{k}", flag, shown[k] if serve is None else f"--serve ({shown[k]})") for k in par if not (k == "all2all_backend")]
@@ -352,6 +354,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     config, eplb_note = default_redundant_experts(config, answer_release(catalog, env))
     if eplb_note:
         notes.append(eplb_note)
+    config, sp_note = with_sequence_parallel(config, architecture or config.architecture, answer_release(catalog, env) or ENGINE_VERSION)
+    notes += [sp_note] if sp_note else []
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     quant_notes, gate = _verify_quantization(given, catalog, config, env, serve, ck_quant, ck_scheme)
@@ -459,6 +463,10 @@ def check_serve_values(serve: Any, catalog: Any, env: Any) -> None:
     issues = serve_value_issues(serve, answer_release(catalog, env) or ENGINE_VERSION, check_quantization=False)
     if issues:
         raise ConfigError(issues, headline="bad --serve")
+
+
+_SP_TERMS = frozenset({"tp_size", "dp_size", "use_ep", "all2all_backend"})
+"""The parallel fields vLLM's ``use_sequence_parallel_moe`` reads."""
 
 
 def _parallel_dict(p: Any) -> dict[str, Any]:

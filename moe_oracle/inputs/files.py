@@ -269,6 +269,8 @@ def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None,
         if key in doc:
             kwargs[key] = doc[key]
             prov.append(Provenance(key, src, ""))
+    if par.get("sequence_parallel") is True and not ParallelConfig(**{k: v for k, v in par.items() if k != "sequence_parallel"}).sequence_parallel_possible:
+        raise ConfigError([InputIssue("$.parallel.sequence_parallel", "true needs use_ep true, tp_size > 1 and dp_size > 1 (vLLM's use_sequence_parallel_moe; no model class passes it otherwise)", True, [False, None], file)])
     try:
         config = MoEConfig(device=device, parallel=ParallelConfig(**par), provenance=_dedupe(prov), **kwargs)
     except ConfigError as exc:
@@ -422,6 +424,7 @@ def config_document(config: MoEConfig, env: Environment | None = None) -> dict[s
             "enable_eplb": p.enable_eplb,
             "num_redundant_experts": p.num_redundant_experts,
             "ep_rank": p.ep_rank,
+            "sequence_parallel": p.sequence_parallel,
         },
         "lora": config.lora,
         "batch_invariant": config.batch_invariant,

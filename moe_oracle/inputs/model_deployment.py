@@ -33,6 +33,7 @@ from .serve import ServeArgs, parse_serve
 from .eplb_defaults import default_redundant_parallel
 from .ep_refusal import ep_without_experts
 from .model_start_refusals import blame_from, model_start_refusal
+from .sequence_parallel import parallel_with_sequence_parallel
 from .release_facts import ENGINE_VERSION
 from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend
 from .speculative import resolve_draft
@@ -173,6 +174,8 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     if par:
         prov.append(Provenance("parallel", Source.USER_FLAG, "deployment flags"))
     parallel = ParallelConfig(**par)
+    parallel, sp_note = parallel_with_sequence_parallel(parallel, checkpoint.architecture, release, bool(given.lora), device.platform.value)
+    notes += [sp_note] if sp_note else []
     ep_origin = origins_of(given).get("parallel.use_ep", FLAG)
     refused = ep_without_experts(hf_cfg, parallel.use_ep, where_given("parallel.use_ep", ep_origin), f"vLLM {answer_release(catalog, env) or ENGINE_VERSION}", ep_origin.file)
     if refused is not None:

@@ -89,6 +89,12 @@ class Deployment:
         tp_size, dp_size, use_ep, all2all_backend, enable_eplb, num_redundant_experts: parallelism.
         pcp_size: prefill-context-parallel size (``-pcp``); left out of :meth:`to_dict` at 1, so
             the keys of deployments without PCP are those they had before the field.
+        sequence_parallel_model: the model class passes ``ParallelConfig.use_sequence_parallel_moe``
+            to its MoE layer as ``is_sequence_parallel`` (vLLM deepseek_v2.py ``DeepseekV2MoE``,
+            qwen3_moe.py ``Qwen3MoeSparseMoeBlock``: :mod:`moe_oracle.inputs.sequence_parallel`);
+            ``False``: a class that passes nothing (the factory's default), or no model class. Each
+            side then decides the deployment part: vLLM with its own ``use_sequence_parallel_moe``,
+            ours with the release's list. Left out of :meth:`to_dict` when false.
         lora: LoRA enabled.
         moe_backend: requested backend (vLLM ``--moe-backend`` value) or ``auto``.
         env: environment variables (name -> raw string).
@@ -134,6 +140,7 @@ class Deployment:
     enable_eplb: bool = False
     num_redundant_experts: int = 0
     pcp_size: int = 1
+    sequence_parallel_model: bool = False
     lora: bool = False
     moe_backend: str = "auto"
     env: tuple[tuple[str, str], ...] = ()
@@ -171,6 +178,8 @@ class Deployment:
         out = asdict(self)
         if out["pcp_size"] == 1:
             del out["pcp_size"]
+        if not out["sequence_parallel_model"]:
+            del out["sequence_parallel_model"]
         out["env"] = dict(self.env)
         out["packages"] = list(self.packages)
         out["tools"] = list(self.tools)

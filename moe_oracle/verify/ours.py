@@ -20,6 +20,7 @@ from ..core.padding import decision_layer_sizes
 from ..core.quant import QuantScheme
 from ..core.stages import eplb_gate as _eplb_gate
 from ..core.stages import rule_stage
+from ..inputs.model_start_refusals import sequence_parallel_moe
 from .backend_names import UnknownBackend, vllm_backend_name
 from .cases import MORI_STANDIN_VERSION, PF_RAISES, Answer, Deployment
 from .frontends import QUANT_METHOD
@@ -83,8 +84,11 @@ def environment_for(dep: Deployment, release: str) -> Environment:
     return Environment(tuple(packages), frozenset(), True, dep.env, tools=tuple((t, t in dep.tools) for t in HOST_TOOLS))
 
 
-def config_for(dep: Deployment) -> MoEConfig:
-    """The :class:`MoEConfig` of ``dep``.
+def config_for(dep: Deployment, release: str | None = None) -> MoEConfig:
+    """The :class:`MoEConfig` of ``dep`` under vLLM ``release``: ``parallel.sequence_parallel`` is what
+    the model class passes (``dep.sequence_parallel_model`` and our release's
+    ``use_sequence_parallel_moe``, :func:`moe_oracle.inputs.model_start_refusals.sequence_parallel_moe`);
+    without a release, false unless the deployment's class passes it (then unknown).
 
     Raises:
         ConfigError: a value our config model refuses.
@@ -124,10 +128,20 @@ def config_for(dep: Deployment) -> MoEConfig:
             all2all_backend=dep.all2all_backend,
             enable_eplb=dep.enable_eplb,
             num_redundant_experts=dep.num_redundant_experts,
+            sequence_parallel=_sequence_parallel(dep, release),
         ),
         lora=dep.lora,
         moe_backend=dep.moe_backend,
     )
+
+
+def _sequence_parallel(dep: Deployment, release: str | None) -> bool | None:
+    if not dep.sequence_parallel_model:
+        return False
+    if release is None:
+        return None
+    par = ParallelConfig(tp_size=dep.tp_size, dp_size=dep.dp_size, pcp_size=dep.pcp_size, use_ep=dep.use_ep, all2all_backend=dep.all2all_backend)
+    return sequence_parallel_moe(par, release)
 
 
 class OurSide:
@@ -145,7 +159,7 @@ class OurSide:
     def decide(self, dep: Deployment) -> Any:
         """The full Decision (``None`` when the input itself is refused)."""
         try:
-            return self.oracle.explain(config_for(dep), environment_for(dep, self.release))
+            return self.oracle.explain(config_for(dep, self.release), environment_for(dep, self.release))
         except ConfigError:
             return None
 
@@ -228,7 +242,7 @@ class OurSide:
 
     def answer(self, dep: Deployment) -> Answer:
         try:
-            config = config_for(dep)
+            config = config_for(dep, self.release)
             decision = self.oracle.select(config, environment_for(dep, self.release))
         except NoEligibleKernelError as exc:
             return Answer("error", detail=f"nothing eligible ({exc.decision.summary()})"[:300], stage=self.stage(exc.decision))

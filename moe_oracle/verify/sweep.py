@@ -72,7 +72,7 @@ LORA_FIELDS = frozenset({"lora"})
 LAYOUT_FIELDS = frozenset({
     "num_experts", "top_k", "hidden_size", "intermediate_size", "num_local_experts", "intermediate_size_per_partition", "intermediate_divisible",
     "experts_even_across_ep", "weight_block", "weight_block_aligned", "weight_block_pad_refused", "tp_size", "dp_size", "moe_tp_size", "ep_size",
-    "use_ep", "all2all_backend", "all2all", "dispatch", "activation_format", "enable_eplb", "num_redundant_experts",
+    "use_ep", "sequence_parallel", "all2all_backend", "all2all", "dispatch", "activation_format", "enable_eplb", "num_redundant_experts",
     "padded_hidden_size", "padded_weight_groups_aligned",
 })
 """Fields the shape and parallel shape set (with the scheme's block: ``weight_block*``, which block rules rewrite)."""

@@ -158,7 +158,10 @@ class VllmSide:
             raise NotDriven(f"vLLM {self.sim.release} has no QuantKey {const} (our {name})") from None
 
     def parallel_config(self, dep: Deployment) -> Any:
-        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups).
+        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups), with
+        ``sp_size`` as ``make_parallel_config`` passes it: the TP size where the model class passes
+        ``is_sequence_parallel`` (``dep.sequence_parallel_model``) and the release's own
+        ``ParallelConfig.use_sequence_parallel_moe`` holds, else 1.
 
         First the release's own ``ParallelConfig`` validates the flags as ``vllm serve`` does
         (``vllm/config/parallel.py``: the all2all backend literal, EPLB needing expert parallelism,
@@ -187,6 +190,10 @@ class VllmSide:
         # across DP and PCP (flatten_tp_across_dp_and_pcp), EP over all of them.
         flat = dep.tp_size * dep.pcp_size * dep.dp_size
         use_ep = dep.use_ep and flat > 1
+        # The model class passes the release's own use_sequence_parallel_moe as is_sequence_parallel
+        # (deepseek_v2.py DeepseekV2MoE, qwen3_moe.py ...), and make_parallel_config (P/layer.py)
+        # turns it into sp_size = the attention TP size.
+        sp_size = dep.tp_size if dep.sequence_parallel_model and bool(pc.use_sequence_parallel_moe) else 1
         kwargs = dict(
             tp_size=1 if use_ep else flat,
             pcp_size=dep.pcp_size,
@@ -196,7 +203,7 @@ class VllmSide:
             pcp_rank=0,
             dp_rank=0,
             ep_rank=0,
-            sp_size=1,
+            sp_size=sp_size,
             use_ep=use_ep,
             all2all_backend=pc.all2all_backend,
             enable_eplb=dep.enable_eplb,

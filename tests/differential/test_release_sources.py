@@ -549,3 +549,47 @@ def test_the_peer_benchmark_looks_up_the_config_file_vllm_0_33_looks_up(monkeypa
             assert peer.config_file_name(e, n, device, fp8) == theirs, (device, e, n, fp8)
             naive += f"device_name={device.replace(' ', '_')}," not in theirs
     assert naive, "a plain space-to-underscore mapping would agree everywhere: the names do not exercise the rule"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_sequence_parallel_facts_match_the_release_source(release):
+    """What moe_oracle reads of sequence-parallel MoE is the release's code: ``make_parallel_config``
+    sets ``sp_size = tp_size_`` from the model class's ``is_sequence_parallel`` (P/layer.py);
+    the one experts class whose ``_supports_parallel_config`` reads it is TrtLlmFp8ExpertsMonolithic
+    (kernels/flashinfer_trtllm.yaml ``no_sequence_parallel``); each model class of
+    inputs/sequence_parallel.py passes ``use_sequence_parallel_moe`` (or nothing) as listed."""
+    from moe_oracle.inputs.sequence_parallel import SEQUENCE_PARALLEL_CLASSES
+
+    fused = _tree(release) / "vllm/model_executor/layers/fused_moe"
+    layer = ast.parse((fused / "layer.py").read_text(encoding="utf-8"))
+    assigns = {ast.unparse(n.targets[0]): ast.unparse(n.value) for n in ast.walk(layer) if isinstance(n, ast.Assign) and len(n.targets) == 1}
+    assert assigns["sp_size"] == "tp_size_ if is_sequence_parallel else 1"
+    readers = sorted(p.name for p in (fused / "experts").glob("*.py") if "is_sequence_parallel" in p.read_text(encoding="utf-8"))
+    assert readers == ["trtllm_fp8_moe.py"], readers
+    trtllm = ast.parse((fused / "experts/trtllm_fp8_moe.py").read_text(encoding="utf-8"))
+    classes = {n.name: n for n in ast.walk(trtllm) if isinstance(n, ast.ClassDef)}
+    checks = {name: next((f for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "_supports_parallel_config"), None) for name, c in classes.items()}
+    # The base class refuses it; the monolithic class inherits that check, the modular one overrides it without it.
+    assert checks["TrtLlmFp8ExpertsMonolithic"] is None and [b.id for b in classes["TrtLlmFp8ExpertsMonolithic"].bases if isinstance(b, ast.Name)] == ["TrtLlmFp8ExpertsBase"]
+    assert "not (moe_parallel_config.enable_eplb or moe_parallel_config.is_sequence_parallel)" in ast.unparse(checks["TrtLlmFp8ExpertsBase"])
+    assert "is_sequence_parallel" not in ast.unparse(checks["TrtLlmFp8ExpertsModular"])
+    registry = (_tree(release) / "vllm/model_executor/models/registry.py").read_text(encoding="utf-8")
+    for entry in SEQUENCE_PARALLEL_CLASSES:
+        if Version(release) not in SpecifierSet(entry.releases):
+            continue
+        if entry.platforms:  # a per-platform file whose decoder layer builds DeepseekV2MoE
+            text = (_tree(release) / entry.source.split(" ")[2]).read_text(encoding="utf-8")
+            assert "self.mlp = DeepseekV2MoE(" in text and "deepseek_v2" in text, entry.source
+            continue
+        module = entry.source.split("vllm/model_executor/models/")[1].split(".py")[0]
+        text = (_tree(release) / f"vllm/model_executor/models/{module}.py").read_text(encoding="utf-8")
+        if entry.passes:
+            wanted = ("parallel_config.use_sequence_parallel_moe and vllm_config.lora_config is None" if entry.unless_lora else "self.is_sequence_parallel = parallel_config.use_sequence_parallel_moe")
+            assert wanted in ast.unparse(ast.parse(text)) and "is_sequence_parallel=self.is_sequence_parallel" in text, (module, entry.architectures)
+            # every MoE layer the file builds is handed it
+            builds = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] in ("FusedMoE", "FusedMoEFactory", "SharedFusedMoE")]
+            assert builds and all("is_sequence_parallel" in {k.arg for k in b.keywords} for b in builds), (module, [ast.unparse(b)[:80] for b in builds])
+        else:
+            assert "is_sequence_parallel" not in text and "use_sequence_parallel_moe" not in text, module
+        for arch in entry.architectures:
+            assert f'"{arch}"' in registry, arch

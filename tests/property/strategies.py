@@ -300,6 +300,17 @@ def _small_top_k(num_experts: int) -> st.SearchStrategy[int]:
     return st.integers(1, min(num_experts, 8))
 
 
+_SP_ANY = st.one_of(st.none(), st.booleans())
+_SP_NOT_TRUE = st.sampled_from((None, False))
+
+
+def _sequence_parallel(ctx: Ctx) -> st.SearchStrategy[bool | None]:
+    """``parallel.sequence_parallel``: true only where EP, TP > 1 and DP > 1 allow it (a config file
+    that says true without them is refused)."""
+    possible = ctx["parallel.use_ep"] and ctx["parallel.tp_size"] > 1 and ctx["parallel.dp_size"] > 1
+    return _SP_ANY if possible else _SP_NOT_TRUE
+
+
 @lru_cache(maxsize=4096)
 def _ep_rank(world: int) -> st.SearchStrategy[int | None]:
     return st.one_of(st.none(), st.integers(0, world - 1))
@@ -419,6 +430,7 @@ LEAVES: Mapping[str, Leaf] = {
     "parallel.enable_eplb": _const(st.booleans()),
     "parallel.num_redundant_experts": _const(st.one_of(st.just(0), st.integers(0, 64), st.integers(0, MAX_PARALLEL))),
     "parallel.ep_rank": lambda ctx: _ep_rank(ctx["parallel.tp_size"] * ctx["parallel.pcp_size"] * ctx["parallel.dp_size"]),
+    "parallel.sequence_parallel": lambda ctx: _sequence_parallel(ctx),
     "lora": _const(st.booleans()),
     "batch_invariant": _const(st.booleans()),
     "moe_backend": _const(requested_backends()),
@@ -452,6 +464,7 @@ _PLAUSIBLE: Mapping[str, Leaf] = {
     "parallel.enable_eplb": _const(st.sampled_from((False,) * 7 + (True,))),
     "parallel.num_redundant_experts": _const(st.just(0)),
     "parallel.ep_rank": _const(st.none()),
+    "parallel.sequence_parallel": _const(st.none()),
     "lora": _const(st.sampled_from((False,) * 7 + (True,))),
     "batch_invariant": _const(st.sampled_from((False,) * 7 + (True,))),
     "moe_backend": _const(requested_backends(auto=4)),
@@ -850,6 +863,8 @@ def _targeted(draw: st.DrawFn, backend: st.SearchStrategy[str] | None, kernels: 
         ctx["parallel.dp_size"], ctx["parallel.use_ep"], ctx["parallel.all2all_backend"] = draw(st.sampled_from((2, 4, 8))), True, All2AllBackend(dispatch)
     if ctx["parallel.ep_rank"] is not None and ctx["parallel.ep_rank"] >= ctx["parallel.tp_size"] * ctx["parallel.dp_size"]:
         ctx["parallel.ep_rank"] = None
+    if ctx["parallel.sequence_parallel"] and not (ctx["parallel.use_ep"] and ctx["parallel.tp_size"] > 1 and ctx["parallel.dp_size"] > 1):
+        ctx["parallel.sequence_parallel"] = None
     if backend is not None:
         ctx["moe_backend"] = draw(backend)
     else:

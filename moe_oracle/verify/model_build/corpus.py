@@ -98,11 +98,14 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
     Deployment("B200-dp8-ep-deepep_ht-mtp", "B200", "cuda", 100, None, dp=8, ep=True, all2all="deepep_high_throughput", packages=("flashinfer", "cutlass", "deep_gemm", "deep_ep"), tools=_NVCC_ONLY, speculative=True),
     Deployment("MI300X-tp8", "MI300X", "rocm", None, "gfx942", tp=8, packages=("aiter",)),
     Deployment("H100-tp2-dp4-ep-deepep_ll", "H100", "cuda", 90, None, tp=2, dp=4, ep=True, all2all="deepep_low_latency", packages=("flashinfer", "cutlass", "deep_gemm", "deep_ep")),
+    Deployment("B200-tp2-dp4-ep", "B200", "cuda", 100, None, tp=2, dp=4, ep=True, packages=("flashinfer", "cutlass"), tools=_TOOLKIT),
 )
 """The deployments of the extended corpus (``MOE_ORACLE_MODEL_BUILD=full``). None has
 flashinfer-cubin; the host tools differ so that vLLM's FlashInfer gate goes both ways: H200 has a
 CUDA toolkit and ninja (FlashInfer available in every release), B200 nvcc without ninja
-(available in 0.29.0-0.31.0, off from 0.32.0), H100 neither (off in every release)."""
+(available in 0.29.0-0.31.0, off from 0.32.0), H100 neither (off in every release). B200 TP2 DP4 EP
+over the default allgather-reducescatter is sequence-parallel MoE for the model classes that pass
+``use_sequence_parallel_moe`` (the QA report: the monolithic TRT-LLM FP8 kernel is refused there)."""
 
 QUICK_DEPLOYMENTS: tuple[Deployment, ...] = DEPLOYMENTS[:3]
 """The CI subset: H200 TP8, B200 DP8+EP over DeepEP HT with MTP, MI300X TP8."""
