@@ -68,8 +68,7 @@ QUANT_KEY_NAMES: dict[str, str] = {
 """Our quant key name -> the vLLM ``quant_utils`` constant (``Q/utils/quant_utils.py``)."""
 
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
-_CANNOT_SERVE = " cannot serve "
-"""Marks the prepare/finalize answer of experts that cannot take the P/F's activation format."""
+_CANNOT_SERVE = " cannot serve "  # marks a P/F answer whose activation format the experts cannot take
 
 # (FusedMoEParallelConfig flag, the P/F class P/all2all_utils.py binds for it only when the package
 # probe holds at import, vLLM 0.29.0-0.34.0): without that class the all2all manager of the backend
@@ -161,7 +160,7 @@ class VllmSide:
         """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups), with
         ``sp_size`` as ``make_parallel_config`` passes it: the TP size where the model class passes
         ``is_sequence_parallel`` (``dep.sequence_parallel_model``) and the release's own
-        ``ParallelConfig.use_sequence_parallel_moe`` holds, else 1.
+        ``ParallelConfig.use_sequence_parallel_moe`` holds (deepseek_v2.py, qwen3_moe.py ...), else 1.
 
         First the release's own ``ParallelConfig`` validates the flags as ``vllm serve`` does
         (``vllm/config/parallel.py``: the all2all backend literal, EPLB needing expert parallelism,
@@ -190,9 +189,7 @@ class VllmSide:
         # across DP and PCP (flatten_tp_across_dp_and_pcp), EP over all of them.
         flat = dep.tp_size * dep.pcp_size * dep.dp_size
         use_ep = dep.use_ep and flat > 1
-        # The model class passes the release's own use_sequence_parallel_moe as is_sequence_parallel
-        # (deepseek_v2.py DeepseekV2MoE, qwen3_moe.py ...), and make_parallel_config (P/layer.py)
-        # turns it into sp_size = the attention TP size.
+        # is_sequence_parallel -> sp_size = attention TP (P/layer.py make_parallel_config; see the docstring)
         sp_size = dep.tp_size if dep.sequence_parallel_model and bool(pc.use_sequence_parallel_moe) else 1
         kwargs = dict(
             tp_size=1 if use_ep else flat,

@@ -18,7 +18,10 @@ and by a plain test (tests/property/test_found_cases.py).
   ``--moe-backend batched_triton``; a copy of ``triton_batched`` inserted ahead of it wins, and the
   old winner's prepare/finalize failure (``batched_local_xpu.platform``), waived while it was the
   winner (an ``unchecked`` warning), is a failure again. The invariant compared failures without
-  the winner's waived ones; fixed in tests/property/invariants.py.
+  the winner's waived ones; fixed in tests/property/invariants.py. Since batched_triton without a
+  batched all2all is refused after selection (vLLM raises at construction), the case is a dead end
+  for both; the same bite is kept on :data:`ONE_SIDED_PAYLOAD_AT_CONSTRUCTION` with a copy of
+  ``flashinfer_cutlass`` (its waived payload failure).
 * :data:`MARLIN_COPY_REORDERS_ASSUMPTIONS` -- FP8 per-tensor weights and dynamic activations on an
   A100, ``vllm==0.28.9`` (the deep tier's seed 20261203): a copy of ``marlin`` at the head of
   kernels/aiter.yaml won (since family files rank by family, the copy goes at the head of marlin's own

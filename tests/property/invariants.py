@@ -32,6 +32,9 @@ from moe_oracle.core.errors import ConfigError
 from moe_oracle.core.decision import NoEligibleKernelError
 from moe_oracle.core.fields import FIELDS
 from moe_oracle.inputs.files import config_from_document, load_config_file
+from moe_oracle.inputs.hardware import unknown_arch, unknown_capability
+from moe_oracle.inputs.sequence_parallel import with_sequence_parallel
+from moe_oracle.inputs.release_facts import ENGINE_VERSION
 from moe_oracle.core.oracle import Oracle, select
 from moe_oracle.core.records import Status
 from moe_oracle.core.refusals import refusals
@@ -381,6 +384,10 @@ def check_cli_agrees(case: Case, directory: Path) -> None:
     path = directory / "case.yaml"
     path.write_text(case.replay(), encoding="utf-8")
     code_e, out_e, err_e = run_cli(["explain", "--config", str(path), "--json"])
+    if _unknown_device_paths(case):
+        # A capability or arch the tables were not written for: bad input, as --sm / --arch.
+        assert code_e == 2 and run_cli(["select", "--config", str(path)])[0] == 2, f"explain accepted an unknown device: {out_e}"
+        return
     release = answer_release(CATALOG, case.env)
     if config_quant_method_issue(case.config.quant_method, release) is not None:
         # vLLM does not know the method (or moe-oracle does not model it): the file door refuses it.
@@ -400,11 +407,22 @@ def check_cli_agrees(case: Case, directory: Path) -> None:
     code_s, out_s, _ = run_cli(["select", "--config", str(path), "--json", "--full"])
     code_c, out_c, _ = run_cli(["select", "--config", str(path), "--json"])
     code_t, out_t, _ = run_cli(["select", "--config", str(path)])
-    api = Oracle(CATALOG, loaded.environment or Environment()).explain(loaded.config)
-    plain = select(loaded.config, env=loaded.environment or Environment(), strict=False)
+    # The door derives what the model class passes as is_sequence_parallel (the API takes the config
+    # as given) and notes where it stays unknown though vLLM's use_sequence_parallel_moe holds.
+    config, door_note = with_sequence_parallel(loaded.config, loaded.config.architecture, release or ENGINE_VERSION)
+    api = Oracle(CATALOG, loaded.environment or Environment()).explain(config)
+    plain = select(config, env=loaded.environment or Environment(), strict=False)
     record = json.loads(json.dumps(api.to_dict(), default=str))
-    assert json.loads(out_e) == record == json.loads(out_s) == json.loads(json.dumps(plain.to_dict(), default=str))
-    compact = json.loads(out_c)
+
+    def without_door_note(out: str) -> dict[str, Any]:
+        printed = json.loads(out)
+        if door_note is not None:
+            assert door_note in printed["notes"], printed["notes"]
+            printed["notes"] = [n for n in printed["notes"] if n != door_note]
+        return printed
+
+    assert without_door_note(out_e) == record == without_door_note(out_s) == json.loads(json.dumps(plain.to_dict(), default=str))
+    compact = without_door_note(out_c)
     assert {k: v for k, v in compact.items() if k not in ("blocking", "fixes")} == {k: record[k] for k in compact if k not in ("blocking", "fixes")}
     assert code_e == code_s == code_c == code_t == (0 if api.winner is not None else 1)
     if api.selected is not None:
@@ -412,7 +430,8 @@ def check_cli_agrees(case: Case, directory: Path) -> None:
         assert out_t.startswith(f"{s.kernel} [{s.backend}, {s.interface.value}] + {s.prepare_finalize}"), out_t
     else:
         assert out_t.startswith(("No MoE kernel is eligible", "No MoE kernel runs", "Requested backend")), out_t
-    assert verdict(api) == verdict(decide(case)), "the config file door changed the selection"
+    derived = replace(case.config, parallel=config.parallel) if case.config.parallel.sequence_parallel is None else case.config
+    assert verdict(api) == verdict(decide(Case(derived, case.env))), "the config file door changed the selection"
 
 
 @lru_cache(maxsize=1)
@@ -526,13 +545,29 @@ def check_why_not_finds_package_fixes(case: Case, backend_name: str) -> None:
                 return
 
 
+def _unknown_device_paths(case: Case) -> set[str]:
+    """The ``device`` fields of the case's config file that the file door refuses, as ``--sm`` /
+    ``--arch`` do (a capability or arch the tables were not written for; the API takes any)."""
+    device = case.config.device
+    paths = {"$.device.capability"} if unknown_capability(device.capability) is not None else set()
+    return paths | ({"$.device.arch"} if unknown_arch(device.platform.value, device.arch) is not None else set())
+
+
 def check_replay_round_trip(case: Case) -> None:
     """The printed replay file turns back into the same config and environment, or the file door
-    refuses the environment values the engine refuses at start (naming each), or else a
-    ``quant_method`` vLLM does not know or moe-oracle does not model (the API takes any name)."""
+    refuses the environment values the engine refuses at start (naming each), an unknown device
+    capability or arch, or else a ``quant_method`` vLLM does not know or moe-oracle does not model
+    (the API takes any name)."""
     from moe_oracle.core.envvars import env_issues
 
     doc = yaml.safe_load(case.replay())
+    if unknown := _unknown_device_paths(case):
+        try:
+            config_from_document(doc, CATALOG, schemas=SCHEMAS)
+        except ConfigError as exc:
+            assert unknown & {i.path for i in exc.issues}, [i.path for i in exc.issues]
+            return
+        raise AssertionError(f"the config file door accepted an unknown device: {sorted(unknown)}")
     refused = env_issues(case.env.env, CATALOG.env_vars, "$.environment.env", release=CATALOG.release(case.env).stand_in)
     method = config_quant_method_issue(case.config.quant_method, answer_release(CATALOG, case.env))
     if method is not None and not refused:  # the environment is read first

@@ -50,6 +50,9 @@ What vLLM defines (citations: release and path; ``Q/`` = model_executor/layers/q
   L/all2all_utils.py ``maybe_roundup_layer_hidden_size`` runs before ``create_weights``);
 * ``experts_even_across_ep``: 0.33.0 L/layer.py (EPLB: ``global_num_experts % ep_size``, with
   ``global_num_experts = num_experts + num_redundant_experts``);
+* ``sequence_parallel``: 0.34.0 vllm/config/parallel.py ``use_sequence_parallel_moe`` (EP, TP > 1,
+  DP > 1; its all2all list and the model class are the inputs door's, held in
+  ``parallel.sequence_parallel``), which P/layer.py ``make_parallel_config`` turns into ``sp_size``;
 * SwiGLU / SiTU parameters: the model's config values, ``none`` when unset (0.33.0
   L/routed_experts.py keeps ``swiglu_limit/alpha/beta`` as given).
 
@@ -91,6 +94,7 @@ DERIVED_HERE = (
     "swiglu_params", "swiglu_alpha", "swiglu_beta", "situ_beta", "situ_linear_beta",
     "model_type", "architecture", "has_hash_routing", "require_decomposed", "cpu_amx_fp8",
     "expert_groups_divide", "trtllm_grouped_routing_fits", "trtllm_fp8_block_groups_fit", "expert_groups_at_most_one",
+    "sequence_parallel",
 )
 """The record's fields this module derives (the ones the reference model once took from the engine)."""
 
@@ -217,6 +221,10 @@ def derived_fields(config: MoEConfig, weight: str | None, activation: str | None
         "weight_groups_aligned": None if group is None else (group == -1 or (config.hidden_size % group == 0 and shard % group == 0)),
         "padded_weight_groups_aligned": None if group is None else (group == -1 or (padded_hidden % group == 0 and shard % group == 0)),
         "experts_even_across_ep": ep == 1 or (config.num_experts + par.num_redundant_experts) % ep == 0,
+        # vLLM 0.34.0 vllm/config/parallel.py use_sequence_parallel_moe is false unless
+        # enable_expert_parallel, tensor_parallel_size > 1 and data_parallel_size > 1; where it can
+        # hold, what the model class passes (parallel.sequence_parallel; None: not known).
+        "sequence_parallel": par.sequence_parallel if (par.use_ep and par.tp_size > 1 and par.dp_size > 1) else False,
         "swiglu_params": not (config.swiglu_limit is None and config.swiglu_alpha is None and config.swiglu_beta is None),
         "model_type": config.model_type,
         "architecture": config.architecture,

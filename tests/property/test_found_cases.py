@@ -30,11 +30,24 @@ def test_ct_w4a8_fp8_on_a_release_before_the_rewrite_bound(name):
 
 
 def test_added_kernel_that_outranks_the_winner_keeps_the_verdicts():
+    # The case as found: since batched_triton without a batched all2all is refused after selection
+    # (vLLM builds a standard P/F and raises at construction; kernels/triton.yaml
+    # triton_batched.standard_prepare_finalize), neither the copy nor triton_batched wins there.
     mutation = added_kernel_mutation()
     grown = inv.decide(ADDED_KERNEL_OUTRANKS_WINNER, inv.compiled(mutation.files))
-    assert grown.kernel == mutation.new_id  # the copy outranks the old winner: the case still bites
-    assert inv.decide(ADDED_KERNEL_OUTRANKS_WINNER).kernel == "triton_batched"
+    assert grown.kernel is None and inv.decide(ADDED_KERNEL_OUTRANKS_WINNER).kernel is None
     inv.check_added_kernel_keeps_verdicts([ADDED_KERNEL_OUTRANKS_WINNER], mutation.files, mutation.new_id)
+
+
+def test_added_kernel_that_outranks_a_winner_with_a_waived_failure_keeps_the_verdicts():
+    # The same bite on a winner whose P/F failure is waived (an unchecked warning): a copy of
+    # flashinfer_cutlass wins, and the old winner's waived payload failure is a failure again.
+    mutation = added_kernel_mutation("flashinfer_cutlass")
+    grown = inv.decide(ONE_SIDED_PAYLOAD_AT_CONSTRUCTION, inv.compiled(mutation.files))
+    assert grown.kernel == mutation.new_id and inv.decide(ONE_SIDED_PAYLOAD_AT_CONSTRUCTION).kernel == "flashinfer_cutlass"
+    old = next(c for c in grown.candidates if c.kernel == "flashinfer_cutlass")
+    assert [f.rule for f in old.failures] == ["flashinfer_nvlink_one_sided.payload"]
+    inv.check_added_kernel_keeps_verdicts([ONE_SIDED_PAYLOAD_AT_CONSTRUCTION], mutation.files, mutation.new_id)
 
 
 def test_added_copy_of_the_winner_keeps_its_assumptions_in_order():

@@ -150,6 +150,10 @@ PLANTS: dict[str, tuple[dict[str, Any], Callable[[pytest.MonkeyPatch], None]]] =
     # Grouped softmax routing (2 of 8 groups): the plant reads only n_group <= 8 as fitting.
     "expert_groups_at_most_one": (dict(num_experts=64, num_expert_group=8, topk_group=2, routing_method="renormalize"),
                                   lambda mp: _edit_record(mp, _set("expert_groups_at_most_one", lambda c, v: True))),
+    # TP 2 x DP 4 with EP and a model class that passes is_sequence_parallel; the plant forgets that
+    # the class passes it (sp_size stays 1).
+    "sequence_parallel": (dict(parallel__tp_size=2, parallel__dp_size=4, parallel__use_ep=True, parallel__sequence_parallel=True),
+                          lambda mp: _edit_record(mp, _set("sequence_parallel", lambda c, v: False))),
     # Not an input (vLLM asks its compiled extension): a changed engine constant is still caught.
     "cpu_amx_fp8": (dict(device=GPU_CATALOG["CPU_X86_64_AMX"].device), lambda mp: _edit_record(mp, _set("cpu_amx_fp8", lambda c, v: True))),
 }
