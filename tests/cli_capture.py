@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+from pathlib import Path
 
 from moe_oracle.cli import main
+from moe_oracle.inputs.models import examples_dir
 
 __all__ = ["cli"]
 
@@ -19,3 +22,17 @@ def cli(*argv: str) -> tuple[int, str, str]:
         except SystemExit as exc:
             code = int(exc.code or 0)
     return code, out.getvalue(), err.getvalue()
+
+
+def edited_example(tmp_path: Path, name: str = "deepseek-r1.json", **changes: object) -> str:
+    """The path of a copy of the shipped example ``name`` (a config.json) with ``changes`` applied at its top level."""
+    cfg = json.loads((examples_dir() / name).read_text(encoding="utf-8"))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**cfg, **changes}), encoding="utf-8")
+    return str(path)
+
+
+def select_json(*argv: str) -> tuple[int, dict, str]:
+    """``moe-oracle select ARGV --json``: exit code, the printed record ({} when none), stderr."""
+    code, out, err = cli("select", *argv, "--json")
+    return code, json.loads(out) if out.strip() else {}, err

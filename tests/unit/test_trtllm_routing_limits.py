@@ -16,21 +16,13 @@ from pathlib import Path
 import pytest
 
 from moe_oracle.inputs.models import examples_dir
-from tests.cli_capture import cli
+from tests.cli_capture import edited_example as _model, select_json as _select
 
 RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 
 
-def _model(tmp_path: Path, name: str = "deepseek-r1.json", **changes) -> str:
-    cfg = json.loads((examples_dir() / name).read_text(encoding="utf-8"))
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**cfg, **changes}), encoding="utf-8")
-    return str(path)
 
 
-def _select(*argv: str) -> tuple[int, dict, str]:
-    code, out, err = cli("select", *argv, "--json")
-    return code, json.loads(out) if out.strip() else {}, err
 
 
 def _blocking(record: dict) -> list[str]:
