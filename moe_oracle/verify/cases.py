@@ -249,6 +249,10 @@ class Answer:
             after the method's ``maybe_roundup_sizes``; ours: :func:`moe_oracle.core.padding.decision_layer_sizes`);
             ``None`` where the harness built no method (the ``direct`` front end). Compared when
             both are ok and both known.
+        later: ours only: a refusal the harness's vLLM side cannot reach for this deployment (the
+            start-up profile run, which it never runs; construction under the ``direct`` front
+            end, which builds no method), as ``"<stage>: <rule ids>"``; the answer (``ok``) is then
+            the kernel the engine selects before that refusal, which is what the two sides compare.
     """
 
     status: str
@@ -259,6 +263,7 @@ class Answer:
     stage: str | None = None
     prepare_finalize: str | None = None
     sizes: tuple[int, int] | None = None
+    later: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -94,7 +94,8 @@ class Coverage:
             selection chose, with why.
         unreached_triples: (family, experts class, backend member) triples our tables selected on
             a compared deployment of the run (so the tables can select them) with no agreeing
-            positive selection (every such deployment a disagreement or a reviewed divergence).
+            positive selection (every such deployment a disagreement or a reviewed divergence),
+            other than those of the :data:`UNREACHABLE` kernels.
     """
 
     selected: Mapping[tuple[str, str, str], int]
@@ -135,9 +136,12 @@ def coverage(records: Iterable[Any], catalog: Any, release: str) -> Coverage:
     selected: Counter[tuple[str, str, str]] = Counter()
     a2a: Counter[str] = Counter()
     kernels: set[str] = set()
+    why_not = unreachable(release)
     ours: set[tuple[str, str, str]] = set()
     for r in records:
-        if r.ours.status == "ok" and r.vllm.status != "unsupported":
+        # An unreachable kernel (why_not) is one the harness cannot make vLLM select: our
+        # selecting it is counted there, not as a triple without an agreeing selection.
+        if r.ours.status == "ok" and r.vllm.status != "unsupported" and r.ours.detail not in why_not:
             ours.add((r.case.family, r.ours.experts or "", r.ours.backend or ""))
         if not (r.agree and r.vllm.status == "ok"):
             continue
@@ -147,7 +151,6 @@ def coverage(records: Iterable[Any], catalog: Any, release: str) -> Coverage:
         if used is not None:
             a2a[used] += 1
     vllm_kernels = sorted(e.id for e in catalog.experts if e.provider == "vllm")
-    why_not = unreachable(release)
     unreached = tuple(k for k in vllm_kernels if k not in kernels and k not in why_not)
     explained = {k: why_not[k] for k in vllm_kernels if k not in kernels and k in why_not}
     return Coverage(dict(selected), dict(a2a), unreached, tuple(b for b in all2all_backends(catalog) if b not in a2a), MappingProxyType(explained),

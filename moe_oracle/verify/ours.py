@@ -192,7 +192,8 @@ class OurSide:
         routed-experts EPLB gate (``layer``, after the method selected). When the engine selects a
         kernel and then refuses the layer (:attr:`Decision.refused`), the refusing checks place it:
         an EPLB gate is ``layer``, a shortcut that raises (``_return_or_raise``) or a method's
-        constructor ``selection``, ``create_weights`` or the experts class ``construction``.
+        constructor ``selection``, ``create_weights`` or the experts class ``construction``, a
+        check the kernel library makes when the kernel first runs ``profile_run``.
         Otherwise the first kernel that fails only late checks (``create_weights`` rules binding
         every kernel, prepare/finalize checks, EPLB gates) is what vLLM selects: ``layer`` when it
         fails an EPLB gate (checked before its weights are created), else ``construction``; with
@@ -220,14 +221,15 @@ class OurSide:
             # checks (made later still, when the kernel is built) do not place the refusal.
             post = decision.ranking.view.after_selection
             failures = decision.candidates[refused].failures
-            cited = {rule_stage(f.reference) for f in failures if f.rule in post} or {rule_stage(f.reference) for f in failures}
+            refusing = {rule_stage(f.reference) for f in failures if f.rule in post}
+            cited = refusing or {rule_stage(f.reference) for f in failures}
             if "layer" in early or "layer" in cited:
                 return "layer"
-            if getattr(decision, "shortcut", None) is not None:
+            if getattr(decision, "shortcut", None) is not None and not refusing:
                 return "selection"  # the oracle's shortcut returns its kernel or raises (_return_or_raise)
             # Otherwise where the refusing check sits: a method's constructor, else create_weights
-            # or the experts class (construction).
-            return "selection" if "selection" in cited else "construction"
+            # or the experts class (construction), else the kernel's first forward (profile_run).
+            return "selection" if "selection" in cited else ("construction" if "construction" in cited else "profile_run")
         for stage in ("config", "layer", "selection"):
             if stage in early:
                 return stage
@@ -245,7 +247,10 @@ class OurSide:
             config = config_for(dep, self.release)
             decision = self.oracle.select(config, environment_for(dep, self.release))
         except NoEligibleKernelError as exc:
-            return Answer("error", detail=f"nothing eligible ({exc.decision.summary()})"[:300], stage=self.stage(exc.decision))
+            stage = self.stage(exc.decision)
+            if exc.decision.refused is not None and (stage == "profile_run" or (stage == "construction" and dep.front_end == "direct")):
+                return self._selected_before(dep, exc.decision, stage)
+            return Answer("error", detail=f"nothing eligible ({exc.decision.summary()})"[:300], stage=stage)
         except (ConfigError, ValueError) as exc:
             return Answer("error", detail=f"refused: {exc}"[:300], stage="config")
         row = decision.rows[decision.winner]
@@ -262,6 +267,24 @@ class OurSide:
         sizes = decision_layer_sizes(decision) if dep.front_end != "direct" else None
         padded = (sizes.padded_hidden_size, sizes.padded_intermediate_size_per_partition) if sizes is not None else None
         return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id, prepare_finalize=self.pf_answer(decision), sizes=padded)
+
+    def _selected_before(self, dep: Deployment, decision: Any, stage: str) -> Answer:
+        """The kernel the engine selects before refusing the layer at ``stage``, a stage the
+        harness's vLLM side does not reach for ``dep`` (:attr:`Answer.later`): vLLM's side stops
+        after selection under the ``direct`` front end, and it never runs the start-up profile
+        run. Its prepare/finalize is the one vLLM would build for it (where it is built)."""
+        row = decision.rows[decision.refused]
+        entry = row.entry
+        post = decision.ranking.view.after_selection
+        rules = ", ".join(sorted({f.rule for f in row.failures if f.rule in post}))
+        family = decision.normalized.values.get("quant_family") or dep.family
+        try:
+            backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut, self.release)
+        except UnknownBackend as exc:
+            backend = f"(unknown: {exc})"
+        built = decision.ranking.built_pf(decision.refused) if stage == "profile_run" else None
+        return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id,
+                      prepare_finalize=built.upstream if built is not None else None, later=f"{stage}: {rules}")
 
     def pf_answer(self, decision: Any) -> str | None:
         """What building the winner's prepare/finalize gives: its vLLM class, or ``PF_RAISES`` and

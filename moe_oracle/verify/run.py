@@ -215,6 +215,8 @@ class ReleaseReport:
             "unexplained": len(self.unexplained),
             "not_driven": len(self.records) - len(rows),
             "not_driven_at_start": sum(r.vllm.status == "unsupported" and r.vllm.stage == "config" for r in self.records),
+            # Our refusals past what the vLLM side reaches (Answer.later): compared as selections.
+            "refused_later": dict(Counter(r.ours.later.split(":")[0] for r in rows if r.ours.later)),
             "by_family": {k: {"agree": a, "compared": n, "agreement": round(a / n, 5) if n else 1.0, "full_agreement": round(f / n, 5) if n else 1.0}
                           for k, (a, n, f) in self.by_family().items()},
             "timings": self.timings,

@@ -141,3 +141,16 @@ def test_a_triple_our_tables_selected_counts_until_vllm_agrees_on_it():
     assert coverage([SimpleNamespace(case=dep, vllm=not_driven, ours=ours, agree=False)], catalog, NEWEST).unreached_triples == ()
     met = coverage([SimpleNamespace(case=dep, vllm=theirs, ours=ours, agree=False), SimpleNamespace(case=dep, vllm=ours, ours=ours, agree=True)], catalog, NEWEST)
     assert met.unreached_triples == () and met.selected == {("unquantized", "TritonExperts", "TRITON"): 1}
+
+
+def test_a_triple_of_an_unreachable_kernel_is_not_counted_unreached():
+    # CI on 1aec2c9 (vLLM 0.30.0): a random ROCm deployment with aiter and flydsl made our tables
+    # select AiterMxfp8Experts, which the harness cannot make vLLM select (coverage.UNREACHABLE).
+    catalog = default_catalog().for_version("0.30.0")
+    dep = Deployment(platform="rocm", arch="gfx950", family="mxfp8")
+    ours = Answer("ok", experts="AiterMxfp8Experts", backend="AITER_MXFP8", detail="aiter_mxfp8")
+    theirs = Answer("ok", experts="Mxfp8NativeTritonExperts", backend="TRITON_MXFP8", detail="")
+    cov = coverage([SimpleNamespace(case=dep, vllm=theirs, ours=ours, agree=False)], catalog, "0.30.0")
+    assert cov.unreached_triples == () and "aiter_mxfp8" in cov.unreachable
+    ours = Answer("ok", experts="TritonExperts", backend="TRITON", detail="triton")
+    assert coverage([SimpleNamespace(case=dep, vllm=theirs, ours=ours, agree=False)], catalog, "0.30.0").unreached_triples == (("mxfp8", "TritonExperts", "TRITON"),)

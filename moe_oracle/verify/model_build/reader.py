@@ -216,7 +216,11 @@ def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, inp
         pf = a2a.maybe_make_prepare_finalize(**kwargs)
     except Exception as exc:  # noqa: BLE001 - vLLM refusing to build the P/F (recorded)
         return {"class": None, "error": f"{type(exc).__name__}: {exc}"[:200]}
-    if pf is not None and type(pf).__name__ in _POST_INIT_REFUSES:
+    fmt = getattr(pf, "activation_format", None) if pf is not None else None
+    # make_moe_kernel refuses experts whose format is not a superset of the P/F's before it
+    # builds them (vLLM 0.34.0 P/oracle/base.py), so post_init_setup is never reached then; the
+    # caller reports the mismatch.
+    if pf is not None and type(pf).__name__ in _POST_INIT_REFUSES and _serves(experts_cls, fmt):
         try:
             # FusedMoEKernel.__init__ ends with prepare_finalize.post_init_setup(fused_experts)
             # (vLLM 0.34.0 P/modular_kernel.py _post_init_setup): the experts built as the
@@ -224,10 +228,17 @@ def prepare_finalize_of(moe: Any, method: Any, layer: Any, experts_cls: Any, inp
             pf.post_init_setup(experts_cls(moe_config=moe, quant_config=quant_config))
         except Exception as exc:  # noqa: BLE001 - vLLM refusing to build the kernel (recorded)
             return {"class": None, "error": f"{type(pf).__name__}.post_init_setup: {type(exc).__name__}: {exc}"[:200]}
-    fmt = getattr(pf, "activation_format", None) if pf is not None else None
     fmt_value = getattr(fmt, "value", None)
     return {"class": type(pf).__name__ if pf is not None else None, "error": None,
             "activation_format": fmt_value[0] if isinstance(fmt_value, tuple) else fmt_value, "loaded_names_bound": bound}
+
+
+def _serves(experts_cls: Any, pf_format: Any) -> bool:
+    """Whether experts of class ``experts_cls`` take a P/F of activation format ``pf_format``: the
+    release's ``FusedMoEActivationFormat.is_superset`` (0.34.0), else equal formats."""
+    own = experts_cls.activation_format()
+    superset = getattr(own, "is_superset", None)
+    return bool(superset(pf_format)) if callable(superset) else own == pf_format
 
 
 def _hash_routed(moe: Any, router: Any) -> bool:
