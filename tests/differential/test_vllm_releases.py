@@ -111,7 +111,8 @@ def test_release_agrees_with_its_own_selection_code(vllm_env, release):
     if out and rel.unexplained:
         write_disagreements(report, Path(out))
     print(f"vLLM {release}: {summary['agree']}/{summary['compared']} agree ({100 * summary['agreement']:.2f} %), "
-          f"{summary['unexplained']} unexplained, {summary['not_driven']} not driven, {summary['timings']}")
+          f"{summary['unexplained']} unexplained, {summary['not_driven']} not driven, "
+          f"ours refused past what the harness runs (compared as selections) {summary['refused_later'] or 'none'}, {summary['timings']}")
     stages = summary["refusal_stages"]
     print(f"  full comparison (class, format, backend member, refusal stage, P/F): {100 * summary['full_agreement']:.2f} %; "
           f"refusal stage {stages['same_stage']}/{stages['both_refuse']}; differs in {summary['differs_in']}; stage pairs {stages['pairs']}")
