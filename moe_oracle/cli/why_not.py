@@ -27,6 +27,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     from ..core.errors import ConfigError
     from ..core.oracle import Oracle
     from ..explain.whynot import why_not
+    from ..inputs.declared import engine_release
     from ..inputs.deployment import admissible, build_deployment
 
     deployment = build_deployment(operator_inputs(args), catalog)
@@ -38,9 +39,12 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     # The model itself is always kept on the command line: an operator cannot change its activation.
     result = why_not(Oracle(catalog, env, policy=args.policy), config, args.backend, n=args.alternatives, keep={*keep, "model"}, admissible=admissible(deployment, catalog))
     warnings = release_warnings(catalog, [(None, env)])
+    release = engine_release(catalog, env)
     if args.json:
-        print_json({**result.to_dict(), "warnings": warnings})
+        print_json({**result.to_dict(), "engine": release.to_dict() if release is not None else None, "notes": list(notes), "warnings": warnings})
     else:
+        # The release line explain prints: which vLLM the fixes are for, and how it was known.
+        print(f"Answer for: {release.label() if release is not None else 'engine release unknown'}; {args.view} view, {args.policy} policy")
         for warning in warnings:
             print(f"WARNING: {warning}")
         for note in notes:
