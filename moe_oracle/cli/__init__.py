@@ -18,7 +18,7 @@ from ..verify import cli as verify_cli
 from . import diff, info, lint, matrix, plan, run, select, why_not
 from .common import EXIT_BAD_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, load_tables, print_json
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "Parser", "build_parser", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "JsonErrorParser", "Parser", "build_parser", "main"]
 
 _TOP_EPILOG = """\
 Describe the deployment the way you run it: a vllm serve line and the machine's packages
@@ -53,7 +53,40 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+class JsonErrorParser(Parser):
+    """:class:`Parser` for a command line with ``--json``: what argparse refuses (``--tp 1e3``,
+    ``--max-tokens -5``, a missing ``--backend``, an unknown flag) prints the bad-input record
+    (``schemas/error.schema.json``) on stdout, as every other bad input does, instead of usage on
+    stderr; the exit code is still 2. Its subcommand parsers are of this class too
+    (``add_subparsers`` makes them of the top parser's class).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["exit_on_error"] = False  # ArgumentError reaches parse_known_args, naming its flag
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        try:
+            return super().parse_known_args(args, namespace)
+        except argparse.ArgumentError as err:
+            self._refuse(err.argument_name, err.message)
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self._refuse(None, message)
+
+    def _refuse(self, flag: str | None, message: str) -> Any:
+        from ..core.errors import ConfigError, InputIssue
+
+        issue = InputIssue(path=flag or self.prog, message=message, keyword="argparse")
+        headline = None if flag else f"bad arguments of {self.prog}"
+        try:
+            print_json(ConfigError([issue], headline).naming_flags().to_dict())
+        except BrokenPipeError:
+            pass
+        self.exit(EXIT_BAD_INPUT)
+
+
+def build_parser(commands: Collection[str] | None = None, *, json_errors: bool = False) -> argparse.ArgumentParser:
     """The argparse tree (exposed for tests and docs).
 
     ``commands``: fill in the arguments of these subcommands only (``None``: of all of them).
@@ -61,12 +94,13 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     the top-level help and every error message are the same; argparse reads the arguments of the
     one subcommand it runs, and nothing else. :func:`main` passes the words of its command line,
     one of which names that subcommand exactly (argparse matches a subcommand name exactly).
+    ``json_errors``: argparse's refusals print the bad-input record (:class:`JsonErrorParser`).
     """
 
     def filled(name: str) -> bool:
         return commands is None or name in commands
 
-    parser = Parser(
+    parser = (JsonErrorParser if json_errors else Parser)(
         prog="moe-oracle",
         description="Choose the fused MoE kernel for a model layer on a given machine, and say why.",
         epilog=_TOP_EPILOG,
@@ -142,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         _freeze_at_exit()
     words = sys.argv[1:] if argv is None else argv
-    parser = build_parser(commands=frozenset(words))  # the arguments of the command run, not of all ten
+    # the arguments of the command run, not of all ten; with --json, argparse's refusals as JSON too
+    parser = build_parser(commands=frozenset(words), json_errors="--json" in words)
     args, extras = parser.parse_known_args(words)
     if extras:
         parser.error(_unrecognized(extras))

@@ -107,7 +107,7 @@ class LastWins(argparse.Action):
 def name_arg(text: str) -> str:
     """argparse type: a non-empty name."""
     if not text.strip():
-        raise argparse.ArgumentTypeError("expected a non-empty name")
+        raise argparse.ArgumentTypeError(f"expected a non-empty name, got {text!r}")
     return text
 
 
