@@ -4,7 +4,9 @@
 in :mod:`.common`. Every subcommand hands its flags to the one door
 (:mod:`moe_oracle.inputs.deployment`) as :class:`~moe_oracle.inputs.operator_inputs.OperatorInputs`.
 
-Exit codes: 0 selected (or the command succeeded), 1 nothing eligible, 2 bad input.
+Exit codes: 0 selected (or the command succeeded), 1 the answer is no (nothing eligible, no change
+found, a layer group without a kernel, lint findings), 2 bad input, 3 an optional dependency is
+missing (``run`` without torch). Each subcommand's ``--help`` states its own (``common.EXIT_CODES_*``).
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from typing import Any, Collection, Sequence
 from ..core._resources import PACKAGE_VERSION as __version__
 from ..verify import cli as verify_cli
 from . import diff, info, lint, matrix, plan, run, select, why_not
-from .common import EXIT_BAD_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, load_tables, print_json
+from .common import EXIT_BAD_INPUT, EXIT_MISSING_DEPENDENCY, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, load_tables, print_json
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "JsonErrorParser", "Parser", "build_parser", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_MISSING_DEPENDENCY", "EXIT_NONE", "EXIT_OK", "JsonErrorParser", "Parser", "build_parser", "main"]
 
 _TOP_EPILOG = """\
 Describe the deployment the way you run it: a vllm serve line and the machine's packages
@@ -34,8 +36,10 @@ Every answer names the engine release it is for (--package vllm==X, --environmen
 pip freeze or collect_env output, or --probe; else the newest modelled release, assumed). --json on explain, select, why-not,
 diff, plan, lint and run for machines.
 
-exit codes: 0 a kernel was selected (or the command succeeded), 1 nothing eligible (the
-full record is printed), 2 bad input (flags, config files, tables).
+exit codes: 0 a kernel was selected (or the command succeeded), 1 the answer is no (nothing
+eligible, no change found, a layer group without a kernel, lint findings; the record is printed),
+2 bad input (flags, config files, tables), 3 an optional dependency is missing (run without
+torch). COMMAND --help states the codes of each command.
 """
 
 
@@ -170,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Without ``argv`` (the script, ``python -m moe_oracle``) the command line is the process's:
     :func:`_freeze_at_exit`.
     """
-    from ..core.errors import ConfigError, TableError
+    from ..core.errors import ConfigError, MissingDependencyError, TableError
 
     _escape_unencodable_output()
     if argv is None:
@@ -206,8 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run.run(args, catalog)
         if args.command == "plan":
             return plan.cmd_plan(args, catalog)
-    except (ConfigError, TableError) as exc:
+    except (ConfigError, TableError, MissingDependencyError) as exc:
         exc = exc.naming_flags()  # the API's headline names Device.capability; the command line's --sm
+        code = EXIT_MISSING_DEPENDENCY if isinstance(exc, MissingDependencyError) else EXIT_BAD_INPUT
         try:
             if getattr(args, "json", False):
                 print_json(exc.to_dict())
@@ -215,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"moe-oracle: error: {exc}", file=sys.stderr)
         except BrokenPipeError:  # the reader stopped reading (| head); the exit code still says bad input
             pass
-        return EXIT_BAD_INPUT
+        return code
     except BrokenPipeError:
         return EXIT_OK
     parser.error(f"unknown command {args.command!r}")

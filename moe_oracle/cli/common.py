@@ -13,9 +13,19 @@ from typing import Any
 from ..inputs.operator_inputs import OperatorInputs
 from ..inputs.paths import user_directory
 
-__all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json"]
+__all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_CODES_ALWAYS", "EXIT_CODES_LINT", "EXIT_CODES_PLAN", "EXIT_CODES_RUN", "EXIT_CODES_SELECT", "EXIT_CODES_WHY_NOT", "EXIT_MISSING_DEPENDENCY", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json"]
 
-EXIT_OK, EXIT_NONE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_NONE, EXIT_BAD_INPUT, EXIT_MISSING_DEPENDENCY = 0, 1, 2, 3
+
+# Each command's --help states the exit codes it returns (an answer's "no" is 1, bad input 2).
+EXIT_CODES_SELECT = "exit codes: 0 a kernel was selected, 1 nothing eligible (what blocks and the ranked fixes are printed), 2 bad input."
+EXIT_CODES_WHY_NOT = ("exit codes: 0 BACKEND is eligible already or changes that make it eligible were found, 1 no change\n"
+                      "  found (what blocks is printed), 2 bad input.")
+EXIT_CODES_PLAN = "exit codes: 0 every MoE layer group got a kernel, 1 some group got none (the plan is printed), 2 bad input."
+EXIT_CODES_RUN = ("exit codes: 0 the kernel ran, 1 nothing eligible or this runtime cannot build the selected kernel,\n"
+                  "  2 bad input, 3 an optional dependency is missing (torch: pip install 'moe-oracle[runtime]').")
+EXIT_CODES_LINT = "exit codes: 0 no errors (and, with --strict, no warnings), 1 errors (with --strict, warnings too), 2 bad input (tables that do not load, a --tables that is no directory)."
+EXIT_CODES_ALWAYS = "exit codes: 0 printed, 2 bad input."
 
 EPILOG_INPUT = """\
 inputs:
@@ -49,8 +59,6 @@ policy:
   --policy faithful (default) answers what vLLM does, including kernels with known bugs and kernels
   an engine path returns without checking them (each with a warning naming the safe alternative).
   --policy safe rejects known-bad kernels (reason known_bad) and applies every check everywhere.
-
-exit codes: 0 selected, 1 nothing eligible (record printed), 2 bad input.
 """
 
 

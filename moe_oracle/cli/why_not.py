@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EPILOG_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, name_arg, operator_inputs, positive_int, print_json, release_warnings
+from .common import EPILOG_INPUT, EXIT_CODES_WHY_NOT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, name_arg, operator_inputs, positive_int, print_json, release_warnings
 
 __all__ = ["add_parser", "run"]
 
@@ -13,7 +13,7 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any, filled: Any) -> None:
     """Register ``why-not`` (its arguments when ``filled("why-not")``)."""
     fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=EPILOG_INPUT + "\nexamples:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8        (another GPU)\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device   (none without one: what blocks)", formatter_class=fmt)
+    p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=EPILOG_INPUT + "\nexamples:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8        (another GPU)\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device   (none without one: what blocks)\n\n" + EXIT_CODES_WHY_NOT, formatter_class=fmt)
     if filled("why-not"):
         p.add_argument("--backend", required=True, type=name_arg, metavar="NAME", help="backend id or moe_backend alias")
         p.add_argument("--alternatives", type=positive_int, default=3, metavar="N", help="show up to N ranked alternatives (default 3; equal costs are marked as ties)")
@@ -23,7 +23,8 @@ def add_parser(sub: Any, filled: Any) -> None:
 
 
 def run(args: argparse.Namespace, catalog: Any) -> int:
-    """Run ``why-not``; returns the exit code (0 found or already eligible, 1 nothing found)."""
+    """Run ``why-not``; returns the exit code (0 found or already eligible, 1 nothing found:
+    :data:`~.common.EXIT_CODES_WHY_NOT`)."""
     from ..core.errors import ConfigError
     from ..core.oracle import Oracle
     from ..explain.whynot import why_not

@@ -15,6 +15,7 @@ from .names import ascii_lower
 __all__ = [
     "ConfigError",
     "InputIssue",
+    "MissingDependencyError",
     "MoEOracleError",
     "TableError",
     "did_you_mean",
@@ -358,6 +359,13 @@ class ConfigError(_IssuesError, ValueError):
     """A MoEConfig, model config, environment declaration or CLI flag is invalid."""
 
     headline = "invalid MoE configuration"
+
+
+class MissingDependencyError(_IssuesError):
+    """An optional dependency a command needs is not installed (``run`` without torch): the input
+    is fine and the same command works once it is installed, so the CLI exits 3, not 2."""
+
+    headline = "missing optional dependency"
 
 
 class TableError(_IssuesError):

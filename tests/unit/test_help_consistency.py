@@ -43,3 +43,52 @@ def test_a_name_why_not_refuses_for_mapping_to_no_kernel_is_not_offered() -> Non
     with pytest.raises(ConfigError) as exc:
         why_not(Oracle.default(), cfg, "aiter_mega_moe")
     assert "names no kernel" in exc.value.issues[0].message and "aiter_mega_moe" not in exc.value.issues[0].allowed
+
+
+@pytest.mark.parametrize(
+    "command, codes",
+    [
+        ("explain", ("0 a kernel was selected", "1 nothing eligible", "2 bad input")),
+        ("select", ("0 a kernel was selected", "1 nothing eligible", "2 bad input")),
+        ("why-not", ("0 BACKEND is eligible already or changes that make it eligible were found", "1 no change found", "2 bad input")),
+        ("plan", ("0 every MoE layer group got a kernel", "1 some group got none", "2 bad input")),
+        ("run", ("0 the kernel ran", "1 nothing eligible", "2 bad input", "3 an optional dependency is missing")),
+        ("lint", ("0 no errors", "1 errors", "2 bad input")),
+        ("diff", ("0 it ran", "2 bad input")),
+        ("matrix", ("0 printed", "2 bad input")),
+        ("examples", ("0 printed",)),
+        ("codes", ("0 printed",)),
+        ("verify", ("exit codes: 0",)),
+    ],
+)
+def test_every_command_help_states_its_own_exit_codes(command: str, codes: tuple[str, ...]) -> None:
+    """Before, why-not's --help said "0 selected, 1 nothing eligible" (it answers found / not found),
+    plan's said nothing though it exits 1, and run without torch exited 2 ("bad input")."""
+    _, out, _ = cli(command, "--help")
+    text = " ".join(out.split())
+    assert "exit codes:" in text
+    for code in codes:
+        assert code in text, (command, code)
+    if command != "explain" and command != "select":
+        assert "0 selected, 1 nothing eligible" not in text
+
+
+def test_why_not_exit_codes_are_the_ones_its_help_states() -> None:
+    found = cli("why-not", "--backend", "flashinfer_trtllm", "--model", "gpt-oss-120b", "--gpu", "H200", "--tp", "8")
+    none = cli("why-not", "--backend", "flashinfer_trtllm", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--keep", "device")
+    assert (found[0], none[0]) == (0, 1)
+
+
+def test_run_without_torch_exits_3_with_the_error_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import jsonschema
+
+    from moe_oracle.core._resources import schema_dir
+
+    monkeypatch.setitem(sys.modules, "moe_oracle.runtime.runner", None)  # as where torch is not installed
+    code, out, _ = cli("run", "--model", "qwen3-30b-a3b", "--tokens", "16", "--json")
+    assert code == 3
+    record = json.loads(out)
+    jsonschema.validate(record, json.loads((schema_dir() / "bundled" / "error.schema.json").read_text(encoding="utf-8")))
+    assert record["error"] == "MissingDependencyError" and "torch" in record["issues"][0]["message"]
