@@ -44,7 +44,8 @@ environment:
   predicates on them abstain and the Decision lists them as assumptions. --environment FILE
   reads `pip freeze`, `pip list --format=json`, `uv pip list` or `vllm collect-env` output
   (collect-env also names the GPU). --package NAME==VER (or NAME @ URL) declares an installed
-  package, --without NAME an absent one, --env VAR=VALUE an environment variable, parsed as
+  package (a bare NAME: installed, version unknown, so the checks on it abstain as if it were
+  undeclared), --without NAME an absent one, --env VAR=VALUE an environment variable, parsed as
   the answer's vLLM release parses it (VLLM_USE_DEEP_GEMM=true makes vLLM fail at start: exit 2).
   Names no table reads are accepted and listed in a note. --probe reads this machine instead
   and says which interpreter and site-packages it read.
@@ -154,7 +155,7 @@ def add_input_args(p: argparse.ArgumentParser, *, whole_model: bool = False) -> 
     dep.add_argument("--max-tokens", action=Once, type=positive_int, metavar="N", help="largest number of tokens per call")
     env = p.add_argument_group("environment")
     env.add_argument("--environment", action=Once, metavar="FILE", help="read installed packages (and, from vllm collect-env, the GPU and env vars) from pip freeze / pip list --format=json / uv pip list / vllm collect-env output; --gpu/--platform (or a --config file's device) win over the file's GPU, with a note")
-    env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable; NAME @ URL and local versions such as +cu130 accepted)")
+    env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable; NAME @ URL and local versions such as +cu130 accepted). A bare NAME, as why-not's fixes write it, declares it installed at an unknown version: the checks on it abstain as for an undeclared package (listed as assumptions, with a note)")
     env.add_argument("--without", action="append", default=[], metavar="NAME", help="declare a package absent (repeatable)")
     env.add_argument("--env", action="append", default=[], metavar="VAR=VALUE", help="declare an environment variable (repeatable)")
     env.add_argument("--tool", action="append", default=[], metavar="NAME[=yes|no]", help="declare a host tool found or not (repeatable): nvcc (on PATH; also the nvcc FlashInfer's JIT runs unless jit_nvcc is declared), jit_nvcc, ninja. Without flashinfer-cubin, vLLM's FlashInfer kernels need them (unknown: assumed found)")

@@ -92,3 +92,19 @@ def test_run_without_torch_exits_3_with_the_error_record(monkeypatch: pytest.Mon
     record = json.loads(out)
     jsonschema.validate(record, json.loads((schema_dir() / "bundled" / "error.schema.json").read_text(encoding="utf-8")))
     assert record["error"] == "MissingDependencyError" and "torch" in record["issues"][0]["message"]
+
+
+def test_a_bare_package_name_is_documented_and_its_note_agrees_with_the_assumption() -> None:
+    """Before, ``--package flashinfer-python`` (help: NAME==VERSION) was taken silently as installed
+    at an unknown version, and explain noted "version rules on it abstain" while listing
+    "packages.flashinfer-python is unknown; assumed installed": the installed check abstained too.
+    It is deliberate (why-not's fixes write ``--package flashinfer-cubin``): the help says so and
+    the note names the assumption."""
+    _, out, _ = cli("explain", "--help")
+    assert "A bare NAME, as why-not's fixes write it, declares it installed at an unknown version" in " ".join(out.split())
+    code, out, err = cli("explain", "--model", "gpt-oss-120b", "--gpu", "B200", "--tp", "8", "--package", "flashinfer-python", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert any(a["field"] == "packages.flashinfer-python" for a in record["assumptions"])
+    note = next(n for n in record["notes"] if n.startswith("flashinfer-python is declared installed without a version"))
+    assert "(installed, version) abstain" in note and "packages.flashinfer-python is unknown" in note and "--package flashinfer-python==VERSION" in note
