@@ -97,6 +97,18 @@ class Deployment:
         return issues
 
 
+def device_required(given: OperatorInputs, model_flag: str | None = None) -> ConfigError:
+    """No device from any input. With ``--environment FILE`` given, the file named no GPU (a pip
+    freeze never does; a collect-env report without one) and the flag to add is said, not the
+    file again (the message once sent the operator back to the collect-env report they gave)."""
+    with_flag = f" with {model_flag.split()[0]}" if model_flag else ""
+    if given.environment:
+        message = (f"the device is required{with_flag}: --environment {given.environment} names no GPU (only a vllm collect-env report "
+                   "lists one, under 'GPU models and configuration'): add --gpu NAME, or --platform (with --sm/--arch)")
+        return ConfigError([InputIssue("--gpu", message, None, None)])
+    return ConfigError([InputIssue("--gpu", f"the device is required{with_flag}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
+
+
 def device_from_inputs(given: OperatorInputs):
 
     if given.gpu:
@@ -291,7 +303,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         except ConfigError as exc:
             raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path, model_flag, shown=ref.shown_as()), file=ref.shown_as(), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=quant_file, beside_file=beside_file)) from None
         if device is None:
-            raise ConfigError([InputIssue("--gpu", f"the device is required with {model_flag.split()[0]}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
+            raise device_required(given, model_flag)
         kwargs = dict(ck.kwargs)
         ck_quant, ck_scheme = ck.quant, kwargs.get("quant")
         ck_prov = tuple(ck.provenance)
