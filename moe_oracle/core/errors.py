@@ -10,7 +10,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from .names import ascii_lower
+from .names import ascii_lower, escaped
 
 __all__ = [
     "ConfigError",
@@ -178,8 +178,9 @@ class InputIssue:
 
     def text(self) -> str:
         """:attr:`message` as printed: an echo of a long input shortened to its start and length
-        (:func:`_clipped`; :attr:`value` keeps the input whole)."""
-        return _clipped(self.message, self.value)
+        (:func:`_clipped`; :attr:`value` keeps the input whole), characters that are not
+        printable escaped (:func:`~.names.escaped`, as ``repr`` escapes the ``got`` value)."""
+        return escaped(_clipped(self.message, self.value))
 
     def format(self) -> str:
         where = _clipped(":".join(p for p in (self.file, self.entry) if p))

@@ -21,6 +21,7 @@ from ..core.config import Device, MoEConfig, ParallelConfig, Provenance
 from ..core.environment import Environment, probe_device, probe_environment
 from ..core.envvars import env_issues
 from ..core.errors import ConfigError, InputIssue
+from ..core.names import escaped
 from ..core.refusals import FLAG, Origin, refusals, where_given
 from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
@@ -371,7 +372,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     quant_notes, gate = _verify_quantization(given, catalog, config, env, serve, ck_quant, ck_scheme)
-    return Deployment(given, config, env, engine_release(catalog, env), tuple(notes + quant_notes), serve, gate, engine_experts, architecture)
+    # Notes echo values from input files and flags (config.json's architectures): escaped as errors echo them.
+    return Deployment(given, config, env, engine_release(catalog, env), tuple(escaped(n) for n in notes + quant_notes), serve, gate, engine_experts, architecture)
 
 
 def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[ModelReference, dict[str, Any], list[str]]:

@@ -15,6 +15,7 @@ from ..core.catalog import Catalog
 from ..core.config import Device, ParallelConfig, Provenance
 from ..core.environment import Environment, probe_device
 from ..core.errors import ConfigError, InputIssue
+from ..core.names import escaped
 from ..core.placement import places_experts
 from ..core.refusals import FLAG, Origin, where_given
 from ..core.requests import check_request, resolve_request
@@ -214,7 +215,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     return ModelDeployment(
         given=given, checkpoint=checkpoint, environment=env, release=engine_release(catalog, env), device=device, parallel=parallel,
         moe_backend=given.moe_backend or "auto", draft_moe_backend=given.draft_moe_backend if include_draft else None, draft_source="--draft-moe-backend" if draft_flag else None,
-        include_draft=include_draft, draft_by_serve=serve is not None and include_draft, provenance=tuple(prov), notes=tuple(notes),
+        include_draft=include_draft, draft_by_serve=serve is not None and include_draft, provenance=tuple(prov), notes=tuple(escaped(n) for n in notes),  # as Deployment's: echoed values escaped
     )
 
 
