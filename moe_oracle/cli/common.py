@@ -135,7 +135,7 @@ def add_input_args(p: argparse.ArgumentParser, *, whole_model: bool = False) -> 
     src.add_argument("--model", action=Once, type=name_arg, metavar="CONFIG_JSON", help="a Hugging Face config.json or checkpoint directory, a shipped example's name, or the Hugging Face id that names one (nothing is downloaded)")
     src.add_argument("--serve", action=Once, type=name_arg, metavar="'vllm serve MODEL ...'", help="a vllm serve command line (one quoted string): model and deployment flags as the answer's vLLM release (--package vllm==X, --environment, --probe) reads them")
     src.add_argument("--hf-quant-config", action=Once, metavar="FILE", help="hf_quant_config.json, or a config.json carrying quantization_config, or a shipped example's name (overrides the model's quantization_config)")
-    src.add_argument("--quant", action=LastWins, type=name_arg, metavar="NAME", help=argparse.SUPPRESS if whole_model else "override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk; case and -/_ ignored)")
+    src.add_argument("--quant", action=LastWins, type=name_arg, metavar="NAME", help=argparse.SUPPRESS if whole_model else "override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk; case and -/_ ignored); a note says when it replaces the checkpoint's quantization or --hf-quant-config's")
     dev = p.add_argument_group("device")
     dev.add_argument("--gpu", action=LastWins, type=name_arg, metavar="NAME", help=gpu_help())
     dev.add_argument("--platform", action=Once, choices=["cuda", "rocm", "cpu", "xpu", "tpu"], help="platform, when no --gpu")

@@ -346,6 +346,9 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     if given.quant:
         changes["quant"] = parse_quant(given.quant)
         prov.append(Provenance("quant", flag, f"--quant {given.quant}"))
+        if ck_quant is not None or ck_scheme is not None or given.model or serve is not None:
+            replaced = _quant_replaced(given, changes["quant"], ck_scheme)
+            notes += [replaced] if replaced else []
     for attr, key in (("lora", "lora"), ("batch_invariant", "batch_invariant")):
         if getattr(given, attr) is not None:
             changes[key] = getattr(given, attr)
@@ -393,6 +396,17 @@ def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[M
     hf_cfg = load_hf_config(ref.path, shown=ref.shown_as())
     refuse_quant_config_as_model(hf_cfg, ref.shown_as())
     return ref, hf_cfg, [ref.note] if ref.note else []
+
+
+def _quant_replaced(given: OperatorInputs, scheme: Any, ck_scheme: Any) -> str | None:
+    """The note that ``--quant`` replaced the checkpoint's quantization (``None`` when it names the
+    checkpoint's own scheme): the answer is then for another checkpoint, which the flag alone says."""
+    if scheme == ck_scheme:
+        return None
+    source = f"--hf-quant-config {given.hf_quant_config}" if given.hf_quant_config else "the checkpoint's quantization_config"
+    quantized = ck_scheme is not None and ck_scheme.weight is not None
+    had = f"{ck_scheme.name} ({source})" if quantized else "(none: the checkpoint is not quantized)"
+    return f"--quant {given.quant} replaces the checkpoint's quantization {had}: the answer is for the layer quantized as {scheme.name}, a checkpoint other than the one given"
 
 
 def _verify_quantization(given: OperatorInputs, catalog: Catalog, config: MoEConfig, env: Environment, serve: ServeArgs | None, ck_quant: Any, ck_scheme: Any) -> tuple[list[str], CheckpointGate | None]:

@@ -108,3 +108,27 @@ def test_a_bare_package_name_is_documented_and_its_note_agrees_with_the_assumpti
     assert any(a["field"] == "packages.flashinfer-python" for a in record["assumptions"])
     note = next(n for n in record["notes"] if n.startswith("flashinfer-python is declared installed without a version"))
     assert "(installed, version) abstain" in note and "packages.flashinfer-python is unknown" in note and "--package flashinfer-python==VERSION" in note
+
+
+@pytest.mark.parametrize(
+    "argv, had",
+    [
+        (("--model", "qwen3-30b-a3b-fp8"), "fp8_block (the checkpoint's quantization_config)"),
+        (("--model", "qwen3-30b-a3b", "--hf-quant-config", "qwen3-30b-a3b-fp8"), "fp8_block (--hf-quant-config qwen3-30b-a3b-fp8)"),
+        (("--model", "qwen3-30b-a3b"), "(none: the checkpoint is not quantized)"),
+    ],
+    ids=["checkpoint", "hf-quant-config", "unquantized"],
+)
+def test_quant_replacing_the_checkpoints_quantization_is_noted(argv: tuple[str, ...], had: str) -> None:
+    """Before, --quant replaced the checkpoint's (or --hf-quant-config's) quantization silently."""
+    note = f"--quant nvfp4 replaces the checkpoint's quantization {had}: the answer is for the layer quantized as nvfp4, a checkpoint other than the one given"
+    code, out, err = cli("explain", *argv, "--gpu", "B200", "--quant", "nvfp4", "--json")
+    assert code == 0, err
+    assert note in json.loads(out)["notes"]
+    code, out, err = cli("select", *argv, "--gpu", "B200", "--quant", "nvfp4")
+    assert code == 0 and f"note: {note}" in err.splitlines()
+
+
+def test_quant_naming_the_checkpoints_own_scheme_adds_no_note() -> None:
+    code, out, _ = cli("explain", "--model", "qwen3-30b-a3b-fp8", "--gpu", "B200", "--quant", "fp8_block", "--json")
+    assert code == 0 and not any("replaces the checkpoint's quantization" in n for n in json.loads(out)["notes"])
