@@ -4,7 +4,9 @@
 in :mod:`.common`. Every subcommand hands its flags to the one door
 (:mod:`moe_oracle.inputs.deployment`) as :class:`~moe_oracle.inputs.operator_inputs.OperatorInputs`.
 
-Exit codes: 0 selected (or the command succeeded), 1 nothing eligible, 2 bad input.
+Exit codes: 0 selected (or the command succeeded), 1 the answer is no (nothing eligible, no change
+found, a layer group without a kernel, lint findings), 2 bad input, 3 an optional dependency is
+missing (``run`` without torch). Each subcommand's ``--help`` states its own (``common.EXIT_CODES_*``).
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from typing import Any, Collection, Sequence
 from ..core._resources import PACKAGE_VERSION as __version__
 from ..verify import cli as verify_cli
 from . import diff, info, lint, matrix, plan, run, select, why_not
-from .common import EXIT_BAD_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, load_tables, print_json
+from .common import EXIT_BAD_INPUT, EXIT_MISSING_DEPENDENCY, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, load_tables, print_json
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "Parser", "build_parser", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_MISSING_DEPENDENCY", "EXIT_NONE", "EXIT_OK", "JsonErrorParser", "Parser", "build_parser", "main"]
 
 _TOP_EPILOG = """\
 Describe the deployment the way you run it: a vllm serve line and the machine's packages
@@ -34,8 +36,10 @@ Every answer names the engine release it is for (--package vllm==X, --environmen
 pip freeze or collect_env output, or --probe; else the newest modelled release, assumed). --json on explain, select, why-not,
 diff, plan, lint and run for machines.
 
-exit codes: 0 a kernel was selected (or the command succeeded), 1 nothing eligible (the
-full record is printed), 2 bad input (flags, config files, tables).
+exit codes: 0 a kernel was selected (or the command succeeded), 1 the answer is no (nothing
+eligible, no change found, a layer group without a kernel, lint findings; the record is printed),
+2 bad input (flags, config files, tables), 3 an optional dependency is missing (run without
+torch). COMMAND --help states the codes of each command.
 """
 
 
@@ -53,7 +57,40 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+class JsonErrorParser(Parser):
+    """:class:`Parser` for a command line with ``--json``: what argparse refuses (``--tp 1e3``,
+    ``--max-tokens -5``, a missing ``--backend``, an unknown flag) prints the bad-input record
+    (``schemas/error.schema.json``) on stdout, as every other bad input does, instead of usage on
+    stderr; the exit code is still 2. Its subcommand parsers are of this class too
+    (``add_subparsers`` makes them of the top parser's class).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["exit_on_error"] = False  # ArgumentError reaches parse_known_args, naming its flag
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        try:
+            return super().parse_known_args(args, namespace)
+        except argparse.ArgumentError as err:
+            self._refuse(err.argument_name, err.message)
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self._refuse(None, message)
+
+    def _refuse(self, flag: str | None, message: str) -> Any:
+        from ..core.errors import ConfigError, InputIssue
+
+        issue = InputIssue(path=flag or self.prog, message=message, keyword="argparse")
+        headline = None if flag else f"bad arguments of {self.prog}"
+        try:
+            print_json(ConfigError([issue], headline).naming_flags().to_dict())
+        except BrokenPipeError:
+            pass
+        self.exit(EXIT_BAD_INPUT)
+
+
+def build_parser(commands: Collection[str] | None = None, *, json_errors: bool = False) -> argparse.ArgumentParser:
     """The argparse tree (exposed for tests and docs).
 
     ``commands``: fill in the arguments of these subcommands only (``None``: of all of them).
@@ -61,12 +98,13 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     the top-level help and every error message are the same; argparse reads the arguments of the
     one subcommand it runs, and nothing else. :func:`main` passes the words of its command line,
     one of which names that subcommand exactly (argparse matches a subcommand name exactly).
+    ``json_errors``: argparse's refusals print the bad-input record (:class:`JsonErrorParser`).
     """
 
     def filled(name: str) -> bool:
         return commands is None or name in commands
 
-    parser = Parser(
+    parser = (JsonErrorParser if json_errors else Parser)(
         prog="moe-oracle",
         description="Choose the fused MoE kernel for a model layer on a given machine, and say why.",
         epilog=_TOP_EPILOG,
@@ -136,13 +174,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     Without ``argv`` (the script, ``python -m moe_oracle``) the command line is the process's:
     :func:`_freeze_at_exit`.
     """
-    from ..core.errors import ConfigError, TableError
+    from ..core.errors import ConfigError, MissingDependencyError, TableError
 
     _escape_unencodable_output()
     if argv is None:
         _freeze_at_exit()
     words = sys.argv[1:] if argv is None else argv
-    parser = build_parser(commands=frozenset(words))  # the arguments of the command run, not of all ten
+    # the arguments of the command run, not of all ten; with --json, argparse's refusals as JSON too
+    parser = build_parser(commands=frozenset(words), json_errors="--json" in words)
     args, extras = parser.parse_known_args(words)
     if extras:
         parser.error(_unrecognized(extras))
@@ -171,8 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run.run(args, catalog)
         if args.command == "plan":
             return plan.cmd_plan(args, catalog)
-    except (ConfigError, TableError) as exc:
+    except (ConfigError, TableError, MissingDependencyError) as exc:
         exc = exc.naming_flags()  # the API's headline names Device.capability; the command line's --sm
+        code = EXIT_MISSING_DEPENDENCY if isinstance(exc, MissingDependencyError) else EXIT_BAD_INPUT
         try:
             if getattr(args, "json", False):
                 print_json(exc.to_dict())
@@ -180,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"moe-oracle: error: {exc}", file=sys.stderr)
         except BrokenPipeError:  # the reader stopped reading (| head); the exit code still says bad input
             pass
-        return EXIT_BAD_INPUT
+        return code
     except BrokenPipeError:
         return EXIT_OK
     parser.error(f"unknown command {args.command!r}")

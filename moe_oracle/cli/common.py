@@ -13,9 +13,19 @@ from typing import Any
 from ..inputs.operator_inputs import OperatorInputs
 from ..inputs.paths import user_directory
 
-__all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json"]
+__all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_CODES_ALWAYS", "EXIT_CODES_LINT", "EXIT_CODES_PLAN", "EXIT_CODES_RUN", "EXIT_CODES_SELECT", "EXIT_CODES_WHY_NOT", "EXIT_MISSING_DEPENDENCY", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json"]
 
-EXIT_OK, EXIT_NONE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_NONE, EXIT_BAD_INPUT, EXIT_MISSING_DEPENDENCY = 0, 1, 2, 3
+
+# Each command's --help states the exit codes it returns (an answer's "no" is 1, bad input 2).
+EXIT_CODES_SELECT = "exit codes: 0 a kernel was selected, 1 nothing eligible (what blocks and the ranked fixes are printed), 2 bad input."
+EXIT_CODES_WHY_NOT = ("exit codes: 0 BACKEND is eligible already or changes that make it eligible were found, 1 no change\n"
+                      "  found (what blocks is printed), 2 bad input.")
+EXIT_CODES_PLAN = "exit codes: 0 every MoE layer group got a kernel, 1 some group got none (the plan is printed), 2 bad input."
+EXIT_CODES_RUN = ("exit codes: 0 the kernel ran, 1 nothing eligible or this runtime cannot build the selected kernel,\n"
+                  "  2 bad input, 3 an optional dependency is missing (torch: pip install 'moe-oracle[runtime]').")
+EXIT_CODES_LINT = "exit codes: 0 no errors (and, with --strict, no warnings), 1 errors (with --strict, warnings too), 2 bad input (tables that do not load, a --tables that is no directory)."
+EXIT_CODES_ALWAYS = "exit codes: 0 printed, 2 bad input."
 
 EPILOG_INPUT = """\
 inputs:
@@ -34,7 +44,8 @@ environment:
   predicates on them abstain and the Decision lists them as assumptions. --environment FILE
   reads `pip freeze`, `pip list --format=json`, `uv pip list` or `vllm collect-env` output
   (collect-env also names the GPU). --package NAME==VER (or NAME @ URL) declares an installed
-  package, --without NAME an absent one, --env VAR=VALUE an environment variable, parsed as
+  package (a bare NAME: installed, version unknown, so the checks on it abstain as if it were
+  undeclared), --without NAME an absent one, --env VAR=VALUE an environment variable, parsed as
   the answer's vLLM release parses it (VLLM_USE_DEEP_GEMM=true makes vLLM fail at start: exit 2).
   Names no table reads are accepted and listed in a note. --probe reads this machine instead
   and says which interpreter and site-packages it read.
@@ -49,8 +60,6 @@ policy:
   --policy faithful (default) answers what vLLM does, including kernels with known bugs and kernels
   an engine path returns without checking them (each with a warning naming the safe alternative).
   --policy safe rejects known-bad kernels (reason known_bad) and applies every check everywhere.
-
-exit codes: 0 selected, 1 nothing eligible (record printed), 2 bad input.
 """
 
 
@@ -107,7 +116,7 @@ class LastWins(argparse.Action):
 def name_arg(text: str) -> str:
     """argparse type: a non-empty name."""
     if not text.strip():
-        raise argparse.ArgumentTypeError("expected a non-empty name")
+        raise argparse.ArgumentTypeError(f"expected a non-empty name, got {text!r}")
     return text
 
 
@@ -126,7 +135,7 @@ def add_input_args(p: argparse.ArgumentParser, *, whole_model: bool = False) -> 
     src.add_argument("--model", action=Once, type=name_arg, metavar="CONFIG_JSON", help="a Hugging Face config.json or checkpoint directory, a shipped example's name, or the Hugging Face id that names one (nothing is downloaded)")
     src.add_argument("--serve", action=Once, type=name_arg, metavar="'vllm serve MODEL ...'", help="a vllm serve command line (one quoted string): model and deployment flags as the answer's vLLM release (--package vllm==X, --environment, --probe) reads them")
     src.add_argument("--hf-quant-config", action=Once, metavar="FILE", help="hf_quant_config.json, or a config.json carrying quantization_config, or a shipped example's name (overrides the model's quantization_config)")
-    src.add_argument("--quant", action=LastWins, type=name_arg, metavar="NAME", help=argparse.SUPPRESS if whole_model else "override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk; case and -/_ ignored)")
+    src.add_argument("--quant", action=LastWins, type=name_arg, metavar="NAME", help=argparse.SUPPRESS if whole_model else "override the quant scheme (e.g. fp8_block, nvfp4, mxfp4_mxfp8, or a reference alias like FP8-Blk; case and -/_ ignored); a note says when it replaces the checkpoint's quantization or --hf-quant-config's")
     dev = p.add_argument_group("device")
     dev.add_argument("--gpu", action=LastWins, type=name_arg, metavar="NAME", help=gpu_help())
     dev.add_argument("--platform", action=Once, choices=["cuda", "rocm", "cpu", "xpu", "tpu"], help="platform, when no --gpu")
@@ -146,7 +155,7 @@ def add_input_args(p: argparse.ArgumentParser, *, whole_model: bool = False) -> 
     dep.add_argument("--max-tokens", action=Once, type=positive_int, metavar="N", help="largest number of tokens per call")
     env = p.add_argument_group("environment")
     env.add_argument("--environment", action=Once, metavar="FILE", help="read installed packages (and, from vllm collect-env, the GPU and env vars) from pip freeze / pip list --format=json / uv pip list / vllm collect-env output; --gpu/--platform (or a --config file's device) win over the file's GPU, with a note")
-    env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable; NAME @ URL and local versions such as +cu130 accepted)")
+    env.add_argument("--package", action="append", default=[], metavar="NAME==VERSION", help="declare an installed package (repeatable; NAME @ URL and local versions such as +cu130 accepted). A bare NAME, as why-not's fixes write it, declares it installed at an unknown version: the checks on it abstain as for an undeclared package (listed as assumptions, with a note)")
     env.add_argument("--without", action="append", default=[], metavar="NAME", help="declare a package absent (repeatable)")
     env.add_argument("--env", action="append", default=[], metavar="VAR=VALUE", help="declare an environment variable (repeatable)")
     env.add_argument("--tool", action="append", default=[], metavar="NAME[=yes|no]", help="declare a host tool found or not (repeatable): nvcc (on PATH; also the nvcc FlashInfer's JIT runs unless jit_nvcc is declared), jit_nvcc, ninja. Without flashinfer-cubin, vLLM's FlashInfer kernels need them (unknown: assumed found)")

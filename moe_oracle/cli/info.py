@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import EXIT_OK
+from .common import EXIT_CODES_ALWAYS, EXIT_OK
 
 __all__ = ["add_parsers", "run_codes", "run_examples"]
 
 
 def add_parsers(sub: Any) -> None:
     """Register ``examples`` and ``codes`` (they take no arguments)."""
-    sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.")
-    sub.add_parser("codes", help="every reason code and warning code: what it means and what to change", description="Explain every reason code a failure can carry (the closed set in moe_oracle.core.vocab.ReasonCode), then every warning code a Decision's warnings carry (known_bad, unchecked, engine_release).")
+    sub.add_parser("examples", help="list shipped example models and hardware names", description="List the shipped example model configs and the hardware catalog.", epilog=EXIT_CODES_ALWAYS)
+    sub.add_parser("codes", help="every reason code and warning code: what it means and what to change", description="Explain every reason code a failure can carry (the closed set in moe_oracle.core.vocab.ReasonCode), then every warning code a Decision's warnings carry (known_bad, unchecked, engine_release).", epilog=EXIT_CODES_ALWAYS)
 
 
 def run_examples() -> int:

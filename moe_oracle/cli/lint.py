@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXIT_BAD_INPUT, EXIT_NONE, EXIT_OK, load_tables, print_json
+from .common import EXIT_BAD_INPUT, EXIT_CODES_LINT, EXIT_NONE, EXIT_OK, load_tables, print_json
 
 __all__ = ["add_parser", "run"]
 
@@ -13,7 +13,7 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any, filled: Any) -> None:
     """Register ``lint`` (its arguments when ``filled("lint")``)."""
     fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("lint", help="schema and semantic checks of the tables", description="Validate the tables against their schemas and check them semantically: unknown values, duplicate ids, rules naming unknown backends, candidates that can never win, rules that never fire. The searches for kernels that never win make it the one slow command: about 5 s of CPU on the shipped tables.", formatter_class=fmt)
+    p = sub.add_parser("lint", help="schema and semantic checks of the tables", description="Validate the tables against their schemas and check them semantically: unknown values, duplicate ids, rules naming unknown backends, candidates that can never win, rules that never fire. The searches for kernels that never win make it the one slow command: about 5 s of CPU on the shipped tables.", epilog=EXIT_CODES_LINT, formatter_class=fmt)
     if filled("lint"):
         p.add_argument("--tables", metavar="DIR", help="tables directory (default: shipped)")
         p.add_argument("--json", action="store_true", help="print findings as JSON")

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from ..inputs.paths import user_path
-from .common import EXIT_OK, positive_int
+from .common import EXIT_CODES_ALWAYS, EXIT_OK, positive_int
 
 __all__ = ["add_parser", "run"]
 
@@ -15,7 +15,7 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any, filled: Any) -> None:
     """Register ``matrix`` (its arguments when ``filled("matrix")``)."""
     fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device x quant scheme, from the tables: a table that fits the terminal (default), Markdown (--markdown), or a self-contained HTML page (--html FILE).", epilog="example:\n  moe-oracle matrix --gpu H200,B200 --quant fp8_block --backend deep_gemm,triton", formatter_class=fmt)
+    p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device x quant scheme, from the tables: a table that fits the terminal (default), Markdown (--markdown), or a self-contained HTML page (--html FILE).", epilog="example:\n  moe-oracle matrix --gpu H200,B200 --quant fp8_block --backend deep_gemm,triton\n\n" + EXIT_CODES_ALWAYS, formatter_class=fmt)
     if filled("matrix"):
         p.add_argument("--gpu", action="append", default=[], metavar="NAME[,NAME]", help="device columns, one per name (hardware catalog or nvidia-smi names; repeatable)")
         p.add_argument("--quant", action="append", default=[], metavar="SCHEME[,SCHEME]", help="only these quant schemes (repeatable)")

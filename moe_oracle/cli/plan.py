@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ..inputs.operator_inputs import OperatorInputs
-from .common import EXIT_NONE, EXIT_OK, operator_inputs
+from .common import EXIT_CODES_PLAN, EXIT_NONE, EXIT_OK, operator_inputs
 
 __all__ = ["add_plan_parser", "cmd_plan", "plan_from_inputs"]
 
@@ -41,7 +41,7 @@ def add_plan_parser(sub: Any, add_input_args: Any, *, arguments: bool = True) ->
     when ``arguments``: see :func:`moe_oracle.cli.build_parser`)."""
     p = sub.add_parser("plan", help="every layer of a model: kinds, quantization, kernel per layer group and per rank",
                        description="Plan a whole model: every decoder layer (dense, MoE, hash-routed, MTP draft), each MoE layer's quantization, the kernel each group of identical layers gets, and each rank's experts.",
-                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_EPILOG + "\n" + EXIT_CODES_PLAN, formatter_class=argparse.RawDescriptionHelpFormatter)
     if not arguments:
         return
     add_input_args(p, whole_model=True)

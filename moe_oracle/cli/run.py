@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from .common import EPILOG_INPUT, EXIT_NONE, EXIT_OK, add_input_args, operator_inputs, positive_int, print_json
+from .common import EPILOG_INPUT, EXIT_CODES_RUN, EXIT_NONE, EXIT_OK, add_input_args, operator_inputs, positive_int, print_json
 
 __all__ = ["add_parser", "run"]
 
@@ -15,7 +15,7 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any, filled: Any) -> None:
     """Register ``run`` (its arguments when ``filled("run")``)."""
     fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select among what this package's runtime can build (the runtime view), build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64", formatter_class=fmt)
+    p = sub.add_parser("run", help="build and run the selected kernel with random weights (needs torch)", description="Select among what this package's runtime can build (the runtime view), build and run the kernel for the model's real dimensions with random weights; compare with the plain-torch reference and report time, TFLOP/s, GB/s and max error.", epilog=EPILOG_INPUT + "\nThe device defaults to this machine (--probe is implied).\nexample:\n  moe-oracle run --model qwen3-30b-a3b --tokens 64\n\n" + EXIT_CODES_RUN, formatter_class=fmt)
     if filled("run"):
         add_input_args(p)
         p.add_argument("--tokens", type=positive_int, metavar="N", help=f"tokens per call (default {DEFAULT_TOKENS})")
@@ -59,9 +59,14 @@ RUN_LEFT_OUT = ("fixes that change the GPU: run builds the kernel on this machin
 
 
 def run(args: argparse.Namespace, catalog: Any) -> int:
-    """Run ``run``; returns the exit code (1: nothing eligible or the runtime cannot build it)."""
+    """Run ``run``; returns the exit code (1: nothing eligible or the runtime cannot build it).
+
+    Raises:
+        MissingDependencyError: torch is not installed (exit code 3: the input is fine).
+        ConfigError: bad input.
+    """
     from ..core.engine import evaluate
-    from ..core.errors import ConfigError, InputIssue
+    from ..core.errors import ConfigError, InputIssue, MissingDependencyError
     from ..core.render import render_explain
     from ..inputs.deployment import build_deployment, merged_notes
     from .select import dead_end_fixes
@@ -69,7 +74,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     try:
         from ..runtime.runner import run_layer
     except ImportError as exc:
-        raise ConfigError([InputIssue("run", f"the runtime needs torch: pip install 'moe-oracle[runtime]' ({exc})", None, None)], headline="moe-oracle run needs torch") from None
+        raise MissingDependencyError([InputIssue("run", f"the runtime needs torch: pip install 'moe-oracle[runtime]' ({exc})", None, None)], headline="moe-oracle run needs torch") from None
     if args.gpu or args.platform or args.sm or args.arch:
         raise ConfigError([InputIssue("--gpu", "run executes on this machine, whose device is probed; drop --gpu/--platform/--sm/--arch (explain or select describe other machines)", args.gpu or args.platform, None)])
     given = operator_inputs(args)

@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from .common import EPILOG_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, operator_inputs, print_json
+from .common import EPILOG_INPUT, EXIT_CODES_SELECT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, operator_inputs, print_json
 
 __all__ = ["add_parsers", "dead_end_fixes", "decide", "run"]
 
@@ -15,12 +15,12 @@ __all__ = ["add_parsers", "dead_end_fixes", "decide", "run"]
 def add_parsers(sub: Any, filled: Any) -> None:
     """Register ``explain`` and ``select`` (their arguments when ``filled(name)``)."""
     fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("explain", help="the ordered candidates with status and every reason", description="Explain which MoE kernel would run and why every other candidate lost.", epilog=EPILOG_INPUT + "\nexample:\n  moe-oracle explain --model deepseek-r1 --gpu B200 --dp 8 --ep --all2all deepep_low_latency", formatter_class=fmt)
+    p = sub.add_parser("explain", help="the ordered candidates with status and every reason", description="Explain which MoE kernel would run and why every other candidate lost.", epilog=EPILOG_INPUT + "\nexample:\n  moe-oracle explain --model deepseek-r1 --gpu B200 --dp 8 --ep --all2all deepep_low_latency\n\n" + EXIT_CODES_SELECT, formatter_class=fmt)
     if filled("explain"):
         add_input_args(p)
         add_view_arg(p)
         p.add_argument("--all", action="store_true", help="also list candidates rejected only for quant/platform/request reasons")
-    p = sub.add_parser("select", help="the winner in one line", description="Print the selected experts kernel and prepare/finalize in one line; when nothing is eligible, what blocks and the ranked fixes in a few lines.", epilog=EPILOG_INPUT + "\nexample:\n  moe-oracle select --model qwen3-30b-a3b --gpu H200 --tp 2", formatter_class=fmt)
+    p = sub.add_parser("select", help="the winner in one line", description="Print the selected experts kernel and prepare/finalize in one line; when nothing is eligible, what blocks and the ranked fixes in a few lines.", epilog=EPILOG_INPUT + "\nexample:\n  moe-oracle select --model qwen3-30b-a3b --gpu H200 --tp 2\n\n" + EXIT_CODES_SELECT, formatter_class=fmt)
     if filled("select"):
         add_input_args(p)
         add_view_arg(p)
@@ -129,6 +129,8 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
                                                                    or "without model_type" in note):
                     shown.append(note)
                 elif note.startswith("--all2all mori"):  # which MoRI EP and why (the one line names the P/F only), or a deprecated MoRI name
+                    shown.append(note)
+                elif note.startswith("--quant ") and " replaces the checkpoint's quantization " in note:  # the answer is for another checkpoint
                     shown.append(note)
             for note in shown:
                 print(f"note: {_unlabelled(note)}", file=sys.stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EPILOG_INPUT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, name_arg, operator_inputs, positive_int, print_json, release_warnings
+from .common import EPILOG_INPUT, EXIT_CODES_WHY_NOT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, name_arg, operator_inputs, positive_int, print_json, release_warnings
 
 __all__ = ["add_parser", "run"]
 
@@ -13,7 +13,7 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any, filled: Any) -> None:
     """Register ``why-not`` (its arguments when ``filled("why-not")``)."""
     fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=EPILOG_INPUT + "\nexamples:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8        (another GPU)\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device   (none without one: what blocks)", formatter_class=fmt)
+    p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=EPILOG_INPUT + "\nexamples:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8        (another GPU)\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device   (none without one: what blocks)\n\n" + EXIT_CODES_WHY_NOT, formatter_class=fmt)
     if filled("why-not"):
         p.add_argument("--backend", required=True, type=name_arg, metavar="NAME", help="backend id or moe_backend alias")
         p.add_argument("--alternatives", type=positive_int, default=3, metavar="N", help="show up to N ranked alternatives (default 3; equal costs are marked as ties)")
@@ -23,10 +23,12 @@ def add_parser(sub: Any, filled: Any) -> None:
 
 
 def run(args: argparse.Namespace, catalog: Any) -> int:
-    """Run ``why-not``; returns the exit code (0 found or already eligible, 1 nothing found)."""
+    """Run ``why-not``; returns the exit code (0 found or already eligible, 1 nothing found:
+    :data:`~.common.EXIT_CODES_WHY_NOT`)."""
     from ..core.errors import ConfigError
     from ..core.oracle import Oracle
     from ..explain.whynot import why_not
+    from ..inputs.declared import engine_release
     from ..inputs.deployment import admissible, build_deployment
 
     deployment = build_deployment(operator_inputs(args), catalog)
@@ -38,9 +40,12 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     # The model itself is always kept on the command line: an operator cannot change its activation.
     result = why_not(Oracle(catalog, env, policy=args.policy), config, args.backend, n=args.alternatives, keep={*keep, "model"}, admissible=admissible(deployment, catalog))
     warnings = release_warnings(catalog, [(None, env)])
+    release = engine_release(catalog, env)
     if args.json:
-        print_json({**result.to_dict(), "warnings": warnings})
+        print_json({**result.to_dict(), "engine": release.to_dict() if release is not None else None, "notes": list(notes), "warnings": warnings})
     else:
+        # The release line explain prints: which vLLM the fixes are for, and how it was known.
+        print(f"Answer for: {release.label() if release is not None else 'engine release unknown'}; {args.view} view, {args.policy} policy")
         for warning in warnings:
             print(f"WARNING: {warning}")
         for note in notes:

@@ -10,11 +10,12 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from .names import ascii_lower
+from .names import ascii_lower, escaped
 
 __all__ = [
     "ConfigError",
     "InputIssue",
+    "MissingDependencyError",
     "MoEOracleError",
     "TableError",
     "did_you_mean",
@@ -177,8 +178,9 @@ class InputIssue:
 
     def text(self) -> str:
         """:attr:`message` as printed: an echo of a long input shortened to its start and length
-        (:func:`_clipped`; :attr:`value` keeps the input whole)."""
-        return _clipped(self.message, self.value)
+        (:func:`_clipped`; :attr:`value` keeps the input whole), characters that are not
+        printable escaped (:func:`~.names.escaped`, as ``repr`` escapes the ``got`` value)."""
+        return escaped(_clipped(self.message, self.value))
 
     def format(self) -> str:
         where = _clipped(":".join(p for p in (self.file, self.entry) if p))
@@ -358,6 +360,13 @@ class ConfigError(_IssuesError, ValueError):
     """A MoEConfig, model config, environment declaration or CLI flag is invalid."""
 
     headline = "invalid MoE configuration"
+
+
+class MissingDependencyError(_IssuesError):
+    """An optional dependency a command needs is not installed (``run`` without torch): the input
+    is fine and the same command works once it is installed, so the CLI exits 3, not 2."""
+
+    headline = "missing optional dependency"
 
 
 class TableError(_IssuesError):

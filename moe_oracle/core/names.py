@@ -14,7 +14,7 @@ from __future__ import annotations
 import string
 import unicodedata
 
-__all__ = ["ascii_lower", "ascii_upper", "non_ascii", "non_ascii_message"]
+__all__ = ["ascii_lower", "ascii_upper", "escaped", "non_ascii", "non_ascii_message"]
 
 _LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _UPPER = str.maketrans(string.ascii_lowercase, string.ascii_uppercase)
@@ -36,6 +36,23 @@ def ascii_upper(text: str) -> str:
     ('MI300X', True)
     """
     return text.translate(_UPPER)
+
+
+def escaped(text: str) -> str:
+    """``text`` with every character :meth:`str.isprintable` refuses (a NUL, a bidirectional
+    override such as U+202E, other control and format characters) written as ``repr`` writes it
+    (``\\x00``, ``\\u202e``), as an error's ``got`` echoes a ``--gpu`` value; a line break and a
+    tab stay (messages and notes lay out lines with them). For a sentence that echoes a value
+    from an input file or flag: printed raw, such a character hides or reorders what follows.
+
+    >>> escaped("Qwen3Moe\\x00For\\u202eCausalLM") == "Qwen3Moe\\\\x00For\\\\u202eCausalLM"
+    True
+    >>> escaped("plain words: H200") == "plain words: H200"
+    True
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in text)
 
 
 def non_ascii(text: str) -> str | None:

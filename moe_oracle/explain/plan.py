@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from ..core.catalog import Catalog
+from ..core.names import escaped
 from ..inputs.checkpoint import Checkpoint, CheckpointLayer
 from ..inputs.model_deployment import ModelDeployment
 from ..core.config import Device, MoEConfig, ParallelConfig, Provenance
@@ -273,7 +274,7 @@ class Plan:
         pcp = f" pcp={p.pcp_size}" if p.pcp_size > 1 else ""
         draft = f"draft {self.draft_moe_backend} ({self.draft_backend_source})" if any(g.role == "draft" for g in self.groups) else "no draft layers"
         lines = [
-            f"Plan for {ck.name or ck.file} ({ck.model_type}, {ck.architecture}, family {ck.family.name})",
+            escaped(f"Plan for {ck.name or ck.file} ({ck.model_type}, {ck.architecture}, family {ck.family.name})"),  # config.json values, escaped as the notes
             f"Deployment: {dev}; tp={p.tp_size} dp={p.dp_size}{pcp} ep={ep}{' a2a=' + p.all2all_backend.value if ep > 1 and (p.dp_size > 1 or p.pcp_size > 1) else ''}{' eplb+' + str(p.num_redundant_experts) if p.enable_eplb else ''}; moe_backend {self.moe_backend}, {draft}",
             f"Quantization: {ck.quant.method or 'none'} ({ck.quant.source})",
             f"Answer for: {self.release.label() if self.release is not None else 'engine release unknown'}",
@@ -447,7 +448,8 @@ def build_plan(
         method = "dspark" if checkpoint.family.mtp == "dspark" else "mtp"  # DeepSeek-V4.1's draft is the DSpark model (vllm/models/deepseek_v41/nvidia/dspark.py)
         built = "draft (MTP) layers: " if draft_by_serve else f"draft (MTP) layers are built only when serving with speculative decoding (--speculative-config method={method}); "
         notes.append(built + "their moe_backend is " + ("the speculative config's" if draft_moe_backend is not None else f"inherited from the target ({who} SpeculativeConfig.moe_backend unset)"))
-    return Plan(checkpoint, device, parallel, moe_backend, draft_backend, draft_source, tuple(out), tuple(notes), env, expert_placement_strategy, release)
+    # The checkpoint's notes echo config.json values (architectures): escaped as the deployment's are.
+    return Plan(checkpoint, device, parallel, moe_backend, draft_backend, draft_source, tuple(out), tuple(escaped(n) for n in notes), env, expert_placement_strategy, release)
 
 
 def _rank_classes(oracle: Oracle, decision: Decision, placement: Placement, env: Environment) -> list[RankClass]:

@@ -216,7 +216,10 @@ def declare_environment(
     environment = replace(packages_only, env=tuple(sorted(variables.items())), tools=tuple(sorted(found_tools.items())))
     for s in kept_specs:
         if s.version is None:
-            notes.append(f"{s.name} is installed from {s.reference or 'an undeclared version'}: its version is unknown, so version rules on it abstain (pip list --format=json reports it)")
+            # Installed at an unknown version reads as an undeclared package does (Environment.package_canonical):
+            # the assumptions then say "packages.NAME is unknown", and this note says why.
+            notes.append(f"{s.name} is {'installed from ' + s.reference if s.reference else 'declared installed without a version'}: its version is unknown, so the checks on it (installed, version) abstain "
+                         f"as for an undeclared package and are listed as assumptions (packages.{s.name} is unknown); --package {s.name}==VERSION decides them (pip list --format=json reports it)")
     return DeclaredEnvironment(environment, tuple(notes), gpu, gpu_source)
 
 

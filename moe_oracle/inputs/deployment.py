@@ -21,6 +21,7 @@ from ..core.config import Device, MoEConfig, ParallelConfig, Provenance
 from ..core.environment import Environment, probe_device, probe_environment
 from ..core.envvars import env_issues
 from ..core.errors import ConfigError, InputIssue
+from ..core.names import escaped
 from ..core.refusals import FLAG, Origin, refusals, where_given
 from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
@@ -95,6 +96,18 @@ class Deployment:
                                           num_experts=self.config.num_experts)
             issues += [refused] if refused is not None else []
         return issues
+
+
+def device_required(given: OperatorInputs, model_flag: str | None = None) -> ConfigError:
+    """No device from any input. With ``--environment FILE`` given, the file named no GPU (a pip
+    freeze never does; a collect-env report without one) and the flag to add is said, not the
+    file again (the message once sent the operator back to the collect-env report they gave)."""
+    with_flag = f" with {model_flag.split()[0]}" if model_flag else ""
+    if given.environment:
+        message = (f"the device is required{with_flag}: --environment {given.environment} names no GPU (only a vllm collect-env report "
+                   "lists one, under 'GPU models and configuration'): add --gpu NAME, or --platform (with --sm/--arch)")
+        return ConfigError([InputIssue("--gpu", message, None, None)])
+    return ConfigError([InputIssue("--gpu", f"the device is required{with_flag}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
 
 
 def device_from_inputs(given: OperatorInputs):
@@ -291,7 +304,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
         except ConfigError as exc:
             raise blame_hf_overrides(exc, serve, lambda: from_hf_config(load_hf_config(path, model_flag, shown=ref.shown_as()), file=ref.shown_as(), quant_cfg=quant_cfg, beside=beside_cfg, release=release, platform=platform, quant_file=quant_file, beside_file=beside_file)) from None
         if device is None:
-            raise ConfigError([InputIssue("--gpu", f"the device is required with {model_flag.split()[0]}: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
+            raise device_required(given, model_flag)
         kwargs = dict(ck.kwargs)
         ck_quant, ck_scheme = ck.quant, kwargs.get("quant")
         ck_prov = tuple(ck.provenance)
@@ -333,6 +346,9 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     if given.quant:
         changes["quant"] = parse_quant(given.quant)
         prov.append(Provenance("quant", flag, f"--quant {given.quant}"))
+        if ck_quant is not None or ck_scheme is not None or given.model or serve is not None:
+            replaced = _quant_replaced(given, changes["quant"], ck_scheme)
+            notes += [replaced] if replaced else []
     for attr, key in (("lora", "lora"), ("batch_invariant", "batch_invariant")):
         if getattr(given, attr) is not None:
             changes[key] = getattr(given, attr)
@@ -359,7 +375,8 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     quant_notes, gate = _verify_quantization(given, catalog, config, env, serve, ck_quant, ck_scheme)
-    return Deployment(given, config, env, engine_release(catalog, env), tuple(notes + quant_notes), serve, gate, engine_experts, architecture)
+    # Notes echo values from input files and flags (config.json's architectures): escaped as errors echo them.
+    return Deployment(given, config, env, engine_release(catalog, env), tuple(escaped(n) for n in notes + quant_notes), serve, gate, engine_experts, architecture)
 
 
 def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[ModelReference, dict[str, Any], list[str]]:
@@ -379,6 +396,17 @@ def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[M
     hf_cfg = load_hf_config(ref.path, shown=ref.shown_as())
     refuse_quant_config_as_model(hf_cfg, ref.shown_as())
     return ref, hf_cfg, [ref.note] if ref.note else []
+
+
+def _quant_replaced(given: OperatorInputs, scheme: Any, ck_scheme: Any) -> str | None:
+    """The note that ``--quant`` replaced the checkpoint's quantization (``None`` when it names the
+    checkpoint's own scheme): the answer is then for another checkpoint, which the flag alone says."""
+    if scheme == ck_scheme:
+        return None
+    source = f"--hf-quant-config {given.hf_quant_config}" if given.hf_quant_config else "the checkpoint's quantization_config"
+    quantized = ck_scheme is not None and ck_scheme.weight is not None
+    had = f"{ck_scheme.name} ({source})" if quantized else "(none: the checkpoint is not quantized)"
+    return f"--quant {given.quant} replaces the checkpoint's quantization {had}: the answer is for the layer quantized as {scheme.name}, a checkpoint other than the one given"
 
 
 def _verify_quantization(given: OperatorInputs, catalog: Catalog, config: MoEConfig, env: Environment, serve: ServeArgs | None, ck_quant: Any, ck_scheme: Any) -> tuple[list[str], CheckpointGate | None]:

@@ -15,6 +15,7 @@ from ..core.catalog import Catalog
 from ..core.config import Device, ParallelConfig, Provenance
 from ..core.environment import Environment, probe_device
 from ..core.errors import ConfigError, InputIssue
+from ..core.names import escaped
 from ..core.placement import places_experts
 from ..core.refusals import FLAG, Origin, where_given
 from ..core.requests import check_request, resolve_request
@@ -23,7 +24,7 @@ from ..core.vocab import Source
 from .bounds import check_model_config
 from .checkpoint import Checkpoint, read_checkpoint
 from .declared import DeclaredEnvironment, answer_release, declare_environment, engine_release
-from .deployment import check_serve_values, declared_gpu_device, device_from_inputs, origins_of, probed_environment, read_model_config, serve_release, unused_gpu_note
+from .deployment import check_serve_values, declared_gpu_device, device_from_inputs, device_required, origins_of, probed_environment, read_model_config, serve_release, unused_gpu_note
 from .files import resolve_all2all
 from .hf import QUANT_DOCUMENT, load_hf_config
 from .models import find_quant_config, quant_config_beside, quant_document
@@ -125,7 +126,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
         device = declared_gpu_device(declared)
         notes.append(f"device {device.name} from {declared.gpu_source} ({declared.gpu})")
     if device is None:
-        raise ConfigError([InputIssue("--gpu", "the device is required: give --gpu NAME, --platform (with --sm/--arch), --environment with a vllm collect-env report, or --probe", None, None)])
+        raise device_required(given)
     ref, hf_cfg, model_notes = read_model_config(given, serve)
     model_flag = "--serve MODEL" if serve is not None else "--model"  # the input as the operator gave it
     path, model_file = ref.path, ref.shown_as()  # as written: a leading ~ stays in messages
@@ -214,7 +215,7 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     return ModelDeployment(
         given=given, checkpoint=checkpoint, environment=env, release=engine_release(catalog, env), device=device, parallel=parallel,
         moe_backend=given.moe_backend or "auto", draft_moe_backend=given.draft_moe_backend if include_draft else None, draft_source="--draft-moe-backend" if draft_flag else None,
-        include_draft=include_draft, draft_by_serve=serve is not None and include_draft, provenance=tuple(prov), notes=tuple(notes),
+        include_draft=include_draft, draft_by_serve=serve is not None and include_draft, provenance=tuple(prov), notes=tuple(escaped(n) for n in notes),  # as Deployment's: echoed values escaped
     )
 
 

@@ -281,3 +281,18 @@ def test_the_same_gpu_in_flag_and_environment_file_needs_no_note(tmp_path, capsy
     env_file.write_text(ONE_GPU.format(gpu="H200"))
     assert main(["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--environment", str(env_file), "--json"]) == 0
     assert not any("is not used" in n for n in json.loads(capsys.readouterr().out)["notes"])
+
+
+NO_GPU = "PyTorch version: 2.10.0\nGPU models and configuration : Could not collect\nvLLM Version: 0.33.0\nVersions of relevant libraries\n[pip3] vllm==0.33.0\n"
+
+
+@pytest.mark.parametrize("command", ["explain", "plan"])
+def test_a_collect_env_report_without_a_gpu_says_so_and_names_the_flag_to_add(tmp_path, capsys, command):
+    """Before, the refusal sent the operator back to "--environment with a vllm collect-env report",
+    the very report they gave."""
+    env_file = tmp_path / "collect.txt"
+    env_file.write_text(NO_GPU)
+    assert main([command, "--model", "qwen3-30b-a3b", "--environment", str(env_file), "--json"]) == 2
+    message = json.loads(capsys.readouterr().out)["issues"][0]["message"]
+    assert f"--environment {env_file} names no GPU" in message and "add --gpu NAME" in message
+    assert "give --gpu NAME" not in message and "--environment with a vllm collect-env report" not in message

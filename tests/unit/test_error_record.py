@@ -116,3 +116,32 @@ def test_a_long_file_name_heads_the_problem_shortened() -> None:
     long_path = "/" + "y" * 300
     code, _, err = cli("explain", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--environment", long_path)
     assert code == 2 and "y" * 300 not in err and "(301 characters)" in err
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (("explain", *MODEL, "--tp", "1e3"), "--tp"),
+        (("explain", *MODEL, "--max-tokens", "-5"), "--max-tokens"),
+        (("select", *MODEL, "--quant", ""), "--quant"),
+        (("select", *MODEL, "--moe-backend", ""), "--moe-backend"),
+        (("why-not", *MODEL), "moe-oracle why-not"),  # --backend missing
+        (("explain", *MODEL, "--bogus"), "moe-oracle"),
+    ],
+    ids=["tp-not-int", "max-tokens-negative", "quant-empty", "moe-backend-empty", "required-missing", "unrecognized"],
+)
+def test_argparse_refusals_print_the_error_record_with_json(argv: tuple[str, ...], flag: str) -> None:
+    """Before, --json was ignored for what argparse refuses: stdout empty, usage on stderr."""
+    code, out, err = cli(*argv, "--json")
+    assert code == 2, err
+    record = json.loads(out)
+    jsonschema.validate(record, _bundled("error"))
+    assert [i["path"] for i in record["issues"]] == [flag]
+    if flag.startswith("--"):
+        assert record["message"] == f"bad {flag}"
+
+
+def test_argparse_refusals_without_json_still_print_usage() -> None:
+    code, out, err = cli("explain", *MODEL, "--tp", "1e3")
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: moe-oracle explain") and "argument --tp: invalid int value: '1e3'" in err

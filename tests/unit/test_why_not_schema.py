@@ -79,3 +79,26 @@ def test_the_schema_refuses_what_why_not_never_prints(name: str, change) -> None
     change(record)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(record, _schema())
+
+
+def test_why_not_names_its_release_and_keeps_the_input_notes() -> None:
+    """Before, why-not never said which vLLM release its fixes were for (explain's ``Answer for:``),
+    and its JSON dropped the notes (which MoE layer the answer is for) that its text printed."""
+    argv = ("--backend", "deep_gemm", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--package", "vllm==0.29.0")
+    code, out, err = cli("why-not", *argv)
+    assert code == 0, err
+    assert "Answer for: vLLM 0.29.0 (declared); engine view, faithful policy" in out.splitlines()
+    code, out, err = cli("why-not", *argv, "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    jsonschema.validate(record, _schema())
+    assert (record["engine"]["version"], record["engine"]["known"]) == ("0.29.0", "declared")
+    assert any("this answer is for MoE layer 3 only" in note for note in record["notes"])
+
+
+@pytest.mark.parametrize("field", ["engine", "notes"])
+def test_the_schema_requires_the_release_and_the_notes(field: str) -> None:
+    record = _record("already-selected")
+    record.pop(field)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(record, _schema())
