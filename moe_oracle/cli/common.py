@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 from ..inputs.operator_inputs import OperatorInputs
 from ..inputs.paths import user_directory
 
-__all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_CODES_ALWAYS", "EXIT_CODES_LINT", "EXIT_CODES_PLAN", "EXIT_CODES_RUN", "EXIT_CODES_SELECT", "EXIT_CODES_WHY_NOT", "EXIT_MISSING_DEPENDENCY", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json", "read_stdin_config"]
+__all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_CODES_ALWAYS", "EXIT_CODES_LINT", "EXIT_CODES_PLAN", "EXIT_CODES_RUN", "EXIT_CODES_SELECT", "EXIT_CODES_WHY_NOT", "EXIT_MISSING_DEPENDENCY", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "comma_list", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json", "read_stdin_config"]
 
 EXIT_OK, EXIT_NONE, EXIT_BAD_INPUT, EXIT_MISSING_DEPENDENCY = 0, 1, 2, 3
 
@@ -119,6 +119,26 @@ def name_arg(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"expected a non-empty name, got {text!r}")
     return text
+
+
+def comma_list(allowed: str) -> Callable[[str], str]:
+    """argparse type of a repeatable ``NAME[,NAME]`` flag: the value as given, once every
+    comma-separated item is non-empty (``--gpu ,`` and ``--keep ""`` selected nothing and were
+    silently ignored); ``allowed`` says what the items may be (argparse names the flag and exits 2).
+
+    >>> comma_list("a, b")("a,b")
+    'a,b'
+    >>> comma_list("a, b")("a,")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: empty item in 'a,': expected NAME[,NAME] with no empty item; allowed: a, b
+    """
+
+    def items(text: str) -> str:
+        if not all(item.strip() for item in text.split(",")):
+            raise argparse.ArgumentTypeError(f"empty item in {text!r}: expected NAME[,NAME] with no empty item; allowed: {allowed}")
+        return text
+
+    return items
 
 
 def gpu_help() -> str:

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from ..core.errors import ConfigError, InputIssue
 from .common import EPILOG_INPUT, EXIT_CODES_SELECT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, operator_inputs, print_json
 
 __all__ = ["add_parsers", "dead_end_fixes", "decide", "run"]
@@ -24,7 +25,7 @@ def add_parsers(sub: Any, filled: Any) -> None:
     if filled("select"):
         add_input_args(p)
         add_view_arg(p)
-        p.add_argument("--full", action="store_true", help="with --json: the whole Decision record (as explain --json) instead of the compact one")
+        p.add_argument("--full", action="store_true", help="with --json (refused without it): the whole Decision record (as explain --json) instead of the compact one")
 
 
 def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
@@ -107,6 +108,9 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     """Run ``explain`` or ``select`` (``args.command``); returns the exit code."""
     from ..core.render import actionable_notes, compact_dict, render_dead_end, render_explain
 
+    if getattr(args, "full", False) and not args.json:
+        # A setting with no effect is an error: --full picks select --json's record.
+        raise ConfigError([InputIssue("--full", "has an effect only with --json (the whole Decision record instead of the compact one); add --json, or use explain for every candidate in text", None, ["--json"])], headline="bad --full")
     decision, found = decide(args, catalog)
     per_sm = per_candidate_sm(args, catalog)
     if per_sm:
