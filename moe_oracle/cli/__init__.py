@@ -18,7 +18,7 @@ from typing import Any, Collection, Sequence
 from ..core._resources import PACKAGE_VERSION as __version__
 from ..verify import cli as verify_cli
 from . import diff, info, lint, matrix, plan, run, select, why_not
-from .common import EXIT_BAD_INPUT, EXIT_MISSING_DEPENDENCY, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, load_tables, print_json
+from .common import EXIT_BAD_INPUT, EXIT_MISSING_DEPENDENCY, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, load_tables, print_json, read_stdin_config
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_MISSING_DEPENDENCY", "EXIT_NONE", "EXIT_OK", "JsonErrorParser", "Parser", "build_parser", "main"]
 
@@ -196,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return info.run_codes()
         if args.command == "verify":
             return verify_cli.run(args)
+        read_stdin_config(args)
         view = "runtime" if args.command == "run" else getattr(args, "view", "engine")
         catalog = load_tables(getattr(args, "tables", None), view)
         if args.command in ("explain", "select"):

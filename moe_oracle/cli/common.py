@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 from ..inputs.operator_inputs import OperatorInputs
 from ..inputs.paths import user_directory
 
-__all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_CODES_ALWAYS", "EXIT_CODES_LINT", "EXIT_CODES_PLAN", "EXIT_CODES_RUN", "EXIT_CODES_SELECT", "EXIT_CODES_WHY_NOT", "EXIT_MISSING_DEPENDENCY", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json"]
+__all__ = ["EPILOG_INPUT", "EXIT_BAD_INPUT", "EXIT_CODES_ALWAYS", "EXIT_CODES_LINT", "EXIT_CODES_PLAN", "EXIT_CODES_RUN", "EXIT_CODES_SELECT", "EXIT_CODES_WHY_NOT", "EXIT_MISSING_DEPENDENCY", "EXIT_NONE", "EXIT_OK", "add_input_args", "add_view_arg", "comma_list", "gpu_help", "load_tables", "name_arg", "operator_inputs", "positive_int", "print_json", "read_stdin_config"]
 
 EXIT_OK, EXIT_NONE, EXIT_BAD_INPUT, EXIT_MISSING_DEPENDENCY = 0, 1, 2, 3
 
@@ -29,7 +29,8 @@ EXIT_CODES_ALWAYS = "exit codes: 0 printed, 2 bad input."
 
 EPILOG_INPUT = """\
 inputs:
-  Describe the layer with --config FILE (YAML/JSON, schemas/moe_config.schema.json) or with
+  Describe the layer with --config FILE (YAML/JSON, schemas/moe_config.schema.json; --config -
+  reads it from standard input) or with
   --model (a Hugging Face config.json or checkpoint directory, a shipped example's name, or the
   Hugging Face id that names one: see `moe-oracle examples`; nothing is downloaded)
   plus the device and deployment flags. Flags given with --config override the file.
@@ -120,6 +121,26 @@ def name_arg(text: str) -> str:
     return text
 
 
+def comma_list(allowed: str) -> Callable[[str], str]:
+    """argparse type of a repeatable ``NAME[,NAME]`` flag: the value as given, once every
+    comma-separated item is non-empty (``--gpu ,`` and ``--keep ""`` selected nothing and were
+    silently ignored); ``allowed`` says what the items may be (argparse names the flag and exits 2).
+
+    >>> comma_list("a, b")("a,b")
+    'a,b'
+    >>> comma_list("a, b")("a,")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: empty item in 'a,': expected NAME[,NAME] with no empty item; allowed: a, b
+    """
+
+    def items(text: str) -> str:
+        if not all(item.strip() for item in text.split(",")):
+            raise argparse.ArgumentTypeError(f"empty item in {text!r}: expected NAME[,NAME] with no empty item; allowed: {allowed}")
+        return text
+
+    return items
+
+
 def gpu_help() -> str:
     from ..inputs.hardware import GPU_CATALOG
 
@@ -131,7 +152,7 @@ def add_input_args(p: argparse.ArgumentParser, *, whole_model: bool = False) -> 
     one layer and are always refused there, naming ``explain``; they are parsed for that message
     but left out of ``--help``."""
     src = p.add_argument_group("layer")
-    src.add_argument("--config", action=Once, metavar="FILE", help=argparse.SUPPRESS if whole_model else "MoEConfig YAML/JSON file")
+    src.add_argument("--config", action=Once, metavar="FILE", help=argparse.SUPPRESS if whole_model else "MoEConfig YAML/JSON file; - reads it from standard input (./- names a file called -)")
     src.add_argument("--model", action=Once, type=name_arg, metavar="CONFIG_JSON", help="a Hugging Face config.json or checkpoint directory, a shipped example's name, or the Hugging Face id that names one (nothing is downloaded)")
     src.add_argument("--serve", action=Once, type=name_arg, metavar="'vllm serve MODEL ...'", help="a vllm serve command line (one quoted string): model and deployment flags as the answer's vLLM release (--package vllm==X, --environment, --probe) reads them")
     src.add_argument("--hf-quant-config", action=Once, metavar="FILE", help="hf_quant_config.json, or a config.json carrying quantization_config, or a shipped example's name (overrides the model's quantization_config)")
@@ -189,6 +210,30 @@ def load_tables(tables: str | None, view: str = "engine") -> Any:
 def print_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON (values JSON does not know as their ``str``)."""
     print(json.dumps(obj, indent=2, default=str))
+
+
+def read_stdin_config(args: argparse.Namespace, stdin: Any = None) -> None:
+    """``--config -``: read the document from standard input once (at most ``MAX_TABLE_BYTES + 1``
+    bytes, so the size check refuses a larger one as it refuses a file's) into ``args.config_data``,
+    which :func:`operator_inputs` carries to the reader that validates a file's bytes.
+
+    Raises:
+        ConfigError: standard input cannot be read (closed, a directory).
+    """
+    if getattr(args, "config", None) != "-":
+        return
+    import sys
+
+    from ..core.errors import ConfigError, InputIssue
+    from ..core.tables import MAX_TABLE_BYTES
+
+    stream = stdin if stdin is not None else sys.stdin
+    try:
+        if stream is None:  # the process was started with standard input closed
+            raise OSError("standard input is closed")
+        args.config_data = stream.buffer.read(MAX_TABLE_BYTES + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a closed stream
+        raise ConfigError([InputIssue("--config", f"- reads the config from standard input, which cannot be read: {exc}; give a FILE", "-", None)], headline="bad --config") from None
 
 
 def operator_inputs(args: argparse.Namespace, **changes: Any) -> OperatorInputs:

@@ -20,7 +20,9 @@ A side (--from / --to) is one of:
   gpu:NAME                           another device from the hardware catalog (gpu:B200)
   FILE                               an environment file (pip freeze, pip list --format=json,
                                      uv pip list or vllm collect-env output), or <(pip freeze)
-Everything else (model, deployment, --package, --env ...) is shared by both sides. A device
+Everything else (model, deployment, --package, --env ...) is shared by both sides. A gpu:NAME
+side facing packages or a FILE changes only the device: it keeps that side's packages or file
+(a pipe such as <(pip freeze) can be read once, so save it to a file for this). A device
 given as --gpu/--platform or a gpu:NAME side wins over an environment file's GPU (collect-env),
 with a note per side naming the GPU not used. A gpu:NAME side replaces --gpu/--platform/--sm/--arch
 on its side: with two gpu: sides they would have no effect, and are refused.
@@ -116,19 +118,45 @@ def _readable_file(text: str) -> bool:
         return False
 
 
+def _with_kept_environment(specs: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The sides with a lone ``gpu:NAME`` side keeping the other side's packages or environment
+    file (``given_by``: the other side's flag, which its messages name), so that side changes only
+    the device: ``--from freeze.txt --to gpu:B200`` answered the B200 side for the newest
+    modelled release, not the file's.
+
+    Raises:
+        ConfigError: the kept file is a pipe (``<(pip freeze)``), which can be read only once.
+
+    >>> _with_kept_environment([("vllm==0.31.0", {"packages": ["vllm==0.31.0"], "flag": "--from"}), ("gpu:B200", {"gpu": "B200", "flag": "--to"})])[1]
+    ('gpu:B200', {'gpu': 'B200', 'flag': '--to', 'packages': ['vllm==0.31.0'], 'given_by': '--from'})
+    """
+    gpu = [i for i, (_, spec) in enumerate(specs) if "gpu" in spec]
+    if len(gpu) != 1:
+        return specs
+    (text, spec), (other_text, other) = specs[gpu[0]], specs[1 - gpu[0]]
+    kept = {key: other[key] for key in ("packages", "environment") if key in other}
+    if "environment" in kept and not_regular_file(user_path(kept["environment"])):
+        raise ConfigError([InputIssue(spec["flag"], f"a gpu: side keeps the other side's environment file ({other['flag']} {other_text}), which is not a regular file and can be read only once; save it to a file (pip freeze > freeze.txt) and give that", text, None)], headline=f"bad {spec['flag']}")
+    out = list(specs)
+    out[gpu[0]] = (text, {**spec, **kept, "given_by": other["flag"]})
+    return out
+
+
 def _side_inputs(given: OperatorInputs, side: dict[str, Any], catalog: Any) -> OperatorInputs:
-    """The inputs of one side: ``side`` is :func:`parse_side`'s record plus the ``flag`` it was given by."""
+    """The inputs of one side: ``side`` is :func:`parse_side`'s record plus the ``flag`` it was
+    given by (and ``given_by``, the flag that gave packages or a file a gpu: side keeps)."""
     changes: dict[str, Any] = {}
+    by = side.get("given_by", side["flag"])
     if "packages" in side:
         from ..core.packages import parse_requirement, unique_specs
 
         # One package at two versions is refused as for --package, naming where each came from
         # (the side's flag, not --package alone).
         known = catalog.engine.known_versions if catalog.engine is not None else None  # a range names the modelled releases it admits
-        unique_specs([(parse_requirement(p, known=known), "--package") for p in given.package] + [(parse_requirement(p, side["flag"], known), side["flag"]) for p in side["packages"]], side["flag"])
+        unique_specs([(parse_requirement(p, known=known), "--package") for p in given.package] + [(parse_requirement(p, by, known), by) for p in side["packages"]], by)
         changes["package"] = given.package + tuple(side["packages"])
         # Messages name the side's flag for its packages, not --package (declare_environment).
-        changes["package_given_by"] = tuple(by for _, by in given.packages_given()) + (side["flag"],) * len(side["packages"])
+        changes["package_given_by"] = tuple(flag for _, flag in given.packages_given()) + (by,) * len(side["packages"])
     if "gpu" in side:
         # "gpu:B200", not "--to gpu:B200": a note of one side only is headed by its flag (side_notes).
         changes.update(gpu=side["gpu"], platform=None, sm=None, arch=None, gpu_given_as=f"gpu:{side['gpu']}")
@@ -148,7 +176,7 @@ def _side_built(spec: dict[str, Any], build: Callable[[], Any]) -> Any:
     except ConfigError as exc:
         if "environment" not in spec or exc.headline != "bad --environment":
             raise
-        flag = spec["flag"]
+        flag = spec.get("given_by", spec["flag"])
         raise ConfigError([replace(i, path=flag) if i.path == "--environment" else i for i in exc.issues], headline=f"bad {flag}") from None
 
 
@@ -213,6 +241,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
 
     specs = [(text, {**parse_side(text, flag), "flag": flag}) for flag, text in (("--from", args.side_from), ("--to", args.side_to))]
     _refuse_unused_device(given, specs)
+    specs = _with_kept_environment(specs)
     if (args.model or args.serve) and not args.config and not args.quant:
         # A whole model: every MoE layer group of its plan, paired by layer indices.
         groups, notes = _plan_groups(given, catalog, specs)

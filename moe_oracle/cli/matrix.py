@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from ..inputs.paths import user_path
-from .common import EXIT_CODES_ALWAYS, EXIT_OK, positive_int
+from .common import EXIT_CODES_ALWAYS, EXIT_OK, comma_list, positive_int
 
 __all__ = ["add_parser", "run"]
 
@@ -17,9 +17,9 @@ def add_parser(sub: Any, filled: Any) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser("matrix", help="support matrix generated from the tables", description="Kernels x device x quant scheme, from the tables: a table that fits the terminal (default), Markdown (--markdown), or a self-contained HTML page (--html FILE).", epilog="example:\n  moe-oracle matrix --gpu H200,B200 --quant fp8_block --backend deep_gemm,triton\n\n" + EXIT_CODES_ALWAYS, formatter_class=fmt)
     if filled("matrix"):
-        p.add_argument("--gpu", action="append", default=[], metavar="NAME[,NAME]", help="device columns, one per name (hardware catalog or nvidia-smi names; repeatable)")
-        p.add_argument("--quant", action="append", default=[], metavar="SCHEME[,SCHEME]", help="only these quant schemes (repeatable)")
-        p.add_argument("--backend", action="append", default=[], metavar="NAME[,NAME]", help="only these backends (ids or --moe-backend names; repeatable)")
+        p.add_argument("--gpu", action="append", default=[], type=comma_list("hardware catalog or nvidia-smi names (moe-oracle examples lists them)"), metavar="NAME[,NAME]", help="device columns, one per name (hardware catalog or nvidia-smi names; repeatable)")
+        p.add_argument("--quant", action="append", default=[], type=comma_list("quant scheme names (fp8_block, nvfp4, ...)"), metavar="SCHEME[,SCHEME]", help="only these quant schemes (repeatable)")
+        p.add_argument("--backend", action="append", default=[], type=comma_list("backend ids or --moe-backend names"), metavar="NAME[,NAME]", help="only these backends (ids or --moe-backend names; repeatable)")
         out = p.add_mutually_exclusive_group()
         out.add_argument("--markdown", action="store_true", help="print the Markdown page (a cell lists the schemes a kernel runs on that device)")
         out.add_argument("--html", metavar="FILE", help="write a static HTML page")

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from ..core.errors import ConfigError, InputIssue
 from .common import EPILOG_INPUT, EXIT_CODES_SELECT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, operator_inputs, print_json
 
 __all__ = ["add_parsers", "dead_end_fixes", "decide", "run"]
@@ -24,7 +25,7 @@ def add_parsers(sub: Any, filled: Any) -> None:
     if filled("select"):
         add_input_args(p)
         add_view_arg(p)
-        p.add_argument("--full", action="store_true", help="with --json: the whole Decision record (as explain --json) instead of the compact one")
+        p.add_argument("--full", action="store_true", help="with --json (refused without it): the whole Decision record (as explain --json) instead of the compact one")
 
 
 def decide(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
@@ -64,25 +65,20 @@ def dead_end_fixes(deployment: Any, decision: Any, catalog: Any, policy: Any, *,
     return find_fixes(catalog, deployment.config, deployment.environment, keep=keep, backends=decision.requested, policy=policy, admissible=admissible(deployment, catalog))
 
 
-# CUDA compute capabilities vLLM's kernels distinguish (Ampere, Ada, Hopper, Blackwell
-# datacenter and its 10.3 refresh, Blackwell consumer/workstation), tried when --platform cuda
-# comes without --sm.
-CANDIDATE_SMS = (80, 89, 90, 100, 103, 120)
-
-
 def per_candidate_sm(args: argparse.Namespace, catalog: Any) -> list[tuple[int, str]]:
     """With ``--platform cuda`` and no ``--sm`` (no ``--gpu``, ``--config``, ``--environment`` or
-    ``--probe`` naming the device): ``(sm, winner)`` per candidate capability
-    (:data:`CANDIDATE_SMS`) when the winners differ, else ``[]``. A capability whose inputs are
-    refused is left out."""
+    ``--probe`` naming the device): ``(sm, winner)`` per CUDA capability the tables and the
+    hardware catalog know (:data:`~moe_oracle.core.fields.CUDA_CAPABILITIES`, the values ``--sm``
+    takes) when the winners differ, else ``[]``. A capability whose inputs are refused is left
+    out (:func:`sm_note` names it)."""
     from ..core.engine import evaluate
-    from ..core.errors import ConfigError
+    from ..core.fields import CUDA_CAPABILITIES
     from ..inputs.deployment import build_deployment
 
     if args.platform != "cuda" or args.sm is not None or args.gpu or args.config or args.probe or args.environment:
         return []
     out = []
-    for sm in CANDIDATE_SMS:
+    for sm in CUDA_CAPABILITIES:
         try:
             dep = build_deployment(operator_inputs(args, sm=sm), catalog)
         except ConfigError:
@@ -92,6 +88,25 @@ def per_candidate_sm(args: argparse.Namespace, catalog: Any) -> list[tuple[int, 
         d = evaluate(catalog, dep.config, dep.environment, policy=args.policy)
         out.append((sm, d.kernel or "nothing eligible"))
     return out if len({w for _, w in out}) > 1 else []
+
+
+def sm_note(per_sm: list[tuple[int, str]], known: tuple[int, ...]) -> str:
+    """The ``--platform cuda`` note: each winner once, with the capabilities it wins on, in
+    ``known``'s order, then the known capabilities left out (their inputs are refused).
+
+    >>> sm_note([(80, "marlin"), (90, "triton"), (100, "trtllm"), (103, "trtllm")], (70, 80, 90, 100, 103))
+    '--platform cuda without --sm: the answer depends on the compute capability: marlin on SM 8.0 (--sm 80); triton on SM 9.0 (--sm 90); trtllm on SM 10.0, 10.3 (--sm 100, 103); these inputs refused on SM 7.0 (--sm 70)'
+    """
+    by_winner: dict[str, list[int]] = {}
+    for sm, winner in per_sm:
+        by_winner.setdefault(winner, []).append(sm)
+    groups = [*by_winner.items()]
+    answered = {sm for sm, _ in per_sm}
+    refused = [sm for sm in known if sm not in answered]
+    if refused:
+        groups.append(("these inputs refused", refused))
+    return "--platform cuda without --sm: the answer depends on the compute capability: " + "; ".join(
+        f"{winner} on SM {', '.join(f'{sm // 10}.{sm % 10}' for sm in sms)} (--sm {', '.join(str(sm) for sm in sms)})" for winner, sms in groups)
 
 
 # How a note about the model's checkpoint is labelled: by the input that named it.
@@ -107,10 +122,15 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     """Run ``explain`` or ``select`` (``args.command``); returns the exit code."""
     from ..core.render import actionable_notes, compact_dict, render_dead_end, render_explain
 
+    if getattr(args, "full", False) and not args.json:
+        # A setting with no effect is an error: --full picks select --json's record.
+        raise ConfigError([InputIssue("--full", "has an effect only with --json (the whole Decision record instead of the compact one); add --json, or use explain for every candidate in text", None, ["--json"])], headline="bad --full")
     decision, found = decide(args, catalog)
     per_sm = per_candidate_sm(args, catalog)
     if per_sm:
-        line = "--platform cuda without --sm: the answer depends on the compute capability: " + "; ".join(f"SM {sm // 10}.{sm % 10} (--sm {sm}): {w}" for sm, w in per_sm)
+        from ..core.fields import CUDA_CAPABILITIES
+
+        line = sm_note(per_sm, CUDA_CAPABILITIES)
         decision = replace(decision, notes=(*decision.notes, line))
         if args.command == "select" and not args.json:  # explain prints it among its notes
             print(f"note: {line}", file=sys.stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EPILOG_INPUT, EXIT_CODES_WHY_NOT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, name_arg, operator_inputs, positive_int, print_json, release_warnings
+from .common import EPILOG_INPUT, EXIT_CODES_WHY_NOT, EXIT_NONE, EXIT_OK, add_input_args, add_view_arg, comma_list, name_arg, operator_inputs, positive_int, print_json, release_warnings
 
 __all__ = ["add_parser", "run"]
 
@@ -15,9 +15,11 @@ def add_parser(sub: Any, filled: Any) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser("why-not", help="smallest change that makes a backend eligible", description="Search the smallest, least disruptive changes to the config or environment that make BACKEND eligible (a flag before a redeployment, a redeployment before other hardware).", epilog=EPILOG_INPUT + "\nexamples:\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8        (another GPU)\n  moe-oracle why-not --backend flashinfer_trtllm --model deepseek-r1 --gpu H200 --tp 8 --keep device   (none without one: what blocks)\n\n" + EXIT_CODES_WHY_NOT, formatter_class=fmt)
     if filled("why-not"):
+        from ..explain.whynot_edits import CATEGORIES
+
         p.add_argument("--backend", required=True, type=name_arg, metavar="NAME", help="backend id or moe_backend alias")
         p.add_argument("--alternatives", type=positive_int, default=3, metavar="N", help="show up to N ranked alternatives (default 3; equal costs are marked as ties)")
-        p.add_argument("--keep", action="append", default=[], metavar="CATEGORY[,CATEGORY]", help="inputs that must not change, besides the model (always kept): device, parallel, quant, packages, env, flags; repeat or comma-separate")
+        p.add_argument("--keep", action="append", default=[], type=comma_list(", ".join(CATEGORIES)), metavar="CATEGORY[,CATEGORY]", help="inputs that must not change, besides the model (always kept): device, parallel, quant, packages, env, flags; repeat or comma-separate")
         add_input_args(p)
         add_view_arg(p)
 

@@ -271,7 +271,7 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     engine_experts: int | None = None  # a checkpoint's count as vLLM's model config reads it
     architecture: str | None = None
     if given.config:
-        loaded = load_config_file(given.config, catalog, answer_env=answer_env)
+        loaded = load_config_file(given.config, catalog, answer_env=answer_env, data=given.config_data)
         config, file_env, file_probe = loaded.config, loaded.environment, loaded.probe
         ck_quant, ck_scheme = loaded.checkpoint_quant, loaded.checkpoint_scheme
         notes += loaded.notes

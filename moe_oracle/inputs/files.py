@@ -149,18 +149,28 @@ def _device(doc: Mapping[str, Any]) -> Device:
     return check_known_device(device, capability_field="$.device.capability", arch_field="$.device.arch")
 
 
-def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None = None, *, answer_env: AnswerEnv | None = None) -> LoadedConfig:
-    """Load and validate a MoEConfig YAML/JSON file.
+STDIN_NAME = "<stdin>"
+"""How messages name a ``--config -`` document (``--config -`` reads standard input)."""
+
+
+def load_config_file(path: str | Path, catalog: Catalog, schemas: Schemas | None = None, *, answer_env: AnswerEnv | None = None, data: bytes | None = None) -> LoadedConfig:
+    """Load and validate a MoEConfig YAML/JSON file, or ``data`` (``--config -``: the bytes the
+    command line read from standard input, at most ``MAX_TABLE_BYTES + 1``), validated exactly
+    as a file's; messages name it ``<stdin>``, and its relative paths are the working directory's.
 
     Raises:
         ConfigError: unreadable, malformed, schema-invalid or semantically invalid; every
             problem names the file and the JSON path.
     """
-    read = read_user_file(path, "--config", MAX_TABLE_BYTES)  # a regular file only; a leading ~ stays in messages
-    doc, problems = parse_yaml_bytes(read.shown, read.data)
+    if data is not None:
+        shown, base = STDIN_NAME, None
+    else:
+        read = read_user_file(path, "--config", MAX_TABLE_BYTES)  # a regular file only; a leading ~ stays in messages
+        shown, base, data = read.shown, read.path.parent, read.data
+    doc, problems = parse_yaml_bytes(shown, data)
     if problems:
         raise ConfigError(problems)
-    return config_from_document(doc, catalog, file=read.shown, base=read.path.parent, schemas=schemas, answer_env=answer_env)
+    return config_from_document(doc, catalog, file=shown, base=base, schemas=schemas, answer_env=answer_env)
 
 
 def config_from_document(doc: Any, catalog: Catalog, *, file: str | None = None, base: Path | None = None, schemas: Schemas | None = None, answer_env: AnswerEnv | None = None) -> LoadedConfig:

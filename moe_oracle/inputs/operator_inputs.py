@@ -17,7 +17,7 @@ __all__ = ["OperatorInputs"]
 class OperatorInputs:
     """The operator's inputs, each as typed (``None``: not given).
 
-    Layer: ``config`` (a MoEConfig file), ``model`` (a config.json, checkpoint directory or shipped
+    Layer: ``config`` (a MoEConfig file; ``-``: standard input, whose bytes are ``config_data``), ``model`` (a config.json, checkpoint directory or shipped
     example name), ``serve`` (a ``vllm serve`` line, one string), ``hf_quant_config``, ``quant``.
     Device: ``gpu`` (hardware catalog or ``nvidia-smi`` name) or ``platform`` with ``sm``
     (major*10+minor) / ``arch``. Deployment: ``tp``, ``dp``, ``pcp``, ``ep``, ``all2all``, ``eplb``,
@@ -34,6 +34,7 @@ class OperatorInputs:
     """
 
     config: str | None = None
+    config_data: bytes | None = None
     model: str | None = None
     serve: str | None = None
     hf_quant_config: str | None = None

@@ -69,10 +69,15 @@ def test_known_sms_cover_every_capability_the_tables_and_the_catalog_name() -> N
     assert named <= set(CUDA_CAPABILITIES), f"{sorted(named - set(CUDA_CAPABILITIES))} named by the tables or the catalog but not known"
 
 
-def test_the_capabilities_select_tries_without_sm_are_known() -> None:
-    from moe_oracle.cli.select import CANDIDATE_SMS
-
-    assert set(CANDIDATE_SMS) <= set(CUDA_CAPABILITIES)
+@pytest.mark.parametrize("model", ["deepseek-r1", "qwen3-30b-a3b-fp8"])
+def test_the_platform_cuda_note_names_every_known_capability(model: str) -> None:
+    """The note for --platform cuda without --sm tried a hand-written 6 of the 14 capabilities
+    --sm takes (80, 89, 90, 100, 103, 120): SM 10.7, 12.1, 7.5, ... were never answered."""
+    code, out, _ = cli("explain", "--model", model, "--platform", "cuda")
+    assert code == 0
+    note = next(line for line in out.splitlines() if "--platform cuda without --sm" in line)
+    named = [int(sm) for group in re.findall(r"\(--sm ([0-9, ]+)\)", note) for sm in group.split(",")]
+    assert sorted(named) == sorted(CUDA_CAPABILITIES) and len(named) == len(set(named)), note
 
 
 # ------------------------------------------------------------------ --quant NAME

@@ -289,3 +289,36 @@ def test_a_version_range_is_refused_naming_the_modelled_releases_it_admits(door,
 def test_a_side_of_no_form_suggests_what_it_most_likely_meant_or_nothing(written, suggested):
     issue = _refusal("diff", "--model", "deepseek-r1", "--gpu", "H200", "--from", "vllm==0.33.0", "--to", written)
     assert issue["path"] == "--to" and issue["did_you_mean"] == suggested and issue["allowed"] is None
+
+
+@pytest.mark.parametrize("other", ["file", "packages"])
+@pytest.mark.parametrize("gpu_first", [False, True], ids=["gpu-to", "gpu-from"])
+def test_a_gpu_side_keeps_the_other_sides_packages(tmp_path, capsys, other, gpu_first):
+    """``diff --from freeze.txt --to gpu:B200`` (or ``--from vllm==0.31.0``) answered the B200
+    side for the newest modelled release (0.34.0), not the file's 0.31.0: a gpu: side dropped
+    what the other side declared, so the diff showed a release change nobody asked for."""
+    path = tmp_path / "freeze.txt"
+    path.write_text("vllm==0.31.0\n", encoding="utf-8")
+    given = str(path) if other == "file" else "vllm==0.31.0"
+    sides = ["gpu:B200", given] if gpu_first else [given, "gpu:B200"]
+    assert main(["diff", "--model", "deepseek-r1", "--gpu", "H200", "--tp", "8", "--from", sides[0], "--to", sides[1], "--json"]) == 0
+    groups = json.loads(capsys.readouterr().out)["groups"]
+    assert groups and {g[side]["release"] for g in groups for side in ("before", "after")} == {"vLLM 0.31.0 (declared)"}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+def test_a_gpu_side_facing_a_pipe_is_refused_not_read_twice(tmp_path):
+    """A pipe can be read once; the gpu: side that keeps it is refused, naming both sides."""
+    from tests.cli_capture import cli
+
+    pipe = tmp_path / "freeze"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_text("vllm==0.31.0\n", encoding="utf-8"), daemon=True)
+    writer.start()
+    code, out, err = cli("diff", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--from", str(pipe), "--to", "gpu:B200")
+    fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer finish when nothing read the pipe
+    os.read(fd, 4096)
+    os.close(fd)
+    writer.join(timeout=10)
+    assert code == 2 and out == ""
+    assert "bad --to" in err and f"--from {pipe}" in err and "gpu:B200" in err and "read only once" in err

@@ -14,7 +14,6 @@ from moe_oracle.core.engine import evaluate
 from moe_oracle.core.errors import TableError
 from moe_oracle.core.fields import NONE
 from moe_oracle.core.normalize import mxfp4_selector
-from moe_oracle.core.quant import scheme_by_name
 from moe_oracle.verify.cases import Deployment
 from moe_oracle.verify.ours import OurSide, config_for, environment_for
 from tests.tables_fixture import base_tables, load
