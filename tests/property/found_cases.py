@@ -46,6 +46,12 @@ and by a plain test (tests/property/test_found_cases.py).
   Llama4 routing takes top-1 only), while ``winner_is_first_eligible`` expected the first eligible
   candidate (``flashinfer_cutlass``) to win: the invariant knew only a shortcut's refusal. Fixed in
   tests/property/invariants.py ``check_winner_is_first_eligible``.
+* :data:`LORA_ON_A_BATCHED_ALL2ALL` -- an unquantized LoRA layer on an A100 with DeepEP low-latency
+  (DP 2, EP), ``vllm==0.28.9`` (read as 0.29.0): the LoRA shortcut returns ``triton``, which fails
+  ``triton.lora_batched_all2all_v0_33`` (after selection: building TritonExperts on the batched P/F
+  asserts), so the engine refuses the layer, while the reference model waived every failure of a
+  shortcut's returned kernel but those binding every kernel. Fixed in
+  tests/property/reference_model.py ``Model.selection``.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from moe_oracle.core.quant import QuantScheme
 from moe_oracle.core.vocab import Activation, All2AllBackend, RoutingMethod
 from tests.property.strategies import Case, pinned
 
-__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "MORI_EP_V2_BEFORE_034", "ONE_SIDED_PAYLOAD_AT_CONSTRUCTION", "TRTLLM_LLAMA4_TOP_2_REFUSED", "added_kernel_mutation"]
+__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "MORI_EP_V2_BEFORE_034", "ONE_SIDED_PAYLOAD_AT_CONSTRUCTION", "LORA_ON_A_BATCHED_ALL2ALL", "TRTLLM_LLAMA4_TOP_2_REFUSED", "added_kernel_mutation"]
 
 MOONEP_SHORTCUT_RAISES: Case = pinned(
     Environment.declared(packages=["moonep==1.0", "vllm==0.33.0"]),
@@ -126,6 +132,21 @@ TRTLLM_LLAMA4_TOP_2_REFUSED: Case = pinned(
     hidden_size=1024,
     intermediate_size=96,
     routing_method=RoutingMethod.LLAMA4,
+)
+
+LORA_ON_A_BATCHED_ALL2ALL: Case = pinned(
+    Environment.declared(packages=["vllm==0.28.9"], env={"VLLM_BATCH_INVARIANT": "0", "VLLM_MOE_USE_DEEP_GEMM": "0", "VLLM_ROCM_USE_AITER": "0", "VLLM_ROCM_USE_AITER_MOE": "0", "VLLM_USE_DEEP_GEMM": "0"}),
+    device=GPU_CATALOG["A100"].device,
+    num_experts=8,
+    top_k=1,
+    hidden_size=1024,
+    intermediate_size=96,
+    routing_method=RoutingMethod.RENORMALIZE_NAIVE,
+    parallel__dp_size=2,
+    parallel__use_ep=True,
+    parallel__all2all_backend=All2AllBackend.DEEPEP_LOW_LATENCY,
+    lora=True,
+    moe_backend="aiter",
 )
 
 MORI_EP_V2_BEFORE_034: tuple[Case, tuple[str, str]] = (

@@ -29,6 +29,7 @@ from moe_oracle.inputs.declared import answer_release
 from moe_oracle.core.engine import evaluate
 from moe_oracle.core.environment import Environment
 from moe_oracle.core.errors import ConfigError
+from moe_oracle.core.names import escaped
 from moe_oracle.core.decision import NoEligibleKernelError
 from moe_oracle.core.fields import FIELDS
 from moe_oracle.inputs.files import config_from_document, load_config_file
@@ -410,6 +411,9 @@ def check_cli_agrees(case: Case, directory: Path) -> None:
     # The door derives what the model class passes as is_sequence_parallel (the API takes the config
     # as given) and notes where it stays unknown though vLLM's use_sequence_parallel_moe holds.
     config, door_note = with_sequence_parallel(loaded.config, loaded.config.architecture, release or ENGINE_VERSION)
+    # The door prints its notes with what they echo escaped (core.names.escaped: an architecture
+    # name with control characters).
+    door_note = escaped(door_note) if door_note is not None else None
     api = Oracle(CATALOG, loaded.environment or Environment()).explain(config)
     plain = select(config, env=loaded.environment or Environment(), strict=False)
     record = json.loads(json.dumps(api.to_dict(), default=str))

@@ -25,7 +25,8 @@ Semantics (the YAML contract):
   (``rules/shortcuts.yaml``) whose ``when`` holds puts its kernels first and returns the first
   ``try`` kernel whose rules pass except the ones its early return does not read (not_requested,
   path_not_enabled, the activation-format peek, construction rules), else ``otherwise`` (none: no
-  winner), whose failing rules are then not failures; a shortcut with ``selected`` runs after
+  winner), whose failing rules are then not failures unless one binds every kernel or is an
+  ``after_selection`` rule (the layer is refused then); a shortcut with ``selected`` runs after
   selection and replaces one of those winners by ``otherwise``;
 * construction rules (a prepare/finalize's own rules, ``<id>.pairing`` and constraints marked
   ``checked: construction``) are checked when vLLM
@@ -827,7 +828,9 @@ class Model:
                 return r.code in ("not_requested", "path_not_enabled") or r.rule in construction or r.rule == f"{k}.activation_format"
 
             chosen = next((k for k in sc["try"] if k in self.by_id and all(unread(k, r) for r in judged.failing(k))), sc.get("otherwise"))
-            if chosen is None or {r.rule for r in judged.failing(chosen)} & self.layer_rules():
+            # A rule binding every kernel, or one the engine checks on the kernel it returned
+            # (after_selection: an EPLB gate, building it on the P/F it gets), refuses the layer.
+            if chosen is None or {r.rule for r in judged.failing(chosen)} & (self.layer_rules() | self.after_selection_rules()):
                 return None, None
             return chosen, chosen
         post = self.after_selection_rules()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from moe_oracle.core.fields import FIELDS
 from tests.property import invariants as inv
-from tests.property.found_cases import CT_W4A8_FP8_OLD_RELEASE, MOONEP_SHORTCUT_RAISES, ONE_SIDED_PAYLOAD_AT_CONSTRUCTION, TRTLLM_LLAMA4_TOP_2_REFUSED
+from tests.property.found_cases import CT_W4A8_FP8_OLD_RELEASE, MOONEP_SHORTCUT_RAISES, ONE_SIDED_PAYLOAD_AT_CONSTRUCTION, LORA_ON_A_BATCHED_ALL2ALL, TRTLLM_LLAMA4_TOP_2_REFUSED
 from tests.property.profiles import budget
 from tests.property.strategies import ACCEPTED_BY_SOME_RELEASE, CATALOG, backend_names, cases, changed_inputs, note_case, text_values
 
@@ -28,6 +28,7 @@ pytestmark = pytest.mark.property
 @example(MOONEP_SHORTCUT_RAISES)
 @example(ONE_SIDED_PAYLOAD_AT_CONSTRUCTION)
 @example(TRTLLM_LLAMA4_TOP_2_REFUSED)
+@example(LORA_ON_A_BATCHED_ALL2ALL)
 def test_every_engine_invariant_holds(case):
     """All one-case engine invariants (invariants.ENGINE_INVARIANTS) on each config: determinism,
     the winner is the first eligible candidate, backend blocks, every non-winner explained,

@@ -298,7 +298,11 @@ def test_a_catalog_cache_load_leaves_the_collector_as_it_found_it(tmp_path):
         held = [[n] for n in range(10)]
         gc.freeze()
         frozen = gc.get_freeze_count()
-        assert catalog_cache.load(tmp_path, "k") is not None and gc.get_freeze_count() == frozen
+        assert catalog_cache.load(tmp_path, "k") is not None
+        # Not an exact count: a frozen object still dies when its last reference goes (CI on
+        # f4e20ed saw 2 fewer). An unfreeze would drop the count to 0; a freeze would add the
+        # entry's ~40,000 objects.
+        assert abs(gc.get_freeze_count() - frozen) < 10_000, (frozen, gc.get_freeze_count())
     finally:
         gc.unfreeze()
         (gc.enable if enabled else gc.disable)()
