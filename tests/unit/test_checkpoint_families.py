@@ -315,3 +315,34 @@ def test_deepseek_v2_moe_keeps_the_groups_under_greedy(extra, groups):
     # topk_method is read only for the correction bias. Softmax without a bias routes Default either way.
     k = read_checkpoint({**DSV2_LITE, **extra}, release="0.34.0").representative().kwargs
     assert (k["routing_method"].value, k["num_expert_group"], k["topk_group"]) == ("default", *groups)
+
+
+def test_every_family_and_model_type_is_defined_once():
+    """qwen3_5_moe was defined twice (a merge kept both halves): qwen4_exp read the first record,
+    qwen3_5_moe_text the second, and a lookup by family name the first."""
+    from collections import Counter
+
+    from moe_oracle.inputs.checkpoint.families import FAMILIES, family_for
+
+    names = Counter(f.name for f in FAMILIES)
+    assert [n for n, k in names.items() if k > 1] == []
+    types = Counter(mt for f in FAMILIES for mt in f.model_types)
+    assert [t for t, k in types.items() if k > 1] == []
+    [qwen] = [f for f in FAMILIES if f.name == "qwen3_5_moe"]
+    assert all(family_for(mt, None) is qwen for mt in ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next", "qwen4_exp_text", "qwen4_exp"))
+    assert "interns2_preview.py" in qwen.source and "qwen4_exp" in qwen.source
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "named"),
+    [
+        pytest.param(("a", ("x",)), ("a", ("y",)), "family 'a' is defined twice (entries 1 and 2 of FAMILIES)", id="name"),
+        pytest.param(("a", ("x",)), ("b", ("x",)), "model_type 'x' is listed by two families, 'a' and 'b'", id="model_type"),
+    ],
+)
+def test_a_repeated_family_or_model_type_is_refused_naming_both(first, second, named):
+    from moe_oracle.inputs.checkpoint.families import Family, _by_model_type
+
+    with pytest.raises(ValueError) as err:
+        _by_model_type((Family(first[0], first[1], "all"), Family(second[0], second[1], "all")))
+    assert named in str(err.value)

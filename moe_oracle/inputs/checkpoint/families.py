@@ -195,9 +195,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next", "qwen4_exp_text", "qwen4_exp"), "all", activation="silu", shared="mlp.shared_expert", mtp="qwen3_5",
            defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
                   "0.29.0-0.34.0 vllm/models/qwen4_exp/{nvidia,amd}/{model,mtp}.py (Qwen4ExpDecoderLayer: every layer Qwen4ExpSparseMoeBlock, a Qwen3NextSparseMoeBlock; "
-                  "mtp_num_hidden_layers draft layers from checkpoint mtp.layers.<k>); transformers 5.20.2 Qwen4ExpTextConfig (norm_topk_prob True)"),
-    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", activation="silu", shared="mlp.shared_expert", mtp="qwen3_5",
-           defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
+                  "mtp_num_hidden_layers draft layers from checkpoint mtp.layers.<k>); transformers 5.20.2 Qwen4ExpTextConfig (norm_topk_prob True); "
                   "0.29.0-0.34.0 interns2_preview.py (InternS2PreviewForConditionalGeneration subclasses Qwen3_5MoeForConditionalGeneration, same weight names)"),
     Family("llama4", ("llama4_text", "llama4"), "interleave", activation="silu", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4", shared_always=True,
            defaults=_d(interleave_moe_layer_step=1), source="vLLM 0.33.0 llama4.py Llama4DecoderLayer (MoE when (i + 1) % interleave_moe_layer_step == 0), Llama4MoE.custom_routing_function"),
@@ -397,7 +395,33 @@ FAMILIES: tuple[Family, ...] = (
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
 
-_BY_TYPE = {mt: fam for fam in FAMILIES for mt in fam.model_types}
+
+
+def _by_model_type(families: tuple[Family, ...]) -> Mapping[str, Family]:
+    """Each ``model_type`` to its family; a family name or ``model_type`` listed twice raises.
+
+    A second record would shadow the first silently (the later one wins here, the first where a
+    family is looked up by name), so the two halves of a merged edit would each serve some inputs.
+
+    >>> _by_model_type((Family("a", ("x",), "all"), Family("a", ("y",), "all")))
+    Traceback (most recent call last):
+    ...
+    ValueError: family 'a' is defined twice (entries 1 and 2 of FAMILIES); merge them into one
+    """
+    by_name: dict[str, int] = {}
+    by_type: dict[str, Family] = {}
+    for index, fam in enumerate(families, 1):
+        if fam.name in by_name:
+            raise ValueError(f"family {fam.name!r} is defined twice (entries {by_name[fam.name]} and {index} of FAMILIES); merge them into one")
+        by_name[fam.name] = index
+        for mt in fam.model_types:
+            if mt in by_type:
+                raise ValueError(f"model_type {mt!r} is listed by two families, {by_type[mt].name!r} and {fam.name!r}; a model_type has one family")
+            by_type[mt] = fam
+    return MappingProxyType(by_type)
+
+
+_BY_TYPE = _by_model_type(FAMILIES)
 
 # Module path of the decoder layers in the checkpoint, by the top-level model_type of a
 # multimodal wrapper (exclusion lists are written against these names).
