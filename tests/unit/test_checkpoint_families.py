@@ -346,3 +346,41 @@ def test_a_repeated_family_or_model_type_is_refused_naming_both(first, second, n
     with pytest.raises(ValueError) as err:
         _by_model_type((Family(first[0], first[1], "all"), Family(second[0], second[1], "all")))
     assert named in str(err.value)
+
+
+_DSV2_ROUTING_KEYS = ("norm_topk_prob", "routed_scaling_factor", "first_k_dense_replace", "topk_method", "scoring_func", "moe_layer_freq")
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.34.0"])
+def test_deepseek_v2_reads_the_deepseek_v2_config_class_defaults(release):
+    """vLLM 0.29.0-0.34.0 registers no config class for deepseek_v2, so transformers 5.20.2
+    DeepseekV2Config fills absent keys: norm_topk_prob False, routed_scaling_factor 1.0,
+    first_k_dense_replace 0 (deepseek_v2.py: renormalize=config.norm_topk_prob,
+    getattr(config, "routed_scaling_factor", 1.0), layer_idx >= config.first_k_dense_replace).
+    The parent commit read DeepseekV3Config's (True, 2.5, 3): renormalize_naive routing, layers
+    0-2 dense."""
+    cfg = {k: v for k, v in DSV2_LITE.items() if k not in _DSV2_ROUTING_KEYS}
+    ck = read_checkpoint(cfg, release=release)
+    k = ck.representative().kwargs
+    assert (k["routing_method"].value, k["routed_scaling_factor"]) == ("default", 1.0)
+    assert [layer.spec.kind for layer in ck.layers][:2] == ["moe", "moe"]
+    assert any("DeepseekV2Config" in p.evidence for p in ck.representative().provenance if p.field == "routed_scaling_factor")
+    # deepseek_v3 and its DeepseekV3Config siblings keep the V3 defaults.
+    v3 = read_checkpoint({**cfg, "model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"]}, release=release)
+    assert (v3.representative().kwargs["routing_method"].value, v3.representative().kwargs["routed_scaling_factor"]) == ("renormalize_naive", 2.5)
+    assert [layer.spec.kind for layer in v3.layers][:4] == ["dense", "dense", "dense", "moe"]
+
+
+@pytest.mark.parametrize("key", ["n_group", "topk_group"])
+@pytest.mark.parametrize("null", [False, True], ids=["absent", "null"])
+def test_deepseek_v2_without_expert_groups_is_refused(key, null):
+    """DeepseekV2Config defaults n_group and topk_group to None; DeepseekV2MoE's
+    getattr(config, "n_group", 1) finds the None and create_fused_moe_router raises (vLLM
+    0.29.0-0.34.0 router/router_factory.py). The parent commit read DeepseekV3Config's 8 / 4."""
+    from moe_oracle.core.errors import ConfigError
+
+    cfg = {k: v for k, v in DSV2_LITE.items() if k != key}
+    with pytest.raises(ConfigError) as err:
+        read_checkpoint({**cfg, key: None} if null else cfg, release="0.34.0")
+    [issue] = err.value.issues
+    assert issue.path == f"$.{key}" and "DeepseekV2Config defaults it to None" in issue.message and issue.message.startswith("null" if null else "absent")
