@@ -250,19 +250,36 @@ def refusing_checks(decision: "Decision") -> list[Any]:
     view = decision.ranking.view
     failures = table_order(decision.rows[decision.refused].failures)
     post = [c for c in failures if c.rule in view.after_selection]
-    if post or decision.shortcut is None:
+    if decision.shortcut is None:
         return post
-    return [c for c in failures if c.code not in _UNREAD_BY_SHORTCUT and c.rule not in view.construction]
+    raised = _raised_in_shortcut(decision, failures)
+    if raised or not post:
+        return raised or [c for c in failures if c.code not in _UNREAD_BY_SHORTCUT and c.rule not in view.construction]
+    return post
+
+
+def _raised_in_shortcut(decision: "Decision", failures: list[Any]) -> list[Any]:
+    """The checks the shortcut's early return reads and raises for (``return_or_raise``: no
+    ``otherwise`` kernel, and its last ``try`` kernel fails them): vLLM raises in the oracle,
+    before any ``after_selection`` check (an EPLB gate, construction, the LoRA wrapper) is made.
+    ``[]`` where the early return returned its kernel (unchecked, or passing what it reads)."""
+    view = decision.ranking.view
+    sc = next((s for s in view.shortcuts if s.id == decision.shortcut), None)
+    if sc is None or sc.otherwise is not None:
+        return []
+    return [c for c in failures if c.code not in _UNREAD_BY_SHORTCUT and c.rule not in view.construction and c.rule not in view.after_selection]
 
 
 def shortcut_raises(decision: "Decision") -> str | None:
     """Where the layer is refused because a shortcut's early return raises for its kernel (it
-    fails checks the early return reads, not an ``after_selection`` one): the shortcut's label
-    (``for LoRA on an unquantized layer``); else ``None``."""
+    fails checks the early return reads, and no ``after_selection`` one unless the early return
+    raises for the others first): the shortcut's label (``for LoRA on an unquantized layer``);
+    else ``None``."""
     if decision.refused is None or decision.shortcut is None:
         return None
     view = decision.ranking.view
-    if any(c.rule in view.after_selection for c in decision.rows[decision.refused].failures):
+    failures = list(decision.rows[decision.refused].failures)
+    if any(c.rule in view.after_selection for c in failures) and not _raised_in_shortcut(decision, failures):
         return None
     sc = next((s for s in view.shortcuts if s.id == decision.shortcut), None)
     return sc.label if sc is not None else decision.shortcut

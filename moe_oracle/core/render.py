@@ -34,6 +34,7 @@ _STAGE_WORDS = {
     "layer": "when it builds the MoE layer",
     "selection": "in the layer's kernel selection",
     "construction": "when it builds the selected kernel",
+    "lora": "when it wraps the MoE layers for LoRA, after loading the model",
     "profile_run": "at its start-up profile run, when the selected kernel first runs",
 }
 

@@ -250,7 +250,8 @@ class Answer:
             ``None`` where the harness built no method (the ``direct`` front end). Compared when
             both are ok and both known.
         later: ours only: a refusal the harness's vLLM side cannot reach for this deployment (the
-            start-up profile run, which it never runs; construction under the ``direct`` front
+            LoRA wrapper of the MoE layer, which it never builds; the start-up profile run, which
+            it never runs; construction under the ``direct`` front
             end, which builds no method), as ``"<stage>: <rule ids>"``; the answer (``ok``) is then
             the kernel the engine selects before that refusal, which is what the two sides compare.
     """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..core.blocking import shortcut_raises
 from ..core.config import Device, MoEConfig, ParallelConfig
 from ..core.decision import NoEligibleKernelError
 from ..core.environment import HOST_TOOLS, Environment
@@ -192,8 +193,9 @@ class OurSide:
         routed-experts EPLB gate (``layer``, after the method selected). When the engine selects a
         kernel and then refuses the layer (:attr:`Decision.refused`), the refusing checks place it:
         an EPLB gate is ``layer``, a shortcut that raises (``_return_or_raise``) or a method's
-        constructor ``selection``, ``create_weights`` or the experts class ``construction``, a
-        check the kernel library makes when the kernel first runs ``profile_run``.
+        constructor ``selection``, ``create_weights`` or the experts class ``construction``, the
+        LoRA wrapper of the MoE layer ``lora``, a check the kernel library makes when the kernel
+        first runs ``profile_run``.
         Otherwise the first kernel that fails only late checks (``create_weights`` rules binding
         every kernel, prepare/finalize checks, EPLB gates) is what vLLM selects: ``layer`` when it
         fails an EPLB gate (checked before its weights are created), else ``construction``; with
@@ -225,11 +227,12 @@ class OurSide:
             cited = refusing or {rule_stage(f.reference) for f in failures}
             if "layer" in early or "layer" in cited:
                 return "layer"
-            if getattr(decision, "shortcut", None) is not None and not refusing:
-                return "selection"  # the oracle's shortcut returns its kernel or raises (_return_or_raise)
+            if shortcut_raises(decision) is not None:
+                return "selection"  # the oracle's shortcut raises for its kernel (_return_or_raise)
             # Otherwise where the refusing check sits: a method's constructor, else create_weights
-            # or the experts class (construction), else the kernel's first forward (profile_run).
-            return "selection" if "selection" in cited else ("construction" if "construction" in cited else "profile_run")
+            # or the experts class (construction), else the LoRA wrapper (lora), else the kernel's
+            # first forward (profile_run).
+            return "selection" if "selection" in cited else next((st for st in ("construction", "lora") if st in cited), "profile_run")
         for stage in ("config", "layer", "selection"):
             if stage in early:
                 return stage
@@ -248,7 +251,7 @@ class OurSide:
             decision = self.oracle.select(config, environment_for(dep, self.release))
         except NoEligibleKernelError as exc:
             stage = self.stage(exc.decision)
-            if exc.decision.refused is not None and (stage == "profile_run" or (stage == "construction" and dep.front_end == "direct")):
+            if exc.decision.refused is not None and (stage in ("lora", "profile_run") or (stage == "construction" and dep.front_end == "direct")):
                 return self._selected_before(dep, exc.decision, stage)
             return Answer("error", detail=f"nothing eligible ({exc.decision.summary()})"[:300], stage=stage)
         except (ConfigError, ValueError) as exc:
@@ -271,8 +274,9 @@ class OurSide:
     def _selected_before(self, dep: Deployment, decision: Any, stage: str) -> Answer:
         """The kernel the engine selects before refusing the layer at ``stage``, a stage the
         harness's vLLM side does not reach for ``dep`` (:attr:`Answer.later`): vLLM's side stops
-        after selection under the ``direct`` front end, and it never runs the start-up profile
-        run. Its prepare/finalize is the one vLLM would build for it (where it is built)."""
+        after selection under the ``direct`` front end, and it never builds the LoRA wrapper nor
+        runs the start-up profile run. Its prepare/finalize is the one vLLM would build for it
+        (where it is built)."""
         row = decision.rows[decision.refused]
         entry = row.entry
         post = decision.ranking.view.after_selection
@@ -282,7 +286,7 @@ class OurSide:
             backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut, self.release)
         except UnknownBackend as exc:
             backend = f"(unknown: {exc})"
-        built = decision.ranking.built_pf(decision.refused) if stage == "profile_run" else None
+        built = decision.ranking.built_pf(decision.refused) if stage in ("lora", "profile_run") else None
         return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id,
                       prepare_finalize=built.upstream if built is not None else None, later=f"{stage}: {rules}")
 

@@ -82,3 +82,14 @@ def test_an_unmapped_unquantized_request_cites_the_map_by_a_neutral_id(capsys, r
     assert main(["select", "--model", "qwen3-30b-a3b", "--gpu", "H100", "--moe-backend", "deep_gemm", "--package", f"vllm=={release}", "--json"]) == 1
     [blocker] = json.loads(capsys.readouterr().out)["blocking"]
     assert (blocker["field"], blocker["observed"], blocker["rules"]) == ("moe_backend", "deep_gemm", [rule])
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_on_xpu_expert_parallelism_over_tp_alone_keeps_the_local_batched_path(capsys, release):
+    """EP with one DP rank runs no all2all kernels (P/config.py use_all2all_kernels needs DP, PCP or
+    sequence parallelism), so vLLM 0.29.0-0.34.0 P/all2all_utils.py maybe_make_prepare_finalize
+    still builds XPU's BatchedPrepareAndFinalize. The parent commit gated the P/F on use_ep and
+    answered with an ``unchecked`` warning that the kernel fails when it is built."""
+    rc, out = _select_json(capsys, "--gpu", "ARC_B580", "--tp", "2", "--ep", "--package", f"vllm=={release}")
+    assert rc == 0 and out["selected"]["kernel"] == "triton_batched" and out["selected"]["prepare_finalize"] == "batched_local_xpu"
+    assert not [w for w in out["warnings"] if w["code"] == "unchecked"]

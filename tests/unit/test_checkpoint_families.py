@@ -315,3 +315,72 @@ def test_deepseek_v2_moe_keeps_the_groups_under_greedy(extra, groups):
     # topk_method is read only for the correction bias. Softmax without a bias routes Default either way.
     k = read_checkpoint({**DSV2_LITE, **extra}, release="0.34.0").representative().kwargs
     assert (k["routing_method"].value, k["num_expert_group"], k["topk_group"]) == ("default", *groups)
+
+
+def test_every_family_and_model_type_is_defined_once():
+    """qwen3_5_moe was defined twice (a merge kept both halves): qwen4_exp read the first record,
+    qwen3_5_moe_text the second, and a lookup by family name the first."""
+    from collections import Counter
+
+    from moe_oracle.inputs.checkpoint.families import FAMILIES, family_for
+
+    names = Counter(f.name for f in FAMILIES)
+    assert [n for n, k in names.items() if k > 1] == []
+    types = Counter(mt for f in FAMILIES for mt in f.model_types)
+    assert [t for t, k in types.items() if k > 1] == []
+    [qwen] = [f for f in FAMILIES if f.name == "qwen3_5_moe"]
+    assert all(family_for(mt, None) is qwen for mt in ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next", "qwen4_exp_text", "qwen4_exp"))
+    assert "interns2_preview.py" in qwen.source and "qwen4_exp" in qwen.source
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "named"),
+    [
+        pytest.param(("a", ("x",)), ("a", ("y",)), "family 'a' is defined twice (entries 1 and 2 of FAMILIES)", id="name"),
+        pytest.param(("a", ("x",)), ("b", ("x",)), "model_type 'x' is listed by two families, 'a' and 'b'", id="model_type"),
+    ],
+)
+def test_a_repeated_family_or_model_type_is_refused_naming_both(first, second, named):
+    from moe_oracle.inputs.checkpoint.families import Family, _by_model_type
+
+    with pytest.raises(ValueError) as err:
+        _by_model_type((Family(first[0], first[1], "all"), Family(second[0], second[1], "all")))
+    assert named in str(err.value)
+
+
+_DSV2_ROUTING_KEYS = ("norm_topk_prob", "routed_scaling_factor", "first_k_dense_replace", "topk_method", "scoring_func", "moe_layer_freq")
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.34.0"])
+def test_deepseek_v2_reads_the_deepseek_v2_config_class_defaults(release):
+    """vLLM 0.29.0-0.34.0 registers no config class for deepseek_v2, so transformers 5.20.2
+    DeepseekV2Config fills absent keys: norm_topk_prob False, routed_scaling_factor 1.0,
+    first_k_dense_replace 0 (deepseek_v2.py: renormalize=config.norm_topk_prob,
+    getattr(config, "routed_scaling_factor", 1.0), layer_idx >= config.first_k_dense_replace).
+    The parent commit read DeepseekV3Config's (True, 2.5, 3): renormalize_naive routing, layers
+    0-2 dense."""
+    cfg = {k: v for k, v in DSV2_LITE.items() if k not in _DSV2_ROUTING_KEYS}
+    ck = read_checkpoint(cfg, release=release)
+    k = ck.representative().kwargs
+    assert (k["routing_method"].value, k["routed_scaling_factor"]) == ("default", 1.0)
+    assert [layer.spec.kind for layer in ck.layers][:2] == ["moe", "moe"]
+    assert any("DeepseekV2Config" in p.evidence for p in ck.representative().provenance if p.field == "routed_scaling_factor")
+    # deepseek_v3 and its DeepseekV3Config siblings keep the V3 defaults.
+    v3 = read_checkpoint({**cfg, "model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"]}, release=release)
+    assert (v3.representative().kwargs["routing_method"].value, v3.representative().kwargs["routed_scaling_factor"]) == ("renormalize_naive", 2.5)
+    assert [layer.spec.kind for layer in v3.layers][:4] == ["dense", "dense", "dense", "moe"]
+
+
+@pytest.mark.parametrize("key", ["n_group", "topk_group"])
+@pytest.mark.parametrize("null", [False, True], ids=["absent", "null"])
+def test_deepseek_v2_without_expert_groups_is_refused(key, null):
+    """DeepseekV2Config defaults n_group and topk_group to None; DeepseekV2MoE's
+    getattr(config, "n_group", 1) finds the None and create_fused_moe_router raises (vLLM
+    0.29.0-0.34.0 router/router_factory.py). The parent commit read DeepseekV3Config's 8 / 4."""
+    from moe_oracle.core.errors import ConfigError
+
+    cfg = {k: v for k, v in DSV2_LITE.items() if k != key}
+    with pytest.raises(ConfigError) as err:
+        read_checkpoint({**cfg, key: None} if null else cfg, release="0.34.0")
+    [issue] = err.value.issues
+    assert issue.path == f"$.{key}" and "DeepseekV2Config defaults it to None" in issue.message and issue.message.startswith("null" if null else "absent")

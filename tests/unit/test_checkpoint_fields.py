@@ -233,7 +233,8 @@ def test_language_config_is_the_text_model_of_a_deepseek_vl2_checkpoint():
     # (vLLM transformers_utils/configs/deepseek_vl2.py DeepseekVLV2Config: text_config from it).
     language = {"model_type": "deepseek_v2", "architectures": ["DeepseekV2ForCausalLM"], "hidden_size": 1280, "moe_intermediate_size": 896,
                 "intermediate_size": 6848, "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
-                "first_k_dense_replace": 1, "num_hidden_layers": 12, "num_attention_heads": 10, "vocab_size": 129280}
+                "first_k_dense_replace": 1, "num_hidden_layers": 12, "num_attention_heads": 10, "vocab_size": 129280,
+                "n_group": 1, "topk_group": 1, "topk_method": "greedy"}  # DeepseekV2Config defaults the groups to None: vLLM refuses their absence
     cfg = {"model_type": "deepseek_vl_v2", "architectures": ["DeepseekOCRForCausalLM"], "language_config": language,
            "projector_config": {"n_embed": 1280}, "vision_config": {"width": 1024}}
     ck = from_hf_config(cfg)

@@ -428,7 +428,9 @@ def _refuse_null_groups(r: _Reader) -> None:
     0.30.0 ``CPURouter`` is built instead and asserts ``num_expert_group is not None`` when it first
     routes, router/cpu_router.py). The classes this applies to are the ones whose config class has
     a default for the key (the family's ``defaults``); a class that passes fixed groups
-    (``fixed_groups``) or groups only when both keys are set reads no ``null``.
+    (``fixed_groups``) or groups only when both keys are set reads no ``null``. Where the config
+    class's own default is ``None`` (transformers 5.20.2 ``DeepseekV2Config``: ``n_group`` and
+    ``topk_group``, for ``model_type: deepseek_v2``), an absent key is refused as a null one.
 
     Raises:
         ConfigError: naming the key as config.json spells it.
@@ -445,6 +447,16 @@ def _refuse_null_groups(r: _Reader) -> None:
             raise r.fail(null, f"null: the {fam.name} model class builds grouped top-k from it, and the config class keeps null (its default {default!r} is for an absent key), "
                                f"so {NULL_GROUPS_SOURCE} raises 'num_expert_group and topk_group must be provided when use_grouped_topk is True' when vLLM builds the layer "
                                f"(on CPU, CPURouter asserts when it first routes); give the count (an integer), or leave the key out for {default!r}", None, {"type": "integer", "minimum": 1})
+        # A config class whose default is None (DeepseekV2Config's n_group and topk_group) gives the
+        # model class None for an absent key as for a null one.
+        none_default = next((k for k in keys if k in r.defaults and r.defaults[k] is None), None)
+        if default is None and none_default is not None:
+            key = null or none_default
+            config_class = fam.source.split(";")[-1].strip()
+            said = "null" if null is not None else "absent"
+            raise r.fail(key, f"{said}: the {fam.name} model class builds grouped top-k from it, and {config_class} defaults it to None, "
+                              f"so {NULL_GROUPS_SOURCE} raises 'num_expert_group and topk_group must be provided when use_grouped_topk is True' when vLLM builds the layer "
+                              f"(on CPU, CPURouter asserts when it first routes); give the count (an integer; 1 for no expert groups)", None, {"type": "integer", "minimum": 1})
 
 
 ZERO_GROUPS_SOURCE = "vLLM 0.29.0-0.34.0 model_executor/layers/fused_moe/router/router_factory.py create_fused_moe_router"

@@ -20,7 +20,7 @@ speculative.py hf_config_override``; defaults from transformers 5.20.2 config cl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -107,6 +107,11 @@ class Family:
         draft_fields: MoE fields the draft (MTP / DSpark) layers read from other config keys
             (``num_experts`` -> ``dspark_n_routed_experts``); absent or 0: the target's value.
         defaults: field defaults of the transformers (or vLLM) config class.
+        config_classes: for a ``model_type`` whose config class differs from the family's, that
+            class (named as ``source``'s last part names one) and its defaults, which replace
+            ``defaults`` (:meth:`for_model_type`). A default of ``None`` is a class attribute
+            whose value is ``None``: the model class's ``getattr(config, key, fallback)`` finds it,
+            so the fallback never applies.
         keys: MoE fields the model class reads from a nested config object rather than the
             generic keys (DBRX ``ffn_config.moe_num_experts``): generic key -> dotted path.
         expert_width_is_intermediate: the class sizes its experts by ``intermediate_size``
@@ -145,11 +150,20 @@ class Family:
     mlp_shared_key: str | None = None
     draft_fields: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    config_classes: Mapping[str, tuple[str, Mapping[str, Any]]] = field(default_factory=lambda: MappingProxyType({}))
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     expert_width_is_intermediate: bool = False
     renormalize_scorings: tuple[str, ...] = ()
     source: str = ""
     notes: tuple[str, ...] = ()
+
+    def for_model_type(self, model_type: str | None) -> Family:
+        """This family as a config.json of ``model_type`` reads it: where the type has its own
+        config class (:attr:`config_classes`), that class's defaults and name; else ``self``."""
+        if model_type not in self.config_classes:
+            return self
+        config_class, defaults = self.config_classes[model_type]
+        return replace(self, defaults=defaults, source=f"{self.source}; {config_class}", config_classes=MappingProxyType({}))
 
 
 def _d(**kw: Any) -> Mapping[str, Any]:
@@ -171,10 +185,15 @@ RoutedExperts w1/w3/w2 (vLLM 0.32.0-0.34.0 vllm/models/deepseek_v4/nvidia/model.
 # config.json's hidden_act is then read only where the class refuses it (hidden_acts, mlp_hidden_acts).
 # tests/differential/test_release_sources.py holds the files to it.
 _DSV3 = _d(n_group=8, topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="softmax")
+# deepseek_v2 reads transformers' DeepseekV2Config (vLLM 0.29.0-0.34.0 registers no config class of its
+# own for it; deepseek_v32 and kimi_k2 are DeepseekV3Config in vLLM's _CONFIG_REGISTRY). Its n_group and
+# topk_group default to None, which DeepseekV2MoE's getattr(config, "n_group", 1) finds; it has no
+# moe_layer_freq or scoring_func attribute, so the model class's getattr fallbacks (1, "softmax") apply.
+_DSV2 = _d(n_group=None, topk_group=None, norm_topk_prob=False, routed_scaling_factor=1.0, first_k_dense_replace=0, moe_layer_freq=1, scoring_func="softmax", topk_method="greedy")
 
 FAMILIES: tuple[Family, ...] = (
     Family("deepseek_v3", ("deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_v2"), "first_k_dense", activation="silu", hidden_acts=("silu",), shared="mlp.shared_experts", mtp="deepseek", grouped=True,
-           defaults=_DSV3, source="vLLM 0.33.0 deepseek_v2.py DeepseekV2DecoderLayer / DeepseekV2MoE (0.29.0-0.34.0: use_grouped_topk=True, num_expert_group=getattr(config, 'n_group', 1), "
+           defaults=_DSV3, config_classes=_d(deepseek_v2=("transformers 5.20.2 DeepseekV2Config", _DSV2)), source="vLLM 0.33.0 deepseek_v2.py DeepseekV2DecoderLayer / DeepseekV2MoE (0.29.0-0.34.0: use_grouped_topk=True, num_expert_group=getattr(config, 'n_group', 1), "
                                   "topk_group=getattr(config, 'topk_group', 1) whatever topk_method or use_grouped_topk say); transformers 5.20.2 DeepseekV3Config"),
     Family("glm_moe_dsa", ("glm_moe_dsa",), "first_k_dense", activation="silu", hidden_acts=("silu",), shared="mlp.shared_experts", mtp="deepseek", router_fp32=True, draft_router_fp32=False, grouped=True,
            defaults=_d(n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=3, moe_layer_freq=1, scoring_func="sigmoid"),
@@ -195,9 +214,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next", "qwen4_exp_text", "qwen4_exp"), "all", activation="silu", shared="mlp.shared_expert", mtp="qwen3_5",
            defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
                   "0.29.0-0.34.0 vllm/models/qwen4_exp/{nvidia,amd}/{model,mtp}.py (Qwen4ExpDecoderLayer: every layer Qwen4ExpSparseMoeBlock, a Qwen3NextSparseMoeBlock; "
-                  "mtp_num_hidden_layers draft layers from checkpoint mtp.layers.<k>); transformers 5.20.2 Qwen4ExpTextConfig (norm_topk_prob True)"),
-    Family("qwen3_5_moe", ("qwen3_5_moe_text", "qwen3_5_moe", "qwen3_next"), "all", activation="silu", shared="mlp.shared_expert", mtp="qwen3_5",
-           defaults=_d(norm_topk_prob=True), source="vLLM 0.33.0 qwen3_5.py (qwen3_5_moe_text: every layer Qwen3NextSparseMoeBlock), qwen3_next.py (renormalize defaults to True); "
+                  "mtp_num_hidden_layers draft layers from checkpoint mtp.layers.<k>); transformers 5.20.2 Qwen4ExpTextConfig (norm_topk_prob True); "
                   "0.29.0-0.34.0 interns2_preview.py (InternS2PreviewForConditionalGeneration subclasses Qwen3_5MoeForConditionalGeneration, same weight names)"),
     Family("llama4", ("llama4_text", "llama4"), "interleave", activation="silu", experts="feed_forward.experts", shared="feed_forward.shared_expert", routing="llama4", shared_always=True,
            defaults=_d(interleave_moe_layer_step=1), source="vLLM 0.33.0 llama4.py Llama4DecoderLayer (MoE when (i + 1) % interleave_moe_layer_step == 0), Llama4MoE.custom_routing_function"),
@@ -397,7 +414,33 @@ FAMILIES: tuple[Family, ...] = (
 
 GENERIC = Family("generic", (), "generic", source="generic Hugging Face fields")
 
-_BY_TYPE = {mt: fam for fam in FAMILIES for mt in fam.model_types}
+
+
+def _by_model_type(families: tuple[Family, ...]) -> Mapping[str, Family]:
+    """Each ``model_type`` to its family; a family name or ``model_type`` listed twice raises.
+
+    A second record would shadow the first silently (the later one wins here, the first where a
+    family is looked up by name), so the two halves of a merged edit would each serve some inputs.
+
+    >>> _by_model_type((Family("a", ("x",), "all"), Family("a", ("y",), "all")))
+    Traceback (most recent call last):
+    ...
+    ValueError: family 'a' is defined twice (entries 1 and 2 of FAMILIES); merge them into one
+    """
+    by_name: dict[str, int] = {}
+    by_type: dict[str, Family] = {}
+    for index, fam in enumerate(families, 1):
+        if fam.name in by_name:
+            raise ValueError(f"family {fam.name!r} is defined twice (entries {by_name[fam.name]} and {index} of FAMILIES); merge them into one")
+        by_name[fam.name] = index
+        for mt in fam.model_types:
+            if mt in by_type:
+                raise ValueError(f"model_type {mt!r} is listed by two families, {by_type[mt].name!r} and {fam.name!r}; a model_type has one family")
+            by_type[mt] = fam
+    return MappingProxyType(by_type)
+
+
+_BY_TYPE = _by_model_type(FAMILIES)
 
 # Module path of the decoder layers in the checkpoint, by the top-level model_type of a
 # multimodal wrapper (exclusion lists are written against these names).
@@ -433,7 +476,7 @@ def family_for(text_model_type: str | None, top_model_type: str | None) -> Famil
     """The family of a text model (``kimi_linear`` inside ``kimi_k3`` ...), else :data:`GENERIC`."""
     for mt in (text_model_type, top_model_type):
         if mt in _BY_TYPE:
-            return _BY_TYPE[mt]
+            return _BY_TYPE[mt].for_model_type(mt)
     return GENERIC
 
 
