@@ -52,6 +52,11 @@ and by a plain test (tests/property/test_found_cases.py).
   asserts), so the engine refuses the layer, while the reference model waived every failure of a
   shortcut's returned kernel but those binding every kernel. Fixed in
   tests/property/reference_model.py ``Model.selection``.
+* :data:`AWQ_LAYER_ON_XPU` -- an AWQ int4 layer given field by field (``--config``) on an Arc B580,
+  vLLM 0.34.0 (found by a helper's property run of 2026-12-06): the config-file door notes that
+  vLLM refuses one of the methods such a layer's checkpoint can have on XPU
+  (inputs/quant_checks.py ``verify_layer_quantization``); the API, given the config alone, has no
+  such note, and ``check_cli_agrees`` knew only the door's sequence-parallel note. Fixed there.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ from moe_oracle.core.quant import QuantScheme
 from moe_oracle.core.vocab import Activation, All2AllBackend, RoutingMethod
 from tests.property.strategies import Case, pinned
 
-__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "MORI_EP_V2_BEFORE_034", "ONE_SIDED_PAYLOAD_AT_CONSTRUCTION", "LORA_ON_A_BATCHED_ALL2ALL", "TRTLLM_LLAMA4_TOP_2_REFUSED", "added_kernel_mutation"]
+__all__ = ["ADDED_KERNEL_OUTRANKS_WINNER", "AWQ_LAYER_ON_XPU", "CT_W4A8_FP8_OLD_RELEASE", "MARLIN_COPY_REORDERS_ASSUMPTIONS", "MOONEP_SHORTCUT_RAISES", "MORI_EP_V2_BEFORE_034", "ONE_SIDED_PAYLOAD_AT_CONSTRUCTION", "LORA_ON_A_BATCHED_ALL2ALL", "TRTLLM_LLAMA4_TOP_2_REFUSED", "added_kernel_mutation"]
 
 MOONEP_SHORTCUT_RAISES: Case = pinned(
     Environment.declared(packages=["moonep==1.0", "vllm==0.33.0"]),
@@ -147,6 +152,14 @@ LORA_ON_A_BATCHED_ALL2ALL: Case = pinned(
     parallel__all2all_backend=All2AllBackend.DEEPEP_LOW_LATENCY,
     lora=True,
     moe_backend="aiter",
+)
+
+AWQ_LAYER_ON_XPU: Case = pinned(
+    Environment.declared(packages=["vllm==0.34.0"]),
+    device=GPU_CATALOG["ARC_B580"].device,
+    quant=QuantScheme("int4_static_asym", None),
+    quant_method="awq",
+    weight_group_size=128,
 )
 
 MORI_EP_V2_BEFORE_034: tuple[Case, tuple[str, str]] = (

@@ -24,7 +24,7 @@ from moe_oracle import cli
 from moe_oracle.core.catalog import Catalog
 from moe_oracle.core.loading import compile_tables
 from moe_oracle.core.decision import Decision
-from moe_oracle.inputs.quant_checks import config_quant_method_issue, layer_gate_methods, platform_admits
+from moe_oracle.inputs.quant_checks import config_quant_method_issue, layer_gate_methods, platform_admits, verify_layer_quantization
 from moe_oracle.inputs.declared import answer_release
 from moe_oracle.core.engine import evaluate
 from moe_oracle.core.environment import Environment
@@ -411,18 +411,19 @@ def check_cli_agrees(case: Case, directory: Path) -> None:
     # The door derives what the model class passes as is_sequence_parallel (the API takes the config
     # as given) and notes where it stays unknown though vLLM's use_sequence_parallel_moe holds.
     config, door_note = with_sequence_parallel(loaded.config, loaded.config.architecture, release or ENGINE_VERSION)
-    # The door prints its notes with what they echo escaped (core.names.escaped: an architecture
-    # name with control characters).
-    door_note = escaped(door_note) if door_note is not None else None
+    # The file door also notes the layer's quantization methods vLLM refuses on this platform
+    # (verify_layer_quantization: awq_marlin on XPU, a deprecated method). It prints its notes with
+    # what they echo escaped (core.names.escaped: an architecture name with control characters).
+    door_notes = [escaped(n) for n in ([door_note] if door_note is not None else []) + verify_layer_quantization(loaded.config, release or ENGINE_VERSION, path="$.model.quant_method")]
     api = Oracle(CATALOG, loaded.environment or Environment()).explain(config)
     plain = select(config, env=loaded.environment or Environment(), strict=False)
     record = json.loads(json.dumps(api.to_dict(), default=str))
 
     def without_door_note(out: str) -> dict[str, Any]:
         printed = json.loads(out)
-        if door_note is not None:
-            assert door_note in printed["notes"], printed["notes"]
-            printed["notes"] = [n for n in printed["notes"] if n != door_note]
+        for note in door_notes:
+            assert note in printed["notes"], (note, printed["notes"])
+        printed["notes"] = [n for n in printed["notes"] if n not in door_notes]
         return printed
 
     assert without_door_note(out_e) == record == without_door_note(out_s) == json.loads(json.dumps(plain.to_dict(), default=str))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from moe_oracle.core.config import Device, MoEConfig, ParallelConfig
 from moe_oracle.explain.whynot_search import MAX_EDITS
 from tests.property import invariants as inv
-from tests.property.found_cases import MORI_EP_V2_BEFORE_034
+from tests.property.found_cases import AWQ_LAYER_ON_XPU, MORI_EP_V2_BEFORE_034
 from tests.property.profiles import budget
 from tests.property.strategies import CATALOG, LEAF_PATHS, LEAVES, Case, backend_names, cases, for_reference, note_case, refused_env_values, targeted_cases
 
@@ -40,6 +40,7 @@ def test_env_values_the_engine_refuses_are_bad_input(case, refused):
 
 @budget(0.3)
 @given(cases())
+@example(case=AWQ_LAYER_ON_XPU)
 def test_explain_select_and_the_api_agree(workdir, case):
     note_case(case)
     inv.check_cli_agrees(case, workdir)
