@@ -403,7 +403,7 @@ def compact_dict(decision: "Decision", fixes: Sequence[Any] | None = None) -> di
 
 # Words of a note that asks the user to change what they wrote (core/envvars.py env_notes and the
 # input notes): a replacement to use, a likely typo, a value read otherwise than written.
-_ACTIONABLE = ("; use ", "did you mean", " is read as ", "has no effect", " is not a vLLM", "is not read", "weight-only (W8A16)", "on a ROCm device: DeepEP", ": not modelled: ")
+_ACTIONABLE = ("; use ", "did you mean", "given more than once: the last", " is read as ", "has no effect", " is not a vLLM", "is not read", "weight-only (W8A16)", "on a ROCm device: DeepEP", ": not modelled: ")
 
 
 def actionable_notes(notes: Iterable[str]) -> list[str]:

@@ -145,6 +145,22 @@ class Alternative:
         """Changes no flag makes (another checkpoint, another model), in words."""
         return [c for e in self.edits if (c := e.change())]
 
+    def parts(self) -> frozenset[str]:
+        """What the operator does, one item per option (``--tp 4``, ``--ep``) and per change no
+        flag makes: a fix whose parts hold another fix's parts and more is that fix plus work
+        (:meth:`dominates`), whichever edits made it (a preset redeployment against one flag).
+
+        >>> a = Alternative((Edit("parallel.use_ep", False, True, 1),), "k", None, None, None)  # type: ignore[arg-type]
+        >>> sorted(a.parts())
+        ['--ep']
+        """
+        return frozenset(" ".join(option) for option in _options([self.flags()])) | frozenset(self.changes())
+
+    def dominates(self, other: "Alternative") -> bool:
+        """This fix's parts are a strict subset of ``other``'s: ``other`` adds changes that are
+        not needed (``--tp 4`` against ``--tp 4 --ep``, both re-checked to work)."""
+        return self.parts() < other.parts()
+
     def describe(self, *, serve: bool = False) -> str:
         """The flags, then the changes no flag makes; with ``serve`` (the deployment came from a
         ``vllm serve`` line), the flags that the serve line sets are given as its edits
