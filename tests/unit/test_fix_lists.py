@@ -67,6 +67,22 @@ def test_why_not_offers_the_variable_that_disables_the_backend_and_it_runs_as_pr
     assert "--env VLLM_ROCM_USE_AITER given more than once: the last ('1') is used, not '0'" in err
 
 
+NO_CUBIN = ["--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--package", "flashinfer-python==0.6.1", "--without", "flashinfer-cubin", "--tool", "jit_nvcc=no"]
+
+
+def test_a_variable_in_a_checks_condition_is_offered_at_the_value_that_lifts_it() -> None:
+    # constraint.flashinfer_toolchain.nvcc applies under VLLM_HAS_FLASHINFER_CUBIN [false]; the
+    # search proposed the condition's own value (=0, a no-op), so =1 was never offered.
+    argv = [*NO_CUBIN, "--moe-backend", "flashinfer_cutlass"]
+    code, record, _ = select_json(*argv)
+    assert code == 1
+    offered = [f for f in record["fixes"] if f["flags"] == "--env VLLM_HAS_FLASHINFER_CUBIN=1"]
+    assert offered, [f["flags"] for f in record["fixes"]]
+    _rechecked(argv, offered[0])
+    code, out, _ = cli("why-not", "--backend", "flashinfer_cutlass", *NO_CUBIN, "--json")
+    assert code == 0 and json.loads(out)["alternatives"][0]["flags"] == "--env VLLM_HAS_FLASHINFER_CUBIN=1"
+
+
 # ----------------------------------------------------------------------------- 2. dominated fixes
 
 
