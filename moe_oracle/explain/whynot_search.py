@@ -17,7 +17,7 @@ from ..core.requests import request_name
 from ..core.stages import before_selection
 from ..core.environment import Environment
 from ..core.vocab import Policy
-from .whynot_edits import COSTS, Alternative, Edit, edit_text
+from .whynot_edits import COSTS, Alternative, Edit, edit_text, request_decision
 from .whynot_moves import EditGen, State, candidate_edits, wrap_config
 
 if TYPE_CHECKING:
@@ -129,7 +129,9 @@ def search_eligible(
                 continue  # the engine would not start with these inputs: no fix
             unchecked = {w.rule for w in decision.warnings if w.code == "unchecked"} if decision.winner is not None else set()
             if not unchecked:
-                alt = Alternative(edits, kernel, state[0], state[1], decision)
+                backend = next(r.entry.backend for r in decision.rows if r.entry.id == kernel)
+                requested = request_decision(catalog, state[0], state[1], backend, policy=policy) if decision.kernel != kernel else None
+                alt = Alternative(edits, kernel, state[0], state[1], decision, requested)
                 # Another way to the same inputs (a preset that only drops --ep, as --no-ep did) is no new fix.
                 if not any((a.config == alt.config and a.environment.fingerprint == alt.environment.fingerprint) or a.describe() == alt.describe() for a in found):
                     _add_undominated(found, alt)

@@ -147,3 +147,22 @@ def test_a_backend_request_is_offered_only_where_the_engine_takes_it(extra: list
     for fix in record["fixes"]:
         assert not re.fullmatch(r"--moe-backend \S+", fix["flags"]), fix["flags"]
         _rechecked(argv, fix)
+
+
+def test_a_hint_to_request_an_outranked_kernel_is_rechecked() -> None:
+    # Unquantized LoRA on B200: the engine returns TrtLlmBf16LoRAExperts before it reads
+    # moe_backend (shortcut.unquantized_lora.checked), so "request it with --moe-backend triton"
+    # was a hint that did not run triton.
+    argv = ["--model", "qwen3-30b-a3b", "--gpu", "B200", "--tp", "2", "--lora"]
+    code, out, _ = cli("why-not", "--backend", "triton", *argv)
+    assert code == 0 and "request it with --moe-backend triton" not in out
+    assert "--moe-backend triton does not run it: the engine then selects flashinfer_trtllm_bf16_lora" in out
+    code, record, _ = select_json(*argv, "--moe-backend", "triton")
+    assert code == 0 and record["selected"]["kernel"] == "flashinfer_trtllm_bf16_lora"
+
+
+def test_a_hint_to_request_an_outranked_kernel_that_works_is_kept() -> None:
+    code, out, _ = cli("why-not", "--backend", "flashinfer_cutlass", *NO_CUBIN)
+    assert code == 0 and "(add --moe-backend flashinfer_cutlass to run it)" in out
+    code, record, _ = select_json(*NO_CUBIN, "--env", "VLLM_HAS_FLASHINFER_CUBIN=1", "--moe-backend", "flashinfer_cutlass")
+    assert code == 0 and record["selected"]["kernel"] == "flashinfer_cutlass"
