@@ -160,7 +160,7 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
         return
     if field.startswith("env."):
         var = field[4:]
-        options = _escape_values(chk, field) if _in_condition_only(chk, field) else (_allowed_values(chk, field) or ["1", "0"])
+        options = _allowed_values(chk, field) or ["1", "0"]
         for value in options:
             raw = ("1" if value else "0") if isinstance(value, bool) else str(value)
             yield field, (lambda s, r=raw: (s[0], s[1].with_env(var, r))), env.env_value(var), raw, COSTS["flag"]
@@ -218,25 +218,6 @@ def _allowed_values(chk: Check, field: str) -> list[Any] | None:
         if "in" in spec:
             return list(spec["in"])
     return None
-
-
-def _in_condition_only(chk: Check, field: str) -> bool:
-    """``field`` is read by ``chk``'s condition, not by its predicate (a deny check's fields are all
-    its condition, and failing it means matching all of them)."""
-    return any(p.field == field for p in chk.condition) and (chk.predicate is None or chk.predicate.field != field)
-
-
-def _escape_values(chk: Check, field: str) -> list[Any]:
-    """Values of a boolean variable that take the check out of its condition (the condition's ``in``
-    list holds the values it applies to: VLLM_HAS_FLASHINFER_CUBIN=1 lifts the FlashInfer
-    toolchain check that applies under ``[false]``). A string variable's other values are not
-    known here: none (the values of the list would leave the check applying, a no-op)."""
-    for pred in chk.condition:
-        if pred.field == field:
-            listed = dict(pred.spec).get("in")
-            if listed and all(isinstance(v, bool) for v in listed):
-                return [v for v in (True, False) if v not in listed]
-    return []
 
 
 def _numeric_candidates(chk: Check, field: str, current: Any) -> list[int]:
