@@ -26,7 +26,7 @@ from .vocab import ReasonCode
 if TYPE_CHECKING:
     from .decision import Decision
 
-__all__ = ["actionable_notes", "alternative_lines", "code_histogram", "compact_dict", "render_dead_end", "render_explain", "render_failure", "short_value"]
+__all__ = ["actionable_notes", "alternative_lines", "blocker_lines", "blocking_records", "code_histogram", "compact_dict", "render_dead_end", "render_explain", "render_failure", "short_value"]
 
 # Where vLLM raises, in words (moe_oracle.core.stages.STAGES).
 _STAGE_WORDS = {
@@ -179,7 +179,9 @@ def _header(decision: "Decision") -> list[str]:
     return lines
 
 
-def _blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[str]:
+def blocker_lines(decision: "Decision", said: set[str] | None = None) -> list[str]:
+    """``Blocking:`` and one line (with its ``why:``) per blocker of a dead end, as ``select`` and
+    ``explain`` print them (``plan`` under a group without a kernel); ``[]`` when none."""
     found = blockers(decision)
     if not found:
         return []
@@ -276,7 +278,7 @@ def render_dead_end(decision: "Decision", fixes: Sequence[Any] | None = None, *,
         head = f"Requested backend {', '.join(decision.requested)} ({decision.requested_by}) is not eligible for {decision.answered_for}: {n} candidates."
     else:
         head = f"No MoE kernel is eligible for {decision.answered_for}: {n} candidates."
-    lines = [head] + _blocker_lines(decision, said) + _fix_lines(fixes, serve=serve, left_out=left_out)
+    lines = [head] + blocker_lines(decision, said) + _fix_lines(fixes, serve=serve, left_out=left_out)
     lines.append(f"Every candidate and reason: moe-oracle {command} ... --all")
     return "\n".join(lines)
 
@@ -392,19 +394,24 @@ def compact_dict(decision: "Decision", fixes: Sequence[Any] | None = None) -> di
     full = decision.to_dict()
     out = {k: full[k] for k in ("format_version", "selected", "selected_by", "shortcut", "requested", "engine", "view", "policy", "warnings", "summary", "assumptions", "notes", "tables_hash", "fingerprint")}
     if decision.selected is None:
-        out["blocking"] = [
-            {"code": b.code.value, "field": b.field, "observed": jsonable(b.failure.observed), "allowed": jsonable(b.failure.allowed), "rejected": b.rejected, "of": b.of, "rules": list(b.rules), "hint": b.failure.hint,
-             **({"raised_at": b.raised_at} if b.raised_at is not None else {})}
-            for b in blockers(decision)
-        ]
+        out["blocking"] = blocking_records(decision)
         if fixes is not None:
             out["fixes"] = [f.to_dict() for f in fixes]
     return out
 
 
+def blocking_records(decision: "Decision") -> list[dict[str, Any]]:
+    """What blocks a dead end, as records (``select --json``'s and a plan group's ``blocking``)."""
+    return [
+        {"code": b.code.value, "field": b.field, "observed": jsonable(b.failure.observed), "allowed": jsonable(b.failure.allowed), "rejected": b.rejected, "of": b.of, "rules": list(b.rules), "hint": b.failure.hint,
+         **({"raised_at": b.raised_at} if b.raised_at is not None else {})}
+        for b in blockers(decision)
+    ]
+
+
 # Words of a note that asks the user to change what they wrote (core/envvars.py env_notes and the
 # input notes): a replacement to use, a likely typo, a value read otherwise than written.
-_ACTIONABLE = ("; use ", "did you mean", " is read as ", "has no effect", " is not a vLLM", "is not read", "weight-only (W8A16)", "on a ROCm device: DeepEP", ": not modelled: ")
+_ACTIONABLE = ("; use ", "did you mean", "given more than once: the last", " is read as ", "has no effect", " is not a vLLM", "is not read", "weight-only (W8A16)", "on a ROCm device: DeepEP", ": not modelled: ")
 
 
 def actionable_notes(notes: Iterable[str]) -> list[str]:

@@ -35,6 +35,7 @@ from ..core.oracle import Oracle
 from ..core.padding import LayerSizes, decision_layer_sizes
 from ..core.placement import Placement, expert_placement, ranges_text
 from ..core.refusals import Origin, refusals
+from ..core.render import blocker_lines, blocking_records
 from ..core.versions import EngineRelease
 from ..core.vocab import Source
 
@@ -191,6 +192,8 @@ class PlanGroup:
             out["summary"] = record["summary"]
             out["fingerprint"] = record["fingerprint"]
             out["moe_backend"] = self.decision.config.moe_backend
+            if self.decision.selected is None:
+                out["blocking"] = blocking_records(self.decision)
             sizes = self.layer_sizes()
             if sizes is not None:
                 out["layer_sizes"] = sizes.to_dict()
@@ -307,6 +310,12 @@ class Plan:
             line += f"\n      weight block {q.weight_block_size[0]}x{q.weight_block_size[1]} refined to {sel_block[0]}x{sel_block[1]} to fit the TP shard; the kernel is selected for the refined block"
         if g.role == "draft":
             line += f"; moe_backend {g.decision.config.moe_backend}"
+        if sel is None:
+            # What select and explain print for this layer: what blocks, with the rule and its why.
+            line += "".join(f"\n      {text}" for text in blocker_lines(g.decision))
+            if self.checkpoint.representative() in g.layers:
+                # select and explain --model answer for this layer; their fixes are searched and re-checked there.
+                line += "\n      the ranked fixes for this layer: moe-oracle explain with the same --model and deployment flags"
         sizes = g.layer_sizes()
         if sizes is not None and sizes.padded:
             line += f"\n      weights padded: {sizes.text()}"

@@ -32,7 +32,7 @@ from ..core.oracle import Oracle, parse_policy, require_config, require_environm
 from ..core.blocking import refusing_checks
 from ..core.render import alternative_lines
 from ..core.vocab import Policy
-from .whynot_edits import CATEGORIES, COSTS, DEFAULT_KEEP, Alternative, Edit, request_hint
+from .whynot_edits import CATEGORIES, COSTS, DEFAULT_KEEP, Alternative, Edit, request_decision, request_hint
 from .whynot_search import MAX_EDITS, SearchResult, repair, search_eligible, target_failures
 
 if TYPE_CHECKING:
@@ -55,6 +55,9 @@ class WhyNot:
         blocking: when no edit set was found, the failures that could not be fixed.
         alternatives: every edit set found, cheapest first (the first is ``edits``).
         keep: the input categories the search left alone.
+        requested: when already eligible but not selected, the selection with the backend
+            requested by name (:func:`~moe_oracle.explain.whynot_edits.request_decision`), so
+            the hint to request it is re-checked.
     """
 
     backend: tuple[str, ...]
@@ -69,6 +72,7 @@ class WhyNot:
     explored: int = 0
     alternatives: tuple[Alternative, ...] = ()
     keep: frozenset[str] = DEFAULT_KEEP
+    requested: Decision | None = None
 
     @property
     def cost(self) -> int:
@@ -82,11 +86,12 @@ class WhyNot:
             d = self.decision
             if d is not None and d.winner is not None and d.rows[d.winner].entry.backend in self.backend:
                 return f"{name} is already selected ({self.kernel})."
+            backend = next((r.entry.backend for r in d.rows if r.entry.id == self.kernel), self.backend[0]) if d is not None else self.backend[0]
             if d is not None and d.refused is not None:
                 rules = ", ".join(dict.fromkeys(c.rule for c in refusing_checks(d)))
                 return (f"{name} is already eligible ({self.kernel}), but the engine selects {d.refused_kernel} ahead of it and then refuses the layer [{rules}]; "
-                        f"{request_hint(d.ranking.view, self.backend[0], 'request')}.")
-            hint = request_hint(d.ranking.view, self.backend[0], "request") if d is not None else f"request it with --moe-backend {self.backend[0]}"
+                        f"{request_hint(d.ranking.view, backend, 'request', self.kernel, self.requested)}.")
+            hint = request_hint(d.ranking.view, backend, "request", self.kernel, self.requested) if d is not None else f"request it with --moe-backend {self.backend[0]}"
             return f"{name} is already eligible ({self.kernel}) but outranked by {d.kernel if d else None}; {hint}."
         kept = f"; kept: {', '.join(sorted(self.keep))}" if self.keep else ""
         if not self.found:
@@ -174,7 +179,11 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
     start = evaluate(catalog, config, env, policy=policy)
     failing, kernel = target_failures(start, target)
     if failing is None:
-        return WhyNot(backend, True, kernel, (), config, env, start, True, keep=kept)
+        requested = None
+        if start.kernel != kernel:
+            assert kernel is not None
+            requested = request_decision(catalog, config, env, next(r.entry.backend for r in start.rows if r.entry.id == kernel), policy=policy)
+        return WhyNot(backend, True, kernel, (), config, env, start, True, keep=kept, requested=requested)
     r = search_eligible(catalog, config, env, target, n=n, keep=kept, policy=policy, admissible=admissible)
     return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored, r.alternatives, kept)
 

@@ -2,20 +2,22 @@
 what each costs an operator (:data:`COSTS`) and how an edit set reads as flags and as a serve line."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 from packaging.utils import canonicalize_name
 
 from ..core.config import Device, MoEConfig
 from ..core.decision import Decision
+from ..core.engine import evaluate
+from ..core.errors import ConfigError
 from ..core.requests import request_name
 from ..core.environment import ABSENT, Environment
 
 if TYPE_CHECKING:
     from ..core.catalog import Catalog
 
-__all__ = ["Alternative", "CATEGORIES", "COSTS", "DEFAULT_KEEP", "Edit", "category", "edit_text", "request_hint", "serve_line_edits"]
+__all__ = ["Alternative", "CATEGORIES", "COSTS", "DEFAULT_KEEP", "Edit", "category", "edit_text", "request_decision", "request_hint", "serve_line_edits"]
 
 
 # How disruptive a change is for an operator; the search minimizes the sum.
@@ -124,6 +126,10 @@ class Alternative:
         kernel: the targeted candidate that becomes eligible.
         config, environment: the inputs with the edits applied.
         decision: the selection under them (its winner may be another kernel).
+        requested: where ``kernel`` is eligible but outranked, the selection with its backend
+            also requested by name (:func:`request_decision`): the hint to request it is
+            re-checked, not assumed (a shortcut may not read the request, an explicit backend may
+            change the layer's sizes).
     """
 
     edits: tuple[Edit, ...]
@@ -131,6 +137,7 @@ class Alternative:
     config: MoEConfig
     environment: Environment
     decision: Decision
+    requested: Decision | None = None
 
     @property
     def cost(self) -> int:
@@ -144,6 +151,22 @@ class Alternative:
     def changes(self) -> list[str]:
         """Changes no flag makes (another checkpoint, another model), in words."""
         return [c for e in self.edits if (c := e.change())]
+
+    def parts(self) -> frozenset[str]:
+        """What the operator does, one item per option (``--tp 4``, ``--ep``) and per change no
+        flag makes: a fix whose parts hold another fix's parts and more is that fix plus work
+        (:meth:`dominates`), whichever edits made it (a preset redeployment against one flag).
+
+        >>> a = Alternative((Edit("parallel.use_ep", False, True, 1),), "k", None, None, None)  # type: ignore[arg-type]
+        >>> sorted(a.parts())
+        ['--ep']
+        """
+        return frozenset(" ".join(option) for option in _options([self.flags()])) | frozenset(self.changes())
+
+    def dominates(self, other: "Alternative") -> bool:
+        """This fix's parts are a strict subset of ``other``'s: ``other`` adds changes that are
+        not needed (``--tp 4`` against ``--tp 4 --ep``, both re-checked to work)."""
+        return self.parts() < other.parts()
 
     def describe(self, *, serve: bool = False) -> str:
         """The flags, then the changes no flag makes; with ``serve`` (the deployment came from a
@@ -166,20 +189,37 @@ class Alternative:
         view = self.decision.ranking.view
         if request_name(view, backend) == self.config.moe_backend:
             return f"{self.kernel} eligible, outranked by {winner} (--moe-backend {self.config.moe_backend} selects both; the engine takes {winner} first)"
-        return f"{self.kernel} eligible, outranked by {winner} ({request_hint(view, backend, 'add')})"
+        return f"{self.kernel} eligible, outranked by {winner} ({request_hint(view, backend, 'add', self.kernel, self.requested)})"
 
     def to_dict(self) -> dict[str, Any]:
         edits, rest = serve_line_edits(self.flags())
         return {"flags": self.flags(), "serve_line": {"edits": edits, "flags": rest}, "changes": self.changes(), "cost": self.cost, "kernel": self.kernel, "winner_after": self.decision.kernel, "edits": [e.to_dict() for e in self.edits]}
 
 
-def request_hint(catalog: "Catalog", backend: str, verb: str) -> str:
+def request_hint(catalog: "Catalog", backend: str, verb: str, kernel: str | None = None, requested: Decision | None = None) -> str:
     """How to run ``backend`` on purpose: ``--moe-backend NAME`` with a name the release accepts,
-    or, where none selects it, that only the priority order reaches it."""
+    or, where none selects it, that only the priority order reaches it. With ``requested`` (the
+    selection with the request made, :func:`request_decision`), a request that does not select
+    ``kernel`` says what the engine does instead rather than offering it."""
     name = request_name(catalog, backend)
     if name == "auto":
         return f"no --moe-backend name selects {backend}; only the priority order reaches it"
+    if requested is not None and kernel is not None and requested.kernel != kernel:
+        instead = f"the engine then selects {requested.kernel}" if requested.kernel is not None else "the engine then runs no kernel"
+        return f"--moe-backend {name} does not run it: {instead} (moe-oracle explain ... --moe-backend {name} says why)"
     return f"{verb} --moe-backend {name} to run it" if verb == "add" else f"{verb} it with --moe-backend {name}"
+
+
+def request_decision(catalog: "Catalog", config: MoEConfig, env: Environment, backend: str, *, policy: Any) -> Decision | None:
+    """The selection with ``backend`` requested by name (``None``: no name requests it, or the
+    engine refuses the inputs so edited): what a hint to request it leads to, re-checked."""
+    name = request_name(catalog, backend)
+    if name == "auto" or name == config.moe_backend:
+        return None
+    try:
+        return evaluate(catalog, replace(config, moe_backend=name), env, policy=policy)
+    except ConfigError:
+        return None
 
 
 def _preset_flag(text: str, before: str = "") -> str:

@@ -16,7 +16,7 @@ from ..core.environment import ABSENT, Environment
 from ..core.fields import FIELDS
 from ..inputs.hardware import GPU_CATALOG
 from ..core.quant import SCHEMES
-from ..core.vocab import Activation, All2AllBackend, DType, RoutingMethod
+from ..core.vocab import Activation, All2AllBackend, DType, ReasonCode, RoutingMethod
 from .whynot_edits import COSTS, category
 
 if TYPE_CHECKING:
@@ -84,6 +84,11 @@ def candidate_edits(chk: Check, state: State, values: dict[str, Any], keep: froz
     in a kept category."""
     config, env = state
     fields: Iterable[str] = chk.fields_read if chk.deny or chk.condition else (chk.field,)
+    if chk.code is ReasonCode.ENV_DISABLED:
+        # The variable that disables the kernel is the first thing to change back: its edits go
+        # before the condition's (a MoRI all2all needing VLLM_ROCM_USE_AITER), so among fixes of
+        # equal cost the ones that set it are found, and shown, first.
+        fields = sorted(fields, key=lambda f: not f.startswith("env."))
     seen: set[str] = set()
     for field in fields:
         if field in seen:

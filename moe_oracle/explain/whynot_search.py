@@ -12,11 +12,12 @@ from ..core.checks import Check
 from ..core.config import MoEConfig
 from ..core.decision import Decision
 from ..core.engine import evaluate
+from ..core.fields import FIELDS
 from ..core.requests import request_name
 from ..core.stages import before_selection
 from ..core.environment import Environment
 from ..core.vocab import Policy
-from .whynot_edits import COSTS, Alternative, Edit, edit_text
+from .whynot_edits import COSTS, Alternative, Edit, edit_text, request_decision
 from .whynot_moves import EditGen, State, candidate_edits, wrap_config
 
 if TYPE_CHECKING:
@@ -128,10 +129,12 @@ def search_eligible(
                 continue  # the engine would not start with these inputs: no fix
             unchecked = {w.rule for w in decision.warnings if w.code == "unchecked"} if decision.winner is not None else set()
             if not unchecked:
-                alt = Alternative(edits, kernel, state[0], state[1], decision)
+                backend = next(r.entry.backend for r in decision.rows if r.entry.id == kernel)
+                requested = request_decision(catalog, state[0], state[1], backend, policy=policy) if decision.kernel != kernel else None
+                alt = Alternative(edits, kernel, state[0], state[1], decision, requested)
                 # Another way to the same inputs (a preset that only drops --ep, as --no-ep did) is no new fix.
                 if not any((a.config == alt.config and a.environment.fingerprint == alt.environment.fingerprint) or a.describe() == alt.describe() for a in found):
-                    found.append(alt)
+                    _add_undominated(found, alt)
                 continue
             # The engine selects a kernel whose unchecked check (its prepare/finalize's) fails when
             # it is built: no fix yet, but an edit that satisfies that check may make one.
@@ -142,6 +145,8 @@ def search_eligible(
             continue
         values = dict(decision.normalized.values)
         proposals = candidate_edits(failing[0], state, values, keep)
+        if "flags" not in keep:
+            proposals = chain(proposals, _backend_requests(decision, target, state))
         if selected and "flags" not in keep:
             proposals = chain(_request_edits(catalog, decision, target, state), proposals)
         for name, apply, before, after, edit_cost in proposals:
@@ -170,6 +175,16 @@ def search_eligible(
     return SearchResult(False, None, (), config, env, None, blocking, explored)
 
 
+def _add_undominated(found: list[Alternative], alt: Alternative) -> None:
+    """Add ``alt`` to ``found`` unless a fix found holds a subset of its options (``--ep`` against
+    the redeployment ``--tp 1 --dp 3 --ep --all2all X``: the edit keys differ, the flags do not),
+    and drop the fixes found that hold ``alt``'s and more (a tie found first)."""
+    if any(a.dominates(alt) for a in found):
+        return
+    found[:] = [a for a in found if not alt.dominates(a)]
+    found.append(alt)
+
+
 def _checks_named(decision: Decision, rules: set[str]) -> list[Check]:
     """The checks with these rule ids, as some candidate of ``decision`` failed them (a waived
     check is not kept on the winner's row; a candidate that shares the prepare/finalize fails it)."""
@@ -179,6 +194,30 @@ def _checks_named(decision: Decision, rules: set[str]) -> list[Check]:
             if chk.rule in rules:
                 out.setdefault(chk.rule, chk)
     return [out[r] for r in sorted(out)]
+
+
+def _reads_request(chk: Check) -> bool:
+    """``chk`` reads ``moe_backend``, itself or through a derived field (the FP8 weight block vLLM
+    refines, or pads the TP shard to, for an explicit backend; the dispatch)."""
+    return any(f == "moe_backend" or (f in FIELDS and "moe_backend" in FIELDS[f].inputs) for f in chk.fields_read)
+
+
+def _backend_requests(decision: Decision, target: Callable[["Row"], bool], state: State) -> Iterator[EditGen]:
+    """``--moe-backend NAME`` for each targeted candidate whose failures all read the request: an
+    explicit backend changes what they check (vLLM 0.31.0+ pads the FP8 TP shard to whole blocks
+    for an explicit backend, ``P/oracle/fp8.py`` ``pad_tp_shard_to_weight_blocks``), so requesting
+    it may be the one-flag fix. The search re-evaluates each (the padding may itself be refused:
+    ``constraint.fp8_block_tp_padding``), so a request that leaves a failure is no fix."""
+    config = state[0]
+    view = decision.ranking.view
+    asked: list[str] = []
+    for row in decision.rows:
+        if row.failures and target(row) and all(_reads_request(c) for c in row.failures):
+            name = request_name(view, row.entry.backend)
+            if name not in asked and name not in ("auto", config.moe_backend):
+                asked.append(name)
+    for name in asked:
+        yield "moe_backend", wrap_config(lambda c, v=name: replace(c, moe_backend=v)), config.moe_backend, name, COSTS["flag"]
 
 
 def _request_edits(catalog: "Catalog", decision: Decision, target: Callable[["Row"], bool], state: State) -> Iterator[EditGen]:

@@ -168,8 +168,11 @@ def declare_environment(
         if not name.strip():
             raise ConfigError([InputIssue("--env", "the variable name is empty: expected VAR=VALUE", item, None)], headline="bad --env")
         if name in flag_vars and flag_vars[name] != value:
-            # As a repeated --package: the same declaration twice is accepted, two values are refused.
-            raise ConfigError([InputIssue(f"--env {name}", f"declared twice with different values: {flag_vars[name]!r} and {value!r}; declare one value", None, None)], headline="bad --env")
+            # As a repeated --gpu or --tp (cli.common.LastWins): why-not's and a dead end's fixes
+            # are flags appended to the command, and a fix that sets a variable back
+            # (--env VLLM_ROCM_USE_AITER=1 after --env VLLM_ROCM_USE_AITER=0) must run as printed.
+            notes.append(f"--env {name} given more than once: the last ({value!r}) is used, not {flag_vars[name]!r}")
+            del flag_vars[name]  # the later value takes the later place, as the command line reads
         flag_vars[name] = value
     kept_specs = [s for n, s in specs.items() if n in read]
     packages_only = Environment(

@@ -143,14 +143,19 @@ def test_cli_refuses_two_versions_given_by_package_flags(capsys):
     assert code == 2 and err.startswith("moe-oracle: error: bad --package") and "'0.33.0'" in err and "'0.32.0'" in err
 
 
-def test_cli_refuses_two_values_given_by_env_flags(capsys):
-    """As a repeated --package: two different values of one --env variable are refused (the
-    later one used to win silently); the same declaration repeated is accepted."""
-    flags = ["select", "--model", "qwen3-30b-a3b", "--gpu", "H200"]
-    assert main([*flags, "--env", "VLLM_USE_DEEP_GEMM=0", "--env", "VLLM_USE_DEEP_GEMM=1"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("moe-oracle: error: bad --env") and "--env VLLM_USE_DEEP_GEMM" in err and "'0'" in err and "'1'" in err
-    assert main([*flags, "--env", "VLLM_USE_DEEP_GEMM=0", "--env", "VLLM_USE_DEEP_GEMM=0"]) == 0
+def test_a_repeated_env_flag_takes_the_last_value_and_says_so(capsys):
+    """Two different values of one --env variable: the last is used, as for a repeated --gpu or
+    --tp (cli.common.LastWins), and said on stderr (the later one used to win silently, then the
+    pair was refused, which made a why-not fix such as --env VLLM_USE_DEEP_GEMM=1, appended to a
+    command that declared =0, fail as printed); the same declaration repeated says nothing."""
+    flags = ["select", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--moe-backend", "deep_gemm"]
+    assert main([*flags, "--env", "VLLM_USE_DEEP_GEMM=0", "--env", "VLLM_USE_DEEP_GEMM=1"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("deep_gemm") and "note: --env VLLM_USE_DEEP_GEMM given more than once: the last ('1') is used, not '0'" in err
+    assert main([*flags, "--env", "VLLM_USE_DEEP_GEMM=1", "--env", "VLLM_USE_DEEP_GEMM=0"]) == 1
+    capsys.readouterr()
+    assert main([*flags, "--env", "VLLM_USE_DEEP_GEMM=1", "--env", "VLLM_USE_DEEP_GEMM=1"]) == 0
+    assert "more than once" not in capsys.readouterr().err
 
 
 def test_an_env_flag_overriding_a_serve_or_file_value_is_noted(tmp_path, capsys):

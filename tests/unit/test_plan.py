@@ -443,3 +443,25 @@ def test_plan_notes_follow_what_the_serve_line_drafts_with(capsys):
     out = capsys.readouterr().out
     assert "Note: draft (MTP) layers: their moe_backend is inherited" in out and "built only when serving" not in out
     assert "the answer is for the target model" not in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--tp", "16"],
+    ["--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--moe-backend", "deep_gemm", "--env", "VLLM_USE_DEEP_GEMM=0"],
+], ids=["tp16", "deep-gemm-env"])
+def test_a_group_without_a_kernel_shows_what_select_says_blocks_it(capsys, argv):
+    """A dead-end group showed only the histogram of first reasons; it now shows select's
+    Blocking lines (rule, why) for the same layer, in the text and in --json, and where select
+    answers for the group's layer, that its ranked fixes are there."""
+    assert main(["select", *argv, "--json"]) == 1
+    blocking = json.loads(capsys.readouterr().out)["blocking"]
+    assert main(["select", *argv]) == 1
+    said = capsys.readouterr().out
+    block = said[said.index("Blocking:"):said.index("Fixes")].splitlines()
+    assert main(["plan", *argv]) == 1
+    out = capsys.readouterr().out
+    assert all("      " + line in out for line in block) and "moe-oracle explain with the same --model and deployment flags" in out
+    assert main(["plan", *argv, "--json"]) == 1
+    record = json.loads(capsys.readouterr().out)
+    assert list(load_schemas().for_kind("plan").iter_errors(record)) == []
+    assert record["groups"][0]["blocking"] == blocking

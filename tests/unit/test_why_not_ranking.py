@@ -33,7 +33,9 @@ def test_minimax_m2_gets_the_ep_flag_before_a_redeployment(capsys):
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     assert result["alternatives"][0]["flags"] == "--ep" and result["alternatives"][0]["cost"] == COSTS["flag"]
-    assert all(a["cost"] >= COSTS["redeploy"] for a in result["alternatives"][1:])
+    # Besides --ep, one flag more: requesting the backend, for which vLLM 0.31.0+ pads the FP8 TP
+    # shard to whole blocks (tests/unit/test_fix_lists.py); no redeployment comes before them.
+    assert all(a["cost"] >= COSTS["redeploy"] or a["flags"] == "--moe-backend flashinfer_cutlass" for a in result["alternatives"][1:])
 
 
 def test_up_to_n_alternatives_cheapest_first_none_a_superset():
