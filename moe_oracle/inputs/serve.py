@@ -108,7 +108,7 @@ UNMODELLED_FLAGS: Mapping[str, str] = {
     "speculative_config": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads its moe_backend for the MTP draft layers)",
     "spec_method": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads it to decide which draft layers vLLM builds)",
     "spec_model": "a draft model's MoE layers are selected on their own; explain and select answer for the target model (plan reads it to decide which draft layers vLLM builds)",
-    "quantization_config": "online quantization settings are not modelled; the answer uses --quantization alone",
+    "quantization_config": "online quantization settings are not modelled; the answer uses --quantization alone (a MoE activation override, moe.activation, is refused)",
     "enable_dbo": "dual-batch overlap changes how the prepare/finalize is built, not which experts kernel runs",
     "enable_elastic_ep": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",
     "elastic_ep_max_dp_size": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",
@@ -295,6 +295,39 @@ def _kernel_moe_backend(kernel: Mapping[str, Any], allowed: Sequence[str], versi
     if name is None or (allowed and name not in allowed):
         raise ConfigError([InputIssue("--serve --kernel-config moe_backend", f"vLLM {version} refuses this MoE backend (KernelConfig.moe_backend, vllm/config/kernel.py: a MoEBackend name, matched after lower-casing and turning dashes into underscores; null is not one)", value if isinstance(value, str) else json.dumps(value), list(allowed) or None)], headline="bad --serve")
     return name
+
+
+def _refuse_moe_activation_override(value: Any, version: str) -> None:
+    """Refuse a ``--quantization-config`` that sets the MoE activation (``moe.activation``, or
+    ``activation`` in a ``targets`` spec), which the tables do not model.
+
+    vLLM 0.29.0-0.34.0 P/oracle/mxfp4.py ``_resolve_activation_key`` lets the user's
+    ``quantization_config.moe.activation`` (vllm/config/quantization.py ``QUANT_KEY_NAMES``: ``mxfp8``,
+    ``mxfp4``, ``fp8_per_tensor_static`` ...) replace the checkpoint's activation key before
+    ``_filter_by_activation`` picks the backend variant (0.34.0 through ``user_activation_override``,
+    which also reads a layer's ``targets`` spec), so answering for the checkpoint's key would name
+    the wrong member. A value that is not a JSON object is left to the note.
+
+    Raises:
+        ConfigError: the override is set (``null`` included: 0.34.0 reads an explicit null as BF16).
+    """
+    try:
+        spec = _json_object("--quantization-config", value)
+    except ConfigError:
+        return
+    found = []
+    if isinstance(spec.get("moe"), Mapping) and "activation" in spec["moe"]:
+        found.append(("moe.activation", spec["moe"]["activation"]))
+    targets = spec.get("targets")
+    if isinstance(targets, Mapping):
+        found += [(f"targets.{name}.activation", t["activation"]) for name, t in targets.items() if isinstance(t, Mapping) and "activation" in t]
+    if found:
+        raise ConfigError([
+            InputIssue(f"--serve --quantization-config {where}",
+                       f"vLLM {version} selects the MoE backend variant for this activation override (P/oracle/mxfp4.py _resolve_activation_key); "
+                       "moe-oracle does not model the override and refuses rather than answer for the checkpoint's own activations", act if isinstance(act, str) else json.dumps(act), None)
+            for where, act in found
+        ], headline="bad --serve")
 
 
 def _unknown_keys(flag: str, value: Mapping[str, Any], keys: Sequence[str], version: str, what: str, prefix: str = "") -> list[InputIssue]:
@@ -493,6 +526,8 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
         spelled.pop("moe_backend", None)
     if backend is not None:
         values["moe_backend"] = backend
+    if given.get("quantization_config") is not None:
+        _refuse_moe_activation_override(given["quantization_config"], version)
     spec_json = None
     if "speculative_config" in given:
         # create_speculative_config reads the last value as a dict: vLLM fails to start on another JSON value.
