@@ -74,6 +74,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from packaging.version import Version
+
 from . import argtypes
 from ..core.errors import ConfigError, InputIssue, did_you_mean
 from .release_facts import ENGINE_VERSION, engine_facts, quantization_value_issues, release_values
@@ -309,17 +311,22 @@ def _refuse_moe_activation_override(value: Any, version: str) -> None:
     the wrong member. A value that is not a JSON object is left to the note.
 
     Raises:
-        ConfigError: the override is set (``null`` included: 0.34.0 reads an explicit null as BF16).
+        ConfigError: the override is set (from 0.34.0 ``null`` included, read as BF16, and a
+            ``targets`` spec's; 0.29.0-0.33.0 ``_user_moe_activation_override`` reads ``moe.activation``
+            alone, where null is no override).
     """
     try:
         spec = _json_object("--quantization-config", value)
     except ConfigError:
         return
+    # Before 0.34.0 the oracle reads args.moe.activation alone, and null is no override.
+    reads_null_and_targets = Version(version) >= Version("0.34.0")
     found = []
-    if isinstance(spec.get("moe"), Mapping) and "activation" in spec["moe"]:
-        found.append(("moe.activation", spec["moe"]["activation"]))
+    moe = spec.get("moe")
+    if isinstance(moe, Mapping) and "activation" in moe and (moe["activation"] is not None or reads_null_and_targets):
+        found.append(("moe.activation", moe["activation"]))
     targets = spec.get("targets")
-    if isinstance(targets, Mapping):
+    if isinstance(targets, Mapping) and reads_null_and_targets:
         found += [(f"targets.{name}.activation", t["activation"]) for name, t in targets.items() if isinstance(t, Mapping) and "activation" in t]
     if found:
         raise ConfigError([

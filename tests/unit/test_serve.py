@@ -927,7 +927,6 @@ def test_a_serve_line_past_the_word_bound_is_refused_before_argparse():
 @pytest.mark.parametrize(("flag", "where", "value"), [
     ("""--quantization-config '{"moe": {"activation": "mxfp8"}}'""", "moe.activation", "mxfp8"),
     ("--quantization-config.moe.activation mxfp4", "moe.activation", "mxfp4"),
-    ("""--quantization-config '{"moe": {"activation": null}}'""", "moe.activation", "null"),
 ])
 def test_a_moe_activation_override_is_refused_naming_flag_and_value(release, flag, where, value):
     # breakit18 finding 6: vLLM 0.29.0-0.34.0 P/oracle/mxfp4.py _resolve_activation_key applies the
@@ -946,3 +945,21 @@ def test_a_moe_activation_override_exits_2_naming_the_flag(capsys):
 def test_other_quantization_config_settings_keep_the_note():
     serve = parse_serve("""vllm serve openai/gpt-oss-120b -tp 4 --quantization-config '{"ignore": ["lm_head"]}'""", version="0.34.0")
     assert any(n.startswith("--quantization-config: online quantization settings are not modelled") for n in serve.notes)
+
+
+@pytest.mark.parametrize(("flag", "where", "value"), [
+    ("""--quantization-config '{"moe": {"activation": null}}'""", "moe.activation", "null"),
+    ("""--quantization-config '{"targets": {"re:.*experts.*": {"activation": "mxfp8"}}}'""", "targets.re:.*experts.*.activation", "mxfp8"),
+])
+def test_from_0_34_an_explicit_null_and_a_target_spec_are_overrides_too(flag, where, value):
+    # vLLM 0.34.0 P/oracle/mxfp4.py _resolve_activation_key: "An explicit override wins, null included";
+    # vllm/config/quantization.py user_activation_override reads the layer's targets spec first.
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve openai/gpt-oss-120b -tp 4 {flag}", version="0.34.0")
+    assert info.value.issues[0].path == f"--serve --quantization-config {where}" and info.value.issues[0].value == value
+
+
+def test_before_0_34_an_explicit_null_is_no_override():
+    # vLLM 0.33.0 P/oracle/mxfp4.py _resolve_activation_key returns the checkpoint's key when the override is None
+    serve = parse_serve("""vllm serve openai/gpt-oss-120b -tp 4 --quantization-config '{"moe": {"activation": null}}'""", version="0.33.0")
+    assert serve.model == "openai/gpt-oss-120b"
