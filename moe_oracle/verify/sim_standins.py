@@ -201,6 +201,33 @@ class ToolLookup:
         return getattr(shutil, name)
 
 
+SIMULATED_JIT_NVCC = "/simulated/cuda/bin/nvcc"
+
+
+def deep_gemm_nvcc_path(tools: Callable[[], frozenset[str]]) -> Callable[[], str | None]:
+    """``vllm.utils.deep_gemm._deep_gemm_nvcc_path`` (vLLM 0.34.0) answered from the deployment's
+    declared host tools: the nvcc DeepGEMM's JIT would run is found exactly when ``jit_nvcc`` is.
+
+    vLLM derives the CUDA home as ``_flashinfer_nvcc_path`` does (``CUDA_HOME``, ``CUDA_PATH``, the
+    home of the ``nvcc`` on PATH, ``/usr/local/cuda``), which is what ``jit_nvcc`` means
+    (:data:`moe_oracle.core.environment.HOST_TOOLS`), but it also tests that the home exists on this
+    machine and honours ``DG_JIT_NVCC_COMPILER``, so the lookup is stood in for whole rather than
+    through :class:`ToolLookup`. Neither side models ``DG_JIT_NVCC_COMPILER``.
+    """
+
+    def nvcc_path() -> str | None:
+        return SIMULATED_JIT_NVCC if "jit_nvcc" in tools() else None
+
+    return nvcc_path
+
+
+def unread_nvcc_version(nvcc: str) -> None:
+    """``vllm.utils.deep_gemm._nvcc_version`` (vLLM 0.34.0): the stand-in nvcc has no readable
+    version, so vLLM's own ``version is not None and version < (12, 9)`` check passes, as our tables
+    do (the nvcc version is not an input; the 12.9 floor is stated as not modelled)."""
+    return None
+
+
 class GroupStandIn:
     """The tensor-parallel group as rank 0 of a ``world_size`` group sees it (no process group).
 
