@@ -74,10 +74,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from packaging.version import Version
-
 from . import argtypes
 from ..core.errors import ConfigError, InputIssue, did_you_mean
+from .quant_override import refuse_moe_activation_override
 from .release_facts import ENGINE_VERSION, engine_facts, quantization_value_issues, release_values
 from .serve_argv import API_SERVER, EVERY_OCCURRENCE, FOREIGN_FLAGS, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
 
@@ -299,44 +298,6 @@ def _kernel_moe_backend(kernel: Mapping[str, Any], allowed: Sequence[str], versi
     return name
 
 
-def _refuse_moe_activation_override(value: Any, version: str) -> None:
-    """Refuse a ``--quantization-config`` that sets the MoE activation (``moe.activation``, or
-    ``activation`` in a ``targets`` spec), which the tables do not model.
-
-    vLLM 0.29.0-0.34.0 P/oracle/mxfp4.py ``_resolve_activation_key`` lets the user's
-    ``quantization_config.moe.activation`` (vllm/config/quantization.py ``QUANT_KEY_NAMES``: ``mxfp8``,
-    ``mxfp4``, ``fp8_per_tensor_static`` ...) replace the checkpoint's activation key before
-    ``_filter_by_activation`` picks the backend variant (0.34.0 through ``user_activation_override``,
-    which also reads a layer's ``targets`` spec), so answering for the checkpoint's key would name
-    the wrong member. A value that is not a JSON object is left to the note.
-
-    Raises:
-        ConfigError: the override is set (from 0.34.0 ``null`` included, read as BF16, and a
-            ``targets`` spec's; 0.29.0-0.33.0 ``_user_moe_activation_override`` reads ``moe.activation``
-            alone, where null is no override).
-    """
-    try:
-        spec = _json_object("--quantization-config", value)
-    except ConfigError:
-        return
-    # Before 0.34.0 the oracle reads args.moe.activation alone, and null is no override.
-    reads_null_and_targets = Version(version) >= Version("0.34.0")
-    found = []
-    moe = spec.get("moe")
-    if isinstance(moe, Mapping) and "activation" in moe and (moe["activation"] is not None or reads_null_and_targets):
-        found.append(("moe.activation", moe["activation"]))
-    targets = spec.get("targets")
-    if isinstance(targets, Mapping) and reads_null_and_targets:
-        found += [(f"targets.{name}.activation", t["activation"]) for name, t in targets.items() if isinstance(t, Mapping) and "activation" in t]
-    if found:
-        raise ConfigError([
-            InputIssue(f"--serve --quantization-config {where}",
-                       f"vLLM {version} selects the MoE backend variant for this activation override (P/oracle/mxfp4.py _resolve_activation_key); "
-                       "moe-oracle does not model the override and refuses rather than answer for the checkpoint's own activations", act if isinstance(act, str) else json.dumps(act), None)
-            for where, act in found
-        ], headline="bad --serve")
-
-
 def _unknown_keys(flag: str, value: Mapping[str, Any], keys: Sequence[str], version: str, what: str, prefix: str = "") -> list[InputIssue]:
     """One issue per key of ``value`` that is not in ``keys`` (dotted names from the facts file),
     descending into the keys that are dataclasses themselves (some ``keys`` entry below them).
@@ -534,7 +495,7 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     if backend is not None:
         values["moe_backend"] = backend
     if given.get("quantization_config") is not None:
-        _refuse_moe_activation_override(given["quantization_config"], version)
+        refuse_moe_activation_override(given["quantization_config"], version)
     spec_json = None
     if "speculative_config" in given:
         # create_speculative_config reads the last value as a dict: vLLM fails to start on another JSON value.

@@ -51,12 +51,7 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
   tools (``nvcc``: a bare ``nvcc`` lookup; ``jit_nvcc``: any ``.../bin/nvcc`` path; ``ninja``) and
   passes every other call to ``shutil``; vLLM's own code derives the CUDA home and combines the
   answers. Self-check: every ``which(`` of the module is ``shutil.which(``, the module still
-  holds the stand-in, and has_flashinfer still reads has_flashinfer_cubin. vLLM 0.34.0's DeepGEMM
-  gate (``vllm.utils.deep_gemm.is_deep_gemm_supported``) finds nvcc through ``_deep_gemm_nvcc_path``,
-  stood in whole from the ``jit_nvcc`` tool (``sim_standins.deep_gemm_nvcc_path``: vLLM's own lookup
-  also tests that the CUDA home exists on this machine), and runs ``nvcc --version`` through
-  ``_nvcc_version``, stood in as unreadable (``None``), so vLLM's 12.9 floor passes: the nvcc version
-  is not an input of ours. Self-check: the gate still looks nvcc up only through those two.
+  holds the stand-in, and has_flashinfer still reads has_flashinfer_cubin. DeepGEMM's 0.34.0 nvcc gate: ``sim_standins.install_deep_gemm_standins``.
 * **All2all prepare/finalize classes bound at import**: ``P/all2all_utils.py`` imports the DeepEP,
   MoRI, NIXL and MoonEP prepare/finalize classes only when the package probe is true at import
   (on a CUDA-alike platform). The module is re-executed (``importlib.reload``) whenever the
@@ -91,7 +86,7 @@ from typing import Any, Callable, Iterable
 
 from .cases import Deployment
 from .sim_platforms import simulated_platforms
-from .sim_standins import MODULE_PACKAGES, CACHED, conditional_imports, EXTENSION_STANDINS, GroupStandIn, ModuleView, StubFinder, StubModule, ToolLookup, ZENTORCH_OPS, compiled_op, deep_gemm_nvcc_path, defined_names, flashinfer_source, unread_nvcc_version
+from .sim_standins import MODULE_PACKAGES, CACHED, conditional_imports, EXTENSION_STANDINS, GroupStandIn, ModuleView, StubFinder, StubModule, ToolLookup, ZENTORCH_OPS, check_deep_gemm_toolchain, check_tool_lookup, compiled_op, defined_names, flashinfer_source, install_deep_gemm_standins
 
 __all__ = ["Simulation", "MODULE_PACKAGES"]
 
@@ -103,42 +98,6 @@ _CUDA_QUERIES: dict[str, Callable[[int], bool]] = {
     "mxfp4_experts_quant_supported": lambda cap: 100 <= cap <= 119,
     "cutlass_scaled_mm_supports_fp4": lambda cap: 100 <= cap <= 129,
 }
-
-
-def _check_tool_lookup(fi: types.ModuleType) -> list[str]:
-    """The host-tool stand-in still sees every toolchain lookup of ``vllm.utils.flashinfer``."""
-    problems = []
-    if not isinstance(getattr(fi, "shutil", None), ToolLookup):
-        problems.append("vllm.utils.flashinfer.shutil is not the host-tool stand-in (nvcc/ninja lookups would read this machine)")
-    source = Path(fi.__file__).read_text()
-    if source.count("which(") != source.count("shutil.which("):
-        problems.append("vllm.utils.flashinfer looks a tool up other than through shutil.which")
-    tree = ast.parse(source)
-    funcs = {n.name: ast.get_source_segment(source, n) or "" for n in tree.body if isinstance(n, ast.FunctionDef)}
-    gate = funcs.get("has_flashinfer", "")
-    if "has_flashinfer_cubin()" not in gate or not ('shutil.which("nvcc")' in gate or "_flashinfer_nvcc_path()" in gate):
-        problems.append("vllm.utils.flashinfer.has_flashinfer no longer gates on has_flashinfer_cubin() and an nvcc lookup")
-    if 'find_spec("flashinfer_cubin")' not in funcs.get("has_flashinfer_cubin", ""):
-        problems.append("vllm.utils.flashinfer.has_flashinfer_cubin no longer finds flashinfer_cubin with find_spec")
-    return problems
-
-
-def _check_deep_gemm_toolchain(dg: types.ModuleType | None) -> list[str]:
-    """DeepGEMM's nvcc gate (vLLM 0.34.0 ``is_deep_gemm_supported``) reads the stand-ins only."""
-    if dg is None or not hasattr(dg, "is_deep_gemm_supported"):
-        return ["vllm.utils.deep_gemm.is_deep_gemm_supported is gone"]
-    source = Path(dg.__file__).read_text()
-    tree = ast.parse(source)
-    funcs = {n.name: ast.get_source_segment(source, n) or "" for n in tree.body if isinstance(n, ast.FunctionDef)}
-    gate = funcs.get("is_deep_gemm_supported", "")
-    problems = []
-    if "nvcc" in gate and "_deep_gemm_nvcc_path()" not in gate:
-        problems.append("vllm.utils.deep_gemm.is_deep_gemm_supported looks nvcc up other than through _deep_gemm_nvcc_path")
-    if "_deep_gemm_nvcc_path" in funcs and getattr(dg._deep_gemm_nvcc_path, "__qualname__", "") != "deep_gemm_nvcc_path.<locals>.nvcc_path":
-        problems.append("vllm.utils.deep_gemm._deep_gemm_nvcc_path is not the host-tool stand-in (nvcc would be looked up on this machine)")
-    if "_nvcc_version" in funcs and dg._nvcc_version is not unread_nvcc_version:
-        problems.append("vllm.utils.deep_gemm._nvcc_version is not the stand-in (this machine's nvcc would be run)")
-    return problems
 
 
 _ALL2ALL_UTILS = "vllm.model_executor.layers.fused_moe.all2all_utils"
@@ -255,8 +214,8 @@ class Simulation:
         if fi is None or not hasattr(fi, "has_flashinfer_cubin"):
             problems.append("vllm.utils.flashinfer.has_flashinfer_cubin is gone")
         else:
-            problems += _check_tool_lookup(fi)
-        problems += _check_deep_gemm_toolchain(sys.modules.get("vllm.utils.deep_gemm"))
+            problems += check_tool_lookup(fi)
+        problems += check_deep_gemm_toolchain(sys.modules.get("vllm.utils.deep_gemm"))
         ops = getattr(sys.modules.get("vllm._aiter_ops"), "rocm_aiter_ops", None)
         if ops is None or not hasattr(ops, "refresh_env_variables"):
             problems.append("vllm._aiter_ops.rocm_aiter_ops.refresh_env_variables is gone")
@@ -404,15 +363,7 @@ class Simulation:
                 fi._get_submodule = self._flashinfer_submodule
             if hasattr(fi, "shutil"):
                 fi.shutil = ToolLookup(lambda: sim._tools)
-        dg = sys.modules.get("vllm.utils.deep_gemm")
-        if dg is None:
-            try:
-                dg = importlib.import_module("vllm.utils.deep_gemm")
-            except Exception:  # noqa: BLE001 - a release whose module does not import here has no nvcc gate to simulate
-                dg = None
-        if dg is not None and hasattr(dg, "_deep_gemm_nvcc_path"):  # vLLM 0.34.0+
-            dg._deep_gemm_nvcc_path = deep_gemm_nvcc_path(lambda: sim._tools)
-            dg._nvcc_version = unread_nvcc_version
+        install_deep_gemm_standins(lambda: sim._tools)
 
     def _flashinfer_submodule(self, module_name: str) -> Any:
         """``vllm.utils.flashinfer._get_submodule`` for a FlashInfer that has its CuTe DSL.

@@ -20,7 +20,7 @@ from moe_oracle.inputs.hardware import lookup_hardware
 from moe_oracle.inputs.hf import from_hf_config, load_hf_config
 from moe_oracle.inputs.models import resolve_model_path
 from moe_oracle.verify import sim_standins
-from moe_oracle.verify.vllm_sim import _check_deep_gemm_toolchain
+from moe_oracle.verify.sim_standins import check_deep_gemm_toolchain
 
 RULE = "constraint.deep_gemm_toolchain.nvcc"
 
@@ -88,7 +88,7 @@ def _module(release: str, **attrs) -> types.ModuleType:
 
 def test_the_harness_self_check_sees_the_0_34_gate_and_its_stand_ins():
     stood_in = _module("0.34.0", _deep_gemm_nvcc_path=sim_standins.deep_gemm_nvcc_path(frozenset), _nvcc_version=sim_standins.unread_nvcc_version)
-    assert _check_deep_gemm_toolchain(stood_in) == []
+    assert check_deep_gemm_toolchain(stood_in) == []
     original = _module("0.34.0", _deep_gemm_nvcc_path=lambda: "/usr/local/cuda/bin/nvcc", _nvcc_version=lambda nvcc: (12, 8))
-    assert len(_check_deep_gemm_toolchain(original)) == 2
-    assert _check_deep_gemm_toolchain(_module("0.33.0")) == []
+    assert len(check_deep_gemm_toolchain(original)) == 2
+    assert check_deep_gemm_toolchain(_module("0.33.0")) == []
