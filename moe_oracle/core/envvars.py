@@ -12,7 +12,11 @@ selection, and the closed list in ``rules/environment.yaml`` names the way per v
 * ``true_or_1``: ``os.getenv(NAME, default).lower() in ("true", "1")``
   (``VLLM_ROCM_USE_AITER``, ``VLLM_ROCM_USE_AITER_MOE``): any other value, ``"yes"``
   and ``" 1"`` included, is false, silently.
-* ``str``: the raw string.
+* ``str``: the raw string, where the reading code compares it as written
+  (``VLLM_FP8_MOE_REQUANT``: vLLM 0.34.0 validates it ignoring case but Q/fp8.py compares
+  ``== "mxfp4"``).
+* ``lower``: the string lowercased, where the reading code calls ``.lower()`` first
+  (``VLLM_HUMMING_MOE_GEMM_TYPE``, ``VLLM_FP8_MOE_REQUANT_ACT``).
 
 The parse kinds are the same in every modelled release (0.29.0-0.33.0). Variables vLLM removed
 (``removed:`` in the same file) are not read at all; vLLM warns ``Unknown vLLM environment

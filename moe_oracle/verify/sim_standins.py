@@ -21,7 +21,7 @@ from .cases import MORI_STANDIN_VERSION
 if TYPE_CHECKING:
     from .vllm_sim import Simulation
 
-__all__ = ["MODULE_PACKAGES", "STANDIN_ABSENT", "STANDIN_ATTRS", "STUB_TOPS", "CACHED", "EXTENSION_STANDINS", "GroupStandIn", "ModuleView", "SIMULATED_COMPUTE_UNITS", "StubFinder", "StubLoader", "StubModule", "StubValue", "ToolLookup", "ZENTORCH_OPS", "aiter_fused_moe", "compiled_op", "conditional_imports", "defined_names", "flashinfer_source"]
+__all__ = ["MODULE_PACKAGES", "STANDIN_ABSENT", "STANDIN_ATTRS", "STUB_TOPS", "CACHED", "EXTENSION_STANDINS", "GroupStandIn", "ModuleView", "SIMULATED_COMPUTE_UNITS", "SIMULATED_JIT_NVCC", "StubFinder", "StubLoader", "StubModule", "StubValue", "ToolLookup", "ZENTORCH_OPS", "aiter_fused_moe", "check_deep_gemm_toolchain", "check_tool_lookup", "compiled_op", "deep_gemm_nvcc_path", "conditional_imports", "defined_names", "flashinfer_source", "install_deep_gemm_standins", "unread_nvcc_version"]
 
 MODULE_PACKAGES: dict[str, str] = {
     "deep_gemm": "deep_gemm",
@@ -199,6 +199,86 @@ class ToolLookup:
         import shutil
 
         return getattr(shutil, name)
+
+
+def check_tool_lookup(fi: types.ModuleType) -> list[str]:
+    """The host-tool stand-in still sees every toolchain lookup of ``vllm.utils.flashinfer``."""
+    problems = []
+    if not isinstance(getattr(fi, "shutil", None), ToolLookup):
+        problems.append("vllm.utils.flashinfer.shutil is not the host-tool stand-in (nvcc/ninja lookups would read this machine)")
+    source = Path(fi.__file__).read_text()
+    if source.count("which(") != source.count("shutil.which("):
+        problems.append("vllm.utils.flashinfer looks a tool up other than through shutil.which")
+    tree = ast.parse(source)
+    funcs = {n.name: ast.get_source_segment(source, n) or "" for n in tree.body if isinstance(n, ast.FunctionDef)}
+    gate = funcs.get("has_flashinfer", "")
+    if "has_flashinfer_cubin()" not in gate or not ('shutil.which("nvcc")' in gate or "_flashinfer_nvcc_path()" in gate):
+        problems.append("vllm.utils.flashinfer.has_flashinfer no longer gates on has_flashinfer_cubin() and an nvcc lookup")
+    if 'find_spec("flashinfer_cubin")' not in funcs.get("has_flashinfer_cubin", ""):
+        problems.append("vllm.utils.flashinfer.has_flashinfer_cubin no longer finds flashinfer_cubin with find_spec")
+    return problems
+
+
+SIMULATED_JIT_NVCC = "/simulated/cuda/bin/nvcc"
+
+
+def deep_gemm_nvcc_path(tools: Callable[[], frozenset[str]]) -> Callable[[], str | None]:
+    """``vllm.utils.deep_gemm._deep_gemm_nvcc_path`` (vLLM 0.34.0) answered from the deployment's
+    declared host tools: the nvcc DeepGEMM's JIT would run is found exactly when ``jit_nvcc`` is.
+
+    vLLM derives the CUDA home as ``_flashinfer_nvcc_path`` does (``CUDA_HOME``, ``CUDA_PATH``, the
+    home of the ``nvcc`` on PATH, ``/usr/local/cuda``), which is what ``jit_nvcc`` means
+    (:data:`moe_oracle.core.environment.HOST_TOOLS`), but it also tests that the home exists on this
+    machine and honours ``DG_JIT_NVCC_COMPILER``, so the lookup is stood in for whole rather than
+    through :class:`ToolLookup`. Neither side models ``DG_JIT_NVCC_COMPILER``.
+    """
+
+    def nvcc_path() -> str | None:
+        return SIMULATED_JIT_NVCC if "jit_nvcc" in tools() else None
+
+    return nvcc_path
+
+
+def unread_nvcc_version(nvcc: str) -> None:
+    """``vllm.utils.deep_gemm._nvcc_version`` (vLLM 0.34.0): the stand-in nvcc has no readable
+    version, so vLLM's own ``version is not None and version < (12, 9)`` check passes, as our tables
+    do (the nvcc version is not an input; the 12.9 floor is stated as not modelled)."""
+    return None
+
+
+def install_deep_gemm_standins(tools: Callable[[], frozenset[str]]) -> None:
+    """Stand in vLLM 0.34.0's DeepGEMM nvcc gate (vllm/utils/deep_gemm.py ``is_deep_gemm_supported``):
+    ``_deep_gemm_nvcc_path`` follows the deployment's ``jit_nvcc`` tool (:func:`deep_gemm_nvcc_path`)
+    and ``_nvcc_version`` is unread (:func:`unread_nvcc_version`), so vLLM's own 12.9 floor passes, as
+    in our tables, which do not read the nvcc version. Releases without the gate: nothing to do.
+    The self-check is :func:`check_deep_gemm_toolchain`."""
+    dg = sys.modules.get("vllm.utils.deep_gemm")
+    if dg is None:
+        try:
+            dg = importlib.import_module("vllm.utils.deep_gemm")
+        except Exception:  # noqa: BLE001 - a release whose module does not import here has no nvcc gate to simulate
+            return
+    if hasattr(dg, "_deep_gemm_nvcc_path"):
+        dg._deep_gemm_nvcc_path = deep_gemm_nvcc_path(tools)
+        dg._nvcc_version = unread_nvcc_version
+
+
+def check_deep_gemm_toolchain(dg: types.ModuleType | None) -> list[str]:
+    """DeepGEMM's nvcc gate (vLLM 0.34.0 ``is_deep_gemm_supported``) reads the stand-ins only."""
+    if dg is None or not hasattr(dg, "is_deep_gemm_supported"):
+        return ["vllm.utils.deep_gemm.is_deep_gemm_supported is gone"]
+    source = Path(dg.__file__).read_text()
+    tree = ast.parse(source)
+    funcs = {n.name: ast.get_source_segment(source, n) or "" for n in tree.body if isinstance(n, ast.FunctionDef)}
+    gate = funcs.get("is_deep_gemm_supported", "")
+    problems = []
+    if "nvcc" in gate and "_deep_gemm_nvcc_path()" not in gate:
+        problems.append("vllm.utils.deep_gemm.is_deep_gemm_supported looks nvcc up other than through _deep_gemm_nvcc_path")
+    if "_deep_gemm_nvcc_path" in funcs and getattr(dg._deep_gemm_nvcc_path, "__qualname__", "") != "deep_gemm_nvcc_path.<locals>.nvcc_path":
+        problems.append("vllm.utils.deep_gemm._deep_gemm_nvcc_path is not the host-tool stand-in (nvcc would be looked up on this machine)")
+    if "_nvcc_version" in funcs and dg._nvcc_version is not unread_nvcc_version:
+        problems.append("vllm.utils.deep_gemm._nvcc_version is not the stand-in (this machine's nvcc would be run)")
+    return problems
 
 
 class GroupStandIn:

@@ -262,6 +262,28 @@ def _fp8_requant_axes(dep: Deployment) -> Deployment:
     return replace(dep, env=tuple(sorted(env.items())), packages=tuple(p for p in PACKAGES if p in packages))
 
 
+def _env_spelling(dep: Deployment) -> Deployment:
+    """``dep`` with its word-valued environment variables now and then re-spelled in upper, title
+    or mixed case (``INDEXED``, ``Grouped``, ``gRoUpEd``).
+
+    Whether the engine folds case is vLLM's business, not ours: vLLM lowercases
+    ``VLLM_HUMMING_MOE_GEMM_TYPE`` (0.29.0-0.34.0 P/experts/fused_humming_moe.py
+    get_humming_moe_gemm_type) and compares ``VLLM_FP8_MOE_REQUANT`` as written (0.34.0 Q/fp8.py), so
+    every word-valued variable is re-spelled, whatever ``rules/environment.yaml`` declares, and the
+    differential tier judges the declared ``parse``. Digit values (``0``/``1``) have no case. Drawn
+    from a generator seeded by the deployment's own draws (every other axis keeps its sequence).
+    """
+    words = [(name, raw) for name, raw in dep.env if any(c.isalpha() for c in raw)]
+    if not words:
+        return dep
+    sub = random.Random("env-spelling:" + dep.key())
+    env = dict(dep.env)
+    for name, raw in words:
+        if sub.random() < 0.3:
+            env[name] = _pick(sub, (raw.upper(), raw.title(), "".join(c.upper() if i % 2 else c for i, c in enumerate(raw))))
+    return replace(dep, env=tuple(env.items())) if env != dict(dep.env) else dep
+
+
 _MORI_DEPRECATED = ("mori_high_throughput", "mori_low_latency")
 
 
@@ -398,7 +420,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     packages = tuple(p for p in PACKAGES if p not in _FLASHINFER_APART and rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS + FAMILY_MOE_BACKENDS.get(family, ()))
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
-    return _fp8_requant_axes(_hpc_axis(_mori_axes(_moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
+    return _env_spelling(_fp8_requant_axes(_hpc_axis(_mori_axes(_moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
         platform=platform,
         capability=cap,
         arch=arch,
@@ -436,7 +458,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
         **checkpoint,
-    )))))))
+    ))))))))
 
 
 def random_deployments(n: int, seed: int, families: Sequence[str] | None = None) -> list[Deployment]:

@@ -51,7 +51,7 @@ What is simulated, and nothing else (vLLM's own capability methods always run):
   tools (``nvcc``: a bare ``nvcc`` lookup; ``jit_nvcc``: any ``.../bin/nvcc`` path; ``ninja``) and
   passes every other call to ``shutil``; vLLM's own code derives the CUDA home and combines the
   answers. Self-check: every ``which(`` of the module is ``shutil.which(``, the module still
-  holds the stand-in, and has_flashinfer still reads has_flashinfer_cubin.
+  holds the stand-in, and has_flashinfer still reads has_flashinfer_cubin. DeepGEMM's 0.34.0 nvcc gate: ``sim_standins.install_deep_gemm_standins``.
 * **All2all prepare/finalize classes bound at import**: ``P/all2all_utils.py`` imports the DeepEP,
   MoRI, NIXL and MoonEP prepare/finalize classes only when the package probe is true at import
   (on a CUDA-alike platform). The module is re-executed (``importlib.reload``) whenever the
@@ -86,7 +86,7 @@ from typing import Any, Callable, Iterable
 
 from .cases import Deployment
 from .sim_platforms import simulated_platforms
-from .sim_standins import MODULE_PACKAGES, CACHED, conditional_imports, EXTENSION_STANDINS, GroupStandIn, ModuleView, StubFinder, StubModule, ToolLookup, ZENTORCH_OPS, compiled_op, defined_names, flashinfer_source
+from .sim_standins import MODULE_PACKAGES, CACHED, conditional_imports, EXTENSION_STANDINS, GroupStandIn, ModuleView, StubFinder, StubModule, ToolLookup, ZENTORCH_OPS, check_deep_gemm_toolchain, check_tool_lookup, compiled_op, defined_names, flashinfer_source, install_deep_gemm_standins
 
 __all__ = ["Simulation", "MODULE_PACKAGES"]
 
@@ -98,24 +98,6 @@ _CUDA_QUERIES: dict[str, Callable[[int], bool]] = {
     "mxfp4_experts_quant_supported": lambda cap: 100 <= cap <= 119,
     "cutlass_scaled_mm_supports_fp4": lambda cap: 100 <= cap <= 129,
 }
-
-
-def _check_tool_lookup(fi: types.ModuleType) -> list[str]:
-    """The host-tool stand-in still sees every toolchain lookup of ``vllm.utils.flashinfer``."""
-    problems = []
-    if not isinstance(getattr(fi, "shutil", None), ToolLookup):
-        problems.append("vllm.utils.flashinfer.shutil is not the host-tool stand-in (nvcc/ninja lookups would read this machine)")
-    source = Path(fi.__file__).read_text()
-    if source.count("which(") != source.count("shutil.which("):
-        problems.append("vllm.utils.flashinfer looks a tool up other than through shutil.which")
-    tree = ast.parse(source)
-    funcs = {n.name: ast.get_source_segment(source, n) or "" for n in tree.body if isinstance(n, ast.FunctionDef)}
-    gate = funcs.get("has_flashinfer", "")
-    if "has_flashinfer_cubin()" not in gate or not ('shutil.which("nvcc")' in gate or "_flashinfer_nvcc_path()" in gate):
-        problems.append("vllm.utils.flashinfer.has_flashinfer no longer gates on has_flashinfer_cubin() and an nvcc lookup")
-    if 'find_spec("flashinfer_cubin")' not in funcs.get("has_flashinfer_cubin", ""):
-        problems.append("vllm.utils.flashinfer.has_flashinfer_cubin no longer finds flashinfer_cubin with find_spec")
-    return problems
 
 
 _ALL2ALL_UTILS = "vllm.model_executor.layers.fused_moe.all2all_utils"
@@ -232,7 +214,8 @@ class Simulation:
         if fi is None or not hasattr(fi, "has_flashinfer_cubin"):
             problems.append("vllm.utils.flashinfer.has_flashinfer_cubin is gone")
         else:
-            problems += _check_tool_lookup(fi)
+            problems += check_tool_lookup(fi)
+        problems += check_deep_gemm_toolchain(sys.modules.get("vllm.utils.deep_gemm"))
         ops = getattr(sys.modules.get("vllm._aiter_ops"), "rocm_aiter_ops", None)
         if ops is None or not hasattr(ops, "refresh_env_variables"):
             problems.append("vllm._aiter_ops.rocm_aiter_ops.refresh_env_variables is gone")
@@ -380,6 +363,7 @@ class Simulation:
                 fi._get_submodule = self._flashinfer_submodule
             if hasattr(fi, "shutil"):
                 fi.shutil = ToolLookup(lambda: sim._tools)
+        install_deep_gemm_standins(lambda: sim._tools)
 
     def _flashinfer_submodule(self, module_name: str) -> Any:
         """``vllm.utils.flashinfer._get_submodule`` for a FlashInfer that has its CuTe DSL.

@@ -540,6 +540,8 @@ class Model:
                 v[f"env.{var['name']}"] = bool(int(raw))  # vLLM 0.33.0 envs.py; other values fail at start
             elif var["type"] == "bool":
                 v[f"env.{var['name']}"] = raw.lower() in ("true", "1")  # parse: true_or_1
+            elif var.get("parse") == "lower":
+                v[f"env.{var['name']}"] = raw.lower()  # the reading code lowercases (get_humming_moe_gemm_type)
             else:
                 v[f"env.{var['name']}"] = raw
         declared_bi = any(var["name"] == "VLLM_BATCH_INVARIANT" for var in self.env_vars)

@@ -42,6 +42,18 @@ def test_shipped_variables_declare_how_vllm_parses_them():
     # vLLM 0.33.0 vllm/envs.py lines 638 (batch invariant), 1267/1296 (AITER), 1600-1603 (DeepGEMM), 1685 (INT4)
     assert parse["VLLM_USE_DEEP_GEMM"] == parse["VLLM_MOE_USE_DEEP_GEMM"] == parse["VLLM_BATCH_INVARIANT"] == parse["VLLM_USE_FLASHINFER_MOE_INT4"] == "int"
     assert parse["VLLM_ROCM_USE_AITER"] == parse["VLLM_ROCM_USE_AITER_MOE"] == "true_or_1"
+    # vLLM 0.29.0-0.34.0 P/experts/fused_humming_moe.py get_humming_moe_gemm_type lowercases the value;
+    # 0.34.0 Q/fp8.py compares VLLM_FP8_MOE_REQUANT == "mxfp4" as written (breakit18 finding 1)
+    assert parse["VLLM_HUMMING_MOE_GEMM_TYPE"] == parse["VLLM_FP8_MOE_REQUANT_ACT"] == "lower"
+    assert parse["VLLM_FP8_MOE_REQUANT"] == "str"
+
+
+@pytest.mark.parametrize("release", ["0.32.0", "0.33.0", "0.34.0"])  # before 0.32.0 Kimi-K2.5 runs Marlin here for other reasons
+@pytest.mark.parametrize(("raw", "winner"), [("INDEXED", "humming_indexed"), ("AUTO", "humming_indexed"), ("Grouped", "humming_grouped"), ("grouped", "humming_grouped")])
+def test_humming_gemm_type_is_read_ignoring_case(release, raw, winner, capsys):
+    code = main(["select", "--model", "kimi-k2.5", "--gpu", "H200", "--tp", "8", "--package", f"vllm=={release}", "--env", f"VLLM_HUMMING_MOE_GEMM_TYPE={raw}", "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0 and record["selected"]["kernel"] == winner
 
 
 def test_an_unparseable_int_is_bad_input_exit_2(capsys):

@@ -19,6 +19,9 @@ DEEP_GEMM_REQUESTED = Deployment(
     block=(128, 128), num_experts=128, top_k=8, hidden_size=2048, intermediate_size=512, in_dtype="bfloat16", activation="silu",
     routing_method="topk", tp_size=1, dp_size=1, moe_backend="deep_gemm", env=(("VLLM_MOE_USE_DEEP_GEMM", "0"),),
     packages=("deep_gemm", "flashinfer", "flashinfer_cubin"), model_type="deepseek_v3",
+    # vLLM 0.34.0 is_deep_gemm_supported() needs the nvcc DeepGEMM's JIT runs; the recorded run found
+    # the harness machine's own (/usr/local/cuda) before the harness stood the lookup in from the tools.
+    tools=("jit_nvcc", "ninja", "nvcc"),
 )
 
 # The same layer under DeepEP low-latency (two DP ranks): vLLM 0.30.0 and 0.34.0 selected

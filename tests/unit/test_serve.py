@@ -921,3 +921,45 @@ def test_a_serve_line_past_the_word_bound_is_refused_before_argparse():
     assert time.perf_counter() - start < 5.0
     pairs = (MAX_SERVE_WORDS - 1) // 2
     assert parse_serve("vllm serve Qwen/Qwen3-30B-A3B" + " -tp 2" * (pairs - 1) + " -tp 4", version="0.33.0").tp == 4
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.34.0"])
+@pytest.mark.parametrize(("flag", "where", "value"), [
+    ("""--quantization-config '{"moe": {"activation": "mxfp8"}}'""", "moe.activation", "mxfp8"),
+    ("--quantization-config.moe.activation mxfp4", "moe.activation", "mxfp4"),
+])
+def test_a_moe_activation_override_is_refused_naming_flag_and_value(release, flag, where, value):
+    # breakit18 finding 6: vLLM 0.29.0-0.34.0 P/oracle/mxfp4.py _resolve_activation_key applies the
+    # override; we answered for the checkpoint's key with a note calling it online quantization.
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve openai/gpt-oss-120b -tp 4 {flag}", version=release)
+    issue = info.value.issues[0]
+    assert issue.path == f"--serve --quantization-config {where}" and issue.value == value
+
+
+def test_a_moe_activation_override_exits_2_naming_the_flag(capsys):
+    code = main(["select", "--gpu", "B200", "--serve", """vllm serve openai/gpt-oss-120b -tp 4 --quantization-config '{"moe": {"activation": "mxfp8"}}'"""])
+    assert code == 2 and "--quantization-config moe.activation" in capsys.readouterr().err
+
+
+def test_other_quantization_config_settings_keep_the_note():
+    serve = parse_serve("""vllm serve openai/gpt-oss-120b -tp 4 --quantization-config '{"ignore": ["lm_head"]}'""", version="0.34.0")
+    assert any(n.startswith("--quantization-config: online quantization settings are not modelled") for n in serve.notes)
+
+
+@pytest.mark.parametrize(("flag", "where", "value"), [
+    ("""--quantization-config '{"moe": {"activation": null}}'""", "moe.activation", "null"),
+    ("""--quantization-config '{"targets": {"re:.*experts.*": {"activation": "mxfp8"}}}'""", "targets.re:.*experts.*.activation", "mxfp8"),
+])
+def test_from_0_34_an_explicit_null_and_a_target_spec_are_overrides_too(flag, where, value):
+    # vLLM 0.34.0 P/oracle/mxfp4.py _resolve_activation_key: "An explicit override wins, null included";
+    # vllm/config/quantization.py user_activation_override reads the layer's targets spec first.
+    with pytest.raises(ConfigError) as info:
+        parse_serve(f"vllm serve openai/gpt-oss-120b -tp 4 {flag}", version="0.34.0")
+    assert info.value.issues[0].path == f"--serve --quantization-config {where}" and info.value.issues[0].value == value
+
+
+def test_before_0_34_an_explicit_null_is_no_override():
+    # vLLM 0.33.0 P/oracle/mxfp4.py _resolve_activation_key returns the checkpoint's key when the override is None
+    serve = parse_serve("""vllm serve openai/gpt-oss-120b -tp 4 --quantization-config '{"moe": {"activation": null}}'""", version="0.33.0")
+    assert serve.model == "openai/gpt-oss-120b"

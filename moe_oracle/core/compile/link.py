@@ -158,8 +158,13 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
 
     # The backend's own id first: hints and why-not suggest the canonical name.
     names_for = {b: (b, *sorted(n for n, bs in backend_names.items() if b in bs and n != b)) for b in backends}
+    accepted_names = next((names for names, rng in compiled.engine_names if ok(rng)), None)
+    # What a hint may tell the operator to type: only names the release's KernelConfig accepts
+    # (backend ids such as flashinfer_trtllm_afp8 or moonep are ours, not vLLM's MoEBackend values).
+    spoken = {b: tuple(n for n in names_for[b] if accepted_names is None or n in accepted_names) for b in backends}
     request_checks = {
-        b: Check(f"request.{b}", "moe_backend", compile_value_spec("moe_backend", ["auto", *names_for[b]]), (), False, ReasonCode.NOT_REQUESTED, f"another backend was requested; this one answers to moe_backend={'|'.join(names_for[b])}", "rules/aliases.yaml")
+        b: Check(f"request.{b}", "moe_backend", compile_value_spec("moe_backend", ["auto", *names_for[b]]), (), False, ReasonCode.NOT_REQUESTED,
+                 f"another backend was requested; this one answers to moe_backend={'|'.join(spoken[b])}" if spoken[b] else "another backend was requested; no moe_backend value of this release requests this one", "rules/aliases.yaml")
         for b in backends
     }
     choices, issues = _pairings(experts, pfs, version)
@@ -224,16 +229,26 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
     final_pfs = [replace(pf, checks=_sequenced(pf.checks)) for pf in pfs]
 
     listed = lambda o: set(o.backends) | set(fallback)  # noqa: E731
+    backend_of = {e.id: e.backend for e in experts}
+
+    def how_to_request(b: str) -> str:
+        if spoken[b]:
+            return f"request it with moe_backend={spoken[b][0]}"
+        # A backend no accepted name requests runs only through a shortcut (MoonEP: its all2all).
+        all2all = sorted({str(v) for sc in shortcuts if b in {backend_of.get(k) for k in (*sc.try_kernels, sc.otherwise)}
+                          for p in sc.when if p.field == "all2all" for kw, vals in p.spec if kw == "in" for v in vals})
+        return f"no moe_backend value requests it; it runs with --all2all-backend {'|'.join(all2all)}" if all2all else "no moe_backend value of this release requests it"
+
     orders = [
         replace(o, excluded=MappingProxyType({
             b: Check(o.id, "moe_backend", compile_value_spec("moe_backend", list(names_for[b])), (), False, ReasonCode.PATH_NOT_ENABLED,
-                     f"{b} is not in the automatic priority order {o.id}; request it with moe_backend={names_for[b][0]}", o.reference)
+                     f"{b} is not in the automatic priority order {o.id}; {how_to_request(b)}", o.reference)
             for b in sorted(backends - listed(o))
         }))
         for o in orders
     ]
     opt_in = [
-        replace(o, check=Check(o.id, "moe_backend", compile_value_spec("moe_backend", list(names_for[o.backend])), (), False, ReasonCode.PATH_NOT_ENABLED, f"{o.reason}; request it with moe_backend={names_for[o.backend][0]}", o.reference))
+        replace(o, check=Check(o.id, "moe_backend", compile_value_spec("moe_backend", list(names_for[o.backend])), (), False, ReasonCode.PATH_NOT_ENABLED, f"{o.reason}; {how_to_request(o.backend)}", o.reference))
         for o in opt_in
     ]
     kernel_ids = {e.id for e in final_experts}
@@ -296,7 +311,7 @@ def link(compiled: CompiledTables, version: Version, key: tuple[bool, ...]) -> C
         rewrites=tuple(r for r in compiled.rewrites if ok(r.engine)),
         block_rules=tuple(replace(r, refinable=present(r.refinable)) for r in compiled.block_rules if ok(r.engine)),
         request_checks=MappingProxyType(request_checks),
-        accepted_names=next((names for names, rng in compiled.engine_names if ok(rng)), None),
+        accepted_names=accepted_names,
         construction=frozenset(construction),
         layer_rules=frozenset(g.check.rule for g in global_checks if g.binds_every_kernel),
         by_backend=MappingProxyType(by_backend),
