@@ -316,9 +316,12 @@ def test_a_gpu_side_facing_a_pipe_is_refused_not_read_twice(tmp_path):
     writer = threading.Thread(target=lambda: pipe.write_text("vllm==0.31.0\n", encoding="utf-8"), daemon=True)
     writer.start()
     code, out, err = cli("diff", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--from", str(pipe), "--to", "gpu:B200")
-    fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer finish when nothing read the pipe
+    # Opening for reading lets the writer finish when nothing read the pipe; its short write fits the
+    # pipe's buffer, so it is done once joined (reading before that races it: EAGAIN).
+    fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    writer.join(timeout=10)
     os.read(fd, 4096)
     os.close(fd)
-    writer.join(timeout=10)
+    assert not writer.is_alive()
     assert code == 2 and out == ""
     assert "bad --to" in err and f"--from {pipe}" in err and "gpu:B200" in err and "read only once" in err
