@@ -417,7 +417,10 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
     A ``try`` kernel is taken when every check it fails is one the early return does not read:
     the request and priority checks, the checks vLLM makes only when it builds the kernel
     (``deferred``) and the activation-format peek (the early return asks for standard-format
-    experts). The ``otherwise`` kernel is returned unchecked, except that a constraint binding
+    experts), or one made after it returned (a constraint binding every kernel, an
+    ``after_selection`` one), which then refuses the layer for that kernel (vLLM 0.34.0
+    P/oracle/unquantized.py returns TrtLlmBf16LoRAExperts, then vllm/lora/layers/fused_moe.py
+    ``_ep_check`` refuses an all2all other than allgather_reducescatter). The ``otherwise`` kernel is returned unchecked, except that a constraint binding
     every kernel (the layer itself is refused before any oracle runs) or one the engine checks
     after the oracle returned (``after_selection``: the routed experts' EPLB gate) leaves no winner.
 
@@ -440,7 +443,13 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
         def unread(r: Row, c: Check) -> bool:
             return c.code in _BEFORE_REQUEST or c.rule in deferred or c.rule == f"{r.entry.id}.activation_format"
 
-        chosen = next((r for r in tried if all(unread(r, c) for c in r.failures)), by_id.get(sc.otherwise) if sc.otherwise is not None else None)  # type: ignore[arg-type]
+        def later(c: Check) -> bool:
+            # Checked once the early return has returned its kernel (an EPLB gate, the LoRA
+            # wrapper, the profile run) or binding every kernel: it refuses the layer for the
+            # kernel returned rather than passing the return on to the next one.
+            return c.rule in view.layer_rules or c.rule in view.after_selection
+
+        chosen = next((r for r in tried if all(unread(r, c) or later(c) for c in r.failures)), by_id.get(sc.otherwise) if sc.otherwise is not None else None)  # type: ignore[arg-type]
         # A check the engine makes after the oracle returned (an EPLB gate) is not waived either.
         if chosen is None or any(c.rule in view.layer_rules or c.rule in view.after_selection for c in chosen.failures):
             ordered = front + [r for r in rows if r not in front]

@@ -286,6 +286,8 @@ class OurSide:
             backend = vllm_backend_name(family, entry.backend, entry.id, decision.shortcut, self.release)
         except UnknownBackend as exc:
             backend = f"(unknown: {exc})"
+        if entry.provider == "platform":
+            return Answer("platform", backend=entry.backend, detail=entry.id, later=f"{stage}: {rules}")
         built = decision.ranking.built_pf(decision.refused) if stage in ("lora", "profile_run") else None
         return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id,
                       prepare_finalize=built.upstream if built is not None else None, later=f"{stage}: {rules}")

@@ -1,0 +1,47 @@
+"""The kernel an early return hands back is the one the LoRA wrapper then refuses.
+
+The differential tier on e0df958 (vLLM 0.34.0) found two deployments, read from its replayable
+output (0.34.0-unquantized-e8f8093ca36e, 0.34.0-fp8-55a93563f2b2):
+
+- LoRA with expert parallelism over NIXL-EP on a B200: vLLM 0.34.0 P/oracle/unquantized.py
+  returns TrtLlmBf16LoRAExperts (its is_supported_config does not read the all2all), and only
+  then vllm/lora/layers/fused_moe.py ``_ep_check`` refuses the all2all. Our shortcut skipped the
+  LoRA kernel for its after-selection failure and named TritonExperts as the refused kernel;
+- LoRA with EP on a CPU that runs MoE itself: the harness compared our refused platform kernel
+  as an experts class ("ok (platform)") instead of as the platform's own MoE.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from moe_oracle.core.decision import NoEligibleKernelError
+from moe_oracle.verify.cases import Deployment
+from moe_oracle.verify.ours import OurSide, config_for, environment_for
+
+LORA_NIXL_B200 = Deployment(platform="cuda", capability=100, family="unquantized", front_end="unquantized", num_experts=256, top_k=8,
+                            hidden_size=7168, intermediate_size=2048, in_dtype="float16", router_logits_dtype="bfloat16",
+                            tp_size=8, use_ep=True, all2all_backend="nixl_ep", lora=True, packages=("flashinfer",), tools=("jit_nvcc", "ninja", "nvcc"))
+LORA_EP_PPC64LE = Deployment(platform="cpu", arch="ppc64le", cpu_amx=False, family="fp8", front_end="compressed-tensors-fp8",
+                             weight_key="fp8_static_channel", activation_key="fp8_dynamic_token", num_experts=256, top_k=8,
+                             hidden_size=7168, intermediate_size=2048, tp_size=8, use_ep=True,
+                             all2all_backend="flashinfer_nvlink_one_sided", lora=True)
+
+
+@pytest.mark.parametrize("release", ["0.33.0", "0.34.0"])
+def test_the_lora_kernel_returned_early_is_the_one_refused(release: str) -> None:
+    side = OurSide(release)
+    with pytest.raises(NoEligibleKernelError) as err:
+        side.oracle.select(config_for(LORA_NIXL_B200, release), environment_for(LORA_NIXL_B200, release))
+    decision = err.value.decision
+    assert decision.refused_kernel == "flashinfer_trtllm_bf16_lora"
+    answer = side.answer(LORA_NIXL_B200)
+    assert (answer.status, answer.experts, answer.later) == ("ok", "TrtLlmBf16LoRAExperts", "lora: constraint.lora_ep_all2all")
+    # The control: the all2all the wrapper accepts leaves the same kernel selected, unrefused.
+    kept = side.answer(Deployment.from_dict({**LORA_NIXL_B200.to_dict(), "all2all_backend": "allgather_reducescatter"}))
+    assert (kept.status, kept.experts, kept.later) == ("ok", "TrtLlmBf16LoRAExperts", None)
+
+
+def test_a_platform_moe_refused_by_the_lora_wrapper_is_compared_as_the_platform_moe() -> None:
+    answer = OurSide("0.34.0").answer(LORA_EP_PPC64LE)
+    assert (answer.status, answer.experts, answer.detail, answer.later) == ("platform", None, "platform_moe", "lora: constraint.lora_ep_all2all")
