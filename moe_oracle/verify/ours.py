@@ -289,8 +289,14 @@ class OurSide:
         if entry.provider == "platform":
             return Answer("platform", backend=entry.backend, detail=entry.id, later=f"{stage}: {rules}")
         built = decision.ranking.built_pf(decision.refused) if stage in ("lora", "profile_run") else None
+        pf = built.upstream if built is not None else None
+        # Building the kernel on its prepare/finalize comes before the LoRA wrapper and the profile
+        # run: a check made then fails as building the winner's does (pf_answer's PF_RAISES).
+        raising = sorted(f.rule for f in row.failures if f.rule in decision.ranking.view.construction)
+        if built is not None and raising:
+            pf = PF_RAISES + raising[0]
         return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id,
-                      prepare_finalize=built.upstream if built is not None else None, later=f"{stage}: {rules}")
+                      prepare_finalize=pf, later=f"{stage}: {rules}")
 
     def pf_answer(self, decision: Any) -> str | None:
         """What building the winner's prepare/finalize gives: its vLLM class, or ``PF_RAISES`` and

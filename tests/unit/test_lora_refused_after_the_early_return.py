@@ -45,3 +45,24 @@ def test_the_lora_kernel_returned_early_is_the_one_refused(release: str) -> None
 def test_a_platform_moe_refused_by_the_lora_wrapper_is_compared_as_the_platform_moe() -> None:
     answer = OurSide("0.34.0").answer(LORA_EP_PPC64LE)
     assert (answer.status, answer.experts, answer.detail, answer.later) == ("platform", None, "platform_moe", "lora: constraint.lora_ep_all2all")
+
+
+# 0.34.0 differential tier on 6970f1e: LoRA with EP over MoRI EPv2 on an FP8 block layer. vLLM builds
+# TritonExperts on MoriEPv2PrepareAndFinalize (post_init_setup raises: Triton expects activations
+# quantized before dispatch) before the LoRA wrapper would refuse the all2all; we answered the
+# prepare/finalize as built.
+LORA_MORI_EPV2_FP8 = Deployment(platform="rocm", arch="gfx1201", family="fp8", front_end="fp8", weight_key="fp8_static_block128",
+                                activation_key="fp8_dynamic_group128", block=(64, 64), num_experts=32, top_k=4, hidden_size=2880,
+                                intermediate_size=2880, router_logits_dtype="float32", tp_size=1, dp_size=8, use_ep=True,
+                                all2all_backend="mori", lora=True, env=(("VLLM_MORI_EP_V2", "1"), ("VLLM_ROCM_USE_AITER", "1")),
+                                packages=("aiter", "deep_gemm", "flashinfer", "mori"), tools=("jit_nvcc", "ninja", "nvcc"), model_type="deepseek_v4")
+
+
+def test_a_prepare_finalize_that_fails_when_built_raises_before_the_lora_wrapper() -> None:
+    side = OurSide("0.34.0")
+    answer = side.answer(LORA_MORI_EPV2_FP8)
+    assert (answer.experts, answer.later) == ("TritonExperts", "lora: constraint.lora_ep_all2all")
+    assert answer.prepare_finalize == "(raises) mori_epv2.unquantized_inputs"
+    # Without LoRA the same kernel is selected and its build raises the same way.
+    plain = side.answer(Deployment.from_dict({**LORA_MORI_EPV2_FP8.to_dict(), "lora": False}))
+    assert (plain.experts, plain.later) == ("TritonExperts", None) and plain.prepare_finalize.startswith("(raises) mori_epv2.")
