@@ -420,8 +420,8 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
     experts), or one made after it returned (a constraint binding every kernel, an
     ``after_selection`` one), which then refuses the layer for that kernel (vLLM 0.34.0
     P/oracle/unquantized.py returns TrtLlmBf16LoRAExperts, then vllm/lora/layers/fused_moe.py
-    ``_ep_check`` refuses an all2all other than allgather_reducescatter). The ``otherwise`` kernel is returned unchecked, except that a constraint binding
-    every kernel (the layer itself is refused before any oracle runs) or one the engine checks
+    ``_ep_check`` refuses an all2all other than allgather_reducescatter). The ``otherwise``
+    kernel is returned unchecked, except that a constraint binding every kernel (the layer itself is refused before any oracle runs) or one the engine checks
     after the oracle returned (``after_selection``: the routed experts' EPLB gate) leaves no winner.
 
     With no winner, the refused kernel is the one vLLM's early return returns or raises for: the
@@ -451,7 +451,7 @@ def _shortcut(view: Catalog, values: Mapping[str, Any], ranking: Ranking, notes:
 
         chosen = next((r for r in tried if all(unread(r, c) or later(c) for c in r.failures)), by_id.get(sc.otherwise) if sc.otherwise is not None else None)  # type: ignore[arg-type]
         # A check the engine makes after the oracle returned (an EPLB gate) is not waived either.
-        if chosen is None or any(c.rule in view.layer_rules or c.rule in view.after_selection for c in chosen.failures):
+        if chosen is None or any(later(c) for c in chosen.failures):
             ordered = front + [r for r in rows if r not in front]
             at = front.index(chosen) if chosen is not None else len(front) - 1
             return sc, replace(ranking, fixed=tuple(ordered)), None, (), (None if _refused_first(view, front[at]) else at)
