@@ -241,10 +241,11 @@ def refusing_checks(decision: "Decision") -> list[Any]:
     """The checks that refuse the layer for the kernel the engine selected or tried
     (:attr:`~moe_oracle.core.decision.Decision.refused`), in table order; ``[]`` without one.
 
-    Its ``after_selection`` checks (the engine selected it, then refused the layer); where there
-    are none and a shortcut took the path (:func:`shortcut_raises`), the checks its early return
-    reads on that kernel and which fail (``return_or_raise`` raises for them): not the request
-    and priority checks, not those vLLM makes only when it builds the kernel."""
+    Where a shortcut's early return raises for the kernel (``return_or_raise``,
+    :func:`shortcut_raises`), the failing checks it reads (vLLM raises there, before any later
+    check); else its ``after_selection`` checks (the engine selected it, then refused the layer);
+    where a shortcut took the path and there are none, the failing checks its early return reads:
+    not the request and priority checks, not those vLLM makes only when it builds the kernel."""
     if decision.refused is None:
         return []
     view = decision.ranking.view
@@ -252,10 +253,13 @@ def refusing_checks(decision: "Decision") -> list[Any]:
     post = [c for c in failures if c.rule in view.after_selection]
     if decision.shortcut is None:
         return post
-    raised = _raised_in_shortcut(decision, failures)
-    if raised or not post:
-        return raised or [c for c in failures if c.code not in _UNREAD_BY_SHORTCUT and c.rule not in view.construction]
-    return post
+    return _raised_in_shortcut(decision, failures) or post or _read_by_shortcut(view, failures)
+
+
+def _read_by_shortcut(view: Any, failures: list[Any]) -> list[Any]:
+    """The ``failures`` a shortcut's early return reads: not the request and priority checks, not
+    those vLLM makes only when it builds the kernel or after the oracle returned."""
+    return [c for c in failures if c.code not in _UNREAD_BY_SHORTCUT and c.rule not in view.construction and c.rule not in view.after_selection]
 
 
 def _raised_in_shortcut(decision: "Decision", failures: list[Any]) -> list[Any]:
@@ -267,7 +271,7 @@ def _raised_in_shortcut(decision: "Decision", failures: list[Any]) -> list[Any]:
     sc = next((s for s in view.shortcuts if s.id == decision.shortcut), None)
     if sc is None or sc.otherwise is not None:
         return []
-    return [c for c in failures if c.code not in _UNREAD_BY_SHORTCUT and c.rule not in view.construction and c.rule not in view.after_selection]
+    return _read_by_shortcut(view, failures)
 
 
 def shortcut_raises(decision: "Decision") -> str | None:

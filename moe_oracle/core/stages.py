@@ -36,9 +36,9 @@ def rule_stage(reference: str) -> str:
     a method builds its kernel, e.g. 0.34.0 LUT-B's ``make_lut_b_moe_kernel``) are ``construction``; the layer factory
     (``P/layer.py``, ``P/config.py FusedMoEConfig``) and the routed-experts EPLB gate
     (``supports_eplb``) are ``layer``; a reference that starts by naming the start-up profile run
-    (the kernel's first forward) is ``profile_run``; anything else (a quantization method's
-    constructor, its config, the family's oracle) is ``selection``; the LoRA layers
-    (``vllm/lora/``, built after the model is loaded) are ``lora``.
+    (the kernel's first forward) is ``profile_run``; the LoRA layers (``vllm/lora/``, built after
+    the model is loaded) are ``lora``; anything else (a quantization method's constructor, its
+    config, the family's oracle) is ``selection``.
 
     >>> rule_stage("vLLM 0.29.0-0.33.0 Q/moe_wna16.py MoeWNA16Method.create_weights")
     'construction'
