@@ -196,7 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return info.run_codes()
         if args.command == "verify":
             return verify_cli.run(args)
-        read_stdin_config(args)
+        if args.command != "plan":  # plan refuses --config (one layer): say so before waiting on stdin
+            read_stdin_config(args)
         view = "runtime" if args.command == "run" else getattr(args, "view", "engine")
         catalog = load_tables(getattr(args, "tables", None), view)
         if args.command in ("explain", "select"):

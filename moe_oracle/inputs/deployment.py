@@ -39,6 +39,7 @@ from .quant_checks import checkpoint_quantization, layer_gate_methods, platform_
 from .serve import ServeArgs, parse_serve, serve_value_issues
 from .release_facts import ENGINE_VERSION, release_values
 from .serve_apply import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
+from .serve_config_file import charged_to_config_file
 
 __all__ = ["CheckpointGate", "Deployment", "admissible", "build_deployment", "check_serve_values", "device_from_inputs", "merged_notes", "origins_of", "probed_environment", "read_model_config", "serve_release", "unused_gpu_note"]
 
@@ -217,13 +218,17 @@ def build_deployment(given: OperatorInputs, catalog: Catalog, *, probe_device_de
     Raises:
         ConfigError: bad input, naming the input it came from, or what the release refuses at
             start (the serve line's values, the checkpoint's quantization on the device's platform).
+            A problem in a flag the serve line's ``--config`` file gave names that file.
     """
+    serve = parse_serve(given.serve, version=serve_release(given, catalog)) if given.serve else None
+    with charged_to_config_file(serve.from_config if serve is not None else None):
+        return _build_deployment(given, catalog, serve, probe_device_default)
 
+
+def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs | None, probe_device_default: bool) -> Deployment:
     flag = Source.USER_FLAG
     notes: list[str] = []
-    serve = None
-    if given.serve:
-        serve = parse_serve(given.serve, version=serve_release(given, catalog))
+    if serve is not None:
         given = apply_serve(given, serve)
         notes += [f"--serve: {n}" for n in serve.notes]
     file_env = None

@@ -37,6 +37,7 @@ from .model_start_refusals import blame_from, model_start_refusal
 from .sequence_parallel import parallel_with_sequence_parallel
 from .release_facts import ENGINE_VERSION
 from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend
+from .serve_config_file import charged_to_config_file
 from .speculative import resolve_draft
 
 __all__ = ["ModelDeployment", "build_model_deployment"]
@@ -90,19 +91,24 @@ def build_model_deployment(given: OperatorInputs, catalog: Catalog) -> ModelDepl
     and ``diff`` of a whole model per side; inputs a command lacks keep their defaults).
 
     Raises:
-        ConfigError: a missing or invalid model, device or flag.
+        ConfigError: a missing or invalid model, device or flag (one the serve line's
+            ``--config`` file gave names that file).
     """
 
     if given.config:
         raise ConfigError([InputIssue("--config", "plan reads a whole model: give --model CONFIG_JSON, a checkpoint directory or an example name (--config describes one layer; use explain)", given.config, None)])
     if given.quant:
         raise ConfigError([InputIssue("--quant", "plan takes each layer's quantization from the checkpoint and its exclusion lists; --quant overrides one layer (use explain)", given.quant, None)])
-    notes: list[str] = []
-    serve = None
     if given.no_draft and given.draft_moe_backend:
         raise ConfigError([InputIssue("--no-draft", "--no-draft leaves the MTP draft layers out, so --draft-moe-backend would have nothing to set: give one of them", given.draft_moe_backend, None)], headline="bad --no-draft")
-    if given.serve:
-        serve = parse_serve(given.serve, version=serve_release(given, catalog))
+    serve = parse_serve(given.serve, version=serve_release(given, catalog)) if given.serve else None
+    with charged_to_config_file(serve.from_config if serve is not None else None):
+        return _build_model_deployment(given, catalog, serve)
+
+
+def _build_model_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs | None) -> ModelDeployment:
+    notes: list[str] = []
+    if serve is not None:
         given = apply_serve(given, serve)
         notes += [f"--serve: {n}" for n in serve.notes]
         if given.no_draft and serve.draft_moe_backend is not None:

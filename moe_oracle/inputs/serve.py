@@ -79,6 +79,7 @@ from ..core.errors import ConfigError, InputIssue, did_you_mean
 from .quant_override import refuse_moe_activation_override
 from .release_facts import ENGINE_VERSION, engine_facts, quantization_value_issues, release_values
 from .serve_argv import API_SERVER, EVERY_OCCURRENCE, FOREIGN_FLAGS, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
+from .serve_config_file import ConfigFileFlags, config_file_flags, dest_of_options
 
 __all__ = ["MAX_SERVE_WORDS", "SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "ServeArgs", "parse_serve", "serve_value_issues"]
 
@@ -162,6 +163,7 @@ class ServeArgs:
     given: tuple[str, ...] = field(default=(), repr=False)
     spelled: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     version: str = ENGINE_VERSION
+    from_config: ConfigFileFlags | None = field(default=None, repr=False, compare=False)
 
     def flag_for(self, attr: str) -> str:
         """How the command line spelled the flag behind ``attr`` (for messages): ``spelled`` where
@@ -383,7 +385,18 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
     words, env, entry = strip_launcher(command_words(command), text)
     if len(words) > MAX_SERVE_WORDS:
         raise ConfigError([InputIssue("--serve", f"has {len(words)} words; a serve line has at most {MAX_SERVE_WORDS} (every flag of a release once is under 1,000), and argparse's time grows with the square of the flag count", _shortened(text), None)], headline="bad --serve")
-    args, rewrite_notes = vllm_rewrite(words, base, entry, options)
+    args, rewrite_notes, splice = vllm_rewrite(words, base, entry, options)
+    from_config = config_file_flags(splice, dest_of_options(engine_facts(version)["serve_flags"])) if splice is not None else None
+    try:
+        return _read_args(parser, options, args, rewrite_notes, text, env, entry, version, from_config)
+    except ConfigError as exc:
+        if from_config is None:
+            raise
+        raise from_config.charge(exc) from None
+
+
+def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_notes: list[str], text: str, env: Any, entry: str, version: str, from_config: ConfigFileFlags | None) -> ServeArgs:
+    """:func:`parse_serve` once vLLM's rewriting is done: argparse, then each value's checks."""
     try:
         namespace, extras = parser.parse_known_args(args)
     except Refused as exc:
@@ -534,12 +547,13 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
             else:
                 guess = did_you_mean(name, known)
                 hint = f"; did you mean {guess}?" if guess else ""
-            issues.append(InputIssue("--serve", f"vLLM {version} does not know {name} and would refuse the command line{hint}", None, None))
+            written_in = from_config.file if from_config is not None and from_config.gave(name) else None
+            issues.append(InputIssue("--serve", f"vLLM {version} does not know {name} and would refuse the command line{hint}", None, None, file=written_in))
         raise ConfigError(issues, headline="bad --serve")
     positional_extra = [w for w in extras if not w.startswith("-")]
     if positional_extra:
         raise ConfigError([InputIssue("--serve", f"vLLM {version} would refuse these extra words", " ".join(positional_extra), None)], headline="bad --serve")
-    return ServeArgs(command=text, env=tuple(env), notes=tuple(notes), given=tuple(given), spelled=tuple(spelled.items()), version=version, **values)
+    return ServeArgs(command=text, env=tuple(env), notes=tuple(notes), given=tuple(given), spelled=tuple(spelled.items()), version=version, from_config=from_config, **values)
 
 
 # Short flags people write for expert parallelism that vLLM's parser reads as abbreviations.

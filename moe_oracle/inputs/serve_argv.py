@@ -29,7 +29,7 @@ _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 _DASHES = re.compile(r"(?<=--)[^.=]*")
 
-__all__ = ["API_SERVER", "EVERY_OCCURRENCE", "FOREIGN_FLAGS", "LAST_READ", "NONE_WORDS", "Refused", "VLLM_SERVE", "command_words", "config_file_args", "merge_dotted", "release_parser", "strip_launcher", "value_issues", "value_rules", "vllm_rewrite"]
+__all__ = ["API_SERVER", "ConfigSplice", "EVERY_OCCURRENCE", "FOREIGN_FLAGS", "LAST_READ", "NONE_WORDS", "Refused", "VLLM_SERVE", "command_words", "config_file_args", "merge_dotted", "release_parser", "strip_launcher", "value_issues", "value_rules", "vllm_rewrite"]
 
 
 class Refused(Exception):
@@ -235,12 +235,23 @@ def strip_launcher(words: list[str], command: str) -> tuple[list[str], list[tupl
     return rest, env, VLLM_SERVE
 
 
-def vllm_rewrite(args: list[str], base: Path | None, entry: str, options: frozenset[str]) -> tuple[list[str], list[str]]:
+@dataclass(frozen=True)
+class ConfigSplice:
+    """A ``--config`` file as :func:`vllm_rewrite` spliced it in: the file as messages show it,
+    the words made of it and the command line's other words (both with underscores in flag
+    names turned to dashes, as argparse then reads them)."""
+
+    file: str
+    file_words: tuple[str, ...]
+    cli_words: tuple[str, ...]
+
+
+def vllm_rewrite(args: list[str], base: Path | None, entry: str, options: frozenset[str]) -> tuple[list[str], list[str], ConfigSplice | None]:
     """The argument rewriting of vLLM 0.29.0-0.33.0 ``FlexibleArgumentParser.parse_args`` (see
-    module doc) as ``entry`` runs it: the words argparse then parses, and notes on what vLLM
+    module doc) as ``entry`` runs it: the words argparse then parses, notes on what vLLM
     keeps of repeated input (a ``--config`` file's repeated keys, :func:`config_file_args`; the
-    dotted keys given more than once, :func:`merge_dotted`). ``options``: the serve parser's
-    option strings.
+    dotted keys given more than once, :func:`merge_dotted`), and the ``--config`` file's words
+    apart from the line's (``None``: no file). ``options``: the serve parser's option strings.
 
     Raises:
         ConfigError: ``--model`` or ``--config`` without a value; more than one ``--config``
@@ -260,6 +271,7 @@ def vllm_rewrite(args: list[str], base: Path | None, entry: str, options: frozen
                 args = [tag, *args[:i], *args[rest:]]
                 break
     notes: list[str] = []
+    splice = None
     if "--config" in args:
         # FlexibleArgumentParser._pull_args_from_config: only the word --config itself
         # (--config=FILE is argparse's --config, which loads nothing).
@@ -274,14 +286,14 @@ def vllm_rewrite(args: list[str], base: Path | None, entry: str, options: frozen
         model_in_cli = bool(args) and not args[0].startswith("-")
         if entry == VLLM_SERVE and not model_in_cli and "--model" not in config_args:
             raise ConfigError([InputIssue("--serve --config", "vllm serve refuses a --config line whose model is neither the first word after serve nor in the file (ValueError: No model specified!, FlexibleArgumentParser._pull_args_from_config)", " ".join(args), ["vllm serve MODEL --config FILE", "model: MODEL in FILE"])], headline="bad --serve")
+        splice = ConfigSplice(shown_path(args[idx + 1], user_path(args[idx + 1], base)), tuple(_dashed(w) for w in config_args), tuple(_dashed(w) for w in args[:idx] + args[idx + 2 :]))
         args = (args[:1] + config_args + args[1:idx] + args[idx + 2 :]) if model_in_cli else (config_args + args[:idx] + args[idx + 2 :])
     out: list[str] = []
     for i, arg in enumerate(args):
         if arg.startswith("--help="):  # vLLM's help search (--help=KEYWORD): the help, as --help
             out.append("--help")
         elif arg.startswith("--"):
-            key, eq, value = arg.partition("=")
-            out.append(_DASHES.sub(lambda m: m.group(0).replace("_", "-"), key, count=1) + eq + value)
+            out.append(_dashed(arg))
         elif arg.startswith("-O") and arg != "-O":
             out += ["--optimization-level", arg[3:] if arg[2:3] == "=" else arg[2:]]
         elif arg == "-O" and i + 1 < len(args) and args[i + 1] in {"0", "1", "2", "3"}:
@@ -291,7 +303,16 @@ def vllm_rewrite(args: list[str], base: Path | None, entry: str, options: frozen
     out, duplicates = merge_dotted(out)
     if duplicates:
         notes.append(f"dotted keys given more than once, the later value kept (vLLM warns \"Found duplicate keys\"): {', '.join(duplicates)}")
-    return out, notes
+    return out, notes, splice
+
+
+def _dashed(word: str) -> str:
+    """A ``--flag_name[=value]`` word with the flag name's underscores as dashes (up to a dot:
+    ``--x_y.a_b`` -> ``--x-y.a_b``); other words as they are."""
+    if not word.startswith("--"):
+        return word
+    key, eq, value = word.partition("=")
+    return _DASHES.sub(lambda m: m.group(0).replace("_", "-"), key, count=1) + eq + value
 
 
 def merge_dotted(args: list[str]) -> tuple[list[str], list[str]]:
@@ -479,6 +500,11 @@ def config_file_args(path_text: str, base: Path | None, loader_options: frozense
             doc = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
+    except yaml.MarkedYAMLError as exc:  # where in the file, without PyYAML's "<unicode string>" excerpt
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        what = "; ".join(str(p) for p in (exc.context, exc.problem) if p)
+        raise ConfigError([InputIssue("--serve --config", f"is not YAML vLLM can load{where}: {what}", None, None, file=shown)], headline="bad --serve") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError([InputIssue("--serve --config", f"cannot read: {getattr(exc, 'strerror', None) or exc}", shown, None)], headline="bad --serve") from None
     except RecursionError:

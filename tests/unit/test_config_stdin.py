@@ -69,3 +69,19 @@ def test_a_closed_standard_input_is_bad_input(monkeypatch):
 def test_help_says_dash_reads_standard_input():
     code, out, _ = cli("select", "--help")
     assert code == 0 and "- reads it from standard input" in " ".join(out.split())
+
+
+class _UnreadableStdin:
+    """Standard input that fails the test when read (a terminal nobody types into)."""
+
+    @property
+    def buffer(self):
+        raise AssertionError("standard input was read")
+
+
+def test_plan_refuses_config_dash_without_reading_standard_input(monkeypatch):
+    """plan refuses --config (one layer) whatever it holds: it must say so at once, not wait for
+    standard input first (on the parent commit it read stdin before refusing)."""
+    monkeypatch.setattr("sys.stdin", _UnreadableStdin())
+    code, out, err = cli("plan", "--config", "-", "--gpu", "H200")
+    assert code == 2 and "plan reads a whole model" in err
