@@ -55,9 +55,30 @@ def target_failures(decision: Decision, target: Callable[["Row"], bool], *, sele
         if best is None or len(row.failures) < len(best):
             best = list(row.failures)
     if best:
-        view = decision.ranking.view
-        best.sort(key=lambda c: not ((c.rule in view.layer_rules and before_selection(c.reference)) or c.rule in view.request_gates))
+        _raised_first(best, decision)
     return best or [], None
+
+
+def _raised_first(failures: list[Check], decision: Decision) -> None:
+    """Sort ``failures`` in place: the checks vLLM raises on before it selects any kernel first."""
+    view = decision.ranking.view
+    failures.sort(key=lambda c: not ((c.rule in view.layer_rules and before_selection(c.reference)) or c.rule in view.request_gates))
+
+
+def _checks_to_fix(decision: Decision, target: Callable[["Row"], bool], failing: list[Check], selected: bool) -> list[Check]:
+    """The check the search edits for: ``failing[0]`` (the least-failing targeted candidate's
+    first), then the first of every other failing targeted candidate, fewest failures first, one
+    per rule. A backend's candidates fail differently (FlashInfer TRT-LLM's BF16 kernel the
+    quantization, its MxInt4 kernel an opt-in variable): editing only the first candidate's check
+    misses the others' fixes, and under ``--keep quant`` finds none at all."""
+    if selected and decision.refused is not None:
+        return failing[:1]
+    others = []
+    for row in sorted((r for r in decision.rows if r.failures and target(r)), key=lambda r: len(r.failures)):
+        first = list(row.failures)
+        _raised_first(first, decision)
+        others.append(first[0])
+    return list({c.rule: c for c in [failing[0], *others]}.values())
 
 
 @dataclass(frozen=True)
@@ -144,7 +165,7 @@ def search_eligible(
         if len(edits) >= MAX_EDITS or not failing:
             continue
         values = dict(decision.normalized.values)
-        proposals = candidate_edits(failing[0], state, values, keep)
+        proposals = chain.from_iterable(candidate_edits(c, state, values, keep) for c in _checks_to_fix(decision, target, failing, selected))
         if "flags" not in keep:
             proposals = chain(proposals, _backend_requests(decision, target, state))
         if selected and "flags" not in keep:
