@@ -375,7 +375,12 @@ def render_explain(decision: "Decision", *, show_all: bool = False, fixes: Seque
     for i, cand in enumerate(shown, start=1):
         lines.append(f"  {i:>2}. {cand.rank:>4}  {cand.kernel} [{cand.backend}, {cand.interface.value}]  {cand.status.value.upper()}")
         if cand.status is Status.ELIGIBLE:
-            after = ", which the engine selects and then refuses the layer for" if decision.refused is not None else ""
+            if decision.refused is not None:
+                after = ", which the engine selects and then refuses the layer for"
+            elif decision.shortcut is not None and cand.outranked_by == decision.kernel:
+                after = f", which the engine returns before its priority order and any --moe-backend ({decision.shortcut})"
+            else:
+                after = ""
             lines.append(f"        eligible, outranked by {cand.outranked_by}{after}")
         lines += _failure_lines(decision, cand, "        ", said)
     hidden = len(rows) - len(shown)

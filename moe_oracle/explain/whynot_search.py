@@ -70,8 +70,10 @@ def _checks_to_fix(decision: Decision, target: Callable[["Row"], bool], failing:
     first), then the first of every other failing targeted candidate, fewest failures first, one
     per rule. A backend's candidates fail differently (FlashInfer TRT-LLM's BF16 kernel the
     quantization, its MxInt4 kernel an opt-in variable): editing only the first candidate's check
-    misses the others' fixes, and under ``--keep quant`` finds none at all."""
-    if selected and decision.refused is not None:
+    misses the others' fixes, and under ``--keep quant`` finds none at all. A dead end's search
+    (``selected``: any kernel will do, every candidate is targeted) keeps to ``failing[0]``: every
+    candidate's first check would branch on nearly every input."""
+    if selected:
         return failing[:1]
     others = []
     for row in sorted((r for r in decision.rows if r.failures and target(r)), key=lambda r: len(r.failures)):
@@ -151,6 +153,8 @@ def search_eligible(
             unchecked = {w.rule for w in decision.warnings if w.code == "unchecked"} if decision.winner is not None else set()
             if not unchecked:
                 backend = next(r.entry.backend for r in decision.rows if r.entry.id == kernel)
+                if decision.shortcut is not None and decision.kernel != kernel and request_name(decision.ranking.view, backend) == state[0].moe_backend:
+                    continue  # requested, yet a shortcut returns its own kernel before reading the request: no fix
                 requested = request_decision(catalog, state[0], state[1], backend, policy=policy) if decision.kernel != kernel else None
                 alt = Alternative(edits, kernel, state[0], state[1], decision, requested)
                 # Another way to the same inputs (a preset that only drops --ep, as --no-ep did) is no new fix.
