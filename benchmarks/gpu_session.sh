@@ -25,7 +25,7 @@ STAGES=${STAGES:-probe tests dist tune bench run}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 if [ -d .whl ] && ! python3 -c "import jsonschema" 2>/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+    python3 -m pip install -q --no-index --find-links .whl --no-compile --no-cache-dir --target /tmp/site jsonschema && export PYTHONPATH=/tmp/site  # pip picks the wheels of this Python (rpds-py is built per version)
 fi
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
 export MOE_ORACLE_CACHE_DIR=/tmp/moe-oracle-cache

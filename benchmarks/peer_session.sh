@@ -26,7 +26,7 @@ PEER=${PEER:-.peer/vllm-0.33.0}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 MOE_ORACLE_CACHE_DIR=/tmp/moe-oracle-cache
 if [ -d .whl ] && ! python3 -c "import jsonschema" 2>/dev/null; then  # jsonschema and its dependencies as wheels (README.md of the device tool)
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+    python3 -m pip install -q --no-index --find-links .whl --no-compile --no-cache-dir --target /tmp/site jsonschema && export PYTHONPATH=/tmp/site  # pip picks the wheels of this Python (rpds-py is built per version)
 fi
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
 has() { case " $STAGES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
