@@ -298,7 +298,10 @@ class BlockRule:
     (vLLM ``refine_fp8_moe_block_shape``; at least ``min_block``). ``pad``: with an explicit
     backend none of whose kernels takes the refined block (``refinable`` lists the backends that
     do), pad the shard to whole blocks instead (``pad_tp_shard_to_weight_blocks``). ``key_block``:
-    the weight key always carries this block, whatever the checkpoint's.
+    the weight key always carries this block, whatever the checkpoint's. ``online``: the method
+    quantizes the weights itself at load, so there is no checkpoint block (``weight_block_size``
+    becomes ``none``) and ``create_weights`` checks none (``weight_block_aligned`` holds); used with
+    ``key_block`` (vLLM 0.29.0-0.34.0 Q/online/fp8.py ``Fp8PerBlockOnlineMoEMethod``).
     """
 
     id: str
@@ -310,6 +313,7 @@ class BlockRule:
     key_block: tuple[int, int] | None
     reference: str
     engine: Range = field(default=None, compare=False)
+    online: bool = False
 
 
 @dataclass(frozen=True)

@@ -495,7 +495,11 @@ def apply_block_rules(norm: Normalized, rules: Sequence["BlockRule"], requested:
       (``intermediate_size_per_partition`` rounded up), which needs block-aligned global dims,
       no EP, no LoRA and no bias (else ``weight_block_pad_refused``: vLLM raises ValueError);
     * key_block: the oracle sees this block whatever the checkpoint's (create_weights still
-      checks the checkpoint's).
+      checks the checkpoint's);
+    * online (with key_block): the method quantizes the weights at load, so there is no
+      checkpoint block: ``weight_block_size`` is ``none`` and ``weight_block_aligned`` holds
+      (create_weights checks none; the method rounds the shard up to whole blocks after
+      selection, :mod:`moe_oracle.core.padding`).
 
     Args:
         norm: values from :func:`normalize`.
@@ -516,6 +520,9 @@ def apply_block_rules(norm: Normalized, rules: Sequence["BlockRule"], requested:
     out = dict(v)
     if rule.key_block is not None:
         out["weight_block"] = f"{rule.key_block[0]}x{rule.key_block[1]}"
+        if rule.online:
+            out["weight_block_size"], out["weight_block_aligned"] = NONE, True
+            return _replaced(norm, out, ("weight_block", "weight_block_size", "weight_block_aligned"))
         return _replaced(norm, out, ("weight_block",))
     refined = None
     if rule.refine and not (ispp % bn == 0 and (moe_tp == 1 or ispp % bk == 0)):

@@ -22,7 +22,8 @@ calls ``create_weights`` with them. Two steps, in this order:
    ``Q/quark/quark_moe.py`` -> ``P/oracle/mxfp4.py``
    ``mxfp4_round_up_hidden_size_and_intermediate_size``) and, from 0.31.0, the unquantized method
    (``P/unquantized_fused_moe_method.py`` -> ``P/oracle/unquantized.py``
-   ``unquantized_round_up_hidden_size_and_intermediate_size``). Other methods (FP8, NVFP4,
+   ``unquantized_round_up_hidden_size_and_intermediate_size``), and the online block-FP8 method
+   whatever the backend (:data:`FP8_PER_BLOCK_RULES`). Other methods (checkpoint FP8, NVFP4,
    compressed-tensors of every scheme, GPTQ/AWQ ...) add nothing. Known only after selection:
    :func:`layer_sizes` reports it for a selected kernel.
 """
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPILED_HIDDEN_SIZES",
+    "FP8_PER_BLOCK_RULES",
     "LayerSizes",
     "MXFP4_RULES",
     "PadRule",
@@ -212,6 +214,15 @@ UNQUANTIZED_RULES: tuple[PadRule, ...] = (
 )
 """The unquantized method's round-up (0.31.0+; 0.29.0-0.30.0 pad nothing beyond step 1)."""
 
+FP8_PER_BLOCK_RULES: tuple[PadRule, ...] = (
+    PadRule("pad.fp8_per_block", None, 128, 128, "Fp8PerBlockOnlineMoEMethod: whole 128x128 weight blocks",
+            "vLLM 0.29.0-0.34.0 Q/online/fp8.py Fp8PerBlockOnlineMoEMethod.maybe_roundup_sizes (the all2all round-up, then both sizes to weight_block_size[0] = 128)"),
+)
+"""The online block-FP8 method's round-up (``--quantization fp8_per_block``), whatever the backend."""
+
+_FP8_PER_BLOCK_METHOD = "fp8_per_block"
+"""The ``quant_method`` of ``--quantization fp8_per_block`` (rules/frontends.yaml frontend.fp8_per_block.online)."""
+
 # Quant methods whose MXFP4 layer is a method with its own round-up: GPT-OSS / generic MXFP4
 # (mxfp4 -> GptOssMxfp4MoEMethod or Mxfp4MoEMethod), Quark OCP-MX, and the FP8 configs whose
 # MXFP4 experts get Mxfp4MoEMethod (vLLM 0.29.0-0.34.0 Q/mxfp4.py, Q/quark/quark_moe.py), and
@@ -291,6 +302,8 @@ def _method_rules(values: Mapping[str, Any]) -> tuple[tuple[PadRule, ...], bool]
     weight = values.get("weight_quant")
     if weight == NONE:
         return UNQUANTIZED_RULES, False
+    if weight == "fp8_static_block128" and values.get("quant_method") == _FP8_PER_BLOCK_METHOD:
+        return FP8_PER_BLOCK_RULES, False
     if weight == "mxfp4_static" and values.get("mxfp4_selector") in ("generic", "deepseek_v4") and values.get("quant_method") in _MXFP4_PADDED_METHODS:
         # Only Mxfp4MoEMethod (the DeepSeek-V4 selector's method) passes the layer's activation.
         return MXFP4_RULES, values.get("mxfp4_selector") == "deepseek_v4"

@@ -217,23 +217,42 @@ _MODELOPT_BY_FAMILY = {"fp8": ("modelopt", "modelopt_mixed"), "nvfp4": ("modelop
 # The config-file quant_method values moe-oracle models besides the formats above and the
 # names they come from: online methods the constraint tables key on (rules/constraints.yaml
 # constraint.online_nvfp4_sm100: nvfp4_per_token; constraint.mxfp8_method_*: mxfp8; lut_b_moe, whose
-# experts are the tables' lut_b family).
-_TABLE_ONLINE_METHODS = ("mxfp8", "nvfp4_per_token", "lut_b_moe")
+# experts are the tables' lut_b family; the online FP8 shorthands: rules/frontends.yaml
+# frontend.fp8.batch_invariant_token and frontend.fp8_per_block.online, constraint.fp8_per_channel_backend,
+# vllm_cutlass.allow_vllm_cutlass).
+_TABLE_ONLINE_METHODS = ("mxfp8", "nvfp4_per_token", "lut_b_moe", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel")
 # Names the tables read that no modelled release has (rules citing vLLM main): refused as vLLM
 # refuses them, with the checkpoint reader's explanation (checkpoint/quant_formats.py _REMOVED).
 _NOT_A_RELEASE_METHOD = {
     "fp8_requant_mxfp4": "it is moe-oracle's name for the method vLLM 0.34.0 hands ROCm block-FP8 experts to under VLLM_FP8_MOE_REQUANT=mxfp4 (Fp8BlockExpertsAsMxfp4FusedMoE, rules/frontends.yaml frontend.fp8.rocm_requant_mxfp4); give quant_method fp8 and that variable instead",
-    "ptpc_fp8": "no modelled release has a ptpc_fp8 method (the tables' rules on it follow vLLM main); per-token-per-channel FP8 is the online shorthand fp8_per_channel in 0.29.0-0.33.0, which moe-oracle does not model",
+    "ptpc_fp8": "no modelled release has a ptpc_fp8 method (vLLM main's name); per-token-per-channel FP8 is the online shorthand fp8_per_channel in 0.29.0-0.34.0: give quant_method fp8_per_channel",
 }
 
 
-WITHOUT_DOCUMENT: tuple[str, ...] = ("fp8", "w4afp8", "lut_b_moe")
+WITHOUT_DOCUMENT: tuple[str, ...] = ("fp8", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "w4afp8", "lut_b_moe")
 """``--quantization`` methods moe-oracle models on a checkpoint without a quantization document:
-``fp8`` (online FP8, :mod:`moe_oracle.inputs.serve_apply`) and, where the release has them,
+``fp8`` (online per-tensor FP8, :mod:`moe_oracle.inputs.serve_apply`; from 0.31.0 vLLM's
+``get_quant_config`` takes it as ``fp8_per_tensor``, 0.29.0-0.30.0 ``Fp8Config`` builds the same
+``Fp8PerTensorOnlineMoEMethod``), the online FP8 shorthands ``fp8_per_tensor``, ``fp8_per_block``
+and ``fp8_per_channel`` (vLLM 0.29.0-0.34.0 vllm/config/quantization.py ``_ONLINE_SHORTHANDS``;
+Q/online/base.py ``_ONLINE_MOE_METHODS``: ``Fp8PerTensorOnlineMoEMethod``,
+``Fp8PerBlockOnlineMoEMethod``, ``Fp8PtpcOnlineMoEMethod``) and, where the release has them,
 ``w4afp8`` (vLLM 0.34.0 vllm/model_executor/model_loader/weight_utils.py ``get_quant_config``:
 ``W4AFP8Config`` has no config file names, so vLLM builds ``W4AFP8Config()`` with its defaults)
 and the online ``lut_b_moe`` (vLLM 0.34.0 vllm/config/quantization.py ``_ONLINE_SHORTHANDS``: LUT-B
 routed experts, ``LutBOnlineMoEMethod``)."""
+
+_ONLINE_MOE_METHODS: Mapping[str, str] = {
+    "mxfp8": "Mxfp8OnlineMoEMethod",
+    "mxfp4": "Mxfp4OnlineMoEMethod",
+    "int8_per_channel_weight_only": "Int8OnlineMoEMethod",
+    "nvfp4_per_token": "Nvfp4OnlineMoEMethod",
+}
+"""The online ``--quantization`` shorthands moe-oracle does not model on an unquantized checkpoint,
+with the MoE method vLLM builds for the routed experts (vLLM 0.29.0-0.34.0
+vllm/config/quantization.py ``_ONLINE_SHORTHANDS``, Q/online/base.py ``_ONLINE_MOE_METHODS``;
+present only where the release's ``QuantizationMethods`` lists the name: the unknown-method check
+comes first)."""
 
 FROM_FLAG = "_moe_oracle_from_flag"
 """Key :mod:`moe_oracle.inputs.serve_apply` sets in the document it writes for a method of
@@ -486,8 +505,8 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
     Raises:
         ConfigError: a method vLLM refuses (unknown, not supported on the platform, or
             deprecated), a mismatch no override accepts, vLLM's gpt-oss ``--quantization humming``
-            refusal, ``humming`` (not modelled), or a method other than fp8 on an unquantized
-            checkpoint (online quantization with it is not modelled).
+            refusal, ``humming`` (not modelled), or a method outside :data:`WITHOUT_DOCUMENT` on an
+            unquantized checkpoint (online quantization with it is not modelled).
     """
     from .release_facts import quantization_value_issues
 
@@ -510,7 +529,10 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
             # its config; only WITHOUT_DOCUMENT is modelled (serve_apply), and answering for the
             # unquantized layer would be wrong.
             modelled = [m for m in WITHOUT_DOCUMENT if m in release_values(release)["quantization"]]
-            raise ConfigError([InputIssue(flag, f"{flag.split()[-1]} {user} on an unquantized checkpoint is not modelled: vLLM {release} quantizes the layer online with that method or refuses it; moe-oracle models it only for {', '.join(modelled)}", user, modelled)], headline=f"bad {flag.split()[0]}")
+            what = (f"vLLM {release} quantizes the routed experts online with {_ONLINE_MOE_METHODS[user]} (vllm/config/quantization.py _ONLINE_SHORTHANDS, "
+                    "Q/online/base.py _ONLINE_MOE_METHODS), whose kernel choice moe-oracle does not model for a serve line" if user in _ONLINE_MOE_METHODS
+                    else f"vLLM {release} quantizes the layer online with that method or refuses it")
+            raise ConfigError([InputIssue(flag, f"{flag.split()[-1]} {user} on an unquantized checkpoint is not modelled: {what}; moe-oracle models {flag.split()[-1]} on a checkpoint without a quantization document only for {', '.join(modelled)}", user, modelled)], headline=f"bad {flag.split()[0]}")
         return notes
     declared = getattr(quant, "declared", None) or None  # "" -> None, as _verify_quantization does after the override loop
     headline = f"bad {flag.split()[0]}"

@@ -15,6 +15,7 @@ from ..core.errors import ConfigError, InputIssue
 from .models import ModelReference, find_model, resolve_model_path
 from .paths import shown_path, user_path
 from .operator_inputs import OperatorInputs
+from .checkpoint.formats_float import ONLINE_FP8 as _ONLINE_FP8
 from .quant_checks import FROM_FLAG
 from .serve import ServeArgs
 from .release_facts import engine_facts
@@ -140,7 +141,9 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any], 
     ``text_config`` is merged into it, recursively, :func:`_update_nested`; any other value,
     a dict-valued parameter such as ``quantization_config`` included, replaces); on
     an unquantized checkpoint ``-q fp8`` quantizes online (Q/fp8.py: static per-tensor weights,
-    dynamic per-tensor activations), but only where vLLM finds no quantization document at all
+    dynamic per-tensor activations), and so do the online FP8 shorthands ``fp8_per_tensor``,
+    ``fp8_per_block`` and ``fp8_per_channel`` (``formats_float.ONLINE_FP8``; their document names
+    the shorthand as its ``quant_method``), but only where vLLM finds no quantization document at all
     (``hf_quant_config.json`` beside config.json, ``compression_config`` and
     ``text_config.quantization_config`` count). Whether a ``--quantization`` that differs from a quantized
     checkpoint's method is taken or refused is :func:`verify_checkpoint_quantization`'s
@@ -172,6 +175,9 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any], 
             elif q == "w4afp8":  # vLLM 0.34.0 get_quant_config: W4AFP8Config() (no config file names)
                 cfg["quantization_config"] = {"quant_method": "w4afp8", FROM_FLAG: "--quantization w4afp8"}
                 notes.append("--quantization w4afp8 on a checkpoint without a quantization document: vLLM builds W4AFP8Config() with its defaults (INT4 group-128 experts with dynamic FP8 per-token activations, CompressedTensorsW4A8Fp8MoEMethod); the checkpoint's BF16 weights would not load into that layout")
+            elif q in _ONLINE_FP8:  # vLLM 0.29.0-0.34.0 _ONLINE_SHORTHANDS: linear and routed experts
+                cfg["quantization_config"] = {"quant_method": q, FROM_FLAG: f"--quantization {q}"}
+                notes.append(f"--quantization {q} on an unquantized checkpoint: {_ONLINE_FP8[q][1]}")
             elif q == "lut_b_moe":  # vLLM 0.34.0 _ONLINE_SHORTHANDS: the routed experts only
                 cfg["quantization_config"] = {"quant_method": "lut_b_moe", FROM_FLAG: "--quantization lut_b_moe"}
                 notes.append("--quantization lut_b_moe on an unquantized checkpoint: vLLM quantizes the routed experts online to LUT-B with MXFP8 activations (LutBOnlineMoEMethod); the other layers stay unquantized")

@@ -60,6 +60,7 @@ def add_parser(sub: Any, *, arguments: bool = True) -> None:
     if not arguments:
         return
     from .run import RELEASES
+    from .frontends import FRONT_ENDS
     from .space import FAMILY_SCHEMES
 
     p.add_argument("--vllm-env", type=user_path, metavar="DIR", help="the vLLM environment (default: $MOE_ORACLE_VLLM_ENV)")
@@ -68,6 +69,7 @@ def add_parser(sub: Any, *, arguments: bool = True) -> None:
     p.add_argument("--cases", type=_count(0), default=2000, metavar="N", help="random deployments to sample (default 2000; 0 with --exhaustive: only its product)")
     p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     p.add_argument("--family", action="append", choices=sorted(FAMILY_SCHEMES), metavar="F", help=f"restrict to quant families (repeatable): {', '.join(sorted(FAMILY_SCHEMES))}")
+    p.add_argument("--front-end", action="append", choices=FRONT_ENDS, metavar="NAME", help=f"restrict to deployments driven through these quantization front ends (repeatable): {', '.join(FRONT_ENDS)}")
     p.add_argument("--exhaustive", action="store_true", help="also the product of the discrete axes for three real shapes")
     p.add_argument("--replay", type=_user_file, action="append", metavar="FILE", help="replay disagreement files instead of sampling")
     p.add_argument("--out", type=user_path, metavar="DIR", help="write each unexplained disagreement as a JSON file here")
@@ -145,9 +147,12 @@ def _cases(args: argparse.Namespace) -> list[Deployment]:
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
                 raise ConfigError([InputIssue("--replay", f"not a disagreement or deployment file: {exc}", str(path))]) from None
         return out
-    cases = random_deployments(args.cases, args.seed, args.family)
+    try:
+        cases = random_deployments(args.cases, args.seed, args.family, args.front_end) if args.cases else []
+    except ValueError as exc:
+        raise ConfigError([InputIssue("--front-end", str(exc), args.front_end)]) from None
     if args.exhaustive:
-        cases += list(exhaustive_deployments(families=args.family))
+        cases += list(exhaustive_deployments(families=args.family, front_ends=args.front_end))
     return cases
 
 

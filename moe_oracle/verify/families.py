@@ -4,7 +4,11 @@ through, and the pairs each front end reads. Imported by :mod:`.space` (the samp
 
 from __future__ import annotations
 
-__all__ = ["FAMILY_RELEASES", "FAMILY_SCHEMES", "FRONT_ENDS_BY_FAMILY", "FRONT_ENDS_BY_SCHEME", "FRONT_END_SCHEMES", "families_for", "front_ends_for"]
+__all__ = ["FAMILY_RELEASES", "FAMILY_SCHEMES", "FRONT_ENDS_BY_FAMILY", "FRONT_ENDS_BY_SCHEME", "FRONT_END_SCHEMES", "ONLINE_FRONT_ENDS", "families_for", "front_ends_for"]
+
+ONLINE_FRONT_ENDS: frozenset[str] = frozenset({"online_fp8_per_tensor", "online_fp8_per_block", "online_fp8_per_channel"})
+"""Front ends of online methods that quantize a checkpoint's BF16 weights at load: no checkpoint
+weight block is drawn for them."""
 
 FAMILY_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
     "unquantized": ((None, None),),
@@ -60,7 +64,9 @@ def families_for(release: str) -> tuple[str, ...]:
 
 FRONT_ENDS_BY_FAMILY: dict[str, tuple[str, ...]] = {
     "unquantized": ("unquantized", "direct"),
-    "fp8": ("fp8", "compressed-tensors-fp8"),
+    # The checkpoint front ends twice: the three online methods (--quantization fp8_per_tensor,
+    # fp8_per_block, fp8_per_channel; each one scheme) take 3 of 7 fp8 draws.
+    "fp8": ("fp8", "compressed-tensors-fp8", "fp8", "compressed-tensors-fp8", "online_fp8_per_tensor", "online_fp8_per_block", "online_fp8_per_channel"),
     "int8": ("direct", "ct_w8a8_int8", "experts_int8"),
     "wna16": ("ct_wna16", "gptq", "awq", "moe_wna16"),
     "w4a8_fp8": ("direct", "ct_w4a8_fp8"),
@@ -114,6 +120,11 @@ FRONT_END_SCHEMES: dict[str, tuple[tuple[str | None, str | None], ...]] = {
         ("fp8_static_tensor", "fp8_dynamic_token"),
         ("fp8_static_channel", "fp8_static_token"),
     ),
+    # The online FP8 methods quantize the BF16 weights themselves, one scheme each (vLLM
+    # 0.29.0-0.34.0 Q/online/fp8.py; the front end checks the weight key its method selects with).
+    "online_fp8_per_tensor": (("fp8_static_tensor", "fp8_dynamic_tensor"),),
+    "online_fp8_per_block": (("fp8_static_block128", "fp8_dynamic_group128"),),
+    "online_fp8_per_channel": (("fp8_static_channel", "fp8_dynamic_token"),),
     # The online method quantizes weights itself: channel x token whatever the checkpoint holds.
     "experts_int8": (("int8_static_channel", "int8_dynamic_token"),),
     # compressed-tensors W8A8 int8 checkpoints: channel or tensor weights, token or tensor inputs

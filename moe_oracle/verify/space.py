@@ -19,7 +19,7 @@ from typing import Iterable, Iterator, Sequence
 
 from ..core.vocab import Activation, RoutingMethod
 from .cases import PACKAGES, Deployment
-from .families import FAMILY_RELEASES, FAMILY_SCHEMES, FRONT_END_SCHEMES, FRONT_ENDS_BY_FAMILY, FRONT_ENDS_BY_SCHEME, families_for, front_ends_for
+from .families import FAMILY_RELEASES, FAMILY_SCHEMES, FRONT_END_SCHEMES, FRONT_ENDS_BY_FAMILY, FRONT_ENDS_BY_SCHEME, ONLINE_FRONT_ENDS, families_for, front_ends_for
 
 __all__ = [
     "DEVICES",
@@ -402,7 +402,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     a2a = _pick(rng, ALL2ALL, (6, 3, 3, 2, 1, 1, 1, 1, 1, 1)) if use_ep and dp > 1 else _pick(rng, ALL2ALL, (20, 1, 1, 1, 1, 1, 1, 1, 1, 1))
     eplb = use_ep and rng.random() < 0.15
     block = None
-    if weight in ("fp8_static_block128", "fp8_static_block128_e8m0"):
+    if weight in ("fp8_static_block128", "fp8_static_block128_e8m0") and front not in ONLINE_FRONT_ENDS:  # an online method has no checkpoint block
         block = _pick(rng, ((128, 128), (128, 128), (128, 128), (64, 64), (32, 32)))
     activation = _pick(rng, [a.value for a in Activation], [8, 1, 2, 1, 3, 1, 1, 1, 1, 1, 1, 2])
     routing = _pick(rng, [r.value for r in RoutingMethod], [2, 6, 4, 1, 3, 1, 1, 2, 1, 1, 1, 1, 1])
@@ -461,10 +461,29 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     ))))))))
 
 
-def random_deployments(n: int, seed: int, families: Sequence[str] | None = None) -> list[Deployment]:
-    """``n`` deployments from ``seed`` (the same list on every machine and run)."""
+def random_deployments(n: int, seed: int, families: Sequence[str] | None = None, front_ends: Sequence[str] | None = None) -> list[Deployment]:
+    """``n`` deployments from ``seed`` (the same list on every machine and run).
+
+    ``front_ends``: keep only deployments driven through these front ends (the draws of the
+    families that have one, ``families`` or every family of the harness, filtered: the same
+    distribution restricted to them).
+
+    Raises:
+        ValueError: none of ``families`` is ever driven through ``front_ends``.
+    """
     rng = random.Random(seed)
-    return [random_deployment(rng, families) for _ in range(n)]
+    if not front_ends:
+        return [random_deployment(rng, families) for _ in range(n)]
+    wanted = set(front_ends)
+    fams = [f for f in (families or FAMILY_SCHEMES) if any(wanted & set(front_ends_for(f, *wa)) for wa in FAMILY_SCHEMES[f])]
+    if not fams:
+        raise ValueError(f"no family of {list(families or FAMILY_SCHEMES)} is driven through {sorted(wanted)}")
+    out: list[Deployment] = []
+    while len(out) < n:
+        dep = random_deployment(rng, fams)
+        if dep.front_end in wanted:
+            out.append(dep)
+    return out
 
 
 # The WNA16 keys each front end can produce (GPTQ and MoeWNA16 carry zero points only off-key).
@@ -493,10 +512,12 @@ def exhaustive_deployments(
     shapes: Iterable[tuple[int, int, int, int]] = SHAPES[:3],
     families: Sequence[str] | None = None,
     platforms: Sequence[str] | None = None,
+    front_ends: Sequence[str] | None = None,
 ) -> Iterator[Deployment]:
     """The product of the discrete axes (device x scheme x front end x activation x routing x
     parallel shape x all2all x LoRA x request) for each shape, with FlashInfer (and its
-    precompiled kernels, flashinfer-cubin), DeepGEMM, triton_kernels and AITER present."""
+    precompiled kernels, flashinfer-cubin), DeepGEMM, triton_kernels and AITER present
+    (``front_ends``: only those front ends)."""
     fams = list(families or FAMILY_SCHEMES)
     parallel = ((1, 1, False, "allgather_reducescatter"), (8, 1, False, "allgather_reducescatter"), (8, 1, True, "allgather_reducescatter"),
                 (1, 8, True, "deepep_low_latency"), (1, 8, True, "deepep_high_throughput"), (2, 4, True, "flashinfer_nvlink_one_sided"))
@@ -508,7 +529,9 @@ def exhaustive_deployments(
             pairs = [(wa, front) for wa in FAMILY_SCHEMES[family] for front in front_ends_for(family, *wa)]
             pairs = [(scheme, front) for (wa, front) in pairs for scheme in (dict.fromkeys(FRONT_END_SCHEMES[front]) if front in FRONT_END_SCHEMES else (wa,))]
             for (weight, act), front in dict.fromkeys(pairs):
-                block = (128, 128) if weight and "block" in weight else None
+                if front_ends and front not in front_ends:
+                    continue
+                block = (128, 128) if weight and "block" in weight and front not in ONLINE_FRONT_ENDS else None
                 if family == "wna16" and front not in _WNA16_FRONT_KEYS.get(weight or "", ()):
                     continue
                 if front in FRONT_END_SCHEMES and (weight, act) not in FRONT_END_SCHEMES[front]:

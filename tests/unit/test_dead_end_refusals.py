@@ -137,7 +137,7 @@ def test_the_cutlass_request_in_the_select_text():
     assert code == 1
     lines = out.splitlines()
     assert lines[0] == "Requested backend vllm_cutlass, batched_vllm_cutlass (moe_backend) is refused for vLLM 0.34.0 (assumed: newest modelled): vLLM raises on the request itself, before it tries the backend's kernels; 87 candidates."
-    assert lines[2].startswith("  quant_method = fp8, allowed one of [compressed-tensors, ptpc_fp8]: vLLM raises when it reads the request, before it tries the backend's kernels (path_not_enabled)")
+    assert lines[2].startswith("  quant_method = fp8, allowed one of [compressed-tensors, fp8_per_channel]: vLLM raises when it reads the request, before it tries the backend's kernels (path_not_enabled)")
 
 
 def test_a_pair_of_several_rules_shows_what_they_allow_between_them():

@@ -53,10 +53,13 @@ def compile_frontends(ctx: CompileContext, files: Sequence[TableFile]) -> tuple[
             for j, b in enumerate(raw.get("refinable", ())):
                 ctx.known_backend(b, f"{path}.refinable[{j}]")
             key_block = raw.get("key_block")
+            if raw.get("online") and not key_block:
+                ctx.issue(f"{path}.online", "an online block rule needs key_block (the block the method quantizes the weights to)", True, None)
             rng = ctx.engine_range(raw, path)
             if when is not None and rng is not INVALID:
                 blocks.append(BlockRule(
                     raw["id"], when, bool(raw.get("refine", False)), int(raw.get("min_block", 1)), bool(raw.get("pad", False)),
                     tuple(raw.get("refinable", ())), tuple(key_block) if key_block else None, raw["reference"], rng,  # type: ignore[arg-type]
+                    online=bool(raw.get("online", False)),
                 ))
     return tuple(rewrites), tuple(blocks)

@@ -1,7 +1,8 @@
 """Routed experts of the FP8 formats (``fp8``, DeepSeek-V4 ``deepseek_v4_fp8``, ``fbgemm_fp8``, and
 0.34.0's ``w4afp8``, an FP8 config whose experts are INT4), MXFP4 (``mxfp4``, ``gpt_oss_mxfp4``) and
-0.34.0's online ``lut_b_moe`` (LUT-B weights with MXFP8 activations), as vLLM 0.29.0-0.34.0 reads
-them (Q/ = vllm/model_executor/layers/quantization/)."""
+0.34.0's online ``lut_b_moe`` (LUT-B weights with MXFP8 activations) and the online FP8 shorthands
+(``fp8_per_tensor``, ``fp8_per_block``, ``fp8_per_channel``), as vLLM 0.29.0-0.34.0 reads them
+(Q/ = vllm/model_executor/layers/quantization/)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .quant_records import ExpertsQuant, excluded, family_of, issue, str_list
 if TYPE_CHECKING:
     from .quant_formats import QuantFormat
 
-__all__ = ["deepseek_v4_experts", "fbgemm_experts", "fp8_block", "fp8_experts", "lut_b_experts", "mxfp4_experts", "w4afp8_experts"]
+__all__ = ["ONLINE_FP8", "deepseek_v4_experts", "fbgemm_experts", "fp8_block", "fp8_experts", "fp8_online_experts", "lut_b_experts", "mxfp4_experts", "w4afp8_experts"]
 
 
 def fp8_block(q: QuantFormat, block: Any, path: str) -> tuple[int, int]:
@@ -83,6 +84,28 @@ def lut_b_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> Experts
     its own. Only the serve line's flag writes this document (:mod:`moe_oracle.inputs.serve_apply`)."""
     return ExpertsQuant(SCHEMES["lut_b"], family_of(q),
                         evidence=f"{q.source}: lut_b_moe: LutBOnlineMoEMethod quantizes the routed experts to LUT-B at load (3-bit codebook weights per 8x64 tile, dynamic MXFP8 activations)")
+
+
+ONLINE_FP8: dict[str, tuple[str, str]] = {
+    "fp8_per_tensor": ("fp8_tensor_dynamic", "Fp8PerTensorOnlineMoEMethod quantizes the routed experts at load: static per-tensor FP8 weights, dynamic per-tensor activations (per-token under VLLM_BATCH_INVARIANT from 0.33.0)"),
+    "fp8_per_block": ("fp8_block", "Fp8PerBlockOnlineMoEMethod quantizes the routed experts at load: static 128x128-block FP8 weights, dynamic 1x128-group activations"),
+    "fp8_per_channel": ("fp8_channel_token", "Fp8PtpcOnlineMoEMethod quantizes the routed experts at load: static per-channel FP8 weights, dynamic per-token activations"),
+}
+"""The online FP8 ``--quantization`` shorthands (vLLM 0.29.0-0.34.0 vllm/config/quantization.py
+``_ONLINE_SHORTHANDS``) -> (the scheme their MoE method asks the FP8 oracle with, what it builds)."""
+
+
+def fp8_online_experts(q: QuantFormat, module: str, proj: tuple[str, ...]) -> ExpertsQuant:
+    """vLLM 0.29.0-0.34.0 ``--quantization fp8_per_tensor | fp8_per_block | fp8_per_channel``
+    (vllm/config/quantization.py ``_ONLINE_SHORTHANDS``: ``moe=QuantSpec(weight=kFp8StaticTensorSym
+    | kFp8Static128BlockSym | kFp8StaticChannelSym)``, no ignore list): every routed-experts layer
+    gets the online method of Q/online/base.py ``_ONLINE_MOE_METHODS`` (Q/online/fp8.py
+    ``Fp8PerTensorOnlineMoEMethod``, ``Fp8PerBlockOnlineMoEMethod``, ``Fp8PtpcOnlineMoEMethod``),
+    which asks the FP8 oracle with the scheme's keys. The block is not the checkpoint's (there is
+    none): rules/frontends.yaml frontend.fp8_per_block.online. Only the serve line's flag writes
+    this document (:mod:`moe_oracle.inputs.serve_apply`)."""
+    scheme, why = ONLINE_FP8[q.method or ""]
+    return ExpertsQuant(SCHEMES[scheme], family_of(q), evidence=f"{q.source}: {q.method}: {why}")
 
 
 def _dsv4_modelopt_ignored(q: QuantFormat, module: str) -> str | None:

@@ -27,7 +27,8 @@ from ...core.errors import ConfigError, InputIssue
 from ...core.quant import UNQUANTIZED
 from . import matching as m
 from .formats_ct import ct_experts
-from .formats_float import fbgemm_experts, fp8_experts, lut_b_experts, mxfp4_experts, w4afp8_experts
+from .formats_float import ONLINE_FP8 as _ONLINE_FP8  # only the serve line's flag writes a document naming one (serve_apply, FROM_FLAG)
+from .formats_float import fbgemm_experts, fp8_experts, fp8_online_experts, lut_b_experts, mxfp4_experts, w4afp8_experts
 from .formats_int import awq_experts, gptq_experts, moe_wna16_experts
 from .formats_modelopt import modelopt_experts, modelopt_mixed_experts
 from .formats_quark import quark_experts
@@ -43,6 +44,7 @@ __all__ = ["SUPPORTED_METHODS", "ExpertsQuant", "QuantFormat", "read_quant_forma
 SUPPORTED_METHODS = (
     "fp8", "deepseek_v4_fp8", "compressed-tensors", "modelopt", "modelopt_fp4", "modelopt_mxfp8",
     "modelopt_mixed", "mxfp4", "mxfp8", "gpt_oss_mxfp4", "quark", "gptq", "awq", "moe_wna16", "fbgemm_fp8", "w4afp8", "lut_b_moe",
+    "fp8_per_tensor", "fp8_per_block", "fp8_per_channel",
 )
 """vLLM quantization methods whose routed-experts handling this module reproduces."""
 
@@ -354,6 +356,12 @@ def _detect_method(doc: Mapping[str, Any], declared: str, user: str | None, mode
         if not doc.get(FROM_FLAG):
             raise issue(file, "$.quantization_config.quant_method", "lut_b_moe is an online --quantization shorthand (vLLM 0.34.0 vllm/config/quantization.py _ONLINE_SHORTHANDS), not a checkpoint format moe-oracle reads from a quantization document: give it on the serve line (--quantization lut_b_moe) on a checkpoint without one", declared, [m_ for m_ in SUPPORTED_METHODS if m_ != "lut_b_moe"])
         return declared
+    if declared in _ONLINE_FP8:
+        if not doc.get(FROM_FLAG):
+            raise issue(file, "$.quantization_config.quant_method", f"{declared} is an online --quantization shorthand (vLLM 0.29.0-0.34.0 vllm/config/quantization.py _ONLINE_SHORTHANDS), not a checkpoint format: "
+                        f"{rel.words} refuses it in a checkpoint's document (OnlineQuantizationConfig.from_config raises NotImplementedError); give it on the serve line (--quantization {declared}) on a checkpoint without one",
+                        declared, [m_ for m_ in SUPPORTED_METHODS if m_ not in _ONLINE_FP8])
+        return declared
     if declared == "w4afp8":
         if not rel.holds("w4afp8_method"):
             raise issue(file, "$.quantization_config.quant_method", f"{rel.words} refuses the checkpoint at start: 'Unknown quantization method: w4afp8' (the w4afp8 method, Q/w4afp8.py, is new in vLLM 0.34.0)", declared, [m_ for m_ in SUPPORTED_METHODS if m_ != "w4afp8"])
@@ -396,4 +404,7 @@ _RESOLVERS: Mapping[str, Callable[[QuantFormat, str, tuple[str, ...]], ExpertsQu
     "moe_wna16": moe_wna16_experts,
     "w4afp8": w4afp8_experts,
     "lut_b_moe": lut_b_experts,
+    "fp8_per_tensor": fp8_online_experts,
+    "fp8_per_block": fp8_online_experts,
+    "fp8_per_channel": fp8_online_experts,
 })

@@ -54,6 +54,9 @@ FRONT_ENDS: dict[str, str] = {
     "compressed_tensors_mxfp4": "mxfp4:compressed_tensors_mxfp4",
     "quark_mxfp4": "mxfp4:quark_mxfp4",
     "lut_b": "lut_b:lut_b_method",
+    "online_fp8_per_tensor": "fp8:online_fp8_per_tensor",
+    "online_fp8_per_block": "fp8:online_fp8_per_block",
+    "online_fp8_per_channel": "fp8:online_fp8_per_channel",
 }
 """Front-end name -> ``module:function`` in ``moe_oracle.verify.frontends``."""
 
@@ -80,5 +83,8 @@ QUANT_METHOD: dict[str, str | None] = {
     "compressed_tensors_mxfp4": "compressed-tensors",
     "quark_mxfp4": "quark",
     "lut_b": "lut_b_moe",
+    "online_fp8_per_tensor": "fp8_per_tensor",
+    "online_fp8_per_block": "fp8_per_block",
+    "online_fp8_per_channel": "fp8_per_channel",
 }
 """Front-end name -> the checkpoint ``quant_method`` our side is told (``None``: unknown)."""

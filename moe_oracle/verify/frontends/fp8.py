@@ -13,8 +13,20 @@
   checkpoint's strategies map to keys as they are (a dynamic per-tensor input becomes
   ``kFp8Dynamic128Sym``, any block weight ``kFp8Static128BlockSym``), ``allow_vllm_cutlass=True``.
 
+* ``online_fp8_per_tensor``, ``online_fp8_per_block``, ``online_fp8_per_channel``: the online
+  methods of ``--quantization fp8_per_tensor | fp8_per_block | fp8_per_channel`` on an unquantized
+  checkpoint (vLLM 0.29.0-0.34.0 vllm/config/quantization.py ``_ONLINE_SHORTHANDS``, Q/online/base.py
+  ``_ONLINE_MOE_METHODS``): ``Fp8PerTensorOnlineMoEMethod``, ``Fp8PerBlockOnlineMoEMethod``,
+  ``Fp8PtpcOnlineMoEMethod`` (Q/online/fp8.py), built as ``OnlineQuantizationConfig.get_quant_method``
+  builds them (``moe=`` from 0.30.0, the layer in 0.29.0). Their constructors choose the keys, the
+  ``allow_vllm_cutlass`` flag and (PTPC) the backends they refuse after selection; the harness only
+  checks that the weight key the release's method hands ``select_fp8_moe_backend`` is the
+  deployment's (a spy on the module's name for it), so a front end can never be driven with a
+  scheme its method does not have.
+
 After selection each front end runs what the layer does next (:meth:`VllmSide.load`): the EPLB
-refusal and ``create_weights`` (whose block checks refuse a shard the checkpoint blocks do not divide).
+refusal, the method's ``maybe_roundup_sizes`` and ``create_weights`` (whose block checks refuse a
+shard the checkpoint blocks do not divide; the online methods check none).
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from typing import Any
 from ..cases import Deployment
 from . import NotDriven
 from .layer import PREFIX, routed_experts_layer
+from .nvfp4 import online_kwargs
 
 Q = "vllm.model_executor.layers.quantization"
 
@@ -101,3 +114,52 @@ def compressed_tensors(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
     method = mod.CompressedTensorsW8A8Fp8MoEMethod(QuantizationArgs(**weight_args), QuantizationArgs(**input_args), moe)
     side.load(dep, moe, method)
     return method.fp8_backend, method.experts_cls
+
+
+# Front end -> (the online method's class in Q/online/fp8.py, the (weight, activation) keys of its
+# checkpoint-free scheme as our side is told them: the method's own before any rewrite).
+ONLINE_FP8: dict[str, tuple[str, tuple[str, str]]] = {
+    "online_fp8_per_tensor": ("Fp8PerTensorOnlineMoEMethod", ("fp8_static_tensor", "fp8_dynamic_tensor")),
+    "online_fp8_per_block": ("Fp8PerBlockOnlineMoEMethod", ("fp8_static_block128", "fp8_dynamic_group128")),
+    "online_fp8_per_channel": ("Fp8PtpcOnlineMoEMethod", ("fp8_static_channel", "fp8_dynamic_token")),
+}
+
+
+def _online(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
+    """Build the release's online FP8 MoE method of ``dep.front_end`` (see the module doc)."""
+    name, scheme = ONLINE_FP8[dep.front_end]
+    if (dep.weight_key, dep.activation_key) != scheme or dep.block is not None:
+        raise NotDriven(f"{name} quantizes to {scheme} with no checkpoint block, not ({dep.weight_key}, {dep.activation_key}) block {dep.block}")
+    mod = importlib.import_module(f"{Q}.online.fp8")
+    cls = getattr(mod, name)
+    real = mod.select_fp8_moe_backend
+    asked: list[Any] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("weight_key", args[1] if len(args) > 1 else None))
+        return real(*args, **kwargs)
+
+    mod.select_fp8_moe_backend = spy
+    try:
+        method = cls(**online_kwargs(cls, moe))
+    finally:
+        mod.select_fp8_moe_backend = real
+    if asked and asked[0] != side.quant_key(dep.weight_key):
+        raise NotDriven(f"harness: vLLM {side.sim.release} {name} selects with weight key {asked[0]}, not {dep.weight_key} (ONLINE_FP8 is wrong)")
+    side.load(dep, moe, method)
+    return method.fp8_backend, method.experts_cls
+
+
+def online_fp8_per_tensor(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
+    """``Fp8PerTensorOnlineMoEMethod``: ``--quantization fp8_per_tensor`` on an unquantized checkpoint."""
+    return _online(side, dep, moe)
+
+
+def online_fp8_per_block(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
+    """``Fp8PerBlockOnlineMoEMethod``: ``--quantization fp8_per_block`` on an unquantized checkpoint."""
+    return _online(side, dep, moe)
+
+
+def online_fp8_per_channel(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
+    """``Fp8PtpcOnlineMoEMethod``: ``--quantization fp8_per_channel`` on an unquantized checkpoint."""
+    return _online(side, dep, moe)
