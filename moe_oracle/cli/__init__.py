@@ -154,7 +154,7 @@ def _freeze_at_exit() -> None:
 _VLLM_FLAGS = {
     "--tensor-parallel-size": "--tp", "-tp": "--tp", "--data-parallel-size": "--dp", "-dp": "--dp",
     "--enable-expert-parallel": "--ep", "-ep": "--ep", "--all2all-backend": "--all2all",
-    "--enable-eplb": "--eplb", "--enable-lora": "--lora", "--max-num-batched-tokens": "--max-tokens",
+    "--enable-eplb": "--eplb", "--enable-lora": "--lora", "--max-num-batched-tokens": "--max-tokens", "--expert-placement-strategy": "--expert-placement",
     "--quantization": "--quant SCHEME (or -q inside --serve)", "-q": "--quant SCHEME (or -q inside --serve)",
 }
 

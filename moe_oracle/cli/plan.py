@@ -48,7 +48,6 @@ def add_plan_parser(sub: Any, add_input_args: Any, *, arguments: bool = True) ->
     plan = p.add_argument_group("plan")
     plan.add_argument("--draft-moe-backend", metavar="NAME", help="MoE backend of the draft (MTP) layers, as vLLM's --speculative-config moe_backend: a name of the release's MoEBackend, matched exactly (marlin, not Marlin); default: the --serve line's, else inherit --moe-backend")
     plan.add_argument("--no-draft", action="store_true", help="leave out the MTP draft layers (no speculative decoding); refused with a draft backend")
-    plan.add_argument("--expert-placement", choices=["linear", "round_robin"], help="EP expert placement (vLLM --expert-placement-strategy; default: the --serve line's, else linear)")
     plan.add_argument("--quantization", metavar="METHOD", choices=["moe_wna16"], help="vLLM --quantization override for the checkpoint; the one value taken is moe_wna16 (serve a GPTQ/AWQ checkpoint's MoE layers with MoeWNA16); vLLM's other --quantization values are not modelled here")
 
 

@@ -20,9 +20,13 @@ from .names import ascii_lower
 from .quant import UNQUANTIZED, QuantScheme
 from .vocab import Activation, All2AllBackend, DType, Platform, RoutingMethod, Source
 
-__all__ = ["ACT_ORDERS", "CPU_GROUPED_TOPK_SOURCE", "GROUPED_TOPK_SOURCE", "VALID_GROUPING_SOURCE", "Device", "MoEConfig", "ParallelConfig", "Provenance", "grouping_problems", "router_groups"]
+__all__ = ["ACT_ORDERS", "CPU_GROUPED_TOPK_SOURCE", "EXPERT_PLACEMENTS", "GROUPED_TOPK_SOURCE", "VALID_GROUPING_SOURCE", "Device", "MoEConfig", "ParallelConfig", "Provenance", "grouping_problems", "router_groups"]
 
 ACT_ORDERS: tuple[str, ...] = ("none", "group", "weight", "static", "dynamic")
+
+EXPERT_PLACEMENTS: tuple[str, ...] = ("linear", "round_robin")
+"""Expert placement strategies (vLLM 0.29.0-0.34.0 vllm/config/parallel.py ``ExpertPlacementStrategy``,
+``--expert-placement-strategy``; ``linear`` is the default)."""
 """Activation orderings of a GPTQ-style checkpoint (compressed-tensors ``ActivationOrdering`` and ``none``)."""
 
 
@@ -265,6 +269,11 @@ class ParallelConfig:
             only with ``use_ep``, ``tp_size > 1`` and ``dp_size > 1`` (:attr:`sequence_parallel_possible`;
             normalization reads false otherwise, so an edit of those fields needs no second edit
             here); a config file that sets it true without them is refused there.
+        expert_placement_strategy: the placement requested (``--expert-placement-strategy``, vLLM
+            0.29.0-0.34.0 vllm/config/parallel.py ``ParallelConfig.expert_placement_strategy``: one of
+            :data:`EXPERT_PLACEMENTS`, default ``linear``). The layer may use another: vLLM falls back
+            from ``round_robin`` to ``linear`` (P/expert_map_manager.py ``determine_expert_placement_strategy``);
+            normalization derives the placement used (:func:`moe_oracle.core.placement.placement_strategy`).
 
     Derived (see :mod:`moe_oracle.core.normalize`): with EP, ``ep_size = tp_size * pcp_size *
     dp_size`` and the MoE TP size is 1; without EP the MoE TP size is ``tp_size * pcp_size *
@@ -280,6 +289,7 @@ class ParallelConfig:
     num_redundant_experts: int = 0
     ep_rank: int | None = None
     sequence_parallel: bool | None = None
+    expert_placement_strategy: str = "linear"
 
     def __post_init__(self) -> None:
         _check_int(self, "tp_size", minimum=1, path="parallel.")
@@ -294,6 +304,8 @@ class ParallelConfig:
             raise ConfigError([InputIssue("$.parallel.ep_rank", f"must be below tp_size * pcp_size * dp_size ({self.world})", self.ep_rank, {"maximum": self.world - 1})])
         if self.sequence_parallel is not None:
             _check_bool(self, "sequence_parallel", "parallel.")
+        if not isinstance(self.expert_placement_strategy, str) or self.expert_placement_strategy not in EXPERT_PLACEMENTS:
+            raise ConfigError([InputIssue("$.parallel.expert_placement_strategy", "not an expert placement strategy", self.expert_placement_strategy, list(EXPERT_PLACEMENTS))])
 
     @property
     def world(self) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .config import ACT_ORDERS
+from .config import ACT_ORDERS, EXPERT_PLACEMENTS
 from .environment import HOST_TOOLS
 from .quant import QUANT_KEYS, SCHEMES, QuantFamily
 from .vocab import Activation, ActivationFormat, All2AllBackend, DType, Platform, ReasonCode, RoutingMethod, enum_values
@@ -163,6 +163,7 @@ _FIELDS = (
     _f("num_redundant_experts", "int", None, "deployment", R.EPLB_UNSUPPORTED, "redundant experts (EPLB)", ("parallel.num_redundant_experts",), _NATURAL),
     _f("experts_even_across_ep", "bool", _BOOL, "derived", R.EPLB_UNSUPPORTED, "the global experts (routed + redundant) divide evenly across the EP ranks (true without EP)", ("num_experts", "parallel.num_redundant_experts", "parallel.tp_size", "parallel.dp_size", "parallel.pcp_size", "parallel.use_ep")),
     _f("sequence_parallel", "bool", _BOOL, "derived", R.PARALLEL_UNSUPPORTED, "sequence-parallel MoE: the model class passes is_sequence_parallel (vLLM use_sequence_parallel_moe: EP, TP > 1, DP > 1, an all2all backend of the release's list), so sp_size = tp_size; 'none' where the model class is not known", ("parallel.sequence_parallel", "parallel.use_ep", "parallel.tp_size", "parallel.dp_size")),
+    _f("expert_placement", "enum", EXPERT_PLACEMENTS, "derived", R.PARALLEL_UNSUPPORTED, "expert placement the layer uses: the requested --expert-placement-strategy, or linear where vLLM falls back from round_robin (no EP over several ranks, at most one expert group, redundant experts or EPLB, or all2all kernels other than DeepEP low-latency / NIXL EP)", ("parallel.expert_placement_strategy", "parallel.use_ep", "parallel.tp_size", "parallel.dp_size", "parallel.pcp_size", "parallel.all2all_backend", "parallel.enable_eplb", "parallel.num_redundant_experts", "num_expert_group")),
     _f("lora", "bool", _BOOL, "deployment", R.LORA_UNSUPPORTED, "LoRA on experts"),
     _f("batch_invariant", "bool", _BOOL, "deployment", R.BATCH_INVARIANCE_UNSUPPORTED, "batch-invariant kernels requested"),
     _f("max_num_tokens", "int", None, "deployment", R.SHAPE_UNSUPPORTED, "largest tokens per call", ints=_POSITIVE),

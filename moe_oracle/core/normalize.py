@@ -11,6 +11,10 @@ Derived fields follow vLLM ``FusedMoEParallelConfig.make`` and ``FusedMoEConfig`
   (``ParallelConfig.sequence_parallel``: vLLM 0.29.0-0.34.0 ``P/layer.py`` ``make_parallel_config``
   sets ``sp_size = tp_size`` with it): false without EP, TP > 1 and DP > 1, ``None`` (abstain)
   where the model class is not known;
+* ``expert_placement`` is the placement the layer's experts get: the requested
+  ``parallel.expert_placement_strategy``, or ``linear`` where vLLM falls back from ``round_robin``
+  (vLLM 0.29.0-0.34.0 ``P/expert_map_manager.py`` ``determine_expert_placement_strategy``:
+  :func:`moe_oracle.core.placement.placement_strategy`); ``linear`` without EP;
 * the prepare/finalize kind (``dispatch``) is the all2all backend when all2all
   runs, ``allgather_reducescatter`` for DP without all2all (naive DP/EP; ``P/all2all_utils.py``
   ``maybe_make_prepare_finalize`` reads ``dp_size > 1`` alone, so PCP without EP keeps ``none``), else ``none``;
@@ -44,6 +48,7 @@ from .envvars import EnvVarSpec, parse_env_value
 from .fields import NONE
 from .mori import MoriResolution, per_tensor_fp8_activations, resolve_mori_ep
 from .padding import all2all_hidden_size
+from .placement import placement_strategy
 from .quant import QUANT_KEYS, QuantScheme, method_weight_key
 from .trtllm_routing import fp8_block_groups_fit, grouped_routing_fits, groups_at_most_one
 from .vocab import ActivationFormat, All2AllBackend, Platform, Source
@@ -391,6 +396,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     # What the model class passes as is_sequence_parallel (P/layer.py make_parallel_config); only
     # EP with TP > 1 and DP > 1 can have it, else it is false whatever the door knew.
     values["sequence_parallel"], sources["sequence_parallel"] = (par.sequence_parallel if par.sequence_parallel_possible else False), Source.DERIVED
+    # The placement the layer's ExpertMapManager ends with (vLLM 0.34.0 MoERunner.expert_placement_strategy).
+    values["expert_placement"], sources["expert_placement"] = placement_strategy(par, config.num_expert_group)[0], Source.DERIVED
 
     values["model_type"], sources["model_type"] = config.model_type, _source(config, "model_type", given)
     values["architecture"], sources["architecture"] = config.architecture, _source(config, "architecture", given)

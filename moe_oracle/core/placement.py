@@ -5,7 +5,9 @@ redundant ones, whose initial physical-to-logical map is ``[0..E-1] + [i % E for
 redundant]`` (``EplbState.build_initial_global_physical_to_logical_map``). Ranks get
 ``P // ep`` experts and the first ``P % ep`` ranks one more; ``linear`` placement gives each
 rank a contiguous run, ``round_robin`` every ``ep``-th expert, and falls back to ``linear``
-where vLLM does (``determine_expert_placement_strategy``).
+where vLLM does (:func:`placement_strategy`: ``determine_expert_placement_strategy``), which is
+the placement normalization gives the rules (the ``expert_placement`` field: vLLM 0.34.0's LoRA
+wrapper refuses any other than ``linear`` under EP).
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .config import ParallelConfig
+from .config import EXPERT_PLACEMENTS, ParallelConfig
 from .errors import ConfigError, InputIssue
 
-__all__ = ["PLACEMENTS", "Placement", "RankExperts", "expert_placement", "places_experts", "ranges_text"]
+__all__ = ["PLACEMENTS", "Placement", "RankExperts", "expert_placement", "placement_strategy", "places_experts", "ranges_text"]
 
-PLACEMENTS = ("linear", "round_robin")
+PLACEMENTS = EXPERT_PLACEMENTS
 
 # All2all backends whose routing tables support round-robin placement (vLLM 0.33.0
 # FusedMoEParallelConfig.needs_round_robin_routing_tables: DeepEP low-latency, NIXL EP).
@@ -137,20 +139,51 @@ def places_experts(parallel: ParallelConfig) -> bool:
     return parallel.use_ep and parallel.world > 1
 
 
-def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: str = "linear", num_expert_group: int | None = None) -> Placement | None:
+def placement_strategy(parallel: ParallelConfig, num_expert_group: int | None) -> tuple[str, str | None]:
+    """(the placement vLLM uses for a layer with ``num_expert_group`` expert groups, why a requested
+    ``round_robin`` became ``linear`` or ``None``), for ``parallel.expert_placement_strategy``.
+
+    Without expert parallelism over more than one rank every rank holds every expert: ``linear``
+    (vLLM 0.29.0-0.34.0 P/expert_map_manager.py ``ExpertMapManager._determine_placement_strategy``:
+    ``ep_size == 1``). With it, ``round_robin`` falls back to ``linear`` unless the layer has more
+    than one expert group, no redundant experts and no EPLB, and, where the all2all kernels run
+    (``use_all2all_kernels``: EP with DP or PCP above 1; its sequence-parallel term needs DP > 1),
+    the all2all backend keeps round-robin routing tables (DeepEP low-latency, NIXL EP:
+    ``needs_round_robin_routing_tables``) (``determine_expert_placement_strategy``, the same in
+    0.29.0-0.34.0).
+
+    >>> placement_strategy(ParallelConfig(tp_size=8, use_ep=True, expert_placement_strategy="round_robin"), 8)
+    ('round_robin', None)
+    >>> placement_strategy(ParallelConfig(tp_size=8, use_ep=True, expert_placement_strategy="round_robin"), None)[0]
+    'linear'
+    """
+    strategy = parallel.expert_placement_strategy
+    if strategy != "round_robin":
+        return strategy, None
+    if not places_experts(parallel):
+        return "linear", "without expert parallelism over more than one rank every rank holds every expert"
+    if not ((num_expert_group or 0) > 1 and parallel.num_redundant_experts == 0 and not parallel.enable_eplb):
+        return "linear", "round-robin placement needs more than one expert group and no redundant experts or EPLB"
+    if (parallel.dp_size > 1 or parallel.pcp_size > 1) and parallel.all2all_backend.value not in _ROUND_ROBIN_A2A:
+        # use_all2all_kernels and not needs_round_robin_routing_tables (vLLM 0.29.0-0.34.0
+        # P/expert_map_manager.py determine_expert_placement_strategy)
+        return "linear", f"round-robin placement supports only the DeepEP low-latency or NIXL EP all2all, not {parallel.all2all_backend.value}"
+    return "round_robin", None
+
+
+def expert_placement(num_experts: int, parallel: ParallelConfig, *, num_expert_group: int | None = None) -> Placement | None:
     """Per-rank experts of a layer with ``num_experts`` logical experts, or ``None`` without EP.
 
     Args:
         num_experts: logical routed experts of the layer.
-        parallel: deployment (EP is effective when ``use_ep`` and ``tp * pcp * dp > 1``).
-        strategy: ``linear`` (vLLM default) or ``round_robin`` (``--expert-placement-strategy``).
+        parallel: deployment (EP is effective when ``use_ep`` and ``tp * pcp * dp > 1``); its
+            ``expert_placement_strategy`` is the placement requested (``linear``, vLLM's default, or
+            ``round_robin``), which :func:`placement_strategy` may turn into ``linear``.
         num_expert_group: the layer's expert groups (round-robin needs more than one).
 
     Raises:
-        ConfigError: an unknown strategy, or more than 65536 EP ranks or 2**20 physical experts.
+        ConfigError: more than 65536 EP ranks or 2**20 physical experts.
     """
-    if strategy not in PLACEMENTS:
-        raise ConfigError([InputIssue("--expert-placement", "unknown expert placement strategy", strategy, list(PLACEMENTS))])
     if not places_experts(parallel):
         return None
     ep = parallel.world
@@ -165,14 +198,7 @@ def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: st
         else:
             path, value, bound = "$.parallel.num_redundant_experts", redundant, _MAX_EXPERTS - num_experts
         raise ConfigError([InputIssue(path, f"per-rank placement lists every rank and expert: at most {_MAX_EP} EP ranks and {_MAX_EXPERTS} physical experts ({num_experts} experts + {redundant} redundant)", value, {"maximum": bound})])
-    used, fallback = strategy, None
-    if strategy == "round_robin":
-        if not ((num_expert_group or 0) > 1 and redundant == 0 and not parallel.enable_eplb):
-            used, fallback = "linear", "round-robin placement needs more than one expert group and no redundant experts or EPLB"
-        elif (parallel.dp_size > 1 or parallel.pcp_size > 1) and parallel.all2all_backend.value not in _ROUND_ROBIN_A2A:
-            # use_all2all_kernels and not needs_round_robin_routing_tables (vLLM 0.29.0-0.34.0
-            # P/expert_map_manager.py determine_expert_placement_strategy)
-            used, fallback = "linear", f"round-robin placement supports only the DeepEP low-latency or NIXL EP all2all, not {parallel.all2all_backend.value}"
+    used, fallback = placement_strategy(parallel, num_expert_group)
     base, extra = divmod(physical, ep)
     to_logical = list(range(num_experts)) + [i % num_experts for i in range(redundant)]
     ranks = []
@@ -185,4 +211,4 @@ def expert_placement(num_experts: int, parallel: ParallelConfig, *, strategy: st
         else:
             ids = tuple(range(rank, physical, ep))
         ranks.append(RankExperts(rank, ids, tuple(to_logical[i] for i in ids), num_experts))
-    return Placement(num_experts, physical, ep, used, strategy, fallback, tuple(ranks))
+    return Placement(num_experts, physical, ep, used, parallel.expert_placement_strategy, fallback, tuple(ranks))

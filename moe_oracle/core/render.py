@@ -161,9 +161,10 @@ def _header(decision: "Decision") -> list[str]:
             e=v["num_experts"], k=v["top_k"], h=v["hidden_size"], i=v["intermediate_size"], ipp=v["intermediate_size_per_partition"],
             q=v["quant_scheme"], fam=v["quant_family"], act=v["activation"], r=v["routing_method"], ld=v["router_logits_dtype"],
         ),
-        "Device: {dev}; tp={tp} dp={dp}{pcp} ep={ep} dispatch={d} format={fmt}{eplb}{lora}".format(
+        "Device: {dev}; tp={tp} dp={dp}{pcp} ep={ep} dispatch={d} format={fmt}{placement}{eplb}{lora}".format(
             dev=_device_text(decision), tp=v["tp_size"], dp=v["dp_size"], ep=v["ep_size"],
             pcp=f" pcp={decision.config.parallel.pcp_size}" if decision.config.parallel.pcp_size > 1 else "", d=v["dispatch"], fmt=v["activation_format"],
+            placement=f" placement={v['expert_placement']}" if v["expert_placement"] != "linear" else "",  # the placement vLLM uses, shown when not its default
             eplb=" eplb" if v["enable_eplb"] else "", lora=" lora" if v["lora"] else "",
         ),
         # One line: a probe's notes (where the packages were read) follow on it.

@@ -227,8 +227,13 @@ class Plan:
     groups: tuple[PlanGroup, ...]
     notes: tuple[str, ...]
     environment: Environment
-    expert_placement: str = "linear"
     release: EngineRelease | None = None
+
+    @property
+    def expert_placement(self) -> str:
+        """The placement requested (``parallel.expert_placement_strategy``); each group's
+        :attr:`PlanGroup.placement` says the one vLLM uses."""
+        return self.parallel.expert_placement_strategy
 
     @property
     def ok(self) -> bool:
@@ -376,7 +381,6 @@ def build_plan(
     lora: bool = False,
     batch_invariant: bool = False,
     max_num_tokens: int | None = None,
-    expert_placement_strategy: str = "linear",
     environment: Environment | None = None,
     provenance: Sequence[Provenance] = (),
     notes: Sequence[str] = (),
@@ -397,7 +401,6 @@ def build_plan(
         draft_by_serve: a serve line's speculative config decided that vLLM drafts with them
             (its note says so), rather than the plan assuming MTP speculative decoding.
         lora, batch_invariant, max_num_tokens: deployment flags applied to every layer.
-        expert_placement_strategy: ``linear`` or ``round_robin``.
         environment: environment for every selection (default: the oracle's).
         provenance: records for deployment fields (the CLI passes its flags).
         notes: deployment notes to carry (inputs with no effect, serve-line remarks).
@@ -407,8 +410,7 @@ def build_plan(
     Raises:
         ConfigError: a layer's MoEConfig is invalid (the message names the field), a deployment
             vLLM refuses at start (:func:`~moe_oracle.core.refusals.refusals`: EPLB whose physical
-            experts do not split over the EP ranks, ...), or an unknown backend or placement
-            strategy.
+            experts do not split over the EP ranks, ...), or an unknown backend.
     """
     parallel = parallel or ParallelConfig()
     env = environment if environment is not None else oracle.environment
@@ -447,7 +449,7 @@ def build_plan(
         decision = decisions[key]
         placement, classes = None, ()
         if decision is not None:
-            placement = expert_placement(decision.config.num_experts, parallel, strategy=expert_placement_strategy, num_expert_group=decision.config.num_expert_group)
+            placement = expert_placement(decision.config.num_experts, parallel, num_expert_group=decision.config.num_expert_group)
             if placement is not None:
                 classes = tuple(_rank_classes(oracle, decision, placement, env))
         out.append(PlanGroup(tuple(members), decision, placement, classes))
@@ -458,7 +460,7 @@ def build_plan(
         built = "draft (MTP) layers: " if draft_by_serve else f"draft (MTP) layers are built only when serving with speculative decoding (--speculative-config method={method}); "
         notes.append(built + "their moe_backend is " + ("the speculative config's" if draft_moe_backend is not None else f"inherited from the target ({who} SpeculativeConfig.moe_backend unset)"))
     # The checkpoint's notes echo config.json values (architectures): escaped as the deployment's are.
-    return Plan(checkpoint, device, parallel, moe_backend, draft_backend, draft_source, tuple(out), tuple(escaped(n) for n in notes), env, expert_placement_strategy, release)
+    return Plan(checkpoint, device, parallel, moe_backend, draft_backend, draft_source, tuple(out), tuple(escaped(n) for n in notes), env, release)
 
 
 def _rank_classes(oracle: Oracle, decision: Decision, placement: Placement, env: Environment) -> list[RankClass]:
@@ -494,5 +496,5 @@ def plan_deployment(deployment: ModelDeployment, catalog: Catalog) -> Plan:
         moe_backend=deployment.moe_backend, draft_moe_backend=deployment.draft_moe_backend, draft_source=deployment.draft_source,
         include_draft=deployment.include_draft, draft_by_serve=deployment.draft_by_serve,
         lora=bool(given.lora), batch_invariant=bool(given.batch_invariant), max_num_tokens=given.max_tokens,
-        expert_placement_strategy=given.expert_placement or "linear", environment=deployment.environment, provenance=list(deployment.provenance), notes=list(deployment.notes), origins=deployment.origins(),
+        environment=deployment.environment, provenance=list(deployment.provenance), notes=list(deployment.notes), origins=deployment.origins(),
     )

@@ -83,6 +83,8 @@ class Edit:
             return f"--dp {after}"
         if t == "parallel.all2all_backend":
             return f"--all2all {edit_text(after)}"
+        if t == "parallel.expert_placement_strategy":
+            return f"--expert-placement {after}"
         if t == "parallel":
             return _preset_flag(str(after), str(self.before))
         if t == "enable_eplb":

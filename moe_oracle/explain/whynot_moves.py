@@ -10,7 +10,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ..core.checks import Check
-from ..core.config import Device, MoEConfig, ParallelConfig
+from ..core.config import EXPERT_PLACEMENTS, Device, MoEConfig, ParallelConfig
 from ..core.errors import ConfigError
 from ..core.environment import ABSENT, Environment
 from ..core.fields import FIELDS
@@ -164,6 +164,14 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
         for value in options:
             raw = ("1" if value else "0") if isinstance(value, bool) else str(value)
             yield field, (lambda s, r=raw: (s[0], s[1].with_env(var, r))), env.env_value(var), raw, COSTS["flag"]
+        return
+    if field == "expert_placement":
+        # The placement asked for (--expert-placement-strategy); the field is the one vLLM ends
+        # with, so a parallel edit that makes vLLM fall back is found by the parallel moves.
+        requested = config.parallel.expert_placement_strategy
+        for value in _allowed_values(chk, field) or EXPERT_PLACEMENTS:
+            if value != requested:
+                yield "parallel.expert_placement_strategy", wrap_config(lambda c, v=value: c.with_changes(parallel__expert_placement_strategy=v)), requested, value, COSTS["flag"]
         return
     if field in _PARALLEL_FIELDS:
         for target, fn, before, after, cost in _parallel_edits(config):

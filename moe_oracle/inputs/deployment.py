@@ -22,6 +22,7 @@ from ..core.environment import Environment, probe_device, probe_environment
 from ..core.envvars import env_issues
 from ..core.errors import ConfigError, InputIssue
 from ..core.names import escaped
+from ..core.placement import placement_strategy, places_experts
 from ..core.refusals import FLAG, Origin, refusals, where_given
 from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
@@ -41,7 +42,7 @@ from .release_facts import ENGINE_VERSION, release_values
 from .serve_apply import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
 from .serve_config_file import charged_to_config_file
 
-__all__ = ["CheckpointGate", "Deployment", "admissible", "build_deployment", "check_serve_values", "device_from_inputs", "merged_notes", "origins_of", "probed_environment", "read_model_config", "serve_release", "unused_gpu_note"]
+__all__ = ["CheckpointGate", "Deployment", "admissible", "build_deployment", "check_serve_values", "device_from_inputs", "merged_notes", "origins_of", "placement_note", "probed_environment", "read_model_config", "serve_release", "unused_gpu_note"]
 
 CheckpointGate = tuple[Any, Any, tuple[str, ...], "tuple[str, ...] | None"]
 """(the checkpoint's experts scheme, its quant method, the method vLLM checks for it, the method the
@@ -342,10 +343,13 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
         backend, warning = resolve_all2all(catalog, given.all2all)
         par["all2all_backend"] = backend
         prov.append(Provenance("parallel.all2all_backend", flag, warning or f"--all2all {given.all2all}"))
+    if given.expert_placement is not None:
+        par["expert_placement_strategy"] = given.expert_placement
     if par:
         kept = {} if _SP_TERMS & par.keys() else {"sequence_parallel": config.parallel.sequence_parallel}  # a changed term: derived again below
         changes["parallel"] = ParallelConfig(**{**_parallel_dict(config.parallel), **kept, **par})
-        names = {"tp_size": "--tp", "dp_size": "--dp", "pcp_size": "--pcp", "use_ep": "--ep", "enable_eplb": "--eplb", "num_redundant_experts": "--redundant-experts", "all2all_backend": "--all2all"}
+        names = {"tp_size": "--tp", "dp_size": "--dp", "pcp_size": "--pcp", "use_ep": "--ep", "enable_eplb": "--eplb", "num_redundant_experts": "--redundant-experts", "all2all_backend": "--all2all",
+                 "expert_placement_strategy": "--expert-placement"}
         shown = {k: (f"{names[k]} {v}" if v is not False else f"--no-{names[k][2:]}") for k, v in par.items()}
         prov += [Provenance(f"parallel.{k}", flag, shown[k] if serve is None else f"--serve ({shown[k]})") for k in par if not (k == "all2all_backend")]
     if given.quant:
@@ -377,6 +381,8 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
         notes.append(eplb_note)
     config, sp_note = with_sequence_parallel(config, architecture or config.architecture, answer_release(catalog, env) or ENGINE_VERSION)
     notes += [sp_note] if sp_note else []
+    placement = placement_note(given, config.parallel, config.num_expert_group)
+    notes += [placement] if placement else []
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     quant_notes, gate = _verify_quantization(given, catalog, config, env, serve, ck_quant, ck_scheme)
@@ -503,7 +509,25 @@ _SP_TERMS = frozenset({"tp_size", "dp_size", "use_ep", "all2all_backend"})
 
 
 def _parallel_dict(p: Any) -> dict[str, Any]:
-    return {"tp_size": p.tp_size, "dp_size": p.dp_size, "pcp_size": p.pcp_size, "use_ep": p.use_ep, "all2all_backend": p.all2all_backend, "enable_eplb": p.enable_eplb, "num_redundant_experts": p.num_redundant_experts}
+    return {"tp_size": p.tp_size, "dp_size": p.dp_size, "pcp_size": p.pcp_size, "use_ep": p.use_ep, "all2all_backend": p.all2all_backend, "enable_eplb": p.enable_eplb, "num_redundant_experts": p.num_redundant_experts,
+            "expert_placement_strategy": p.expert_placement_strategy}
+
+
+def placement_note(given: OperatorInputs, parallel: ParallelConfig, num_expert_group: int | None) -> str | None:
+    """The note that the ``round_robin`` placement the operator asked for (``--expert-placement``,
+    a serve line's ``--expert-placement-strategy``) has no effect on a layer with
+    ``num_expert_group`` expert groups under ``parallel``: vLLM places its experts linearly
+    (:func:`moe_oracle.core.placement.placement_strategy`); ``None`` where it keeps round-robin or
+    none was asked for."""
+    if given.expert_placement != "round_robin":
+        return None
+    used, why = placement_strategy(replace(parallel, expert_placement_strategy="round_robin"), num_expert_group)
+    if used == "round_robin":
+        return None
+    placement_from = "the --serve line's --expert-placement-strategy" if "expert_placement" in given.from_serve else "--expert-placement"
+    if not places_experts(parallel):
+        return f"{placement_from} round_robin has no effect: without expert parallelism over more than one rank (--ep with --tp or --dp above 1) every rank holds every expert"
+    return f"{placement_from} round_robin has no effect on this layer: vLLM places its experts linearly ({why}; vLLM 0.29.0-0.34.0 P/expert_map_manager.py determine_expert_placement_strategy)"
 
 
 def origins_of(given: OperatorInputs) -> dict[str, Any]:

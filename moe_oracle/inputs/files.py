@@ -435,6 +435,7 @@ def config_document(config: MoEConfig, env: Environment | None = None) -> dict[s
             "num_redundant_experts": p.num_redundant_experts,
             "ep_rank": p.ep_rank,
             "sequence_parallel": p.sequence_parallel,
+            "expert_placement_strategy": p.expert_placement_strategy,
         },
         "lora": config.lora,
         "batch_invariant": config.batch_invariant,

@@ -24,7 +24,7 @@ from ..core.vocab import Source
 from .bounds import check_model_config
 from .checkpoint import Checkpoint, read_checkpoint
 from .declared import DeclaredEnvironment, answer_release, declare_environment, engine_release
-from .deployment import check_serve_values, declared_gpu_device, device_from_inputs, device_required, origins_of, probed_environment, read_model_config, serve_release, unused_gpu_note
+from .deployment import check_serve_values, declared_gpu_device, device_from_inputs, device_required, origins_of, placement_note, probed_environment, read_model_config, serve_release, unused_gpu_note
 from .files import resolve_all2all
 from .hf import QUANT_DOCUMENT, load_hf_config
 from .models import find_quant_config, quant_config_beside, quant_document
@@ -178,6 +178,8 @@ def _build_model_deployment(given: OperatorInputs, catalog: Catalog, serve: Serv
         backend, warning = resolve_all2all(catalog, given.all2all)
         par["all2all_backend"] = backend
         prov.append(Provenance("parallel.all2all_backend", Source.USER_FLAG, warning or f"--all2all {given.all2all}"))
+    if given.expert_placement is not None:
+        par["expert_placement_strategy"] = given.expert_placement
     if par:
         prov.append(Provenance("parallel", Source.USER_FLAG, "deployment flags"))
     parallel = ParallelConfig(**par)
@@ -199,9 +201,9 @@ def _build_model_deployment(given: OperatorInputs, catalog: Catalog, serve: Serv
         if eplb_note:
             notes.append(eplb_note)
             prov.append(Provenance("parallel.num_redundant_experts", Source.DERIVED, eplb_note))
-    if given.expert_placement == "round_robin" and not places_experts(parallel):
-        placement_from = "the --serve line's --expert-placement-strategy" if "expert_placement" in given.from_serve else "--expert-placement"
-        notes.append(f"{placement_from} round_robin has no effect: without expert parallelism over more than one rank (--ep with --tp or --dp above 1) every rank holds every expert")
+    if not places_experts(parallel):  # with EP the plan's rank lines say where vLLM falls back, per layer group
+        placement = placement_note(given, parallel, None)
+        notes += [placement] if placement else []
     draft_flag = given.draft_moe_backend is not None and "draft_moe_backend" not in given.from_serve
     if draft_flag:
         check_draft_moe_backend(given.draft_moe_backend, answer_release(catalog, env) or ENGINE_VERSION)

@@ -49,7 +49,9 @@ Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the
   ``--enable-eplb``, ``--eplb-config`` (``num_redundant_experts``), ``--enable-lora``,
   ``--moe-backend``, ``--kernel-config`` (``moe_backend``; ``--moe-backend`` replaces it only
   when not ``auto``: vLLM 0.29.0-0.34.0 vllm/engine/arg_utils.py ``create_engine_config``),
-  ``--max-num-batched-tokens`` (``FusedMoEConfig.max_num_tokens``, vLLM 0.33.0 P/layer.py), and
+  ``--max-num-batched-tokens`` (``FusedMoEConfig.max_num_tokens``, vLLM 0.33.0 P/layer.py),
+  ``--expert-placement-strategy`` (``ParallelConfig.expert_placement_strategy``: vLLM 0.34.0
+  vllm/lora/layers/fused_moe.py ``FusedMoEWithLoRA._ep_check`` reads the placement it leads to), and
   the draft model's ``moe_backend`` in ``--speculative-config`` (:attr:`ServeArgs.draft_moe_backend`:
   vLLM 0.29.0-0.34.0 vllm/config/speculative.py ``SpeculativeConfig.moe_backend``, overlaid on
   the draft's ``KernelConfig`` (0.29.0-0.30.0 in v1/spec_decode/llm_base_proposer.py, from 0.31.0 by
@@ -103,6 +105,7 @@ SELECTION_FLAGS: Mapping[str, str] = {
     "moe_backend": "KernelConfig.moe_backend",
     "kernel_config": "KernelConfig.moe_backend",
     "max_num_batched_tokens": "FusedMoEConfig.max_num_tokens",
+    "expert_placement_strategy": "the expert placement (vLLM 0.34.0 refuses MoE LoRA under EP unless the layer places its experts linearly; plan places each rank's experts)",
 }
 
 # dest -> how vLLM's MoE layer uses it, which kernel selection does not model (plan reads some: the note says).
@@ -114,7 +117,6 @@ UNMODELLED_FLAGS: Mapping[str, str] = {
     "enable_dbo": "dual-batch overlap changes how the prepare/finalize is built, not which experts kernel runs",
     "enable_elastic_ep": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",
     "elastic_ep_max_dp_size": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",
-    "expert_placement_strategy": "plan honours it when placing each rank's experts; kernel selection does not depend on it",
     "nnodes": "a multi-node EP group changes the all2all transport (intra- vs inter-node); not modelled",
     "fully_sharded_loras": "fully sharded LoRA changes the LoRA kernels, not the experts kernel choice in this oracle",
 }

@@ -124,7 +124,7 @@ def _device() -> dict[str, Any]:
 
 def _inputs_from(vllm_config: Any, config_path: Path) -> Any:
     """The operator's inputs this vLLM process was started with, for the one door: the model's
-    config, vLLM's parallel and kernel config, the device its platform reports, this process's
+    config, vLLM's parallel config (its expert placement strategy included) and kernel config, the device its platform reports, this process's
     packages and variables (probed)."""
     from ..inputs.operator_inputs import OperatorInputs
 
@@ -142,6 +142,7 @@ def _inputs_from(vllm_config: Any, config_path: Path) -> Any:
         eplb=bool(getattr(par, "enable_eplb", False)) or None,
         redundant_experts=getattr(eplb, "num_redundant_experts", None) or None,
         moe_backend=None if backend in (None, "auto") else str(backend),
+        expert_placement=getattr(par, "expert_placement_strategy", None),
         no_draft=getattr(vllm_config, "speculative_config", None) is None,
         probe=True,
         **_device(),

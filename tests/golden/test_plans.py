@@ -75,8 +75,8 @@ def test_layer_groups_match_the_hand_check(model):
 @pytest.mark.parametrize("case", HAND["placements"], ids=[f"{c['model']}-{c.get('placement', 'linear')}" for c in HAND["placements"]])
 def test_per_rank_placement_matches_the_hand_check(case):
     oracle = Oracle(default_catalog(), Environment())
-    p = build_plan(checkpoint(case["model"]), oracle, device=lookup_hardware("H200").device, parallel=ParallelConfig(**case["parallel"]),
-                   expert_placement_strategy=case.get("placement", "linear"))
+    p = build_plan(checkpoint(case["model"]), oracle, device=lookup_hardware("H200").device,
+                   parallel=ParallelConfig(**case["parallel"], expert_placement_strategy=case.get("placement", "linear")))
     pl = next(g.placement for g in p.moe_groups() if g.role == "target")
     assert {n: parse_layers(r) for n, r in case["counts"].items()} == {n: rs for n, rs in pl.classes().items()}
     for rank, ids in case["ranks"].items():

@@ -53,6 +53,11 @@ What vLLM defines (citations: release and path; ``Q/`` = model_executor/layers/q
 * ``sequence_parallel``: 0.34.0 vllm/config/parallel.py ``use_sequence_parallel_moe`` (EP, TP > 1,
   DP > 1; its all2all list and the model class are the inputs door's, held in
   ``parallel.sequence_parallel``), which P/layer.py ``make_parallel_config`` turns into ``sp_size``;
+* ``expert_placement``: 0.34.0 P/expert_map_manager.py ``ExpertMapManager.__init__``: with EP,
+  ``determine_expert_placement_strategy`` keeps ``round_robin`` only for more than one expert group
+  without redundant experts or EPLB, and only where ``use_all2all_kernels`` (EP and DP > 1, PCP > 1
+  or sequence parallelism) implies ``needs_round_robin_routing_tables`` (DeepEP low-latency, NIXL
+  EP); then ``_determine_placement_strategy`` makes it ``linear`` for ``ep_size == 1``;
 * SwiGLU / SiTU parameters: the model's config values, ``none`` when unset (0.33.0
   L/routed_experts.py keeps ``swiglu_limit/alpha/beta`` as given).
 
@@ -94,7 +99,7 @@ DERIVED_HERE = (
     "swiglu_params", "swiglu_alpha", "swiglu_beta", "situ_beta", "situ_linear_beta",
     "model_type", "architecture", "has_hash_routing", "require_decomposed", "cpu_amx_fp8",
     "expert_groups_divide", "trtllm_grouped_routing_fits", "trtllm_fp8_block_groups_fit", "expert_groups_at_most_one",
-    "sequence_parallel",
+    "sequence_parallel", "expert_placement",
 )
 """The record's fields this module derives (the ones the reference model once took from the engine)."""
 
@@ -117,6 +122,26 @@ def _trtllm_fp8_block_fits(config: MoEConfig) -> bool:
         return True
     top_k_cap = 22 if e > 384 else 8
     return k <= top_k_cap and 1 <= g <= min(4, n) and k < (g * e) // n
+
+
+def _expert_placement(config: MoEConfig, sequence_parallel: bool | None) -> str:
+    """The placement ``ExpertMapManager`` ends with (see the module docstring)."""
+    par = config.parallel
+    requested = par.expert_placement_strategy
+    ep_size = par.tp_size * par.pcp_size * par.dp_size if par.use_ep else 1
+    use_ep = ep_size > 1  # FusedMoEParallelConfig.use_ep
+    if requested != "round_robin":
+        return requested
+    if not use_ep:
+        return "linear"  # _determine_placement_strategy: ep_size == 1
+    groups = config.num_expert_group
+    if not (groups is not None and groups > 1 and par.num_redundant_experts == 0 and not par.enable_eplb):
+        return "linear"
+    use_all2all_kernels = par.dp_size > 1 or par.pcp_size > 1 or bool(sequence_parallel)
+    needs_round_robin_routing_tables = use_all2all_kernels and par.all2all_backend.value in ("deepep_low_latency", "nixl_ep")
+    if use_all2all_kernels and not needs_round_robin_routing_tables:
+        return "linear"
+    return "round_robin"
 
 
 def checkpoint_format(name: str | None) -> str | None:
@@ -225,6 +250,7 @@ def derived_fields(config: MoEConfig, weight: str | None, activation: str | None
         # enable_expert_parallel, tensor_parallel_size > 1 and data_parallel_size > 1; where it can
         # hold, what the model class passes (parallel.sequence_parallel; None: not known).
         "sequence_parallel": par.sequence_parallel if (par.use_ep and par.tp_size > 1 and par.dp_size > 1) else False,
+        "expert_placement": _expert_placement(config, par.sequence_parallel if (par.use_ep and par.tp_size > 1 and par.dp_size > 1) else False),
         "swiglu_params": not (config.swiglu_limit is None and config.swiglu_alpha is None and config.swiglu_beta is None),
         "model_type": config.model_type,
         "architecture": config.architecture,

@@ -36,7 +36,7 @@ from hypothesis import note
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
-from moe_oracle.core.config import Device, MoEConfig, ParallelConfig, Provenance, grouping_problems, router_groups
+from moe_oracle.core.config import EXPERT_PLACEMENTS, Device, MoEConfig, ParallelConfig, Provenance, grouping_problems, router_groups
 from moe_oracle.core.requests import request_name
 from moe_oracle.core.environment import HOST_TOOLS, Environment
 from moe_oracle.core.fields import FIELDS
@@ -431,6 +431,7 @@ LEAVES: Mapping[str, Leaf] = {
     "parallel.num_redundant_experts": _const(st.one_of(st.just(0), st.integers(0, 64), st.integers(0, MAX_PARALLEL))),
     "parallel.ep_rank": lambda ctx: _ep_rank(ctx["parallel.tp_size"] * ctx["parallel.pcp_size"] * ctx["parallel.dp_size"]),
     "parallel.sequence_parallel": lambda ctx: _sequence_parallel(ctx),
+    "parallel.expert_placement_strategy": _const(st.sampled_from(EXPERT_PLACEMENTS)),
     "lora": _const(st.booleans()),
     "batch_invariant": _const(st.booleans()),
     "moe_backend": _const(requested_backends()),
@@ -465,6 +466,7 @@ _PLAUSIBLE: Mapping[str, Leaf] = {
     "parallel.num_redundant_experts": _const(st.just(0)),
     "parallel.ep_rank": _const(st.none()),
     "parallel.sequence_parallel": _const(st.none()),
+    "parallel.expert_placement_strategy": _const(st.sampled_from(("linear",) * 3 + ("round_robin",))),
     "lora": _const(st.sampled_from((False,) * 7 + (True,))),
     "batch_invariant": _const(st.sampled_from((False,) * 7 + (True,))),
     "moe_backend": _const(requested_backends(auto=4)),

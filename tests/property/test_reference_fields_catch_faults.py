@@ -154,6 +154,10 @@ PLANTS: dict[str, tuple[dict[str, Any], Callable[[pytest.MonkeyPatch], None]]] =
     # the class passes it (sp_size stays 1).
     "sequence_parallel": (dict(parallel__tp_size=2, parallel__dp_size=4, parallel__use_ep=True, parallel__sequence_parallel=True),
                           lambda mp: _edit_record(mp, _set("sequence_parallel", lambda c, v: False))),
+    # Round-robin asked for on a layer without expert groups: vLLM places linearly; the plant
+    # forgets the fallback and reads the request.
+    "expert_placement": (dict(parallel__tp_size=4, parallel__use_ep=True, parallel__expert_placement_strategy="round_robin"),
+                         lambda mp: _edit_record(mp, _set("expert_placement", lambda c, v: c.parallel.expert_placement_strategy))),
     # Not an input (vLLM asks its compiled extension): a changed engine constant is still caught.
     "cpu_amx_fp8": (dict(device=GPU_CATALOG["CPU_X86_64_AMX"].device), lambda mp: _edit_record(mp, _set("cpu_amx_fp8", lambda c, v: True))),
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -111,7 +112,7 @@ def test_too_many_redundant_experts_to_place_names_the_redundant_experts(capsys)
     (8, ParallelConfig(dp_size=4, use_ep=True, all2all_backend="deepep_low_latency", enable_eplb=True), "EPLB"),
 ])
 def test_round_robin_and_where_vllm_falls_back_to_linear(groups, par, fallback):
-    pl = expert_placement(16, par, strategy="round_robin", num_expert_group=groups)
+    pl = expert_placement(16, replace(par, expert_placement_strategy="round_robin"), num_expert_group=groups)
     if fallback is None:
         assert pl.strategy == "round_robin" and pl.ranks[1].physical == (1, 5, 9, 13)
     else:

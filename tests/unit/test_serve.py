@@ -58,11 +58,14 @@ def test_flags_are_classified_in_notes():
     assert s.pcp == 2 and not any("prefill-context" in n for n in s.notes)
 
 
-def test_the_placement_strategy_note_says_what_plan_does_with_it():
-    """The note read "not the kernel choice in this oracle (plan places each rank's experts with
-    it)": plan honours the strategy, and kernel selection is what does not depend on it."""
+def test_the_placement_strategy_is_read_for_selection():
+    """The note read "plan honours it when placing each rank's experts; kernel selection does not
+    depend on it": vLLM 0.34.0's MoE LoRA wrapper refuses EP without linear placement
+    (vllm/lora/layers/fused_moe.py FusedMoEWithLoRA._ep_check), so the flag is read, not noted."""
     s = parse_serve("vllm serve m --enable-expert-parallel -dp 4 --expert-placement-strategy round_robin", version="0.34.0")
-    assert "--expert-placement-strategy: plan honours it when placing each rank's experts; kernel selection does not depend on it" in s.notes
+    assert s.expert_placement == "round_robin"
+    assert "expert_placement_strategy" in SELECTION_FLAGS and "expert_placement_strategy" not in UNMODELLED_FLAGS
+    assert not any("expert-placement-strategy" in n for n in s.notes)
 
 
 @pytest.mark.parametrize(("command", "fragment"), [
