@@ -23,11 +23,11 @@ from .vocab import Activation, All2AllBackend, DType, Platform, RoutingMethod, S
 __all__ = ["ACT_ORDERS", "CPU_GROUPED_TOPK_SOURCE", "EXPERT_PLACEMENTS", "GROUPED_TOPK_SOURCE", "VALID_GROUPING_SOURCE", "Device", "MoEConfig", "ParallelConfig", "Provenance", "grouping_problems", "router_groups"]
 
 ACT_ORDERS: tuple[str, ...] = ("none", "group", "weight", "static", "dynamic")
+"""Activation orderings of a GPTQ-style checkpoint (compressed-tensors ``ActivationOrdering`` and ``none``)."""
 
 EXPERT_PLACEMENTS: tuple[str, ...] = ("linear", "round_robin")
 """Expert placement strategies (vLLM 0.29.0-0.34.0 vllm/config/parallel.py ``ExpertPlacementStrategy``,
 ``--expert-placement-strategy``; ``linear`` is the default)."""
-"""Activation orderings of a GPTQ-style checkpoint (compressed-tensors ``ActivationOrdering`` and ``none``)."""
 
 
 def _coerce_enum(owner: object, name: str, enum_cls: type[enum.Enum], *, optional: bool = False, path: str = "") -> None:

@@ -287,6 +287,10 @@ def fp8_block_fields(v: Mapping[str, Any], rule: Mapping[str, Any], requested: t
     """
     if "key_block" in rule:
         n, k = rule["key_block"]
+        if rule.get("online"):
+            # the method quantizes the BF16 weights at load: no checkpoint block, none checked
+            # (vLLM 0.29.0-0.34.0 Q/online/fp8.py Fp8PerBlockOnlineMoEMethod, create_weights)
+            return {"weight_block": f"{n}x{k}", "weight_block_size": "none", "weight_block_aligned": True}
         return {"weight_block": f"{n}x{k}"}
     bn, bk = (int(x) for x in v["weight_block"].split("x"))
     shard, moe_tp, hidden = v["intermediate_size_per_partition"], v["moe_tp_size"], v["hidden_size"]

@@ -144,8 +144,10 @@ def _online(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
         method = cls(**online_kwargs(cls, moe))
     finally:
         mod.select_fp8_moe_backend = real
-    if asked and asked[0] != side.quant_key(dep.weight_key):
-        raise NotDriven(f"harness: vLLM {side.sim.release} {name} selects with weight key {asked[0]}, not {dep.weight_key} (ONLINE_FP8 is wrong)")
+    if not asked or asked[0] != side.quant_key(dep.weight_key):
+        # Loud, not NotDriven: the method moved (another key, or no select_fp8_moe_backend call),
+        # so the case must show as a disagreement rather than drop out of the comparison.
+        raise AssertionError(f"harness: vLLM {side.sim.release} {name} selects with weight key {asked[0] if asked else '(none: select_fp8_moe_backend not called)'}, not {dep.weight_key} (ONLINE_FP8 is out of date)")
     side.load(dep, moe, method)
     return method.fp8_backend, method.experts_cls
 
