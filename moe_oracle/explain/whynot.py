@@ -33,7 +33,7 @@ from ..core.blocking import refusing_checks
 from ..core.render import alternative_lines
 from ..core.vocab import Policy
 from .whynot_edits import CATEGORIES, COSTS, DEFAULT_KEEP, Alternative, Edit, request_decision, request_hint
-from .whynot_search import MAX_EDITS, SearchResult, repair, search_eligible, target_failures
+from .whynot_search import MAX_EDITS, MAX_EXPANSIONS, SearchResult, repair, search_eligible, target_failures
 
 if TYPE_CHECKING:
     from ..core.catalog import Catalog
@@ -95,7 +95,10 @@ class WhyNot:
             return f"{name} is already eligible ({self.kernel}) but outranked by {d.kernel if d else None}; {hint}."
         kept = f"; kept: {', '.join(sorted(self.keep))}" if self.keep else ""
         if not self.found:
-            lines = [f"No change of at most {MAX_EDITS} inputs makes {name} eligible (searched {self.explored} edit set{'s' if self.explored != 1 else ''}{kept}). Blocking:"]
+            if self.explored >= MAX_EXPANSIONS:  # the search stopped at its bound: a change may exist that it did not reach
+                lines = [f"No change found that makes {name} eligible (the search stopped at its bound of {MAX_EXPANSIONS} edit sets{kept}); a change of up to {MAX_EDITS} inputs that it did not reach may exist. Blocking:"]
+            else:
+                lines = [f"No change of at most {MAX_EDITS} inputs makes {name} eligible (searched {self.explored} edit set{'s' if self.explored != 1 else ''}{kept}). Blocking:"]
             lines += [f"  - {b}" for b in self.blocking]
             return "\n".join(lines)
         lines = [f"{name} becomes eligible with these changes, fewest and least disruptive first (cost: flag 1, package 2, redeployment 3, GPU count or numerics 4, hardware 5{kept}):"]

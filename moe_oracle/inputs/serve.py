@@ -227,7 +227,7 @@ repeats of ``-tp 2`` took 12.6 s. A line giving each of a release's 292-327 flag
 well under 1,000 words; a longer one is refused before argparse reads it."""
 
 
-def _int_flag(flag: str, value: Any, command: str) -> int:
+def _int_flag(flag: str, value: Any, command: str, minimum: int = 1) -> int:
     if isinstance(value, float) and value == value and abs(value) != float("inf") and not value.is_integer():
         # a JSON number in --eplb-config: vLLM's pydantic refuses a fraction for an int field
         raise ConfigError([InputIssue(f"--serve {flag}", "expected an integer (vLLM's config refuses a number with a fractional part)", value, None)], headline="bad --serve")
@@ -235,8 +235,8 @@ def _int_flag(flag: str, value: Any, command: str) -> int:
         number = int(value)
     except (TypeError, ValueError, OverflowError):  # OverflowError: JSON Infinity
         raise ConfigError([InputIssue(f"--serve {flag}", "expected an integer", value, None)], headline="bad --serve") from None
-    if number < 1:
-        raise ConfigError([InputIssue(f"--serve {flag}", "expected an integer >= 1", number, None)], headline="bad --serve")
+    if number < minimum:
+        raise ConfigError([InputIssue(f"--serve {flag}", f"expected an integer >= {minimum}", number, None)], headline="bad --serve")
     if number > _MAX_COUNT:
         raise ConfigError([InputIssue(f"--serve {flag}", "is implausibly large (> 2**40)", number, {"maximum": _MAX_COUNT})], headline="bad --serve")
     return number
@@ -483,7 +483,8 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
     if "eplb_config" in given:
         eplb = _json_object("--eplb-config", given["eplb_config"])
         if "num_redundant_experts" in eplb:
-            values["redundant_experts"] = _int_flag("--eplb-config num_redundant_experts", eplb["num_redundant_experts"], text) if eplb["num_redundant_experts"] else 0
+            # EPLBConfig.num_redundant_experts: Field(ge=0) (vLLM 0.29.0-0.34.0 vllm/config/parallel.py)
+            values["redundant_experts"] = _int_flag("--eplb-config num_redundant_experts", eplb["num_redundant_experts"], text, minimum=0) if eplb["num_redundant_experts"] else 0
     if "enable_lora" in given:
         values["lora"] = bool(given["enable_lora"])
     if given.get("expert_placement_strategy") is not None:  # its choices are checked on every occurrence by value_issues

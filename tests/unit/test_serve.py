@@ -966,3 +966,12 @@ def test_before_0_34_an_explicit_null_is_no_override():
     # vLLM 0.33.0 P/oracle/mxfp4.py _resolve_activation_key returns the checkpoint's key when the override is None
     serve = parse_serve("""vllm serve openai/gpt-oss-120b -tp 4 --quantization-config '{"moe": {"activation": null}}'""", version="0.33.0")
     assert serve.model == "openai/gpt-oss-120b"
+
+
+def test_redundant_experts_may_be_zero_and_a_negative_count_names_the_minimum():
+    """EPLBConfig.num_redundant_experts is Field(ge=0) (vLLM 0.29.0-0.34.0 vllm/config/parallel.py):
+    the message said ">= 1" while 0 was accepted."""
+    assert parse_serve("vllm serve m -tp 2 -ep --enable-eplb --eplb-config.num_redundant_experts 0", version="0.34.0").redundant_experts == 0
+    with pytest.raises(ConfigError) as exc:
+        parse_serve("vllm serve m -tp 2 -ep --enable-eplb --eplb-config.num_redundant_experts -3", version="0.34.0")
+    assert exc.value.issues[0].message == "expected an integer >= 0"

@@ -68,3 +68,4 @@ def test_the_message_names_the_file_first(tmp_path, capsys):
     (tmp_path / "s.yaml").write_text("tensor-parallel-size: eight\n")
     assert main(["explain", "--serve", f"vllm serve Qwen/Qwen3-30B-A3B --config {tmp_path / 's.yaml'}", "--gpu", "H200"]) == 2
     assert f"{tmp_path / 's.yaml'}: --serve --tensor-parallel-size: expected an integer" in capsys.readouterr().err
+
