@@ -352,7 +352,10 @@ def blockers(decision: "Decision", limit: int = 3) -> tuple[Blocker, ...]:
                 hit[key] += 1
                 seen.add(key)
     order = {code: i for i, code in enumerate(ReasonCode)}
-    ranked = sorted(hit, key=lambda k: (-hit[k], order[k[0]], k[1]))
+    # Ties go in the order the tables check (each row's failures in table order, rows in rank
+    # order): vLLM 0.34.0's LoRA wrapper raises on the expert placement before the all2all.
+    first = {k: i for i, k in enumerate(groups)}
+    ranked = sorted(hit, key=lambda k: (-hit[k], order[k[0]], first[k]))
     need = math.ceil(NEARLY_EVERY * len(pool))
     chosen = [k for k in ranked if hit[k] >= need][:limit] or ranked[:1]
     out = []

@@ -68,6 +68,15 @@ def test_the_placement_check_is_reported_before_the_all2all_assertion(capsys):
     assert [b["rules"] for b in out["blocking"]] == [[RULE], ["constraint.lora_ep_all2all"]]
 
 
+def test_in_a_dead_end_too_the_placement_comes_before_the_all2all(capsys):
+    """With DP 8 over DeepEP LL no kernel is eligible (a dead end, not a refusal after selection);
+    among its blockers that reject every candidate, ties go in the tables' check order, which is
+    vLLM's (the blockers were ordered by field name, all2all_backend first)."""
+    rc, out = _select(capsys, "0.34.0", "--model", "deepseek-r1", "--dp", "8", "--ep", "--all2all", "deepep_low_latency", "--lora", "--expert-placement", "round_robin")
+    assert rc == 1 and out["selected"] is None
+    assert [b["rules"][0] for b in out["blocking"][:2]] == [RULE, "constraint.lora_ep_all2all"]
+
+
 @pytest.mark.parametrize("release", BEFORE)
 @pytest.mark.parametrize("flags", REFUSED[:2])
 def test_releases_before_0_34_keep_the_layer(capsys, release, flags):
