@@ -562,6 +562,23 @@ class VllmSide:
         members = [m for m in type(experts_format) if (m.value[0] if isinstance(m.value, tuple) else m.value) == pf_value]
         return callable(superset) and bool(members) and bool(superset(members[0]))
 
+    def _convert_fp8_for_no_backend(self, dep: Deployment, backend: Any) -> None:
+        """Where the FP8 oracle returns no backend (``Fp8MoeBackend.NONE``, no experts class), run
+        what every in-tree FP8 method does with it at load: the release's own
+        ``convert_to_fp8_moe_kernel_format`` (vLLM 0.29.0-0.34.0 P/oracle/fp8.py, called from
+        ``process_weights_after_loading``), which picks the conversion by backend before it reads a
+        weight (none is passed here) and raises for NONE. Not on TPU: vLLM runs TPU out of its
+        tree (tpu_inference), whose own quantization methods the harness does not build.
+
+        Raises:
+            whatever the release raises (the layer refused at load).
+        """
+        if type(backend).__name__ != "Fp8MoeBackend" or dep.platform == "tpu":
+            return
+        self.stage = "construction"
+        oracle = importlib.import_module(f"{P}.oracle.fp8")
+        oracle.convert_to_fp8_moe_kernel_format(fp8_backend=backend, layer=None, w13=None, w2=None, w13_scale=None, w2_scale=None, w13_input_scale=None, w2_input_scale=None)
+
     # ------------------------------------------------------------------ answer
 
     def answer(self, dep: Deployment) -> Answer:
@@ -586,6 +603,10 @@ class VllmSide:
             return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300], stage=refusal_stage(self.stage, exc))
         backend_name = getattr(backend, "name", str(backend))
         if experts is None:
+            try:
+                self._convert_fp8_for_no_backend(dep, backend)
+            except Exception as exc:  # noqa: BLE001 - the release refusing the layer at load
+                return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300], stage="construction")
             return Answer("platform", backend=backend_name, detail=f"vLLM returns {backend_name} with no experts class")
         fmt = experts.activation_format()
         value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value
