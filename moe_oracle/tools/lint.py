@@ -212,7 +212,7 @@ def _devices_for(entry: ExpertsEntry, env: Environment) -> list[Device]:
 
     Candidates: the hardware catalog (``--gpu`` names) first, then devices made from the kernel's
     listings (every CUDA capability a table may list; each ``gpu_arch`` / ``cpu_arch`` it names,
-    with and without AMX), as ``--sm`` / ``--arch`` make them: a kernel for gfx1250 or SM 10.7 has
+    with and without AMX), as ``--sm`` / ``--arch`` make them, and a TPU (``--platform tpu``): a kernel for gfx1250 or SM 10.7 has
     no catalog GPU. At most one device per (platform, capability, arch, AMX), one per platform
     first so that every platform the kernel runs on is tried before a second device of one.
     """
@@ -222,6 +222,7 @@ def _devices_for(entry: ExpertsEntry, env: Environment) -> list[Device]:
     for platform in (Platform.ROCM, Platform.XPU):
         candidates += [Device(platform, arch=a) for a in _listed(checks, "gpu_arch") if isinstance(a, str)]
     candidates += [Device(Platform.CPU, arch=a, cpu_amx=amx) for a in _listed(checks, "cpu_arch") if isinstance(a, str) for amx in (True, False)]
+    candidates.append(Device(Platform.TPU))  # `--platform tpu`: the catalog has no TPU (the platform_moe answers)
     kept: dict[tuple[Any, ...], Device] = {}
     for device in candidates:
         key = (device.platform, device.capability, device.arch, device.cpu_amx)
