@@ -22,7 +22,7 @@ from ..core.environment import HOST_TOOLS
 from ..core.stages import STAGES as _STAGES
 from .frontends import FRONT_ENDS as _REGISTRY
 
-__all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer", "STAGES", "PF_NONE", "PF_RAISES", "PF_UNASKED"]
+__all__ = ["Deployment", "PACKAGES", "FRONT_ENDS", "Answer", "STAGES", "PF_NONE", "PF_RAISES", "PF_UNASKED", "refusal_stage"]
 
 STAGES = _STAGES
 """Where a refusal happens (:attr:`Answer.stage`), in the order vLLM gets there (:data:`moe_oracle.core.stages.STAGES`)."""
@@ -329,3 +329,23 @@ class Answer:
 
 
 DEFAULTS: Mapping[str, Any] = {f.name: f.default for f in fields(Deployment) if f.name != "platform"}
+
+
+def refusal_stage(stage: str, exc: BaseException) -> str:
+    """The stage of a refusal raised while the harness was in ``stage`` (:data:`.cases.STAGES`):
+    inside the quantization front end, an exception raised from an experts class's own code
+    (``P/experts/``, ``modular_kernel.py``) or from ``create_weights`` is ``construction``."""
+    if stage != "selection":
+        return stage
+    tb = exc.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename.replace("\\", "/"), tb.tb_frame.f_code.co_name))
+        tb = tb.tb_next
+    for filename, func in reversed(frames):
+        if "/vllm/" not in filename:
+            continue
+        if func == "create_weights" or "/fused_moe/experts/" in filename or filename.endswith("/modular_kernel.py"):
+            return "construction"
+        return "selection"
+    return "selection"

@@ -20,8 +20,9 @@ import importlib
 import types
 from typing import Any, Callable
 
-from .cases import PF_NONE, PF_RAISES, PF_UNASKED, Answer, Deployment
+from .cases import PF_NONE, PF_RAISES, PF_UNASKED, Answer, Deployment, refusal_stage
 from .frontends import NotDriven
+from .frontends.fp8 import refused_at_load
 from .vllm_sim import Simulation
 
 __all__ = ["VllmSide", "QUANT_KEY_NAMES"]
@@ -90,26 +91,6 @@ _ALL2ALL_PF = (
 
 def _no_weight_loader(*_args: Any, **_kwargs: Any) -> None:
     """Stands in for RoutedExperts.weight_loader: the harness loads no weights."""
-
-
-def refusal_stage(stage: str, exc: BaseException) -> str:
-    """The stage of a refusal raised while the harness was in ``stage`` (:data:`.cases.STAGES`):
-    inside the quantization front end, an exception raised from an experts class's own code
-    (``P/experts/``, ``modular_kernel.py``) or from ``create_weights`` is ``construction``."""
-    if stage != "selection":
-        return stage
-    tb = exc.__traceback__
-    frames = []
-    while tb is not None:
-        frames.append((tb.tb_frame.f_code.co_filename.replace("\\", "/"), tb.tb_frame.f_code.co_name))
-        tb = tb.tb_next
-    for filename, func in reversed(frames):
-        if "/vllm/" not in filename:
-            continue
-        if func == "create_weights" or "/fused_moe/experts/" in filename or filename.endswith("/modular_kernel.py"):
-            return "construction"
-        return "selection"
-    return "selection"
 
 
 class VllmSide:
@@ -562,23 +543,6 @@ class VllmSide:
         members = [m for m in type(experts_format) if (m.value[0] if isinstance(m.value, tuple) else m.value) == pf_value]
         return callable(superset) and bool(members) and bool(superset(members[0]))
 
-    def _convert_fp8_for_no_backend(self, dep: Deployment, backend: Any) -> None:
-        """Where the FP8 oracle returns no backend (``Fp8MoeBackend.NONE``, no experts class), run
-        what every in-tree FP8 method does with it at load: the release's own
-        ``convert_to_fp8_moe_kernel_format`` (vLLM 0.29.0-0.34.0 P/oracle/fp8.py, called from
-        ``process_weights_after_loading``), which picks the conversion by backend before it reads a
-        weight (none is passed here) and raises for NONE. Not on TPU: vLLM runs TPU out of its
-        tree (tpu_inference), whose own quantization methods the harness does not build.
-
-        Raises:
-            whatever the release raises (the layer refused at load).
-        """
-        if type(backend).__name__ != "Fp8MoeBackend" or dep.platform == "tpu":
-            return
-        self.stage = "construction"
-        oracle = importlib.import_module(f"{P}.oracle.fp8")
-        oracle.convert_to_fp8_moe_kernel_format(fp8_backend=backend, layer=None, w13=None, w2=None, w13_scale=None, w2_scale=None, w13_input_scale=None, w2_input_scale=None)
-
     # ------------------------------------------------------------------ answer
 
     def answer(self, dep: Deployment) -> Answer:
@@ -603,10 +567,8 @@ class VllmSide:
             return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300], stage=refusal_stage(self.stage, exc))
         backend_name = getattr(backend, "name", str(backend))
         if experts is None:
-            try:
-                self._convert_fp8_for_no_backend(dep, backend)
-            except Exception as exc:  # noqa: BLE001 - the release refusing the layer at load
-                return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300], stage="construction")
+            if (refused := refused_at_load(dep, backend)) is not None:
+                return Answer("error", detail=refused[:300], stage="construction")
             return Answer("platform", backend=backend_name, detail=f"vLLM returns {backend_name} with no experts class")
         fmt = experts.activation_format()
         value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value

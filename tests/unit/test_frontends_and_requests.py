@@ -211,9 +211,11 @@ def test_mori_needs_aiter_fused_moe(catalog):
 def test_the_platform_runs_moe_itself(catalog):
     tpu = evaluate(catalog, qwen3_30b(quant=scheme_by_name("unquantized"), quant_method=None, weight_block_size=None, device=Device("tpu"), moe_backend="triton"), env())
     assert tpu.kernel == "platform_moe" and tpu.shortcut == "shortcut.platform_moe"
-    # The FP8 oracle returns NONE off CUDA and ROCm when no kernel of its list fits ...
+    # The FP8 oracle returns NONE off CUDA and ROCm when no kernel of its list fits, and the
+    # in-tree FP8 method then raises when it converts its weights at load ...
     cpu = evaluate(catalog, qwen3_30b(device=Device("cpu", arch="aarch64")), env())
-    assert cpu.kernel == "platform_moe"
+    assert cpu.kernel is None and cpu.refused is not None and cpu.rows[cpu.refused].entry.id == "platform_moe"
+    assert "constraint.fp8_no_backend_at_load" in {c.rule for c in cpu.rows[cpu.refused].failures}
     # ... but raises for an explicit request, and on CUDA.
     assert evaluate(catalog, qwen3_30b(device=Device("cpu", arch="aarch64"), moe_backend="triton"), env()).kernel is None
     assert evaluate(catalog, qwen3_30b(device=Device("cuda", capability=75), moe_backend="deep_gemm"), env()).kernel is None

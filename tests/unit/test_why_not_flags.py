@@ -15,7 +15,9 @@ from moe_oracle.explain.whynot_edits import Alternative, Edit
 WHY_NOT = [
     ("cutlass", ["--model", "deepseek-r1", "--gpu", "B200", "--tp", "8", "--keep", "device,parallel"]),
     ("flashinfer_b12x", ["--model", "qwen3-30b-a3b", "--gpu", "RTX_PRO_6000", "--dp", "8", "--ep"]),
-    ("platform", ["--model", "kimi-k3", "--gpu", "H200", "--dp", "8", "--ep"]),
+    # The platform's own MoE runs only on a TPU (CPU and XPU refuse an FP8 layer with no backend
+    # at load), and the why-not device moves are catalog GPUs, which hold no TPU.
+    ("platform", ["--model", "kimi-k3", "--platform", "tpu"]),
     ("aiter_mxfp4_mxfp4", ["--model", "deepseek-v3.2", "--gpu", "A100", "--dp", "8", "--ep"]),
     ("flashinfer_cutlass_afp8", ["--model", "redhatai-deepseek-v4-flash-nvfp4-fp8", "--gpu", "B200", "--dp", "8", "--ep"]),
     ("flashinfer_trtllm", ["--model", "minimax-m2", "--gpu", "B200", "--tp", "4"]),

@@ -165,3 +165,22 @@ def online_fp8_per_block(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any
 def online_fp8_per_channel(side: Any, dep: Deployment, moe: Any) -> tuple[Any, Any]:
     """``Fp8PtpcOnlineMoEMethod``: ``--quantization fp8_per_channel`` on an unquantized checkpoint."""
     return _online(side, dep, moe)
+
+
+def refused_at_load(dep: Deployment, backend: Any) -> str | None:
+    """Where the FP8 oracle returned no backend (``Fp8MoeBackend.NONE``, no experts class, off CUDA
+    and ROCm): what every in-tree FP8 method does with it at load, the release's own
+    ``convert_to_fp8_moe_kernel_format`` (vLLM 0.29.0-0.34.0 P/oracle/fp8.py, called from
+    ``process_weights_after_loading``), which picks the conversion by backend before it reads a
+    weight (none is passed) and raises for NONE. Returns what it raised (the layer refused at
+    load), or ``None``: another family's backend, or TPU, which vLLM runs out of its tree with
+    methods of its own that the harness does not build.
+    """
+    if type(backend).__name__ != "Fp8MoeBackend" or dep.platform == "tpu":
+        return None
+    oracle = importlib.import_module("vllm.model_executor.layers.fused_moe.oracle.fp8")
+    try:
+        oracle.convert_to_fp8_moe_kernel_format(fp8_backend=backend, layer=None, w13=None, w2=None, w13_scale=None, w2_scale=None, w13_input_scale=None, w2_input_scale=None)
+    except Exception as exc:  # noqa: BLE001 - the release refusing the layer at load
+        return f"{type(exc).__name__}: {exc}"
+    return None
