@@ -12,6 +12,7 @@ Nothing here imports vLLM: the same cases are put to both sides.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from dataclasses import replace
@@ -390,7 +391,8 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     fams = list(families or _FAMILY_WEIGHTS)
     family = _pick(rng, fams, [_FAMILY_WEIGHTS.get(f, 1) for f in fams])
     weight, act = _pick(rng, FAMILY_SCHEMES[family])
-    front = _pick(rng, front_ends_for(family, weight, act))
+    # the checkpoint front ends as drawn before the online ones were added (_as_online draws those)
+    front = _pick(rng, tuple(dict.fromkeys(f for f in front_ends_for(family, weight, act) if f not in ONLINE_FRONT_ENDS)))
     if front in FRONT_END_SCHEMES:
         weight, act = _pick(rng, FRONT_END_SCHEMES[front])
     checkpoint = _checkpoint(rng, family, front, weight)
@@ -472,18 +474,35 @@ def random_deployments(n: int, seed: int, families: Sequence[str] | None = None,
         ValueError: none of ``families`` is ever driven through ``front_ends``.
     """
     rng = random.Random(seed)
+    online = random.Random(f"{seed}:online")  # a stream of its own: the checkpoint draws stay as they were
     if not front_ends:
-        return [random_deployment(rng, families) for _ in range(n)]
+        return [_as_online(random_deployment(rng, families), online) for _ in range(n)]
     wanted = set(front_ends)
     fams = [f for f in (families or FAMILY_SCHEMES) if any(wanted & set(front_ends_for(f, *wa)) for wa in FAMILY_SCHEMES[f])]
     if not fams:
         raise ValueError(f"no family of {list(families or FAMILY_SCHEMES)} is driven through {sorted(wanted)}")
     out: list[Deployment] = []
     while len(out) < n:
-        dep = random_deployment(rng, fams)
+        dep = _as_online(random_deployment(rng, fams), online)
         if dep.front_end in wanted:
             out.append(dep)
     return out
+
+
+_ONLINE_SHARE = 3 / 7
+"""Of the fp8 draws, the share turned into an online FP8 method's (one of three, equally)."""
+
+
+def _as_online(dep: Deployment, rng: random.Random) -> Deployment:
+    """``dep``, or, for an fp8 draw with probability :data:`_ONLINE_SHARE` of ``rng``, the same
+    deployment through one of the online FP8 front ends (its one scheme, no checkpoint block).
+    Drawn after the deployment from a stream of its own, so that adding the online front ends
+    left every other draw of a seed as it was."""
+    if dep.family != "fp8" or rng.random() >= _ONLINE_SHARE:
+        return dep
+    front = _pick(rng, sorted(ONLINE_FRONT_ENDS))
+    weight, act = FRONT_END_SCHEMES[front][0]
+    return dataclasses.replace(dep, front_end=front, weight_key=weight, activation_key=act, block=None)
 
 
 # The WNA16 keys each front end can produce (GPTQ and MoeWNA16 carry zero points only off-key).
