@@ -12,7 +12,6 @@ Nothing here imports vLLM: the same cases are put to both sides.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import random
 from dataclasses import replace
@@ -502,7 +501,7 @@ def _as_online(dep: Deployment, rng: random.Random) -> Deployment:
         return dep
     front = _pick(rng, sorted(ONLINE_FRONT_ENDS))
     weight, act = FRONT_END_SCHEMES[front][0]
-    return dataclasses.replace(dep, front_end=front, weight_key=weight, activation_key=act, block=None)
+    return replace(dep, front_end=front, weight_key=weight, activation_key=act, block=None)
 
 
 # The WNA16 keys each front end can produce (GPTQ and MoeWNA16 carry zero points only off-key).
