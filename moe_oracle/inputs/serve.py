@@ -81,7 +81,7 @@ from ..core.errors import ConfigError, InputIssue, did_you_mean
 from .quant_override import refuse_moe_activation_override
 from .release_facts import ENGINE_VERSION, engine_facts, quantization_value_issues, release_values
 from .serve_argv import API_SERVER, EVERY_OCCURRENCE, FOREIGN_FLAGS, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
-from .serve_config_file import ConfigFileFlags, config_file_flags, dest_of_options
+from .serve_config_file import ConfigFileFlags, charged_to_config_file, config_file_flags, dest_of_options
 
 __all__ = ["MAX_SERVE_WORDS", "SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "ServeArgs", "parse_serve", "serve_value_issues"]
 
@@ -389,12 +389,8 @@ def parse_serve(command: str | Sequence[str], *, version: str, base: Path | None
         raise ConfigError([InputIssue("--serve", f"has {len(words)} words; a serve line has at most {MAX_SERVE_WORDS} (every flag of a release once is under 1,000), and argparse's time grows with the square of the flag count", _shortened(text), None)], headline="bad --serve")
     args, rewrite_notes, splice = vllm_rewrite(words, base, entry, options)
     from_config = config_file_flags(splice, dest_of_options(engine_facts(version)["serve_flags"])) if splice is not None else None
-    try:
+    with charged_to_config_file(from_config):
         return _read_args(parser, options, args, rewrite_notes, text, env, entry, version, from_config)
-    except ConfigError as exc:
-        if from_config is None:
-            raise
-        raise from_config.charge(exc) from None
 
 
 def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_notes: list[str], text: str, env: Any, entry: str, version: str, from_config: ConfigFileFlags | None) -> ServeArgs:

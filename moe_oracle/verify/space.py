@@ -403,7 +403,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     a2a = _pick(rng, ALL2ALL, (6, 3, 3, 2, 1, 1, 1, 1, 1, 1)) if use_ep and dp > 1 else _pick(rng, ALL2ALL, (20, 1, 1, 1, 1, 1, 1, 1, 1, 1))
     eplb = use_ep and rng.random() < 0.15
     block = None
-    if weight in ("fp8_static_block128", "fp8_static_block128_e8m0") and front not in ONLINE_FRONT_ENDS:  # an online method has no checkpoint block
+    if weight in ("fp8_static_block128", "fp8_static_block128_e8m0"):
         block = _pick(rng, ((128, 128), (128, 128), (128, 128), (64, 64), (32, 32)))
     activation = _pick(rng, [a.value for a in Activation], [8, 1, 2, 1, 3, 1, 1, 1, 1, 1, 1, 2])
     routing = _pick(rng, [r.value for r in RoutingMethod], [2, 6, 4, 1, 3, 1, 1, 2, 1, 1, 1, 1, 1])
