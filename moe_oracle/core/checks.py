@@ -126,6 +126,28 @@ class Check:
         return Assumption(field=self.field, assumed=self.allowed_value, rule=self.rule, hint=f"{self.field} is unknown; assumed {assumed} ({self.hint})")
 
     @cached_property
+    def condition_assumptions(self) -> dict[str, Assumption]:
+        """Per field of this check's condition, the record of the check abstaining because that
+        field is unknown while its own field is known and outside what it allows: the candidate
+        stays eligible on the assumption that the condition does not hold. Empty for a check
+        with no condition or no own field."""
+        if self.predicate is None:
+            return {}
+        return {
+            p.field: Assumption(field=p.field, assumed=None, rule=self.rule, hint=f"{p.field} is unknown; assumed it is not {p.describe()}, so this rule does not check {self.field} ({self.hint})")
+            for p in self.condition
+        }
+
+    def assumption_for(self, values: Mapping[str, Any]) -> Assumption:
+        """:attr:`assumption`, or the :attr:`condition_assumptions` record of the first unknown
+        field of the condition where the checked field itself is known under ``values``."""
+        if self.condition and self.predicate is not None and values.get(self.field) is not None:
+            for p in self.condition:
+                if values.get(p.field) is None:
+                    return self.condition_assumptions[p.field]
+        return self.assumption
+
+    @cached_property
     def fields_read(self) -> tuple[str, ...]:
         """Every field this check reads (condition first)."""
         own = () if self.predicate is None else (self.predicate.field,)

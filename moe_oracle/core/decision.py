@@ -153,7 +153,7 @@ class Decision:
             row.pf.id if row.pf is not None else None,
             status,
             tuple(make_failure(c, norm) for c in table_order(row.failures)),
-            tuple(c.assumption for c in table_order(row.abstentions)),
+            tuple(c.assumption_for(norm.values) for c in table_order(row.abstentions)),
             pos + 1,
             self.outranked_by if status is Status.ELIGIBLE else None,
         )
@@ -396,6 +396,9 @@ class Decision:
             cand["failures"] = failures
             assumptions = []
             for c in table_order(row.abstentions):  # Assumption.to_dict from the check's template (hundreds per record)
+                if c.condition and c.predicate is not None and get(c.field) is not None:
+                    assumptions.append(c.assumption_for(values).to_dict())
+                    continue
                 d = c.assumption_template.copy()
                 copy = c.allowed_copy
                 if copy is not None:

@@ -42,7 +42,7 @@ from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .config import MoEConfig
+from .config import Device, MoEConfig
 from .environment import ABSENT, HOST_TOOLS, Environment
 from .envvars import EnvVarSpec, parse_env_value
 from .fields import NONE
@@ -273,6 +273,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     values["gpu_arch"], sources["gpu_arch"] = dev.arch if dev.platform in (Platform.ROCM, Platform.XPU) else NONE, hw
     values["cpu_arch"], sources["cpu_arch"] = dev.arch if dev.platform is Platform.CPU else NONE, hw
     values["cpu_amx"], sources["cpu_amx"] = dev.cpu_amx if dev.platform is Platform.CPU else False, hw
+    values["zentorch_moe"], sources["zentorch_moe"] = _zentorch_moe(dev, env), Source.DERIVED
     # No CPU of the hardware catalog has native AMX-FP8 (vLLM's torch.ops._C.cpu_has_amx_fp8).
     values["cpu_amx_fp8"], sources["cpu_amx_fp8"] = False, Source.DEFAULT
 
@@ -397,6 +398,7 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     # EP with TP > 1 and DP > 1 can have it, else it is false whatever the door knew.
     values["sequence_parallel"], sources["sequence_parallel"] = (par.sequence_parallel if par.sequence_parallel_possible else False), Source.DERIVED
     # The placement the layer's ExpertMapManager ends with (vLLM 0.34.0 MoERunner.expert_placement_strategy).
+    values["expert_placement_strategy"], sources["expert_placement_strategy"] = par.expert_placement_strategy, _par_source("expert_placement_strategy")
     values["expert_placement"], sources["expert_placement"] = placement_strategy(par, config.num_expert_group)[0], Source.DERIVED
 
     values["model_type"], sources["model_type"] = config.model_type, _source(config, "model_type", given)
@@ -458,6 +460,20 @@ def _environment_fields(env: Environment, package_names: tuple[str, ...], env_va
         memo.clear()
     memo[key] = (package_names, env_vars, assumed, values, sources)
     return values, sources
+
+
+def _zentorch_moe(dev: Device, env: Environment) -> bool | None:
+    """Whether vLLM's ``has_zentorch_op(["zentorch_fused_moe"])`` holds (vLLM 0.29.0-0.34.0
+    vllm/model_executor/kernels/linear/zentorch_utils.py): only on ``ZenCpuPlatform``, which vLLM
+    picks for an AMD Zen CPU with zentorch installed. The device model has no CPU vendor, so an
+    x86_64 CPU without AMX stands for a Zen CPU (as the differential harness's simulated machine
+    does); ``None`` while the zentorch package is unknown."""
+    if dev.platform is not Platform.CPU or dev.arch != "x86_64" or dev.cpu_amx:
+        return False
+    version = env.package_canonical("zentorch")
+    if version is ABSENT:
+        return False
+    return True if version is not None or "zentorch" in env.unversioned else None
 
 
 def mori_resolution(config: MoEConfig, env: Environment, quant_method: str | None, weight_key: str | None) -> MoriResolution:

@@ -520,6 +520,7 @@ class Model:
             "activation_format": "batched_experts" if dispatch in _BATCHED_DISPATCH else "standard",
             "enable_eplb": par.enable_eplb,
             "num_redundant_experts": par.num_redundant_experts,
+            "expert_placement_strategy": par.expert_placement_strategy,
             "lora": config.lora,
             "max_num_tokens": config.max_num_tokens,
             "moe_backend": config.moe_backend,
@@ -557,6 +558,15 @@ class Model:
             for name, pinned in ((rel or {}).get("pins") or {}).items():
                 if f"packages.{name}" in v and v[f"packages.{name}"] is None:
                     v[f"packages.{name}"] = pinned
+        # vLLM's has_zentorch_op holds on ZenCpuPlatform only: an AMD Zen CPU (no vendor in the
+        # device model: an x86_64 CPU without AMX) with zentorch installed (vLLM 0.33.0
+        # vllm/platforms/__init__.py cpu_platform_plugin, kernels/linear/zentorch_utils.py).
+        dev = config.device
+        zen = dev.platform is Platform.CPU and dev.arch == "x86_64" and not dev.cpu_amx
+        if not zen or "zentorch" in absent or (env.complete and "zentorch" not in installed and "zentorch" not in env.unversioned):
+            v["zentorch_moe"] = False
+        else:
+            v["zentorch_moe"] = True if ("zentorch" in installed or "zentorch" in env.unversioned) else None
         for name in HOST_TOOLS:  # found, not found, or unknown (None) as declared or probed
             v[f"tools.{name}"] = dict(env.tools).get(name)
         v.update(derived_fields(config, q.weight, q.activation, v["padded_hidden_size"]))
