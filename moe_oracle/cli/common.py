@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any, Callable
 
+from ..core.config import EXPERT_PLACEMENTS
 from ..inputs.operator_inputs import OperatorInputs
 from ..inputs.paths import user_directory
 
@@ -168,7 +169,7 @@ def add_input_args(p: argparse.ArgumentParser, *, whole_model: bool = False) -> 
     dep.add_argument("--pcp", action=LastWins, type=int, metavar="N", help="prefill-context-parallel size (vLLM -pcp); the MoE layer counts it as it counts DP: it joins the EP group")
     dep.add_argument("--ep", action=argparse.BooleanOptionalAction, default=None, help="enable expert parallelism")
     dep.add_argument("--all2all", action=LastWins, metavar="NAME", help="all2all backend (deepep_low_latency, deepep_high_throughput, allgather_reducescatter, ...)")
-    dep.add_argument("--expert-placement", action=LastWins, choices=["linear", "round_robin"], help="EP expert placement requested (vLLM --expert-placement-strategy; default: the --serve line's, else linear); vLLM falls back to linear where a layer cannot use round_robin, and 0.34.0 refuses MoE LoRA under EP with any other")
+    dep.add_argument("--expert-placement", action=LastWins, choices=list(EXPERT_PLACEMENTS), help="EP expert placement requested (vLLM --expert-placement-strategy; default: the --serve line's, else linear); vLLM falls back to linear where a layer cannot use round_robin; 0.34.0 refuses MoE LoRA under EP with any other, MoonEP (0.31.0+) any other requested and the FlashInfer MoE-EP kernels (0.32.0+) a kept round_robin")
     dep.add_argument("--eplb", action=argparse.BooleanOptionalAction, default=None, help="enable the expert-parallel load balancer")
     dep.add_argument("--redundant-experts", action=LastWins, type=int, metavar="N", help="redundant experts per EP group (EPLB)")
     dep.add_argument("--moe-backend", action=LastWins, type=name_arg, metavar="NAME", help="request a backend (strict: no fallback); 'auto' = priority order")

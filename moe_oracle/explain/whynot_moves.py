@@ -165,9 +165,9 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
             raw = ("1" if value else "0") if isinstance(value, bool) else str(value)
             yield field, (lambda s, r=raw: (s[0], s[1].with_env(var, r))), env.env_value(var), raw, COSTS["flag"]
         return
-    if field == "expert_placement":
-        # The placement asked for (--expert-placement-strategy); the field is the one vLLM ends
-        # with, so a parallel edit that makes vLLM fall back is found by the parallel moves.
+    if field in ("expert_placement", "expert_placement_strategy"):
+        # The placement asked for (--expert-placement-strategy); expert_placement is the one vLLM
+        # ends with, so a parallel edit that makes vLLM fall back is found by the parallel moves.
         requested = config.parallel.expert_placement_strategy
         for value in _allowed_values(chk, field) or EXPERT_PLACEMENTS:
             if value != requested:

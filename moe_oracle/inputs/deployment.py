@@ -24,6 +24,7 @@ from ..core.errors import ConfigError, InputIssue
 from ..core.names import escaped
 from ..core.placement import placement_strategy, places_experts
 from ..core.refusals import FLAG, Origin, refusals, where_given
+from ..core.requests import bind_all2all
 from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
 from .eplb_defaults import default_redundant_experts
@@ -381,7 +382,7 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
         notes.append(eplb_note)
     config, sp_note = with_sequence_parallel(config, architecture or config.architecture, answer_release(catalog, env) or ENGINE_VERSION)
     notes += [sp_note] if sp_note else []
-    placement = placement_note(given, config.parallel, config.num_expert_group)
+    placement = placement_note(given, _bound_parallel(catalog, config), config.num_expert_group)
     notes += [placement] if placement else []
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
@@ -511,6 +512,16 @@ _SP_TERMS = frozenset({"tp_size", "dp_size", "use_ep", "all2all_backend"})
 def _parallel_dict(p: Any) -> dict[str, Any]:
     return {"tp_size": p.tp_size, "dp_size": p.dp_size, "pcp_size": p.pcp_size, "use_ep": p.use_ep, "all2all_backend": p.all2all_backend, "enable_eplb": p.enable_eplb, "num_redundant_experts": p.num_redundant_experts,
             "expert_placement_strategy": p.expert_placement_strategy}
+
+
+def _bound_parallel(catalog: Catalog, config: MoEConfig) -> ParallelConfig:
+    """The parallel config the layer gets once a ``moe_backend`` that dispatches and combines
+    itself has bound its all2all backend (:func:`moe_oracle.core.requests.bind_all2all`); a
+    refused pairing is left to the selection, which raises it with the rest of its answer."""
+    try:
+        return bind_all2all(catalog, config)[0].parallel
+    except ConfigError:
+        return config.parallel
 
 
 def placement_note(given: OperatorInputs, parallel: ParallelConfig, num_expert_group: int | None) -> str | None:
