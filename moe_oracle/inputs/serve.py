@@ -479,8 +479,9 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
     if "eplb_config" in given:
         eplb = _json_object("--eplb-config", given["eplb_config"])
         if "num_redundant_experts" in eplb:
-            # EPLBConfig.num_redundant_experts: Field(ge=0) (vLLM 0.29.0-0.34.0 vllm/config/parallel.py)
-            values["redundant_experts"] = _int_flag("--eplb-config num_redundant_experts", eplb["num_redundant_experts"], text, minimum=0) if eplb["num_redundant_experts"] else 0
+            # EPLBConfig.num_redundant_experts: int, Field(ge=0) (vLLM 0.29.0-0.34.0 vllm/config/parallel.py):
+            # pydantic refuses an explicit null in every release, though 0.34.0's default is None.
+            values["redundant_experts"] = _int_flag("--eplb-config num_redundant_experts", eplb["num_redundant_experts"], text, minimum=0)
     if "enable_lora" in given:
         values["lora"] = bool(given["enable_lora"])
     if given.get("expert_placement_strategy") is not None:  # its choices are checked on every occurrence by value_issues
@@ -540,13 +541,20 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
         issues = []
         for flag in unknown:
             name = flag.split("=", 1)[0]
+            written_in = from_config.file if from_config is not None and from_config.gave(name) else None
             if name in FOREIGN_FLAGS:
                 engine, ours = FOREIGN_FLAGS[name]
                 hint = f": {name} is a flag of {engine}; in vLLM: {ours}"
+            elif written_in is not None:
+                # A YAML key becomes --KEY (vLLM's FlexibleArgumentParser), so only a long option can be meant:
+                # the one whose short spelling the key is (tp: -> -tp -> tensor-parallel-size), else the nearest.
+                short = {o: f["options"] for f in facts["serve_flags"] for o in f["options"] if not o.startswith("--")}
+                long = short.get("-" + name[2:], ())
+                guess = next((o for o in long if o.startswith("--")), None) or did_you_mean(name, [o for o in known if o.startswith("--")])
+                hint = f"; did you mean the key {guess[2:]}?" if guess else ""
             else:
                 guess = did_you_mean(name, known)
                 hint = f"; did you mean {guess}?" if guess else ""
-            written_in = from_config.file if from_config is not None and from_config.gave(name) else None
             issues.append(InputIssue("--serve", f"vLLM {version} does not know {name} and would refuse the command line{hint}", None, None, file=written_in))
         raise ConfigError(issues, headline="bad --serve")
     positional_extra = [w for w in extras if not w.startswith("-")]

@@ -975,3 +975,34 @@ def test_redundant_experts_may_be_zero_and_a_negative_count_names_the_minimum():
     with pytest.raises(ConfigError) as exc:
         parse_serve("vllm serve m -tp 2 -ep --enable-eplb --eplb-config.num_redundant_experts -3", version="0.34.0")
     assert exc.value.issues[0].message == "expected an integer >= 0"
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.33.0", "0.34.0"])
+def test_an_explicit_null_redundant_count_is_refused(release):
+    """``EPLBConfig.num_redundant_experts`` is typed ``int``: pydantic refuses an explicit null in
+    every release (checked: vLLM 0.33.0 and 0.34.0 ``EPLBConfig(num_redundant_experts=None)`` raise
+    ValidationError), though 0.34.0's default is None (computed at start). We read null as 0."""
+    with pytest.raises(ConfigError) as exc:
+        parse_serve("""vllm serve m -tp 2 -ep --enable-eplb --eplb-config '{"num_redundant_experts": null}'""", version=release)
+    (issue,) = exc.value.issues
+    assert (issue.path, issue.message) == ("--serve --eplb-config num_redundant_experts", "expected an integer")
+    # A JSON false is 0 and true 1 there (pydantic's lax int), as before.
+    assert parse_serve("""vllm serve m -tp 2 -ep --enable-eplb --eplb-config '{"num_redundant_experts": false}'""", version=release).redundant_experts == 0
+
+
+def test_an_unknown_yaml_key_is_answered_with_a_key(tmp_path):
+    """A YAML key becomes ``--KEY`` (vLLM's FlexibleArgumentParser), never a short option: ``tp:``
+    was answered "did you mean -tp?", which a file cannot write; the key of the long option whose
+    short spelling it is, or the nearest long option, is meant."""
+    (tmp_path / "c.yaml").write_text("tp: 2\n")
+    with pytest.raises(ConfigError) as exc:
+        parse_serve("vllm serve m --config c.yaml", version="0.34.0", base=tmp_path)
+    assert exc.value.issues[0].message.endswith("does not know --tp and would refuse the command line; did you mean the key tensor-parallel-size?")
+    (tmp_path / "c.yaml").write_text("tensor-paralel-size: 2\n")
+    with pytest.raises(ConfigError) as exc:
+        parse_serve("vllm serve m --config c.yaml", version="0.34.0", base=tmp_path)
+    assert exc.value.issues[0].message.endswith("did you mean the key tensor-parallel-size?")
+    # On the command line itself the short option is still the guess.
+    with pytest.raises(ConfigError) as exc:
+        parse_serve("vllm serve m --tp 2", version="0.34.0")
+    assert exc.value.issues[0].message.endswith("did you mean -tp?")
