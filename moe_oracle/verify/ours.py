@@ -20,7 +20,7 @@ from ..core.oracle import Oracle
 from ..core.padding import decision_layer_sizes
 from ..core.quant import QuantScheme
 from ..core.stages import eplb_gate as _eplb_gate
-from ..core.stages import rule_stage
+from ..core.stages import STAGES, rule_stage
 from ..inputs.model_start_refusals import sequence_parallel_moe
 from .backend_names import UnknownBackend, vllm_backend_name
 from .cases import MORI_STANDIN_VERSION, PF_RAISES, Answer, Deployment
@@ -239,10 +239,14 @@ class OurSide:
         # Past selection when some kernel fails nothing but later checks: vLLM selects the first
         # such (the checks it makes only when it builds the kernel's prepare/finalize do not stop
         # that), then its EPLB gate (layer) runs before create_weights (construction).
-        built = decision.ranking.view.construction
-        chosen = next((c for c in decision.candidates if c.failures and all(f.rule in found or f.rule in built or _eplb_gate(f.reference) for f in c.failures)), None)
+        # A check vLLM makes after it selected the kernel (after_selection: FP8's NONE backend off
+        # CUDA/ROCm refused at load) does not stop that selection either; the earliest stage among
+        # the chosen kernel's checks is where vLLM raises.
+        built, post = decision.ranking.view.construction, decision.ranking.view.after_selection
+        chosen = next((c for c in decision.candidates if c.failures and all(f.rule in found or f.rule in built or f.rule in post or _eplb_gate(f.reference) for f in c.failures)), None)
         if chosen is not None and (stages or any(_eplb_gate(f.reference) for f in chosen.failures)):
-            return "layer" if any(_eplb_gate(f.reference) for f in chosen.failures) else "construction"
+            at = {"layer" if _eplb_gate(f.reference) else ("construction" if f.rule in built else rule_stage(f.reference)) for f in chosen.failures}
+            return next(st for st in STAGES if st in at)
         return "selection"
 
     def answer(self, dep: Deployment) -> Answer:

@@ -8,8 +8,11 @@ the engine selects and refuses; FusedMoEConfig before the oracle; the EPLB gate 
 shortcut that raises in the oracle; a method constructor's assert; the EPLB gate of the first kernel
 that fails only late checks, before its create_weights; a release-ranged rule binding every kernel; ``create_weights`` when no
 refined FP8 block (>= 32) divides the shard, also under a platform plugin's kernel (TPU:
-vLLM's FP8 oracle returns NONE there, and the prepare/finalize it never builds does not stop it). ``vllm_stage`` and ``vllm_message`` are what the
-release raised, recorded from the run.
+vLLM's FP8 oracle returns NONE there, and the prepare/finalize it never builds does not stop it); FP8 blocks on a CPU or an XPU where
+no kernel takes the layer (the eleven last cases, 0.31.0, 0.33.0 and 0.34.0 streams as drawn at 3a97396, 2026-12-06): the oracle
+returns NONE off CUDA/ROCm instead of raising, so create_weights refuses the block shape (construction), where the
+harness placed our dead end at selection because the NONE fallback's own refusal is an after-selection rule.
+``vllm_stage`` and ``vllm_message`` are what the release raised, recorded from the run.
 """
 
 from __future__ import annotations
