@@ -134,6 +134,15 @@ def test_epv2_refuses_quantized_inputs_to_non_aiter_experts():
     assert int8.kernel is not None and "mori_epv2.unquantized_inputs" not in _unchecked(int8)
 
 
+def test_epv2_takes_the_native_mxfp8_triton_experts():
+    """Mxfp8NativeTritonExperts quantizes its rows itself (expects_unquantized_inputs True, vLLM
+    0.34.0 P/experts/mxfp8_native_moe.py), so MoRI EPv2's post_init_setup passes; the differential
+    tier found vLLM building MoriEPv2PrepareAndFinalize where we said it raises (case 6f812117e4a0)."""
+    d = _decide(arch="gfx950", env={"VLLM_MORI_EP_V2": "1"}, quant="mxfp8", quant_method="compressed-tensors")
+    assert d.kernel == "triton_mxfp8" and d.prepare_finalize == "mori_epv2"
+    assert "mori_epv2.unquantized_inputs" not in _unchecked(d)
+
+
 def test_forced_epv2_refuses_float16_at_construction():
     d = _decide(env={"VLLM_MORI_EP_V2": "1", **AITER}, dtype=DType.FLOAT16)
     assert d.prepare_finalize == "mori_epv2" and "mori_epv2.bf16" in _unchecked(d)
