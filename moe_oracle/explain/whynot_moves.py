@@ -10,6 +10,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ..core.checks import Check
+from ..core.predicates import Predicate
 from ..core.config import EXPERT_PLACEMENTS, Device, MoEConfig, ParallelConfig
 from ..core.errors import ConfigError
 from ..core.environment import ABSENT, Environment
@@ -22,7 +23,7 @@ from .whynot_edits import COSTS, category
 if TYPE_CHECKING:
     pass
 
-__all__ = ["EditGen", "State", "candidate_edits", "wrap_config"]
+__all__ = ["EditGen", "State", "candidate_edits", "condition_edits", "wrap_config"]
 
 
 # Fields a parallel edit changes (the FP8 weight block is refined to, or checked against, the TP shard).
@@ -105,6 +106,21 @@ def candidate_edits(chk: Check, state: State, values: dict[str, Any], keep: froz
                 yield edit
 
 
+def condition_edits(preds: Iterable[Predicate], state: State, keep: frozenset[str] = frozenset()) -> Iterator[EditGen]:
+    """Edits that could make a condition (a shortcut's ``when``) stop holding: the moves of every
+    field it reads, as for a check on that field (verified by re-evaluation), none in a kept
+    category."""
+    config, env = state
+    seen: set[str] = set()
+    for pred in preds:
+        if pred.field in seen:
+            continue
+        seen.add(pred.field)
+        for edit in _edits_for_field(pred.field, None, config, env):
+            if category(edit[0]) not in keep:
+                yield edit
+
+
 _INPUT_FIELD = {"parallel": "moe_tp_size", "device.platform": "platform", "device.arch": "gpu_arch", "quant": "quant_scheme"}
 """A derived field's input (core/fields.py ``inputs``) as the moves name it: any parallel input is
 the parallel edits, a device input the device edits, ``quant`` the scheme edits."""
@@ -133,7 +149,7 @@ def _architectures() -> list[tuple[str, Device]]:
     return list(seen.values())
 
 
-def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment) -> Iterator[EditGen]:
+def _edits_for_field(field: str, chk: Check | None, config: MoEConfig, env: Environment) -> Iterator[EditGen]:
     if field in _DEVICE_FIELDS:
         here = config.device
         for _name, device in _architectures():
@@ -218,7 +234,9 @@ def _edits_for_field(field: str, chk: Check, config: MoEConfig, env: Environment
             yield field, wrap_config(lambda c, v=value: replace(c, **{field: v})), current, value, numeric[field]
 
 
-def _allowed_values(chk: Check, field: str) -> list[Any] | None:
+def _allowed_values(chk: Check | None, field: str) -> list[Any] | None:
+    if chk is None:
+        return None
     preds = [chk.predicate] if chk.predicate is not None and chk.predicate.field == field else []
     preds += [p for p in chk.condition if p.field == field]
     for pred in preds:
@@ -228,8 +246,10 @@ def _allowed_values(chk: Check, field: str) -> list[Any] | None:
     return None
 
 
-def _numeric_candidates(chk: Check, field: str, current: Any) -> list[int]:
+def _numeric_candidates(chk: Check | None, field: str, current: Any) -> list[int]:
     out: set[int] = set()
+    if chk is None:
+        return []
     for pred in ([chk.predicate] if chk.predicate is not None else []) + list(chk.condition):
         if pred.field != field:
             continue

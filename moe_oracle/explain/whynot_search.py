@@ -8,6 +8,7 @@ from itertools import chain, count
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 
+from ..core.blocking import shortcut_raises
 from ..core.checks import Check
 from ..core.config import MoEConfig
 from ..core.decision import Decision
@@ -16,9 +17,9 @@ from ..core.fields import FIELDS
 from ..core.requests import request_name
 from ..core.stages import before_selection
 from ..core.environment import Environment
-from ..core.vocab import Policy
+from ..core.vocab import Policy, ReasonCode
 from .whynot_edits import COSTS, Alternative, Edit, edit_text, request_decision
-from .whynot_moves import EditGen, State, candidate_edits, wrap_config
+from .whynot_moves import EditGen, State, candidate_edits, condition_edits, wrap_config
 
 if TYPE_CHECKING:
     from ..core.catalog import Catalog
@@ -81,6 +82,16 @@ def _checks_to_fix(decision: Decision, target: Callable[["Row"], bool], failing:
         _raised_first(first, decision)
         others.append(first[0])
     return list({c.rule: c for c in [failing[0], *others]}.values())
+
+
+def _shortcut_escapes(decision: Decision, state: State, keep: frozenset[str]) -> Iterator[EditGen]:
+    """A dead end where a shortcut's early return raises for its kernel: the edits of what the
+    shortcut's condition reads (``--no-lora`` where vLLM's early return for LoRA on an
+    unquantized layer tries a kernel this device lacks), besides those of the kernel's checks."""
+    if shortcut_raises(decision) is None:
+        return iter(())
+    sc = next((s for s in decision.ranking.view.shortcuts if s.id == decision.shortcut), None)
+    return condition_edits(sc.when, state, keep) if sc is not None else iter(())
 
 
 @dataclass(frozen=True)
@@ -174,6 +185,8 @@ def search_eligible(
             proposals = chain(proposals, _backend_requests(decision, target, state))
         if selected and "flags" not in keep:
             proposals = chain(_request_edits(catalog, decision, target, state), proposals)
+        if selected:
+            proposals = chain(_shortcut_escapes(decision, state, keep), proposals)
         for name, apply, before, after, edit_cost in proposals:
             earlier = next((e for e in edits if e.target == name), None)
             # A package edit may be revised: installing it can satisfy a presence check and then
@@ -251,7 +264,10 @@ def _request_edits(catalog: "Catalog", decision: Decision, target: Callable[["Ro
     fallback from an explicit request, so the request is the dead end; the fixes that keep
     the request come from the requested kernels' failures); and, where the engine
     selects a kernel and then refuses the layer, the backend of each eligible targeted candidate
-    ranked after it. The search re-checks each: an edit that selects nothing is no fix."""
+    ranked after it, and under an explicit request the backend of each targeted candidate that
+    fails nothing but not being requested, then ``auto`` (a check made after selection refuses
+    the requested kernel: ``--quantization fp8_per_channel --moe-backend marlin``). The search
+    re-checks each: an edit that selects nothing is no fix."""
     config = state[0]
     current = config.moe_backend
     if current != "auto" and decision.winner is None and decision.refused is None:
@@ -259,11 +275,17 @@ def _request_edits(catalog: "Catalog", decision: Decision, target: Callable[["Ro
     if decision.refused is None:
         return
     asked: list[str] = []
-    for row in decision.rows[decision.refused + 1:]:
-        if not row.failures and target(row):
+    for pos, row in enumerate(decision.rows):
+        if pos == decision.refused or not target(row):
+            continue
+        after = pos > decision.refused and not row.failures
+        unrequested = current != "auto" and row.failures and all(c.code is ReasonCode.NOT_REQUESTED for c in row.failures)
+        if after or unrequested:
             name = request_name(catalog, row.entry.backend)
             if name not in asked and name not in ("auto", current):
                 asked.append(name)
+    if current != "auto":
+        asked.append("auto")
     for name in asked:
         yield "moe_backend", wrap_config(lambda c, v=name: replace(c, moe_backend=v)), current, name, COSTS["flag"]
 

@@ -105,6 +105,15 @@ def test_a_shortcut_that_raises_names_the_kernel_it_raises_for():
     assert "flashinfer_trtllm_bf16_lora" not in text
 
 
+def test_the_fixes_of_a_raising_shortcut_include_leaving_its_condition():
+    """The fixes edited only the raising kernel's check (``--gpu`` moves, cost 5); dropping what
+    makes the early return run (``--no-lora``, cost 1) is the cheapest."""
+    code, out, _ = cli("explain", "--model", "qwen3-30b-a3b", "--gpu", "CPU_X86_64", "--lora")
+    assert code == 1
+    fixes = [line.strip() for line in out.splitlines() if line.startswith("  1. ")]
+    assert fixes and fixes[0].startswith("1. --no-lora  [cost 1] -> cpu_"), fixes
+
+
 @pytest.mark.parametrize("release", ["0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0"])
 def test_a_cutlass_request_on_an_fp8_checkpoint_is_refused_on_the_request(release):
     config = _model("deepseek-r1", lookup_hardware("H200").device, moe_backend="cutlass", parallel=ParallelConfig(tp_size=8))

@@ -173,3 +173,13 @@ def test_a_config_files_online_fp8_method_is_read_by_the_tables(tmp_path):
     path.write_text("model: {num_experts: 64, top_k: 4, hidden_size: 1024, intermediate_size: 512, activation: silu, quant: fp8_channel_token, quant_method: fp8_per_channel}\ndevice: {gpu: H200}\n")
     code, out, _ = cli("select", "--config", str(path), "--json")
     assert code == 0 and json.loads(out)["selected"]["kernel"] == "vllm_cutlass"
+
+
+def test_a_request_the_method_refuses_after_selection_is_fixed_by_dropping_it():
+    """``--moe-backend marlin`` under ``--quantization fp8_per_channel``: the method refuses the
+    requested kernel after the oracle returned it. The fixes offered only ``--quant`` changes (cost
+    4); leaving the backend to the oracle (``--moe-backend auto``, cost 1) runs vLLM CUTLASS."""
+    code, out, _ = cli("explain", "--serve", f"vllm serve {BF16} --quantization fp8_per_channel --moe-backend marlin", "--gpu", "H100", "--package", "vllm==0.34.0")
+    assert code == 1
+    fixes = [line.strip() for line in out.splitlines() if line.startswith("  1. ")]
+    assert fixes == ["1. in the vllm serve line: --moe-backend auto  [cost 1] -> vllm_cutlass selected"], fixes
