@@ -37,7 +37,7 @@ from .hardware import check_known_device, device_hint, lookup_hardware
 from .hf import QUANT_DOCUMENT, from_hf_config, load_hf_config
 from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document, refuse_quant_config_as_model
 from .operator_inputs import OperatorInputs
-from .quant_checks import checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
+from .quant_checks import FROM_FLAG, checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
 from .serve import ServeArgs, parse_serve, serve_value_issues
 from .release_facts import ENGINE_VERSION, release_values
 from .serve_apply import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
@@ -357,7 +357,8 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
         changes["quant"] = parse_quant(given.quant)
         prov.append(Provenance("quant", flag, f"--quant {given.quant}"))
         if ck_quant is not None or ck_scheme is not None or given.model or serve is not None:
-            replaced = _quant_replaced(given, changes["quant"], ck_scheme)
+            doc = hf_cfg.get("quantization_config") if ck_quant is not None or ck_scheme is not None else None
+            replaced = _quant_replaced(given, changes["quant"], ck_scheme, doc.get(FROM_FLAG) if isinstance(doc, dict) and quant_cfg is None else None)
             notes += [replaced] if replaced else []
     for attr, key in (("lora", "lora"), ("batch_invariant", "batch_invariant")):
         if getattr(given, attr) is not None:
@@ -410,11 +411,15 @@ def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[M
     return ref, hf_cfg, [ref.note] if ref.note else []
 
 
-def _quant_replaced(given: OperatorInputs, scheme: Any, ck_scheme: Any) -> str | None:
+def _quant_replaced(given: OperatorInputs, scheme: Any, ck_scheme: Any, online: str | None = None) -> str | None:
     """The note that ``--quant`` replaced the checkpoint's quantization (``None`` when it names the
-    checkpoint's own scheme): the answer is then for another checkpoint, which the flag alone says."""
+    checkpoint's own scheme): the answer is then for another checkpoint, which the flag alone says.
+    ``online``: the serve line's ``--quantization X`` where it quantizes a checkpoint without a
+    quantization document at load (inputs/serve_apply.py marks that document ``FROM_FLAG``)."""
     if scheme == ck_scheme:
         return None
+    if online is not None and ck_scheme is not None:
+        return f"--quant {given.quant} replaces the quantization {ck_scheme.name} that {online} applies at load to the unquantized checkpoint: the answer is for the layer quantized as {scheme.name}, another --quantization or checkpoint than the one given"
     source = f"--hf-quant-config {given.hf_quant_config}" if given.hf_quant_config else "the checkpoint's quantization_config"
     quantized = ck_scheme is not None and ck_scheme.weight is not None
     had = f"{ck_scheme.name} ({source})" if quantized else "(none: the checkpoint is not quantized)"

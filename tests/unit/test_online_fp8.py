@@ -183,3 +183,15 @@ def test_a_request_the_method_refuses_after_selection_is_fixed_by_dropping_it():
     assert code == 1
     fixes = [line.strip() for line in out.splitlines() if line.startswith("  1. ")]
     assert fixes == ["1. in the vllm serve line: --moe-backend auto  [cost 1] -> vllm_cutlass selected"], fixes
+
+
+def test_quant_over_an_online_method_says_where_the_quantization_came_from():
+    """``--quant`` over ``--quantization fp8_per_channel`` on a BF16 checkpoint said it replaced
+    "the checkpoint's quantization ... (the checkpoint's quantization_config)", which it has none of."""
+    code, out, _ = cli("explain", "--serve", f"vllm serve {BF16} --quantization fp8_per_channel", "--quant", "mxfp8", "--gpu", "B200", "--package", "vllm==0.34.0")
+    assert code == 0
+    (note,) = [line for line in out.splitlines() if line.startswith("Note: --quant ")]
+    assert note.startswith("Note: --quant mxfp8 replaces the quantization fp8_channel_token that --quantization fp8_per_channel applies at load to the unquantized checkpoint:")
+    code, out, _ = cli("explain", "--serve", f"vllm serve {FP8_BLOCK}", "--quant", "mxfp8", "--gpu", "B200", "--package", "vllm==0.34.0")
+    (note,) = [line for line in out.splitlines() if line.startswith("Note: --quant ")]
+    assert "replaces the checkpoint's quantization fp8_block (the checkpoint's quantization_config)" in note
