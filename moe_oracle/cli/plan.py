@@ -69,5 +69,8 @@ def plan_from_inputs(given: OperatorInputs, catalog: Any) -> Any:
     """
     from ..explain.plan import plan_deployment
     from ..inputs.model_deployment import build_model_deployment
+    from ..inputs.serve_config_file import charged_to_config_file
 
-    return plan_deployment(build_model_deployment(given, catalog), catalog)
+    deployment = build_model_deployment(given, catalog)
+    with charged_to_config_file(deployment.config_file):  # a layer's start refusal, of a flag the --config file gave
+        return plan_deployment(deployment, catalog)

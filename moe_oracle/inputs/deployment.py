@@ -87,7 +87,8 @@ class Deployment:
         """What the answer's release refuses at start (EPLB without EP, ...), each naming the input
         that set it and advising a change there (:func:`moe_oracle.core.refusals.refusals`), and
         expert parallelism on a checkpoint vLLM finds no experts in (:mod:`.ep_refusal`), and the
-        parallel settings the checkpoint's model class refuses (:mod:`.model_start_refusals`)."""
+        parallel settings the checkpoint's model class refuses (:mod:`.model_start_refusals`). A
+        refusal of a flag the serve line's ``--config`` file alone gave names that file."""
         origins = self.origins()
         issues = refusals(self.config, release=self.release, origins=origins)
         if self.engine_num_experts == 0 and self.config.parallel.use_ep:
@@ -98,7 +99,8 @@ class Deployment:
             refused = model_start_refusal(self.architecture, self.config.parallel, self.release.stand_in if self.release else ENGINE_VERSION, self.config.device.platform.value, blame,
                                           num_experts=self.config.num_experts)
             issues += [refused] if refused is not None else []
-        return issues
+        from_config = self.serve.from_config if self.serve is not None else None
+        return from_config.charge_issues(issues) if from_config is not None else issues
 
 
 def device_required(given: OperatorInputs, model_flag: str | None = None) -> ConfigError:

@@ -37,7 +37,7 @@ from .model_start_refusals import blame_from, model_start_refusal
 from .sequence_parallel import parallel_with_sequence_parallel
 from .release_facts import ENGINE_VERSION
 from .serve_apply import apply_serve, blame_hf_overrides, check_draft_moe_backend
-from .serve_config_file import charged_to_config_file
+from .serve_config_file import ConfigFileFlags, charged_to_config_file
 from .speculative import resolve_draft
 
 __all__ = ["ModelDeployment", "build_model_deployment"]
@@ -56,6 +56,8 @@ class ModelDeployment:
             the draft (MTP) layers' request and the flag that gave it (``None``: inherited).
         include_draft: plan the MTP draft layers; draft_by_serve: a serve line decided that.
         provenance: where deployment fields came from; notes: inputs with no effect.
+        config_file: what the serve line's ``--config`` YAML file gave (``None``: none), so that
+            a start refusal found later (``plan``) names that file.
     """
 
     given: OperatorInputs
@@ -71,6 +73,7 @@ class ModelDeployment:
     draft_by_serve: bool = False
     provenance: tuple[Provenance, ...] = ()
     notes: tuple[str, ...] = ()
+    config_file: ConfigFileFlags | None = None
 
     def origins(self) -> dict[str, Origin]:
         """Deployment field -> the input that set it (:func:`moe_oracle.inputs.deployment.origins_of`)."""
@@ -224,6 +227,7 @@ def _build_model_deployment(given: OperatorInputs, catalog: Catalog, serve: Serv
         given=given, checkpoint=checkpoint, environment=env, release=engine_release(catalog, env), device=device, parallel=parallel,
         moe_backend=given.moe_backend or "auto", draft_moe_backend=given.draft_moe_backend if include_draft else None, draft_source="--draft-moe-backend" if draft_flag else None,
         include_draft=include_draft, draft_by_serve=serve is not None and include_draft, provenance=tuple(prov), notes=tuple(escaped(n) for n in notes),  # as Deployment's: echoed values escaped
+        config_file=serve.from_config if serve is not None else None,
     )
 
 

@@ -61,6 +61,10 @@ class ConfigFileFlags:
         charged.args = (str(charged),)
         return charged
 
+    def charge_issues(self, issues: list[InputIssue]) -> list[InputIssue]:
+        """:meth:`charge` for problems not raised (a deployment's start refusals)."""
+        return [self._charged(issue) for issue in issues]
+
     def _charged(self, issue: InputIssue) -> InputIssue:
         if issue.file is not None:
             return issue

@@ -14,6 +14,7 @@ from moe_oracle.cli import main
 from moe_oracle.core.errors import ConfigError
 from moe_oracle.inputs.serve import SELECTION_FLAGS, UNMODELLED_FLAGS, parse_serve
 from moe_oracle.inputs.release_facts import engine_facts
+from tests.cli_capture import cli
 
 
 def test_every_classified_flag_is_a_real_vllm_flag():
@@ -1006,3 +1007,16 @@ def test_an_unknown_yaml_key_is_answered_with_a_key(tmp_path):
     with pytest.raises(ConfigError) as exc:
         parse_serve("vllm serve m --tp 2", version="0.34.0")
     assert exc.value.issues[0].message.endswith("did you mean -tp?")
+
+
+@pytest.mark.parametrize("command", ["select", "explain", "plan"])
+def test_a_start_refusal_of_a_flag_the_config_file_gave_names_the_file(tmp_path, command):
+    """EPLB without EP is refused after the serve line is read (core/refusals.py), where the
+    parse-time charging of --config problems did not reach: the message named only --serve."""
+    (tmp_path / "c.yaml").write_text("enable-eplb: true\ntensor-parallel-size: 2\n")
+    code, _out, err = cli(command, "--serve", f"vllm serve Qwen/Qwen3-30B-A3B --config {tmp_path / 'c.yaml'}", "--gpu", "H100")
+    assert code == 2
+    assert f"{tmp_path / 'c.yaml'}: --serve --enable-eplb: vLLM 0.34.0 refuses EPLB without expert parallelism" in err, err
+    # Given on the line itself, the line is named.
+    code, _out, err = cli(command, "--serve", "vllm serve Qwen/Qwen3-30B-A3B --enable-eplb -tp 2", "--gpu", "H100")
+    assert code == 2 and "  - --serve --enable-eplb: vLLM 0.34.0 refuses EPLB" in err, err
