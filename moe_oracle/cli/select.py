@@ -150,7 +150,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
                     shown.append(note)
                 elif note.startswith("--all2all mori"):  # which MoRI EP and why (the one line names the P/F only), or a deprecated MoRI name
                     shown.append(note)
-                elif note.startswith("--quant ") and " replaces the checkpoint's quantization " in note:  # the answer is for another checkpoint
+                elif note.startswith("--quant ") and " replaces the " in note:  # the answer is for another checkpoint (or --quantization)
                     shown.append(note)
             for note in shown:
                 print(f"note: {_unlabelled(note)}", file=sys.stderr)

@@ -133,10 +133,14 @@ class Check:
         with no condition or no own field."""
         if self.predicate is None:
             return {}
-        return {
-            p.field: Assumption(field=p.field, assumed=None, rule=self.rule, hint=f"{p.field} is unknown; assumed it is not {p.describe()}, so this rule does not check {self.field} ({self.hint})")
-            for p in self.condition
-        }
+        out = {}
+        for p in self.condition:
+            spec = dict(p.spec)
+            lone_bool = len(p.spec) == 1 and len(spec.get("in", ())) == 1 and isinstance(spec["in"][0], bool)
+            assumed: Any = (not spec["in"][0]) if lone_bool else {"not": p.allowed()}
+            said = f"it is {str(assumed).lower()}" if lone_bool else f"it is not {p.describe()}"
+            out[p.field] = Assumption(field=p.field, assumed=assumed, rule=self.rule, hint=f"{p.field} is unknown; assumed {said}, so this rule does not check {self.field} ({self.hint})")
+        return out
 
     def assumption_for(self, values: Mapping[str, Any]) -> Assumption:
         """:attr:`assumption`, or the :attr:`condition_assumptions` record of the first unknown

@@ -154,7 +154,11 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
     notes = []
     par = config.parallel
     if values["all2all"] == "none" and par.all2all_backend.value != "allgather_reducescatter":
-        notes.append(f"all2all backend {par.all2all_backend.value} has no effect: all2all kernels run only with expert parallelism and dp_size > 1 or pcp_size > 1 (vLLM 0.29.0-0.34.0 P/config.py use_all2all_kernels)")
+        why = "all2all kernels run only with expert parallelism and dp_size > 1 or pcp_size > 1 (vLLM 0.29.0-0.34.0 P/config.py use_all2all_kernels)"
+        if par.all2all_backend.value == "moonep":  # its start-up checks (quantization, dtype, EPLB, placement) run all the same
+            notes.append(f"all2all backend moonep runs no kernels here: {why}; vLLM still makes MoonEP's start-up checks (vllm/config/vllm.py VllmConfig.__post_init__)")
+        else:
+            notes.append(f"all2all backend {par.all2all_backend.value} has no effect: {why}")
     # No note on redundant experts without EPLB: vLLM 0.29.0-0.34.0 refuses them at start
     # (vllm/config/parallel.py _validate_parallel_config), which constraint.redundant_experts_need_eplb
     # reports; without expert parallelism, EPLB itself is refused.

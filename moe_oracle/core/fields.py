@@ -117,7 +117,7 @@ _FIELDS = (
     _f("gpu_arch", "str", None, "hardware", R.SM_UNSUPPORTED, "ROCm gfx target or XPU generation", ("device.arch",)),
     _f("cpu_arch", "str", None, "hardware", R.SM_UNSUPPORTED, "CPU architecture (x86_64, aarch64, ppc64le)", ("device.arch",)),
     _f("cpu_amx", "bool", _BOOL, "hardware", R.SM_UNSUPPORTED, "x86 AMX tile support", ("device.cpu_amx",)),
-    _f("zentorch_moe", "bool", _BOOL, "derived", R.SM_UNSUPPORTED, "vLLM's zentorch fused-MoE op is registered (has_zentorch_op: vLLM runs ZenCpuPlatform, an AMD Zen CPU, taken as an x86_64 CPU without AMX, with the zentorch package); unknown while the zentorch package is", ("device.platform", "device.arch", "device.cpu_amx", "packages.zentorch")),
+    _f("zentorch_moe", "bool", _BOOL, "derived", R.SM_UNSUPPORTED, "vLLM's zentorch fused-MoE op is registered (has_zentorch_op: vLLM runs ZenCpuPlatform, an AMD Zen CPU, taken as an x86_64 CPU without AMX, with the zentorch package); unknown while the zentorch package or the CPU's AMX is", ("device.platform", "device.arch", "device.cpu_amx", "packages.zentorch")),
     _f("cpu_amx_fp8", "bool", _BOOL, "hardware", R.SM_UNSUPPORTED, "native AMX-FP8 MMA (vLLM's compiled cpu_has_amx_fp8 query); no CPU of the hardware catalog has it", ("device.platform", "device.arch", "device.cpu_amx")),
     _f("quant_scheme", "enum", tuple(SCHEMES), "checkpoint", R.QUANT_UNSUPPORTED, "named (weight, activation) quant pair", ("quant",)),
     _f("weight_quant", "enum", _QUANT_SIDES, "checkpoint", R.QUANT_UNSUPPORTED, "weight quant key ('none' = model dtype)", ("quant",)),

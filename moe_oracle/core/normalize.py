@@ -467,13 +467,13 @@ def _zentorch_moe(dev: Device, env: Environment) -> bool | None:
     vllm/model_executor/kernels/linear/zentorch_utils.py): only on ``ZenCpuPlatform``, which vLLM
     picks for an AMD Zen CPU with zentorch installed. The device model has no CPU vendor, so an
     x86_64 CPU without AMX stands for a Zen CPU (as the differential harness's simulated machine
-    does); ``None`` while the zentorch package is unknown."""
+    does: AMX is Intel's); ``None`` while the zentorch package or the CPU's AMX is unknown."""
     if dev.platform is not Platform.CPU or dev.arch != "x86_64" or dev.cpu_amx:
         return False
     version = env.package_canonical("zentorch")
     if version is ABSENT:
         return False
-    return True if version is not None or "zentorch" in env.unversioned else None
+    return True if (version is not None or "zentorch" in env.unversioned) and dev.cpu_amx is False else None
 
 
 def mori_resolution(config: MoEConfig, env: Environment, quant_method: str | None, weight_key: str | None) -> MoriResolution:

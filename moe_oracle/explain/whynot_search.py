@@ -264,8 +264,8 @@ def _request_edits(catalog: "Catalog", decision: Decision, target: Callable[["Ro
     fallback from an explicit request, so the request is the dead end; the fixes that keep
     the request come from the requested kernels' failures); and, where the engine
     selects a kernel and then refuses the layer, the backend of each eligible targeted candidate
-    ranked after it, and under an explicit request the backend of each targeted candidate that
-    fails nothing but not being requested, then ``auto`` (a check made after selection refuses
+    ranked after it, and under an explicit request the backend of each candidate that fails
+    nothing but not being requested, ``auto`` first (a check made after selection refuses
     the requested kernel: ``--quantization fp8_per_channel --moe-backend marlin``). The search
     re-checks each: an edit that selects nothing is no fix."""
     config = state[0]
@@ -274,18 +274,17 @@ def _request_edits(catalog: "Catalog", decision: Decision, target: Callable[["Ro
         yield "moe_backend", wrap_config(lambda c: replace(c, moe_backend="auto")), current, "auto", COSTS["flag"]
     if decision.refused is None:
         return
-    asked: list[str] = []
+    asked: list[str] = ["auto"] if current != "auto" else []  # dropping the request first: the least change
     for pos, row in enumerate(decision.rows):
-        if pos == decision.refused or not target(row):
+        if pos == decision.refused:
             continue
-        after = pos > decision.refused and not row.failures
+        after = pos > decision.refused and not row.failures and target(row)
+        # Outside the target too: once requested it has no failure, which the dead end's target takes.
         unrequested = current != "auto" and row.failures and all(c.code is ReasonCode.NOT_REQUESTED for c in row.failures)
         if after or unrequested:
             name = request_name(catalog, row.entry.backend)
             if name not in asked and name not in ("auto", current):
                 asked.append(name)
-    if current != "auto":
-        asked.append("auto")
     for name in asked:
         yield "moe_backend", wrap_config(lambda c, v=name: replace(c, moe_backend=v)), current, name, COSTS["flag"]
 

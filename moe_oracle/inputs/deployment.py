@@ -238,6 +238,7 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
     file_env = None
     file_probe = False
     ck_quant = ck_scheme = None
+    online_quant = None  # the serve line's --quantization where it quantizes an unquantized checkpoint at load
     if given.config and given.model:
         raise ConfigError([InputIssue("--config/--model", "give either --config or --model, not both", None, None)])
     if given.probe and given.environment:
@@ -316,6 +317,8 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
             raise device_required(given, model_flag)
         kwargs = dict(ck.kwargs)
         ck_quant, ck_scheme = ck.quant, kwargs.get("quant")
+        doc = hf_cfg.get("quantization_config")
+        online_quant = doc.get(FROM_FLAG) if isinstance(doc, dict) and quant_cfg is None else None
         ck_prov = tuple(ck.provenance)
         notes += [f"{model_flag}: {n}" for n in ck.notes]
         if serve is not None and serve.dtype not in (None, "auto"):
@@ -359,8 +362,7 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
         changes["quant"] = parse_quant(given.quant)
         prov.append(Provenance("quant", flag, f"--quant {given.quant}"))
         if ck_quant is not None or ck_scheme is not None or given.model or serve is not None:
-            doc = hf_cfg.get("quantization_config") if ck_quant is not None or ck_scheme is not None else None
-            replaced = _quant_replaced(given, changes["quant"], ck_scheme, doc.get(FROM_FLAG) if isinstance(doc, dict) and quant_cfg is None else None)
+            replaced = _quant_replaced(given, changes["quant"], ck_scheme, online_quant)
             notes += [replaced] if replaced else []
     for attr, key in (("lora", "lora"), ("batch_invariant", "batch_invariant")):
         if getattr(given, attr) is not None:
@@ -537,7 +539,7 @@ def placement_note(given: OperatorInputs, parallel: ParallelConfig, num_expert_g
     ``num_expert_group`` expert groups under ``parallel``: vLLM places its experts linearly
     (:func:`moe_oracle.core.placement.placement_strategy`); ``None`` where it keeps round-robin or
     none was asked for."""
-    if given.expert_placement != "round_robin":
+    if given.expert_placement != "round_robin" or parallel.all2all_backend.value == "moonep":  # MoonEP refuses the request itself at start
         return None
     used, why = placement_strategy(replace(parallel, expert_placement_strategy="round_robin"), num_expert_group)
     if used == "round_robin":

@@ -398,7 +398,8 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
     try:
         namespace, extras = parser.parse_known_args(args)
     except Refused as exc:
-        raise ConfigError([InputIssue("--serve", f"vLLM {version} would refuse this command line: {exc}{_abbreviation_hint(str(exc), args)}", text, None)], headline="bad --serve") from None
+        hint = _abbreviation_hint(str(exc), args) or _short_form_hint(str(exc), engine_facts(version)["serve_flags"], from_config)
+        raise ConfigError([InputIssue("--serve", f"vLLM {version} would refuse this command line: {exc}{hint}", text, None)], headline="bad --serve") from None
     given = vars(namespace)
     unknown = [w for w in extras if w.startswith("-")]
     facts = engine_facts(version)
@@ -565,6 +566,27 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
 
 # Short flags people write for expert parallelism that vLLM's parser reads as abbreviations.
 _EP_SPELLINGS = frozenset({"--ep", "--e", "--ex", "--exp"})
+
+
+def _short_form_hint(message: str, serve_flags: Sequence[Mapping[str, Any]], from_config: ConfigFileFlags | None) -> str:
+    """Where argparse finds ``--X`` ambiguous and ``-X`` is a short option of the release (``--dp``:
+    ``-dp``, ``--data-parallel-size``), the flag meant: the key of the long option when a
+    ``--config`` file gave it (a YAML key becomes ``--KEY``), else the short option.
+
+    >>> _short_form_hint("ambiguous option: --dp could match --dp-a, --dp-b", [{"options": ["--data-parallel-size", "-dp"]}], None)
+    '; did you mean -dp (--data-parallel-size)?'
+    """
+    named = re.match(r"ambiguous option: (--[\w-]+)", message)
+    if named is None:
+        return ""
+    flag = named.group(1)
+    options = next((f["options"] for f in serve_flags if "-" + flag[2:] in f["options"]), None)
+    long = next((o for o in options or () if o.startswith("--")), None)
+    if long is None:
+        return ""
+    if from_config is not None and from_config.gave(flag):
+        return f"; did you mean the key {long[2:]}?"
+    return f"; did you mean -{flag[2:]} ({long})?"
 
 
 def _abbreviation_hint(message: str, args: Sequence[str]) -> str:

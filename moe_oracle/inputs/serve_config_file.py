@@ -25,7 +25,7 @@ __all__ = ["ConfigFileFlags", "charged_to_config_file", "config_file_flags", "de
 # A refusal names its flag in the issue path ("--serve --tensor-parallel-size", "--serve
 # --kernel-config moe_backend") or, for argparse's own refusals, in the message ("argument
 # --dtype: invalid choice ...").
-_ARGPARSE_FLAG = re.compile(r"argument (-{1,2}[\w.-]+)")
+_ARGPARSE_FLAG = re.compile(r"(?:argument|ambiguous option:) (-{1,2}[\w.-]+)")
 
 
 @dataclass(frozen=True)

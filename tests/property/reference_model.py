@@ -562,11 +562,11 @@ class Model:
         # device model: an x86_64 CPU without AMX) with zentorch installed (vLLM 0.33.0
         # vllm/platforms/__init__.py cpu_platform_plugin, kernels/linear/zentorch_utils.py).
         dev = config.device
-        zen = dev.platform is Platform.CPU and dev.arch == "x86_64" and not dev.cpu_amx
+        zen = dev.platform is Platform.CPU and dev.arch == "x86_64" and dev.cpu_amx is not True
         if not zen or "zentorch" in absent or (env.complete and "zentorch" not in installed and "zentorch" not in env.unversioned):
             v["zentorch_moe"] = False
-        else:
-            v["zentorch_moe"] = True if ("zentorch" in installed or "zentorch" in env.unversioned) else None
+        else:  # unknown while the package or the CPU's AMX is
+            v["zentorch_moe"] = True if ("zentorch" in installed or "zentorch" in env.unversioned) and dev.cpu_amx is False else None
         for name in HOST_TOOLS:  # found, not found, or unknown (None) as declared or probed
             v[f"tools.{name}"] = dict(env.tools).get(name)
         v.update(derived_fields(config, q.weight, q.activation, v["padded_hidden_size"]))

@@ -181,8 +181,10 @@ def test_a_request_the_method_refuses_after_selection_is_fixed_by_dropping_it():
     4); leaving the backend to the oracle (``--moe-backend auto``, cost 1) runs vLLM CUTLASS."""
     code, out, _ = cli("explain", "--serve", f"vllm serve {BF16} --quantization fp8_per_channel --moe-backend marlin", "--gpu", "H100", "--package", "vllm==0.34.0")
     assert code == 1
-    fixes = [line.strip() for line in out.splitlines() if line.startswith("  1. ")]
-    assert fixes == ["1. in the vllm serve line: --moe-backend auto  [cost 1] -> vllm_cutlass selected"], fixes
+    fixes = [line.strip() for line in out.splitlines() if line[:5] in ("  1. ", "  2. ", "  3. ")]
+    assert fixes[0] == "1. in the vllm serve line: --moe-backend auto  [cost 1, tie] -> vllm_cutlass selected", fixes
+    # Requesting a backend whose kernels fail nothing but the request is as cheap.
+    assert all("--moe-backend " in f and "[cost 1, tie]" in f for f in fixes[1:]) and len(fixes) == 3, fixes
 
 
 def test_quant_over_an_online_method_says_where_the_quantization_came_from():
@@ -195,3 +197,8 @@ def test_quant_over_an_online_method_says_where_the_quantization_came_from():
     code, out, _ = cli("explain", "--serve", f"vllm serve {FP8_BLOCK}", "--quant", "mxfp8", "--gpu", "B200", "--package", "vllm==0.34.0")
     (note,) = [line for line in out.splitlines() if line.startswith("Note: --quant ")]
     assert "replaces the checkpoint's quantization fp8_block (the checkpoint's quantization_config)" in note
+
+
+def test_select_keeps_the_note_of_quant_over_an_online_method():
+    code, _out, err = cli("select", "--serve", f"vllm serve {BF16} --quantization fp8_per_channel", "--quant", "mxfp8", "--gpu", "B200", "--package", "vllm==0.34.0")
+    assert code == 0 and "note: --quant mxfp8 replaces the quantization fp8_channel_token that --quantization fp8_per_channel applies at load" in err, err

@@ -69,3 +69,13 @@ def test_moe_ep_megakernel_runs_where_the_placement_is_linear(capsys, dp):
     rc, out = _select(capsys, "0.34.0", *MOE_EP, "--dp", dp, *placement)
     assert rc == 0 and out["selected"]["kernel"] == "flashinfer_moe_ep_cutedsl_nvfp4"
     assert _placement_kept(capsys, *MOE_EP, "--dp", dp, *placement) == "linear"
+
+
+def test_no_note_calls_the_refused_moonep_flags_without_effect(capsys):
+    """Without DP no all2all kernel runs and Qwen3 would be placed linearly, but MoonEP's start-up
+    checks run all the same: the notes said both flags had no effect beside the refusal."""
+    main(["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--ep", "--all2all", "moonep", "--expert-placement", "round_robin"])
+    out = capsys.readouterr().out
+    assert "has no effect" not in out
+    assert "all2all backend moonep runs no kernels here" in out and "vLLM still makes MoonEP's start-up checks" in out
+    assert "[constraint.moonep_linear_placement]" in out

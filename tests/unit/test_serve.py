@@ -1020,3 +1020,17 @@ def test_a_start_refusal_of_a_flag_the_config_file_gave_names_the_file(tmp_path,
     # Given on the line itself, the line is named.
     code, _out, err = cli(command, "--serve", "vllm serve Qwen/Qwen3-30B-A3B --enable-eplb -tp 2", "--gpu", "H100")
     assert code == 2 and "  - --serve --enable-eplb: vLLM 0.34.0 refuses EPLB" in err, err
+
+
+def test_an_ambiguous_yaml_key_names_the_file_and_the_key_meant(tmp_path):
+    """``dp: 2`` in a --config file becomes ``--dp``, which argparse finds ambiguous (--dp-sync-...):
+    the refusal named neither the file nor the key meant (``-dp`` is --data-parallel-size)."""
+    (tmp_path / "c.yaml").write_text("dp: 2\n")
+    with pytest.raises(ConfigError) as exc:
+        parse_serve("vllm serve m --config c.yaml", version="0.34.0", base=tmp_path)
+    (issue,) = exc.value.issues
+    assert issue.file is not None and issue.file.endswith("c.yaml")
+    assert "ambiguous option: --dp could match" in issue.message and issue.message.endswith("; did you mean the key data-parallel-size?")
+    with pytest.raises(ConfigError) as exc:
+        parse_serve("vllm serve m --dp 2", version="0.34.0")
+    assert exc.value.issues[0].file is None and exc.value.issues[0].message.endswith("; did you mean -dp (--data-parallel-size)?")

@@ -18,7 +18,7 @@ from moe_oracle.core.environment import Environment
 from moe_oracle.core.oracle import default_catalog
 
 
-def _layer(cpu_amx: bool = False, arch: str = "x86_64") -> MoEConfig:
+def _layer(cpu_amx: bool | None = False, arch: str = "x86_64") -> MoEConfig:
     return MoEConfig(num_experts=8, top_k=2, hidden_size=1000, intermediate_size=3000, activation="swigluoai",
                      device=Device("cpu", arch=arch, cpu_amx=cpu_amx), parallel=ParallelConfig(tp_size=8))
 
@@ -60,7 +60,16 @@ def test_unknown_zentorch_is_an_assumption_about_the_condition():
     by_rule = {a.rule: a for a in d.selected.assumptions}
     a = by_rule["cpu_unquantized.hidden_alignment"]
     assert a.field == "zentorch_moe"
-    assert a.hint.startswith("zentorch_moe is unknown; assumed it is not one of False, so this rule does not check hidden_size")
+    assert a.hint.startswith("zentorch_moe is unknown; assumed it is true, so this rule does not check hidden_size") and a.assumed is True
     record = d.to_dict()
     (sel,) = [c for c in record["candidates"] if c["status"] == "selected"]
     assert {x["field"] for x in sel["assumptions"]} == {"zentorch_moe"}
+
+
+def test_a_cpu_whose_amx_is_unknown_may_be_intel():
+    """The catalog's CPU_X86_64 does not say whether it has AMX: with zentorch installed the op is
+    still unknown (an AMX CPU is Intel, never ZenCpuPlatform), so the answer rests on an assumption
+    instead of taking the CPU for a Zen one silently."""
+    d = evaluate(default_catalog(), _layer(cpu_amx=None), _env("0.34.0", True))
+    assert d.normalized.values["zentorch_moe"] is None
+    assert "zentorch_moe" in {a.field for a in d.selected.assumptions}
