@@ -90,6 +90,11 @@ def candidate_edits(chk: Check, state: State, values: dict[str, Any], keep: froz
         # before the condition's (a MoRI all2all needing VLLM_ROCM_USE_AITER), so among fixes of
         # equal cost the ones that set it are found, and shown, first.
         fields = sorted(fields, key=lambda f: not f.startswith("env."))
+    elif not chk.deny and chk.condition:
+        # The checked field first: setting it to what the check allows keeps the inputs its
+        # condition reads (MoonEP's placement check: --expert-placement linear before every
+        # other --all2all), so among fixes of equal cost it is found, and shown, first.
+        fields = (chk.field, *(f for f in fields if f != chk.field))
     seen: set[str] = set()
     for field in fields:
         if field in seen:

@@ -79,3 +79,11 @@ def test_no_note_calls_the_refused_moonep_flags_without_effect(capsys):
     assert "has no effect" not in out
     assert "all2all backend moonep runs no kernels here" in out and "vLLM still makes MoonEP's start-up checks" in out
     assert "[constraint.moonep_linear_placement]" in out
+
+
+def test_the_placement_fix_comes_before_changing_the_all2all_backend(capsys):
+    """Among fixes of equal cost the check's own field comes first: ``--expert-placement linear``
+    keeps the all2all backend asked for (it was 11th, behind ten tied ``--all2all`` edits)."""
+    main(["explain", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--ep", "--all2all", "moonep", "--expert-placement", "round_robin"])
+    out = capsys.readouterr().out
+    assert "  1. --expert-placement linear  [cost 1, tie] -> triton selected" in out
