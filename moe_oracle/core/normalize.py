@@ -397,8 +397,8 @@ def normalize(config: MoEConfig, env: Environment, package_names: tuple[str, ...
     # What the model class passes as is_sequence_parallel (P/layer.py make_parallel_config); only
     # EP with TP > 1 and DP > 1 can have it, else it is false whatever the door knew.
     values["sequence_parallel"], sources["sequence_parallel"] = (par.sequence_parallel if par.sequence_parallel_possible else False), Source.DERIVED
-    # The placement the layer's ExpertMapManager ends with (vLLM 0.34.0 MoERunner.expert_placement_strategy).
     values["expert_placement_strategy"], sources["expert_placement_strategy"] = par.expert_placement_strategy, _par_source("expert_placement_strategy")
+    # The placement the layer's ExpertMapManager ends with (vLLM 0.34.0 MoERunner.expert_placement_strategy).
     values["expert_placement"], sources["expert_placement"] = placement_strategy(par, config.num_expert_group)[0], Source.DERIVED
 
     values["model_type"], sources["model_type"] = config.model_type, _source(config, "model_type", given)

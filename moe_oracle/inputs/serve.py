@@ -549,9 +549,7 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
             elif written_in is not None:
                 # A YAML key becomes --KEY (vLLM's FlexibleArgumentParser), so only a long option can be meant:
                 # the one whose short spelling the key is (tp: -> -tp -> tensor-parallel-size), else the nearest.
-                short = {o: f["options"] for f in facts["serve_flags"] for o in f["options"] if not o.startswith("--")}
-                long = short.get("-" + name[2:], ())
-                guess = next((o for o in long if o.startswith("--")), None) or did_you_mean(name, [o for o in known if o.startswith("--")])
+                guess = _long_of_short(name, facts["serve_flags"]) or did_you_mean(name, [o for o in known if o.startswith("--")])
                 hint = f"; did you mean the key {guess[2:]}?" if guess else ""
             else:
                 guess = did_you_mean(name, known)
@@ -568,6 +566,13 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
 _EP_SPELLINGS = frozenset({"--ep", "--e", "--ex", "--exp"})
 
 
+def _long_of_short(flag: str, serve_flags: Sequence[Mapping[str, Any]]) -> str | None:
+    """The long option of the flag whose short option ``flag`` spells with two dashes (``--tp``:
+    ``-tp`` is ``--tensor-parallel-size``); ``None`` where ``-X`` is no option of the release."""
+    options = next((f["options"] for f in serve_flags if "-" + flag[2:] in f["options"]), ())
+    return next((o for o in options if o.startswith("--")), None)
+
+
 def _short_form_hint(message: str, serve_flags: Sequence[Mapping[str, Any]], from_config: ConfigFileFlags | None) -> str:
     """Where argparse finds ``--X`` ambiguous and ``-X`` is a short option of the release (``--dp``:
     ``-dp``, ``--data-parallel-size``), the flag meant: the key of the long option when a
@@ -580,8 +585,7 @@ def _short_form_hint(message: str, serve_flags: Sequence[Mapping[str, Any]], fro
     if named is None:
         return ""
     flag = named.group(1)
-    options = next((f["options"] for f in serve_flags if "-" + flag[2:] in f["options"]), None)
-    long = next((o for o in options or () if o.startswith("--")), None)
+    long = _long_of_short(flag, serve_flags)
     if long is None:
         return ""
     if from_config is not None and from_config.gave(flag):
