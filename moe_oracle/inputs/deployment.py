@@ -22,9 +22,7 @@ from ..core.environment import Environment, probe_device, probe_environment
 from ..core.envvars import env_issues
 from ..core.errors import ConfigError, InputIssue
 from ..core.names import escaped
-from ..core.placement import placement_strategy, places_experts
 from ..core.refusals import FLAG, Origin, refusals, where_given
-from ..core.requests import bind_all2all
 from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
 from .eplb_defaults import default_redundant_experts
@@ -37,13 +35,14 @@ from .hardware import check_known_device, device_hint, lookup_hardware
 from .hf import QUANT_DOCUMENT, from_hf_config, load_hf_config
 from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document, refuse_quant_config_as_model
 from .operator_inputs import OperatorInputs
+from .placement_note import bound_parallel, placement_note
 from .quant_checks import FROM_FLAG, checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
 from .serve import ServeArgs, parse_serve, serve_value_issues
 from .release_facts import ENGINE_VERSION, release_values
 from .serve_apply import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
 from .serve_config_file import charged_to_config_file
 
-__all__ = ["CheckpointGate", "Deployment", "admissible", "build_deployment", "check_serve_values", "device_from_inputs", "merged_notes", "origins_of", "placement_note", "probed_environment", "read_model_config", "serve_release", "unused_gpu_note"]
+__all__ = ["CheckpointGate", "Deployment", "admissible", "build_deployment", "check_serve_values", "device_from_inputs", "merged_notes", "origins_of", "probed_environment", "read_model_config", "serve_release", "unused_gpu_note"]
 
 CheckpointGate = tuple[Any, Any, tuple[str, ...], "tuple[str, ...] | None"]
 """(the checkpoint's experts scheme, its quant method, the method vLLM checks for it, the method the
@@ -387,7 +386,7 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
         notes.append(eplb_note)
     config, sp_note = with_sequence_parallel(config, architecture or config.architecture, answer_release(catalog, env) or ENGINE_VERSION)
     notes += [sp_note] if sp_note else []
-    placement = placement_note(given, _bound_parallel(catalog, config), config.num_expert_group)
+    placement = placement_note(given, bound_parallel(catalog, config), config.num_expert_group)
     notes += [placement] if placement else []
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
@@ -521,33 +520,6 @@ _SP_TERMS = frozenset({"tp_size", "dp_size", "use_ep", "all2all_backend"})
 def _parallel_dict(p: Any) -> dict[str, Any]:
     return {"tp_size": p.tp_size, "dp_size": p.dp_size, "pcp_size": p.pcp_size, "use_ep": p.use_ep, "all2all_backend": p.all2all_backend, "enable_eplb": p.enable_eplb, "num_redundant_experts": p.num_redundant_experts,
             "expert_placement_strategy": p.expert_placement_strategy}
-
-
-def _bound_parallel(catalog: Catalog, config: MoEConfig) -> ParallelConfig:
-    """The parallel config the layer gets once a ``moe_backend`` that dispatches and combines
-    itself has bound its all2all backend (:func:`moe_oracle.core.requests.bind_all2all`); a
-    refused pairing is left to the selection, which raises it with the rest of its answer."""
-    try:
-        return bind_all2all(catalog, config)[0].parallel
-    except ConfigError:
-        return config.parallel
-
-
-def placement_note(given: OperatorInputs, parallel: ParallelConfig, num_expert_group: int | None) -> str | None:
-    """The note that the ``round_robin`` placement the operator asked for (``--expert-placement``,
-    a serve line's ``--expert-placement-strategy``) has no effect on a layer with
-    ``num_expert_group`` expert groups under ``parallel``: vLLM places its experts linearly
-    (:func:`moe_oracle.core.placement.placement_strategy`); ``None`` where it keeps round-robin or
-    none was asked for."""
-    if given.expert_placement != "round_robin" or parallel.all2all_backend.value == "moonep":  # MoonEP refuses the request itself at start
-        return None
-    used, why = placement_strategy(replace(parallel, expert_placement_strategy="round_robin"), num_expert_group)
-    if used == "round_robin":
-        return None
-    placement_from = "the --serve line's --expert-placement-strategy" if "expert_placement" in given.from_serve else "--expert-placement"
-    if not places_experts(parallel):
-        return f"{placement_from} round_robin has no effect: without expert parallelism over more than one rank (--ep with --tp or --dp above 1) every rank holds every expert"
-    return f"{placement_from} round_robin has no effect on this layer: vLLM places its experts linearly ({why}; vLLM 0.29.0-0.34.0 P/expert_map_manager.py determine_expert_placement_strategy)"
 
 
 def origins_of(given: OperatorInputs) -> dict[str, Any]:

@@ -24,11 +24,12 @@ from ..core.vocab import Source
 from .bounds import check_model_config
 from .checkpoint import Checkpoint, read_checkpoint
 from .declared import DeclaredEnvironment, answer_release, declare_environment, engine_release
-from .deployment import check_serve_values, declared_gpu_device, device_from_inputs, device_required, origins_of, placement_note, probed_environment, read_model_config, serve_release, unused_gpu_note
+from .deployment import check_serve_values, declared_gpu_device, device_from_inputs, device_required, origins_of, probed_environment, read_model_config, serve_release, unused_gpu_note
 from .files import resolve_all2all
 from .hf import QUANT_DOCUMENT, load_hf_config
 from .models import find_quant_config, quant_config_beside, quant_document
 from .operator_inputs import OperatorInputs
+from .placement_note import placement_note
 from .quant_checks import verify_checkpoint_quantization
 from .serve import ServeArgs, parse_serve
 from .eplb_defaults import default_redundant_parallel

@@ -70,7 +70,6 @@ Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,8 +79,9 @@ from . import argtypes
 from ..core.errors import ConfigError, InputIssue, did_you_mean
 from .quant_override import refuse_moe_activation_override
 from .release_facts import ENGINE_VERSION, engine_facts, quantization_value_issues, release_values
-from .serve_argv import API_SERVER, EVERY_OCCURRENCE, FOREIGN_FLAGS, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
+from .serve_argv import API_SERVER, EVERY_OCCURRENCE, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
 from .serve_config_file import ConfigFileFlags, charged_to_config_file, config_file_flags, dest_of_options
+from .serve_hints import abbreviation_hint, short_form_hint, unknown_flag_hint
 
 __all__ = ["MAX_SERVE_WORDS", "SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "ServeArgs", "parse_serve", "serve_value_issues"]
 
@@ -398,7 +398,7 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
     try:
         namespace, extras = parser.parse_known_args(args)
     except Refused as exc:
-        hint = _abbreviation_hint(str(exc), args) or _short_form_hint(str(exc), engine_facts(version)["serve_flags"], from_config)
+        hint = abbreviation_hint(str(exc), args) or short_form_hint(str(exc), engine_facts(version)["serve_flags"], from_config)
         raise ConfigError([InputIssue("--serve", f"vLLM {version} would refuse this command line: {exc}{hint}", text, None)], headline="bad --serve") from None
     given = vars(namespace)
     unknown = [w for w in extras if w.startswith("-")]
@@ -543,69 +543,10 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
         for flag in unknown:
             name = flag.split("=", 1)[0]
             written_in = from_config.file if from_config is not None and from_config.gave(name) else None
-            if name in FOREIGN_FLAGS:
-                engine, ours = FOREIGN_FLAGS[name]
-                hint = f": {name} is a flag of {engine}; in vLLM: {ours}"
-            elif written_in is not None:
-                # A YAML key becomes --KEY (vLLM's FlexibleArgumentParser), so only a long option can be meant:
-                # the one whose short spelling the key is (tp: -> -tp -> tensor-parallel-size), else the nearest.
-                guess = _long_of_short(name, facts["serve_flags"]) or did_you_mean(name, [o for o in known if o.startswith("--")])
-                hint = f"; did you mean the key {guess[2:]}?" if guess else ""
-            else:
-                guess = did_you_mean(name, known)
-                hint = f"; did you mean {guess}?" if guess else ""
+            hint = unknown_flag_hint(name, known, facts["serve_flags"], in_file=written_in is not None)
             issues.append(InputIssue("--serve", f"vLLM {version} does not know {name} and would refuse the command line{hint}", None, None, file=written_in))
         raise ConfigError(issues, headline="bad --serve")
     positional_extra = [w for w in extras if not w.startswith("-")]
     if positional_extra:
         raise ConfigError([InputIssue("--serve", f"vLLM {version} would refuse these extra words", " ".join(positional_extra), None)], headline="bad --serve")
     return ServeArgs(command=text, env=tuple(env), notes=tuple(notes), given=tuple(given), spelled=tuple(spelled.items()), version=version, from_config=from_config, **values)
-
-
-# Short flags people write for expert parallelism that vLLM's parser reads as abbreviations.
-_EP_SPELLINGS = frozenset({"--ep", "--e", "--ex", "--exp"})
-
-
-def _long_of_short(flag: str, serve_flags: Sequence[Mapping[str, Any]]) -> str | None:
-    """The long option of the flag whose short option ``flag`` spells with two dashes (``--tp``:
-    ``-tp`` is ``--tensor-parallel-size``); ``None`` where ``-X`` is no option of the release."""
-    options = next((f["options"] for f in serve_flags if "-" + flag[2:] in f["options"]), ())
-    return next((o for o in options if o.startswith("--")), None)
-
-
-def _short_form_hint(message: str, serve_flags: Sequence[Mapping[str, Any]], from_config: ConfigFileFlags | None) -> str:
-    """Where argparse finds ``--X`` ambiguous and ``-X`` is a short option of the release (``--dp``:
-    ``-dp``, ``--data-parallel-size``), the flag meant: the key of the long option when a
-    ``--config`` file gave it (a YAML key becomes ``--KEY``), else the short option.
-
-    >>> _short_form_hint("ambiguous option: --dp could match --dp-a, --dp-b", [{"options": ["--data-parallel-size", "-dp"]}], None)
-    '; did you mean -dp (--data-parallel-size)?'
-    """
-    named = re.match(r"ambiguous option: (--[\w-]+)", message)
-    if named is None:
-        return ""
-    flag = named.group(1)
-    long = _long_of_short(flag, serve_flags)
-    if long is None:
-        return ""
-    if from_config is not None and from_config.gave(flag):
-        return f"; did you mean the key {long[2:]}?"
-    return f"; did you mean -{flag[2:]} ({long})?"
-
-
-def _abbreviation_hint(message: str, args: Sequence[str]) -> str:
-    """Say which word argparse expanded when its refusal names a flag the user did not write
-    (``allow_abbrev``: ``--ep`` is ``--eplb-config``), and the flag meant where it is known.
-
-    >>> _abbreviation_hint("argument --eplb-config: expected one argument", ["m", "--ep"])
-    ' (argparse read --ep as an abbreviation of --eplb-config; expert parallelism is --enable-expert-parallel, or -ep)'
-    """
-    named = re.match(r"argument (--[\w-]+)", message)
-    if named is None:
-        return ""
-    flag = named.group(1)
-    written = next((w.split("=", 1)[0] for w in args if w.startswith("--") and w.split("=", 1)[0] != flag and flag.startswith(w.split("=", 1)[0])), None)
-    if written is None:
-        return ""
-    meant = "; expert parallelism is --enable-expert-parallel, or -ep" if written in _EP_SPELLINGS else ""
-    return f" (argparse read {written} as an abbreviation of {flag}{meant})"
