@@ -268,6 +268,8 @@ def run_release(
     """
     t0 = time.perf_counter()
     n = max(1, min(jobs, len(cases) // 500 or 1))
+    if progress:  # the only line before the release's answer, which can take hours (an exhaustive product)
+        progress(f"vLLM {release}: answering {len(cases)} deployments in {n} worker process{'es' if n != 1 else ''} ...")
     chunks = [list(cases[i::n]) for i in range(n)]
     with ThreadPoolExecutor(max_workers=n) as pool:
         parts = list(pool.map(lambda c: _run_chunk(env, release, c, tables), chunks))
