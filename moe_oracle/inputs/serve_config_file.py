@@ -24,7 +24,7 @@ __all__ = ["ConfigFileFlags", "charged_to_config_file", "config_file_flags", "de
 
 # A refusal names its flag in the issue path ("--serve --tensor-parallel-size", "--serve
 # --kernel-config moe_backend") or, for argparse's own refusals, in the message ("argument
-# --dtype: invalid choice ...").
+# --dtype: invalid choice ...", "ambiguous option: --dp could match ...").
 _ARGPARSE_FLAG = re.compile(r"(?:argument|ambiguous option:) (-{1,2}[\w.-]+)")
 
 
