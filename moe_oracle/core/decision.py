@@ -396,8 +396,9 @@ class Decision:
             cand["failures"] = failures
             assumptions = []
             for c in table_order(row.abstentions):  # Assumption.to_dict from the check's template (hundreds per record)
-                if c.condition and c.predicate is not None and get(c.field) is not None:
-                    assumptions.append(c.assumption_for(values).to_dict())
+                record = c.assumption_for(values)
+                if record is not c.assumption:  # an unknown field of its condition (Check.assumption_for)
+                    assumptions.append(record.to_dict())
                     continue
                 d = c.assumption_template.copy()
                 copy = c.allowed_copy
