@@ -18,6 +18,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
+from ..core.config import EXPERT_PLACEMENTS
 from ..core.environment import HOST_TOOLS
 from ..core.stages import STAGES as _STAGES
 from .frontends import FRONT_ENDS as _REGISTRY
@@ -95,6 +96,12 @@ class Deployment:
             ``False``: a class that passes nothing (the factory's default), or no model class. Each
             side then decides the deployment part: vLLM with its own ``use_sequence_parallel_moe``,
             ours with the release's list. Left out of :meth:`to_dict` when false.
+        expert_placement_strategy: ``--expert-placement-strategy`` (``linear`` or ``round_robin``);
+            vLLM's layer keeps it or falls back to ``linear`` (its own ``ExpertMapManager``).
+            Left out of :meth:`to_dict` at ``linear``.
+        num_expert_group: the model's expert groups (``n_group``; ``None``: none). The harness reads
+            it only where placement does (round_robin needs several groups); routing is
+            ``routing_method``. Left out of :meth:`to_dict` when ``None``.
         lora: LoRA enabled.
         moe_backend: requested backend (vLLM ``--moe-backend`` value) or ``auto``.
         env: environment variables (name -> raw string).
@@ -141,6 +148,8 @@ class Deployment:
     num_redundant_experts: int = 0
     pcp_size: int = 1
     sequence_parallel_model: bool = False
+    expert_placement_strategy: str = "linear"
+    num_expert_group: int | None = None
     lora: bool = False
     moe_backend: str = "auto"
     env: tuple[tuple[str, str], ...] = ()
@@ -165,6 +174,8 @@ class Deployment:
         if bad_tools:
             raise ValueError(f"tools: unknown {bad_tools}; allowed {list(HOST_TOOLS)}")
         object.__setattr__(self, "tools", tuple(sorted(set(self.tools))))
+        if self.expert_placement_strategy not in EXPERT_PLACEMENTS:
+            raise ValueError(f"expert_placement_strategy: {self.expert_placement_strategy!r}; allowed {list(EXPERT_PLACEMENTS)}")
         object.__setattr__(self, "env", tuple(sorted((str(k), str(v)) for k, v in dict(self.env).items())))
         if self.block is not None:
             object.__setattr__(self, "block", tuple(self.block))
@@ -180,6 +191,11 @@ class Deployment:
             del out["pcp_size"]
         if not out["sequence_parallel_model"]:
             del out["sequence_parallel_model"]
+        # Left out at their defaults, so the keys of deployments drawn before the fields stay.
+        if out["expert_placement_strategy"] == "linear":
+            del out["expert_placement_strategy"]
+        if out["num_expert_group"] is None:
+            del out["num_expert_group"]
         out["env"] = dict(self.env)
         out["packages"] = list(self.packages)
         out["tools"] = list(self.tools)

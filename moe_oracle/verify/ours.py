@@ -118,6 +118,7 @@ def config_for(dep: Deployment, release: str | None = None) -> MoEConfig:
         has_hash_routing=dep.has_hash_routing,
         require_decomposed=dep.require_decomposed,
         weight_block_size=dep.block,
+        num_expert_group=dep.num_expert_group,
         weight_group_size=dep.weight_group_size,
         act_order=dep.act_order or ("none" if dep.weight_group_size is not None else None),
         weight_zero_point=dep.zero_point,
@@ -130,6 +131,7 @@ def config_for(dep: Deployment, release: str | None = None) -> MoEConfig:
             enable_eplb=dep.enable_eplb,
             num_redundant_experts=dep.num_redundant_experts,
             sequence_parallel=_sequence_parallel(dep, release),
+            expert_placement_strategy=dep.expert_placement_strategy,
         ),
         lora=dep.lora,
         moe_backend=dep.moe_backend,
@@ -256,7 +258,12 @@ class OurSide:
         except NoEligibleKernelError as exc:
             stage = self.stage(exc.decision)
             if exc.decision.refused is not None and (stage in ("lora", "profile_run") or (stage == "construction" and dep.front_end == "direct")):
-                return self._selected_before(dep, exc.decision, stage)
+                selected = self._selected_before(dep, exc.decision, stage)
+                # The harness runs the LoRA wrapper's checks where it built the layer and its
+                # prepare/finalize builds (verify/vllm_late_checks.py): the refusal is compared there.
+                if stage == "lora" and dep.front_end != "direct" and not (selected.prepare_finalize or "").startswith(PF_RAISES):
+                    return Answer("error", detail=f"refused by the LoRA wrapper ({selected.later})"[:300], stage="lora")
+                return selected
             return Answer("error", detail=f"nothing eligible ({exc.decision.summary()})"[:300], stage=stage)
         except (ConfigError, ValueError) as exc:
             return Answer("error", detail=f"refused: {exc}"[:300], stage="config")
@@ -278,8 +285,8 @@ class OurSide:
     def _selected_before(self, dep: Deployment, decision: Any, stage: str) -> Answer:
         """The kernel the engine selects before refusing the layer at ``stage``, a stage the
         harness's vLLM side does not reach for ``dep`` (:attr:`Answer.later`): vLLM's side stops
-        after selection under the ``direct`` front end, and it never builds the LoRA wrapper nor
-        runs the start-up profile run. Its prepare/finalize is the one vLLM would build for it
+        after selection under the ``direct`` front end, runs the LoRA wrapper's checks only on a
+        layer it built whose prepare/finalize builds, and never runs the start-up profile run. Its prepare/finalize is the one vLLM would build for it
         (where it is built)."""
         row = decision.rows[decision.refused]
         entry = row.entry

@@ -240,6 +240,22 @@ def _moe_ep_architecture(dep: Deployment) -> Deployment:
     return replace(dep, architecture=_pick(random.Random("architecture:" + dep.key()), _MOE_EP_ARCHITECTURES))
 
 
+_GROUP_COUNTS = (8, 4, 3, 1, None)
+
+
+def _placement_axes(dep: Deployment) -> Deployment:
+    """``dep`` with ``--expert-placement-strategy round_robin`` on a quarter of the EP draws (a few
+    of the others), with the model's expert groups that decide whether vLLM keeps it (more than
+    one group, no redundant experts or EPLB, the all2all backend). On a CPU only groups that divide
+    the experts are drawn (the CPU router reshapes by them; the harness routes by ``routing_method``).
+    Drawn from a generator seeded by the deployment's own draws (every other axis keeps its sequence)."""
+    rng = random.Random("placement:" + dep.key())
+    if rng.random() >= (0.25 if dep.use_ep else 0.03):
+        return dep
+    groups = [g for g in _GROUP_COUNTS if dep.platform != "cpu" or g is None or dep.num_experts % g == 0]
+    return replace(dep, expert_placement_strategy="round_robin", num_expert_group=_pick(rng, groups))
+
+
 def _fp8_requant_axes(dep: Deployment) -> Deployment:
     """``dep`` with vLLM 0.34.0's ROCm FP8 re-quantization drawn for block-FP8 ``fp8`` checkpoints
     (``VLLM_FP8_MOE_REQUANT``, in the case vLLM compares and others, and
@@ -421,7 +437,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
     packages = tuple(p for p in PACKAGES if p not in _FLASHINFER_APART and rng.random() < _PACKAGE_WEIGHTS.get(p, 0.15))
     backend = "auto" if rng.random() < 0.75 else _pick(rng, MOE_BACKENDS + FAMILY_MOE_BACKENDS.get(family, ()))
     dtype = "bfloat16" if rng.random() < 0.85 else "float16"
-    return _env_spelling(_fp8_requant_axes(_hpc_axis(_mori_axes(_moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
+    return _placement_axes(_env_spelling(_fp8_requant_axes(_hpc_axis(_mori_axes(_moe_ep_architecture(_flashinfer_availability(_family_axes(Deployment(
         platform=platform,
         capability=cap,
         arch=arch,
@@ -459,7 +475,7 @@ def random_deployment(rng: random.Random, families: Sequence[str] | None = None)
         has_hash_routing=rng.random() < 0.04,
         require_decomposed=rng.random() < 0.04,
         **checkpoint,
-    ))))))))
+    )))))))))
 
 
 def random_deployments(n: int, seed: int, families: Sequence[str] | None = None, front_ends: Sequence[str] | None = None) -> list[Deployment]:

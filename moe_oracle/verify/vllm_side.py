@@ -23,50 +23,14 @@ from typing import Any, Callable
 from .cases import PF_NONE, PF_RAISES, PF_UNASKED, Answer, Deployment, refusal_stage
 from .frontends import NotDriven
 from .frontends.fp8 import refused_at_load
+from .quant_key_names import QUANT_KEY_NAMES
+from .vllm_late_checks import check_lora_wrapper, check_megakernel_placement
 from .vllm_sim import Simulation
 
-__all__ = ["VllmSide", "QUANT_KEY_NAMES"]
+__all__ = ["VllmSide"]
 
 P = "vllm.model_executor.layers.fused_moe"
 Q = "vllm.model_executor.layers.quantization"
-
-QUANT_KEY_NAMES: dict[str, str] = {
-    "fp8_static_tensor": "kFp8StaticTensorSym",
-    "fp8_dynamic_tensor": "kFp8DynamicTensorSym",
-    "fp8_static_token": "kFp8StaticTokenSym",
-    "fp8_static_channel": "kFp8StaticChannelSym",
-    "fp8_dynamic_token": "kFp8DynamicTokenSym",
-    "fp8_dynamic_group128": "kFp8Dynamic128Sym",
-    "fp8_static_block128": "kFp8Static128BlockSym",
-    "fp8_static_block128_e8m0": "kFp8Static128BlockE8M0Sym",
-    "fp8_dynamic_group64": "kFp8Dynamic64Sym",
-    "nvfp4_static": "kNvfp4Static",
-    "nvfp4_dynamic": "kNvfp4Dynamic",
-    "nvfp4_dynamic_token": "kNvfp4DynamicToken",
-    "mxfp8_static": "kMxfp8Static",
-    "mxfp8_dynamic": "kMxfp8Dynamic",
-    "mxfp4_static": "kMxfp4Static",
-    "mxfp4_dynamic": "kMxfp4Dynamic",
-    "int4_static": "kInt4Static",
-    "int8_static": "kInt8Static",
-    "int4_static_g32": "kInt4Static32",
-    "int4_static_asym": "kInt4StaticAsym",
-    "int4_static_g32_asym": "kInt4Static32Asym",
-    "int8_static_channel": "kInt8StaticChannelSym",
-    "int8_dynamic_token": "kInt8DynamicTokenSym",
-    "int8_static_tensor": "kInt8StaticTensorSym",
-    "int8_dynamic_tensor": "kInt8DynamicTensorSym",
-    "int8_dynamic_token_asym": "kInt8DynamicTokenAsym",
-    "int8_static_tensor_asym": "kInt8StaticTensorAsym",
-    "int8_dynamic_tensor_asym": "kInt8DynamicTensorAsym",
-    "int8_dynamic_group32": "kInt8Dynamic32Sym",
-    "int4_w4a8_static_channel": "kInt4W4A8StaticChannelSym",
-    "int4_w4a8_static_group128": "kInt4W4A8StaticGroup128Sym",
-    "int4_w4a8_static_group64": "kInt4W4A8StaticGroup64Sym",
-    "int4_w4a8_static_group32": "kInt4W4A8StaticGroup32Sym",
-    "int4_w4a8_static_group": "kInt4W4A8StaticGroupSym",
-}
-"""Our quant key name -> the vLLM ``quant_utils`` constant (``Q/utils/quant_utils.py``)."""
 
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 _CANNOT_SERVE = " cannot serve "  # marks a P/F answer whose activation format the experts cannot take
@@ -137,23 +101,18 @@ class VllmSide:
         except AttributeError:
             raise NotDriven(f"vLLM {self.sim.release} has no QuantKey {const} (our {name})") from None
 
-    def parallel_config(self, dep: Deployment) -> Any:
-        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups), with
-        ``sp_size`` as ``make_parallel_config`` passes it: the TP size where the model class passes
-        ``is_sequence_parallel`` (``dep.sequence_parallel_model``) and the release's own
-        ``ParallelConfig.use_sequence_parallel_moe`` holds (deepseek_v2.py, qwen3_moe.py ...), else 1.
-
-        First the release's own ``ParallelConfig`` validates the flags as ``vllm serve`` does
-        (``vllm/config/parallel.py``: the all2all backend literal, EPLB needing expert parallelism,
+    def vllm_parallel_config(self, dep: Deployment) -> Any:
+        """The release's own ``ParallelConfig`` for the flags as given, validating them as ``vllm serve``
+        does (``vllm/config/parallel.py``: the all2all backend literal, EPLB needing expert parallelism,
         more than one rank (TP x PCP x DP) and a CUDA-alike or XPU platform, redundant experts
-        needing EPLB, 0.29.0's PCP without DP),
+        needing EPLB, 0.29.0's PCP without DP, the expert placement literal),
         with ``distributed_executor_backend="mp"`` (one node's multiprocessing executor, the default
         when the world fits the node: the GPU count of a CPU box is not asked).
 
         Raises:
             ValueError: what ``ParallelConfig`` refuses (pydantic's ValidationError is one).
         """
-        pc = self.parallel_cls(
+        return self.parallel_cls(
             tensor_parallel_size=dep.tp_size,
             data_parallel_size=dep.dp_size,
             prefill_context_parallel_size=dep.pcp_size,
@@ -161,11 +120,23 @@ class VllmSide:
             enable_eplb=dep.enable_eplb,
             all2all_backend=dep.all2all_backend,
             eplb_config={"num_redundant_experts": dep.num_redundant_experts},
+            expert_placement_strategy=dep.expert_placement_strategy,
             distributed_executor_backend="mp",
             # One host: every DP rank local, as EngineArgs.create_engine_config sets it without
             # --data-parallel-size-local / --nnodes (vLLM 0.29.0-0.34.0 vllm/engine/arg_utils.py).
             data_parallel_size_local=dep.dp_size,
         )
+
+    def parallel_config(self, dep: Deployment, pc: Any) -> Any:
+        """``FusedMoEParallelConfig`` as ``make()`` builds it for rank 0 (no process groups) from the
+        release's ``ParallelConfig`` ``pc`` (:meth:`vllm_parallel_config`) with the all2all backend
+        ``dep`` ends with (:meth:`start_checks`), and ``sp_size`` as ``make_parallel_config`` passes it:
+        the TP size where the model class passes ``is_sequence_parallel`` (``dep.sequence_parallel_model``)
+        and the release's own ``ParallelConfig.use_sequence_parallel_moe`` holds (deepseek_v2.py,
+        qwen3_moe.py ...), else 1."""
+        if pc.all2all_backend != dep.all2all_backend:
+            # KernelConfig.bind_passthrough_all2all_backend sets it on the ParallelConfig in place.
+            pc.all2all_backend = dep.all2all_backend
         # FusedMoEParallelConfig.make (vLLM 0.29.0-0.34.0 P/config.py) for rank 0: TP flattened
         # across DP and PCP (flatten_tp_across_dp_and_pcp), EP over all of them.
         flat = dep.tp_size * dep.pcp_size * dep.dp_size
@@ -249,7 +220,8 @@ class VllmSide:
           0.32.0, ``bind_passthrough_all2all_backend`` (a MoE-EP backend turns the default
           all2all backend into ``passthrough``; any other pairing with ``passthrough`` raises).
         * ``VllmConfig.__post_init__``'s moonep checks (0.31.0+; transcribed): unquantized BF16
-          models only, no EPLB.
+          models only, no EPLB, linear expert placement requested (tests/differential/
+          test_release_sources.py fails when the release's block raises on anything else).
 
         Raises:
             ValueError: what the release raises at start.
@@ -268,6 +240,8 @@ class VllmSide:
                 raise ValueError("The moonep all2all backend currently supports BF16 models only")
             if dep.enable_eplb:
                 raise ValueError("The moonep all2all backend does not support EPLB yet")
+            if dep.expert_placement_strategy != "linear":
+                raise ValueError(f"The moonep all2all backend requires linear expert placement. Got --expert-placement-strategy {dep.expert_placement_strategy!r}.")
         if hasattr(kernel, "bind_passthrough_all2all_backend"):
             kernel.bind_passthrough_all2all_backend(dep.moe_backend, cfg)
         return dataclasses.replace(dep, all2all_backend=cfg.all2all_backend) if cfg.all2all_backend != dep.all2all_backend else dep
@@ -282,10 +256,13 @@ class VllmSide:
                 ``MoEBackend`` literal).
         """
         self.stage = "config"
-        dep = self.start_checks(dep)
-        par = self.parallel_config(dep)
-        # KernelConfig validates and normalizes --moe-backend (lower case, "_" for "-") at start.
+        # In the order vLLM starts (0.29.0-0.34.0 vllm/engine/arg_utils.py): KernelConfig validates and
+        # normalizes --moe-backend (lower case, "_" for "-"), ParallelConfig validates its flags, then
+        # VllmConfig.__post_init__ runs the checks across them.
         moe_backend = self.kernel_cls(moe_backend=dep.moe_backend).moe_backend
+        pc = self.vllm_parallel_config(dep)
+        dep = self.start_checks(dep)
+        par = self.parallel_config(dep, pc)
         self.stage = "layer"
         global_experts = dep.num_experts + dep.num_redundant_experts
         if dep.enable_eplb:
@@ -570,6 +547,11 @@ class VllmSide:
             if (refused := refused_at_load(dep, backend)) is not None:
                 return Answer("error", detail=refused[:300], stage="construction")
             return Answer("platform", backend=backend_name, detail=f"vLLM returns {backend_name} with no experts class")
+        try:
+            if self.loaded is not None:
+                check_megakernel_placement(dep, self.loaded[0], experts)
+        except ValueError as exc:
+            return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300], stage="construction")
         fmt = experts.activation_format()
         value = fmt.value[0] if isinstance(fmt.value, tuple) else fmt.value
         pf = self.prepare_finalize(dep, backend, experts)
@@ -580,4 +562,11 @@ class VllmSide:
             # max_num_tokens: TypeError) or FusedMoEKernel._post_init_setup's assert. The layer is
             # refused at construction, whatever was selected.
             return Answer("error", detail=f"building {experts.__name__} raises: {pf[len(PF_RAISES):]}"[:300], stage="construction")
+        if dep.lora and self.loaded is not None and not (pf or "").startswith(PF_RAISES):
+            # The model runner wraps the layer for LoRA once every kernel is built (a kernel whose
+            # prepare/finalize raises stops vLLM first; its P/F is compared instead).
+            try:
+                check_lora_wrapper(dep, self.loaded[0])
+            except (ValueError, AssertionError) as exc:
+                return Answer("error", detail=f"LoRA wrapper: {type(exc).__name__}: {exc}"[:300], stage="lora")
         return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name, prepare_finalize=pf, sizes=self.sizes)

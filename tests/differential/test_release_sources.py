@@ -447,6 +447,27 @@ def test_model_start_refusals_match_the_release_source(release):
             assert found == expected, f"vLLM {release} {arch} on {platform}: {message[:50]!r} in {where}: {found}; our table says {expected}"
 
 
+# The conditions VllmSide.start_checks transcribes from VllmConfig.__post_init__'s MoonEP block (the
+# harness cannot build a whole VllmConfig): each raises a ValueError at start.
+MOONEP_START_CHECKS = frozenset({
+    "self.model_config is not None and self.model_config.quantization is not None",
+    "self.model_config is not None and self.model_config.dtype != torch.bfloat16",
+    "self.parallel_config.enable_eplb",
+    "self.parallel_config.expert_placement_strategy != 'linear'",
+})
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_moonep_start_checks_the_harness_transcribes_are_the_releases(release):
+    """moe_oracle/verify/vllm_side.py ``start_checks``: the raising conditions of the release's
+    ``if self.parallel_config.all2all_backend == "moonep":`` block in ``VllmConfig.__post_init__``
+    are exactly those it transcribes (0.31.0+; none before MoonEP)."""
+    tree = ast.parse((_tree(release) / "vllm/config/vllm.py").read_text(encoding="utf-8"))
+    blocks = [n for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == "self.parallel_config.all2all_backend == 'moonep'"]
+    raising = {ast.unparse(n.test) for b in blocks for n in ast.walk(b) if n is not b and isinstance(n, ast.If) and any(isinstance(s, ast.Raise) for s in n.body)}
+    assert raising == (MOONEP_START_CHECKS if Version(release) >= Version("0.31.0") else set()), sorted(raising)
+
+
 @pytest.mark.parametrize("release", RELEASES)
 def test_tp_above_the_expert_count_refusals_match_the_release_source(release):
     """moe_oracle/inputs/model_start_refusals.py ``tp_exceeds_experts``: every file a check names

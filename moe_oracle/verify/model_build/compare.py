@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from ..vllm_side import QUANT_KEY_NAMES
+from ..quant_key_names import QUANT_KEY_NAMES
 
 __all__ = ["FIELDS", "Difference", "compare_case", "load_divergences", "explain", "DIVERGENCES"]
 
