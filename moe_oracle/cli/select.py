@@ -59,7 +59,7 @@ def dead_end_fixes(deployment: Any, decision: Any, catalog: Any, policy: Any, *,
     the device too, so it offers only fixes that can be taken here."""
     from ..explain.whynot import fixes as find_fixes  # a dead end only: the search is not imported for an answer
     from ..explain.whynot_edits import DEFAULT_KEEP
-    from ..inputs.deployment import admissible
+    from ..inputs.admissible import admissible
 
     keep = DEFAULT_KEEP | {"device"} if keep_device else DEFAULT_KEEP
     return find_fixes(catalog, deployment.config, deployment.environment, keep=keep, backends=decision.requested, policy=policy, admissible=admissible(deployment, catalog))

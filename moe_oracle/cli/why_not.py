@@ -31,7 +31,8 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     from ..core.oracle import Oracle
     from ..explain.whynot import why_not
     from ..inputs.declared import engine_release
-    from ..inputs.deployment import admissible, build_deployment
+    from ..inputs.admissible import admissible
+    from ..inputs.deployment import build_deployment
 
     deployment = build_deployment(operator_inputs(args), catalog)
     config, env, notes = deployment.config, deployment.environment, deployment.notes

@@ -153,7 +153,9 @@ def _input_notes(config: MoEConfig, env: Environment, values: Mapping[str, Any],
     variables name the release whose facts the answer uses (``release.stand_in``)."""
     notes = []
     par = config.parallel
-    if values["all2all"] == "none" and par.all2all_backend.value != "allgather_reducescatter":
+    # passthrough is never "no effect": its prepare/finalize runs in every EP topology, TP-only
+    # included (vLLM 0.32.0-0.34.0 P/config.py use_passthrough_all2all is not gated on use_all2all_kernels).
+    if values["all2all"] == "none" and par.all2all_backend.value not in ("allgather_reducescatter", "passthrough"):
         why = "all2all kernels run only with expert parallelism and dp_size > 1 or pcp_size > 1 (vLLM 0.29.0-0.34.0 P/config.py use_all2all_kernels)"
         if par.all2all_backend.value == "moonep":  # its start-up checks (quantization, dtype, EPLB, placement) run all the same
             notes.append(f"all2all backend moonep runs no kernels here: {why}; vLLM still makes MoonEP's start-up checks (vllm/config/vllm.py VllmConfig.__post_init__)")

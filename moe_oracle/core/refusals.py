@@ -54,6 +54,7 @@ _INPUTS = {
     "parallel.num_redundant_experts": ("--redundant-experts", "--eplb-config num_redundant_experts"),
     "parallel.pcp_size": ("--pcp", "--prefill-context-parallel-size"),
     "parallel.tp_size": ("--tp", "--tensor-parallel-size"),
+    "parallel.all2all_backend": ("--all2all", "--all2all-backend"),
 }
 
 

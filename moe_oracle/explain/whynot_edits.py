@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from packaging.utils import canonicalize_name
 
+from ..core.blocking import refusing_checks
 from ..core.config import Device, MoEConfig
 from ..core.decision import Decision
 from ..core.engine import evaluate
@@ -189,6 +190,13 @@ class Alternative:
             return f"{self.kernel} selected"
         backend = next((r.entry.backend for r in self.decision.rows if r.entry.id == self.kernel), self.kernel)
         view = self.decision.ranking.view
+        if winner is None:
+            # No winner, yet the target is eligible: the engine selects a kernel ranked ahead of
+            # it and then refuses the layer (Decision.refused: a check made after selection).
+            d = self.decision
+            why = (f", but the engine selects {d.refused_kernel} ahead of it and then refuses the layer [{', '.join(dict.fromkeys(c.rule for c in refusing_checks(d)))}]"
+                   if d.refused is not None else ", but the engine selects no kernel")
+            return f"{self.kernel} eligible{why} ({request_hint(view, backend, 'add', self.kernel, self.requested)})"
         if request_name(view, backend) == self.config.moe_backend:
             return f"{self.kernel} eligible, outranked by {winner} (--moe-backend {self.config.moe_backend} selects both; the engine takes {winner} first)"
         return f"{self.kernel} eligible, outranked by {winner} ({request_hint(view, backend, 'add', self.kernel, self.requested)})"

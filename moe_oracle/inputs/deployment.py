@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from ..core.catalog import Catalog
 from ..core.config import Device, MoEConfig, ParallelConfig, Provenance
@@ -22,10 +22,13 @@ from ..core.environment import Environment, probe_device, probe_environment
 from ..core.envvars import env_issues
 from ..core.errors import ConfigError, InputIssue
 from ..core.names import escaped
+from ..core.quant import QuantScheme
 from ..core.refusals import FLAG, Origin, refusals, where_given
 from ..core.versions import EngineRelease
 from ..core.vocab import DType, Source
 from .eplb_defaults import default_redundant_experts
+from .attention_heads import attention_heads_refusal, engine_attention_heads
+from .moonep_start import moonep_quantized_model_refusal
 from .ep_refusal import engine_num_experts, ep_refusal
 from .model_start_refusals import blame_from, model_start_refusal
 from .sequence_parallel import with_sequence_parallel
@@ -36,13 +39,13 @@ from .hf import QUANT_DOCUMENT, from_hf_config, load_hf_config
 from .models import ModelReference, find_model, find_quant_config, quant_config_beside, quant_document, refuse_quant_config_as_model
 from .operator_inputs import OperatorInputs
 from .placement_note import bound_parallel, placement_note
-from .quant_checks import FROM_FLAG, checkpoint_quantization, layer_gate_methods, platform_admits, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
+from .quant_checks import FROM_FLAG, checkpoint_quantization, quantization_from_flag, verify_checkpoint_quantization, verify_layer_quantization
 from .serve import ServeArgs, parse_serve, serve_value_issues
 from .release_facts import ENGINE_VERSION, release_values
 from .serve_apply import apply_serve, blame_hf_overrides, load_serve_checkpoint, serve_model_path
 from .serve_config_file import charged_to_config_file
 
-__all__ = ["CheckpointGate", "Deployment", "admissible", "build_deployment", "check_serve_values", "device_from_inputs", "merged_notes", "origins_of", "probed_environment", "read_model_config", "serve_release", "unused_gpu_note"]
+__all__ = ["CheckpointGate", "Deployment", "build_deployment", "check_serve_values", "device_from_inputs", "merged_notes", "origins_of", "probed_environment", "read_model_config", "serve_release", "unused_gpu_note"]
 
 CheckpointGate = tuple[Any, Any, tuple[str, ...], "tuple[str, ...] | None"]
 """(the checkpoint's experts scheme, its quant method, the method vLLM checks for it, the method the
@@ -66,6 +69,10 @@ class Deployment:
             (:func:`moe_oracle.inputs.ep_refusal.engine_num_experts`; ``None`` without one).
         architecture: the checkpoint's ``architectures[0]`` (``None`` without one), for the model
             class's own start-up checks (:mod:`.model_start_refusals`).
+        attention_heads: the attention-head count vLLM's model config reads from the checkpoint
+            (:func:`moe_oracle.inputs.attention_heads.engine_attention_heads`; ``None`` without one).
+        model_quantization: vLLM's ``ModelConfig.quantization`` for the checkpoint (its method, or
+            ``--quantization``; ``None``: unquantized, or no checkpoint).
     """
 
     given: OperatorInputs
@@ -77,6 +84,8 @@ class Deployment:
     checkpoint_gate: CheckpointGate | None = None
     engine_num_experts: int | None = None
     architecture: str | None = None
+    attention_heads: int | None = None
+    model_quantization: str | None = None
 
     def origins(self) -> dict[str, Origin]:
         """Deployment field -> the input that set it (:func:`origins_of`)."""
@@ -84,15 +93,25 @@ class Deployment:
 
     def refusals(self) -> list[InputIssue]:
         """What the answer's release refuses at start (EPLB without EP, ...), each naming the input
-        that set it and advising a change there (:func:`moe_oracle.core.refusals.refusals`), and
-        expert parallelism on a checkpoint vLLM finds no experts in (:mod:`.ep_refusal`), and the
+        that set it and advising a change there (:func:`moe_oracle.core.refusals.refusals`), a
+        tensor-parallel size that does not divide the checkpoint's attention heads
+        (:mod:`.attention_heads`), expert parallelism on a checkpoint vLLM finds no experts in (:mod:`.ep_refusal`), and the
         parallel settings the checkpoint's model class refuses (:mod:`.model_start_refusals`). A
         refusal of a flag the serve line's ``--config`` file alone gave names that file."""
         origins = self.origins()
         issues = refusals(self.config, release=self.release, origins=origins)
+        who = self.release.facts_named() if self.release else f"vLLM {ENGINE_VERSION}"
+        if self.attention_heads:
+            origin = origins.get("parallel.tp_size", FLAG)
+            heads = attention_heads_refusal(self.attention_heads, self.config.parallel.tp_size, where_given("parallel.tp_size", origin), who, origin.file)
+            issues += [heads] if heads is not None else []
+        if self.config.quant == QuantScheme(None, None) and self.release is not None:  # a quantized layer: constraint.moonep_unquantized
+            origin = origins.get("parallel.all2all_backend", FLAG)
+            moonep = moonep_quantized_model_refusal(self.model_quantization, self.config.parallel.all2all_backend.value, self.release.stand_in, where_given("parallel.all2all_backend", origin), origin.file)
+            issues += [moonep] if moonep is not None else []
         if self.engine_num_experts == 0 and self.config.parallel.use_ep:
             origin = origins.get("parallel.use_ep", FLAG)
-            issues.append(ep_refusal(where_given("parallel.use_ep", origin), self.release.facts_named() if self.release else f"vLLM {ENGINE_VERSION}", origin.file))
+            issues.append(ep_refusal(where_given("parallel.use_ep", origin), who, origin.file))
         if self.architecture is not None:
             blame = blame_from(origins)
             refused = model_start_refusal(self.architecture, self.config.parallel, self.release.stand_in if self.release else ENGINE_VERSION, self.config.device.platform.value, blame,
@@ -279,6 +298,7 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
 
     engine_experts: int | None = None  # a checkpoint's count as vLLM's model config reads it
     architecture: str | None = None
+    heads: int | None = None
     if given.config:
         loaded = load_config_file(given.config, catalog, answer_env=answer_env, data=given.config_data)
         config, file_env, file_probe = loaded.config, loaded.environment, loaded.probe
@@ -326,6 +346,7 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
         config = MoEConfig(device=device, provenance=ck_prov + (Provenance("device", Source.HARDWARE, f"--gpu {given.gpu}" if given.gpu else "--platform" if given.platform else "device"),), **kwargs)
         changes = {}
         engine_experts = engine_num_experts(hf_cfg)
+        heads = engine_attention_heads(hf_cfg)
         archs = hf_cfg.get("architectures")
         architecture = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
     else:
@@ -391,8 +412,9 @@ def _build_deployment(given: OperatorInputs, catalog: Catalog, serve: ServeArgs 
     if serve is not None:
         check_serve_values(serve, catalog, env)  # --quantization: with the checkpoint, below
     quant_notes, gate = _verify_quantization(given, catalog, config, env, serve, ck_quant, ck_scheme)
+    model_quant = checkpoint_quantization(ck_quant, serve.quantization if serve is not None else None) if ck_quant is not None else None
     # Notes echo values from input files and flags (config.json's architectures): escaped as errors echo them.
-    return Deployment(given, config, env, engine_release(catalog, env), tuple(escaped(n) for n in notes + quant_notes), serve, gate, engine_experts, architecture)
+    return Deployment(given, config, env, engine_release(catalog, env), tuple(escaped(n) for n in notes + quant_notes), serve, gate, engine_experts, architecture, heads, model_quant)
 
 
 def read_model_config(given: OperatorInputs, serve: ServeArgs | None) -> tuple[ModelReference, dict[str, Any], list[str]]:
@@ -530,7 +552,8 @@ def origins_of(given: OperatorInputs) -> dict[str, Any]:
     serve_set = given.from_serve
     config_file = given.config
     origins = {}
-    for field, dest in (("parallel.enable_eplb", "eplb"), ("parallel.use_ep", "ep"), ("parallel.num_redundant_experts", "redundant_experts"), ("parallel.pcp_size", "pcp"), ("parallel.tp_size", "tp")):
+    for field, dest in (("parallel.enable_eplb", "eplb"), ("parallel.use_ep", "ep"), ("parallel.num_redundant_experts", "redundant_experts"), ("parallel.pcp_size", "pcp"), ("parallel.tp_size", "tp"),
+                        ("parallel.all2all_backend", "all2all")):
         if dest in serve_set:
             origins[field] = Origin("serve")
         elif getattr(given, dest, None) is not None:
@@ -550,30 +573,3 @@ def merged_notes(decision_notes: tuple[str, ...], input_notes: tuple[str, ...]) 
     sourced = {n.split(": ", 1)[1] for n in input_notes if ": " in n}
     kept = tuple(n for n in decision_notes if n not in sourced and n not in input_notes)
     return kept + tuple(dict.fromkeys(input_notes))
-
-
-def admissible(deployment: "Deployment", catalog: Catalog) -> Callable[[MoEConfig, Environment], bool]:
-    """For why-not's search (dead-end fixes too): whether vLLM starts with an edited deployment,
-    held to the platform quantization check that ``select`` with the fix applied runs
-    (:func:`build_deployment`), so every printed fix runs as printed.
-
-    An edit that keeps the checkpoint's experts and format is the checkpoint itself: the method
-    vLLM checks for it (:func:`moe_oracle.inputs.quant_checks.checkpoint_quantization`) must pass the
-    edited device's platform in the edited release (:func:`moe_oracle.inputs.quant_checks.platform_admits`),
-    so no fix moves the checkpoint to a GPU whose platform refuses its method. Any other layer
-    (``--quant`` or the layer's ``quant_method`` edited, or a ``--config`` layer given field by
-    field) is a checkpoint of that format with those experts: one of the methods it can have must
-    pass (:func:`moe_oracle.inputs.quant_checks.layer_gate_methods`), as ``select`` holds it to
-    :func:`moe_oracle.inputs.quant_checks.verify_layer_quantization`, unless the serve line's ``-q`` chose
-    the method (:func:`moe_oracle.inputs.quant_checks.quantization_from_flag`), which then must pass."""
-    gate = deployment.checkpoint_gate
-
-    def admits(c: MoEConfig, env: Environment) -> bool:
-        release = answer_release(catalog, env) or ENGINE_VERSION
-        if gate is not None and (c.quant, c.quant_method) == gate[:2]:
-            return platform_admits(gate[2], release, c.device)
-        if gate is not None and gate[3] is not None and c.quant_method == gate[1]:
-            return platform_admits(gate[3], release, c.device)  # the serve line's -q chose it
-        return platform_admits(layer_gate_methods(c, release), release, c.device)
-
-    return admits

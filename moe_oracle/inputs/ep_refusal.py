@@ -16,14 +16,15 @@ from typing import Any, Mapping
 
 from ..core.errors import InputIssue
 
-__all__ = ["ENGINE_NUM_EXPERTS_KEYS", "engine_num_experts", "ep_refusal", "ep_without_experts"]
+__all__ = ["ENGINE_NUM_EXPERTS_KEYS", "engine_num_experts", "ep_refusal", "ep_without_experts", "text_config"]
 
 ENGINE_NUM_EXPERTS_KEYS: tuple[str, ...] = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
 """The top-level keys vLLM reads the model's expert count from, in its order."""
 
 
-def _text(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
-    # vLLM's hf_text_config: the text sub-config of a multimodal or omni model (its own keys only).
+def text_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """vLLM's ``hf_text_config`` of a parsed ``config.json``: the text sub-config of a multimodal
+    or omni model (its own keys only), else the config itself."""
     for outer, inner in (("text_config", None), ("thinker_config", "text_config")):
         sub = cfg.get(outer)
         if isinstance(sub, dict):
@@ -39,7 +40,7 @@ def engine_num_experts(cfg: Mapping[str, Any]) -> int:
     >>> engine_num_experts({"num_local_experts": 8}), engine_num_experts({"ffn_config": {"moe_num_experts": 16}})
     (8, 0)
     """
-    text = _text(cfg)
+    text = text_config(cfg)
     for key in ENGINE_NUM_EXPERTS_KEYS:
         if key in text and text[key] is not None:
             value = text[key]

@@ -30,10 +30,12 @@ from .hf import QUANT_DOCUMENT, load_hf_config
 from .models import find_quant_config, quant_config_beside, quant_document
 from .operator_inputs import OperatorInputs
 from .placement_note import placement_note
-from .quant_checks import verify_checkpoint_quantization
+from .quant_checks import checkpoint_quantization, verify_checkpoint_quantization
 from .serve import ServeArgs, parse_serve
 from .eplb_defaults import default_redundant_parallel
+from .attention_heads import attention_heads_refusal, engine_attention_heads
 from .ep_refusal import ep_without_experts
+from .moonep_start import moonep_quantized_model_refusal
 from .model_start_refusals import blame_from, model_start_refusal
 from .sequence_parallel import parallel_with_sequence_parallel
 from .release_facts import ENGINE_VERSION
@@ -189,6 +191,15 @@ def _build_model_deployment(given: OperatorInputs, catalog: Catalog, serve: Serv
     parallel = ParallelConfig(**par)
     parallel, sp_note = parallel_with_sequence_parallel(parallel, checkpoint.architecture, release, bool(given.lora), device.platform.value)
     notes += [sp_note] if sp_note else []
+    tp_origin = origins_of(given).get("parallel.tp_size", FLAG)
+    refused = attention_heads_refusal(engine_attention_heads(hf_cfg), parallel.tp_size, where_given("parallel.tp_size", tp_origin), f"vLLM {answer_release(catalog, env) or ENGINE_VERSION}", tp_origin.file)
+    if refused is not None:
+        raise ConfigError([refused])
+    a2a_origin = origins_of(given).get("parallel.all2all_backend", FLAG)
+    refused = moonep_quantized_model_refusal(checkpoint_quantization(checkpoint.quant, user_q), parallel.all2all_backend.value, answer_release(catalog, env) or ENGINE_VERSION,
+                                             where_given("parallel.all2all_backend", a2a_origin), a2a_origin.file)
+    if refused is not None:
+        raise ConfigError([refused])
     ep_origin = origins_of(given).get("parallel.use_ep", FLAG)
     refused = ep_without_experts(hf_cfg, parallel.use_ep, where_given("parallel.use_ep", ep_origin), f"vLLM {answer_release(catalog, env) or ENGINE_VERSION}", ep_origin.file)
     if refused is not None:

@@ -20,7 +20,7 @@ from .quant_checks import FROM_FLAG
 from .serve import ServeArgs
 from .release_facts import engine_facts
 
-__all__ = ["SERVE_TO_ARGS", "apply_serve", "blame_hf_overrides", "check_draft_moe_backend", "load_serve_checkpoint", "serve_model_path"]
+__all__ = ["SERVE_TO_ARGS", "TEXT_CONFIG_NAMES", "apply_serve", "blame_hf_overrides", "check_draft_moe_backend", "load_serve_checkpoint", "serve_model_path"]
 
 
 # ServeArgs attribute -> (OperatorInputs field, flag as the user types it for moe-oracle)
@@ -149,12 +149,20 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any], 
     checkpoint's method is taken or refused is :func:`verify_checkpoint_quantization`'s
     question (it needs the whole quantization document, ``hf_quant_config.json`` included).
 
+    An override that gives a text-only config one of the names transformers takes the text
+    config from (:data:`TEXT_CONFIG_NAMES`) makes that value the text config, which no dict
+    passes: refused (:func:`_text_config_override`).
+
     Returns:
-        (the config to read, notes). Nothing here is refused.
+        (the config to read, notes).
+
+    Raises:
+        ConfigError: an override vLLM refuses when it reads the text config.
     """
     notes = []
     cfg = dict(hf_cfg)
     if serve.hf_overrides:
+        _text_config_override(hf_cfg, serve.hf_overrides)
         for key, value in serve.hf_overrides.items():
             current = cfg.get(key)
             if isinstance(value, Mapping) and isinstance(current, Mapping) and _is_sub_config(key, current):
@@ -184,6 +192,33 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any], 
         elif q == method:
             notes.append(f"--quantization {q} matches the checkpoint's quant_method: no effect")
     return cfg, notes
+
+
+TEXT_CONFIG_NAMES: tuple[str, ...] = ("text_encoder", "decoder", "generator", "text_config")
+"""The attributes transformers 5.x ``PreTrainedConfig.get_text_config`` takes the text config from
+(the first not None; several: ValueError), which vLLM 0.29.0-0.34.0 reads at start
+(vllm/transformers_utils/config.py ``get_hf_text_config``); every release pins transformers 5."""
+
+
+def _text_config_override(hf_cfg: Mapping[str, Any], overrides: Mapping[str, Any]) -> None:
+    """Refuse an ``--hf-overrides`` key of :data:`TEXT_CONFIG_NAMES` that the checkpoint has no
+    sub-config under: ``ModelConfig._apply_dict_overrides`` sets the value as a plain attribute
+    (only an existing nested config is merged into), ``get_text_config`` returns that value, and
+    ``get_hf_text_config`` raises "The text_config extracted from the model config does not have
+    `num_attention_heads` attribute" (a dict has no attributes), or "Multiple valid text configs"
+    beside an existing one: vLLM does not start.
+
+    >>> _text_config_override({"text_config": {"model_type": "x"}}, {"text_config": {"num_experts": 64}}) is None
+    True
+    """
+    for key in TEXT_CONFIG_NAMES:
+        value = overrides.get(key)
+        if value is None or isinstance(hf_cfg.get(key), Mapping):
+            continue
+        raise ConfigError([InputIssue(f"--serve --hf-overrides {key}", f"the checkpoint has no {key} sub-config, so vLLM sets this value as its {key} attribute and reads "
+                                      "it as the text config (transformers get_text_config), where it finds no attributes: vLLM refuses at start (\"The text_config extracted "
+                                      "from the model config does not have `num_attention_heads` attribute\", vllm/transformers_utils/config.py get_hf_text_config); "
+                                      "give the override's keys at the top level of --hf-overrides", json.dumps(value)[:200], None, keyword="engine_refuses")], headline="bad --serve")
 
 
 # config.json keys transformers builds a nested PreTrainedConfig from (a composite model's
