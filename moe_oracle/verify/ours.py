@@ -259,8 +259,8 @@ class OurSide:
             stage = self.stage(exc.decision)
             if exc.decision.refused is not None and (stage in ("lora", "profile_run") or (stage == "construction" and dep.front_end == "direct")):
                 selected = self._selected_before(dep, exc.decision, stage)
-                # The harness runs the LoRA wrapper's checks where it built the layer and its
-                # prepare/finalize builds (verify/vllm_late_checks.py): the refusal is compared there.
+                # The harness runs the LoRA wrapper's checks under every front end but direct, where
+                # the prepare/finalize builds (verify/vllm_late_checks.py): the refusal is compared there.
                 if stage == "lora" and dep.front_end != "direct" and not (selected.prepare_finalize or "").startswith(PF_RAISES):
                     return Answer("error", detail=f"refused by the LoRA wrapper ({selected.later})"[:300], stage="lora")
                 return selected
@@ -285,8 +285,8 @@ class OurSide:
     def _selected_before(self, dep: Deployment, decision: Any, stage: str) -> Answer:
         """The kernel the engine selects before refusing the layer at ``stage``, a stage the
         harness's vLLM side does not reach for ``dep`` (:attr:`Answer.later`): vLLM's side stops
-        after selection under the ``direct`` front end, runs the LoRA wrapper's checks only on a
-        layer it built whose prepare/finalize builds, and never runs the start-up profile run. Its prepare/finalize is the one vLLM would build for it
+        after selection under the ``direct`` front end, runs the LoRA wrapper's checks only under
+        another front end and where the prepare/finalize builds, and never runs the start-up profile run. Its prepare/finalize is the one vLLM would build for it
         (where it is built)."""
         row = decision.rows[decision.refused]
         entry = row.entry
@@ -302,9 +302,10 @@ class OurSide:
         built = decision.ranking.built_pf(decision.refused) if stage in ("lora", "profile_run") else None
         pf = built.upstream if built is not None else None
         # Building the kernel on its prepare/finalize comes before the LoRA wrapper and the profile
-        # run: a check made then fails as building the winner's does (pf_answer's PF_RAISES).
+        # run: a check made then fails as building the winner's does (pf_answer's PF_RAISES), also
+        # where the failing check is the prepare/finalize's own (no P/F is then built).
         raising = sorted(f.rule for f in row.failures if f.rule in decision.ranking.view.construction)
-        if built is not None and raising:
+        if raising and stage in ("lora", "profile_run"):
             pf = PF_RAISES + raising[0]
         return Answer("ok", experts=entry.upstream, activation_format=entry.activation_format.value, backend=backend, detail=entry.id,
                       prepare_finalize=pf, later=f"{stage}: {rules}")

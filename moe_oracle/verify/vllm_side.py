@@ -562,11 +562,12 @@ class VllmSide:
             # max_num_tokens: TypeError) or FusedMoEKernel._post_init_setup's assert. The layer is
             # refused at construction, whatever was selected.
             return Answer("error", detail=f"building {experts.__name__} raises: {pf[len(PF_RAISES):]}"[:300], stage="construction")
-        if dep.lora and self.loaded is not None and not (pf or "").startswith(PF_RAISES):
+        if dep.lora and dep.front_end != "direct" and not (pf or "").startswith(PF_RAISES):
             # The model runner wraps the layer for LoRA once every kernel is built (a kernel whose
-            # prepare/finalize raises stops vLLM first; its P/F is compared instead).
+            # prepare/finalize raises stops vLLM first; its P/F is compared instead). Under the
+            # direct front end nothing is built, so a construction refusal could come first.
             try:
-                check_lora_wrapper(dep, self.loaded[0])
+                check_lora_wrapper(dep, moe)
             except (ValueError, AssertionError) as exc:
                 return Answer("error", detail=f"LoRA wrapper: {type(exc).__name__}: {exc}"[:300], stage="lora")
         return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name, prepare_finalize=pf, sizes=self.sizes)
