@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from ..core.errors import ConfigError, InputIssue
 from .release_facts import PlatformQuantization, platform_quantization, release_values
+from .requantization import requantization_refusal
 
 __all__ = ["PlatformQuantizationIssue", "checkpoint_quantization", "config_quant_method_issue", "layer_gate_methods", "layer_quantization_methods", "modelled_quant_methods", "platform_admits", "platform_refusal", "quantization_from_flag", "quantization_override", "verify_checkpoint_quantization", "verify_layer_quantization"]
 
@@ -551,6 +552,9 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         fix = f"drop it or give {declared}" if declared else "drop it (the checkpoint's empty quant_method means no quantization)"
         raise ConfigError([InputIssue(flag, f"vLLM {release} refuses the checkpoint at start: 'Quantization method specified in the model config ({shown}) does not match the quantization method specified in the `quantization` argument ({user})', and no override method accepts this pair (ModelConfig._verify_quantization, vllm/config/model.py); {fix}", user, [declared] if declared else None)], headline=headline)
     notes = []
+    requantized = requantization_refusal(user, override, release, flag) if override is not None and user != override and user != declared else None
+    if requantized is not None:
+        raise ConfigError([requantized], headline=headline)
     if override is not None and user is not None and user != override and user != declared:
         notes.append(f"{flag} {user} on a {declared} checkpoint: vLLM {release}'s {override} override takes the checkpoint as {override} (ModelConfig._verify_quantization), so {flag.split()[-1]} {user} has no effect of its own")
     effective = override or declared

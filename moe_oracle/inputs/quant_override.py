@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from ..core.errors import ConfigError, InputIssue
 
-__all__ = ["refuse_moe_activation_override"]
+__all__ = ["refuse_moe_activation_override", "refuse_online_moe_target"]
 
 
 def refuse_moe_activation_override(value: Any, version: str) -> None:
@@ -55,3 +55,40 @@ def refuse_moe_activation_override(value: Any, version: str) -> None:
                        "moe-oracle does not model the override and refuses rather than answer for the checkpoint's own activations", act if isinstance(act, str) else json.dumps(act), None)
             for where, act in found
         ], headline="bad --serve")
+
+
+def refuse_online_moe_target(value: Any, version: str) -> None:
+    """Refuse a ``--quantization-config`` that gives the routed experts an online weight target, which
+    the tables do not model: ``moe`` as a shorthand name or a spec with a ``weight``, or a ``targets``
+    entry with one (a pattern may match the experts). vLLM 0.29.0-0.34.0 vllm/config/quantization.py
+    ``resolve_quantization_config`` builds the online method from it (Q/online/base.py
+    ``resolve_quant_method_cls``): the experts of an unquantized checkpoint are quantized online,
+    those of a quantized one re-quantized or refused (:mod:`.requantization`), so answering for the
+    checkpoint's own experts would be wrong. A value that is not a JSON object is left to the note.
+
+    Raises:
+        ConfigError: such a target is set.
+    """
+    try:
+        spec = value if isinstance(value, Mapping) else json.loads(value)
+    except (TypeError, ValueError, RecursionError):
+        return
+    if not isinstance(spec, Mapping):
+        return
+    found = []
+    moe = spec.get("moe")
+    if isinstance(moe, str) or (isinstance(moe, Mapping) and moe.get("weight") is not None):
+        found.append(("moe", moe))
+    targets = spec.get("targets")
+    if isinstance(targets, Mapping):
+        found += [(f"targets.{name}", t) for name, t in targets.items() if isinstance(t, str) or (isinstance(t, Mapping) and t.get("weight") is not None)]
+    if found:
+        raise ConfigError([
+            InputIssue(f"--serve --quantization-config {where}",
+                       f"vLLM {version} quantizes the routed experts online with this target (or re-quantizes a quantized checkpoint's; vllm/config/quantization.py "
+                       "resolve_quantization_config, Q/online/base.py resolve_quant_method_cls); moe-oracle does not model online targets given by "
+                       "--quantization-config and refuses rather than answer for the checkpoint's own experts (an online FP8 shorthand given as --quantization is modelled)",
+                       target if isinstance(target, str) else json.dumps(target), None)
+            for where, target in found
+        ], headline="bad --serve")
+

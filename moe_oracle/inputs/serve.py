@@ -77,7 +77,7 @@ from typing import Any, Mapping, Sequence
 
 from . import argtypes
 from ..core.errors import ConfigError, InputIssue, did_you_mean
-from .quant_override import refuse_moe_activation_override
+from .quant_override import refuse_moe_activation_override, refuse_online_moe_target
 from .release_facts import ENGINE_VERSION, engine_facts, quantization_value_issues, release_values
 from .serve_argv import API_SERVER, EVERY_OCCURRENCE, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
 from .serve_config_file import ConfigFileFlags, charged_to_config_file, config_file_flags, dest_of_options
@@ -113,7 +113,7 @@ UNMODELLED_FLAGS: Mapping[str, str] = {
     "speculative_config": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads its moe_backend for the MTP draft layers)",
     "spec_method": "a draft model's MoE layers (e.g. MTP) are selected on their own; explain and select answer for the target model (plan reads it to decide which draft layers vLLM builds)",
     "spec_model": "a draft model's MoE layers are selected on their own; explain and select answer for the target model (plan reads it to decide which draft layers vLLM builds)",
-    "quantization_config": "online quantization settings are not modelled; the answer uses --quantization alone (a MoE activation override, moe.activation, is refused)",
+    "quantization_config": "online quantization settings are not modelled; the answer uses --quantization alone (a MoE activation override, moe.activation, or an online weight target for the experts, moe or targets, is refused)",
     "enable_dbo": "dual-batch overlap changes how the prepare/finalize is built, not which experts kernel runs",
     "enable_elastic_ep": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",
     "elastic_ep_max_dp_size": "elastic EP sizes the all2all buffers for a larger DP group; not modelled",
@@ -510,6 +510,7 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
         values["moe_backend"] = backend
     if given.get("quantization_config") is not None:
         refuse_moe_activation_override(given["quantization_config"], version)
+        refuse_online_moe_target(given["quantization_config"], version)
     spec_json = None
     if "speculative_config" in given:
         # create_speculative_config reads the last value as a dict: vLLM fails to start on another JSON value.

@@ -21,3 +21,4 @@ def vllm_env() -> VllmEnv:
         return VllmEnv.from_dir(Path(directory))
     except FileNotFoundError as exc:
         pytest.fail(f"MOE_ORACLE_VLLM_ENV={directory} is not a vLLM environment: {exc}")
+

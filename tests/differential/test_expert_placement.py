@@ -15,13 +15,14 @@ Deselected by default (marker ``differential``); needs ``$MOE_ORACLE_VLLM_ENV``.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import pytest
 
 from moe_oracle.verify.cases import Deployment
-from moe_oracle.verify.run import RELEASES, verify
+from moe_oracle.verify.run import RELEASES
+
+from tests.differential.agreement import agree_on
 
 pytestmark = pytest.mark.differential
 
@@ -43,11 +44,7 @@ CASES = (KEPT, *FALLBACKS, MOONEP, replace(MOONEP, expert_placement_strategy="li
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_placement_deployments_agree_with_the_release(vllm_env, release):
-    rel = verify(vllm_env, [release], list(CASES), jobs=max(1, min(2, os.cpu_count() or 1))).releases[0]
-    shown = "\n".join(f"  {r.case.to_dict()}: vLLM {r.vllm.status} {r.vllm.stage} {r.vllm.experts or r.vllm.detail[:160]} | ours {r.ours.status} {r.ours.stage} {r.ours.experts or r.ours.detail[:160]}"
-                      for r in rel.records)
-    assert not rel.unexplained, f"vLLM {release}: disagreements:\n{shown}"
-    by_case = {r.case: r for r in rel.records}
+    by_case, shown = agree_on(vllm_env, release, CASES)
     if release >= "0.32.0":  # the MoE-EP backends exist
         assert (by_case[KEPT].vllm.status, by_case[KEPT].vllm.stage) == ("error", "construction"), shown
         assert "linear expert placement" in by_case[KEPT].vllm.detail, shown

@@ -12,13 +12,14 @@ Deselected by default (marker ``differential``); needs ``$MOE_ORACLE_VLLM_ENV``.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import pytest
 
 from moe_oracle.verify.cases import Deployment
-from moe_oracle.verify.run import RELEASES, verify
+from moe_oracle.verify.run import RELEASES
+
+from tests.differential.agreement import agree_on
 
 pytestmark = pytest.mark.differential
 
@@ -33,11 +34,7 @@ CASES = (LORA_EP, SEQUENCE_PARALLEL, ROUND_ROBIN, FALLEN_BACK)
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_lora_wrapper_refusals_agree_with_the_release(vllm_env, release):
-    rel = verify(vllm_env, [release], list(CASES), jobs=max(1, min(2, os.cpu_count() or 1))).releases[0]
-    shown = "\n".join(f"  {r.case.to_dict()}: vLLM {r.vllm.status} {r.vllm.stage} {r.vllm.experts or r.vllm.detail[:160]} | ours {r.ours.status} {r.ours.stage} {r.ours.experts or r.ours.detail[:160]}"
-                      for r in rel.records)
-    assert not rel.unexplained, f"vLLM {release}: disagreements:\n{shown}"
-    by_case = {r.case: r for r in rel.records}
+    by_case, shown = agree_on(vllm_env, release, CASES)
     assert by_case[LORA_EP].vllm.status == "ok", shown
     assert (by_case[SEQUENCE_PARALLEL].vllm.status, by_case[SEQUENCE_PARALLEL].vllm.stage) == ("error", "lora"), shown
     assert by_case[FALLEN_BACK].vllm.status == "ok", shown

@@ -49,7 +49,7 @@ def test_an_explicit_uneven_count_is_still_refused_in_0_34(tmp_path, layer, caps
 
 
 def test_plan_computes_the_count_from_the_models_experts_from_0_34(capsys):
-    argv = ["plan", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "6", "--ep", "--eplb"]
+    argv = ["plan", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "2", "--dp", "3", "--ep", "--eplb"]
     assert main([*argv, "--package", "vllm==0.34.0"]) == 0
     out = capsys.readouterr().out
     assert "eplb+4" in out and "vLLM 0.34.0 picks num_redundant_experts=4" in out  # 128 experts over EP 6

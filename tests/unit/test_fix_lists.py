@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -70,14 +72,29 @@ def test_why_not_offers_the_variable_that_disables_the_backend_and_it_runs_as_pr
 # ----------------------------------------------------------------------------- 2. dominated fixes
 
 
+@pytest.fixture(scope="module")
+def heads_split_3_ways(tmp_path_factory) -> str:
+    """The NVFP4 Qwen3.5-122B-A10B checkpoint with 48 attention heads: TP 3 passes ModelConfig's
+    head check (its 32 heads refuse it at start), while the 1,024 expert intermediate size still
+    does not split 3 ways, the dead end these fix lists come from."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "models"
+    cfg = json.loads((examples / "nvidia-qwen3.5-122b-a10b-nvfp4.json").read_text(encoding="utf-8"))
+    cfg["text_config"]["num_attention_heads"] = 48
+    where = tmp_path_factory.mktemp("heads48")
+    (where / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    shutil.copy(examples / "nvidia-qwen3.5-122b-a10b-nvfp4.hf_quant_config.json", where / "hf_quant_config.json")
+    return str(where / "config.json")
+
+
 @pytest.mark.parametrize("argv", [
     # was: --ep, --tp 1 --dp 3 --ep --all2all allgather_reducescatter, --tp 1
-    ["--model", "nvidia-qwen3.5-122b-a10b-nvfp4", "--gpu", "RTX_PRO_6000", "--moe-backend", "cutlass", "--tp", "3"],
+    ["--gpu", "RTX_PRO_6000", "--moe-backend", "cutlass", "--tp", "3"],
     # was: --moe-backend auto --ep, --moe-backend auto --tp 1 --dp 3 --ep --all2all ..., twice
-    ["--model", "nvidia-qwen3.5-122b-a10b-nvfp4", "--gpu", "L40S", "--moe-backend", "flashinfer_trtllm", "--tp", "3"],
-    ["--model", "nvidia-qwen3.5-122b-a10b-nvfp4", "--gpu", "MI300X", "--tp", "3"],
+    ["--gpu", "L40S", "--moe-backend", "flashinfer_trtllm", "--tp", "3"],
+    ["--gpu", "MI300X", "--tp", "3"],
 ], ids=["cutlass-rtx", "trtllm-l40s", "auto-mi300x"])
-def test_no_fix_is_another_fix_plus_more(argv: list[str]) -> None:
+def test_no_fix_is_another_fix_plus_more(argv: list[str], heads_split_3_ways: str) -> None:
+    argv = ["--model", heads_split_3_ways, *argv]
     code, record, _ = select_json(*argv)
     assert code == 1 and record["fixes"]
     parts = [_parts(f["flags"]) | frozenset(f["changes"]) for f in record["fixes"]]

@@ -26,8 +26,8 @@ def _record(capsys, *argv):
     (["--tp", "8", "--eplb"], "EPLB without expert parallelism"),
     (["--ep", "--eplb"], "without tensor, prefill-context or data parallelism"),
     (["--tp", "8", "--redundant-experts", "16"], "redundant experts without EPLB"),
-    (["--tp", "6", "--ep", "--eplb", "--package", "vllm==0.33.0"], "do not split evenly over 6 EP ranks"),  # 0.34.0 computes an even count
-    (["--tp", "6", "--ep", "--eplb", "--redundant-experts", "0"], "do not split evenly over 6 EP ranks"),
+    (["--tp", "2", "--dp", "3", "--ep", "--eplb", "--package", "vllm==0.33.0"], "do not split evenly over 6 EP ranks"),  # 0.34.0 computes an even count
+    (["--tp", "2", "--dp", "3", "--ep", "--eplb", "--redundant-experts", "0"], "do not split evenly over 6 EP ranks"),
 ])
 def test_config_time_refusals_exit_2_naming_the_flag(argv, fragment, capsys):
     code = main(["select", *QWEN, *argv])

@@ -11,6 +11,8 @@ parent commit answered ``select --model qwen3-30b-a3b --gpu H100 --tp 2 --dp 4 -
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 
 import jsonschema
@@ -62,12 +64,15 @@ def test_allgather_reducescatter_without_sequence_parallelism_keeps_lora(capsys,
     assert rc == 0 and out["selected"] is not None, out
 
 
-def test_the_harness_compares_the_selection_before_the_lora_wrapper():
-    """The harness's vLLM side never builds the LoRA wrapper, so ours answers the kernel selected
-    before it (Answer.later), as for the start-up profile run."""
+def test_the_harness_compares_the_lora_wrapper_refusal_where_it_runs_the_wrapper_check():
+    """The harness's vLLM side runs the LoRA wrapper's _ep_check under every front end but direct
+    (moe_oracle/verify/vllm_late_checks.py), so ours answers the refusal at stage lora there; under
+    direct it answers the kernel selected before the wrapper (Answer.later), as for the profile run."""
     dep = Deployment(platform="cuda", capability=90, family="unquantized", front_end="unquantized", num_experts=64, top_k=8,
                      tp_size=2, use_ep=True, all2all_backend="deepep_high_throughput", lora=True, packages=("deep_ep",))
     answer = OurSide("0.34.0").answer(dep)
+    assert (answer.status, answer.stage, answer.later) == ("error", "lora", None) and "constraint.lora_ep_all2all" in answer.detail
+    answer = OurSide("0.34.0").answer(replace(dep, front_end="direct"))
     assert (answer.status, answer.experts, answer.later) == ("ok", "TritonExperts", "lora: constraint.lora_ep_all2all")
 
 

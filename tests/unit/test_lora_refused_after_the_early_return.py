@@ -35,7 +35,11 @@ def test_the_lora_kernel_returned_early_is_the_one_refused(release: str) -> None
         side.oracle.select(config_for(LORA_NIXL_B200, release), environment_for(LORA_NIXL_B200, release))
     decision = err.value.decision
     assert decision.refused_kernel == "flashinfer_trtllm_bf16_lora"
+    # The harness runs the wrapper's _ep_check (verify/vllm_late_checks.py): the refusal is compared at
+    # stage lora; under the direct front end, which builds nothing, the kernel selected before it is.
     answer = side.answer(LORA_NIXL_B200)
+    assert (answer.status, answer.stage) == ("error", "lora") and "constraint.lora_ep_all2all" in answer.detail
+    answer = side.answer(Deployment.from_dict({**LORA_NIXL_B200.to_dict(), "front_end": "direct"}))
     assert (answer.status, answer.experts, answer.later) == ("ok", "TrtLlmBf16LoRAExperts", "lora: constraint.lora_ep_all2all")
     # The control: the all2all the wrapper accepts leaves the same kernel selected, unrefused.
     kept = side.answer(Deployment.from_dict({**LORA_NIXL_B200.to_dict(), "all2all_backend": "allgather_reducescatter"}))

@@ -105,19 +105,38 @@ def test_tp_above_the_expert_count_is_refused_where_the_moe_block_checks_it(arch
         assert f"Tensor parallel size {tp} is greater than the number of experts {experts}." in issue.message
 
 
+def _few_experts(tmp_path):
+    # Qwen3-30B-A3B with 4 experts: 32 attention heads, so TP 8 passes ModelConfig's head check
+    # and reaches the MoE block's own (no real checkpoint has fewer experts than a TP size its heads allow).
+    import json
+
+    from moe_oracle.inputs.models import find_model
+
+    cfg = json.loads(find_model("qwen3-30b-a3b").path.read_text(encoding="utf-8"))
+    cfg.update(num_experts=4, num_experts_per_tok=2)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    return str(path)
+
+
 @pytest.mark.parametrize("command", ["select", "plan"])
-def test_both_doors_refuse_qwen3_30b_at_tp_256(command, capsys):
-    # vLLM qwen3_moe.py Qwen3MoeSparseMoeBlock: ValueError when tp_size > config.num_experts (128)
+def test_both_doors_refuse_qwen3_at_a_tp_above_its_experts(command, capsys, tmp_path):
+    # vLLM qwen3_moe.py Qwen3MoeSparseMoeBlock: ValueError when tp_size > config.num_experts
     # (was: triton, exit 0)
-    assert main([command, "--model", "qwen3-30b-a3b", "--gpu", "H100", "--tp", "256"]) == 2
+    model = _few_experts(tmp_path)
+    assert main([command, "--model", model, "--gpu", "H100", "--tp", "8"]) == 2
     err = capsys.readouterr().err
-    assert "bad --tp" in err and "Tensor parallel size 256 is greater than the number of experts 128." in err
-    assert main([command, "--model", "qwen3-30b-a3b", "--gpu", "H100", "--tp", "128"]) == 0
+    assert "bad --tp" in err and "Tensor parallel size 8 is greater than the number of experts 4." in err
+    assert main([command, "--model", model, "--gpu", "H100", "--tp", "4"]) == 0
+    # The real checkpoint at TP 256: ModelConfig refuses the head split first, before any layer is built.
+    assert main([command, "--model", "qwen3-30b-a3b", "--gpu", "H100", "--tp", "256"]) == 2
+    assert "Total number of attention heads (32) must be divisible by tensor parallel size (256)." in capsys.readouterr().err
 
 
 def test_the_serve_line_is_named_for_tp(capsys):
     import json
 
-    assert main(["plan", "--json", "--gpu", "H100", "--serve", "vllm serve Qwen/Qwen3-30B-A3B -tp 256"]) == 2
+    line = "vllm serve Qwen/Qwen3-30B-A3B -tp 8 --hf-overrides '{\"num_experts\": 4, \"num_experts_per_tok\": 2}'"
+    assert main(["plan", "--json", "--gpu", "H100", "--serve", line]) == 2
     issue = json.loads(capsys.readouterr().out)["issues"][0]
-    assert (issue["path"], issue["keyword"], issue["value"], issue["allowed"]) == ("--serve --tensor-parallel-size", "engine_refuses", 256, {"type": "integer", "maximum": 128})
+    assert (issue["path"], issue["keyword"], issue["value"], issue["allowed"]) == ("--serve --tensor-parallel-size", "engine_refuses", 8, {"type": "integer", "maximum": 4})

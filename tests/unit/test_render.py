@@ -82,7 +82,7 @@ def test_allowed_lists_are_cut_between_names():
 def test_failures_carry_a_why_line_with_hint_and_reference(capsys):
     main(["explain", *DEAD_END])
     out = capsys.readouterr().out
-    assert re.search(r"why: 128x128 weight blocks .* \(vLLM 0.29.0-0.33.0 Q/fp8.py", out)
+    assert re.search(r"why: 128x128 weight blocks .* \(vLLM 0.29.0-0.34.0 Q/fp8.py", out)
 
 
 def test_a_pairing_failure_says_what_is_produced_and_needed():

@@ -82,11 +82,15 @@ def test_the_result_prints_readably():
     assert text.startswith("flashinfer_cutlass/flashinfer_cutlass_afp8 becomes eligible") and "1. --ep" in text and "WhyNot(" not in text
 
 
-def test_a_tp_that_does_not_divide_the_expert_size_gets_parallel_fixes(capsys):
+def test_a_tp_that_does_not_divide_the_expert_size_gets_parallel_fixes(capsys, tmp_path):
     """intermediate_divisible is derived from the parallel layout: no move set it, so select and
     why-not said no change helps (Qwen3-30B-A3B at TP 5: 768 % 5 != 0); the fixes move what it is
-    computed from, and --ep (moe TP 1) comes first."""
-    assert main(["select", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--tp", "5"]) == 1
+    computed from, and --ep (moe TP 1) comes first. (The checkpoint gets 40 attention heads: its
+    own 32 refuse TP 5 at start, ModelConfig.verify_with_parallel_config.)"""
+    cfg = json.loads(resolve_model_path("qwen3-30b-a3b").read_text(encoding="utf-8"))
+    cfg["num_attention_heads"] = 40
+    (tmp_path / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    assert main(["select", "--model", str(tmp_path / "config.json"), "--gpu", "H200", "--tp", "5"]) == 1
     out = capsys.readouterr().out
     assert "intermediate_divisible = false" in out and "no change of a few inputs" not in out
     assert "  1. --ep  [cost 1] -> triton selected" in out
