@@ -32,7 +32,7 @@ from ..core.oracle import Oracle, parse_policy, require_config, require_environm
 from ..core.blocking import refusing_checks
 from ..core.render import alternative_lines
 from ..core.vocab import Policy
-from .whynot_edits import CATEGORIES, COSTS, DEFAULT_KEEP, Alternative, Edit, request_decision, request_hint
+from .whynot_edits import CATEGORIES, COSTS, DEFAULT_KEEP, Alternative, Edit, refused_after, request_decision, request_hint
 from .whynot_search import MAX_EDITS, MAX_EXPANSIONS, SearchResult, repair, search_eligible, target_failures
 
 if TYPE_CHECKING:
@@ -117,6 +117,7 @@ class WhyNot:
             "cost": self.cost,
             "edits": [e.to_dict() for e in self.edits],
             "winner_after": self.decision.kernel if self.decision else None,
+            "refused_after": refused_after(self.decision),
             "alternatives": [a.to_dict() for a in self.alternatives],
             "keep": sorted(self.keep),
             "blocking": list(self.blocking),

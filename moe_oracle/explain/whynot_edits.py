@@ -203,7 +203,16 @@ class Alternative:
 
     def to_dict(self) -> dict[str, Any]:
         edits, rest = serve_line_edits(self.flags())
-        return {"flags": self.flags(), "serve_line": {"edits": edits, "flags": rest}, "changes": self.changes(), "cost": self.cost, "kernel": self.kernel, "winner_after": self.decision.kernel, "edits": [e.to_dict() for e in self.edits]}
+        return {"flags": self.flags(), "serve_line": {"edits": edits, "flags": rest}, "changes": self.changes(), "cost": self.cost, "kernel": self.kernel, "winner_after": self.decision.kernel,
+                "refused_after": refused_after(self.decision), "edits": [e.to_dict() for e in self.edits]}
+
+
+def refused_after(decision: Decision | None) -> dict[str, Any] | None:
+    """The kernel the engine selects and then refuses the layer with (``Decision.refused``) and the
+    rules that refuse it, as ``{"kernel", "rules"}``; ``None`` where it refuses none."""
+    if decision is None or decision.refused is None:
+        return None
+    return {"kernel": decision.refused_kernel, "rules": list(dict.fromkeys(c.rule for c in refusing_checks(decision)))}
 
 
 def request_hint(catalog: "Catalog", backend: str, verb: str, kernel: str | None = None, requested: Decision | None = None) -> str:

@@ -490,7 +490,7 @@ def _verify_quantization(given: OperatorInputs, catalog: Catalog, config: MoECon
             notes.append(f"$.model.hf_config: vLLM {release} refuses the deprecated quantization method {own} at start unless --allow-deprecated-quantization is given "
                          "(ModelConfig._verify_quantization; DEPRECATED_QUANTIZATION_METHODS); a config file cannot give it: the answer is for a start with it")
     notes += verify_checkpoint_quantization(ck_quant, user_q, "--serve --quantization", release, allow_deprecated=allow, allow_flag="--allow-deprecated-quantization (on the --serve line)", device=config.device,
-                                            another_checkpoint=other)
+                                            another_checkpoint=other, online_moe=serve.online_moe_target if serve is not None else None, experts_quantized=config.quant.weight is not None)
     method = checkpoint_quantization(ck_quant, user_q)
     chosen = quantization_from_flag(ck_quant, user_q)  # the serve line's -q decides whatever the checkpoint (checked above)
     gate = (ck_scheme, config.quant_method, (method,) if method else (), (chosen,) if chosen else None)

@@ -16,16 +16,24 @@ from typing import Any, Mapping
 
 from ..core.errors import InputIssue
 
-__all__ = ["ENGINE_NUM_EXPERTS_KEYS", "engine_num_experts", "ep_refusal", "ep_without_experts", "text_config"]
+__all__ = ["ENGINE_NUM_EXPERTS_KEYS", "TEXT_CONFIG_KEYS", "engine_num_experts", "ep_refusal", "ep_without_experts", "text_config"]
 
 ENGINE_NUM_EXPERTS_KEYS: tuple[str, ...] = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
 """The top-level keys vLLM reads the model's expert count from, in its order."""
 
 
+TEXT_CONFIG_KEYS: tuple[tuple[str, str | None], ...] = (("text_config", None), ("thinker_config", "text_config"), ("language_config", None), ("llm_config", None))
+"""Where a config.json holds the text config vLLM reads (``hf_text_config``), in the order the
+checkpoint reader looks (``moe_oracle.inputs.checkpoint.model._text_config``): DeepSeek-VL2's
+``DeepseekVLV2Config`` builds its ``text_config`` from ``language_config``, and vLLM 0.29.0-0.34.0
+``transformers_utils/config.py`` ``_maybe_remap_hf_config_attrs`` copies ``llm_config`` to
+``text_config`` (InternVL chat)."""
+
+
 def text_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     """vLLM's ``hf_text_config`` of a parsed ``config.json``: the text sub-config of a multimodal
-    or omni model (its own keys only), else the config itself."""
-    for outer, inner in (("text_config", None), ("thinker_config", "text_config")):
+    or omni model (its own keys only, :data:`TEXT_CONFIG_KEYS`), else the config itself."""
+    for outer, inner in TEXT_CONFIG_KEYS:
         sub = cfg.get(outer)
         if isinstance(sub, dict):
             sub = sub.get(inner) if inner else sub

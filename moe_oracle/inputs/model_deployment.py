@@ -166,7 +166,9 @@ def _build_model_deployment(given: OperatorInputs, catalog: Catalog, serve: Serv
     except ConfigError as exc:
         raise blame_hf_overrides(exc, serve, lambda: read(load_hf_config(path, model_flag, shown=model_file))) from None
     release = answer_release(catalog, env) or ENGINE_VERSION
-    notes += verify_checkpoint_quantization(checkpoint.quant, user_q, q_flag, release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)", device=device)
+    notes += verify_checkpoint_quantization(checkpoint.quant, user_q, q_flag, release, allow_deprecated=bool(serve is not None and serve.allow_deprecated_quantization), allow_flag="--allow-deprecated-quantization (on the --serve line)", device=device,
+                                            online_moe=serve.online_moe_target if serve is not None else None,
+                                            experts_quantized=any(getattr(layer.kwargs.get("quant"), "weight", None) is not None for layer in checkpoint.moe_layers()))
     if flag_q and not serve_q and not checkpoint.quant.declared:
         notes.append(f"--quantization {flag_q} on an unquantized checkpoint is not modelled: the answer is for the unquantized layers")
     include_draft, draft_notes = _draft_layers(given, serve, checkpoint, release)

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from ..core.errors import ConfigError, InputIssue
 from .release_facts import PlatformQuantization, platform_quantization, release_values
-from .requantization import requantization_refusal
+from .requantization import moe_shorthand, requantization_refusal
 
 __all__ = ["PlatformQuantizationIssue", "checkpoint_quantization", "config_quant_method_issue", "layer_gate_methods", "layer_quantization_methods", "modelled_quant_methods", "platform_admits", "platform_refusal", "quantization_from_flag", "quantization_override", "verify_checkpoint_quantization", "verify_layer_quantization"]
 
@@ -447,7 +447,8 @@ def quantization_from_flag(quant: Any, user: str | None) -> str | None:
     return override if override is not None and quantization_override(doc, None, model_type) != override else None
 
 
-def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, release: str, *, allow_deprecated: bool, allow_flag: str, device: Any, another_checkpoint: str | None = None) -> list[str]:
+def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, release: str, *, allow_deprecated: bool, allow_flag: str, device: Any, another_checkpoint: str | None = None,
+                                   online_moe: str | None = None, experts_quantized: bool = True) -> list[str]:
     """Check the checkpoint's quantization document against ``--quantization`` as vLLM
     ``release`` does at start (vllm/config/model.py ``ModelConfig._verify_quantization``,
     the same in 0.29.0-0.33.0), in its order:
@@ -497,6 +498,8 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
             how to name it in a refusal.
         device: the :class:`~moe_oracle.core.config.Device` the answer is for (its platform).
         another_checkpoint: how the layer's experts were changed (``--quant fp8_block``), or ``None``.
+        online_moe, experts_quantized: a ``--quantization-config`` target of the routed experts (no
+            ``-q``), and whether the checkpoint quantizes them (:mod:`.requantization`).
 
     Returns:
         notes (a ``--quantization`` an override class replaces; a platform whose check vLLM's
@@ -552,7 +555,8 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         fix = f"drop it or give {declared}" if declared else "drop it (the checkpoint's empty quant_method means no quantization)"
         raise ConfigError([InputIssue(flag, f"vLLM {release} refuses the checkpoint at start: 'Quantization method specified in the model config ({shown}) does not match the quantization method specified in the `quantization` argument ({user})', and no override method accepts this pair (ModelConfig._verify_quantization, vllm/config/model.py); {fix}", user, [declared] if declared else None)], headline=headline)
     notes = []
-    requantized = requantization_refusal(user, override, release, flag) if override is not None and user != override and user != declared else None
+    requantized = requantization_refusal(f"--quantization-config {online_moe}", override or declared, release, "--serve --quantization-config", experts_quantized) if online_moe and declared \
+        else requantization_refusal(f"{flag.split()[-1]} {user}", override, release, flag, experts_quantized) if override and user not in (override, declared) and moe_shorthand(user, release) else None
     if requantized is not None:
         raise ConfigError([requantized], headline=headline)
     if override is not None and user is not None and user != override and user != declared:

@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from ..core.errors import ConfigError, InputIssue
 
-__all__ = ["refuse_moe_activation_override", "refuse_online_moe_target"]
+__all__ = ["online_moe_targets", "refuse_moe_activation_override", "refuse_online_moe_target"]
 
 
 def refuse_moe_activation_override(value: Any, version: str) -> None:
@@ -57,24 +57,22 @@ def refuse_moe_activation_override(value: Any, version: str) -> None:
         ], headline="bad --serve")
 
 
-def refuse_online_moe_target(value: Any, version: str) -> None:
-    """Refuse a ``--quantization-config`` that gives the routed experts an online weight target, which
-    the tables do not model: ``moe`` as a shorthand name or a spec with a ``weight``, or a ``targets``
-    entry with one (a pattern may match the experts). vLLM 0.29.0-0.34.0 vllm/config/quantization.py
-    ``resolve_quantization_config`` builds the online method from it (Q/online/base.py
-    ``resolve_quant_method_cls``): the experts of an unquantized checkpoint are quantized online,
-    those of a quantized one re-quantized or refused (:mod:`.requantization`), so answering for the
-    checkpoint's own experts would be wrong. A value that is not a JSON object is left to the note.
+def online_moe_targets(value: Any) -> list[tuple[str, str]]:
+    """The online weight targets a ``--quantization-config`` value gives the routed experts, as
+    (key, target as given): ``moe`` as a shorthand name or a spec with a ``weight``, and each
+    ``targets`` entry with one (a pattern may match the experts). vLLM 0.29.0-0.34.0
+    vllm/config/quantization.py ``resolve_quantization_config`` builds the online method from them
+    (Q/online/base.py ``resolve_quant_method_cls``). A value that is not a JSON object gives none.
 
-    Raises:
-        ConfigError: such a target is set.
+    >>> online_moe_targets('{"moe": "fp8_per_block", "linear": "fp8_per_block"}')
+    [('moe', 'fp8_per_block')]
     """
     try:
         spec = value if isinstance(value, Mapping) else json.loads(value)
     except (TypeError, ValueError, RecursionError):
-        return
+        return []
     if not isinstance(spec, Mapping):
-        return
+        return []
     found = []
     moe = spec.get("moe")
     if isinstance(moe, str) or (isinstance(moe, Mapping) and moe.get("weight") is not None):
@@ -82,13 +80,27 @@ def refuse_online_moe_target(value: Any, version: str) -> None:
     targets = spec.get("targets")
     if isinstance(targets, Mapping):
         found += [(f"targets.{name}", t) for name, t in targets.items() if isinstance(t, str) or (isinstance(t, Mapping) and t.get("weight") is not None)]
+    return [(where, t if isinstance(t, str) else json.dumps(t)) for where, t in found]
+
+
+def refuse_online_moe_target(value: Any, version: str) -> None:
+    """Refuse a ``--quantization-config`` that gives the routed experts an online weight target
+    (:func:`online_moe_targets`) beside a ``--quantization``, which the tables do not model: vLLM
+    quantizes the experts online with it (or re-quantizes a quantized checkpoint's, :mod:`.requantization`),
+    so answering for the checkpoint's own experts would be wrong. Without ``--quantization`` it
+    matters only on a quantized checkpoint (an unquantized one gets no quantization config at
+    all, vllm/config/vllm.py), which the checkpoint's checks judge.
+
+    Raises:
+        ConfigError: such a target is set.
+    """
+    found = online_moe_targets(value)
     if found:
         raise ConfigError([
             InputIssue(f"--serve --quantization-config {where}",
-                       f"vLLM {version} quantizes the routed experts online with this target (or re-quantizes a quantized checkpoint's; vllm/config/quantization.py "
-                       "resolve_quantization_config, Q/online/base.py resolve_quant_method_cls); moe-oracle does not model online targets given by "
-                       "--quantization-config and refuses rather than answer for the checkpoint's own experts (an online FP8 shorthand given as --quantization is modelled)",
-                       target if isinstance(target, str) else json.dumps(target), None)
+                       f"vLLM {version} quantizes the routed experts online with this target beside --quantization (or re-quantizes a quantized checkpoint's; "
+                       "vllm/config/quantization.py resolve_quantization_config, Q/online/base.py resolve_quant_method_cls); moe-oracle does not model online "
+                       "targets given by --quantization-config and refuses rather than answer for the checkpoint's own experts (an online FP8 shorthand given "
+                       "as --quantization alone is modelled)", target, None)
             for where, target in found
         ], headline="bad --serve")
-

@@ -26,28 +26,46 @@ from packaging.version import Version
 
 from ..core.errors import InputIssue
 
-__all__ = ["MOE_SHORTHANDS", "requantization_refusal"]
+__all__ = ["MOE_SHORTHANDS", "moe_shorthand", "requantization_refusal"]
 
 MOE_SHORTHANDS: tuple[str, ...] = ("fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "int8_per_channel_weight_only", "nvfp4_per_token", "lut_b_moe")
 """The online shorthands whose ``moe`` spec resolves on a quantized checkpoint (vLLM 0.30.0-0.34.0
-vllm/config/quantization.py ``_ONLINE_SHORTHANDS`` less ``_DEFERRED_ONLINE_SHORTHANDS``;
-``lut_b_moe`` from 0.34.0)."""
+vllm/config/quantization.py ``_ONLINE_SHORTHANDS`` less ``_DEFERRED_ONLINE_SHORTHANDS``);
+``lut_b_moe`` is one from 0.34.0 only (before, ``resolve_quantization_config`` gives it no online
+arguments), see :func:`moe_shorthand`."""
 
 
-def requantization_refusal(user: str | None, checkpoint: str, release: str, flag: str) -> InputIssue | None:
-    """The refusal of ``--quantization user`` (``flag`` names it) on a checkpoint an override took as
-    ``checkpoint`` in vLLM ``release``; ``None`` where the shorthand has no effect there (0.29.0, a
-    deferred or linear-only shorthand, or no shorthand).
+def moe_shorthand(user: str | None, release: str) -> bool:
+    """Whether ``--quantization user`` gives the routed experts an online target on a quantized
+    checkpoint in vLLM ``release`` (:data:`MOE_SHORTHANDS`; 0.29.0 reads no online arguments there).
 
-    >>> requantization_refusal("fp8_per_block", "modelopt_fp4", "0.29.0", "--quantization") is None
-    True
-    >>> "not modelled" in requantization_refusal("fp8_per_block", "modelopt_fp4", "0.34.0", "--quantization").message
-    True
+    >>> moe_shorthand("lut_b_moe", "0.33.0"), moe_shorthand("lut_b_moe", "0.34.0"), moe_shorthand("mxfp8", "0.34.0")
+    (False, True, False)
     """
     if user not in MOE_SHORTHANDS or Version(release) < Version("0.30.0"):
+        return False
+    return user != "lut_b_moe" or Version(release) >= Version("0.34.0")
+
+
+def requantization_refusal(given: str, checkpoint: str, release: str, path: str, experts_quantized: bool) -> InputIssue | None:
+    """The refusal of an online MoE target (``given``: ``--quantization fp8_per_block``, or the
+    ``--quantization-config`` target, at issue path ``path``) on a checkpoint vLLM ``release`` holds
+    quantized as ``checkpoint``; ``None`` in 0.29.0, which reads no online arguments there.
+    ``experts_quantized``: whether the checkpoint quantizes the routed experts (else vLLM quantizes
+    them online from bf16: not modelled either).
+
+    >>> requantization_refusal("--quantization fp8_per_block", "modelopt_fp4", "0.29.0", "--quantization", True) is None
+    True
+    >>> "not modelled" in requantization_refusal("--quantization fp8_per_block", "modelopt_fp4", "0.34.0", "--quantization", True).message
+    True
+    """
+    if Version(release) < Version("0.30.0"):
         return None
-    name = flag.split()[-1]
-    if Version(release) < Version("0.32.0"):
+    engine = experts_quantized and Version(release) < Version("0.33.0")
+    if not experts_quantized:
+        what = (f"not modelled: the checkpoint leaves the routed experts unquantized, so vLLM {release} quantizes them online with it "
+                "(vllm/model_executor/layers/quantization/base_config.py get_quant_method), whose kernel choice moe-oracle does not model for a serve line")
+    elif Version(release) < Version("0.32.0"):
         what = (f"vLLM {release} refuses it while it builds the model: 'Cannot apply requested online quantization ... to pre-quantized layer' "
                 "(vllm/model_executor/layers/quantization/base_config.py get_quant_method)")
     elif Version(release) < Version("0.33.0"):
@@ -58,4 +76,4 @@ def requantization_refusal(user: str | None, checkpoint: str, release: str, flag
                 "method's own oracle picks the kernel; only NVFP4 experts can be dequantized, any other fails when its weights are processed: "
                 "vllm/model_executor/layers/quantization/base_config.py set_requantization_source), which moe-oracle does not model; refused rather than "
                 "answer for the checkpoint's own kernel")
-    return InputIssue(flag, f"{name} {user} on a {checkpoint} checkpoint: {what}; drop {name} {user}", user, None, keyword="engine_refuses" if "not modelled" not in what else None)
+    return InputIssue(path, f"{given} on a {checkpoint} checkpoint: {what}; drop it", given.split()[-1], None, keyword="engine_refuses" if engine else None)

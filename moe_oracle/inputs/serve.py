@@ -77,7 +77,7 @@ from typing import Any, Mapping, Sequence
 
 from . import argtypes
 from ..core.errors import ConfigError, InputIssue, did_you_mean
-from .quant_override import refuse_moe_activation_override, refuse_online_moe_target
+from .quant_override import online_moe_targets, refuse_moe_activation_override, refuse_online_moe_target
 from .release_facts import ENGINE_VERSION, engine_facts, quantization_value_issues, release_values
 from .serve_argv import API_SERVER, EVERY_OCCURRENCE, NONE_WORDS, Refused, command_words, release_parser, strip_launcher, value_issues, vllm_rewrite
 from .serve_config_file import ConfigFileFlags, charged_to_config_file, config_file_flags, dest_of_options
@@ -135,7 +135,9 @@ class ServeArgs:
     ``quantization`` is lower-cased as vLLM does (``ModelConfig.validate_quantization_before``);
     it, ``kv_cache_dtype`` and ``allow_deprecated_quantization`` are checked against the
     release's values by :func:`serve_value_issues` (``quantization`` with the checkpoint:
-    :func:`moe_oracle.inputs.quant_checks.verify_checkpoint_quantization`). ``version``: the vLLM release whose flags
+    :func:`moe_oracle.inputs.quant_checks.verify_checkpoint_quantization`). ``online_moe_target``:
+    a ``--quantization-config`` online target of the routed experts given without ``--quantization``
+    (key and target), which only a quantized checkpoint reads. ``version``: the vLLM release whose flags
     parsed the line.
     """
 
@@ -160,6 +162,7 @@ class ServeArgs:
     max_num_batched_tokens: int | None = None
     kv_cache_dtype: str | None = None
     allow_deprecated_quantization: bool = False
+    online_moe_target: str | None = None
     env: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
     given: tuple[str, ...] = field(default=(), repr=False)
@@ -510,7 +513,10 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
         values["moe_backend"] = backend
     if given.get("quantization_config") is not None:
         refuse_moe_activation_override(given["quantization_config"], version)
-        refuse_online_moe_target(given["quantization_config"], version)
+        if values.get("quantization") is not None:
+            refuse_online_moe_target(given["quantization_config"], version)
+        elif targets := online_moe_targets(given["quantization_config"]):
+            values["online_moe_target"] = f"{targets[0][0]} {targets[0][1]}"
     spec_json = None
     if "speculative_config" in given:
         # create_speculative_config reads the last value as a dict: vLLM fails to start on another JSON value.

@@ -16,6 +16,7 @@ from .models import ModelReference, find_model, resolve_model_path
 from .paths import shown_path, user_path
 from .operator_inputs import OperatorInputs
 from .checkpoint.formats_float import ONLINE_FP8 as _ONLINE_FP8
+from .ep_refusal import TEXT_CONFIG_KEYS
 from .quant_checks import FROM_FLAG
 from .serve import ServeArgs
 from .release_facts import engine_facts
@@ -165,7 +166,14 @@ def load_serve_checkpoint(serve: ServeArgs, path: Path, hf_cfg: dict[str, Any], 
         _text_config_override(hf_cfg, serve.hf_overrides)
         for key, value in serve.hf_overrides.items():
             current = cfg.get(key)
-            if isinstance(value, Mapping) and isinstance(current, Mapping) and _is_sub_config(key, current):
+            held = _text_config_held(cfg) if key == "text_config" and not isinstance(current, Mapping) else None
+            if held is not None:
+                # The config's text_config object is the one vLLM built from another key: the override merges into it.
+                if held != "thinker_config" and isinstance(value, Mapping):
+                    cfg[held] = _update_nested(cfg[held], value)
+                else:  # Qwen3-Omni: transformers reads thinker_config.text_config, never the attribute the override sets
+                    notes.append(f"--hf-overrides text_config has no effect on {shown if shown is not None else path}: its text config is thinker_config.text_config (transformers get_text_config)")
+            elif isinstance(value, Mapping) and isinstance(current, Mapping) and _is_sub_config(key, current):
                 cfg[key] = _update_nested(current, value)
             else:
                 cfg[key] = value  # a dict-valued parameter (quantization_config, rope_scaling) is replaced whole
@@ -200,6 +208,13 @@ TEXT_CONFIG_NAMES: tuple[str, ...] = ("text_encoder", "decoder", "generator", "t
 (vllm/transformers_utils/config.py ``get_hf_text_config``); every release pins transformers 5."""
 
 
+def _text_config_held(cfg: Mapping[str, Any]) -> str | None:
+    """The key of a config without a ``text_config`` whose text config vLLM holds as its
+    ``text_config`` all the same (:data:`moe_oracle.inputs.ep_refusal.TEXT_CONFIG_KEYS`:
+    ``thinker_config``'s, ``language_config``, ``llm_config``), or ``None``."""
+    return next((outer for outer, _ in TEXT_CONFIG_KEYS[1:] if isinstance(cfg.get(outer), Mapping)), None)
+
+
 def _text_config_override(hf_cfg: Mapping[str, Any], overrides: Mapping[str, Any]) -> None:
     """Refuse an ``--hf-overrides`` key of :data:`TEXT_CONFIG_NAMES` that the checkpoint has no
     sub-config under: ``ModelConfig._apply_dict_overrides`` sets the value as a plain attribute
@@ -213,7 +228,7 @@ def _text_config_override(hf_cfg: Mapping[str, Any], overrides: Mapping[str, Any
     """
     for key in TEXT_CONFIG_NAMES:
         value = overrides.get(key)
-        if value is None or isinstance(hf_cfg.get(key), Mapping):
+        if value is None or isinstance(hf_cfg.get(key), Mapping) or (key == "text_config" and _text_config_held(hf_cfg) is not None):
             continue
         raise ConfigError([InputIssue(f"--serve --hf-overrides {key}", f"the checkpoint has no {key} sub-config, so vLLM sets this value as its {key} attribute and reads "
                                       "it as the text config (transformers get_text_config), where it finds no attributes: vLLM refuses at start (\"The text_config extracted "

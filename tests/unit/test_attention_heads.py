@@ -59,3 +59,14 @@ def test_why_not_never_moves_to_a_size_the_heads_refuse():
     assert admits(dep.config, dep.environment)
     assert not admits(dep.config.with_changes(parallel__tp_size=16), dep.environment)
     assert admits(replace(dep.config, parallel=replace(par, tp_size=4)), dep.environment)
+
+
+def test_the_text_config_is_found_where_vllm_builds_it_from():
+    # DeepSeek-VL2 builds its text_config from language_config; vLLM remaps InternVL chat's llm_config
+    # to text_config (breakit22b finding 1: both were read at the top level, no heads, no experts).
+    assert engine_attention_heads({"language_config": {"num_attention_heads": 20}, "vision_config": {"num_attention_heads": 16}}) == 20
+    assert engine_attention_heads({"llm_config": {"num_attention_heads": 32}}) == 32
+    from moe_oracle.inputs.ep_refusal import engine_num_experts
+
+    assert engine_num_experts({"language_config": {"n_routed_experts": 64}}) == 64
+    assert engine_num_experts({"llm_config": {"num_experts": 128}}) == 128

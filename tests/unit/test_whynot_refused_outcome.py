@@ -32,6 +32,9 @@ def test_the_outcome_names_the_kernel_refused_ahead_of_the_target():
     text = Alternative((), "vllm_cutlass", config, dep.environment, decision).outcome()
     assert "None" not in text
     assert f"the engine selects {decision.refused_kernel} ahead of it and then refuses the layer [constraint.fp8_per_channel_backend]" in text
+    # --json says the same (breakit22b finding 6: only winner_after null).
+    record = Alternative((), "vllm_cutlass", config, dep.environment, decision).to_dict()
+    assert record["winner_after"] is None and record["refused_after"] == {"kernel": decision.refused_kernel, "rules": ["constraint.fp8_per_channel_backend"]}
 
 
 def test_no_fix_gives_an_online_fp8_method_experts_it_does_not_build(capsys):
