@@ -569,5 +569,9 @@ class VllmSide:
             try:
                 check_lora_wrapper(dep, moe)
             except (ValueError, AssertionError) as exc:
+                if (pf or "").startswith(PF_UNASKED):
+                    # Building the kernel comes first and may refuse (its P/F): unknown here, so not compared.
+                    return Answer("unsupported", detail=f"not driven: the LoRA wrapper refuses ({type(exc).__name__}: {exc}), but the prepare/finalize, whose "
+                                  f"build comes first, could not be asked: {pf[len(PF_UNASKED):]}"[:300])
                 return Answer("error", detail=f"LoRA wrapper: {type(exc).__name__}: {exc}"[:300], stage="lora")
         return Answer("ok", experts=experts.__name__, activation_format=value, backend=backend_name, prepare_finalize=pf, sizes=self.sizes)
