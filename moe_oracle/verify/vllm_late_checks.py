@@ -83,6 +83,5 @@ def check_lora_wrapper(dep: Deployment, moe: Any) -> None:
         ValueError, AssertionError: the release refuses the layer under LoRA.
     """
     wrapper = importlib.import_module("vllm.lora.layers.fused_moe").FusedMoEWithLoRA
-    use_ep = bool(moe.moe_parallel_config.use_ep)
-    base_layer = types.SimpleNamespace(expert_placement_strategy=kept_placement(dep, moe) if use_ep else dep.expert_placement_strategy)
-    wrapper._ep_check(types.SimpleNamespace(use_ep=use_ep, moe_config=moe, base_layer=base_layer))
+    base_layer = types.SimpleNamespace(expert_placement_strategy=kept_placement(dep, moe))
+    wrapper._ep_check(types.SimpleNamespace(use_ep=bool(moe.moe_parallel_config.use_ep), moe_config=moe, base_layer=base_layer))
