@@ -548,8 +548,10 @@ class VllmSide:
                 return Answer("error", detail=refused[:300], stage="construction")
             return Answer("platform", backend=backend_name, detail=f"vLLM returns {backend_name} with no experts class")
         try:
-            if self.loaded is not None:
-                check_megakernel_placement(dep, self.loaded[0], experts)
+            # Every method builds its kernel when its weights are processed, the MXFP4 ones too (whose
+            # layer the harness does not build); under the direct front end nothing is built.
+            if dep.front_end != "direct":
+                check_megakernel_placement(dep, moe, experts)
         except ValueError as exc:
             return Answer("error", detail=f"{type(exc).__name__}: {exc}"[:300], stage="construction")
         fmt = experts.activation_format()
