@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from ..core.errors import ConfigError, InputIssue
 from .release_facts import PlatformQuantization, platform_quantization, release_values
-from .requantization import moe_shorthand, requantization_refusal
+from .requantization import online_target_refusal
 
 __all__ = ["PlatformQuantizationIssue", "checkpoint_quantization", "config_quant_method_issue", "layer_gate_methods", "layer_quantization_methods", "modelled_quant_methods", "platform_admits", "platform_refusal", "quantization_from_flag", "quantization_override", "verify_checkpoint_quantization", "verify_layer_quantization"]
 
@@ -555,8 +555,7 @@ def verify_checkpoint_quantization(quant: Any, user: str | None, flag: str, rele
         fix = f"drop it or give {declared}" if declared else "drop it (the checkpoint's empty quant_method means no quantization)"
         raise ConfigError([InputIssue(flag, f"vLLM {release} refuses the checkpoint at start: 'Quantization method specified in the model config ({shown}) does not match the quantization method specified in the `quantization` argument ({user})', and no override method accepts this pair (ModelConfig._verify_quantization, vllm/config/model.py); {fix}", user, [declared] if declared else None)], headline=headline)
     notes = []
-    requantized = requantization_refusal(f"--quantization-config {online_moe}", override or declared, release, "--serve --quantization-config", experts_quantized) if online_moe and declared \
-        else requantization_refusal(f"{flag.split()[-1]} {user}", override, release, flag, experts_quantized) if override and user not in (override, declared) and moe_shorthand(user, release) else None
+    requantized = online_target_refusal(user, flag, online_moe, override, declared, release, experts_quantized)
     if requantized is not None:
         raise ConfigError([requantized], headline=headline)
     if override is not None and user is not None and user != override and user != declared:

@@ -26,7 +26,7 @@ from packaging.version import Version
 
 from ..core.errors import InputIssue
 
-__all__ = ["MOE_SHORTHANDS", "moe_shorthand", "requantization_refusal"]
+__all__ = ["MOE_SHORTHANDS", "moe_shorthand", "online_target_refusal", "requantization_refusal"]
 
 MOE_SHORTHANDS: tuple[str, ...] = ("fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "int8_per_channel_weight_only", "nvfp4_per_token", "lut_b_moe")
 """The online shorthands whose ``moe`` spec resolves on a quantized checkpoint (vLLM 0.30.0-0.34.0
@@ -77,3 +77,17 @@ def requantization_refusal(given: str, checkpoint: str, release: str, path: str,
                 "vllm/model_executor/layers/quantization/base_config.py set_requantization_source), which moe-oracle does not model; refused rather than "
                 "answer for the checkpoint's own kernel")
     return InputIssue(path, f"{given} on a {checkpoint} checkpoint: {what}; drop it", given.split()[-1], None, keyword="engine_refuses" if engine else None)
+
+
+def online_target_refusal(user: str | None, flag: str, online_moe: str | None, override: str | None, declared: str | None, release: str,
+                          experts_quantized: bool) -> InputIssue | None:
+    """The refusal of an online MoE target on a quantized checkpoint (``declared``: its method;
+    ``override``: the override method that took it, or ``None``), or ``None``: a ``--quantization-config``
+    target given without ``--quantization`` (``online_moe``), else an online MoE shorthand
+    ``--quantization user`` (``flag`` names it) that the override lets through (:func:`moe_shorthand`).
+    """
+    if online_moe and declared:
+        return requantization_refusal(f"--quantization-config {online_moe}", override or declared, release, "--serve --quantization-config", experts_quantized)
+    if override and user not in (override, declared) and moe_shorthand(user, release):
+        return requantization_refusal(f"{flag.split()[-1]} {user}", override, release, flag, experts_quantized)
+    return None
