@@ -69,6 +69,11 @@ FRONT_ENDS: tuple[str, ...] = tuple(_REGISTRY)
 """Quantization front ends the harness can drive (each release's own classes)."""
 
 
+_LEFT_OUT_AT: dict[str, Any] = {"pcp_size": 1, "sequence_parallel_model": False, "expert_placement_strategy": "linear", "num_expert_group": None}
+"""Fields added after deployments were first drawn, left out of :meth:`Deployment.to_dict` at these
+defaults, so the keys (:meth:`Deployment.key`) of deployments that do not set them stay."""
+
+
 @dataclass(frozen=True)
 class Deployment:
     """One MoE layer on one machine under one deployment, as both sides are asked.
@@ -187,15 +192,9 @@ class Deployment:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping (tuples as lists, ``env`` as an object)."""
         out = asdict(self)
-        if out["pcp_size"] == 1:
-            del out["pcp_size"]
-        if not out["sequence_parallel_model"]:
-            del out["sequence_parallel_model"]
-        # Left out at their defaults, so the keys of deployments drawn before the fields stay.
-        if out["expert_placement_strategy"] == "linear":
-            del out["expert_placement_strategy"]
-        if out["num_expert_group"] is None:
-            del out["num_expert_group"]
+        for name, default in _LEFT_OUT_AT.items():
+            if out[name] == default:
+                del out[name]
         out["env"] = dict(self.env)
         out["packages"] = list(self.packages)
         out["tools"] = list(self.tools)
