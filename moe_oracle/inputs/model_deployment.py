@@ -193,23 +193,19 @@ def _build_model_deployment(given: OperatorInputs, catalog: Catalog, serve: Serv
     parallel = ParallelConfig(**par)
     parallel, sp_note = parallel_with_sequence_parallel(parallel, checkpoint.architecture, release, bool(given.lora), device.platform.value)
     notes += [sp_note] if sp_note else []
-    tp_origin = origins_of(given).get("parallel.tp_size", FLAG)
-    refused = attention_heads_refusal(engine_attention_heads(hf_cfg), parallel.tp_size, where_given("parallel.tp_size", tp_origin), f"vLLM {answer_release(catalog, env) or ENGINE_VERSION}", tp_origin.file)
-    if refused is not None:
-        raise ConfigError([refused])
-    a2a_origin = origins_of(given).get("parallel.all2all_backend", FLAG)
-    refused = moonep_quantized_model_refusal(checkpoint_quantization(checkpoint.quant, user_q), parallel.all2all_backend.value, answer_release(catalog, env) or ENGINE_VERSION,
-                                             where_given("parallel.all2all_backend", a2a_origin), a2a_origin.file)
-    if refused is not None:
-        raise ConfigError([refused])
-    ep_origin = origins_of(given).get("parallel.use_ep", FLAG)
-    refused = ep_without_experts(hf_cfg, parallel.use_ep, where_given("parallel.use_ep", ep_origin), f"vLLM {answer_release(catalog, env) or ENGINE_VERSION}", ep_origin.file)
-    if refused is not None:
-        raise ConfigError([refused])
+    # vLLM's start checks of the model, in its order: ModelConfig's head split, MoonEP on a quantized
+    # model (VllmConfig), EP without experts (ModelConfig), then the model class's own.
     origins = origins_of(given)
+    tp_origin, a2a_origin, ep_origin = (origins.get(f, FLAG) for f in ("parallel.tp_size", "parallel.all2all_backend", "parallel.use_ep"))
+    for refused in (attention_heads_refusal(engine_attention_heads(hf_cfg), parallel.tp_size, where_given("parallel.tp_size", tp_origin), f"vLLM {release}", tp_origin.file),
+                    moonep_quantized_model_refusal(checkpoint_quantization(checkpoint.quant, user_q), parallel.all2all_backend.value, release,
+                                                   where_given("parallel.all2all_backend", a2a_origin), a2a_origin.file),
+                    ep_without_experts(hf_cfg, parallel.use_ep, where_given("parallel.use_ep", ep_origin), f"vLLM {release}", ep_origin.file)):
+        if refused is not None:
+            raise ConfigError([refused])
     blame = blame_from(origins)
     experts = min((layer.kwargs["num_experts"] for layer in checkpoint.moe_layers() if layer.spec.role == "target" and "num_experts" in layer.kwargs), default=None)
-    refused = model_start_refusal(checkpoint.architecture, parallel, answer_release(catalog, env) or ENGINE_VERSION, device.platform.value, blame, num_experts=experts)
+    refused = model_start_refusal(checkpoint.architecture, parallel, release, device.platform.value, blame, num_experts=experts)
     if refused is not None:
         raise ConfigError([refused])
     targets = {layer.kwargs["num_experts"] for layer in checkpoint.moe_layers() if layer.spec.role == "target" and "num_experts" in layer.kwargs}
