@@ -59,10 +59,10 @@ def dead_end_fixes(deployment: Any, decision: Any, catalog: Any, policy: Any, *,
     the device too, so it offers only fixes that can be taken here."""
     from ..explain.whynot import fixes as find_fixes  # a dead end only: the search is not imported for an answer
     from ..explain.whynot_edits import DEFAULT_KEEP
-    from ..inputs.admissible import admissible
+    from ..inputs.admissible import start_refusal
 
     keep = DEFAULT_KEEP | {"device"} if keep_device else DEFAULT_KEEP
-    return find_fixes(catalog, deployment.config, deployment.environment, keep=keep, backends=decision.requested, policy=policy, admissible=admissible(deployment, catalog))
+    return find_fixes(catalog, deployment.config, deployment.environment, keep=keep, backends=decision.requested, policy=policy, admissible=start_refusal(deployment, catalog))
 
 
 def per_candidate_sm(args: argparse.Namespace, catalog: Any) -> list[tuple[int, str]]:

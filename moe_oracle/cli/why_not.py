@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
     from ..core.oracle import Oracle
     from ..explain.whynot import why_not
     from ..inputs.declared import engine_release
-    from ..inputs.admissible import admissible
+    from ..inputs.admissible import start_refusal
     from ..inputs.deployment import build_deployment
 
     deployment = build_deployment(operator_inputs(args), catalog)
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, catalog: Any) -> int:
         raise ConfigError(issues)
     keep = [k.strip() for part in args.keep for k in part.split(",") if k.strip()]
     # The model itself is always kept on the command line: an operator cannot change its activation.
-    result = why_not(Oracle(catalog, env, policy=args.policy), config, args.backend, n=args.alternatives, keep={*keep, "model"}, admissible=admissible(deployment, catalog))
+    result = why_not(Oracle(catalog, env, policy=args.policy), config, args.backend, n=args.alternatives, keep={*keep, "model"}, admissible=start_refusal(deployment, catalog))
     warnings = release_warnings(catalog, [(None, env)])
     release = engine_release(catalog, env)
     if args.json:

@@ -32,8 +32,8 @@ from ..core.oracle import Oracle, parse_policy, require_config, require_environm
 from ..core.blocking import refusing_checks
 from ..core.render import alternative_lines
 from ..core.vocab import Policy
-from .whynot_edits import CATEGORIES, COSTS, DEFAULT_KEEP, Alternative, Edit, refused_after, request_decision, request_hint
-from .whynot_search import MAX_EDITS, MAX_EXPANSIONS, SearchResult, repair, search_eligible, target_failures
+from .whynot_edits import CATEGORIES, COSTS, DEFAULT_KEEP, Alternative, Edit, edits_text, refused_after, request_decision, request_hint
+from .whynot_search import MAX_EDITS, MAX_EXPANSIONS, RefusedEdits, SearchResult, repair, search_eligible, target_failures
 
 if TYPE_CHECKING:
     from ..core.catalog import Catalog
@@ -58,6 +58,8 @@ class WhyNot:
         requested: when already eligible but not selected, the selection with the backend
             requested by name (:func:`~moe_oracle.explain.whynot_edits.request_decision`), so
             the hint to request it is re-checked.
+        refused_at_start: when no edit set was found, those after which the backend is eligible
+            but the engine refuses to start, with its refusal (one per refusal, cheapest first).
     """
 
     backend: tuple[str, ...]
@@ -73,6 +75,7 @@ class WhyNot:
     alternatives: tuple[Alternative, ...] = ()
     keep: frozenset[str] = DEFAULT_KEEP
     requested: Decision | None = None
+    refused_at_start: tuple[RefusedEdits, ...] = ()
 
     @property
     def cost(self) -> int:
@@ -100,6 +103,9 @@ class WhyNot:
             else:
                 lines = [f"No change of at most {MAX_EDITS} inputs makes {name} eligible (searched {self.explored} edit set{'s' if self.explored != 1 else ''}{kept}). Blocking:"]
             lines += [f"  - {b}" for b in self.blocking]
+            if self.refused_at_start:
+                lines.append(f"Changes after which {name} is eligible but vLLM does not start:")
+                lines += [f"  - {edits_text(r.edits, serve=serve)}: {r.reason}" for r in self.refused_at_start]
             return "\n".join(lines)
         lines = [f"{name} becomes eligible with these changes, fewest and least disruptive first (cost: flag 1, package 2, redeployment 3, GPU count or numerics 4, hardware 5{kept}):"]
         lines += alternative_lines(self.alternatives, serve=serve)
@@ -121,6 +127,7 @@ class WhyNot:
             "alternatives": [a.to_dict() for a in self.alternatives],
             "keep": sorted(self.keep),
             "blocking": list(self.blocking),
+            "refused_at_start": [r.to_dict() for r in self.refused_at_start] if not self.found else [],
             "explored": self.explored,
         }
 
@@ -140,7 +147,7 @@ def _check_keep(keep: Iterable[str]) -> frozenset[str]:
 
 
 def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environment | None = None, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, policy: Policy | str | None = None,
-            admissible: Callable[[MoEConfig, Environment], bool] | None = None) -> WhyNot:
+            admissible: Callable[[MoEConfig, Environment], bool | str | None] | None = None) -> WhyNot:
     """Up to ``n`` smallest, least disruptive changes that make ``backend_name`` eligible under ``policy``.
 
     >>> from moe_oracle import Device, MoEConfig, Oracle, why_not
@@ -189,7 +196,7 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
             requested = request_decision(catalog, config, env, next(r.entry.backend for r in start.rows if r.entry.id == kernel), policy=policy)
         return WhyNot(backend, True, kernel, (), config, env, start, True, keep=kept, requested=requested)
     r = search_eligible(catalog, config, env, target, n=n, keep=kept, policy=policy, admissible=admissible)
-    return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored, r.alternatives, kept)
+    return WhyNot(backend, False, r.kernel, r.edits, r.config, r.environment, r.decision, r.found, r.blocking, r.explored, r.alternatives, kept, refused_at_start=r.refused_at_start)
 
 
 def _why_not_names(catalog: "Catalog") -> list[str]:
@@ -201,7 +208,7 @@ def _why_not_names(catalog: "Catalog") -> list[str]:
 
 
 def fixes(catalog: "Catalog", config: MoEConfig, env: Environment, *, n: int = 3, keep: Iterable[str] = DEFAULT_KEEP, backends: Iterable[str] | None = None, policy: Policy = Policy.FAITHFUL,
-          admissible: Callable[[MoEConfig, Environment], bool] | None = None) -> tuple[Alternative, ...]:
+          admissible: Callable[[MoEConfig, Environment], bool | str | None] | None = None) -> tuple[Alternative, ...]:
     """For a dead end: up to ``n`` edit sets after which *some* kernel is eligible under ``policy``, cheapest first.
 
     Why-not without naming a backend (``backends``: the candidates of a strict request, whose

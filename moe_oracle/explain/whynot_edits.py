@@ -18,7 +18,7 @@ from ..core.environment import ABSENT, Environment
 if TYPE_CHECKING:
     from ..core.catalog import Catalog
 
-__all__ = ["Alternative", "CATEGORIES", "COSTS", "DEFAULT_KEEP", "Edit", "category", "edit_text", "request_decision", "request_hint", "serve_line_edits"]
+__all__ = ["Alternative", "CATEGORIES", "COSTS", "DEFAULT_KEEP", "Edit", "category", "edit_text", "edits_text", "request_decision", "request_hint", "serve_line_edits"]
 
 
 # How disruptive a change is for an operator; the search minimizes the sum.
@@ -175,14 +175,7 @@ class Alternative:
         """The flags, then the changes no flag makes; with ``serve`` (the deployment came from a
         ``vllm serve`` line), the flags that the serve line sets are given as its edits
         (:func:`serve_line_edits`): moe-oracle refuses one setting given both ways."""
-        flags = self.flags()
-        if serve:
-            edits, rest = serve_line_edits(flags)
-            flags = "; ".join(x for x in (f"in the vllm serve line: {edits}" if edits else "", rest) if x)
-        other = "; ".join(self.changes())
-        if not other:
-            return flags
-        return f"{flags} with {other}" if flags else other
+        return edits_text(self.edits, serve=serve)
 
     def outcome(self) -> str:
         winner = self.decision.kernel
@@ -321,6 +314,24 @@ def _flag_key(option: list[str]) -> tuple[str, ...]:
     if name in ("--env", "--tool") and len(option) > 1:
         return (name[2:], option[1].partition("=")[0])
     return (name[5:] if name.startswith("--no-") else name[2:],)
+
+
+def edits_text(edits: Iterable[Edit], *, serve: bool = False) -> str:
+    """An edit set as the operator makes it: the flags (each input once), then the changes no
+    flag makes; ``serve`` as in :meth:`Alternative.describe`.
+
+    >>> edits_text([Edit("parallel.tp_size", 8, 4, 3), Edit("parallel.use_ep", False, True, 3)])
+    '--tp 4 --ep'
+    """
+    edits = tuple(edits)
+    flags = _merge_flags(f for e in edits if (f := e.flag()))
+    if serve:
+        on_line, rest = serve_line_edits(flags)
+        flags = "; ".join(x for x in (f"in the vllm serve line: {on_line}" if on_line else "", rest) if x)
+    other = "; ".join(c for e in edits if (c := e.change()))
+    if not other:
+        return flags
+    return f"{flags} with {other}" if flags else other
 
 
 def _merge_flags(texts: Iterable[str]) -> str:

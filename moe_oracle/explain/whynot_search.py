@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..core.catalog import Catalog
     from ..core.ranking import Row
 
-__all__ = ["MAX_EDITS", "MAX_EXPANSIONS", "SearchResult", "repair", "search_eligible", "target_failures"]
+__all__ = ["MAX_EDITS", "MAX_EXPANSIONS", "MAX_REFUSED_SHOWN", "RefusedEdits", "SearchResult", "repair", "search_eligible", "target_failures"]
 
 
 MAX_EXPANSIONS = 400
@@ -95,6 +95,22 @@ def _shortcut_escapes(decision: Decision, state: State, keep: frozenset[str]) ->
 
 
 @dataclass(frozen=True)
+class RefusedEdits:
+    """An edit set after which the target is eligible but the engine does not start:
+    ``reason`` is its refusal (the ``admissible`` callable's message)."""
+
+    edits: tuple[Edit, ...]
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"edits": [e.to_dict() for e in self.edits], "reason": self.reason}
+
+
+MAX_REFUSED_SHOWN = 3
+"""Refused edit sets :func:`search_eligible` keeps (cheapest first, one per distinct reason)."""
+
+
+@dataclass(frozen=True)
 class SearchResult:
     """Outcome of :func:`search_eligible`: the best edit set (``edits``) and every one found."""
 
@@ -107,6 +123,7 @@ class SearchResult:
     blocking: tuple[str, ...]
     explored: int
     alternatives: tuple[Alternative, ...] = ()
+    refused_at_start: tuple[RefusedEdits, ...] = ()
 
 
 def _key(edits: Iterable[Edit]) -> frozenset[str]:
@@ -124,17 +141,19 @@ def search_eligible(
     keep: frozenset[str] = frozenset(),
     policy: Policy = Policy.FAITHFUL,
     selected: bool = False,
-    admissible: Callable[[MoEConfig, Environment], bool] | None = None,
+    admissible: Callable[[MoEConfig, Environment], bool | str | None] | None = None,
 ) -> SearchResult:
     """Up to ``n`` cheapest edit sets (each at most :data:`MAX_EDITS` edits, none in a ``keep``
     category, none a superset of a cheaper one) after which a row matching ``target`` has no
     failure under ``policy``, cheapest first (ties in the order found).
 
-    ``admissible`` (config, environment) -> whether the engine starts with them at all: edited
-    inputs it refuses are no answer, though the search goes on through them (a later edit may
-    make them admissible). The CLI passes the platform's quantization check
-    (:func:`moe_oracle.inputs.quant_checks.platform_admits`): no fix moves a checkpoint to a GPU whose
-    platform vLLM refuses its method on.
+    ``admissible`` (config, environment) -> whether the engine starts with them at all: ``True``
+    or ``None`` where it starts, ``False`` or the refusal's message (a str) where it does not.
+    Edited inputs it refuses are no answer; those that made the target eligible are kept in
+    ``refused_at_start`` (up to :data:`MAX_REFUSED_SHOWN`, one per message), so an answer that
+    finds no fix can say which edits the engine refuses. The CLI passes
+    :func:`moe_oracle.inputs.admissible.start_refusal`: no fix moves a checkpoint to a GPU whose
+    platform vLLM refuses its method on, nor takes a start refusal of the model's.
 
     ``selected`` (a dead end's fixes): the layer must also not be refused after selection, and
     the request may be dropped or changed: ``moe_backend`` back to auto where the name maps to
@@ -145,6 +164,7 @@ def search_eligible(
     explored = 0
     blocking: tuple[str, ...] = ()
     found: list[Alternative] = []
+    refused: list[RefusedEdits] = []
     while frontier and explored < max_expansions and len(found) < n:
         cost, _, _, edits, state = heapq.heappop(frontier)
         if any(_key(a.edits) <= _key(edits) for a in found):
@@ -159,8 +179,14 @@ def search_eligible(
             if not edits:
                 return SearchResult(True, kernel, (), state[0], state[1], decision, (), explored)
             assert kernel is not None
-            if admissible is not None and not admissible(*state):
-                continue  # the engine would not start with these inputs: no fix
+            verdict = admissible(*state) if admissible is not None else None
+            if verdict is False or isinstance(verdict, str):
+                # The engine would not start with these inputs: no fix (and with the target
+                # eligible here, no failing check proposes a further edit).
+                reason = verdict if isinstance(verdict, str) else "the engine refuses to start with these inputs"
+                if len(refused) < MAX_REFUSED_SHOWN and all(r.reason != reason for r in refused):
+                    refused.append(RefusedEdits(edits, reason))
+                continue
             unchecked = {w.rule for w in decision.warnings if w.code == "unchecked"} if decision.winner is not None else set()
             if not unchecked:
                 backend = next(r.entry.backend for r in decision.rows if r.entry.id == kernel)
@@ -209,8 +235,8 @@ def search_eligible(
             heapq.heappush(frontier, (base + edit_cost, len(new_edits), next(tie), new_edits, new_state))
     if found:
         best = found[0]
-        return SearchResult(True, best.kernel, best.edits, best.config, best.environment, best.decision, (), explored, tuple(found))
-    return SearchResult(False, None, (), config, env, None, blocking, explored)
+        return SearchResult(True, best.kernel, best.edits, best.config, best.environment, best.decision, (), explored, tuple(found), tuple(refused))
+    return SearchResult(False, None, (), config, env, None, blocking, explored, (), tuple(refused))
 
 
 def _add_undominated(found: list[Alternative], alt: Alternative) -> None:

@@ -12,7 +12,7 @@ from ..core.errors import ConfigError, InputIssue
 from .release_facts import PlatformQuantization, platform_quantization, release_values
 from .requantization import online_target_refusal
 
-__all__ = ["PlatformQuantizationIssue", "checkpoint_quantization", "config_quant_method_issue", "layer_gate_methods", "layer_quantization_methods", "modelled_quant_methods", "platform_admits", "platform_refusal", "quantization_from_flag", "quantization_override", "verify_checkpoint_quantization", "verify_layer_quantization"]
+__all__ = ["PlatformQuantizationIssue", "checkpoint_quantization", "config_quant_method_issue", "layer_gate_methods", "layer_quantization_methods", "modelled_quant_methods", "platform_admits", "platform_refusal", "platform_refusal_any", "quantization_from_flag", "quantization_override", "verify_checkpoint_quantization", "verify_layer_quantization"]
 
 
 _OVERRIDE_ORDER = ("auto_gptq", "gptq", "gptq_marlin", "auto_awq", "awq", "awq_marlin", "inc", "moe_wna16", "modelopt", "modelopt_fp4",
@@ -165,12 +165,12 @@ def platform_refusal(method: str, release: str, device: Any, *, path: str, how: 
         the fix (another GPU whose platform allows it, or another checkpoint); ``allowed`` is the
         platform's list, ``keyword`` ``supported_quantization``.
     """
-    return _refusal([method], release, device, path=path, how=how, file=file, instead=instead)
+    return platform_refusal_any([method], release, device, path=path, how=how, file=file, instead=instead)
 
 
-def _refusal(methods: Sequence[str], release: str, device: Any, *, path: str, how: str, file: str | None = None, instead: str | None = None) -> InputIssue | None:
+def platform_refusal_any(methods: Sequence[str], release: str, device: Any, *, path: str, how: str, file: str | None = None, instead: str | None = None) -> InputIssue | None:
     """:func:`platform_refusal` for a layer whose checkpoint may have any of ``methods``: an issue
-    only when the platform refuses each."""
+    only when the platform refuses each (where :func:`platform_admits` is ``False``)."""
     refusing = _refused_by(methods, release, device)
     if not refusing:
         return None
@@ -373,7 +373,7 @@ def verify_layer_quantization(config: Any, release: str, *, path: str, file: str
         how = f"a layer of quant_method {config.quant_method} comes from a {known[0]} checkpoint, the method checked"
     else:
         how = f"a layer of quant_method {config.quant_method} with {config.quant.name} experts comes from a {' or '.join(known)} checkpoint, each refused"
-    issue = _refusal(known, release, device, path=path, how=how, file=file)
+    issue = platform_refusal_any(known, release, device, path=path, how=how, file=file)
     if issue is not None:
         raise ConfigError([replace(issue, value=config.quant_method)], headline=headline)
     platform = getattr(device.platform, "value", device.platform)

@@ -61,3 +61,23 @@ def test_why_not_never_moves_a_quantized_model_to_moonep(tmp_path):
     admits = admissible(dep, catalog)
     assert admits(dep.config, dep.environment)
     assert not admits(dep.config.with_changes(parallel__all2all_backend="moonep"), dep.environment)
+
+
+def test_why_not_names_the_start_refusal_it_met(capsys, tmp_path):
+    """The one edit that makes MoonEP eligible (``--all2all moonep``) is refused at start on this
+    model; why-not said only that its search stopped at its bound. It now lists the edit with the
+    refusal, in text and in ``--json`` (``refused_at_start``, schemas/why_not.schema.json)."""
+    argv = ["why-not", "--backend", "moonep", "--model", str(_experts_ignored(tmp_path)), "--gpu", "H200", "--dp", "2", "--ep"]
+    assert main(argv) == 1
+    text = capsys.readouterr().out
+    assert "Changes after which moonep is eligible but vLLM does not start:\n  - --all2all moonep: vLLM 0.34.0 refuses the moonep all2all backend at start" in text
+    rc, out = _run(capsys, *argv)
+    assert rc == 1 and not out["found"]
+    (refused,) = out["refused_at_start"]
+    assert [e["flag"] for e in refused["edits"]] == ["--all2all moonep"] and "quantization='fp8'" in refused["reason"]
+
+
+def test_a_bf16_model_has_nothing_refused_at_start(capsys):
+    rc, out = _run(capsys, "why-not", "--backend", "moonep", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--dp", "2", "--ep")
+    assert rc == 0 and out["found"] and out["refused_at_start"] == []
+    assert [e["flag"] for e in out["edits"]] == ["--all2all moonep"]
