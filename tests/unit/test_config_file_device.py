@@ -55,3 +55,18 @@ def test_a_device_check_names_the_files_field_once(tmp_path):
     path = _config(tmp_path, "{platform: rocm, capability: 90}")
     code, _, err = cli("select", "--config", path)
     assert code == 2 and f"{path}: $.device.capability: a CUDA compute capability is only meaningful on platform cuda" in err
+
+
+@pytest.mark.parametrize("device", ["{name: H200}", "{}", "{capability: 90}"])
+def test_a_device_without_gpu_or_platform_names_both_keys(tmp_path, device):
+    """``device: {name: H200}`` was refused as "'platform' is a required property; allowed:
+    platform", which never mentions the ``gpu:`` key a catalog name goes in."""
+    path = _config(tmp_path, device)
+    code, out, err = cli("select", "--config", path)
+    assert code == 2 and not out
+    assert f"{path}: $.device: needs one of these keys; allowed: gpu, platform" in err and "'platform' is a required property" not in err
+
+
+def test_a_gpu_name_with_platform_keys_beside_it_is_still_refused(tmp_path):
+    code, _, err = cli("select", "--config", _config(tmp_path, "{gpu: H200, platform: cuda}"))
+    assert code == 2 and "$.device.platform" in err
