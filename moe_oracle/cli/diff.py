@@ -16,10 +16,12 @@ __all__ = ["add_parser", "run", "parse_side", "side_notes"]
 
 _EPILOG = """\
 A side (--from / --to) is one of:
-  NAME==VERSION[,NAME==VERSION...]   packages declared on top of the other flags (vllm==0.31.0)
+  NAME==VERSION[,NAME==VERSION...]   packages declared beside --package (vllm==0.31.0); a
+                                     package both declare must have one version there
   gpu:NAME                           another device from the hardware catalog (gpu:B200)
   FILE                               an environment file (pip freeze, pip list --format=json,
-                                     uv pip list or vllm collect-env output), or <(pip freeze)
+                                     uv pip list or vllm collect-env output), or <(pip freeze);
+                                     --package declarations override its versions
 Everything else (model, deployment, --package, --env ...) is shared by both sides. A gpu:NAME
 side facing packages or a FILE changes only the device: it keeps that side's packages or file
 (a pipe such as <(pip freeze) can be read once, so save it to a file for this). A device

@@ -151,6 +151,19 @@ def test_a_package_a_side_declares_twice_names_the_side(argv, message, capsys):
     assert err.startswith("moe-oracle: error: bad --from") and message in err
 
 
+def test_package_overrides_a_file_sides_version_as_the_help_says(tmp_path, capsys):
+    """diff --help: a FILE side's versions are overridden by --package (packages sides are
+    declared beside it and refused where they disagree: the test above). The help said packages
+    sides were declared "on top of the other flags", which the refusal contradicted."""
+    freeze = tmp_path / "freeze.txt"
+    freeze.write_text("vllm==0.33.0\n")
+    assert main(["diff", "--model", "qwen3-30b-a3b", "--gpu", "H200", "--from", str(freeze), "--to", "gpu:B200", "--package", "vllm==0.31.0", "--json"]) == 0
+    (group,) = json.loads(capsys.readouterr().out)["groups"]
+    assert group["before"]["release"] == group["after"]["release"] == "vLLM 0.31.0 (declared)"
+    from moe_oracle.cli.diff import _EPILOG
+    assert "packages declared beside --package" in _EPILOG and "--package declarations override its versions" in _EPILOG
+
+
 def test_a_side_too_long_for_a_file_name_is_bad_input_not_a_traceback():
     """`diff --from aaaa...` (5,000 characters) ended in OSError: File name too long."""
     with pytest.raises(ConfigError, match="bad --from"):
