@@ -257,7 +257,7 @@ class ParallelConfig:
             ``EPLBConfig.num_redundant_experts``, a total over the group, not per rank).
         ep_rank: the expert-parallel rank this layer instance runs on, when one rank is
             described (``moe-oracle plan`` evaluates every rank); ``None`` describes the largest
-            rank. It changes ``num_local_experts`` (vLLM 0.33.0 P/expert_map_manager.py
+            rank. It changes ``num_local_experts`` (vLLM 0.33.0-0.34.0 P/expert_map_manager.py
             ``determine_expert_map``: the first ``(E + R) % ep`` ranks hold one more expert).
         sequence_parallel: the ``is_sequence_parallel`` the model class passes to its MoE layer
             (vLLM 0.29.0-0.34.0 P/layer.py ``make_parallel_config``: ``sp_size = tp_size`` when
@@ -391,20 +391,20 @@ class MoEConfig:
             divide the experts (:func:`grouping_problems`); off CPU vLLM's router routes groups
             that do not divide the experts ungrouped (:func:`router_groups`).
         situ_beta, situ_linear_beta: SiTU activation parameters (Kimi-K3: 4.0 and 25.0); some
-            kernels accept SiTU only for specific values (vLLM 0.33.0 P/b12x.py).
-        model_type: Hugging Face ``model_type`` of the text model (``"deepseek_v3"``); vLLM 0.33.0
+            kernels accept SiTU only for specific values (vLLM 0.33.0-0.34.0 P/b12x.py).
+        model_type: Hugging Face ``model_type`` of the text model (``"deepseek_v3"``); vLLM 0.33.0-0.34.0
             keys a few rules on it (P/oracle/fp8.py DeepGEMM auto-disable). ``None``: unknown.
-        architecture: Hugging Face ``architectures[0]`` (``"DeepseekV4ForCausalLM"``); vLLM 0.33.0
+        architecture: Hugging Face ``architectures[0]`` (``"DeepseekV4ForCausalLM"``); vLLM 0.33.0-0.34.0
             restricts the FlashInfer MoE-EP megakernels to some (vllm/config/kernel.py). ``None``: unknown.
         has_hash_routing: the layer routes by a token-hash table (DeepSeek-V4 first layers,
             ``num_hash_layers``); vLLM 0.31+ rejects monolithic kernels that do not implement it.
         require_decomposed: the layer's routes are adjusted after routing (expert substitution of
-            MoNE-pruned checkpoints, routing simulator); vLLM 0.33.0 then rejects monolithic kernels.
+            MoNE-pruned checkpoints, routing simulator); vLLM 0.33.0-0.34.0 then rejects monolithic kernels.
         weight_block_size: ``[block_n, block_k]`` of a block-quantized checkpoint
             (``quantization_config.weight_block_size``); ``None`` when not block-quantized or unknown.
         weight_group_size: elements per weight scale along K of a group-quantized checkpoint
             (GPTQ/AWQ ``group_size``, compressed-tensors ``weights.group_size``; ``-1`` = one group per
-            output channel); the Marlin and WNA16 kernels check it against the partition (vLLM 0.33.0
+            output channel); the Marlin and WNA16 kernels check it against the partition (vLLM 0.33.0-0.34.0
             Q/utils/marlin_utils.py check_moe_marlin_supports_config). ``None``: not group-quantized or unknown.
         act_order: activation ordering of a GPTQ-style checkpoint (compressed-tensors
             ``weights.actorder``: ``group``, ``weight``, ``static``, ``dynamic``; GPTQ ``desc_act: true``
@@ -414,7 +414,7 @@ class MoEConfig:
         weight_zero_point: the weights carry zero points (asymmetric: GPTQ ``sym: false``, AWQ
             ``zero_point: true``, compressed-tensors ``symmetric: false``); ``None`` means what the weight
             key says (an asymmetric key has zero points). AWQ and MoeWNA16 build a symmetric key and
-            pass the zero points separately (vLLM 0.33.0 Q/auto_awq.py, Q/moe_wna16.py).
+            pass the zero points separately (vLLM 0.33.0-0.34.0 Q/auto_awq.py, Q/moe_wna16.py).
         parallel: deployment parallelism.
         lora: LoRA adapters on the experts.
         batch_invariant: batch-invariant kernels requested (``VLLM_BATCH_INVARIANT``).

@@ -1,6 +1,6 @@
 """Environment variables exactly as the engine reads each one.
 
-vLLM 0.33.0 ``vllm/envs.py`` parses its variables in three ways that matter for MoE
+vLLM 0.33.0-0.34.0 ``vllm/envs.py`` parses its variables in three ways that matter for MoE
 selection, and the closed list in ``rules/environment.yaml`` names the way per variable
 (``parse:``):
 

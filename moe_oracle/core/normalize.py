@@ -167,7 +167,7 @@ _GPT_OSS_ROUTINGS = frozenset({"renormalize", "renormalize_naive", "default", "u
 def gpt_oss_ruled_out(activation: str | None, routing_method: str | None, has_hash_routing: bool = False, has_bias: bool | None = None) -> str | None:
     """Why a layer cannot be GPT-OSS's, or ``None`` when it may be.
 
-    vLLM 0.33.0 ``gpt_oss.py MLPBlock`` always builds its experts with activation swigluoai, with
+    vLLM 0.33.0-0.34.0 ``gpt_oss.py MLPBlock`` always builds its experts with activation swigluoai, with
     expert biases, softmax scoring and renormalize=True (a softmax routing method); a hash-routed
     layer, a DeepSeek-V4/V3 or sigmoid routing, another activation or bias-free experts are not
     GPT-OSS's.

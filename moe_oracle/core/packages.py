@@ -42,7 +42,7 @@ PACKAGE_IMPORTS: dict[str, str] = {
     "zentorch": "zentorch",
 }
 """Every package name the tables read (``packages.<name>``) -> the module vLLM imports for it
-(vLLM 0.33.0 sources named per entry). The tables name the package by its distribution where the
+(vLLM 0.33.0-0.34.0 sources named per entry). The tables name the package by its distribution where the
 distribution is named like the module (PEP 503: ``deep_gemm`` is ``deep-gemm``); the ones whose
 distribution is named otherwise are in :data:`PROVIDERS`."""
 

@@ -1,4 +1,4 @@
-"""Which experts each expert-parallel rank holds (vLLM 0.33.0 ``determine_expert_map``).
+"""Which experts each expert-parallel rank holds (vLLM 0.33.0-0.34.0 ``determine_expert_map``).
 
 Pure arithmetic over the physical experts of one MoE layer: the logical experts plus EPLB
 redundant ones, whose initial physical-to-logical map is ``[0..E-1] + [i % E for the R
@@ -22,7 +22,7 @@ __all__ = ["PLACEMENTS", "Placement", "RankExperts", "expert_placement", "placem
 
 PLACEMENTS = EXPERT_PLACEMENTS
 
-# All2all backends whose routing tables support round-robin placement (vLLM 0.33.0
+# All2all backends whose routing tables support round-robin placement (vLLM 0.33.0-0.34.0
 # FusedMoEParallelConfig.needs_round_robin_routing_tables: DeepEP low-latency, NIXL EP).
 _ROUND_ROBIN_A2A = ("deepep_low_latency", "nixl_ep")
 _MAX_EP = 1 << 16

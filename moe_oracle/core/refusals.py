@@ -47,7 +47,7 @@ class Origin:
 _KINDS = ("flag", "serve", "file")
 FLAG = Origin("flag")
 
-# field -> (moe-oracle flag, vLLM 0.33.0 serve flag as this package's --serve reads it)
+# field -> (moe-oracle flag, vLLM 0.33.0-0.34.0 serve flag as this package's --serve reads it)
 _INPUTS = {
     "parallel.enable_eplb": ("--eplb", "--enable-eplb"),
     "parallel.use_ep": ("--ep", "--enable-expert-parallel"),

@@ -20,7 +20,7 @@ a dummy batch through every MoE layer):
   that decide whether vLLM reads it as no grouping (``moe_oracle.inputs.checkpoint.aliases._zero_groups``);
 * ``model_type`` must be a string: transformers' ``AutoConfig`` looks it up by name;
 * a compressed-tensors ``targets``/``ignore`` entry ``re:PATTERN`` is compiled by ``re.match`` when
-  a layer is matched against it (``is_equal_or_regex_match``, vLLM 0.33.0
+  a layer is matched against it (``is_equal_or_regex_match``, vLLM 0.33.0-0.34.0
   model_executor/layers/quantization/utils/config_utils.py): a pattern ``re`` cannot compile fails
   the load with ``re.error``.
 

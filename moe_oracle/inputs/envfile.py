@@ -15,7 +15,7 @@ Four formats are recognised from their content:
   ``{"name", "version"}`` objects; complete, like ``pip freeze``.
 * ``pip list`` / ``uv pip list`` (columns): a ``Package Version`` header, a dashed rule,
   then one ``name version [location]`` row per distribution; complete.
-* ``vllm collect-env`` (vLLM 0.33.0 vllm/collect_env.py): ``[pip3] name==version`` lines of
+* ``vllm collect-env`` (vLLM 0.33.0-0.34.0 vllm/collect_env.py): ``[pip3] name==version`` lines of
   the packages its name filter keeps (torch, numpy, triton, nvidia*, flashinfer-python, ...),
   ``vLLM Version : X``, the GPU list (``GPU 0: NVIDIA H200`` from ``nvidia-smi -L``, its
   ``(UUID: GPU-...)`` dropped, or
@@ -305,7 +305,7 @@ def _collect_env(text: str, path: str) -> EnvironmentFile:
         if sep and key == "GPU models and configuration":
             in_gpus = True
             if value and value not in ("Could not collect", "No CUDA"):
-                # One GPU: `nvidia-smi -L`'s single line stays on the key's line (vLLM 0.33.0
+                # One GPU: `nvidia-smi -L`'s single line stays on the key's line (vLLM 0.33.0-0.34.0
                 # vllm/collect_env.py get_gpu_info, maybe_start_on_next_line).
                 single = _GPU_LINE.match(value)
                 gpus.append(_gpu_name(single.group(1) if single else value))

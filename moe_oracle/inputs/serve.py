@@ -49,7 +49,7 @@ Every flag is classified (:data:`SELECTION_FLAGS`, :data:`UNMODELLED_FLAGS`, the
   ``--enable-eplb``, ``--eplb-config`` (``num_redundant_experts``), ``--enable-lora``,
   ``--moe-backend``, ``--kernel-config`` (``moe_backend``; ``--moe-backend`` replaces it only
   when not ``auto``: vLLM 0.29.0-0.34.0 vllm/engine/arg_utils.py ``create_engine_config``),
-  ``--max-num-batched-tokens`` (``FusedMoEConfig.max_num_tokens``, vLLM 0.33.0 P/layer.py),
+  ``--max-num-batched-tokens`` (``FusedMoEConfig.max_num_tokens``, vLLM 0.33.0-0.34.0 P/layer.py),
   ``--expert-placement-strategy`` (``ParallelConfig.expert_placement_strategy``: vLLM 0.34.0
   vllm/lora/layers/fused_moe.py ``FusedMoEWithLoRA._ep_check`` reads the placement it leads to), and
   the draft model's ``moe_backend`` in ``--speculative-config`` (:attr:`ServeArgs.draft_moe_backend`:
@@ -86,7 +86,7 @@ from .serve_hints import abbreviation_hint, short_form_hint, unknown_flag_hint
 __all__ = ["MAX_SERVE_WORDS", "SELECTION_FLAGS", "SERVE_FLAG_OF", "UNMODELLED_FLAGS", "ServeArgs", "parse_serve", "serve_value_issues"]
 
 
-# dest -> what selection reads from it (vLLM 0.33.0 P/layer.py builds FusedMoEConfig from these).
+# dest -> what selection reads from it (vLLM 0.33.0-0.34.0 P/layer.py builds FusedMoEConfig from these).
 SELECTION_FLAGS: Mapping[str, str] = {
     "model_tag": "the model (config.json)",
     "model": "the model (config.json)",
@@ -461,7 +461,7 @@ def _read_args(parser: Any, options: frozenset[str], args: list[str], rewrite_no
     if "hf_overrides" in given:
         values["hf_overrides"] = _json_object("--hf-overrides", given["hf_overrides"])
     if given.get("quantization"):
-        values["quantization"] = str(given["quantization"]).lower()  # vLLM 0.33.0 ModelConfig.validate_quantization_before
+        values["quantization"] = str(given["quantization"]).lower()  # vLLM 0.33.0-0.34.0 ModelConfig.validate_quantization_before
     for kv in every.get("kv_cache_dtype", ()):
         values["kv_cache_dtype"] = _choice("--kv-cache-dtype", kv, choices["kv_cache_dtype"], version, "KV-cache dtype")
     if given.get("allow_deprecated_quantization"):

@@ -67,7 +67,7 @@ def apply_serve(given: OperatorInputs, serve: ServeArgs) -> OperatorInputs:
     """``given`` with the deployment fields a parsed ``vllm serve`` line fills.
 
     A flag given both ways must agree: ``--draft-moe-backend`` and the serve line's
-    ``--speculative-config`` ``moe_backend`` too (both set the draft's backend, vLLM 0.33.0
+    ``--speculative-config`` ``moe_backend`` too (both set the draft's backend, vLLM 0.33.0-0.34.0
     ``SpeculativeConfig.moe_backend``; only ``plan`` and ``diff`` of a whole model read it:
     explain and select answer for the target layer). ``--draft-moe-backend`` is checked first
     (:func:`check_draft_moe_backend`, for the release that parsed the serve line), so a

@@ -3,7 +3,7 @@
 vLLM logs and stores the member of the family's backend enum its oracle returned
 (``UnquantizedMoeBackend``, ``Fp8MoeBackend`` -- also for MXFP8 --, ``NvFp4MoeBackend``,
 ``Mxfp4MoeBackend``, ``WNA16MoEBackend``, ``Int8MoeBackend``, ``W4A8MoeBackend``,
-``W4A8Int8MoeBackend``; vLLM 0.33.0 P/oracle/*.py). One experts class can stand behind several
+``W4A8Int8MoeBackend``; vLLM 0.33.0-0.34.0 P/oracle/*.py). One experts class can stand behind several
 members (MXFP4 TRT-LLM with BF16 or MXFP8 activations are both ``TrtLlmMxfp4Experts*``), so
 comparing the member name as well as the class catches a table that keeps the class but picks
 the other activation variant.
@@ -33,7 +33,7 @@ _RENAMED: Mapping[str, str] = {
 }
 
 # (family, our kernel id) -> member name: the families whose enum names the activation variant
-# or the batched form (vLLM 0.33.0 P/oracle/mxfp4.py Mxfp4MoeBackend, nvfp4.py NvFp4MoeBackend,
+# or the batched form (vLLM 0.33.0-0.34.0 P/oracle/mxfp4.py Mxfp4MoeBackend, nvfp4.py NvFp4MoeBackend,
 # fp8.py Fp8MoeBackend TRITON_MXFP8 / AITER_MXFP8 / CPU_W8A8, int_wna16.py WNA16MoEBackend,
 # w4a8.py W4A8MoeBackend, w4a8_int8.py W4A8Int8MoeBackend).
 _BY_KERNEL: Mapping[tuple[str, str], str] = {

@@ -128,13 +128,13 @@ class StubModule(types.ModuleType):
 
 
 # Attributes a stand-in module must really have because vLLM's selection code computes with
-# them (not just compares identities). humming.config.GemmType: vLLM 0.33.0
+# them (not just compares identities). humming.config.GemmType: vLLM 0.33.0-0.34.0
 # P/experts/fused_humming_moe.py compares ``cls.humming_gemm_type().value.lower()`` with the
 # names get_humming_moe_gemm_type() derives ("indexed", "grouped_contiguous", "grouped_masked"),
 # so each member's value is that name.
 def aiter_fused_moe(*args: Any, gate_mode: Any = None, **kwargs: Any) -> Any:
     """Stands in for ``aiter.fused_moe.fused_moe`` of an AITER >= 0.1.14 (ROCm/aiter#3123 added
-    ``gate_mode``); vLLM 0.33.0 ``rocm_aiter_ops.fused_moe_supports_gate_mode`` reads its signature."""
+    ``gate_mode``); vLLM 0.33.0-0.34.0 ``rocm_aiter_ops.fused_moe_supports_gate_mode`` reads its signature."""
     raise RuntimeError("aiter.fused_moe.fused_moe is a stand-in in the differential harness")
 
 

@@ -1,4 +1,4 @@
-"""Exclusion and target matching, exactly as vLLM 0.33.0 matches a routed-experts module.
+"""Exclusion and target matching, exactly as vLLM 0.33.0-0.34.0 matches a routed-experts module.
 
 Each function mirrors one engine routine and names it. All take the experts module
 name as it appears in the checkpoint (``model.layers.3.mlp.experts``); vLLM maps both
@@ -6,7 +6,7 @@ the module prefix and the pattern lists through the model's ``WeightsMapper`` be
 matching, which is a prefix rename, so matching in checkpoint names gives the same
 answer. A match returns the pattern that decided it (for the plan's "because").
 
-Sources (vLLM 0.33.0): ``Q/utils/quant_utils.py is_layer_skipped``,
+Sources (vLLM 0.33.0-0.34.0): ``Q/utils/quant_utils.py is_layer_skipped``,
 ``Q/utils/config_utils.py is_equal_or_regex_match / find_matching_patterns``,
 ``Q/compressed_tensors/utils.py find_matched_target``, ``Q/modelopt.py
 ModelOptQuantConfigBase.is_layer_excluded / apply_vllm_mapper``,

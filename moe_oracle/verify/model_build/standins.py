@@ -42,7 +42,7 @@ Stand-ins (vLLM 0.29.0-0.34.0):
    compiled custom ops). ``max_cudagraph_capture_size`` etc. stay as the config computed them.
 5. **Meta device**: the model is built under ``torch.device("meta")`` (no weights allocated),
    inside :class:`CudaToMeta`, a ``TorchFunctionMode`` that turns an explicit CUDA device (or accelerator index) in a
-   tensor factory / ``.to()`` / ``.cuda()`` into ``meta`` (vLLM 0.33.0's ``cutlass_mla`` module
+   tensor factory / ``.to()`` / ``.cuda()`` into ``meta`` (vLLM 0.33.0-0.34.0's ``cutlass_mla`` module
    allocates a 128 MB CUDA workspace when the MLA backend is imported; this CPU torch has no CUDA).
    5b: an integer/bool tensor of fewer than 2**20 elements created without a device is made on the
    CPU with real values (expert maps: 0.31.0 calls ``nonzero`` on one while building the layer,
@@ -59,7 +59,7 @@ Stand-ins (vLLM 0.29.0-0.34.0):
    ``hasattr`` probes of the MoE / quantization code see these as a GPU build does; the
    self-check fails on a probed name not reviewed here (:data:`REVIEWED_GPU_PROBES`).
 8. **CUDA streams and events** (``torch.cuda.Stream`` / ``Event`` / ``current_stream``: the shared
-   experts' auxiliary stream, vLLM 0.33.0 ``vllm/utils/torch_utils.py aux_stream``): inert objects
+   experts' auxiliary stream, vLLM 0.33.0-0.34.0 ``vllm/utils/torch_utils.py aux_stream``): inert objects
    while the model is built (:func:`cuda_runtime`), restored after; so are the current device
    (``torch.cuda.current_device``, ``torch.accelerator.current_device_index``: 0; vLLM 0.34.0
    ``v1/attention/backends/mla/flashmla_sparse.py`` sizes its work by the SM count of
