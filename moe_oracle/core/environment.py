@@ -28,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from .config import Device
 from .names import non_ascii_message
-from .packages import canonical_name, parse_requirement, provided_by, same_version, unique_specs
+from .packages import VENDORED, canonical_name, parse_requirement, provided_by, same_version, unique_specs
 from .errors import ConfigError, InputIssue
 from .vocab import Platform
 
@@ -146,7 +146,18 @@ class Environment:
         return self.package_canonical(canonical_name(name))
 
     def package_canonical(self, key: str) -> str | _Absent | None:
-        """:meth:`package` for a name already in PEP 503 canonical form (the selection hot path)."""
+        """:meth:`package` for a name already in PEP 503 canonical form (the selection hot path).
+
+        A package another distribution provides (:data:`~moe_oracle.core.packages.PROVIDERS`)
+        reads at that distribution's version; one whose module vLLM's wheel also carries
+        (:data:`~moe_oracle.core.packages.VENDORED`: DeepGEMM, triton_kernels) reads, where it is
+        not installed itself and not declared absent, at the installed vllm's version (unknown
+        where that build may not carry it).
+
+        >>> env = Environment({"vllm": "0.34.0"}, complete=True)
+        >>> env.package("deep-gemm"), env.package("deep-ep"), Environment({"vllm": "0.34.0"}, {"deep-gemm"}, True).package("deep-gemm")
+        ('0.34.0', absent, absent)
+        """
         version = self._versions.get(key)  # type: ignore[attr-defined]
         if version is not None:
             return version
@@ -158,9 +169,18 @@ class Environment:
                 return version
             if dist in self.unversioned:
                 return None
-        if key in self.absent or self.complete:
+        if key in self.absent:
             return ABSENT
-        return None
+        vendored = VENDORED.get(key)
+        if vendored is not None:  # vLLM's wheel carries a copy it imports when the package is not installed
+            host = self._versions.get(vendored.host)  # type: ignore[attr-defined]
+            if host is not None:
+                carried = vendored.provides(host)
+                if carried is not False:
+                    return host if carried else None
+            elif vendored.host in self.unversioned:
+                return None
+        return ABSENT if self.complete else None
 
     def tool(self, name: str) -> bool | None:
         """Whether host tool ``name`` (:data:`HOST_TOOLS`) is found; ``None`` when unknown."""

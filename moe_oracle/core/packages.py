@@ -22,7 +22,7 @@ from .names import ascii_lower, non_ascii_message
 # with packaging.tags, markers and their parser they are ~15 ms of imports, which a selection
 # that names no package (`moe-oracle select --model M --gpu G`) never uses.
 
-__all__ = ["MAX_REQUIREMENT_CHARS", "MAX_VERSION_CHARS", "PACKAGE_IMPORTS", "PROVIDERS", "PackageSpec", "canonical_name", "is_distribution_name", "parse_requirement", "parse_version", "provided_by", "same_version", "unique_specs"]
+__all__ = ["MAX_REQUIREMENT_CHARS", "MAX_VERSION_CHARS", "PACKAGE_IMPORTS", "PROVIDERS", "VENDORED", "PackageSpec", "Vendored", "canonical_name", "is_distribution_name", "parse_requirement", "parse_version", "provided_by", "same_version", "unique_specs"]
 
 PACKAGE_IMPORTS: dict[str, str] = {
     "aiter": "aiter",  # vllm/utils/import_utils.py has_aiter: _has_module("aiter")
@@ -48,12 +48,65 @@ distribution is named otherwise are in :data:`PROVIDERS`."""
 
 PROVIDERS: dict[str, tuple[tuple[str, str], ...]] = {
     "aiter": (("amd-aiter", "amd_aiter-0.1.7.post2.dev18 wheel metadata: Name amd-aiter, top_level.txt aiter, aiter_meta"),),
+    "humming": (("humming-kernels", "humming_kernels-0.1.19 wheel metadata: Name humming-kernels, top_level.txt humming; vLLM 0.29.0-0.34.0 "
+                 "METADATA Requires-Dist humming-kernels[cu13] (0.1.12 ... 0.1.19)"),),
 }
 """Table package name -> distributions (other than one of the same name) whose metadata says
-they install the module vLLM imports for it, with the evidence. ROCm images list AITER as
-``amd-aiter`` in ``pip freeze``; vLLM imports ``aiter``. (The PyPI distribution named ``aiter`` is
-an unrelated asynchronous-iterator library; a freeze naming it is read as the tables' ``aiter``,
-as before.)"""
+they install the module vLLM imports for it, with the evidence; the installed version is that
+distribution's. ROCm images list AITER as ``amd-aiter`` in ``pip freeze``; vLLM imports ``aiter``.
+(The PyPI distribution named ``aiter`` is an unrelated asynchronous-iterator library; a freeze
+naming it is read as the tables' ``aiter``, as before.) vLLM's CUDA wheels depend on
+``humming-kernels``, which installs ``humming``."""
+
+
+@dataclass(frozen=True)
+class Vendored:
+    """A module vLLM also imports from a copy its own wheel carries (``vllm.third_party``).
+
+    Attributes:
+        host: the distribution whose wheel carries the copy (``vllm``).
+        releases: the host's releases whose wheels were read to carry it (PEP 440 specifier).
+        since: the first release known to carry it (older ones: not read, taken as not carrying).
+        evidence: the code that falls back to the copy, and the wheels read.
+    """
+
+    host: str
+    releases: str
+    since: str
+    evidence: str
+
+    def provides(self, version: str) -> bool | None:
+        """Whether the host installed at ``version`` carries the copy: ``True`` for a release of
+        :attr:`releases` built for CUDA (no local label, or a ``+cu...`` one: vLLM's CUDA
+        wheels), ``None`` (unknown) for a local build of another platform (``+rocm...``,
+        ``+cpu``) or a release newer than those read, ``False`` before :attr:`since`.
+
+        >>> v = VENDORED["deep-gemm"]
+        >>> v.provides("0.34.0"), v.provides("0.33.0+cu129"), v.provides("0.34.0+rocm700"), v.provides("0.99.0"), v.provides("0.10.0")
+        (True, True, None, None, False)
+        """
+        installed = Version(version)
+        public = Version(installed.public)
+        if public < Version(self.since):
+            return False
+        if public not in SpecifierSet(self.releases):
+            return None
+        return True if installed.local is None or installed.local.startswith("cu") else None
+
+
+_WHEELS = "the vllm 0.29.0-0.34.0 manylinux_2_28_x86_64 wheels (dist-info RECORD)"
+
+VENDORED: dict[str, Vendored] = {
+    "deep-gemm": Vendored("vllm", ">=0.29.0,<0.35", "0.29.0", "vLLM 0.29.0-0.34.0 vllm/utils/import_utils.py has_deep_gemm: _has_module('deep_gemm') or "
+                          f"_has_module('vllm.third_party.deep_gemm'); {_WHEELS} list vllm/third_party/deep_gemm (879-902 files, its compiled _C "
+                          "extension included; __version__ 2.6.1 in 0.29.0, 2.8.0 in 0.30.0-0.32.0, 2.8.1 in 0.33.0-0.34.0)"),
+    "triton-kernels": Vendored("vllm", ">=0.29.0,<0.35", "0.29.0", "vLLM 0.29.0-0.34.0 vllm/utils/import_utils.py has_triton_kernels: _has_module('triton_kernels') or "
+                               f"_has_module('vllm.third_party.triton_kernels'); {_WHEELS} list vllm/third_party/triton_kernels (40 files)"),
+}
+"""Table package name -> the copy of its module vLLM's wheel carries: where the package itself is
+not installed (unlisted in a ``pip freeze``), vLLM imports the copy, so the package reads as
+installed at the host's version unless declared absent (``--without``). The tables read these
+packages' presence only, no version range."""
 
 
 def provided_by(name: str) -> tuple[str, ...]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ..core.environment import HOST_TOOLS, Environment
+from ..core.environment import ABSENT, HOST_TOOLS, Environment
 from ..core.envvars import env_issues, env_notes, start_refusals
 from ..core.errors import ConfigError, InputIssue, did_you_mean
 from ..core.names import non_ascii_message
-from ..core.packages import MAX_REQUIREMENT_CHARS, PACKAGE_IMPORTS, PackageSpec, canonical_name, is_distribution_name, parse_requirement, provided_by, unique_specs
+from ..core.packages import MAX_REQUIREMENT_CHARS, PACKAGE_IMPORTS, VENDORED, PackageSpec, canonical_name, is_distribution_name, parse_requirement, provided_by, unique_specs
 from .envfile import read_environment_file
 from .release_facts import env_start_rules, release_values
 
@@ -187,7 +187,10 @@ def declare_environment(
         notes += [f"--environment {env_file}: {n}" for n in doc.notes]
         unread = sorted({p.name for p in doc.packages} - read)
         kept = sorted({p.name for p in doc.packages} & read)
-        notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} package{'s' if len(doc.packages) != 1 else ''}, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} {'other does' if len(unread) == 1 else 'others do'} not affect selection" if unread else "") + ("; every unlisted package is absent" if doc.complete else ""))
+        carried = _carried_copies(packages_only, {p.name for p in doc.packages})
+        notes.append(f"--environment {env_file} ({doc.format}): {len(doc.packages)} package{'s' if len(doc.packages) != 1 else ''}, {len(kept)} read by the tables ({', '.join(kept) or 'none'})" + (f"; {len(unread)} {'other does' if len(unread) == 1 else 'others do'} not affect selection" if unread else "") + ("; every unlisted package is absent" + (" but the modules vLLM's own wheel carries (next note)" if carried else "") if doc.complete else ""))
+        if carried:
+            notes.append(f"--environment {env_file}: {carried}")
         file_vars = dict(doc.env)
         _collect_vars(catalog, file_vars, variables, set_by, notes, f"--environment {env_file}", release, quiet_unread=True)
         if doc.gpus:
@@ -224,6 +227,27 @@ def declare_environment(
             notes.append(f"{s.name} is {'installed from ' + s.reference if s.reference else 'declared installed without a version'}: its version is unknown, so the checks on it (installed, version) abstain "
                          f"as for an undeclared package and are listed as assumptions (packages.{s.name} is unknown); --package {s.name}==VERSION decides them (pip list --format=json reports it)")
     return DeclaredEnvironment(environment, tuple(notes), gpu, gpu_source)
+
+
+def _carried_copies(env: Environment, listed: set[str]) -> str | None:
+    """The note for packages a file does not list that ``env`` reads as installed because vLLM's
+    wheel carries their module (:data:`~moe_oracle.core.packages.VENDORED`), or as unknown
+    because the listed vllm build may not; ``None`` when there are none."""
+    found, unknown = [], []
+    for name, vendored in VENDORED.items():
+        if name in listed or name in env.absent or env.package(vendored.host) in (None, ABSENT):
+            continue
+        version = env.package(name)
+        if version is None:
+            unknown.append(name)
+        elif version is not ABSENT:
+            found.append(name)
+    parts = []
+    if found:
+        parts.append(f"{', '.join(found)} not listed, yet installed: vLLM imports the copy its wheel carries (vllm.third_party; --without NAME if that copy is removed)")
+    if unknown:
+        parts.append(f"{', '.join(unknown)} not listed, and unknown: the listed vllm build may or may not carry vLLM's copy (its CUDA wheels do)")
+    return "; ".join(parts) or None
 
 
 def engine_release(catalog: Any, env: Environment) -> "EngineRelease | None":

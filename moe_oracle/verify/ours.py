@@ -75,14 +75,19 @@ FRONT_END_QUANT_METHOD: Mapping[str, str | None] = QUANT_METHOD
 
 
 def environment_for(dep: Deployment, release: str) -> Environment:
-    """The exact environment of ``dep`` under vLLM ``release`` (every host tool known: found or not)."""
+    """The exact environment of ``dep`` under vLLM ``release`` (every host tool known: found or not).
+    Every package the deployment leaves out is declared absent: the vLLM side's stand-ins make its
+    module and the copy vLLM's wheel carries (``vllm.third_party.deep_gemm``) unimportable alike
+    (:data:`~moe_oracle.verify.sim_standins.MODULE_PACKAGES`), which a package list alone would not
+    say (:data:`~moe_oracle.core.packages.VENDORED`)."""
     packages = [("vllm", release)]
     for short in dep.packages:
         name = PACKAGE_NAMES[short]
         # The version vLLM's side runs against (the pin, or its documented substitute).
         version = (flashinfer_installed(release) or "0.7.2.post1") if short in ("flashinfer", "flashinfer_cubin") else MORI_STANDIN_VERSION if short == "mori" else "1.0"
         packages.append((name, version))
-    return Environment(tuple(packages), frozenset(), True, dep.env, tools=tuple((t, t in dep.tools) for t in HOST_TOOLS))
+    absent = frozenset(name for short, name in PACKAGE_NAMES.items() if short not in dep.packages)
+    return Environment(tuple(packages), absent, True, dep.env, tools=tuple((t, t in dep.tools) for t in HOST_TOOLS))
 
 
 def config_for(dep: Deployment, release: str | None = None) -> MoEConfig:

@@ -614,3 +614,31 @@ def test_sequence_parallel_facts_match_the_release_source(release):
             assert "is_sequence_parallel" not in text and "use_sequence_parallel_moe" not in text, module
         for arch in entry.architectures:
             assert f'"{arch}"' in registry, arch
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_modules_vllms_wheel_carries_are_the_vendored_table(release):
+    """core/packages.VENDORED: each release's wheel (its dist-info RECORD, as setup_env unpacks it)
+    carries ``vllm/third_party/<module>`` with a compiled part where the module has one, and
+    ``vllm/utils/import_utils.py``'s ``has_<module>`` falls back to importing that copy. A pip
+    freeze without deep-gemm (breakit23 finding 1) was read as DeepGEMM absent: vLLM finds the copy."""
+    from moe_oracle.core.packages import PACKAGE_IMPORTS, VENDORED
+
+    tree = _tree(release)
+    record = (tree / f"vllm-{release}.dist-info" / "RECORD").read_text(encoding="utf-8").splitlines()
+    source = (tree / "vllm" / "utils" / "import_utils.py").read_text(encoding="utf-8")
+    checks = {"deep-gemm": "has_deep_gemm", "triton-kernels": "has_triton_kernels"}
+    assert set(VENDORED) == set(checks)
+    for name, vendored in VENDORED.items():
+        module = PACKAGE_IMPORTS[name]
+        assert vendored.host == "vllm" and vendored.provides(release) is True, (name, release)
+        carried = [line.split(",", 1)[0] for line in record if line.startswith(f"vllm/third_party/{module}/")]
+        assert len(carried) >= 20, (name, release, len(carried))
+        if module == "deep_gemm":
+            assert any(path.endswith(".so") for path in carried), "the copy's compiled extension is in the wheel"
+        fn = ast.unparse(next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == checks[name]))
+        assert f"_has_module('{module}')" in fn and f"_has_module('vllm.third_party.{module}')" in fn, fn
+    # No other copy of a module the tables read: a new vendored package must join the table.
+    others = {line.split("/")[2] for line in record if line.startswith("vllm/third_party/") and line.count("/") >= 3}
+    read = set(PACKAGE_IMPORTS.values())
+    assert others & read == {PACKAGE_IMPORTS[n] for n in VENDORED}, sorted(others & read)
