@@ -50,6 +50,13 @@ _OTHER: Mapping[str, frozenset[str]] = {
 _NO_DRAFT_MODEL = frozenset({"ngram", "ngram_gpu", "suffix", "custom_class", "extract_hidden_states"})
 
 
+_NEEDS_DRAFT_MODEL = frozenset({"draft_model", "eagle", "eagle3", "dflash", "medusa", "mlp_speculator"})
+"""Methods whose draft vLLM cannot default when the config names none: with
+``num_speculative_tokens`` and no ``model``, vLLM 0.29.0-0.33.0 ``SpeculativeConfig.__post_init__``
+reaches its last branch and 0.34.0 ``DraftModelSpeculatorConfig.default_model`` (the classes of
+these methods, v1/worker/gpu/spec_decode/) raises "num_speculative_tokens was provided but without
+speculative model." (MTP drafts with the target, DSpark and the no-model methods default theirs)."""
+
 _NO_REGISTRY = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 """Releases without ``registered_speculative_methods`` (vLLM 0.34.0 added it: vllm/config/speculative.py)."""
 
@@ -143,6 +150,12 @@ def resolve_draft(spec: Mapping[str, Any] | None, target_model: str | None, rele
         raise ConfigError([InputIssue("--serve --speculative-config method", f"vLLM {release} knows no such speculative method (SpeculativeMethod, vllm/config/speculative.py){plugins}", method, sorted(mtp | other))], headline="bad --serve")
     if method is None:
         method = "ngram" if model in ("ngram", "[ngram]") else "draft_model"
+    if model is None and method in _NEEDS_DRAFT_MODEL and spec.get("num_speculative_tokens") is not None:
+        named = "names no method (vLLM takes it as draft_model) and" if spec.get("method") is None else f"names method {method!r} but"
+        raise ConfigError([InputIssue("--serve --speculative-config model", f"vLLM {release} refuses it at start: the config {named} no draft model, so \"num_speculative_tokens was provided "
+                                      f"but without speculative model.\" ({where}); name the draft model, or give \"method\": \"mtp\" to draft with the checkpoint's own MTP layers",
+                                      None, None, keyword="engine_refuses")], headline="bad --serve")
+    if spec.get("method") is None:
         if method == "draft_model":
             return Draft(method, False, model, f"--speculative-config names no method, so vLLM detects it from the draft model {model!r} ({where}); moe-oracle does not model that detection: give \"method\": \"mtp\" to plan the checkpoint's MTP layers")
     if method in mtp:

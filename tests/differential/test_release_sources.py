@@ -34,6 +34,7 @@ Deselected by default (marker ``differential``); CI runs them with the rest of t
 from __future__ import annotations
 
 import ast
+import re
 import importlib.util
 import os
 import subprocess
@@ -212,6 +213,43 @@ def test_speculative_methods_match_the_release_source(release):
     mtp, other = speculative_methods(release)
     assert _literal_strings(tree, "MTPModelTypes") == set(mtp)
     assert _literal_strings(tree, "SpeculativeMethod") == set(mtp) | set(other)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_methods_that_need_a_draft_model_are_the_releases(release):
+    """inputs/speculative._NEEDS_DRAFT_MODEL (breakit23 finding 5): before 0.34.0 the model-less
+    branch of ``SpeculativeConfig.__post_init__`` defaults a draft only for the methods it names and
+    raises for the rest; from 0.34.0 the raising ``default_model`` is
+    ``DraftModelSpeculatorConfig``'s, inherited by the classes of exactly these methods."""
+    from moe_oracle.inputs.speculative import _NEEDS_DRAFT_MODEL, speculative_methods
+
+    message = "num_speculative_tokens was provided but without speculative model."
+    tree = _tree(release) / "vllm"
+    mtp, other = speculative_methods(release)
+    needs = {m for m in _NEEDS_DRAFT_MODEL if m in other}
+    if Version(release) < Version("0.34.0"):
+        source = (tree / "config/speculative.py").read_text(encoding="utf-8")
+        assert message in source
+        branch = source[source.index("if self.model is None and self.num_speculative_tokens is not None:"):source.index(message)]
+        handled = set(re.findall(r"self\.method (?:==|in) \(?\"([a-z_0-9]+)\"", branch)) | set(re.findall(r"\"([a-z_0-9]+)\"", " ".join(re.findall(r"self\.method in \(([^)]*)\)", branch))))
+        assert handled and not needs & handled, (sorted(handled), sorted(needs))
+        assert "draft_model" in needs and needs == other - handled, (sorted(needs), sorted(other - handled))
+    else:
+        spec_decode = tree / "v1/worker/gpu/spec_decode"
+        assert message in (spec_decode / "speculator_config.py").read_text(encoding="utf-8")
+        raising = {"DraftModelSpeculatorConfig"}
+        found: dict[str, str] = {}
+        for path in sorted(spec_decode.rglob("*.py")):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if isinstance(node, ast.ClassDef):
+                    bases = {ast.unparse(b) for b in node.bases}
+                    method = next((ast.literal_eval(a.value) for a in node.body if isinstance(a, ast.Assign) and any(getattr(t, "id", None) == "base_method" for t in a.targets)), None)
+                    overrides = any(isinstance(f, ast.FunctionDef) and f.name == "default_model" for f in node.body)
+                    if bases & raising and not overrides:
+                        raising.add(node.name)
+                    if method is not None:
+                        found[method] = node.name
+        assert {m for m, cls in found.items() if cls in raising} == needs, (found, sorted(raising))
 
 
 @pytest.mark.parametrize("release", RELEASES)
