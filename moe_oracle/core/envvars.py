@@ -36,6 +36,7 @@ from typing import Any, Iterable, Mapping
 from .errors import ConfigError, InputIssue, did_you_mean
 
 __all__ = [
+    "LAYER_SHAPING_VARS",
     "PARSE_KINDS",
     "EnvVarSpec",
     "RemovedEnvVar",
@@ -46,6 +47,17 @@ __all__ = [
 ]
 
 PARSE_KINDS = ("int", "true_or_1", "str", "lower")
+
+LAYER_SHAPING_VARS: Mapping[str, str] = {
+    "VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS": (
+        "with AITER on ROCm vLLM then fuses a model's shared experts into its routed MoE layer where the model class and its quantization allow it (the layer "
+        "holds n_routed + n_shared experts, routes to top-k + n_shared, and every EP rank holds the shared ones; vLLM 0.29.0-0.34.0 P/utils.py "
+        "resolve_layer_fused_shared_expert, P/expert_map_manager.py): not modelled, so the answer and the plan's per-rank experts are for the layer "
+        "without that fusion (breakit23)"),
+}
+"""Variables vLLM reads that change how it builds the MoE layer itself, which moe-oracle does not
+model: set true (``1`` / ``true``, any case, as vllm/envs.py reads them), each gets this note instead
+of "not read by MoE kernel selection"."""
 
 
 @dataclass(frozen=True)
@@ -252,7 +264,9 @@ def env_notes(
             continue
         if known is None:
             continue
-        if name in known:
+        if name in known and name in LAYER_SHAPING_VARS and raw.strip().lower() in ("1", "true"):
+            notes.append(f"{name}={raw!r}: {LAYER_SHAPING_VARS[name]}")
+        elif name in known:
             notes.append(f"{name} is read by {vllm} but not by MoE kernel selection: ignored")
         elif name.startswith("VLLM_"):
             guess = did_you_mean(name, sorted(set(by_name) | known))
