@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
@@ -85,13 +86,19 @@ class Vendored:
         >>> v.provides("0.34.0"), v.provides("0.33.0+cu129"), v.provides("0.34.0+rocm700"), v.provides("0.99.0"), v.provides("0.10.0")
         (True, True, None, None, False)
         """
-        installed = Version(version)
-        public = Version(installed.public)
-        if public < Version(self.since):
-            return False
-        if public not in SpecifierSet(self.releases):
-            return None
-        return True if installed.local is None or installed.local.startswith("cu") else None
+        return _carries(self.releases, self.since, version)
+
+
+@lru_cache(maxsize=256)
+def _carries(releases: str, since: str, version: str) -> bool | None:
+    """:meth:`Vendored.provides`, cached: it is asked on the selection hot path."""
+    installed = Version(version)
+    public = Version(installed.public)
+    if public < Version(since):
+        return False
+    if public not in SpecifierSet(releases):
+        return None
+    return True if installed.local is None or installed.local.startswith("cu") else None
 
 
 _WHEELS = "the vllm 0.29.0-0.34.0 manylinux_2_28_x86_64 wheels (dist-info RECORD)"

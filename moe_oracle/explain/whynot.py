@@ -159,7 +159,8 @@ def why_not(oracle: "Oracle", config: MoEConfig, backend_name: str, env: Environ
         env: the environment to search from (default: the oracle's).
         keep: input categories (:data:`CATEGORIES`) that must not change; default: the model.
         policy: default: the oracle's.
-        admissible: edited inputs the engine would start with (:func:`search_eligible`).
+        admissible: whether the engine starts with edited inputs: True or None it does, False or
+            the refusal's message (a str) it does not (:func:`search_eligible`).
 
     Raises:
         ConfigError: ``backend_name`` is not a known backend or alias, or ``keep`` names an
