@@ -66,19 +66,20 @@ class Vendored:
 
     Attributes:
         host: the distribution whose wheel carries the copy (``vllm``).
-        releases: the host's releases whose wheels were read to carry it (PEP 440 specifier).
-        since: the first release known to carry it (older ones: not read, taken as not carrying).
+        since: the first release known to carry it (older ones, pre-releases of it included:
+            not read, taken as not carrying).
+        through: the last release series whose wheels were read (``0.34``: every 0.34.x).
         evidence: the code that falls back to the copy, and the wheels read.
     """
 
     host: str
-    releases: str
     since: str
+    through: str
     evidence: str
 
     def provides(self, version: str) -> bool | None:
-        """Whether the host installed at ``version`` carries the copy: ``True`` for a release of
-        :attr:`releases` built for CUDA (no local label, or a ``+cu...`` one: vLLM's CUDA
+        """Whether the host installed at ``version`` carries the copy: ``True`` for a release from
+        :attr:`since` through the :attr:`through` series built for CUDA (no local label, or a ``+cu...`` one: vLLM's CUDA
         wheels), ``None`` (unknown) for a local build of another platform (``+rocm...``,
         ``+cpu``) or a release newer than those read, ``False`` before :attr:`since`.
 
@@ -86,17 +87,17 @@ class Vendored:
         >>> v.provides("0.34.0"), v.provides("0.33.0+cu129"), v.provides("0.34.0+rocm700"), v.provides("0.99.0"), v.provides("0.10.0")
         (True, True, None, None, False)
         """
-        return _carries(self.releases, self.since, version)
+        return _carries(self.since, self.through, version)
 
 
 @lru_cache(maxsize=256)
-def _carries(releases: str, since: str, version: str) -> bool | None:
+def _carries(since: str, through: str, version: str) -> bool | None:
     """:meth:`Vendored.provides`, cached: it is asked on the selection hot path."""
     installed = Version(version)
     public = Version(installed.public)
     if public < Version(since):
         return False
-    if public not in SpecifierSet(releases):
+    if public.release[:2] > Version(through).release[:2]:
         return None
     return True if installed.local is None or installed.local.startswith("cu") else None
 
@@ -104,10 +105,10 @@ def _carries(releases: str, since: str, version: str) -> bool | None:
 _WHEELS = "the vllm 0.29.0-0.34.0 manylinux_2_28_x86_64 wheels (dist-info RECORD)"
 
 VENDORED: dict[str, Vendored] = {
-    "deep-gemm": Vendored("vllm", ">=0.29.0,<0.35", "0.29.0", "vLLM 0.29.0-0.34.0 vllm/utils/import_utils.py has_deep_gemm: _has_module('deep_gemm') or "
+    "deep-gemm": Vendored("vllm", "0.29.0", "0.34", "vLLM 0.29.0-0.34.0 vllm/utils/import_utils.py has_deep_gemm: _has_module('deep_gemm') or "
                           f"_has_module('vllm.third_party.deep_gemm'); {_WHEELS} list vllm/third_party/deep_gemm (879-902 files, its compiled _C "
                           "extension included; __version__ 2.6.1 in 0.29.0, 2.8.0 in 0.30.0-0.32.0, 2.8.1 in 0.33.0-0.34.0)"),
-    "triton-kernels": Vendored("vllm", ">=0.29.0,<0.35", "0.29.0", "vLLM 0.29.0-0.34.0 vllm/utils/import_utils.py has_triton_kernels: _has_module('triton_kernels') or "
+    "triton-kernels": Vendored("vllm", "0.29.0", "0.34", "vLLM 0.29.0-0.34.0 vllm/utils/import_utils.py has_triton_kernels: _has_module('triton_kernels') or "
                                f"_has_module('vllm.third_party.triton_kernels'); {_WHEELS} list vllm/third_party/triton_kernels (40 files)"),
 }
 """Table package name -> the copy of its module vLLM's wheel carries: where the package itself is

@@ -88,6 +88,26 @@ class Outcome(enum.Enum):
     ABSTAIN = "abstain"
 
 
+
+# vLLM 0.29.0-0.34.0 CUDA wheels carry these modules (vllm/third_party/deep_gemm, triton_kernels),
+# which has_deep_gemm / has_triton_kernels import when the package is not installed (read from the
+# wheels' RECORD and vllm/utils/import_utils.py; written here apart from core/packages.VENDORED).
+_WHEEL_COPIES = ("deep-gemm", "triton-kernels")
+
+
+def _wheel_copy(vllm: str | None, otherwise: Any, unversioned: bool) -> Any:
+    """The package's value where it is neither installed nor declared absent: vllm's version where
+    that wheel carries the copy, unknown (None) where vllm may or may not (installed at an unknown
+    version, another build, a release not read), else ``otherwise``."""
+    if vllm is None:
+        return None if unversioned else otherwise
+    installed = Version(vllm)
+    if Version(installed.public) < Version("0.29.0"):
+        return otherwise
+    if installed.release[:2] > (0, 34):
+        return None
+    return vllm if installed.local is None or str(installed.local).startswith("cu") else None
+
 @dataclass(frozen=True)
 class Rule:
     """One rule as the YAML states it."""
@@ -551,6 +571,8 @@ class Model:
         absent = {canonicalize_name(n) for n in env.absent}
         for name in self.packages:
             v[f"packages.{name}"] = installed.get(name, ABSENT if (name in absent or env.complete) else None)
+            if name in _WHEEL_COPIES and name not in installed and name not in absent:
+                v[f"packages.{name}"] = _wheel_copy(installed.get("vllm"), v[f"packages.{name}"], "vllm" in {canonicalize_name(n) for n in env.unversioned})
         # A declared or probed modelled release fixes the versions it pins (when they are unknown).
         engine = installed.get(self.engine["name"])
         if engine is not None:
