@@ -7,6 +7,7 @@ The case's inputs go through the one door the CLI uses
 kind, role, quant keys, selected kernel (its backend as vLLM's enum member name,
 :mod:`..backend_names`) and prepare/finalize; the layer's own inputs (experts,
 from ...core.environment import HOST_TOOLS
+from ...core.packages import VENDORED
 top-k, sizes, routing, activation ...) are read from the group's Decision.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 
 from ..backend_names import UnknownBackend, vllm_backend_name
 from ...core.environment import HOST_TOOLS
+from ...core.packages import VENDORED
 from ..ours import FLASHINFER_PINS, PACKAGE_NAMES
 
 __all__ = ["our_layers", "plan_argv"]
@@ -60,7 +62,16 @@ def plan_inputs(case: dict[str, Any], env_file: Path, model: str) -> Any:
 
     dep = case["deployment"]
     return OperatorInputs(model=model, gpu=dep["gpu"], tp=dep["tp"], dp=dep["dp"], pcp=dep.get("pcp", 1), environment=str(env_file),
-                          ep=True if dep["ep"] else None, all2all=dep.get("all2all") or None, no_draft=not dep.get("speculative"), tool=tool_flags(case))
+                          ep=True if dep["ep"] else None, all2all=dep.get("all2all") or None, no_draft=not dep.get("speculative"), tool=tool_flags(case),
+                          without=without(case))
+
+
+def without(case: dict[str, Any]) -> tuple[str, ...]:
+    """``--without NAME`` for each package whose copy vLLM's wheel carries
+    (:data:`~moe_oracle.core.packages.VENDORED`) and the case leaves out: the vLLM side's stand-ins
+    make its module and that copy unimportable alike, which the freeze alone does not say."""
+    drawn = {PACKAGE_NAMES[short] for short in case["deployment"].get("packages", [])}
+    return tuple(name for name in VENDORED if name not in drawn)
 
 
 def tool_flags(case: dict[str, Any]) -> tuple[str, ...]:
@@ -84,6 +95,8 @@ def plan_argv(case: dict[str, Any], env_file: Path, model: str) -> list[str]:
         argv.append("--no-draft")
     for flag in tool_flags(case):
         argv += ["--tool", flag]
+    for name in without(case):
+        argv += ["--without", name]
     return argv
 
 
