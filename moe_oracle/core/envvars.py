@@ -56,7 +56,8 @@ LAYER_SHAPING_VARS: Mapping[str, str] = {
         "without that fusion (breakit23)"),
 }
 """Variables vLLM reads that change how it builds the MoE layer itself, which moe-oracle does not
-model: set true (``1`` / ``true``, any case, as vllm/envs.py reads them), each gets this note instead
+model: set true (``1`` / ``true``, any case, as vllm/envs.py reads them: :func:`parse_env_value`'s
+``true_or_1``), each gets this note instead
 of "not read by MoE kernel selection"."""
 
 
@@ -264,7 +265,7 @@ def env_notes(
             continue
         if known is None:
             continue
-        if name in known and name in LAYER_SHAPING_VARS and raw.strip().lower() in ("1", "true"):
+        if name in known and name in LAYER_SHAPING_VARS and parse_env_value(EnvVarSpec(name, "bool", False, "", "true_or_1"), raw):
             notes.append(f"{name}={raw!r}: {LAYER_SHAPING_VARS[name]}")
         elif name in known:
             notes.append(f"{name} is read by {vllm} but not by MoE kernel selection: ignored")

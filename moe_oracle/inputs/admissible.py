@@ -18,13 +18,7 @@ from .moonep_start import moonep_quantized_model_refusal
 from .quant_checks import layer_gate_methods, platform_refusal_any
 from .release_facts import ENGINE_VERSION
 
-__all__ = ["admissible", "start_refusal"]
-
-
-def admissible(deployment: Deployment, catalog: Catalog) -> Callable[[MoEConfig, Environment], bool]:
-    """Whether vLLM starts with an edited deployment: :func:`start_refusal` is ``None``."""
-    refusal = start_refusal(deployment, catalog)
-    return lambda c, env: refusal(c, env) is None
+__all__ = ["start_refusal"]
 
 
 def start_refusal(deployment: Deployment, catalog: Catalog) -> Callable[[MoEConfig, Environment], str | None]:

@@ -50,7 +50,7 @@ __all__ = ["CheckpointGate", "Deployment", "build_deployment", "check_serve_valu
 CheckpointGate = tuple[Any, Any, tuple[str, ...], "tuple[str, ...] | None"]
 """(the checkpoint's experts scheme, its quant method, the method vLLM checks for it, the method the
 serve line's ``-q`` chose or ``None``): what why-not's search holds an edited layer to
-(:func:`admissible`)."""
+(:func:`moe_oracle.inputs.admissible.start_refusal`)."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import pytest
 from moe_oracle.cli import main
 from moe_oracle.core.oracle import default_catalog
 from moe_oracle.inputs.attention_heads import attention_heads_refusal, engine_attention_heads
-from moe_oracle.inputs.admissible import admissible
+from moe_oracle.inputs.admissible import start_refusal
 from moe_oracle.inputs.deployment import build_deployment
 from moe_oracle.inputs.operator_inputs import OperatorInputs
 
@@ -54,11 +54,11 @@ def test_why_not_never_moves_to_a_size_the_heads_refuse():
     catalog = default_catalog()
     dep = build_deployment(OperatorInputs(model="llama-4-scout-17b-16e-instruct", gpu="H200", tp=8), catalog)
     assert dep.attention_heads == 40
-    admits = admissible(dep, catalog)
+    refusal = start_refusal(dep, catalog)
     par = dep.config.parallel
-    assert admits(dep.config, dep.environment)
-    assert not admits(dep.config.with_changes(parallel__tp_size=16), dep.environment)
-    assert admits(replace(dep.config, parallel=replace(par, tp_size=4)), dep.environment)
+    assert refusal(dep.config, dep.environment) is None
+    assert refusal(dep.config.with_changes(parallel__tp_size=16), dep.environment) is not None
+    assert refusal(replace(dep.config, parallel=replace(par, tp_size=4)), dep.environment) is None
 
 
 def test_the_text_config_is_found_where_vllm_builds_it_from():

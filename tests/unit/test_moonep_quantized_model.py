@@ -13,7 +13,7 @@ import pytest
 
 from moe_oracle.cli import main
 from moe_oracle.core.oracle import default_catalog
-from moe_oracle.inputs.admissible import admissible
+from moe_oracle.inputs.admissible import start_refusal
 from moe_oracle.inputs.deployment import build_deployment
 from moe_oracle.inputs.operator_inputs import OperatorInputs
 
@@ -58,9 +58,9 @@ def test_why_not_never_moves_a_quantized_model_to_moonep(tmp_path):
     catalog = default_catalog()
     dep = build_deployment(OperatorInputs(model=str(_experts_ignored(tmp_path)), gpu="H200", dp=2, ep=True), catalog)
     assert dep.model_quantization == "fp8"
-    admits = admissible(dep, catalog)
-    assert admits(dep.config, dep.environment)
-    assert not admits(dep.config.with_changes(parallel__all2all_backend="moonep"), dep.environment)
+    refusal = start_refusal(dep, catalog)
+    assert refusal(dep.config, dep.environment) is None
+    assert refusal(dep.config.with_changes(parallel__all2all_backend="moonep"), dep.environment) is not None
 
 
 def test_why_not_names_the_start_refusal_it_met(capsys, tmp_path):

@@ -12,7 +12,7 @@ from moe_oracle.core.engine import evaluate
 from moe_oracle.core.oracle import default_catalog
 from moe_oracle.core.quant import SCHEMES
 from moe_oracle.explain.whynot_edits import Alternative
-from moe_oracle.inputs.admissible import admissible
+from moe_oracle.inputs.admissible import start_refusal
 from moe_oracle.inputs.deployment import build_deployment
 from moe_oracle.inputs.operator_inputs import OperatorInputs
 
@@ -39,9 +39,9 @@ def test_the_outcome_names_the_kernel_refused_ahead_of_the_target():
 
 def test_no_fix_gives_an_online_fp8_method_experts_it_does_not_build(capsys):
     catalog, dep = _qwen3_fp8()
-    admits = admissible(dep, catalog)
-    assert not admits(dep.config.with_changes(quant=SCHEMES["fp8_tensor_static"], quant_method="fp8_per_channel"), dep.environment)
-    assert admits(dep.config.with_changes(quant=SCHEMES["fp8_channel_token"], quant_method="fp8_per_channel"), dep.environment)
+    refusal = start_refusal(dep, catalog)
+    assert refusal(dep.config.with_changes(quant=SCHEMES["fp8_tensor_static"], quant_method="fp8_per_channel"), dep.environment) is not None
+    assert refusal(dep.config.with_changes(quant=SCHEMES["fp8_channel_token"], quant_method="fp8_per_channel"), dep.environment) is None
     main(["why-not", "--backend", "vllm_cutlass", "--model", "qwen3-30b-a3b-fp8", "--gpu", "H200", "--tp", "4", "--json"])
     fixes = json.loads(capsys.readouterr().out)["alternatives"]
     assert fixes and all(f["winner_after"] is not None for f in fixes)

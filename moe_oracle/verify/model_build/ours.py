@@ -3,11 +3,10 @@
 The case's inputs go through the one door the CLI uses
 (:func:`moe_oracle.inputs.model_deployment.build_model_deployment`, then
 :func:`moe_oracle.explain.plan.plan_deployment`) with a ``pip freeze``-style environment file
-(every package not listed is absent, as on the vLLM side). The plan's record gives each group's
+(every package not listed is absent, as on the vLLM side; those whose copy vLLM's wheel carries are
+declared absent too, :func:`without`). The plan's record gives each group's
 kind, role, quant keys, selected kernel (its backend as vLLM's enum member name,
 :mod:`..backend_names`) and prepare/finalize; the layer's own inputs (experts,
-from ...core.environment import HOST_TOOLS
-from ...core.packages import VENDORED
 top-k, sizes, routing, activation ...) are read from the group's Decision.
 """
 
